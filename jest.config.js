@@ -1,0 +1,15 @@
+/** @type {import('jest').Config} */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.test.json' }],
+    // jose (used by @a2a-js/sdk) ships ESM only; Node 20's jest cannot require() it untransformed.
+    '^.+/node_modules/jose/.+\\.js$': ['ts-jest', { tsconfig: 'tsconfig.test.json' }],
+  },
+  transformIgnorePatterns: ['/node_modules/(?!jose/)'],
+  testTimeout: 30000,
+  // Integration tests start real servers; two workers suit the 2-core machines.
+  maxWorkers: 2,
+};

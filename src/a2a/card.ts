@@ -1,0 +1,181 @@
+/**
+ * Agent cards: fetched once and cached with a TTL (identity for AOS contexts), and rewritten so
+ * every agent endpoint URL points at the proxy (design section 7). Without the rewrite SDK clients
+ * call the URL in the card and bypass the proxy.
+ */
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+
+export type CardJson = Record<string, unknown>;
+
+/** Candidate card locations for an agent base URL, as the SDK resolves them, plus the origin root. */
+export function cardUrls(base: URL): URL[] {
+  if (base.pathname.endsWith('.json')) return [base];
+  const withSlash = new URL(base.href);
+  if (!withSlash.pathname.endsWith('/')) withSlash.pathname += '/';
+  const urls = [new URL('.well-known/agent-card.json', withSlash), new URL('/.well-known/agent-card.json', base)];
+  return urls.filter((u, i) => urls.findIndex((v) => v.href === u.href) === i);
+}
+
+export interface CardCacheOptions {
+  readonly base: URL;
+  readonly ttlMs: number;
+  readonly logger: Logger;
+  readonly what: string;
+  /** Back-off after a failed fetch, so a dead agent is not asked on every request. */
+  readonly retryMs?: number;
+  readonly timeoutMs?: number;
+}
+
+/**
+ * A cached card. `current()` never blocks: it returns the last good card (or undefined) and starts a
+ * background refresh when the TTL has passed. `ready()` waits for the first attempt, bounded.
+ */
+export class CardCache {
+  private card: CardJson | undefined;
+  private fetchedAt = 0;
+  private failedAt = 0;
+  private inflight: Promise<void> | undefined;
+
+  constructor(private readonly opts: CardCacheOptions) {}
+
+  current(): CardJson | undefined {
+    const now = Date.now();
+    const stale = this.card === undefined ? now - this.failedAt > (this.opts.retryMs ?? 10_000) : now - this.fetchedAt > this.opts.ttlMs;
+    if (stale && this.inflight === undefined) void this.refresh();
+    return this.card;
+  }
+
+  /** Resolves once a first fetch attempt finished (success or not). */
+  ready(): Promise<void> {
+    if (this.card !== undefined) return Promise.resolve();
+    return this.inflight ?? this.refresh();
+  }
+
+  refresh(): Promise<void> {
+    if (this.inflight !== undefined) return this.inflight;
+    this.inflight = this.fetchOnce().finally(() => {
+      this.inflight = undefined;
+    });
+    return this.inflight;
+  }
+
+  private async fetchOnce(): Promise<void> {
+    const problems: string[] = [];
+    for (const url of cardUrls(this.opts.base)) {
+      try {
+        const res = await fetch(url, { signal: AbortSignal.timeout(this.opts.timeoutMs ?? 5000), headers: { accept: 'application/json' } });
+        if (!res.ok) {
+          problems.push(`${url.href}: HTTP ${res.status}`);
+          await res.body?.cancel();
+          continue;
+        }
+        const body: unknown = await res.json();
+        if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+          problems.push(`${url.href}: not a JSON object`);
+          continue;
+        }
+        this.card = body as CardJson;
+        this.fetchedAt = Date.now();
+        this.opts.logger.debug({ card: url.href }, `${this.opts.what} agent card fetched`);
+        return;
+      } catch (err) {
+        problems.push(`${url.href}: ${(err as Error).message}`);
+      }
+    }
+    this.failedAt = Date.now();
+    this.opts.logger.warn({ problems }, `${this.opts.what} agent card could not be fetched; identity fields will say "unknown"`);
+  }
+}
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+const obj = (v: unknown): Record<string, unknown> | undefined =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+
+/** What an AOS context can learn from a card (v0.3, hybrid or v1.0). */
+export interface CardIdentity {
+  readonly name?: string;
+  readonly url?: string;
+  readonly version?: string;
+  readonly description?: string;
+  readonly providerName?: string;
+  readonly providerUrl?: string;
+}
+
+export function identityFromCard(card: CardJson | undefined): CardIdentity {
+  if (card === undefined) return {};
+  const interfaces = Array.isArray(card.supportedInterfaces) ? card.supportedInterfaces : [];
+  const firstInterfaceUrl = interfaces.map((i) => str(obj(i)?.url)).find((u) => u !== undefined);
+  const provider = obj(card.provider);
+  const id: Record<string, string | undefined> = {
+    name: str(card.name),
+    url: str(card.url) ?? firstInterfaceUrl,
+    version: str(card.version),
+    description: str(card.description),
+    providerName: str(provider?.organization) ?? str(provider?.name),
+    providerUrl: str(provider?.url),
+  };
+  return Object.fromEntries(Object.entries(id).filter(([, v]) => v !== undefined));
+}
+
+export interface RewriteOptions {
+  /** Public base URL of the proxy (scheme, host, optional path prefix). */
+  readonly publicBase: URL;
+  /** The upstream base URL the proxy forwards to. */
+  readonly upstreamBase: URL;
+  readonly signatures: 'strip' | 'keep';
+}
+
+/**
+ * Point one agent endpoint URL at the proxy: keep the path below the upstream's base path, put the
+ * proxy's public base in front. Returns undefined for URLs that are not http(s) (e.g. gRPC host:port),
+ * which the proxy does not carry.
+ */
+export function rewriteEndpoint(raw: string, opts: RewriteOptions): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return undefined;
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return undefined;
+  const upstreamPrefix = opts.upstreamBase.pathname.replace(/\/+$/, '');
+  let rest = u.pathname;
+  if (upstreamPrefix !== '' && (rest === upstreamPrefix || rest.startsWith(`${upstreamPrefix}/`))) rest = rest.slice(upstreamPrefix.length);
+  const publicPrefix = opts.publicBase.pathname.replace(/\/+$/, '');
+  const out = new URL(opts.publicBase.href);
+  out.pathname = `${publicPrefix}${rest.startsWith('/') || rest === '' ? rest : `/${rest}`}`;
+  out.search = u.search;
+  out.hash = '';
+  return out.href;
+}
+
+/** Rewrite every agent endpoint of a card (v1 supportedInterfaces, v0.3 url + additionalInterfaces). Pure. */
+export function rewriteCard(card: CardJson, opts: RewriteOptions): CardJson {
+  const out: CardJson = { ...card };
+  if (typeof card.url === 'string') {
+    const u = rewriteEndpoint(card.url, opts);
+    if (u !== undefined) out.url = u;
+  }
+  for (const key of ['supportedInterfaces', 'additionalInterfaces'] as const) {
+    const list = card[key];
+    if (!Array.isArray(list)) continue;
+    out[key] = list.flatMap((entry: unknown) => {
+      const e = obj(entry);
+      if (e === undefined || typeof e.url !== 'string') return [entry];
+      const u = rewriteEndpoint(e.url, opts);
+      // An interface the proxy cannot carry (gRPC) is removed: leaving it would be a way around the proxy.
+      return u === undefined ? [] : [{ ...e, url: u }];
+    });
+  }
+  if (opts.signatures === 'strip' && 'signatures' in out) delete out.signatures;
+  return out;
+}
+
+export function weakEtag(body: Buffer): string {
+  return `W/"${createHash('sha1').update(body).digest('base64url')}"`;
+}
+
+export function isCardPath(pathname: string): boolean {
+  return pathname.endsWith('/.well-known/agent-card.json') || pathname.endsWith('/.well-known/agent.json');
+}

@@ -1,0 +1,55 @@
+/**
+ * Prometheus metrics (design section 9). One registry per proxy instance so tests and embedders
+ * can run several proxies in one process. Label sets are bounded: operations come from the
+ * operation table, never from the wire.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: 'a2a_guard_hook_decisions_total',
+    help: 'Hook decisions by A2A operation (AOS method), hook side, phase and decision',
+    labelNames: ['operation', 'side', 'phase', 'decision'] as const,
+    registers: [this.registry],
+  });
+  readonly calls = new Counter({
+    name: 'a2a_guard_requests_total',
+    help: 'Requests seen by the proxy, by kind (a2a operation, other, refused) and outcome',
+    labelNames: ['operation', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly guardianLatency = new Histogram({
+    name: 'a2a_guard_guardian_latency_seconds',
+    help: 'Guardian call latency',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+  readonly guardianFailures = new Counter({
+    name: 'a2a_guard_guardian_failures_total',
+    help: 'Guardian calls without a valid answer, by kind',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly failOpenPasses = new Counter({
+    name: 'a2a_guard_fail_open_passes_total',
+    help: 'Requests or events passed without a valid guardian decision (FAIL_MODE=open)',
+    registers: [this.registry],
+  });
+  readonly shadowPasses = new Counter({
+    name: 'a2a_guard_shadow_passes_total',
+    help: 'Requests or events passed in SHADOW_MODE, by the decision the guardian would have enforced',
+    labelNames: ['decision'] as const,
+    registers: [this.registry],
+  });
+  readonly upstreamErrors = new Counter({
+    name: 'a2a_guard_upstream_errors_total',
+    help: 'Upstream agent failures (refused, reset, failed before answering)',
+    registers: [this.registry],
+  });
+  readonly openStreams = new Gauge({ name: 'a2a_guard_open_streams', help: 'SSE streams in flight', registers: [this.registry] });
+
+  constructor(withProcessMetrics = false) {
+    if (withProcessMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+}

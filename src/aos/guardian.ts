@@ -1,0 +1,192 @@
+/**
+ * Guardian clients. `HttpGuardian` speaks AOS JSON-RPC over HTTP POST with keep-alive sockets, a
+ * bounded time budget per call, one retry on connection failure inside that budget, and a circuit
+ * breaker so a dead guardian costs a fast "unavailable" rather than a timeout per request.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { randomUUID } from 'node:crypto';
+import type { GuardianOutcome, GuardianFailureKind } from '../proxy/enforce';
+import { type Envelope, GuardianError, GuardianSuccess, type JsonRpcId, PingAnswer } from './schemas';
+
+export interface Guardian {
+  /** Ask for a decision. `json` is the envelope's JSON text (what goes on the wire). */
+  decide(envelope: Envelope, json: string, signal?: AbortSignal): Promise<GuardianOutcome>;
+  /** AOS ping (spec 4.7). */
+  ping(timeoutMs?: number): Promise<boolean>;
+  close(): void;
+  /** Human-readable description for logs (never includes the token). */
+  readonly describe: string;
+}
+
+export interface HttpGuardianOptions {
+  readonly url: URL;
+  readonly token?: string | undefined;
+  readonly timeoutMs: number;
+  /** Consecutive transport failures that open the breaker. */
+  readonly breakerThreshold?: number;
+  /** How long the breaker stays open before one trial call. */
+  readonly breakerCooldownMs?: number;
+}
+
+interface RawReply {
+  readonly status: number;
+  readonly body: string;
+}
+
+class TransportError extends Error {
+  constructor(readonly kind: GuardianFailureKind, message: string, readonly retryable: boolean) {
+    super(message);
+  }
+}
+
+const RETRYABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
+export class HttpGuardian implements Guardian {
+  private readonly agent: http.Agent;
+  private readonly mod: typeof http | typeof https;
+  private readonly baseHeaders: http.OutgoingHttpHeaders;
+  private consecutiveFailures = 0;
+  private openUntil = 0;
+  readonly describe: string;
+
+  constructor(private readonly opts: HttpGuardianOptions) {
+    const isHttps = opts.url.protocol === 'https:';
+    this.mod = isHttps ? https : http;
+    this.agent = new this.mod.Agent({ keepAlive: true, keepAliveMsecs: 1000, maxSockets: 512, maxFreeSockets: 64, scheduling: 'lifo' });
+    this.baseHeaders = { 'content-type': 'application/json', accept: 'application/json' };
+    if (opts.token !== undefined) this.baseHeaders.authorization = `Bearer ${opts.token}`;
+    this.describe = `${opts.url.origin}${opts.url.pathname}`;
+  }
+
+  async decide(envelope: Envelope, json: string, signal?: AbortSignal): Promise<GuardianOutcome> {
+    const now = Date.now();
+    if (now < this.openUntil) return { ok: false, kind: 'breakerOpen', detail: 'guardian circuit breaker is open' };
+    let reply: RawReply;
+    try {
+      reply = await this.postWithRetry(json, now + this.opts.timeoutMs, signal);
+    } catch (err) {
+      const e = err instanceof TransportError ? err : new TransportError('connect', (err as Error).message, false);
+      this.noteFailure();
+      return { ok: false, kind: e.kind, detail: e.message };
+    }
+    this.consecutiveFailures = 0;
+    this.openUntil = 0;
+    return interpret(reply, envelope.id);
+  }
+
+  async ping(timeoutMs = this.opts.timeoutMs): Promise<boolean> {
+    const id = randomUUID();
+    const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'ping', params: { timestamp: new Date().toISOString(), timeout: timeoutMs } });
+    try {
+      const reply = await this.post(body, Date.now() + timeoutMs, undefined);
+      if (reply.status < 200 || reply.status >= 300) return false;
+      const parsed = PingAnswer.safeParse(JSON.parse(reply.body));
+      return parsed.success && parsed.data.id === id && parsed.data.result.status === 'connected';
+    } catch {
+      return false;
+    }
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+
+  private noteFailure(): void {
+    this.consecutiveFailures++;
+    if (this.consecutiveFailures >= (this.opts.breakerThreshold ?? 5)) {
+      this.openUntil = Date.now() + (this.opts.breakerCooldownMs ?? 2000);
+      // Half-open: after the cooldown one call goes through; its failure re-opens the breaker at once.
+      this.consecutiveFailures = (this.opts.breakerThreshold ?? 5) - 1;
+    }
+  }
+
+  private async postWithRetry(body: string, deadline: number, signal: AbortSignal | undefined): Promise<RawReply> {
+    try {
+      return await this.post(body, deadline, signal);
+    } catch (err) {
+      // A stale keep-alive socket or a guardian restarting: one more try if the budget allows.
+      if (err instanceof TransportError && err.retryable && Date.now() < deadline - 1 && signal?.aborted !== true) {
+        return this.post(body, deadline, signal);
+      }
+      throw err;
+    }
+  }
+
+  private post(body: string, deadline: number, signal: AbortSignal | undefined): Promise<RawReply> {
+    return new Promise<RawReply>((resolve, reject) => {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) return reject(new TransportError('timeout', 'guardian time budget exhausted', false));
+      let settled = false;
+      const finish = (fn: () => void) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        fn();
+      };
+      const req = this.mod.request(
+        {
+          protocol: this.opts.url.protocol,
+          hostname: this.opts.url.hostname,
+          port: this.opts.url.port,
+          path: `${this.opts.url.pathname}${this.opts.url.search}`,
+          method: 'POST',
+          agent: this.agent,
+          headers: { ...this.baseHeaders, 'content-length': Buffer.byteLength(body) },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (c: Buffer) => {
+            size += c.length;
+            // A guardian answer is small; an endless body is a fault, not something to buffer.
+            if (size > 16 * 1024 * 1024) req.destroy(new TransportError('http', 'guardian answer too large', false));
+            else chunks.push(c);
+          });
+          res.on('end', () => finish(() => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') })));
+          res.on('error', (e) => finish(() => reject(new TransportError('connect', e.message, false))));
+        },
+      );
+      const timer = setTimeout(() => {
+        finish(() => reject(new TransportError('timeout', `no guardian answer within ${this.opts.timeoutMs} ms`, false)));
+        req.destroy();
+      }, remaining);
+      const onAbort = () => {
+        finish(() => reject(new TransportError('connect', 'caller went away', false)));
+        req.destroy();
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      req.on('error', (e: NodeJS.ErrnoException) => {
+        if (e instanceof TransportError) return finish(() => reject(e));
+        // Retry only failures where the guardian cannot have started to answer.
+        const retryable = RETRYABLE_CODES.has(e.code ?? '');
+        finish(() => reject(new TransportError('connect', `${e.code ?? 'error'}: ${e.message}`, retryable)));
+      });
+      req.end(body);
+    });
+  }
+}
+
+/** Turn a raw guardian reply into an outcome: the "no valid answer" kinds of design section 5. */
+export function interpret(reply: RawReply, envelopeId: JsonRpcId): GuardianOutcome {
+  if (reply.status < 200 || reply.status >= 300) return { ok: false, kind: 'http', detail: `HTTP ${reply.status}` };
+  let json: unknown;
+  try {
+    json = JSON.parse(reply.body);
+  } catch {
+    return { ok: false, kind: 'json', detail: 'guardian answer is not JSON' };
+  }
+  const rpcError = GuardianError.safeParse(json);
+  if (rpcError.success) {
+    const e = rpcError.data.error;
+    return { ok: false, kind: 'rpcError', detail: `guardian JSON-RPC error ${e.code}: ${e.message}` };
+  }
+  const parsed = GuardianSuccess.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return { ok: false, kind: 'schema', detail: `guardian answer fails the AOS schema${issue ? ` at ${issue.path.join('.')}: ${issue.message}` : ''}` };
+  }
+  if (parsed.data.id !== envelopeId) return { ok: false, kind: 'id', detail: 'guardian answered a different id' };
+  return { ok: true, result: parsed.data.result };
+}

@@ -1,0 +1,112 @@
+/**
+ * Who is who in an AOS context (spec 3.16): the observed agent in full, the peer partially.
+ * Identity comes from OBSERVED_AGENT_* variables, filled in from agent cards; whatever cannot be
+ * learned says "unknown". Context JSON is cached per identity snapshot: no per-request work.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { ObservedAgentOverrides } from '../config';
+import { type CardCache, type CardIdentity, identityFromCard } from '../a2a/card';
+import type { A2AContext, Agent, PartialAgent } from './schemas';
+
+export const UNKNOWN = 'unknown';
+export type Side = 'client' | 'server';
+export type Phase = 'request' | 'response';
+
+export const AGENT_HEADERS = { name: 'x-aos-agent-name', url: 'x-aos-agent-url', version: 'x-aos-agent-version' } as const;
+
+export function fullAgent(overrides: ObservedAgentOverrides, card: CardIdentity): Agent {
+  const agent: Agent = {
+    id: overrides.id ?? UNKNOWN,
+    name: overrides.name ?? card.name ?? UNKNOWN,
+    url: overrides.url ?? card.url ?? UNKNOWN,
+    version: overrides.version ?? card.version ?? UNKNOWN,
+    instructions: overrides.instructions ?? UNKNOWN,
+    provider: { name: overrides.providerName ?? card.providerName ?? UNKNOWN, url: overrides.providerUrl ?? card.providerUrl ?? UNKNOWN },
+  };
+  const description = overrides.description ?? card.description;
+  if (description !== undefined) agent.description = description;
+  return agent;
+}
+
+export function partialAgent(card: CardIdentity): PartialAgent {
+  return { url: card.url ?? UNKNOWN, name: card.name ?? UNKNOWN, version: card.version ?? UNKNOWN };
+}
+
+/** The caller's claim in X-AOS-Agent-* headers (ROLE=server). A list-valued header is not a claim. */
+export function partialFromHeaders(headers: IncomingHttpHeaders): PartialAgent {
+  const one = (h: string): string => {
+    const v = headers[h];
+    return typeof v === 'string' && v.trim() !== '' ? v.trim() : UNKNOWN;
+  };
+  return { url: one(AGENT_HEADERS.url), name: one(AGENT_HEADERS.name), version: one(AGENT_HEADERS.version) };
+}
+
+/**
+ * Request hook: from = caller, to = callee. Response hook: from = the server side, to = the client side.
+ * `side` is the observed agent's role.
+ */
+export function hookContext(side: Side, phase: Phase, observed: Agent, peer: PartialAgent): A2AContext {
+  const client = side === 'client' ? observed : peer;
+  const server = side === 'client' ? peer : observed;
+  const c = { agent: client, role: 'client' as const };
+  const s = { agent: server, role: 'server' as const };
+  return phase === 'request' ? { from: c, to: s } : { from: s, to: c };
+}
+
+export interface IdentitySources {
+  readonly overrides: ObservedAgentOverrides;
+  readonly role: 'client' | 'server' | 'both';
+  /** The upstream agent's card (the server agent). */
+  readonly upstreamCard: CardCache;
+  /** The observed client agent's own card, when OBSERVED_AGENT_CARD_URL is set (ROLE=client/both). */
+  readonly observedCard: CardCache | undefined;
+}
+
+/**
+ * Identities as seen now. Cached and rebuilt only when a card object changes, so the hot path reads
+ * two object fields.
+ */
+export class Identities {
+  private upstreamSeen: object | undefined | null = null;
+  private observedSeen: object | undefined | null = null;
+  private cached!: { clientAgent: Agent; serverAgent: Agent; upstreamPartial: PartialAgent; clientPartial: PartialAgent };
+
+  constructor(private readonly src: IdentitySources) {}
+
+  private snapshot() {
+    const up = this.src.upstreamCard.current();
+    const ob = this.src.observedCard?.current();
+    if (up !== this.upstreamSeen || ob !== this.observedSeen) {
+      this.upstreamSeen = up;
+      this.observedSeen = ob;
+      const upstream = identityFromCard(up);
+      const observedClient = identityFromCard(ob);
+      const clientAgent = fullAgent(this.src.overrides, observedClient);
+      this.cached = {
+        clientAgent,
+        // ROLE=server: OBSERVED_AGENT_* describe the server agent. ROLE=both: they describe the client,
+        // and the server agent is known from its card only.
+        serverAgent: fullAgent(this.src.role === 'server' ? this.src.overrides : {}, upstream),
+        upstreamPartial: partialAgent(upstream),
+        clientPartial: { url: clientAgent.url, name: clientAgent.name, version: clientAgent.version },
+      };
+    }
+    return this.cached;
+  }
+
+  /** The observed agent of a hook side (full Agent). */
+  observed(side: Side): Agent {
+    const s = this.snapshot();
+    return side === 'client' ? s.clientAgent : s.serverAgent;
+  }
+
+  /** The peer of a client-side hook: the upstream server agent. */
+  upstreamPeer(): PartialAgent {
+    return this.snapshot().upstreamPartial;
+  }
+
+  /** The observed client agent as a peer (ROLE=both server-side hook), and for X-AOS-Agent-* headers. */
+  clientAsPeer(): PartialAgent {
+    return this.snapshot().clientPartial;
+  }
+}

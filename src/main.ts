@@ -1,0 +1,96 @@
+/**
+ * `npm start`: configuration from the environment, the proxy, the admin server, signals.
+ * A bad configuration prints one line per problem and exits 2.
+ */
+import type { AddressInfo } from 'node:net';
+import { loadConfig, type Config } from './config';
+import { createLogger, type Logger } from './log';
+import { startProxy, createGuardian } from './server';
+import { createAdminServer } from './admin/server';
+import type { Guardian } from './aos/guardian';
+import { embeddedGuardian } from './guardian/embedded';
+
+export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const loaded = loadConfig(env);
+  if (!loaded.ok) {
+    for (const p of loaded.problems) process.stderr.write(`a2a-guard: configuration error: ${p}\n`);
+    process.exit(2);
+  }
+  const config = loaded.config;
+  const logger = createLogger(config.logLevel);
+
+  let guardian: Guardian;
+  try {
+    guardian = config.guardianUrl === undefined ? embeddedGuardian(config.policyFile) : createGuardian(config);
+  } catch (err) {
+    process.stderr.write(`a2a-guard: configuration error: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
+  if (config.guardianUrl === undefined) logger.info({ policyFile: config.policyFile }, 'GUARDIAN_URL is unset: using the embedded reference guardian');
+  if (config.cardSignatures === 'keep') logger.warn('CARD_SIGNATURES=keep: rewritten agent cards keep signatures that no longer verify (the URLs changed)');
+  else logger.info('CARD_SIGNATURES=strip: agent card signatures are removed, because rewriting the card URLs invalidates them');
+  if (config.failMode === 'open') logger.warn('FAIL_MODE=open: calls are forwarded unchecked when the guardian gives no valid answer');
+  if (config.shadowMode) logger.warn('SHADOW_MODE=true: guardian decisions are logged and counted, never enforced');
+
+  const proxy = await startProxy({ config, logger, guardian, processMetrics: true });
+  logger.info({ url: proxy.url, upstream: config.upstreamUrl.origin, guardian: guardian.describe, role: config.role, failMode: config.failMode }, 'a2a-guard listening');
+
+  void guardian.ping().then((ok) => (ok ? logger.info('guardian answered ping') : logger.warn('guardian did not answer ping')));
+  const pinger = setInterval(() => {
+    void guardian.ping().then((ok) => {
+      if (!ok) logger.warn('guardian did not answer ping');
+    });
+  }, 30_000);
+  pinger.unref();
+
+  let draining = false;
+  const admin = createAdminServer(proxy.metrics, {
+    guardianReady: () => guardian.ping(2000),
+    upstreamReady: async () => {
+      await proxy.upstreamCard.refresh();
+      return proxy.upstreamCard.current() !== undefined;
+    },
+    accepting: () => !draining,
+  });
+  admin.listen(config.adminPort, config.adminHost, () => {
+    logger.info({ port: (admin.address() as AddressInfo).port }, 'admin server listening (/healthz, /readyz, /metrics)');
+  });
+
+  const shutdown = (signal: string) => {
+    if (draining) return;
+    draining = true;
+    logger.info({ signal, drainMs: config.drainTimeoutMs }, 'draining');
+    void drain(proxy.server, config, logger).then(() => {
+      admin.close();
+      guardian.close();
+      logger.info('stopped');
+      process.exit(0);
+    });
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+/** Stop accepting, let in-flight calls finish, then force-close what is left at the deadline. */
+async function drain(server: import('node:http').Server, config: Config, logger: Logger): Promise<void> {
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      logger.warn('drain deadline reached; closing remaining connections');
+      server.closeAllConnections();
+      resolve();
+    }, config.drainTimeoutMs);
+    timer.unref();
+    server.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`a2a-guard: fatal: ${(err as Error).stack ?? String(err)}\n`);
+    process.exit(1);
+  });
+}

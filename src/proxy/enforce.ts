@@ -1,0 +1,84 @@
+/**
+ * Guardian answer -> action (design section 5). Pure: no I/O, no clock.
+ */
+import { acceptsDecision, type Operation } from '../a2a/operations';
+import type { JsonObject, JsonRpcId, SuccessResult } from '../aos/schemas';
+import { proxyError, type ProxyError } from './errors';
+
+export type GuardianFailureKind = 'connect' | 'timeout' | 'http' | 'json' | 'rpcError' | 'schema' | 'id' | 'breakerOpen' | 'internal';
+
+export type GuardianOutcome =
+  | { readonly ok: true; readonly result: SuccessResult }
+  | { readonly ok: false; readonly kind: GuardianFailureKind | 'invalidModify'; readonly detail: string };
+
+/** What the hook decided, as logged and counted. */
+export type HookDecision = 'allow' | 'deny' | 'modify' | 'failOpen' | 'failClosed' | 'shadow';
+
+export type HookAction =
+  | { readonly type: 'pass'; readonly payload: JsonObject; readonly decision: 'allow' | 'modify' | 'failOpen' | 'shadow'; readonly outcome: GuardianOutcome }
+  | { readonly type: 'block'; readonly error: ProxyError; readonly decision: 'deny' | 'failClosed'; readonly outcome: GuardianOutcome };
+
+export interface EnforceInput {
+  readonly op: Operation;
+  /** The payload the guardian saw (an A2A request, or a response / stream event). */
+  readonly payload: JsonObject;
+  readonly phase: 'request' | 'response';
+  readonly envelopeId: string;
+  readonly outcome: GuardianOutcome;
+  readonly failMode: 'closed' | 'open';
+  readonly shadow: boolean;
+  readonly exposeReasoning: boolean;
+}
+
+export function sameId(a: unknown, b: unknown): boolean {
+  return a === b || (a === undefined && b === null) || (a === null && b === undefined);
+}
+
+/**
+ * A modify is valid only for operations that accept it and when the replacement keeps the A2A
+ * method and id (requests) or is a JSON-RPC response with the caller's id (responses).
+ */
+export function checkModified(op: Operation, phase: 'request' | 'response', original: JsonObject, result: SuccessResult): JsonObject | string {
+  if (!acceptsDecision(op, 'modify')) return `modify is not accepted for ${op.aosMethod}`;
+  const replacement = result.modifiedRequest?.params.payload;
+  if (replacement === undefined) return 'modify without modifiedRequest.params.payload';
+  if (!sameId(replacement.id, original.id)) return 'modify changed the JSON-RPC id';
+  if (phase === 'request') {
+    if (replacement.method !== original.method) return 'modify changed the A2A method';
+  } else if ('result' in original || 'error' in original) {
+    if (!('result' in replacement) && !('error' in replacement)) return 'modified response has neither result nor error';
+  }
+  return replacement;
+}
+
+function decisionMetadata(envelopeId: string, r: SuccessResult | undefined, exposeReasoning: boolean): Record<string, string> {
+  const md: Record<string, string> = { envelopeId };
+  if (r === undefined) return md;
+  md.message = r.message;
+  if (r.reasonCode !== undefined && r.reasonCode.length > 0) md.reasonCode = r.reasonCode.join(',');
+  if (exposeReasoning && r.reasoning !== undefined) md.reasoning = r.reasoning;
+  return md;
+}
+
+export function enforce(input: EnforceInput): HookAction {
+  const { outcome } = input;
+  let failure: GuardianOutcome = outcome;
+  if (outcome.ok) {
+    const r = outcome.result;
+    if (input.shadow) return { type: 'pass', payload: input.payload, decision: 'shadow', outcome };
+    if (r.decision === 'allow') return { type: 'pass', payload: input.payload, decision: 'allow', outcome };
+    if (r.decision === 'deny') {
+      const err = proxyError('denied', `Blocked by guardian: ${r.message}`, decisionMetadata(input.envelopeId, r, input.exposeReasoning));
+      return { type: 'block', error: err, decision: 'deny', outcome };
+    }
+    const checked = checkModified(input.op, input.phase, input.payload, r);
+    if (typeof checked !== 'string') return { type: 'pass', payload: checked, decision: 'modify', outcome };
+    failure = { ok: false, kind: 'invalidModify', detail: checked };
+  }
+  if (input.shadow || input.failMode === 'open') return { type: 'pass', payload: input.payload, decision: input.shadow ? 'shadow' : 'failOpen', outcome: failure };
+  const detail = failure.ok ? '' : failure.kind;
+  const err = proxyError('guardianUnavailable', 'Guardian unavailable: no valid decision', { envelopeId: input.envelopeId, failure: detail });
+  return { type: 'block', error: err, decision: 'failClosed', outcome: failure };
+}
+
+export type { JsonRpcId };

@@ -1,0 +1,70 @@
+/**
+ * The proxy's own errors (design section 5): JSON-RPC form (HTTP 200, caller's id) and REST form
+ * (HTTP 4xx/5xx with a google.rpc.Status body). Codes sit outside JSON-RPC's reserved range and
+ * A2A's -32001..-32099, so no client mistakes them for an agent error.
+ */
+import type { JsonRpcId } from '../aos/schemas';
+
+export type ProxyErrorKind = 'denied' | 'guardianUnavailable' | 'rejected' | 'upstreamUnavailable';
+
+interface KindInfo {
+  readonly code: number;
+  readonly reason: string;
+  readonly httpStatus: number;
+  readonly grpcStatus: string;
+  readonly defaultMessage: string;
+}
+
+const KINDS: Record<ProxyErrorKind, KindInfo> = {
+  denied: { code: -31403, reason: 'GUARDIAN_DENIED', httpStatus: 403, grpcStatus: 'PERMISSION_DENIED', defaultMessage: 'Blocked by guardian' },
+  guardianUnavailable: { code: -31503, reason: 'GUARDIAN_UNAVAILABLE', httpStatus: 503, grpcStatus: 'UNAVAILABLE', defaultMessage: 'Guardian unavailable' },
+  rejected: { code: -31400, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'INVALID_ARGUMENT', defaultMessage: 'Request refused by proxy' },
+  upstreamUnavailable: { code: -31502, reason: 'UPSTREAM_UNAVAILABLE', httpStatus: 502, grpcStatus: 'UNAVAILABLE', defaultMessage: 'Upstream agent unavailable' },
+};
+
+export const ERROR_CODES = {
+  denied: KINDS.denied.code,
+  guardianUnavailable: KINDS.guardianUnavailable.code,
+  rejected: KINDS.rejected.code,
+  upstreamUnavailable: KINDS.upstreamUnavailable.code,
+} as const;
+
+export interface ProxyError {
+  readonly kind: ProxyErrorKind;
+  readonly message: string;
+  /** ErrorInfo metadata; values are strings per google.rpc.ErrorInfo. */
+  readonly metadata: Readonly<Record<string, string>>;
+  /** HTTP status for the REST form (and for refusals that happen before JSON-RPC is known, e.g. 413). */
+  readonly httpStatus?: number;
+}
+
+export function proxyError(kind: ProxyErrorKind, message?: string, metadata: Record<string, string> = {}, httpStatus?: number): ProxyError {
+  return { kind, message: message ?? KINDS[kind].defaultMessage, metadata, ...(httpStatus === undefined ? {} : { httpStatus }) };
+}
+
+function errorInfo(err: ProxyError) {
+  return { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: KINDS[err.kind].reason, domain: 'a2a-guard', metadata: err.metadata };
+}
+
+/** JSON-RPC error response object with the caller's id (null when it had none). */
+export function jsonRpcErrorObject(err: ProxyError, id: JsonRpcId | null) {
+  return { jsonrpc: '2.0' as const, id, error: { code: KINDS[err.kind].code, message: err.message, data: [errorInfo(err)] } };
+}
+
+export function jsonRpcErrorBody(err: ProxyError, id: JsonRpcId | null): string {
+  return JSON.stringify(jsonRpcErrorObject(err, id));
+}
+
+/** REST (HTTP+JSON) form: google.rpc.Status inside `error`. */
+export function restErrorObject(err: ProxyError) {
+  const status = restHttpStatus(err);
+  return { error: { code: status, status: KINDS[err.kind].grpcStatus, message: err.message, details: [errorInfo(err)] } };
+}
+
+export function restHttpStatus(err: ProxyError): number {
+  return err.httpStatus ?? KINDS[err.kind].httpStatus;
+}
+
+export function errorCode(kind: ProxyErrorKind): number {
+  return KINDS[kind].code;
+}
