@@ -1,32 +1,59 @@
 /**
- * HTTP request -> what it is: an A2A JSON-RPC call (with its operation), something to forward
- * untouched by the guardian (not A2A), or something to refuse because a lenient upstream could
- * read an A2A call into it that the guardian never saw. Pure.
+ * HTTP request -> what it is: an A2A call (JSON-RPC on any path, or a REST route) with its
+ * operation, something to forward without a guardian decision (not A2A), or something to refuse
+ * because a lenient upstream could read an A2A call into it that the guardian never saw. Pure
+ * apart from minting ids for REST calls.
  */
+import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { type Operation, operationForLooseMethod, operationForMethod } from './operations';
+import { matchRest, restHasBody, restToJsonRpc, type RestMatch } from './rest';
 import type { JsonObject, JsonRpcId } from '../aos/schemas';
 import { proxyError, type ProxyError } from '../proxy/errors';
 
 export interface HttpRequestFacts {
   readonly verb: string;
+  /** Path and query as received. */
   readonly path: string;
   readonly headers: IncomingHttpHeaders;
   /** Decoded body, or null when the request has none. */
   readonly body: Buffer | null;
 }
 
+export interface RestCall {
+  readonly match: RestMatch;
+  /** Path without query, as received. */
+  readonly pathname: string;
+  /** Query with leading `?`, or ''. */
+  readonly search: string;
+  /** The body to forward on allow: canonical JSON of what was parsed, or null. */
+  readonly body: Buffer | null;
+}
+
+export type Binding = 'jsonrpc' | 'rest';
+
 export type Classified =
-  | { readonly kind: 'a2a'; readonly binding: 'jsonrpc'; readonly op: Operation; readonly request: JsonObject; readonly id: JsonRpcId | null }
+  | {
+      readonly kind: 'a2a';
+      readonly binding: Binding;
+      readonly op: Operation;
+      /** The JSON-RPC request (REST: its JSON-RPC equivalent). */
+      readonly request: JsonObject;
+      /** The caller's JSON-RPC id (REST: the minted id of the equivalent request). */
+      readonly id: JsonRpcId | null;
+      readonly rest?: RestCall;
+    }
   /** Not A2A. `body` is what to forward: the canonical re-serialization of parsed JSON, or the bytes as received. */
   | { readonly kind: 'other'; readonly body: Buffer | null; readonly unknownMethod?: string }
-  | { readonly kind: 'reject'; readonly error: ProxyError; readonly id: JsonRpcId | null };
+  | { readonly kind: 'reject'; readonly error: ProxyError; readonly id: JsonRpcId | null; readonly binding: Binding };
 
 const OVERRIDE_HEADERS = ['x-http-method-override', 'x-http-method', 'x-method-override'];
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-function reject(message: string, id: JsonRpcId | null = null, metadata: Record<string, string> = {}): Classified {
-  return { kind: 'reject', error: proxyError('rejected', message, metadata), id };
+type ParsedBody = { readonly kind: 'none' } | { readonly kind: 'json'; readonly value: unknown } | { readonly kind: 'opaque' } | { readonly kind: 'bad'; readonly why: string };
+
+function reject(message: string, id: JsonRpcId | null = null, binding: Binding = 'jsonrpc'): Classified {
+  return { kind: 'reject', error: proxyError('rejected', message), id, binding };
 }
 
 /** Could a lenient parser (JSON5, comments, BOM, NaN...) read JSON out of these bytes? */
@@ -35,53 +62,87 @@ function mightBeJson(text: string): boolean {
   return /^[[{/]/.test(t) || /jsonrpc|"method"|'method'|\bmethod\s*:/i.test(text);
 }
 
+function parseBody(req: HttpRequestFacts): ParsedBody {
+  if (req.body === null || req.body.length === 0) return { kind: 'none' };
+  let text: string;
+  try {
+    text = utf8.decode(req.body);
+  } catch {
+    return looksTextual(req) ? { kind: 'bad', why: 'Request body is not valid UTF-8' } : { kind: 'opaque' };
+  }
+  try {
+    return { kind: 'json', value: JSON.parse(text) };
+  } catch {
+    // Not strict JSON (NaN, comments, trailing commas, a BOM...). Refuse if a lenient upstream
+    // parser could still find a JSON-RPC call in it.
+    return mightBeJson(text) ? { kind: 'bad', why: 'Request body is not strict JSON' } : { kind: 'opaque' };
+  }
+}
+
 function validId(v: unknown): v is JsonRpcId | null | undefined {
   return v === undefined || v === null || typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
 }
+
+const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function classify(req: HttpRequestFacts): Classified {
   for (const h of OVERRIDE_HEADERS) {
     // A method override turns a harmless-looking verb into a POST for some servers.
     if (req.headers[h] !== undefined) return reject(`${h} is not accepted by this proxy`);
   }
-  if (req.body === null || req.body.length === 0) return { kind: 'other', body: req.body };
-
-  let text: string;
-  try {
-    text = utf8.decode(req.body);
-  } catch {
-    return looksTextual(req) ? reject('Request body is not valid UTF-8') : { kind: 'other', body: req.body };
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    // Not strict JSON (NaN, comments, trailing commas, a BOM...). Refuse if a lenient upstream
-    // parser could still find a JSON-RPC call in it.
-    return mightBeJson(text) ? reject('Request body is not strict JSON') : { kind: 'other', body: req.body };
+  const body = parseBody(req);
+  if (body.kind === 'bad') return reject(body.why);
+  if (body.kind === 'json') {
+    const v = body.value;
+    if (Array.isArray(v) && v.some((e) => typeof e === 'object' && e !== null)) return reject('JSON-RPC batches are not accepted');
+    if (isObject(v) && 'method' in v) return classifyJsonRpc(req, v);
   }
 
-  if (Array.isArray(parsed)) {
-    if (parsed.some((e) => typeof e === 'object' && e !== null)) return reject('JSON-RPC batches are not accepted');
-    return { kind: 'other', body: canonical(parsed) };
-  }
-  if (typeof parsed !== 'object' || parsed === null) return { kind: 'other', body: canonical(parsed) };
+  const q = req.path.indexOf('?');
+  const pathname = q === -1 ? req.path : req.path.slice(0, q);
+  const search = q === -1 ? '' : req.path.slice(q);
+  const rest = matchRest(req.verb, pathname, headerValue(req.headers['a2a-version']));
+  if (rest !== undefined && 'ambiguous' in rest) return reject(`Ambiguous request path: ${rest.ambiguous}`, null, 'rest');
+  if (rest !== undefined) return classifyRest(rest, pathname, search, body);
 
-  const request = parsed as JsonObject;
-  if (!('method' in request)) return { kind: 'other', body: canonical(request) };
+  if (body.kind === 'json') return { kind: 'other', body: canonical(body.value) };
+  return { kind: 'other', body: req.body };
+}
+
+function classifyJsonRpc(req: HttpRequestFacts, request: JsonObject): Classified {
   const id = request.id;
   const safeId: JsonRpcId | null = typeof id === 'string' || typeof id === 'number' ? id : null;
   const method = request.method;
   if (typeof method !== 'string') return reject('JSON-RPC method must be a string', safeId);
   const op = operationForMethod(method);
   if (op === undefined) {
-    const near = operationForLooseMethod(method);
-    if (near !== undefined) return reject(`Method "${method.slice(0, 64)}" is not an exact A2A method name`, safeId);
+    if (operationForLooseMethod(method) !== undefined) return reject(`Method "${method.slice(0, 64)}" is not an exact A2A method name`, safeId);
     return { kind: 'other', body: canonical(request), unknownMethod: method };
   }
   if (!validId(id)) return reject('JSON-RPC id must be a string, a number or null');
   if (req.verb !== 'POST') return reject(`A2A JSON-RPC calls must use POST, not ${req.verb.slice(0, 16)}`, safeId);
   return { kind: 'a2a', binding: 'jsonrpc', op, request, id: safeId };
+}
+
+function classifyRest(match: RestMatch, pathname: string, search: string, body: ParsedBody): Classified {
+  let params: JsonObject | undefined;
+  if (body.kind === 'opaque') return reject('A2A REST calls carry JSON bodies', null, 'rest');
+  if (body.kind === 'json') {
+    // GET/DELETE routes take no body: one a lenient server might read would bypass the guardian.
+    if (!restHasBody(match)) return reject(`${match.route.verb} ${match.op.aosMethod} takes no request body`, null, 'rest');
+    if (!isObject(body.value)) return reject('A2A REST request body must be a JSON object', null, 'rest');
+    params = body.value;
+  }
+  const id = randomUUID();
+  const request = restToJsonRpc(match, new URLSearchParams(search), params, id);
+  return {
+    kind: 'a2a', binding: 'rest', op: match.op, request, id,
+    rest: { match, pathname, search, body: params === undefined ? null : canonical(params) },
+  };
+}
+
+function headerValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
 }
 
 function looksTextual(req: HttpRequestFacts): boolean {

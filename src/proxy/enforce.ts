@@ -28,6 +28,8 @@ export interface EnforceInput {
   readonly failMode: 'closed' | 'open';
   readonly shadow: boolean;
   readonly exposeReasoning: boolean;
+  /** Binding-specific check of a replacement (e.g. REST: path parameters unchanged); returns a problem or undefined. */
+  readonly validateModified?: (replacement: JsonObject) => string | undefined;
 }
 
 export function sameId(a: unknown, b: unknown): boolean {
@@ -71,7 +73,8 @@ export function enforce(input: EnforceInput): HookAction {
       const err = proxyError('denied', `Blocked by guardian: ${r.message}`, decisionMetadata(input.envelopeId, r, input.exposeReasoning));
       return { type: 'block', error: err, decision: 'deny', outcome };
     }
-    const checked = checkModified(input.op, input.phase, input.payload, r);
+    let checked = checkModified(input.op, input.phase, input.payload, r);
+    if (typeof checked !== 'string') checked = input.validateModified?.(checked) ?? checked;
     if (typeof checked !== 'string') return { type: 'pass', payload: checked, decision: 'modify', outcome };
     failure = { ok: false, kind: 'invalidModify', detail: checked };
   }

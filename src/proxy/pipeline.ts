@@ -1,24 +1,24 @@
 /**
- * One exchange, in order: parse -> classify -> envelope -> guardian -> enforce -> forward -> relay.
- * Each stage is a small function; I/O lives in forward.ts, guardian.ts and card.ts.
+ * One exchange, in order: parse -> classify -> request hooks (envelope -> guardian -> enforce) ->
+ * forward -> response hooks -> relay. Each stage is a small function in its own module; this one
+ * only sequences them. I/O lives in forward.ts, aos/guardian.ts and a2a/card.ts.
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Metrics } from '../admin/metrics';
-import type { Operation } from '../a2a/operations';
-import { classify } from '../a2a/classify';
+import { classify, type Classified } from '../a2a/classify';
 import { isCardPath } from '../a2a/card';
+import { jsonRpcToRest } from '../a2a/rest';
 import type { Guardian } from '../aos/guardian';
-import { type Identities, type Side, type Phase, hookContext, partialFromHeaders } from '../aos/identity';
-import { buildEnvelope, envelopeJson } from '../aos/envelope';
-import type { JsonObject, JsonRpcId, PartialAgent } from '../aos/schemas';
+import type { Identities, Side } from '../aos/identity';
+import type { JsonObject, JsonRpcId } from '../aos/schemas';
 import { decodeBody, hasBody, readBody } from './body';
-import { enforce, type HookAction, type HookDecision } from './enforce';
-import { jsonRpcErrorBody, proxyError, type ProxyError } from './errors';
-import { abortOnClientClose, callUpstream, forwardRequestHeaders, relayResponseHeaders, type Upstream } from './forward';
-import { serveCard } from './card-route';
-import { formatSseErrorEvent } from '../a2a/sse';
+import { proxyError, type ProxyError } from './errors';
+import { abortOnClientClose, callUpstream, forwardRequestHeaders, type Upstream } from './forward';
+import { createHookRunner, summarize, type Exchange, type HookRun } from './hooks';
+import { isEventStream, relayPlain, relayStreamInspected, relayUnaryInspected, sendError, type RelayContext } from './responses';
+import { publicBase, serveCard } from './card-route';
 
 export interface ProxyDeps {
   readonly config: Config;
@@ -29,38 +29,21 @@ export interface ProxyDeps {
   readonly metrics: Metrics;
 }
 
-const SIDES: Record<Config['role'], readonly Side[]> = { client: ['client'], server: ['server'], both: ['client', 'server'] };
+/** Request hooks run client side first; responses travel back, so server side first. */
+const REQUEST_SIDES: Record<Config['role'], readonly Side[]> = { client: ['client'], server: ['server'], both: ['client', 'server'] };
+const RESPONSE_SIDES: Record<Config['role'], readonly Side[]> = { client: ['client'], server: ['server'], both: ['server', 'client'] };
 
-interface HookRecord {
-  readonly side: Side;
-  readonly phase: Phase;
-  readonly decision: HookDecision;
-  readonly envelopeId: string;
-  readonly guardianMs: number;
-  readonly failure?: string;
-}
-
-/** Per-call facts, logged once when the call is over. */
-interface Exchange {
-  readonly started: number;
-  readonly op: Operation;
-  readonly wireMethod: string;
-  readonly id: JsonRpcId | null;
-  readonly hooks: HookRecord[];
-  decision: HookDecision | 'error';
-  upstreamStatus: number | null;
-  error?: string;
-}
+type A2ACall = Extract<Classified, { kind: 'a2a' }>;
 
 export function createProxyHandler(deps: ProxyDeps): RequestListener {
-  const { config, logger } = deps;
-  const sides = SIDES[config.role];
+  const { config, logger, metrics } = deps;
+  const runHooks = createHookRunner(deps);
 
   return (req, res) => {
     handle(req, res).catch((err: unknown) => {
       // Nothing may escape a request handler: answer what can still be answered, then log.
       logger.error({ err }, 'internal error while handling a request');
-      if (!res.headersSent) sendJsonRpcError(res, proxyError('rejected', 'Internal proxy error'), null);
+      if (!res.headersSent) sendError(res, 'jsonrpc', proxyError('rejected', 'Internal proxy error'), null);
       else res.destroy();
     });
   };
@@ -73,153 +56,130 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     let body: Buffer | null = null;
     if (hasBody(req)) {
       const read = await readBody(req, config.maxBodyBytes, config.bodyTimeoutMs);
-      if (!read.ok) return refuse(res, read.error, null);
+      if (!read.ok) return refuse(res, read.error, null, 'jsonrpc');
       const decoded = decodeBody(read.body, headerString(req, 'content-encoding'), config.maxBodyBytes);
-      if (!decoded.ok) return refuse(res, decoded.error, null);
+      if (!decoded.ok) return refuse(res, decoded.error, null, 'jsonrpc');
       body = decoded.body;
     }
 
     const c = classify({ verb, path, headers: req.headers, body });
-    if (c.kind === 'reject') return refuse(res, c.error, c.id);
+    if (c.kind === 'reject') return refuse(res, c.error, c.id, c.binding);
     if (c.kind === 'other') {
       if (c.unknownMethod !== undefined && config.unknownMethods === 'deny') {
-        deps.metrics.calls.inc({ operation: 'unknown', outcome: 'refused' });
-        return sendJsonRpcError(res, proxyError('rejected', 'Method is not an A2A operation and UNKNOWN_METHODS=deny'), idOf(body));
+        return refuse(res, proxyError('rejected', 'Method is not an A2A operation (UNKNOWN_METHODS=deny)'), idOf(body), 'jsonrpc');
       }
-      deps.metrics.calls.inc({ operation: c.unknownMethod === undefined ? 'other' : 'unknown', outcome: 'forwarded' });
-      return forward(req, res, c.body, false, undefined);
+      metrics.calls.inc({ operation: c.unknownMethod === undefined ? 'other' : 'unknown', outcome: 'forwarded' });
+      return forward(req, res, { verb, path, body: c.body, unchecked: false }, undefined);
     }
+    return handleA2A(req, res, c);
+  }
 
-    const ex: Exchange = { started: performance.now(), op: c.op, wireMethod: c.request.method as string, id: c.id, hooks: [], decision: 'allow', upstreamStatus: null };
-    res.once('close', () => logExchange(ex));
-
-    // The caller going away cancels the guardian call and everything after it.
+  async function handleA2A(req: IncomingMessage, res: ServerResponse, c: A2ACall): Promise<void> {
+    // The caller going away cancels the guardian calls and everything after them.
     const abort = new AbortController();
-    res.once('close', () => abort.abort());
-
-    const reasoning = headerString(req, config.reasoningHeader);
-    let payload = c.request;
-    let payloadJson = JSON.stringify(payload);
-    let unchecked = false;
-    for (const side of sides) {
-      const action = await runHook(ex, req, side, 'request', payload, payloadJson, side === 'client' ? reasoning : undefined, abort.signal);
-      if (res.destroyed) return;
-      if (action.type === 'block') {
-        ex.decision = action.decision;
-        return sendJsonRpcError(res, action.error, c.id);
-      }
-      if (action.decision === 'failOpen' || (action.decision === 'shadow' && !action.outcome.ok)) unchecked = true;
-      if (action.payload !== payload) {
-        payload = action.payload;
-        payloadJson = JSON.stringify(payload);
-      }
-    }
-    ex.decision = summarize(ex.hooks);
-    deps.metrics.calls.inc({ operation: c.op.aosMethod, outcome: 'forwarded' });
-    forward(req, res, Buffer.from(payloadJson, 'utf8'), unchecked, ex);
-  }
-
-  async function runHook(ex: Exchange, req: IncomingMessage, side: Side, phase: Phase, payload: JsonObject, payloadJson: string,
-    reasoning: string | undefined, signal: AbortSignal): Promise<HookAction> {
-    const context = hookContext(side, phase, deps.identities.observed(side), peerOf(side, req));
-    const envelope = buildEnvelope({ method: ex.op.aosMethod, payload, context, reasoning });
-    const json = envelopeJson(envelope, payloadJson);
-    const t0 = performance.now();
-    const outcome = await deps.guardian.decide(envelope, json, signal);
-    const guardianMs = performance.now() - t0;
-    const action = enforce({
-      op: ex.op, payload, phase, envelopeId: envelope.id as string, outcome,
-      failMode: config.failMode, shadow: config.shadowMode, exposeReasoning: config.exposeGuardianReasoning,
+    const ex: Exchange = {
+      started: performance.now(), op: c.op, binding: c.binding, wireMethod: String(c.request.method), id: c.id, req, signal: abort.signal,
+      hooks: [], decision: 'allow', upstreamStatus: null, events: 0,
+    };
+    res.once('close', () => {
+      abort.abort();
+      logExchange(ex);
     });
-    record(ex, { side, phase, decision: action.decision, envelopeId: envelope.id as string, guardianMs, ...(outcome.ok ? {} : { failure: outcome.kind }) }, action);
-    if (logger.isLevelEnabled('debug')) logger.debug({ envelope: json, outcome }, 'guardian exchange');
-    return action;
-  }
 
-  function record(ex: Exchange, rec: HookRecord, action: HookAction): void {
-    ex.hooks.push(rec);
-    const m = deps.metrics;
-    m.requests.inc({ operation: ex.op.aosMethod, side: rec.side, phase: rec.phase, decision: rec.decision });
-    m.guardianLatency.observe(rec.guardianMs / 1000);
-    if (!action.outcome.ok) {
-      m.guardianFailures.inc({ kind: action.outcome.kind });
-      if (rec.decision === 'failOpen') {
-        m.failOpenPasses.inc();
-        logger.warn({ method: ex.op.aosMethod, side: rec.side, failure: action.outcome.kind, detail: action.outcome.detail, envelopeId: rec.envelopeId },
-          'guardian gave no valid answer; forwarding anyway (FAIL_MODE=open)');
-      }
+    const rest = c.rest;
+    const run = await runHooks({
+      ex, sides: REQUEST_SIDES[config.role], phase: 'request', payload: c.request, payloadJson: JSON.stringify(c.request),
+      reasoning: headerString(req, config.reasoningHeader), signal: abort.signal,
+      ...(rest === undefined ? {} : { validateModified: (p: JsonObject) => { const r = jsonRpcToRest(rest.match, p); return typeof r === 'string' ? r : undefined; } }),
+    });
+    if (res.destroyed) return;
+    if (run.type === 'block') {
+      ex.decision = run.decision;
+      return sendError(res, c.binding, run.error, c.id);
     }
-    if (rec.decision === 'shadow') m.shadowPasses.inc({ decision: action.outcome.ok ? action.outcome.result.decision : 'noAnswer' });
+    ex.decision = summarize(ex.hooks, 'request');
+    metrics.calls.inc({ operation: c.op.aosMethod, outcome: 'forwarded' });
+    forward(req, res, upstreamRequest(req, c, run), ex);
   }
 
-  /** Who the observed agent is talking to, for one hook side. */
-  function peerOf(side: Side, req: IncomingMessage): PartialAgent {
-    if (side === 'client') return deps.identities.upstreamPeer();
-    // ROLE=both sees the client directly: its own observed client is the caller.
-    return config.role === 'both' ? deps.identities.clientAsPeer() : partialFromHeaders(req.headers);
+  /** What goes upstream after the request hooks: the approved JSON-RPC text, or the REST call it maps to. */
+  function upstreamRequest(req: IncomingMessage, c: A2ACall, run: Extract<HookRun, { type: 'pass' }>): UpstreamRequest {
+    const verb = req.method ?? 'POST';
+    if (c.rest === undefined) return { verb, path: req.url ?? '/', body: Buffer.from(run.payloadJson, 'utf8'), unchecked: run.unchecked };
+    if (!run.modified) return { verb, path: req.url ?? '/', body: c.rest.body, unchecked: run.unchecked };
+    const parts = jsonRpcToRest(c.rest.match, run.payload);
+    // Validated in enforce; a string here would be a bug, and then nothing unapproved goes out.
+    if (typeof parts === 'string') throw new Error(parts);
+    return { verb, path: c.rest.pathname + (c.rest.match.route.verb === 'POST' ? c.rest.search : parts.search), body: parts.body, unchecked: run.unchecked };
   }
 
-  function forward(req: IncomingMessage, res: ServerResponse, body: Buffer | null, unchecked: boolean, ex: Exchange | undefined): void {
+  function forward(req: IncomingMessage, res: ServerResponse, up: UpstreamRequest, ex: Exchange | undefined): void {
     const headers = forwardRequestHeaders(req.headers, {
       role: config.role,
       reasoningHeader: config.reasoningHeader,
       announce: config.role === 'server' ? undefined : deps.identities.clientAsPeer(),
-      unchecked,
-      bodyLength: body === null ? null : body.length,
+      unchecked: up.unchecked,
+      bodyLength: up.body === null ? (hasBody(req) ? 0 : null) : up.body.length,
       upstreamHost: deps.upstream.url.host,
       remoteAddress: req.socket.remoteAddress,
       encrypted: 'encrypted' in req.socket,
     });
-    const streaming = ex?.op.streaming ?? false;
-    if (streaming) deps.metrics.openStreams.inc();
     const upReq = callUpstream(
       deps.upstream,
-      { verb: req.method ?? 'GET', path: req.url ?? '/', headers, body },
+      { verb: up.verb, path: up.path, headers, body: up.body },
       (upRes) => {
         if (ex !== undefined) ex.upstreamStatus = upRes.statusCode ?? 0;
-        relay(upRes, res, ex);
+        respond(req, res, upRes, upReq, ex);
       },
       (err) => {
-        deps.metrics.upstreamErrors.inc();
+        metrics.upstreamErrors.inc();
         if (ex !== undefined) ex.error = err.message;
         if (res.destroyed) return;
         logger.warn({ err: err.message, path: pathOnly(req.url ?? '/') }, 'upstream agent unreachable');
         const e = proxyError('upstreamUnavailable', 'Upstream agent unreachable', { cause: (err as NodeJS.ErrnoException).code ?? 'error' });
-        if (!res.headersSent) sendJsonRpcError(res, e, ex?.id ?? null);
+        if (!res.headersSent) sendError(res, ex?.binding ?? 'jsonrpc', e, ex?.id ?? null);
         else res.destroy();
       },
     );
     abortOnClientClose(res, upReq);
-    if (streaming) res.once('close', () => deps.metrics.openStreams.dec());
   }
 
-  /** Pass the agent's answer on. SSE is piped chunk by chunk; nothing is buffered or compressed. */
-  function relay(upRes: IncomingMessage, res: ServerResponse, ex: Exchange | undefined): void {
+  /** Choose how the answer goes back: plain, through the unary response hooks, or event by event. */
+  function respond(req: IncomingMessage, res: ServerResponse, upRes: IncomingMessage, upReq: import('node:http').ClientRequest, ex: Exchange | undefined): void {
     if (res.destroyed) return void upRes.resume();
-    res.writeHead(upRes.statusCode ?? 502, relayResponseHeaders(upRes.headers));
-    const isSse = String(upRes.headers['content-type'] ?? '').startsWith('text/event-stream');
-    if (isSse) res.flushHeaders();
-    upRes.pipe(res);
-    upRes.once('error', () => undefined); // surfaced through 'close' below
-    upRes.once('close', () => {
-      if (upRes.complete || res.writableEnded || res.destroyed) return;
-      deps.metrics.upstreamErrors.inc();
-      if (ex !== undefined) ex.error = 'upstream closed mid-response';
-      if (isSse) {
-        // A cut stream looks like success to A2A clients: say it failed.
-        const e = proxyError('upstreamUnavailable', 'Upstream agent failed mid-stream');
-        upRes.unpipe(res);
-        res.end(formatSseErrorEvent(jsonRpcErrorBody(e, ex?.id ?? null)));
-      } else {
-        res.destroy();
-      }
-    });
+    const sse = isEventStream(upRes);
+    if (sse) {
+      metrics.openStreams.inc();
+      res.once('close', () => metrics.openStreams.dec());
+    }
+    const ctx: RelayContext = {
+      binding: ex?.binding ?? 'jsonrpc',
+      id: ex?.id ?? null,
+      ex,
+      res, upRes, upReq,
+      inspect: ex !== undefined && config.inspectResponses
+        ? (payload, payloadJson) => runHooks({ ex, sides: RESPONSE_SIDES[config.role], phase: 'response', payload, payloadJson, reasoning: undefined, signal: ex.signal })
+        : undefined,
+      rewriteCard: ex?.op.returnsCard === true ? { publicBase: publicBase(deps, req), upstreamBase: deps.upstream.url, signatures: config.cardSignatures } : undefined,
+      maxBodyBytes: config.maxBodyBytes,
+      onUpstreamFailure: (why) => {
+        metrics.upstreamErrors.inc();
+        if (ex !== undefined) ex.error = why;
+      },
+      onUninspected: (why) => {
+        metrics.calls.inc({ operation: ex?.op.aosMethod ?? 'other', outcome: 'response_uninspected' });
+        logger.warn({ method: ex?.op.aosMethod, why }, 'agent answer passed without response hook');
+      },
+    };
+    if (ex === undefined || (ctx.inspect === undefined && ctx.rewriteCard === undefined)) return relayPlain(ctx);
+    if (sse) return relayStreamInspected(ctx);
+    return relayUnaryInspected(ctx);
   }
 
-  function refuse(res: ServerResponse, err: ProxyError, id: JsonRpcId | null): void {
-    deps.metrics.calls.inc({ operation: 'refused', outcome: 'refused' });
+  function refuse(res: ServerResponse, err: ProxyError, id: JsonRpcId | null, binding: 'jsonrpc' | 'rest'): void {
+    metrics.calls.inc({ operation: 'refused', outcome: 'refused' });
     logger.info({ reason: err.message }, 'request refused');
-    sendJsonRpcError(res, err, id);
+    sendError(res, binding, err, id);
   }
 
   function logExchange(ex: Exchange): void {
@@ -227,6 +187,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     logger.info({
       method: ex.op.aosMethod,
       wireMethod: ex.wireMethod,
+      binding: ex.binding,
       role: config.role,
       decision: ex.decision,
       guardianMs: round(ex.hooks.reduce((s, h) => s + h.guardianMs, 0)),
@@ -235,28 +196,17 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       a2aId: ex.id,
       envelopeId: first?.envelopeId,
       hooks: ex.hooks.map((h) => ({ side: h.side, phase: h.phase, decision: h.decision, envelopeId: h.envelopeId, ms: round(h.guardianMs), failure: h.failure })),
+      ...(ex.events > 0 ? { events: ex.events } : {}),
       ...(ex.error === undefined ? {} : { error: ex.error }),
     }, 'a2a call');
   }
 }
 
-/** The overall request decision: deny/failClosed are terminal; else modify if any hook modified. */
-function summarize(hooks: readonly HookRecord[]): HookDecision {
-  let d: HookDecision = 'allow';
-  for (const h of hooks) {
-    if (h.decision === 'failOpen' || h.decision === 'shadow') d = h.decision;
-    else if (h.decision === 'modify' && d === 'allow') d = 'modify';
-  }
-  return d;
-}
-
-export function sendJsonRpcError(res: ServerResponse, err: ProxyError, id: JsonRpcId | null): void {
-  const body = jsonRpcErrorBody(err, id);
-  const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
-  // 413 / 408: the rest of the body was not read, so this connection cannot carry another request.
-  if (err.httpStatus === 413 || err.httpStatus === 408) headers.connection = 'close';
-  res.writeHead(err.httpStatus ?? 200, headers);
-  res.end(body);
+interface UpstreamRequest {
+  readonly verb: string;
+  readonly path: string;
+  readonly body: Buffer | null;
+  readonly unchecked: boolean;
 }
 
 function headerString(req: IncomingMessage, name: string): string | undefined {

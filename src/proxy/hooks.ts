@@ -1,0 +1,147 @@
+/**
+ * Running AOS hooks for one payload: envelope -> guardian -> enforce, once per hook side, in order.
+ * A `modify` from one side is what the next side sees; any block ends the run.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Logger } from 'pino';
+import type { Config } from '../config';
+import type { Metrics } from '../admin/metrics';
+import type { Operation } from '../a2a/operations';
+import type { Binding } from '../a2a/classify';
+import type { Guardian } from '../aos/guardian';
+import { type Identities, type Side, type Phase, hookContext, partialFromHeaders } from '../aos/identity';
+import { buildEnvelope, envelopeJson } from '../aos/envelope';
+import type { JsonObject, JsonRpcId, PartialAgent } from '../aos/schemas';
+import { enforce, type HookAction, type HookDecision } from './enforce';
+import type { ProxyError } from './errors';
+
+export interface HookDeps {
+  readonly config: Config;
+  readonly guardian: Guardian;
+  readonly identities: Identities;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+}
+
+export interface HookRecord {
+  readonly side: Side;
+  readonly phase: Phase;
+  readonly decision: HookDecision;
+  readonly envelopeId: string;
+  readonly guardianMs: number;
+  readonly failure?: string;
+}
+
+/** Per-call facts, logged once when the call is over. */
+export interface Exchange {
+  readonly started: number;
+  readonly op: Operation;
+  readonly binding: Binding;
+  readonly wireMethod: string;
+  /** The caller's JSON-RPC id (REST: the minted id of the equivalent request). */
+  readonly id: JsonRpcId | null;
+  readonly req: IncomingMessage;
+  /** Fires when the caller goes away: guardian calls for this exchange are abandoned. */
+  readonly signal: AbortSignal;
+  readonly hooks: HookRecord[];
+  decision: HookDecision | 'error';
+  upstreamStatus: number | null;
+  events: number;
+  error?: string;
+}
+
+export type HookRun =
+  | { readonly type: 'pass'; readonly payload: JsonObject; readonly payloadJson: string; readonly modified: boolean; readonly unchecked: boolean }
+  | { readonly type: 'block'; readonly error: ProxyError; readonly decision: HookDecision };
+
+export interface HookRunInput {
+  readonly ex: Exchange;
+  readonly sides: readonly Side[];
+  readonly phase: Phase;
+  readonly payload: JsonObject;
+  readonly payloadJson: string;
+  readonly reasoning: string | undefined;
+  readonly signal: AbortSignal;
+  readonly validateModified?: (replacement: JsonObject) => string | undefined;
+}
+
+export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promise<HookRun> {
+  const { config, logger, metrics } = deps;
+
+  /** Who the observed agent is talking to, for one hook side. */
+  function peerOf(side: Side, req: IncomingMessage): PartialAgent {
+    if (side === 'client') return deps.identities.upstreamPeer();
+    // ROLE=both sees the client directly: its own observed client is the caller.
+    return config.role === 'both' ? deps.identities.clientAsPeer() : partialFromHeaders(req.headers);
+  }
+
+  async function one(input: HookRunInput, side: Side, payload: JsonObject, payloadJson: string): Promise<HookAction> {
+    const { ex, phase } = input;
+    const context = hookContext(side, phase, deps.identities.observed(side), peerOf(side, ex.req));
+    const reasoning = side === 'client' && phase === 'request' ? input.reasoning : undefined;
+    const envelope = buildEnvelope({ method: ex.op.aosMethod, payload, context, reasoning });
+    const envelopeId = envelope.id as string;
+    const json = envelopeJson(envelope, payloadJson);
+    const t0 = performance.now();
+    const outcome = await deps.guardian.decide(envelope, json, input.signal);
+    const guardianMs = performance.now() - t0;
+    const action = enforce({
+      op: ex.op, payload, phase, envelopeId, outcome, failMode: config.failMode, shadow: config.shadowMode,
+      exposeReasoning: config.exposeGuardianReasoning, ...(input.validateModified === undefined ? {} : { validateModified: input.validateModified }),
+    });
+    const rec: HookRecord = { side, phase, decision: action.decision, envelopeId, guardianMs, ...(outcome.ok ? {} : { failure: outcome.kind }) };
+    record(ex, rec, action);
+    if (logger.isLevelEnabled('debug')) logger.debug({ envelope: json, outcome }, 'guardian exchange');
+    return action;
+  }
+
+  function record(ex: Exchange, rec: HookRecord, action: HookAction): void {
+    // Stream events are counted, not kept one by one: a long stream must not grow the record.
+    if (rec.phase === 'request' || ex.hooks.length < 8) ex.hooks.push(rec);
+    metrics.requests.inc({ operation: ex.op.aosMethod, side: rec.side, phase: rec.phase, decision: rec.decision });
+    metrics.guardianLatency.observe(rec.guardianMs / 1000);
+    if (!action.outcome.ok) {
+      metrics.guardianFailures.inc({ kind: action.outcome.kind });
+      if (rec.decision === 'failOpen') {
+        metrics.failOpenPasses.inc();
+        logger.warn({ method: ex.op.aosMethod, side: rec.side, phase: rec.phase, failure: action.outcome.kind, detail: action.outcome.detail, envelopeId: rec.envelopeId },
+          'guardian gave no valid answer; passing anyway (FAIL_MODE=open)');
+      }
+    }
+    if (rec.decision === 'shadow') {
+      const would = action.outcome.ok ? action.outcome.result.decision : 'noAnswer';
+      metrics.shadowPasses.inc({ decision: would });
+      if (would !== 'allow') logger.info({ method: ex.op.aosMethod, side: rec.side, phase: rec.phase, wouldBe: would, envelopeId: rec.envelopeId }, 'shadow mode: not enforced');
+    }
+  }
+
+  return async (input) => {
+    let payload = input.payload;
+    let payloadJson = input.payloadJson;
+    let modified = false;
+    let unchecked = false;
+    for (const side of input.sides) {
+      const action = await one(input, side, payload, payloadJson);
+      if (action.type === 'block') return { type: 'block', error: action.error, decision: action.decision };
+      if (action.decision === 'failOpen' || (action.decision === 'shadow' && !action.outcome.ok)) unchecked = true;
+      if (action.payload !== payload) {
+        payload = action.payload;
+        payloadJson = JSON.stringify(payload);
+        modified = true;
+      }
+      if (input.signal.aborted) break;
+    }
+    return { type: 'pass', payload, payloadJson, modified, unchecked };
+  };
+}
+
+/** The overall decision of a run: modify if any hook modified, failOpen/shadow if any hook passed unchecked. */
+export function summarize(hooks: readonly HookRecord[], phase: Phase): HookDecision {
+  let d: HookDecision = 'allow';
+  for (const h of hooks) {
+    if (h.phase !== phase) continue;
+    if (h.decision === 'failOpen' || h.decision === 'shadow') d = h.decision;
+    else if (h.decision === 'modify' && d === 'allow') d = 'modify';
+  }
+  return d;
+}

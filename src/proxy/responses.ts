@@ -1,0 +1,298 @@
+/**
+ * The agent's answer on its way back: plain relay (pipe, chunk by chunk), or, with response
+ * inspection (and for agent-card results, which are always rewritten), unary bodies and SSE events
+ * through the response hooks, one event at a time, in order, with backpressure both ways.
+ */
+import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { JsonObject, JsonRpcId } from '../aos/schemas';
+import { rewriteCard, type CardJson } from '../a2a/card';
+import { SseParser, formatSseEvent, formatSseErrorEvent, type SseEvent } from '../a2a/sse';
+import type { Binding } from '../a2a/classify';
+import { jsonRpcErrorBody, jsonRpcErrorObject, proxyError, restErrorObject, restHttpStatus, type ProxyError } from './errors';
+import { relayResponseHeaders } from './forward';
+import type { Exchange, HookRun } from './hooks';
+
+export interface RelayContext {
+  readonly binding: Binding;
+  /** The caller's JSON-RPC id, echoed in errors. */
+  readonly id: JsonRpcId | null;
+  /** The A2A exchange, or undefined for traffic that is not A2A. */
+  readonly ex: Exchange | undefined;
+  readonly res: ServerResponse;
+  readonly upRes: IncomingMessage;
+  readonly upReq: ClientRequest;
+  /** Run the response hooks (all sides, in response order) on one payload. */
+  readonly inspect: ((payload: JsonObject, payloadJson: string) => Promise<HookRun>) | undefined;
+  /** Rewrite agent-card results (extended card operations) with these options. */
+  readonly rewriteCard: Parameters<typeof rewriteCard>[1] | undefined;
+  readonly maxBodyBytes: number;
+  readonly onUpstreamFailure: (why: string) => void;
+  readonly onUninspected: (why: string) => void;
+}
+
+const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+// ---- binding codecs: A2A answer <-> response-hook payload (a JSON-RPC response object) ----
+
+/** JSON-RPC answers already are JSON-RPC responses; REST answers are wrapped as one. */
+function toPayload(binding: Binding, id: JsonRpcId | null, body: unknown, ok: boolean): JsonObject | undefined {
+  if (binding === 'jsonrpc') return isObject(body) ? body : undefined;
+  if (ok) return { jsonrpc: '2.0', id, result: body ?? null };
+  const error = isObject(body) && isObject(body.error) ? body.error : body;
+  return { jsonrpc: '2.0', id, error: error ?? null };
+}
+
+function fromPayload(binding: Binding, payload: JsonObject, originalBody: unknown): string {
+  if (binding === 'jsonrpc') return JSON.stringify(payload);
+  if ('result' in payload) return JSON.stringify(payload.result);
+  return JSON.stringify(isObject(originalBody) && 'error' in originalBody ? { error: payload.error } : payload.error);
+}
+
+export function errorResponse(binding: Binding, err: ProxyError, id: JsonRpcId | null): { status: number; body: string } {
+  if (binding === 'rest') return { status: restHttpStatus(err), body: JSON.stringify(restErrorObject(err)) };
+  return { status: 200, body: jsonRpcErrorBody(err, id) };
+}
+
+function errorEvent(binding: Binding, err: ProxyError, id: JsonRpcId | null): Buffer {
+  return formatSseErrorEvent(JSON.stringify(binding === 'rest' ? restErrorObject(err) : jsonRpcErrorObject(err, id)));
+}
+
+export function sendError(res: ServerResponse, binding: Binding, err: ProxyError, id: JsonRpcId | null): void {
+  const { status, body } = errorResponse(binding, err, id);
+  const headers: OutgoingHttpHeaders = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+  // 413 / 408: the rest of the body was not read, so this connection cannot carry another request.
+  const httpStatus = err.httpStatus === 413 || err.httpStatus === 408 ? err.httpStatus : status;
+  if (httpStatus === 413 || httpStatus === 408) headers.connection = 'close';
+  res.writeHead(httpStatus, headers);
+  res.end(body);
+}
+
+export function isEventStream(upRes: IncomingMessage): boolean {
+  return String(upRes.headers['content-type'] ?? '').toLowerCase().startsWith('text/event-stream');
+}
+
+// ---- plain relay ----
+
+/** Pass the answer on untouched. SSE is flushed per chunk; nothing is buffered or compressed. */
+export function relayPlain(ctx: RelayContext): void {
+  const { res, upRes, binding, id } = ctx;
+  res.writeHead(upRes.statusCode ?? 502, relayResponseHeaders(upRes.headers));
+  const sse = isEventStream(upRes);
+  if (sse) res.flushHeaders();
+  upRes.pipe(res);
+  upRes.once('error', () => undefined); // surfaced through 'close'
+  upRes.once('close', () => {
+    if (upRes.complete || res.writableEnded || res.destroyed) return;
+    ctx.onUpstreamFailure('upstream closed mid-response');
+    upRes.unpipe(res);
+    // A cut stream looks like success to A2A clients: say it failed.
+    if (sse) res.end(errorEvent(binding, proxyError('upstreamUnavailable', 'Upstream agent failed mid-stream'), id));
+    else res.destroy();
+  });
+}
+
+// ---- unary with hooks / card rewrite ----
+
+export function relayUnaryInspected(ctx: RelayContext): void {
+  const { res, upRes, binding, id } = ctx;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let tooBig = false;
+  upRes.on('data', (c: Buffer) => {
+    size += c.length;
+    if (size > ctx.maxBodyBytes) {
+      tooBig = true;
+      upRes.destroy();
+    } else chunks.push(c);
+  });
+  upRes.once('error', () => undefined);
+  upRes.once('close', () => {
+    if (res.destroyed || res.writableEnded) return;
+    if (tooBig) return sendError(res, binding, proxyError('upstreamUnavailable', 'Agent answer too large to inspect', { limit: String(ctx.maxBodyBytes) }), id);
+    if (!upRes.complete) {
+      ctx.onUpstreamFailure('upstream closed mid-response');
+      return sendError(res, binding, proxyError('upstreamUnavailable', 'Upstream agent failed before answering'), id);
+    }
+    void finishUnary(ctx, Buffer.concat(chunks, size)).catch(() => res.destroy());
+  });
+}
+
+async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
+  const { res, upRes, binding, id } = ctx;
+  const status = upRes.statusCode ?? 502;
+  const headers = relayResponseHeaders(upRes.headers);
+  let body: unknown;
+  try {
+    body = raw.length === 0 ? null : JSON.parse(raw.toString('utf8'));
+  } catch {
+    // Not JSON (an HTML error page, say): no A2A answer to inspect.
+    ctx.onUninspected('agent answer is not JSON');
+    return send(res, status, headers, raw);
+  }
+  let out = raw;
+  if (ctx.rewriteCard !== undefined && status >= 200 && status < 300) {
+    const rewritten = rewriteCardResult(binding, body, ctx.rewriteCard);
+    if (rewritten !== undefined) {
+      body = rewritten;
+      out = Buffer.from(JSON.stringify(body), 'utf8');
+    }
+  }
+  if (ctx.inspect !== undefined) {
+    const payload = toPayload(binding, id, body, status >= 200 && status < 300);
+    if (payload === undefined) ctx.onUninspected('agent answer is not a JSON object');
+    else {
+      const run = await ctx.inspect(payload, binding === 'jsonrpc' && out === raw ? raw.toString('utf8') : JSON.stringify(payload));
+      if (res.destroyed) return;
+      if (run.type === 'block') return sendError(res, binding, run.error, id);
+      if (run.modified) out = Buffer.from(fromPayload(binding, run.payload, body), 'utf8');
+    }
+  }
+  if (out !== raw) {
+    delete headers.etag;
+    delete headers['content-encoding'];
+  }
+  send(res, status, headers, out);
+}
+
+function rewriteCardResult(binding: Binding, body: unknown, opts: Parameters<typeof rewriteCard>[1]): unknown {
+  if (binding === 'rest') return isObject(body) ? rewriteCard(body as CardJson, opts) : undefined;
+  if (!isObject(body) || !isObject(body.result)) return undefined;
+  return { ...body, result: rewriteCard(body.result as CardJson, opts) };
+}
+
+function send(res: ServerResponse, status: number, headers: OutgoingHttpHeaders, body: Buffer): void {
+  headers['content-length'] = body.length;
+  delete headers['transfer-encoding'];
+  res.writeHead(status, headers);
+  res.end(body);
+}
+
+// ---- SSE with hooks: one event at a time, in order ----
+
+export function relayStreamInspected(ctx: RelayContext): void {
+  const { res, upRes, binding, id } = ctx;
+  const inspect = ctx.inspect;
+  if (inspect === undefined) return relayPlain(ctx);
+  res.writeHead(upRes.statusCode ?? 502, relayResponseHeaders(upRes.headers));
+  res.flushHeaders();
+
+  const parser = new SseParser();
+  const queue: SseEvent[] = [];
+  let working = false;
+  let stopped = false;
+  let upstreamDone = false;
+  let upstreamCut = false;
+  let clientBlocked = false;
+  let tailError: Buffer | undefined;
+
+  // Flow control: read from the agent only while nothing waits for the guardian or for the client.
+  const flow = () => {
+    if (stopped) return;
+    if (queue.length > 0 || working || clientBlocked) upRes.pause();
+    else upRes.resume();
+  };
+
+  const stop = (frame?: Buffer) => {
+    if (stopped) return;
+    stopped = true;
+    queue.length = 0;
+    if (frame !== undefined && !res.destroyed && !res.writableEnded) res.end(frame);
+    else if (!res.writableEnded) res.end();
+    ctx.upReq.destroy();
+  };
+
+  const write = (buf: Buffer) => {
+    if (res.destroyed || res.writableEnded) return;
+    if (!res.write(buf)) {
+      clientBlocked = true;
+      res.once('drain', () => {
+        clientBlocked = false;
+        flow();
+      });
+    }
+  };
+
+  const handle = async (ev: SseEvent): Promise<void> => {
+    if (ev.commentOnly || !ev.hasData) return write(ev.raw); // keep-alives and comments pass as they are
+    let data: unknown;
+    try {
+      data = JSON.parse(ev.data);
+    } catch {
+      ctx.onUninspected('SSE event data is not JSON');
+      return write(ev.raw);
+    }
+    const isError = ev.event === 'error';
+    const payload = toPayload(binding, id, data, !(isError || (isObject(data) && 'error' in data && !('result' in data))));
+    if (payload === undefined) {
+      ctx.onUninspected('SSE event data is not a JSON object');
+      return write(ev.raw);
+    }
+    if (ctx.ex !== undefined) ctx.ex.events++;
+    const run = await inspect(payload, binding === 'jsonrpc' ? ev.data : JSON.stringify(payload));
+    if (stopped) return;
+    if (run.type === 'block') return stop(errorEvent(binding, run.error, id));
+    if (!run.modified) return write(ev.raw);
+    const replacement = fromPayload(binding, run.payload, data);
+    write(formatSseEvent({ data: replacement, ...(ev.event === undefined ? {} : { event: ev.event }), ...(ev.id === undefined ? {} : { id: ev.id }) }));
+  };
+
+  const pump = async () => {
+    if (working) return;
+    working = true;
+    try {
+      while (queue.length > 0 && !stopped) await handle(queue.shift() as SseEvent);
+    } catch {
+      stop(errorEvent(binding, proxyError('guardianUnavailable', 'Stream inspection failed'), id));
+    }
+    working = false;
+    if (stopped) return;
+    if (upstreamDone) return finishStream();
+    flow();
+  };
+
+  const finishStream = () => {
+    if (stopped) return;
+    if (tailError !== undefined) return stop(tailError);
+    if (upstreamCut) {
+      ctx.onUpstreamFailure('upstream closed mid-stream');
+      return stop(errorEvent(binding, proxyError('upstreamUnavailable', 'Upstream agent failed mid-stream'), id));
+    }
+    stopped = true;
+    res.end();
+  };
+
+  const take = (events: SseEvent[]) => {
+    for (const e of events) queue.push(e);
+    flow();
+    void pump();
+  };
+
+  upRes.on('data', (chunk: Buffer) => {
+    if (stopped || tailError !== undefined) return;
+    try {
+      take(parser.push(chunk));
+    } catch (err) {
+      // An event too large to inspect is never passed unread: the events before it go out, then the stream ends in an error.
+      tailError = errorEvent(binding, proxyError('upstreamUnavailable', 'Agent sent an SSE event too large to inspect'), id);
+      ctx.upReq.destroy();
+      take((err as { events?: SseEvent[] }).events ?? []);
+    }
+  });
+  upRes.once('error', () => undefined);
+  upRes.once('close', () => {
+    if (stopped) return;
+    upstreamDone = true;
+    upstreamCut = !upRes.complete;
+    if (!upstreamCut && tailError === undefined) {
+      try {
+        for (const e of parser.end()) queue.push(e);
+      } catch {
+        /* a malformed tail is dropped, as a WHATWG client would */
+      }
+    }
+    if (!working) void pump();
+  });
+  res.once('close', () => {
+    if (!res.writableFinished) stop();
+  });
+}
