@@ -9,7 +9,7 @@ const bool = (def: boolean) =>
 const int = (def: number, min: number, max: number) =>
   z.string().regex(/^\d+$/, 'must be a whole number').default(String(def)).transform(Number)
     .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
-const httpUrl = z.string().url('must be an absolute http(s) URL').refine((u) => /^https?:\/\//i.test(u), 'must be an http(s) URL');
+const httpUrl = z.string().refine((u) => /^https?:\/\//i.test(u) && URL.canParse(u), 'must be an absolute http(s) URL');
 const optional = <T extends z.ZodType>(s: T) => s.optional();
 
 const EnvSchema = z.object({

@@ -3,8 +3,8 @@
  * A bad configuration prints one line per problem and exits 2.
  */
 import type { AddressInfo } from 'node:net';
-import { loadConfig, type Config } from './config';
-import { createLogger, type Logger } from './log';
+import { loadConfig } from './config';
+import { createLogger } from './log';
 import { startProxy, createGuardian } from './server';
 import { createAdminServer } from './admin/server';
 import type { Guardian } from './aos/guardian';
@@ -43,24 +43,24 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> 
   }, 30_000);
   pinger.unref();
 
-  let draining = false;
   const admin = createAdminServer(proxy.metrics, {
     guardianReady: () => guardian.ping(2000),
     upstreamReady: async () => {
       await proxy.upstreamCard.refresh();
       return proxy.upstreamCard.current() !== undefined;
     },
-    accepting: () => !draining,
+    accepting: () => !proxy.draining(),
   });
   admin.listen(config.adminPort, config.adminHost, () => {
     logger.info({ port: (admin.address() as AddressInfo).port }, 'admin server listening (/healthz, /readyz, /metrics)');
   });
 
+  let stopping = false;
   const shutdown = (signal: string) => {
-    if (draining) return;
-    draining = true;
-    logger.info({ signal, drainMs: config.drainTimeoutMs }, 'draining');
-    void drain(proxy.server, config, logger).then(() => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal, drainMs: config.drainTimeoutMs }, 'draining: new connections refused, in-flight calls finish');
+    void proxy.drain(config.drainTimeoutMs).then(() => {
       admin.close();
       guardian.close();
       logger.info('stopped');
@@ -69,23 +69,6 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> 
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
-}
-
-/** Stop accepting, let in-flight calls finish, then force-close what is left at the deadline. */
-async function drain(server: import('node:http').Server, config: Config, logger: Logger): Promise<void> {
-  await new Promise<void>((resolve) => {
-    const timer = setTimeout(() => {
-      logger.warn('drain deadline reached; closing remaining connections');
-      server.closeAllConnections();
-      resolve();
-    }, config.drainTimeoutMs);
-    timer.unref();
-    server.close(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-    server.closeIdleConnections();
-  });
 }
 
 if (require.main === module) {

@@ -12,6 +12,7 @@ import { HttpGuardian, type Guardian } from './aos/guardian';
 import { Identities } from './aos/identity';
 import { createUpstream } from './proxy/forward';
 import { createProxyHandler } from './proxy/pipeline';
+import { createProxyServer } from 'http-proxy-3';
 
 export interface ProxyInstance {
   readonly server: http.Server;
@@ -19,6 +20,9 @@ export interface ProxyInstance {
   readonly metrics: Metrics;
   readonly guardian: Guardian;
   readonly upstreamCard: CardCache;
+  /** Graceful stop: refuse new connections, let in-flight calls finish, end open streams with an error event by the deadline. */
+  drain(timeoutMs: number): Promise<void>;
+  readonly draining: () => boolean;
   close(): Promise<void>;
 }
 
@@ -45,7 +49,9 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     : new CardCache({ base: config.observedAgentCardUrl, ttlMs: config.cardTtlMs, logger, what: 'observed client' });
   const identities = new Identities({ overrides: config.observedAgent, role: config.role, upstreamCard, observedCard });
   const upstream = createUpstream(config.upstreamUrl);
-  const handler = createProxyHandler({ config, guardian, identities, upstream, logger, metrics });
+  const streams = new Set<() => void>();
+  let draining = false;
+  const handler = createProxyHandler({ config, guardian, identities, upstream, logger, metrics, streams, draining: () => draining });
 
   const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 }, handler);
   const sockets = new Set<Socket>();
@@ -53,11 +59,24 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     sockets.add(s);
     s.once('close', () => sockets.delete(s));
   });
-  server.on('upgrade', (req, socket) => {
-    // WebSocket upgrades would carry traffic the guardian never sees.
-    logger.warn({ path: req.url }, 'refused an HTTP upgrade');
-    socket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+  server.on('upgrade', (req, socket, head) => {
+    if (!config.allowWebSockets) {
+      // WebSocket upgrades would carry traffic the guardian never sees.
+      logger.warn({ path: req.url }, 'refused an HTTP upgrade (ALLOW_WEBSOCKETS=false)');
+      socket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      return;
+    }
+    logger.warn({ path: req.url }, 'forwarding an HTTP upgrade uninspected (ALLOW_WEBSOCKETS=true)');
+    wsProxy().ws(req, socket, head);
   });
+  let ws: ReturnType<typeof createProxyServer> | undefined;
+  const wsProxy = () => {
+    ws ??= createProxyServer({ target: config.upstreamUrl.href, changeOrigin: true });
+    ws.on('error', (_err, _req, sock) => {
+      if (sock !== undefined && 'destroy' in sock) sock.destroy();
+    });
+    return ws;
+  };
   server.on('clientError', (err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
     else socket.destroy();
@@ -78,6 +97,26 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     metrics,
     guardian,
     upstreamCard,
+    draining: () => draining,
+    drain: async (timeoutMs: number) => {
+      draining = true;
+      await new Promise<void>((resolve) => {
+        const deadline = setTimeout(() => {
+          for (const end of [...streams]) end();
+          // Give the error events a moment to leave, then cut what is left.
+          setTimeout(() => {
+            server.closeAllConnections();
+            resolve();
+          }, 100).unref();
+        }, timeoutMs);
+        deadline.unref();
+        server.close(() => {
+          clearTimeout(deadline);
+          resolve();
+        });
+        server.closeIdleConnections();
+      });
+    },
     close: async () => {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -85,6 +124,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
       });
       guardian.close();
       upstream.agent.destroy();
+      ws?.close();
     },
   };
 }

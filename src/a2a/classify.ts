@@ -68,15 +68,35 @@ function parseBody(req: HttpRequestFacts): ParsedBody {
   try {
     text = utf8.decode(req.body);
   } catch {
-    return looksTextual(req) ? { kind: 'bad', why: 'Request body is not valid UTF-8' } : { kind: 'opaque' };
+    // Not UTF-8. Some parsers detect UTF-16/32 JSON (RFC 4627) or decode leniently: refuse anything
+    // that would read as JSON that way, whatever the Content-Type says.
+    const alt = wideDecode(req.body) ?? req.body.toString('latin1');
+    return looksTextual(req) || mightBeJson(alt) || mightBeJson(req.body.toString('utf8'))
+      ? { kind: 'bad', why: 'Request body is not valid UTF-8' }
+      : { kind: 'opaque' };
   }
   try {
     return { kind: 'json', value: JSON.parse(text) };
   } catch {
     // Not strict JSON (NaN, comments, trailing commas, a BOM...). Refuse if a lenient upstream
     // parser could still find a JSON-RPC call in it.
-    return mightBeJson(text) ? { kind: 'bad', why: 'Request body is not strict JSON' } : { kind: 'opaque' };
+    // NULs between ASCII characters are UTF-16/32 JSON that is also valid UTF-8.
+    const suspicious = mightBeJson(text) || (text.includes('\0') && mightBeJson(text.replace(/\0/g, '')));
+    return suspicious ? { kind: 'bad', why: 'Request body is not strict JSON' } : { kind: 'opaque' };
   }
+}
+
+/** UTF-16/32 text by BOM or by the RFC 4627 NUL pattern of its first bytes, decoded; else undefined. */
+function wideDecode(b: Buffer): string | undefined {
+  if (b.length < 4) return undefined;
+  const [b0, b1, b2, b3] = [b[0], b[1], b[2], b[3]];
+  let enc: 'utf-16le' | 'utf-16be' | undefined;
+  if ((b0 === 0xff && b1 === 0xfe) || (b0 !== 0 && b1 === 0 && b3 === 0)) enc = 'utf-16le';
+  else if ((b0 === 0xfe && b1 === 0xff) || (b0 === 0 && b2 === 0 && b1 !== 0)) enc = 'utf-16be';
+  else if (b0 === 0 && b1 === 0 && b2 === 0) return b.toString('latin1').replace(/\0/g, ''); // UTF-32BE, ASCII range
+  if (enc === undefined) return undefined;
+  const text = new TextDecoder(enc).decode(b);
+  return text.replace(/\0/g, ''); // UTF-32LE read as UTF-16 leaves NULs between characters
 }
 
 function validId(v: unknown): v is JsonRpcId | null | undefined {
@@ -86,6 +106,15 @@ function validId(v: unknown): v is JsonRpcId | null | undefined {
 const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function classify(req: HttpRequestFacts): Classified {
+  try {
+    return classifyUnsafe(req);
+  } catch (err) {
+    // JSON nested deeper than the engine's stack (or similar hostile input): refuse, never crash.
+    return reject(`Request body could not be processed: ${(err as Error).name}`);
+  }
+}
+
+function classifyUnsafe(req: HttpRequestFacts): Classified {
   for (const h of OVERRIDE_HEADERS) {
     // A method override turns a harmless-looking verb into a POST for some servers.
     if (req.headers[h] !== undefined) return reject(`${h} is not accepted by this proxy`);

@@ -17,8 +17,10 @@ export interface EnvelopeInput {
 }
 
 export function buildEnvelope(input: EnvelopeInput): Envelope {
-  const params: Envelope['params'] = { payload: input.payload, context: input.context };
-  if (input.reasoning !== undefined) params.reasoning = input.reasoning;
+  // Key order payload, reasoning, context: the order envelopeJson writes.
+  const params: Envelope['params'] = input.reasoning === undefined
+    ? { payload: input.payload, context: input.context }
+    : { payload: input.payload, reasoning: input.reasoning, context: input.context };
   return { jsonrpc: '2.0', id: input.id ?? randomUUID(), method: input.method, params };
 }
 

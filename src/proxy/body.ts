@@ -64,7 +64,7 @@ export function decodeBody(body: Buffer, contentEncoding: string | undefined, ma
       else return { ok: false, error: proxyError('rejected', `Unsupported Content-Encoding: ${coding}`, { contentEncoding: coding }) };
     }
   } catch (e) {
-    const tooBig = (e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || /too large|maxOutputLength/i.test((e as Error).message);
+    const tooBig = isTooLarge(e);
     return tooBig
       ? { ok: false, error: proxyError('rejected', `Decoded request body larger than ${maxBytes} bytes`, { limit: String(maxBytes) }, 413) }
       : { ok: false, error: proxyError('rejected', `Request body could not be decoded (${contentEncoding})`) };
@@ -77,7 +77,11 @@ function inflateEither(b: Buffer, opts: zlib.ZlibOptions): Buffer {
   try {
     return zlib.inflateSync(b, opts);
   } catch (e) {
-    if (/too large|maxOutputLength/i.test((e as Error).message)) throw e;
+    if (isTooLarge(e)) throw e;
     return zlib.inflateRawSync(b, opts);
   }
+}
+
+function isTooLarge(e: unknown): boolean {
+  return (e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || /larger than|too large|maxOutputLength/i.test((e as Error).message);
 }

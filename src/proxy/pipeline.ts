@@ -27,6 +27,10 @@ export interface ProxyDeps {
   readonly upstream: Upstream;
   readonly logger: Logger;
   readonly metrics: Metrics;
+  /** Open streams, ended with an error event when the proxy shuts down. */
+  readonly streams: Set<() => void>;
+  /** True once shutdown began: answers carry Connection: close. */
+  readonly draining: () => boolean;
 }
 
 /** Request hooks run client side first; responses travel back, so server side first. */
@@ -49,6 +53,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   };
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (deps.draining()) res.setHeader('connection', 'close');
     const verb = req.method ?? 'GET';
     const path = req.url ?? '/';
     if ((verb === 'GET' || verb === 'HEAD') && isCardPath(pathOnly(path))) return serveCard(deps, req, res);
@@ -165,6 +170,10 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       onUpstreamFailure: (why) => {
         metrics.upstreamErrors.inc();
         if (ex !== undefined) ex.error = why;
+      },
+      trackStream: (terminate) => {
+        deps.streams.add(terminate);
+        return () => deps.streams.delete(terminate);
       },
       onUninspected: (why) => {
         metrics.calls.inc({ operation: ex?.op.aosMethod ?? 'other', outcome: 'response_uninspected' });

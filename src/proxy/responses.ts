@@ -28,7 +28,11 @@ export interface RelayContext {
   readonly maxBodyBytes: number;
   readonly onUpstreamFailure: (why: string) => void;
   readonly onUninspected: (why: string) => void;
+  /** Track an open stream so a shutdown can end it with an error event; returns the untrack function. */
+  readonly trackStream: (terminate: () => void) => () => void;
 }
+
+const SHUTDOWN = () => proxyError('upstreamUnavailable', 'Proxy is shutting down');
 
 const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -78,16 +82,37 @@ export function relayPlain(ctx: RelayContext): void {
   const { res, upRes, binding, id } = ctx;
   res.writeHead(upRes.statusCode ?? 502, relayResponseHeaders(upRes.headers));
   const sse = isEventStream(upRes);
-  if (sse) res.flushHeaders();
-  upRes.pipe(res);
   upRes.once('error', () => undefined); // surfaced through 'close'
+  if (!sse) {
+    upRes.pipe(res);
+    upRes.once('close', () => {
+      if (upRes.complete || res.writableEnded || res.destroyed) return;
+      ctx.onUpstreamFailure('upstream closed mid-response');
+      res.destroy();
+    });
+    return;
+  }
+  res.flushHeaders();
+  // Remember whether the bytes so far end on an event boundary, so an error frame never glues onto half an event.
+  let tail = '\n\n';
+  upRes.on('data', (c: Buffer) => {
+    tail = (tail + c.toString('latin1', Math.max(0, c.length - 4))).slice(-4);
+  });
+  upRes.pipe(res);
+  // A cut stream looks like success to A2A clients: every proxy-side end says it failed.
+  const fail = (err: ProxyError) => {
+    if (res.writableEnded || res.destroyed) return;
+    upRes.unpipe(res);
+    const boundary = tail.replace(/\r\n?/g, '\n').endsWith('\n\n') ? '' : '\n\n';
+    res.end(Buffer.concat([Buffer.from(boundary), errorEvent(binding, err, id)]));
+    ctx.upReq.destroy();
+  };
+  const untrack = ctx.trackStream(() => fail(SHUTDOWN()));
+  res.once('close', untrack);
   upRes.once('close', () => {
     if (upRes.complete || res.writableEnded || res.destroyed) return;
-    ctx.onUpstreamFailure('upstream closed mid-response');
-    upRes.unpipe(res);
-    // A cut stream looks like success to A2A clients: say it failed.
-    if (sse) res.end(errorEvent(binding, proxyError('upstreamUnavailable', 'Upstream agent failed mid-stream'), id));
-    else res.destroy();
+    ctx.onUpstreamFailure('upstream closed mid-stream');
+    fail(proxyError('upstreamUnavailable', 'Upstream agent failed mid-stream'));
   });
 }
 
@@ -292,7 +317,9 @@ export function relayStreamInspected(ctx: RelayContext): void {
     }
     if (!working) void pump();
   });
+  const untrack = ctx.trackStream(() => stop(errorEvent(binding, SHUTDOWN(), id)));
   res.once('close', () => {
+    untrack();
     if (!res.writableFinished) stop();
   });
 }

@@ -1,0 +1,655 @@
+/**
+ * The reference guardian's decision engine: pure and synchronous, so the proxy can run it
+ * in-process as well as behind the AOS HTTP server.
+ *
+ * Order of checks: peers -> push-notification URLs -> deny patterns -> masking. The first deny
+ * wins; masking answers `modify` only for operations whose hook accepts it.
+ */
+import { isIPv4, isIPv6 } from 'node:net';
+import { acceptsDecision, operationForMethod, type Operation } from '../a2a/operations';
+import type { AgentContext, Envelope, JsonObject, SuccessResult } from '../aos/schemas';
+import {
+  normaliseKey,
+  PROTECTED_KEYS,
+  type DenyRule,
+  type Detector,
+  type MaskRule,
+  type PeerPolicy,
+  type Phase,
+  type Policy,
+  type PushPolicy,
+  type RuleScope,
+  type Side,
+} from './policy';
+
+export interface Engine {
+  decide(envelope: Envelope): SuccessResult;
+}
+
+export function createEngine(policy: Policy): Engine {
+  const rulesFor = createScopeCache(policy);
+  return { decide: (envelope) => decide(policy, rulesFor, envelope) };
+}
+
+function decide(policy: Policy, rulesFor: ScopeLookup, envelope: Envelope): SuccessResult {
+  const hook = describeHook(envelope);
+  const payload = envelope.params.payload;
+  const rules = rulesFor(hook);
+  try {
+    const denial =
+      checkPeer(policy.peers, hook.peer) ??
+      (hook.phase === 'request' ? checkPushUrls(policy.push, hook.operation, payload) : undefined) ??
+      findDenyMatch(payload, rules.deny);
+    if (denial !== undefined) return denial;
+
+    if (rules.mask.hasAny && canModify(hook.operation)) {
+      const masked = maskPayload(payload, rules.mask);
+      if (masked.changedRules.length > 0) {
+        return {
+          decision: 'modify',
+          message: policy.messages.modify,
+          reasonCode: maskReasonCodes(masked.changedRules),
+          modifiedRequest: { ...envelope, params: { ...envelope.params, payload: masked.payload } },
+        };
+      }
+    }
+  } catch (err) {
+    // Content we cannot walk is content we cannot vouch for.
+    if (err instanceof PayloadTooDeep) {
+      return denyAnswer(`Payload nesting exceeds ${MAX_DEPTH} levels.`, ['PAYLOAD_TOO_DEEP']);
+    }
+    throw err;
+  }
+  return { decision: 'allow', message: policy.messages.allow, reasonCode: ['ALLOWED'] };
+}
+
+function canModify(operation: Operation | undefined): boolean {
+  return operation !== undefined && acceptsDecision(operation, 'modify');
+}
+
+function denyAnswer(message: string, reasonCode: string[], data?: JsonObject): SuccessResult {
+  return data === undefined ? { decision: 'deny', message, reasonCode } : { decision: 'deny', message, reasonCode, data };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Which hook is this: method, phase, observed side, peer
+// ---------------------------------------------------------------------------------------------
+
+export interface HookView {
+  /** AOS method name (v1.0 names are folded onto it); the raw method when not in the table. */
+  readonly method: string;
+  readonly operation: Operation | undefined;
+  readonly phase: Phase;
+  /** Role of the observed agent (the context side carrying a full AOS Agent). */
+  readonly side: Side;
+  readonly peer: { readonly name: string; readonly url: string };
+}
+
+export function describeHook(envelope: Envelope): HookView {
+  const { payload, context } = envelope.params;
+  const operation = operationForMethod(envelope.method);
+  // The observed agent is the full Agent side; when both or neither look full, take `from`.
+  const observed = isFullAgent(context.to) && !isFullAgent(context.from) ? context.to : context.from;
+  const peer = observed === context.from ? context.to : context.from;
+  return {
+    method: operation?.aosMethod ?? envelope.method,
+    operation,
+    phase: phaseOf(payload, context.from.role),
+    side: observed.role,
+    peer: { name: peer.agent.name, url: peer.agent.url },
+  };
+}
+
+function isFullAgent(ctx: AgentContext): boolean {
+  // `id` may be absent in hand-written envelopes (the AOS spec samples omit it).
+  return 'instructions' in ctx.agent || 'provider' in ctx.agent;
+}
+
+function phaseOf(payload: JsonObject, fromRole: Side): Phase {
+  if (typeof payload['method'] === 'string') return 'request';
+  if ('result' in payload || 'error' in payload) return 'response';
+  // REST bodies carry neither; a response travels from the server side (design section 4).
+  return fromRole === 'server' ? 'response' : 'request';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rules in scope for a hook (cached per method / side / phase)
+// ---------------------------------------------------------------------------------------------
+
+interface MaskSet {
+  /** Rules in scope, in policy order. */
+  readonly rules: readonly MaskRule[];
+  readonly hasAny: boolean;
+  /** Normalised key -> first rule that masks it. */
+  readonly byKey: ReadonlyMap<string, MaskRule>;
+  /** Rules with detectors or patterns. */
+  readonly textRules: readonly MaskRule[];
+}
+
+interface ScopedRules {
+  readonly deny: readonly DenyRule[];
+  readonly mask: MaskSet;
+}
+
+type ScopeLookup = (hook: HookView) => ScopedRules;
+
+function createScopeCache(policy: Policy): ScopeLookup {
+  const cache = new Map<string, ScopedRules>();
+  return (hook) => {
+    const key = `${hook.method}|${hook.side}|${hook.phase}`;
+    const hit = cache.get(key);
+    if (hit !== undefined) return hit;
+    const scoped: ScopedRules = {
+      deny: policy.deny.filter((r) => inScope(r.scope, hook)),
+      mask: buildMaskSet(policy.mask.filter((r) => inScope(r.scope, hook))),
+    };
+    // Only table methods are cached, so arbitrary method names cannot grow the map.
+    if (hook.operation !== undefined) cache.set(key, scoped);
+    return scoped;
+  };
+}
+
+function inScope(scope: RuleScope, hook: HookView): boolean {
+  return (
+    (scope.methods === undefined || scope.methods.has(hook.method)) &&
+    (scope.sides === undefined || scope.sides.has(hook.side)) &&
+    (scope.phases === undefined || scope.phases.has(hook.phase))
+  );
+}
+
+function buildMaskSet(rules: readonly MaskRule[]): MaskSet {
+  const byKey = new Map<string, MaskRule>();
+  for (const rule of rules) {
+    for (const key of rule.keys) if (!byKey.has(key)) byKey.set(key, rule);
+  }
+  const textRules = rules.filter((r) => r.detectors.length > 0 || r.patterns.length > 0);
+  return { rules, hasAny: rules.length > 0, byKey, textRules };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Peers
+// ---------------------------------------------------------------------------------------------
+
+function checkPeer(peers: PeerPolicy, peer: HookView['peer']): SuccessResult | undefined {
+  const matches = (re: RegExp): boolean => re.test(peer.name) || re.test(peer.url);
+  const label = `"${peer.name}" (${peer.url})`;
+  if (peers.block.some(matches)) return denyAnswer(`Peer agent ${label} is blocked by policy.`, ['PEER_BLOCKED']);
+  if (isUnknownValue(peer.name) && isUnknownValue(peer.url)) {
+    return peers.allowUnknown ? undefined : denyAnswer('Peer agent did not identify itself.', ['PEER_UNKNOWN']);
+  }
+  if (peers.allow.length > 0 && !peers.allow.some(matches)) {
+    return denyAnswer(`Peer agent ${label} is not in the allowed list.`, ['PEER_NOT_ALLOWED']);
+  }
+  return undefined;
+}
+
+function isUnknownValue(value: string): boolean {
+  const v = value.trim().toLowerCase();
+  return v === '' || v === 'unknown';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Push-notification webhook URLs
+// ---------------------------------------------------------------------------------------------
+
+const PUSH_CONFIG_KEYS = new Set(['pushnotificationconfig', 'taskpushnotificationconfig']);
+
+function checkPushUrls(push: PushPolicy, operation: Operation | undefined, payload: JsonObject): SuccessResult | undefined {
+  for (const url of collectPushUrls(payload, operation)) {
+    const denial = checkPushUrl(push, url);
+    if (denial !== undefined) return denial;
+  }
+  return undefined;
+}
+
+/**
+ * Webhook URLs a request registers: v0.3 `params.pushNotificationConfig.url`, v1 `params.url`
+ * (set), `configuration.{pushNotificationConfig,taskPushNotificationConfig}.url` in message/send,
+ * and REST bodies (no `params` wrapper, `config.pushNotificationConfig.url`).
+ */
+export function collectPushUrls(payload: JsonObject, operation: Operation | undefined): unknown[] {
+  const params = payload['params'];
+  const root = isObject(params) ? params : payload;
+  const urls: unknown[] = [];
+  if (operation?.aosMethod === 'tasks/pushNotificationConfig/set') {
+    urls.push(root['url']);
+    const config = root['config'];
+    if (isObject(config)) urls.push(config['url']);
+  }
+  collectConfigUrls(root, urls, 0);
+  return urls.filter((u) => u !== undefined);
+}
+
+function collectConfigUrls(value: unknown, urls: unknown[], depth: number): void {
+  if (!isObject(value) && !Array.isArray(value)) return;
+  if (depth > MAX_DEPTH) throw new PayloadTooDeep();
+  if (Array.isArray(value)) {
+    for (const item of value) collectConfigUrls(item, urls, depth + 1);
+    return;
+  }
+  for (const key in value) {
+    const child = value[key];
+    if (PUSH_CONFIG_KEYS.has(key.toLowerCase()) && isObject(child)) urls.push(child['url']);
+    collectConfigUrls(child, urls, depth + 1);
+  }
+}
+
+export type HostClass = 'public' | 'private' | 'metadata';
+
+function checkPushUrl(push: PushPolicy, url: unknown): SuccessResult | undefined {
+  const invalid = (why: string): SuccessResult =>
+    denyAnswer(`Push-notification URL refused: ${why}.`, ['PUSH_URL_INVALID']);
+  if (typeof url !== 'string') return invalid('not a string');
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return invalid('not a valid absolute URL');
+  }
+  const httpOk = push.allowHttp && parsed.protocol === 'http:';
+  if (parsed.protocol !== 'https:' && !httpOk) {
+    const need = push.allowHttp ? 'http or https' : 'https';
+    return denyAnswer(`Push-notification URL refused: scheme "${parsed.protocol}" (${need} required).`, ['PUSH_URL_INSECURE']);
+  }
+  const host = normaliseHost(parsed.hostname);
+  const kind = classifyHost(host);
+  if (kind === 'metadata') {
+    return denyAnswer(`Push-notification URL refused: host ${host} is a cloud metadata endpoint.`, ['PUSH_URL_METADATA']);
+  }
+  if (kind === 'private' && !push.allowPrivate) {
+    return denyAnswer(
+      `Push-notification URL refused: host ${host} is loopback, private, link-local or otherwise not public.`,
+      ['PUSH_URL_PRIVATE'],
+    );
+  }
+  if (push.allowHosts.length > 0 && !push.allowHosts.some((re) => re.test(host))) {
+    return denyAnswer(`Push-notification URL refused: host ${host} is not in the allowed hosts.`, ['PUSH_URL_HOST_NOT_ALLOWED']);
+  }
+  return undefined;
+}
+
+/** WHATWG URL already folds 2130706433 / 0x7f.1 / 0177.0.0.1 into dotted decimal. */
+function normaliseHost(hostname: string): string {
+  const unbracketed = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
+  return unbracketed.replace(/\.+$/, '').toLowerCase();
+}
+
+const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata']);
+const LOCAL_SUFFIXES = ['.localhost', '.local', '.internal', '.home.arpa'];
+
+/** Classify a normalised host: an IP literal by its range, a name only by well-known local names. */
+export function classifyHost(host: string): HostClass {
+  if (METADATA_HOSTS.has(host)) return 'metadata';
+  if (isIPv4(host)) return classifyIPv4(parseIPv4(host));
+  if (isIPv6(host)) return classifyIPv6(parseIPv6(host));
+  if (host === 'localhost' || LOCAL_SUFFIXES.some((s) => host.endsWith(s))) return 'private';
+  return 'public';
+}
+
+/** [network, prefix length] pairs of IPv4 space that is not a public unicast address. */
+const NON_PUBLIC_V4_CIDRS: ReadonlyArray<readonly [string, number]> = [
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16],
+  ['172.16.0.0', 12], ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15],
+  ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
+];
+const NON_PUBLIC_V4 = NON_PUBLIC_V4_CIDRS.map(([net, bits]) => ({ net: parseIPv4(net), mask: prefixMask(bits) }));
+const METADATA_V4 = new Set(['169.254.169.254', '169.254.170.2', '100.100.100.200'].map(parseIPv4));
+
+function prefixMask(bits: number): number {
+  return bits === 0 ? 0 : (~0 << (32 - bits)) >>> 0;
+}
+
+function parseIPv4(text: string): number {
+  return text.split('.').reduce((acc, octet) => ((acc << 8) | Number(octet)) >>> 0, 0);
+}
+
+function classifyIPv4(addr: number): HostClass {
+  if (METADATA_V4.has(addr)) return 'metadata';
+  return NON_PUBLIC_V4.some(({ net, mask }) => ((addr & mask) >>> 0) === net) ? 'private' : 'public';
+}
+
+/** Eight 16-bit groups of an address that `net.isIPv6` accepted (dotted IPv4 tails allowed). */
+function parseIPv6(text: string): number[] {
+  let body = text;
+  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(body);
+  if (dotted?.[1] !== undefined) {
+    const v4 = parseIPv4(dotted[1]);
+    body = `${body.slice(0, dotted.index)}${(v4 >>> 16).toString(16)}:${(v4 & 0xffff).toString(16)}`;
+  }
+  const [head = '', tail] = body.split('::');
+  const toGroups = (s: string): number[] => (s === '' ? [] : s.split(':').map((g) => parseInt(g, 16)));
+  const headGroups = toGroups(head);
+  if (tail === undefined) return headGroups;
+  const tailGroups = toGroups(tail);
+  const zeros = new Array<number>(8 - headGroups.length - tailGroups.length).fill(0);
+  return [...headGroups, ...zeros, ...tailGroups];
+}
+
+function classifyIPv6(g: number[]): HostClass {
+  const at = (i: number): number => g[i] ?? 0;
+  const zeroUpTo = (n: number): boolean => g.slice(0, n).every((x) => x === 0);
+  const embeddedV4 = (hi: number, lo: number): number => ((at(hi) << 16) | at(lo)) >>> 0;
+  if (zeroUpTo(7) && (at(7) === 0 || at(7) === 1)) return 'private'; // :: and ::1
+  if (at(0) === 0xfd00 && at(1) === 0x0ec2 && g.slice(2, 7).every((x) => x === 0) && at(7) === 0x254) {
+    return 'metadata'; // AWS IMDS over IPv6, fd00:ec2::254
+  }
+  // Addresses that carry an IPv4 address: mapped, translated, compatible, NAT64, 6to4.
+  if (zeroUpTo(5) && at(5) === 0xffff) return classifyIPv4(embeddedV4(6, 7));
+  if (zeroUpTo(4) && at(4) === 0xffff && at(5) === 0) return classifyIPv4(embeddedV4(6, 7));
+  if (zeroUpTo(6)) return classifyIPv4(embeddedV4(6, 7));
+  if (at(0) === 0x64 && at(1) === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return classifyIPv4(embeddedV4(6, 7));
+  if (at(0) === 0x2002) return classifyIPv4(embeddedV4(1, 2));
+  const first = at(0);
+  if ((first & 0xffc0) === 0xfe80 || (first & 0xffc0) === 0xfec0) return 'private'; // link-local, site-local
+  if ((first & 0xfe00) === 0xfc00) return 'private'; // unique local fc00::/7
+  if ((first & 0xff00) === 0xff00) return 'private'; // multicast
+  return 'public';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deny patterns: every string (and object key) anywhere in the payload
+// ---------------------------------------------------------------------------------------------
+
+export const MAX_DEPTH = 256;
+
+class PayloadTooDeep extends Error {}
+
+/** The JSON-RPC envelope members of the payload itself are not content. */
+const ENVELOPE_KEYS = new Set(['jsonrpc', 'method', 'id']);
+/** Base64 file content: scanning or masking it is meaningless and would corrupt it. */
+const BINARY_KEYS = new Set(['bytes', 'raw', 'fileWithBytes']);
+
+type PathSegment = string | number;
+
+function findDenyMatch(payload: JsonObject, rules: readonly DenyRule[]): SuccessResult | undefined {
+  if (rules.length === 0) return undefined;
+  const path: PathSegment[] = [];
+  for (const key in payload) {
+    if (ENVELOPE_KEYS.has(key)) continue;
+    path.push(key);
+    const hit = matchText(key, rules, path) ?? scanValue(key, payload[key], rules, path, 1);
+    if (hit !== undefined) return hit;
+    path.pop();
+  }
+  return undefined;
+}
+
+function scanValue(key: string, value: unknown, rules: readonly DenyRule[], path: PathSegment[], depth: number): SuccessResult | undefined {
+  if (typeof value === 'string') return BINARY_KEYS.has(key) ? undefined : matchText(value, rules, path);
+  if (typeof value !== 'object' || value === null) return undefined;
+  if (depth > MAX_DEPTH) throw new PayloadTooDeep();
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      path.push(i);
+      const hit = scanValue(key, value[i], rules, path, depth + 1);
+      if (hit !== undefined) return hit;
+      path.pop();
+    }
+    return undefined;
+  }
+  const obj = value as JsonObject;
+  for (const childKey in obj) {
+    path.push(childKey);
+    const hit = matchText(childKey, rules, path) ?? scanValue(childKey, obj[childKey], rules, path, depth + 1);
+    if (hit !== undefined) return hit;
+    path.pop();
+  }
+  return undefined;
+}
+
+function matchText(text: string, rules: readonly DenyRule[], path: readonly PathSegment[]): SuccessResult | undefined {
+  const normalised = normaliseText(text);
+  for (const rule of rules) {
+    for (const re of rule.patterns) {
+      if (re.test(normalised)) {
+        const codes = [`DENY_PATTERN:${rule.id}`];
+        if (rule.reasonCode !== undefined) codes.push(rule.reasonCode);
+        // The path says where, never what: message content stays out of answers and logs.
+        return denyAnswer(rule.message, codes, { rule: rule.id, path: formatPath(path) });
+      }
+    }
+  }
+  return undefined;
+}
+
+const NON_ASCII = /[^\x00-\x7f]/;
+const INVISIBLE = /[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]/g;
+
+/** Fold compatibility forms (full-width letters, ligatures) and drop invisible characters. */
+function normaliseText(text: string): string {
+  return NON_ASCII.test(text) ? text.normalize('NFKC').replace(INVISIBLE, '') : text;
+}
+
+function formatPath(path: readonly PathSegment[]): string {
+  let out = '';
+  for (const seg of path) out += typeof seg === 'number' ? `[${seg}]` : out === '' ? seg : `.${seg}`;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Masking: copy-on-write rewrite of string (and integer) values
+// ---------------------------------------------------------------------------------------------
+
+/** Subtrees holding free-form user content, where protocol key names carry no meaning. */
+const CONTENT_KEYS = new Set(['data', 'metadata']);
+
+export interface MaskOutcome {
+  readonly payload: JsonObject;
+  /** Rules that changed something, in policy order. */
+  readonly changedRules: readonly MaskRule[];
+}
+
+function maskPayload(payload: JsonObject, mask: MaskSet): MaskOutcome {
+  const changed = new Set<MaskRule>();
+  const out = maskObject(payload, mask, changed, false, 0);
+  return { payload: out, changedRules: mask.rules.filter((r) => changed.has(r)) };
+}
+
+function maskValue(key: string, value: unknown, mask: MaskSet, changed: Set<MaskRule>, inContent: boolean, depth: number): unknown {
+  if (typeof value === 'string') return BINARY_KEYS.has(key) ? value : maskText(value, mask.textRules, changed);
+  if (typeof value === 'number') return maskNumber(value, mask.textRules, changed);
+  if (typeof value !== 'object' || value === null) return value;
+  if (depth > MAX_DEPTH) throw new PayloadTooDeep();
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const next = maskValue(key, value[i], mask, changed, inContent, depth + 1);
+      if (next !== value[i]) (copy ??= value.slice())[i] = next;
+    }
+    return copy ?? value;
+  }
+  return maskObject(value as JsonObject, mask, changed, inContent, depth + 1);
+}
+
+function maskObject(obj: JsonObject, mask: MaskSet, changed: Set<MaskRule>, inContent: boolean, depth: number): JsonObject {
+  let copy: JsonObject | undefined;
+  for (const key in obj) {
+    if (!inContent && PROTECTED_KEYS.has(key)) continue;
+    const value = obj[key];
+    const keyRule = mask.byKey.size > 0 ? mask.byKey.get(cachedNormaliseKey(key)) : undefined;
+    const next =
+      keyRule !== undefined
+        ? maskWholeValue(value, keyRule.replacement ?? REDACTED, keyRule, changed)
+        : maskValue(key, value, mask, changed, inContent || CONTENT_KEYS.has(key), depth);
+    if (next !== value) setOwn((copy ??= { ...obj }), key, next);
+  }
+  return copy ?? obj;
+}
+
+/** A masked key hides every scalar under it (a `password` may be a string, a number or a list). */
+function maskWholeValue(value: unknown, replacement: string, rule: MaskRule, changed: Set<MaskRule>): unknown {
+  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {
+    if (value === replacement) return value;
+    changed.add(rule);
+    return replacement;
+  }
+  if (Array.isArray(value)) {
+    const next = value.map((v) => maskWholeValue(v, replacement, rule, changed));
+    return next.some((v, i) => v !== value[i]) ? next : value;
+  }
+  if (isObject(value)) {
+    let copy: JsonObject | undefined;
+    for (const k in value) {
+      const v = value[k];
+      const next = maskWholeValue(v, replacement, rule, changed);
+      if (next !== v) setOwn((copy ??= { ...value }), k, next);
+    }
+    return copy ?? value;
+  }
+  return value;
+}
+
+/** Card numbers sent as JSON numbers are masked too (the value becomes a string). */
+function maskNumber(value: number, rules: readonly MaskRule[], changed: Set<MaskRule>): unknown {
+  if (rules.length === 0 || !Number.isSafeInteger(value) || Math.abs(value) < 1e12) return value;
+  const text = String(value);
+  const masked = maskText(text, rules, changed);
+  return masked === text ? value : masked;
+}
+
+function maskText(text: string, rules: readonly MaskRule[], changed: Set<MaskRule>): string {
+  let out = text;
+  for (const rule of rules) {
+    const before = out;
+    for (const detector of rule.detectors) out = DETECTORS[detector](out, rule.replacement ?? DETECTOR_TOKENS[detector]);
+    const replacement = rule.replacement ?? REDACTED;
+    // A function replacer, so "$&" in a replacement is literal text.
+    for (const re of rule.patterns) out = out.replace(re, () => replacement);
+    if (out !== before) changed.add(rule);
+  }
+  return out;
+}
+
+function maskReasonCodes(rules: readonly MaskRule[]): string[] {
+  const codes: string[] = [];
+  for (const rule of rules) {
+    codes.push(`MASKED:${rule.id}`);
+    if (rule.reasonCode !== undefined && !codes.includes(rule.reasonCode)) codes.push(rule.reasonCode);
+  }
+  return codes;
+}
+
+const normalisedKeys = new Map<string, string>();
+
+/** Key names repeat across calls (parts, data fields); remember a bounded number of them. */
+function cachedNormaliseKey(key: string): string {
+  let normalised = normalisedKeys.get(key);
+  if (normalised === undefined) {
+    normalised = normaliseKey(key);
+    if (normalisedKeys.size < 10_000) normalisedKeys.set(key, normalised);
+  }
+  return normalised;
+}
+
+/** Assignment would treat a "__proto__" key as the prototype; define it as data instead. */
+function setOwn(obj: JsonObject, key: string, value: unknown): void {
+  Object.defineProperty(obj, key, { value, writable: true, enumerable: true, configurable: true });
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Detectors. Lookbehinds anchor every match at a token start, so scans stay linear.
+// ---------------------------------------------------------------------------------------------
+
+export const REDACTED = '[REDACTED]';
+
+const DETECTOR_TOKENS: Readonly<Record<Detector, string>> = {
+  email: '[EMAIL]',
+  phone: '[PHONE]',
+  card: '[CARD]',
+  nationalId: '[NATIONAL_ID]',
+};
+
+const HAS_DIGIT = /\d/;
+const EMAIL = /(?<![\w.%+-])[\w.%+-]+@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w-])/g;
+/** Digits with single space/dash separators: candidate card numbers, checked in code. */
+const DIGIT_RUN = /(?<![\d-])\d(?:[ -]?\d)*/g;
+const DIGIT_GROUP = /\d+/g;
+const US_SSN = /(?<![\w-])(\d{3})-(\d{2})-(\d{4})(?![\w-])/g;
+const UK_NINO = /(?<![A-Za-z0-9])(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])/g;
+/** "+" and 8-15 digits, with spaces, dots, dashes or parentheses between them. */
+const PHONE_INTL = /(?<![\w+])\+\d(?:[ .\-()]{0,2}\d){7,14}(?!\d)/g;
+/** National forms that need separators, so bare numbers, dates and ids do not match. */
+const PHONE_NATIONAL = new RegExp(
+  '(?<![\\w+.-])(?:' +
+    '\\(\\d{2,4}\\)[ .-]?\\d{3,4}[ .-]?\\d{4}' + // (555) 123-4567
+    '|\\d{3}[.-]\\d{3}[.-]\\d{4}' + // 555-123-4567, 555.123.4567
+    '|0\\d(?:[ .-]\\d{2}){4}' + // 01 23 45 67 89
+    '|0\\d{2,4} \\d{3,4} ?\\d{3,4}' + // 020 7946 0958, 07700 900123
+    ')(?![\\w-])',
+  'g',
+);
+
+const DETECTORS: Readonly<Record<Detector, (text: string, replacement: string) => string>> = {
+  email: (text, rep) => (text.includes('@') ? text.replace(EMAIL, () => rep) : text),
+  card: (text, rep) => (HAS_DIGIT.test(text) ? text.replace(DIGIT_RUN, (run) => maskCardRun(run, rep)) : text),
+  nationalId: (text, rep) =>
+    HAS_DIGIT.test(text)
+      ? text.replace(US_SSN, (m: string, area: string, group: string, serial: string) => (isPlausibleSsn(area, group, serial) ? rep : m)).replace(UK_NINO, () => rep)
+      : text,
+  phone: (text, rep) => (HAS_DIGIT.test(text) ? text.replace(PHONE_INTL, () => rep).replace(PHONE_NATIONAL, () => rep) : text),
+};
+
+/** Area 000, 666 and 9xx, group 00 and serial 0000 are never issued. */
+function isPlausibleSsn(area: string, group: string, serial: string): boolean {
+  return area !== '000' && area !== '666' && !area.startsWith('9') && group !== '00' && serial !== '0000';
+}
+
+/**
+ * Mask a card number in a run of digit groups: the whole run when it is 13-19 digits passing
+ * Luhn, else the longest window of whole groups that is ("ref 12 4111 1111 1111 1111").
+ */
+function maskCardRun(run: string, replacement: string): string {
+  const digits = run.replace(/[ -]/g, '');
+  if (digits.length < 13) return run;
+  if (isCardNumber(digits)) return replacement;
+  const groups = [...run.matchAll(DIGIT_GROUP)].map((m) => ({ start: m.index, text: m[0] }));
+  if (groups.length < 2) return run;
+  let best: { from: number; to: number; length: number } | undefined;
+  for (let i = 0; i < groups.length; i++) {
+    let window = '';
+    for (let j = i; j < groups.length; j++) {
+      window += groups[j]?.text ?? '';
+      if (window.length > 19) break;
+      if ((best === undefined || window.length > best.length) && isCardNumber(window)) {
+        best = { from: i, to: j, length: window.length };
+      }
+    }
+  }
+  if (best === undefined) return run;
+  const first = groups[best.from];
+  const last = groups[best.to];
+  if (first === undefined || last === undefined) return run;
+  return run.slice(0, first.start) + replacement + run.slice(last.start + last.text.length);
+}
+
+/**
+ * 13-19 digits passing Luhn. No card network issues numbers starting with 0 or 1 (UATP aside),
+ * and excluding them keeps epoch-millisecond timestamps, which pass Luhn one time in ten, unmasked.
+ */
+export function isCardNumber(digits: string): boolean {
+  return digits.length >= 13 && digits.length <= 19 && digits[0] !== '0' && digits[0] !== '1' && luhnValid(digits);
+}
+
+export function luhnValid(digits: string): boolean {
+  let sum = 0;
+  let double = false;
+  for (let i = digits.length - 1; i >= 0; i--) {
+    let d = digits.charCodeAt(i) - 48;
+    if (double) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+    double = !double;
+  }
+  return sum % 10 === 0;
+}
+
+/** Exposed for tests and for guardian authors who want the same detectors. */
+export function applyDetector(detector: Detector, text: string, replacement = DETECTOR_TOKENS[detector]): string {
+  return DETECTORS[detector](text, replacement);
+}
