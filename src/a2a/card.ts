@@ -168,6 +168,15 @@ export function rewriteCard(card: CardJson, opts: RewriteOptions): CardJson {
       return u === undefined ? [] : [{ ...e, url: u }];
     });
   }
+  if (typeof card.url === 'string' && out.url === card.url && rewriteEndpoint(card.url, opts) === undefined) {
+    // v0.3 main endpoint on a binding the proxy does not carry (gRPC host:port): point it at the
+    // first HTTP interface instead, so a client cannot be steered around the proxy.
+    const alt = (Array.isArray(out.additionalInterfaces) ? out.additionalInterfaces : []).map(obj).find((e) => typeof e?.url === 'string');
+    if (alt !== undefined) {
+      out.url = alt.url;
+      if (typeof alt.transport === 'string') out.preferredTransport = alt.transport;
+    } else delete out.url;
+  }
   if (opts.signatures === 'strip' && 'signatures' in out) delete out.signatures;
   return out;
 }

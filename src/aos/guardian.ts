@@ -177,10 +177,13 @@ export function interpret(reply: RawReply, envelopeId: JsonRpcId): GuardianOutco
   } catch {
     return { ok: false, kind: 'json', detail: 'guardian answer is not JSON' };
   }
-  const rpcError = GuardianError.safeParse(json);
-  if (rpcError.success) {
-    const e = rpcError.data.error;
-    return { ok: false, kind: 'rpcError', detail: `guardian JSON-RPC error ${e.code}: ${e.message}` };
+  if (typeof json === 'object' && json !== null && 'error' in json) {
+    const rpcError = GuardianError.safeParse(json);
+    if (rpcError.success) {
+      const e = rpcError.data.error;
+      return { ok: false, kind: 'rpcError', detail: `guardian JSON-RPC error ${e.code}: ${e.message}` };
+    }
+    return { ok: false, kind: 'schema', detail: 'guardian answer has a malformed error member' };
   }
   const parsed = GuardianSuccess.safeParse(json);
   if (!parsed.success) {

@@ -78,6 +78,8 @@ describe('decodeBody: refusals', () => {
     rejected(decodeBody(enc.subarray(0, enc.length - 10), 'gzip', MAX));
   });
 
+  // Regression (deflate, zlib-wrapped): Node's "Cannot create a Buffer larger than N bytes" used to be missed,
+  // the raw-deflate fallback then failed on the zlib header, and the bomb got a 400 instead of a 413.
   const bomb = Buffer.alloc(2 * 1024 * 1024); // 2 MiB of zeros compresses to a few KiB
   test.each([
     ['gzip', zlib.gzipSync],

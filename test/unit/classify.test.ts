@@ -190,10 +190,9 @@ describe('content type is not trusted', () => {
     expectA2a(classify(req(rpc('GetTask'), { headers: {} })), 'tasks/get');
   });
 
-  // BUG (src/a2a/classify.ts): invalid UTF-8 is refused only when the content-type looks textual. With any
-  // other content-type the bytes are forwarded as 'other' without a guardian decision, yet lenient
-  // upstream decoders (Node Buffer#toString, Go encoding/json) replace the bad byte with U+FFFD and run
-  // the A2A call. A2A calls with a non-JSON content-type are otherwise intercepted (tests above).
+  // Regression: invalid UTF-8 used to be refused only when the content-type looked textual; with any other
+  // content-type the bytes went out as 'other' without a guardian decision, yet lenient upstream decoders
+  // (Node Buffer#toString, Go encoding/json) replace the bad byte with U+FFFD and run the A2A call.
   test('an A2A call with one invalid UTF-8 byte and content-type application/octet-stream is not forwarded unchecked', () => {
     const text = rpc('message/send', 1, { message: { role: 'user', parts: [{ kind: 'text', text: 'hi #' }] } });
     const body = Buffer.from(text, 'utf8');
@@ -203,10 +202,9 @@ describe('content type is not trusted', () => {
     expect(c.kind).not.toBe('other');
   });
 
-  // BUG (src/a2a/classify.ts): JSON in UTF-16BE / UTF-32BE (no BOM) is valid UTF-8 (NUL bytes), fails
-  // JSON.parse, and mightBeJson() misses it because every character is preceded by NULs. It is forwarded
-  // as 'other'. Python's json.loads(bytes) (used by Starlette's Request.json(), i.e. the Python A2A SDK)
-  // auto-detects UTF-16/32 and runs the call: a guardian bypass.
+  // Regression: JSON in UTF-16BE / UTF-32BE (no BOM) is valid UTF-8 (NUL bytes) and fails JSON.parse; it used
+  // to be forwarded as 'other'. Python's json.loads(bytes) (Starlette's Request.json(), i.e. the Python A2A
+  // SDK) auto-detects UTF-16/32 and would run the call: a guardian bypass.
   test.each([
     ['UTF-16BE', (s: string) => Buffer.from(s, 'utf16le').swap16()],
     ['UTF-32BE', (s: string) => Buffer.concat([...s].map((ch) => Buffer.from([0, 0, 0, ch.charCodeAt(0)])))],
@@ -315,8 +313,8 @@ describe('not A2A', () => {
 });
 
 describe('robustness', () => {
-  // BUG (src/a2a/classify.ts canonical()): JSON.parse accepts deep nesting, JSON.stringify then overflows
-  // the stack, and classify throws a RangeError instead of returning a Classified.
+  // Regression: JSON.parse accepts deep nesting, JSON.stringify (canonical()) then overflowed the stack and
+  // classify threw a RangeError instead of returning a Classified.
   test('deeply nested non-A2A JSON does not make classify throw', () => {
     const depth = 20000;
     const body = `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;

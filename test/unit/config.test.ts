@@ -185,8 +185,8 @@ describe('loadConfig validation: one problem line per bad variable, naming it', 
     expect(problems({ ...BASE, GUARDIAN_TIMEOUT_MS: '0' })[0]).toContain('at least 1');
   });
 
-  // BUG (src/config.ts httpUrl): a value that is not a URL at all fails both the `.url()` check and the
-  // `.refine()` check, so one bad variable yields two problem lines.
+  // Regression: a value that is not a URL at all used to fail both a `.url()` check and a `.refine()` check,
+  // so one bad variable yielded two problem lines.
   test.each([
     ['UPSTREAM_URL', 'not a url'],
     ['GUARDIAN_URL', 'guardian'],

@@ -103,7 +103,7 @@ describe('classify properties', () => {
         expect(() => { c = classify({ verb: v, path, headers: h, body }); }).not.toThrow();
         checkInvariants(c!, v, body);
       }),
-      { numRuns: 400 },
+      { numRuns: 300 },
     );
   });
 
@@ -256,7 +256,7 @@ describe('enforce properties', () => {
           if (s.outcome.ok) expect(['allow', 'modify']).toContain(s.outcome.result.decision);
         }
       }),
-      { numRuns: 400 },
+      { numRuns: 300 },
     );
   });
 });
