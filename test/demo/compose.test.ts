@@ -1,0 +1,378 @@
+/**
+ * docker-compose.yml, Dockerfile and config/*.env checked without a container engine:
+ * the compose file parses; every proxy service's environment passes the proxy's own parser;
+ * every URL between services names a service and a port that service listens on; every service
+ * builds from the Dockerfile and runs with init: true.
+ *
+ * The YAML is read with a small parser for the subset compose files use (block mappings, block
+ * sequences of scalars, flow sequences of scalars, quoted and plain scalars, comments); it
+ * refuses anything else, so the compose file stays in that subset.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config';
+import { readGuardianConfig } from '../../src/guardian/main';
+import { loadPolicy } from '../../src/guardian/policy';
+import { parseEnvFile } from '../../src/demo/envfile';
+
+const ROOT = join(__dirname, '..', '..');
+
+// ------------------------------------------------------------------------------------------
+// A YAML subset parser
+// ------------------------------------------------------------------------------------------
+
+interface Line {
+  readonly no: number;
+  readonly indent: number;
+  readonly text: string;
+}
+
+function stripComment(raw: string): string {
+  let quote: string | undefined;
+  for (let i = 0; i < raw.length; i++) {
+    const ch = raw[i];
+    if (quote !== undefined) {
+      if (ch === quote) quote = undefined;
+    } else if (ch === '"' || ch === "'") {
+      quote = ch;
+    } else if (ch === '#' && (i === 0 || /\s/.test(raw[i - 1] ?? ''))) {
+      return raw.slice(0, i);
+    }
+  }
+  return raw;
+}
+
+function splitFlow(body: string, no: number): string[] {
+  const items: string[] = [];
+  let cur = '';
+  let quote: string | undefined;
+  for (const ch of body) {
+    if (quote !== undefined) {
+      if (ch === quote) quote = undefined;
+      cur += ch;
+    } else if (ch === '"' || ch === "'") {
+      quote = ch;
+      cur += ch;
+    } else if (ch === '[' || ch === '{') {
+      throw new Error(`line ${no}: nested flow collections are not supported`);
+    } else if (ch === ',') {
+      items.push(cur.trim());
+      cur = '';
+    } else {
+      cur += ch;
+    }
+  }
+  if (cur.trim() !== '') items.push(cur.trim());
+  return items;
+}
+
+function scalar(text: string, no: number): unknown {
+  const t = text.trim();
+  if (t.startsWith('"')) {
+    if (!t.endsWith('"') || t.length < 2) throw new Error(`line ${no}: unterminated string`);
+    return JSON.parse(t) as string;
+  }
+  if (t.startsWith("'")) {
+    if (!t.endsWith("'") || t.length < 2) throw new Error(`line ${no}: unterminated string`);
+    return t.slice(1, -1).replace(/''/g, "'");
+  }
+  if (t.startsWith('[')) {
+    if (!t.endsWith(']')) throw new Error(`line ${no}: unterminated flow sequence`);
+    return splitFlow(t.slice(1, -1), no).map((x) => scalar(x, no));
+  }
+  if (/^[{&*!|>%@`]/.test(t)) throw new Error(`line ${no}: unsupported YAML: ${t}`);
+  if (t === 'true' || t === 'false') return t === 'true';
+  if (t === 'null' || t === '~') return null;
+  if (/^-?\d+(\.\d+)?$/.test(t)) return Number(t);
+  return t;
+}
+
+function parseYamlSubset(source: string): unknown {
+  const lines: Line[] = [];
+  source.split(/\r?\n/).forEach((raw, i) => {
+    if (/^\s*\t/.test(raw)) throw new Error(`line ${i + 1}: tab indentation`);
+    const text = stripComment(raw).replace(/\s+$/, '');
+    if (text.trim() === '' || text.trim() === '---') return;
+    lines.push({ no: i + 1, indent: text.length - text.trimStart().length, text: text.trim() });
+  });
+  let i = 0;
+  const isItem = (t: string): boolean => t === '-' || t.startsWith('- ');
+  const keyValue = /^("[^"]*"|'[^']*'|[^\s"'#][^:]*?):(?:\s+(.*))?$/;
+
+  function block(): unknown {
+    const first = lines[i];
+    if (first === undefined) return null;
+    return isItem(first.text) ? sequence(first.indent) : mapping(first.indent);
+  }
+
+  function mapping(indent: number): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    while (i < lines.length) {
+      const l = lines[i] as Line;
+      if (l.indent < indent) break;
+      if (l.indent > indent) throw new Error(`line ${l.no}: unexpected indentation`);
+      if (isItem(l.text)) break;
+      const m = keyValue.exec(l.text);
+      if (m === null) throw new Error(`line ${l.no}: expected "key: value", got ${l.text}`);
+      const key = String(scalar(m[1] as string, l.no));
+      if (key in out) throw new Error(`line ${l.no}: duplicate key ${key}`);
+      i++;
+      const value = m[2];
+      if (value === undefined || value === '') {
+        const next = lines[i];
+        if (next !== undefined && (next.indent > indent || (next.indent === indent && isItem(next.text)))) out[key] = block();
+        else out[key] = null;
+      } else {
+        out[key] = scalar(value, l.no);
+      }
+    }
+    return out;
+  }
+
+  function sequence(indent: number): unknown[] {
+    const out: unknown[] = [];
+    while (i < lines.length) {
+      const l = lines[i] as Line;
+      if (l.indent !== indent || !isItem(l.text)) break;
+      const rest = l.text.slice(1).trim();
+      if (rest === '' || keyValue.test(rest)) throw new Error(`line ${l.no}: only scalar sequence items are supported`);
+      out.push(scalar(rest, l.no));
+      i++;
+    }
+    const next = lines[i];
+    if (next !== undefined && next.indent > indent) throw new Error(`line ${next.no}: unexpected indentation`);
+    return out;
+  }
+
+  const doc = block();
+  if (i < lines.length) throw new Error(`line ${lines[i]?.no}: unexpected content`);
+  return doc;
+}
+
+// ------------------------------------------------------------------------------------------
+// The compose file
+// ------------------------------------------------------------------------------------------
+
+type Service = {
+  build?: unknown;
+  image?: unknown;
+  init?: unknown;
+  command?: unknown;
+  environment?: unknown;
+  env_file?: unknown;
+  expose?: unknown;
+  ports?: unknown;
+  depends_on?: unknown;
+};
+
+const composeText = readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8');
+const compose = parseYamlSubset(composeText) as { services: Record<string, Service> };
+const services = compose.services;
+const names = Object.keys(services ?? {});
+
+/** The container's environment: env_file(s) first, then `environment` (which wins), as compose does. */
+function envOf(svc: Service): Record<string, string> {
+  const env: Record<string, string> = {};
+  const files = svc.env_file === undefined ? [] : Array.isArray(svc.env_file) ? svc.env_file : [svc.env_file];
+  for (const f of files) Object.assign(env, parseEnvFile(readFileSync(join(ROOT, String(f)), 'utf8')));
+  const e = svc.environment;
+  if (Array.isArray(e)) {
+    for (const item of e) {
+      const s = String(item);
+      const eq = s.indexOf('=');
+      env[eq < 0 ? s : s.slice(0, eq)] = eq < 0 ? '' : s.slice(eq + 1);
+    }
+  } else if (e !== undefined && e !== null) {
+    for (const [k, v] of Object.entries(e as Record<string, unknown>)) env[k] = String(v);
+  }
+  return env;
+}
+
+function commandOf(svc: Service): string[] | undefined {
+  if (svc.command === undefined) return undefined;
+  return Array.isArray(svc.command) ? svc.command.map(String) : String(svc.command).split(/\s+/);
+}
+
+/** The image's default CMD (from the Dockerfile) runs the proxy. */
+const isProxy = (svc: Service): boolean => {
+  const cmd = commandOf(svc);
+  return cmd === undefined || cmd.includes('dist/src/main.js');
+};
+
+/** The ports a service listens on, worked out with the same parsers the programs use. */
+function listenPorts(name: string): number[] {
+  const svc = services[name] as Service;
+  const env = envOf(svc);
+  if (isProxy(svc)) {
+    const r = loadConfig(env);
+    if (!r.ok) throw new Error(`${name}: ${r.problems.join('; ')}`);
+    return [r.config.port, r.config.adminPort];
+  }
+  const cmd = commandOf(svc) ?? [];
+  if (cmd.includes('dist/src/guardian/main.js')) return [readGuardianConfig(env, ROOT).config.port];
+  if (cmd.includes('dist/src/demo/cake-baker.js')) return [Number(env['PORT'] ?? '8000')];
+  return [];
+}
+
+const URL_VARS = ['UPSTREAM_URL', 'GUARDIAN_URL', 'SIDECAR_URL', 'SIDECAR_READY_URL', 'PUBLIC_URL'];
+
+describe('docker-compose.yml', () => {
+  test('parses into the five demo services', () => {
+    expect(names.sort()).toEqual(['cake-baker', 'cake-baker-guard', 'cooking-assistant', 'cooking-assistant-guard', 'guardian']);
+  });
+
+  test('the subset parser agrees with a full YAML parser, when one is installed', () => {
+    let full: { load(s: string): unknown } | undefined;
+    try {
+      // js-yaml usually comes with the test tooling; the check is skipped without it.
+      full = require('js-yaml') as { load(s: string): unknown };
+    } catch {
+      full = undefined;
+    }
+    if (full !== undefined) expect(parseYamlSubset(composeText)).toEqual(full.load(composeText));
+  });
+
+  test.each(names)('%s builds from the Dockerfile, runs with init: true, pulls no image', (name) => {
+    const svc = services[name] as Service;
+    expect(svc.init).toBe(true);
+    const build = svc.build;
+    const ok = build === '.' || (typeof build === 'object' && build !== null && (build as Record<string, unknown>)['context'] === '.' &&
+      ((build as Record<string, unknown>)['dockerfile'] ?? 'Dockerfile') === 'Dockerfile');
+    expect(ok).toBe(true);
+    expect(svc.image).toBeUndefined();
+    expect(svc.ports).toBeUndefined(); // nothing is published on the host: no port clashes
+  });
+
+  test.each(names)('%s: environment values and exposed ports are strings (podman-compose passes them as arguments)', (name) => {
+    const svc = services[name] as Service;
+    if (svc.environment !== undefined && svc.environment !== null && !Array.isArray(svc.environment)) {
+      for (const v of Object.values(svc.environment as Record<string, unknown>)) expect(typeof v).toBe('string');
+    }
+    for (const p of (svc.expose as unknown[] | undefined) ?? []) expect(typeof p).toBe('string');
+  });
+
+  test.each(names)('%s runs a program the image contains', (name) => {
+    const cmd = commandOf(services[name] as Service) ?? ['node', 'dist/src/main.js'];
+    expect(cmd[0]).toBe('node');
+    const script = cmd[1] ?? '';
+    expect(script).toMatch(/^dist\/src\/.+\.js$/);
+    expect(existsSync(join(ROOT, script.replace(/^dist\//, '').replace(/\.js$/, '.ts')))).toBe(true);
+  });
+
+  const proxies = names.filter((n) => isProxy(services[n] as Service));
+
+  test('the two sidecars are the proxy services', () => {
+    expect(proxies.sort()).toEqual(['cake-baker-guard', 'cooking-assistant-guard']);
+  });
+
+  test.each(proxies)('%s has UPSTREAM_URL and GUARDIAN_URL, and its environment passes loadConfig', (name) => {
+    const env = envOf(services[name] as Service);
+    expect(env['UPSTREAM_URL']).toBeTruthy();
+    expect(env['GUARDIAN_URL']).toBeTruthy();
+    const r = loadConfig(env);
+    expect(r.ok ? [] : r.problems).toEqual([]);
+  });
+
+  test('roles line up: the baker\'s sidecar is ROLE=server in front of the baker, the assistant\'s is ROLE=client in front of it', () => {
+    const server = loadConfig(envOf(services['cake-baker-guard'] as Service));
+    const client = loadConfig(envOf(services['cooking-assistant-guard'] as Service));
+    if (!server.ok || !client.ok) throw new Error('invalid sidecar configuration');
+    expect(server.config.role).toBe('server');
+    expect(server.config.upstreamUrl.hostname).toBe('cake-baker');
+    expect(client.config.role).toBe('client');
+    expect(client.config.upstreamUrl.hostname).toBe('cake-baker-guard');
+    expect(client.config.observedAgent.name).toBe('Cooking assistant');
+    expect(client.config.guardianUrl?.href).toBe(server.config.guardianUrl?.href);
+  });
+
+  test('every URL between services names a service and a port it listens on', () => {
+    const links: string[] = [];
+    for (const name of names) {
+      const env = envOf(services[name] as Service);
+      for (const v of URL_VARS) {
+        const value = env[v];
+        if (value === undefined) continue;
+        const u = new URL(value);
+        const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80));
+        expect({ from: name, v, host: u.hostname, isService: names.includes(u.hostname) }).toEqual({ from: name, v, host: u.hostname, isService: true });
+        expect({ from: name, v, port, listening: listenPorts(u.hostname).includes(port) }).toEqual({ from: name, v, port, listening: true });
+        if (v === 'PUBLIC_URL') expect(u.hostname).toBe(name);
+        links.push(`${name} ${v} -> ${u.hostname}:${port}`);
+      }
+    }
+    expect(links.length).toBeGreaterThanOrEqual(7);
+  });
+
+  test('the guardian\'s policy file is in the image and valid', () => {
+    const env = envOf(services['guardian'] as Service);
+    const policyFile = readGuardianConfig(env, ROOT).config.policyFile;
+    expect(policyFile.startsWith(join(ROOT, 'config'))).toBe(true); // config/ is copied into the image
+    expect(() => loadPolicy(policyFile)).not.toThrow();
+  });
+
+  test('depends_on names services and does not wait on health checks', () => {
+    for (const name of names) {
+      const deps = (services[name] as Service).depends_on;
+      if (deps === undefined) continue;
+      expect(Array.isArray(deps)).toBe(true);
+      for (const d of deps as unknown[]) expect(names).toContain(d);
+    }
+    expect(composeText).not.toMatch(/service_healthy|healthcheck/);
+  });
+});
+
+describe('config/*.env', () => {
+  test.each([
+    ['cake-baker-guard.env', 'server'],
+    ['cooking-assistant-guard.env', 'client'],
+  ])('%s is a complete proxy configuration for ROLE=%s', (file, role) => {
+    const env = parseEnvFile(readFileSync(join(ROOT, 'config', file), 'utf8'));
+    const r = loadConfig(env);
+    expect(r.ok ? [] : r.problems).toEqual([]);
+    if (r.ok) expect(r.config.role).toBe(role);
+    for (const [k, v] of Object.entries(env)) expect({ k, quoted: /^["']/.test(v) }).toEqual({ k, quoted: false });
+  });
+});
+
+describe('Dockerfile', () => {
+  const text = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+  const instructions = text.split('\n').filter((l) => /^[A-Z]+\s/.test(l));
+
+  test('two stages, both FROM node:20-slim', () => {
+    const froms = instructions.filter((l) => l.startsWith('FROM '));
+    expect(froms).toHaveLength(2);
+    for (const f of froms) expect(f).toMatch(/^FROM node:20-slim\b/);
+  });
+
+  test('builds with npm ci + tsc, installs production dependencies only at run time', () => {
+    expect(text).toMatch(/RUN npm ci\b/);
+    expect(text).toMatch(/RUN npm run build/);
+    expect(text).toMatch(/RUN npm ci --omit=dev/);
+    expect(text).toMatch(/COPY --from=build \/app\/dist/);
+    expect(text).toMatch(/COPY config \.\/config/);
+  });
+
+  test('runs as user node, exposes 8080 and 9090, and runs the proxy by default', () => {
+    expect(instructions).toContain('USER node');
+    expect(instructions.find((l) => l.startsWith('EXPOSE'))?.split(/\s+/).slice(1).sort()).toEqual(['8080', '9090']);
+    const cmd = instructions.filter((l) => l.startsWith('CMD ')).pop();
+    expect(JSON.parse((cmd ?? 'CMD []').slice(4))).toEqual(['node', 'dist/src/main.js']);
+  });
+
+  test('the runtime dependencies the image needs are production dependencies', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    for (const dep of ['@a2a-js/sdk', 'express', 'pino', 'zod']) expect(Object.keys(pkg.dependencies)).toContain(dep);
+  });
+});
+
+describe('the YAML subset parser', () => {
+  test('reads mappings, sequences, flow sequences and quoted scalars; refuses the rest', () => {
+    expect(parseYamlSubset('a:\n  b: "x # y"\n  c: [1, "two", three]\n  d:\n    - "8080"\n    - 9090\n  e: true # c\n')).toEqual({
+      a: { b: 'x # y', c: [1, 'two', 'three'], d: ['8080', 9090], e: true },
+    });
+    expect(parseYamlSubset("k:\n- a\n- 'b''c'\n")).toEqual({ k: ['a', "b'c"] });
+    expect(() => parseYamlSubset('a: &anchor 1\n')).toThrow(/unsupported/);
+    expect(() => parseYamlSubset('a:\n  - x: 1\n')).toThrow(/scalar sequence items/);
+    expect(() => parseYamlSubset('a: 1\n    b: 2\n')).toThrow(/indentation/);
+  });
+});

@@ -1,0 +1,670 @@
+/**
+ * A real @a2a-js/sdk 1.3.0 A2A agent (server) and SDK client helpers for integration tests.
+ *
+ * The agent speaks JSON-RPC and HTTP+JSON (REST), both in v1.0 and (legacy compat) v0.3:
+ *   card     GET  <origin>/.well-known/agent-card.json
+ *   JSON-RPC POST <origin>/a2a/jsonrpc
+ *   REST          <origin>/a2a/rest/...        (v1.0: /message:send ..., v0.3: /v1/message:send ...)
+ *
+ * Executor behaviour, driven by the user's text:
+ *   default            task(SUBMITTED, history [userMessage]) → WORKING → artifact "echo: <input>" → COMPLETED
+ *   "slow"             task → WORKING → works in `stepMs` steps up to `slowMs`, checking for cancel → echo + COMPLETED
+ *                      (on cancel: TASK_STATE_CANCELED)
+ *   "stream N"         task → N artifactUpdates ("chunk i", append=true after the first, lastChunk on the last) → COMPLETED
+ *   "wait-for-cancel"  task → WORKING → waits until cancelled (→ CANCELED) or until the agent is closed
+ *
+ * SDK quirk: the SDK is an ESM package whose `exports` "types" entry points at ESM `.d.ts`
+ * files, so a CommonJS (module: Node16) TypeScript file cannot `import` it without TS1479.
+ * We therefore import types with `resolution-mode: "import"` and load the values with
+ * `require()`, which resolves to the package's CJS build at run time.
+ */
+import http from 'node:http';
+import express from 'express';
+import type * as A2A from '@a2a-js/sdk' with { 'resolution-mode': 'import' };
+import type * as A2AServer from '@a2a-js/sdk/server' with { 'resolution-mode': 'import' };
+import type * as A2AExpress from '@a2a-js/sdk/server/express' with { 'resolution-mode': 'import' };
+import type * as A2ACompat from '@a2a-js/sdk/compat/v0_3' with { 'resolution-mode': 'import' };
+import type * as A2AClient from '@a2a-js/sdk/client' with { 'resolution-mode': 'import' };
+import { closeServer, listen } from './net';
+
+const sdk: typeof A2A = require('@a2a-js/sdk');
+const sdkServer: typeof A2AServer = require('@a2a-js/sdk/server');
+const sdkExpress: typeof A2AExpress = require('@a2a-js/sdk/server/express');
+const sdkCompat: typeof A2ACompat = require('@a2a-js/sdk/compat/v0_3');
+const sdkClient: typeof A2AClient = require('@a2a-js/sdk/client');
+
+export const { Role, TaskState, AGENT_CARD_PATH } = sdk;
+export type Role = A2A.Role;
+export type TaskState = A2A.TaskState;
+export type AgentCard = A2A.AgentCard;
+export type Message = A2A.Message;
+export type Part = A2A.Part;
+export type Task = A2A.Task;
+export type StreamResponse = A2A.StreamResponse;
+export type SendMessageRequest = A2A.SendMessageRequest;
+export type Client = A2AClient.Client;
+type AgentExecutor = A2AServer.AgentExecutor;
+type ExecutionEventBus = A2AServer.ExecutionEventBus;
+type TaskStateT = A2A.TaskState;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Agent                                                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+/** One HTTP request as it reached the agent, recorded before the SDK handles it. */
+export interface ReceivedRequest {
+  method: string;
+  /** req.url as received (path + query), e.g. `/a2a/jsonrpc` or `/a2a/rest/tasks/abc:cancel`. */
+  path: string;
+  /** Lower-cased header names; repeated headers joined with ", ". */
+  headers: Record<string, string>;
+  /** Raw request body as UTF-8 ('' when there is none). Filled in once the body has been read. */
+  bodyText: string;
+  /** `bodyText` parsed as JSON, or undefined when empty / not JSON. */
+  body: unknown;
+}
+
+export interface AgentOptions {
+  /** Maps the agent origin to the origin written into the card URLs (e.g. a proxy). Default: identity. */
+  advertise?: (origin: string) => string;
+  name?: string;
+  version?: string;
+  description?: string;
+  /** AgentCard.provider (SDK v1 shape is {organization, url}). `null` = no provider in the card. */
+  provider?: { organization: string; url: string } | null;
+  documentationUrl?: string;
+  /** Total work time of a "slow" task (default 20000 ms). */
+  slowMs?: number;
+  /** Work step of "slow" / "wait-for-cancel" tasks (default 100 ms). */
+  stepMs?: number;
+  /** capabilities.streaming (default true). */
+  streaming?: boolean;
+  /** capabilities.pushNotifications (default true; configs are stored, deliveries are only recorded). */
+  pushNotifications?: boolean;
+}
+
+export interface TestAgent {
+  /** http://127.0.0.1:<port> */
+  origin: string;
+  /** Same as origin (card base URL). */
+  url: string;
+  /** The origin written into the card (advertise(origin)). */
+  advertisedOrigin: string;
+  jsonRpcUrl: string;
+  restUrl: string;
+  card: AgentCard;
+  /** Every HTTP request that reached the agent, in arrival order. */
+  received: ReceivedRequest[];
+  /** Task ids for which cancelTask was called. */
+  cancelled: Set<string>;
+  /** Push notifications the SDK tried to deliver (never sent over the network). */
+  pushed: unknown[];
+  server: http.Server;
+  /** Forget recorded requests, cancellations and pushes. */
+  clear(): void;
+  /** Stop running tasks, destroy open sockets, close the server. */
+  close(): Promise<void>;
+}
+
+const textPart = (t: string): Part => ({
+  content: { $case: 'text', value: t },
+  metadata: undefined,
+  filename: '',
+  mediaType: 'text/plain',
+});
+
+const status = (state: TaskStateT) => ({ state, message: undefined, timestamp: new Date().toISOString() });
+
+function headerRecord(h: http.IncomingHttpHeaders): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(h)) {
+    if (v === undefined) continue;
+    out[k.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v;
+  }
+  return out;
+}
+
+/**
+ * Record the request and tap its body without consuming it: every body chunk reaches the
+ * IncomingMessage through `push()` (called by the HTTP parser), so wrapping `push` in the
+ * 'request' listener (which runs before the parser delivers any body byte) sees the raw bytes
+ * while the SDK's own express.json() still reads the untouched stream. This keeps the SDK's
+ * exact behaviour (content-type checks, -32700 on bad JSON, 100 KB limit / 413, strict mode).
+ */
+function tapRequest(req: http.IncomingMessage, into: ReceivedRequest[]): void {
+  const rec: ReceivedRequest = {
+    method: req.method ?? '',
+    path: req.url ?? '',
+    headers: headerRecord(req.headers),
+    bodyText: '',
+    body: undefined,
+  };
+  into.push(rec);
+  const chunks: Buffer[] = [];
+  const origPush = req.push.bind(req);
+  req.push = (chunk: unknown, encoding?: BufferEncoding): boolean => {
+    if (chunk === null) {
+      rec.bodyText = Buffer.concat(chunks).toString('utf8');
+      if (rec.bodyText !== '') {
+        try {
+          rec.body = JSON.parse(rec.bodyText);
+        } catch {
+          rec.body = undefined;
+        }
+      }
+    } else if (Buffer.isBuffer(chunk)) {
+      chunks.push(chunk);
+    } else if (typeof chunk === 'string') {
+      chunks.push(Buffer.from(chunk, encoding));
+    } else if (chunk instanceof Uint8Array) {
+      chunks.push(Buffer.from(chunk));
+    }
+    return origPush(chunk, encoding);
+  };
+}
+
+/**
+ * Copy a task deeply enough for the SDK's in-place edits (task fields, status, history and
+ * artifact/part arrays) while sharing the immutable part objects. The SDK's InMemoryTaskStore
+ * structuredClone()s the whole task on every load and save, which makes an N-chunk artifact
+ * stream O(N^2) in deep copies (1000 appended chunks took ~1.7 s); this keeps it cheap.
+ */
+function cheapCloneTask(t: Task): Task {
+  return {
+    ...t,
+    status: t.status ? { ...t.status } : t.status,
+    history: [...(t.history ?? [])],
+    artifacts: (t.artifacts ?? []).map((a) => ({ ...a, parts: [...(a.parts ?? [])] })),
+    metadata: t.metadata ? { ...t.metadata } : t.metadata,
+  };
+}
+
+/** InMemoryTaskStore with cheap copies (uses the SDK store's internal `_scopedStore`; falls back to the SDK's own code). */
+function makeTaskStore(): A2AServer.TaskStore {
+  const store = new sdkServer.InMemoryTaskStore();
+  type Bucket = Map<string, Task>;
+  const scoped = (store as unknown as { _scopedStore?: { getBucket(c: unknown): Bucket | undefined; getOrCreateBucket(c: unknown): Bucket } })._scopedStore;
+  if (!scoped || typeof scoped.getBucket !== 'function' || typeof scoped.getOrCreateBucket !== 'function') return store;
+  const origLoad = store.load.bind(store);
+  store.load = async (taskId, context) => {
+    const entry = scoped.getBucket(context)?.get(taskId);
+    return entry ? cheapCloneTask(entry) : origLoad(taskId, context);
+  };
+  store.save = async (task, context) => {
+    scoped.getOrCreateBucket(context).set(task.id, cheapCloneTask(task));
+  };
+  return store;
+}
+
+/** Start a real SDK agent on 127.0.0.1:0. */
+export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
+  const { AgentEvent, DefaultRequestHandler, InMemoryPushNotificationStore } = sdkServer;
+  const { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } = sdkExpress;
+  const slowMs = opts.slowMs ?? 20_000;
+  const stepMs = opts.stepMs ?? 100;
+
+  const received: ReceivedRequest[] = [];
+  const cancelled = new Set<string>();
+  const pushed: unknown[] = [];
+  let closed = false;
+  const running = new Set<Promise<void>>();
+  /** Sleepers that cancel/close can wake early: taskId -> wake functions. */
+  const sleepers = new Map<string, Set<() => void>>();
+
+  const nap = (taskId: string, ms: number): Promise<void> =>
+    new Promise<void>((resolve) => {
+      let set = sleepers.get(taskId);
+      if (!set) sleepers.set(taskId, (set = new Set()));
+      const s = set;
+      const wake = (): void => {
+        clearTimeout(timer);
+        s.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      s.add(wake);
+    });
+  const wakeTask = (taskId: string): void => {
+    for (const w of [...(sleepers.get(taskId) ?? [])]) w();
+  };
+  const wakeAll = (): void => {
+    for (const id of [...sleepers.keys()]) wakeTask(id);
+  };
+
+  const run = async (taskId: string, contextId: string, input: string, first: Task, bus: ExecutionEventBus) => {
+    const publishStatus = (state: TaskStateT): void =>
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: status(state), metadata: undefined }));
+    const publishArtifact = (text: string, append: boolean, lastChunk: boolean): void =>
+      bus.publish(
+        AgentEvent.artifactUpdate({
+          taskId,
+          contextId,
+          append,
+          lastChunk,
+          metadata: undefined,
+          artifact: { artifactId: 'echo-1', name: 'echo', description: '', parts: [textPart(text)], metadata: undefined, extensions: [] },
+        }),
+      );
+    bus.publish(AgentEvent.task(first));
+
+    const streamMatch = /\bstream (\d+)/.exec(input);
+    if (streamMatch && !input.includes('wait-for-cancel')) {
+      const n = Number(streamMatch[1]);
+      for (let i = 0; i < n; i++) {
+        if (closed || cancelled.has(taskId)) break;
+        publishArtifact(`chunk ${i}`, i > 0, i === n - 1);
+        // Let the SDK/socket drain now and then so big streams stay smooth.
+        if (i % 100 === 99) await new Promise((r) => setImmediate(r));
+      }
+      if (cancelled.has(taskId)) return publishStatus(sdk.TaskState.TASK_STATE_CANCELED);
+      if (closed) return;
+      return publishStatus(sdk.TaskState.TASK_STATE_COMPLETED);
+    }
+
+    publishStatus(sdk.TaskState.TASK_STATE_WORKING);
+    if (input.includes('wait-for-cancel')) {
+      while (!closed && !cancelled.has(taskId)) await nap(taskId, stepMs);
+    } else if (input.includes('slow')) {
+      const end = Date.now() + slowMs;
+      while (!closed && !cancelled.has(taskId) && Date.now() < end) await nap(taskId, Math.min(stepMs, Math.max(1, end - Date.now())));
+    }
+    if (cancelled.has(taskId)) return publishStatus(sdk.TaskState.TASK_STATE_CANCELED);
+    if (closed) return;
+    publishArtifact(`echo: ${input}`, false, true);
+    publishStatus(sdk.TaskState.TASK_STATE_COMPLETED);
+  };
+
+  const executor: AgentExecutor = {
+    cancelTask: async (taskId) => {
+      cancelled.add(taskId);
+      wakeTask(taskId);
+    },
+    execute: async (ctx, bus) => {
+      const { taskId, contextId, userMessage, task } = ctx;
+      const input = userMessage.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join(' ');
+      const first: Task = task ?? {
+        id: taskId,
+        contextId,
+        status: status(sdk.TaskState.TASK_STATE_SUBMITTED),
+        artifacts: [],
+        history: [userMessage],
+        metadata: undefined,
+      };
+      const p = run(taskId, contextId, input, first, bus).finally(() => {
+        running.delete(p);
+        sleepers.delete(taskId);
+      });
+      running.add(p);
+      await p;
+    },
+  };
+
+  const app = express();
+  const server = http.createServer((req, res) => {
+    tapRequest(req, received);
+    app(req, res);
+  });
+  server.keepAliveTimeout = 5000;
+  const origin = await listen(server);
+  const pub = (opts.advertise ? opts.advertise(origin) : origin).replace(/\/+$/, '');
+
+  const card: AgentCard = {
+    name: opts.name ?? 'Echo Agent',
+    description: opts.description ?? 'Echoes its input; test agent for a2a-guard',
+    version: opts.version ?? '1.2.3',
+    provider: opts.provider === null ? undefined : (opts.provider ?? { organization: 'Test Org', url: 'https://test-org.example' }),
+    ...(opts.documentationUrl !== undefined ? { documentationUrl: opts.documentationUrl } : {}),
+    signatures: [],
+    supportedInterfaces: sdkCompat.duplicateInterfacesForLegacy(
+      [
+        { url: `${pub}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
+        { url: `${pub}/a2a/rest`, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '1.0' },
+      ],
+      ['JSONRPC', 'HTTP+JSON'],
+    ),
+    capabilities: {
+      streaming: opts.streaming ?? true,
+      pushNotifications: opts.pushNotifications ?? true,
+      extensions: [],
+      extendedAgentCard: false,
+    },
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ['text'],
+    defaultOutputModes: ['text'],
+    skills: [
+      { id: 'echo', name: 'echo', description: 'echo', tags: ['test'], examples: ['hello'], inputModes: [], outputModes: [], securityRequirements: [] },
+    ],
+  };
+
+  const pushSender: A2AServer.PushNotificationSender = {
+    send: async (streamResponse) => {
+      pushed.push(streamResponse);
+    },
+  };
+  const requestHandler = new DefaultRequestHandler(
+    card,
+    makeTaskStore(),
+    executor,
+    undefined,
+    new InMemoryPushNotificationStore(),
+    pushSender,
+  );
+  const legacyCompat = { enabled: true };
+  app.use(`/${sdk.AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler, legacyCompat }));
+  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
+  app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
+
+  let closing: Promise<void> | undefined;
+  return {
+    origin,
+    url: origin,
+    advertisedOrigin: pub,
+    jsonRpcUrl: `${origin}/a2a/jsonrpc`,
+    restUrl: `${origin}/a2a/rest`,
+    card,
+    received,
+    cancelled,
+    pushed,
+    server,
+    clear() {
+      received.length = 0;
+      cancelled.clear();
+      pushed.length = 0;
+    },
+    close() {
+      closing ??= (async () => {
+        closed = true;
+        wakeAll();
+        await closeServer(server);
+        // Running executors notice `closed` at once (sleepers were woken); wait for them briefly.
+        await Promise.race([Promise.allSettled([...running]), new Promise((r) => setTimeout(r, 1000).unref())]);
+      })();
+      return closing;
+    },
+  };
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* SDK client helpers                                                                         */
+/* ------------------------------------------------------------------------------------------ */
+
+export type Binding = 'JSONRPC' | 'HTTP+JSON';
+export type A2AVersion = '1.0' | '0.3';
+
+/**
+ * An SDK client for `cardBaseUrl` (agent or proxy origin) that uses `binding` in protocol
+ * `version`. '0.3' forces the SDK's compat transports (v0.3 wire format, `A2A-Version: 0.3`).
+ * The card is fetched from `<cardBaseUrl>/.well-known/agent-card.json`; the client then calls
+ * the URL written in the card.
+ */
+export async function makeClient(cardBaseUrl: string, binding: Binding, version: A2AVersion = '1.0'): Promise<Client> {
+  const { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } = sdkClient;
+  const compat = { legacyCompat: { enabled: true } };
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      cardResolver: new DefaultAgentCardResolver(compat),
+      preferredTransports: [binding],
+      transports: [new JsonRpcTransportFactory(compat), new RestTransportFactory(compat)],
+    }),
+  );
+  const card = await new DefaultAgentCardResolver(compat).resolve(cardBaseUrl);
+  const interfaces = card.supportedInterfaces.filter((i) => i.protocolVersion === version && i.protocolBinding === binding);
+  if (interfaces.length === 0) throw new Error(`card at ${cardBaseUrl} has no ${binding} ${version} interface`);
+  return factory.createFromAgentCard({ ...card, supportedInterfaces: interfaces });
+}
+
+/** A v1 SDK user Message with one text part. */
+export const userMsg = (text: string, extra: Partial<Message> = {}): Message => ({
+  messageId: crypto.randomUUID(),
+  contextId: '',
+  taskId: '',
+  role: sdk.Role.ROLE_USER,
+  parts: [textPart(text)],
+  metadata: undefined,
+  extensions: [],
+  referenceTaskIds: [],
+  ...extra,
+});
+
+/** A SendMessageRequest for client.sendMessage / sendMessageStream. */
+export const sendReq = (text: string, returnImmediately = false, extra: Partial<Message> = {}): SendMessageRequest => ({
+  tenant: '',
+  message: userMsg(text, extra),
+  metadata: undefined,
+  configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, historyLength: undefined, returnImmediately },
+});
+
+/** Gather every item of an async iterable (e.g. a stream of SDK events) into an array. */
+export async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const x of it) out.push(x);
+  return out;
+}
+
+function isObj(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+function partsText(parts: unknown): string {
+  if (!Array.isArray(parts)) return '';
+  return parts
+    .map((p) => {
+      if (!isObj(p)) return '';
+      const c = p['content'];
+      if (isObj(c) && c['$case'] === 'text' && typeof c['value'] === 'string') return c['value']; // SDK v1 object
+      if (typeof p['text'] === 'string') return p['text']; // wire JSON (v1, v0.3, v0.3 REST)
+      return '';
+    })
+    .join('');
+}
+
+/**
+ * Concatenated text of an SDK result object, or of its wire-JSON equivalent:
+ * - Task: text of all artifacts (falls back to status.message when there is none);
+ * - Message: its parts (`content[]` for v0.3 REST);
+ * - StreamResponse ({payload:{$case,value}}) / wire wrappers ({task}|{message}|{statusUpdate}|{artifactUpdate}|{result});
+ * - artifact update: artifact parts; status update: status.message parts;
+ * - arrays: texts of the elements joined.
+ */
+export function textOf(x: unknown): string {
+  if (Array.isArray(x)) return x.map(textOf).join('');
+  if (!isObj(x)) return '';
+  if (isObj(x['payload']) && typeof x['payload']['$case'] === 'string') return textOf(x['payload']['value']);
+  if ('payload' in x && x['payload'] === undefined && Object.keys(x).length === 1) return '';
+  for (const k of ['result', 'task', 'message', 'statusUpdate', 'artifactUpdate']) {
+    if (isObj(x[k])) return textOf(x[k]);
+  }
+  if (isObj(x['artifact'])) return partsText(x['artifact']['parts']); // artifact update
+  const isTask = x['kind'] === 'task' || Array.isArray(x['artifacts']) || (typeof x['id'] === 'string' && 'status' in x && !('taskId' in x));
+  if (isTask) {
+    const arts = Array.isArray(x['artifacts']) ? x['artifacts'] : [];
+    if (arts.length > 0) return arts.map((a) => (isObj(a) ? partsText(a['parts']) : '')).join('');
+    const st = x['status'];
+    return isObj(st) ? textOf(st['message']) : '';
+  }
+  if (isObj(x['status'])) return textOf(x['status']['message']); // status update
+  if (Array.isArray(x['parts'])) return partsText(x['parts']); // message
+  if (Array.isArray(x['content'])) return partsText(x['content']); // v0.3 REST message
+  return '';
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Raw HTTP helpers                                                                           */
+/* ------------------------------------------------------------------------------------------ */
+
+export interface RawResponse {
+  status: number;
+  /** Lower-cased header names. */
+  headers: Record<string, string>;
+  text: string;
+  /** `text` parsed as JSON, or undefined. */
+  json: any;
+}
+
+export interface RawOptions {
+  /** HTTP method (default POST). */
+  method?: string;
+  signal?: AbortSignal;
+}
+
+function bodyInit(body: unknown): string | undefined {
+  if (body === undefined) return undefined;
+  return typeof body === 'string' ? body : JSON.stringify(body);
+}
+
+function resHeaders(res: Response): Record<string, string> {
+  const out: Record<string, string> = {};
+  res.headers.forEach((v, k) => {
+    out[k.toLowerCase()] = v;
+  });
+  return out;
+}
+
+/**
+ * POST `body` (objects are JSON-encoded, strings sent as is, undefined = no body) with
+ * `Content-Type: application/json` (override via `headers`). Never throws on HTTP errors.
+ */
+export async function rawRpc(url: string, body: unknown, headers: Record<string, string | undefined> = {}, opts: RawOptions = {}): Promise<RawResponse> {
+  const h: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json', ...lower(headers) };
+  const data = bodyInit(body);
+  if (data === undefined) delete h['content-type'];
+  const res = await fetch(url, { method: opts.method ?? 'POST', headers: h, body: data, signal: opts.signal ?? null });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: resHeaders(res), text, json };
+}
+
+export interface SseEvent {
+  event?: string;
+  id?: string;
+  /** data lines joined with "\n". */
+  data: string;
+  /** `data` parsed as JSON, or undefined. */
+  json: any;
+}
+
+export interface RawSseResponse {
+  status: number;
+  contentType: string;
+  headers: Record<string, string>;
+  /** The whole raw body. */
+  text: string;
+  events: SseEvent[];
+}
+
+/** Parse an SSE body (WHATWG-style: CRLF/CR/LF, comments, multi-line data, event/id fields). */
+export function parseSse(text: string): SseEvent[] {
+  const events: SseEvent[] = [];
+  const blocks = text.replace(/\r\n?/g, '\n').split(/\n\n+/);
+  for (const block of blocks) {
+    if (block.trim() === '') continue;
+    const data: string[] = [];
+    let event: string | undefined;
+    let id: string | undefined;
+    for (const line of block.split('\n')) {
+      if (line === '' || line.startsWith(':')) continue;
+      const i = line.indexOf(':');
+      const field = i < 0 ? line : line.slice(0, i);
+      let value = i < 0 ? '' : line.slice(i + 1);
+      if (value.startsWith(' ')) value = value.slice(1);
+      if (field === 'data') data.push(value);
+      else if (field === 'event') event = value;
+      else if (field === 'id') id = value;
+    }
+    if (data.length === 0 && event === undefined) continue;
+    const d = data.join('\n');
+    let json: unknown;
+    try {
+      json = JSON.parse(d);
+    } catch {
+      json = undefined;
+    }
+    events.push({ ...(event !== undefined ? { event } : {}), ...(id !== undefined ? { id } : {}), data: d, json });
+  }
+  return events;
+}
+
+/**
+ * Send a streaming request (default POST, `Accept: text/event-stream`) and read the whole
+ * response. Non-SSE responses (e.g. a JSON-RPC error) come back with `events: []` and the body in `text`.
+ */
+export async function rawSse(url: string, body: unknown, headers: Record<string, string | undefined> = {}, opts: RawOptions = {}): Promise<RawSseResponse> {
+  const h: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream', ...lower(headers) };
+  const data = bodyInit(body);
+  if (data === undefined) delete h['content-type'];
+  const res = await fetch(url, { method: opts.method ?? 'POST', headers: h, body: data, signal: opts.signal ?? null });
+  const text = await res.text();
+  const contentType = res.headers.get('content-type') ?? '';
+  return {
+    status: res.status,
+    contentType,
+    headers: resHeaders(res),
+    text,
+    events: contentType.startsWith('text/event-stream') ? parseSse(text) : [],
+  };
+}
+
+export interface OpenSse {
+  status: number;
+  contentType: string;
+  headers: Record<string, string>;
+  /** Events as they arrive; ends when the server ends the response (or after abort()). */
+  events: AsyncGenerator<SseEvent, void, undefined>;
+  /** Abort the request (client disconnect). */
+  abort(): void;
+}
+
+/**
+ * Like rawSse, but incremental: resolves once the response headers arrive and yields each SSE
+ * event as soon as its terminating blank line has been received. Use it to act mid-stream
+ * (cancel, disconnect, deny after N events).
+ */
+export async function openSse(url: string, body: unknown, headers: Record<string, string | undefined> = {}, opts: RawOptions = {}): Promise<OpenSse> {
+  const ac = new AbortController();
+  if (opts.signal) opts.signal.addEventListener('abort', () => ac.abort(opts.signal?.reason), { once: true });
+  const h: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream', ...lower(headers) };
+  const data = bodyInit(body);
+  if (data === undefined) delete h['content-type'];
+  const res = await fetch(url, { method: opts.method ?? 'POST', headers: h, body: data, signal: ac.signal });
+  async function* events(): AsyncGenerator<SseEvent, void, undefined> {
+    if (!res.body) return;
+    const decoder = new TextDecoder();
+    let buf = '';
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buf += decoder.decode(chunk, { stream: true }).replace(/\r\n?/g, '\n');
+        let at: number;
+        while ((at = buf.indexOf('\n\n')) >= 0) {
+          const block = buf.slice(0, at);
+          buf = buf.slice(at + 2);
+          yield* parseSse(`${block}\n\n`);
+        }
+      }
+    } catch (err) {
+      if (!ac.signal.aborted) throw err;
+      return;
+    }
+    buf += decoder.decode();
+    if (buf.trim() !== '') yield* parseSse(buf);
+  }
+  return {
+    status: res.status,
+    contentType: res.headers.get('content-type') ?? '',
+    headers: resHeaders(res),
+    events: events(),
+    abort: () => ac.abort(),
+  };
+}
+
+/** Lower-case header names; undefined values are dropped (so `{ 'a2a-version': undefined }` sends no header). */
+function lower(h: Record<string, string | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(h)) if (v !== undefined) out[k.toLowerCase()] = v;
+  return out;
+}

@@ -1,0 +1,59 @@
+/**
+ * Small networking helpers shared by the test harness.
+ * Everything binds to 127.0.0.1 on an ephemeral port.
+ */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** Listen on 127.0.0.1:0 and resolve with the origin, e.g. `http://127.0.0.1:41234`. */
+export async function listen(server: Server): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: Error): void => reject(err);
+    server.once('error', onError);
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+  return originOf(server);
+}
+
+/** The `http://127.0.0.1:<port>` origin of a listening server. */
+export function originOf(server: Server): string {
+  const addr = server.address() as AddressInfo | string | null;
+  if (addr === null || typeof addr === 'string') throw new Error('server is not listening on a TCP port');
+  return `http://127.0.0.1:${addr.port}`;
+}
+
+/**
+ * Stop a server for good: stop accepting, destroy every open socket (idle keep-alive and
+ * in-flight requests, including open SSE streams), and resolve once the server is closed.
+ * Safe to call twice or on a server that never listened.
+ */
+export async function closeServer(server: Server): Promise<void> {
+  if (!server.listening) {
+    server.closeAllConnections();
+    return;
+  }
+  await new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+/** Poll `predicate` every 10 ms until it returns true (or a truthy promise); reject after `timeoutMs`. */
+export async function waitFor(
+  predicate: () => boolean | Promise<boolean>,
+  timeoutMs = 5000,
+  what = 'condition',
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await predicate()) return;
+    if (Date.now() > deadline) throw new Error(`waitFor: ${what} not met within ${timeoutMs} ms`);
+    await sleep(10);
+  }
+}
+
+/** Promise-based sleep. */
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
