@@ -126,8 +126,17 @@ interface MaskSet {
   readonly textRules: readonly MaskRule[];
 }
 
+interface DenySet {
+  /** Rules in scope, in policy order. */
+  readonly rules: readonly DenyRule[];
+  /** One alternation per flag set: a string none of them matches needs no per-rule scan. */
+  readonly gates: readonly RegExp[];
+  /** Object keys already found clean (keys repeat on every call; values rarely do). */
+  readonly cleanKeys: Set<string>;
+}
+
 interface ScopedRules {
-  readonly deny: readonly DenyRule[];
+  readonly deny: DenySet;
   readonly mask: MaskSet;
 }
 
@@ -140,7 +149,7 @@ function createScopeCache(policy: Policy): ScopeLookup {
     const hit = cache.get(key);
     if (hit !== undefined) return hit;
     const scoped: ScopedRules = {
-      deny: policy.deny.filter((r) => inScope(r.scope, hook)),
+      deny: buildDenySet(policy.deny.filter((r) => inScope(r.scope, hook))),
       mask: buildMaskSet(policy.mask.filter((r) => inScope(r.scope, hook))),
     };
     // Only table methods are cached, so arbitrary method names cannot grow the map.
@@ -155,6 +164,23 @@ function inScope(scope: RuleScope, hook: HookView): boolean {
     (scope.sides === undefined || scope.sides.has(hook.side)) &&
     (scope.phases === undefined || scope.phases.has(hook.phase))
   );
+}
+
+function buildDenySet(rules: readonly DenyRule[]): DenySet {
+  const byFlags = new Map<string, string[]>();
+  const gates: RegExp[] = [];
+  for (const re of rules.flatMap((r) => r.patterns)) {
+    // Group numbers and names would clash inside one alternation: such patterns gate alone.
+    if (/\\[1-9]|\\k<|\(\?<[^=!]/.test(re.source)) {
+      gates.push(re);
+      continue;
+    }
+    const sources = byFlags.get(re.flags) ?? [];
+    sources.push(`(?:${re.source})`);
+    byFlags.set(re.flags, sources);
+  }
+  for (const [flags, sources] of byFlags) gates.push(new RegExp(sources.join('|'), flags));
+  return { rules, gates, cleanKeys: new Set() };
 }
 
 function buildMaskSet(rules: readonly MaskRule[]): MaskSet {
@@ -193,6 +219,8 @@ function isUnknownValue(value: string): boolean {
 // ---------------------------------------------------------------------------------------------
 
 const PUSH_CONFIG_KEYS = new Set(['pushnotificationconfig', 'taskpushnotificationconfig']);
+/** User content, not request configuration: an agent reads no webhook from there. */
+const NOT_CONFIG_KEYS = new Set(['message', 'metadata']);
 
 function checkPushUrls(push: PushPolicy, operation: Operation | undefined, payload: JsonObject): SuccessResult | undefined {
   for (const url of collectPushUrls(payload, operation)) {
@@ -228,6 +256,7 @@ function collectConfigUrls(value: unknown, urls: unknown[], depth: number): void
     return;
   }
   for (const key in value) {
+    if (NOT_CONFIG_KEYS.has(key)) continue;
     const child = value[key];
     if (PUSH_CONFIG_KEYS.has(key.toLowerCase()) && isObject(child)) urls.push(child['url']);
     collectConfigUrls(child, urls, depth + 1);
@@ -361,27 +390,27 @@ const BINARY_KEYS = new Set(['bytes', 'raw', 'fileWithBytes']);
 
 type PathSegment = string | number;
 
-function findDenyMatch(payload: JsonObject, rules: readonly DenyRule[]): SuccessResult | undefined {
-  if (rules.length === 0) return undefined;
+function findDenyMatch(payload: JsonObject, deny: DenySet): SuccessResult | undefined {
+  if (deny.rules.length === 0) return undefined;
   const path: PathSegment[] = [];
   for (const key in payload) {
     if (ENVELOPE_KEYS.has(key)) continue;
     path.push(key);
-    const hit = matchText(key, rules, path) ?? scanValue(key, payload[key], rules, path, 1);
+    const hit = matchKey(key, deny, path) ?? scanValue(key, payload[key], deny, path, 1);
     if (hit !== undefined) return hit;
     path.pop();
   }
   return undefined;
 }
 
-function scanValue(key: string, value: unknown, rules: readonly DenyRule[], path: PathSegment[], depth: number): SuccessResult | undefined {
-  if (typeof value === 'string') return BINARY_KEYS.has(key) ? undefined : matchText(value, rules, path);
+function scanValue(key: string, value: unknown, deny: DenySet, path: PathSegment[], depth: number): SuccessResult | undefined {
+  if (typeof value === 'string') return BINARY_KEYS.has(key) ? undefined : matchText(value, deny, path);
   if (typeof value !== 'object' || value === null) return undefined;
   if (depth > MAX_DEPTH) throw new PayloadTooDeep();
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       path.push(i);
-      const hit = scanValue(key, value[i], rules, path, depth + 1);
+      const hit = scanValue(key, value[i], deny, path, depth + 1);
       if (hit !== undefined) return hit;
       path.pop();
     }
@@ -390,16 +419,25 @@ function scanValue(key: string, value: unknown, rules: readonly DenyRule[], path
   const obj = value as JsonObject;
   for (const childKey in obj) {
     path.push(childKey);
-    const hit = matchText(childKey, rules, path) ?? scanValue(childKey, obj[childKey], rules, path, depth + 1);
+    const hit = matchKey(childKey, deny, path) ?? scanValue(childKey, obj[childKey], deny, path, depth + 1);
     if (hit !== undefined) return hit;
     path.pop();
   }
   return undefined;
 }
 
-function matchText(text: string, rules: readonly DenyRule[], path: readonly PathSegment[]): SuccessResult | undefined {
+function matchKey(key: string, deny: DenySet, path: readonly PathSegment[]): SuccessResult | undefined {
+  if (deny.cleanKeys.has(key)) return undefined;
+  const hit = matchText(key, deny, path);
+  if (hit === undefined && deny.cleanKeys.size < 10_000) deny.cleanKeys.add(key);
+  return hit;
+}
+
+function matchText(text: string, deny: DenySet, path: readonly PathSegment[]): SuccessResult | undefined {
   const normalised = normaliseText(text);
-  for (const rule of rules) {
+  if (!deny.gates.some((gate) => gate.test(normalised))) return undefined;
+  // Something matched: find the first rule, in policy order.
+  for (const rule of deny.rules) {
     for (const re of rule.patterns) {
       if (re.test(normalised)) {
         const codes = [`DENY_PATTERN:${rule.id}`];

@@ -263,7 +263,9 @@ function compilePatterns(sources: readonly string[], flags: string, at: string, 
       // Payload strings are NFKC-normalised before matching, so patterns are too.
       re = new RegExp(source.normalize('NFKC'), flags);
     } catch (err) {
-      problems.push(`${at}[${i}]: invalid regular expression: ${errorMessage(err)}`);
+      // V8 says "Invalid regular expression: /src/flags: reason"; keep the reason only.
+      const reason = errorMessage(err).replace(/^Invalid regular expression: \/.*\/[a-z]*: /s, '');
+      problems.push(`${at}[${i}]: invalid regular expression ${JSON.stringify(source)}: ${reason}`);
       return;
     }
     // A pattern matching "" would deny everything / mask between every character.
