@@ -163,12 +163,15 @@ export function rewriteCard(card: CardJson, opts: RewriteOptions): CardJson {
     out[key] = list.flatMap((entry: unknown) => {
       const e = obj(entry);
       if (e === undefined || typeof e.url !== 'string') return [entry];
+      // The proxy carries HTTP JSON-RPC and REST only; a gRPC entry left in would lead around it.
+      if (/^grpc$/i.test(String(e.protocolBinding ?? e.transport ?? ''))) return [];
       const u = rewriteEndpoint(e.url, opts);
       // An interface the proxy cannot carry (gRPC) is removed: leaving it would be a way around the proxy.
       return u === undefined ? [] : [{ ...e, url: u }];
     });
   }
-  if (typeof card.url === 'string' && out.url === card.url && rewriteEndpoint(card.url, opts) === undefined) {
+  const mainIsGrpc = /^grpc$/i.test(String(card.preferredTransport ?? ''));
+  if (typeof card.url === 'string' && (mainIsGrpc || rewriteEndpoint(card.url, opts) === undefined)) {
     // v0.3 main endpoint on a binding the proxy does not carry (gRPC host:port): point it at the
     // first HTTP interface instead, so a client cannot be steered around the proxy.
     const alt = (Array.isArray(out.additionalInterfaces) ? out.additionalInterfaces : []).map(obj).find((e) => typeof e?.url === 'string');

@@ -121,17 +121,21 @@ function classifyUnsafe(req: HttpRequestFacts): Classified {
   }
   const body = parseBody(req);
   if (body.kind === 'bad') return reject(body.why);
-  if (body.kind === 'json') {
-    const v = body.value;
-    if (Array.isArray(v) && v.some((e) => typeof e === 'object' && e !== null)) return reject('JSON-RPC batches are not accepted');
-    if (isObject(v) && 'method' in v) return classifyJsonRpc(req, v);
-  }
-
   const q = req.path.indexOf('?');
   const pathname = q === -1 ? req.path : req.path.slice(0, q);
   const search = q === -1 ? '' : req.path.slice(q);
   const rest = matchRest(req.verb, pathname, headerValue(req.headers['a2a-version']));
   if (rest !== undefined && 'ambiguous' in rest) return reject(`Ambiguous request path: ${rest.ambiguous}`, null, 'rest');
+
+  if (body.kind === 'json') {
+    const v = body.value;
+    if (Array.isArray(v) && v.some((e) => typeof e === 'object' && e !== null)) return reject('JSON-RPC batches are not accepted');
+    if (isObject(v) && 'method' in v) {
+      // A JSON-RPC body on a REST route: the guardian would judge one operation, the agent may run the other.
+      if (rest !== undefined) return reject('A JSON-RPC body on an A2A REST route is ambiguous', null, 'rest');
+      return classifyJsonRpc(req, v);
+    }
+  }
   if (rest !== undefined) return classifyRest(rest, pathname, search, body);
 
   if (body.kind === 'json') return { kind: 'other', body: canonical(body.value) };
@@ -161,6 +165,10 @@ function classifyRest(match: RestMatch, pathname: string, search: string, body: 
     if (!restHasBody(match)) return reject(`${match.route.verb} ${match.op.aosMethod} takes no request body`, null, 'rest');
     if (!isObject(body.value)) return reject('A2A REST request body must be a JSON object', null, 'rest');
     params = body.value;
+    // A body field named like a path parameter would make the guardian judge one task and the agent act on another.
+    for (const [k, v] of Object.entries(match.pathParams)) {
+      if (k in params && params[k] !== v) return reject(`Body field "${k}" contradicts the request path`, null, 'rest');
+    }
   }
   const id = randomUUID();
   const request = restToJsonRpc(match, new URLSearchParams(search), params, id);

@@ -62,7 +62,7 @@ export function matchRest(verb: string, pathname: string, a2aVersion: string | u
     try {
       d = decodeURIComponent(s);
     } catch {
-      return { ambiguous: 'malformed percent-encoding in path' };
+      d = s; // malformed escapes: servers keep them literally (no route can match on them)
     }
     // Encoded slashes and dot segments mean different paths to different servers.
     if (d.includes('/') || d === '.' || d === '..') return { ambiguous: 'encoded slash or dot segment in path' };
@@ -70,7 +70,8 @@ export function matchRest(verb: string, pathname: string, a2aVersion: string | u
   }
   const legacyFirst = a2aVersion === undefined || a2aVersion.trim() === '' || a2aVersion.trim().startsWith('0.');
   const tables = legacyFirst ? [V03_ROUTES, V1_ROUTES] : [V1_ROUTES];
-  const upperVerb = verb.toUpperCase();
+  // Servers answer HEAD with their GET route (Express does): it is that operation.
+  const upperVerb = verb.toUpperCase() === 'HEAD' ? 'GET' : verb.toUpperCase();
   for (const table of tables) {
     for (const r of table) {
       if (r.route.verb !== upperVerb) continue;

@@ -57,9 +57,17 @@ describe('A2A JSON-RPC calls', () => {
     expect(c.request).toEqual({ jsonrpc: '2.0', id: 7, method, params: { id: 't-1' } });
   });
 
-  test.each(['/', '/a2a/jsonrpc', '/a2a/rest/message:send', '/.well-known/agent-card.json', '/healthz', '/static/x.png?x=1', '/v1/card'])(
+  test.each(['/', '/a2a/jsonrpc', '/.well-known/agent-card.json', '/healthz', '/static/x.png?x=1', '/v1/card?x=1', '/a2a/rest/message:send/extra'])(
     'is intercepted on any path: %p', (path) => {
       expectA2a(classify(req(rpc('message/send'), { path })), 'message/send');
+    },
+  );
+
+  test.each(['/a2a/rest/message:send', '/message:stream', '/t/tasks/abc:cancel'])(
+    'is refused on a path that is also an A2A REST route (%p): the agent could run the route instead', (path) => {
+      const c = classify(req(rpc('message/send'), { path }));
+      expect(c.kind).toBe('reject');
+      if (c.kind === 'reject') expect(c.binding).toBe('rest');
     },
   );
 
