@@ -129,6 +129,8 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       remoteAddress: req.socket.remoteAddress,
       encrypted: 'encrypted' in req.socket,
     });
+    // Answers that will be read (response hooks, card results) must come uncompressed.
+    if (ex !== undefined && (config.inspectResponses || ex.op.returnsCard)) headers['accept-encoding'] = 'identity';
     const upReq = callUpstream(
       deps.upstream,
       { verb: up.verb, path: up.path, headers, body: up.body },
@@ -175,9 +177,15 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         deps.streams.add(terminate);
         return () => deps.streams.delete(terminate);
       },
-      onUninspected: (why) => {
-        metrics.calls.inc({ operation: ex?.op.aosMethod ?? 'other', outcome: 'response_uninspected' });
-        logger.warn({ method: ex?.op.aosMethod, why }, 'agent answer passed without response hook');
+      onUninspectable: (why) => {
+        metrics.calls.inc({ operation: ex?.op.aosMethod ?? 'other', outcome: 'response_uninspectable' });
+        if (config.failMode === 'closed' && !config.shadowMode) {
+          logger.warn({ method: ex?.op.aosMethod, why }, 'agent answer cannot be inspected; refused (FAIL_MODE=closed)');
+          return proxyError('upstreamUnavailable', `Agent answer cannot be inspected: ${why}`);
+        }
+        metrics.failOpenPasses.inc();
+        logger.warn({ method: ex?.op.aosMethod, why }, 'agent answer cannot be inspected; passed (FAIL_MODE=open)');
+        return undefined;
       },
     };
     if (ex === undefined || (ctx.inspect === undefined && ctx.rewriteCard === undefined)) return relayPlain(ctx);

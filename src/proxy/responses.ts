@@ -10,6 +10,7 @@ import { SseParser, formatSseEvent, formatSseErrorEvent, type SseEvent } from '.
 import type { Binding } from '../a2a/classify';
 import { jsonRpcErrorBody, jsonRpcErrorObject, proxyError, restErrorObject, restHttpStatus, type ProxyError } from './errors';
 import { relayResponseHeaders } from './forward';
+import { decodeBody } from './body';
 import type { Exchange, HookRun } from './hooks';
 
 export interface RelayContext {
@@ -27,7 +28,11 @@ export interface RelayContext {
   readonly rewriteCard: Parameters<typeof rewriteCard>[1] | undefined;
   readonly maxBodyBytes: number;
   readonly onUpstreamFailure: (why: string) => void;
-  readonly onUninspected: (why: string) => void;
+  /**
+   * An answer (or event) that the response hooks cannot read: returns the error to send instead
+   * (FAIL_MODE=closed), or undefined to pass it on (FAIL_MODE=open, logged and counted).
+   */
+  readonly onUninspectable: (why: string) => ProxyError | undefined;
   /** Track an open stream so a shutdown can end it with an error event; returns the untrack function. */
   readonly trackStream: (terminate: () => void) => () => void;
 }
@@ -142,17 +147,37 @@ export function relayUnaryInspected(ctx: RelayContext): void {
   });
 }
 
+/** Fail closed (send the error) or open (run `pass`) on an answer the hooks cannot read. */
+function uninspectable(ctx: RelayContext, why: string, pass: () => void): void {
+  const err = ctx.onUninspectable(why);
+  if (err === undefined) return pass();
+  sendError(ctx.res, ctx.binding, err, ctx.id);
+}
+
+function headerText(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
 async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   const { res, upRes, binding, id } = ctx;
   const status = upRes.statusCode ?? 502;
   const headers = relayResponseHeaders(upRes.headers);
+  const original = raw;
+  const encoding = headerText(upRes.headers['content-encoding']);
+  if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
+    // Asked for identity, got a compressed answer anyway: read it before judging it, never pass it unread.
+    const decoded = decodeBody(raw, encoding, ctx.maxBodyBytes);
+    if (!decoded.ok) return uninspectable(ctx, 'agent answer has an encoding the proxy cannot read', () => send(res, status, headers, original));
+    raw = decoded.body;
+    delete headers['content-encoding'];
+  }
   let body: unknown;
   try {
     body = raw.length === 0 ? null : JSON.parse(raw.toString('utf8'));
   } catch {
-    // Not JSON (an HTML error page, say): no A2A answer to inspect.
-    ctx.onUninspected('agent answer is not JSON');
-    return send(res, status, headers, raw);
+    // Not JSON (an HTML error page, say): no A2A answer the hooks could judge.
+    if (ctx.inspect === undefined) return send(res, status, headers, original);
+    return uninspectable(ctx, 'agent answer is not JSON', () => send(res, status, headers, original));
   }
   let out = raw;
   if (ctx.rewriteCard !== undefined && status >= 200 && status < 300) {
@@ -164,8 +189,10 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   }
   if (ctx.inspect !== undefined) {
     const payload = toPayload(binding, id, body, status >= 200 && status < 300);
-    if (payload === undefined) ctx.onUninspected('agent answer is not a JSON object');
-    else {
+    if (payload === undefined) {
+      const err = ctx.onUninspectable('agent answer is not a JSON object');
+      if (err !== undefined) return sendError(res, binding, err, id);
+    } else {
       const run = await ctx.inspect(payload, binding === 'jsonrpc' && out === raw ? raw.toString('utf8') : JSON.stringify(payload));
       if (res.destroyed) return;
       if (run.type === 'block') return sendError(res, binding, run.error, id);
@@ -198,6 +225,16 @@ export function relayStreamInspected(ctx: RelayContext): void {
   const { res, upRes, binding, id } = ctx;
   const inspect = ctx.inspect;
   if (inspect === undefined) return relayPlain(ctx);
+  const encoding = headerText(upRes.headers['content-encoding']);
+  if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
+    // A compressed event stream cannot be judged event by event.
+    const err = ctx.onUninspectable('agent event stream is compressed');
+    if (err !== undefined) {
+      ctx.upReq.destroy();
+      return sendError(res, binding, err, id);
+    }
+    return relayPlain(ctx);
+  }
   res.writeHead(upRes.statusCode ?? 502, relayResponseHeaders(upRes.headers));
   res.flushHeaders();
 
@@ -226,15 +263,30 @@ export function relayStreamInspected(ctx: RelayContext): void {
     ctx.upReq.destroy();
   };
 
+  let drained: Promise<void> | undefined;
   const write = (buf: Buffer) => {
     if (res.destroyed || res.writableEnded) return;
-    if (!res.write(buf)) {
+    if (!res.write(buf) && !clientBlocked) {
       clientBlocked = true;
-      res.once('drain', () => {
-        clientBlocked = false;
-        flow();
+      drained = new Promise((resolve) => {
+        const done = () => {
+          res.removeListener('drain', done);
+          res.removeListener('close', done);
+          clientBlocked = false;
+          resolve();
+          flow();
+        };
+        res.once('drain', done);
+        res.once('close', done);
       });
     }
+  };
+
+  /** Pass an event the hooks cannot read, or end the stream (FAIL_MODE=closed). */
+  const unreadable = (ev: SseEvent, why: string) => {
+    const err = ctx.onUninspectable(why);
+    if (err === undefined) return write(ev.raw);
+    stop(errorEvent(binding, err, id));
   };
 
   const handle = async (ev: SseEvent): Promise<void> => {
@@ -243,15 +295,11 @@ export function relayStreamInspected(ctx: RelayContext): void {
     try {
       data = JSON.parse(ev.data);
     } catch {
-      ctx.onUninspected('SSE event data is not JSON');
-      return write(ev.raw);
+      return unreadable(ev, 'SSE event data is not JSON');
     }
     const isError = ev.event === 'error';
     const payload = toPayload(binding, id, data, !(isError || (isObject(data) && 'error' in data && !('result' in data))));
-    if (payload === undefined) {
-      ctx.onUninspected('SSE event data is not a JSON object');
-      return write(ev.raw);
-    }
+    if (payload === undefined) return unreadable(ev, 'SSE event data is not a JSON object');
     if (ctx.ex !== undefined) ctx.ex.events++;
     const run = await inspect(payload, binding === 'jsonrpc' ? ev.data : JSON.stringify(payload));
     if (stopped) return;
@@ -265,7 +313,12 @@ export function relayStreamInspected(ctx: RelayContext): void {
     if (working) return;
     working = true;
     try {
-      while (queue.length > 0 && !stopped) await handle(queue.shift() as SseEvent);
+      while (queue.length > 0 && !stopped) {
+        // A slow client holds the queue: nothing more is written (or asked) until it drains.
+        if (clientBlocked && drained !== undefined) await drained;
+        if (stopped) break;
+        await handle(queue.shift() as SseEvent);
+      }
     } catch {
       stop(errorEvent(binding, proxyError('guardianUnavailable', 'Stream inspection failed'), id));
     }
