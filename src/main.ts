@@ -45,10 +45,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> 
 
   const admin = createAdminServer(proxy.metrics, {
     guardianReady: () => guardian.ping(2000),
-    upstreamReady: async () => {
-      await proxy.upstreamCard.refresh();
-      return proxy.upstreamCard.current() !== undefined;
-    },
+    upstreamReady: () => proxy.upstreamCard.probe(),
     accepting: () => !proxy.draining(),
   });
   admin.listen(config.adminPort, config.adminHost, () => {

@@ -36,6 +36,7 @@ export class CardCache {
   private fetchedAt = 0;
   private failedAt = 0;
   private inflight: Promise<void> | undefined;
+  private lastOk = false;
 
   constructor(private readonly opts: CardCacheOptions) {}
 
@@ -50,6 +51,12 @@ export class CardCache {
   ready(): Promise<void> {
     if (this.card !== undefined) return Promise.resolve();
     return this.inflight ?? this.refresh();
+  }
+
+  /** Fetch now: true when the card is reachable at this moment (the cached card is kept either way). */
+  async probe(): Promise<boolean> {
+    await this.refresh();
+    return this.lastOk;
   }
 
   refresh(): Promise<void> {
@@ -77,6 +84,7 @@ export class CardCache {
         }
         this.card = body as CardJson;
         this.fetchedAt = Date.now();
+        this.lastOk = true;
         this.opts.logger.debug({ card: url.href }, `${this.opts.what} agent card fetched`);
         return;
       } catch (err) {
@@ -84,6 +92,7 @@ export class CardCache {
       }
     }
     this.failedAt = Date.now();
+    this.lastOk = false;
     this.opts.logger.warn({ problems }, `${this.opts.what} agent card could not be fetched; identity fields will say "unknown"`);
   }
 }

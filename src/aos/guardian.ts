@@ -48,6 +48,8 @@ export class HttpGuardian implements Guardian {
   private readonly baseHeaders: http.OutgoingHttpHeaders;
   private consecutiveFailures = 0;
   private openUntil = 0;
+  /** Half-open: after the cooldown exactly one trial call is let through; the rest fail fast until it ends. */
+  private trialInFlight = false;
   readonly describe: string;
 
   constructor(private readonly opts: HttpGuardianOptions) {
@@ -61,17 +63,23 @@ export class HttpGuardian implements Guardian {
 
   async decide(envelope: Envelope, json: string, signal?: AbortSignal): Promise<GuardianOutcome> {
     const now = Date.now();
-    if (now < this.openUntil) return { ok: false, kind: 'breakerOpen', detail: 'guardian circuit breaker is open' };
+    const halfOpen = this.openUntil !== 0;
+    if (now < this.openUntil || (halfOpen && this.trialInFlight)) return { ok: false, kind: 'breakerOpen', detail: 'guardian circuit breaker is open' };
+    if (halfOpen) this.trialInFlight = true;
     let reply: RawReply;
     try {
       reply = await this.postWithRetry(json, now + this.opts.timeoutMs, signal);
     } catch (err) {
       const e = err instanceof TransportError ? err : new TransportError('connect', (err as Error).message, false);
+      if (halfOpen) this.trialInFlight = false;
+      // A caller that went away says nothing about the guardian's health.
+      if (e.kind === 'cancelled') return { ok: false, kind: 'cancelled', detail: e.message };
       this.noteFailure();
       return { ok: false, kind: e.kind, detail: e.message };
     }
     this.consecutiveFailures = 0;
     this.openUntil = 0;
+    this.trialInFlight = false;
     return interpret(reply, envelope.id);
   }
 
@@ -153,7 +161,7 @@ export class HttpGuardian implements Guardian {
         req.destroy();
       }, remaining);
       const onAbort = () => {
-        finish(() => reject(new TransportError('connect', 'caller went away', false)));
+        finish(() => reject(new TransportError('cancelled', 'caller went away', false)));
         req.destroy();
       };
       signal?.addEventListener('abort', onAbort, { once: true });

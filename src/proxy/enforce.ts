@@ -5,7 +5,7 @@ import { acceptsDecision, type Operation } from '../a2a/operations';
 import type { JsonObject, JsonRpcId, SuccessResult } from '../aos/schemas';
 import { proxyError, type ProxyError } from './errors';
 
-export type GuardianFailureKind = 'connect' | 'timeout' | 'http' | 'json' | 'rpcError' | 'schema' | 'id' | 'breakerOpen' | 'internal';
+export type GuardianFailureKind = 'connect' | 'timeout' | 'http' | 'json' | 'rpcError' | 'schema' | 'id' | 'breakerOpen' | 'internal' | 'cancelled';
 
 export type GuardianOutcome =
   | { readonly ok: true; readonly result: SuccessResult }

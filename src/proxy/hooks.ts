@@ -100,7 +100,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     if (rec.phase === 'request' || ex.hooks.length < 8) ex.hooks.push(rec);
     metrics.requests.inc({ operation: ex.op.aosMethod, side: rec.side, phase: rec.phase, decision: rec.decision });
     metrics.guardianLatency.observe(rec.guardianMs / 1000);
-    if (!action.outcome.ok) {
+    if (!action.outcome.ok && action.outcome.kind !== 'cancelled') {
       metrics.guardianFailures.inc({ kind: action.outcome.kind });
       if (rec.decision === 'failOpen') {
         metrics.failOpenPasses.inc();
