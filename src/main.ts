@@ -4,7 +4,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from './config';
-import { createLogger } from './log';
+import { createLogger, stdoutDestination } from './log';
 import { startProxy, createGuardian } from './server';
 import { createAdminServer } from './admin/server';
 import type { Guardian } from './aos/guardian';
@@ -17,7 +17,8 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> 
     process.exit(2);
   }
   const config = loaded.config;
-  const logger = createLogger(config.logLevel);
+  const logDestination = stdoutDestination();
+  const logger = createLogger(config.logLevel, logDestination);
 
   let guardian: Guardian;
   try {
@@ -61,6 +62,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> 
       admin.close();
       guardian.close();
       logger.info('stopped');
+      logDestination.flushSync();
       process.exit(0);
     });
   };

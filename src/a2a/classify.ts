@@ -4,6 +4,7 @@
  * because a lenient upstream could read an A2A call into it that the guardian never saw. Pure
  * apart from minting ids for REST calls.
  */
+import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { type Operation, operationForLooseMethod, operationForMethod } from './operations';
@@ -48,7 +49,6 @@ export type Classified =
   | { readonly kind: 'reject'; readonly error: ProxyError; readonly id: JsonRpcId | null; readonly binding: Binding };
 
 const OVERRIDE_HEADERS = ['x-http-method-override', 'x-http-method', 'x-method-override'];
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 type ParsedBody = { readonly kind: 'none' } | { readonly kind: 'json'; readonly value: unknown } | { readonly kind: 'opaque' } | { readonly kind: 'bad'; readonly why: string };
 
@@ -64,10 +64,7 @@ function mightBeJson(text: string): boolean {
 
 function parseBody(req: HttpRequestFacts): ParsedBody {
   if (req.body === null || req.body.length === 0) return { kind: 'none' };
-  let text: string;
-  try {
-    text = utf8.decode(req.body);
-  } catch {
+  if (!isUtf8(req.body)) {
     // Not UTF-8. Some parsers detect UTF-16/32 JSON (RFC 4627) or decode leniently: refuse anything
     // that would read as JSON that way, whatever the Content-Type says.
     const alt = wideDecode(req.body) ?? req.body.toString('latin1');
@@ -75,6 +72,7 @@ function parseBody(req: HttpRequestFacts): ParsedBody {
       ? { kind: 'bad', why: 'Request body is not valid UTF-8' }
       : { kind: 'opaque' };
   }
+  const text = req.body.toString('utf8'); // keeps a BOM, which JSON.parse then refuses
   try {
     return { kind: 'json', value: JSON.parse(text) };
   } catch {

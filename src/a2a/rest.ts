@@ -54,6 +54,9 @@ export type RestClassification = RestMatch | { readonly ambiguous: string } | un
  * A2A-Version header: absent or 0.x tries the v0.3 `/v1/...` routes first, as the SDK server does.
  */
 export function matchRest(verb: string, pathname: string, a2aVersion: string | undefined): RestClassification {
+  // Every route ends in a segment naming message, tasks, card or pushNotificationConfigs; a path
+  // without them (and without escapes that could spell them) cannot match.
+  if (!pathname.includes('%') && !/message|tasks|card|pushnotificationconfigs/i.test(pathname)) return undefined;
   const raw = pathname.split('/');
   const segs: string[] = [];
   for (const s of raw) {

@@ -52,4 +52,22 @@ export class Metrics {
   constructor(withProcessMetrics = false) {
     if (withProcessMetrics) collectDefaultMetrics({ register: this.registry });
   }
+
+  // Labelled children are cached: prom-client hashes the label object on every labelled inc().
+  private readonly decisionChildren = new Map<string, { inc(): void }>();
+  private readonly callChildren = new Map<string, { inc(): void }>();
+
+  decision(operation: string, side: string, phase: string, decision: string): void {
+    const key = `${operation}\0${side}\0${phase}\0${decision}`;
+    let child = this.decisionChildren.get(key);
+    if (child === undefined) this.decisionChildren.set(key, (child = this.requests.labels({ operation, side, phase, decision })));
+    child.inc();
+  }
+
+  call(operation: string, outcome: string): void {
+    const key = `${operation}\0${outcome}`;
+    let child = this.callChildren.get(key);
+    if (child === undefined) this.callChildren.set(key, (child = this.calls.labels({ operation, outcome })));
+    child.inc();
+  }
 }

@@ -7,11 +7,12 @@ import http from 'node:http';
 import https from 'node:https';
 import { randomUUID } from 'node:crypto';
 import type { GuardianOutcome, GuardianFailureKind } from '../proxy/enforce';
+import type { Cancellation } from '../cancel';
 import { type Envelope, GuardianError, GuardianSuccess, type JsonRpcId, PingAnswer } from './schemas';
 
 export interface Guardian {
   /** Ask for a decision. `json` is the envelope's JSON text (what goes on the wire). */
-  decide(envelope: Envelope, json: string, signal?: AbortSignal): Promise<GuardianOutcome>;
+  decide(envelope: Envelope, json: string, caller?: Cancellation): Promise<GuardianOutcome>;
   /** AOS ping (spec 4.7). */
   ping(timeoutMs?: number): Promise<boolean>;
   close(): void;
@@ -61,14 +62,14 @@ export class HttpGuardian implements Guardian {
     this.describe = `${opts.url.origin}${opts.url.pathname}`;
   }
 
-  async decide(envelope: Envelope, json: string, signal?: AbortSignal): Promise<GuardianOutcome> {
+  async decide(envelope: Envelope, json: string, caller?: Cancellation): Promise<GuardianOutcome> {
     const now = Date.now();
     const halfOpen = this.openUntil !== 0;
     if (now < this.openUntil || (halfOpen && this.trialInFlight)) return { ok: false, kind: 'breakerOpen', detail: 'guardian circuit breaker is open' };
     if (halfOpen) this.trialInFlight = true;
     let reply: RawReply;
     try {
-      reply = await this.postWithRetry(json, now + this.opts.timeoutMs, signal);
+      reply = await this.postWithRetry(json, now + this.opts.timeoutMs, caller);
     } catch (err) {
       const e = err instanceof TransportError ? err : new TransportError('connect', (err as Error).message, false);
       if (halfOpen) this.trialInFlight = false;
@@ -109,28 +110,29 @@ export class HttpGuardian implements Guardian {
     }
   }
 
-  private async postWithRetry(body: string, deadline: number, signal: AbortSignal | undefined): Promise<RawReply> {
+  private async postWithRetry(body: string, deadline: number, caller: Cancellation | undefined): Promise<RawReply> {
     try {
-      return await this.post(body, deadline, signal);
+      return await this.post(body, deadline, caller);
     } catch (err) {
       // A stale keep-alive socket or a guardian restarting: one more try if the budget allows.
-      if (err instanceof TransportError && err.retryable && Date.now() < deadline - 1 && signal?.aborted !== true) {
-        return this.post(body, deadline, signal);
+      if (err instanceof TransportError && err.retryable && Date.now() < deadline - 1 && caller?.cancelled !== true) {
+        return this.post(body, deadline, caller);
       }
       throw err;
     }
   }
 
-  private post(body: string, deadline: number, signal: AbortSignal | undefined): Promise<RawReply> {
+  private post(body: string, deadline: number, caller: Cancellation | undefined): Promise<RawReply> {
     return new Promise<RawReply>((resolve, reject) => {
       const remaining = deadline - Date.now();
       if (remaining <= 0) return reject(new TransportError('timeout', 'guardian time budget exhausted', false));
       let settled = false;
+      let offCancel: (() => void) | undefined;
       const finish = (fn: () => void) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
+        offCancel?.();
         fn();
       };
       const req = this.mod.request(
@@ -164,7 +166,7 @@ export class HttpGuardian implements Guardian {
         finish(() => reject(new TransportError('cancelled', 'caller went away', false)));
         req.destroy();
       };
-      signal?.addEventListener('abort', onAbort, { once: true });
+      if (caller !== undefined) offCancel = caller.onCancel(onAbort);
       req.on('error', (e: NodeJS.ErrnoException) => {
         if (e instanceof TransportError) return finish(() => reject(e));
         // Retry only failures where the guardian cannot have started to answer.

@@ -30,7 +30,8 @@ const HOP_BY_HOP = new Set([
 /** Hop-by-hop headers, including any the Connection header names, are not forwarded (RFC 9110 7.6.1). */
 function connectionTokens(headers: IncomingHttpHeaders): Set<string> {
   const c = headers.connection;
-  if (c === undefined) return HOP_BY_HOP;
+  // The usual values name only standard hop-by-hop headers: no new set per message.
+  if (c === undefined || HOP_BY_HOP.has(c.toLowerCase())) return HOP_BY_HOP;
   const extra = c.split(',').map((t) => t.trim().toLowerCase()).filter((t) => t !== '');
   return extra.length === 0 ? HOP_BY_HOP : new Set([...HOP_BY_HOP, ...extra]);
 }

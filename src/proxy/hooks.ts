@@ -11,7 +11,8 @@ import type { Binding } from '../a2a/classify';
 import type { Guardian } from '../aos/guardian';
 import { type Identities, type Side, type Phase, hookContext, partialFromHeaders } from '../aos/identity';
 import { buildEnvelope, envelopeJson } from '../aos/envelope';
-import type { JsonObject, JsonRpcId, PartialAgent } from '../aos/schemas';
+import type { A2AContext, Agent, JsonObject, JsonRpcId, PartialAgent } from '../aos/schemas';
+import type { Cancellation } from '../cancel';
 import { enforce, type HookAction, type HookDecision } from './enforce';
 import type { ProxyError } from './errors';
 
@@ -42,7 +43,9 @@ export interface Exchange {
   readonly id: JsonRpcId | null;
   readonly req: IncomingMessage;
   /** Fires when the caller goes away: guardian calls for this exchange are abandoned. */
-  readonly signal: AbortSignal;
+  readonly caller: Cancellation;
+  /** The upstream request once sent (aborted when the caller goes away). */
+  upReq?: import('node:http').ClientRequest;
   readonly hooks: HookRecord[];
   decision: HookDecision | 'error';
   upstreamStatus: number | null;
@@ -61,7 +64,6 @@ export interface HookRunInput {
   readonly payload: JsonObject;
   readonly payloadJson: string;
   readonly reasoning: string | undefined;
-  readonly signal: AbortSignal;
   readonly validateModified?: (replacement: JsonObject) => string | undefined;
 }
 
@@ -75,15 +77,33 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     return config.role === 'both' ? deps.identities.clientAsPeer() : partialFromHeaders(req.headers);
   }
 
+  // Context JSON per observed agent (a new object whenever its card changes), side, phase and peer:
+  // the same few strings serve every call.
+  const contextJsonCache = new WeakMap<Agent, Map<string, string>>();
+  function contextJson(observed: Agent, side: Side, phase: Phase, peer: PartialAgent, context: A2AContext): string {
+    let byPeer = contextJsonCache.get(observed);
+    if (byPeer === undefined) contextJsonCache.set(observed, (byPeer = new Map()));
+    const key = `${side}\n${phase}\n${peer.url}\n${peer.name}\n${peer.version}`;
+    let json = byPeer.get(key);
+    if (json === undefined) {
+      json = JSON.stringify(context);
+      if (byPeer.size >= 1024) byPeer.clear(); // callers' claims are unbounded; the cache is not
+      byPeer.set(key, json);
+    }
+    return json;
+  }
+
   async function one(input: HookRunInput, side: Side, payload: JsonObject, payloadJson: string): Promise<HookAction> {
     const { ex, phase } = input;
-    const context = hookContext(side, phase, deps.identities.observed(side), peerOf(side, ex.req));
+    const observed = deps.identities.observed(side);
+    const peer = peerOf(side, ex.req);
+    const context = hookContext(side, phase, observed, peer);
     const reasoning = side === 'client' && phase === 'request' ? input.reasoning : undefined;
     const envelope = buildEnvelope({ method: ex.op.aosMethod, payload, context, reasoning });
     const envelopeId = envelope.id as string;
-    const json = envelopeJson(envelope, payloadJson);
+    const json = envelopeJson(envelope, payloadJson, contextJson(observed, side, phase, peer, context));
     const t0 = performance.now();
-    const outcome = await deps.guardian.decide(envelope, json, input.signal);
+    const outcome = await deps.guardian.decide(envelope, json, ex.caller);
     const guardianMs = performance.now() - t0;
     const action = enforce({
       op: ex.op, payload, phase, envelopeId, outcome, failMode: config.failMode, shadow: config.shadowMode,
@@ -98,7 +118,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
   function record(ex: Exchange, rec: HookRecord, action: HookAction): void {
     // Stream events are counted, not kept one by one: a long stream must not grow the record.
     if (rec.phase === 'request' || ex.hooks.length < 8) ex.hooks.push(rec);
-    metrics.requests.inc({ operation: ex.op.aosMethod, side: rec.side, phase: rec.phase, decision: rec.decision });
+    metrics.decision(ex.op.aosMethod, rec.side, rec.phase, rec.decision);
     metrics.guardianLatency.observe(rec.guardianMs / 1000);
     if (!action.outcome.ok && action.outcome.kind !== 'cancelled') {
       metrics.guardianFailures.inc({ kind: action.outcome.kind });
@@ -129,7 +149,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
         payloadJson = JSON.stringify(payload);
         modified = true;
       }
-      if (input.signal.aborted) break;
+      if (input.ex.caller.cancelled) break;
     }
     return { type: 'pass', payload, payloadJson, modified, unchecked };
   };

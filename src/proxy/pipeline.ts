@@ -19,6 +19,7 @@ import { abortOnClientClose, callUpstream, forwardRequestHeaders, type Upstream 
 import { createHookRunner, summarize, type Exchange, type HookRun } from './hooks';
 import { isEventStream, relayPlain, relayStreamInspected, relayUnaryInspected, sendError, type RelayContext } from './responses';
 import { publicBase, serveCard } from './card-route';
+import { Cancellation } from '../cancel';
 
 export interface ProxyDeps {
   readonly config: Config;
@@ -73,7 +74,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       if (c.unknownMethod !== undefined && config.unknownMethods === 'deny') {
         return refuse(res, proxyError('rejected', 'Method is not an A2A operation (UNKNOWN_METHODS=deny)'), idOf(body), 'jsonrpc');
       }
-      metrics.calls.inc({ operation: c.unknownMethod === undefined ? 'other' : 'unknown', outcome: 'forwarded' });
+      metrics.call(c.unknownMethod === undefined ? 'other' : 'unknown', 'forwarded');
       return forward(req, res, { verb, path, body: c.body, unchecked: false }, undefined);
     }
     return handleA2A(req, res, c);
@@ -81,20 +82,23 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
 
   async function handleA2A(req: IncomingMessage, res: ServerResponse, c: A2ACall): Promise<void> {
     // The caller going away cancels the guardian calls and everything after them.
-    const abort = new AbortController();
     const ex: Exchange = {
-      started: performance.now(), op: c.op, binding: c.binding, wireMethod: String(c.request.method), id: c.id, req, signal: abort.signal,
+      started: performance.now(), op: c.op, binding: c.binding, wireMethod: String(c.request.method), id: c.id, req, caller: new Cancellation(),
       hooks: [], decision: 'allow', upstreamStatus: null, events: 0,
     };
+    // One close listener per call: cancel guardian calls and the upstream request, then log.
     res.once('close', () => {
-      abort.abort();
+      if (!res.writableFinished) {
+        ex.caller.cancel();
+        ex.upReq?.destroy();
+      }
       logExchange(ex);
     });
 
     const rest = c.rest;
     const run = await runHooks({
       ex, sides: REQUEST_SIDES[config.role], phase: 'request', payload: c.request, payloadJson: JSON.stringify(c.request),
-      reasoning: headerString(req, config.reasoningHeader), signal: abort.signal,
+      reasoning: headerString(req, config.reasoningHeader),
       ...(rest === undefined ? {} : { validateModified: (p: JsonObject) => { const r = jsonRpcToRest(rest.match, p); return typeof r === 'string' ? r : undefined; } }),
     });
     if (res.destroyed) return;
@@ -103,7 +107,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       return sendError(res, c.binding, run.error, c.id);
     }
     ex.decision = summarize(ex.hooks, 'request');
-    metrics.calls.inc({ operation: c.op.aosMethod, outcome: 'forwarded' });
+    metrics.call(c.op.aosMethod, 'forwarded');
     forward(req, res, upstreamRequest(req, c, run), ex);
   }
 
@@ -148,7 +152,8 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         else res.destroy();
       },
     );
-    abortOnClientClose(res, upReq);
+    if (ex === undefined) abortOnClientClose(res, upReq);
+    else ex.upReq = upReq;
   }
 
   /** Choose how the answer goes back: plain, through the unary response hooks, or event by event. */
@@ -165,7 +170,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       ex,
       res, upRes, upReq,
       inspect: ex !== undefined && config.inspectResponses
-        ? (payload, payloadJson) => runHooks({ ex, sides: RESPONSE_SIDES[config.role], phase: 'response', payload, payloadJson, reasoning: undefined, signal: ex.signal })
+        ? (payload, payloadJson) => runHooks({ ex, sides: RESPONSE_SIDES[config.role], phase: 'response', payload, payloadJson, reasoning: undefined })
         : undefined,
       rewriteCard: ex?.op.returnsCard === true ? { publicBase: publicBase(deps, req), upstreamBase: deps.upstream.url, signatures: config.cardSignatures } : undefined,
       maxBodyBytes: config.maxBodyBytes,
@@ -178,7 +183,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         return () => deps.streams.delete(terminate);
       },
       onUninspectable: (why) => {
-        metrics.calls.inc({ operation: ex?.op.aosMethod ?? 'other', outcome: 'response_uninspectable' });
+        metrics.call(ex?.op.aosMethod ?? 'other', 'response_uninspectable');
         if (config.failMode === 'closed' && !config.shadowMode) {
           logger.warn({ method: ex?.op.aosMethod, why }, 'agent answer cannot be inspected; refused (FAIL_MODE=closed)');
           return proxyError('upstreamUnavailable', `Agent answer cannot be inspected: ${why}`);
@@ -194,7 +199,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   }
 
   function refuse(res: ServerResponse, err: ProxyError, id: JsonRpcId | null, binding: 'jsonrpc' | 'rest'): void {
-    metrics.calls.inc({ operation: 'refused', outcome: 'refused' });
+    metrics.call('refused', 'refused');
     logger.info({ reason: err.message }, 'request refused');
     sendError(res, binding, err, id);
   }
@@ -212,7 +217,10 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       totalMs: round(performance.now() - ex.started),
       a2aId: ex.id,
       envelopeId: first?.envelopeId,
-      hooks: ex.hooks.map((h) => ({ side: h.side, phase: h.phase, decision: h.decision, envelopeId: h.envelopeId, ms: round(h.guardianMs), failure: h.failure })),
+      // The per-hook list only when it says more than the fields above (several hooks, or a failure).
+      ...(ex.hooks.length > 1 || first?.failure !== undefined
+        ? { hooks: ex.hooks.map((h) => ({ side: h.side, phase: h.phase, decision: h.decision, envelopeId: h.envelopeId, ms: round(h.guardianMs), failure: h.failure })) }
+        : {}),
       ...(ex.events > 0 ? { events: ex.events } : {}),
       ...(ex.error === undefined ? {} : { error: ex.error }),
     }, 'a2a call');

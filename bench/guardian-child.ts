@@ -1,0 +1,40 @@
+/**
+ * Bench guardian: an instant AOS guardian (JSON-RPC over HTTP POST, any path). Every hook is
+ * answered `allow` with the envelope's id; `ping` is answered `connected`. No policy, no logging.
+ * Env: PORT (default 0 = ephemeral).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fail, serveIpc } from './ipc';
+
+let decisions = 0;
+
+const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    let id: unknown = null;
+    let method: unknown;
+    try {
+      const env = JSON.parse((chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)).toString('utf8')) as { id?: unknown; method?: unknown };
+      id = env.id ?? null;
+      method = env.method;
+    } catch {
+      const body = '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}';
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      return void res.end(body);
+    }
+    const result = method === 'ping'
+      ? { status: 'connected', version: 'bench-guardian', timestamp: new Date().toISOString() }
+      : { decision: 'allow', message: 'ok' };
+    if (method !== 'ping') decisions++;
+    const body = JSON.stringify({ jsonrpc: '2.0', id, result });
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+  });
+});
+
+server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
+  serveIpc(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, () => decisions);
+});
+server.on('error', (e) => fail('guardian-child', e));
