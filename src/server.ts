@@ -71,10 +71,12 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   });
   let ws: ReturnType<typeof createProxyServer> | undefined;
   const wsProxy = () => {
-    ws ??= createProxyServer({ target: config.upstreamUrl.href, changeOrigin: true });
-    ws.on('error', (_err, _req, sock) => {
-      if (sock !== undefined && 'destroy' in sock) sock.destroy();
-    });
+    if (ws === undefined) {
+      ws = createProxyServer({ target: config.upstreamUrl.href, changeOrigin: true });
+      ws.on('error', (_err, _req, sock) => {
+        if (sock !== undefined && 'destroy' in sock) sock.destroy();
+      });
+    }
     return ws;
   };
   server.on('clientError', (err, socket) => {

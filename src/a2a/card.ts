@@ -197,6 +197,8 @@ export function weakEtag(body: Buffer): string {
   return `W/"${createHash('sha1').update(body).digest('base64url')}"`;
 }
 
+/** Card paths as lenient routers see them: any case, matrix parameters cut, one trailing slash. */
 export function isCardPath(pathname: string): boolean {
-  return pathname.endsWith('/.well-known/agent-card.json') || pathname.endsWith('/.well-known/agent.json');
+  const p = pathname.toLowerCase().replace(/;[^/]*/g, '').replace(/\/$/, '');
+  return p.endsWith('/.well-known/agent-card.json') || p.endsWith('/.well-known/agent.json');
 }

@@ -113,31 +113,57 @@ export function classify(req: HttpRequestFacts): Classified {
 }
 
 function classifyUnsafe(req: HttpRequestFacts): Classified {
-  for (const h of OVERRIDE_HEADERS) {
-    // A method override turns a harmless-looking verb into a POST for some servers.
-    if (req.headers[h] !== undefined) return reject(`${h} is not accepted by this proxy`);
-  }
-  const body = parseBody(req);
-  if (body.kind === 'bad') return reject(body.why);
   const q = req.path.indexOf('?');
   const pathname = q === -1 ? req.path : req.path.slice(0, q);
   const search = q === -1 ? '' : req.path.slice(q);
   const rest = matchRest(req.verb, pathname, headerValue(req.headers['a2a-version']));
   if (rest !== undefined && 'ambiguous' in rest) return reject(`Ambiguous request path: ${rest.ambiguous}`, null, 'rest');
+  const binding: Binding = rest === undefined ? 'jsonrpc' : 'rest';
+
+  // Fragments and backslashes never belong in a request target; servers disagree on what they mean.
+  if (/[#\\]/.test(req.path)) return reject('Request target contains "#" or "\\"', null, binding);
+  for (const h of OVERRIDE_HEADERS) {
+    // A method override turns a harmless-looking verb into a POST for some servers.
+    if (req.headers[h] !== undefined) return reject(`${h} is not accepted by this proxy`, null, binding);
+  }
+  const body = parseBody(req);
+  if (body.kind === 'bad') return reject(body.why, null, binding);
 
   if (body.kind === 'json') {
     const v = body.value;
-    if (Array.isArray(v) && v.some((e) => typeof e === 'object' && e !== null)) return reject('JSON-RPC batches are not accepted');
-    if (isObject(v) && 'method' in v) {
-      // A JSON-RPC body on a REST route: the guardian would judge one operation, the agent may run the other.
-      if (rest !== undefined) return reject('A JSON-RPC body on an A2A REST route is ambiguous', null, 'rest');
-      return classifyJsonRpc(req, v);
+    if (Array.isArray(v) && v.some((e) => typeof e === 'object' && e !== null)) return reject('JSON-RPC batches are not accepted', null, binding);
+    const looksRpc = isObject(v) && Object.keys(v).some((k) => fold(k) === 'method' || fold(k) === 'jsonrpc');
+    if (isObject(v) && (looksRpc || rest !== undefined)) {
+      // Some parsers (Go's encoding/json) match keys without regard to case: "METHOD" is a method there.
+      const caseTrick = caseAmbiguousKeys(v) ?? (isObject(v.params) ? caseAmbiguousKeys(v.params) : undefined);
+      if (caseTrick !== undefined) return reject(`JSON-RPC member names must be exact (${caseTrick.slice(0, 32)})`, null, binding);
+      if ('method' in v) {
+        // A JSON-RPC body on a REST route: the guardian would judge one operation, the agent may run the other.
+        if (rest !== undefined) return reject('A JSON-RPC body on an A2A REST route is ambiguous', null, 'rest');
+        return classifyJsonRpc(req, v);
+      }
     }
   }
   if (rest !== undefined) return classifyRest(rest, pathname, search, body);
 
   if (body.kind === 'json') return { kind: 'other', body: canonical(body.value) };
   return { kind: 'other', body: req.body };
+}
+
+const RPC_MEMBERS = new Set(['jsonrpc', 'method', 'params', 'id']);
+/** Unicode-aware case fold (ſ -> s, K (Kelvin) -> k), as case-insensitive JSON decoders do. */
+const fold = (k: string): string => k.toUpperCase().toLowerCase();
+
+/** A key that is a JSON-RPC member name only when case is ignored, or two keys equal under folding. */
+function caseAmbiguousKeys(o: JsonObject): string | undefined {
+  const seen = new Set<string>();
+  for (const k of Object.keys(o)) {
+    const f = fold(k);
+    if (RPC_MEMBERS.has(f) && f !== k) return k;
+    if (seen.has(f)) return k;
+    seen.add(f);
+  }
+  return undefined;
 }
 
 function classifyJsonRpc(req: HttpRequestFacts, request: JsonObject): Classified {
@@ -168,8 +194,15 @@ function classifyRest(match: RestMatch, pathname: string, search: string, body: 
       if (k in params && params[k] !== v) return reject(`Body field "${k}" contradicts the request path`, null, 'rest');
     }
   }
+  const query = new URLSearchParams(search);
+  const keys = [...query.keys()];
+  // Parsers disagree on repeated parameters (first or last wins): the guardian must see the one the agent reads.
+  if (new Set(keys).size !== keys.length) return reject('Repeated query parameters are not accepted on A2A REST routes', null, 'rest');
+  if (restHasBody(match) && keys.some((k) => k.toLowerCase() !== 'a2a-version')) {
+    return reject('Query parameters are not accepted on A2A REST routes that carry a body', null, 'rest');
+  }
   const id = randomUUID();
-  const request = restToJsonRpc(match, new URLSearchParams(search), params, id);
+  const request = restToJsonRpc(match, query, params, id);
   return {
     kind: 'a2a', binding: 'rest', op: match.op, request, id,
     rest: { match, pathname, search, body: params === undefined ? null : canonical(params) },

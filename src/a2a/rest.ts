@@ -59,6 +59,7 @@ export function matchRest(verb: string, pathname: string, a2aVersion: string | u
   if (!pathname.includes('%') && !/message|tasks|card|pushnotificationconfigs/i.test(pathname)) return undefined;
   const raw = pathname.split('/');
   const segs: string[] = [];
+  let semicolon = false;
   for (const s of raw) {
     if (s === '') continue;
     let d: string;
@@ -69,6 +70,12 @@ export function matchRest(verb: string, pathname: string, a2aVersion: string | u
     }
     // Encoded slashes and dot segments mean different paths to different servers.
     if (d.includes('/') || d === '.' || d === '..') return { ambiguous: 'encoded slash or dot segment in path' };
+    // Some servers cut ";params" off a segment (matrix parameters), others keep it.
+    const semi = d.indexOf(';');
+    if (semi !== -1) {
+      semicolon = true;
+      d = d.slice(0, semi);
+    }
     segs.push(d);
   }
   const legacyFirst = a2aVersion === undefined || a2aVersion.trim() === '' || a2aVersion.trim().startsWith('0.');
@@ -79,7 +86,10 @@ export function matchRest(verb: string, pathname: string, a2aVersion: string | u
     for (const r of table) {
       if (r.route.verb !== upperVerb) continue;
       const params = matchTail(r.segments, segs);
-      if (params !== undefined) return { op: r.op, version: r.version, route: r.route, pathParams: params };
+      if (params !== undefined) {
+        if (semicolon) return { ambiguous: 'matrix parameters (";") in an A2A REST path' };
+        return { op: r.op, version: r.version, route: r.route, pathParams: params };
+      }
     }
   }
   return undefined;

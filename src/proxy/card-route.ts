@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { rewriteCard, weakEtag, type CardJson } from '../a2a/card';
 import type { ProxyDeps } from './pipeline';
 import { callUpstream, forwardRequestHeaders, relayResponseHeaders, abortOnClientClose } from './forward';
-import { jsonRpcErrorBody, proxyError } from './errors';
+import { proxyError, restErrorObject } from './errors';
 
 const MAX_CARD_BYTES = 1024 * 1024;
 
@@ -33,7 +33,7 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
     encrypted: 'encrypted' in req.socket,
   });
   // The rewritten card has its own validators and must be readable here: ask for the plain full body.
-  delete headers['accept-encoding'];
+  headers['accept-encoding'] = 'identity';
   delete headers['if-none-match'];
   delete headers['if-modified-since'];
   const upReq = callUpstream(
@@ -47,31 +47,47 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
         if (size <= MAX_CARD_BYTES) chunks.push(c);
       });
       upRes.on('error', () => undefined);
-      upRes.on('end', () => {
+      upRes.on('close', () => {
+        if (res.writableEnded || res.destroyed) return;
+        if (!upRes.complete) return unavailable('agent card: upstream closed mid-answer');
         const raw = Buffer.concat(chunks);
         const out = relayResponseHeaders(upRes.headers);
         let body = raw;
-        const card = upRes.statusCode === 200 && size <= MAX_CARD_BYTES ? parseCard(raw) : undefined;
-        if (card !== undefined) {
+        if (upRes.statusCode === 200 && req.method !== 'HEAD') {
+          // A 200 card that cannot be rewritten is never relayed: its URLs would lead around the proxy.
+          const card = size <= MAX_CARD_BYTES && !isEncoded(upRes.headers['content-encoding']) ? parseCard(raw) : undefined;
+          if (card === undefined) return unavailable('agent card: not a readable JSON object (too large, encoded or malformed)');
           body = Buffer.from(JSON.stringify(rewriteCard(card, { publicBase: publicBase(deps, req), upstreamBase: deps.upstream.url, signatures: deps.config.cardSignatures })));
           out.etag = weakEtag(body);
           delete out['content-encoding'];
         }
+        if (req.method === 'HEAD') {
+          delete out.etag;
+          res.writeHead(upRes.statusCode ?? 502, out);
+          return void res.end();
+        }
         out['content-length'] = body.length;
         res.writeHead(upRes.statusCode ?? 502, out);
-        res.end(req.method === 'HEAD' ? undefined : body);
+        res.end(body);
       });
     },
-    (err) => {
-      deps.metrics.upstreamErrors.inc();
-      deps.logger.warn({ err: err.message }, 'agent card: upstream agent unreachable');
-      if (res.headersSent) return void res.destroy();
-      const body = jsonRpcErrorBody(proxyError('upstreamUnavailable', 'Upstream agent unreachable'), null);
-      res.writeHead(502, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-      res.end(body);
-    },
+    (err) => unavailable(`agent card: upstream agent unreachable (${err.message})`),
   );
   abortOnClientClose(res, upReq);
+
+  function unavailable(why: string): void {
+    deps.metrics.upstreamErrors.inc();
+    deps.logger.warn({ why }, 'agent card not served');
+    if (res.headersSent) return void res.destroy();
+    const body = JSON.stringify(restErrorObject(proxyError('upstreamUnavailable', 'Agent card unavailable')));
+    res.writeHead(502, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+  }
+}
+
+function isEncoded(v: string | string[] | undefined): boolean {
+  const s = (Array.isArray(v) ? v.join(',') : v ?? '').trim().toLowerCase();
+  return s !== '' && s !== 'identity';
 }
 
 function parseCard(raw: Buffer): CardJson | undefined {

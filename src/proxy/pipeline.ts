@@ -9,7 +9,7 @@ import type { Config } from '../config';
 import type { Metrics } from '../admin/metrics';
 import { classify, type Classified } from '../a2a/classify';
 import { isCardPath } from '../a2a/card';
-import { jsonRpcToRest } from '../a2a/rest';
+import { jsonRpcToRest, matchRest } from '../a2a/rest';
 import type { Guardian } from '../aos/guardian';
 import type { Identities, Side } from '../aos/identity';
 import type { JsonObject, JsonRpcId } from '../aos/schemas';
@@ -61,10 +61,12 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
 
     let body: Buffer | null = null;
     if (hasBody(req)) {
+      // Refusals before classification answer in the form of the binding the path belongs to.
+      const hint = () => (matchRest(verb, pathOnly(path), headerString(req, 'a2a-version')) === undefined ? 'jsonrpc' : 'rest');
       const read = await readBody(req, config.maxBodyBytes, config.bodyTimeoutMs);
-      if (!read.ok) return refuse(res, read.error, null, 'jsonrpc');
+      if (!read.ok) return refuse(res, read.error, null, hint());
       const decoded = decodeBody(read.body, headerString(req, 'content-encoding'), config.maxBodyBytes);
-      if (!decoded.ok) return refuse(res, decoded.error, null, 'jsonrpc');
+      if (!decoded.ok) return refuse(res, decoded.error, null, hint());
       body = decoded.body;
     }
 
@@ -148,7 +150,8 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         if (res.destroyed) return;
         logger.warn({ err: err.message, path: pathOnly(req.url ?? '/') }, 'upstream agent unreachable');
         const e = proxyError('upstreamUnavailable', 'Upstream agent unreachable', { cause: (err as NodeJS.ErrnoException).code ?? 'error' });
-        if (!res.headersSent) sendError(res, ex?.binding ?? 'jsonrpc', e, ex?.id ?? null);
+        // Traffic that is not A2A gets a plain HTTP 502 (REST form), not a JSON-RPC body.
+        if (!res.headersSent) sendError(res, ex?.binding ?? 'rest', e, ex?.id ?? null);
         else res.destroy();
       },
     );

@@ -121,7 +121,7 @@ describe('classify properties', () => {
           const c = classify({ verb: 'POST', path: `/${path}`, headers: ct === undefined ? {} : { 'content-type': ct }, body });
           // Never forwarded without a decision: intercepted, or refused where the path is also a REST route / ambiguous.
           expect(c.kind).not.toBe('other');
-          if (c.kind === 'reject') expect(c.binding).toBe('rest');
+          if (c.kind === 'reject') expect(c.error.kind).toBe('rejected');
           if (c.kind === 'a2a') {
             expect(c.op).toBe(o);
             expect(c.id).toBe(rid);
