@@ -392,6 +392,14 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
 export type Binding = 'JSONRPC' | 'HTTP+JSON';
 export type A2AVersion = '1.0' | '0.3';
 
+/** The four ways an SDK client can talk to an agent: JSON-RPC / REST x v1.0 / v0.3. */
+export const BINDING_VERSIONS: ReadonlyArray<readonly [Binding, A2AVersion]> = [
+  ['JSONRPC', '1.0'],
+  ['JSONRPC', '0.3'],
+  ['HTTP+JSON', '1.0'],
+  ['HTTP+JSON', '0.3'],
+];
+
 /**
  * An SDK client for `cardBaseUrl` (agent or proxy origin) that uses `binding` in protocol
  * `version`. '0.3' forces the SDK's compat transports (v0.3 wire format, `A2A-Version: 0.3`).

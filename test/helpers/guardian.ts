@@ -247,3 +247,6 @@ export function textIn(envelope: Envelope): string {
   walk(envelope?.params?.payload, '');
   return out.join(' ');
 }
+
+/** A response-hook envelope carries an A2A response (no `method`) as its payload. */
+export const isResponseEnvelope = (e: Envelope): boolean => e?.params?.payload?.method === undefined;

@@ -2,7 +2,7 @@
  * Small networking helpers shared by the test harness.
  * Everything binds to 127.0.0.1 on an ephemeral port.
  */
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /** Listen on 127.0.0.1:0 and resolve with the origin, e.g. `http://127.0.0.1:41234`. */
@@ -57,3 +57,11 @@ export async function waitFor(
 
 /** Promise-based sleep. */
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A port that was free a moment ago (bind 0, read, close): for processes that must be told their port. */
+export async function freePort(): Promise<number> {
+  const s = createServer();
+  const origin = await listen(s);
+  await closeServer(s);
+  return Number(new URL(origin).port);
+}

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { rawRpc, startAgent, textOf, type TestAgent } from '../helpers/agent';
 import { startGuardian, type TestGuardian } from '../helpers/guardian';
 import { closeServer, listen, sleep } from '../helpers/net';
+import { freePort } from '../helpers/net';
 
 const ROOT = path.resolve(__dirname, '../..');
 const MAIN = path.join(ROOT, 'dist/src/main.js');
@@ -28,12 +29,6 @@ afterEach(() => {
 });
 
 /** A port that was free a moment ago (bound on 127.0.0.1:0, then released). */
-async function freePort(): Promise<number> {
-  const s = http.createServer();
-  const origin = await listen(s);
-  await closeServer(s);
-  return Number(new URL(origin).port);
-}
 
 interface Run {
   child: ChildProcess;

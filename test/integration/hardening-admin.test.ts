@@ -16,6 +16,7 @@ import path from 'node:path';
 import { openSse, rawRpc, startAgent, type TestAgent } from '../helpers/agent';
 import { startGuardian, textIn, type TestGuardian } from '../helpers/guardian';
 import { closeServer, listen, sleep, waitFor } from '../helpers/net';
+import { freePort } from '../helpers/net';
 
 const ROOT = path.resolve(__dirname, '../..');
 const MAIN = path.join(ROOT, 'dist/src/main.js');
@@ -33,12 +34,6 @@ afterAll(async () => {
   await guardian?.close();
 });
 
-async function freePort(): Promise<number> {
-  const s = http.createServer();
-  const origin = await listen(s);
-  await closeServer(s);
-  return Number(new URL(origin).port);
-}
 
 interface Run {
   child: ChildProcess;

@@ -30,7 +30,9 @@ import {
   type StreamResponse,
   type TestAgent,
 } from '../helpers/agent';
+import { BINDING_VERSIONS } from '../helpers/agent';
 import { startGuardian, type Envelope, type GuardianReply, type TestGuardian } from '../helpers/guardian';
+import { isResponseEnvelope } from '../helpers/guardian';
 import { sleep, waitFor } from '../helpers/net';
 import { startTestProxy } from './proxy-harness';
 
@@ -86,14 +88,9 @@ beforeEach(() => {
 
 /* ---------------------------------------------------------------------------------------------- */
 
-const CASES: ReadonlyArray<readonly [Binding, A2AVersion]> = [
-  ['JSONRPC', '1.0'],
-  ['JSONRPC', '0.3'],
-  ['HTTP+JSON', '1.0'],
-  ['HTTP+JSON', '0.3'],
-];
+const CASES = BINDING_VERSIONS;
 
-const isResponseEnv = (e: Envelope): boolean => e?.params?.payload?.method === undefined;
+const isResponseEnv = isResponseEnvelope;
 const requestEnvs = (): Envelope[] => guardian.calls().filter((e) => !isResponseEnv(e));
 const responseEnvs = (): Envelope[] => guardian.calls().filter(isResponseEnv);
 const chunks = (n: number): string[] => Array.from({ length: n }, (_, i) => `chunk ${i}`);

@@ -25,7 +25,9 @@ import {
   type Binding,
   type TestAgent,
 } from '../helpers/agent';
+import { BINDING_VERSIONS } from '../helpers/agent';
 import { startGuardian, type Envelope, type GuardianReply, type TestGuardian } from '../helpers/guardian';
+import { isResponseEnvelope } from '../helpers/guardian';
 import { startTestProxy } from './proxy-harness';
 
 type Proxy = Awaited<ReturnType<typeof startTestProxy>>;
@@ -110,13 +112,8 @@ beforeEach(() => {
 
 /* ---------------------------------------------------------------------------------------------- */
 
-const CASES: ReadonlyArray<readonly [Binding, A2AVersion]> = [
-  ['JSONRPC', '1.0'],
-  ['JSONRPC', '0.3'],
-  ['HTTP+JSON', '1.0'],
-  ['HTTP+JSON', '0.3'],
-];
-const isResponseEnv = (e: Envelope): boolean => e?.params?.payload?.method === undefined;
+const CASES = BINDING_VERSIONS;
+const isResponseEnv = isResponseEnvelope;
 const requestEnvs = (): Envelope[] => guardian.calls().filter((e) => !isResponseEnv(e));
 const responseEnvs = (): Envelope[] => guardian.calls().filter(isResponseEnv);
 const ALLOW: GuardianReply = { decision: 'allow' };

@@ -19,6 +19,7 @@
 import http from 'node:http';
 import zlib from 'node:zlib';
 import { startGuardian, type Envelope, type GuardianReply, type TestGuardian } from '../helpers/guardian';
+import { isResponseEnvelope } from '../helpers/guardian';
 import { closeServer, listen, sleep, waitFor } from '../helpers/net';
 import { startTestProxy } from './proxy-harness';
 
@@ -105,7 +106,7 @@ function releaseAll(): void {
 }
 
 const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
-const isResponseEnv = (e: Envelope): boolean => e?.params?.payload?.method === undefined;
+const isResponseEnv = isResponseEnvelope;
 const responseEnvs = (): Envelope[] => guardian.calls().filter(isResponseEnv);
 const ALLOW: GuardianReply = { decision: 'allow' };
 
