@@ -45,7 +45,7 @@ export type Classified =
       readonly rest?: RestCall;
     }
   /** Not A2A. `body` is what to forward: the canonical re-serialization of parsed JSON, or the bytes as received. */
-  | { readonly kind: 'other'; readonly body: Buffer | null; readonly unknownMethod?: string }
+  | { readonly kind: 'other'; readonly body: Buffer | null; readonly unknownMethod?: string; readonly id?: JsonRpcId | null }
   | { readonly kind: 'reject'; readonly error: ProxyError; readonly id: JsonRpcId | null; readonly binding: Binding };
 
 const OVERRIDE_HEADERS = ['x-http-method-override', 'x-http-method', 'x-method-override'];
@@ -174,7 +174,7 @@ function classifyJsonRpc(req: HttpRequestFacts, request: JsonObject): Classified
   const op = operationForMethod(method);
   if (op === undefined) {
     if (operationForLooseMethod(method) !== undefined) return reject(`Method "${method.slice(0, 64)}" is not an exact A2A method name`, safeId);
-    return { kind: 'other', body: canonical(request), unknownMethod: method };
+    return { kind: 'other', body: canonical(request), unknownMethod: method, id: safeId };
   }
   if (!validId(id)) return reject('JSON-RPC id must be a string, a number or null');
   if (req.verb !== 'POST') return reject(`A2A JSON-RPC calls must use POST, not ${req.verb.slice(0, 16)}`, safeId);

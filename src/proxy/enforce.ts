@@ -2,7 +2,7 @@
  * Guardian answer -> action (design section 5). Pure: no I/O, no clock.
  */
 import { acceptsDecision, type Operation } from '../a2a/operations';
-import type { JsonObject, JsonRpcId, SuccessResult } from '../aos/schemas';
+import type { JsonObject, SuccessResult } from '../aos/schemas';
 import { proxyError, type ProxyError } from './errors';
 
 export type GuardianFailureKind = 'connect' | 'timeout' | 'http' | 'json' | 'rpcError' | 'schema' | 'id' | 'breakerOpen' | 'internal' | 'cancelled';
@@ -84,4 +84,3 @@ export function enforce(input: EnforceInput): HookAction {
   return { type: 'block', error: err, decision: 'failClosed', outcome: failure };
 }
 
-export type { JsonRpcId };

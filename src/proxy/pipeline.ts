@@ -74,7 +74,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     if (c.kind === 'reject') return refuse(res, c.error, c.id, c.binding);
     if (c.kind === 'other') {
       if (c.unknownMethod !== undefined && config.unknownMethods === 'deny') {
-        return refuse(res, proxyError('rejected', 'Method is not an A2A operation (UNKNOWN_METHODS=deny)'), idOf(body), 'jsonrpc');
+        return refuse(res, proxyError('rejected', 'Method is not an A2A operation (UNKNOWN_METHODS=deny)'), c.id ?? null, 'jsonrpc');
       }
       metrics.call(c.unknownMethod === undefined ? 'other' : 'unknown', 'forwarded');
       return forward(req, res, { verb, path, body: c.body, unchecked: false }, undefined);
@@ -245,16 +245,6 @@ function headerString(req: IncomingMessage, name: string): string | undefined {
 function pathOnly(url: string): string {
   const q = url.indexOf('?');
   return q === -1 ? url : url.slice(0, q);
-}
-
-function idOf(body: Buffer | null): JsonRpcId | null {
-  if (body === null) return null;
-  try {
-    const v = (JSON.parse(body.toString('utf8')) as { id?: unknown }).id;
-    return typeof v === 'string' || typeof v === 'number' ? v : null;
-  } catch {
-    return null;
-  }
 }
 
 const round = (ms: number) => Math.round(ms * 100) / 100;

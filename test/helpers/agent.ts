@@ -197,6 +197,12 @@ function makeTaskStore(): A2AServer.TaskStore {
 }
 
 /** Start a real SDK agent on 127.0.0.1:0. */
+/** POST requests the agent received, optionally only those whose JSON-RPC method is one of `methods`. */
+export function postsTo(agent: TestAgent, ...methods: string[]): ReceivedRequest[] {
+  const posts = agent.received.filter((r) => r.method === 'POST');
+  return methods.length === 0 ? posts : posts.filter((r) => methods.includes((r.body as { method?: string } | undefined)?.method ?? ''));
+}
+
 export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
   const { AgentEvent, DefaultRequestHandler, InMemoryPushNotificationStore } = sdkServer;
   const { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } = sdkExpress;

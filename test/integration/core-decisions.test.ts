@@ -23,6 +23,7 @@ import {
   type ReceivedRequest,
   type TestAgent,
 } from '../helpers/agent';
+import { postsTo } from '../helpers/agent';
 import { startGuardian, textIn, type Envelope, type GuardianReply, type TestGuardian } from '../helpers/guardian';
 import { waitFor } from '../helpers/net';
 import { startTestProxy } from './proxy-harness';
@@ -82,9 +83,8 @@ function scriptAllButGetTask(reply: (env: Envelope) => GuardianReply): void {
 }
 const DENY: GuardianReply = { decision: 'deny', message: 'contains a secret', reasonCode: ['PII', 'POLICY_7'] };
 
-const agentPosts = (): ReceivedRequest[] => agent.received.filter((r) => r.method === 'POST');
-const postsFor = (...methods: string[]): ReceivedRequest[] =>
-  agentPosts().filter((r) => methods.includes((r.body as { method?: string } | undefined)?.method ?? ''));
+const agentPosts = (): ReceivedRequest[] => postsTo(agent);
+const postsFor = (...methods: string[]): ReceivedRequest[] => postsTo(agent, ...methods);
 const nonGetTaskEnvelopes = (): Envelope[] => guardian.calls().filter((e) => !GET_TASK.has(e.params?.payload?.method));
 
 /** The proxy's JSON-RPC error answer, checked in full; returns the ErrorInfo metadata. */

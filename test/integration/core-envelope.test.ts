@@ -24,6 +24,7 @@ import {
   type ReceivedRequest,
   type TestAgent,
 } from '../helpers/agent';
+import { postsTo } from '../helpers/agent';
 import { startGuardian, type Envelope, type TestGuardian } from '../helpers/guardian';
 import { waitFor } from '../helpers/net';
 import { SEEDS_DIR, seedAosPayloads, stripTrailingCommas, validateAosRequest } from '../helpers/schema';
@@ -260,8 +261,7 @@ async function recordingClient(base: string, version: '1.0' | '0.3'): Promise<{ 
 }
 
 const wireMethod = (aos: Aos, kind: Kind) => (kind === 'sdk-1.0' ? WIRE[aos].v1 : WIRE[aos].v03);
-const postsFor = (method: string): ReceivedRequest[] =>
-  agent.received.filter((r) => r.method === 'POST' && (r.body as { method?: string } | undefined)?.method === method);
+const postsFor = (method: string): ReceivedRequest[] => postsTo(agent, method);
 
 /** A task that runs until cancelled, created directly at the agent (no proxy, no guardian). */
 async function runningTask(): Promise<string> {

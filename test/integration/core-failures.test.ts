@@ -9,6 +9,7 @@
  * Each case gets its own proxy, so the guardian client's breaker state never leaks between cases.
  */
 import { collect, makeClient, rawRpc, rawSse, sendReq, startAgent, textOf, type ReceivedRequest, type TestAgent } from '../helpers/agent';
+import { postsTo } from '../helpers/agent';
 import { deadGuardianUrl, startGuardian, type GuardianFault, type GuardianReply, type TestGuardian } from '../helpers/guardian';
 import { startTestProxy } from './proxy-harness';
 
@@ -44,7 +45,7 @@ async function proxyWith(env: Record<string, string>): Promise<Proxy> {
   return p;
 }
 
-const agentPosts = (): ReceivedRequest[] => agent.received.filter((r) => r.method === 'POST');
+const agentPosts = (): ReceivedRequest[] => postsTo(agent);
 
 function expectProxyError(res: { status: number; headers: Record<string, string>; json: any }, id: unknown, code: number, reason: string): Record<string, string> {
   expect(res.status).toBe(200);

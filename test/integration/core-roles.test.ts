@@ -20,6 +20,7 @@ import {
   type ReceivedRequest,
   type TestAgent,
 } from '../helpers/agent';
+import { postsTo } from '../helpers/agent';
 import { startGuardian, type Envelope, type GuardianReply, type TestGuardian } from '../helpers/guardian';
 import { waitFor } from '../helpers/net';
 import { validateAosRequest } from '../helpers/schema';
@@ -70,9 +71,8 @@ beforeEach(() => {
   agent.clear();
 });
 
-const agentPosts = (): ReceivedRequest[] => agent.received.filter((r) => r.method === 'POST');
-const postsFor = (...methods: string[]): ReceivedRequest[] =>
-  agentPosts().filter((r) => methods.includes((r.body as { method?: string } | undefined)?.method ?? ''));
+const agentPosts = (): ReceivedRequest[] => postsTo(agent);
+const postsFor = (...methods: string[]): ReceivedRequest[] => postsTo(agent, ...methods);
 
 /** The client-side hook's envelope carries the observed client agent in full in `from`. */
 const isClientHook = (env: Envelope): boolean => 'instructions' in (env.params?.context?.from?.agent ?? {});

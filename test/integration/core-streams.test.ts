@@ -21,6 +21,7 @@ import {
   type SseEvent,
   type TestAgent,
 } from '../helpers/agent';
+import { postsTo } from '../helpers/agent';
 import { startGuardian, type TestGuardian } from '../helpers/guardian';
 import { waitFor } from '../helpers/net';
 import { startTestProxy } from './proxy-harness';
@@ -63,9 +64,8 @@ beforeEach(() => {
   agent.clear();
 });
 
-const agentPosts = (): ReceivedRequest[] => agent.received.filter((r) => r.method === 'POST');
-const postsFor = (...methods: string[]): ReceivedRequest[] =>
-  agentPosts().filter((r) => methods.includes((r.body as { method?: string } | undefined)?.method ?? ''));
+const agentPosts = (): ReceivedRequest[] => postsTo(agent);
+const postsFor = (...methods: string[]): ReceivedRequest[] => postsTo(agent, ...methods);
 const CHUNKS = Array.from({ length: 30 }, (_, i) => `chunk ${i}`);
 const DENY = { decision: 'deny' as const, message: 'streams are closed today', reasonCode: ['NO_STREAM'] };
 

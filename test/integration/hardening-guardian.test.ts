@@ -10,6 +10,7 @@
  */
 import type { Socket } from 'node:net';
 import { rawRpc, startAgent, textOf, type RawResponse, type ReceivedRequest, type TestAgent } from '../helpers/agent';
+import { postsTo } from '../helpers/agent';
 import { startGuardian, textIn, type GuardianReply, type TestGuardian } from '../helpers/guardian';
 import { sleep, waitFor } from '../helpers/net';
 import { startTestProxy } from './proxy-harness';
@@ -67,7 +68,7 @@ const msg = (id: string | number, text: string) => ({
 const call = (p: Proxy, id: string | number, text: string, opts: { signal?: AbortSignal } = {}): Promise<RawResponse> =>
   rawRpc(`${p.url}/a2a/jsonrpc`, msg(id, text), {}, opts.signal === undefined ? {} : { signal: opts.signal });
 
-const agentPosts = (): ReceivedRequest[] => agent.received.filter((r) => r.method === 'POST');
+const agentPosts = (): ReceivedRequest[] => postsTo(agent);
 
 function expectUnavailable(r: RawResponse, id: unknown): string {
   expect({ status: r.status, body: r.json }).toMatchObject({ status: 200, body: { jsonrpc: '2.0', id, error: { code: -31503, data: [{ reason: 'GUARDIAN_UNAVAILABLE' }] } } });

@@ -31,6 +31,7 @@ import {
   type ReceivedRequest,
   type TestAgent,
 } from '../helpers/agent';
+import { BINDING_VERSIONS } from '../helpers/agent';
 import { startGuardian, type Envelope, type GuardianReply, type TestGuardian } from '../helpers/guardian';
 import { startTestProxy } from './proxy-harness';
 
@@ -39,12 +40,7 @@ type Binding = 'JSONRPC' | 'HTTP+JSON';
 type Version = '1.0' | '0.3';
 type Combo = readonly [Binding, Version];
 
-const COMBOS: readonly Combo[] = [
-  ['JSONRPC', '1.0'],
-  ['JSONRPC', '0.3'],
-  ['HTTP+JSON', '1.0'],
-  ['HTTP+JSON', '0.3'],
-];
+const COMBOS: readonly Combo[] = BINDING_VERSIONS;
 
 let agent: TestAgent;
 let guardian: TestGuardian;
