@@ -125,7 +125,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
         for (const s of sockets) s.destroy();
       });
       guardian.close();
-      upstream.agent.destroy();
+      await upstream.close();
       ws?.close();
     },
   };

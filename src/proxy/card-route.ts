@@ -42,33 +42,34 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
     (upRes) => {
       const chunks: Buffer[] = [];
       let size = 0;
-      upRes.on('data', (c: Buffer) => {
-        size += c.length;
-        if (size <= MAX_CARD_BYTES) chunks.push(c);
-      });
-      upRes.on('error', () => undefined);
-      upRes.on('close', () => {
-        if (res.writableEnded || res.destroyed) return;
-        if (!upRes.complete) return unavailable('agent card: upstream closed mid-answer');
-        const raw = Buffer.concat(chunks);
-        const out = relayResponseHeaders(upRes.headers);
-        let body = raw;
-        if (upRes.statusCode === 200 && req.method !== 'HEAD') {
-          // A 200 card that cannot be rewritten is never relayed: its URLs would lead around the proxy.
-          const card = size <= MAX_CARD_BYTES && !isEncoded(upRes.headers['content-encoding']) ? parseCard(raw) : undefined;
-          if (card === undefined) return unavailable('agent card: not a readable JSON object (too large, encoded or malformed)');
-          body = Buffer.from(JSON.stringify(rewriteCard(card, { publicBase: publicBase(deps, req), upstreamBase: deps.upstream.url, signatures: deps.config.cardSignatures })));
-          out.etag = weakEtag(body);
-          delete out['content-encoding'];
-        }
-        if (req.method === 'HEAD') {
-          delete out.etag;
-          res.writeHead(upRes.statusCode ?? 502, out);
-          return void res.end();
-        }
-        out['content-length'] = body.length;
-        res.writeHead(upRes.statusCode ?? 502, out);
-        res.end(body);
+      upRes.read({
+        data: (c) => {
+          size += c.length;
+          if (size <= MAX_CARD_BYTES) chunks.push(c);
+        },
+        end: (complete) => {
+          if (res.writableEnded || res.destroyed) return;
+          if (!complete) return unavailable('agent card: upstream closed mid-answer');
+          const raw = Buffer.concat(chunks);
+          const out = relayResponseHeaders(upRes.headers);
+          let body = raw;
+          if (upRes.statusCode === 200 && req.method !== 'HEAD') {
+            // A 200 card that cannot be rewritten is never relayed: its URLs would lead around the proxy.
+            const card = size <= MAX_CARD_BYTES && !isEncoded(upRes.headers['content-encoding']) ? parseCard(raw) : undefined;
+            if (card === undefined) return unavailable('agent card: not a readable JSON object (too large, encoded or malformed)');
+            body = Buffer.from(JSON.stringify(rewriteCard(card, { publicBase: publicBase(deps, req), upstreamBase: deps.upstream.url, signatures: deps.config.cardSignatures })));
+            out.etag = weakEtag(body);
+            delete out['content-encoding'];
+          }
+          if (req.method === 'HEAD') {
+            delete out.etag;
+            res.writeHead(upRes.statusCode, out);
+            return void res.end();
+          }
+          out['content-length'] = body.length;
+          res.writeHead(upRes.statusCode, out);
+          res.end(body);
+        },
       });
     },
     (err) => unavailable(`agent card: upstream agent unreachable (${err.message})`),

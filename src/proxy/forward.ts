@@ -1,9 +1,10 @@
 /**
- * Upstream I/O: one keep-alive connection pool to the agent, header rules of design section 6,
- * and relaying the agent's answer back (streams piped chunk by chunk, never buffered).
+ * Upstream I/O: one keep-alive connection pool to the agent (undici's dispatcher: no
+ * ClientRequest/IncomingMessage streams per call, a fraction of node:http's CPU), the header rules
+ * of design section 6, and the agent's answer handed on chunk by chunk, never buffered here.
  */
-import http, { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
-import https from 'node:https';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { Pool, type Dispatcher } from 'undici';
 import type { PartialAgent } from '../aos/schemas';
 import { AGENT_HEADERS } from '../aos/identity';
 
@@ -11,16 +12,20 @@ export interface Upstream {
   readonly url: URL;
   /** Path prefix of UPSTREAM_URL, prepended to every forwarded path ('' for none). */
   readonly basePath: string;
-  readonly agent: http.Agent;
-  request(options: http.RequestOptions, cb: (res: IncomingMessage) => void): http.ClientRequest;
+  readonly pool: Pool;
+  close(): Promise<void>;
 }
 
 export function createUpstream(url: URL): Upstream {
-  const isHttps = url.protocol === 'https:';
-  const mod = isHttps ? https : http;
-  // Agents close idle sockets after ~5 s (Node default); free sockets are dropped a little sooner.
-  const agent = new mod.Agent({ keepAlive: true, keepAliveMsecs: 1000, maxSockets: Infinity, maxFreeSockets: 256, timeout: 4000, scheduling: 'lifo' });
-  return { url, basePath: url.pathname.replace(/\/+$/, ''), agent, request: (o, cb) => mod.request(o, cb) };
+  // Agents close idle connections after ~5 s (Node's default); idle ones are dropped a little sooner.
+  // Streams may be quiet for long: no undici timeouts, callers going away abort the call.
+  const pool = new Pool(url.origin, { connections: null, pipelining: 1, keepAliveTimeout: 4000, headersTimeout: 0, bodyTimeout: 0 });
+  return {
+    url,
+    basePath: url.pathname.replace(/\/+$/, ''),
+    pool,
+    close: () => pool.destroy().catch(() => undefined),
+  };
 }
 
 const HOP_BY_HOP = new Set([
@@ -103,40 +108,139 @@ export interface UpstreamCall {
   readonly body: Buffer | null;
 }
 
+/** Where an answer's body goes: chunks in order, then one end (complete = the whole body arrived). */
+export interface AnswerSink {
+  data(chunk: Buffer): void;
+  end(complete: boolean): void;
+}
+
 /**
- * Send one request upstream. The callbacks fire at most once in total. A caller that disconnects
- * before the answer is complete aborts the upstream request (see `abortOnClientClose`).
+ * The agent's answer: status and headers at once, the body to one sink. Chunks that arrive before
+ * a sink is attached are kept until it is; `pause`/`resume` are the backpressure.
  */
-export function callUpstream(up: Upstream, call: UpstreamCall, onResponse: (res: IncomingMessage) => void, onError: (err: Error) => void): http.ClientRequest {
-  let settled = false;
-  const upReq = up.request(
-    {
-      protocol: up.url.protocol,
-      hostname: up.url.hostname,
-      port: up.url.port,
-      method: call.verb,
-      path: up.basePath + call.path,
-      headers: call.headers,
-      agent: up.agent,
+export class UpstreamAnswer {
+  private sink: AnswerSink | undefined;
+  private early: Buffer[] | undefined;
+  private paused = false;
+  private ended: boolean | undefined;
+  /** The whole body arrived. */
+  complete = false;
+
+  constructor(
+    readonly statusCode: number,
+    readonly headers: IncomingHttpHeaders,
+    private readonly controller: Dispatcher.DispatchController,
+  ) {}
+
+  read(sink: AnswerSink): void {
+    this.sink = sink;
+    const early = this.early;
+    this.early = undefined;
+    if (early !== undefined) for (const c of early) sink.data(c);
+    if (this.ended !== undefined) sink.end(this.ended);
+  }
+
+  /** Read and drop the body (nothing will use it). */
+  discard(): void {
+    this.read({ data: () => undefined, end: () => undefined });
+  }
+
+  pause(): void {
+    if (this.paused) return;
+    this.paused = true;
+    this.controller.pause();
+  }
+
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.controller.resume();
+  }
+
+  /** @internal from the dispatcher */
+  push(chunk: Buffer): void {
+    if (this.sink !== undefined) this.sink.data(chunk);
+    else (this.early ??= []).push(chunk);
+  }
+
+  /** @internal from the dispatcher */
+  finish(complete: boolean): void {
+    if (this.ended !== undefined) return;
+    this.ended = complete;
+    this.complete = complete;
+    this.sink?.end(complete);
+  }
+}
+
+/** A call in flight: `abort()` stops it before or during the answer (no-op once it is over). */
+export interface UpstreamHandle {
+  abort(): void;
+}
+
+class UpstreamAborted extends Error {
+  readonly code = 'ABORTED';
+}
+
+const noBody = Buffer.alloc(0);
+
+/**
+ * Send one request upstream. Exactly one of `onResponse` / `onError` fires, unless the call was
+ * aborted first. After `onResponse`, failures end the answer's body with complete = false.
+ */
+export function callUpstream(up: Upstream, call: UpstreamCall, onResponse: (answer: UpstreamAnswer) => void, onError: (err: Error) => void): UpstreamHandle {
+  let controller: Dispatcher.DispatchController | undefined;
+  let answer: UpstreamAnswer | undefined;
+  let over = false;
+  const headers: Record<string, string | string[]> = {};
+  for (const k in call.headers) {
+    const v = call.headers[k];
+    if (v !== undefined) headers[k] = typeof v === 'number' ? String(v) : v;
+  }
+  const handle: UpstreamHandle = {
+    abort: () => {
+      if (over) return;
+      over = true;
+      controller?.abort(new UpstreamAborted('caller went away'));
+      answer?.finish(false);
     },
-    (res) => {
-      if (settled) return res.resume();
-      settled = true;
-      onResponse(res);
-    },
-  );
-  upReq.on('error', (err) => {
-    if (settled) return;
-    settled = true;
-    onError(err);
-  });
-  upReq.end(call.body ?? undefined);
-  return upReq;
+  };
+  try {
+    up.pool.dispatch(
+      { path: up.basePath + call.path, method: call.verb, headers, body: call.body ?? (call.verb === 'GET' || call.verb === 'HEAD' ? null : noBody), headersTimeout: 0, bodyTimeout: 0 },
+      {
+        onRequestStart: (c) => {
+          controller = c;
+          if (over) c.abort(new UpstreamAborted('caller went away'));
+        },
+        onResponseStart: (c, statusCode, resHeaders) => {
+          if (over) return;
+          answer = new UpstreamAnswer(statusCode, resHeaders, c);
+          onResponse(answer);
+        },
+        onResponseData: (_c, chunk) => answer?.push(chunk),
+        onResponseEnd: () => {
+          over = true;
+          answer?.finish(true);
+        },
+        onResponseError: (_c, err) => {
+          if (answer !== undefined) return answer.finish(false);
+          if (over) return;
+          over = true;
+          onError(err);
+        },
+      },
+    );
+  } catch (err) {
+    // A request undici refuses to send (an invalid path or method): the same as an unreachable agent.
+    over = true;
+    queueMicrotask(() => onError(err as Error));
+  }
+  return handle;
 }
 
 /** When the caller goes away before the answer is complete, stop the upstream work too. */
-export function abortOnClientClose(res: ServerResponse, upReq: http.ClientRequest): void {
+export function abortOnClientClose(res: ServerResponse, call: UpstreamHandle): void {
   res.once('close', () => {
-    if (!res.writableFinished) upReq.destroy();
+    if (!res.writableFinished) call.abort();
   });
 }

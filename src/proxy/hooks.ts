@@ -15,6 +15,7 @@ import type { A2AContext, Agent, JsonObject, JsonRpcId, PartialAgent } from '../
 import type { Cancellation } from '../cancel';
 import { enforce, type HookAction, type HookDecision } from './enforce';
 import type { ProxyError } from './errors';
+import type { UpstreamHandle } from './forward';
 
 export interface HookDeps {
   readonly config: Config;
@@ -45,7 +46,7 @@ export interface Exchange {
   /** Fires when the caller goes away: guardian calls for this exchange are abandoned. */
   readonly caller: Cancellation;
   /** The upstream request once sent (aborted when the caller goes away). */
-  upReq?: import('node:http').ClientRequest;
+  upReq?: UpstreamHandle;
   readonly hooks: HookRecord[];
   decision: HookDecision | 'error';
   upstreamStatus: number | null;

@@ -15,7 +15,7 @@ import type { Identities, Side } from '../aos/identity';
 import type { JsonObject, JsonRpcId } from '../aos/schemas';
 import { decodeBody, hasBody, readBody } from './body';
 import { proxyError, type ProxyError } from './errors';
-import { abortOnClientClose, callUpstream, forwardRequestHeaders, type Upstream } from './forward';
+import { abortOnClientClose, callUpstream, forwardRequestHeaders, type Upstream, type UpstreamAnswer, type UpstreamHandle } from './forward';
 import { createHookRunner, summarize, type Exchange, type HookRun } from './hooks';
 import { isEventStream, relayPlain, relayStreamInspected, relayUnaryInspected, sendError, type RelayContext } from './responses';
 import { publicBase, serveCard } from './card-route';
@@ -92,7 +92,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     res.once('close', () => {
       if (!res.writableFinished) {
         ex.caller.cancel();
-        ex.upReq?.destroy();
+        ex.upReq?.abort();
       }
       logExchange(ex);
     });
@@ -141,7 +141,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       deps.upstream,
       { verb: up.verb, path: up.path, headers, body: up.body },
       (upRes) => {
-        if (ex !== undefined) ex.upstreamStatus = upRes.statusCode ?? 0;
+        if (ex !== undefined) ex.upstreamStatus = upRes.statusCode;
         respond(req, res, upRes, upReq, ex);
       },
       (err) => {
@@ -160,8 +160,8 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   }
 
   /** Choose how the answer goes back: plain, through the unary response hooks, or event by event. */
-  function respond(req: IncomingMessage, res: ServerResponse, upRes: IncomingMessage, upReq: import('node:http').ClientRequest, ex: Exchange | undefined): void {
-    if (res.destroyed) return void upRes.resume();
+  function respond(req: IncomingMessage, res: ServerResponse, upRes: UpstreamAnswer, upReq: UpstreamHandle, ex: Exchange | undefined): void {
+    if (res.destroyed) return upReq.abort();
     const sse = isEventStream(upRes);
     if (sse) {
       metrics.openStreams.inc();

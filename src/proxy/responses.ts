@@ -3,13 +3,13 @@
  * inspection (and for agent-card results, which are always rewritten), unary bodies and SSE events
  * through the response hooks, one event at a time, in order, with backpressure both ways.
  */
-import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { JsonObject, JsonRpcId } from '../aos/schemas';
 import { rewriteCard, type CardJson } from '../a2a/card';
 import { SseParser, formatSseEvent, formatSseErrorEvent, type SseEvent } from '../a2a/sse';
 import type { Binding } from '../a2a/classify';
 import { jsonRpcErrorBody, jsonRpcErrorObject, proxyError, restErrorObject, restHttpStatus, type ProxyError } from './errors';
-import { relayResponseHeaders } from './forward';
+import { relayResponseHeaders, type UpstreamAnswer, type UpstreamHandle } from './forward';
 import { decodeBody } from './body';
 import type { Exchange, HookRun } from './hooks';
 
@@ -20,8 +20,8 @@ export interface RelayContext {
   /** The A2A exchange, or undefined for traffic that is not A2A. */
   readonly ex: Exchange | undefined;
   readonly res: ServerResponse;
-  readonly upRes: IncomingMessage;
-  readonly upReq: ClientRequest;
+  readonly upRes: UpstreamAnswer;
+  readonly upReq: UpstreamHandle;
   /** Run the response hooks (all sides, in response order) on one payload. */
   readonly inspect: ((payload: JsonObject, payloadJson: string) => Promise<HookRun>) | undefined;
   /** Rewrite agent-card results (extended card operations) with these options. */
@@ -76,7 +76,7 @@ export function sendError(res: ServerResponse, binding: Binding, err: ProxyError
   res.end(body);
 }
 
-export function isEventStream(upRes: IncomingMessage): boolean {
+export function isEventStream(upRes: UpstreamAnswer): boolean {
   return String(upRes.headers['content-type'] ?? '').toLowerCase().startsWith('text/event-stream');
 }
 
@@ -85,40 +85,46 @@ export function isEventStream(upRes: IncomingMessage): boolean {
 /** Pass the answer on untouched. SSE is flushed per chunk; nothing is buffered or compressed. */
 export function relayPlain(ctx: RelayContext): void {
   const { res, upRes, binding, id } = ctx;
-  res.writeHead(upRes.statusCode ?? 502, relayResponseHeaders(upRes.headers));
+  res.writeHead(upRes.statusCode, relayResponseHeaders(upRes.headers));
   const sse = isEventStream(upRes);
-  upRes.once('error', () => undefined); // surfaced through 'close'
-  if (!sse) {
-    upRes.pipe(res);
-    upRes.once('close', () => {
-      if (upRes.complete || res.writableEnded || res.destroyed) return;
-      ctx.onUpstreamFailure('upstream closed mid-response');
-      res.destroy();
-    });
-    return;
-  }
-  res.flushHeaders();
+  if (sse) res.flushHeaders();
   // Remember whether the bytes so far end on an event boundary, so an error frame never glues onto half an event.
   let tail = '\n\n';
-  upRes.on('data', (c: Buffer) => {
-    tail = (tail + c.toString('latin1', Math.max(0, c.length - 4))).slice(-4);
-  });
-  upRes.pipe(res);
+  let waiting = false;
+  const onDrain = () => {
+    waiting = false;
+    upRes.resume();
+  };
   // A cut stream looks like success to A2A clients: every proxy-side end says it failed.
   const fail = (err: ProxyError) => {
     if (res.writableEnded || res.destroyed) return;
-    upRes.unpipe(res);
     const boundary = tail.replace(/\r\n?/g, '\n').endsWith('\n\n') ? '' : '\n\n';
     res.end(Buffer.concat([Buffer.from(boundary), errorEvent(binding, err, id)]));
-    ctx.upReq.destroy();
+    ctx.upReq.abort();
   };
-  const untrack = ctx.trackStream(() => fail(SHUTDOWN()));
-  res.once('close', untrack);
-  upRes.once('close', () => {
-    if (upRes.complete || res.writableEnded || res.destroyed) return;
-    ctx.onUpstreamFailure('upstream closed mid-stream');
-    fail(proxyError('upstreamUnavailable', 'Upstream agent failed mid-stream'));
+  upRes.read({
+    data: (c) => {
+      if (res.writableEnded || res.destroyed) return;
+      if (sse) tail = (tail + c.toString('latin1', Math.max(0, c.length - 4))).slice(-4);
+      // Backpressure: a slow caller pauses the agent.
+      if (!res.write(c) && !waiting) {
+        waiting = true;
+        upRes.pause();
+        res.once('drain', onDrain);
+      }
+    },
+    end: (complete) => {
+      if (res.writableEnded || res.destroyed) return;
+      if (complete) return void res.end();
+      ctx.onUpstreamFailure(sse ? 'upstream closed mid-stream' : 'upstream closed mid-response');
+      if (sse) fail(proxyError('upstreamUnavailable', 'Upstream agent failed mid-stream'));
+      else res.destroy();
+    },
   });
+  if (sse) {
+    const untrack = ctx.trackStream(() => fail(SHUTDOWN()));
+    res.once('close', untrack);
+  }
 }
 
 // ---- unary with hooks / card rewrite ----
@@ -128,22 +134,24 @@ export function relayUnaryInspected(ctx: RelayContext): void {
   const chunks: Buffer[] = [];
   let size = 0;
   let tooBig = false;
-  upRes.on('data', (c: Buffer) => {
-    size += c.length;
-    if (size > ctx.maxBodyBytes) {
-      tooBig = true;
-      upRes.destroy();
-    } else chunks.push(c);
-  });
-  upRes.once('error', () => undefined);
-  upRes.once('close', () => {
-    if (res.destroyed || res.writableEnded) return;
-    if (tooBig) return sendError(res, binding, proxyError('upstreamUnavailable', 'Agent answer too large to inspect', { limit: String(ctx.maxBodyBytes) }), id);
-    if (!upRes.complete) {
-      ctx.onUpstreamFailure('upstream closed mid-response');
-      return sendError(res, binding, proxyError('upstreamUnavailable', 'Upstream agent failed before answering'), id);
-    }
-    void finishUnary(ctx, Buffer.concat(chunks, size)).catch(() => res.destroy());
+  upRes.read({
+    data: (c) => {
+      if (tooBig) return;
+      size += c.length;
+      if (size > ctx.maxBodyBytes) {
+        tooBig = true;
+        ctx.upReq.abort();
+      } else chunks.push(c);
+    },
+    end: (complete) => {
+      if (res.destroyed || res.writableEnded) return;
+      if (tooBig) return sendError(res, binding, proxyError('upstreamUnavailable', 'Agent answer too large to inspect', { limit: String(ctx.maxBodyBytes) }), id);
+      if (!complete) {
+        ctx.onUpstreamFailure('upstream closed mid-response');
+        return sendError(res, binding, proxyError('upstreamUnavailable', 'Upstream agent failed before answering'), id);
+      }
+      void finishUnary(ctx, Buffer.concat(chunks, size)).catch(() => res.destroy());
+    },
   });
 }
 
@@ -160,7 +168,7 @@ function headerText(v: string | string[] | undefined): string | undefined {
 
 async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   const { res, upRes, binding, id } = ctx;
-  const status = upRes.statusCode ?? 502;
+  const status = upRes.statusCode;
   const headers = relayResponseHeaders(upRes.headers);
   const original = raw;
   const encoding = headerText(upRes.headers['content-encoding']);
@@ -230,12 +238,12 @@ export function relayStreamInspected(ctx: RelayContext): void {
     // A compressed event stream cannot be judged event by event.
     const err = ctx.onUninspectable('agent event stream is compressed');
     if (err !== undefined) {
-      ctx.upReq.destroy();
+      ctx.upReq.abort();
       return sendError(res, binding, err, id);
     }
     return relayPlain(ctx);
   }
-  res.writeHead(upRes.statusCode ?? 502, relayResponseHeaders(upRes.headers));
+  res.writeHead(upRes.statusCode, relayResponseHeaders(upRes.headers));
   res.flushHeaders();
 
   const parser = new SseParser();
@@ -260,7 +268,7 @@ export function relayStreamInspected(ctx: RelayContext): void {
     queue.length = 0;
     if (frame !== undefined && !res.destroyed && !res.writableEnded) res.end(frame);
     else if (!res.writableEnded) res.end();
-    ctx.upReq.destroy();
+    ctx.upReq.abort();
   };
 
   let drained: Promise<void> | undefined;
@@ -345,30 +353,31 @@ export function relayStreamInspected(ctx: RelayContext): void {
     void pump();
   };
 
-  upRes.on('data', (chunk: Buffer) => {
-    if (stopped || tailError !== undefined) return;
-    try {
-      take(parser.push(chunk));
-    } catch (err) {
-      // An event too large to inspect is never passed unread: the events before it go out, then the stream ends in an error.
-      tailError = errorEvent(binding, proxyError('upstreamUnavailable', 'Agent sent an SSE event too large to inspect'), id);
-      ctx.upReq.destroy();
-      take((err as { events?: SseEvent[] }).events ?? []);
-    }
-  });
-  upRes.once('error', () => undefined);
-  upRes.once('close', () => {
-    if (stopped) return;
-    upstreamDone = true;
-    upstreamCut = !upRes.complete;
-    if (!upstreamCut && tailError === undefined) {
+  upRes.read({
+    data: (chunk) => {
+      if (stopped || tailError !== undefined) return;
       try {
-        for (const e of parser.end()) queue.push(e);
-      } catch {
-        /* a malformed tail is dropped, as a WHATWG client would */
+        take(parser.push(chunk));
+      } catch (err) {
+        // An event too large to inspect is never passed unread: the events before it go out, then the stream ends in an error.
+        tailError = errorEvent(binding, proxyError('upstreamUnavailable', 'Agent sent an SSE event too large to inspect'), id);
+        take((err as { events?: SseEvent[] }).events ?? []);
+        ctx.upReq.abort();
       }
-    }
-    if (!working) void pump();
+    },
+    end: (complete) => {
+      if (stopped || upstreamDone) return;
+      upstreamDone = true;
+      upstreamCut = !complete && tailError === undefined;
+      if (complete) {
+        try {
+          for (const e of parser.end()) queue.push(e);
+        } catch {
+          /* a malformed tail is dropped, as a WHATWG client would */
+        }
+      }
+      if (!working) void pump();
+    },
   });
   const untrack = ctx.trackStream(() => stop(errorEvent(binding, SHUTDOWN(), id)));
   res.once('close', () => {
