@@ -34,6 +34,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> 
   if (config.shadowMode) logger.warn('SHADOW_MODE=true: guardian decisions are logged and counted, never enforced');
 
   const proxy = await startProxy({ config, logger, guardian, processMetrics: true });
+  proxy.metrics.countLogDrops(() => logDestination.dropped);
   logger.info({ url: proxy.url, upstream: config.upstreamUrl.origin, guardian: guardian.describe, role: config.role, failMode: config.failMode }, 'a2a-guard listening');
 
   void guardian.ping().then((ok) => (ok ? logger.info('guardian answered ping') : logger.warn('guardian did not answer ping')));

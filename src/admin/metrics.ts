@@ -48,9 +48,30 @@ export class Metrics {
     registers: [this.registry],
   });
   readonly openStreams = new Gauge({ name: 'a2a_guard_open_streams', help: 'SSE streams in flight', registers: [this.registry] });
+  /** Read at scrape time from the log sink (see countLogDrops). */
+  private logDrops: () => number = () => 0;
+  private logDropsSeen = 0;
+  readonly logLinesDropped = (() => {
+    const metrics = this;
+    return new Counter({
+      name: 'a2a_guard_log_lines_dropped_total',
+      help: 'Log lines dropped because stdout was not being read',
+      registers: [this.registry],
+      collect() {
+        const now = metrics.logDrops();
+        if (now > metrics.logDropsSeen) this.inc(now - metrics.logDropsSeen);
+        metrics.logDropsSeen = now;
+      },
+    });
+  })();
 
   constructor(withProcessMetrics = false) {
     if (withProcessMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Count the log sink's dropped lines in a2a_guard_log_lines_dropped_total. */
+  countLogDrops(dropped: () => number): void {
+    this.logDrops = dropped;
   }
 
   // Labelled children are cached: prom-client hashes the label object on every labelled inc().

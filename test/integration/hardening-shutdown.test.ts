@@ -165,6 +165,11 @@ test('SIGTERM: readyz 503, new connections refused, in-flight unary finishes, st
 
   const { code, signal } = await exitWithin(run, 20_000);
   expect({ code, signal }).toEqual({ code: 0, signal: null });
+  // Log lines are batched per event-loop turn: the decision lines of the drained calls and the
+  // last line before exit were flushed, not lost.
+  const lines = run.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg?: string; method?: string });
+  expect(lines.filter((l) => l.msg === 'a2a call').length).toBeGreaterThanOrEqual(2);
+  expect(lines[lines.length - 1]?.msg).toBe('stopped');
 }, 60_000);
 
 test('SIGTERM with nothing in flight (only an idle keep-alive connection) exits 0 without waiting for DRAIN_TIMEOUT_MS', async () => {

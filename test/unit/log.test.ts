@@ -1,0 +1,116 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { LogSink, createLogger } from '../../src/log';
+import { Metrics } from '../../src/admin/metrics';
+
+/** A stand-in for process.stdout: records writes, reports a configurable queue length. */
+class FakeOut {
+  writes: string[] = [];
+  writableLength = 0;
+  write(chunk: string): boolean {
+    this.writes.push(chunk);
+    return true;
+  }
+}
+
+const turn = () => new Promise<void>((r) => setImmediate(r));
+
+describe('LogSink', () => {
+  test('lines logged in one turn of the event loop leave in one write, in order', async () => {
+    const out = new FakeOut();
+    const sink = new LogSink(out, undefined);
+    sink.write('a\n');
+    sink.write('b\n');
+    sink.write('c\n');
+    expect(out.writes).toEqual([]); // nothing on the request path
+    await turn();
+    expect(out.writes).toEqual(['a\nb\nc\n']);
+  });
+
+  test('lines of different turns are separate writes; nothing is written for an idle turn', async () => {
+    const out = new FakeOut();
+    const sink = new LogSink(out, undefined);
+    sink.write('1\n');
+    await turn();
+    sink.write('2\n');
+    await turn();
+    await turn();
+    expect(out.writes).toEqual(['1\n', '2\n']);
+  });
+
+  test('a reader that stopped reading: lines are dropped and counted past the bound, memory does not grow', async () => {
+    const out = new FakeOut();
+    out.writableLength = 2048;
+    const sink = new LogSink(out, undefined, 1024);
+    const stderr = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      sink.write('x\n');
+      sink.write('y\n');
+      await turn();
+      sink.write('z\n');
+      await turn();
+      expect(out.writes).toEqual([]);
+      expect(sink.dropped).toBe(3);
+      expect(stderr).toHaveBeenCalledTimes(1); // said once, not per line
+      out.writableLength = 0; // the reader is back
+      sink.write('w\n');
+      await turn();
+      expect(out.writes).toEqual(['w\n']);
+    } finally {
+      stderr.mockRestore();
+    }
+  });
+
+  test('flushSync writes pending lines straight to the descriptor when nothing is queued ahead', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'a2a-guard-log-'));
+    const file = path.join(dir, 'out.log');
+    const fd = fs.openSync(file, 'w');
+    try {
+      const out = new FakeOut();
+      const sink = new LogSink(out, fd);
+      sink.write('first\n');
+      sink.write('second\n');
+      sink.flushSync();
+      expect(fs.readFileSync(file, 'utf8')).toBe('first\nsecond\n');
+      expect(out.writes).toEqual([]);
+      sink.flushSync(); // nothing pending: nothing written twice
+      expect(fs.readFileSync(file, 'utf8')).toBe('first\nsecond\n');
+    } finally {
+      fs.closeSync(fd);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('flushSync keeps the order behind data already queued in the stream', () => {
+    const out = new FakeOut();
+    out.writableLength = 10;
+    const sink = new LogSink(out, 1);
+    sink.write('late\n');
+    sink.flushSync();
+    expect(out.writes).toEqual(['late\n']);
+  });
+
+  test('pino through the sink: one JSON line per call, after the turn', async () => {
+    const out = new FakeOut();
+    const logger = createLogger('info', new LogSink(out, undefined));
+    logger.info({ method: 'message/send', decision: 'allow' }, 'a2a call');
+    logger.debug('not at info');
+    await turn();
+    expect(out.writes).toHaveLength(1);
+    const lines = (out.writes[0] as string).trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0] as string)).toMatchObject({ method: 'message/send', decision: 'allow', msg: 'a2a call', service: 'a2a-guard' });
+  });
+
+  test('dropped lines are exposed as a2a_guard_log_lines_dropped_total', async () => {
+    const metrics = new Metrics();
+    let dropped = 0;
+    metrics.countLogDrops(() => dropped);
+    expect(await metrics.registry.metrics()).toMatch(/^a2a_guard_log_lines_dropped_total 0$/m);
+    dropped = 7;
+    expect(await metrics.registry.metrics()).toMatch(/^a2a_guard_log_lines_dropped_total 7$/m);
+    dropped = 9;
+    expect(await metrics.registry.metrics()).toMatch(/^a2a_guard_log_lines_dropped_total 9$/m);
+  });
+});
