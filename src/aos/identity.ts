@@ -33,10 +33,27 @@ export function partialAgent(card: CardIdentity): PartialAgent {
 }
 
 /** The caller's claim in X-AOS-Agent-* headers (ROLE=server). A list-valued header is not a claim. */
+/**
+ * Header values are ASCII on the wire: a value with other characters (an agent named in Japanese)
+ * is sent as an RFC 8187 ext-value, `UTF-8''` followed by percent-encoded UTF-8.
+ */
+export function encodeAgentHeader(value: string): string {
+  return /^[\x20-\x7e]*$/.test(value) ? value : `UTF-8''${encodeURIComponent(value)}`;
+}
+
+export function decodeAgentHeader(value: string): string {
+  if (!/^utf-8''/i.test(value)) return value;
+  try {
+    return decodeURIComponent(value.slice(7));
+  } catch {
+    return value; // not valid percent-encoding: kept as sent, never guessed
+  }
+}
+
 export function partialFromHeaders(headers: IncomingHttpHeaders): PartialAgent {
   const one = (h: string): string => {
     const v = headers[h];
-    return typeof v === 'string' && v.trim() !== '' ? v.trim() : UNKNOWN;
+    return typeof v === 'string' && v.trim() !== '' ? decodeAgentHeader(v.trim()) : UNKNOWN;
   };
   return { url: one(AGENT_HEADERS.url), name: one(AGENT_HEADERS.name), version: one(AGENT_HEADERS.version) };
 }

@@ -6,7 +6,7 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import type { PartialAgent } from '../aos/schemas';
-import { AGENT_HEADERS } from '../aos/identity';
+import { AGENT_HEADERS, encodeAgentHeader } from '../aos/identity';
 
 export interface Upstream {
   readonly url: URL;
@@ -78,9 +78,9 @@ export function forwardRequestHeaders(incoming: IncomingHttpHeaders, rules: Requ
   out.host = rules.upstreamHost;
   if (rules.bodyLength !== null) out['content-length'] = rules.bodyLength;
   if (rules.announce !== undefined) {
-    out[AGENT_HEADERS.name] = rules.announce.name;
-    out[AGENT_HEADERS.url] = rules.announce.url;
-    out[AGENT_HEADERS.version] = rules.announce.version;
+    out[AGENT_HEADERS.name] = encodeAgentHeader(rules.announce.name);
+    out[AGENT_HEADERS.url] = encodeAgentHeader(rules.announce.url);
+    out[AGENT_HEADERS.version] = encodeAgentHeader(rules.announce.version);
   }
   if (rules.unchecked) out['x-aos-unchecked'] = 'true';
   if (rules.remoteAddress !== undefined) {
@@ -204,6 +204,12 @@ export function callUpstream(up: Upstream, call: UpstreamCall, onResponse: (answ
       answer?.finish(false);
     },
   };
+  // undici sends origin-form (or absolute-form) targets only; OPTIONS * has no A2A meaning here.
+  if (call.path.charCodeAt(0) !== 47 /* / */ && !/^https?:\/\//i.test(call.path)) {
+    over = true;
+    queueMicrotask(() => onError(Object.assign(new Error(`request target not forwarded: ${call.path.slice(0, 32)}`), { code: 'ERR_TARGET' })));
+    return handle;
+  }
   try {
     up.pool.dispatch(
       { path: up.basePath + call.path, method: call.verb, headers, body: call.body ?? (call.verb === 'GET' || call.verb === 'HEAD' ? null : noBody), headersTimeout: 0, bodyTimeout: 0 },
@@ -214,6 +220,9 @@ export function callUpstream(up: Upstream, call: UpstreamCall, onResponse: (answ
         },
         onResponseStart: (c, statusCode, resHeaders) => {
           if (over) return;
+          // Informational answers (102, 103) are not the answer, as with node:http; below 100 is no HTTP status.
+          if (statusCode < 100) return c.abort(Object.assign(new Error(`invalid HTTP status ${statusCode} from the agent`), { code: 'ERR_STATUS' }));
+          if (statusCode < 200) return;
           answer = new UpstreamAnswer(statusCode, resHeaders, c);
           onResponse(answer);
         },

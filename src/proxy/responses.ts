@@ -366,7 +366,8 @@ export function relayStreamInspected(ctx: RelayContext): void {
       }
     },
     end: (complete) => {
-      if (stopped || upstreamDone) return;
+      // A caller that left (its close handler stops the stream) is not an agent failure.
+      if (stopped || upstreamDone || res.destroyed) return;
       upstreamDone = true;
       upstreamCut = !complete && tailError === undefined;
       if (complete) {

@@ -1,4 +1,4 @@
-import { AGENT_HEADERS, UNKNOWN, fullAgent, hookContext, partialAgent, partialFromHeaders } from '../../src/aos/identity';
+import { AGENT_HEADERS, UNKNOWN, decodeAgentHeader, encodeAgentHeader, fullAgent, hookContext, partialAgent, partialFromHeaders } from '../../src/aos/identity';
 import { A2AContext, Agent, PartialAgent } from '../../src/aos/schemas';
 
 describe('fullAgent', () => {
@@ -90,5 +90,23 @@ describe('hookContext', () => {
       expect(res.from).toEqual(req.to);
       expect(res.to).toEqual(req.from);
     }
+  });
+});
+
+describe('X-AOS-Agent-* values outside ASCII (RFC 8187 ext-value)', () => {
+  test('ASCII values go as they are; others as UTF-8\'\' + percent-encoding, and read back the same', () => {
+    expect(encodeAgentHeader('Cake Baker')).toBe('Cake Baker');
+    expect(encodeAgentHeader('https://a.example/x?y=1')).toBe('https://a.example/x?y=1');
+    const jp = 'エージェント';
+    const wire = encodeAgentHeader(jp);
+    expect(wire).toMatch(/^UTF-8''[A-Za-z0-9%._~!*'()-]+$/);
+    expect(decodeAgentHeader(wire)).toBe(jp);
+    expect(decodeAgentHeader('Caf\u00e9')).toBe('Caf\u00e9'); // latin1 as received: not guessed
+    expect(encodeAgentHeader('tab\there')).toMatch(/^UTF-8''/); // control characters never go raw
+  });
+
+  test('partialFromHeaders decodes ext-values; malformed percent-encoding is kept as sent', () => {
+    const p = partialFromHeaders({ [AGENT_HEADERS.name]: encodeAgentHeader('エージェント'), [AGENT_HEADERS.url]: 'https://c.example/', [AGENT_HEADERS.version]: "utf-8''%E0%A4" });
+    expect(p).toEqual({ name: 'エージェント', url: 'https://c.example/', version: "utf-8''%E0%A4" });
   });
 });
