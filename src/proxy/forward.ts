@@ -182,6 +182,8 @@ class UpstreamAborted extends Error {
 }
 
 const noBody = Buffer.alloc(0);
+/** undici's rule for header values (lib/core/util.js). */
+const INVALID_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 
 /**
  * Send one request upstream. Exactly one of `onResponse` / `onError` fires, unless the call was
@@ -192,9 +194,13 @@ export function callUpstream(up: Upstream, call: UpstreamCall, onResponse: (answ
   let answer: UpstreamAnswer | undefined;
   let over = false;
   const headers: Record<string, string | string[]> = {};
+  let badHeader: string | undefined;
   for (const k in call.headers) {
     const v = call.headers[k];
-    if (v !== undefined) headers[k] = typeof v === 'number' ? String(v) : v;
+    if (v === undefined) continue;
+    const value = typeof v === 'number' ? String(v) : v;
+    if (typeof value === 'string' ? INVALID_HEADER_VALUE.test(value) : value.some((x) => INVALID_HEADER_VALUE.test(x))) badHeader = k;
+    headers[k] = value;
   }
   const handle: UpstreamHandle = {
     abort: () => {
@@ -204,10 +210,15 @@ export function callUpstream(up: Upstream, call: UpstreamCall, onResponse: (answ
       answer?.finish(false);
     },
   };
-  // undici sends origin-form (or absolute-form) targets only; OPTIONS * has no A2A meaning here.
-  if (call.path.charCodeAt(0) !== 47 /* / */ && !/^https?:\/\//i.test(call.path)) {
+  // What undici would refuse is refused here, before dispatch: a refusal inside the pool strands a
+  // connection per call. It sends origin-form (or absolute-form) targets only (OPTIONS * has no A2A
+  // meaning here) and header values without control characters or code points above 0xff.
+  const refusal = call.path.charCodeAt(0) !== 47 /* / */ && !/^https?:\/\//i.test(call.path)
+    ? `request target not forwarded: ${call.path.slice(0, 32)}`
+    : badHeader === undefined ? undefined : `header value not forwardable: ${badHeader.slice(0, 64)}`;
+  if (refusal !== undefined) {
     over = true;
-    queueMicrotask(() => onError(Object.assign(new Error(`request target not forwarded: ${call.path.slice(0, 32)}`), { code: 'ERR_TARGET' })));
+    queueMicrotask(() => onError(Object.assign(new Error(refusal), { code: 'ERR_NOT_FORWARDABLE' })));
     return handle;
   }
   try {

@@ -142,7 +142,15 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       { verb: up.verb, path: up.path, headers, body: up.body },
       (upRes) => {
         if (ex !== undefined) ex.upstreamStatus = upRes.statusCode;
-        respond(req, res, upRes, upReq, ex);
+        try {
+          respond(req, res, upRes, upReq, ex);
+        } catch (err) {
+          // Thrown inside undici's callback it would be swallowed and the caller left hanging: end both sides here.
+          logger.error({ err }, 'internal error while relaying the agent answer');
+          upReq.abort();
+          if (!res.headersSent) sendError(res, ex?.binding ?? 'rest', proxyError('upstreamUnavailable', 'Internal proxy error while relaying the answer'), ex?.id ?? null);
+          else res.destroy();
+        }
       },
       (err) => {
         metrics.upstreamErrors.inc();

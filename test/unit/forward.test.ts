@@ -1,5 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { forwardRequestHeaders, relayResponseHeaders, type RequestHeaderRules } from '../../src/proxy/forward';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { callUpstream, createUpstream, forwardRequestHeaders, relayResponseHeaders, type RequestHeaderRules } from '../../src/proxy/forward';
 
 const ANNOUNCE = { name: 'client-agent', url: 'http://client.example', version: '3.1' };
 
@@ -134,5 +136,37 @@ describe('relayResponseHeaders', () => {
 
   test('content-length and content-encoding of the agent are relayed as they are', () => {
     expect(relayResponseHeaders({ 'content-length': '12', 'content-encoding': 'gzip' })).toEqual({ 'content-length': '12', 'content-encoding': 'gzip' });
+  });
+});
+
+describe('callUpstream refuses what undici would refuse, before any connection', () => {
+  test.each([
+    ['an asterisk-form target', { path: '*', headers: {} }],
+    ['a header value with a control character', { path: '/x', headers: { 'x-bad': 'a\u0001b' } }],
+    ['a header value above U+00FF', { path: '/x', headers: { 'x-bad': ['ok', 'エ'] } }],
+  ])('%s: onError with ERR_NOT_FORWARDABLE, the agent sees no connection', async (_name, call) => {
+    let connections = 0;
+    const server = http.createServer((_req, res) => res.end('ok'));
+    server.on('connection', () => connections++);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const up = createUpstream(new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`));
+    try {
+      const err = await new Promise<NodeJS.ErrnoException>((resolve, reject) => {
+        callUpstream(up, { verb: 'GET', body: null, ...call }, () => reject(new Error('answered')), (e) => resolve(e));
+      });
+      expect(err.code).toBe('ERR_NOT_FORWARDABLE');
+      // The pool is still usable and opened exactly one connection for the good call.
+      const status = await new Promise<number>((resolve, reject) => {
+        callUpstream(up, { verb: 'GET', path: '/ok', headers: {}, body: null }, (a) => {
+          a.discard();
+          resolve(a.statusCode);
+        }, reject);
+      });
+      expect(status).toBe(200);
+      expect(connections).toBe(1);
+    } finally {
+      await up.close();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
   });
 });
