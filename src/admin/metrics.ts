@@ -3,7 +3,7 @@
  * can run several proxies in one process. Label sets are bounded: operations come from the
  * operation table, never from the wire.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -19,12 +19,12 @@ export class Metrics {
     labelNames: ['operation', 'outcome'] as const,
     registers: [this.registry],
   });
-  readonly guardianLatency = new Histogram({
-    name: 'a2a_guard_guardian_latency_seconds',
-    help: 'Guardian call latency',
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-    registers: [this.registry],
-  });
+  readonly guardianLatency = new FastHistogram(
+    'a2a_guard_guardian_latency_seconds',
+    'Guardian call latency',
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    this.registry,
+  );
   readonly guardianFailures = new Counter({
     name: 'a2a_guard_guardian_failures_total',
     help: 'Guardian calls without a valid answer, by kind',
@@ -90,5 +90,58 @@ export class Metrics {
     let child = this.callChildren.get(key);
     if (child === undefined) this.callChildren.set(key, (child = this.calls.labels({ operation, outcome })));
     child.inc();
+  }
+}
+
+interface Sample {
+  readonly metricName: string;
+  readonly labels: Record<string, string | number>;
+  readonly value: number;
+}
+
+/**
+ * An unlabelled Prometheus histogram observed on every guardian call. prom-client's Histogram
+ * allocates a closure, a label object and a hash per observe(); this one adds to an array and
+ * renders the same exposition (cumulative `_bucket{le}`, `_sum`, `_count`) at scrape time.
+ */
+export class FastHistogram {
+  readonly type = 'histogram' as const;
+  readonly aggregator = 'sum' as const;
+  private readonly counts: number[];
+  private sum = 0;
+  private count = 0;
+
+  constructor(readonly name: string, readonly help: string, private readonly bounds: readonly number[], registry: Registry) {
+    this.counts = bounds.map(() => 0);
+    registry.registerMetric(this as unknown as Parameters<Registry['registerMetric']>[0]);
+  }
+
+  observe(value: number): void {
+    if (!Number.isFinite(value)) return;
+    const { bounds } = this;
+    let i = 0;
+    while (i < bounds.length && value > (bounds[i] as number)) i++;
+    if (i < bounds.length) this.counts[i] = (this.counts[i] as number) + 1;
+    this.sum += value;
+    this.count++;
+  }
+
+  get(): { name: string; help: string; type: 'histogram'; aggregator: 'sum'; values: Sample[] } {
+    const values: Sample[] = [];
+    let cumulative = 0;
+    this.bounds.forEach((le, i) => {
+      cumulative += this.counts[i] as number;
+      values.push({ metricName: `${this.name}_bucket`, labels: { le }, value: cumulative });
+    });
+    values.push({ metricName: `${this.name}_bucket`, labels: { le: '+Inf' }, value: this.count });
+    values.push({ metricName: `${this.name}_sum`, labels: {}, value: this.sum });
+    values.push({ metricName: `${this.name}_count`, labels: {}, value: this.count });
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+
+  reset(): void {
+    this.counts.fill(0);
+    this.sum = 0;
+    this.count = 0;
   }
 }
