@@ -7,18 +7,16 @@ import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 
 export class Metrics {
   readonly registry = new Registry();
-  readonly requests = new Counter({
-    name: 'a2a_guard_hook_decisions_total',
-    help: 'Hook decisions by A2A operation (AOS method), hook side, phase and decision',
-    labelNames: ['operation', 'side', 'phase', 'decision'] as const,
-    registers: [this.registry],
-  });
-  readonly calls = new Counter({
-    name: 'a2a_guard_requests_total',
-    help: 'Requests seen by the proxy, by kind (a2a operation, other, refused) and outcome',
-    labelNames: ['operation', 'outcome'] as const,
-    registers: [this.registry],
-  });
+  readonly requests = new FastCounter(
+    'a2a_guard_hook_decisions_total',
+    'Hook decisions by A2A operation (AOS method), hook side, phase and decision',
+    this.registry,
+  );
+  readonly calls = new FastCounter(
+    'a2a_guard_requests_total',
+    'Requests seen by the proxy, by kind (a2a operation, other, refused) and outcome',
+    this.registry,
+  );
   readonly guardianLatency = new FastHistogram(
     'a2a_guard_guardian_latency_seconds',
     'Guardian call latency',
@@ -74,22 +72,12 @@ export class Metrics {
     this.logDrops = dropped;
   }
 
-  // Labelled children are cached: prom-client hashes the label object on every labelled inc().
-  private readonly decisionChildren = new Map<string, { inc(): void }>();
-  private readonly callChildren = new Map<string, { inc(): void }>();
-
   decision(operation: string, side: string, phase: string, decision: string): void {
-    const key = `${operation}\0${side}\0${phase}\0${decision}`;
-    let child = this.decisionChildren.get(key);
-    if (child === undefined) this.decisionChildren.set(key, (child = this.requests.labels({ operation, side, phase, decision })));
-    child.inc();
+    this.requests.inc(`${operation}\0${side}\0${phase}\0${decision}`, () => ({ operation, side, phase, decision }));
   }
 
   call(operation: string, outcome: string): void {
-    const key = `${operation}\0${outcome}`;
-    let child = this.callChildren.get(key);
-    if (child === undefined) this.callChildren.set(key, (child = this.calls.labels({ operation, outcome })));
-    child.inc();
+    this.calls.inc(`${operation}\0${outcome}`, () => ({ operation, outcome }));
   }
 }
 
@@ -143,5 +131,37 @@ export class FastHistogram {
     this.counts.fill(0);
     this.sum = 0;
     this.count = 0;
+  }
+}
+
+/**
+ * A labelled Prometheus counter incremented on every call. prom-client hashes and validates the
+ * label object on every inc(), even through labels(); here a call site passes the key it already
+ * has, and the labels are built once per distinct key. Label values come from the operation table
+ * and fixed vocabularies, never from the wire, so the set stays bounded.
+ */
+export class FastCounter {
+  readonly type = 'counter' as const;
+  readonly aggregator = 'sum' as const;
+  private readonly cells = new Map<string, { labels: Record<string, string>; value: number }>();
+
+  constructor(readonly name: string, readonly help: string, registry: Registry) {
+    registry.registerMetric(this as unknown as Parameters<Registry['registerMetric']>[0]);
+  }
+
+  inc(key: string, labels: () => Record<string, string>): void {
+    const cell = this.cells.get(key);
+    if (cell !== undefined) cell.value++;
+    else this.cells.set(key, { labels: labels(), value: 1 });
+  }
+
+  get(): { name: string; help: string; type: 'counter'; aggregator: 'sum'; values: Sample[] } {
+    const values: Sample[] = [];
+    for (const c of this.cells.values()) values.push({ metricName: this.name, labels: c.labels, value: c.value });
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+
+  reset(): void {
+    this.cells.clear();
   }
 }

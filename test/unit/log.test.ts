@@ -132,3 +132,25 @@ describe('FastHistogram (guardian latency)', () => {
     expect(await ours.registry.getSingleMetricAsString('a2a_guard_guardian_latency_seconds')).toContain('a2a_guard_guardian_latency_seconds_count 0');
   });
 });
+
+describe('FastCounter (decisions, requests)', () => {
+  test('renders the same exposition as a prom-client Counter with the same labels', async () => {
+    const { Counter, Registry } = await import('prom-client');
+    const ours = new Metrics();
+    const reference = new Registry();
+    const ref = new Counter({ name: 'a2a_guard_hook_decisions_total', help: 'Hook decisions by A2A operation (AOS method), hook side, phase and decision', labelNames: ['operation', 'side', 'phase', 'decision'], registers: [reference] });
+    const calls: [string, string, string, string][] = [
+      ['message/send', 'server', 'request', 'allow'], ['message/send', 'server', 'request', 'allow'], ['tasks/get', 'client', 'response', 'deny'],
+      ['message/send', 'server', 'request', 'modify'], ['tasks/get', 'client', 'response', 'deny'], ['message/send', 'server', 'request', 'allow'],
+    ];
+    for (const [operation, side, phase, decision] of calls) {
+      ours.decision(operation, side, phase, decision);
+      ref.inc({ operation, side, phase, decision });
+    }
+    const mine = await ours.registry.getSingleMetricAsString('a2a_guard_hook_decisions_total');
+    expect(mine).toBe(await reference.getSingleMetricAsString('a2a_guard_hook_decisions_total'));
+    expect(mine).toContain('a2a_guard_hook_decisions_total{operation="message/send",side="server",phase="request",decision="allow"} 3');
+    ours.call('other', 'forwarded');
+    expect(await ours.registry.getSingleMetricAsString('a2a_guard_requests_total')).toContain('a2a_guard_requests_total{operation="other",outcome="forwarded"} 1');
+  });
+});
