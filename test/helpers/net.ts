@@ -58,6 +58,9 @@ export async function waitFor(
 /** Promise-based sleep. */
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A sleep that does not keep the process alive: for the losing side of a race (a hang guard). */
+export const unrefSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
+
 /** A port that was free a moment ago (bind 0, read, close): for processes that must be told their port. */
 export async function freePort(): Promise<number> {
   const s = createServer();

@@ -11,7 +11,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { rawRpc, startAgent, textOf, type TestAgent } from '../helpers/agent';
 import { startGuardian, type TestGuardian } from '../helpers/guardian';
-import { closeServer, listen, sleep } from '../helpers/net';
+import { closeServer, listen, sleep, unrefSleep } from '../helpers/net';
 import { freePort } from '../helpers/net';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -23,12 +23,27 @@ beforeAll(() => {
   if (!fs.existsSync(MAIN)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
 }, 180_000);
 
-afterEach(() => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+afterEach(async () => {
+  await Promise.all([...children].map(reap));
   children.clear();
 });
 
 /** A port that was free a moment ago (bound on 127.0.0.1:0, then released). */
+
+/** Kill a child that still runs and wait until its pipes are closed, so the test worker keeps no handle. */
+async function reap(c: ChildProcess): Promise<void> {
+  const closed = new Promise<void>((resolve) => {
+    if (c.exitCode !== null || c.signalCode !== null) {
+      if (c.stdout?.destroyed !== false && c.stderr?.destroyed !== false) return resolve();
+    }
+    c.once('close', () => resolve());
+    setTimeout(resolve, 5000).unref();
+  });
+  if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  c.stdout?.destroy();
+  c.stderr?.destroy();
+  await closed;
+}
 
 interface Run {
   child: ChildProcess;
@@ -55,7 +70,7 @@ function start(env: Record<string, string>): Run {
 
 /** Wait for exit, at most `ms` (a process that keeps running is killed and reported as such). */
 async function exitWithin(run: Run, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  const timer = sleep(ms).then(() => 'timeout' as const);
+  const timer = unrefSleep(ms).then(() => 'timeout' as const);
   const r = await Promise.race([run.exited, timer]);
   if (r === 'timeout') {
     run.child.kill('SIGKILL');

@@ -13,7 +13,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { openSse, rawRpc, startAgent, textOf, type SseEvent, type TestAgent } from '../helpers/agent';
 import { startGuardian, type TestGuardian } from '../helpers/guardian';
-import { closeServer, listen, sleep, waitFor } from '../helpers/net';
+import { closeServer, listen, sleep, unrefSleep, waitFor } from '../helpers/net';
 import { freePort } from '../helpers/net';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -30,11 +30,26 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await Promise.all([...children].map(reap));
   await agent?.close();
   await guardian?.close();
 });
 
+
+/** Kill a child that still runs and wait until its pipes are closed, so the test worker keeps no handle. */
+async function reap(c: ChildProcess): Promise<void> {
+  const closed = new Promise<void>((resolve) => {
+    if (c.exitCode !== null || c.signalCode !== null) {
+      if (c.stdout?.destroyed !== false && c.stderr?.destroyed !== false) return resolve();
+    }
+    c.once('close', () => resolve());
+    setTimeout(resolve, 5000).unref();
+  });
+  if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  c.stdout?.destroy();
+  c.stderr?.destroy();
+  await closed;
+}
 
 interface Run {
   child: ChildProcess;
@@ -83,7 +98,7 @@ async function startProcess(env: Record<string, string>): Promise<Run> {
 }
 
 async function exitWithin(run: Run, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  const r = await Promise.race([run.exited, sleep(ms).then(() => 'timeout' as const)]);
+  const r = await Promise.race([run.exited, unrefSleep(ms).then(() => 'timeout' as const)]);
   if (r === 'timeout') {
     run.child.kill('SIGKILL');
     throw new Error(`process still running after ${ms} ms\n${run.output()}`);
