@@ -12,6 +12,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
 interface Out {
   write(chunk: string): unknown;
   readonly writableLength: number;
+  on?(event: 'error', listener: (err: Error) => void): unknown;
 }
 
 /**
@@ -32,7 +33,15 @@ export class LogSink implements pino.DestinationStream {
     private readonly out: Out = process.stdout,
     private readonly fd: number | undefined = 1,
     private readonly maxQueuedBytes = 16 * 1024 * 1024,
-  ) {}
+  ) {
+    // A log reader that went away (EPIPE) must not take the proxy down with an unhandled 'error'.
+    out.on?.('error', () => {
+      this.broken = true;
+    });
+  }
+
+  /** stdout failed for good: lines are counted as dropped from then on. */
+  private broken = false;
 
   write(line: string): void {
     this.pending += line;
@@ -50,8 +59,8 @@ export class LogSink implements pino.DestinationStream {
     this.pending = '';
     this.pendingLines = 0;
     if (text === '') return;
-    if (this.out.writableLength > this.maxQueuedBytes) {
-      if (this.dropped === 0) process.stderr.write('a2a-guard: stdout is not being read; dropping log lines\n');
+    if (this.broken || this.out.writableLength > this.maxQueuedBytes) {
+      if (this.dropped === 0) process.stderr.write('a2a-guard: stdout is not being read (or failed); dropping log lines\n');
       this.dropped += lines;
       return;
     }

@@ -154,3 +154,31 @@ describe('FastCounter (decisions, requests)', () => {
     expect(await ours.registry.getSingleMetricAsString('a2a_guard_requests_total')).toContain('a2a_guard_requests_total{operation="other",outcome="forwarded"} 1');
   });
 });
+
+describe('LogSink when stdout fails', () => {
+  test('an EPIPE from stdout is absorbed (no unhandled error); later lines are counted as dropped', async () => {
+    const { EventEmitter } = await import('node:events');
+    class BrokenOut extends EventEmitter {
+      writableLength = 0;
+      writes: string[] = [];
+      write(chunk: string): boolean {
+        this.writes.push(chunk);
+        return true;
+      }
+    }
+    const out = new BrokenOut();
+    const sink = new LogSink(out, undefined);
+    const stderr = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      sink.write('before\n');
+      await turn();
+      expect(() => out.emit('error', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }))).not.toThrow();
+      sink.write('after\n');
+      await turn();
+      expect(out.writes).toEqual(['before\n']);
+      expect(sink.dropped).toBe(1);
+    } finally {
+      stderr.mockRestore();
+    }
+  });
+});
