@@ -11,6 +11,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { rawRpc, startAgent, textOf, type TestAgent } from '../helpers/agent';
 import { startGuardian, type TestGuardian } from '../helpers/guardian';
+import { reap } from '../helpers/process';
 import { closeServer, listen, sleep, unrefSleep } from '../helpers/net';
 import { freePort } from '../helpers/net';
 
@@ -29,21 +30,6 @@ afterEach(async () => {
 });
 
 /** A port that was free a moment ago (bound on 127.0.0.1:0, then released). */
-
-/** Kill a child that still runs and wait until its pipes are closed, so the test worker keeps no handle. */
-async function reap(c: ChildProcess): Promise<void> {
-  const closed = new Promise<void>((resolve) => {
-    if (c.exitCode !== null || c.signalCode !== null) {
-      if (c.stdout?.destroyed !== false && c.stderr?.destroyed !== false) return resolve();
-    }
-    c.once('close', () => resolve());
-    setTimeout(resolve, 5000).unref();
-  });
-  if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  c.stdout?.destroy();
-  c.stderr?.destroy();
-  await closed;
-}
 
 interface Run {
   child: ChildProcess;

@@ -16,7 +16,6 @@ import {
   rawRpc,
   rawSse,
   sendReq,
-  startAgent,
   textOf,
   TaskState,
   type Client,
@@ -24,11 +23,11 @@ import {
   type TestAgent,
 } from '../helpers/agent';
 import { postsTo } from '../helpers/agent';
-import { startGuardian, textIn, type Envelope, type GuardianReply, type TestGuardian } from '../helpers/guardian';
+import { textIn, type Envelope, type GuardianReply, type TestGuardian } from '../helpers/guardian';
 import { waitFor } from '../helpers/net';
-import { startTestProxy } from './proxy-harness';
+import { type TestProxy, useStack } from './proxy-harness';
 
-type Proxy = Awaited<ReturnType<typeof startTestProxy>>;
+type Proxy = TestProxy;
 type Version = '1.0' | '0.3';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
@@ -36,6 +35,7 @@ const EMAIL = /[\w.+-]+@[\w-]+(\.[\w-]+)+/g;
 const HAS_EMAIL = /[\w.+-]+@[\w-]+(\.[\w-]+)+/;
 const SECRET_EMAIL = 'alice.secret@example.com';
 
+const stack = useStack({ name: 'Cake Baker', version: '2.0.0' });
 let agent: TestAgent;
 let guardian: TestGuardian;
 let server: Proxy;
@@ -43,12 +43,9 @@ let clientSide: Proxy;
 let direct: Client;
 
 beforeAll(async () => {
-  agent = await startAgent({ name: 'Cake Baker', version: '2.0.0' });
-  guardian = await startGuardian();
-  server = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server' });
-  clientSide = await startTestProxy({
-    UPSTREAM_URL: agent.origin,
-    GUARDIAN_URL: guardian.url,
+  ({ agent, guardian } = stack);
+  server = await stack.proxy({ ROLE: 'server' });
+  clientSide = await stack.proxy({
     ROLE: 'client',
     OBSERVED_AGENT_ID: 'c-1',
     OBSERVED_AGENT_NAME: 'Cooking assistant',
@@ -59,17 +56,6 @@ beforeAll(async () => {
     OBSERVED_AGENT_PROVIDER_URL: 'https://openai.com',
   });
   direct = await makeClient(agent.origin, 'JSONRPC', '1.0');
-});
-afterAll(async () => {
-  await server?.close();
-  await clientSide?.close();
-  await agent?.close();
-  await guardian?.close();
-});
-beforeEach(() => {
-  guardian.reset();
-  guardian.clear();
-  agent.clear();
 });
 
 /* ---------------------------------------------------------------------------------------------- */

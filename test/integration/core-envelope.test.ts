@@ -17,7 +17,6 @@ import {
   rawRpc,
   rawSse,
   sendReq,
-  startAgent,
   textOf,
   TaskState,
   type Client,
@@ -25,15 +24,15 @@ import {
   type TestAgent,
 } from '../helpers/agent';
 import { postsTo } from '../helpers/agent';
-import { startGuardian, type Envelope, type TestGuardian } from '../helpers/guardian';
+import { type Envelope, type TestGuardian } from '../helpers/guardian';
 import { waitFor } from '../helpers/net';
 import { SEEDS_DIR, seedAosPayloads, stripTrailingCommas, validateAosRequest } from '../helpers/schema';
-import { startTestProxy } from './proxy-harness';
+import { type TestProxy, useStack } from './proxy-harness';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const sdkClient: typeof A2AClient = require('@a2a-js/sdk/client');
 
-type Proxy = Awaited<ReturnType<typeof startTestProxy>>;
+type Proxy = TestProxy;
 type Role = 'client' | 'server';
 type Kind = 'sdk-1.0' | 'sdk-0.3' | 'raw-seed';
 type Aos = 'message/send' | 'message/stream' | 'tasks/cancel' | 'tasks/resubscribe';
@@ -199,6 +198,7 @@ const REASONING = 'Best to complete the task is to delegate it to the agent that
 /* Fixtures                                                                                       */
 /* ---------------------------------------------------------------------------------------------- */
 
+const stack = useStack(AGENT_CARD_OPTS);
 let agent: TestAgent;
 let guardian: TestGuardian;
 const proxies = {} as Record<Role, Proxy>;
@@ -207,27 +207,17 @@ const envelopeIds = new Set<string>();
 
 const consoleError = console.error;
 beforeAll(async () => {
+  ({ agent, guardian } = stack);
   // The SDK agent logs the (expected) "Task not found" of the seed resubscribe; keep other errors visible.
   jest.spyOn(console, 'error').mockImplementation((...args: unknown[]) => {
     if (!String(args[0]).startsWith('Error during SSE streaming')) consoleError(...args);
   });
-  agent = await startAgent(AGENT_CARD_OPTS);
-  guardian = await startGuardian();
-  proxies.client = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'client', ...CLIENT_ENV });
-  proxies.server = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', ...SERVER_ENV });
+  proxies.client = await stack.proxy({ ROLE: 'client', ...CLIENT_ENV });
+  proxies.server = await stack.proxy({ ROLE: 'server', ...SERVER_ENV });
   direct = await makeClient(agent.origin, 'JSONRPC', '1.0');
 });
 afterAll(async () => {
   jest.restoreAllMocks();
-  await proxies.client?.close();
-  await proxies.server?.close();
-  await agent?.close();
-  await guardian?.close();
-});
-beforeEach(() => {
-  guardian.reset();
-  guardian.clear();
-  agent.clear();
 });
 
 interface Sent {

@@ -8,35 +8,26 @@
  *   open   -> forwarded as if allowed, and the forwarded request carries `x-aos-unchecked: true`.
  * Each case gets its own proxy, so the guardian client's breaker state never leaks between cases.
  */
-import { collect, makeClient, rawRpc, rawSse, sendReq, startAgent, textOf, type ReceivedRequest, type TestAgent } from '../helpers/agent';
+import { collect, makeClient, rawRpc, rawSse, sendReq, textOf, type ReceivedRequest, type TestAgent } from '../helpers/agent';
 import { postsTo } from '../helpers/agent';
-import { deadGuardianUrl, startGuardian, type GuardianFault, type GuardianReply, type TestGuardian } from '../helpers/guardian';
-import { startTestProxy } from './proxy-harness';
+import { deadGuardianUrl, type GuardianFault, type GuardianReply, type TestGuardian } from '../helpers/guardian';
+import { type TestProxy, startTestProxy, useStack } from './proxy-harness';
 
-type Proxy = Awaited<ReturnType<typeof startTestProxy>>;
+type Proxy = TestProxy;
 type FailMode = 'closed' | 'open';
 
+const stack = useStack({ name: 'Cake Baker', version: '2.0.0' });
 let agent: TestAgent;
 let guardian: TestGuardian;
 let deadUrl: string;
 const open: Proxy[] = [];
 
 beforeAll(async () => {
-  agent = await startAgent({ name: 'Cake Baker', version: '2.0.0' });
-  guardian = await startGuardian();
+  ({ agent, guardian } = stack);
   deadUrl = await deadGuardianUrl();
 });
 afterEach(async () => {
   while (open.length > 0) await open.pop()!.close();
-});
-afterAll(async () => {
-  await agent?.close();
-  await guardian?.close();
-});
-beforeEach(() => {
-  guardian.reset();
-  guardian.clear();
-  agent.clear();
 });
 
 async function proxyWith(env: Record<string, string>): Promise<Proxy> {

@@ -13,7 +13,6 @@ import {
   rawRpc,
   rawSse,
   sendReq,
-  startAgent,
   textOf,
   TaskState,
   type Client,
@@ -21,12 +20,12 @@ import {
   type TestAgent,
 } from '../helpers/agent';
 import { postsTo } from '../helpers/agent';
-import { startGuardian, type Envelope, type GuardianReply, type TestGuardian } from '../helpers/guardian';
+import { type Envelope, type GuardianReply, type TestGuardian } from '../helpers/guardian';
 import { waitFor } from '../helpers/net';
 import { validateAosRequest } from '../helpers/schema';
-import { startTestProxy } from './proxy-harness';
+import { type TestProxy, startTestProxy, useStack } from './proxy-harness';
 
-type Proxy = Awaited<ReturnType<typeof startTestProxy>>;
+type Proxy = TestProxy;
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 const REASONING = 'I will delegate this request to the specialized agent.';
@@ -49,26 +48,16 @@ const CLIENT_AGENT = {
 };
 const CLIENT_PARTIAL = { url: CLIENT_AGENT.url, name: CLIENT_AGENT.name, version: CLIENT_AGENT.version };
 
+const stack = useStack({ name: 'Story teller', version: '5.0.0', description: 'Tells stories', provider: { organization: 'AzureAIFoundry', url: 'https://ai.azure.com' } });
 let agent: TestAgent;
 let guardian: TestGuardian;
 let both: Proxy;
 let direct: Client;
 
 beforeAll(async () => {
-  agent = await startAgent({ name: 'Story teller', version: '5.0.0', description: 'Tells stories', provider: { organization: 'AzureAIFoundry', url: 'https://ai.azure.com' } });
-  guardian = await startGuardian();
-  both = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'both', ...CLIENT_ENV });
+  ({ agent, guardian } = stack);
+  both = await stack.proxy({ ROLE: 'both', ...CLIENT_ENV });
   direct = await makeClient(agent.origin, 'JSONRPC', '1.0');
-});
-afterAll(async () => {
-  await both?.close();
-  await agent?.close();
-  await guardian?.close();
-});
-beforeEach(() => {
-  guardian.reset();
-  guardian.clear();
-  agent.clear();
 });
 
 const agentPosts = (): ReceivedRequest[] => postsTo(agent);

@@ -22,25 +22,23 @@ import {
   type TestAgent,
 } from '../helpers/agent';
 import { postsTo } from '../helpers/agent';
-import { startGuardian, type TestGuardian } from '../helpers/guardian';
+import { type TestGuardian } from '../helpers/guardian';
 import { waitFor } from '../helpers/net';
-import { startTestProxy } from './proxy-harness';
+import { type TestProxy, startTestProxy, useStack } from './proxy-harness';
 
-type Proxy = Awaited<ReturnType<typeof startTestProxy>>;
+type Proxy = TestProxy;
 type Role = 'server' | 'client';
 
+const stack = useStack({ name: 'Stream Agent', version: '3.1.0' });
 let agent: TestAgent;
 let guardian: TestGuardian;
 const proxies = {} as Record<Role, Proxy>;
 let direct: Client;
 
 beforeAll(async () => {
-  agent = await startAgent({ name: 'Stream Agent', version: '3.1.0' });
-  guardian = await startGuardian();
-  proxies.server = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server' });
-  proxies.client = await startTestProxy({
-    UPSTREAM_URL: agent.origin,
-    GUARDIAN_URL: guardian.url,
+  ({ agent, guardian } = stack);
+  proxies.server = await stack.proxy({ ROLE: 'server' });
+  proxies.client = await stack.proxy({
     ROLE: 'client',
     OBSERVED_AGENT_ID: 'writer-1',
     OBSERVED_AGENT_NAME: 'Content generator',
@@ -51,17 +49,6 @@ beforeAll(async () => {
     OBSERVED_AGENT_PROVIDER_URL: 'https://openai.com',
   });
   direct = await makeClient(agent.origin, 'JSONRPC', '1.0');
-});
-afterAll(async () => {
-  await proxies.server?.close();
-  await proxies.client?.close();
-  await agent?.close();
-  await guardian?.close();
-});
-beforeEach(() => {
-  guardian.reset();
-  guardian.clear();
-  agent.clear();
 });
 
 const agentPosts = (): ReceivedRequest[] => postsTo(agent);

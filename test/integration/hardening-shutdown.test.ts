@@ -13,6 +13,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { openSse, rawRpc, startAgent, textOf, type SseEvent, type TestAgent } from '../helpers/agent';
 import { startGuardian, type TestGuardian } from '../helpers/guardian';
+import { reap } from '../helpers/process';
 import { closeServer, listen, sleep, unrefSleep, waitFor } from '../helpers/net';
 import { freePort } from '../helpers/net';
 
@@ -35,21 +36,6 @@ afterAll(async () => {
   await guardian?.close();
 });
 
-
-/** Kill a child that still runs and wait until its pipes are closed, so the test worker keeps no handle. */
-async function reap(c: ChildProcess): Promise<void> {
-  const closed = new Promise<void>((resolve) => {
-    if (c.exitCode !== null || c.signalCode !== null) {
-      if (c.stdout?.destroyed !== false && c.stderr?.destroyed !== false) return resolve();
-    }
-    c.once('close', () => resolve());
-    setTimeout(resolve, 5000).unref();
-  });
-  if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  c.stdout?.destroy();
-  c.stderr?.destroy();
-  await closed;
-}
 
 interface Run {
   child: ChildProcess;

@@ -10,12 +10,13 @@
  *     (GetExtendedAgentCard / agent/getAuthenticatedExtendedCard, which this agent declines with -32004):
  *     allow, deny, modify.
  */
-import { makeClient, rawRpc, rawSse, sendReq, startAgent, type Client, type ReceivedRequest, type TestAgent } from '../helpers/agent';
-import { startGuardian, type GuardianReply, type TestGuardian } from '../helpers/guardian';
-import { startTestProxy } from './proxy-harness';
+import { makeClient, rawRpc, rawSse, sendReq, type Client, type ReceivedRequest, type TestAgent } from '../helpers/agent';
+import { type GuardianReply, type TestGuardian } from '../helpers/guardian';
+import { type TestProxy, useStack } from './proxy-harness';
 
-type Proxy = Awaited<ReturnType<typeof startTestProxy>>;
+type Proxy = TestProxy;
 
+const stack = useStack({ pushNotifications: true });
 let agent: TestAgent;
 let guardian: TestGuardian;
 let proxy: Proxy;
@@ -24,25 +25,13 @@ let direct: Client;
 let done: string;
 
 beforeAll(async () => {
-  agent = await startAgent({ pushNotifications: true });
-  guardian = await startGuardian();
-  proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server' });
-  strict = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', UNKNOWN_METHODS: 'deny' });
+  ({ agent, guardian } = stack);
+  proxy = await stack.proxy({ ROLE: 'server' });
+  strict = await stack.proxy({ ROLE: 'server', UNKNOWN_METHODS: 'deny' });
   direct = await makeClient(agent.origin, 'JSONRPC', '1.0');
   done = ((await direct.sendMessage(sendReq('setup'))) as { id: string }).id;
   await proxy.upstreamCard.ready();
   await strict.upstreamCard.ready();
-});
-afterAll(async () => {
-  await proxy?.close();
-  await strict?.close();
-  await agent?.close();
-  await guardian?.close();
-});
-beforeEach(() => {
-  guardian.reset();
-  guardian.clear();
-  agent.clear();
 });
 
 const DENY: GuardianReply = { decision: 'deny', message: 'wire says no', reasonCode: ['WIRE'] };

@@ -19,19 +19,19 @@ import {
   makeClient,
   rawSse,
   sendReq,
-  startAgent,
   textOf,
   type A2AVersion,
   type Binding,
   type TestAgent,
 } from '../helpers/agent';
 import { BINDING_VERSIONS } from '../helpers/agent';
-import { startGuardian, type Envelope, type GuardianReply, type TestGuardian } from '../helpers/guardian';
+import { type Envelope, type GuardianReply, type TestGuardian } from '../helpers/guardian';
 import { isResponseEnvelope } from '../helpers/guardian';
-import { startTestProxy } from './proxy-harness';
+import { type TestProxy, useStack } from './proxy-harness';
 
-type Proxy = Awaited<ReturnType<typeof startTestProxy>>;
+type Proxy = TestProxy;
 
+const stack = useStack({ name: 'Unary Agent', version: '5.0.0' });
 let agent: TestAgent;
 let guardian: TestGuardian;
 let on: Proxy; // ROLE=server, INSPECT_RESPONSES=true, FAIL_MODE=closed
@@ -79,13 +79,10 @@ function tapAnswers(server: http.Server): void {
 }
 
 beforeAll(async () => {
-  agent = await startAgent({ name: 'Unary Agent', version: '5.0.0' });
+  ({ agent, guardian } = stack);
   tapAnswers(agent.server);
-  guardian = await startGuardian();
-  on = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', INSPECT_RESPONSES: 'true' });
-  both = await startTestProxy({
-    UPSTREAM_URL: agent.origin,
-    GUARDIAN_URL: guardian.url,
+  on = await stack.proxy({ ROLE: 'server', INSPECT_RESPONSES: 'true' });
+  both = await stack.proxy({
     ROLE: 'both',
     INSPECT_RESPONSES: 'true',
     OBSERVED_AGENT_ID: 'c-1',
@@ -97,16 +94,7 @@ beforeAll(async () => {
     OBSERVED_AGENT_PROVIDER_URL: 'https://openai.com',
   });
 });
-afterAll(async () => {
-  await on?.close();
-  await both?.close();
-  await agent?.close();
-  await guardian?.close();
-});
 beforeEach(() => {
-  guardian.reset();
-  guardian.clear();
-  agent.clear();
   answers.length = 0;
 });
 
