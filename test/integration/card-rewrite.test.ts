@@ -17,16 +17,17 @@
 import http from 'node:http';
 import { weakEtag } from '../../src/a2a/card';
 import { makeClient, sendReq, startAgent, textOf, type ReceivedRequest, type TestAgent } from '../helpers/agent';
-import { startGuardian, type TestGuardian } from '../helpers/guardian';
+import { type TestGuardian } from '../helpers/guardian';
 import { closeServer, listen } from '../helpers/net';
-import { startTestProxy } from './proxy-harness';
+import { type TestProxy, startTestProxy, useStack } from './proxy-harness';
 
-type Proxy = Awaited<ReturnType<typeof startTestProxy>>;
+type Proxy = TestProxy;
 
 const INTERNAL = 'https://agent.internal.example:8443/base';
 const PUBLIC = 'https://guard.example.net:9443/edge';
 const CARD = '/.well-known/agent-card.json';
 
+const stack = useStack({ advertise: () => INTERNAL, name: 'Internal Agent' });
 let agent: TestAgent;
 let guardian: TestGuardian;
 /** PUBLIC_URL set (with a path prefix). */
@@ -35,16 +36,12 @@ let pub: Proxy;
 let hostBased: Proxy;
 
 beforeAll(async () => {
-  agent = await startAgent({ advertise: () => INTERNAL, name: 'Internal Agent' });
-  guardian = await startGuardian();
-  pub = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, PUBLIC_URL: PUBLIC });
+  ({ agent, guardian } = stack);
+  pub = await stack.proxy({ PUBLIC_URL: PUBLIC });
   hostBased = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url });
 });
 afterAll(async () => {
-  await pub?.close();
   await hostBased?.close();
-  await agent?.close();
-  await guardian?.close();
 });
 
 /* ---------------------------------------------------------------------------------------------- */

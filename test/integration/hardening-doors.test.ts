@@ -12,26 +12,24 @@
 import http from 'node:http';
 import net from 'node:net';
 import zlib from 'node:zlib';
-import { startAgent, type ReceivedRequest, type TestAgent } from '../helpers/agent';
-import { startGuardian, textIn, type TestGuardian } from '../helpers/guardian';
+import { type ReceivedRequest, type TestAgent } from '../helpers/agent';
+import { textIn, type TestGuardian } from '../helpers/guardian';
 import { closeServer, listen, sleep, waitFor } from '../helpers/net';
 import { operationForLooseMethod } from '../../src/a2a/operations';
-import { startTestProxy } from './proxy-harness';
+import { type TestProxy, startTestProxy, useStack } from './proxy-harness';
 
-type Proxy = Awaited<ReturnType<typeof startTestProxy>>;
+type Proxy = TestProxy;
 
 const MAX_BODY = 64 * 1024;
+const stack = useStack({ name: 'Door Agent' });
 let agent: TestAgent;
 let guardian: TestGuardian;
 let proxy: Proxy;
 let port: number;
 
 beforeAll(async () => {
-  agent = await startAgent({ name: 'Door Agent' });
-  guardian = await startGuardian();
-  proxy = await startTestProxy({
-    UPSTREAM_URL: agent.origin,
-    GUARDIAN_URL: guardian.url,
+  ({ agent, guardian } = stack);
+  proxy = await stack.proxy({
     ROLE: 'server',
     MAX_BODY_BYTES: String(MAX_BODY),
     BODY_TIMEOUT_MS: '1000',
@@ -39,11 +37,6 @@ beforeAll(async () => {
   port = Number(new URL(proxy.url).port);
 });
 
-afterAll(async () => {
-  await proxy?.close();
-  await agent?.close();
-  await guardian?.close();
-});
 
 const denyForbidden = () => guardian.script((env) => (textIn(env).includes('forbidden') ? { decision: 'deny', reasonCode: ['TEST_DENY'] } : { decision: 'allow' }));
 

@@ -9,14 +9,15 @@
  * cooldown has passed, exactly one trial call closes it again.
  */
 import type { Socket } from 'node:net';
-import { rawRpc, startAgent, textOf, type RawResponse, type ReceivedRequest, type TestAgent } from '../helpers/agent';
+import { rawRpc, textOf, type RawResponse, type ReceivedRequest, type TestAgent } from '../helpers/agent';
 import { postsTo } from '../helpers/agent';
-import { startGuardian, textIn, type GuardianReply, type TestGuardian } from '../helpers/guardian';
+import { textIn, type GuardianReply, type TestGuardian } from '../helpers/guardian';
 import { sleep, waitFor } from '../helpers/net';
-import { startTestProxy } from './proxy-harness';
+import { type TestProxy, startTestProxy, useStack } from './proxy-harness';
 
-type Proxy = Awaited<ReturnType<typeof startTestProxy>>;
+type Proxy = TestProxy;
 
+const stack = useStack({ name: 'Guarded Agent' });
 let agent: TestAgent;
 let guardian: TestGuardian;
 const proxies: Proxy[] = [];
@@ -26,8 +27,7 @@ let connections = 0;
 let dead = false;
 
 beforeAll(async () => {
-  agent = await startAgent({ name: 'Guarded Agent' });
-  guardian = await startGuardian();
+  ({ agent, guardian } = stack);
   guardian.server.on('connection', (s: Socket) => {
     connections++;
     if (dead) s.destroy();
@@ -36,15 +36,10 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const p of proxies) await p.close();
-  await agent?.close();
-  await guardian?.close();
 });
 
 beforeEach(() => {
   dead = false;
-  guardian.reset();
-  guardian.clear();
-  agent.clear();
 });
 
 afterEach(async () => {

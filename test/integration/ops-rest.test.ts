@@ -14,12 +14,13 @@
  *     routes) must not get through without a matching guardian decision.
  */
 import http from 'node:http';
-import { makeClient, sendReq, startAgent, type Client, type ReceivedRequest, type TestAgent } from '../helpers/agent';
-import { startGuardian, type Envelope, type GuardianReply, type TestGuardian } from '../helpers/guardian';
-import { startTestProxy } from './proxy-harness';
+import { makeClient, sendReq, type Client, type ReceivedRequest, type TestAgent } from '../helpers/agent';
+import { type Envelope, type GuardianReply, type TestGuardian } from '../helpers/guardian';
+import { type TestProxy, useStack } from './proxy-harness';
 
-type Proxy = Awaited<ReturnType<typeof startTestProxy>>;
+type Proxy = TestProxy;
 
+const stack = useStack({ pushNotifications: true, stepMs: 20 });
 let agent: TestAgent;
 let guardian: TestGuardian;
 let proxy: Proxy;
@@ -29,24 +30,13 @@ let done: string;
 let running: string;
 
 beforeAll(async () => {
-  agent = await startAgent({ pushNotifications: true, stepMs: 20 });
-  guardian = await startGuardian();
-  proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server' });
+  ({ agent, guardian } = stack);
+  proxy = await stack.proxy({ ROLE: 'server' });
   direct = await makeClient(agent.origin, 'JSONRPC', '1.0');
   done = ((await direct.sendMessage(sendReq('setup'))) as { id: string }).id;
   running = ((await direct.sendMessage(sendReq('wait-for-cancel', true))) as { id: string }).id;
   await direct.createTaskPushNotificationConfig({ tenant: '', id: 'c1', taskId: running, url: 'https://hooks.example/c1', token: '', authentication: undefined });
   await proxy.upstreamCard.ready();
-});
-afterAll(async () => {
-  await proxy?.close();
-  await agent?.close();
-  await guardian?.close();
-});
-beforeEach(() => {
-  guardian.reset();
-  guardian.clear();
-  agent.clear();
 });
 
 /* ---------------------------------------------------------------------------------------------- */

@@ -24,7 +24,6 @@ import {
   collect,
   makeClient,
   sendReq,
-  startAgent,
   textOf,
   TaskState,
   type Client,
@@ -32,16 +31,17 @@ import {
   type TestAgent,
 } from '../helpers/agent';
 import { BINDING_VERSIONS } from '../helpers/agent';
-import { startGuardian, type Envelope, type GuardianReply, type TestGuardian } from '../helpers/guardian';
-import { startTestProxy } from './proxy-harness';
+import { type Envelope, type GuardianReply, type TestGuardian } from '../helpers/guardian';
+import { type TestProxy, useStack } from './proxy-harness';
 
-type Proxy = Awaited<ReturnType<typeof startTestProxy>>;
+type Proxy = TestProxy;
 type Binding = 'JSONRPC' | 'HTTP+JSON';
 type Version = '1.0' | '0.3';
 type Combo = readonly [Binding, Version];
 
 const COMBOS: readonly Combo[] = BINDING_VERSIONS;
 
+const stack = useStack({ pushNotifications: true, stepMs: 20 });
 let agent: TestAgent;
 let guardian: TestGuardian;
 let proxy: Proxy;
@@ -49,22 +49,11 @@ let proxy: Proxy;
 let direct: Client;
 
 beforeAll(async () => {
-  agent = await startAgent({ pushNotifications: true, stepMs: 20 });
-  guardian = await startGuardian();
-  proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server' });
+  ({ agent, guardian } = stack);
+  proxy = await stack.proxy({ ROLE: 'server' });
   direct = await makeClient(agent.origin, 'JSONRPC', '1.0');
   // The proxy's own identity fetch of the agent card is done; from here on every request the agent gets is checked.
   await proxy.upstreamCard.ready();
-});
-afterAll(async () => {
-  await proxy?.close();
-  await agent?.close();
-  await guardian?.close();
-});
-beforeEach(() => {
-  guardian.reset();
-  guardian.clear();
-  agent.clear();
 });
 
 /* ---------------------------------------------------------------------------------------------- */

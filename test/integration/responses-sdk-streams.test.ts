@@ -21,7 +21,6 @@ import {
   makeClient,
   rawSse,
   sendReq,
-  startAgent,
   textOf,
   TaskState,
   type A2AVersion,
@@ -31,13 +30,14 @@ import {
   type TestAgent,
 } from '../helpers/agent';
 import { BINDING_VERSIONS } from '../helpers/agent';
-import { startGuardian, type Envelope, type GuardianReply, type TestGuardian } from '../helpers/guardian';
+import { type Envelope, type GuardianReply, type TestGuardian } from '../helpers/guardian';
 import { isResponseEnvelope } from '../helpers/guardian';
 import { sleep, waitFor } from '../helpers/net';
-import { startTestProxy } from './proxy-harness';
+import { type TestProxy, startTestProxy, useStack } from './proxy-harness';
 
-type Proxy = Awaited<ReturnType<typeof startTestProxy>>;
+type Proxy = TestProxy;
 
+const stack = useStack({ name: 'Stream Agent', version: '4.0.0' });
 let agent: TestAgent;
 let guardian: TestGuardian;
 let on: Proxy; // INSPECT_RESPONSES=true, FAIL_MODE=closed
@@ -56,7 +56,7 @@ interface AgentExchange {
 const agentExchanges: AgentExchange[] = [];
 
 beforeAll(async () => {
-  agent = await startAgent({ name: 'Stream Agent', version: '4.0.0' });
+  ({ agent, guardian } = stack);
   agent.server.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     const x: AgentExchange = { method: req.method ?? '', path: req.url ?? '', closed: false, finished: undefined };
     agentExchanges.push(x);
@@ -65,7 +65,6 @@ beforeAll(async () => {
       x.finished = res.writableFinished;
     });
   });
-  guardian = await startGuardian();
   const base = { UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server' };
   on = await startTestProxy({ ...base, INSPECT_RESPONSES: 'true' });
   off = await startTestProxy({ ...base, INSPECT_RESPONSES: 'false' });
@@ -76,13 +75,8 @@ afterAll(async () => {
   await on?.close();
   await off?.close();
   await open?.close();
-  await agent?.close();
-  await guardian?.close();
 });
 beforeEach(() => {
-  guardian.reset();
-  guardian.clear();
-  agent.clear();
   agentExchanges.length = 0;
 });
 
