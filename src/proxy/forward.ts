@@ -167,7 +167,6 @@ export class UpstreamAnswer {
   finish(complete: boolean): void {
     if (this.ended !== undefined) return;
     this.ended = complete;
-    this.complete = complete;
     this.sink?.end(complete);
   }
 }

@@ -57,7 +57,7 @@ function fromPayload(binding: Binding, payload: JsonObject, originalBody: unknow
   return JSON.stringify(isObject(originalBody) && 'error' in originalBody ? { error: payload.error } : payload.error);
 }
 
-export function errorResponse(binding: Binding, err: ProxyError, id: JsonRpcId | null): { status: number; body: string } {
+function errorResponse(binding: Binding, err: ProxyError, id: JsonRpcId | null): { status: number; body: string } {
   if (binding === 'rest') return { status: restHttpStatus(err), body: JSON.stringify(restErrorObject(err)) };
   return { status: 200, body: jsonRpcErrorBody(err, id) };
 }
@@ -171,10 +171,18 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   const status = upRes.statusCode;
   const headers = relayResponseHeaders(upRes.headers);
   const original = raw;
+  // An agent-card result that cannot be read and rewritten is never relayed, whatever FAIL_MODE says:
+  // its URLs would lead around the proxy (the card route refuses the same way).
+  const cardAnswer = ctx.rewriteCard !== undefined && status >= 200 && status < 300;
+  const refuseCard = () => {
+    ctx.onUpstreamFailure('agent card result cannot be read');
+    sendError(res, binding, proxyError('upstreamUnavailable', 'Agent card unavailable: the answer cannot be read'), id);
+  };
   const encoding = headerText(upRes.headers['content-encoding']);
   if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
     // Asked for identity, got a compressed answer anyway: read it before judging it, never pass it unread.
     const decoded = decodeBody(raw, encoding, ctx.maxBodyBytes);
+    if (!decoded.ok && cardAnswer) return refuseCard();
     if (!decoded.ok) return uninspectable(ctx, 'agent answer has an encoding the proxy cannot read', () => send(res, status, headers, original));
     raw = decoded.body;
     delete headers['content-encoding'];
@@ -183,13 +191,16 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   try {
     body = raw.length === 0 ? null : JSON.parse(raw.toString('utf8'));
   } catch {
+    if (cardAnswer) return refuseCard();
     // Not JSON (an HTML error page, say): no A2A answer the hooks could judge.
     if (ctx.inspect === undefined) return send(res, status, headers, original);
     return uninspectable(ctx, 'agent answer is not JSON', () => send(res, status, headers, original));
   }
   let out = raw;
-  if (ctx.rewriteCard !== undefined && status >= 200 && status < 300) {
+  if (cardAnswer && ctx.rewriteCard !== undefined) {
     const rewritten = rewriteCardResult(binding, body, ctx.rewriteCard);
+    // A JSON-RPC error answer carries no card; anything else that is not a card object is refused.
+    if (rewritten === undefined && !(binding === 'jsonrpc' && isObject(body) && 'error' in body)) return refuseCard();
     if (rewritten !== undefined) {
       body = rewritten;
       out = Buffer.from(JSON.stringify(body), 'utf8');

@@ -442,6 +442,42 @@ describe('response headers', () => {
   });
 });
 
+describe('extended agent card results that cannot be rewritten', () => {
+  const cardCall = (id: string) => ({ jsonrpc: '2.0', id, method: 'GetExtendedAgentCard', params: {} });
+  const INTERNAL = 'http://internal-agent.example:9999/a2a';
+
+  test.each([
+    ['not JSON', 'text/html', `<a href="${INTERNAL}">card</a>`],
+    ['a JSON-RPC result that is not an object', 'application/json', JSON.stringify({ jsonrpc: '2.0', id: 'card-2', result: [INTERNAL] })],
+    ['gzip that does not decode', 'application/json', 'not gzip at all'],
+  ])('%s: -31502, the agent URL never reaches the caller (FAIL_MODE=closed and open alike)', async (what, type, text) => {
+    const open = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', FAIL_MODE: 'open' });
+    extra.push(open);
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': type, ...(what.startsWith('gzip') ? { 'content-encoding': 'gzip' } : {}) });
+      res.end(text);
+    };
+    for (const p of [plain, open]) {
+      const before = await upstreamErrors(p);
+      const o = await call(p, { body: cardCall('card-2') });
+      expectUpstreamError(o, 'card-2');
+      expect(o.text).not.toContain('internal-agent');
+      expect(await upstreamErrors(p)).toBe(before + 1);
+    }
+  });
+
+  test('a JSON-RPC error answer (no card in it) is relayed as the agent sent it', async () => {
+    const text = JSON.stringify({ jsonrpc: '2.0', id: 'card-3', error: { code: -32007, message: 'not configured' } });
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+      res.end(text);
+    };
+    const o = await call(plain, { body: cardCall('card-3') });
+    expect(o.status).toBe(200);
+    expect(o.json).toEqual(JSON.parse(text));
+  });
+});
+
 describe('status codes', () => {
   test.each([204, 304])('%i from the agent: relayed without a body, connection reusable', async (status) => {
     handler = (_req, res) => {
