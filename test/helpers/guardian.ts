@@ -59,6 +59,11 @@ export interface TestGuardian {
   rawBodies: string[];
   /** Envelopes whose method is not `ping`. */
   calls(): Envelope[];
+  /**
+   * The A2A payloads this guardian approved, as JSON text: the payload of each call answered `allow`
+   * and the replacement of each `modify`. Denials and faults approve nothing.
+   */
+  approved(): string[];
   /** Set how non-ping requests are answered. */
   script(fn: GuardianScript): void;
   /** Set how `ping` is answered (default: connected). */
@@ -93,6 +98,7 @@ export async function startGuardian(): Promise<TestGuardian> {
   const envelopes: Envelope[] = [];
   const headers: Record<string, string>[] = [];
   const rawBodies: string[] = [];
+  const approvedPayloads: string[] = [];
   let script: GuardianScript = defaultScript;
   let pingScript: GuardianScript = defaultPing;
   let closed = false;
@@ -167,6 +173,9 @@ export async function startGuardian(): Promise<TestGuardian> {
     else if (r.modifiedPayload !== undefined) {
       result['modifiedRequest'] = { ...env, params: { ...(env?.params ?? {}), payload: r.modifiedPayload } };
     }
+    if (r.decision === 'allow') approvedPayloads.push(JSON.stringify(env?.params?.payload));
+    const modified = (result['modifiedRequest'] as { params?: { payload?: unknown } } | undefined)?.params?.payload;
+    if (r.decision === 'modify' && modified !== undefined) approvedPayloads.push(JSON.stringify(modified));
     sendJson(res, 200, { jsonrpc: '2.0', id, result });
   };
 
@@ -203,6 +212,7 @@ export async function startGuardian(): Promise<TestGuardian> {
     rawBodies,
     server,
     calls: () => envelopes.filter((e) => e?.method !== 'ping'),
+    approved: () => [...approvedPayloads],
     script(fn) {
       script = fn;
     },
@@ -217,6 +227,7 @@ export async function startGuardian(): Promise<TestGuardian> {
       envelopes.length = 0;
       headers.length = 0;
       rawBodies.length = 0;
+      approvedPayloads.length = 0;
     },
     async close() {
       closed = true;

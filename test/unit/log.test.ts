@@ -39,7 +39,7 @@ describe('LogSink', () => {
     expect(out.writes).toEqual(['1\n', '2\n']);
   });
 
-  test('a reader that stopped reading: lines are dropped and counted past the bound, memory does not grow', async () => {
+  test('a reader that stopped reading: once the stream holds more than the bound, lines are dropped and counted instead of queued', async () => {
     const out = new FakeOut();
     out.writableLength = 2048;
     const sink = new LogSink(out, undefined, 1024);

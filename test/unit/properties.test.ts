@@ -7,7 +7,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { classify, type Classified } from '../../src/a2a/classify';
 import { OPERATIONS, operationForMethod, type Operation } from '../../src/a2a/operations';
 import type { JsonObject, SuccessResult } from '../../src/aos/schemas';
-import { enforce, type GuardianOutcome } from '../../src/proxy/enforce';
+import { enforce, sameId, type GuardianOutcome } from '../../src/proxy/enforce';
 
 const KINDS = ['a2a', 'other', 'reject'];
 
@@ -257,7 +257,15 @@ describe('enforce properties', () => {
         const a = enforce({ ...s, shadow: false, failMode: 'closed', phase: 'request', envelopeId: 'env' });
         if (a.type === 'pass') {
           expect(s.outcome.ok).toBe(true);
-          if (s.outcome.ok) expect(['allow', 'modify']).toContain(s.outcome.result.decision);
+          if (s.outcome.ok) expect(a.decision).toBe(s.outcome.result.decision);
+          if (a.decision === 'allow') expect(a.payload).toBe(s.payload);
+          else {
+            // A modify passes only a replacement that keeps the A2A method and id, as the guardian sent it.
+            expect(a.decision).toBe('modify');
+            expect(a.payload.method).toBe(s.payload.method);
+            expect(sameId(a.payload.id, s.payload.id)).toBe(true);
+            if (s.outcome.ok) expect(a.payload).toBe(s.outcome.result.modifiedRequest?.params.payload);
+          }
         }
       }),
       { numRuns: 300 },
