@@ -6,7 +6,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { rewriteCard, weakEtag, type CardJson } from '../a2a/card';
 import type { ProxyDeps } from './pipeline';
 import { callUpstream, forwardRequestHeaders, relayResponseHeaders, abortOnClientClose } from './forward';
-import { proxyError, restErrorObject } from './errors';
+import { proxyError } from './errors';
+import { sendError } from './responses';
 
 const MAX_CARD_BYTES = 1024 * 1024;
 
@@ -80,9 +81,7 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
     deps.metrics.upstreamErrors.inc();
     deps.logger.warn({ why }, 'agent card not served');
     if (res.headersSent) return void res.destroy();
-    const body = JSON.stringify(restErrorObject(proxyError('upstreamUnavailable', 'Agent card unavailable')));
-    res.writeHead(502, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-    res.end(body);
+    sendError(res, 'rest', proxyError('upstreamUnavailable', 'Agent card unavailable'), null);
   }
 }
 

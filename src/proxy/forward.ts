@@ -92,6 +92,11 @@ export function forwardRequestHeaders(incoming: IncomingHttpHeaders, rules: Requ
   return out;
 }
 
+/** One header's value as text (repeated headers joined with ", "), or undefined when absent. */
+export function headerText(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
 /** Response headers for the caller: everything but hop-by-hop ones. */
 export function relayResponseHeaders(upstream: IncomingHttpHeaders): OutgoingHttpHeaders {
   const drop = connectionTokens(upstream);

@@ -15,7 +15,7 @@ import type { Identities, Side } from '../aos/identity';
 import type { JsonObject, JsonRpcId } from '../aos/schemas';
 import { decodeBody, hasBody, readBody } from './body';
 import { proxyError, type ProxyError } from './errors';
-import { abortOnClientClose, callUpstream, forwardRequestHeaders, type Upstream, type UpstreamAnswer, type UpstreamHandle } from './forward';
+import { abortOnClientClose, callUpstream, forwardRequestHeaders, headerText, type Upstream, type UpstreamAnswer, type UpstreamHandle } from './forward';
 import { createHookRunner, summarize, type Exchange, type HookRun } from './hooks';
 import { isEventStream, relayPlain, relayStreamInspected, relayUnaryInspected, sendError, type RelayContext } from './responses';
 import { publicBase, serveCard } from './card-route';
@@ -44,6 +44,15 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   const { config, logger, metrics } = deps;
   const runHooks = createHookRunner(deps);
 
+  /** An open stream: counted in the gauge and ended with an error event by a shutdown; returns the untrack function. */
+  const trackStream = (terminate: () => void): (() => void) => {
+    deps.streams.add(terminate);
+    metrics.openStreams.inc();
+    return () => {
+      if (deps.streams.delete(terminate)) metrics.openStreams.dec();
+    };
+  };
+
   return (req, res) => {
     handle(req, res).catch((err: unknown) => {
       // Nothing may escape a request handler: answer what can still be answered, then log.
@@ -62,10 +71,10 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     let body: Buffer | null = null;
     if (hasBody(req)) {
       // Refusals before classification answer in the form of the binding the path belongs to.
-      const hint = () => (matchRest(verb, pathOnly(path), headerString(req, 'a2a-version')) === undefined ? 'jsonrpc' : 'rest');
+      const hint = () => (matchRest(verb, pathOnly(path), headerText(req.headers['a2a-version'])) === undefined ? 'jsonrpc' : 'rest');
       const read = await readBody(req, config.maxBodyBytes, config.bodyTimeoutMs);
       if (!read.ok) return refuse(res, read.error, null, hint());
-      const decoded = decodeBody(read.body, headerString(req, 'content-encoding'), config.maxBodyBytes);
+      const decoded = decodeBody(read.body, headerText(req.headers['content-encoding']), config.maxBodyBytes);
       if (!decoded.ok) return refuse(res, decoded.error, null, hint());
       body = decoded.body;
     }
@@ -100,7 +109,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     const rest = c.rest;
     const run = await runHooks({
       ex, sides: REQUEST_SIDES[config.role], phase: 'request', payload: c.request, payloadJson: JSON.stringify(c.request),
-      reasoning: headerString(req, config.reasoningHeader),
+      reasoning: headerText(req.headers[config.reasoningHeader]),
       ...(rest === undefined ? {} : { validateModified: (p: JsonObject) => { const r = jsonRpcToRest(rest.match, p); return typeof r === 'string' ? r : undefined; } }),
     });
     if (res.destroyed) return;
@@ -170,11 +179,6 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   /** Choose how the answer goes back: plain, through the unary response hooks, or event by event. */
   function respond(req: IncomingMessage, res: ServerResponse, upRes: UpstreamAnswer, upReq: UpstreamHandle, ex: Exchange | undefined): void {
     if (res.destroyed) return upReq.abort();
-    const sse = isEventStream(upRes);
-    if (sse) {
-      metrics.openStreams.inc();
-      res.once('close', () => metrics.openStreams.dec());
-    }
     const ctx: RelayContext = {
       binding: ex?.binding ?? 'jsonrpc',
       id: ex?.id ?? null,
@@ -189,10 +193,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         metrics.upstreamErrors.inc();
         if (ex !== undefined) ex.error = why;
       },
-      trackStream: (terminate) => {
-        deps.streams.add(terminate);
-        return () => deps.streams.delete(terminate);
-      },
+      trackStream,
       onUninspectable: (why) => {
         metrics.call(ex?.op.aosMethod ?? 'other', 'response_uninspectable');
         if (config.failMode === 'closed' && !config.shadowMode) {
@@ -205,7 +206,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       },
     };
     if (ex === undefined || (ctx.inspect === undefined && ctx.rewriteCard === undefined)) return relayPlain(ctx);
-    if (sse) return relayStreamInspected(ctx);
+    if (isEventStream(upRes)) return relayStreamInspected(ctx);
     return relayUnaryInspected(ctx);
   }
 
@@ -243,11 +244,6 @@ interface UpstreamRequest {
   readonly path: string;
   readonly body: Buffer | null;
   readonly unchecked: boolean;
-}
-
-function headerString(req: IncomingMessage, name: string): string | undefined {
-  const v = req.headers[name];
-  return typeof v === 'string' ? v : Array.isArray(v) ? v.join(', ') : undefined;
 }
 
 function pathOnly(url: string): string {

@@ -9,7 +9,7 @@ import { rewriteCard, type CardJson } from '../a2a/card';
 import { SseParser, formatSseEvent, formatSseErrorEvent, type SseEvent } from '../a2a/sse';
 import type { Binding } from '../a2a/classify';
 import { jsonRpcErrorBody, jsonRpcErrorObject, proxyError, restErrorObject, restHttpStatus, type ProxyError } from './errors';
-import { relayResponseHeaders, type UpstreamAnswer, type UpstreamHandle } from './forward';
+import { headerText, relayResponseHeaders, type UpstreamAnswer, type UpstreamHandle } from './forward';
 import { decodeBody } from './body';
 import type { Exchange, HookRun } from './hooks';
 
@@ -160,10 +160,6 @@ function uninspectable(ctx: RelayContext, why: string, pass: () => void): void {
   const err = ctx.onUninspectable(why);
   if (err === undefined) return pass();
   sendError(ctx.res, ctx.binding, err, ctx.id);
-}
-
-function headerText(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v.join(', ') : v;
 }
 
 async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
