@@ -48,6 +48,8 @@ export interface Exchange {
   /** The upstream request once sent (aborted when the caller goes away). */
   upReq?: UpstreamHandle;
   readonly hooks: HookRecord[];
+  /** The peer of each hook side, learned at the first hook of the call. */
+  readonly peers: Partial<Record<Side, PartialAgent>>;
   decision: HookDecision | 'error';
   upstreamStatus: number | null;
   events: number;
@@ -97,7 +99,8 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
   async function one(input: HookRunInput, side: Side, payload: JsonObject, payloadJson: string): Promise<HookAction> {
     const { ex, phase } = input;
     const observed = deps.identities.observed(side);
-    const peer = peerOf(side, ex.req);
+    // Once per side and call: a stream's events all go to the same peer.
+    const peer = (ex.peers[side] ??= peerOf(side, ex.req));
     const context = hookContext(side, phase, observed, peer);
     const reasoning = side === 'client' && phase === 'request' ? input.reasoning : undefined;
     const envelope = buildEnvelope({ method: ex.op.aosMethod, payload, context, reasoning });

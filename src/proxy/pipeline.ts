@@ -95,7 +95,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     // The caller going away cancels the guardian calls and everything after them.
     const ex: Exchange = {
       started: performance.now(), op: c.op, binding: c.binding, wireMethod: String(c.request.method), id: c.id, req, caller: new Cancellation(),
-      hooks: [], decision: 'allow', upstreamStatus: null, events: 0,
+      hooks: [], peers: {}, decision: 'allow', upstreamStatus: null, events: 0,
     };
     // One close listener per call: cancel guardian calls and the upstream request, then log.
     res.once('close', () => {
