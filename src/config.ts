@@ -3,6 +3,7 @@
  * Every bad variable yields one line naming it; the caller prints them and exits 2.
  */
 import { z } from 'zod';
+import { pathSegments } from './a2a/target';
 
 const bool = (def: boolean) =>
   z.enum(['true', 'false', '1', '0', 'yes', 'no']).default(def ? 'true' : 'false').transform((v) => v === 'true' || v === '1' || v === 'yes');
@@ -11,6 +12,17 @@ const int = (def: number, min: number, max: number) =>
     .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
 const httpUrl = z.string().refine((u) => /^https?:\/\//i.test(u) && URL.canParse(u), 'must be an absolute http(s) URL');
 const optional = <T extends z.ZodType>(s: T) => s.optional();
+
+/** A comma-separated list of absolute, plain paths ('/health,/metrics') as decoded segments. */
+function pathList(v: string, ctx: z.RefinementCtx): string[][] {
+  const out: string[][] = [];
+  for (const raw of v.split(',').map((p) => p.trim()).filter((p) => p !== '')) {
+    const segs = pathSegments(raw);
+    if (!raw.startsWith('/') || segs === undefined) ctx.addIssue({ code: 'custom', message: `"${raw}" is not an absolute plain path` });
+    else out.push(segs);
+  }
+  return out;
+}
 
 const EnvSchema = z.object({
   PORT: int(8080, 0, 65535),
@@ -37,7 +49,10 @@ const EnvSchema = z.object({
   BODY_TIMEOUT_MS: int(30_000, 1, 3_600_000),
   CARD_TTL_MS: int(300_000, 0, 86_400_000),
   CARD_SIGNATURES: z.enum(['strip', 'keep']).default('strip'),
-  UNKNOWN_METHODS: z.enum(['forward', 'deny']).default('forward'),
+  PASSTHROUGH_PATHS: z.string().default('').transform((v, ctx) => pathList(v, ctx)),
+  REST_BASE_PATHS: z.string().optional().transform((v, ctx) => (v === undefined ? undefined : pathList(v, ctx))),
+  NON_A2A: z.enum(['refuse', 'forward']).default('refuse'),
+  MAX_INFLIGHT_BODY_BYTES: int(256 * 1024 * 1024, 1, 64 * 1024 * 1024 * 1024),
   EXPOSE_GUARDIAN_REASONING: bool(false),
   ADMIN_PORT: int(9090, 0, 65535),
   ADMIN_HOST: z.string().min(1).default('0.0.0.0'),
@@ -79,7 +94,12 @@ export interface Config {
   readonly bodyTimeoutMs: number;
   readonly cardTtlMs: number;
   readonly cardSignatures: 'strip' | 'keep';
-  readonly unknownMethods: 'forward' | 'deny';
+  /** Path prefixes (decoded segments) of non-A2A routes forwarded unjudged. */
+  readonly passthroughPaths: readonly (readonly string[])[];
+  /** REST bases (decoded segments) that override the agent card's HTTP+JSON interfaces. */
+  readonly restBasePaths: readonly (readonly string[])[] | undefined;
+  readonly nonA2A: 'refuse' | 'forward';
+  readonly maxInflightBodyBytes: number;
   readonly exposeGuardianReasoning: boolean;
   readonly adminPort: number;
   readonly adminHost: string;
@@ -99,11 +119,13 @@ export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
     const v = env[key];
     if (v !== undefined && v !== '') input[key] = v;
   }
+  const misspelled = misspelledVariables(env, Object.keys(EnvSchema.shape));
   const parsed = EnvSchema.safeParse(input);
-  if (!parsed.success) {
+  if (!parsed.success || misspelled.length > 0) {
     return {
       ok: false,
-      problems: parsed.error.issues.map((i) => {
+      problems: [...misspelled, ...(parsed.success ? [] : parsed.error.issues)].map((i) => {
+        if (typeof i === 'string') return i;
         const name = String(i.path[0] ?? '?');
         const shown = input[name] === undefined ? '(unset)' : JSON.stringify(name.includes('TOKEN') ? '***' : input[name]);
         return `${name}=${shown}: ${i.code === 'invalid_type' && input[name] === undefined ? 'is required' : i.message}`;
@@ -140,7 +162,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
       bodyTimeoutMs: e.BODY_TIMEOUT_MS,
       cardTtlMs: e.CARD_TTL_MS,
       cardSignatures: e.CARD_SIGNATURES,
-      unknownMethods: e.UNKNOWN_METHODS,
+      passthroughPaths: e.PASSTHROUGH_PATHS,
+      restBasePaths: e.REST_BASE_PATHS,
+      nonA2A: e.NON_A2A,
+      maxInflightBodyBytes: e.MAX_INFLIGHT_BODY_BYTES,
       exposeGuardianReasoning: e.EXPOSE_GUARDIAN_REASONING,
       adminPort: e.ADMIN_PORT,
       adminHost: e.ADMIN_HOST,
@@ -151,6 +176,40 @@ export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
       logLevel: e.LOG_LEVEL,
     },
   };
+}
+
+/**
+ * Variables that are not ours but within a typo of one of ours (GAURDIAN_URL): a misspelling must
+ * not silently leave the proxy weaker (here: the embedded demo policy deciding instead of the
+ * guardian). Damerau distance 1 for names up to 6 characters, 2 above, so HOME is not HOST.
+ */
+export function misspelledVariables(env: NodeJS.ProcessEnv, known: readonly string[]): string[] {
+  const out: string[] = [];
+  const knownSet = new Set(known);
+  for (const name of Object.keys(env)) {
+    if (knownSet.has(name) || env[name] === undefined) continue;
+    const upper = name.toUpperCase();
+    const near = known.find((k) => upper === k || editDistance(upper, k) <= (k.length <= 6 ? 1 : 2));
+    if (near !== undefined) out.push(`${name}: unknown variable; did you mean ${near}?`);
+  }
+  return out;
+}
+
+/** Optimal-string-alignment distance (a swap of two neighbours counts as one edit). */
+function editDistance(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 2) return 3;
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
+  for (let j = 0; j <= b.length; j++) (d[0] as number[])[j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    const row = d[i] as number[];
+    const prev = d[i - 1] as number[];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      row[j] = Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, (prev[j - 1] as number) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) row[j] = Math.min(row[j] as number, ((d[i - 2] as number[])[j - 2] as number) + 1);
+    }
+  }
+  return (d[a.length] as number[])[b.length] as number;
 }
 
 function dropUndefined<T extends object>(o: T): T {

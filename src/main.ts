@@ -27,7 +27,8 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> 
     process.stderr.write(`a2a-guard: configuration error: ${(err as Error).message}\n`);
     process.exit(2);
   }
-  if (config.guardianUrl === undefined) logger.info({ policyFile: config.policyFile }, 'GUARDIAN_URL is unset: using the embedded reference guardian');
+  if (config.guardianUrl === undefined) logger.warn({ policyFile: config.policyFile }, 'GUARDIAN_URL is unset: the embedded reference guardian decides with POLICY_FILE (a demo policy unless you wrote one)');
+  if (config.nonA2A === 'forward') logger.warn('NON_A2A=forward: requests that are not A2A are forwarded to the agent unjudged; list the routes your agent serves in PASSTHROUGH_PATHS instead');
   if (config.cardSignatures === 'keep') logger.warn('CARD_SIGNATURES=keep: rewritten agent cards keep signatures that no longer verify (the URLs changed)');
   else logger.info('CARD_SIGNATURES=strip: agent card signatures are removed, because rewriting the card URLs invalidates them');
   if (config.failMode === 'open') logger.warn('FAIL_MODE=open: calls are forwarded unchecked when the guardian gives no valid answer');

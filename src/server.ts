@@ -12,6 +12,7 @@ import { HttpGuardian, type Guardian } from './aos/guardian';
 import { Identities } from './aos/identity';
 import { createUpstream } from './proxy/forward';
 import { createProxyHandler } from './proxy/pipeline';
+import { BodyBudget } from './proxy/body';
 import { createProxyServer } from 'http-proxy-3';
 
 export interface ProxyInstance {
@@ -51,7 +52,8 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const upstream = createUpstream(config.upstreamUrl);
   const streams = new Set<() => void>();
   let draining = false;
-  const handler = createProxyHandler({ config, guardian, identities, upstream, logger, metrics, streams, draining: () => draining });
+  const bodyBudget = new BodyBudget(config.maxInflightBodyBytes);
+  const handler = createProxyHandler({ config, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, upstreamCard });
 
   const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 }, handler);
   const sockets = new Set<Socket>();

@@ -53,6 +53,15 @@ export class CardCache {
     return this.inflight ?? this.refresh();
   }
 
+  /** Wait (at most `ms`) for a fetch that is under way, if any; never starts one. */
+  async pending(ms: number): Promise<void> {
+    const p = this.inflight;
+    if (p === undefined) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([p, new Promise<void>((r) => { timer = setTimeout(r, ms); })]);
+    clearTimeout(timer);
+  }
+
   /** Fetch now: true when the card is reachable at this moment (the cached card is kept either way). */
   async probe(): Promise<boolean> {
     await this.refresh();

@@ -1,16 +1,19 @@
 /**
- * HTTP request -> what it is: an A2A call (JSON-RPC on any path, or a REST route) with its
- * operation, something to forward without a guardian decision (not A2A), or something to refuse
- * because a lenient upstream could read an A2A call into it that the guardian never saw. Pure
- * apart from minting ids for REST calls.
+ * HTTP request -> what it is, in a positive model (design section 2): an A2A call (JSON-RPC on any
+ * path, or a REST route below the agent's REST base), the agent card, an operator-listed passthrough
+ * route, or a refusal. Whatever cannot be read with certainty is refused, never relayed; the proxy
+ * forwards only requests it rebuilds from what it classified (a2a/rebuild.ts). Pure apart from
+ * minting ids for REST calls.
  */
 import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { type Operation, operationForLooseMethod, operationForMethod } from './operations';
-import { matchRest, restHasBody, restToJsonRpc, type RestMatch } from './rest';
+import { looksLikeRest, matchRest, restHasBody, restToJsonRpc, type RestMatch } from './rest';
+import { encodePath, encodeQuery, isUnder, parseTarget, type Target } from './target';
+import type { AgentEndpoints } from './endpoints';
 import type { JsonObject, JsonRpcId } from '../aos/schemas';
-import { proxyError, type ProxyError } from '../proxy/errors';
+import { proxyError, type ProxyError, type ProxyErrorKind } from '../proxy/errors';
 
 export interface HttpRequestFacts {
   readonly verb: string;
@@ -21,14 +24,20 @@ export interface HttpRequestFacts {
   readonly body: Buffer | null;
 }
 
+export interface ClassifyOptions {
+  readonly endpoints: AgentEndpoints;
+  /** Whether the agent's card has been read (otherwise REST bases are unknown). */
+  readonly cardKnown: boolean;
+  /** Path prefixes (decoded segments) of non-A2A routes forwarded unjudged. */
+  readonly passthrough: readonly (readonly string[])[];
+  /** NON_A2A=forward: the escape hatch that forwards every non-A2A request unjudged. */
+  readonly forwardNonA2A: boolean;
+}
+
 export interface RestCall {
   readonly match: RestMatch;
-  /** Path without query, as received. */
-  readonly pathname: string;
-  /** Query with leading `?`, or ''. */
-  readonly search: string;
-  /** The body to forward on allow: canonical JSON of what was parsed, or null. */
-  readonly body: Buffer | null;
+  /** The REST base (decoded segments) the route sits below. */
+  readonly base: readonly string[];
 }
 
 export type Binding = 'jsonrpc' | 'rest';
@@ -38,35 +47,175 @@ export type Classified =
       readonly kind: 'a2a';
       readonly binding: Binding;
       readonly op: Operation;
-      /** The JSON-RPC request (REST: its JSON-RPC equivalent). */
+      /** The JSON-RPC request (REST: its JSON-RPC equivalent), as the guardian will see it. */
       readonly request: JsonObject;
       /** The caller's JSON-RPC id (REST: the minted id of the equivalent request). */
       readonly id: JsonRpcId | null;
+      /** The A2A-Version the call is read under (absent = 0.3), forwarded exactly so. */
+      readonly version: string | undefined;
+      /** JSON-RPC: the canonical path (and query) to forward to. */
+      readonly target: string;
       readonly rest?: RestCall;
     }
-  /** Not A2A. `body` is what to forward: the canonical re-serialization of parsed JSON, or the bytes as received. */
-  | { readonly kind: 'other'; readonly body: Buffer | null; readonly unknownMethod?: string; readonly id?: JsonRpcId | null }
+  | { readonly kind: 'card'; readonly target: string }
+  /** Not A2A and allowed through unjudged (PASSTHROUGH_PATHS, or NON_A2A=forward). */
+  | { readonly kind: 'other'; readonly target: string; readonly body: Buffer | null; readonly why: 'passthrough' | 'non-a2a'; readonly method?: string }
   | { readonly kind: 'reject'; readonly error: ProxyError; readonly id: JsonRpcId | null; readonly binding: Binding };
 
+/** Headers whose meaning classification reads: a hop-by-hop removal would change the call behind the guardian's back. */
+export const CLASSIFYING_HEADERS = [
+  'a2a-version', 'content-type', 'content-encoding', 'content-length', 'transfer-encoding', 'host',
+  'x-http-method-override', 'x-http-method', 'x-method-override',
+];
 const OVERRIDE_HEADERS = ['x-http-method-override', 'x-http-method', 'x-method-override'];
 
 type ParsedBody = { readonly kind: 'none' } | { readonly kind: 'json'; readonly value: unknown } | { readonly kind: 'opaque' } | { readonly kind: 'bad'; readonly why: string };
 
-function reject(message: string, id: JsonRpcId | null = null, binding: Binding = 'jsonrpc'): Classified {
-  return { kind: 'reject', error: proxyError('rejected', message), id, binding };
+function reject(kind: ProxyErrorKind, message: string, binding: Binding, id: JsonRpcId | null = null): Classified {
+  return { kind: 'reject', error: proxyError(kind, message), id, binding };
 }
+
+export function classify(req: HttpRequestFacts, opts: ClassifyOptions): Classified {
+  try {
+    return classifyUnsafe(req, opts);
+  } catch (err) {
+    // JSON nested deeper than the engine's stack (or similar hostile input): refuse, never crash.
+    return reject('rejected', `Request could not be processed: ${(err as Error).name}`, 'jsonrpc');
+  }
+}
+
+function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classified {
+  const parsed = parseTarget(req.path);
+  if (!parsed.ok) return reject('rejected', `Request target refused: ${parsed.why}`, 'rest');
+  const t = parsed.target;
+  const headerProblem = checkHeaders(req.headers);
+  if (headerProblem !== undefined) return reject('rejected', headerProblem, flavour(req, t, opts, undefined));
+  const version = a2aVersion(req.headers, t);
+  if ('problem' in version) return reject('rejected', version.problem, flavour(req, t, opts, undefined));
+  const verb = req.verb.toUpperCase();
+
+  if ((verb === 'GET' || verb === 'HEAD') && isCardPath(t.segments)) return { kind: 'card', target: encodePath(t.segments) };
+
+  const body = parseBody(req);
+  const rpc = body.kind === 'json' && isObject(body.value) && Object.keys(body.value).some((k) => fold(k) === 'method' || fold(k) === 'jsonrpc') ? body.value : undefined;
+
+  const underRest = opts.endpoints.rest.filter((b) => isUnder(t.segments, b));
+  for (const base of underRest.sort((a, b) => b.length - a.length)) {
+    const m = matchRest(verb, t.segments.slice(base.length), version.value);
+    if (m === undefined) continue;
+    if ('ambiguous' in m) return reject('rejected', `Ambiguous A2A REST path: ${m.ambiguous}`, 'rest');
+    if (rpc !== undefined) return reject('rejected', 'A JSON-RPC body on an A2A REST route is ambiguous', 'rest');
+    return classifyRest(req, t, base, m, body, version.value);
+  }
+
+  // A JSON-RPC call below a REST base is fine where no route (strict or loose) reads the path.
+  if (rpc !== undefined) return classifyJsonRpc(req, t, opts, rpc, version.value);
+  const restOnly = underRest.length > 0 && !isJsonRpcEndpoint(t, opts);
+  if (body.kind === 'bad') return reject('parseError', body.why, flavour(req, t, opts, body));
+  // A batch is never relayed, under any NON_A2A: one judged call could hide others behind it.
+  if (body.kind === 'json' && Array.isArray(body.value) && body.value.some((e) => typeof e === 'object' && e !== null)) {
+    return reject('invalidRequest', 'JSON-RPC batches are not accepted', flavour(req, t, opts, body));
+  }
+
+  if (passthrough(t, opts)) return other(req, t, body, 'passthrough');
+  if (looksLikeRest(t.segments)) {
+    if (!opts.cardKnown) return reject('upstreamUnavailable', 'A2A REST call, but the agent card (which names its REST endpoint) could not be read', 'rest');
+    return reject('notFound', restOnly ? 'No A2A REST route matches this path' : 'Not an A2A REST endpoint of this agent', 'rest');
+  }
+  if (opts.forwardNonA2A) return other(req, t, body, 'non-a2a');
+  if (restOnly) return reject('notFound', 'No A2A REST route matches this path', 'rest');
+  const f = flavour(req, t, opts, body);
+  if (f === 'jsonrpc') {
+    if (body.kind === 'none' || body.kind === 'opaque') {
+      if (!isMediaType(req.headers, ['application/json'])) return reject('contentTypeNotSupported', 'Content type not supported; expected application/json', 'jsonrpc');
+      return reject('parseError', 'Request body is not JSON', 'jsonrpc');
+    }
+    return reject('invalidRequest', 'Request is not a JSON-RPC 2.0 request object (batches are not accepted)', 'jsonrpc');
+  }
+  return reject('notFound', 'Not an A2A endpoint; other routes must be listed in PASSTHROUGH_PATHS', 'rest');
+}
+
+function other(req: HttpRequestFacts, t: Target, body: ParsedBody, why: 'passthrough' | 'non-a2a', method?: string): Classified {
+  const forwarded = body.kind === 'json' ? canonical(body.value) : req.body;
+  const target = encodePath(t.segments, t.trailingSlash) + encodeQuery(t.query);
+  return { kind: 'other', target, body: forwarded, why, ...(method === undefined ? {} : { method }) };
+}
+
+function passthrough(t: Target, opts: ClassifyOptions): boolean {
+  if (!opts.passthrough.some((p) => isUnder(t.segments, p))) return false;
+  // A listed prefix never opens an A2A endpoint of the agent, nor anything a router could read as one.
+  if (opts.endpoints.rest.some((b) => isUnder(t.segments, b)) || opts.endpoints.jsonrpc.some((j) => isUnder(t.segments, j))) return false;
+  return !looksLikeRest(t.segments);
+}
+
+function isJsonRpcEndpoint(t: Target, opts: ClassifyOptions): boolean {
+  return opts.endpoints.jsonrpc.some((j) => j.length === t.segments.length && isUnder(t.segments, j));
+}
+
+/** Which binding's terms a refusal uses: JSON-RPC at the agent's JSON-RPC endpoints and for JSON-RPC-looking bodies. */
+function flavour(req: HttpRequestFacts, t: Target, opts: ClassifyOptions, body: ParsedBody | undefined): Binding {
+  if (isJsonRpcEndpoint(t, opts)) return 'jsonrpc';
+  if (opts.endpoints.rest.some((b) => isUnder(t.segments, b)) || looksLikeRest(t.segments)) return 'rest';
+  if (body?.kind === 'json' && (isObject(body.value) || Array.isArray(body.value))) return 'jsonrpc';
+  return req.verb.toUpperCase() === 'POST' && isMediaType(req.headers, ['application/json']) ? 'jsonrpc' : 'rest';
+}
+
+function checkHeaders(h: IncomingHttpHeaders): string | undefined {
+  for (const o of OVERRIDE_HEADERS) {
+    // A method override turns a harmless-looking verb into a POST for some servers.
+    if (h[o] !== undefined) return `${o} is not accepted by this proxy`;
+  }
+  for (const name in h) {
+    // `A2A_Version` is A2A-Version to CGI-style servers: one header, two spellings, two meanings.
+    if (name.includes('_') && CLASSIFYING_HEADERS.includes(name.replace(/_/g, '-'))) return `Header ${name} is ambiguous (underscore spelling of ${name.replace(/_/g, '-')})`;
+  }
+  const conn = h.connection;
+  if (conn !== undefined) {
+    for (const token of conn.split(',')) {
+      const n = token.trim().toLowerCase();
+      if (CLASSIFYING_HEADERS.includes(n)) return `Connection names ${n}, which this proxy reads to classify the request`;
+    }
+  }
+  const ct = h['content-type'];
+  if (ct !== undefined) {
+    const charset = /;\s*charset\s*=\s*"?([^";\s]*)"?/gi;
+    for (const m of ct.matchAll(charset)) {
+      // The agent's body parser would decode another charset (UTF-7, UTF-16...) into other text than the guardian saw.
+      if ((m[1] ?? '').toLowerCase() !== 'utf-8' && (m[1] ?? '').toLowerCase() !== 'utf8') return `Charset "${(m[1] ?? '').slice(0, 32)}" is not accepted; requests must be UTF-8`;
+    }
+  }
+  return undefined;
+}
+
+/** The A2A-Version the call is read under: one header value, and a query parameter that does not contradict it. */
+function a2aVersion(h: IncomingHttpHeaders, t: Target): { value: string | undefined } | { problem: string } {
+  const raw = h['a2a-version'];
+  const header = Array.isArray(raw) ? raw.join(',') : raw;
+  if (header !== undefined && (header.includes(',') || !/^[\x21-\x7e ]*$/.test(header))) return { problem: 'A2A-Version must be one value' };
+  const value = header === undefined || header.trim() === '' ? undefined : header.trim();
+  const fromQuery = t.query.filter(([k]) => k.toLowerCase() === 'a2a-version').map(([, v]) => v.trim());
+  if (fromQuery.some((q) => q !== (value ?? q) || q !== fromQuery[0])) return { problem: 'A2A-Version query parameter contradicts the header' };
+  return { value };
+}
+
+function isCardPath(segs: readonly string[]): boolean {
+  const n = segs.length;
+  if (n < 2 || (segs[n - 2] as string).toLowerCase() !== '.well-known') return false;
+  const last = (segs[n - 1] as string).toLowerCase();
+  return last === 'agent-card.json' || last === 'agent.json';
+}
+
+// ---- bodies ----
 
 /** Could a lenient parser (JSON5, comments, BOM, NaN...) read JSON out of these bytes? */
 function mightBeJson(text: string): boolean {
-  const t = text.replace(/^[\s\uFEFF]+/, '');
-  return /^[[{/]/.test(t) || /jsonrpc|"method"|'method'|\bmethod\s*:/i.test(text);
+  const s = text.replace(/^[\s\uFEFF]+/, '');
+  return /^[[{/]/.test(s) || /jsonrpc|"method"|'method'|\bmethod\s*:/i.test(text);
 }
 
 function parseBody(req: HttpRequestFacts): ParsedBody {
   if (req.body === null || req.body.length === 0) return { kind: 'none' };
   if (!isUtf8(req.body)) {
-    // Not UTF-8. Some parsers detect UTF-16/32 JSON (RFC 4627) or decode leniently: refuse anything
-    // that would read as JSON that way, whatever the Content-Type says.
     const alt = wideDecode(req.body) ?? req.body.toString('latin1');
     return looksTextual(req) || mightBeJson(alt) || mightBeJson(req.body.toString('utf8'))
       ? { kind: 'bad', why: 'Request body is not valid UTF-8' }
@@ -76,11 +225,8 @@ function parseBody(req: HttpRequestFacts): ParsedBody {
   try {
     return { kind: 'json', value: JSON.parse(text) };
   } catch {
-    // Not strict JSON (NaN, comments, trailing commas, a BOM...). Refuse if a lenient upstream
-    // parser could still find a JSON-RPC call in it.
-    // NULs between ASCII characters are UTF-16/32 JSON that is also valid UTF-8.
     const suspicious = mightBeJson(text) || (text.includes('\0') && mightBeJson(text.replace(/\0/g, '')));
-    return suspicious ? { kind: 'bad', why: 'Request body is not strict JSON' } : { kind: 'opaque' };
+    return suspicious || isMediaType(req.headers, ['application/json', 'application/a2a+json']) ? { kind: 'bad', why: 'Request body is not strict JSON' } : { kind: 'opaque' };
   }
 }
 
@@ -91,131 +237,123 @@ function wideDecode(b: Buffer): string | undefined {
   let enc: 'utf-16le' | 'utf-16be' | undefined;
   if ((b0 === 0xff && b1 === 0xfe) || (b0 !== 0 && b1 === 0 && b3 === 0)) enc = 'utf-16le';
   else if ((b0 === 0xfe && b1 === 0xff) || (b0 === 0 && b2 === 0 && b1 !== 0)) enc = 'utf-16be';
-  else if (b0 === 0 && b1 === 0 && b2 === 0) return b.toString('latin1').replace(/\0/g, ''); // UTF-32BE, ASCII range
+  else if (b0 === 0 && b1 === 0 && b2 === 0) return b.toString('latin1').replace(/\0/g, '');
   if (enc === undefined) return undefined;
-  const text = new TextDecoder(enc).decode(b);
-  return text.replace(/\0/g, ''); // UTF-32LE read as UTF-16 leaves NULs between characters
-}
-
-function validId(v: unknown): v is JsonRpcId | null | undefined {
-  return v === undefined || v === null || typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
-}
-
-const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-export function classify(req: HttpRequestFacts): Classified {
-  try {
-    return classifyUnsafe(req);
-  } catch (err) {
-    // JSON nested deeper than the engine's stack (or similar hostile input): refuse, never crash.
-    return reject(`Request body could not be processed: ${(err as Error).name}`);
-  }
-}
-
-function classifyUnsafe(req: HttpRequestFacts): Classified {
-  const q = req.path.indexOf('?');
-  const pathname = q === -1 ? req.path : req.path.slice(0, q);
-  const search = q === -1 ? '' : req.path.slice(q);
-  const rest = matchRest(req.verb, pathname, headerValue(req.headers['a2a-version']));
-  if (rest !== undefined && 'ambiguous' in rest) return reject(`Ambiguous request path: ${rest.ambiguous}`, null, 'rest');
-  const binding: Binding = rest === undefined ? 'jsonrpc' : 'rest';
-
-  // Fragments and backslashes never belong in a request target; servers disagree on what they mean.
-  if (/[#\\]/.test(req.path)) return reject('Request target contains "#" or "\\"', null, binding);
-  for (const h of OVERRIDE_HEADERS) {
-    // A method override turns a harmless-looking verb into a POST for some servers.
-    if (req.headers[h] !== undefined) return reject(`${h} is not accepted by this proxy`, null, binding);
-  }
-  const body = parseBody(req);
-  if (body.kind === 'bad') return reject(body.why, null, binding);
-
-  if (body.kind === 'json') {
-    const v = body.value;
-    if (Array.isArray(v) && v.some((e) => typeof e === 'object' && e !== null)) return reject('JSON-RPC batches are not accepted', null, binding);
-    const looksRpc = isObject(v) && Object.keys(v).some((k) => fold(k) === 'method' || fold(k) === 'jsonrpc');
-    if (isObject(v) && (looksRpc || rest !== undefined)) {
-      // Some parsers (Go's encoding/json) match keys without regard to case: "METHOD" is a method there.
-      const caseTrick = caseAmbiguousKeys(v) ?? (isObject(v.params) ? caseAmbiguousKeys(v.params) : undefined);
-      if (caseTrick !== undefined) return reject(`JSON-RPC member names must be exact (${caseTrick.slice(0, 32)})`, null, binding);
-      if ('method' in v) {
-        // A JSON-RPC body on a REST route: the guardian would judge one operation, the agent may run the other.
-        if (rest !== undefined) return reject('A JSON-RPC body on an A2A REST route is ambiguous', null, 'rest');
-        return classifyJsonRpc(req, v);
-      }
-    }
-  }
-  if (rest !== undefined) return classifyRest(rest, pathname, search, body);
-
-  if (body.kind === 'json') return { kind: 'other', body: canonical(body.value) };
-  return { kind: 'other', body: req.body };
-}
-
-const RPC_MEMBERS = new Set(['jsonrpc', 'method', 'params', 'id']);
-/** Unicode-aware case fold (ſ -> s, K (Kelvin) -> k), as case-insensitive JSON decoders do. */
-const fold = (k: string): string => k.toUpperCase().toLowerCase();
-
-/** A key that is a JSON-RPC member name only when case is ignored, or two keys equal under folding. */
-function caseAmbiguousKeys(o: JsonObject): string | undefined {
-  const seen = new Set<string>();
-  for (const k of Object.keys(o)) {
-    const f = fold(k);
-    if (RPC_MEMBERS.has(f) && f !== k) return k;
-    if (seen.has(f)) return k;
-    seen.add(f);
-  }
-  return undefined;
-}
-
-function classifyJsonRpc(req: HttpRequestFacts, request: JsonObject): Classified {
-  const id = request.id;
-  const safeId: JsonRpcId | null = typeof id === 'string' || typeof id === 'number' ? id : null;
-  const method = request.method;
-  if (typeof method !== 'string') return reject('JSON-RPC method must be a string', safeId);
-  const op = operationForMethod(method);
-  if (op === undefined) {
-    if (operationForLooseMethod(method) !== undefined) return reject(`Method "${method.slice(0, 64)}" is not an exact A2A method name`, safeId);
-    return { kind: 'other', body: canonical(request), unknownMethod: method, id: safeId };
-  }
-  if (!validId(id)) return reject('JSON-RPC id must be a string, a number or null');
-  if (req.verb !== 'POST') return reject(`A2A JSON-RPC calls must use POST, not ${req.verb.slice(0, 16)}`, safeId);
-  return { kind: 'a2a', binding: 'jsonrpc', op, request, id: safeId };
-}
-
-function classifyRest(match: RestMatch, pathname: string, search: string, body: ParsedBody): Classified {
-  let params: JsonObject | undefined;
-  if (body.kind === 'opaque') return reject('A2A REST calls carry JSON bodies', null, 'rest');
-  if (body.kind === 'json') {
-    // GET/DELETE routes take no body: one a lenient server might read would bypass the guardian.
-    if (!restHasBody(match)) return reject(`${match.route.verb} ${match.op.aosMethod} takes no request body`, null, 'rest');
-    if (!isObject(body.value)) return reject('A2A REST request body must be a JSON object', null, 'rest');
-    params = body.value;
-    // A body field named like a path parameter would make the guardian judge one task and the agent act on another.
-    for (const [k, v] of Object.entries(match.pathParams)) {
-      if (k in params && params[k] !== v) return reject(`Body field "${k}" contradicts the request path`, null, 'rest');
-    }
-  }
-  const query = new URLSearchParams(search);
-  const keys = [...query.keys()];
-  // Parsers disagree on repeated parameters (first or last wins): the guardian must see the one the agent reads.
-  if (new Set(keys).size !== keys.length) return reject('Repeated query parameters are not accepted on A2A REST routes', null, 'rest');
-  if (restHasBody(match) && keys.some((k) => k.toLowerCase() !== 'a2a-version')) {
-    return reject('Query parameters are not accepted on A2A REST routes that carry a body', null, 'rest');
-  }
-  const id = randomUUID();
-  const request = restToJsonRpc(match, query, params, id);
-  return {
-    kind: 'a2a', binding: 'rest', op: match.op, request, id,
-    rest: { match, pathname, search, body: params === undefined ? null : canonical(params) },
-  };
-}
-
-function headerValue(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
+  return new TextDecoder(enc).decode(b).replace(/\0/g, '');
 }
 
 function looksTextual(req: HttpRequestFacts): boolean {
   const ct = String(req.headers['content-type'] ?? '').toLowerCase();
   return ct === '' || ct.includes('json') || ct.startsWith('text/');
+}
+
+function mediaType(h: IncomingHttpHeaders): string | undefined {
+  const ct = h['content-type'];
+  return ct === undefined ? undefined : (ct.split(';', 1)[0] as string).trim().toLowerCase();
+}
+
+function isMediaType(h: IncomingHttpHeaders, accepted: readonly string[]): boolean {
+  const m = mediaType(h);
+  return m !== undefined && accepted.includes(m);
+}
+
+// ---- JSON-RPC ----
+
+const RPC_MEMBERS = new Set(['jsonrpc', 'method', 'params', 'id']);
+/** Unicode-aware case fold (ſ -> s, K (Kelvin) -> k), as case-insensitive JSON decoders do. */
+const fold = (k: string): string => k.toUpperCase().toLowerCase();
+/** Spellings one decoder or another takes for the same field: case, snake_case, kebab-case. */
+const fieldKey = (k: string): string => fold(k).replace(/[_-]/g, '');
+
+const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function validId(v: unknown): v is JsonRpcId | null | undefined {
+  return v === undefined || v === null || typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
+}
+
+/**
+ * Two keys of one object that some decoder reads as the same field (`taskId` and `task_id`,
+ * `Method` and `method`): the guardian could judge one value while the agent uses the other.
+ * Walks the whole value without recursion (hostile nesting cannot blow the stack).
+ */
+export function ambiguousKey(root: unknown): string | undefined {
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (Array.isArray(v)) {
+      for (const e of v) if (typeof e === 'object' && e !== null) stack.push(e);
+    } else if (typeof v === 'object' && v !== null) {
+      const seen = new Set<string>();
+      for (const [k, child] of Object.entries(v)) {
+        const f = fieldKey(k);
+        if (seen.has(f)) return k;
+        seen.add(f);
+        if (typeof child === 'object' && child !== null) stack.push(child);
+      }
+    }
+  }
+  return undefined;
+}
+
+function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions, v: JsonObject, version: string | undefined): Classified {
+  const id = v.id;
+  const safeId: JsonRpcId | null = typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
+  for (const k of Object.keys(v)) {
+    // Some decoders (Go's encoding/json) match member names without regard to case.
+    if (RPC_MEMBERS.has(fold(k)) && !RPC_MEMBERS.has(k)) return reject('rejected', `JSON-RPC member names must be exact (${k.slice(0, 32)})`, 'jsonrpc', safeId);
+  }
+  const method = v.method;
+  if (typeof method !== 'string') return reject('invalidRequest', 'JSON-RPC method must be a string', 'jsonrpc', safeId);
+  if (v.jsonrpc !== '2.0') return reject('invalidRequest', 'JSON-RPC version must be "2.0"', 'jsonrpc', safeId);
+  if (!validId(id)) return reject('invalidRequest', 'JSON-RPC id must be a string, a number or null', 'jsonrpc');
+  const op = operationForMethod(method);
+  if (op === undefined) {
+    if (operationForLooseMethod(method) === undefined) {
+      if (passthrough(t, opts)) return other(req, t, { kind: 'json', value: v }, 'passthrough', method);
+      if (opts.forwardNonA2A) return other(req, t, { kind: 'json', value: v }, 'non-a2a', method);
+    }
+    return reject('methodNotFound', `Method not found: ${method.slice(0, 64)} is not an A2A operation`, 'jsonrpc', safeId);
+  }
+  if (req.verb.toUpperCase() !== 'POST') return reject('invalidRequest', `A2A JSON-RPC calls must use POST, not ${req.verb.slice(0, 16)}`, 'jsonrpc', safeId);
+  if (looksLikeRest(t.segments)) return reject('rejected', 'A JSON-RPC call on a path that reads as an A2A REST route is ambiguous', 'jsonrpc', safeId);
+  if (!isMediaType(req.headers, ['application/json'])) {
+    return reject('contentTypeNotSupported', `Content type not supported: ${String(req.headers['content-type'] ?? '(none)').slice(0, 64)}; expected application/json`, 'jsonrpc');
+  }
+  const params = v.params;
+  if (params !== undefined && !isObject(params)) return reject('invalidRequest', 'JSON-RPC params must be an object', 'jsonrpc', safeId);
+  const amb = ambiguousKey(params);
+  if (amb !== undefined) return reject('rejected', `Ambiguous member names in params (${amb.slice(0, 32)})`, 'jsonrpc', safeId);
+  // What the guardian sees is what the agent gets: the four members, nothing else.
+  // (In the caller's member order, so a canonical request is forwarded byte for byte.)
+  const request: JsonObject = {};
+  for (const k of Object.keys(v)) if (RPC_MEMBERS.has(k)) request[k] = v[k] as JsonObject[string];
+  const query = t.query.filter(([k]) => k.toLowerCase() !== 'a2a-version');
+  return { kind: 'a2a', binding: 'jsonrpc', op, request, id: safeId, version, target: encodePath(t.segments, t.trailingSlash) + encodeQuery(query) };
+}
+
+// ---- REST ----
+
+function classifyRest(req: HttpRequestFacts, t: Target, base: readonly string[], m: RestMatch, body: ParsedBody, version: string | undefined): Classified {
+  let params: JsonObject | undefined;
+  if (body.kind === 'bad') return reject('parseError', body.why, 'rest');
+  if (body.kind === 'opaque') return reject('contentTypeNotSupported', 'A2A REST calls carry JSON bodies', 'rest');
+  if (body.kind === 'json') {
+    // GET/DELETE routes take no body: one a lenient server might read would bypass the guardian.
+    if (!restHasBody(m)) return reject('rejected', `${m.route.verb} ${m.op.v1Method} takes no request body`, 'rest');
+    const accepted = m.version === '0.3' ? ['application/json'] : ['application/json', 'application/a2a+json'];
+    if (!isMediaType(req.headers, accepted)) return reject('contentTypeNotSupported', `Content type not supported; expected ${accepted.join(' or ')}`, 'rest');
+    if (!isObject(body.value)) return reject('invalidRequest', 'A2A REST request body must be a JSON object', 'rest');
+    params = body.value;
+  }
+  const query = t.query.filter(([k]) => k.toLowerCase() !== 'a2a-version');
+  const keys = query.map(([k]) => k);
+  // Parsers disagree on repeated parameters (first or last wins): the guardian must see the one the agent reads.
+  if (new Set(keys.map(fieldKey)).size !== keys.length) return reject('rejected', 'Repeated query parameters are not accepted on A2A REST routes', 'rest');
+  const amb = ambiguousKey(params);
+  if (amb !== undefined) return reject('rejected', `Ambiguous member names in the body (${amb.slice(0, 32)})`, 'rest');
+  const request = restToJsonRpc(m, query, params, randomUUID());
+  if (typeof request === 'string') return reject('rejected', request, 'rest');
+  return { kind: 'a2a', binding: 'rest', op: m.op, request, id: request.id as string, version, target: encodePath(base), rest: { match: m, base } };
 }
 
 /**

@@ -56,7 +56,9 @@ export const OPERATIONS: readonly Operation[] = [
   {
     aosMethod: 'tasks/list', v03Method: null, v1Method: 'ListTasks', streaming: false, decisions: ALL,
     taskIdAt: null, messageAt: null, returnsCard: false,
-    restV1: [{ verb: 'GET', path: '/tasks' }], restV03: [{ verb: 'GET', path: '/v1/tasks' }],
+    // v0.3 lists GET /v1/tasks in its spec table but not in its proto, and the SDK's v0.3 router has no such
+    // route: there `/v1/tasks` falls through to the v1.0 table as ListTasks for tenant "v1".
+    restV1: [{ verb: 'GET', path: '/tasks' }], restV03: [],
   },
   {
     aosMethod: 'tasks/cancel', v03Method: 'tasks/cancel', v1Method: 'CancelTask', streaming: false, decisions: NO_MODIFY,

@@ -4,9 +4,12 @@
  */
 import type { IncomingMessage } from 'node:http';
 import zlib from 'node:zlib';
+import { promisify } from 'node:util';
 import { proxyError, type ProxyError } from './errors';
 
 export type BodyResult = { readonly ok: true; readonly body: Buffer } | { readonly ok: false; readonly error: ProxyError };
+
+const overloaded = (): ProxyError => proxyError('overloaded', 'Too many request bytes in flight; retry later', {}, 503);
 
 /** Does the request carry a body at all (RFC 9112 section 6.3)? */
 export function hasBody(req: IncomingMessage): boolean {
@@ -15,13 +18,18 @@ export function hasBody(req: IncomingMessage): boolean {
   return len !== undefined && len !== '0';
 }
 
-export function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: number): Promise<BodyResult> {
+export function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: number, lease?: BodyLease): Promise<BodyResult> {
   return new Promise((resolve) => {
     const declared = Number(req.headers['content-length'] ?? NaN);
     if (declared > maxBytes) {
       req.resume();
       return resolve({ ok: false, error: proxyError('rejected', `Request body larger than ${maxBytes} bytes`, { limit: String(maxBytes) }, 413) });
     }
+    if (lease !== undefined && Number.isFinite(declared) && !lease.take(declared)) {
+      req.resume();
+      return resolve({ ok: false, error: overloaded() });
+    }
+    let reserved = Number.isFinite(declared) ? declared : 0;
     const chunks: Buffer[] = [];
     let size = 0;
     let done = false;
@@ -38,6 +46,10 @@ export function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: numb
     const onData = (c: Buffer) => {
       size += c.length;
       if (size > maxBytes) return finish({ ok: false, error: proxyError('rejected', `Request body larger than ${maxBytes} bytes`, { limit: String(maxBytes) }, 413) });
+      if (lease !== undefined && size > reserved) {
+        if (!lease.take(size - reserved)) return finish({ ok: false, error: overloaded() });
+        reserved = size;
+      }
       chunks.push(c);
     };
     const onEnd = () => finish({ ok: true, body: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size) });
@@ -50,38 +62,86 @@ export function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: numb
   });
 }
 
-/** Undo Content-Encoding (gzip, deflate, br; stacked codings in reverse order) with the same size bound. */
-export function decodeBody(body: Buffer, contentEncoding: string | undefined, maxBytes: number): BodyResult {
+/**
+ * Undo Content-Encoding (gzip, deflate, br): at most one coding, decompressed on the thread pool
+ * (never on the event loop) with one output bound. A stack of codings is refused: each layer costs
+ * a pass, and 600 stored gzip layers held the event loop for seconds.
+ */
+export async function decodeBody(body: Buffer, contentEncoding: string | undefined, maxBytes: number): Promise<BodyResult> {
   if (contentEncoding === undefined) return { ok: true, body };
   const codings = contentEncoding.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '' && c !== 'identity');
-  let out = body;
+  if (codings.length === 0) return { ok: true, body };
+  if (codings.length > 1) return { ok: false, error: proxyError('rejected', 'At most one Content-Encoding is accepted', { contentEncoding: contentEncoding.slice(0, 64) }) };
+  const coding = codings[0] as string;
+  const opts = { maxOutputLength: maxBytes };
   try {
-    for (const coding of codings.reverse()) {
-      const opts = { maxOutputLength: maxBytes };
-      if (coding === 'gzip' || coding === 'x-gzip') out = zlib.gunzipSync(out, opts);
-      else if (coding === 'deflate') out = inflateEither(out, opts);
-      else if (coding === 'br') out = zlib.brotliDecompressSync(out, opts);
-      else return { ok: false, error: proxyError('rejected', `Unsupported Content-Encoding: ${coding}`, { contentEncoding: coding }) };
-    }
+    if (coding === 'gzip' || coding === 'x-gzip') return { ok: true, body: await gunzip(body, opts) };
+    if (coding === 'deflate') return { ok: true, body: await inflateEither(body, opts) };
+    if (coding === 'br') return { ok: true, body: await brotli(body, opts) };
   } catch (e) {
-    const tooBig = isTooLarge(e);
-    return tooBig
+    return isTooLarge(e)
       ? { ok: false, error: proxyError('rejected', `Decoded request body larger than ${maxBytes} bytes`, { limit: String(maxBytes) }, 413) }
-      : { ok: false, error: proxyError('rejected', `Request body could not be decoded (${contentEncoding})`) };
+      : { ok: false, error: proxyError('rejected', `Request body could not be decoded (${coding})`) };
   }
-  return { ok: true, body: out };
+  return { ok: false, error: proxyError('rejected', `Unsupported Content-Encoding: ${coding.slice(0, 32)}`, { contentEncoding: coding.slice(0, 32) }) };
 }
 
+const gunzip = promisify<Buffer, zlib.ZlibOptions, Buffer>(zlib.gunzip);
+const inflate = promisify<Buffer, zlib.ZlibOptions, Buffer>(zlib.inflate);
+const inflateRaw = promisify<Buffer, zlib.ZlibOptions, Buffer>(zlib.inflateRaw);
+const brotli = promisify<Buffer, zlib.BrotliOptions, Buffer>(zlib.brotliDecompress);
+
 /** "deflate" in the wild is zlib-wrapped or raw; accept both. */
-function inflateEither(b: Buffer, opts: zlib.ZlibOptions): Buffer {
+async function inflateEither(b: Buffer, opts: zlib.ZlibOptions): Promise<Buffer> {
   try {
-    return zlib.inflateSync(b, opts);
+    return await inflate(b, opts);
   } catch (e) {
     if (isTooLarge(e)) throw e;
-    return zlib.inflateRawSync(b, opts);
+    return inflateRaw(b, opts);
   }
 }
 
 function isTooLarge(e: unknown): boolean {
   return (e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || /larger than|too large|maxOutputLength/i.test((e as Error).message);
+}
+
+/**
+ * One budget of request-body bytes held across all calls (MAX_INFLIGHT_BODY_BYTES). A call that
+ * would go over it is answered "overloaded" at once instead of growing the process without bound.
+ */
+export class BodyBudget {
+  private used = 0;
+  constructor(readonly limit: number) {}
+
+  get inFlight(): number {
+    return this.used;
+  }
+
+  /** A lease for one call; `take` grows it (false: over budget, nothing taken), `release` ends it. */
+  lease(): BodyLease {
+    let held = 0;
+    return {
+      take: (n: number) => {
+        if (this.used + n > this.limit) return false;
+        this.used += n;
+        held += n;
+        return true;
+      },
+      resize: (n: number) => {
+        this.used += n - held;
+        held = n;
+      },
+      release: () => {
+        this.used -= held;
+        held = 0;
+      },
+    };
+  }
+}
+
+export interface BodyLease {
+  take(n: number): boolean;
+  /** Hold exactly n bytes now (what is retained after parsing); never refused. */
+  resize(n: number): void;
+  release(): void;
 }

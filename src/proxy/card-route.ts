@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { rewriteCard, weakEtag, type CardJson } from '../a2a/card';
 import type { ProxyDeps } from './pipeline';
-import { callUpstream, forwardRequestHeaders, relayResponseHeaders, abortOnClientClose } from './forward';
+import { callUpstream, forwardRequestHeaders, relayResponseHeaders, abortOnClientClose, headerText } from './forward';
 import { proxyError } from './errors';
 import { sendError } from './responses';
 
@@ -22,7 +22,8 @@ export function publicBase(deps: ProxyDeps, req: IncomingMessage): URL {
   }
 }
 
-export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse): void {
+/** `target` is the canonical card path the proxy classified; HEAD is answered from the rewritten GET. */
+export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse, target: string): void {
   const headers = forwardRequestHeaders(req.headers, {
     role: deps.config.role,
     reasoningHeader: deps.config.reasoningHeader,
@@ -39,7 +40,7 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
   delete headers['if-modified-since'];
   const upReq = callUpstream(
     deps.upstream,
-    { verb: req.method ?? 'GET', path: req.url ?? '/', headers, body: null },
+    { verb: 'GET', path: target, headers, body: null },
     (upRes) => {
       const chunks: Buffer[] = [];
       let size = 0;
@@ -54,20 +55,24 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
           const raw = Buffer.concat(chunks);
           const out = relayResponseHeaders(upRes.headers);
           let body = raw;
-          if (upRes.statusCode === 200 && req.method !== 'HEAD') {
+          if (upRes.statusCode === 200) {
             // A 200 card that cannot be rewritten is never relayed: its URLs would lead around the proxy.
             const card = size <= MAX_CARD_BYTES && !isEncoded(upRes.headers['content-encoding']) ? parseCard(raw) : undefined;
             if (card === undefined) return unavailable('agent card: not a readable JSON object (too large, encoded or malformed)');
             body = Buffer.from(JSON.stringify(rewriteCard(card, { publicBase: publicBase(deps, req), upstreamBase: deps.upstream.url, signatures: deps.config.cardSignatures })));
             out.etag = weakEtag(body);
             delete out['content-encoding'];
+            if (deps.config.publicUrl === undefined) {
+              // Rewritten from this request's Host: another Host gets other URLs, so no shared cache may keep it.
+              out['cache-control'] = 'private, no-cache';
+              out.vary = [headerText(out.vary as string | string[] | undefined), 'Host'].filter((v) => v !== undefined && v !== '').join(', ');
+            }
           }
+          out['content-length'] = body.length;
           if (req.method === 'HEAD') {
-            delete out.etag;
             res.writeHead(upRes.statusCode, out);
             return void res.end();
           }
-          out['content-length'] = body.length;
           res.writeHead(upRes.statusCode, out);
           res.end(body);
         },

@@ -5,7 +5,10 @@
  */
 import type { JsonRpcId } from '../aos/schemas';
 
-export type ProxyErrorKind = 'denied' | 'guardianUnavailable' | 'rejected' | 'upstreamUnavailable';
+export type ProxyErrorKind =
+  | 'denied' | 'guardianUnavailable' | 'rejected' | 'upstreamUnavailable' | 'overloaded'
+  // Refusals of what the agent would refuse too: the binding's standard codes, with the proxy's ErrorInfo.
+  | 'parseError' | 'invalidRequest' | 'methodNotFound' | 'notFound' | 'contentTypeNotSupported' | 'versionNotSupported';
 
 interface KindInfo {
   readonly code: number;
@@ -20,6 +23,20 @@ const KINDS: Record<ProxyErrorKind, KindInfo> = {
   guardianUnavailable: { code: -31503, reason: 'GUARDIAN_UNAVAILABLE', httpStatus: 503, grpcStatus: 'UNAVAILABLE', defaultMessage: 'Guardian unavailable' },
   rejected: { code: -31400, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'INVALID_ARGUMENT', defaultMessage: 'Request refused by proxy' },
   upstreamUnavailable: { code: -31502, reason: 'UPSTREAM_UNAVAILABLE', httpStatus: 502, grpcStatus: 'UNAVAILABLE', defaultMessage: 'Upstream agent unavailable' },
+  // Too many request bytes held at once (MAX_INFLIGHT_BODY_BYTES): a clear "try later", not unbounded memory.
+  overloaded: { code: -31429, reason: 'PROXY_OVERLOADED', httpStatus: 503, grpcStatus: 'RESOURCE_EXHAUSTED', defaultMessage: 'Proxy overloaded, retry later' },
+  parseError: { code: -32700, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'INVALID_ARGUMENT', defaultMessage: 'Invalid JSON payload' },
+  invalidRequest: { code: -32600, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'INVALID_ARGUMENT', defaultMessage: 'Invalid request' },
+  methodNotFound: { code: -32601, reason: 'REQUEST_REJECTED', httpStatus: 404, grpcStatus: 'UNIMPLEMENTED', defaultMessage: 'Method not found' },
+  notFound: { code: -32601, reason: 'REQUEST_REJECTED', httpStatus: 404, grpcStatus: 'NOT_FOUND', defaultMessage: 'Not found' },
+  contentTypeNotSupported: { code: -32005, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'INVALID_ARGUMENT', defaultMessage: 'Content type not supported' },
+  versionNotSupported: { code: -32009, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'UNIMPLEMENTED', defaultMessage: 'A2A version not supported' },
+};
+
+/** A2A's own ErrorInfo reason for the standard refusals (google.rpc.ErrorInfo, domain a2a-protocol.org). */
+const A2A_REASONS: Partial<Record<ProxyErrorKind, string>> = {
+  contentTypeNotSupported: 'CONTENT_TYPE_NOT_SUPPORTED',
+  versionNotSupported: 'VERSION_NOT_SUPPORTED',
 };
 
 export const ERROR_CODES = {
@@ -27,6 +44,7 @@ export const ERROR_CODES = {
   guardianUnavailable: KINDS.guardianUnavailable.code,
   rejected: KINDS.rejected.code,
   upstreamUnavailable: KINDS.upstreamUnavailable.code,
+  overloaded: KINDS.overloaded.code,
 } as const;
 
 export interface ProxyError {
@@ -46,9 +64,16 @@ function errorInfo(err: ProxyError) {
   return { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: KINDS[err.kind].reason, domain: 'a2a-guard', metadata: err.metadata };
 }
 
+/** The A2A ErrorInfo (when the kind has one) first, as the agent would send it, then the proxy's. */
+function errorDetails(err: ProxyError) {
+  const a2a = A2A_REASONS[err.kind];
+  const own = errorInfo(err);
+  return a2a === undefined ? [own] : [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: a2a, domain: 'a2a-protocol.org' }, own];
+}
+
 /** JSON-RPC error response object with the caller's id (null when it had none). */
 export function jsonRpcErrorObject(err: ProxyError, id: JsonRpcId | null) {
-  return { jsonrpc: '2.0' as const, id, error: { code: KINDS[err.kind].code, message: err.message, data: [errorInfo(err)] } };
+  return { jsonrpc: '2.0' as const, id, error: { code: KINDS[err.kind].code, message: err.message, data: errorDetails(err) } };
 }
 
 export function jsonRpcErrorBody(err: ProxyError, id: JsonRpcId | null): string {
@@ -58,7 +83,15 @@ export function jsonRpcErrorBody(err: ProxyError, id: JsonRpcId | null): string 
 /** REST (HTTP+JSON) form: google.rpc.Status inside `error`. */
 export function restErrorObject(err: ProxyError) {
   const status = restHttpStatus(err);
-  return { error: { code: status, status: KINDS[err.kind].grpcStatus, message: err.message, details: [errorInfo(err)] } };
+  return { error: { code: status, status: restStatusName(status, err.kind), message: err.message, details: errorDetails(err) } };
+}
+
+/** google.rpc.Code name for the REST body: the kind's, unless the HTTP status says otherwise (413, 408). */
+function restStatusName(status: number, kind: ProxyErrorKind): string {
+  if (status === 413) return 'RESOURCE_EXHAUSTED';
+  if (status === 408) return 'DEADLINE_EXCEEDED';
+  if (status === 405) return 'UNIMPLEMENTED';
+  return KINDS[kind].grpcStatus;
 }
 
 export function restHttpStatus(err: ProxyError): number {

@@ -53,6 +53,17 @@ export interface RequestHeaderRules {
   readonly upstreamHost: string;
   readonly remoteAddress: string | undefined;
   readonly encrypted: boolean;
+  /**
+   * A request the proxy rebuilt (an A2A call): Content-Type and A2A-Version are the proxy's, not
+   * the caller's. Undefined for passthrough traffic, whose Content-Type is kept.
+   */
+  readonly rebuilt?: { readonly version: string | undefined; readonly json: boolean };
+}
+
+/** Headers only the proxy writes (or reads and removes), in any spelling: `X_AOS_Reasoning` is X-AOS-Reasoning to CGI-style servers. */
+function proxyOwned(name: string, reasoningHeader: string): boolean {
+  const n = name.includes('_') ? name.replace(/_/g, '-') : name;
+  return n.startsWith('x-aos-') || n === reasoningHeader || n === reasoningHeader.replace(/_/g, '-');
 }
 
 export function forwardRequestHeaders(incoming: IncomingHttpHeaders, rules: RequestHeaderRules): OutgoingHttpHeaders {
@@ -65,18 +76,22 @@ export function forwardRequestHeaders(incoming: IncomingHttpHeaders, rules: Requ
       case 'content-length':
       case 'content-encoding': // the body was decoded for inspection and is sent as identity
       case 'expect': // the whole body is already here
-      case 'x-aos-unchecked': // only this proxy may set it
-      case AGENT_HEADERS.name:
-      case AGENT_HEADERS.url:
-      case AGENT_HEADERS.version:
-      case rules.reasoningHeader: // reasoning never leaks to the remote agent
         continue;
+      case 'content-type':
+      case 'a2a-version':
+        if (rules.rebuilt !== undefined) continue;
+        break;
       default:
-        out[name] = incoming[name];
+        if (proxyOwned(name, rules.reasoningHeader)) continue; // reasoning never leaks to the remote agent
     }
+    out[name] = incoming[name];
   }
   out.host = rules.upstreamHost;
   if (rules.bodyLength !== null) out['content-length'] = rules.bodyLength;
+  if (rules.rebuilt !== undefined) {
+    if (rules.rebuilt.json && rules.bodyLength !== null && rules.bodyLength > 0) out['content-type'] = 'application/json';
+    if (rules.rebuilt.version !== undefined) out['a2a-version'] = rules.rebuilt.version;
+  }
   if (rules.announce !== undefined) {
     out[AGENT_HEADERS.name] = encodeAgentHeader(rules.announce.name);
     out[AGENT_HEADERS.url] = encodeAgentHeader(rules.announce.url);

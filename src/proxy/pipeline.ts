@@ -7,13 +7,16 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Metrics } from '../admin/metrics';
-import { classify, type Classified } from '../a2a/classify';
-import { isCardPath } from '../a2a/card';
-import { jsonRpcToRest, matchRest } from '../a2a/rest';
+import { classify, type Classified, type ClassifyOptions } from '../a2a/classify';
+import type { CardCache, CardJson } from '../a2a/card';
+import { endpointsFromCard, withRestBases } from '../a2a/endpoints';
+import { rebuildRequest } from '../a2a/rebuild';
+import { looksLikeRest } from '../a2a/rest';
+import { isUnder, parseTarget } from '../a2a/target';
 import type { Guardian } from '../aos/guardian';
 import type { Identities, Side } from '../aos/identity';
 import type { JsonObject, JsonRpcId } from '../aos/schemas';
-import { decodeBody, hasBody, readBody } from './body';
+import { decodeBody, hasBody, readBody, type BodyBudget, type BodyLease } from './body';
 import { proxyError, type ProxyError } from './errors';
 import { abortOnClientClose, callUpstream, forwardRequestHeaders, headerText, type Upstream, type UpstreamAnswer, type UpstreamHandle } from './forward';
 import { createHookRunner, summarize, type Exchange, type HookRun } from './hooks';
@@ -32,6 +35,10 @@ export interface ProxyDeps {
   readonly streams: Set<() => void>;
   /** True once shutdown began: answers carry Connection: close. */
   readonly draining: () => boolean;
+  /** Request-body bytes held across all calls (MAX_INFLIGHT_BODY_BYTES). */
+  readonly bodyBudget: BodyBudget;
+  /** The agent's card: names its REST and JSON-RPC endpoints. */
+  readonly upstreamCard: CardCache;
 }
 
 /** Request hooks run client side first; responses travel back, so server side first. */
@@ -53,6 +60,24 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     };
   };
 
+  // Where the agent serves A2A, from its card (recomputed only when the cached card object changes).
+  let endpointsFor: CardJson | undefined | null = null;
+  let classifyOptions: ClassifyOptions;
+  const passthrough = config.passthroughPaths;
+  function options(): ClassifyOptions {
+    const card = deps.upstreamCard.current();
+    if (card !== endpointsFor) {
+      endpointsFor = card;
+      classifyOptions = {
+        endpoints: withRestBases(endpointsFromCard(card, deps.upstream.basePath), config.restBasePaths),
+        cardKnown: card !== undefined || config.restBasePaths !== undefined,
+        passthrough,
+        forwardNonA2A: config.nonA2A === 'forward',
+      };
+    }
+    return classifyOptions;
+  }
+
   return (req, res) => {
     handle(req, res).catch((err: unknown) => {
       // Nothing may escape a request handler: answer what can still be answered, then log.
@@ -66,32 +91,42 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     if (deps.draining()) res.setHeader('connection', 'close');
     const verb = req.method ?? 'GET';
     const path = req.url ?? '/';
-    if ((verb === 'GET' || verb === 'HEAD') && isCardPath(pathOnly(path))) return serveCard(deps, req, res);
+    // Before the first card arrives, wait briefly for it: it names the agent's REST and JSON-RPC endpoints.
+    if (deps.upstreamCard.current() === undefined) await deps.upstreamCard.pending(2000);
+    const opts = options();
 
+    const lease = deps.bodyBudget.lease();
+    res.once('close', lease.release);
     let body: Buffer | null = null;
     if (hasBody(req)) {
       // Refusals before classification answer in the form of the binding the path belongs to.
-      const hint = () => (matchRest(verb, pathOnly(path), headerText(req.headers['a2a-version'])) === undefined ? 'jsonrpc' : 'rest');
-      const read = await readBody(req, config.maxBodyBytes, config.bodyTimeoutMs);
+      const hint = () => refusalBinding(path, opts);
+      const read = await readBody(req, config.maxBodyBytes, config.bodyTimeoutMs, lease);
       if (!read.ok) return refuse(res, read.error, null, hint());
-      const decoded = decodeBody(read.body, headerText(req.headers['content-encoding']), config.maxBodyBytes);
+      const decoded = await decodeBody(read.body, headerText(req.headers['content-encoding']), config.maxBodyBytes);
       if (!decoded.ok) return refuse(res, decoded.error, null, hint());
       body = decoded.body;
+      // The raw bytes are dropped once decoded: hold what is kept.
+      lease.resize(body.length);
     }
 
-    const c = classify({ verb, path, headers: req.headers, body });
-    if (c.kind === 'reject') return refuse(res, c.error, c.id, c.binding);
-    if (c.kind === 'other') {
-      if (c.unknownMethod !== undefined && config.unknownMethods === 'deny') {
-        return refuse(res, proxyError('rejected', 'Method is not an A2A operation (UNKNOWN_METHODS=deny)'), c.id ?? null, 'jsonrpc');
-      }
-      metrics.call(c.unknownMethod === undefined ? 'other' : 'unknown', 'forwarded');
-      return forward(req, res, { verb, path, body: c.body, unchecked: false }, undefined);
+    const c = classify({ verb, path, headers: req.headers, body }, opts);
+    body = null;
+    switch (c.kind) {
+      case 'reject':
+        return refuse(res, c.error, c.id, c.binding);
+      case 'card':
+        return serveCard(deps, req, res, c.target);
+      case 'other':
+        metrics.call(c.why === 'passthrough' ? 'passthrough' : 'other', 'forwarded');
+        logger.info({ path: c.target.split('?')[0], verb, why: c.why, ...(c.method === undefined ? {} : { method: c.method.slice(0, 64) }) }, c.why === 'passthrough' ? 'passthrough forwarded unjudged' : 'non-A2A request forwarded unjudged (NON_A2A=forward)');
+        return forward(req, res, { verb, path: c.target, body: c.body, unchecked: false, rebuilt: undefined }, undefined, lease);
+      case 'a2a':
+        return handleA2A(req, res, c, lease);
     }
-    return handleA2A(req, res, c);
   }
 
-  async function handleA2A(req: IncomingMessage, res: ServerResponse, c: A2ACall): Promise<void> {
+  async function handleA2A(req: IncomingMessage, res: ServerResponse, c: A2ACall, lease: BodyLease): Promise<void> {
     // The caller going away cancels the guardian calls and everything after them.
     const ex: Exchange = {
       started: performance.now(), op: c.op, binding: c.binding, wireMethod: String(c.request.method), id: c.id, req, caller: new Cancellation(),
@@ -106,43 +141,45 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       logExchange(ex);
     });
 
-    const rest = c.rest;
+    const verb = req.method ?? 'POST';
+    const payloadJson = JSON.stringify(c.request);
+    lease.resize(payloadJson.length);
     const run = await runHooks({
-      ex, sides: REQUEST_SIDES[config.role], phase: 'request', payload: c.request, payloadJson: JSON.stringify(c.request),
+      ex, sides: REQUEST_SIDES[config.role], phase: 'request', payload: c.request, payloadJson,
       reasoning: headerText(req.headers[config.reasoningHeader]),
-      ...(rest === undefined ? {} : { validateModified: (p: JsonObject) => { const r = jsonRpcToRest(rest.match, p); return typeof r === 'string' ? r : undefined; } }),
+      // A modify must still rebuild to a request with one meaning (same route, same path parameters).
+      validateModified: (p: JsonObject) => {
+        const r = rebuildRequest(c, verb, p, '');
+        return typeof r === 'string' ? r : undefined;
+      },
     });
     if (res.destroyed) return;
     if (run.type === 'block') {
       ex.decision = run.decision;
       return sendError(res, c.binding, run.error, c.id);
     }
+    const rebuilt = rebuildRequest(c, verb, run.payload, run.payloadJson);
+    if (typeof rebuilt === 'string') {
+      // The unmodified call was checked when classified; only a modify can get here, and it was validated.
+      ex.decision = 'error';
+      return sendError(res, c.binding, proxyError('rejected', `Request cannot be rebuilt: ${rebuilt}`), c.id);
+    }
     ex.decision = summarize(ex.hooks, 'request');
     metrics.call(c.op.aosMethod, 'forwarded');
-    forward(req, res, upstreamRequest(req, c, run), ex);
+    forward(req, res, { verb: rebuilt.verb, path: rebuilt.path, body: rebuilt.body, unchecked: run.unchecked, rebuilt: { version: rebuilt.version, json: true } }, ex, lease);
   }
 
-  /** What goes upstream after the request hooks: the approved JSON-RPC text, or the REST call it maps to. */
-  function upstreamRequest(req: IncomingMessage, c: A2ACall, run: Extract<HookRun, { type: 'pass' }>): UpstreamRequest {
-    const verb = req.method ?? 'POST';
-    if (c.rest === undefined) return { verb, path: req.url ?? '/', body: Buffer.from(run.payloadJson, 'utf8'), unchecked: run.unchecked };
-    if (!run.modified) return { verb, path: req.url ?? '/', body: c.rest.body, unchecked: run.unchecked };
-    const parts = jsonRpcToRest(c.rest.match, run.payload);
-    // Validated in enforce; a string here would be a bug, and then nothing unapproved goes out.
-    if (typeof parts === 'string') throw new Error(parts);
-    return { verb, path: c.rest.pathname + (c.rest.match.route.verb === 'POST' ? c.rest.search : parts.search), body: parts.body, unchecked: run.unchecked };
-  }
-
-  function forward(req: IncomingMessage, res: ServerResponse, up: UpstreamRequest, ex: Exchange | undefined): void {
+  function forward(req: IncomingMessage, res: ServerResponse, up: UpstreamRequest, ex: Exchange | undefined, lease: BodyLease): void {
     const headers = forwardRequestHeaders(req.headers, {
       role: config.role,
       reasoningHeader: config.reasoningHeader,
       announce: config.role === 'server' ? undefined : deps.identities.clientAsPeer(),
       unchecked: up.unchecked,
-      bodyLength: up.body === null ? (hasBody(req) ? 0 : null) : up.body.length,
+      bodyLength: up.body === null ? (hasBody(req) || up.verb === 'POST' ? 0 : null) : up.body.length,
       upstreamHost: deps.upstream.url.host,
       remoteAddress: req.socket.remoteAddress,
       encrypted: 'encrypted' in req.socket,
+      ...(up.rebuilt === undefined ? {} : { rebuilt: up.rebuilt }),
     });
     // Answers that will be read (response hooks, card results) must come uncompressed.
     if (ex !== undefined && (config.inspectResponses || ex.op.returnsCard)) headers['accept-encoding'] = 'identity';
@@ -150,6 +187,8 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       deps.upstream,
       { verb: up.verb, path: up.path, headers, body: up.body },
       (upRes) => {
+        // The request body has left: its bytes no longer count against the in-flight budget.
+        lease.release();
         if (ex !== undefined) ex.upstreamStatus = upRes.statusCode;
         try {
           respond(req, res, upRes, upReq, ex);
@@ -162,10 +201,11 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         }
       },
       (err) => {
+        lease.release();
         metrics.upstreamErrors.inc();
         if (ex !== undefined) ex.error = err.message;
         if (res.destroyed) return;
-        logger.warn({ err: err.message, path: pathOnly(req.url ?? '/') }, 'upstream agent unreachable');
+        logger.warn({ err: err.message, path: pathOnly(up.path) }, 'upstream agent unreachable');
         const e = proxyError('upstreamUnavailable', 'Upstream agent unreachable', { cause: (err as NodeJS.ErrnoException).code ?? 'error' });
         // Traffic that is not A2A gets a plain HTTP 502 (REST form), not a JSON-RPC body.
         if (!res.headersSent) sendError(res, ex?.binding ?? 'rest', e, ex?.id ?? null);
@@ -241,9 +281,20 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
 
 interface UpstreamRequest {
   readonly verb: string;
+  /** Path and query below the upstream base, encoded by the proxy. */
   readonly path: string;
   readonly body: Buffer | null;
   readonly unchecked: boolean;
+  readonly rebuilt: { readonly version: string | undefined; readonly json: boolean } | undefined;
+}
+
+/** Before classification (a body too large, undecodable): the binding the path most likely belongs to. */
+function refusalBinding(path: string, opts: ClassifyOptions): 'jsonrpc' | 'rest' {
+  const t = parseTarget(path);
+  if (!t.ok) return 'rest';
+  const segs = t.target.segments;
+  if (opts.endpoints.jsonrpc.some((j) => j.length === segs.length && isUnder(segs, j))) return 'jsonrpc';
+  return looksLikeRest(segs) || opts.endpoints.rest.some((b) => isUnder(segs, b)) ? 'rest' : 'jsonrpc';
 }
 
 function pathOnly(url: string): string {

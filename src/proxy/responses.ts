@@ -69,9 +69,10 @@ function errorEvent(binding: Binding, err: ProxyError, id: JsonRpcId | null): Bu
 export function sendError(res: ServerResponse, binding: Binding, err: ProxyError, id: JsonRpcId | null): void {
   const { status, body } = errorResponse(binding, err, id);
   const headers: OutgoingHttpHeaders = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
-  // 413 / 408: the rest of the body was not read, so this connection cannot carry another request.
-  const httpStatus = err.httpStatus === 413 || err.httpStatus === 408 ? err.httpStatus : status;
-  if (httpStatus === 413 || httpStatus === 408) headers.connection = 'close';
+  // 413 / 408 / overloaded: the rest of the body was not read, so this connection cannot carry another request.
+  const unread = err.httpStatus === 413 || err.httpStatus === 408 || err.kind === 'overloaded';
+  const httpStatus = unread ? (err.httpStatus ?? status) : status;
+  if (unread) headers.connection = 'close';
   res.writeHead(httpStatus, headers);
   res.end(body);
 }
@@ -177,7 +178,7 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   const encoding = headerText(upRes.headers['content-encoding']);
   if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
     // Asked for identity, got a compressed answer anyway: read it before judging it, never pass it unread.
-    const decoded = decodeBody(raw, encoding, ctx.maxBodyBytes);
+    const decoded = await decodeBody(raw, encoding, ctx.maxBodyBytes);
     if (!decoded.ok && cardAnswer) return refuseCard();
     if (!decoded.ok) return uninspectable(ctx, 'agent answer has an encoding the proxy cannot read', () => send(res, status, headers, original));
     raw = decoded.body;

@@ -199,7 +199,7 @@ describe('one proxy process, FAIL_MODE=closed', () => {
     guardian.script(() => ({ fault: 'http500' }));
     expect((await rawRpc(`${run.base}/a2a/jsonrpc`, msg('f', 'hello'))).json?.error?.code).toBe(-31503);
     guardian.script(() => ({ decision: 'allow' }));
-    expect((await rawRpc(`${run.base}/a2a/jsonrpc`, { ...msg('b', 'x'), method: 'Message/Send' })).json?.error?.code).toBe(-31400);
+    expect((await rawRpc(`${run.base}/a2a/jsonrpc`, { ...msg('b', 'x'), method: 'Message/Send' })).json?.error?.code).toBe(-32601);
 
     const stream = await openSse(`${run.base}/a2a/jsonrpc`, msg('s', 'wait-for-cancel', 'message/stream'));
     const first = await stream.events.next();

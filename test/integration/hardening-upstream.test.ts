@@ -53,8 +53,8 @@ beforeAll(async () => {
     });
   });
   upstreamUrl = await listen(upstream);
-  plain = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server' });
-  inspected = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', INSPECT_RESPONSES: 'true' });
+  plain = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest' });
+  inspected = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', INSPECT_RESPONSES: 'true' });
 });
 
 afterAll(async () => {
@@ -141,7 +141,7 @@ const sseEvent = (id: unknown, n: number) => `data: ${JSON.stringify({ jsonrpc: 
 describe('upstream refuses connections', () => {
   test('JSON-RPC (unary and stream) -> -31502 with the caller id; REST -> HTTP 502', async () => {
     const dead = await deadGuardianUrl(); // a port where nothing listens
-    const p = await startTestProxy({ UPSTREAM_URL: dead, GUARDIAN_URL: guardian.url, ROLE: 'server' });
+    const p = await startTestProxy({ UPSTREAM_URL: dead, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest' });
     extra.push(p);
     expectUpstreamError(await post(p, msg('ref-1', 'hi')), 'ref-1');
     const s = await post(p, msg('ref-2', 'stream 2', 'message/stream'), '/a2a/jsonrpc', { accept: 'text/event-stream' });

@@ -145,18 +145,19 @@ const ROUTES: Route[] = [
   { name: 'v1 DeleteTaskPushNotificationConfig', verb: 'DELETE', path: '/a2a/rest/tasks/{T}/pushNotificationConfigs/c1', headers: V1, aos: 'tasks/pushNotificationConfig/delete', wire: 'DeleteTaskPushNotificationConfig', params: (t) => ({ taskId: t, id: 'c1' }) },
   { name: 'v1 GetExtendedAgentCard', verb: 'GET', path: '/a2a/rest/extendedAgentCard', headers: V1, aos: 'agent/getAuthenticatedExtendedCard', wire: 'GetExtendedAgentCard', params: () => ({}) },
   // v1.0 with a tenant prefix
-  { name: 'v1 tenant GetTask', verb: 'GET', path: '/a2a/rest/mytenant/tasks/{T}', headers: V1, aos: 'tasks/get', wire: 'GetTask', params: (t) => ({ id: t }) },
-  { name: 'v1 tenant SendMessage', verb: 'POST', path: '/a2a/rest/mytenant/message:send', headers: V1, body: msgV1('tenant hi'), aos: 'message/send', wire: 'SendMessage', params: () => msgV1('tenant hi') },
-  { name: 'v1 tenant CancelTask', verb: 'POST', path: '/a2a/rest/mytenant/tasks/{T}:cancel', headers: V1, aos: 'tasks/cancel', wire: 'CancelTask', params: (t) => ({ id: t }) },
-  { name: 'v1 tenant ListTaskPushNotificationConfigs', verb: 'GET', path: '/a2a/rest/mytenant/tasks/{T}/pushNotificationConfigs', headers: V1, aos: 'tasks/pushNotificationConfig/list', wire: 'ListTaskPushNotificationConfigs', params: (t) => ({ taskId: t }) },
-  { name: 'v1 tenant GetExtendedAgentCard', verb: 'GET', path: '/a2a/rest/mytenant/extendedAgentCard', headers: V1, aos: 'agent/getAuthenticatedExtendedCard', wire: 'GetExtendedAgentCard', params: () => ({}) },
+  { name: 'v1 tenant GetTask', verb: 'GET', path: '/a2a/rest/mytenant/tasks/{T}', headers: V1, aos: 'tasks/get', wire: 'GetTask', params: (t) => ({ id: t, tenant: 'mytenant' }) },
+  { name: 'v1 tenant SendMessage', verb: 'POST', path: '/a2a/rest/mytenant/message:send', headers: V1, body: msgV1('tenant hi'), aos: 'message/send', wire: 'SendMessage', params: () => ({ ...msgV1('tenant hi'), tenant: 'mytenant' }) },
+  { name: 'v1 tenant CancelTask', verb: 'POST', path: '/a2a/rest/mytenant/tasks/{T}:cancel', headers: V1, aos: 'tasks/cancel', wire: 'CancelTask', params: (t) => ({ id: t, tenant: 'mytenant' }) },
+  { name: 'v1 tenant ListTaskPushNotificationConfigs', verb: 'GET', path: '/a2a/rest/mytenant/tasks/{T}/pushNotificationConfigs', headers: V1, aos: 'tasks/pushNotificationConfig/list', wire: 'ListTaskPushNotificationConfigs', params: (t) => ({ taskId: t, tenant: 'mytenant' }) },
+  { name: 'v1 tenant GetExtendedAgentCard', verb: 'GET', path: '/a2a/rest/mytenant/extendedAgentCard', headers: V1, aos: 'agent/getAuthenticatedExtendedCard', wire: 'GetExtendedAgentCard', params: () => ({ tenant: 'mytenant' }) },
   // A tenant called "v1" under A2A-Version 1.0 is a v1 tenant route, not a v0.3 route.
-  { name: 'v1 tenant "v1" GetTask', verb: 'GET', path: '/a2a/rest/v1/tasks/{T}', headers: V1, aos: 'tasks/get', wire: 'GetTask', params: (t) => ({ id: t }) },
+  { name: 'v1 tenant "v1" GetTask', verb: 'GET', path: '/a2a/rest/v1/tasks/{T}', headers: V1, aos: 'tasks/get', wire: 'GetTask', params: (t) => ({ id: t, tenant: 'v1' }) },
   // v0.3 (no A2A-Version header)
   { name: 'v0.3 message/send', verb: 'POST', path: '/a2a/rest/v1/message:send', headers: {}, body: msgV03('hi v03'), aos: 'message/send', wire: 'message/send', params: () => msgV03('hi v03') },
   { name: 'v0.3 message/stream', verb: 'POST', path: '/a2a/rest/v1/message:stream', headers: {}, body: msgV03('hi s03'), aos: 'message/stream', wire: 'message/stream', params: () => msgV03('hi s03') },
   { name: 'v0.3 tasks/get', verb: 'GET', path: '/a2a/rest/v1/tasks/{T}?historyLength=1', headers: {}, aos: 'tasks/get', wire: 'tasks/get', params: (t) => ({ id: t, historyLength: 1 }) },
-  { name: 'v0.3 tasks/list (GET /v1/tasks)', verb: 'GET', path: '/a2a/rest/v1/tasks', headers: {}, aos: 'tasks/list', wire: 'tasks/list', params: () => ({}) },
+  // The SDK's v0.3 router has no GET /v1/tasks: the path falls through to the v1.0 table, ListTasks for tenant "v1".
+  { name: 'v0.3 GET /v1/tasks (ListTasks, tenant v1)', verb: 'GET', path: '/a2a/rest/v1/tasks', headers: {}, aos: 'tasks/list', wire: 'ListTasks', params: () => ({ tenant: 'v1' }) },
   { name: 'v0.3 tasks/cancel', verb: 'POST', path: '/a2a/rest/v1/tasks/{T}:cancel', headers: {}, aos: 'tasks/cancel', wire: 'tasks/cancel', params: (t) => ({ id: t }) },
   { name: 'v0.3 tasks/resubscribe (GET)', verb: 'GET', path: '/a2a/rest/v1/tasks/{T}:subscribe', headers: {}, aos: 'tasks/resubscribe', wire: 'tasks/resubscribe', params: (t) => ({ id: t }) },
   { name: 'v0.3 tasks/resubscribe (POST)', verb: 'POST', path: '/a2a/rest/v1/tasks/{T}:subscribe', headers: {}, aos: 'tasks/resubscribe', wire: 'tasks/resubscribe', params: (t) => ({ id: t }) },
@@ -255,7 +256,6 @@ describe('routes in other letter case, with a trailing slash or an empty segment
   test.each([
     ['POST', '/A2A/REST/MESSAGE:SEND', V1, msgV1('upper'), 'message/send', 'SendMessage'],
     ['POST', '/a2a/rest/message:send/', V1, msgV1('slash'), 'message/send', 'SendMessage'],
-    ['POST', '/a2a/rest//message:send', V1, msgV1('empty seg'), 'message/send', 'SendMessage'],
     ['POST', '/a2a/rest/Message:Stream', V1, msgV1('mixed'), 'message/stream', 'SendStreamingMessage'],
     ['POST', '/a2a/rest/Tasks/{T}:CANCEL', V1, undefined, 'tasks/cancel', 'CancelTask'],
     ['GET', '/a2a/rest/TASKS/{T}/', V1, undefined, 'tasks/get', 'GetTask'],
@@ -271,12 +271,20 @@ describe('routes in other letter case, with a trailing slash or an empty segment
     expect(agent.received).toEqual([]);
   });
 
+  test('an empty segment ("//") is refused before anyone sees it', async () => {
+    const res = await raw('POST', '/a2a/rest//message:send', { headers: V1, body: msgV1('empty seg') });
+    expect(res.status).toBe(400);
+    expect(guardian.calls()).toEqual([]);
+    expect(agent.received).toEqual([]);
+  });
+
   test('allowed, the upper-case route reaches the agent (which runs it) after the guardian saw it', async () => {
     const res = await raw('POST', '/A2A/REST/MESSAGE:SEND', { headers: V1, body: msgV1('shouting') });
     expect(res.status).toBe(200);
     expect(JSON.stringify(res.json)).toContain('echo: shouting');
     expect(guardian.calls().map((e) => e.method)).toEqual(['message/send']);
-    expect(agent.received.map((x) => `${x.method} ${x.path}`)).toEqual(['POST /A2A/REST/MESSAGE:SEND']);
+    // The agent gets the route the proxy rebuilt: the card's base and the canonical route.
+    expect(agent.received.map((x) => `${x.method} ${x.path}`)).toEqual(['POST /a2a/rest/message:send']);
   });
 });
 

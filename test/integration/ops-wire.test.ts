@@ -2,10 +2,10 @@
  * JSON-RPC wire rules and header transparency (design sections 2, 5, 6; a2a-wire-reference 1, 2, 5-7):
  *   - A2A-Version, A2A-Extensions, X-A2A-Extensions and Authorization reach the agent untouched,
  *     for JSON-RPC and REST, unary and streaming; an absent A2A-Version stays absent (v0.3);
- *   - JSON-RPC batches (arrays) are refused with -31400 and never forwarded, whatever they contain;
- *   - JSON-RPC methods that are not A2A are forwarded unseen by the guardian (UNKNOWN_METHODS=forward,
- *     the default), refused with -31400 under UNKNOWN_METHODS=deny; near-miss spellings of A2A
- *     methods are refused;
+ *   - JSON-RPC batches (arrays) are refused with -32600 and never forwarded, whatever they contain;
+ *   - JSON-RPC methods that are not A2A are refused with -32601 (NON_A2A=refuse, the default), or
+ *     forwarded unseen by the guardian under NON_A2A=forward; near-miss spellings of A2A methods are
+ *     refused under both;
  *   - the operations with no SDK client call here: raw v0.3 tasks/list, and the extended card
  *     (GetExtendedAgentCard / agent/getAuthenticatedExtendedCard, which this agent declines with -32004):
  *     allow, deny, modify.
@@ -20,18 +20,18 @@ const stack = useStack({ pushNotifications: true });
 let agent: TestAgent;
 let guardian: TestGuardian;
 let proxy: Proxy;
-let strict: Proxy;
+let open: Proxy;
 let direct: Client;
 let done: string;
 
 beforeAll(async () => {
   ({ agent, guardian } = stack);
   proxy = await stack.proxy({ ROLE: 'server' });
-  strict = await stack.proxy({ ROLE: 'server', UNKNOWN_METHODS: 'deny' });
+  open = await stack.proxy({ ROLE: 'server', NON_A2A: 'forward' });
   direct = await makeClient(agent.origin, 'JSONRPC', '1.0');
   done = ((await direct.sendMessage(sendReq('setup'))) as { id: string }).id;
   await proxy.upstreamCard.ready();
-  await strict.upstreamCard.ready();
+  await open.upstreamCard.ready();
 });
 
 const DENY: GuardianReply = { decision: 'deny', message: 'wire says no', reasonCode: ['WIRE'] };
@@ -133,7 +133,7 @@ describe('headers pass through untouched', () => {
 /* Batches                                                                                        */
 /* ---------------------------------------------------------------------------------------------- */
 
-describe('JSON-RPC batches are refused with -31400 and never forwarded', () => {
+describe('JSON-RPC batches are refused with -32600 (invalid request, as the agent answers) and never forwarded', () => {
   test.each([
     ['two A2A calls (v0.3)', [v03Send(1, 'a'), { jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: 'x' } }], {}],
     ['one A2A call (v1)', [v1Send('b1', 'b')], { 'a2a-version': '1.0' }],
@@ -142,9 +142,9 @@ describe('JSON-RPC batches are refused with -31400 and never forwarded', () => {
     ['notifications (no ids)', [{ jsonrpc: '2.0', method: 'message/send', params: v03Send(0, 'n').params }], {}],
   ] as const)('%s', async (_name, batch, headers) => {
     guardian.script(() => ({ decision: 'allow' }));
-    for (const p of [proxy, strict]) {
+    for (const p of [proxy, open]) {
       const res = await rawRpc(`${p.url}/a2a/jsonrpc`, batch, headers);
-      expectRpcError(res, null, -31400, 'REQUEST_REJECTED');
+      expectRpcError(res, null, -32600, 'REQUEST_REJECTED');
     }
     expect(guardian.calls()).toEqual([]);
     expect(agent.received).toEqual([]);
@@ -153,7 +153,7 @@ describe('JSON-RPC batches are refused with -31400 and never forwarded', () => {
   test('a batch sent to another path, or to a REST route, is refused too', async () => {
     for (const path of ['/', '/a2a/jsonrpc/', '/a2a/rest/message:send']) {
       const res = await rawRpc(`${proxy.url}${path}`, [v03Send(1, 'x')]);
-      expect(res.status === 200 ? res.json?.error?.code : res.json?.error?.details?.[0]?.reason).toBe(res.status === 200 ? -31400 : 'REQUEST_REJECTED');
+      expect(res.status === 200 ? res.json?.error?.data?.[0]?.reason : res.json?.error?.details?.[0]?.reason).toBe('REQUEST_REJECTED');
     }
     expect(guardian.calls()).toEqual([]);
     expect(agent.received).toEqual([]);
@@ -167,34 +167,35 @@ describe('JSON-RPC batches are refused with -31400 and never forwarded', () => {
 describe('JSON-RPC methods that are not A2A', () => {
   const custom = { jsonrpc: '2.0', id: 'c-1', method: 'custom/diagnostics', params: { verbose: true } };
 
-  test('UNKNOWN_METHODS=forward (default): forwarded as is, unseen by the guardian; the agent\'s answer is relayed', async () => {
+  test('NON_A2A=refuse (default): -32601 method not found with the caller\'s id and the proxy\'s ErrorInfo, not forwarded', async () => {
     guardian.script(() => DENY);
     const res = await rawRpc(`${proxy.url}/a2a/jsonrpc`, custom);
-    expect(res.status).toBe(200);
-    expect(res.json).toMatchObject({ jsonrpc: '2.0', id: 'c-1', error: { code: -32601 } }); // the SDK agent's own answer
-    expect(guardian.calls()).toEqual([]);
-    expect(agent.received.map((r) => r.body)).toEqual([custom]);
-  });
-
-  test('UNKNOWN_METHODS=deny: refused with -31400 and the caller\'s id, not forwarded', async () => {
-    const res = await rawRpc(`${strict.url}/a2a/jsonrpc`, custom);
-    expectRpcError(res, 'c-1', -31400, 'REQUEST_REJECTED');
+    expectRpcError(res, 'c-1', -32601, 'REQUEST_REJECTED');
     expect(guardian.calls()).toEqual([]);
     expect(agent.received).toEqual([]);
   });
 
-  test('UNKNOWN_METHODS=deny still lets A2A methods through the guardian', async () => {
-    const res = await rawRpc(`${strict.url}/a2a/jsonrpc`, v03Send(3, 'strict ok'));
+  test('NON_A2A=forward: forwarded as is, unseen by the guardian; the agent\'s answer is relayed', async () => {
+    const res = await rawRpc(`${open.url}/a2a/jsonrpc`, custom);
+    expect(res.status).toBe(200);
+    expect(res.json).toMatchObject({ jsonrpc: '2.0', id: 'c-1', error: { code: -32601 } }); // the SDK agent's own answer
+    expect(res.json?.error?.data?.[0]?.domain).not.toBe('a2a-guard');
+    expect(guardian.calls()).toEqual([]);
+    expect(agent.received.map((r) => r.body)).toEqual([custom]);
+  });
+
+  test('NON_A2A=forward still sends A2A methods through the guardian', async () => {
+    const res = await rawRpc(`${open.url}/a2a/jsonrpc`, v03Send(3, 'open ok'));
     expect(res.json).toMatchObject({ id: 3, result: { kind: 'task' } });
     expect(guardian.calls().map((e) => e.method)).toEqual(['message/send']);
   });
 
   test.each(['Message/Send', 'message/send ', 'sendmessage', 'SEND_MESSAGE', 'tasks/Cancel', 'getTask'])(
-    'near-miss A2A spelling %j is refused (-31400), never forwarded',
+    'near-miss A2A spelling %j is refused (-32601) under every NON_A2A, never forwarded',
     async (method) => {
-      for (const p of [proxy, strict]) {
+      for (const p of [proxy, open]) {
         const res = await rawRpc(`${p.url}/a2a/jsonrpc`, { ...v03Send('nm', 'near miss'), method });
-        expectRpcError(res, 'nm', -31400, 'REQUEST_REJECTED');
+        expectRpcError(res, 'nm', -32601, 'REQUEST_REJECTED');
       }
       expect(guardian.calls()).toEqual([]);
       expect(agent.received).toEqual([]);

@@ -136,10 +136,10 @@ beforeAll(async () => {
   upstreamUrl = await listen(upstream);
   await startRawUpstream();
   rawScript = (s) => s.destroy();
-  plain = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server' });
-  inspected = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', INSPECT_RESPONSES: 'true' });
-  rawPlain = await startTestProxy({ UPSTREAM_URL: rawUrl, GUARDIAN_URL: guardian.url, ROLE: 'server' });
-  rawInspected = await startTestProxy({ UPSTREAM_URL: rawUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', INSPECT_RESPONSES: 'true' });
+  plain = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest' });
+  inspected = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', INSPECT_RESPONSES: 'true' });
+  rawPlain = await startTestProxy({ UPSTREAM_URL: rawUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest' });
+  rawInspected = await startTestProxy({ UPSTREAM_URL: rawUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', INSPECT_RESPONSES: 'true' });
 });
 
 afterAll(async () => {
@@ -274,12 +274,12 @@ function expectUpstreamError(o: Outcome, id: unknown): void {
 /* ============================================================================================ */
 
 describe('request targets undici refuses or passes through', () => {
-  test('OPTIONS * (asterisk-form): forwarded or refused with a clear HTTP answer, no hang, and the proxy keeps serving', async () => {
+  test('OPTIONS * (asterisk-form): refused by the proxy (only absolute paths are rebuilt), no hang, and the proxy keeps serving', async () => {
     const out = await rawExchange(plain, 'OPTIONS * HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n');
     expect(out).not.toContain('<<TIMEOUT>>');
-    // node:http sent it on (the agent answered); undici refuses the target: then a 502 with a JSON body.
-    expect(out).toMatch(/^HTTP\/1\.1 (200|502) /);
-    if (out.startsWith('HTTP/1.1 502')) expect(out).toContain('UPSTREAM_UNAVAILABLE');
+    expect(out).toMatch(/^HTTP\/1\.1 400 /);
+    expect(out).toContain('REQUEST_REJECTED');
+    expect(seen).toHaveLength(0);
     const after = await call(plain, { method: 'GET', path: '/other/after' });
     expect(after.status).toBe(200);
   });
@@ -290,7 +290,7 @@ describe('request targets undici refuses or passes through', () => {
     const before = upConnections;
     for (let i = 0; i < 10; i++) {
       const bad = await rawExchange(plain, 'OPTIONS * HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n');
-      expect(bad).toMatch(/^HTTP\/1\.1 (200|502) /);
+      expect(bad).toMatch(/^HTTP\/1\.1 400 /);
       const ok = await call(plain, { method: 'GET', path: `/ok/${i}` });
       expect(ok.status).toBe(200);
     }
@@ -298,13 +298,10 @@ describe('request targets undici refuses or passes through', () => {
     expect(upConnections - before).toBeLessThanOrEqual(2);
   });
 
-  test('absolute-form target: forwarded verbatim to the configured upstream (same as node:http), never to the named host', async () => {
+  test('absolute-form target: refused (never relayed, never to the named host)', async () => {
     const out = await rawExchange(plain, 'GET http://evil.example/x?q=1 HTTP/1.1\r\nhost: evil.example\r\nconnection: close\r\n\r\n');
-    expect(out).toMatch(/^HTTP\/1\.1 200 /);
-    expect(seen).toHaveLength(1);
-    expect(seen[0]?.url).toBe('http://evil.example/x?q=1');
-    expect(seen[0]?.headers.host).toBe(new URL(upstreamUrl).host);
-    expect(seen[0]?.headers['x-forwarded-host']).toBe('evil.example');
+    expect(out).toMatch(/^HTTP\/1\.1 400 /);
+    expect(seen).toHaveLength(0);
   });
 
   test('path without a leading slash: refused by the HTTP server with 400, never forwarded', async () => {
@@ -359,7 +356,8 @@ describe('methods', () => {
     };
     const o = await call(plain, { method: 'HEAD', path: '/.well-known/agent-card.json' });
     expect(o).toMatchObject({ status: 200, complete: true, text: '' });
-    expect(seen.map((s) => s.method)).toEqual(['HEAD']);
+    // HEAD is answered from the rewritten card (its length and ETag), so the proxy fetches it with GET.
+    expect(seen.map((s) => s.method)).toEqual(['GET']);
     const g = await call(plain, { method: 'GET', path: '/.well-known/agent-card.json' });
     expect(g.status).toBe(200);
     expect(g.json.url).toContain(plain.url);
@@ -408,7 +406,7 @@ describe('request headers undici rejects or rewrites', () => {
   });
 
   test('ROLE=client with a non-latin1 observed agent name: the call is still forwarded (X-AOS-Agent-Name cannot carry it as is)', async () => {
-    const p = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'client', OBSERVED_AGENT_NAME: 'エージェント', OBSERVED_AGENT_URL: 'https://client.example/', OBSERVED_AGENT_VERSION: '1' });
+    const p = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'client', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', OBSERVED_AGENT_NAME: 'エージェント', OBSERVED_AGENT_URL: 'https://client.example/', OBSERVED_AGENT_VERSION: '1' });
     extra.push(p);
     const o = await call(p, { body: msg('uni-1', 'hi') });
     expect(o.json?.error).toBeUndefined();
@@ -451,7 +449,7 @@ describe('extended agent card results that cannot be rewritten', () => {
     ['a JSON-RPC result that is not an object', 'application/json', JSON.stringify({ jsonrpc: '2.0', id: 'card-2', result: [INTERNAL] })],
     ['gzip that does not decode', 'application/json', 'not gzip at all'],
   ])('%s: -31502, the agent URL never reaches the caller (FAIL_MODE=closed and open alike)', async (what, type, text) => {
-    const open = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', FAIL_MODE: 'open' });
+    const open = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', FAIL_MODE: 'open' });
     extra.push(open);
     handler = (_req, res) => {
       res.writeHead(200, { 'content-type': type, ...(what.startsWith('gzip') ? { 'content-encoding': 'gzip' } : {}) });
@@ -543,7 +541,7 @@ describe('status codes', () => {
   );
 
   test('an answer too large to inspect (abort from inside the data callback): -31502 at once, the next call works', async () => {
-    const p = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', INSPECT_RESPONSES: 'true', MAX_BODY_BYTES: String(64 * 1024) });
+    const p = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', INSPECT_RESPONSES: 'true', MAX_BODY_BYTES: String(64 * 1024) });
     extra.push(p);
     handler = (_req, res, body) => {
       const text = JSON.stringify({ jsonrpc: '2.0', id: rpcId(body), result: { kind: 'message', messageId: 'big', role: 'agent', parts: [{ kind: 'text', text: 'y'.repeat(1024 * 1024) }] } });
@@ -771,7 +769,7 @@ describe('guardian transport', () => {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
       res.end(text);
     });
-    const p = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: g.url, ROLE: 'server' });
+    const p = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: g.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest' });
     extra.push(p);
     for (let i = 0; i < 4; i++) {
       const o = await call(p, { body: msg(`ka-${i}`, 'hi') });
@@ -788,7 +786,7 @@ describe('guardian transport', () => {
       res.end(text);
     });
     g.server.keepAliveTimeout = 1;
-    const p = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: g.url, ROLE: 'server' });
+    const p = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: g.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest' });
     extra.push(p);
     for (let i = 0; i < 5; i++) {
       await sleep(30);
@@ -805,7 +803,7 @@ describe('guardian transport', () => {
       setTimeout(() => res.write(text.slice(5, 20)), 20);
       setTimeout(() => res.end(text.slice(20)), 40);
     });
-    const p = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: g.url, ROLE: 'server' });
+    const p = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: g.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest' });
     extra.push(p);
     const o = await call(p, { body: msg('chunk', 'hi') });
     expect(o.json).toMatchObject({ id: 'chunk', result: { kind: 'message' } });
@@ -813,7 +811,7 @@ describe('guardian transport', () => {
 
   test('a hanging guardian: the call ends with a guardian error once GUARDIAN_TIMEOUT_MS passed, nothing forwarded', async () => {
     const g = await guardianServer(() => undefined);
-    const p = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: g.url, ROLE: 'server', GUARDIAN_TIMEOUT_MS: '800' });
+    const p = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: g.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', GUARDIAN_TIMEOUT_MS: '800' });
     extra.push(p);
     const t0 = Date.now();
     const o = await call(p, { body: msg('hang', 'hi') });
@@ -879,7 +877,7 @@ describe('close() releases everything', () => {
     });
     const gUrl = await listen(g);
     extraServers.push(g);
-    const p = await startTestProxy({ UPSTREAM_URL: upUrl, GUARDIAN_URL: gUrl, ROLE: 'server', GUARDIAN_TIMEOUT_MS: '60000' });
+    const p = await startTestProxy({ UPSTREAM_URL: upUrl, GUARDIAN_URL: gUrl, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', GUARDIAN_TIMEOUT_MS: '60000' });
 
     expect((await call(p, { method: 'GET', path: '/idle' })).status).toBe(200);
     expect((await call(p, { body: msg('c1', 'hi') })).json).toMatchObject({ result: {} });

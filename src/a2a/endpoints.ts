@@ -1,0 +1,50 @@
+/**
+ * Where the agent serves A2A, learned from its card: the REST bases (below which the rest of the
+ * path is a route, so the proxy knows which segment is a tenant) and the JSON-RPC endpoints (where
+ * refusals answer in JSON-RPC terms). Paths are in the proxy's request space: the card URL's path
+ * without the upstream base path (which the proxy puts back when it forwards). Pure.
+ */
+import type { CardJson } from './card';
+import { pathSegments } from './target';
+
+export interface AgentEndpoints {
+  readonly rest: readonly (readonly string[])[];
+  readonly jsonrpc: readonly (readonly string[])[];
+}
+
+export const NO_ENDPOINTS: AgentEndpoints = { rest: [], jsonrpc: [] };
+
+const obj = (v: unknown): Record<string, unknown> | undefined =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+
+/** Endpoint paths of a card (v1.0 supportedInterfaces, v0.3 url/preferredTransport and additionalInterfaces). */
+export function endpointsFromCard(card: CardJson | undefined, upstreamBasePath: string): AgentEndpoints {
+  if (card === undefined) return NO_ENDPOINTS;
+  const entries: { url: unknown; binding: unknown }[] = [];
+  for (const key of ['supportedInterfaces', 'additionalInterfaces'] as const) {
+    const list = card[key];
+    if (!Array.isArray(list)) continue;
+    for (const e of list.map(obj)) if (e !== undefined) entries.push({ url: e.url, binding: e.protocolBinding ?? e.transport });
+  }
+  entries.push({ url: card.url, binding: card.preferredTransport ?? 'JSONRPC' });
+  const rest = new Map<string, string[]>();
+  const jsonrpc = new Map<string, string[]>();
+  const prefix = pathSegments(upstreamBasePath) ?? [];
+  for (const { url, binding } of entries) {
+    if (typeof url !== 'string' || !URL.canParse(url)) continue;
+    const u = new URL(url);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') continue;
+    let segs = pathSegments(u.pathname);
+    if (segs === undefined) continue;
+    if (prefix.length > 0 && prefix.every((p, i) => segs?.[i] === p)) segs = segs.slice(prefix.length);
+    const b = String(binding).toUpperCase();
+    const into = b === 'HTTP+JSON' || b === 'REST' ? rest : b === 'JSONRPC' ? jsonrpc : undefined;
+    into?.set(segs.join('/').toLowerCase(), segs);
+  }
+  return { rest: [...rest.values()], jsonrpc: [...jsonrpc.values()] };
+}
+
+/** REST bases from configuration (REST_BASE_PATHS) override the card's. */
+export function withRestBases(e: AgentEndpoints, configured: readonly (readonly string[])[] | undefined): AgentEndpoints {
+  return configured === undefined || configured.length === 0 ? e : { ...e, rest: configured };
+}
