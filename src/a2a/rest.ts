@@ -104,7 +104,8 @@ function matchExact(r: CompiledRoute, segs: readonly string[]): RestMatch | unde
     }
     if (!lower.endsWith(t.suffix) || s.length === t.suffix.length) return undefined;
     const value = s.slice(0, s.length - t.suffix.length);
-    if (t.suffix === '' && CUSTOM_VERB.test(value)) return undefined;
+    // Only the last segment can carry a verb (`/tasks/{id}:cancel`); an id further left may hold ':cancel'.
+    if (t.suffix === '' && i === r.segments.length - 1 && CUSTOM_VERB.test(value)) return undefined;
     params[t.param] = value;
   }
   const { tenant, ...pathParams } = params;
