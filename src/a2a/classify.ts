@@ -69,7 +69,41 @@ export const CLASSIFYING_HEADERS = [
 ];
 const OVERRIDE_HEADERS = ['x-http-method-override', 'x-http-method', 'x-method-override'];
 
-type ParsedBody = { readonly kind: 'none' } | { readonly kind: 'json'; readonly value: unknown } | { readonly kind: 'opaque' } | { readonly kind: 'bad'; readonly why: string };
+type ParsedBody =
+  | { readonly kind: 'none' } | { readonly kind: 'json'; readonly value: unknown } | { readonly kind: 'opaque' }
+  | { readonly kind: 'bad'; readonly why: string } | { readonly kind: 'tooComplex'; readonly why: string };
+
+/**
+ * Bounds on a JSON body's shape, checked on the bytes before JSON.parse: parsing (and walking) a
+ * 10 MiB body of 300,000 keys or 500,000 nested arrays holds the event loop for seconds. A2A
+ * requests are far below both.
+ */
+export const MAX_JSON_DEPTH = 64;
+export const MAX_JSON_VALUES = 100_000;
+
+/** Depth and value count of JSON text, read byte by byte (strings skipped); undefined when within bounds. */
+function jsonTooComplex(b: Buffer): string | undefined {
+  let depth = 0;
+  let values = 0;
+  let inString = false;
+  for (let i = 0; i < b.length; i++) {
+    const c = b[i];
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped byte
+      else if (c === 0x22) inString = false;
+      continue;
+    }
+    if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > MAX_JSON_DEPTH) return `JSON nested deeper than ${MAX_JSON_DEPTH}`;
+      values++;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+    else if (c === 0x2c || c === 0x3a) {
+      if (++values > MAX_JSON_VALUES) return `JSON with more than ${MAX_JSON_VALUES} members or elements`;
+    }
+  }
+  return undefined;
+}
 
 function reject(kind: ProxyErrorKind, message: string, binding: Binding, id: JsonRpcId | null = null): Classified {
   return { kind: 'reject', error: proxyError(kind, message), id, binding };
@@ -112,6 +146,7 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
   if (rpc !== undefined) return classifyJsonRpc(req, t, opts, rpc, version.value);
   const restOnly = underRest.length > 0 && !isJsonRpcEndpoint(t, opts);
   if (body.kind === 'bad') return reject('parseError', body.why, flavour(req, t, opts, body));
+  if (body.kind === 'tooComplex') return reject('rejected', body.why, flavour(req, t, opts, body));
   // A batch is never relayed, under any NON_A2A: one judged call could hide others behind it.
   if (body.kind === 'json' && Array.isArray(body.value) && body.value.some((e) => typeof e === 'object' && e !== null)) {
     return reject('invalidRequest', 'JSON-RPC batches are not accepted', flavour(req, t, opts, body));
@@ -221,6 +256,8 @@ function parseBody(req: HttpRequestFacts): ParsedBody {
       ? { kind: 'bad', why: 'Request body is not valid UTF-8' }
       : { kind: 'opaque' };
   }
+  const complex = jsonTooComplex(req.body);
+  if (complex !== undefined) return { kind: 'tooComplex', why: `Request body refused: ${complex}` };
   const text = req.body.toString('utf8'); // keeps a BOM, which JSON.parse then refuses
   try {
     return { kind: 'json', value: JSON.parse(text) };
@@ -336,6 +373,7 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
 function classifyRest(req: HttpRequestFacts, t: Target, base: readonly string[], m: RestMatch, body: ParsedBody, version: string | undefined): Classified {
   let params: JsonObject | undefined;
   if (body.kind === 'bad') return reject('parseError', body.why, 'rest');
+  if (body.kind === 'tooComplex') return reject('rejected', body.why, 'rest');
   if (body.kind === 'opaque') return reject('contentTypeNotSupported', 'A2A REST calls carry JSON bodies', 'rest');
   if (body.kind === 'json') {
     // GET/DELETE routes take no body: one a lenient server might read would bypass the guardian.

@@ -1,0 +1,118 @@
+/**
+ * `npm run bench:hostile`: what hostile request bodies cost the proxy (issue 10, bounded work).
+ *
+ *   1. memory held per in-flight byte: N concurrent large message/send calls while the guardian
+ *      holds every call for a while; peak RSS growth over the bytes in flight, with and without
+ *      the MAX_INFLIGHT_BODY_BYTES budget cutting in;
+ *   2. the worst event-loop stall (perf_hooks' event-loop delay, max) while hostile bodies arrive:
+ *      stacked codings, a single-layer decompression bomb, deep nesting, many keys, a long path.
+ *
+ * Everything runs in this process on 127.0.0.1: a minimal upstream that answers JSON-RPC, a guardian
+ * that answers allow after GUARDIAN_DELAY_MS, and the proxy itself (startProxy).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import zlib from 'node:zlib';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { configFrom } from '../src/config';
+import { createLogger } from '../src/log';
+import { startProxy, type ProxyInstance } from '../src/server';
+
+const MiB = 1024 * 1024;
+
+async function listen(handler: http.RequestListener): Promise<{ server: http.Server; url: string }> {
+  const server = http.createServer(handler);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+function drain(req: http.IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+  });
+}
+
+function post(url: string, body: Buffer, headers: Record<string, string> = {}): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.request(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': body.length, ...headers } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', () => resolve(0));
+    req.end(body);
+  });
+}
+
+const call = (text: string) => Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text }] } } }));
+
+async function main(): Promise<void> {
+  const delayMs = Number(process.env.GUARDIAN_DELAY_MS ?? 3000);
+  const upstream = await listen(async (req, res) => {
+    await drain(req);
+    const body = '{"jsonrpc":"2.0","id":1,"result":{"kind":"message","messageId":"a","role":"agent","parts":[]}}';
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length }).end(body);
+  });
+  const guardian = await listen(async (req, res) => {
+    const env = JSON.parse((await drain(req)).toString('utf8')) as { id: string; method: string };
+    const answer = JSON.stringify({ jsonrpc: '2.0', id: env.id, result: env.method === 'ping' ? { status: 'ok' } : { decision: 'allow', message: 'ok' } });
+    setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(answer), env.method === 'ping' ? 0 : delayMs);
+  });
+
+  const start = async (env: Record<string, string>): Promise<ProxyInstance> => {
+    const config = configFrom({ UPSTREAM_URL: upstream.url, GUARDIAN_URL: guardian.url, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', GUARDIAN_TIMEOUT_MS: '60000', REST_BASE_PATHS: '/a2a/rest', ...env });
+    return startProxy({ config, logger: createLogger('silent') });
+  };
+
+  // 1. memory per in-flight byte
+  const calls = Number(process.env.CALLS ?? 20);
+  const size = Number(process.env.BODY_MIB ?? 9) * MiB;
+  const body = call('x'.repeat(size - 200));
+  for (const budget of [String(64 * 1024 * MiB), String(256 * MiB)]) {
+    const proxy = await start({ MAX_BODY_BYTES: String(16 * MiB), MAX_INFLIGHT_BODY_BYTES: budget });
+    global.gc?.();
+    const before = process.memoryUsage().rss;
+    let peak = before;
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+    const statuses = await Promise.all(Array.from({ length: calls }, () => post(`${proxy.url}/a2a/jsonrpc`, body)));
+    clearInterval(sampler);
+    const admitted = statuses.filter((s) => s === 200).length;
+    const inFlight = admitted * body.length;
+    console.log(`in-flight memory, budget ${Number(budget) / MiB} MiB: ${calls} x ${(body.length / MiB).toFixed(1)} MiB calls, ${admitted} admitted, ${calls - admitted} told to retry (503); ` +
+      `peak RSS +${((peak - before) / MiB).toFixed(0)} MiB for ${(inFlight / MiB).toFixed(0)} MiB admitted = ${((peak - before) / Math.max(1, inFlight)).toFixed(2)} bytes of RSS per in-flight byte ` +
+      `(the client's own copies of the bodies included: ${((calls * body.length) / MiB).toFixed(0)} MiB)`);
+    await proxy.close();
+  }
+
+  // 2. worst event-loop stall under hostile bodies (guardian answers at once)
+  const fast = await start({});
+  const plain = call('hello');
+  let layered = plain;
+  for (let i = 0; i < 600; i++) layered = zlib.gzipSync(layered, { level: 0 });
+  const bomb = zlib.gzipSync(Buffer.alloc(9 * MiB, 0x20));
+  const deep = Buffer.from(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":${'['.repeat(500_000)}${']'.repeat(500_000)}}`);
+  const manyKeys = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: Object.fromEntries(Array.from({ length: 300_000 }, (_, i) => [`k${i}`, i])) }));
+  const cases: [string, Buffer, Record<string, string>, string][] = [
+    ['600 stacked gzip layers', layered, { 'content-encoding': Array(600).fill('gzip').join(', ') }, '/a2a/jsonrpc'],
+    ['9 MiB gzip bomb (one layer, 9 KiB on the wire)', bomb, { 'content-encoding': 'gzip' }, '/a2a/jsonrpc'],
+    ['500,000-deep nesting', deep, {}, '/a2a/jsonrpc'],
+    ['300,000 keys in params', manyKeys, {}, '/a2a/jsonrpc'],
+    ['4,000-segment path', plain, {}, `/${'a/'.repeat(4000)}jsonrpc`],
+  ];
+  for (const [name, b, headers, path] of cases) {
+    const h = monitorEventLoopDelay({ resolution: 1 });
+    h.enable();
+    const statuses = await Promise.all(Array.from({ length: 4 }, () => post(`${fast.url}${path}`, b, headers)));
+    h.disable();
+    console.log(`event-loop stall, ${name}: max ${(h.max / 1e6).toFixed(1)} ms (answers ${[...new Set(statuses)].join(',')})`);
+  }
+  await fast.close();
+  upstream.server.close();
+  guardian.server.close();
+}
+
+main().then(() => process.exit(0), (err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
