@@ -81,19 +81,19 @@ export const OPERATIONS: readonly Operation[] = [
     aosMethod: 'tasks/pushNotificationConfig/get', v03Method: 'tasks/pushNotificationConfig/get', v1Method: 'GetTaskPushNotificationConfig',
     streaming: false, decisions: NO_MODIFY, taskIdAt: 'params.taskId (v1) / params.id (v0.3)', messageAt: null, returnsCard: false,
     restV1: [{ verb: 'GET', path: '/tasks/{taskId}/pushNotificationConfigs/{id}' }],
-    restV03: [{ verb: 'GET', path: '/v1/tasks/{taskId}/pushNotificationConfigs/{id}' }],
+    restV03: [{ verb: 'GET', path: '/v1/tasks/{id}/pushNotificationConfigs/{pushNotificationConfigId}' }], // v0.3 JSON-RPC names
   },
   {
     aosMethod: 'tasks/pushNotificationConfig/list', v03Method: 'tasks/pushNotificationConfig/list', v1Method: 'ListTaskPushNotificationConfigs',
     streaming: false, decisions: ALL, taskIdAt: 'params.taskId (v1) / params.id (v0.3)', messageAt: null, returnsCard: false,
     restV1: [{ verb: 'GET', path: '/tasks/{taskId}/pushNotificationConfigs' }],
-    restV03: [{ verb: 'GET', path: '/v1/tasks/{taskId}/pushNotificationConfigs' }],
+    restV03: [{ verb: 'GET', path: '/v1/tasks/{id}/pushNotificationConfigs' }],
   },
   {
     aosMethod: 'tasks/pushNotificationConfig/delete', v03Method: 'tasks/pushNotificationConfig/delete', v1Method: 'DeleteTaskPushNotificationConfig',
     streaming: false, decisions: ALL, taskIdAt: 'params.taskId (v1) / params.id (v0.3)', messageAt: null, returnsCard: false,
     restV1: [{ verb: 'DELETE', path: '/tasks/{taskId}/pushNotificationConfigs/{id}' }],
-    restV03: [{ verb: 'DELETE', path: '/v1/tasks/{taskId}/pushNotificationConfigs/{id}' }],
+    restV03: [{ verb: 'DELETE', path: '/v1/tasks/{id}/pushNotificationConfigs/{pushNotificationConfigId}' }],
   },
   {
     aosMethod: 'agent/getAuthenticatedExtendedCard', v03Method: 'agent/getAuthenticatedExtendedCard', v1Method: 'GetExtendedAgentCard',

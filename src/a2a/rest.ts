@@ -181,6 +181,11 @@ export function restToJsonRpc(m: RestMatch, query: readonly (readonly [string, s
   for (const [k, v] of Object.entries(m.pathParams)) {
     if (k in extra && extra[k] !== v) return `${restHasBody(m) ? 'body' : 'query'} field "${k}" contradicts the request path`;
   }
+  // The SDK's v0.3 router takes the task of a push config from the body's `name` (tasks/{t}/pushNotificationConfigs/{id}), not the path.
+  if (m.version === '0.3' && m.op.aosMethod === 'tasks/pushNotificationConfig/set' && 'name' in extra) {
+    const name = String(extra.name);
+    if (!name.startsWith(`tasks/${m.pathParams.taskId ?? ''}/pushNotificationConfigs`)) return 'body field "name" names another task than the request path';
+  }
   if ('tenant' in extra) {
     if (m.version === '0.3') return 'v0.3 REST routes take no tenant';
     if (m.tenant !== undefined && extra.tenant !== m.tenant) return `tenant "${String(extra.tenant).slice(0, 64)}" contradicts the path tenant`;

@@ -163,13 +163,14 @@ const ROUTES: Route[] = [
   { name: 'v0.3 tasks/resubscribe (POST)', verb: 'POST', path: '/a2a/rest/v1/tasks/{T}:subscribe', headers: {}, aos: 'tasks/resubscribe', wire: 'tasks/resubscribe', params: (t) => ({ id: t }) },
   {
     name: 'v0.3 pushNotificationConfig/set', verb: 'POST', path: '/a2a/rest/v1/tasks/{T}/pushNotificationConfigs', headers: {},
-    body: { name: 'tasks/x/pushNotificationConfigs/c8', pushNotificationConfig: { id: 'c8', url: 'https://hooks.example/c8' } },
+    // (A body `name` naming another task than the path is refused: the SDK's v0.3 router would use the name's task.)
+    body: { pushNotificationConfig: { id: 'c8', url: 'https://hooks.example/c8' } },
     aos: 'tasks/pushNotificationConfig/set', wire: 'tasks/pushNotificationConfig/set',
-    params: (t) => ({ taskId: t, name: 'tasks/x/pushNotificationConfigs/c8', pushNotificationConfig: { id: 'c8', url: 'https://hooks.example/c8' } }),
+    params: (t) => ({ taskId: t, pushNotificationConfig: { id: 'c8', url: 'https://hooks.example/c8' } }),
   },
-  { name: 'v0.3 pushNotificationConfig/get', verb: 'GET', path: '/a2a/rest/v1/tasks/{T}/pushNotificationConfigs/c1', headers: {}, aos: 'tasks/pushNotificationConfig/get', wire: 'tasks/pushNotificationConfig/get', params: (t) => ({ taskId: t, id: 'c1' }) },
-  { name: 'v0.3 pushNotificationConfig/list', verb: 'GET', path: '/a2a/rest/v1/tasks/{T}/pushNotificationConfigs', headers: {}, aos: 'tasks/pushNotificationConfig/list', wire: 'tasks/pushNotificationConfig/list', params: (t) => ({ taskId: t }) },
-  { name: 'v0.3 pushNotificationConfig/delete', verb: 'DELETE', path: '/a2a/rest/v1/tasks/{T}/pushNotificationConfigs/c1', headers: {}, aos: 'tasks/pushNotificationConfig/delete', wire: 'tasks/pushNotificationConfig/delete', params: (t) => ({ taskId: t, id: 'c1' }) },
+  { name: 'v0.3 pushNotificationConfig/get', verb: 'GET', path: '/a2a/rest/v1/tasks/{T}/pushNotificationConfigs/c1', headers: {}, aos: 'tasks/pushNotificationConfig/get', wire: 'tasks/pushNotificationConfig/get', params: (t) => ({ id: t, pushNotificationConfigId: 'c1' }) },
+  { name: 'v0.3 pushNotificationConfig/list', verb: 'GET', path: '/a2a/rest/v1/tasks/{T}/pushNotificationConfigs', headers: {}, aos: 'tasks/pushNotificationConfig/list', wire: 'tasks/pushNotificationConfig/list', params: (t) => ({ id: t }) },
+  { name: 'v0.3 pushNotificationConfig/delete', verb: 'DELETE', path: '/a2a/rest/v1/tasks/{T}/pushNotificationConfigs/c1', headers: {}, aos: 'tasks/pushNotificationConfig/delete', wire: 'tasks/pushNotificationConfig/delete', params: (t) => ({ id: t, pushNotificationConfigId: 'c1' }) },
   { name: 'v0.3 getAuthenticatedExtendedCard (GET /v1/card)', verb: 'GET', path: '/a2a/rest/v1/card', headers: {}, aos: 'agent/getAuthenticatedExtendedCard', wire: 'agent/getAuthenticatedExtendedCard', params: () => ({}) },
 ];
 

@@ -124,6 +124,19 @@ describe('the examples of the class in issue 10, each closed', () => {
   });
 });
 
+describe('a body field that names another task than the path', () => {
+  test('v0.3 REST push config set: a body `name` for another task (which the SDK router would use) is refused', async () => {
+    guardian.script(() => ALLOW);
+    const r = await send(proxy.url, 'POST', `/a2a/rest/v1/tasks/${task}/pushNotificationConfigs`, {
+      body: { name: 'tasks/other-task/pushNotificationConfigs/c9', pushNotificationConfig: { id: 'c9', url: 'https://hooks.example/c9' } },
+    });
+    expect(r.status).toBe(400);
+    expectRefused(r);
+    expect(guardian.calls()).toEqual([]);
+    expect(agent.received).toEqual([]);
+  });
+});
+
 describe('unknown traffic is refused by default; PASSTHROUGH_PATHS lets listed routes through, counted', () => {
   test('a route the agent serves that is not A2A: 404 with the proxy\'s ErrorInfo, nothing forwarded', async () => {
     for (const [verb, path] of [['GET', '/admin/users'], ['POST', '/webhook'], ['GET', '/'], ['PUT', '/a2a/rest/anything']]) {
