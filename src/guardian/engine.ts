@@ -8,7 +8,7 @@
 import { acceptsDecision, operationForMethod, type Operation } from '../a2a/operations';
 import type { AgentContext, Envelope, JsonObject, SuccessResult } from '../aos/schemas';
 import { classifyUrl } from './address';
-import { canonicalKey, keySet, readField } from './keys';
+import { keySet, readField } from './keys';
 import {
   normaliseKey,
   PROTECTED_KEYS,
