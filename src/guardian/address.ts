@@ -36,6 +36,7 @@ const METADATA_V6: ReadonlySet<string> = new Set(['fd00:ec2::254', 'fd00:ec2::23
 const LOCAL_NAMES: ReadonlySet<string> = new Set(['localhost', 'localhost.localdomain', 'ip6-localhost', 'ip6-loopback']);
 const LOCAL_SUFFIXES = ['.localhost', '.local', '.localdomain', '.internal', '.home.arpa', '.svc'];
 
+const DOTTED_QUAD = /^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
 const GLOBAL_UNICAST_V6 = ipaddr.IPv6.parseCIDR('2000::/3');
 /** Deprecated IPv4-compatible IPv6 (::a.b.c.d); ipaddr.js calls it unicast. */
 const IPV4_COMPATIBLE_V6 = ipaddr.IPv6.parseCIDR('::/96');
@@ -44,8 +45,8 @@ const IPV4_COMPATIBLE_V6 = ipaddr.IPv6.parseCIDR('::/96');
 export function classifyUrl(url: URL): HostVerdict {
   const raw = url.hostname;
   if (raw.startsWith('[') && raw.endsWith(']')) return classifyIPv6(ipaddr.IPv6.parse(raw.slice(1, -1)));
-  // The URL parser already turned every IPv4 spelling into dotted decimal.
-  if (ipaddr.IPv4.isValidFourPartDecimal(raw)) return classifyIPv4(ipaddr.IPv4.parse(raw));
+  // The URL parser already turned every IPv4 spelling into dotted decimal (and a name never ends in a number).
+  if (DOTTED_QUAD.test(raw)) return classifyIPv4(ipaddr.IPv4.parse(raw));
   return classifyName(raw.replace(/\.+$/, ''));
 }
 

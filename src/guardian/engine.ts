@@ -125,6 +125,8 @@ interface MaskSet {
   readonly byKey: ReadonlyMap<string, MaskRule>;
   /** Rules with detectors or patterns. */
   readonly textRules: readonly MaskRule[];
+  /** User-data keys already found unchanged by the text rules (keys repeat on every call). */
+  readonly cleanKeys: Set<string>;
 }
 
 interface DenySet {
@@ -190,7 +192,7 @@ function buildMaskSet(rules: readonly MaskRule[]): MaskSet {
     for (const key of rule.keys) if (!byKey.has(key)) byKey.set(key, rule);
   }
   const textRules = rules.filter((r) => r.detectors.length > 0 || r.patterns.length > 0);
-  return { rules, hasAny: rules.length > 0, byKey, textRules };
+  return { rules, hasAny: rules.length > 0, byKey, textRules, cleanKeys: new Set() };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -198,6 +200,7 @@ function buildMaskSet(rules: readonly MaskRule[]): MaskSet {
 // ---------------------------------------------------------------------------------------------
 
 function checkPeer(peers: PeerPolicy, peer: HookView['peer']): SuccessResult | undefined {
+  if (peers.block.length === 0 && peers.allow.length === 0 && peers.allowUnknown) return undefined;
   const forms = [peer.name, canonicalName(peer.name), peer.url, canonicalUrl(peer.url)];
   const matches = (re: RegExp): boolean => forms.some((form) => re.test(form));
   const label = `"${peer.name}" (${peer.url})`;
@@ -358,7 +361,8 @@ function scanValue(
   inContent: boolean,
 ): SuccessResult | undefined {
   if (typeof value === 'string') return !inContent && BINARY_KEYS.has(key) ? undefined : matchText(value, deny, path);
-  if (typeof value === 'number') return matchText(String(value), deny, path);
+  // The SDK turns a number in a text field into its digits.
+  if (typeof value === 'number') return !inContent && TEXT_KEYS.has(key) ? matchText(String(value), deny, path) : undefined;
   if (typeof value !== 'object' || value === null) return undefined;
   if (depth > MAX_DEPTH) throw new PayloadTooDeep();
   if (Array.isArray(value)) {
@@ -490,24 +494,31 @@ function maskValue(key: string, value: unknown, mask: MaskSet, changed: Set<Mask
 
 function maskObject(obj: JsonObject, mask: MaskSet, changed: Set<MaskRule>, inContent: boolean, depth: number): JsonObject {
   let copy: JsonObject | undefined;
-  let renamed = false;
-  // Only user-data keys can change, so only there is the object's order kept for a rebuild.
-  const entries: Array<[string, unknown]> | undefined = inContent ? [] : undefined;
+  let renames: Map<string, string> | undefined;
   for (const key in obj) {
-    const value = obj[key];
     if (!inContent && PROTECTED.has(key)) continue;
+    const value = obj[key];
     const keyRule = mask.byKey.size > 0 ? mask.byKey.get(cachedNormaliseKey(key)) : undefined;
     const next =
       keyRule !== undefined
         ? maskWholeValue(value, keyRule.replacement ?? REDACTED, keyRule, changed)
         : maskValue(key, value, mask, changed, inContent || CONTENT_KEYS.has(key), depth);
+    if (next !== value) setOwn((copy ??= { ...obj }), key, next);
     // Keys of user data reach the agent as much as values do.
-    const nextKey = inContent ? maskText(key, mask.textRules, changed) : key;
-    if (nextKey !== key) renamed = true;
-    else if (next !== value) setOwn((copy ??= { ...obj }), key, next);
-    entries?.push([nextKey, next]);
+    const nextKey = inContent ? maskKey(key, mask, changed) : key;
+    if (nextKey !== key) (renames ??= new Map()).set(key, nextKey);
   }
-  return renamed && entries !== undefined ? fromEntriesUnique(entries) : (copy ?? obj);
+  const out = copy ?? obj;
+  if (renames === undefined) return out;
+  const names = renames;
+  return fromEntriesUnique(Object.keys(out).map((key): [string, unknown] => [names.get(key) ?? key, out[key]]));
+}
+
+function maskKey(key: string, mask: MaskSet, changed: Set<MaskRule>): string {
+  if (mask.cleanKeys.has(key)) return key;
+  const masked = maskText(key, mask.textRules, changed);
+  if (masked === key && mask.cleanKeys.size < 10_000) mask.cleanKeys.add(key);
+  return masked;
 }
 
 /** Rebuild an object in order; a masked key that collides gets a "#2", "#3", ... suffix. */
