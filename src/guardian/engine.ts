@@ -3,7 +3,9 @@
  * in-process as well as behind the AOS HTTP server.
  *
  * Order of checks: peers -> push-notification URLs -> deny patterns -> masking. The first deny
- * wins; masking answers `modify` only for operations whose hook accepts it.
+ * wins; masking answers `modify` only for operations whose hook accepts it. Protocol keys are
+ * compared in every spelling the SDK's parser accepts (./keys), webhook hosts by the address
+ * they connect to (./address).
  */
 import { acceptsDecision, operationForMethod, type Operation } from '../a2a/operations';
 import type { AgentContext, Envelope, JsonObject, SuccessResult } from '../aos/schemas';
@@ -317,7 +319,7 @@ function checkPushUrl(push: PushPolicy, url: unknown): SuccessResult | undefined
 }
 
 // ---------------------------------------------------------------------------------------------
-// Deny patterns: every string (and object key) anywhere in the payload
+// Deny patterns: every string (and object key) anywhere in the payload, text fields as the SDK reads them
 // ---------------------------------------------------------------------------------------------
 
 export const MAX_DEPTH = 256;
