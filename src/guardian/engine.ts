@@ -3,11 +3,14 @@
  * in-process as well as behind the AOS HTTP server.
  *
  * Order of checks: peers -> push-notification URLs -> deny patterns -> masking. The first deny
- * wins; masking answers `modify` only for operations whose hook accepts it.
+ * wins; masking answers `modify` only for operations whose hook accepts it. Protocol keys are
+ * compared in every spelling the SDK's parser accepts (./keys), webhook hosts by the address
+ * they connect to (./address).
  */
-import { isIPv4, isIPv6 } from 'node:net';
 import { acceptsDecision, operationForMethod, type Operation } from '../a2a/operations';
 import type { AgentContext, Envelope, JsonObject, SuccessResult } from '../aos/schemas';
+import { classifyUrl } from './address';
+import { keySet, readField } from './keys';
 import {
   normaliseKey,
   PROTECTED_KEYS,
@@ -124,6 +127,8 @@ interface MaskSet {
   readonly byKey: ReadonlyMap<string, MaskRule>;
   /** Rules with detectors or patterns. */
   readonly textRules: readonly MaskRule[];
+  /** User-data keys already found unchanged by the text rules (keys repeat on every call). */
+  readonly cleanKeys: Set<string>;
 }
 
 interface DenySet {
@@ -189,7 +194,7 @@ function buildMaskSet(rules: readonly MaskRule[]): MaskSet {
     for (const key of rule.keys) if (!byKey.has(key)) byKey.set(key, rule);
   }
   const textRules = rules.filter((r) => r.detectors.length > 0 || r.patterns.length > 0);
-  return { rules, hasAny: rules.length > 0, byKey, textRules };
+  return { rules, hasAny: rules.length > 0, byKey, textRules, cleanKeys: new Set() };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -197,7 +202,9 @@ function buildMaskSet(rules: readonly MaskRule[]): MaskSet {
 // ---------------------------------------------------------------------------------------------
 
 function checkPeer(peers: PeerPolicy, peer: HookView['peer']): SuccessResult | undefined {
-  const matches = (re: RegExp): boolean => re.test(peer.name) || re.test(peer.url);
+  if (peers.block.length === 0 && peers.allow.length === 0 && peers.allowUnknown) return undefined;
+  const forms = [peer.name, canonicalName(peer.name), peer.url, canonicalUrl(peer.url)];
+  const matches = (re: RegExp): boolean => forms.some((form) => re.test(form));
   const label = `"${peer.name}" (${peer.url})`;
   if (peers.block.some(matches)) return denyAnswer(`Peer agent ${label} is blocked by policy.`, ['PEER_BLOCKED']);
   if (isUnknownValue(peer.name) && isUnknownValue(peer.url)) {
@@ -210,17 +217,34 @@ function checkPeer(peers: PeerPolicy, peer: HookView['peer']): SuccessResult | u
 }
 
 function isUnknownValue(value: string): boolean {
-  const v = value.trim().toLowerCase();
+  const v = canonicalName(value).toLowerCase();
   return v === '' || v === 'unknown';
+}
+
+/** Globs see a peer name as written and folded (NFKC, no invisible characters, single spaces). */
+function canonicalName(name: string): string {
+  return normaliseText(name).trim().replace(/\s+/g, ' ');
+}
+
+/** ... and a peer URL as written and as the WHATWG parser writes it (case, default port, trailing dot). */
+function canonicalUrl(url: string): string {
+  try {
+    const parsed = new URL(url.trim());
+    parsed.hostname = parsed.hostname.replace(/\.+$/, '');
+    return parsed.href;
+  } catch {
+    return url;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Push-notification webhook URLs
 // ---------------------------------------------------------------------------------------------
 
-const PUSH_CONFIG_KEYS = new Set(['pushnotificationconfig', 'taskpushnotificationconfig']);
+/** Objects registering a webhook: v0.3 / v1 set, send configuration (v1), v0.3 REST send configuration. */
+const PUSH_CONFIG_KEYS = keySet(['pushNotificationConfig', 'taskPushNotificationConfig', 'pushNotification']);
 /** User content, not request configuration: an agent reads no webhook from there. */
-const NOT_CONFIG_KEYS = new Set(['message', 'metadata']);
+const NOT_CONFIG_KEYS = keySet(['message', 'metadata']);
 
 function checkPushUrls(push: PushPolicy, operation: Operation | undefined, payload: JsonObject): SuccessResult | undefined {
   for (const url of collectPushUrls(payload, operation)) {
@@ -231,20 +255,22 @@ function checkPushUrls(push: PushPolicy, operation: Operation | undefined, paylo
 }
 
 /**
- * Webhook URLs a request registers: v0.3 `params.pushNotificationConfig.url`, v1 `params.url`
- * (set), `configuration.{pushNotificationConfig,taskPushNotificationConfig}.url` in message/send,
- * and REST bodies (no `params` wrapper, `config.pushNotificationConfig.url`).
+ * Webhook URLs a request registers, under every key spelling the SDK accepts: v0.3
+ * `params.pushNotificationConfig.url`, v1 `params.url` (set), `configuration.{taskPushNotificationConfig,
+ * pushNotificationConfig,pushNotification}.url` in message/send, and REST bodies (no `params`
+ * wrapper; `config.pushNotificationConfig.url`).
  */
 export function collectPushUrls(payload: JsonObject, operation: Operation | undefined): unknown[] {
-  const params = payload['params'];
-  const root = isObject(params) ? params : payload;
   const urls: unknown[] = [];
   if (operation?.aosMethod === 'tasks/pushNotificationConfig/set') {
-    urls.push(root['url']);
-    const config = root['config'];
-    if (isObject(config)) urls.push(config['url']);
+    // A REST body is the config itself; a JSON-RPC request holds it in `params`: check both.
+    const params = payload['params'];
+    for (const root of isObject(params) ? [payload, params] : [payload]) {
+      urls.push(...readField(root, 'url'));
+      for (const config of readField(root, 'config')) if (isObject(config)) urls.push(...readField(config, 'url'));
+    }
   }
-  collectConfigUrls(root, urls, 0);
+  collectConfigUrls(payload, urls, 0);
   return urls.filter((u) => u !== undefined);
 }
 
@@ -258,12 +284,10 @@ function collectConfigUrls(value: unknown, urls: unknown[], depth: number): void
   for (const key in value) {
     if (NOT_CONFIG_KEYS.has(key)) continue;
     const child = value[key];
-    if (PUSH_CONFIG_KEYS.has(key.toLowerCase()) && isObject(child)) urls.push(child['url']);
+    if (PUSH_CONFIG_KEYS.has(key) && isObject(child)) urls.push(...readField(child, 'url'));
     collectConfigUrls(child, urls, depth + 1);
   }
 }
-
-export type HostClass = 'public' | 'private' | 'metadata';
 
 function checkPushUrl(push: PushPolicy, url: unknown): SuccessResult | undefined {
   const invalid = (why: string): SuccessResult =>
@@ -271,6 +295,7 @@ function checkPushUrl(push: PushPolicy, url: unknown): SuccessResult | undefined
   if (typeof url !== 'string') return invalid('not a string');
   let parsed: URL;
   try {
+    // The WHATWG parser is the one `fetch` uses when the agent POSTs the notification.
     parsed = new URL(url);
   } catch {
     return invalid('not a valid absolute URL');
@@ -280,16 +305,12 @@ function checkPushUrl(push: PushPolicy, url: unknown): SuccessResult | undefined
     const need = push.allowHttp ? 'http or https' : 'https';
     return denyAnswer(`Push-notification URL refused: scheme "${parsed.protocol}" (${need} required).`, ['PUSH_URL_INSECURE']);
   }
-  const host = normaliseHost(parsed.hostname);
-  const kind = classifyHost(host);
+  const { host, class: kind, range } = classifyUrl(parsed);
   if (kind === 'metadata') {
     return denyAnswer(`Push-notification URL refused: host ${host} is a cloud metadata endpoint.`, ['PUSH_URL_METADATA']);
   }
   if (kind === 'private' && !push.allowPrivate) {
-    return denyAnswer(
-      `Push-notification URL refused: host ${host} is loopback, private, link-local or otherwise not public.`,
-      ['PUSH_URL_PRIVATE'],
-    );
+    return denyAnswer(`Push-notification URL refused: host ${host} is not a public address (${range}).`, ['PUSH_URL_PRIVATE']);
   }
   if (push.allowHosts.length > 0 && !push.allowHosts.some((re) => re.test(host))) {
     return denyAnswer(`Push-notification URL refused: host ${host} is not in the allowed hosts.`, ['PUSH_URL_HOST_NOT_ALLOWED']);
@@ -297,86 +318,8 @@ function checkPushUrl(push: PushPolicy, url: unknown): SuccessResult | undefined
   return undefined;
 }
 
-/** WHATWG URL already folds 2130706433 / 0x7f.1 / 0177.0.0.1 into dotted decimal. */
-function normaliseHost(hostname: string): string {
-  const unbracketed = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
-  return unbracketed.replace(/\.+$/, '').toLowerCase();
-}
-
-const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata']);
-const LOCAL_SUFFIXES = ['.localhost', '.local', '.internal', '.home.arpa'];
-
-/** Classify a normalised host: an IP literal by its range, a name only by well-known local names. */
-export function classifyHost(host: string): HostClass {
-  if (METADATA_HOSTS.has(host)) return 'metadata';
-  if (isIPv4(host)) return classifyIPv4(parseIPv4(host));
-  if (isIPv6(host)) return classifyIPv6(parseIPv6(host));
-  if (host === 'localhost' || LOCAL_SUFFIXES.some((s) => host.endsWith(s))) return 'private';
-  return 'public';
-}
-
-/** [network, prefix length] pairs of IPv4 space that is not a public unicast address. */
-const NON_PUBLIC_V4_CIDRS: ReadonlyArray<readonly [string, number]> = [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16],
-  ['172.16.0.0', 12], ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15],
-  ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-];
-const NON_PUBLIC_V4 = NON_PUBLIC_V4_CIDRS.map(([net, bits]) => ({ net: parseIPv4(net), mask: prefixMask(bits) }));
-const METADATA_V4 = new Set(['169.254.169.254', '169.254.170.2', '100.100.100.200'].map(parseIPv4));
-
-function prefixMask(bits: number): number {
-  return bits === 0 ? 0 : (~0 << (32 - bits)) >>> 0;
-}
-
-function parseIPv4(text: string): number {
-  return text.split('.').reduce((acc, octet) => ((acc << 8) | Number(octet)) >>> 0, 0);
-}
-
-function classifyIPv4(addr: number): HostClass {
-  if (METADATA_V4.has(addr)) return 'metadata';
-  return NON_PUBLIC_V4.some(({ net, mask }) => ((addr & mask) >>> 0) === net) ? 'private' : 'public';
-}
-
-/** Eight 16-bit groups of an address that `net.isIPv6` accepted (dotted IPv4 tails allowed). */
-function parseIPv6(text: string): number[] {
-  let body = text;
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(body);
-  if (dotted?.[1] !== undefined) {
-    const v4 = parseIPv4(dotted[1]);
-    body = `${body.slice(0, dotted.index)}${(v4 >>> 16).toString(16)}:${(v4 & 0xffff).toString(16)}`;
-  }
-  const [head = '', tail] = body.split('::');
-  const toGroups = (s: string): number[] => (s === '' ? [] : s.split(':').map((g) => parseInt(g, 16)));
-  const headGroups = toGroups(head);
-  if (tail === undefined) return headGroups;
-  const tailGroups = toGroups(tail);
-  const zeros = new Array<number>(8 - headGroups.length - tailGroups.length).fill(0);
-  return [...headGroups, ...zeros, ...tailGroups];
-}
-
-function classifyIPv6(g: number[]): HostClass {
-  const at = (i: number): number => g[i] ?? 0;
-  const zeroUpTo = (n: number): boolean => g.slice(0, n).every((x) => x === 0);
-  const embeddedV4 = (hi: number, lo: number): number => ((at(hi) << 16) | at(lo)) >>> 0;
-  if (zeroUpTo(7) && (at(7) === 0 || at(7) === 1)) return 'private'; // :: and ::1
-  if (at(0) === 0xfd00 && at(1) === 0x0ec2 && g.slice(2, 7).every((x) => x === 0) && at(7) === 0x254) {
-    return 'metadata'; // AWS IMDS over IPv6, fd00:ec2::254
-  }
-  // Addresses that carry an IPv4 address: mapped, translated, compatible, NAT64, 6to4.
-  if (zeroUpTo(5) && at(5) === 0xffff) return classifyIPv4(embeddedV4(6, 7));
-  if (zeroUpTo(4) && at(4) === 0xffff && at(5) === 0) return classifyIPv4(embeddedV4(6, 7));
-  if (zeroUpTo(6)) return classifyIPv4(embeddedV4(6, 7));
-  if (at(0) === 0x64 && at(1) === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return classifyIPv4(embeddedV4(6, 7));
-  if (at(0) === 0x2002) return classifyIPv4(embeddedV4(1, 2));
-  const first = at(0);
-  if ((first & 0xffc0) === 0xfe80 || (first & 0xffc0) === 0xfec0) return 'private'; // link-local, site-local
-  if ((first & 0xfe00) === 0xfc00) return 'private'; // unique local fc00::/7
-  if ((first & 0xff00) === 0xff00) return 'private'; // multicast
-  return 'public';
-}
-
 // ---------------------------------------------------------------------------------------------
-// Deny patterns: every string (and object key) anywhere in the payload
+// Deny patterns: every string (and object key) anywhere in the payload, text fields as the SDK reads them
 // ---------------------------------------------------------------------------------------------
 
 export const MAX_DEPTH = 256;
@@ -385,8 +328,16 @@ class PayloadTooDeep extends Error {}
 
 /** The JSON-RPC envelope members of the payload itself are not content. */
 const ENVELOPE_KEYS = new Set(['jsonrpc', 'method', 'id']);
-/** Base64 file content: scanning or masking it is meaningless and would corrupt it. */
-const BINARY_KEYS = new Set(['bytes', 'raw', 'fileWithBytes']);
+/** Base64 file content of a part: scanning or masking it is meaningless and would corrupt it. */
+const BINARY_KEYS = keySet(['bytes', 'raw', 'fileWithBytes']);
+/** Subtrees holding free-form user content, where protocol key names carry no meaning. */
+const CONTENT_KEYS = keySet(['data', 'metadata']);
+/**
+ * Protocol string fields carrying content. The SDK reads a non-string value there as
+ * `String(value)` (v1 and v0.3 REST), or hands it on as is (v0.3 JSON-RPC) to an agent that
+ * will most likely do the same: an array of fragments is checked as the text it joins into.
+ */
+const TEXT_KEYS = keySet(['text', 'url', 'uri', 'fileWithUri', 'filename', 'name', 'description', 'token', 'credentials']);
 
 type PathSegment = string | number;
 
@@ -396,21 +347,35 @@ function findDenyMatch(payload: JsonObject, deny: DenySet): SuccessResult | unde
   for (const key in payload) {
     if (ENVELOPE_KEYS.has(key)) continue;
     path.push(key);
-    const hit = matchKey(key, deny, path) ?? scanValue(key, payload[key], deny, path, 1);
+    const hit = matchKey(key, deny, path) ?? scanValue(key, payload[key], deny, path, 1, CONTENT_KEYS.has(key));
     if (hit !== undefined) return hit;
     path.pop();
   }
   return undefined;
 }
 
-function scanValue(key: string, value: unknown, deny: DenySet, path: PathSegment[], depth: number): SuccessResult | undefined {
-  if (typeof value === 'string') return BINARY_KEYS.has(key) ? undefined : matchText(value, deny, path);
+function scanValue(
+  key: string,
+  value: unknown,
+  deny: DenySet,
+  path: PathSegment[],
+  depth: number,
+  inContent: boolean,
+): SuccessResult | undefined {
+  if (typeof value === 'string') return !inContent && BINARY_KEYS.has(key) ? undefined : matchText(value, deny, path);
+  // The SDK turns a number in a text field into its digits.
+  if (typeof value === 'number') return !inContent && TEXT_KEYS.has(key) ? matchText(String(value), deny, path) : undefined;
   if (typeof value !== 'object' || value === null) return undefined;
   if (depth > MAX_DEPTH) throw new PayloadTooDeep();
   if (Array.isArray(value)) {
+    const joined = !inContent && TEXT_KEYS.has(key) ? joinedText(value, depth) : undefined;
+    if (joined !== undefined) {
+      const hit = matchText(joined, deny, path);
+      if (hit !== undefined) return hit;
+    }
     for (let i = 0; i < value.length; i++) {
       path.push(i);
-      const hit = scanValue(key, value[i], deny, path, depth + 1);
+      const hit = scanValue(key, value[i], deny, path, depth + 1, inContent);
       if (hit !== undefined) return hit;
       path.pop();
     }
@@ -419,11 +384,34 @@ function scanValue(key: string, value: unknown, deny: DenySet, path: PathSegment
   const obj = value as JsonObject;
   for (const childKey in obj) {
     path.push(childKey);
-    const hit = matchKey(childKey, deny, path) ?? scanValue(childKey, obj[childKey], deny, path, depth + 1);
+    const childInContent = inContent || CONTENT_KEYS.has(childKey);
+    const hit = matchKey(childKey, deny, path) ?? scanValue(childKey, obj[childKey], deny, path, depth + 1, childInContent);
     if (hit !== undefined) return hit;
     path.pop();
   }
   return undefined;
+}
+
+/**
+ * `String(array)` as JavaScript computes it (elements joined by ",", nested arrays flattened,
+ * null as ""), depth-bounded; undefined when the array holds no text to check.
+ */
+function joinedText(array: readonly unknown[], depth: number): string | undefined {
+  let hasText = false;
+  const join = (items: readonly unknown[], d: number): string => {
+    if (d > MAX_DEPTH) throw new PayloadTooDeep();
+    return items
+      .map((item) => {
+        if (Array.isArray(item)) return join(item, d + 1);
+        if (item === null || item === undefined) return '';
+        if (typeof item === 'object') return '[object Object]';
+        if (typeof item === 'string' || typeof item === 'number') hasText = true;
+        return String(item);
+      })
+      .join(',');
+  };
+  const text = join(array, depth);
+  return hasText ? text : undefined;
 }
 
 function matchKey(key: string, deny: DenySet, path: readonly PathSegment[]): SuccessResult | undefined {
@@ -468,8 +456,8 @@ function formatPath(path: readonly PathSegment[]): string {
 // Masking: copy-on-write rewrite of string (and integer) values
 // ---------------------------------------------------------------------------------------------
 
-/** Subtrees holding free-form user content, where protocol key names carry no meaning. */
-const CONTENT_KEYS = new Set(['data', 'metadata']);
+/** Protocol structure outside user content, in every key spelling: never masked. */
+const PROTECTED = keySet([...PROTECTED_KEYS]);
 
 export interface MaskOutcome {
   readonly payload: JsonObject;
@@ -484,7 +472,7 @@ function maskPayload(payload: JsonObject, mask: MaskSet): MaskOutcome {
 }
 
 function maskValue(key: string, value: unknown, mask: MaskSet, changed: Set<MaskRule>, inContent: boolean, depth: number): unknown {
-  if (typeof value === 'string') return BINARY_KEYS.has(key) ? value : maskText(value, mask.textRules, changed);
+  if (typeof value === 'string') return !inContent && BINARY_KEYS.has(key) ? value : maskText(value, mask.textRules, changed);
   if (typeof value === 'number') return maskNumber(value, mask.textRules, changed);
   if (typeof value !== 'object' || value === null) return value;
   if (depth > MAX_DEPTH) throw new PayloadTooDeep();
@@ -494,15 +482,23 @@ function maskValue(key: string, value: unknown, mask: MaskSet, changed: Set<Mask
       const next = maskValue(key, value[i], mask, changed, inContent, depth + 1);
       if (next !== value[i]) (copy ??= value.slice())[i] = next;
     }
-    return copy ?? value;
+    const out = copy ?? value;
+    // Fragments that only form something to mask once joined are replaced by the masked text.
+    const joined = !inContent && TEXT_KEYS.has(key) ? joinedText(out, depth) : undefined;
+    if (joined !== undefined) {
+      const masked = maskText(joined, mask.textRules, changed);
+      if (masked !== joined) return masked;
+    }
+    return out;
   }
   return maskObject(value as JsonObject, mask, changed, inContent, depth + 1);
 }
 
 function maskObject(obj: JsonObject, mask: MaskSet, changed: Set<MaskRule>, inContent: boolean, depth: number): JsonObject {
   let copy: JsonObject | undefined;
+  let renames: Map<string, string> | undefined;
   for (const key in obj) {
-    if (!inContent && PROTECTED_KEYS.has(key)) continue;
+    if (!inContent && PROTECTED.has(key)) continue;
     const value = obj[key];
     const keyRule = mask.byKey.size > 0 ? mask.byKey.get(cachedNormaliseKey(key)) : undefined;
     const next =
@@ -510,8 +506,32 @@ function maskObject(obj: JsonObject, mask: MaskSet, changed: Set<MaskRule>, inCo
         ? maskWholeValue(value, keyRule.replacement ?? REDACTED, keyRule, changed)
         : maskValue(key, value, mask, changed, inContent || CONTENT_KEYS.has(key), depth);
     if (next !== value) setOwn((copy ??= { ...obj }), key, next);
+    // Keys of user data reach the agent as much as values do.
+    const nextKey = inContent ? maskKey(key, mask, changed) : key;
+    if (nextKey !== key) (renames ??= new Map()).set(key, nextKey);
   }
-  return copy ?? obj;
+  const out = copy ?? obj;
+  if (renames === undefined) return out;
+  const names = renames;
+  return fromEntriesUnique(Object.keys(out).map((key): [string, unknown] => [names.get(key) ?? key, out[key]]));
+}
+
+function maskKey(key: string, mask: MaskSet, changed: Set<MaskRule>): string {
+  if (mask.cleanKeys.has(key)) return key;
+  const masked = maskText(key, mask.textRules, changed);
+  if (masked === key && mask.cleanKeys.size < 10_000) mask.cleanKeys.add(key);
+  return masked;
+}
+
+/** Rebuild an object in order; a masked key that collides gets a "#2", "#3", ... suffix. */
+function fromEntriesUnique(entries: ReadonlyArray<readonly [string, unknown]>): JsonObject {
+  const out: JsonObject = {};
+  for (const [key, value] of entries) {
+    let unique = key;
+    for (let n = 2; Object.prototype.hasOwnProperty.call(out, unique); n++) unique = `${key}#${n}`;
+    setOwn(out, unique, value);
+  }
+  return out;
 }
 
 /** A masked key hides every scalar under it (a `password` may be a string, a number or a list). */

@@ -25,6 +25,9 @@ export const PROTECTED_KEYS: ReadonlySet<string> = new Set([
   'referenceTaskIds', 'pushNotificationConfigId', 'tenant', 'state', 'mediaType', 'mimeType', 'timestamp',
 ]);
 
+/** Mask-rule keys are compared loosely (`normaliseKey`), so `message_id` is refused like `messageId`. */
+const PROTECTED_NORMALISED: ReadonlySet<string> = new Set([...PROTECTED_KEYS].map((key) => normaliseKey(key)));
+
 // ---------------------------------------------------------------------------------------------
 // File schema (what users write)
 // ---------------------------------------------------------------------------------------------
@@ -217,7 +220,7 @@ function compileMaskRule(rule: MaskRuleFile, at: string, problems: string[]): Ma
     problems.push(`${at}: needs at least one of "keys", "detectors", "patterns"`);
   }
   keys.forEach((key, i) => {
-    if (PROTECTED_KEYS.has(key)) problems.push(`${at}.keys[${i}]: "${key}" is protocol structure and is never masked`);
+    if (PROTECTED_NORMALISED.has(normaliseKey(key))) problems.push(`${at}.keys[${i}]: "${key}" is protocol structure and is never masked`);
   });
   const flags = rule.caseSensitive === true ? 'g' : 'gi';
   return {

@@ -466,6 +466,19 @@ describe('peer rules', () => {
     });
   });
 
+  it('matches every spelling of a peer name or URL', () => {
+    const engine = engineFor({ peers: { block: ['Evil Corp*', 'https://evil.example/*'] } });
+    const decide = (peer: { name?: string; url?: string }): unknown => engine.decide(requestEnvelope(send, { peer })).reasonCode;
+    for (const url of ['HTTPS://EVIL.EXAMPLE/a2a', 'https://evil.example.:443/a2a', ' https://Evil.Example./a2a']) {
+      expect([url, decide({ url })]).toEqual([url, ['PEER_BLOCKED']]);
+    }
+    for (const name of ['Ｅｖｉｌ Ｃｏｒｐ', 'Evil\u200b Corp', ' Evil   Corp agent']) expect([name, decide({ name })]).toEqual([name, ['PEER_BLOCKED']]);
+    expect(decide({ name: 'Good Corp', url: 'https://good.example/a2a' })).toEqual(['ALLOWED']);
+    const allowList = engineFor({ peers: { allow: ['https://trusted.example/*'] } });
+    expect(allowList.decide(requestEnvelope(send, { side: 'server', peer: { name: 'ｕｎｋｎｏｗｎ', url: ' Unknown ' } })).reasonCode).toEqual(['PEER_UNKNOWN']);
+    expect(allowList.decide(requestEnvelope(send, { peer: { name: 'x', url: 'https://TRUSTED.example:443/a2a' } })).decision).toBe('allow');
+  });
+
   it('checks the peer before content', () => {
     const engine = engineFor({ peers: { block: ['Peer agent'] }, deny: [{ id: 'x', message: 'm', patterns: ['hello'] }] });
     expect(engine.decide(requestEnvelope(send)).reasonCode).toEqual(['PEER_BLOCKED']);

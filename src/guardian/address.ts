@@ -1,0 +1,96 @@
+/**
+ * Which hosts a webhook may target. A URL is parsed with WHATWG `URL`, as `fetch` parses it when
+ * the agent later POSTs the notification, so every spelling of a host (2130706433, 0x7f.1,
+ * 0177.0.0.1, %31%32%37.0.0.1, full-width digits, userinfo@, trailing dots, [::ffff:7f00:1])
+ * is classified as the address it will connect to. Address ranges come from ipaddr.js: only its
+ * `unicast` range is public (for IPv6, inside 2000::/3, the global unicast space).
+ */
+import ipaddr from 'ipaddr.js';
+
+export type HostClass = 'public' | 'private' | 'metadata';
+
+export interface HostVerdict {
+  /** The host as the URL parser canonicalised it, without brackets or trailing dots. */
+  readonly host: string;
+  readonly class: HostClass;
+  /** Why: an ipaddr.js range name (`loopback`, `teredo`, `carrierGradeNat`, ...), `metadata`, `localName` or `name`. */
+  readonly range: string;
+}
+
+/** Cloud instance-metadata endpoints: refused even when private targets are allowed. */
+const METADATA_NAMES: ReadonlySet<string> = new Set([
+  'metadata', 'metadata.google.internal', 'metadata.goog', 'instance-data', 'instance-data.ec2.internal',
+  'metadata.tencentyun.com',
+]);
+const METADATA_V4: ReadonlySet<string> = new Set([
+  '169.254.169.254', // AWS, GCP, Azure, OCI, OpenStack, DigitalOcean, ...
+  '169.254.170.2', // AWS ECS task metadata and credentials
+  '169.254.170.23', // AWS EKS pod identity agent
+  '169.254.0.23', // Tencent Cloud
+  '100.100.100.200', // Alibaba Cloud
+  '192.0.0.192', // Oracle Cloud (legacy)
+]);
+const METADATA_V6: ReadonlySet<string> = new Set(['fd00:ec2::254', 'fd00:ec2::23'].map((a) => ipaddr.IPv6.parse(a).toNormalizedString()));
+
+/** Names that only resolve inside a host or a private network. */
+const LOCAL_NAMES: ReadonlySet<string> = new Set(['localhost', 'localhost.localdomain', 'ip6-localhost', 'ip6-loopback']);
+const LOCAL_SUFFIXES = ['.localhost', '.local', '.localdomain', '.internal', '.home.arpa', '.svc'];
+
+const DOTTED_QUAD = /^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
+const GLOBAL_UNICAST_V6 = ipaddr.IPv6.parseCIDR('2000::/3');
+/** Deprecated IPv4-compatible IPv6 (::a.b.c.d); ipaddr.js calls it unicast. */
+const IPV4_COMPATIBLE_V6 = ipaddr.IPv6.parseCIDR('::/96');
+
+/** Classify the host of a parsed URL: the address `fetch` would connect to. */
+export function classifyUrl(url: URL): HostVerdict {
+  const raw = url.hostname;
+  if (raw.startsWith('[') && raw.endsWith(']')) return classifyIPv6(ipaddr.IPv6.parse(raw.slice(1, -1)));
+  // The URL parser already turned every IPv4 spelling into dotted decimal (and a name never ends in a number).
+  if (DOTTED_QUAD.test(raw)) return classifyIPv4(ipaddr.IPv4.parse(raw));
+  return classifyName(raw.replace(/\.+$/, ''));
+}
+
+function classifyName(host: string): HostVerdict {
+  if (METADATA_NAMES.has(host)) return { host, class: 'metadata', range: 'metadata' };
+  // A name without a dot is resolved through search domains: never a public internet host.
+  const local = LOCAL_NAMES.has(host) || !host.includes('.') || LOCAL_SUFFIXES.some((s) => host.endsWith(s));
+  return local ? { host, class: 'private', range: 'localName' } : { host, class: 'public', range: 'name' };
+}
+
+function classifyIPv4(addr: ipaddr.IPv4): HostVerdict {
+  const host = addr.toString();
+  if (METADATA_V4.has(host)) return { host, class: 'metadata', range: 'metadata' };
+  const range = addr.range();
+  return { host, class: range === 'unicast' ? 'public' : 'private', range };
+}
+
+function classifyIPv6(addr: ipaddr.IPv6): HostVerdict {
+  const host = addr.toRFC5952String();
+  if (METADATA_V6.has(addr.toNormalizedString()) || embeddedIPv4(addr).some((v4) => METADATA_V4.has(v4.toString()))) {
+    return { host, class: 'metadata', range: 'metadata' };
+  }
+  const range = addr.range();
+  if (range !== 'unicast') return { host, class: 'private', range };
+  if (addr.match(IPV4_COMPATIBLE_V6)) return { host, class: 'private', range: 'ipv4Compatible' };
+  if (!addr.match(GLOBAL_UNICAST_V6)) return { host, class: 'private', range: 'notGlobalUnicast' };
+  return { host, class: 'public', range };
+}
+
+/** IPv4 addresses an IPv6 address carries (mapped, translated, NAT64, compatible, 6to4, Teredo). */
+function embeddedIPv4(addr: ipaddr.IPv6): ipaddr.IPv4[] {
+  const p = addr.parts;
+  const v4 = (hi: number, lo: number): ipaddr.IPv4 => new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
+  const at = (i: number): number => p[i] ?? 0;
+  switch (addr.range()) {
+    case 'ipv4Mapped':
+    case 'rfc6145':
+    case 'rfc6052':
+      return [v4(at(6), at(7))];
+    case '6to4':
+      return [v4(at(1), at(2))];
+    case 'teredo': // server in bits 32-63, client (inverted) in the last 32 bits
+      return [v4(at(2), at(3)), v4(at(6) ^ 0xffff, at(7) ^ 0xffff)];
+    default:
+      return addr.match(IPV4_COMPATIBLE_V6) ? [v4(at(6), at(7))] : [];
+  }
+}
