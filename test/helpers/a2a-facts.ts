@@ -299,8 +299,8 @@ function readV03Rest(op: OpKey, p: Obj, pref: Pref): Facts | undefined {
   const f: Record<string, string> = {};
   if (op === 'send' || op === 'stream') {
     const m = isSet(p['message']) ? p['message'] : p['request'];
-    if (!isObj(m)) return undefined;
-    if (!('content' in m) && !('request' in p)) return undefined;
+    // That binding's reading only when its own shape is there: a message with `content`, or only a `request`.
+    if (!isObj(m) || !('content' in m || !isSet(p['message']))) return undefined;
     if (str(pick(m, 'messageId', 'message_id', pref)) === '') return undefined;
     f['taskId'] = str(pick(m, 'taskId', 'task_id', pref));
     f['contextId'] = str(pick(m, 'contextId', 'context_id', pref));

@@ -735,8 +735,10 @@ export interface Case {
   readonly wire: WireRequest;
   /** The JSON-RPC id the caller sent, when the body is a JSON-RPC request with a valid one. */
   readonly rpcId: number | string | null | undefined;
-  /** Whether the body is a JSON-RPC request object (has a "method" member) as the agent reads it. */
+  /** Whether the body (as written, before charset and content coding) is JSON-RPC-like: an object with "method" or "jsonrpc", or a batch of them. */
   readonly jsonRpcBody: boolean;
+  /** Verb and path are the real call's: no mutation touched the request line's method or path. */
+  readonly pathIntact: boolean;
 }
 
 function chunk(body: Buffer, ext: boolean, upper: boolean): Buffer {
@@ -796,6 +798,7 @@ export function render(d: Draft, b: Base, hostPort: string): Case {
       break;
   }
   const p = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+  const rpcLike = (x: unknown): boolean => typeof x === 'object' && x !== null && !Array.isArray(x) && ('method' in x || 'jsonrpc' in x);
   const id = p?.['id'];
   return {
     family: b.family,
@@ -803,7 +806,8 @@ export function render(d: Draft, b: Base, hostPort: string): Case {
     notes: d.notes,
     wire: { verb: d.verb, target, headers, body: wireBody },
     rpcId: typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id)) || id === null ? id : undefined,
-    jsonRpcBody: p !== undefined && 'method' in p,
+    jsonRpcBody: rpcLike(parsed) || (Array.isArray(parsed) && parsed.some(rpcLike)),
+    pathIntact: true,
   };
 }
 
@@ -822,9 +826,11 @@ export function describeCase(c: Case): string {
 /** A generated case: a real call and up to `maxMutations` mutations, rendered for `hostPort`. */
 export function caseArb(hostPort: () => string, maxMutations = 4): fc.Arbitrary<Case> {
   return fc.record({ base: baseArb, mutations: fc.array(mutationArb, { maxLength: maxMutations }) }).map(({ base, mutations }) => {
-    let d = draftOf(base);
+    const d0 = draftOf(base);
+    let d = d0;
     for (const m of mutations) d = m.apply(d) ?? d;
-    const c = render(d, base, hostPort());
+    const intact = d.verb === d0.verb && d.pathSuffix === '' && d.segs.join('/') === d0.segs.join('/');
+    const c = { ...render(d, base, hostPort()), pathIntact: intact };
     return Object.assign(c, { [fc.toStringMethod]: () => describeCase(c) });
   });
 }
