@@ -35,6 +35,7 @@ import { handlerRecorder, type HandlerCall } from '../helpers/handler-recorder';
 import { approvedReading, differences, handlerFacts, type ApprovedReading } from '../helpers/a2a-facts';
 import { caseArb, defectArb, describeCase, handCase, toJ, type Case, type Defect } from '../helpers/a2a-variants';
 import { exchange, header, type WireOutcome } from '../helpers/wire';
+import { startReferenceProxy, type ReferenceProxy } from '../helpers/reference-proxy';
 import { type TestProxy, useStack } from './proxy-harness';
 
 const TOTAL = Number(process.env.DIFF_CASES ?? 3000);
@@ -46,6 +47,8 @@ const CLASS_FOCUS = process.env.DIFF_CLASS !== undefined ? new RegExp(process.en
 /** Generous: a request that is not answered in this time is a hang, not a slow answer. */
 const ANSWER_TIMEOUT_MS = 15_000;
 const SEARCH_CASES = { deny: Math.ceil(TOTAL * 0.45), allow: Math.ceil(TOTAL * 0.45), codes: Math.ceil(TOTAL * 0.1) };
+/** Each self-check of the oracles (against the reference proxy) runs this many more. */
+const SELF_CASES = Math.ceil(TOTAL * 0.05);
 /** Generous hang guard for a whole search (it also covers the shrinking of failures). */
 const SEARCH_TIMEOUT_MS = 60_000 + TOTAL * 60 + SHRINK_CLASSES * 3 * (SHRINK_MS + 5000);
 
@@ -110,21 +113,24 @@ interface Observed {
   readonly approvals: readonly string[];
 }
 
-type Mode = 'deny' | 'allow';
-
-/** Send a batch concurrently through one proxy; return once every answer is in and the agent is idle. */
-async function runBatch(mode: Mode, cases: readonly Case[]): Promise<Observed> {
+/** Send a batch concurrently through the proxy at `port`; return once every answer is in and the agent is idle. */
+async function runBatch(port: number, cases: readonly Case[]): Promise<Observed> {
   recorder.clear();
   stack.agent.clear();
   stack.guardian.clear();
   denyGuardian.clear();
-  const port = portOf((mode === 'deny' ? denyProxy : allowProxy).url);
   const outcomes = await Promise.all(cases.map((c) => exchange(port, c.wire, ANSWER_TIMEOUT_MS)));
   // A request the proxy forwards after answering its caller would still arrive: give it a turn.
   await new Promise((r) => setImmediate(r));
   await agentIdle();
-  return { outcomes, calls: [...recorder.calls], agentRequests: [...stack.agent.received], approvals: stack.guardian.approved() };
+  const obs = { outcomes, calls: [...recorder.calls], agentRequests: [...stack.agent.received], approvals: stack.guardian.approved() };
+  acted.calls += obs.calls.length;
+  acted.approvals += obs.approvals.length;
+  return obs;
 }
+
+/** Handler calls and approvals seen so far: a search that never reaches the handler would pass vacuously. */
+const acted = { calls: 0, approvals: 0 };
 
 /* ------------------------------------------------------------------------------------------ */
 /* Oracles                                                                                    */
@@ -298,6 +304,9 @@ interface Ledger {
   runs: number;
   cases: number;
   ms: number;
+  /** Operations the handler acted on and payloads the guardian approved during the search. */
+  calls: number;
+  approvals: number;
   readonly classes: Map<string, ClassEntry>;
 }
 
@@ -326,8 +335,9 @@ function batchArb<T>(arb: fc.Arbitrary<T>): fc.Arbitrary<T[]> {
 const examplesOf = <T>(s: Search<T>): Array<[T[]]> => (s.examples ?? []).map((e) => [[e]]);
 
 async function explore<T>(s: Search<T>): Promise<Ledger> {
-  const ledger: Ledger = { name: s.name, seed: SEED, runs: 0, cases: 0, ms: 0, classes: new Map() };
+  const ledger: Ledger = { name: s.name, seed: SEED, runs: 0, cases: 0, ms: 0, calls: 0, approvals: 0, classes: new Map() };
   const started = performance.now();
+  const before = { ...acted };
   const prop = fc.asyncProperty(batchArb(s.arb), async (batch) => {
     const run = ledger.runs++;
     ledger.cases += batch.length;
@@ -346,6 +356,9 @@ async function explore<T>(s: Search<T>): Promise<Ledger> {
   });
   await fc.assert(prop, { seed: SEED, numRuns: Math.ceil(s.cases / CONCURRENCY), examples: examplesOf(s) });
   ledger.ms = Math.round(performance.now() - started);
+  ledger.calls = acted.calls - before.calls;
+  ledger.approvals = acted.approvals - before.approvals;
+  logLedger(ledger);
   return ledger;
 }
 
@@ -393,7 +406,9 @@ async function expectNoClasses<T>(s: Search<T>, ledger: Ledger | undefined, kind
 
 function logLedger(l: Ledger): void {
   const classes = [...l.classes.entries()].map(([sig, e]) => `  ${String(e.count).padStart(5)}  ${sig}`).join('\n');
-  process.stdout.write(`differential ${l.name}: ${l.cases} cases in ${l.runs} batches, ${l.ms} ms, DIFF_SEED=${l.seed}${classes === '' ? ', no violations' : `\n${classes}`}\n`);
+  process.stdout.write(
+    `differential ${l.name}: ${l.cases} cases in ${l.runs} batches, ${l.ms} ms, ${l.calls} handler calls, ${l.approvals} approvals, DIFF_SEED=${l.seed}${classes === '' ? ', no violations' : `\n${classes}`}\n`,
+  );
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -427,15 +442,20 @@ const KNOWN_DOORS: readonly Case[] = [
   })),
 ];
 
-const denySearch: Search<Case> = {
-  name: 'deny-all', arb: cases, examples: KNOWN_DOORS, cases: SEARCH_CASES.deny, run: async (b) => checkDeny(b, await runBatch('deny', b)), describe: describeCase,
-};
+/** The deny-all search through the proxy whose URL `proxyUrl` gives (read when the search runs). */
+const denySearchVia = (name: string, proxyUrl: () => string, n: number): Search<Case> => ({
+  name, arb: cases, examples: KNOWN_DOORS, cases: n, run: async (b) => checkDeny(b, await runBatch(portOf(proxyUrl()), b)), describe: describeCase,
+});
+const allowSearchVia = (name: string, proxyUrl: () => string, n: number): Search<Case> => ({
+  name, arb: cases, examples: KNOWN_DOORS, cases: n, run: async (b) => checkAllow(await runBatch(portOf(proxyUrl()), b)), describe: describeCase,
+});
+
+const denySearch = denySearchVia('deny-all', () => denyProxy.url, SEARCH_CASES.deny);
 
 describe('deny-all guardian', () => {
   let ledger: Ledger | undefined;
   beforeAll(async () => {
     ledger = await explore(denySearch);
-    logLedger(ledger);
   }, SEARCH_TIMEOUT_MS);
 
   test('the agent\'s request handler acts on nothing', async () => {
@@ -459,16 +479,13 @@ describe('deny-all guardian', () => {
 /* Allow-all                                                                                  */
 /* ------------------------------------------------------------------------------------------ */
 
-const allowSearch: Search<Case> = {
-  name: 'allow-all', arb: cases, examples: KNOWN_DOORS, cases: SEARCH_CASES.allow, run: async (b) => checkAllow(await runBatch('allow', b)), describe: describeCase,
-};
+const allowSearch = allowSearchVia('allow-all', () => allowProxy.url, SEARCH_CASES.allow);
 
 describe('allow-all guardian', () => {
   let ledger: Ledger | undefined;
   beforeAll(async () => {
     stack.guardian.script(() => ({ decision: 'allow', message: 'allow-all guardian' }));
     ledger = await explore(allowSearch);
-    logLedger(ledger);
   }, SEARCH_TIMEOUT_MS);
 
   beforeEach(() => stack.guardian.script(() => ({ decision: 'allow', message: 'allow-all guardian' })));
@@ -534,14 +551,15 @@ function codeProblem(d: Defect, direct: WireOutcome, proxied: WireOutcome): Viol
   return undefined;
 }
 
-const codeSearch: Search<Defect> = {
-  name: 'standard-codes',
+/** The standard-codes search: each defect straight to the agent and through the allow-all proxy at `proxyUrl`. */
+const codeSearchVia = (name: string, proxyUrl: () => string, n: number): Search<Defect> => ({
+  name,
   arb: defectArb,
-  cases: SEARCH_CASES.codes,
+  cases: n,
   describe: (d) => String((d as unknown as { [fc.toStringMethod]: () => string })[fc.toStringMethod]()),
   run: async (batch) => {
     const agentPort = portOf(stack.agent.origin);
-    const proxyPort = portOf(allowProxy.url);
+    const proxyPort = portOf(proxyUrl());
     const results = await Promise.all(batch.map(async (d) => [d, await exchange(agentPort, d.wire, ANSWER_TIMEOUT_MS), await exchange(proxyPort, d.wire, ANSWER_TIMEOUT_MS)] as const));
     await agentIdle();
     return results.flatMap(([d, direct, proxied]) => {
@@ -549,17 +567,77 @@ const codeSearch: Search<Defect> = {
       return [...(p === undefined ? [] : [p]), ...answered([proxied])];
     });
   },
-};
+});
+
+const codeSearch = codeSearchVia('standard-codes', () => allowProxy.url, SEARCH_CASES.codes);
 
 describe('standard codes', () => {
   let ledger: Ledger | undefined;
   beforeAll(async () => {
     stack.guardian.script(() => ({ decision: 'allow', message: 'allow-all guardian' }));
     ledger = await explore(codeSearch);
-    logLedger(ledger);
   }, SEARCH_TIMEOUT_MS);
 
   test('where the SDK agent refuses a request, the caller gets the same standard code (the proxy\'s own refusals carry its ErrorInfo)', async () => {
     await expectNoClasses(codeSearch, ledger, ['code', 'hang'], 'The proxy does not answer in the standard terms the agent uses');
+  }, SEARCH_TIMEOUT_MS);
+});
+
+/* ------------------------------------------------------------------------------------------ */
+/* Self-check of the oracles                                                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+/**
+ * The oracles are only worth their failures if a proxy that keeps the promise passes them and one
+ * that does not is caught. test/helpers/reference-proxy.ts is a minimal positive-model proxy
+ * (JSON-RPC only, everything else refused) and a plain relay; the same searches run through them.
+ */
+describe('self-check of the oracles', () => {
+  let refDeny: ReferenceProxy | undefined;
+  let refAllow: ReferenceProxy | undefined;
+  let relay: ReferenceProxy | undefined;
+  const must = (p: ReferenceProxy | undefined): string => {
+    if (p === undefined) throw new Error('reference proxy not started');
+    return p.url;
+  };
+  beforeAll(async () => {
+    const upstream = stack.agent.origin;
+    refDeny = await startReferenceProxy({ upstream, guardianUrl: denyGuardian.url, mode: 'positive' });
+    refAllow = await startReferenceProxy({ upstream, guardianUrl: stack.guardian.url, mode: 'positive' });
+    relay = await startReferenceProxy({ upstream, guardianUrl: stack.guardian.url, mode: 'relay' });
+  });
+  afterAll(async () => {
+    for (const p of [refDeny, refAllow, relay]) await p?.close();
+  });
+  beforeEach(() => stack.guardian.script(() => ({ decision: 'allow', message: 'allow-all guardian' })));
+
+  const ALL: readonly Kind[] = ['bypass', 'unjudged', 'hang', 'terms', 'mismatch', 'code'];
+
+  test('a minimal positive-model proxy passes every deny-all oracle', async () => {
+    const s = denySearchVia('reference deny-all', () => must(refDeny), SELF_CASES);
+    const ledger = await explore(s);
+    await expectNoClasses(s, ledger, ALL, 'The deny-all oracles fail a proxy that keeps the promise (a harness bug)');
+  }, SEARCH_TIMEOUT_MS);
+
+  test('a minimal positive-model proxy passes every allow-all oracle', async () => {
+    const s = allowSearchVia('reference allow-all', () => must(refAllow), SELF_CASES);
+    const ledger = await explore(s);
+    await expectNoClasses(s, ledger, ALL, 'The allow-all oracles fail a proxy that keeps the promise (a harness bug)');
+    // Not vacuous: the reference forwards the calls it can read, and the handler acts on them.
+    expect(ledger.calls).toBeGreaterThan(0);
+    expect(ledger.approvals).toBeGreaterThanOrEqual(ledger.calls);
+  }, SEARCH_TIMEOUT_MS);
+
+  test('a minimal positive-model proxy passes the standard-codes oracle', async () => {
+    const s = codeSearchVia('reference standard-codes', () => must(refAllow), SELF_CASES);
+    const ledger = await explore(s);
+    await expectNoClasses(s, ledger, ALL, 'The standard-codes oracle fails a proxy that answers like the agent (a harness bug)');
+  }, SEARCH_TIMEOUT_MS);
+
+  test('a relaying proxy is caught: with a deny-all guardian the handler acts', async () => {
+    const ledger = await explore(denySearchVia('relay deny-all', () => must(relay), CONCURRENCY * 4));
+    const kinds = new Set([...ledger.classes.values()].map((e) => e.kind));
+    expect(kinds).toContain('bypass');
+    expect(kinds).toContain('unjudged');
   }, SEARCH_TIMEOUT_MS);
 });
