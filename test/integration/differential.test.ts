@@ -151,11 +151,13 @@ const pathOf = (target: string): string => target.split('?')[0] ?? target;
 /** A plain card read: the only traffic that reaches the agent without a judged call. */
 const isCardRead = (r: ReceivedRequest): boolean => (r.method === 'GET' || r.method === 'HEAD') && CARD_PATHS.has(pathOf(r.path));
 
+/** Where on the agent a request landed, coarsely (a class name must not change while a case shrinks). */
 function area(path: string): string {
   const p = pathOf(path).toLowerCase();
   if (p.startsWith('/a2a/jsonrpc')) return '/a2a/jsonrpc';
   if (p.startsWith('/a2a/rest')) return '/a2a/rest';
-  return 'elsewhere';
+  if (p.includes('well-known')) return 'a card path variant';
+  return 'another path';
 }
 
 /** One line, cut at `n` characters (answers may be HTML pages). */
