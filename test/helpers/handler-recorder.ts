@@ -79,7 +79,8 @@ export function handlerRecorder(): HandlerRecorder {
         calls.push({
           method: name,
           params: jsonSafe(args[0]),
-          contextTenant: typeof ctx?.tenant === 'string' ? ctx.tenant : undefined,
+          // The JSON-RPC transport puts params.tenant into the context unchecked: keep a non-string one visible.
+          contextTenant: ctx?.tenant === undefined || ctx.tenant === null ? undefined : typeof ctx.tenant === 'string' ? ctx.tenant : JSON.stringify(ctx.tenant),
           requestedVersion: typeof ctx?.requestedVersion === 'string' ? ctx.requestedVersion : undefined,
           headers: headersOf(ctx),
         });
