@@ -20,7 +20,7 @@
  */
 import zlib from 'node:zlib';
 import fc from 'fast-check';
-import type { OpKey } from './a2a-facts';
+import { V03_METHODS, V1_METHODS, type OpKey } from './a2a-facts';
 import { type WireRequest } from './wire';
 
 /* ------------------------------------------------------------------------------------------ */
@@ -843,6 +843,8 @@ export function caseArb(hostPort: () => string, maxMutations = 4): fc.Arbitrary<
 export interface Defect extends Case {
   readonly binding: 'jsonrpc' | 'rest';
   readonly defect: string;
+  /** No A2A call can be read out of it (bad JSON, invalid request, no A2A method, no route): only the proxy itself may answer. */
+  readonly unjudgeable: boolean;
 }
 
 const PARSE_BODIES = ['{', '{"jsonrpc":"2.0",', 'not json', '{"a":1,}', '[1,', '{"jsonrpc":"2.0","method":"message/send","id":1', "{'jsonrpc':'2.0'}", '"str"', '123', 'null', 'true', '{"jsonrpc":"2.0" "id":1}'];
@@ -860,13 +862,13 @@ const BAD_ROUTES: ReadonlyArray<readonly [string, string]> = [
 
 const versionHeaders = (v: string | undefined): Array<[string, string]> => (v === undefined ? [] : [['A2A-Version', v]]);
 
-function defectCase(binding: 'jsonrpc' | 'rest', defect: string, d: Omit<Draft, 'notes' | 'pathSuffix' | 'ctParams' | 'style' | 'bom' | 'encoding' | 'codings' | 'codingLines' | 'framing' | 'baseLen' | 'binding'>): Defect {
+function defectCase(binding: 'jsonrpc' | 'rest', defect: string, unjudgeable: boolean, d: Omit<Draft, 'notes' | 'pathSuffix' | 'ctParams' | 'style' | 'bom' | 'encoding' | 'codings' | 'codingLines' | 'framing' | 'baseLen' | 'binding'>): Defect {
   const draft: Draft = {
     ...d, binding, baseLen: 2, notes: [defect], pathSuffix: '', ctParams: '', style: { escape: 'none', space: 'none' }, bom: false, encoding: 'utf8', codings: [], codingLines: 'one', framing: 'length',
   };
   const base: Base = { family: binding === 'jsonrpc' ? 'jsonrpc-1.0' : 'rest-1.0', op: 'send', task: 't-', config: 'cfg-', context: '', tenant: '', text: 'hello', url: URLS[0] as string, nonce: 0, rpcId: 1, followUp: false, subscribeVerb: 'POST', cardPath: CARD_PATHS[0] as string };
   const c = render(draft, base, '127.0.0.1');
-  const out: Defect = { ...c, binding, defect };
+  const out: Defect = { ...c, binding, defect, unjudgeable };
   return Object.assign(out, { [fc.toStringMethod]: () => `  ${binding} defect: ${defect}\n${describeCase(c).split('\n').slice(1).join('\n')}` });
 }
 
@@ -892,21 +894,21 @@ export const defectArb: fc.Arbitrary<Defect> = fc.record({
   const tag = `A2A-Version ${v ?? '(none)'}`;
   switch (kind) {
     case 'rpc-parse':
-      return defectCase('jsonrpc', `malformed JSON ${JSON.stringify(parse)}; ${tag}`, { ...rpc, rawBody: parse });
+      return defectCase('jsonrpc', `malformed JSON ${JSON.stringify(parse)}; ${tag}`, true, { ...rpc, rawBody: parse });
     case 'rpc-invalid':
-      return defectCase('jsonrpc', `invalid JSON-RPC request ${JSON.stringify(invalid)}; ${tag}`, { ...rpc, json: toJ(invalid) });
+      return defectCase('jsonrpc', `invalid JSON-RPC request ${JSON.stringify(invalid)}; ${tag}`, true, { ...rpc, json: toJ(invalid) });
     case 'rpc-method':
-      return defectCase('jsonrpc', `method ${JSON.stringify(method)}; ${tag}`, { ...rpc, json: toJ({ ...sendV(v), method }) });
+      return defectCase('jsonrpc', `method ${JSON.stringify(method)}; ${tag}`, V1_METHODS[method] === undefined && V03_METHODS[method] === undefined, { ...rpc, json: toJ({ ...sendV(v), method }) });
     case 'rpc-ctype':
-      return defectCase('jsonrpc', `Content-Type ${type}; ${tag}`, { ...rpc, mediaType: type, json: toJ(sendV(v)) });
+      return defectCase('jsonrpc', `Content-Type ${type}; ${tag}`, false, { ...rpc, mediaType: type, json: toJ(sendV(v)) });
     case 'rest-route': {
       const [verbName, path] = route;
-      return defectCase('rest', `no such route ${verbName} ${path}; ${tag}`, { verb: verbName, segs: ['a2a', 'rest', ...path.split('/').filter((x) => x !== '')], query: [], headers, json: undefined, rawBody: undefined, mediaType: undefined });
+      return defectCase('rest', `no such route ${verbName} ${path}; ${tag}`, true, { verb: verbName, segs: ['a2a', 'rest', ...path.split('/').filter((x) => x !== '')], query: [], headers, json: undefined, rawBody: undefined, mediaType: undefined });
     }
     case 'rest-parse':
-      return defectCase('rest', `malformed JSON ${JSON.stringify(parse)} on ${restSend.slice(2).join('/')}; ${tag}`, { verb: 'POST', segs: restSend, query: [], headers, json: undefined, rawBody: parse, mediaType: 'application/json' });
+      return defectCase('rest', `malformed JSON ${JSON.stringify(parse)} on ${restSend.slice(2).join('/')}; ${tag}`, true, { verb: 'POST', segs: restSend, query: [], headers, json: undefined, rawBody: parse, mediaType: 'application/json' });
     case 'rest-ctype':
-      return defectCase('rest', `Content-Type ${type} on ${restSend.slice(2).join('/')}; ${tag}`, { verb: 'POST', segs: restSend, query: [], headers, json: toJ(restBody), rawBody: undefined, mediaType: type });
+      return defectCase('rest', `Content-Type ${type} on ${restSend.slice(2).join('/')}; ${tag}`, false, { verb: 'POST', segs: restSend, query: [], headers, json: toJ(restBody), rawBody: undefined, mediaType: type });
   }
   throw new Error(`unknown defect kind ${kind}`);
 });
