@@ -237,8 +237,9 @@ function checkDeny(cases: readonly Case[], obs: Observed): Violation[] {
   }
   out.push(...answered(obs.outcomes));
   cases.forEach((c, i) => {
-    const p = termsProblem(c, obs.outcomes[i] as WireOutcome);
-    if (p !== undefined) out.push({ kind: 'terms', sig: `terms: ${p}`, detail: p });
+    const o = obs.outcomes[i] as WireOutcome;
+    const p = termsProblem(c, o);
+    if (p !== undefined && o.kind === 'answer') out.push({ kind: 'terms', sig: `terms: ${p}`, detail: `${p}: HTTP ${o.status} ${short(o.body.toString('utf8'))}` });
   });
   return out;
 }
@@ -543,7 +544,7 @@ function codeProblem(d: Defect, direct: WireOutcome, proxied: WireOutcome): Viol
   if (info !== undefined && info['reason'] !== 'REQUEST_REJECTED') return v(`${String(info['reason'])}`, said);
   // Nothing a guardian could judge can be read out of it: the answer must be the proxy's own refusal.
   if (d.unjudgeable && info === undefined) {
-    return v(`HTTP ${proxied.status} without the proxy's REQUEST_REJECTED ErrorInfo (relayed: the agent read what the proxy should have refused)`, said);
+    return v(`HTTP ${proxied.status} without the proxy's REQUEST_REJECTED ErrorInfo (the agent, not the proxy, refused something no A2A call can be read from)`, said);
   }
   if (d.binding === 'jsonrpc') {
     const code = isObj(err) ? err['code'] : undefined;
