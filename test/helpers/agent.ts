@@ -81,6 +81,13 @@ export interface AgentOptions {
   streaming?: boolean;
   /** capabilities.pushNotifications (default true; configs are stored, deliveries are only recorded). */
   pushNotifications?: boolean;
+  /** capabilities.extendedAgentCard with a provider serving this card plus an "(extended)" name (default false). */
+  extendedAgentCard?: boolean;
+  /**
+   * Called with the SDK request handler before the express handlers are built on it, e.g. to record
+   * every operation the handler acts on (test/helpers/handler-recorder.ts).
+   */
+  wrapRequestHandler?: (handler: A2AServer.DefaultRequestHandler) => void;
 }
 
 export interface TestAgent {
@@ -332,7 +339,7 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
       streaming: opts.streaming ?? true,
       pushNotifications: opts.pushNotifications ?? true,
       extensions: [],
-      extendedAgentCard: false,
+      extendedAgentCard: opts.extendedAgentCard ?? false,
     },
     securitySchemes: {},
     securityRequirements: [],
@@ -355,7 +362,9 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
     undefined,
     new InMemoryPushNotificationStore(),
     pushSender,
+    opts.extendedAgentCard === true ? { ...card, name: `${card.name} (extended)` } : undefined,
   );
+  opts.wrapRequestHandler?.(requestHandler);
   const legacyCompat = { enabled: true };
   app.use(`/${sdk.AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler, legacyCompat }));
   app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
