@@ -9,7 +9,7 @@ import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { type Operation, operationForLooseMethod, operationForMethod } from './operations';
-import { looksLikeRest, matchRest, restHasBody, restToJsonRpc, type RestMatch } from './rest';
+import { isLegacyVersion, looksLikeRest, matchRest, restHasBody, restToJsonRpc, type RestMatch } from './rest';
 import { encodePath, encodeQuery, isUnder, parseTarget, type Target } from './target';
 import type { AgentEndpoints } from './endpoints';
 import type { JsonObject, JsonRpcId } from '../aos/schemas';
@@ -128,7 +128,11 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
   if ('problem' in version) return reject('rejected', version.problem, flavour(req, t, opts, undefined));
   const verb = req.verb.toUpperCase();
 
-  if ((verb === 'GET' || verb === 'HEAD') && isCardPath(t.segments)) return { kind: 'card', target: encodePath(t.segments) };
+  if ((verb === 'GET' || verb === 'HEAD') && isCardPath(t.segments)) {
+    // The card path the agent gets is the canonical one, whatever case it was asked in.
+    const n = t.segments.length;
+    return { kind: 'card', target: encodePath([...t.segments.slice(0, n - 2), '.well-known', (t.segments[n - 1] as string).toLowerCase()]) };
+  }
 
   const body = parseBody(req);
   const rpc = body.kind === 'json' && isObject(body.value) && Object.keys(body.value).some((k) => fold(k) === 'method' || fold(k) === 'jsonrpc') ? body.value : undefined;
@@ -149,7 +153,7 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
   if (body.kind === 'tooComplex') return reject('rejected', body.why, flavour(req, t, opts, body));
   // A batch is never relayed, under any NON_A2A: one judged call could hide others behind it.
   if (body.kind === 'json' && Array.isArray(body.value) && body.value.some((e) => typeof e === 'object' && e !== null)) {
-    return reject('invalidRequest', 'JSON-RPC batches are not accepted', flavour(req, t, opts, body));
+    return reject(malformed(version.value), 'JSON-RPC batches are not accepted', flavour(req, t, opts, body));
   }
 
   if (passthrough(t, opts)) return other(req, t, body, 'passthrough');
@@ -165,7 +169,9 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
       if (!isMediaType(req.headers, ['application/json'])) return reject('contentTypeNotSupported', 'Content type not supported; expected application/json', 'jsonrpc');
       return reject('parseError', 'Request body is not JSON', 'jsonrpc');
     }
-    return reject('invalidRequest', 'Request is not a JSON-RPC 2.0 request object (batches are not accepted)', 'jsonrpc');
+    // A top-level JSON scalar is a parse error to a strict JSON body parser (the SDK's express.json()).
+    if (body.kind === 'json' && (typeof body.value !== 'object' || body.value === null)) return reject('parseError', 'Request body is not a JSON object', 'jsonrpc');
+    return reject(malformed(version.value), 'Request is not a JSON-RPC 2.0 request object', 'jsonrpc');
   }
   return reject('notFound', 'Not an A2A endpoint; other routes must be listed in PASSTHROUGH_PATHS', 'rest');
 }
@@ -304,8 +310,14 @@ const fieldKey = (k: string): string => fold(k).replace(/[_-]/g, '');
 
 const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** JSON-RPC ids the SDK accepts: a string, an integer or null (1.5 is an invalid request there). */
 function validId(v: unknown): v is JsonRpcId | null | undefined {
-  return v === undefined || v === null || typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
+  return v === undefined || v === null || typeof v === 'string' || (typeof v === 'number' && Number.isInteger(v));
+}
+
+/** The SDK answers a malformed JSON-RPC request with -32600 on its v0.3 dispatcher and -32602 on its v1.0 one. */
+function malformed(version: string | undefined): ProxyErrorKind {
+  return isLegacyVersion(version) ? 'invalidRequest' : 'invalidParams';
 }
 
 /**
@@ -340,9 +352,10 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
     if (RPC_MEMBERS.has(fold(k)) && !RPC_MEMBERS.has(k)) return reject('rejected', `JSON-RPC member names must be exact (${k.slice(0, 32)})`, 'jsonrpc', safeId);
   }
   const method = v.method;
-  if (typeof method !== 'string') return reject('invalidRequest', 'JSON-RPC method must be a string', 'jsonrpc', safeId);
-  if (v.jsonrpc !== '2.0') return reject('invalidRequest', 'JSON-RPC version must be "2.0"', 'jsonrpc', safeId);
-  if (!validId(id)) return reject('invalidRequest', 'JSON-RPC id must be a string, a number or null', 'jsonrpc');
+  const bad = malformed(version);
+  if (v.jsonrpc !== '2.0') return reject(bad, 'JSON-RPC version must be "2.0"', 'jsonrpc', safeId);
+  if (!validId(id)) return reject(bad, 'JSON-RPC id must be a string, an integer or null', 'jsonrpc', typeof id === 'number' ? id : null);
+  if (typeof method !== 'string' || method === '') return reject(bad, 'JSON-RPC method must be a non-empty string', 'jsonrpc', safeId);
   const op = operationForMethod(method);
   if (op === undefined) {
     if (operationForLooseMethod(method) === undefined) {
@@ -357,9 +370,13 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
     return reject('contentTypeNotSupported', `Content type not supported: ${String(req.headers['content-type'] ?? '(none)').slice(0, 64)}; expected application/json`, 'jsonrpc');
   }
   const params = v.params;
-  if (params !== undefined && !isObject(params)) return reject('invalidRequest', 'JSON-RPC params must be an object', 'jsonrpc', safeId);
+  // As the SDK: params is an object without empty member names (the extended-card call may omit it).
+  const paramsOk = isObject(params) ? !Object.keys(params).includes('') : params === undefined && op.returnsCard;
+  if (!paramsOk) return reject('invalidParams', 'JSON-RPC params must be an object (without empty member names)', 'jsonrpc', safeId);
   const amb = ambiguousKey(params);
   if (amb !== undefined) return reject('rejected', `Ambiguous member names in params (${amb.slice(0, 32)})`, 'jsonrpc', safeId);
+  const foreign = foreignMessageShape(isObject(params) ? params : undefined, false);
+  if (foreign !== undefined) return reject('invalidParams', foreign, 'jsonrpc', safeId);
   // What the guardian sees is what the agent gets: the four members, nothing else.
   // (In the caller's member order, so a canonical request is forwarded byte for byte.)
   const request: JsonObject = {};
@@ -389,9 +406,24 @@ function classifyRest(req: HttpRequestFacts, t: Target, base: readonly string[],
   if (new Set(keys.map(fieldKey)).size !== keys.length) return reject('rejected', 'Repeated query parameters are not accepted on A2A REST routes', 'rest');
   const amb = ambiguousKey(params);
   if (amb !== undefined) return reject('rejected', `Ambiguous member names in the body (${amb.slice(0, 32)})`, 'rest');
+  const foreign = foreignMessageShape(params, m.version === '0.3');
+  if (foreign !== undefined) return reject('invalidParams', foreign, 'rest');
   const request = restToJsonRpc(m, query, params, randomUUID());
   if (typeof request === 'string') return reject('rejected', request, 'rest');
   return { kind: 'a2a', binding: 'rest', op: m.op, request, id: request.id as string, version, target: encodePath(base), rest: { match: m, base } };
+}
+
+/**
+ * A message in the other version's shape: v0.3 REST (proto) messages carry `content`, every other
+ * form carries `parts`. The agent's decoder drops the field it does not know, so the guardian would
+ * judge text the agent never sees (and the agent act on a message the guardian did not read).
+ */
+function foreignMessageShape(params: JsonObject | undefined, restV03: boolean): string | undefined {
+  const message = params?.message;
+  if (!isObject(message)) return undefined;
+  const foreign = restV03 ? ['parts'] : ['content'];
+  const k = Object.keys(message).find((key) => foreign.includes(fieldKey(key)));
+  return k === undefined ? undefined : `message field "${k}" belongs to the other A2A version's shape (${restV03 ? 'v0.3 REST uses content' : 'use parts'})`;
 }
 
 /**

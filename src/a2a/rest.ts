@@ -146,16 +146,6 @@ export function restHasBody(m: RestMatch): boolean {
   return m.route.verb === 'POST';
 }
 
-/**
- * Where a tenant may come from besides the path, for each route, as the SDK reads it: the body of
- * message and push-config creation, the query of GET/DELETE routes; cancel and subscribe by POST
- * read it from the query in the SDK but from the body in the spec, so there only the path counts.
- */
-function tenantSource(m: RestMatch): 'body' | 'query' | 'path' {
-  if (m.route.verb !== 'POST') return 'query';
-  return m.op.aosMethod === 'tasks/cancel' || m.op.aosMethod === 'tasks/resubscribe' ? 'path' : 'body';
-}
-
 const NUMERIC_QUERY = new Set(['historyLength', 'history_length', 'pageSize', 'page_size']);
 const BOOLEAN_QUERY = new Set(['includeArtifacts', 'include_artifacts']);
 
@@ -175,7 +165,6 @@ function queryToParams(query: readonly (readonly [string, string])[]): JsonObjec
  * field naming another task or tenant than the path).
  */
 export function restToJsonRpc(m: RestMatch, query: readonly (readonly [string, string])[], body: JsonObject | undefined, id: string): JsonObject | string {
-  const source = tenantSource(m);
   const extra: JsonObject = restHasBody(m) ? { ...(body ?? {}) } : queryToParams(query);
   if (restHasBody(m) && query.length > 0) return 'query parameters are not accepted on A2A REST routes that carry a body';
   for (const [k, v] of Object.entries(m.pathParams)) {
@@ -189,7 +178,9 @@ export function restToJsonRpc(m: RestMatch, query: readonly (readonly [string, s
   if ('tenant' in extra) {
     if (m.version === '0.3') return 'v0.3 REST routes take no tenant';
     if (m.tenant !== undefined && extra.tenant !== m.tenant) return `tenant "${String(extra.tenant).slice(0, 64)}" contradicts the path tenant`;
-    if (m.tenant === undefined && source === 'path') return `${m.route.verb} ${m.route.path} takes its tenant from the path only`;
+    // Without a path tenant the SDK puts a body or query tenant in the request but not in the call's context:
+    // two tenants for one call. The HTTP+JSON binding carries the tenant in the path (`/{tenant}/...`).
+    if (m.tenant === undefined) return `${m.route.verb} ${m.route.path} takes its tenant from the path only (/{tenant}${m.route.path})`;
   }
   const params: JsonObject = { ...extra, ...m.pathParams };
   if (m.tenant !== undefined) params.tenant = m.tenant;

@@ -8,7 +8,7 @@ import type { JsonRpcId } from '../aos/schemas';
 export type ProxyErrorKind =
   | 'denied' | 'guardianUnavailable' | 'rejected' | 'upstreamUnavailable' | 'overloaded'
   // Refusals of what the agent would refuse too: the binding's standard codes, with the proxy's ErrorInfo.
-  | 'parseError' | 'invalidRequest' | 'methodNotFound' | 'notFound' | 'contentTypeNotSupported' | 'versionNotSupported';
+  | 'parseError' | 'invalidRequest' | 'invalidParams' | 'methodNotFound' | 'notFound' | 'contentTypeNotSupported' | 'versionNotSupported';
 
 interface KindInfo {
   readonly code: number;
@@ -27,6 +27,7 @@ const KINDS: Record<ProxyErrorKind, KindInfo> = {
   overloaded: { code: -31429, reason: 'PROXY_OVERLOADED', httpStatus: 503, grpcStatus: 'RESOURCE_EXHAUSTED', defaultMessage: 'Proxy overloaded, retry later' },
   parseError: { code: -32700, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'INVALID_ARGUMENT', defaultMessage: 'Invalid JSON payload' },
   invalidRequest: { code: -32600, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'INVALID_ARGUMENT', defaultMessage: 'Invalid request' },
+  invalidParams: { code: -32602, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'INVALID_ARGUMENT', defaultMessage: 'Invalid params' },
   methodNotFound: { code: -32601, reason: 'REQUEST_REJECTED', httpStatus: 404, grpcStatus: 'UNIMPLEMENTED', defaultMessage: 'Method not found' },
   notFound: { code: -32601, reason: 'REQUEST_REJECTED', httpStatus: 404, grpcStatus: 'NOT_FOUND', defaultMessage: 'Not found' },
   contentTypeNotSupported: { code: -32005, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'INVALID_ARGUMENT', defaultMessage: 'Content type not supported' },

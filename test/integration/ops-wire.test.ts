@@ -133,7 +133,7 @@ describe('headers pass through untouched', () => {
 /* Batches                                                                                        */
 /* ---------------------------------------------------------------------------------------------- */
 
-describe('JSON-RPC batches are refused with -32600 (invalid request, as the agent answers) and never forwarded', () => {
+describe('JSON-RPC batches are refused as the agent would (-32600 / v1.0: -32602) and never forwarded', () => {
   test.each([
     ['two A2A calls (v0.3)', [v03Send(1, 'a'), { jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: 'x' } }], {}],
     ['one A2A call (v1)', [v1Send('b1', 'b')], { 'a2a-version': '1.0' }],
@@ -144,7 +144,8 @@ describe('JSON-RPC batches are refused with -32600 (invalid request, as the agen
     guardian.script(() => ({ decision: 'allow' }));
     for (const p of [proxy, open]) {
       const res = await rawRpc(`${p.url}/a2a/jsonrpc`, batch, headers);
-      expectRpcError(res, null, -32600, 'REQUEST_REJECTED');
+      // As the SDK answers: -32600 on its v0.3 dispatcher, -32602 on its v1.0 one.
+      expectRpcError(res, null, 'a2a-version' in headers ? -32602 : -32600, 'REQUEST_REJECTED');
     }
     expect(guardian.calls()).toEqual([]);
     expect(agent.received).toEqual([]);

@@ -115,6 +115,14 @@ describe('the examples of the class in issue 10, each closed', () => {
     expect(guardian.calls().map((e) => e.params.payload.params.tenant)).toEqual(['restricted']);
     expect(agent.received).toEqual([]);
 
+    // Without a path tenant, a body or query tenant would be two tenants to the SDK (request vs call context): refused.
+    for (const [verb, path, body] of [['POST', '/a2a/rest/message:send', v1Body('x', { tenant: 'public' })], ['GET', `/a2a/rest/tasks/${task}?tenant=public`, undefined]] as const) {
+      const r = await send(proxy.url, verb, path, { headers: V1, ...(body === undefined ? {} : { body }) });
+      expect(r.status).toBe(400);
+      expectRefused(r);
+    }
+    expect(guardian.calls()).toHaveLength(1);
+
     guardian.clear();
     guardian.script(() => ALLOW);
     await send(proxy.url, 'POST', '/a2a/rest/restricted/message:send', { headers: V1, body: v1Body('hi again') });
