@@ -3,6 +3,7 @@
  * Every bad variable yields one line naming it; the caller prints them and exits 2.
  */
 import { z } from 'zod';
+import { lookupEnv, serviceLinkHint, type EnvValue } from './env';
 
 const bool = (def: boolean) =>
   z.enum(['true', 'false', '1', '0', 'yes', 'no']).default(def ? 'true' : 'false').transform((v) => v === 'true' || v === '1' || v === 'yes');
@@ -92,21 +93,28 @@ export interface Config {
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
 
-/** Parse the environment. Empty strings count as unset, as in most container runtimes' env files. */
+/**
+ * Parse the environment. Every variable may also be given as `A2A_GUARD_<NAME>`, which wins
+ * (src/env.ts). Empty strings count as unset, as in most container runtimes' env files.
+ */
 export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
   const input: Record<string, string> = {};
+  const found: Record<string, EnvValue> = {};
   for (const key of Object.keys(EnvSchema.shape)) {
-    const v = env[key];
-    if (v !== undefined && v !== '') input[key] = v;
+    const v = lookupEnv(env, key);
+    if (v === undefined) continue;
+    input[key] = v.value;
+    found[key] = v;
   }
   const parsed = EnvSchema.safeParse(input);
   if (!parsed.success) {
     return {
       ok: false,
       problems: parsed.error.issues.map((i) => {
-        const name = String(i.path[0] ?? '?');
-        const shown = input[name] === undefined ? '(unset)' : JSON.stringify(name.includes('TOKEN') ? '***' : input[name]);
-        return `${name}=${shown}: ${i.code === 'invalid_type' && input[name] === undefined ? 'is required' : i.message}`;
+        const key = String(i.path[0] ?? '?');
+        const name = found[key]?.from ?? key;
+        const shown = input[key] === undefined ? '(unset)' : JSON.stringify(key.includes('TOKEN') ? '***' : input[key]);
+        return `${name}=${shown}: ${i.code === 'invalid_type' && input[key] === undefined ? 'is required' : i.message}${serviceLinkHint(found[key], key)}`;
       }),
     };
   }
