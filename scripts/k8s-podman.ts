@@ -11,6 +11,7 @@
  *   then equal the container port it targets.
  * - Probes need systemd timers in podman (none here) and the preStop `sleep` action is unknown to
  *   podman 4.3: both are removed. Secrets become podman secrets in the JSON form kube play reads.
+ *   Annotation values longer than 63 characters (a checksum) are refused by podman 4.3: dropped.
  */
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -137,7 +138,19 @@ function podFrom(name: string, template: Obj, notes: Set<string>): Obj {
   delete spec['initContainers'];
   if (inits.length > 0) spec['initContainers'] = inits.map((c) => withoutProbesAndHooks(c, notes));
   spec['containers'] = containers;
-  return { apiVersion: 'v1', kind: 'Pod', metadata: { name, labels: meta['labels'] ?? {}, ...(meta['annotations'] === undefined ? {} : { annotations: meta['annotations'] }) }, spec };
+  const annotations = podmanAnnotations(meta['annotations'], notes);
+  return { apiVersion: 'v1', kind: 'Pod', metadata: { name, labels: meta['labels'] ?? {}, ...(annotations === undefined ? {} : { annotations }) }, spec };
+}
+
+/** podman 4.3 holds annotation values to the 63-character label limit (Kubernetes has none for them). */
+function podmanAnnotations(annotations: unknown, notes: Set<string>): Obj | undefined {
+  if (!isObj(annotations)) return undefined;
+  const kept: Obj = {};
+  for (const [k, v] of Object.entries(annotations)) {
+    if (str(v).length > 63) notes.add(`Pod annotation ${k} is dropped: podman 4.3 refuses annotation values over 63 characters.`);
+    else kept[k] = v;
+  }
+  return Object.keys(kept).length === 0 ? undefined : kept;
 }
 
 function withoutProbesAndHooks(container: Obj, notes: Set<string>): Obj {
