@@ -12,6 +12,7 @@
  * - Probes need systemd timers in podman (none here) and the preStop `sleep` action is unknown to
  *   podman 4.3: both are removed. Secrets become podman secrets in the JSON form kube play reads.
  *   Annotation values longer than 63 characters (a checksum) are refused by podman 4.3: dropped.
+ *   Container ports are dropped too: podman 4.3 publishes every declared port on the host.
  */
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -134,9 +135,9 @@ function podFrom(name: string, template: Obj, notes: Set<string>): Obj {
   if (sidecars.length > 0) {
     notes.add('Native sidecars (initContainers with restartPolicy: Always) become ordinary containers, listed first: podman 4.3 runs an init container once and fails on one that keeps running. podman starts all containers of a pod together, so the agent does not wait for its sidecar (the demo client waits for /readyz itself).');
   }
-  const containers = [...sidecars.map(({ restartPolicy: _drop, ...c }) => c), ...list(spec['containers'])].map((c) => withoutProbesAndHooks(c, notes));
+  const containers = [...sidecars.map(({ restartPolicy: _drop, ...c }) => c), ...list(spec['containers'])].map((c) => podmanContainer(c, notes));
   delete spec['initContainers'];
-  if (inits.length > 0) spec['initContainers'] = inits.map((c) => withoutProbesAndHooks(c, notes));
+  if (inits.length > 0) spec['initContainers'] = inits.map((c) => podmanContainer(c, notes));
   spec['containers'] = containers;
   const annotations = podmanAnnotations(meta['annotations'], notes);
   return { apiVersion: 'v1', kind: 'Pod', metadata: { name, labels: meta['labels'] ?? {}, ...(annotations === undefined ? {} : { annotations }) }, spec };
@@ -153,8 +154,12 @@ function podmanAnnotations(annotations: unknown, notes: Set<string>): Obj | unde
   return Object.keys(kept).length === 0 ? undefined : kept;
 }
 
-function withoutProbesAndHooks(container: Obj, notes: Set<string>): Obj {
+function podmanContainer(container: Obj, notes: Set<string>): Obj {
   const out = { ...container };
+  if (out['ports'] !== undefined) {
+    delete out['ports'];
+    notes.add('Container ports are not declared: podman 4.3 kube play publishes each one on the host (two pods with an admin port 9090 collide); pods reach each other over the podman network.');
+  }
   for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe']) {
     if (out[probe] !== undefined) {
       delete out[probe];

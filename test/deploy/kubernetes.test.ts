@@ -357,7 +357,7 @@ describe('the podman conversion for npm run k8s:play (scripts/k8s-podman.ts)', (
     expect(((podNamed('cooking-assistant')['spec'] as Obj)['restartPolicy'])).toBe('Never');
   });
 
-  test('native sidecars become the first ordinary container; probes and preStop hooks are gone; the rest is kept', () => {
+  test('native sidecars become the first ordinary container; probes, preStop hooks and host-published ports are gone; the rest is kept', () => {
     for (const name of ['cake-baker', 'cooking-assistant']) {
       const spec = podNamed(name)['spec'] as Obj;
       expect(spec['initContainers']).toBeUndefined();
@@ -366,7 +366,7 @@ describe('the podman conversion for npm run k8s:play (scripts/k8s-podman.ts)', (
       const original = initContainersOf(workload(name)).find(isSidecar) as Obj;
       expect(first?.['env']).toEqual(original['env']);
       expect(first?.['securityContext']).toEqual(original['securityContext']);
-      for (const c of spec['containers'] as Obj[]) for (const k of ['startupProbe', 'readinessProbe', 'livenessProbe', 'lifecycle']) expect(c[k]).toBeUndefined();
+      for (const c of spec['containers'] as Obj[]) for (const k of ['startupProbe', 'readinessProbe', 'livenessProbe', 'lifecycle', 'ports']) expect(c[k]).toBeUndefined();
       expect(spec['terminationGracePeriodSeconds']).toBe(podSpec(workload(name))['terminationGracePeriodSeconds']);
     }
   });

@@ -94,6 +94,10 @@ describe('npm pack', () => {
     expect(readFileSync(join(ROOT, 'LICENSE'), 'utf8')).toMatch(/Apache License\s+Version 2\.0, January 2004/);
   });
 
+  test('the README shows this test\'s guardian verbatim', () => {
+    expect(readFileSync(join(ROOT, 'README.md'), 'utf8')).toContain(`\`\`\`ts\n${GUARDIAN_TS}\`\`\``);
+  });
+
   test('package.json: public, an exports map whose every target is in the tarball', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { private?: boolean; exports: Record<string, string | Record<string, string>>; license: string };
     expect(pkg.private).toBeUndefined();
