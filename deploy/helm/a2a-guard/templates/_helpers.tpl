@@ -173,6 +173,10 @@ Probes on the admin port: startup and liveness ask /healthz (the process is up),
 {{/*
 Grace period of an agent pod: the agent stops first (preStop sleep, then its own stop time), then
 the sidecar drains (DRAIN_TIMEOUT_MS), plus 5 s of margin. (dict "root" $ "agent" $agent)
+TODO(issue 12): the proxy is getting a pre-close accept delay (keep accepting, readiness failing,
+for a while after SIGTERM, before the drain). When that variable lands, add a sidecar value for it,
+set it as A2A_GUARD_<NAME> in "a2a-guard.sidecar", add it to this sum, and to the grace check of
+test/deploy/kubernetes.test.ts.
 */}}
 {{- define "a2a-guard.agentGraceSeconds" -}}
 {{- $drain := div (add .root.Values.sidecar.drainTimeoutMs 999) 1000 }}
