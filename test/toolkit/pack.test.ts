@@ -5,9 +5,9 @@
  * and a real HTTP client calls it: ping, allow, deny, modify; SIGTERM stops it with exit code 0.
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 
 const ROOT = join(__dirname, '..', '..');
@@ -49,6 +49,14 @@ const ok = [serveGuardian, HttpGuardian, buildEnvelope, createEngine, parsePolic
 console.log(ok ? 'esm ok' : 'esm broken');
 `;
 
+function distIsStale(): boolean {
+  const walk = (d: string): string[] => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)]));
+  return walk(join(ROOT, 'src')).filter((f) => f.endsWith('.ts')).some((f) => {
+    const out = join(ROOT, 'dist', relative(ROOT, f)).replace(/\.ts$/, '.js');
+    return !existsSync(out) || statSync(out).mtimeMs < statSync(f).mtimeMs;
+  });
+}
+
 let dir: string;
 let tarball: string;
 let files: string[];
@@ -56,7 +64,8 @@ let guardian: ChildProcess | undefined;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'a2a-guard-pack-'));
-  await run(process.execPath, [TSC, '-p', join(ROOT, 'tsconfig.build.json')], { cwd: ROOT });
+  // npm test builds before jest; run alone, build only when a source is newer than its output.
+  if (distIsStale()) await run(process.execPath, [TSC, '-p', join(ROOT, 'tsconfig.build.json')], { cwd: ROOT });
   const { stdout } = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], { cwd: ROOT });
   const info = (JSON.parse(stdout) as Array<{ filename: string; files: Array<{ path: string }> }>)[0];
   if (info === undefined) throw new Error('npm pack printed nothing');
