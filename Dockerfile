@@ -66,7 +66,7 @@ ARG SOURCE_URL=
 COPY --from=rootfs /rootfs/ /
 ENV PATH=/usr/local/bin NODE_ENV=production
 WORKDIR /app
-COPY package.json ./
+COPY package.json LICENSE ./
 COPY --from=prod-deps /app/node_modules ./node_modules
 COPY --from=build /app/out/prod/src ./dist/src
 COPY config ./config
