@@ -1,31 +1,102 @@
-# a2a-guard: one image for the proxy (default), the reference guardian and the demo agents.
+# a2a-guard images: one Dockerfile, three targets.
 #
-#   proxy (default CMD)   node dist/src/main.js                configured by the variables of design section 8
-#   reference guardian    node dist/src/guardian/main.js       GUARDIAN_PORT, POLICY_FILE, LOG_LEVEL
-#   demo server agent     node dist/src/demo/cake-baker.js     PORT, HOST, PUBLIC_URL
-#   demo client agent     node dist/src/demo/cooking-assistant.js  SIDECAR_URL, SIDECAR_READY_URL
+#   proxy (default)  a2a-guard: node dist/src/main.js, configured by the variables of the README;
+#                    also runs the reference guardian: node dist/src/guardian/main.js
+#   guardian         the same files, the reference guardian as CMD and health check
+#   demo             + the demo agents and the A2A SDK they use (never in the production images):
+#                    node dist/src/demo/cake-baker.js, node dist/src/demo/cooking-assistant.js
 #
-# There is no init in the image: run it with `docker run --init` or `init: true` in compose
-# (docker-compose.yml does), so SIGTERM reaches node at once and zombies are reaped.
+#   podman build --format docker -t a2a-guard:0.1.0 .                      (docker build -t ... .)
+#   podman build --format docker --target guardian -t a2a-guard-guardian:0.1.0 .
+#   podman build --format docker --target demo -t a2a-guard-demo:0.1.0 .
+#   (--format docker keeps the HEALTHCHECK; podman's default OCI format has none.)
+#
+# The runtime images are built FROM scratch: the Node 24 LTS binary, the few shared libraries it
+# links (found with ldd), a passwd entry for user 10001, the compiled JavaScript and the production
+# dependencies. No shell, package manager, npm or OS packages: less to patch and less to exploit.
+# Debug with an ephemeral container (kubectl debug) or the build stages.
+# The user is numeric (10001:10001), so Kubernetes can verify runAsNonRoot; the files belong to
+# root and are read-only for it, and nothing is written at run time (readOnlyRootFilesystem works).
+# There is no init in the image: `docker run --init`, `init: true` in compose. In Kubernetes the
+# programs handle SIGTERM themselves.
+#
+# NODE_IMAGE is the official Node 24 LTS image. Where no registry can be reached,
+# scripts/node-base-image.sh builds a local stand-in under the same name.
+ARG NODE_IMAGE=docker.io/library/node:24-bookworm-slim
 
-# ---- build: all dependencies, TypeScript -> dist/ -------------------------------------------
-FROM node:20-slim AS build
+# ---- build: all dependencies, TypeScript -> JavaScript -------------------------------------
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build
+# out/prod: the programs; out/demo: the demo agents. JavaScript only (no declarations, no maps).
+RUN npm run build \
+ && mkdir -p out/prod out/demo \
+ && cp -r dist/src out/prod/src \
+ && mv out/prod/src/demo out/demo/demo \
+ && find out -name '*.d.ts' -delete -o -name '*.map' -delete
 
-# ---- runtime: production dependencies, compiled code, configuration -------------------------
-FROM node:20-slim
-ENV NODE_ENV=production
+# ---- production dependencies only ----------------------------------------------------------
+FROM ${NODE_IMAGE} AS prod-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
-COPY --from=build /app/dist/src ./dist/src
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && find node_modules \( -name '*.md' -o -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' -o -name '*.map' \) -type f -delete
+
+# ---- root file system: node and what it links, a numeric user --------------------------------
+FROM ${NODE_IMAGE} AS rootfs
+RUN set -eu; \
+    mkdir -p /rootfs/usr/local/bin /rootfs/etc /rootfs/tmp /rootfs/app; \
+    cp /usr/local/bin/node /rootfs/usr/local/bin/node; \
+    for lib in $(ldd /usr/local/bin/node | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'); do \
+      cp --parents -L "$lib" /rootfs/; \
+    done; \
+    printf 'root:x:0:0:root:/root:/sbin/nologin\na2a-guard:x:10001:10001:a2a-guard:/app:/sbin/nologin\n' > /rootfs/etc/passwd; \
+    printf 'root:x:0:\na2a-guard:x:10001:\n' > /rootfs/etc/group; \
+    chmod 1777 /rootfs/tmp; \
+    chroot /rootfs /usr/local/bin/node -e 'process.exit(0)'
+
+# ---- what every runtime image has ------------------------------------------------------------
+FROM scratch AS runtime
+ARG VERSION=0.1.0
+ARG REVISION=
+ARG SOURCE_URL=
+COPY --from=rootfs /rootfs/ /
+ENV PATH=/usr/local/bin NODE_ENV=production
+WORKDIR /app
+COPY package.json LICENSE ./
+COPY --from=prod-deps /app/node_modules ./node_modules
+COPY --from=build /app/out/prod/src ./dist/src
 COPY config ./config
-USER node
+USER 10001:10001
+LABEL org.opencontainers.image.title="a2a-guard" \
+      org.opencontainers.image.description="A2A interception proxy enforcing the OWASP Agent Observability Standard through a guardian agent" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.source="${SOURCE_URL}" \
+      org.opencontainers.image.licenses="Apache-2.0"
+
+# ---- the reference guardian ------------------------------------------------------------------
+FROM runtime AS guardian
+EXPOSE 7070
+HEALTHCHECK --interval=15s --timeout=3s --start-period=5s --retries=3 CMD ["node", "dist/src/healthcheck.js", "guardian"]
+CMD ["node", "dist/src/guardian/main.js"]
+
+# ---- the demo agents (not a production image) ------------------------------------------------
+FROM runtime AS demo
+# The A2A SDK and its one dependency (test/demo/compose.test.ts checks that it still has only jose).
+COPY --from=build /app/node_modules/@a2a-js ./node_modules/@a2a-js
+COPY --from=build /app/node_modules/jose ./node_modules/jose
+COPY --from=build /app/out/demo/demo ./dist/src/demo
+HEALTHCHECK NONE
+EXPOSE 8000
+CMD ["node", "dist/src/demo/cake-baker.js"]
+
+# ---- the proxy (default target) ----------------------------------------------------------------
+FROM runtime AS proxy
 # 8080: the proxy (PORT), 9090: its admin server (ADMIN_PORT: /healthz, /readyz, /metrics)
 EXPOSE 8080 9090
+HEALTHCHECK --interval=15s --timeout=3s --start-period=5s --retries=3 CMD ["node", "dist/src/healthcheck.js"]
 CMD ["node", "dist/src/main.js"]

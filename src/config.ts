@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { pathSegments } from './a2a/target';
+import { lookupEnv, serviceLinkHint, type EnvValue } from './env';
 
 const bool = (def: boolean) =>
   z.enum(['true', 'false', '1', '0', 'yes', 'no']).default(def ? 'true' : 'false').transform((v) => v === 'true' || v === '1' || v === 'yes');
@@ -112,12 +113,18 @@ export interface Config {
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
 
-/** Parse the environment. Empty strings count as unset, as in most container runtimes' env files. */
+/**
+ * Parse the environment. Every variable may also be given as `A2A_GUARD_<NAME>`, which wins
+ * (src/env.ts). Empty strings count as unset, as in most container runtimes' env files.
+ */
 export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
   const input: Record<string, string> = {};
+  const found: Record<string, EnvValue> = {};
   for (const key of Object.keys(EnvSchema.shape)) {
-    const v = env[key];
-    if (v !== undefined && v !== '') input[key] = v;
+    const v = lookupEnv(env, key);
+    if (v === undefined) continue;
+    input[key] = v.value;
+    found[key] = v;
   }
   const misspelled = misspelledVariables(env, Object.keys(EnvSchema.shape));
   const parsed = EnvSchema.safeParse(input);
@@ -126,9 +133,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
       ok: false,
       problems: [...misspelled, ...(parsed.success ? [] : parsed.error.issues)].map((i) => {
         if (typeof i === 'string') return i;
-        const name = String(i.path[0] ?? '?');
-        const shown = input[name] === undefined ? '(unset)' : JSON.stringify(name.includes('TOKEN') ? '***' : input[name]);
-        return `${name}=${shown}: ${i.code === 'invalid_type' && input[name] === undefined ? 'is required' : i.message}`;
+        const key = String(i.path[0] ?? '?');
+        const name = found[key]?.from ?? key;
+        const shown = input[key] === undefined ? '(unset)' : JSON.stringify(key.includes('TOKEN') ? '***' : input[key]);
+        return `${name}=${shown}: ${i.code === 'invalid_type' && input[key] === undefined ? 'is required' : i.message}${serviceLinkHint(found[key], key)}`;
       }),
     };
   }
@@ -188,7 +196,10 @@ export function misspelledVariables(env: NodeJS.ProcessEnv, known: readonly stri
   const knownSet = new Set(known);
   for (const name of Object.keys(env)) {
     if (knownSet.has(name) || env[name] === undefined) continue;
-    const upper = name.toUpperCase();
+    // A2A_GUARD_<NAME> is the prefixed form of <NAME> (src/env.ts): check the name behind the prefix.
+    const prefixed = name.startsWith('A2A_GUARD_');
+    if (prefixed && knownSet.has(name.slice('A2A_GUARD_'.length))) continue;
+    const upper = (prefixed ? name.slice('A2A_GUARD_'.length) : name).toUpperCase();
     const near = known.find((k) => upper === k || editDistance(upper, k) <= (k.length <= 6 ? 1 : 2));
     if (near !== undefined) out.push(`${name}: unknown variable; did you mean ${near}?`);
   }

@@ -2,14 +2,17 @@
  * docker-compose.yml, Dockerfile and config/*.env checked without a container engine:
  * the compose file parses; every proxy service's environment passes the proxy's own parser;
  * every URL between services names a service and a port that service listens on; every service
- * builds from the Dockerfile and runs with init: true.
+ * builds from the Dockerfile (the target that carries its program) and runs with init: true.
+ * The Dockerfile: Node 24 base, numeric user, production code and dependencies only in the
+ * production targets, OCI labels, health checks.
  *
  * The YAML is read with a small parser for the subset compose files use (block mappings, block
  * sequences of scalars, flow sequences of scalars, quoted and plain scalars, comments); it
  * refuses anything else, so the compose file stays in that subset.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { join, relative } from 'node:path';
 import { loadConfig } from '../../src/config';
 import { readGuardianConfig } from '../../src/guardian/main';
 import { loadPolicy } from '../../src/guardian/policy';
@@ -232,13 +235,15 @@ describe('docker-compose.yml', () => {
     if (full !== undefined) expect(parseYamlSubset(composeText)).toEqual(full.load(composeText));
   });
 
-  test.each(names)('%s builds from the Dockerfile, runs with init: true, pulls no image', (name) => {
+  test.each(names)('%s builds from the Dockerfile target that carries its program, runs with init: true, pulls no image', (name) => {
     const svc = services[name] as Service;
     expect(svc.init).toBe(true);
-    const build = svc.build;
-    const ok = build === '.' || (typeof build === 'object' && build !== null && (build as Record<string, unknown>)['context'] === '.' &&
-      ((build as Record<string, unknown>)['dockerfile'] ?? 'Dockerfile') === 'Dockerfile');
-    expect(ok).toBe(true);
+    const build = svc.build as Record<string, unknown>;
+    expect(build['context']).toBe('.');
+    expect(build['dockerfile'] ?? 'Dockerfile').toBe('Dockerfile');
+    const script = (commandOf(svc) ?? ['node', 'dist/src/main.js'])[1] ?? '';
+    const wanted = script.startsWith('dist/src/demo/') ? 'demo' : script === 'dist/src/guardian/main.js' ? 'guardian' : 'proxy';
+    expect(build['target']).toBe(wanted);
     expect(svc.image).toBeUndefined();
     expect(svc.ports).toBeUndefined(); // nothing is published on the host: no port clashes
   });
@@ -337,31 +342,100 @@ describe('config/*.env', () => {
 describe('Dockerfile', () => {
   const text = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
   const instructions = text.split('\n').filter((l) => /^[A-Z]+\s/.test(l));
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    version: string; license: string; dependencies: Record<string, string>; devDependencies: Record<string, string>;
+  };
 
-  test('two stages, both FROM node:20-slim', () => {
-    const froms = instructions.filter((l) => l.startsWith('FROM '));
-    expect(froms).toHaveLength(2);
-    for (const f of froms) expect(f).toMatch(/^FROM node:20-slim\b/);
+  /** Instructions per stage, by stage name (`FROM x AS name`). */
+  const stages = new Map<string, { from: string; lines: string[] }>();
+  let current: string[] = [];
+  for (const line of instructions) {
+    const from = /^FROM (\S+)(?: AS (\S+))?$/.exec(line);
+    if (from !== null) {
+      current = [];
+      stages.set(from[2] ?? `stage${stages.size}`, { from: from[1] as string, lines: current });
+    } else {
+      current.push(line);
+    }
+  }
+  const stage = (name: string): string[] => stages.get(name)?.lines ?? [];
+  const cmdOf = (name: string): unknown => JSON.parse(stage(name).filter((l) => l.startsWith('CMD ')).pop()?.slice(4) ?? 'null');
+
+  test('Node 24 LTS base (Node 20 is past its end of life); the runtime images start from scratch', () => {
+    expect(text).toMatch(/^ARG NODE_IMAGE=docker\.io\/library\/node:24-bookworm-slim$/m);
+    for (const name of ['build', 'prod-deps', 'rootfs']) expect(stages.get(name)?.from).toBe('${NODE_IMAGE}');
+    expect(stages.get('runtime')?.from).toBe('scratch');
+    for (const name of ['guardian', 'demo', 'proxy']) expect(stages.get(name)?.from).toBe('runtime');
+    expect([...stages.keys()].pop()).toBe('proxy'); // the default target
   });
 
-  test('builds with npm ci + tsc, installs production dependencies only at run time', () => {
-    expect(text).toMatch(/RUN npm ci\b/);
+  test('builds with npm ci + tsc; the runtime has production dependencies and compiled code, demo agents only in the demo target', () => {
+    expect(stage('build')).toContain('RUN npm ci --no-audit --no-fund');
     expect(text).toMatch(/RUN npm run build/);
-    expect(text).toMatch(/RUN npm ci --omit=dev/);
-    expect(text).toMatch(/COPY --from=build \/app\/dist/);
-    expect(text).toMatch(/COPY config \.\/config/);
+    expect(text).toMatch(/mv out\/prod\/src\/demo out\/demo\/demo/);
+    expect(stage('prod-deps').join('\n')).toMatch(/RUN npm ci --omit=dev/);
+    expect(stage('runtime')).toEqual(expect.arrayContaining([
+      'COPY --from=prod-deps /app/node_modules ./node_modules',
+      'COPY --from=build /app/out/prod/src ./dist/src',
+      'COPY config ./config',
+    ]));
+    expect(stage('runtime').join('\n')).not.toMatch(/demo|@a2a-js/);
+    expect(stage('demo')).toEqual(expect.arrayContaining([
+      'COPY --from=build /app/out/demo/demo ./dist/src/demo',
+      'COPY --from=build /app/node_modules/@a2a-js ./node_modules/@a2a-js',
+      'COPY --from=build /app/node_modules/jose ./node_modules/jose',
+    ]));
   });
 
-  test('runs as user node, exposes 8080 and 9090, and runs the proxy by default', () => {
-    expect(instructions).toContain('USER node');
-    expect(instructions.find((l) => l.startsWith('EXPOSE'))?.split(/\s+/).slice(1).sort()).toEqual(['8080', '9090']);
-    const cmd = instructions.filter((l) => l.startsWith('CMD ')).pop();
-    expect(JSON.parse((cmd ?? 'CMD []').slice(4))).toEqual(['node', 'dist/src/main.js']);
+  test('the demo target copies the A2A SDK with every dependency it has', () => {
+    const sdk = JSON.parse(readFileSync(join(ROOT, 'node_modules/@a2a-js/sdk/package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+    expect(Object.keys(sdk.dependencies ?? {})).toEqual(['jose']);
   });
 
-  test('the runtime dependencies the image needs are production dependencies', () => {
-    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
-    for (const dep of ['@a2a-js/sdk', 'express', 'pino', 'zod']) expect(Object.keys(pkg.dependencies)).toContain(dep);
+  test('runs as a numeric user, so Kubernetes can check runAsNonRoot', () => {
+    expect(stage('runtime')).toContain('USER 10001:10001');
+    for (const name of ['guardian', 'demo', 'proxy']) expect(stage(name).some((l) => l.startsWith('USER '))).toBe(false);
+  });
+
+  test('OCI labels: version (= package.json), licence (= package.json), source and revision', () => {
+    expect(stage('runtime')).toContain(`ARG VERSION=${pkg.version}`);
+    const labels = text.slice(text.indexOf('LABEL '));
+    expect(labels).toMatch(/org\.opencontainers\.image\.version="\$\{VERSION\}"/);
+    expect(labels).toContain(`org.opencontainers.image.licenses="${pkg.license}"`);
+    expect(labels).toMatch(/org\.opencontainers\.image\.source="\$\{SOURCE_URL\}"/);
+    expect(labels).toMatch(/org\.opencontainers\.image\.revision="\$\{REVISION\}"/);
+  });
+
+  test('each target runs its program, exposes its ports and checks its health', () => {
+    expect(cmdOf('proxy')).toEqual(['node', 'dist/src/main.js']);
+    expect(stage('proxy')).toContain('EXPOSE 8080 9090');
+    expect(stage('proxy').find((l) => l.startsWith('HEALTHCHECK'))).toMatch(/CMD \["node", "dist\/src\/healthcheck\.js"\]$/);
+    expect(cmdOf('guardian')).toEqual(['node', 'dist/src/guardian/main.js']);
+    expect(stage('guardian')).toContain('EXPOSE 7070');
+    expect(stage('guardian').find((l) => l.startsWith('HEALTHCHECK'))).toMatch(/CMD \["node", "dist\/src\/healthcheck\.js", "guardian"\]$/);
+    expect(cmdOf('demo')).toEqual(['node', 'dist/src/demo/cake-baker.js']);
+    expect(stage('demo')).toContain('HEALTHCHECK NONE');
+    for (const script of ['src/healthcheck.ts', 'src/main.ts', 'src/guardian/main.ts', 'src/demo/cake-baker.ts']) expect(existsSync(join(ROOT, script))).toBe(true);
+  });
+
+  test('every package the production code imports is a production dependency; the demo adds only the A2A SDK', () => {
+    const builtins = new Set(builtinModules);
+    const files = (dir: string): string[] => readdirSync(dir).flatMap((f) => {
+      const p = join(dir, f);
+      return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : [];
+    });
+    const packagesOf = (file: string): string[] =>
+      [...readFileSync(file, 'utf8').split('\n').filter((l) => !/^\s*(\*|\/\/|\/\*)/.test(l)).join('\n').matchAll(/(?:from|import\(|require\()\s*'([^'.][^']*)'/g)]
+        .map((m) => m[1] as string)
+        .filter((spec) => !spec.startsWith('node:') && !builtins.has(spec))
+        .map((spec) => spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/'));
+    const prod = new Set<string>();
+    const demo = new Set<string>();
+    for (const f of files(join(ROOT, 'src'))) for (const p of packagesOf(f)) (relative(ROOT, f).startsWith('src/demo/') ? demo : prod).add(p);
+    expect([...prod].filter((p) => pkg.dependencies[p] === undefined)).toEqual([]);
+    expect([...demo].filter((p) => pkg.dependencies[p] === undefined)).toEqual(['@a2a-js/sdk']);
+    expect(pkg.dependencies['@a2a-js/sdk']).toBeUndefined();
+    expect(prod.size).toBeGreaterThanOrEqual(5);
   });
 });
 
