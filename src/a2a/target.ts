@@ -33,7 +33,7 @@ export function parseTarget(raw: string): TargetResult {
   const segments: string[] = [];
   for (const p of parts) {
     if (p === '') {
-      if (parts.length === 1) break; // the root path '/'
+      if (pathname === '/') break; // the root path ('//' is an empty segment, not the root)
       return { ok: false, why: 'empty path segment ("//")' };
     }
     let d: string;
