@@ -360,7 +360,8 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
   if (op === undefined) {
     if (operationForLooseMethod(method) === undefined) {
       if (passthrough(t, opts)) return other(req, t, { kind: 'json', value: v }, 'passthrough', method);
-      if (opts.forwardNonA2A) return other(req, t, { kind: 'json', value: v }, 'non-a2a', method);
+      // As for other bodies: NON_A2A=forward never forwards to a path a router could read as an A2A route.
+      if (opts.forwardNonA2A && !looksLikeRest(t.segments)) return other(req, t, { kind: 'json', value: v }, 'non-a2a', method);
     }
     return reject('methodNotFound', `Method not found: ${method.slice(0, 64)} is not an A2A operation`, 'jsonrpc', safeId);
   }

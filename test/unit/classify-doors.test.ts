@@ -79,6 +79,18 @@ describe('issue 10: the examples of the class', () => {
     }
   });
 
+  // Regression: under NON_A2A=forward a JSON-RPC-shaped body with an unknown method carried the custom-verb door
+  // through the JSON-RPC branch, which forwarded it to the REST path unjudged (the SDK then read or deleted the config).
+  test.each([['GET', '/a2a/rest/tasks/abc:cancel'], ['DELETE', '/a2a/rest/tasks/t/pushNotificationConfigs/cfg:cancel'], ['GET', '/tasks/abc'], ['OPTIONS', '/a2a/rest/v1/tasks/x:subscribe']])(
+    'NON_A2A=forward: %s %s with an unknown JSON-RPC method in the body is refused, not forwarded', (verb, path) => {
+      const body = Buffer.from('{"jsonrpc":"2.0","id":4,"method":"custom/x"}');
+      for (const opts of BOTH) {
+        const c = classify({ verb, path, headers: { ...V1, 'content-type': 'application/json' }, body }, opts);
+        expect(expectRefusal(c, 'methodNotFound', 'jsonrpc').id).toBe(4);
+      }
+    },
+  );
+
   test('Connection: a2a-version (the header that chose the route table would vanish upstream) is refused', () => {
     for (const opts of BOTH) {
       expectRefusal(get('/a2a/rest/v1/card', { ...V1, connection: 'a2a-version' }, opts), 'rejected', 'rest');
