@@ -1,4 +1,4 @@
-import { configFrom, loadConfig, type Config } from '../../src/config';
+import { configFrom, loadConfig, misspelledVariables, type Config } from '../../src/config';
 
 const BASE = { UPSTREAM_URL: 'http://127.0.0.1:4000' };
 
@@ -36,6 +36,11 @@ describe('loadConfig defaults', () => {
     expect(c.logLevel).toBe('info');
     expect(c.cardSignatures).toBe('strip');
     expect(c.shadowMode).toBe(false);
+    // The positive model: nothing but A2A and the card is forwarded unless an operator lists it.
+    expect(c.passthroughPaths).toEqual([]);
+    expect(c.restBasePaths).toBeUndefined();
+    expect(c.nonA2A).toBe('refuse');
+    expect(c.maxInflightBodyBytes).toBe(256 * 1024 * 1024);
   });
 
   test('UPSTREAM_URL is required', () => {
@@ -160,7 +165,16 @@ describe('loadConfig validation: one problem line per bad variable, naming it', 
     ['OBSERVED_AGENT_CARD_URL', 'ftp://client/card.json'],
     ['BODY_TIMEOUT_MS', '0'],
     ['CARD_TTL_MS', '-5'],
-    ['UNKNOWN_METHODS', 'allow'],
+    ['NON_A2A', 'allow'],
+    ['NON_A2A', 'Forward'],
+    ['PASSTHROUGH_PATHS', 'admin'],
+    ['PASSTHROUGH_PATHS', '/a//b'],
+    ['PASSTHROUGH_PATHS', '/health,/x/../a2a'],
+    ['PASSTHROUGH_PATHS', '/a%2Fb'],
+    ['REST_BASE_PATHS', 'a2a/rest'],
+    ['REST_BASE_PATHS', '/a2a;v=1/rest'],
+    ['MAX_INFLIGHT_BODY_BYTES', '0'],
+    ['MAX_INFLIGHT_BODY_BYTES', '1GiB'],
     ['SHADOW_MODE', 'on'],
     ['ALLOW_WEBSOCKETS', 'y'],
     ['DRAIN_TIMEOUT_MS', '600001'],
@@ -215,5 +229,122 @@ describe('GUARDIAN_TOKEN never appears in problem lines', () => {
   test('a token that happens to be a number-looking string is still never shown', () => {
     const p = problems({ PORT: 'x', GUARDIAN_TOKEN: '12345' });
     expect(p.join('\n')).not.toContain('12345');
+  });
+});
+
+describe('PASSTHROUGH_PATHS, REST_BASE_PATHS, NON_A2A, MAX_INFLIGHT_BODY_BYTES', () => {
+  test('paths are read as decoded segments; blanks, spaces and a trailing slash do not matter', () => {
+    const c = ok({ ...BASE, PASSTHROUGH_PATHS: ' /admin, /static/v2/ ,,/caf%C3%A9', REST_BASE_PATHS: '/a2a/rest/,/tenant-api' });
+    expect(c.passthroughPaths).toEqual([['admin'], ['static', 'v2'], ['café']]);
+    expect(c.restBasePaths).toEqual([['a2a', 'rest'], ['tenant-api']]);
+  });
+
+  test('"/" lists the root (every non-A2A path), as the operator wrote it', () => {
+    expect(ok({ ...BASE, PASSTHROUGH_PATHS: '/' }).passthroughPaths).toEqual([[]]);
+  });
+
+  test('an empty REST_BASE_PATHS is unset (the card decides)', () => {
+    expect(ok({ ...BASE, REST_BASE_PATHS: '' }).restBasePaths).toBeUndefined();
+    expect(ok({ ...BASE, REST_BASE_PATHS: ',' }).restBasePaths).toEqual([]);
+  });
+
+  test('a bad entry is named in its problem line', () => {
+    expect(problems({ ...BASE, PASSTHROUGH_PATHS: '/ok,admin' })).toEqual(['PASSTHROUGH_PATHS="/ok,admin": "admin" is not an absolute plain path']);
+  });
+
+  test('NON_A2A=forward and a MAX_INFLIGHT_BODY_BYTES are read', () => {
+    const c = ok({ ...BASE, NON_A2A: 'forward', MAX_INFLIGHT_BODY_BYTES: '1048576' });
+    expect(c.nonA2A).toBe('forward');
+    expect(c.maxInflightBodyBytes).toBe(1048576);
+  });
+
+  test('the removed UNKNOWN_METHODS is no longer read: unknown methods are refused unless NON_A2A=forward', () => {
+    expect(ok({ ...BASE, UNKNOWN_METHODS: 'forward' }).nonA2A).toBe('refuse');
+  });
+});
+
+describe('misspelled variables stop the start (issue 10: GAURDIAN_URL left the demo policy deciding)', () => {
+  test.each([
+    ['GAURDIAN_URL', 'GUARDIAN_URL'],
+    ['GUARDIAN_URI', 'GUARDIAN_URL'],
+    ['GUARDAIN_URL', 'GUARDIAN_URL'],
+    ['GUARDIAN-URL', 'GUARDIAN_URL'],
+    ['guardian_url', 'GUARDIAN_URL'],
+    ['GUARDIANURL', 'GUARDIAN_URL'],
+    ['GUARDIAN_TOKN', 'GUARDIAN_TOKEN'],
+    ['FAIL_MOED', 'FAIL_MODE'],
+    ['FAILMODE', 'FAIL_MODE'],
+    ['UPSTREAM_UR', 'UPSTREAM_URL'],
+    ['PASTHROUGH_PATHS', 'PASSTHROUGH_PATHS'],
+    ['PASSTHROUGH_PATH', 'PASSTHROUGH_PATHS'],
+    ['REST_BASE_PATH', 'REST_BASE_PATHS'],
+    ['NON_A2', 'NON_A2A'],
+    ['INSPECT_RESPONSE', 'INSPECT_RESPONSES'],
+    ['PORTS', 'PORT'],
+    ['port', 'PORT'],
+  ])('%s -> refused with "did you mean %s?"', (typo, want) => {
+    const p = problems({ ...BASE, GUARDIAN_URL: 'http://guardian:7070', [typo]: 'http://guardian.example/aos' });
+    expect(p).toEqual([`${typo}: unknown variable; did you mean ${want}?`]);
+  });
+
+  test('the value of a misspelled variable is never shown (it may be a token)', () => {
+    const p = problems({ ...BASE, GUARDIAN_TOKN: 'tok-VERY-secret-1234' });
+    expect(p.join('\n')).not.toContain('tok-VERY-secret');
+  });
+
+  test('misspellings are reported next to the other problems', () => {
+    const p = problems({ UPSTREAM_URL: 'nope', GAURDIAN_URL: 'http://g' });
+    expect(p).toHaveLength(2);
+    expect(p).toEqual(expect.arrayContaining([expect.stringMatching(/^UPSTREAM_URL=/), 'GAURDIAN_URL: unknown variable; did you mean GUARDIAN_URL?']));
+  });
+
+  /** A Kubernetes service link set, as the kubelet injects it for every service of the namespace. */
+  function serviceLinks(name: string, port: number): Record<string, string> {
+    const n = name.toUpperCase().replace(/-/g, '_');
+    const addr = '10.0.0.7';
+    return {
+      [`${n}_SERVICE_HOST`]: addr, [`${n}_SERVICE_PORT`]: String(port), [`${n}_SERVICE_PORT_HTTP`]: String(port),
+      [`${n}_PORT`]: `tcp://${addr}:${port}`, [`${n}_PORT_${port}_TCP`]: `tcp://${addr}:${port}`,
+      [`${n}_PORT_${port}_TCP_PROTO`]: 'tcp', [`${n}_PORT_${port}_TCP_PORT`]: String(port), [`${n}_PORT_${port}_TCP_ADDR`]: addr,
+    };
+  }
+
+  const TYPICAL: Record<string, string> = {
+    HOME: '/root', PATH: '/usr/local/bin:/usr/bin', HOSTNAME: 'a2a-guard-7d9f-x2', PWD: '/app', OLDPWD: '/', USER: 'node', LOGNAME: 'node',
+    SHELL: '/bin/sh', SHLVL: '1', TERM: 'xterm', LANG: 'C.UTF-8', TZ: 'UTC', _: '/usr/local/bin/node', TMPDIR: '/tmp', EDITOR: 'vi', HOST_IP: '10.1.2.3',
+    NODE_ENV: 'production', NODE_OPTIONS: '--max-old-space-size=512', NODE_VERSION: '20.20.2', YARN_VERSION: '1.22.22', CI: 'true', INIT_CWD: '/app',
+    npm_config_cache: '/root/.npm', npm_lifecycle_event: 'start', npm_lifecycle_script: 'node dist/src/main.js', npm_package_name: 'a2a-guard',
+    npm_package_version: '0.1.0', npm_config_loglevel: 'warn', npm_node_execpath: '/usr/local/bin/node', npm_command: 'run-script',
+    npm_execpath: '/usr/local/lib/node_modules/npm/bin/npm-cli.js', npm_config_user_agent: 'npm/10.8.2 node/v20.20.2 linux x64', npm_config_prefix: '/usr/local',
+    GITHUB_ACTIONS: 'true', RUNNER_OS: 'Linux', RUNNER_TEMP: '/tmp', GITHUB_WORKSPACE: '/w',
+    ...serviceLinks('kubernetes', 443), ...serviceLinks('guardian', 7070), ...serviceLinks('upstream', 8080), ...serviceLinks('agent', 8080),
+    ...serviceLinks('a2a-guard', 8080), ...serviceLinks('redis', 6379), ...serviceLinks('otel-collector', 4318), ...serviceLinks('proxy', 8080),
+    ...serviceLinks('host', 80), ...serviceLinks('role', 80), ...serviceLinks('postgres', 5432),
+  };
+
+  test('an ordinary container environment (shell, npm_*, CI, Kubernetes service links) is not flagged', () => {
+    expect(ok({ ...TYPICAL, ...BASE }).port).toBe(8080);
+  });
+
+  test.each(['HOME', 'PATH', 'HOSTNAME', 'PWD', 'USER', 'npm_config_cache', 'npm_package_name', 'KUBERNETES_SERVICE_HOST', 'GUARDIAN_PORT', 'UPSTREAM_PORT'])(
+    '%s alone is not flagged', (name) => {
+      expect(ok({ ...BASE, [name]: 'x' }).port).toBe(8080);
+    },
+  );
+
+  test('unset (undefined) entries are ignored', () => {
+    expect(ok({ ...BASE, GAURDIAN_URL: undefined }).port).toBe(8080);
+  });
+
+  test('misspelledVariables: one edit for names up to 6 characters (HOME is not HOST), two above; transpositions count once', () => {
+    const known = ['HOST', 'PORT', 'GUARDIAN_URL'];
+    expect(misspelledVariables({ HOME: '/root', HOSR: 'x', POTR: 'x', PORTAL: 'x', GUARDIN_UR: 'x', GUARDIAN_URLS: 'x', GARDIAN_ULR: 'x', GUARD_URL: 'x' }, known)).toEqual([
+      'HOSR: unknown variable; did you mean HOST?',
+      'POTR: unknown variable; did you mean PORT?',
+      'GUARDIN_UR: unknown variable; did you mean GUARDIAN_URL?',
+      'GUARDIAN_URLS: unknown variable; did you mean GUARDIAN_URL?',
+      'GARDIAN_ULR: unknown variable; did you mean GUARDIAN_URL?',
+    ]);
+    expect(misspelledVariables({ HOST: 'x', GUARDIAN_URL: 'y' }, known)).toEqual([]);
   });
 });
