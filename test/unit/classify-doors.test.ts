@@ -216,7 +216,8 @@ describe('agent card paths as lenient routers see them', () => {
   test.each(['/.well-known/agent-card.jsonx', '/well-known/agent-card.json'])('%p is not', (p) => expect(isCardPath(p)).toBe(false));
 
   test('classification serves every case spelling on the canonical path; a matrix parameter is refused', () => {
-    expect(get('/.WELL-KNOWN/AGENT-CARD.JSON', {})).toEqual({ kind: 'card', target: '/.WELL-KNOWN/AGENT-CARD.JSON' });
+    expect(get('/.WELL-KNOWN/AGENT-CARD.JSON', {})).toEqual({ kind: 'card', target: '/.well-known/agent-card.json' });
+    expect(get('/x/.Well-Known/Agent.json/', {})).toEqual({ kind: 'card', target: '/x/.well-known/agent.json' });
     expectRefusal(get('/.well-known/agent-card.json;v=1', {}), 'rejected', 'rest');
   });
 });

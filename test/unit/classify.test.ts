@@ -7,6 +7,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { classify, type ClassifyOptions, type Classified, type HttpRequestFacts } from '../../src/a2a/classify';
 import { NO_ENDPOINTS } from '../../src/a2a/endpoints';
+import { jsonRpcErrorObject } from '../../src/proxy/errors';
 import {
   A2A_OPTIONS, FORWARD_OPTIONS, classifyOptions, expectA2a, expectForwarded, expectRefusal,
 } from '../helpers/classify';
@@ -99,11 +100,33 @@ describe('A2A JSON-RPC calls', () => {
     expect(Object.keys(c.request)).toEqual(['jsonrpc', 'id', 'method', 'params']);
   });
 
-  test('jsonrpc member absent or wrong: refused as an invalid request (-32600), never forwarded unjudged', () => {
+  test('jsonrpc member absent or wrong: refused as the SDK refuses it (v0.3: -32600, v1.0: -32602), never forwarded unjudged', () => {
     for (const opts of [A2A_OPTIONS, OPEN_OPTIONS]) {
       expect(expectRefusal(run(req(JSON.stringify({ id: 1, method: 'message/send', params: {} })), opts), 'invalidRequest', 'jsonrpc').id).toBe(1);
-      expect(expectRefusal(run(req(JSON.stringify({ jsonrpc: '1.0', id: 2, method: 'SendMessage' })), opts), 'invalidRequest', 'jsonrpc').id).toBe(2);
+      expect(expectRefusal(run(req(JSON.stringify({ jsonrpc: '1.0', id: 2, method: 'SendMessage', params: {} })), opts), 'invalidRequest', 'jsonrpc').id).toBe(2);
+      const v1 = req(JSON.stringify({ jsonrpc: '1.0', id: 3, method: 'SendMessage', params: {} }), { headers: { ...JSON_CT, 'a2a-version': '1.0' } });
+      expect(expectRefusal(run(v1, opts), 'invalidParams', 'jsonrpc').id).toBe(3);
     }
+  });
+
+  test.each([
+    ['absent', undefined], ['an array', [1]], ['a string', 'x'], ['null', null], ['an object with an empty member name', { '': 1 }],
+  ])('params %s -> invalid params (-32602) as the SDK answers, id kept', (_n, params) => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tasks/get', ...(params === undefined ? {} : { params }) });
+    expect(expectRefusal(run(req(body)), 'invalidParams', 'jsonrpc').id).toBe(4);
+  });
+
+  test('the extended-card call may omit params', () => {
+    expectA2a(run(req('{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard"}')), 'agent/getAuthenticatedExtendedCard');
+  });
+
+  test('an empty method is no method (v0.3: -32600)', () => {
+    expect(expectRefusal(run(req(rpc('', 5))), 'invalidRequest', 'jsonrpc').id).toBe(5);
+  });
+
+  test('a message in the other version\'s shape ("content" outside v0.3 REST) is refused: the agent would drop what the guardian read', () => {
+    const body = rpc('message/send', 6, { message: { role: 'user', content: [{ text: 'molotov' }], parts: [{ kind: 'text', text: 'hi' }] } });
+    expect(expectRefusal(run(req(body)), 'invalidParams', 'jsonrpc').id).toBe(6);
   });
 });
 
@@ -114,7 +137,6 @@ describe('JSON-RPC ids', () => {
     ['integer', 42, 42],
     ['zero', 0, 0],
     ['negative', -3, -3],
-    ['fraction', 1.5, 1.5],
     ['null', null, null],
   ])('%s id is kept', (_n, id, want) => {
     const c = expectA2a(run(req(rpc('message/send', id))), 'message/send');
@@ -135,8 +157,14 @@ describe('JSON-RPC ids', () => {
     expect(expectRefusal(run(req(rpc('message/send', id))), 'invalidRequest', 'jsonrpc').id).toBeNull();
   });
 
-  test('a number that overflows to Infinity is not a valid id', () => {
-    expect(expectRefusal(run(req('{"jsonrpc":"2.0","id":1e999,"method":"message/send"}')), 'invalidRequest', 'jsonrpc').id).toBeNull();
+  test('a fractional id is no id to the SDK: invalid request (v0.3: -32600, v1.0: -32602), the number echoed', () => {
+    expect(expectRefusal(run(req(rpc('message/send', 1.5))), 'invalidRequest', 'jsonrpc').id).toBe(1.5);
+    expect(expectRefusal(run(req(rpc('SendMessage', 1.5), { headers: { ...JSON_CT, 'a2a-version': '1.0' } })), 'invalidParams', 'jsonrpc').id).toBe(1.5);
+  });
+
+  test('a number that overflows to Infinity is not a valid id (and the answer is still valid JSON)', () => {
+    const c = expectRefusal(run(req('{"jsonrpc":"2.0","id":1e999,"method":"message/send","params":{}}')), 'invalidRequest', 'jsonrpc');
+    expect(JSON.parse(JSON.stringify(jsonRpcErrorObject(c.error, c.id))).id).toBeNull();
   });
 });
 
@@ -297,7 +325,7 @@ describe('duplicate keys: what JSON.parse gives (last wins) is what counts', () 
   });
 
   test('duplicate id: last wins', () => {
-    const c = expectA2a(run(req('{"jsonrpc":"2.0","id":{"x":1},"id":5,"method":"tasks/get"}')), 'tasks/get');
+    const c = expectA2a(run(req('{"jsonrpc":"2.0","id":{"x":1},"id":5,"method":"tasks/get","params":{}}')), 'tasks/get');
     expect(c.id).toBe(5);
   });
 
@@ -316,8 +344,8 @@ describe('duplicate keys: what JSON.parse gives (last wins) is what counts', () 
   });
 
   test('escaped A2A method name is still the A2A method', () => {
-    expectA2a(run(req('{"jsonrpc":"2.0","id":1,"method":"message\\/send"}')), 'message/send');
-    expectA2a(run(req('{"jsonrpc":"2.0","id":1,"method":"\\u0053endMessage"}')), 'message/send');
+    expectA2a(run(req('{"jsonrpc":"2.0","id":1,"method":"message\\/send","params":{}}')), 'message/send');
+    expectA2a(run(req('{"jsonrpc":"2.0","id":1,"method":"\\u0053endMessage","params":{}}')), 'message/send');
   });
 });
 
@@ -373,15 +401,15 @@ describe('not A2A: refused by default', () => {
   });
 
   test.each([
-    ['JSON object without method', '{"hello":"world"}', '{"hello":"world"}'],
-    ['JSON string', '"message/send"', '"message/send"'],
-    ['JSON number', ' 42 ', '42'],
-    ['JSON null', 'null', 'null'],
-    ['array of scalars', '[1, "message/send", null]', '[1,"message/send",null]'],
-    ['empty array', '[]', '[]'],
-  ])('%s -> invalid request (-32600), anywhere; with NON_A2A=forward: forwarded, canonical body', (_n, raw, canon) => {
-    expectRefusal(run(req(raw)), 'invalidRequest', 'jsonrpc');
-    expectRefusal(run(req(raw, { path: '/webhook' })), 'invalidRequest', 'jsonrpc');
+    ['JSON object without method', '{"hello":"world"}', '{"hello":"world"}', 'invalidRequest'],
+    ['JSON string', '"message/send"', '"message/send"', 'parseError'],
+    ['JSON number', ' 42 ', '42', 'parseError'],
+    ['JSON null', 'null', 'null', 'parseError'],
+    ['array of scalars', '[1, "message/send", null]', '[1,"message/send",null]', 'invalidRequest'],
+    ['empty array', '[]', '[]', 'invalidRequest'],
+  ] as const)('%s -> refused as the SDK\'s strict body parser does, anywhere; with NON_A2A=forward: forwarded, canonical body', (_n, raw, canon, kind) => {
+    expectRefusal(run(req(raw)), kind, 'jsonrpc');
+    expectRefusal(run(req(raw, { path: '/webhook' })), kind, 'jsonrpc');
     const c = expectForwarded(run(req(raw, { path: '/webhook' }), FORWARD_OPTIONS), 'non-a2a');
     expect(c.body?.toString('utf8')).toBe(canon);
   });
@@ -478,6 +506,17 @@ describe('before the agent card is known', () => {
 describe('robustness', () => {
   // Regression: JSON.parse accepts deep nesting, JSON.stringify (canonical()) then overflowed the stack and
   // classify threw a RangeError instead of returning a Classified.
+  test('JSON deeper than the bound is refused (-31400) before it is parsed, A2A or not, under any option', () => {
+    const deep = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
+    for (const opts of [A2A_OPTIONS, OPEN_OPTIONS]) {
+      expectRefusal(run(req(rpc('message/send', 1, { x: JSON.parse(deep(64)) })), opts), 'rejected', 'jsonrpc');
+      expectRefusal(run(req(`{"a":${deep(70)}}`, { path: '/webhook' }), opts), 'rejected', 'jsonrpc');
+    }
+    // Strings are not structure: brackets inside them do not count.
+    expectA2a(run(req(rpc('message/send', 1, { text: '['.repeat(1000) }))), 'message/send');
+    expectA2a(run(req(rpc('message/send', 1, { x: JSON.parse(deep(60)) }))), 'message/send');
+  });
+
   test('deeply nested non-A2A JSON does not make classify throw, under any option', () => {
     const depth = 20000;
     const body = `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
@@ -491,6 +530,6 @@ describe('robustness', () => {
   test('deeply nested batch array is refused, not thrown', () => {
     const depth = 20000;
     const body = `${'['.repeat(depth)}{}${']'.repeat(depth)}`;
-    for (const opts of [A2A_OPTIONS, OPEN_OPTIONS]) expectRefusal(run(req(body), opts), 'invalidRequest', 'jsonrpc');
+    for (const opts of [A2A_OPTIONS, OPEN_OPTIONS]) expectRefusal(run(req(body), opts), 'rejected', 'jsonrpc');
   });
 });

@@ -17,7 +17,7 @@ import { jsonRpcErrorObject, restErrorObject } from '../../src/proxy/errors';
 import { A2A_OPTIONS, FORWARD_OPTIONS, classifyOptions } from '../helpers/classify';
 
 const KINDS = ['a2a', 'card', 'other', 'reject'];
-const REFUSALS = ['rejected', 'parseError', 'invalidRequest', 'methodNotFound', 'notFound', 'contentTypeNotSupported', 'upstreamUnavailable'];
+const REFUSALS = ['rejected', 'parseError', 'invalidRequest', 'invalidParams', 'methodNotFound', 'notFound', 'contentTypeNotSupported', 'upstreamUnavailable'];
 
 const OPTION_SETS: readonly ClassifyOptions[] = [
   A2A_OPTIONS,
@@ -116,7 +116,7 @@ function checkInvariants(c: Classified, verbUsed: string, h: IncomingHttpHeaders
     expect(['GET', 'HEAD']).toContain(upper);
   } else if (c.kind === 'reject') {
     expect(REFUSALS).toContain(c.error.kind);
-    expect(c.id === null || typeof c.id === 'string' || (typeof c.id === 'number' && Number.isFinite(c.id))).toBe(true);
+    expect(c.id === null || typeof c.id === 'string' || typeof c.id === 'number').toBe(true);
     // Every refusal names the proxy in the binding's wire form.
     const infos = c.binding === 'jsonrpc' ? jsonRpcErrorObject(c.error, c.id).error.data : restErrorObject(c.error).error.details;
     expect(infos.some((i) => i.domain === 'a2a-guard')).toBe(true);
@@ -186,9 +186,10 @@ describe('classify properties', () => {
           expect(['a2a', 'reject']).toContain(c.kind);
           if (c.kind === 'reject') {
             const isJson = contentType !== undefined && contentType.startsWith('application/json');
-            // A JSON call is refused only for its path (unreadable, or also a REST route) or its params;
-            // any other content type is the binding's -32005.
-            expect(isJson ? ['rejected', 'invalidRequest'] : ['rejected', 'contentTypeNotSupported', 'invalidRequest']).toContain(c.error.kind);
+            // A JSON call is refused only for its path (unreadable, or also a REST route) or its params (as the SDK
+            // would refuse them); any other content type is the binding's -32005.
+            const forParams = ['rejected', 'invalidRequest', 'invalidParams'];
+            expect(isJson ? forParams : [...forParams, 'contentTypeNotSupported']).toContain(c.error.kind);
           }
           if (c.kind === 'a2a' && c.binding === 'jsonrpc') {
             expect(c.op).toBe(o);

@@ -221,11 +221,16 @@ describe('restToJsonRpc: the JSON-RPC request the guardian sees', () => {
       expect(call(match('GET', '/t1/tasks/abc'), [['tenant', 't1']]).params).toEqual({ tenant: 't1', id: 'abc' });
     });
 
-    test('without a path tenant, body and query tenants are what the guardian sees', () => {
-      expect(call(match('POST', '/message:send'), [], { tenant: 'public' }).params).toEqual({ tenant: 'public' });
-      expect(call(match('GET', '/tasks/abc'), [['tenant', 'x']]).params).toEqual({ tenant: 'x', id: 'abc' });
-      expect(call(match('GET', '/tasks/abc:subscribe'), [['tenant', 'x']]).params).toEqual({ tenant: 'x', id: 'abc' });
-    });
+    // Without a path tenant the SDK puts a body or query tenant in the request but not in the call's context: two tenants for one call.
+    test.each([['POST', '/message:send', 'body'], ['POST', '/tasks/t/pushNotificationConfigs', 'body'], ['GET', '/tasks/abc', 'query'], ['GET', '/tasks/abc:subscribe', 'query'], ['DELETE', '/tasks/a/pushNotificationConfigs/b', 'query'], ['GET', '/tasks', 'query']])(
+      'without a path tenant, %s %s refuses a %s tenant: the tenant comes from the path only', (verb, path, where) => {
+        const r = where === 'body' ? restToJsonRpc(match(verb, path), [], { tenant: 'public' }, 'i') : restToJsonRpc(match(verb, path), [['tenant', 'public']], undefined, 'i');
+        expect(r).toMatch(/takes its tenant from the path only \(\/\{tenant\}\//);
+        // The same call with the tenant in the path is judged for that tenant.
+        const ok = where === 'body' ? call(match(verb, `/public${path}`), [], { tenant: 'public' }) : call(match(verb, `/public${path}`), [['tenant', 'public']]);
+        expect((ok.params as JsonObject).tenant).toBe('public');
+      },
+    );
 
     // The SDK reads the tenant of POST cancel/subscribe from the query, the spec from the body: only the path is unambiguous.
     test.each(['/tasks/abc:cancel', '/tasks/abc:subscribe'])('POST %s takes its tenant from the path only', (path) => {
@@ -255,13 +260,14 @@ describe('jsonRpcToRest: the REST request rebuilt from the approved call', () =>
     expect(p).toEqual({ path: '/tasks', search: '?pageSize=2&includeArtifacts=true&contextId=a%26b', body: null });
   });
 
-  test('POST: the other params are the JSON body; a body tenant is kept where the path has none', () => {
+  test('POST: the other params are the JSON body; the path tenant is in the path only', () => {
     const m = match('POST', '/message:send');
-    const p = parts(m, call(m, [], { message: { text: 'hi' }, tenant: 'pub' }));
+    const p = parts(m, call(m, [], { message: { text: 'hi' }, configuration: { blocking: true } }));
     expect(p.path).toBe('/message:send');
-    expect(JSON.parse(p.body!.toString('utf8'))).toEqual({ message: { text: 'hi' }, tenant: 'pub' });
+    expect(JSON.parse(p.body!.toString('utf8'))).toEqual({ message: { text: 'hi' }, configuration: { blocking: true } });
     const t = match('POST', '/acme/message:send');
-    expect(JSON.parse(parts(t, call(t, [], { message: {} })).body!.toString('utf8'))).toEqual({ message: {} });
+    expect(parts(t, call(t, [], { message: {}, tenant: 'acme' })).path).toBe('/acme/message:send');
+    expect(JSON.parse(parts(t, call(t, [], { message: {}, tenant: 'acme' })).body!.toString('utf8'))).toEqual({ message: {} });
   });
 
   test('no body where nothing is left (cancel), but "{}" for a message call', () => {
