@@ -21,6 +21,7 @@ const OWN: Array<[ProxyErrorKind, number, string, number, string]> = [
 const STANDARD: Array<[ProxyErrorKind, number, number, string, string | undefined]> = [
   ['parseError', -32700, 400, 'INVALID_ARGUMENT', undefined],
   ['invalidRequest', -32600, 400, 'INVALID_ARGUMENT', undefined],
+  ['invalidParams', -32602, 400, 'INVALID_ARGUMENT', undefined],
   ['methodNotFound', -32601, 404, 'UNIMPLEMENTED', undefined],
   ['notFound', -32601, 404, 'NOT_FOUND', undefined],
   ['contentTypeNotSupported', -32005, 400, 'INVALID_ARGUMENT', 'CONTENT_TYPE_NOT_SUPPORTED'],
