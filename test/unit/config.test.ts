@@ -298,6 +298,8 @@ describe('misspelled variables stop the start (issue 10: GAURDIAN_URL left the d
     expect(p).toEqual(expect.arrayContaining([expect.stringMatching(/^UPSTREAM_URL=/), 'GAURDIAN_URL: unknown variable; did you mean GUARDIAN_URL?']));
   });
 
+  const withoutKey = (o: Record<string, string>, k: string): Record<string, string> => Object.fromEntries(Object.entries(o).filter(([n]) => n !== k));
+
   /** A Kubernetes service link set, as the kubelet injects it for every service of the namespace. */
   function serviceLinks(name: string, port: number): Record<string, string> {
     const n = name.toUpperCase().replace(/-/g, '_');
@@ -318,12 +320,19 @@ describe('misspelled variables stop the start (issue 10: GAURDIAN_URL left the d
     npm_execpath: '/usr/local/lib/node_modules/npm/bin/npm-cli.js', npm_config_user_agent: 'npm/10.8.2 node/v20.20.2 linux x64', npm_config_prefix: '/usr/local',
     GITHUB_ACTIONS: 'true', RUNNER_OS: 'Linux', RUNNER_TEMP: '/tmp', GITHUB_WORKSPACE: '/w',
     ...serviceLinks('kubernetes', 443), ...serviceLinks('guardian', 7070), ...serviceLinks('upstream', 8080), ...serviceLinks('agent', 8080),
-    ...serviceLinks('a2a-guard', 8080), ...serviceLinks('redis', 6379), ...serviceLinks('otel-collector', 4318), ...serviceLinks('proxy', 8080),
+    ...withoutKey(serviceLinks('a2a-guard', 8080), 'A2A_GUARD_PORT'), ...serviceLinks('redis', 6379), ...serviceLinks('otel-collector', 4318), ...serviceLinks('proxy', 8080),
     ...serviceLinks('host', 80), ...serviceLinks('role', 80), ...serviceLinks('postgres', 5432),
   };
 
   test('an ordinary container environment (shell, npm_*, CI, Kubernetes service links) is not flagged', () => {
     expect(ok({ ...TYPICAL, ...BASE }).port).toBe(8080);
+  });
+
+  // A Service named a2a-guard injects A2A_GUARD_PORT=tcp://...: read as PORT, it stops the start, named (never ignored).
+  test('a service link in the prefixed form of one of our variables stops the start, naming it', () => {
+    const p = problems({ ...BASE, ...serviceLinks('a2a-guard', 8080) });
+    expect(p).toHaveLength(1);
+    expect(p[0]).toMatch(/^A2A_GUARD_PORT="tcp:\/\/10\.0\.0\.7:8080": must be a whole number/);
   });
 
   test.each(['HOME', 'PATH', 'HOSTNAME', 'PWD', 'USER', 'npm_config_cache', 'npm_package_name', 'KUBERNETES_SERVICE_HOST', 'GUARDIAN_PORT', 'UPSTREAM_PORT'])(
