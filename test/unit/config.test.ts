@@ -329,10 +329,10 @@ describe('misspelled variables stop the start (issue 10: GAURDIAN_URL left the d
   });
 
   // A Service named a2a-guard injects A2A_GUARD_PORT=tcp://...: read as PORT, it stops the start, named (never ignored).
-  test('a service link in the prefixed form of one of our variables stops the start, naming it', () => {
-    const p = problems({ ...BASE, ...serviceLinks('a2a-guard', 8080) });
-    expect(p).toHaveLength(1);
-    expect(p[0]).toMatch(/^A2A_GUARD_PORT="tcp:\/\/10\.0\.0\.7:8080": must be a whole number/);
+  test('a Service named a2a-guard injects A2A_GUARD_PORT=tcp://...: ignored as a service link, PORT (or its default) decides', () => {
+    expect(ok({ ...BASE, ...serviceLinks('a2a-guard', 8080) }).port).toBe(8080);
+    expect(ok({ ...BASE, PORT: '9999', ...serviceLinks('a2a-guard', 8080) }).port).toBe(9999);
+    expect(ok({ ...BASE, A2A_GUARD_PORT: '7777', PORT: '9999' }).port).toBe(7777);
   });
 
   test.each(['HOME', 'PATH', 'HOSTNAME', 'PWD', 'USER', 'npm_config_cache', 'npm_package_name', 'KUBERNETES_SERVICE_HOST', 'GUARDIAN_PORT', 'UPSTREAM_PORT'])(
