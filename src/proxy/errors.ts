@@ -5,7 +5,7 @@
  */
 import type { JsonRpcId } from '../aos/schemas';
 
-export type ProxyErrorKind = 'denied' | 'guardianUnavailable' | 'rejected' | 'upstreamUnavailable';
+export type ProxyErrorKind = 'denied' | 'guardianUnavailable' | 'rejected' | 'upstreamUnavailable' | 'unauthenticated';
 
 interface KindInfo {
   readonly code: number;
@@ -20,6 +20,8 @@ const KINDS: Record<ProxyErrorKind, KindInfo> = {
   guardianUnavailable: { code: -31503, reason: 'GUARDIAN_UNAVAILABLE', httpStatus: 503, grpcStatus: 'UNAVAILABLE', defaultMessage: 'Guardian unavailable' },
   rejected: { code: -31400, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'INVALID_ARGUMENT', defaultMessage: 'Request refused by proxy' },
   upstreamUnavailable: { code: -31502, reason: 'UPSTREAM_UNAVAILABLE', httpStatus: 502, grpcStatus: 'UNAVAILABLE', defaultMessage: 'Upstream agent unavailable' },
+  // The caller's identity could not be verified (IDENTITY_POLICY=required, or a bad credential).
+  unauthenticated: { code: -31401, reason: 'UNAUTHENTICATED', httpStatus: 401, grpcStatus: 'UNAUTHENTICATED', defaultMessage: 'Caller identity not verified' },
 };
 
 export const ERROR_CODES = {
@@ -27,6 +29,7 @@ export const ERROR_CODES = {
   guardianUnavailable: KINDS.guardianUnavailable.code,
   rejected: KINDS.rejected.code,
   upstreamUnavailable: KINDS.upstreamUnavailable.code,
+  unauthenticated: KINDS.unauthenticated.code,
 } as const;
 
 export interface ProxyError {

@@ -20,6 +20,7 @@ import { createHookRunner, summarize, type Exchange, type HookRun } from './hook
 import { isEventStream, relayPlain, relayStreamInspected, relayUnaryInspected, sendError, type RelayContext } from './responses';
 import { publicBase, serveCard } from './card-route';
 import { Cancellation } from '../cancel';
+import type { CallerIdentifier, CallerResult } from '../identity/caller';
 
 export interface ProxyDeps {
   readonly config: Config;
@@ -32,6 +33,10 @@ export interface ProxyDeps {
   readonly streams: Set<() => void>;
   /** True once shutdown began: answers carry Connection: close. */
   readonly draining: () => boolean;
+  /** Who is calling (verified sources, then IDENTITY_POLICY); see src/identity/caller.ts. */
+  readonly identify: CallerIdentifier;
+  /** ROLE=client/both with a signing key: a fresh identity assertion for the upstream. */
+  readonly signAssertion: (() => Promise<string>) | undefined;
 }
 
 /** Request hooks run client side first; responses travel back, so server side first. */
@@ -68,6 +73,9 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     const path = req.url ?? '/';
     if ((verb === 'GET' || verb === 'HEAD') && isCardPath(pathOnly(path))) return serveCard(deps, req, res);
 
+    // Identity checks and signing start now and run while the body arrives and the guardian is asked.
+    const who = identifyCaller(req);
+    const assertion = signFor();
     let body: Buffer | null = null;
     if (hasBody(req)) {
       // Refusals before classification answer in the form of the binding the path belongs to.
@@ -85,17 +93,37 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       if (c.unknownMethod !== undefined && config.unknownMethods === 'deny') {
         return refuse(res, proxyError('rejected', 'Method is not an A2A operation (UNKNOWN_METHODS=deny)'), c.id ?? null, 'jsonrpc');
       }
+      const known = await who;
+      if (!known.ok) return refuse(res, proxyError('unauthenticated', known.message, { ...known.metadata }), c.id ?? null, c.unknownMethod === undefined ? 'rest' : 'jsonrpc');
       metrics.call(c.unknownMethod === undefined ? 'other' : 'unknown', 'forwarded');
-      return forward(req, res, { verb, path, body: c.body, unchecked: false }, undefined);
+      return forward(req, res, { verb, path, body: c.body, unchecked: false, assertion: await assertion }, undefined);
     }
-    return handleA2A(req, res, c);
+    const known = await who;
+    if (!known.ok) return refuse(res, proxyError('unauthenticated', known.message, { ...known.metadata }), c.id, c.binding);
+    return handleA2A(req, res, c, known, assertion);
   }
 
-  async function handleA2A(req: IncomingMessage, res: ServerResponse, c: A2ACall): Promise<void> {
+  function identifyCaller(req: IncomingMessage): Promise<CallerResult> {
+    return deps.identify(req.headers, req.socket).catch((err: unknown) => {
+      logger.error({ err: (err as Error).message }, 'caller identity could not be checked');
+      return { ok: false as const, message: 'Caller identity could not be checked', metadata: {} };
+    });
+  }
+
+  /** A signed assertion for the upstream, or undefined (no signing key, or signing failed: the server side decides). */
+  function signFor(): Promise<string | undefined> {
+    if (deps.signAssertion === undefined) return Promise.resolve(undefined);
+    return deps.signAssertion().catch((err: unknown) => {
+      logger.error({ err: (err as Error).message }, 'could not sign the identity assertion; forwarding without it');
+      return undefined;
+    });
+  }
+
+  async function handleA2A(req: IncomingMessage, res: ServerResponse, c: A2ACall, known: Extract<CallerResult, { ok: true }>, assertion: Promise<string | undefined>): Promise<void> {
     // The caller going away cancels the guardian calls and everything after them.
     const ex: Exchange = {
       started: performance.now(), op: c.op, binding: c.binding, wireMethod: String(c.request.method), id: c.id, req, caller: new Cancellation(),
-      hooks: [], peers: {}, decision: 'allow', upstreamStatus: null, events: 0,
+      identity: known.identity, callerPeer: known.peer, hooks: [], peers: {}, decision: 'allow', upstreamStatus: null, events: 0,
     };
     // One close listener per call: cancel guardian calls and the upstream request, then log.
     res.once('close', () => {
@@ -118,8 +146,10 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       return sendError(res, c.binding, run.error, c.id);
     }
     ex.decision = summarize(ex.hooks, 'request');
+    const signed = await assertion;
+    if (res.destroyed) return;
     metrics.call(c.op.aosMethod, 'forwarded');
-    forward(req, res, upstreamRequest(req, c, run), ex);
+    forward(req, res, { ...upstreamRequest(req, c, run), assertion: signed }, ex);
   }
 
   /** What goes upstream after the request hooks: the approved JSON-RPC text, or the REST call it maps to. */
@@ -138,6 +168,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       role: config.role,
       reasoningHeader: config.reasoningHeader,
       announce: config.role === 'server' ? undefined : deps.identities.clientAsPeer(),
+      assertion: up.assertion,
       unchecked: up.unchecked,
       bodyLength: up.body === null ? (hasBody(req) ? 0 : null) : up.body.length,
       upstreamHost: deps.upstream.url.host,
@@ -229,6 +260,8 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       totalMs: round(performance.now() - ex.started),
       a2aId: ex.id,
       envelopeId: first?.envelopeId,
+      // Who called, when verified (the subject names an agent or workload; it is not a secret).
+      ...(ex.identity === undefined || ex.identity.source === 'local' ? {} : { caller: ex.identity.subject, callerSource: ex.identity.source }),
       // The per-hook list only when it says more than the fields above (several hooks, or a failure).
       ...(ex.hooks.length > 1 || first?.failure !== undefined
         ? { hooks: ex.hooks.map((h) => ({ side: h.side, phase: h.phase, decision: h.decision, envelopeId: h.envelopeId, ms: round(h.guardianMs), failure: h.failure })) }
@@ -244,6 +277,7 @@ interface UpstreamRequest {
   readonly path: string;
   readonly body: Buffer | null;
   readonly unchecked: boolean;
+  readonly assertion?: string | undefined;
 }
 
 function pathOnly(url: string): string {

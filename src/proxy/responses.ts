@@ -72,6 +72,8 @@ export function sendError(res: ServerResponse, binding: Binding, err: ProxyError
   // 413 / 408: the rest of the body was not read, so this connection cannot carry another request.
   const httpStatus = err.httpStatus === 413 || err.httpStatus === 408 ? err.httpStatus : status;
   if (httpStatus === 413 || httpStatus === 408) headers.connection = 'close';
+  // RFC 9110 11.6.1: a 401 names how to authenticate.
+  if (httpStatus === 401) headers['www-authenticate'] = 'Bearer realm="a2a-guard"';
   res.writeHead(httpStatus, headers);
   res.end(body);
 }
