@@ -97,7 +97,7 @@ const EnvSchema = z.object({
   if (e.GUARDIAN_TOKEN !== undefined && e.GUARDIAN_TOKEN_FILE !== undefined) problem('GUARDIAN_TOKEN_FILE', 'set GUARDIAN_TOKEN or GUARDIAN_TOKEN_FILE, not both');
   if (e.ASSERTION_TRUST_JWKS_FILE !== undefined && e.ASSERTION_TRUST_JWKS_URL !== undefined) problem('ASSERTION_TRUST_JWKS_URL', 'set ASSERTION_TRUST_JWKS_FILE or ASSERTION_TRUST_JWKS_URL, not both');
   const trusts = e.ASSERTION_TRUST_JWKS_FILE !== undefined || e.ASSERTION_TRUST_JWKS_URL !== undefined;
-  if (trusts && e.ASSERTION_AUDIENCE === undefined && e.PUBLIC_URL === undefined) {
+  if (trusts && e.ROLE === 'server' && e.ASSERTION_AUDIENCE === undefined && e.PUBLIC_URL === undefined) {
     problem('ASSERTION_AUDIENCE', 'is required with a trusted JWKS (or PUBLIC_URL): the URL callers use to reach this proxy, which their assertions must name');
   }
   if (e.OIDC_ISSUER !== undefined && e.OIDC_AUDIENCE === undefined) problem('OIDC_AUDIENCE', 'is required with OIDC_ISSUER');
@@ -154,7 +154,11 @@ export interface IdentityConfig {
   readonly assertionTtlSeconds: number;
   readonly trustJwksFile: string | undefined;
   readonly trustJwksUrl: URL | undefined;
-  /** Audiences this proxy accepts in assertions, normalised (origin + path without trailing slash). */
+  /**
+   * ROLE=server: the audiences this proxy accepts in assertions (ASSERTION_AUDIENCE, else PUBLIC_URL).
+   * ROLE=client/both: ASSERTION_AUDIENCE's first value is the audience it signs for (else UPSTREAM_URL).
+   * Normalised: origin + path without trailing slash.
+   */
   readonly audiences: readonly string[];
   readonly replayCacheSize: number;
   readonly oidc: { readonly issuer: string; readonly audiences: readonly string[]; readonly jwksUrl: URL | undefined; readonly claims: ClaimMap } | undefined;

@@ -29,7 +29,8 @@ export async function setupIdentity(
   let signAssertion: IdentityRuntime['signAssertion'];
   if (signs && id.signingKeyFile !== undefined) {
     const signer = await AssertionSigner.open({ file: id.signingKeyFile, kid: id.signingKeyId, ttlSeconds: id.assertionTtlSeconds, refreshMs: id.refreshMs, logger });
-    const audience = normaliseAudience(config.upstreamUrl);
+    // The upstream as the server side knows itself; UPSTREAM_URL unless the upstream is reached under another name.
+    const audience = id.audiences[0] ?? normaliseAudience(config.upstreamUrl);
     signAssertion = () => signer.sign(observedClient(), audience);
   } else if (signs) {
     logger.warn('ROLE=%s without ASSERTION_SIGNING_KEY_FILE: the server side cannot verify who is calling (X-AOS-Agent-* headers are only a claim)', config.role);

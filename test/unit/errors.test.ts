@@ -7,6 +7,7 @@ const TABLE: Array<[ProxyErrorKind, number, string, number, string]> = [
   ['guardianUnavailable', -31503, 'GUARDIAN_UNAVAILABLE', 503, 'UNAVAILABLE'],
   ['rejected', -31400, 'REQUEST_REJECTED', 400, 'INVALID_ARGUMENT'],
   ['upstreamUnavailable', -31502, 'UPSTREAM_UNAVAILABLE', 502, 'UNAVAILABLE'],
+  ['unauthenticated', -31401, 'UNAUTHENTICATED', 401, 'UNAUTHENTICATED'],
 ];
 
 describe.each(TABLE)('%s', (kind, code, reason, http, status) => {
