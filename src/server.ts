@@ -46,7 +46,8 @@ export interface StartOptions {
  * Throws StartupError for unreadable files.
  */
 export function createGuardian(config: Config, logger?: Logger): Guardian {
-  if (config.guardianUrl === undefined) throw new Error('GUARDIAN_URL is not set and no embedded guardian was given');
+  const url = config.guardianUrl;
+  if (url === undefined) throw new Error('GUARDIAN_URL is not set and no embedded guardian was given');
   const log = logger ?? silentLogger();
   const tls = outboundTls(config.tls.guardian, 'GUARDIAN', config.identity.refreshMs, log);
   const tokenFile = config.guardianTokenFile === undefined
@@ -55,12 +56,12 @@ export function createGuardian(config: Config, logger?: Logger): Guardian {
   const tokenOf = (f: WatchedFile) => f.text().trim() || undefined;
   let offToken: (() => void) | undefined;
   const guardian = new HttpGuardian({
-    url: config.guardianUrl,
+    url,
     token: tokenFile === undefined ? config.guardianToken : tokenOf(tokenFile),
     timeoutMs: config.guardianTimeoutMs,
     ...(tls.connect === undefined ? {} : { connect: tls.connect }),
     logger: log,
-    describeFailure: (err) => describeConnectError(err, 'GUARDIAN'),
+    describeFailure: (err) => describeConnectError(err, 'GUARDIAN', url.protocol === 'https:'),
     onClose: () => {
       tls.close();
       offToken?.();

@@ -69,11 +69,18 @@ export function outboundTls(tls: OutboundTls, prefix: 'GUARDIAN' | 'UPSTREAM', r
 
 /** Parse the PEM material once, so a bad file is reported at start (or at reload) and not per connection. */
 function checkMaterial(m: Material, prefix: string): void {
+  // OpenSSL skips PEM blocks that are not certificates: a key given as the CA would silently trust nothing.
+  if (m.ca !== undefined && !hasCertificate(m.ca)) throw new StartupError(`${prefix}_CA_FILE does not load: no PEM certificate in it`);
+  if (m.cert !== undefined && !hasCertificate(m.cert)) throw new StartupError(`${prefix}_CERT_FILE does not load: no PEM certificate in it`);
   try {
     createSecureContext({ ...m });
   } catch (err) {
     throw new StartupError(`${prefix}_CA_FILE/_CERT_FILE/_KEY_FILE do not load: ${(err as Error).message}`);
   }
+}
+
+function hasCertificate(pem: Buffer): boolean {
+  return pem.includes('-----BEGIN CERTIFICATE-----');
 }
 
 export interface ListenerTls {
@@ -92,6 +99,8 @@ export function listenerTls(tls: TlsConfig['listener'], refreshMs: number, logge
   const ca = tls.clientCaFile === undefined ? undefined : WatchedFile.open(tls.clientCaFile, { variable: 'TLS_CLIENT_CA_FILE', intervalMs: refreshMs, onProblem });
   const context = () => ({ cert: cert.current(), key: key.current(), ...(ca === undefined ? {} : { ca: ca.current() }) });
   try {
+    if (!hasCertificate(cert.current())) throw new Error('no PEM certificate in TLS_CERT_FILE');
+    if (ca !== undefined && !hasCertificate(ca.current())) throw new Error('no PEM certificate in TLS_CLIENT_CA_FILE');
     createSecureContext(context());
   } catch (err) {
     throw new StartupError(`TLS_CERT_FILE/TLS_KEY_FILE/TLS_CLIENT_CA_FILE do not load: ${(err as Error).message}`);
@@ -121,6 +130,8 @@ export function listenerTls(tls: TlsConfig['listener'], refreshMs: number, logge
   };
 }
 
+const CLOSED_OVER_TLS = 'the server closed the TLS connection: if it requires a client certificate, set {P}_CERT_FILE and {P}_KEY_FILE (and check it trusts their CA)';
+
 const HINTS: Record<string, string> = {
   DEPTH_ZERO_SELF_SIGNED_CERT: 'the certificate is self-signed: give it (or its CA) in {P}_CA_FILE',
   SELF_SIGNED_CERT_IN_CHAIN: 'the chain ends in a CA this proxy does not trust: give that CA in {P}_CA_FILE',
@@ -137,12 +148,17 @@ const HINTS: Record<string, string> = {
   ERR_SSL_PACKET_LENGTH_TOO_LONG: 'the server does not speak TLS on this port (http:// instead of https://?)',
 };
 
-/** A connection failure's code, message and, for TLS problems, what to change. `prefix` names the variables. */
-export function describeConnectError(err: unknown, prefix: 'GUARDIAN' | 'UPSTREAM'): { code: string; cause: string; hint?: string } {
+/**
+ * A connection failure's code, message and, for TLS problems, what to change. `prefix` names the
+ * variables; `tls` says the peer is https (a TLS 1.3 server refuses a missing client certificate after
+ * the handshake, which reaches undici as a closed socket).
+ */
+export function describeConnectError(err: unknown, prefix: 'GUARDIAN' | 'UPSTREAM', tls = false): { code: string; cause: string; hint?: string } {
   const e = (err ?? {}) as NodeJS.ErrnoException & { cause?: unknown };
   // fetch wraps the socket error in `cause`.
   const inner = e.code === undefined && typeof e.cause === 'object' && e.cause !== null ? (e.cause as NodeJS.ErrnoException) : e;
   const code = inner.code ?? 'error';
-  const hint = HINTS[code]?.replace(/\{P\}/g, prefix);
+  const closed = tls && (code === 'UND_ERR_SOCKET' || code === 'ECONNRESET') ? CLOSED_OVER_TLS : undefined;
+  const hint = (HINTS[code] ?? closed)?.replace(/\{P\}/g, prefix);
   return { code, cause: String(inner.message ?? e.message ?? err), ...(hint === undefined ? {} : { hint }) };
 }

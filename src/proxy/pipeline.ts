@@ -21,6 +21,7 @@ import { isEventStream, relayPlain, relayStreamInspected, relayUnaryInspected, s
 import { publicBase, serveCard } from './card-route';
 import { Cancellation } from '../cancel';
 import type { CallerIdentifier, CallerResult } from '../identity/caller';
+import { describeConnectError } from '../tls';
 
 export interface ProxyDeps {
   readonly config: Config;
@@ -196,7 +197,8 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         metrics.upstreamErrors.inc();
         if (ex !== undefined) ex.error = err.message;
         if (res.destroyed) return;
-        logger.warn({ err: err.message, path: pathOnly(req.url ?? '/') }, 'upstream agent unreachable');
+        // With the reason and, for certificate problems, the variable to change.
+        logger.warn({ err: err.message, ...describeConnectError(err, 'UPSTREAM', deps.upstream.url.protocol === 'https:'), path: pathOnly(req.url ?? '/') }, 'upstream agent unreachable');
         const e = proxyError('upstreamUnavailable', 'Upstream agent unreachable', { cause: (err as NodeJS.ErrnoException).code ?? 'error' });
         // Traffic that is not A2A gets a plain HTTP 502 (REST form), not a JSON-RPC body.
         if (!res.headersSent) sendError(res, ex?.binding ?? 'rest', e, ex?.id ?? null);
