@@ -15,6 +15,7 @@ import { Identities } from './aos/identity';
 import { createUpstream } from './proxy/forward';
 import { createProxyHandler } from './proxy/pipeline';
 import { createProxyServer } from 'http-proxy-3';
+import { PROXY_OWNED_HEADERS } from './proxy/forward';
 import { WatchedFile } from './files';
 import { createLogger } from './log';
 import { setupIdentity } from './identity/setup';
@@ -122,8 +123,17 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
       socket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
       return;
     }
-    logger.warn({ path: req.url }, 'forwarding an HTTP upgrade uninspected (ALLOW_WEBSOCKETS=true)');
-    wsProxy().ws(req, socket, head);
+    // Uninspected, but not unidentified: IDENTITY_POLICY and bad credentials apply as to any call.
+    void identity.identify(req.headers, req.socket).then((who) => {
+      if (!who.ok) {
+        logger.info({ path: req.url, reason: who.message }, 'refused an HTTP upgrade');
+        socket.end('HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer realm="a2a-guard"\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+        return;
+      }
+      logger.warn({ path: req.url }, 'forwarding an HTTP upgrade uninspected (ALLOW_WEBSOCKETS=true)');
+      for (const h of PROXY_OWNED_HEADERS) delete req.headers[h];
+      wsProxy().ws(req, socket, head);
+    });
   });
   let ws: ReturnType<typeof createProxyServer> | undefined;
   const wsProxy = () => {

@@ -37,6 +37,11 @@ export async function setupIdentity(
   }
 
   const trusts = id.trustJwksFile !== undefined || id.trustJwksUrl !== undefined;
+  // Settings that do nothing in this role are said so, not silently ignored.
+  if (!signs && id.signingKeyFile !== undefined) logger.warn('ASSERTION_SIGNING_KEY_FILE is ignored with ROLE=server (only client sidecars sign)');
+  if (!verifies && (trusts || id.oidc !== undefined || id.policy !== 'optional')) {
+    logger.warn('ROLE=%s: the caller is this proxy\'s own agent; ASSERTION_TRUST_JWKS_*, OIDC_* and IDENTITY_POLICY apply to ROLE=server only', config.role);
+  }
   const assertions = verifies && trusts
     ? AssertionVerifier.open({ file: id.trustJwksFile, url: id.trustJwksUrl, audiences: id.audiences, replayCacheSize: id.replayCacheSize, refreshMs: id.refreshMs, logger })
     : undefined;

@@ -100,7 +100,9 @@ export function forwardRequestHeaders(incoming: IncomingHttpHeaders, rules: Requ
   return out;
 }
 
-const PROXY_OWNED = new Set<string>(['x-aos-unchecked', AGENT_HEADERS.name, AGENT_HEADERS.url, AGENT_HEADERS.version, ASSERTION_HEADER]);
+/** Headers only this proxy may set (the reasoning header aside, which is configurable). */
+export const PROXY_OWNED_HEADERS: readonly string[] = ['x-aos-unchecked', AGENT_HEADERS.name, AGENT_HEADERS.url, AGENT_HEADERS.version, ASSERTION_HEADER];
+const PROXY_OWNED = new Set<string>(PROXY_OWNED_HEADERS);
 
 function isProxyOwned(name: string, reasoningHeader: string): boolean {
   return PROXY_OWNED.has(name) || name === reasoningHeader;

@@ -11,6 +11,7 @@
  *   - the reference guardian's peer allow-list matches verified callers only.
  */
 import http from 'node:http';
+import net from 'node:net';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -165,6 +166,40 @@ describe('a signing ROLE=client sidecar in front of a verifying ROLE=server side
       expect(postsTo(agent).map((p) => textOf((p.body as any).params))).toEqual(['first use']);
     } finally {
       await closeServer(recorder);
+    }
+  });
+});
+
+describe('WebSocket upgrades (ALLOW_WEBSOCKETS=true) are uninspected, not unidentified', () => {
+  test('IDENTITY_POLICY=required: an upgrade without an assertion gets 401; with one it is forwarded, without the proxy\'s headers', async () => {
+    const seen: http.IncomingHttpHeaders[] = [];
+    const up = http.createServer((_req, res) => res.end('plain'));
+    up.on('upgrade', (req: http.IncomingMessage, socket: net.Socket) => {
+      seen.push(req.headers);
+      socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+    });
+    const upUrl = await listen(up);
+    try {
+      const port = await freePort();
+      const aud = `http://127.0.0.1:${port}`;
+      await proxy({ ROLE: 'server', UPSTREAM_URL: upUrl, PORT: String(port), ASSERTION_AUDIENCE: aud, ALLOW_WEBSOCKETS: 'true', IDENTITY_POLICY: 'required',
+        ASSERTION_TRUST_JWKS_FILE: await writeJwks(dir, [k1], 'ws.jwks.json') });
+      const upgrade = async (extra: string) => new Promise<string>((resolve) => {
+        const s = net.connect(port, '127.0.0.1', () => s.write(
+          `GET /socket HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${extra}\r\n`));
+        let text = '';
+        s.on('data', (c: Buffer) => (text += c.toString('latin1')));
+        s.on('close', () => resolve(text));
+        s.on('error', () => resolve(text));
+        setTimeout(() => s.destroy(), 5_000).unref();
+      });
+      expect(await upgrade('X-AOS-Agent-Name: Cooking assistant\r\n')).toMatch(/^HTTP\/1\.1 401/);
+      expect(seen).toEqual([]);
+      expect(await upgrade(`X-AOS-Agent-Assertion: ${await signAssertion(k1, ASSISTANT, aud)}\r\nX-AOS-Agent-Name: x\r\n`)).toMatch(/^HTTP\/1\.1 101/);
+      expect(seen).toHaveLength(1);
+      expect(Object.keys(seen[0] ?? {}).filter((h) => h.startsWith('x-aos-'))).toEqual([]);
+    } finally {
+      await closeServer(up);
     }
   });
 });
