@@ -15,12 +15,15 @@
  *   2. unary message/send without load (1 connection, sequential)
  *   3. streams of 100 artifact events, sequential
  *   4. RSS of a fresh a2a-guard (and a fresh baseline) before / after RSS_REQUESTS requests
+ *   4b. identity: a sidecar pair (ROLE=client -> ROLE=server) without and with signed identity
+ *      assertions (ES256: the client sidecar signs one per call, the server sidecar verifies it and
+ *      checks it against its replay cache), unary under load and sequential; ratios of the two
  *   5. (BENCH_PROFILE=1) --cpu-prof and, where available, perf of a2a-guard and the baseline
  *      under the unary load
  *
  * Options (env): BENCH_LONG=1 or --long (100,000 requests in the RSS phase), BENCH_PROFILE=1 or
  * --profile (add phase 5), BENCH_PROFILE=only or --profile-only (phase 5 alone),
- * BENCH_PHASES=load,seq,streams,rss (a subset), BENCH_LOG_LEVEL (a2a-guard's LOG_LEVEL, default info),
+ * BENCH_PHASES=load,seq,streams,rss,identity (a subset), BENCH_LOG_LEVEL (a2a-guard's LOG_LEVEL, default info),
  * BENCH_ROUNDS, BENCH_LOAD_ROUNDS, BENCH_AMOUNT, BENCH_CONNECTIONS, BENCH_SEQ, BENCH_STREAMS,
  * BENCH_PACED_STREAMS, BENCH_RSS_REQUESTS, BENCH_PROFILE_REQUESTS, BENCH_PIN=0 (no taskset).
  * Pass options to npm with `--`: `npm run bench -- --long --profile`.
@@ -33,6 +36,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import type { ReadyMessage, StatsReply, StatsRequest } from './ipc';
 import { summarizeProfile } from './profile';
+import { generateAssertionKey } from '../src/identity/keygen';
 
 /* ------------------------------------------------------------------------------------------ */
 /* Settings                                                                                   */
@@ -47,7 +51,8 @@ const PROFILE = PROFILE_ONLY || env.BENCH_PROFILE === '1' || argv.includes('--pr
 /** Rounds of the latency and stream phases; the load phase has its own (fewer, bigger rounds). */
 const ROUNDS = num('BENCH_ROUNDS', 8);
 const LOAD_ROUNDS = num('BENCH_LOAD_ROUNDS', 5);
-const PHASES = new Set((env.BENCH_PHASES ?? 'load,seq,streams,rss').split(',').map((p) => p.trim()));
+const ALL_PHASES = 'load,seq,streams,rss,identity';
+const PHASES = new Set((env.BENCH_PHASES ?? ALL_PHASES).split(',').map((p) => p.trim()));
 const CONNECTIONS = num('BENCH_CONNECTIONS', 10);
 const LOAD_AMOUNT = num('BENCH_AMOUNT', 3000);
 const SEQ_REQUESTS = num('BENCH_SEQ', 300);
@@ -562,6 +567,91 @@ async function profileRuns(agentUrl: string, guardianUrl: string, pin: Pinning, 
   }
 }
 
+/**
+ * The cost of verified identities: the same sidecar pair (load -> ROLE=client -> ROLE=server -> agent)
+ * without assertions and with them (the client signs one ES256 assertion per call, the server verifies
+ * it, checks the replay cache and requires it), in interleaved rounds. Returns the report lines.
+ */
+async function identityPhase(agent: Child, guardian: Child, pin: Pinning, logLevel: string): Promise<string[]> {
+  process.stderr.write('phase: identity assertions (sidecar pairs)\n');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'a2a-guard-bench-keys-'));
+  const { privateJwk, publicJwks } = await generateAssertionKey('bench-1', 'ES256');
+  const keyFile = path.join(dir, 'signing.jwk.json');
+  const trustFile = path.join(dir, 'trust.jwks.json');
+  fs.writeFileSync(keyFile, JSON.stringify(privateJwk), { mode: 0o600 });
+  fs.writeFileSync(trustFile, JSON.stringify(publicJwks));
+  const audience = 'http://bench-server-sidecar.test';
+  const base = { PORT: '0', HOST: '127.0.0.1', GUARDIAN_URL: guardian.url, LOG_LEVEL: logLevel, ADMIN_PORT: '0', FAIL_MODE: 'closed' };
+  type Pair = { name: string; client: Child; server: Child };
+  const pairs: Pair[] = [];
+  for (const signed of [false, true]) {
+    const name = signed ? 'pair, signed assertions' : 'pair, no assertions';
+    const server = await startChild(`${name} (server)`, 'proxy-child.js', {
+      ...base, ROLE: 'server', UPSTREAM_URL: agent.url,
+      ...(signed ? { IDENTITY_POLICY: 'required', ASSERTION_TRUST_JWKS_FILE: trustFile, ASSERTION_AUDIENCE: audience } : { IDENTITY_POLICY: 'optional' }),
+    }, pin.proxy);
+    const client = await startChild(`${name} (client)`, 'proxy-child.js', {
+      ...base, ROLE: 'client', UPSTREAM_URL: server.url, OBSERVED_AGENT_ID: 'bench-client', OBSERVED_AGENT_NAME: 'Bench client',
+      ...(signed ? { ASSERTION_SIGNING_KEY_FILE: keyFile, ASSERTION_AUDIENCE: audience } : {}),
+    }, pin.proxy);
+    pairs.push({ name, client, server });
+  }
+  const lines: string[] = [];
+  try {
+    for (const pr of pairs) {
+      const r = await post(pr.client.url, UNARY_BODY, UNARY_HEADERS);
+      if (r.status !== 200 || !r.text.includes('COMPLETED')) throw new Error(`${pr.name}: message/send failed: HTTP ${r.status} ${r.text.slice(0, 300)}`);
+      await loadRound(pr.client.url, 2000, CONNECTIONS);
+      await seqRound(pr.client.url, 100);
+    }
+    type Row = { rps: number[]; p50: number[]; p99: number[]; clientCpu: number[]; serverCpu: number[]; seqP50: number[]; bad: number };
+    const rows = new Map<string, Row>(pairs.map((pr) => [pr.name, { rps: [], p50: [], p99: [], clientCpu: [], serverCpu: [], seqP50: [], bad: 0 }]));
+    const cpu = (a: StatsReply, b: StatsReply) => b.user + b.system - a.user - a.system;
+    for (let r = 0; r < LOAD_ROUNDS; r++) {
+      for (const pr of rotated(pairs, r)) {
+        const row = rows.get(pr.name) as Row;
+        const [ca, sa] = await Promise.all([pr.client.stats(), pr.server.stats()]);
+        const m = await loadRound(pr.client.url, LOAD_AMOUNT, CONNECTIONS);
+        const [cb, sb] = await Promise.all([pr.client.stats(), pr.server.stats()]);
+        const lat = sortedCopy(m.lat);
+        row.rps.push(m.n / m.seconds);
+        row.p50.push(pct(lat, 0.5));
+        row.p99.push(pct(lat, 0.99));
+        row.clientCpu.push(cpu(ca, cb) / m.n);
+        row.serverCpu.push(cpu(sa, sb) / m.n);
+        row.bad += m.bad;
+        const q = await seqRound(pr.client.url, SEQ_REQUESTS);
+        row.seqP50.push(pct(sortedCopy(q.lat), 0.5));
+        row.bad += q.bad;
+      }
+    }
+    const [plain, signed] = pairs.map((pr) => rows.get(pr.name) as Row) as [Row, Row];
+    const md = (row: Row, k: 'rps' | 'p50' | 'p99' | 'clientCpu' | 'serverCpu' | 'seqP50') => median(row[k]);
+    lines.push(`## identity assertions: sidecar pair (ROLE=client -> ROLE=server), ES256, ${CONNECTIONS} connections x ${LOAD_AMOUNT} requests x ${LOAD_ROUNDS} rounds + ${SEQ_REQUESTS} sequential per round`);
+    lines.push('');
+    lines.push(table(['pair', 'req/s', 'p50 ms', 'p99 ms', 'p50 ms without load', 'client sidecar CPU µs/req', 'server sidecar CPU µs/req'],
+      [[pairs[0]?.name ?? '', plain], [pairs[1]?.name ?? '', signed]].map(([n, row]) => [n as string, f(md(row as Row, 'rps'), 0), f(md(row as Row, 'p50')), f(md(row as Row, 'p99')),
+        f(md(row as Row, 'seqP50'), 3), f(md(row as Row, 'clientCpu'), 1), f(md(row as Row, 'serverCpu'), 1)])));
+    lines.push('');
+    lines.push(table(['signed / no assertions', 'req/s', 'p50', 'p99', 'client CPU/req', 'server CPU/req', 'pair CPU/req'], [[
+      'ratio', fx(md(signed, 'rps') / md(plain, 'rps')), fx(md(signed, 'p50') / md(plain, 'p50')), fx(md(signed, 'p99') / md(plain, 'p99')),
+      fx(md(signed, 'clientCpu') / md(plain, 'clientCpu')), fx(md(signed, 'serverCpu') / md(plain, 'serverCpu')),
+      fx((md(signed, 'clientCpu') + md(signed, 'serverCpu')) / (md(plain, 'clientCpu') + md(plain, 'serverCpu'))),
+    ]]));
+    lines.push(`added CPU per call: signing ${signU(md(signed, 'clientCpu') - md(plain, 'clientCpu'), 'µs', 1)} (client sidecar), verifying ${signU(md(signed, 'serverCpu') - md(plain, 'serverCpu'), 'µs', 1)} (server sidecar); ` +
+      `added p50 without load ${signU(md(signed, 'seqP50') - md(plain, 'seqP50'), 'ms')} (signing overlaps the guardian call, verifying overlaps the body read)`);
+    if (plain.bad + signed.bad > 0) lines.push(`WARNING: ${plain.bad} / ${signed.bad} failed requests (no assertions / signed)`);
+    lines.push('');
+  } finally {
+    for (const pr of pairs) {
+      await pr.client.stop();
+      await pr.server.stop();
+    }
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  return lines;
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   const cores = nproc();
@@ -578,7 +668,7 @@ async function main(): Promise<void> {
   log(`      under load: autocannon ${CONNECTIONS} connections x ${LOAD_AMOUNT} requests x ${LOAD_ROUNDS} rounds; without load: ${SEQ_REQUESTS} sequential requests x ${ROUNDS} rounds`);
   log(`      streams: ${STREAMS} burst + ${PACED_STREAMS} paced sequential SendStreamingMessage streams x ${ROUNDS} rounds, ${STREAM_EVENTS} artifact events each`);
   log(`a2a-guard: ROLE=server, LOG_LEVEL=${logLevel} (one pino line per call, stdout -> /dev/null), instant local guardian; baseline: bench/baseline-proxy.ts`);
-  if (PHASES.size < 4) log(`phases: ${[...PHASES].join(', ')} (BENCH_PHASES)`);
+  if (PHASES.size < ALL_PHASES.split(',').length) log(`phases: ${[...PHASES].join(', ')} (BENCH_PHASES)`);
   log();
 
   const agent = await startChild('agent', 'agent-child.js', { PORT: '0', STREAM_EVENTS: String(STREAM_EVENTS) }, pin.agent);
@@ -688,6 +778,9 @@ async function main(): Promise<void> {
     rss.push(await rssPhase('baseline', await startChild('baseline (rss)', 'baseline-proxy.js', baselineEnv, pin.proxy)));
   }
 
+  /* 4b. identity assertions on a sidecar pair */
+  const identity = PHASES.has('identity') ? await identityPhase(agent, guardian, pin, logLevel) : undefined;
+
   /* 5. profiles */
   const profiles = PROFILE ? await runProfiles(agent, guardian, pin, proxyEnv) : [];
 
@@ -772,6 +865,8 @@ async function main(): Promise<void> {
     for (const x of rss) log(`${x.name} RSS after every ${x.step} requests: ${x.series.map((v) => (v / 1048576).toFixed(1)).join(', ')} MB${x.bad > 0 ? `  WARNING: ${x.bad} non-2xx/errors` : ''}`);
     log();
   }
+
+  if (identity !== undefined) for (const line of identity) log(line);
 
   const g = rss[0];
   const rssGrowth = g === undefined ? NaN : g.end.rss / g.start.rss - 1;

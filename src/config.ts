@@ -13,6 +13,9 @@ const int = (def: number, min: number, max: number) =>
     .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
 const httpUrl = z.string().refine((u) => /^https?:\/\//i.test(u) && URL.canParse(u), 'must be an absolute http(s) URL');
 const optional = <T extends z.ZodType>(s: T) => s.optional();
+const file = z.string().min(1).optional();
+/** Comma-separated list of non-empty items. */
+const list = z.string().transform((v) => v.split(',').map((x) => x.trim()).filter((x) => x !== ''));
 
 /** A comma-separated list of absolute, plain paths ('/health,/metrics') as decoded segments. */
 function pathList(v: string, ctx: z.RefinementCtx): string[][] {
@@ -62,6 +65,62 @@ const EnvSchema = z.object({
   ALLOW_WEBSOCKETS: bool(false),
   POLICY_FILE: z.string().min(1).default('config/policy.json'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // Verified identities (README "Identity")
+  IDENTITY_POLICY: z.enum(['required', 'optional', 'claims']).default('optional'),
+  ASSERTION_SIGNING_KEY_FILE: file,
+  ASSERTION_SIGNING_KEY_ID: optional(z.string().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1-128 printable ASCII characters')),
+  ASSERTION_TTL_SECONDS: int(30, 1, 60),
+  ASSERTION_TRUST_JWKS_FILE: file,
+  ASSERTION_TRUST_JWKS_URL: optional(httpUrl),
+  ASSERTION_AUDIENCE: optional(list.pipe(z.array(httpUrl).min(1, 'must name at least one URL'))),
+  ASSERTION_REPLAY_CACHE_SIZE: int(100_000, 100, 10_000_000),
+  OIDC_ISSUER: optional(httpUrl),
+  OIDC_AUDIENCE: optional(list.pipe(z.array(z.string()).min(1, 'must name at least one audience'))),
+  OIDC_JWKS_URL: optional(httpUrl),
+  OIDC_CLAIMS: z.string().default('id=sub,name=azp|client_id|sub').transform((v, ctx) => {
+    const map = parseClaimMap(v);
+    if (typeof map === 'string') {
+      ctx.addIssue({ code: 'custom', message: map });
+      return z.NEVER;
+    }
+    return map;
+  }),
+  CREDENTIALS_REFRESH_MS: int(30_000, 100, 3_600_000),
+  // TLS: the proxy's own listener, and towards the guardian and the upstream agent
+  TLS_CERT_FILE: file,
+  TLS_KEY_FILE: file,
+  TLS_CLIENT_CA_FILE: file,
+  TLS_CLIENT_CERT: z.enum(['required', 'optional']).default('required'),
+  GUARDIAN_TOKEN_FILE: file,
+  GUARDIAN_CA_FILE: file,
+  GUARDIAN_CERT_FILE: file,
+  GUARDIAN_KEY_FILE: file,
+  GUARDIAN_SERVER_NAME: optional(z.string().min(1)),
+  UPSTREAM_CA_FILE: file,
+  UPSTREAM_CERT_FILE: file,
+  UPSTREAM_KEY_FILE: file,
+  UPSTREAM_SERVER_NAME: optional(z.string().min(1)),
+}).superRefine((e, ctx) => {
+  // Rules between variables; each problem names the variable to change.
+  const problem = (name: string, message: string) => ctx.addIssue({ code: 'custom', path: [name], message });
+  const pair = (a: keyof typeof e, b: keyof typeof e) => {
+    if ((e[a] === undefined) !== (e[b] === undefined)) problem(e[a] === undefined ? a : b, `must be set together with ${e[a] === undefined ? b : a}`);
+  };
+  pair('TLS_CERT_FILE', 'TLS_KEY_FILE');
+  pair('GUARDIAN_CERT_FILE', 'GUARDIAN_KEY_FILE');
+  pair('UPSTREAM_CERT_FILE', 'UPSTREAM_KEY_FILE');
+  if (e.TLS_CLIENT_CA_FILE !== undefined && e.TLS_CERT_FILE === undefined) problem('TLS_CLIENT_CA_FILE', 'needs TLS_CERT_FILE and TLS_KEY_FILE (client certificates need a TLS listener)');
+  if (e.GUARDIAN_TOKEN !== undefined && e.GUARDIAN_TOKEN_FILE !== undefined) problem('GUARDIAN_TOKEN_FILE', 'set GUARDIAN_TOKEN or GUARDIAN_TOKEN_FILE, not both');
+  if (e.ASSERTION_TRUST_JWKS_FILE !== undefined && e.ASSERTION_TRUST_JWKS_URL !== undefined) problem('ASSERTION_TRUST_JWKS_URL', 'set ASSERTION_TRUST_JWKS_FILE or ASSERTION_TRUST_JWKS_URL, not both');
+  const trusts = e.ASSERTION_TRUST_JWKS_FILE !== undefined || e.ASSERTION_TRUST_JWKS_URL !== undefined;
+  if (trusts && e.ROLE === 'server' && e.ASSERTION_AUDIENCE === undefined && e.PUBLIC_URL === undefined) {
+    problem('ASSERTION_AUDIENCE', 'is required with a trusted JWKS (or PUBLIC_URL): the URL callers use to reach this proxy, which their assertions must name');
+  }
+  if (e.OIDC_ISSUER !== undefined && e.OIDC_AUDIENCE === undefined) problem('OIDC_AUDIENCE', 'is required with OIDC_ISSUER');
+  if (e.OIDC_ISSUER === undefined && (e.OIDC_AUDIENCE !== undefined || e.OIDC_JWKS_URL !== undefined)) problem('OIDC_ISSUER', 'is required with OIDC_AUDIENCE / OIDC_JWKS_URL');
+  if (e.IDENTITY_POLICY === 'required' && e.ROLE === 'server' && !trusts && e.TLS_CLIENT_CA_FILE === undefined && e.OIDC_ISSUER === undefined) {
+    problem('IDENTITY_POLICY', 'required needs an identity source: ASSERTION_TRUST_JWKS_FILE/_URL, TLS_CLIENT_CA_FILE or OIDC_ISSUER');
+  }
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -75,6 +134,65 @@ export interface ObservedAgentOverrides {
   readonly instructions?: string;
   readonly providerName?: string;
   readonly providerUrl?: string;
+}
+
+/** Which token claim (or claims, first present wins) fills each AOS agent field of an OIDC caller. */
+export type ClaimMap = Readonly<Record<'id' | 'name' | 'url' | 'version', readonly string[]>>;
+
+/** `id=sub,name=azp|client_id` -> {id: ['sub'], name: ['azp', 'client_id'], url: [], version: []}, or a problem. */
+export function parseClaimMap(text: string): ClaimMap | string {
+  const map: Record<'id' | 'name' | 'url' | 'version', string[]> = { id: [], name: [], url: [], version: [] };
+  for (const item of text.split(',').map((x) => x.trim()).filter((x) => x !== '')) {
+    const eq = item.indexOf('=');
+    const field = item.slice(0, eq).trim();
+    if (eq < 0 || !(field in map)) return `"${item}": expected FIELD=claim[|claim...] with FIELD one of id, name, url, version`;
+    const claims = item.slice(eq + 1).split('|').map((c) => c.trim());
+    if (claims.some((c) => !/^[A-Za-z0-9_:.\/-]+$/.test(c))) return `"${item}": claim names are letters, digits and _ : . / -`;
+    map[field as keyof typeof map] = claims;
+  }
+  if (map.id.length === 0) return 'must map id (e.g. id=sub)';
+  return map;
+}
+
+/** TLS towards one server: CA bundle, client certificate and key (mutual TLS), server name. */
+export interface OutboundTls {
+  readonly caFile: string | undefined;
+  readonly certFile: string | undefined;
+  readonly keyFile: string | undefined;
+  readonly serverName: string | undefined;
+}
+
+export interface IdentityConfig {
+  /** What a caller without a verified identity gets (ROLE=server). */
+  readonly policy: 'required' | 'optional' | 'claims';
+  readonly signingKeyFile: string | undefined;
+  readonly signingKeyId: string | undefined;
+  readonly assertionTtlSeconds: number;
+  readonly trustJwksFile: string | undefined;
+  readonly trustJwksUrl: URL | undefined;
+  /**
+   * ROLE=server: the audiences this proxy accepts in assertions (ASSERTION_AUDIENCE, else PUBLIC_URL).
+   * ROLE=client/both: ASSERTION_AUDIENCE's first value is the audience it signs for (else UPSTREAM_URL).
+   * Normalised: origin + path without trailing slash.
+   */
+  readonly audiences: readonly string[];
+  readonly replayCacheSize: number;
+  readonly oidc: { readonly issuer: string; readonly audiences: readonly string[]; readonly jwksUrl: URL | undefined; readonly claims: ClaimMap } | undefined;
+  /** How often key, certificate, token and JWKS files are re-read; the maximum age of a fetched JWKS. */
+  readonly refreshMs: number;
+}
+
+export interface TlsConfig {
+  /** The proxy's own listener over TLS, with optional client certificates (mutual TLS). */
+  readonly listener: { readonly certFile: string; readonly keyFile: string; readonly clientCaFile: string | undefined; readonly clientCert: 'required' | 'optional' } | undefined;
+  readonly guardian: OutboundTls;
+  readonly upstream: OutboundTls;
+}
+
+/** The audience form both sides compare: origin + path, no trailing slash. */
+export function normaliseAudience(url: string | URL): string {
+  const u = new URL(url);
+  return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
 }
 
 export interface Config {
@@ -109,6 +227,9 @@ export interface Config {
   readonly allowWebSockets: boolean;
   readonly policyFile: string;
   readonly logLevel: Env['LOG_LEVEL'];
+  readonly guardianTokenFile: string | undefined;
+  readonly identity: IdentityConfig;
+  readonly tls: TlsConfig;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
@@ -182,6 +303,28 @@ export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
       allowWebSockets: e.ALLOW_WEBSOCKETS,
       policyFile: e.POLICY_FILE,
       logLevel: e.LOG_LEVEL,
+      guardianTokenFile: e.GUARDIAN_TOKEN_FILE,
+      identity: {
+        policy: e.IDENTITY_POLICY,
+        signingKeyFile: e.ASSERTION_SIGNING_KEY_FILE,
+        signingKeyId: e.ASSERTION_SIGNING_KEY_ID,
+        assertionTtlSeconds: e.ASSERTION_TTL_SECONDS,
+        trustJwksFile: e.ASSERTION_TRUST_JWKS_FILE,
+        trustJwksUrl: e.ASSERTION_TRUST_JWKS_URL === undefined ? undefined : new URL(e.ASSERTION_TRUST_JWKS_URL),
+        audiences: (e.ASSERTION_AUDIENCE ?? (e.PUBLIC_URL === undefined ? [] : [e.PUBLIC_URL])).map(normaliseAudience),
+        replayCacheSize: e.ASSERTION_REPLAY_CACHE_SIZE,
+        oidc: e.OIDC_ISSUER === undefined
+          ? undefined
+          : { issuer: e.OIDC_ISSUER, audiences: e.OIDC_AUDIENCE ?? [], jwksUrl: e.OIDC_JWKS_URL === undefined ? undefined : new URL(e.OIDC_JWKS_URL), claims: e.OIDC_CLAIMS },
+        refreshMs: e.CREDENTIALS_REFRESH_MS,
+      },
+      tls: {
+        listener: e.TLS_CERT_FILE === undefined || e.TLS_KEY_FILE === undefined
+          ? undefined
+          : { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE, clientCaFile: e.TLS_CLIENT_CA_FILE, clientCert: e.TLS_CLIENT_CERT },
+        guardian: { caFile: e.GUARDIAN_CA_FILE, certFile: e.GUARDIAN_CERT_FILE, keyFile: e.GUARDIAN_KEY_FILE, serverName: e.GUARDIAN_SERVER_NAME },
+        upstream: { caFile: e.UPSTREAM_CA_FILE, certFile: e.UPSTREAM_CERT_FILE, keyFile: e.UPSTREAM_KEY_FILE, serverName: e.UPSTREAM_SERVER_NAME },
+      },
     },
   };
 }

@@ -9,6 +9,7 @@ import { startProxy, createGuardian } from './server';
 import { createAdminServer } from './admin/server';
 import type { Guardian } from './aos/guardian';
 import { embeddedGuardian } from './guardian/embedded';
+import { StartupError } from './files';
 
 export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const loaded = loadConfig(env);
@@ -22,7 +23,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> 
 
   let guardian: Guardian;
   try {
-    guardian = config.guardianUrl === undefined ? embeddedGuardian(config.policyFile) : createGuardian(config);
+    guardian = config.guardianUrl === undefined ? embeddedGuardian(config.policyFile) : createGuardian(config, logger);
   } catch (err) {
     process.stderr.write(`a2a-guard: configuration error: ${(err as Error).message}\n`);
     process.exit(2);
@@ -35,7 +36,16 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> 
   if (config.failMode === 'open') logger.warn('FAIL_MODE=open: calls are forwarded unchecked when the guardian gives no valid answer');
   if (config.shadowMode) logger.warn('SHADOW_MODE=true: guardian decisions are logged and counted, never enforced');
 
-  const proxy = await startProxy({ config, logger, guardian, processMetrics: true });
+  let proxy: Awaited<ReturnType<typeof startProxy>>;
+  try {
+    proxy = await startProxy({ config, logger, guardian, processMetrics: true });
+  } catch (err) {
+    // Unreadable key, certificate or token files are configuration problems, not crashes.
+    if (!(err instanceof StartupError)) throw err;
+    process.stderr.write(`a2a-guard: configuration error: ${err.message}\n`);
+    logDestination.flushSync();
+    process.exit(2);
+  }
   proxy.metrics.countLogDrops(() => logDestination.dropped);
   logger.info({ url: proxy.url, upstream: config.upstreamUrl.origin, guardian: guardian.describe, role: config.role, failMode: config.failMode }, 'a2a-guard listening');
 

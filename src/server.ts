@@ -3,10 +3,12 @@
  * `startProxy` is what main.ts and the tests call.
  */
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
+import { Agent as UndiciAgent } from 'undici';
 import type { Config } from './config';
-import { Metrics } from './admin/metrics';
+import { FastCounter, Metrics } from './admin/metrics';
 import { CardCache } from './a2a/card';
 import { HttpGuardian, type Guardian } from './aos/guardian';
 import { Identities } from './aos/identity';
@@ -14,6 +16,11 @@ import { createUpstream } from './proxy/forward';
 import { createProxyHandler } from './proxy/pipeline';
 import { BodyBudget } from './proxy/body';
 import { createProxyServer } from 'http-proxy-3';
+import { PROXY_OWNED_HEADERS } from './proxy/forward';
+import { WatchedFile } from './files';
+import { createLogger } from './log';
+import { setupIdentity } from './identity/setup';
+import { describeConnectError, listenerTls, outboundTls } from './tls';
 
 export interface ProxyInstance {
   readonly server: http.Server;
@@ -35,27 +42,77 @@ export interface StartOptions {
   readonly processMetrics?: boolean;
 }
 
-export function createGuardian(config: Config): Guardian {
-  if (config.guardianUrl === undefined) throw new Error('GUARDIAN_URL is not set and no embedded guardian was given');
-  return new HttpGuardian({ url: config.guardianUrl, token: config.guardianToken, timeoutMs: config.guardianTimeoutMs });
+/**
+ * The HTTP guardian the config names: TLS towards it (GUARDIAN_CA_FILE, ...), its bearer token from
+ * GUARDIAN_TOKEN or GUARDIAN_TOKEN_FILE (re-read when it changes: projected tokens rotate).
+ * Throws StartupError for unreadable files.
+ */
+export function createGuardian(config: Config, logger?: Logger): Guardian {
+  const url = config.guardianUrl;
+  if (url === undefined) throw new Error('GUARDIAN_URL is not set and no embedded guardian was given');
+  const log = logger ?? silentLogger();
+  const tls = outboundTls(config.tls.guardian, 'GUARDIAN', config.identity.refreshMs, log);
+  const tokenFile = config.guardianTokenFile === undefined
+    ? undefined
+    : WatchedFile.open(config.guardianTokenFile, { variable: 'GUARDIAN_TOKEN_FILE', intervalMs: config.identity.refreshMs, onProblem: (m) => log.warn(m) });
+  const tokenOf = (f: WatchedFile) => f.text().trim() || undefined;
+  let offToken: (() => void) | undefined;
+  const guardian = new HttpGuardian({
+    url,
+    token: tokenFile === undefined ? config.guardianToken : tokenOf(tokenFile),
+    timeoutMs: config.guardianTimeoutMs,
+    ...(tls.connect === undefined ? {} : { connect: tls.connect }),
+    logger: log,
+    describeFailure: (err) => describeConnectError(err, 'GUARDIAN', url.protocol === 'https:'),
+    onClose: () => {
+      tls.close();
+      offToken?.();
+    },
+  });
+  if (tokenFile !== undefined) {
+    if (tokenOf(tokenFile) === undefined) log.warn('GUARDIAN_TOKEN_FILE is empty: no token is sent until it has one');
+    offToken = tokenFile.onChange(() => {
+      guardian.setToken(tokenOf(tokenFile));
+      log.info('GUARDIAN_TOKEN_FILE changed: the new token is used from the next guardian call');
+    });
+  }
+  return guardian;
+}
+
+function silentLogger(): Logger {
+  return createLogger('silent');
 }
 
 export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const { config, logger } = opts;
   const metrics = new Metrics(opts.processMetrics ?? false);
-  const guardian = opts.guardian ?? createGuardian(config);
-  const upstreamCard = new CardCache({ base: config.upstreamUrl, ttlMs: config.cardTtlMs, logger, what: 'upstream' });
+  const guardian = opts.guardian ?? createGuardian(config, logger);
+  const upstreamTls = outboundTls(config.tls.upstream, 'UPSTREAM', config.identity.refreshMs, logger);
+  // The card fetch uses the same TLS settings as the calls it describes.
+  const cardDispatcher = upstreamTls.connect === undefined ? undefined : new UndiciAgent({ connect: upstreamTls.connect });
+  const upstreamCard = new CardCache({ base: config.upstreamUrl, ttlMs: config.cardTtlMs, logger, what: 'upstream', ...(cardDispatcher === undefined ? {} : { dispatcher: cardDispatcher }) });
   const observedCard = config.observedAgentCardUrl === undefined || config.role === 'server'
     ? undefined
     : new CardCache({ base: config.observedAgentCardUrl, ttlMs: config.cardTtlMs, logger, what: 'observed client' });
   const identities = new Identities({ overrides: config.observedAgent, role: config.role, upstreamCard, observedCard });
-  const upstream = createUpstream(config.upstreamUrl);
+  const upstream = createUpstream(config.upstreamUrl, upstreamTls.connect);
+  const identityOutcomes = new FastCounter('a2a_guard_caller_identities_total', 'Callers by how their identity was established (assertion, mtls, oidc, local, unverified, claimed, refused)', metrics.registry);
+  const identity = await setupIdentity(config, () => identities.observed('client'), logger, (outcome) => identityOutcomes.inc(outcome, () => ({ outcome })));
   const streams = new Set<() => void>();
   let draining = false;
   const bodyBudget = new BodyBudget(config.maxInflightBodyBytes);
-  const handler = createProxyHandler({ config, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, upstreamCard });
+  const handler = createProxyHandler({ config, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, upstreamCard, ...identity });
 
-  const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 }, handler);
+  const tls = listenerTls(config.tls.listener, config.identity.refreshMs, logger);
+  const serverOptions = { keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 };
+  const server: http.Server = tls === undefined ? http.createServer(serverOptions, handler) : https.createServer({ ...tls.options, ...serverOptions }, handler);
+  if (tls !== undefined) {
+    tls.watch(server as https.Server, logger);
+    // A failed handshake never reaches the handler: say why here (no client certificate, an untrusted one, plain HTTP...).
+    server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+      logger.info({ remote: socket.remoteAddress, code: err.code ?? 'error', cause: err.message }, 'TLS handshake with a caller failed');
+    });
+  }
   const sockets = new Set<Socket>();
   server.on('connection', (s) => {
     sockets.add(s);
@@ -68,8 +125,17 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
       socket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
       return;
     }
-    logger.warn({ path: req.url }, 'forwarding an HTTP upgrade uninspected (ALLOW_WEBSOCKETS=true)');
-    wsProxy().ws(req, socket, head);
+    // Uninspected, but not unidentified: IDENTITY_POLICY and bad credentials apply as to any call.
+    void identity.identify(req.headers, req.socket).then((who) => {
+      if (!who.ok) {
+        logger.info({ path: req.url, reason: who.message }, 'refused an HTTP upgrade');
+        socket.end('HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer realm="a2a-guard"\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+        return;
+      }
+      logger.warn({ path: req.url }, 'forwarding an HTTP upgrade uninspected (ALLOW_WEBSOCKETS=true)');
+      for (const h of PROXY_OWNED_HEADERS) delete req.headers[h];
+      wsProxy().ws(req, socket, head);
+    });
   });
   let ws: ReturnType<typeof createProxyServer> | undefined;
   const wsProxy = () => {
@@ -97,7 +163,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return {
     server,
-    url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${addr.port}`,
+    url: `${tls === undefined ? 'http' : 'https'}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${addr.port}`,
     metrics,
     guardian,
     upstreamCard,
@@ -128,6 +194,9 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
       });
       guardian.close();
       await upstream.close();
+      upstreamTls.close();
+      tls?.close();
+      await cardDispatcher?.close();
       ws?.close();
     },
   };

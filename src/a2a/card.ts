@@ -25,6 +25,8 @@ export interface CardCacheOptions {
   /** Back-off after a failed fetch, so a dead agent is not asked on every request. */
   readonly retryMs?: number;
   readonly timeoutMs?: number;
+  /** An undici dispatcher for TLS options (UPSTREAM_CA_FILE, ...); the global one when unset. */
+  readonly dispatcher?: object;
 }
 
 /**
@@ -80,7 +82,8 @@ export class CardCache {
     const problems: string[] = [];
     for (const url of cardUrls(this.opts.base)) {
       try {
-        const res = await fetch(url, { signal: AbortSignal.timeout(this.opts.timeoutMs ?? 5000), headers: { accept: 'application/json' } });
+        const init = { signal: AbortSignal.timeout(this.opts.timeoutMs ?? 5000), headers: { accept: 'application/json' }, ...(this.opts.dispatcher === undefined ? {} : { dispatcher: this.opts.dispatcher }) };
+        const res = await fetch(url, init as RequestInit);
         if (!res.ok) {
           problems.push(`${url.href}: HTTP ${res.status}`);
           await res.body?.cancel();
@@ -97,7 +100,9 @@ export class CardCache {
         this.opts.logger.debug({ card: url.href }, `${this.opts.what} agent card fetched`);
         return;
       } catch (err) {
-        problems.push(`${url.href}: ${(err as Error).message}`);
+        // fetch says only "fetch failed"; the socket's reason (a certificate problem, say) is its cause.
+        const cause = (err as { cause?: NodeJS.ErrnoException }).cause;
+        problems.push(`${url.href}: ${(err as Error).message}${cause === undefined ? '' : ` (${cause.code ?? 'error'}: ${cause.message})`}`);
       }
     }
     this.failedAt = Date.now();

@@ -5,6 +5,7 @@
  * costs a fast "unavailable" rather than a timeout per request.
  */
 import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
 import { Pool, type Dispatcher } from 'undici';
 import type { GuardianOutcome, GuardianFailureKind } from '../proxy/enforce';
 import type { Cancellation } from '../cancel';
@@ -28,6 +29,14 @@ export interface HttpGuardianOptions {
   readonly breakerThreshold?: number;
   /** How long the breaker stays open before one trial call. */
   readonly breakerCooldownMs?: number;
+  /** TLS towards the guardian (GUARDIAN_CA_FILE, ...; see src/tls.ts); undici's default when unset. */
+  readonly connect?: Pool.Options['connect'];
+  /** Where connection failures are reported with their cause (a certificate problem, say), once per cause and interval. */
+  readonly logger?: Logger;
+  /** Explains a connection failure (src/tls.ts describeConnectError). */
+  readonly describeFailure?: (err: unknown) => { code: string; cause: string; hint?: string };
+  /** Called by close() (file watchers of the token and TLS files). */
+  readonly onClose?: () => void;
 }
 
 interface RawReply {
@@ -36,7 +45,7 @@ interface RawReply {
 }
 
 class TransportError extends Error {
-  constructor(readonly kind: GuardianFailureKind, message: string, readonly retryable: boolean) {
+  constructor(readonly kind: GuardianFailureKind, message: string, readonly retryable: boolean, readonly socketError?: unknown) {
     super(message);
   }
 }
@@ -49,7 +58,8 @@ export class HttpGuardian implements Guardian {
   private readonly pool: Pool;
   private readonly origin: string;
   private readonly path: string;
-  private readonly headers: string[];
+  private headers: string[];
+  private lastFailureLog: { code: string; at: number } | undefined;
   private consecutiveFailures = 0;
   private openUntil = 0;
   /** Half-open: after the cooldown exactly one trial call is let through; the rest fail fast until it ends. */
@@ -60,10 +70,31 @@ export class HttpGuardian implements Guardian {
     this.origin = opts.url.origin;
     this.path = `${opts.url.pathname}${opts.url.search}`;
     // Keep-alive connections; our own deadline bounds each call, so undici's timeouts are off.
-    this.pool = new Pool(this.origin, { connections: 512, pipelining: 1, keepAliveTimeout: 4000, headersTimeout: 0, bodyTimeout: 0 });
-    this.headers = ['content-type', 'application/json', 'accept', 'application/json'];
-    if (opts.token !== undefined) this.headers.push('authorization', `Bearer ${opts.token}`);
+    this.pool = new Pool(this.origin, { connections: 512, pipelining: 1, keepAliveTimeout: 4000, headersTimeout: 0, bodyTimeout: 0, ...(opts.connect === undefined ? {} : { connect: opts.connect }) });
+    this.headers = HttpGuardian.headersFor(opts.token);
     this.describe = `${opts.url.origin}${opts.url.pathname}`;
+  }
+
+  private static headersFor(token: string | undefined): string[] {
+    const h = ['content-type', 'application/json', 'accept', 'application/json'];
+    if (token !== undefined) h.push('authorization', `Bearer ${token}`);
+    return h;
+  }
+
+  /** A new bearer token (GUARDIAN_TOKEN_FILE changed): used from the next call on. */
+  setToken(token: string | undefined): void {
+    this.headers = HttpGuardian.headersFor(token);
+  }
+
+  /** Connection failures are logged with their cause; the same cause at most every 30 s. */
+  private reportFailure(err: unknown): void {
+    const { logger, describeFailure } = this.opts;
+    if (logger === undefined) return;
+    const d = describeFailure?.(err) ?? { code: (err as NodeJS.ErrnoException).code ?? 'error', cause: (err as Error).message };
+    const now = Date.now();
+    if (this.lastFailureLog !== undefined && this.lastFailureLog.code === d.code && now - this.lastFailureLog.at < 30_000) return;
+    this.lastFailureLog = { code: d.code, at: now };
+    logger.warn({ guardian: this.describe, ...d }, 'guardian connection failed');
   }
 
   async decide(envelope: Envelope, json: string, caller?: Cancellation): Promise<GuardianOutcome> {
@@ -75,8 +106,9 @@ export class HttpGuardian implements Guardian {
     try {
       reply = await this.postWithRetry(json, now + this.opts.timeoutMs, caller);
     } catch (err) {
-      const e = err instanceof TransportError ? err : new TransportError('connect', (err as Error).message, false);
+      const e = err instanceof TransportError ? err : new TransportError('connect', (err as Error).message, false, err);
       if (halfOpen) this.trialInFlight = false;
+      if (e.kind === 'connect') this.reportFailure(e.socketError ?? e);
       // A caller that went away says nothing about the guardian's health.
       if (e.kind === 'cancelled') return { ok: false, kind: 'cancelled', detail: e.message };
       this.noteFailure();
@@ -96,13 +128,15 @@ export class HttpGuardian implements Guardian {
       if (reply.status < 200 || reply.status >= 300) return false;
       const parsed = PingAnswer.safeParse(JSON.parse(reply.body));
       return parsed.success && parsed.data.id === id && parsed.data.result.status === 'connected';
-    } catch {
+    } catch (err) {
+      if (err instanceof TransportError && err.kind === 'connect') this.reportFailure(err.socketError ?? err);
       return false;
     }
   }
 
   close(): void {
     this.pool.destroy().catch(() => undefined);
+    this.opts.onClose?.();
   }
 
   private noteFailure(): void {
@@ -174,7 +208,7 @@ export class HttpGuardian implements Guardian {
             if (err instanceof TransportError) return finish(() => reject(err));
             const code = err.code ?? 'error';
             // Retry only failures where the guardian cannot have started to answer.
-            finish(() => reject(new TransportError('connect', `${code}: ${err.message}`, !answered && RETRYABLE_CODES.has(code))));
+            finish(() => reject(new TransportError('connect', `${code}: ${err.message}`, !answered && RETRYABLE_CODES.has(code), err)));
           },
         },
       );

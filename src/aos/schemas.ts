@@ -26,8 +26,12 @@ export const Agent = z.looseObject({
 });
 export type Agent = z.infer<typeof Agent>;
 
-/** AOS `A2APartialAgentDetails` (spec 3.16.3): the peer, as its agent card names it. */
-export const PartialAgent = z.object({ url: z.string(), name: z.string(), version: z.string() });
+/**
+ * AOS `A2APartialAgentDetails` (spec 3.16.3): the peer, as its agent card names it. The caller of a
+ * server-side hook also carries `id` (an AOS Agent field) when verified, and `metadata.identity`
+ * saying whether and how it was verified (the schema allows further members; README "Identity").
+ */
+export const PartialAgent = z.object({ url: z.string(), name: z.string(), version: z.string(), id: z.string().optional(), metadata: JsonObject.optional() });
 export type PartialAgent = z.infer<typeof PartialAgent>;
 
 export const A2ARole = z.enum(['client', 'server']);

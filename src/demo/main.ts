@@ -48,6 +48,7 @@ export async function runDemo(opts: DemoOptions = {}): Promise<DemoResult> {
     out.line(`  guardian                      ${topo.guardian.url}  reference guardian, policy ${relative(projectRoot(), topo.guardian.policyFile)}`);
     const scenarios = await runConversation({
       sidecarUrl: topo.assistantGuard.url,
+      impostorUrl: topo.bakerGuard.url,
       out,
       observer: {
         guardianCalls: topo.guardian.calls,

@@ -10,14 +10,14 @@
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import type { Logger } from 'pino';
 import { configFrom } from '../config';
 import { createLogger } from '../log';
 import { startProxy, type ProxyInstance } from '../server';
 import { loadPolicy } from '../guardian/policy';
 import { createGuardianServer } from '../guardian/server';
-import { describeHook } from '../guardian/engine';
+import { describeHook, type PeerView } from '../guardian/engine';
 import type { Envelope } from '../aos/schemas';
 import { startCakeBaker, type CakeBaker } from './cake-baker';
 import { projectRoot, readEnvFile } from './envfile';
@@ -32,8 +32,8 @@ export interface GuardianCall {
   readonly phase: 'request' | 'response';
   /** The envelope's `reasoning` (client side only, from X-AOS-Reasoning). */
   readonly reasoning: string | undefined;
-  /** The peer agent as the guardian saw it. */
-  readonly peer: { readonly name: string; readonly url: string };
+  /** The peer agent as the guardian saw it, and whether (and how) a sidecar verified it. */
+  readonly peer: PeerView;
   readonly decision: string;
   readonly message: string;
   readonly reasonCode: readonly string[];
@@ -140,6 +140,13 @@ function toCall(seq: number, requestText: string, answerText: string | undefined
   };
 }
 
+/** A sidecar's env file, with relative *_FILE paths (the demo keys) resolved against the project root. */
+function sidecarEnvFile(root: string, name: string): Record<string, string> {
+  const env = readEnvFile(join(root, 'config', name));
+  for (const [k, v] of Object.entries(env)) if (k.endsWith('_FILE') && v !== '' && !isAbsolute(v)) env[k] = join(root, v);
+  return env;
+}
+
 export async function startTopology(opts: TopologyOptions = {}): Promise<Topology> {
   const root = projectRoot();
   const logLevel = opts.logLevel ?? 'silent';
@@ -156,11 +163,11 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
     started.push(baker);
 
     const local = { PORT: '0', HOST: '127.0.0.1', GUARDIAN_URL: guardian.url, LOG_LEVEL: logLevel, ...opts.sidecarEnv };
-    const bakerGuardConfig = configFrom({ ...readEnvFile(join(root, 'config', 'cake-baker-guard.env')), ...local, UPSTREAM_URL: baker.origin });
+    const bakerGuardConfig = configFrom({ ...sidecarEnvFile(root, 'cake-baker-guard.env'), ...local, UPSTREAM_URL: baker.origin });
     const bakerGuard = await startProxy({ config: bakerGuardConfig, logger: logger.child({ sidecar: 'cake-baker-guard' }) });
     started.push(bakerGuard);
 
-    const assistantGuardConfig = configFrom({ ...readEnvFile(join(root, 'config', 'cooking-assistant-guard.env')), ...local, UPSTREAM_URL: bakerGuard.url });
+    const assistantGuardConfig = configFrom({ ...sidecarEnvFile(root, 'cooking-assistant-guard.env'), ...local, UPSTREAM_URL: bakerGuard.url });
     const assistantGuard = await startProxy({ config: assistantGuardConfig, logger: logger.child({ sidecar: 'cooking-assistant-guard' }) });
     started.push(assistantGuard);
 

@@ -85,7 +85,21 @@ export interface HookView {
   readonly phase: Phase;
   /** Role of the observed agent (the context side carrying a full AOS Agent). */
   readonly side: Side;
-  readonly peer: { readonly name: string; readonly url: string };
+  readonly peer: PeerView;
+}
+
+/** The peer agent of a hook, and whether a proxy verified who it is. */
+export interface PeerView {
+  readonly name: string;
+  readonly url: string;
+  /** The verified agent id (present when verified). */
+  readonly id?: string;
+  /** client = the caller of a server-side hook; server = the agent a client-side hook calls. */
+  readonly role: Side;
+  /** `agent.metadata.identity.verified === true`: the proxy verified it (assertion, mTLS, OIDC, or its own agent). */
+  readonly verified: boolean;
+  /** How it was verified (`agent.metadata.identity.source`), when verified. */
+  readonly source?: string;
 }
 
 export function describeHook(envelope: Envelope): HookView {
@@ -99,7 +113,21 @@ export function describeHook(envelope: Envelope): HookView {
     operation,
     phase: phaseOf(payload, context.from.role),
     side: observed.role,
-    peer: { name: peer.agent.name, url: peer.agent.url },
+    peer: peerView(peer),
+  };
+}
+
+function peerView(ctx: AgentContext): PeerView {
+  const agent = ctx.agent as { name: string; url: string; id?: unknown; metadata?: unknown };
+  const marker = (agent.metadata as { identity?: { verified?: unknown; source?: unknown } } | null | undefined)?.identity;
+  const verified = marker?.verified === true;
+  return {
+    name: agent.name,
+    url: agent.url,
+    ...(verified && typeof agent.id === 'string' ? { id: agent.id } : {}),
+    role: ctx.role,
+    verified,
+    ...(verified && typeof marker?.source === 'string' ? { source: marker.source } : {}),
   };
 }
 
@@ -201,12 +229,23 @@ function buildMaskSet(rules: readonly MaskRule[]): MaskSet {
 // Peers
 // ---------------------------------------------------------------------------------------------
 
-function checkPeer(peers: PeerPolicy, peer: HookView['peer']): SuccessResult | undefined {
+/**
+ * Peer rules match identities only where they are verified: the caller of a server-side hook counts
+ * as identified only when the proxy verified it (`metadata.identity.verified`), so a caller that
+ * merely claims an allowed name in X-AOS-Agent-* headers is "unknown". The agent a client-side hook
+ * calls is the one UPSTREAM_URL names (chosen by the operator) and is matched by its card. Block
+ * rules also match what an unverified caller claims: refusing a claim can only be stricter. Globs
+ * see the name and URL as sent and in canonical form (NFKC; WHATWG URL).
+ */
+function checkPeer(peers: PeerPolicy, peer: PeerView): SuccessResult | undefined {
   if (peers.block.length === 0 && peers.allow.length === 0 && peers.allowUnknown) return undefined;
-  const forms = [peer.name, canonicalName(peer.name), peer.url, canonicalUrl(peer.url)];
+  const forms = [peer.name, canonicalName(peer.name), peer.url, canonicalUrl(peer.url), ...(peer.id === undefined ? [] : [peer.id])];
   const matches = (re: RegExp): boolean => forms.some((form) => re.test(form));
   const label = `"${peer.name}" (${peer.url})`;
   if (peers.block.some(matches)) return denyAnswer(`Peer agent ${label} is blocked by policy.`, ['PEER_BLOCKED']);
+  if (peer.role === 'client' && !peer.verified) {
+    return peers.allowUnknown ? undefined : denyAnswer('Calling agent has no verified identity.', ['PEER_UNKNOWN']);
+  }
   if (isUnknownValue(peer.name) && isUnknownValue(peer.url)) {
     return peers.allowUnknown ? undefined : denyAnswer('Peer agent did not identify itself.', ['PEER_UNKNOWN']);
   }

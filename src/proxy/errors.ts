@@ -6,7 +6,7 @@
 import type { JsonRpcId } from '../aos/schemas';
 
 export type ProxyErrorKind =
-  | 'denied' | 'guardianUnavailable' | 'rejected' | 'upstreamUnavailable' | 'overloaded'
+  | 'denied' | 'guardianUnavailable' | 'rejected' | 'upstreamUnavailable' | 'overloaded' | 'unauthenticated'
   // Refusals of what the agent would refuse too: the binding's standard codes, with the proxy's ErrorInfo.
   | 'parseError' | 'invalidRequest' | 'invalidParams' | 'methodNotFound' | 'notFound' | 'contentTypeNotSupported' | 'versionNotSupported';
 
@@ -32,6 +32,8 @@ const KINDS: Record<ProxyErrorKind, KindInfo> = {
   notFound: { code: -32601, reason: 'REQUEST_REJECTED', httpStatus: 404, grpcStatus: 'NOT_FOUND', defaultMessage: 'Not found' },
   contentTypeNotSupported: { code: -32005, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'INVALID_ARGUMENT', defaultMessage: 'Content type not supported' },
   versionNotSupported: { code: -32009, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'UNIMPLEMENTED', defaultMessage: 'A2A version not supported' },
+  // The caller's identity could not be verified (IDENTITY_POLICY=required, or a bad credential).
+  unauthenticated: { code: -31401, reason: 'UNAUTHENTICATED', httpStatus: 401, grpcStatus: 'UNAUTHENTICATED', defaultMessage: 'Caller identity not verified' },
 };
 
 /** A2A's own ErrorInfo reason for the standard refusals (google.rpc.ErrorInfo, domain a2a-protocol.org). */
@@ -46,6 +48,7 @@ export const ERROR_CODES = {
   rejected: KINDS.rejected.code,
   upstreamUnavailable: KINDS.upstreamUnavailable.code,
   overloaded: KINDS.overloaded.code,
+  unauthenticated: KINDS.unauthenticated.code,
 } as const;
 
 export interface ProxyError {

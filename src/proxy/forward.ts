@@ -7,6 +7,7 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'n
 import { Pool, type Dispatcher } from 'undici';
 import type { PartialAgent } from '../aos/schemas';
 import { AGENT_HEADERS, encodeAgentHeader } from '../aos/identity';
+import { ASSERTION_HEADER } from '../identity/types';
 
 export interface Upstream {
   readonly url: URL;
@@ -16,10 +17,11 @@ export interface Upstream {
   close(): Promise<void>;
 }
 
-export function createUpstream(url: URL): Upstream {
+/** `connect`: the TLS connector for an https upstream (UPSTREAM_CA_FILE, ...; see src/tls.ts), else undici's default. */
+export function createUpstream(url: URL, connect?: Pool.Options['connect']): Upstream {
   // Agents close idle connections after ~5 s (Node's default); idle ones are dropped a little sooner.
   // Streams may be quiet for long: no undici timeouts, callers going away abort the call.
-  const pool = new Pool(url.origin, { connections: null, pipelining: 1, keepAliveTimeout: 4000, headersTimeout: 0, bodyTimeout: 0 });
+  const pool = new Pool(url.origin, { connections: null, pipelining: 1, keepAliveTimeout: 4000, headersTimeout: 0, bodyTimeout: 0, ...(connect === undefined ? {} : { connect }) });
   return {
     url,
     basePath: url.pathname.replace(/\/+$/, ''),
@@ -46,6 +48,8 @@ export interface RequestHeaderRules {
   readonly reasoningHeader: string;
   /** ROLE=client/both: the observed agent announced to the server side. */
   readonly announce: PartialAgent | undefined;
+  /** ROLE=client/both: the signed identity assertion for the upstream (X-AOS-Agent-Assertion). */
+  readonly assertion?: string | undefined;
   /** Forwarded under FAIL_MODE=open / shadow without a valid decision. */
   readonly unchecked: boolean;
   /** Length of the body the proxy sends, or null to send none. */
@@ -97,6 +101,7 @@ export function forwardRequestHeaders(incoming: IncomingHttpHeaders, rules: Requ
     out[AGENT_HEADERS.url] = encodeAgentHeader(rules.announce.url);
     out[AGENT_HEADERS.version] = encodeAgentHeader(rules.announce.version);
   }
+  if (rules.assertion !== undefined) out[ASSERTION_HEADER] = rules.assertion;
   if (rules.unchecked) out['x-aos-unchecked'] = 'true';
   if (rules.remoteAddress !== undefined) {
     const prior = incoming['x-forwarded-for'];
@@ -105,6 +110,14 @@ export function forwardRequestHeaders(incoming: IncomingHttpHeaders, rules: Requ
   if (incoming['x-forwarded-proto'] === undefined) out['x-forwarded-proto'] = rules.encrypted ? 'https' : 'http';
   if (incoming['x-forwarded-host'] === undefined && incoming.host !== undefined) out['x-forwarded-host'] = incoming.host;
   return out;
+}
+
+/** Headers only this proxy may set (the reasoning header aside, which is configurable). */
+export const PROXY_OWNED_HEADERS: readonly string[] = ['x-aos-unchecked', AGENT_HEADERS.name, AGENT_HEADERS.url, AGENT_HEADERS.version, ASSERTION_HEADER];
+const PROXY_OWNED = new Set<string>(PROXY_OWNED_HEADERS);
+
+function isProxyOwned(name: string, reasoningHeader: string): boolean {
+  return PROXY_OWNED.has(name) || name === reasoningHeader;
 }
 
 /** One header's value as text (repeated headers joined with ", "), or undefined when absent. */

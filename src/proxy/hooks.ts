@@ -9,13 +9,14 @@ import type { Metrics } from '../admin/metrics';
 import type { Operation } from '../a2a/operations';
 import type { Binding } from '../a2a/classify';
 import type { Guardian } from '../aos/guardian';
-import { type Identities, type Side, type Phase, hookContext, partialFromHeaders } from '../aos/identity';
+import { type Identities, type Side, type Phase, hookContext } from '../aos/identity';
 import { buildEnvelope, envelopeJson } from '../aos/envelope';
 import type { A2AContext, Agent, JsonObject, JsonRpcId, PartialAgent } from '../aos/schemas';
 import type { Cancellation } from '../cancel';
 import { enforce, type HookAction, type HookDecision } from './enforce';
 import type { ProxyError } from './errors';
 import type { UpstreamHandle } from './forward';
+import type { VerifiedIdentity } from '../identity/types';
 
 export interface HookDeps {
   readonly config: Config;
@@ -45,6 +46,10 @@ export interface Exchange {
   readonly req: IncomingMessage;
   /** Fires when the caller goes away: guardian calls for this exchange are abandoned. */
   readonly caller: Cancellation;
+  /** The verified caller (undefined: none, under IDENTITY_POLICY=optional or claims). */
+  readonly identity: VerifiedIdentity | undefined;
+  /** The caller as server-side hooks show it (`from` of a request): verified, unknown or claimed. */
+  readonly callerPeer: PartialAgent;
   /** The upstream request once sent (aborted when the caller goes away). */
   upReq?: UpstreamHandle;
   readonly hooks: HookRecord[];
@@ -74,10 +79,9 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
   const { config, logger, metrics } = deps;
 
   /** Who the observed agent is talking to, for one hook side. */
-  function peerOf(side: Side, req: IncomingMessage): PartialAgent {
-    if (side === 'client') return deps.identities.upstreamPeer();
-    // ROLE=both sees the client directly: its own observed client is the caller.
-    return config.role === 'both' ? deps.identities.clientAsPeer() : partialFromHeaders(req.headers);
+  function peerOf(side: Side, ex: Exchange): PartialAgent {
+    // Server side: the caller as identified for this call (ROLE=both: its own observed client).
+    return side === 'client' ? deps.identities.upstreamPeer() : ex.callerPeer;
   }
 
   // Context JSON per observed agent (a new object whenever its card changes), side, phase and peer:
@@ -86,7 +90,8 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
   function contextJson(observed: Agent, side: Side, phase: Phase, peer: PartialAgent, context: A2AContext): string {
     let byPeer = contextJsonCache.get(observed);
     if (byPeer === undefined) contextJsonCache.set(observed, (byPeer = new Map()));
-    const key = `${side}\n${phase}\n${peer.url}\n${peer.name}\n${peer.version}`;
+    // A caller's identity marker (metadata) is part of what the guardian sees, so part of the key.
+    const key = `${side}\n${phase}\n${peer.url}\n${peer.name}\n${peer.version}${peer.metadata === undefined ? '' : `\n${peer.id ?? ''}\n${JSON.stringify(peer.metadata)}`}`;
     let json = byPeer.get(key);
     if (json === undefined) {
       json = JSON.stringify(context);
@@ -100,7 +105,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     const { ex, phase } = input;
     const observed = deps.identities.observed(side);
     // Once per side and call: a stream's events all go to the same peer.
-    const peer = (ex.peers[side] ??= peerOf(side, ex.req));
+    const peer = (ex.peers[side] ??= peerOf(side, ex));
     const context = hookContext(side, phase, observed, peer);
     const reasoning = side === 'client' && phase === 'request' ? input.reasoning : undefined;
     const envelope = buildEnvelope({ method: ex.op.aosMethod, payload, context, reasoning });

@@ -23,6 +23,8 @@ import { createHookRunner, summarize, type Exchange, type HookRun } from './hook
 import { isEventStream, relayPlain, relayStreamInspected, relayUnaryInspected, sendError, type RelayContext } from './responses';
 import { publicBase, serveCard } from './card-route';
 import { Cancellation } from '../cancel';
+import type { CallerIdentifier, CallerResult } from '../identity/caller';
+import { describeConnectError } from '../tls';
 
 export interface ProxyDeps {
   readonly config: Config;
@@ -39,6 +41,10 @@ export interface ProxyDeps {
   readonly bodyBudget: BodyBudget;
   /** The agent's card: names its REST and JSON-RPC endpoints. */
   readonly upstreamCard: CardCache;
+  /** Who is calling (verified sources, then IDENTITY_POLICY); see src/identity/caller.ts. */
+  readonly identify: CallerIdentifier;
+  /** ROLE=client/both with a signing key: a fresh identity assertion for the upstream. */
+  readonly signAssertion: (() => Promise<string>) | undefined;
 }
 
 /** Request hooks run client side first; responses travel back, so server side first. */
@@ -97,6 +103,9 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
 
     const lease = deps.bodyBudget.lease();
     res.once('close', lease.release);
+    // Identity checks and signing start now and run while the body arrives and the guardian is asked.
+    const who = identifyCaller(req);
+    const assertion = signFor();
     let body: Buffer | null = null;
     if (hasBody(req)) {
       // Refusals before classification answer in the form of the binding the path belongs to.
@@ -116,21 +125,46 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       case 'reject':
         return refuse(res, c.error, c.id, c.binding);
       case 'card':
+        // Discovery stays public: the card is what a caller needs to learn how to authenticate.
         return serveCard(deps, req, res, c.target);
-      case 'other':
+      case 'other': {
+        const known = await who;
+        if (!known.ok) return refuse(res, proxyError('unauthenticated', known.message, { ...known.metadata }), null, c.method === undefined ? 'rest' : 'jsonrpc');
         metrics.call(c.why === 'passthrough' ? 'passthrough' : 'other', 'forwarded');
         logger.info({ path: c.target.split('?')[0], verb, why: c.why, ...(c.method === undefined ? {} : { method: c.method.slice(0, 64) }) }, c.why === 'passthrough' ? 'passthrough forwarded unjudged' : 'non-A2A request forwarded unjudged (NON_A2A=forward)');
-        return forward(req, res, { verb, path: c.target, body: c.body, unchecked: false, rebuilt: undefined }, undefined, lease);
-      case 'a2a':
-        return handleA2A(req, res, c, lease);
+        return forward(req, res, { verb, path: c.target, body: c.body, unchecked: false, rebuilt: undefined, assertion: await assertion }, undefined, lease);
+      }
+      case 'a2a': {
+        const known = await who;
+        if (!known.ok) return refuse(res, proxyError('unauthenticated', known.message, { ...known.metadata }), c.id, c.binding);
+        return handleA2A(req, res, c, known, assertion, lease);
+      }
     }
   }
 
-  async function handleA2A(req: IncomingMessage, res: ServerResponse, c: A2ACall, lease: BodyLease): Promise<void> {
+  function identifyCaller(req: IncomingMessage): Promise<CallerResult> {
+    return deps.identify(req.headers, req.socket).catch((err: unknown) => {
+      logger.error({ err: (err as Error).message }, 'caller identity could not be checked');
+      return { ok: false as const, message: 'Caller identity could not be checked', metadata: {} };
+    });
+  }
+
+  /** A signed assertion for the upstream, or undefined (no signing key, or signing failed: the server side decides). */
+  function signFor(): Promise<string | undefined> {
+    if (deps.signAssertion === undefined) return Promise.resolve(undefined);
+    return deps.signAssertion().catch((err: unknown) => {
+      logger.error({ err: (err as Error).message }, 'could not sign the identity assertion; forwarding without it');
+      return undefined;
+    });
+  }
+
+  async function handleA2A(
+    req: IncomingMessage, res: ServerResponse, c: A2ACall, known: Extract<CallerResult, { ok: true }>, assertion: Promise<string | undefined>, lease: BodyLease,
+  ): Promise<void> {
     // The caller going away cancels the guardian calls and everything after them.
     const ex: Exchange = {
       started: performance.now(), op: c.op, binding: c.binding, wireMethod: String(c.request.method), id: c.id, req, caller: new Cancellation(),
-      hooks: [], peers: {}, decision: 'allow', upstreamStatus: null, events: 0,
+      identity: known.identity, callerPeer: known.peer, hooks: [], peers: {}, decision: 'allow', upstreamStatus: null, events: 0,
     };
     // One close listener per call: cancel guardian calls and the upstream request, then log.
     res.once('close', () => {
@@ -165,8 +199,10 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       return sendError(res, c.binding, proxyError('rejected', `Request cannot be rebuilt: ${rebuilt}`), c.id);
     }
     ex.decision = summarize(ex.hooks, 'request');
+    const signed = await assertion;
+    if (res.destroyed) return;
     metrics.call(c.op.aosMethod, 'forwarded');
-    forward(req, res, { verb: rebuilt.verb, path: rebuilt.path, body: rebuilt.body, unchecked: run.unchecked, rebuilt: { version: rebuilt.version, json: true } }, ex, lease);
+    forward(req, res, { verb: rebuilt.verb, path: rebuilt.path, body: rebuilt.body, unchecked: run.unchecked, rebuilt: { version: rebuilt.version, json: true }, assertion: signed }, ex, lease);
   }
 
   function forward(req: IncomingMessage, res: ServerResponse, up: UpstreamRequest, ex: Exchange | undefined, lease: BodyLease): void {
@@ -174,6 +210,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       role: config.role,
       reasoningHeader: config.reasoningHeader,
       announce: config.role === 'server' ? undefined : deps.identities.clientAsPeer(),
+      assertion: up.assertion,
       unchecked: up.unchecked,
       bodyLength: up.body === null ? (hasBody(req) || up.verb === 'POST' ? 0 : null) : up.body.length,
       upstreamHost: deps.upstream.url.host,
@@ -205,7 +242,8 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         metrics.upstreamErrors.inc();
         if (ex !== undefined) ex.error = err.message;
         if (res.destroyed) return;
-        logger.warn({ err: err.message, path: pathOnly(up.path) }, 'upstream agent unreachable');
+        // With the reason and, for certificate problems, the variable to change.
+        logger.warn({ err: err.message, ...describeConnectError(err, 'UPSTREAM', deps.upstream.url.protocol === 'https:'), path: pathOnly(up.path) }, 'upstream agent unreachable');
         const e = proxyError('upstreamUnavailable', 'Upstream agent unreachable', { cause: (err as NodeJS.ErrnoException).code ?? 'error' });
         // Traffic that is not A2A gets a plain HTTP 502 (REST form), not a JSON-RPC body.
         if (!res.headersSent) sendError(res, ex?.binding ?? 'rest', e, ex?.id ?? null);
@@ -269,6 +307,8 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       totalMs: round(performance.now() - ex.started),
       a2aId: ex.id,
       envelopeId: first?.envelopeId,
+      // Who called, when verified (the subject names an agent or workload; it is not a secret).
+      ...(ex.identity === undefined || ex.identity.source === 'local' ? {} : { caller: ex.identity.subject, callerSource: ex.identity.source }),
       // The per-hook list only when it says more than the fields above (several hooks, or a failure).
       ...(ex.hooks.length > 1 || first?.failure !== undefined
         ? { hooks: ex.hooks.map((h) => ({ side: h.side, phase: h.phase, decision: h.decision, envelopeId: h.envelopeId, ms: round(h.guardianMs), failure: h.failure })) }
@@ -286,6 +326,8 @@ interface UpstreamRequest {
   readonly body: Buffer | null;
   readonly unchecked: boolean;
   readonly rebuilt: { readonly version: string | undefined; readonly json: boolean } | undefined;
+  /** ROLE=client/both: this proxy's signed identity assertion for the upstream. */
+  readonly assertion?: string | undefined;
 }
 
 /** Before classification (a body too large, undecodable): the binding the path most likely belongs to. */

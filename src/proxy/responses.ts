@@ -73,6 +73,8 @@ export function sendError(res: ServerResponse, binding: Binding, err: ProxyError
   const unread = err.httpStatus === 413 || err.httpStatus === 408 || err.kind === 'overloaded';
   const httpStatus = unread ? (err.httpStatus ?? status) : status;
   if (unread) headers.connection = 'close';
+  // RFC 9110 11.6.1: a 401 names how to authenticate.
+  if (httpStatus === 401) headers['www-authenticate'] = 'Bearer realm="a2a-guard"';
   res.writeHead(httpStatus, headers);
   res.end(body);
 }

@@ -17,6 +17,7 @@ import { loadConfig } from '../../src/config';
 import { readGuardianConfig } from '../../src/guardian/main';
 import { loadPolicy } from '../../src/guardian/policy';
 import { parseEnvFile } from '../../src/demo/envfile';
+import { parseSigningKey, parseTrustedJwks } from '../../src/identity/keys';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -217,7 +218,7 @@ function listenPorts(name: string): number[] {
   return [];
 }
 
-const URL_VARS = ['UPSTREAM_URL', 'GUARDIAN_URL', 'SIDECAR_URL', 'SIDECAR_READY_URL', 'PUBLIC_URL'];
+const URL_VARS = ['UPSTREAM_URL', 'GUARDIAN_URL', 'SIDECAR_URL', 'SIDECAR_READY_URL', 'PUBLIC_URL', 'IMPOSTOR_URL', 'ASSERTION_AUDIENCE'];
 
 describe('docker-compose.yml', () => {
   test('parses into the five demo services', () => {
@@ -305,7 +306,7 @@ describe('docker-compose.yml', () => {
         links.push(`${name} ${v} -> ${u.hostname}:${port}`);
       }
     }
-    expect(links.length).toBeGreaterThanOrEqual(7);
+    expect(links.length).toBeGreaterThanOrEqual(10);
   });
 
   test('the guardian\'s policy file is in the image and valid', () => {
@@ -323,6 +324,34 @@ describe('docker-compose.yml', () => {
       for (const d of deps as unknown[]) expect(names).toContain(d);
     }
     expect(composeText).not.toMatch(/service_healthy|healthcheck/);
+  });
+});
+
+describe('signed identity assertions between the sidecars', () => {
+  test('the baker\'s sidecar requires a verified caller and trusts exactly the key the assistant\'s sidecar signs with', async () => {
+    const server = loadConfig(envOf(services['cake-baker-guard'] as Service));
+    const client = loadConfig(envOf(services['cooking-assistant-guard'] as Service));
+    if (!server.ok || !client.ok) throw new Error('invalid sidecar configuration');
+    expect(server.config.identity.policy).toBe('required');
+    // The assistant signs for the audience the baker's sidecar accepts (its URL in compose).
+    expect(client.config.identity.audiences).toEqual(server.config.identity.audiences);
+    expect(server.config.identity.audiences).toEqual([client.config.upstreamUrl.origin]);
+    const keyFile = client.config.identity.signingKeyFile as string;
+    const trustFile = server.config.identity.trustJwksFile as string;
+    // Relative to the image's WORKDIR (/app), where config/ is copied; clearly marked as demo keys.
+    for (const f of [keyFile, trustFile]) {
+      expect(f).toMatch(/^config\/demo-keys\/.*DEMO-ONLY/);
+      expect(existsSync(join(ROOT, f))).toBe(true);
+    }
+    const signing = await parseSigningKey(readFileSync(join(ROOT, keyFile), 'utf8'));
+    const trusted = parseTrustedJwks(readFileSync(join(ROOT, trustFile), 'utf8'));
+    expect(trusted.keys.map((k) => k.kid)).toEqual([signing.kid]);
+    expect(trusted.keys[0]).toMatchObject({ x: signing.publicJwk.x, y: signing.publicJwk.y, crv: signing.publicJwk.crv });
+    expect(readFileSync(join(ROOT, 'config', 'demo-keys', 'README.md'), 'utf8')).toMatch(/DEMO-ONLY keys — never use them anywhere else/);
+  });
+
+  test('the scripted conversation includes the impostor (it calls the baker\'s sidecar directly)', () => {
+    expect(envOf(services['cooking-assistant'] as Service)['IMPOSTOR_URL']).toBe('http://cake-baker-guard:8080');
   });
 });
 

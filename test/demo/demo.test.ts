@@ -33,7 +33,7 @@ describe('in-process demo (npm run demo)', () => {
   test('every scenario behaved as expected, each with its own checks', () => {
     expect(result.mode).toBe('in-process');
     expect(result.scenarios.map((s) => s.name)).toEqual([
-      'discovery', 'allowed-question', 'pii-masked', 'denied', 'streamed', 'cancel-denied', 'resubscribe', 'cancel-allowed', 'reasoning-private',
+      'discovery', 'allowed-question', 'pii-masked', 'denied', 'impostor', 'streamed', 'cancel-denied', 'resubscribe', 'cancel-allowed', 'reasoning-private',
     ]);
     for (const s of result.scenarios) {
       expect({ name: s.name, failed: s.checks.filter((c) => !c.ok).map((c) => c.what) }).toEqual({ name: s.name, failed: [] });
@@ -57,6 +57,16 @@ describe('in-process demo (npm run demo)', () => {
     expect(s.details['bakerReceived']).toEqual([SCRIPT.question]);
     expect(s.details['state']).toBe('completed');
     expect(s.details['answer']).toMatch(/cheesecake/i);
+    expect(s.details['callerVerifiedBy']).toBe('assertion');
+  });
+
+  test('impostor: claimed headers and a self-signed assertion are both refused with -31401 before any guardian call', () => {
+    const s = scenario(result, 'impostor');
+    const errors = s.details['errors'] as Array<{ code: number; reason: string; message: string }>;
+    expect(errors.map((e) => [e.code, e.reason])).toEqual([[-31401, 'UNAUTHENTICATED'], [-31401, 'UNAUTHENTICATED']]);
+    expect(errors[0]?.message).toMatch(/no verified identity/);
+    expect(errors[1]?.message).toMatch(/assertion signature does not verify/);
+    expect(s.details['hooks']).toBeUndefined();
   });
 
   test('personal data: the client side masks it, the baker never sees it', () => {
@@ -121,6 +131,7 @@ describe('in-process demo (npm run demo)', () => {
     expect(text).toMatch(/cooking-assistant-guard \(client request\)\s+message\/send\s+MODIFY/);
     expect(text).toMatch(/baker received\s+"Please e-mail the receipt for my order to \[EMAIL\] and charge my card \[CARD\]\."/);
     expect(text).toMatch(/error -31403/);
+    expect(text).toMatch(/impostor got\s+error -31401: Caller identity required/);
     expect(text).toContain('DEMO OK');
   });
 });
@@ -129,10 +140,10 @@ describe('remote mode (the containerized Cooking assistant)', () => {
   test('the conversation passes knowing only the sidecar URL', async () => {
     const topo = await startTopology();
     try {
-      const r = await runRemote({ SIDECAR_URL: topo.assistantGuard.url, WAIT_TIMEOUT_MS: '10000' }, true);
+      const r = await runRemote({ SIDECAR_URL: topo.assistantGuard.url, IMPOSTOR_URL: topo.bakerGuard.url, WAIT_TIMEOUT_MS: '10000' }, true);
       expect(r.mode).toBe('remote');
       expect(r.scenarios.map((s) => s.name)).toEqual([
-        'discovery', 'allowed-question', 'pii-masked', 'denied', 'streamed', 'cancel-denied', 'resubscribe', 'cancel-allowed',
+        'discovery', 'allowed-question', 'pii-masked', 'denied', 'impostor', 'streamed', 'cancel-denied', 'resubscribe', 'cancel-allowed',
       ]);
       for (const s of r.scenarios) expect({ name: s.name, failed: s.checks.filter((c) => !c.ok).map((c) => c.what) }).toEqual({ name: s.name, failed: [] });
       expect(r.ok).toBe(true);

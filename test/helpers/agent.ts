@@ -421,9 +421,10 @@ export const BINDING_VERSIONS: ReadonlyArray<readonly [Binding, A2AVersion]> = [
  * The card is fetched from `<cardBaseUrl>/.well-known/agent-card.json`; the client then calls
  * the URL written in the card.
  */
-export async function makeClient(cardBaseUrl: string, binding: Binding, version: A2AVersion = '1.0'): Promise<Client> {
+export async function makeClient(cardBaseUrl: string, binding: Binding, version: A2AVersion = '1.0', opts: { fetchImpl?: typeof fetch } = {}): Promise<Client> {
   const { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } = sdkClient;
-  const compat = { legacyCompat: { enabled: true } };
+  // `fetchImpl`: e.g. a fetch over TLS with a test CA and client certificate, or one that adds a bearer token.
+  const compat = { legacyCompat: { enabled: true }, ...(opts.fetchImpl === undefined ? {} : { fetchImpl: opts.fetchImpl }) };
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
       cardResolver: new DefaultAgentCardResolver(compat),

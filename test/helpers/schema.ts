@@ -180,13 +180,14 @@ export function validateAgent(obj: unknown): string[] {
 export interface ValidateAosOptions {
   /**
    * Which side carries the observed agent's full `Agent` (checked with validateAgent):
-   * 'from' | 'to' | 'auto' (default: any side whose agent has keys beyond url/name/version) | 'none'.
+   * 'from' | 'to' | 'auto' (default: any side whose agent has keys beyond url/name/version/id/metadata) | 'none'.
    * Request hooks: client side → 'from', server side → 'to'. Response hooks: the reverse.
    */
   fullSide?: 'from' | 'to' | 'auto' | 'none';
 }
 
-const PARTIAL_KEYS = new Set(['url', 'name', 'version']);
+// A verified caller also carries `id` and `metadata.identity` (README "Identity"); it is still the partial side.
+const PARTIAL_KEYS = new Set(['url', 'name', 'version', 'id', 'metadata']);
 
 /**
  * Validate an AOS A2A envelope (4.8 request hook, or 4.9 response hook: same shape) for

@@ -147,7 +147,9 @@ function shapeProblems(seed: any, env: any, observedSide: 'from' | 'to', expectR
       for (const k of seedAgentKeys) if (!(k in (a?.agent ?? {}))) problems.push(`context.${side}.agent lacks ${k}`);
       same(`context.${side}.agent.provider`, keys(s.agent.provider), keys(a?.agent?.provider));
     } else {
-      same(`context.${side}.agent`, seedAgentKeys.sort(), keys(a?.agent));
+      // The caller's identity marker (`metadata.identity`, and `id` when verified) is the proxy's addition
+      // (README "Identity"); the schema allows it. Everything else matches the seed.
+      same(`context.${side}.agent`, seedAgentKeys.sort(), keys(a?.agent).filter((k) => k !== 'metadata' && k !== 'id'));
     }
   }
   for (const [k, v] of Object.entries({ jsonrpc: env.jsonrpc, idType: typeof env.id, methodType: typeof env.method })) {
@@ -395,7 +397,8 @@ describe.each(ROLES)('ROLE=%s', (role) => {
         expect(ctx.from.agent).toEqual(CLIENT_AGENT);
         expect(ctx.to.agent).toEqual({ url: `${agent.origin}/a2a/jsonrpc`, name: 'Cake Baker', version: '2.0.0' });
       } else {
-        expect(ctx.from.agent).toEqual(kind === 'raw-seed' ? SEED_CALLER : { url: 'unknown', name: 'unknown', version: 'unknown' });
+        // IDENTITY_POLICY=optional (the default): the seed's X-AOS-Agent-* claim is not believed; nothing verified it.
+        expect(ctx.from.agent).toEqual({ url: 'unknown', name: 'unknown', version: 'unknown', metadata: { identity: { verified: false } } });
         expect(ctx.to.agent).toMatchObject({
           id: 'cake-baker-42',
           name: 'Cake Baker',
@@ -432,7 +435,7 @@ describe.each(ROLES)('ROLE=%s', (role) => {
         expect(got.headers['x-aos-agent-url']).toBe(CLIENT_AGENT.url);
         expect(got.headers['x-aos-agent-version']).toBe(CLIENT_AGENT.version);
       } else {
-        // ROLE=server reads the caller's claim and removes it before the agent
+        // ROLE=server does not believe the caller's claim, and removes it before the agent
         expect(got.headers['x-aos-agent-name']).toBeUndefined();
         expect(got.headers['x-aos-agent-url']).toBeUndefined();
         expect(got.headers['x-aos-agent-version']).toBeUndefined();

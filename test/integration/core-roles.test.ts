@@ -3,9 +3,10 @@
  *   - ROLE=both: the client-side hook runs first, then the server-side hook; a modify from the first is
  *     what the second sees (and what the agent receives); any deny blocks; a failure in either hook counts;
  *   - the two-sidecar topology (client agent -> ROLE=client proxy -> ROLE=server proxy -> agent): the
- *     client proxy announces its observed agent in X-AOS-Agent-* headers, the server proxy reads them as
- *     the caller's identity and removes them before the agent; reasoning stays on the client side;
- *   - X-AOS-Agent-* handling on each side; a configurable reasoning header.
+ *     client proxy announces its observed agent in X-AOS-Agent-* headers, a server proxy with
+ *     IDENTITY_POLICY=claims reads them as the caller's (unverified) claim and removes them before the
+ *     agent; reasoning stays on the client side (verified identities: identity-*.test.ts);
+ *   - X-AOS-Agent-* handling on each side (believed only under IDENTITY_POLICY=claims); a configurable reasoning header.
  */
 import {
   collect,
@@ -47,6 +48,10 @@ const CLIENT_AGENT = {
   provider: { name: 'OpenAI', url: 'https://openai.com' },
 };
 const CLIENT_PARTIAL = { url: CLIENT_AGENT.url, name: CLIENT_AGENT.name, version: CLIENT_AGENT.version };
+/** ROLE=both: the caller is the proxy's own observed client, so the server-side hook sees it verified (source local). */
+const CLIENT_LOCAL = { ...CLIENT_PARTIAL, id: CLIENT_AGENT.id, metadata: { identity: { verified: true, source: 'local', subject: CLIENT_AGENT.id } } };
+/** IDENTITY_POLICY=claims: what X-AOS-Agent-* headers say, marked as a claim. */
+const claimed = (agent: { url: string; name: string; version: string }) => ({ ...agent, metadata: { identity: { verified: false, source: 'claim' } } });
 
 const stack = useStack({ name: 'Story teller', version: '5.0.0', description: 'Tells stories', provider: { organization: 'AzureAIFoundry', url: 'https://ai.azure.com' } });
 let agent: TestAgent;
@@ -122,9 +127,9 @@ describe('ROLE=both', () => {
     expect(c.params.context.from.agent).toEqual(CLIENT_AGENT);
     expect(c.params.context.to.agent).toEqual({ url: `${agent.origin}/a2a/jsonrpc`, name: 'Story teller', version: '5.0.0' });
     expect(validateAosRequest(c, 'message/send', { fullSide: 'from' })).toEqual([]);
-    // server-side hook: the client (partial) -> the server agent in full; no reasoning
+    // server-side hook: the client (partial, its own observed agent: verified locally) -> the server agent in full; no reasoning
     expect('reasoning' in s.params).toBe(false);
-    expect(s.params.context.from.agent).toEqual(CLIENT_PARTIAL);
+    expect(s.params.context.from.agent).toEqual(CLIENT_LOCAL);
     expect(s.params.context.to.agent).toMatchObject({ name: 'Story teller', url: `${agent.origin}/a2a/jsonrpc`, version: '5.0.0', provider: { name: 'AzureAIFoundry', url: 'https://ai.azure.com' } });
     expect(validateAosRequest(s, 'message/send', { fullSide: 'to' })).toEqual([]);
 
@@ -231,7 +236,7 @@ describe('two sidecars: ROLE=client proxy in front of a ROLE=server proxy', () =
   let serverProxy: Proxy;
   let clientProxy: Proxy;
   beforeAll(async () => {
-    serverProxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', OBSERVED_AGENT_INSTRUCTIONS: 'Tell stories.' });
+    serverProxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', IDENTITY_POLICY: 'claims', OBSERVED_AGENT_INSTRUCTIONS: 'Tell stories.' });
     clientProxy = await startTestProxy({ UPSTREAM_URL: serverProxy.url, GUARDIAN_URL: guardian.url, ROLE: 'client', ...CLIENT_ENV });
   });
   afterAll(async () => {
@@ -262,8 +267,8 @@ describe('two sidecars: ROLE=client proxy in front of a ROLE=server proxy', () =
         expect(validateAosRequest(e, e.method, { fullSide: 'from' })).toEqual([]);
       } else {
         expect('reasoning' in e.params).toBe(false);
-        // the caller, as the client sidecar announced it in X-AOS-Agent-* headers
-        expect(e.params.context.from.agent).toEqual(CLIENT_PARTIAL);
+        // the caller, as the client sidecar announced it in X-AOS-Agent-* headers (IDENTITY_POLICY=claims: marked unverified)
+        expect(e.params.context.from.agent).toEqual(claimed(CLIENT_PARTIAL));
         expect(e.params.context.to.agent).toMatchObject({ name: 'Story teller', version: '5.0.0', instructions: 'Tell stories.', url: `${agent.origin}/a2a/jsonrpc` });
         expect(validateAosRequest(e, e.method, { fullSide: 'to' })).toEqual([]);
         expect(e.params.payload).toEqual(envs[i - 1].params.payload);
@@ -308,16 +313,24 @@ describe('identity headers and reasoning header', () => {
     return p;
   }
 
-  test('ROLE=server: missing X-AOS-Agent-* values are "unknown"; the headers are removed before the agent', async () => {
-    const p = await proxy({ ROLE: 'server' });
+  test('ROLE=server, IDENTITY_POLICY=claims: missing X-AOS-Agent-* values are "unknown"; the headers are removed before the agent', async () => {
+    const p = await proxy({ ROLE: 'server', IDENTITY_POLICY: 'claims' });
     await rawRpc(`${p.url}/a2a/jsonrpc`, v03Send(1, 'a'), { 'X-AOS-Agent-Name': 'Only A Name' });
     await rawRpc(`${p.url}/a2a/jsonrpc`, v03Send(2, 'b'), { 'X-AOS-Agent-Url': 'https://caller.example', 'X-AOS-Agent-Version': '0.0.1' });
     await rawRpc(`${p.url}/a2a/jsonrpc`, v03Send(3, 'c'));
     expect(guardian.calls().map((e) => e.params.context.from)).toEqual([
-      { agent: { url: 'unknown', name: 'Only A Name', version: 'unknown' }, role: 'client' },
-      { agent: { url: 'https://caller.example', name: 'unknown', version: '0.0.1' }, role: 'client' },
-      { agent: { url: 'unknown', name: 'unknown', version: 'unknown' }, role: 'client' },
+      { agent: claimed({ url: 'unknown', name: 'Only A Name', version: 'unknown' }), role: 'client' },
+      { agent: claimed({ url: 'https://caller.example', name: 'unknown', version: '0.0.1' }), role: 'client' },
+      { agent: claimed({ url: 'unknown', name: 'unknown', version: 'unknown' }), role: 'client' },
     ]);
+    for (const r of agentPosts()) expect(Object.keys(r.headers).filter((h) => h.startsWith('x-aos-'))).toEqual([]);
+  });
+
+  test('ROLE=server, IDENTITY_POLICY=optional (the default): X-AOS-Agent-* claims are never believed, and never reach the agent', async () => {
+    const p = await proxy({ ROLE: 'server' });
+    await rawRpc(`${p.url}/a2a/jsonrpc`, v03Send(1, 'a'), { 'X-AOS-Agent-Name': 'Trusted bank', 'X-AOS-Agent-Url': 'https://bank.example', 'X-AOS-Agent-Version': '1' });
+    expect(guardian.calls()[0].params.context.from).toEqual({ agent: { url: 'unknown', name: 'unknown', version: 'unknown', metadata: { identity: { verified: false } } }, role: 'client' });
+    expect(validateAosRequest(guardian.calls()[0], 'message/send', { fullSide: 'to' })).toEqual([]);
     for (const r of agentPosts()) expect(Object.keys(r.headers).filter((h) => h.startsWith('x-aos-'))).toEqual([]);
   });
 

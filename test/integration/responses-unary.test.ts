@@ -389,10 +389,13 @@ describe('error answers from the agent are response payloads', () => {
 /* ROLE=both                                                                                      */
 /* ---------------------------------------------------------------------------------------------- */
 
-/** Which hook an envelope belongs to: the side whose observed agent (full Agent, with `id`) it describes. */
+/**
+ * Which hook an envelope belongs to: the side whose observed agent (full Agent, with `instructions`) it
+ * describes. (Not `id`: a verified caller carries its `id` too.)
+ */
 function hookOf(env: Envelope): string {
   const ctx = env.params.context;
-  const observedIsFrom = 'id' in ctx.from.agent;
+  const observedIsFrom = 'instructions' in ctx.from.agent;
   const side = observedIsFrom ? ctx.from.role : ctx.to.role;
   return `${isResponseEnv(env) ? 'response' : 'request'}:${side}`;
 }

@@ -357,3 +357,75 @@ describe('misspelled variables stop the start (issue 10: GAURDIAN_URL left the d
     expect(misspelledVariables({ HOST: 'x', GUARDIAN_URL: 'y' }, known)).toEqual([]);
   });
 });
+
+describe('identity and TLS variables', () => {
+  test('defaults: IDENTITY_POLICY=optional, nothing signed or verified, no TLS', () => {
+    const c = ok(BASE);
+    expect(c.identity).toEqual({
+      policy: 'optional', signingKeyFile: undefined, signingKeyId: undefined, assertionTtlSeconds: 30, trustJwksFile: undefined, trustJwksUrl: undefined,
+      audiences: [], replayCacheSize: 100_000, oidc: undefined, refreshMs: 30_000,
+    });
+    expect(c.tls.listener).toBeUndefined();
+    expect(c.tls.guardian).toEqual({ caFile: undefined, certFile: undefined, keyFile: undefined, serverName: undefined });
+    expect(c.guardianTokenFile).toBeUndefined();
+  });
+
+  test('every variable is read; audiences are normalised (origin + path, no trailing slash)', () => {
+    const c = ok({
+      ...BASE, IDENTITY_POLICY: 'required', ASSERTION_SIGNING_KEY_FILE: '/keys/sign.jwk', ASSERTION_SIGNING_KEY_ID: 'k-2', ASSERTION_TTL_SECONDS: '45',
+      ASSERTION_TRUST_JWKS_FILE: '/keys/trust.jwks', ASSERTION_AUDIENCE: 'https://Baker-Guard:8443/, http://baker.internal/a2a/', ASSERTION_REPLAY_CACHE_SIZE: '5000',
+      OIDC_ISSUER: 'https://idp.example/realms/x', OIDC_AUDIENCE: 'a2a-baker,other', OIDC_JWKS_URL: 'https://idp.example/jwks', OIDC_CLAIMS: 'id=sub,name=azp',
+      CREDENTIALS_REFRESH_MS: '5000', TLS_CERT_FILE: '/tls/c.pem', TLS_KEY_FILE: '/tls/k.pem', TLS_CLIENT_CA_FILE: '/tls/ca.pem', TLS_CLIENT_CERT: 'optional',
+      GUARDIAN_TOKEN_FILE: '/var/run/token', GUARDIAN_CA_FILE: '/g/ca', GUARDIAN_CERT_FILE: '/g/c', GUARDIAN_KEY_FILE: '/g/k', GUARDIAN_SERVER_NAME: 'guardian.internal',
+      UPSTREAM_CA_FILE: '/u/ca', UPSTREAM_SERVER_NAME: 'agent.internal',
+    });
+    expect(c.identity).toMatchObject({
+      policy: 'required', signingKeyFile: '/keys/sign.jwk', signingKeyId: 'k-2', assertionTtlSeconds: 45, trustJwksFile: '/keys/trust.jwks',
+      audiences: ['https://baker-guard:8443', 'http://baker.internal/a2a'], replayCacheSize: 5000, refreshMs: 5000,
+      oidc: { issuer: 'https://idp.example/realms/x', audiences: ['a2a-baker', 'other'], claims: { id: ['sub'], name: ['azp'], url: [], version: [] } },
+    });
+    expect(c.identity.oidc?.jwksUrl?.href).toBe('https://idp.example/jwks');
+    expect(c.tls.listener).toEqual({ certFile: '/tls/c.pem', keyFile: '/tls/k.pem', clientCaFile: '/tls/ca.pem', clientCert: 'optional' });
+    expect(c.tls.guardian).toEqual({ caFile: '/g/ca', certFile: '/g/c', keyFile: '/g/k', serverName: 'guardian.internal' });
+    expect(c.tls.upstream).toEqual({ caFile: '/u/ca', certFile: undefined, keyFile: undefined, serverName: 'agent.internal' });
+    expect(c.guardianTokenFile).toBe('/var/run/token');
+  });
+
+  test('the audience defaults to PUBLIC_URL', () => {
+    expect(ok({ ...BASE, ASSERTION_TRUST_JWKS_FILE: '/t', PUBLIC_URL: 'https://guard.example/' }).identity.audiences).toEqual(['https://guard.example']);
+  });
+
+  test.each([
+    [{ IDENTITY_POLICY: 'strict' }, 'IDENTITY_POLICY'],
+    [{ ASSERTION_TTL_SECONDS: '61' }, 'ASSERTION_TTL_SECONDS'],
+    [{ ASSERTION_TTL_SECONDS: '0' }, 'ASSERTION_TTL_SECONDS'],
+    [{ TLS_CLIENT_CERT: 'maybe' }, 'TLS_CLIENT_CERT'],
+    [{ TLS_CERT_FILE: '/c' }, 'TLS_KEY_FILE'],
+    [{ GUARDIAN_KEY_FILE: '/k' }, 'GUARDIAN_CERT_FILE'],
+    [{ UPSTREAM_CERT_FILE: '/c' }, 'UPSTREAM_KEY_FILE'],
+    [{ TLS_CLIENT_CA_FILE: '/ca' }, 'TLS_CLIENT_CA_FILE'],
+    [{ GUARDIAN_TOKEN: 't', GUARDIAN_TOKEN_FILE: '/t' }, 'GUARDIAN_TOKEN_FILE'],
+    [{ ASSERTION_TRUST_JWKS_FILE: '/t' }, 'ASSERTION_AUDIENCE'],
+    [{ ASSERTION_TRUST_JWKS_FILE: '/t', ASSERTION_TRUST_JWKS_URL: 'https://k/jwks', ASSERTION_AUDIENCE: 'https://me' }, 'ASSERTION_TRUST_JWKS_URL'],
+    [{ ASSERTION_AUDIENCE: 'not a url' }, 'ASSERTION_AUDIENCE'],
+    [{ OIDC_ISSUER: 'https://idp' }, 'OIDC_AUDIENCE'],
+    [{ OIDC_AUDIENCE: 'x' }, 'OIDC_ISSUER'],
+    [{ OIDC_CLAIMS: 'name=azp' }, 'OIDC_CLAIMS'],
+    [{ IDENTITY_POLICY: 'required' }, 'IDENTITY_POLICY'],
+    [{ ASSERTION_SIGNING_KEY_ID: 'has space' }, 'ASSERTION_SIGNING_KEY_ID'],
+  ])('%p is refused, naming %s', (env, name) => {
+    const p = problems({ ...BASE, ...env });
+    expect(p).toHaveLength(1);
+    expect(p[0]!.startsWith(`${name}=`)).toBe(true);
+  });
+
+  test('IDENTITY_POLICY=required is fine for ROLE=client (the caller is its own agent) and with any one source', () => {
+    expect(ok({ ...BASE, IDENTITY_POLICY: 'required', ROLE: 'client' }).identity.policy).toBe('required');
+    expect(ok({ ...BASE, IDENTITY_POLICY: 'required', OIDC_ISSUER: 'https://idp', OIDC_AUDIENCE: 'a' }).identity.policy).toBe('required');
+    expect(ok({ ...BASE, IDENTITY_POLICY: 'required', TLS_CERT_FILE: '/c', TLS_KEY_FILE: '/k', TLS_CLIENT_CA_FILE: '/ca' }).identity.policy).toBe('required');
+  });
+
+  test('the token file path is masked like the token', () => {
+    expect(problems({ ...BASE, GUARDIAN_TOKEN: 'tok-secret', GUARDIAN_TOKEN_FILE: '/x' }).join('\n')).not.toContain('tok-secret');
+  });
+});

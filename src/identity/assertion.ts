@@ -1,0 +1,179 @@
+/**
+ * Sidecar-to-sidecar identity assertions. A ROLE=client/both proxy signs, per forwarded request, a
+ * short-lived JWS of its observed agent and sends it in X-AOS-Agent-Assertion:
+ *
+ *   header  {"alg": "ES256" | "ES384" | "EdDSA", "kid": "...", "typ": "aos-agent+jwt"}
+ *   claims  {"sub": <agent id>, "aud": <the upstream URL it calls>, "iat", "exp" (<= iat + 60),
+ *            "jti": <uuid>, "agent": {"id", "name", "url", "version"}}
+ *
+ * A ROLE=server proxy verifies it against its trusted keys: signature (only the algorithms above,
+ * only keys in the trust set), explicit type, audience = one of its own URLs, not expired, at most
+ * 60 s of lifetime, never seen before (jti). `from` is then built from the verified `agent` only.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { WatchedFile } from '../files';
+import { ASSERTION_ALGORITHMS, CLOCK_TOLERANCE_S, type JSONWebKeySet, type JWTVerifyGetKey, jose, joseProblem } from './jose';
+import { parseSigningKey, parseTrustedJwks, startupKeyError, type SigningKey } from './keys';
+import { ReplayCache } from './replay';
+import { type AgentFields, type CredentialCheck, fieldValue } from './types';
+
+export { ASSERTION_HEADER } from './types';
+/** Explicit typing (RFC 8725 3.11): no other JWT (an OIDC token, say) passes as an assertion. */
+export const ASSERTION_TYP = 'aos-agent+jwt';
+export const MAX_ASSERTION_LIFETIME_S = 60;
+/** An assertion is a few hundred bytes; anything much larger is not one. */
+const MAX_ASSERTION_BYTES = 8192;
+
+/** Signs assertions with the key in ASSERTION_SIGNING_KEY_FILE, re-read when the file changes. */
+export class AssertionSigner {
+  private constructor(private key: SigningKey, private readonly ttlSeconds: number) {}
+
+  static async open(opts: { file: string; kid: string | undefined; ttlSeconds: number; refreshMs: number; logger: Logger }): Promise<AssertionSigner> {
+    const { logger } = opts;
+    const file = WatchedFile.open(opts.file, { variable: 'ASSERTION_SIGNING_KEY_FILE', intervalMs: opts.refreshMs, onProblem: (m) => logger.warn(m) });
+    let key: SigningKey;
+    try {
+      key = await parseSigningKey(file.text(), opts.kid);
+    } catch (err) {
+      throw startupKeyError('ASSERTION_SIGNING_KEY_FILE', opts.file, err);
+    }
+    const signer = new AssertionSigner(key, Math.min(opts.ttlSeconds, MAX_ASSERTION_LIFETIME_S));
+    file.onChange((content) => {
+      parseSigningKey(content.toString('utf8'), opts.kid).then(
+        (next) => {
+          signer.key = next;
+          logger.info({ kid: next.kid, alg: next.alg }, 'assertion signing key changed: new assertions use it');
+        },
+        (err: unknown) => logger.warn({ problem: (err as Error).message }, 'ASSERTION_SIGNING_KEY_FILE changed but does not load; the previous key stays in use'),
+      );
+    });
+    logger.info({ kid: key.kid, alg: key.alg, ttlSeconds: signer.ttlSeconds }, 'identity assertions: signing the observed agent for the upstream');
+    return signer;
+  }
+
+  /** For tests and the key tool: a signer over an already parsed key. */
+  static fromKey(key: SigningKey, ttlSeconds: number): AssertionSigner {
+    return new AssertionSigner(key, Math.min(ttlSeconds, MAX_ASSERTION_LIFETIME_S));
+  }
+
+  get keyId(): string {
+    return this.key.kid;
+  }
+
+  sign(agent: AgentFields, audience: string): Promise<string> {
+    const { key } = this;
+    const now = Math.floor(Date.now() / 1000);
+    return new (jose().SignJWT)({ agent: { id: agent.id, name: agent.name, url: agent.url, version: agent.version } })
+      .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: ASSERTION_TYP })
+      .setSubject(agent.id)
+      .setAudience(audience)
+      .setIssuedAt(now)
+      .setExpirationTime(now + this.ttlSeconds)
+      .setJti(randomUUID())
+      .sign(key.key);
+  }
+}
+
+export interface VerifierOptions {
+  /** Accepted audiences, normalised (see normaliseAudience). */
+  readonly audiences: readonly string[];
+  readonly replayCacheSize: number;
+}
+
+/** Verifies assertions against a trust set; one per ROLE=server proxy (the replay cache is its state). */
+export class AssertionVerifier {
+  private readonly replay: ReplayCache;
+
+  constructor(private readonly keys: () => JWTVerifyGetKey, private readonly opts: VerifierOptions) {
+    this.replay = new ReplayCache(opts.replayCacheSize);
+  }
+
+  /** Trust from ASSERTION_TRUST_JWKS_FILE (re-read when it changes) or ASSERTION_TRUST_JWKS_URL (fetched, cached, refreshed). */
+  static open(opts: VerifierOptions & { file: string | undefined; url: URL | undefined; refreshMs: number; logger: Logger }): AssertionVerifier {
+    const { logger } = opts;
+    if (opts.file !== undefined) {
+      const path = opts.file;
+      const file = WatchedFile.open(path, { variable: 'ASSERTION_TRUST_JWKS_FILE', intervalMs: opts.refreshMs, onProblem: (m) => logger.warn(m) });
+      const load = (text: string): JWTVerifyGetKey => jose().createLocalJWKSet(parseTrustedJwks(text));
+      let current: JWTVerifyGetKey;
+      try {
+        current = load(file.text());
+      } catch (err) {
+        throw startupKeyError('ASSERTION_TRUST_JWKS_FILE', path, err);
+      }
+      file.onChange((content) => {
+        try {
+          current = load(content.toString('utf8'));
+          logger.info({ kids: kidsOf(content.toString('utf8')) }, 'trusted assertion keys changed');
+        } catch (err) {
+          logger.warn({ problem: (err as Error).message }, 'ASSERTION_TRUST_JWKS_FILE changed but does not load; the previous keys stay trusted');
+        }
+      });
+      logger.info({ kids: kidsOf(file.text()), audiences: opts.audiences }, 'identity assertions: verifying callers against trusted keys');
+      return new AssertionVerifier(() => current, opts);
+    }
+    if (opts.url === undefined) throw new Error('AssertionVerifier.open: no trust source');
+    if (opts.url.protocol === 'http:' && !isLoopback(opts.url)) logger.warn({ url: opts.url.href }, 'ASSERTION_TRUST_JWKS_URL is plain http: anyone on the path can replace the trusted keys');
+    const remote = jose().createRemoteJWKSet(opts.url, { cacheMaxAge: opts.refreshMs, cooldownDuration: Math.min(opts.refreshMs, 30_000), timeoutDuration: 5000 });
+    logger.info({ url: opts.url.href, audiences: opts.audiences }, 'identity assertions: verifying callers against a remote JWKS');
+    return new AssertionVerifier(() => remote, opts);
+  }
+
+  async verify(token: string): Promise<CredentialCheck> {
+    const fail = (problem: string): CredentialCheck => ({ ok: false, credential: 'assertion', problem });
+    if (token.length > MAX_ASSERTION_BYTES) return fail('too large');
+    let payload: Record<string, unknown>;
+    let kid: string | undefined;
+    try {
+      const r = await jose().jwtVerify(token, this.keys(), {
+        algorithms: [...ASSERTION_ALGORITHMS],
+        typ: ASSERTION_TYP,
+        audience: [...this.opts.audiences],
+        requiredClaims: ['exp', 'iat', 'jti', 'sub'],
+        maxTokenAge: MAX_ASSERTION_LIFETIME_S,
+        clockTolerance: CLOCK_TOLERANCE_S,
+      });
+      payload = r.payload;
+      kid = r.protectedHeader.kid;
+    } catch (err) {
+      return fail(joseProblem(err));
+    }
+    const { iat, exp, jti } = payload;
+    if (typeof iat !== 'number' || typeof exp !== 'number' || exp - iat > MAX_ASSERTION_LIFETIME_S) return fail(`lives longer than ${MAX_ASSERTION_LIFETIME_S} s`);
+    if (typeof jti !== 'string' || jti === '' || jti.length > 128) return fail('has no valid id (jti)');
+    const agent = agentClaim(payload['agent']);
+    if (agent === undefined) return fail('has no valid agent claim (id, name, url, version)');
+    if (agent.id !== payload['sub']) return fail('names another agent in sub than in agent.id');
+    // Recorded only now, after the signature and claims verified: outsiders cannot fill the cache.
+    const seen = this.replay.add(`${kid ?? ''}\n${jti}`, exp + CLOCK_TOLERANCE_S);
+    if (seen === 'replayed') return fail('was already used (replayed)');
+    if (seen === 'full') return fail('cannot be checked for replay now (replay cache full)');
+    return { ok: true, identity: { source: 'assertion', subject: agent.id, ...(kid === undefined ? {} : { issuer: kid }), agent } };
+  }
+}
+
+/** The `agent` claim: id, name, url, version, each a bounded string; "unknown" is a valid value. */
+function agentClaim(v: unknown): AgentFields | undefined {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return undefined;
+  const a = v as Record<string, unknown>;
+  const id = fieldValue(a['id']);
+  const name = fieldValue(a['name']);
+  const url = fieldValue(a['url']);
+  const version = fieldValue(a['version']);
+  if (id === undefined || name === undefined || url === undefined || version === undefined) return undefined;
+  return { id, name, url, version };
+}
+
+function kidsOf(text: string): string[] {
+  try {
+    return (JSON.parse(text) as JSONWebKeySet).keys.map((k) => String(k.kid));
+  } catch {
+    return [];
+  }
+}
+
+export function isLoopback(url: URL): boolean {
+  const h = url.hostname;
+  return h === 'localhost' || h === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(h);
+}

@@ -1,0 +1,135 @@
+/**
+ * Who is calling, per call: the three verified sources, then IDENTITY_POLICY for a caller that has
+ * none. Also the AOS form of the caller that the guardian sees (`from` of server-side request hooks).
+ *
+ * - Every credential the caller presents is checked; one that fails refuses the call under every
+ *   policy (a forged, expired, replayed or re-targeted credential is an attack or a misconfiguration,
+ *   never "no identity").
+ * - Several verified credentials: the assertion wins (it names the agent), then the bearer token,
+ *   then the client certificate (it names the connection).
+ * - None: `required` refuses; `optional` makes the caller "unknown"; `claims` believes the
+ *   X-AOS-Agent-* headers (development only), marked unverified.
+ *
+ * The guardian tells them apart by `agent.metadata.identity` (README "What the guardian sees"):
+ * `{"verified": true, "source", "subject", "issuer"?}` or `{"verified": false, "source"?: "claim"}`.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Socket } from 'node:net';
+import { partialFromHeaders } from '../aos/identity';
+import type { PartialAgent } from '../aos/schemas';
+import type { AssertionVerifier } from './assertion';
+import { tlsPeerIdentity } from './mtls';
+import { bearerToken, type OidcVerifier } from './oidc';
+import { ASSERTION_HEADER, type AgentFields, type CredentialCheck, type CredentialKind, UNKNOWN_FIELD, type VerifiedIdentity } from './types';
+
+export type IdentityPolicy = 'required' | 'optional' | 'claims';
+
+export type CallerResult =
+  | { readonly ok: true; readonly identity: VerifiedIdentity | undefined; readonly peer: PartialAgent }
+  | { readonly ok: false; readonly message: string; readonly metadata: Readonly<Record<string, string>> };
+
+export interface CallerSources {
+  readonly role: 'client' | 'server' | 'both';
+  readonly policy: IdentityPolicy;
+  readonly assertions: AssertionVerifier | undefined;
+  readonly oidc: OidcVerifier | undefined;
+  /** A client CA is configured: client certificates are identities. */
+  readonly mtls: boolean;
+  /** ROLE=client/both: the observed client agent, which is the caller. */
+  readonly localAgent: () => AgentFields;
+  /** Told the outcome of each identification (a metric). */
+  readonly onOutcome?: (outcome: VerifiedIdentity['source'] | 'unverified' | 'claimed' | 'refused') => void;
+}
+
+export type CallerIdentifier = (headers: IncomingHttpHeaders, socket: Socket) => Promise<CallerResult>;
+
+const UNVERIFIED: PartialAgent = Object.freeze({ url: UNKNOWN_FIELD, name: UNKNOWN_FIELD, version: UNKNOWN_FIELD, metadata: { identity: { verified: false } } });
+
+/** The caller as the guardian sees it: the verified agent fields and how they were verified. */
+export function verifiedPeer(identity: VerifiedIdentity): PartialAgent {
+  const { agent } = identity;
+  const marker = { verified: true, source: identity.source, subject: identity.subject, ...(identity.issuer === undefined ? {} : { issuer: identity.issuer }) };
+  return { url: agent.url, name: agent.name, version: agent.version, id: agent.id, metadata: { identity: marker } };
+}
+
+/** `claims`: what the caller's X-AOS-Agent-* headers say, marked as a claim. */
+export function claimedPeer(headers: IncomingHttpHeaders): PartialAgent {
+  return { ...partialFromHeaders(headers), metadata: { identity: { verified: false, source: 'claim' } } };
+}
+
+export function createCallerIdentifier(src: CallerSources): CallerIdentifier {
+  const count = src.onOutcome ?? (() => undefined);
+  if (src.role !== 'server') {
+    // The caller is this proxy's own agent; one identity per agent snapshot.
+    let seen: AgentFields | undefined;
+    let result: CallerResult | undefined;
+    return async () => {
+      const agent = src.localAgent();
+      if (agent !== seen || result === undefined) {
+        seen = agent;
+        const identity: VerifiedIdentity = { source: 'local', subject: agent.id, agent: { id: agent.id, name: agent.name, url: agent.url, version: agent.version } };
+        result = { ok: true, identity, peer: verifiedPeer(identity) };
+      }
+      count('local');
+      return result;
+    };
+  }
+
+  const accepted = [src.assertions && 'assertion (X-AOS-Agent-Assertion)', src.oidc && 'bearer token', src.mtls && 'client certificate']
+    .filter((x): x is string => typeof x === 'string');
+
+  return async (headers, socket) => {
+    const pending: Array<CredentialCheck | Promise<CredentialCheck>> = [];
+    const assertion = headers[ASSERTION_HEADER];
+    if (src.assertions !== undefined && typeof assertion === 'string' && assertion !== '') {
+      // Repeated headers arrive joined with ", "; a JWS has no comma.
+      pending.push(assertion.includes(',') ? { ok: false, credential: 'assertion', problem: 'was sent more than once' } : src.assertions.verify(assertion.trim()));
+    }
+    const token = src.oidc === undefined ? undefined : bearerToken(headers);
+    if (src.oidc !== undefined && token !== undefined) pending.push(src.oidc.verify(token));
+    const cert = src.mtls ? tlsPeerIdentity(socket) : undefined;
+    if (cert !== undefined) pending.push(cert);
+
+    const checks = pending.length === 0 ? [] : await Promise.all(pending);
+    const failed = checks.find((c): c is Extract<CredentialCheck, { ok: false }> => !c.ok);
+    if (failed !== undefined) {
+      count('refused');
+      return refusal(failed.credential, failed.problem);
+    }
+    const identity = pick(checks);
+    if (identity !== undefined) {
+      count(identity.source);
+      return { ok: true, identity, peer: verifiedPeer(identity) };
+    }
+    switch (src.policy) {
+      case 'required':
+        count('refused');
+        return {
+          ok: false,
+          message: `Caller identity required: no verified identity was presented${accepted.length > 0 ? ` (accepted: ${accepted.join(', ')})` : ''}`,
+          metadata: { missing: 'verified identity', accepted: accepted.join(', ') },
+        };
+      case 'claims':
+        count('claimed');
+        return { ok: true, identity: undefined, peer: claimedPeer(headers) };
+      default:
+        count('unverified');
+        return { ok: true, identity: undefined, peer: UNVERIFIED };
+    }
+  };
+}
+
+const PRECEDENCE: readonly VerifiedIdentity['source'][] = ['assertion', 'oidc', 'mtls'];
+
+function pick(checks: readonly CredentialCheck[]): VerifiedIdentity | undefined {
+  const ids = checks.flatMap((c) => (c.ok ? [c.identity] : []));
+  for (const source of PRECEDENCE) {
+    const id = ids.find((i) => i.source === source);
+    if (id !== undefined) return id;
+  }
+  return undefined;
+}
+
+function refusal(credential: CredentialKind, problem: string): CallerResult {
+  return { ok: false, message: `Caller identity not verified: the ${credential} ${problem}`, metadata: { credential, problem } };
+}

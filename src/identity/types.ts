@@ -1,0 +1,51 @@
+/**
+ * The verified caller of one call: the small typed value the pipeline carries per call (and what
+ * task ownership builds on). Nothing in here is a claim: every field was checked cryptographically
+ * (assertion signature, client certificate chain, bearer token signature) or is this proxy's own
+ * configuration (`local`).
+ */
+
+/**
+ * - `assertion`: a sidecar's signed identity assertion (X-AOS-Agent-Assertion)
+ * - `mtls`: the client certificate of a mutual-TLS connection
+ * - `oidc`: an OAuth2/OIDC bearer token
+ * - `local`: ROLE=client/both: the caller is this proxy's own observed agent (OBSERVED_AGENT_*)
+ */
+export type IdentitySource = 'assertion' | 'mtls' | 'oidc' | 'local';
+
+/** The AOS agent fields of a caller (spec 3.1 `Agent`: id, name, url, version). */
+export interface AgentFields {
+  readonly id: string;
+  readonly name: string;
+  readonly url: string;
+  readonly version: string;
+}
+
+export interface VerifiedIdentity {
+  readonly source: IdentitySource;
+  /** The stable principal: the assertion's agent id, the certificate's SPIFFE ID or CN, the token's `sub`. */
+  readonly subject: string;
+  /** Who vouched: the token's `iss` (oidc), the signing key's `kid` (assertion), the client CA's subject (mtls). */
+  readonly issuer?: string;
+  readonly agent: AgentFields;
+}
+
+/** The three credential kinds a caller can present, as named in refusals. */
+export type CredentialKind = 'assertion' | 'client certificate' | 'bearer token';
+
+/** One presented credential, checked. */
+export type CredentialCheck =
+  | { readonly ok: true; readonly identity: VerifiedIdentity }
+  | { readonly ok: false; readonly credential: CredentialKind; readonly problem: string };
+
+/** The header a ROLE=client/both proxy sends its signed assertion in (removed before any agent sees it). */
+export const ASSERTION_HEADER = 'x-aos-agent-assertion';
+
+export const UNKNOWN_FIELD = 'unknown';
+/** Longest identity value kept (names, URLs, ids); longer values are refused, not cut. */
+export const MAX_FIELD_LENGTH = 1024;
+
+/** A string claim usable as an agent field: non-empty, bounded, no control characters. */
+export function fieldValue(v: unknown): string | undefined {
+  return typeof v === 'string' && v !== '' && v.length <= MAX_FIELD_LENGTH && !/[\u0000-\u001f\u007f]/.test(v) ? v : undefined;
+}
