@@ -120,8 +120,9 @@ describe('a signing ROLE=client sidecar in front of a verifying ROLE=server side
     expect(rest.status).toBe(401);
     expect(rest.headers['www-authenticate']).toBe('Bearer realm="a2a-guard"');
     expect(rest.json.error).toMatchObject({ code: 401, status: 'UNAUTHENTICATED', details: [{ reason: 'UNAUTHENTICATED', domain: 'a2a-guard' }] });
-    // Non-A2A traffic too (it would otherwise pass unjudged)
-    expect((await rawRpc(`${server.url}/some/other/route`, { x: 1 })).status).toBe(401);
+    // Non-A2A traffic never reaches the agent either (refused by the positive model before anyone is asked)
+    const other = await rawRpc(`${server.url}/some/other/route`, { x: 1 });
+    expect(other.json?.error?.data?.[0]).toMatchObject({ domain: 'a2a-guard' });
     // The agent card stays public
     expect((await fetch(`${server.url}/.well-known/agent-card.json`)).status).toBe(200);
     expect(guardian.calls()).toEqual([]);

@@ -79,6 +79,7 @@ interface OpCase {
   /** The hook accepts modify. */
   readonly modifiable: boolean;
   /** REST path parameters (they are part of the guardian's params, but never of the body or query). */
+  /** REST path parameters of the JSON-RPC equivalent (v1.0 names; see pathParamsOf for v0.3). */
   readonly pathParams: readonly string[];
   /** Verb and path (below /a2a/rest, v0.3 adds /v1) the agent receives for REST. */
   readonly rest: (v: Version, f: Fixture) => { verb: string; path: string };
@@ -91,6 +92,13 @@ async function firstEventThenClose(it: AsyncGenerator<unknown, void, undefined>)
   const first = await it.next();
   await it.return(undefined);
   return first.value;
+}
+
+/** v0.3 push-config get/list/delete name the task `id` and the config `pushNotificationConfigId`, as its JSON-RPC shape does. */
+function pathParamsOf(k: OpKey, version: string): readonly string[] {
+  if (version === '0.3' && (k === 'pushGet' || k === 'pushDelete')) return ['id', 'pushNotificationConfigId'];
+  if (version === '0.3' && k === 'pushList') return ['id'];
+  return OPS[k].pathParams;
 }
 
 const OPS: Record<OpKey, OpCase> = {
@@ -355,9 +363,11 @@ describe.each(COMBOS)('%s %s', (binding, version) => {
       expect(byAos('tasks/get')[0].params.payload.params).toEqual({ id: f.done });
       expect(byAos('tasks/cancel')[0].params.payload.params).toEqual({ id: f.running });
       expect(byAos('tasks/resubscribe')[0].params.payload.params).toEqual({ id: f.running });
-      expect(byAos('tasks/pushNotificationConfig/get')[0].params.payload.params).toEqual({ taskId: f.running, id: 'cfg-a' });
-      expect(byAos('tasks/pushNotificationConfig/list')[0].params.payload.params).toEqual({ taskId: f.running });
-      expect(byAos('tasks/pushNotificationConfig/delete')[0].params.payload.params).toEqual({ taskId: f.running, id: 'cfg-a' });
+      // v0.3 names the task `id` and the config `pushNotificationConfigId` (its JSON-RPC shape); v1.0 `taskId` and `id`.
+      const cfg = version === '0.3' ? { id: f.running, pushNotificationConfigId: 'cfg-a' } : { taskId: f.running, id: 'cfg-a' };
+      expect(byAos('tasks/pushNotificationConfig/get')[0].params.payload.params).toEqual(cfg);
+      expect(byAos('tasks/pushNotificationConfig/list')[0].params.payload.params).toEqual(version === '0.3' ? { id: f.running } : { taskId: f.running });
+      expect(byAos('tasks/pushNotificationConfig/delete')[0].params.payload.params).toEqual(cfg);
       if (version === '1.0') expect(byAos('tasks/list')[0].params.payload.params).toEqual({ pageSize: 5 });
     }
     // Nothing reached the agent except through the proxy.
@@ -502,7 +512,7 @@ describe.each(COMBOS)('modify %s %s', (binding, version) => {
       const want = OPS[k].rest(version, f);
       expect(r.method).toBe(want.verb);
       expect(r.path.split('?')[0]).toBe(`${restPrefix(version)}${want.path}`.split('?')[0]);
-      const rest = Object.fromEntries(Object.entries(m.params as Record<string, unknown>).filter(([key]) => !OPS[k].pathParams.includes(key)));
+      const rest = Object.fromEntries(Object.entries(m.params as Record<string, unknown>).filter(([key]) => !pathParamsOf(k, version).includes(key)));
       if (want.verb === 'POST') {
         expect(r.body).toEqual(rest);
       } else {
@@ -532,7 +542,7 @@ describe.each(COMBOS)('modify %s %s', (binding, version) => {
     test.each(pathOps)('%s: a modify that changes a REST path parameter is refused with 503', async (k) => {
       guardian.script((env) => {
         const p = env.params.payload;
-        const key = k === 'get' ? 'id' : 'taskId';
+        const key = pathParamsOf(k, version)[0] as string;
         return { decision: 'modify', modifiedPayload: { ...p, params: { ...p.params, [key]: f.other } } };
       });
       const err = await failure(OPS[k].call(client, f));
