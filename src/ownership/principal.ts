@@ -1,0 +1,23 @@
+/**
+ * The owner key of a caller: `source:issuer:subject` of its verified identity. `:` and `%` inside
+ * the issuer and the subject are percent-encoded, so no two identities share a key (issuer `a:b`
+ * with subject `c` is not issuer `a` with subject `b:c`). Callers without a verified identity all
+ * share one key, ANONYMOUS, which holds no `:` and so is never a verified caller's key.
+ */
+export type Owner = string;
+
+export const ANONYMOUS: Owner = 'anonymous';
+
+/** The fields of a verified identity that make its owner key (src/identity/types.ts VerifiedIdentity). */
+export interface OwnerIdentity {
+  readonly source: string;
+  readonly subject: string;
+  readonly issuer?: string | undefined;
+}
+
+const escape = (s: string): string => s.replace(/%/g, '%25').replace(/:/g, '%3A');
+
+export function ownerKey(identity: OwnerIdentity | undefined): Owner {
+  if (identity === undefined) return ANONYMOUS;
+  return `${identity.source}:${escape(identity.issuer ?? '')}:${escape(identity.subject)}`;
+}

@@ -1,0 +1,121 @@
+/**
+ * Where task owners are kept: key (`t:<task id>`, `c:<context id>`) -> owner key. The first owner
+ * of a key wins and is never overwritten by another (SET NX); a binding lives for a fixed TTL from
+ * its creation. Two implementations: in memory (one replica) and Redis (several replicas,
+ * ./redis.ts). Calls reject when the store cannot answer; the caller applies FAIL_MODE.
+ */
+import type { Owner } from './principal';
+
+export interface OwnerStore {
+  readonly kind: 'memory' | 'redis';
+  /** The owner of each key (undefined: unbound or expired). */
+  owners(keys: readonly string[]): Promise<(Owner | undefined)[]>;
+  /** Bind every unbound key to `owner`; bound keys keep their owner. Resolves with each key's owner afterwards. */
+  claim(keys: readonly string[], owner: Owner): Promise<Owner[]>;
+  close(): Promise<void>;
+}
+
+export const taskKey = (taskId: string): string => `t:${taskId}`;
+export const contextKey = (contextId: string): string => `c:${contextId}`;
+
+export interface MemoryStoreOptions {
+  readonly ttlSeconds: number;
+  readonly maxEntries: number;
+  /** Told how many bindings were evicted to make room (a metric). */
+  readonly onEvict?: (n: number) => void;
+  /** Clock in ms (tests). */
+  readonly now?: () => number;
+}
+
+/** One binding: the owner and when it expires, in whole seconds since the store started (a small integer, stored inline). */
+class Binding {
+  constructor(readonly owner: Owner, readonly expires: number) {}
+}
+
+/**
+ * In-memory store for one replica. A Map keeps insertion order, and every binding lives the same
+ * TTL, so the oldest binding is always first: expired ones are swept from the front, and when the
+ * store is full the oldest makes room. Owner strings are interned (one copy per owner, not per task).
+ */
+export class MemoryOwnerStore implements OwnerStore {
+  readonly kind = 'memory';
+  private readonly map = new Map<string, Binding>();
+  private readonly interned = new Map<Owner, Owner>();
+  private readonly now: () => number;
+  private readonly start: number;
+
+  constructor(private readonly opts: MemoryStoreOptions) {
+    this.now = opts.now ?? Date.now;
+    this.start = this.now();
+  }
+
+  get size(): number {
+    return this.map.size;
+  }
+
+  private seconds(): number {
+    return Math.floor((this.now() - this.start) / 1000);
+  }
+
+  private get(key: string, now: number): Owner | undefined {
+    const b = this.map.get(key);
+    if (b === undefined) return undefined;
+    if (b.expires <= now) {
+      this.map.delete(key);
+      return undefined;
+    }
+    return b.owner;
+  }
+
+  owners(keys: readonly string[]): Promise<(Owner | undefined)[]> {
+    const now = this.seconds();
+    return Promise.resolve(keys.map((k) => this.get(k, now)));
+  }
+
+  claim(keys: readonly string[], owner: Owner): Promise<Owner[]> {
+    const now = this.seconds();
+    this.sweep(now);
+    const o = this.intern(owner);
+    return Promise.resolve(keys.map((k) => {
+      const current = this.get(k, now);
+      if (current !== undefined) return current;
+      this.makeRoom();
+      this.map.set(k, new Binding(o, now + this.opts.ttlSeconds));
+      return o;
+    }));
+  }
+
+  close(): Promise<void> {
+    this.map.clear();
+    this.interned.clear();
+    return Promise.resolve();
+  }
+
+  /** Drop expired bindings from the front (the oldest). */
+  private sweep(now: number): void {
+    for (const [k, b] of this.map) {
+      if (b.expires > now) break;
+      this.map.delete(k);
+    }
+  }
+
+  private makeRoom(): void {
+    let evicted = 0;
+    while (this.map.size >= this.opts.maxEntries) {
+      const oldest = this.map.keys().next();
+      if (oldest.done === true) break;
+      this.map.delete(oldest.value);
+      evicted++;
+    }
+    if (evicted > 0) this.opts.onEvict?.(evicted);
+  }
+
+  private intern(owner: Owner): Owner {
+    const seen = this.interned.get(owner);
+    if (seen !== undefined) return seen;
+    // Bounded: past the limit, start over (bindings keep their strings; only sharing is lost).
+    if (this.interned.size >= 10_000) this.interned.clear();
+    this.interned.set(owner, owner);
+    return owner;
+  }
+}

@@ -1,0 +1,202 @@
+/**
+ * Which tasks and contexts an A2A call names, and which ones an answer creates. Pure; reads the
+ * canonical JSON-RPC request the guardian sees (REST calls arrive already mapped by a2a/rest.ts)
+ * and the agent's answers in every wire shape: v1.0 and v0.3, JSON-RPC and REST, unary results
+ * and stream events.
+ *
+ * Ids are read the way the SDK reads them, so nothing the agent acts on escapes the check: every
+ * spelling its parser accepts (`taskId` and `task_id`), and any JSON value turned into text as
+ * `String()` does (`["t-1"]` is the task `t-1` to ts-proto's `fromJSON`). An empty id is unset.
+ */
+import type { Operation } from '../a2a/operations';
+import type { JsonObject } from '../aos/schemas';
+
+export interface TaskRefs {
+  readonly tasks: readonly string[];
+  readonly contexts: readonly string[];
+}
+
+export const NO_REFS: TaskRefs = Object.freeze({ tasks: Object.freeze([]), contexts: Object.freeze([]) });
+
+const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** An id as the agent's parser reads it, or undefined when unset. */
+function idText(v: unknown): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  const s = typeof v === 'string' ? v : String(v);
+  return s === '' ? undefined : s;
+}
+
+/** Values of one field under each spelling given (`taskId`, `task_id`). */
+function ids(obj: JsonObject, ...names: string[]): string[] {
+  const out: string[] = [];
+  for (const n of names) {
+    const s = idText(obj[n]);
+    if (s !== undefined) out.push(s);
+  }
+  return out;
+}
+
+/** Collects ids without duplicates, in first-seen order. */
+class Refs {
+  private readonly t = new Set<string>();
+  private readonly c = new Set<string>();
+  task(...v: string[]): void {
+    for (const x of v) this.t.add(x);
+  }
+  context(...v: string[]): void {
+    for (const x of v) this.c.add(x);
+  }
+  done(): TaskRefs {
+    return this.t.size === 0 && this.c.size === 0 ? NO_REFS : { tasks: [...this.t], contexts: [...this.c] };
+  }
+}
+
+// A v0.3 push-config resource name, `tasks/{taskId}/pushNotificationConfigs/...`: the SDK's v0.3 REST router reads the task from it.
+const TASK_NAME = /^tasks\/([^/]+)(?:\/|$)/;
+
+function messageRefs(m: unknown, into: Refs): void {
+  if (!isObject(m)) return;
+  into.task(...ids(m, 'taskId', 'task_id'));
+  into.context(...ids(m, 'contextId', 'context_id'));
+  for (const key of ['referenceTaskIds', 'reference_task_ids']) {
+    const list = m[key];
+    if (Array.isArray(list)) for (const x of list) {
+      const s = idText(x);
+      if (s !== undefined) into.task(s);
+    } else {
+      const s = idText(list);
+      if (s !== undefined) into.task(s);
+    }
+  }
+}
+
+/**
+ * The tasks and contexts a request names (those whose owner must be the caller). `request` is the
+ * JSON-RPC request (REST: its JSON-RPC equivalent); its method tells v1.0 from v0.3 shapes.
+ */
+export function namedByRequest(op: Operation, request: JsonObject): TaskRefs {
+  const params = request.params;
+  if (!isObject(params)) return NO_REFS;
+  const refs = new Refs();
+  const v1 = request.method === op.v1Method;
+  switch (op.aosMethod) {
+    case 'message/send':
+    case 'message/stream': {
+      // `request` is the v0.3 proto's field name for the message (its JSON name is `message`).
+      messageRefs(params.message, refs);
+      messageRefs(params.request, refs);
+      const conf = params.configuration;
+      if (isObject(conf)) {
+        for (const push of [conf.taskPushNotificationConfig, conf.task_push_notification_config]) {
+          if (isObject(push)) refs.task(...ids(push, 'taskId', 'task_id'));
+        }
+      }
+      break;
+    }
+    case 'tasks/get':
+    case 'tasks/cancel':
+    case 'tasks/resubscribe':
+      refs.task(...ids(params, 'id'));
+      break;
+    case 'tasks/pushNotificationConfig/set':
+    case 'tasks/pushNotificationConfig/get':
+    case 'tasks/pushNotificationConfig/list':
+    case 'tasks/pushNotificationConfig/delete': {
+      // v1.0: {taskId, id = config id}; v0.3: {id = task id, pushNotificationConfigId} (set: {taskId, pushNotificationConfig}).
+      refs.task(...ids(params, 'taskId', 'task_id'));
+      if (!v1 && op.aosMethod !== 'tasks/pushNotificationConfig/set') refs.task(...ids(params, 'id'));
+      const name = params.name;
+      if (typeof name === 'string') {
+        const m = TASK_NAME.exec(name);
+        if (m !== null && m[1] !== undefined && m[1] !== '') refs.task(m[1]);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return refs.done();
+}
+
+/** The A2A object inside an answer: JSON-RPC `result`, or the REST body itself. */
+function resultOf(body: unknown, binding: 'jsonrpc' | 'rest'): unknown {
+  if (binding === 'rest') return body;
+  return isObject(body) && 'result' in body ? body.result : undefined;
+}
+
+const UPDATE_KEYS = ['statusUpdate', 'status_update', 'artifactUpdate', 'artifact_update'] as const;
+
+/** The task and context a result, a stream event or a REST body names, in every shape. */
+function resultRefs(x: unknown, into: Refs): void {
+  if (!isObject(x)) return;
+  // v1.0 (and v0.3 REST): one wrapper key.
+  const task = x.task;
+  if (isObject(task)) {
+    into.task(...ids(task, 'id'));
+    into.context(...ids(task, 'contextId', 'context_id'));
+  }
+  for (const key of ['message', 'msg']) {
+    const m = x[key];
+    if (isObject(m)) {
+      into.task(...ids(m, 'taskId', 'task_id'));
+      into.context(...ids(m, 'contextId', 'context_id'));
+    }
+  }
+  for (const key of UPDATE_KEYS) {
+    const u = x[key];
+    if (isObject(u)) {
+      into.task(...ids(u, 'taskId', 'task_id'));
+      into.context(...ids(u, 'contextId', 'context_id'));
+    }
+  }
+  // v0.3 JSON-RPC: the bare object, told apart by `kind`.
+  switch (x.kind) {
+    case 'task':
+      into.task(...ids(x, 'id'));
+      into.context(...ids(x, 'contextId', 'context_id'));
+      break;
+    case 'message':
+    case 'status-update':
+    case 'artifact-update':
+      into.task(...ids(x, 'taskId', 'task_id'));
+      into.context(...ids(x, 'contextId', 'context_id'));
+      break;
+    default:
+      break;
+  }
+}
+
+/**
+ * The tasks and contexts an answer to message/send or message/stream creates (or continues): a
+ * unary body, or the data of one stream event (a JSON-RPC response, or a REST StreamResponse).
+ */
+export function createdByAnswer(body: unknown, binding: 'jsonrpc' | 'rest'): TaskRefs {
+  const refs = new Refs();
+  resultRefs(resultOf(body, binding), refs);
+  return refs.done();
+}
+
+/** The ids of the tasks a tasks/list answer holds (a task without a readable id is listed as undefined). */
+export function listedTasks(body: unknown, binding: 'jsonrpc' | 'rest'): (string | undefined)[] | undefined {
+  const result = resultOf(body, binding);
+  if (!isObject(result)) return undefined;
+  const tasks = result.tasks;
+  if (tasks === undefined) return [];
+  if (!Array.isArray(tasks)) return undefined;
+  return tasks.map((t) => (isObject(t) ? idText(t.id) : undefined));
+}
+
+/**
+ * A tasks/list answer with only the tasks `keep` says yes to (by index into listedTasks). The
+ * total becomes the number kept: the caller learns nothing about the tasks of others, not even
+ * how many there are.
+ */
+export function filterListed(body: unknown, binding: 'jsonrpc' | 'rest', keep: readonly boolean[]): unknown {
+  const result = resultOf(body, binding);
+  if (!isObject(result) || !Array.isArray(result.tasks)) return body;
+  const tasks = result.tasks.filter((_, i) => keep[i] === true);
+  const filtered: JsonObject = { ...result, tasks };
+  for (const key of ['totalSize', 'total_size']) if (key in filtered) filtered[key] = tasks.length;
+  return binding === 'rest' ? filtered : { ...(body as JsonObject), result: filtered };
+}
