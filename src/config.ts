@@ -65,6 +65,13 @@ const EnvSchema = z.object({
   ALLOW_WEBSOCKETS: bool(false),
   POLICY_FILE: z.string().min(1).default('config/policy.json'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // Task ownership (README "Task ownership")
+  TASK_OWNERSHIP: optional(z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes')),
+  TASK_STORE_URL: optional(z.string().refine((u) => /^rediss?:\/\//i.test(u) && URL.canParse(u), 'must be a redis:// or rediss:// URL')),
+  TASK_STORE_PREFIX: z.string().min(1).max(256).default('a2a-guard:tasks:'),
+  TASK_STORE_TIMEOUT_MS: int(250, 1, 60_000),
+  TASK_STORE_MAX_ENTRIES: int(100_000, 100, 100_000_000),
+  TASK_OWNERSHIP_TTL_SECONDS: int(7 * 24 * 3600, 60, 366 * 24 * 3600),
   // Verified identities (README "Identity")
   IDENTITY_POLICY: z.enum(['required', 'optional', 'claims']).default('optional'),
   ASSERTION_SIGNING_KEY_FILE: file,
@@ -195,6 +202,17 @@ export function normaliseAudience(url: string | URL): string {
   return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
 }
 
+export interface OwnershipConfig {
+  /** Calls naming a task are checked against the task's owner (the verified caller that created it). */
+  readonly enabled: boolean;
+  /** redis:// URL of the store shared by replicas; undefined: in memory. */
+  readonly storeUrl: string | undefined;
+  readonly prefix: string;
+  readonly timeoutMs: number;
+  readonly maxEntries: number;
+  readonly ttlSeconds: number;
+}
+
 export interface Config {
   readonly port: number;
   readonly host: string;
@@ -230,6 +248,7 @@ export interface Config {
   readonly guardianTokenFile: string | undefined;
   readonly identity: IdentityConfig;
   readonly tls: TlsConfig;
+  readonly ownership: OwnershipConfig;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
@@ -262,6 +281,12 @@ export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
     };
   }
   const e = parsed.data;
+  // On by default where every caller is verified (ROLE=server with IDENTITY_POLICY=required).
+  const ownershipEnabled = e.TASK_OWNERSHIP ?? (e.IDENTITY_POLICY === 'required' && e.ROLE === 'server');
+  // A store for owners while ownership is off would leave the operator believing tasks are private.
+  if (e.TASK_STORE_URL !== undefined && !ownershipEnabled) {
+    return { ok: false, problems: ['TASK_STORE_URL: set, but task ownership is off; set TASK_OWNERSHIP=true (or remove TASK_STORE_URL)'] };
+  }
   return {
     ok: true,
     config: {
@@ -324,6 +349,14 @@ export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
           : { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE, clientCaFile: e.TLS_CLIENT_CA_FILE, clientCert: e.TLS_CLIENT_CERT },
         guardian: { caFile: e.GUARDIAN_CA_FILE, certFile: e.GUARDIAN_CERT_FILE, keyFile: e.GUARDIAN_KEY_FILE, serverName: e.GUARDIAN_SERVER_NAME },
         upstream: { caFile: e.UPSTREAM_CA_FILE, certFile: e.UPSTREAM_CERT_FILE, keyFile: e.UPSTREAM_KEY_FILE, serverName: e.UPSTREAM_SERVER_NAME },
+      },
+      ownership: {
+        enabled: ownershipEnabled,
+        storeUrl: e.TASK_STORE_URL,
+        prefix: e.TASK_STORE_PREFIX,
+        timeoutMs: e.TASK_STORE_TIMEOUT_MS,
+        maxEntries: e.TASK_STORE_MAX_ENTRIES,
+        ttlSeconds: e.TASK_OWNERSHIP_TTL_SECONDS,
       },
     },
   };

@@ -21,6 +21,8 @@ import { WatchedFile } from './files';
 import { createLogger } from './log';
 import { setupIdentity } from './identity/setup';
 import { describeConnectError, listenerTls, outboundTls } from './tls';
+import { TaskOwnership } from './proxy/ownership';
+import { createOwnerStore } from './ownership/create';
 
 export interface ProxyInstance {
   readonly server: http.Server;
@@ -101,7 +103,9 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const streams = new Set<() => void>();
   let draining = false;
   const bodyBudget = new BodyBudget(config.maxInflightBodyBytes);
-  const handler = createProxyHandler({ config, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, upstreamCard, ...identity });
+  const store = config.ownership.enabled ? await createOwnerStore(config.ownership, logger, (n) => metrics.ownershipEvictions.inc(n)) : undefined;
+  const ownership = store === undefined ? undefined : new TaskOwnership({ store, failMode: config.failMode, logger, metrics });
+  const handler = createProxyHandler({ config, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, upstreamCard, ...identity, ownership });
 
   const tls = listenerTls(config.tls.listener, config.identity.refreshMs, logger);
   const serverOptions = { keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 };
@@ -197,6 +201,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
       upstreamTls.close();
       tls?.close();
       await cardDispatcher?.close();
+      await store?.close();
       ws?.close();
     },
   };

@@ -45,6 +45,16 @@ export class Metrics {
     help: 'Upstream agent failures (refused, reset, failed before answering)',
     registers: [this.registry],
   });
+  readonly ownership = new FastCounter(
+    'a2a_guard_task_ownership_total',
+    'Task ownership: calls checked and refused, answers bound, lists filtered, store failures, by operation and outcome',
+    this.registry,
+  );
+  readonly ownershipEvictions = new Counter({
+    name: 'a2a_guard_task_store_evictions_total',
+    help: 'Task owner bindings evicted from the in-memory store to make room (TASK_STORE_MAX_ENTRIES)',
+    registers: [this.registry],
+  });
   readonly openStreams = new Gauge({ name: 'a2a_guard_open_streams', help: 'SSE streams in flight', registers: [this.registry] });
   /** Read at scrape time from the log sink (see countLogDrops). */
   private logDrops: () => number = () => 0;
@@ -74,6 +84,10 @@ export class Metrics {
 
   decision(operation: string, side: string, phase: string, decision: string): void {
     this.requests.inc(`${operation}\0${side}\0${phase}\0${decision}`, () => ({ operation, side, phase, decision }));
+  }
+
+  ownershipOutcome(operation: string, outcome: string): void {
+    this.ownership.inc(`${operation}\0${outcome}`, () => ({ operation, outcome }));
   }
 
   call(operation: string, outcome: string): void {

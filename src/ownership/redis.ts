@@ -62,7 +62,7 @@ export class RedisOwnerStore implements OwnerStore {
 
   /** Connected now (for readiness). */
   get connected(): boolean {
-    return this.up;
+    return this.client.status === 'ready';
   }
 
   async owners(keys: readonly string[]): Promise<(Owner | undefined)[]> {

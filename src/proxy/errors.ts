@@ -8,7 +8,9 @@ import type { JsonRpcId } from '../aos/schemas';
 export type ProxyErrorKind =
   | 'denied' | 'guardianUnavailable' | 'rejected' | 'upstreamUnavailable' | 'overloaded' | 'unauthenticated'
   // Refusals of what the agent would refuse too: the binding's standard codes, with the proxy's ErrorInfo.
-  | 'parseError' | 'invalidRequest' | 'invalidParams' | 'methodNotFound' | 'notFound' | 'contentTypeNotSupported' | 'versionNotSupported';
+  | 'parseError' | 'invalidRequest' | 'invalidParams' | 'methodNotFound' | 'notFound' | 'contentTypeNotSupported' | 'versionNotSupported'
+  // Task ownership: another caller's task is answered exactly as a task that does not exist; the owner store is down.
+  | 'taskNotFound' | 'taskStoreUnavailable';
 
 interface KindInfo {
   readonly code: number;
@@ -34,13 +36,22 @@ const KINDS: Record<ProxyErrorKind, KindInfo> = {
   versionNotSupported: { code: -32009, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'UNIMPLEMENTED', defaultMessage: 'A2A version not supported' },
   // The caller's identity could not be verified (IDENTITY_POLICY=required, or a bad credential).
   unauthenticated: { code: -31401, reason: 'UNAUTHENTICATED', httpStatus: 401, grpcStatus: 'UNAUTHENTICATED', defaultMessage: 'Caller identity not verified' },
+  taskNotFound: { code: -32001, reason: 'TASK_NOT_FOUND', httpStatus: 404, grpcStatus: 'NOT_FOUND', defaultMessage: 'Task not found' },
+  taskStoreUnavailable: { code: -31504, reason: 'TASK_STORE_UNAVAILABLE', httpStatus: 503, grpcStatus: 'UNAVAILABLE', defaultMessage: 'Task owner store unavailable' },
 };
 
 /** A2A's own ErrorInfo reason for the standard refusals (google.rpc.ErrorInfo, domain a2a-protocol.org). */
 const A2A_REASONS: Partial<Record<ProxyErrorKind, string>> = {
   contentTypeNotSupported: 'CONTENT_TYPE_NOT_SUPPORTED',
   versionNotSupported: 'VERSION_NOT_SUPPORTED',
+  taskNotFound: 'TASK_NOT_FOUND',
 };
+
+/**
+ * Kinds answered exactly as the agent answers, without the proxy's ErrorInfo: telling "another
+ * caller's task" from "no such task" would leak that the task exists.
+ */
+const AGENT_FORM_ONLY: ReadonlySet<ProxyErrorKind> = new Set(['taskNotFound']);
 
 export const ERROR_CODES = {
   denied: KINDS.denied.code,
@@ -71,6 +82,7 @@ function errorInfo(err: ProxyError) {
 /** The A2A ErrorInfo (when the kind has one) first, as the agent would send it, then the proxy's. */
 function errorDetails(err: ProxyError) {
   const a2a = A2A_REASONS[err.kind];
+  if (a2a !== undefined && AGENT_FORM_ONLY.has(err.kind)) return [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: a2a, domain: 'a2a-protocol.org' }];
   const own = errorInfo(err);
   return a2a === undefined ? [own] : [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: a2a, domain: 'a2a-protocol.org' }, own];
 }

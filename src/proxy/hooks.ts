@@ -17,6 +17,7 @@ import { enforce, type HookAction, type HookDecision } from './enforce';
 import type { ProxyError } from './errors';
 import type { UpstreamHandle } from './forward';
 import type { VerifiedIdentity } from '../identity/types';
+import type { AnswerHook } from './ownership';
 
 export interface HookDeps {
   readonly config: Config;
@@ -55,8 +56,10 @@ export interface Exchange {
   readonly hooks: HookRecord[];
   /** The peer of each hook side, learned at the first hook of the call. */
   readonly peers: Partial<Record<Side, PartialAgent>>;
-  decision: HookDecision | 'error';
+  decision: HookDecision | 'error' | 'refused';
   upstreamStatus: number | null;
+  /** Task ownership's checks of the agent's answer (proxy/ownership.ts), when the call needs them. */
+  answerHook?: AnswerHook;
   events: number;
   error?: string;
 }

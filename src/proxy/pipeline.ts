@@ -25,6 +25,8 @@ import { publicBase, serveCard } from './card-route';
 import { Cancellation } from '../cancel';
 import type { CallerIdentifier, CallerResult } from '../identity/caller';
 import { describeConnectError } from '../tls';
+import type { TaskOwnership } from './ownership';
+import { ownerKey } from '../ownership/principal';
 
 export interface ProxyDeps {
   readonly config: Config;
@@ -45,6 +47,8 @@ export interface ProxyDeps {
   readonly identify: CallerIdentifier;
   /** ROLE=client/both with a signing key: a fresh identity assertion for the upstream. */
   readonly signAssertion: (() => Promise<string>) | undefined;
+  /** Task ownership (TASK_OWNERSHIP), or undefined when off. */
+  readonly ownership?: TaskOwnership | undefined;
 }
 
 /** Request hooks run client side first; responses travel back, so server side first. */
@@ -175,6 +179,19 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       logExchange(ex);
     });
 
+    // Task ownership: another caller's task is "not found", before the guardian or the agent sees the call.
+    const owner = ownerKey(ex.identity);
+    if (deps.ownership !== undefined) {
+      const owned = await deps.ownership.checkRequest(owner, c.op, c.request);
+      if (res.destroyed) return;
+      if (owned.type === 'refuse') {
+        ex.decision = 'refused';
+        metrics.call(c.op.aosMethod, 'refused');
+        return sendError(res, c.binding, owned.error, c.id);
+      }
+      ex.answerHook = deps.ownership.answerHook(owner, c.op, c.binding);
+    }
+
     const verb = req.method ?? 'POST';
     const payloadJson = JSON.stringify(c.request);
     lease.resize(payloadJson.length);
@@ -191,6 +208,15 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     if (run.type === 'block') {
       ex.decision = run.decision;
       return sendError(res, c.binding, run.error, c.id);
+    }
+    if (run.modified && deps.ownership !== undefined) {
+      // A modify may not re-target the call at a task the caller does not own.
+      const again = await deps.ownership.checkRequest(owner, c.op, run.payload);
+      if (res.destroyed) return;
+      if (again.type === 'refuse') {
+        ex.decision = 'refused';
+        return sendError(res, c.binding, again.error, c.id);
+      }
     }
     const rebuilt = rebuildRequest(c, verb, run.payload, run.payloadJson);
     if (typeof rebuilt === 'string') {
@@ -219,7 +245,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       ...(up.rebuilt === undefined ? {} : { rebuilt: up.rebuilt }),
     });
     // Answers that will be read (response hooks, card results) must come uncompressed.
-    if (ex !== undefined && (config.inspectResponses || ex.op.returnsCard)) headers['accept-encoding'] = 'identity';
+    if (ex !== undefined && (config.inspectResponses || ex.op.returnsCard || ex.answerHook !== undefined)) headers['accept-encoding'] = 'identity';
     const upReq = callUpstream(
       deps.upstream,
       { verb: up.verb, path: up.path, headers, body: up.body },
@@ -267,6 +293,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         : undefined,
       rewriteCard: ex?.op.returnsCard === true ? { publicBase: publicBase(deps, req), upstreamBase: deps.upstream.url, signatures: config.cardSignatures } : undefined,
       maxBodyBytes: config.maxBodyBytes,
+      answerHook: ex?.answerHook,
       onUpstreamFailure: (why) => {
         metrics.upstreamErrors.inc();
         if (ex !== undefined) ex.error = why;
@@ -283,7 +310,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         return undefined;
       },
     };
-    if (ex === undefined || (ctx.inspect === undefined && ctx.rewriteCard === undefined)) return relayPlain(ctx);
+    if (ex === undefined || (ctx.inspect === undefined && ctx.rewriteCard === undefined && ctx.answerHook === undefined)) return relayPlain(ctx);
     if (isEventStream(upRes)) return relayStreamInspected(ctx);
     return relayUnaryInspected(ctx);
   }

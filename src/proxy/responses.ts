@@ -12,6 +12,7 @@ import { jsonRpcErrorBody, jsonRpcErrorObject, proxyError, restErrorObject, rest
 import { headerText, relayResponseHeaders, type UpstreamAnswer, type UpstreamHandle } from './forward';
 import { decodeBody } from './body';
 import type { Exchange, HookRun } from './hooks';
+import type { AnswerCheck, AnswerHook } from './ownership';
 
 export interface RelayContext {
   readonly binding: Binding;
@@ -35,6 +36,8 @@ export interface RelayContext {
   readonly onUninspectable: (why: string) => ProxyError | undefined;
   /** Track an open stream so a shutdown can end it with an error event; returns the untrack function. */
   readonly trackStream: (terminate: () => void) => () => void;
+  /** Task ownership's checks of this answer (learn owners, filter task lists), before the response hooks. */
+  readonly answerHook?: AnswerHook | undefined;
 }
 
 const SHUTDOWN = () => proxyError('upstreamUnavailable', 'Proxy is shutting down');
@@ -191,6 +194,9 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
     body = raw.length === 0 ? null : JSON.parse(raw.toString('utf8'));
   } catch {
     if (cardAnswer) return refuseCard();
+    const owned = await checkAnswer(ctx, undefined, status);
+    if (res.destroyed) return;
+    if (owned.type === 'refuse') return sendError(res, binding, owned.error, id);
     // Not JSON (an HTML error page, say): no A2A answer the hooks could judge.
     if (ctx.inspect === undefined) return send(res, status, headers, original);
     return uninspectable(ctx, 'agent answer is not JSON', () => send(res, status, headers, original));
@@ -204,6 +210,13 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
       body = rewritten;
       out = Buffer.from(JSON.stringify(body), 'utf8');
     }
+  }
+  const owned = await checkAnswer(ctx, body, status);
+  if (res.destroyed) return;
+  if (owned.type === 'refuse') return sendError(res, binding, owned.error, id);
+  if (owned.type === 'replace') {
+    body = owned.body;
+    out = Buffer.from(JSON.stringify(body), 'utf8');
   }
   if (ctx.inspect !== undefined) {
     const payload = toPayload(binding, id, body, status >= 200 && status < 300);
@@ -224,6 +237,14 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   send(res, status, headers, out);
 }
 
+const PASS: AnswerCheck = { type: 'pass' };
+
+/** Task ownership's check of a unary answer (PASS when the call has none). */
+function checkAnswer(ctx: RelayContext, body: unknown, status: number): AnswerCheck | Promise<AnswerCheck> {
+  const unary = ctx.answerHook?.unary;
+  return unary === undefined ? PASS : unary(body, status >= 200 && status < 300);
+}
+
 function rewriteCardResult(binding: Binding, body: unknown, opts: Parameters<typeof rewriteCard>[1]): unknown {
   if (binding === 'rest') return isObject(body) ? rewriteCard(body as CardJson, opts) : undefined;
   if (!isObject(body) || !isObject(body.result)) return undefined;
@@ -242,7 +263,8 @@ function send(res: ServerResponse, status: number, headers: OutgoingHttpHeaders,
 export function relayStreamInspected(ctx: RelayContext): void {
   const { res, upRes, binding, id } = ctx;
   const inspect = ctx.inspect;
-  if (inspect === undefined) return relayPlain(ctx);
+  const ownEvent = ctx.answerHook?.event;
+  if (inspect === undefined && ownEvent === undefined) return relayPlain(ctx);
   const encoding = headerText(upRes.headers['content-encoding']);
   if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
     // A compressed event stream cannot be judged event by event.
@@ -313,9 +335,17 @@ export function relayStreamInspected(ctx: RelayContext): void {
     try {
       data = JSON.parse(ev.data);
     } catch {
-      return unreadable(ev, 'SSE event data is not JSON');
+      // Without inspection only task ownership reads events, and such an event binds nothing.
+      return inspect === undefined ? write(ev.raw) : unreadable(ev, 'SSE event data is not JSON');
     }
     const isError = ev.event === 'error';
+    // Task ownership: bind the tasks an event names before it goes out.
+    if (ownEvent !== undefined && !isError) {
+      const owned = await ownEvent(data);
+      if (stopped) return;
+      if (owned.type === 'refuse') return stop(errorEvent(binding, owned.error, id));
+    }
+    if (inspect === undefined) return write(ev.raw);
     const payload = toPayload(binding, id, data, !(isError || (isObject(data) && 'error' in data && !('result' in data))));
     if (payload === undefined) return unreadable(ev, 'SSE event data is not a JSON object');
     if (ctx.ex !== undefined) ctx.ex.events++;

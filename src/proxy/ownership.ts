@@ -1,0 +1,193 @@
+/**
+ * Task ownership in the pipeline (README "Task ownership"): a task belongs to the verified caller
+ * whose call created it, learned from the agent's answer before that answer is relayed.
+ *
+ * - Before the guardian: a call that names a task (get, cancel, resubscribe, push configs, a message
+ *   continuing a task or context) must name only the caller's own tasks and contexts. Anything else
+ *   is answered "task not found", exactly as the agent answers an unknown task, so a task's
+ *   existence does not leak. A task id the store does not know (never seen, expired, evicted) is
+ *   refused the same way: the proxy cannot show that the caller owns it. An unknown context id is
+ *   a new context (clients may choose context ids).
+ * - Answers to message/send and every event of message/stream bind the tasks and contexts they
+ *   name to the caller (first owner wins) before they go out.
+ * - tasks/list answers keep only the caller's own tasks.
+ * - The store unreachable (or slower than TASK_STORE_TIMEOUT_MS): FAIL_MODE=closed refuses the
+ *   calls and answers that need it (-31504); FAIL_MODE=open passes them, logged and counted.
+ */
+import type { Logger } from 'pino';
+import type { Metrics } from '../admin/metrics';
+import type { Binding } from '../a2a/classify';
+import type { Operation } from '../a2a/operations';
+import type { JsonObject } from '../aos/schemas';
+import type { Owner } from '../ownership/principal';
+import { contextKey, taskKey, type OwnerStore } from '../ownership/store';
+import { createdByAnswer, filterListed, listedTasks, namedByRequest, type TaskRefs } from '../ownership/tasks';
+import { proxyError, type ProxyError } from './errors';
+
+/** What an answer check decides: pass it on, pass this replacement body, or send this error instead. */
+export type AnswerCheck =
+  | { readonly type: 'pass' }
+  | { readonly type: 'replace'; readonly body: unknown }
+  | { readonly type: 'refuse'; readonly error: ProxyError };
+
+/** The checks the relay runs on the agent's answer to one call (responses.ts calls them). */
+export interface AnswerHook {
+  /** A unary answer: its parsed body (undefined when not JSON), whether the status is 2xx. */
+  readonly unary?: (body: unknown, ok: boolean) => AnswerCheck | Promise<AnswerCheck>;
+  /** The parsed data of one stream event, before it is written. */
+  readonly event?: (data: unknown) => AnswerCheck | Promise<AnswerCheck>;
+}
+
+/**
+ * Where the call stands, for the guardian and the log: it names only tasks of the caller
+ * (`owned`), names none (`none`), or could not be checked (`unchecked`, FAIL_MODE=open).
+ */
+export type OwnershipState = 'owned' | 'none' | 'unchecked';
+
+export type RequestVerdict =
+  | { readonly type: 'pass'; readonly state: OwnershipState; readonly refs: TaskRefs }
+  | { readonly type: 'refuse'; readonly error: ProxyError };
+
+export interface OwnershipDeps {
+  readonly store: OwnerStore;
+  readonly failMode: 'closed' | 'open';
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+}
+
+const PASS: AnswerCheck = Object.freeze({ type: 'pass' });
+const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The longest id echoed in a "task not found" message. */
+const MAX_ECHOED_ID = 256;
+
+export class TaskOwnership {
+  constructor(private readonly deps: OwnershipDeps) {}
+
+  get store(): OwnerStore {
+    return this.deps.store;
+  }
+
+  /** Before the guardian and the agent: may `owner` make this call? */
+  async checkRequest(owner: Owner, op: Operation, request: JsonObject): Promise<RequestVerdict> {
+    const refs = namedByRequest(op, request);
+    if (refs.tasks.length === 0 && refs.contexts.length === 0) return { type: 'pass', state: 'none', refs };
+    const keys = [...refs.tasks.map(taskKey), ...refs.contexts.map(contextKey)];
+    let owners: (Owner | undefined)[];
+    try {
+      owners = await this.deps.store.owners(keys);
+    } catch (err) {
+      const failed = this.storeFailed(op, 'lookup', err);
+      return failed === undefined ? { type: 'pass', state: 'unchecked', refs } : { type: 'refuse', error: failed };
+    }
+    const nTasks = refs.tasks.length;
+    for (let i = 0; i < keys.length; i++) {
+      const current = owners[i];
+      const isTask = i < nTasks;
+      // An unknown context is a new one; an unknown task cannot be shown to be the caller's.
+      if (current === owner || (current === undefined && !isTask)) continue;
+      const why = current === undefined ? 'unknown_task' : isTask ? 'foreign_task' : 'foreign_context';
+      this.deps.metrics.ownershipOutcome(op.aosMethod, `refused_${why}`);
+      // The caller's own id back, as the agent words it; never who owns it.
+      const named = (isTask ? refs.tasks[i] : refs.contexts[i - nTasks]) as string;
+      this.deps.logger.info({ method: op.aosMethod, why, [isTask ? 'taskId' : 'contextId']: named.slice(0, MAX_ECHOED_ID) }, 'task ownership: call refused as task not found');
+      return { type: 'refuse', error: taskNotFound(isTask ? named : (refs.tasks[0] ?? named)) };
+    }
+    this.deps.metrics.ownershipOutcome(op.aosMethod, 'owned');
+    return { type: 'pass', state: 'owned', refs };
+  }
+
+  /** The checks of the agent's answer to this call, or undefined when its answer needs none. */
+  answerHook(owner: Owner, op: Operation, binding: Binding): AnswerHook | undefined {
+    switch (op.aosMethod) {
+      case 'message/send':
+        return { unary: (body, ok) => (ok ? this.bind(owner, op, createdByAnswer(body, binding), undefined) : PASS) };
+      case 'message/stream': {
+        // A stream names the same task in every event: each key is claimed once per call.
+        const claimed = new Set<string>();
+        return {
+          unary: (body, ok) => (ok ? this.bind(owner, op, createdByAnswer(body, binding), claimed) : PASS),
+          event: (data) => this.bind(owner, op, createdByAnswer(data, binding), claimed),
+        };
+      }
+      case 'tasks/list':
+        return { unary: (body, ok) => this.filterList(owner, op, binding, body, ok) };
+      default:
+        return undefined;
+    }
+  }
+
+  /** Bind what an answer names to the caller before it is relayed; an answer naming another caller's task is not relayed. */
+  private async bind(owner: Owner, op: Operation, refs: TaskRefs, claimed: Set<string> | undefined): Promise<AnswerCheck> {
+    let keys = [...refs.tasks.map(taskKey), ...refs.contexts.map(contextKey)];
+    if (claimed !== undefined) keys = keys.filter((k) => !claimed.has(k));
+    if (keys.length === 0) return PASS;
+    let owners: Owner[];
+    try {
+      owners = await this.deps.store.claim(keys, owner);
+    } catch (err) {
+      const failed = this.storeFailed(op, 'bind', err);
+      return failed === undefined ? PASS : { type: 'refuse', error: failed };
+    }
+    if (owners.some((o) => o !== owner)) {
+      this.deps.metrics.ownershipOutcome(op.aosMethod, 'answer_conflict');
+      this.deps.logger.warn({ method: op.aosMethod }, 'task ownership: the agent answered with a task or context of another caller; answer refused');
+      return { type: 'refuse', error: proxyError('upstreamUnavailable', 'Agent answer names a task of another caller') };
+    }
+    for (const k of keys) claimed?.add(k);
+    this.deps.metrics.ownershipOutcome(op.aosMethod, 'bound');
+    return PASS;
+  }
+
+  private async filterList(owner: Owner, op: Operation, binding: Binding, body: unknown, ok: boolean): Promise<AnswerCheck> {
+    if (!ok || (isObject(body) && 'error' in body && !('result' in body))) return PASS;
+    const ids = listedTasks(body, binding);
+    if (ids === undefined) {
+      // A success the proxy cannot read could list anyone's tasks.
+      this.deps.metrics.ownershipOutcome(op.aosMethod, 'list_unreadable');
+      if (this.deps.failMode === 'open') {
+        this.deps.metrics.failOpenPasses.inc();
+        this.deps.logger.warn({ method: op.aosMethod }, 'task ownership: task list cannot be read; passed unfiltered (FAIL_MODE=open)');
+        return PASS;
+      }
+      this.deps.logger.warn({ method: op.aosMethod }, 'task ownership: task list cannot be read; refused (FAIL_MODE=closed)');
+      return { type: 'refuse', error: proxyError('upstreamUnavailable', 'Agent task list cannot be read') };
+    }
+    if (ids.length === 0) return PASS;
+    const known = ids.filter((id): id is string => id !== undefined);
+    let owners: (Owner | undefined)[];
+    try {
+      owners = await this.deps.store.owners(known.map(taskKey));
+    } catch (err) {
+      const failed = this.storeFailed(op, 'list', err);
+      return failed === undefined ? PASS : { type: 'refuse', error: failed };
+    }
+    const mine = new Set<string>();
+    known.forEach((id, i) => {
+      if (owners[i] === owner) mine.add(id);
+    });
+    const keep = ids.map((id) => id !== undefined && mine.has(id));
+    if (keep.every((k) => k)) return PASS;
+    this.deps.metrics.ownershipOutcome(op.aosMethod, 'list_filtered');
+    return { type: 'replace', body: filterListed(body, binding, keep) };
+  }
+
+  /** The store did not answer: the error to send (FAIL_MODE=closed), or undefined to pass (open, counted). */
+  private storeFailed(op: Operation, what: 'lookup' | 'bind' | 'list', err: unknown): ProxyError | undefined {
+    const detail = err instanceof Error ? err.message : String(err);
+    if (this.deps.failMode === 'open') {
+      this.deps.metrics.ownershipOutcome(op.aosMethod, 'store_unavailable_passed');
+      this.deps.metrics.failOpenPasses.inc();
+      this.deps.logger.warn({ method: op.aosMethod, what, err: detail }, 'task owner store unavailable; passed unchecked (FAIL_MODE=open)');
+      return undefined;
+    }
+    this.deps.metrics.ownershipOutcome(op.aosMethod, 'store_unavailable_refused');
+    this.deps.logger.warn({ method: op.aosMethod, what, err: detail }, 'task owner store unavailable; refused (FAIL_MODE=closed)');
+    return proxyError('taskStoreUnavailable', 'Task owner store unavailable: task ownership cannot be checked', { store: this.deps.store.kind });
+  }
+}
+
+/** The agent's own words for an unknown task. */
+export function taskNotFound(taskId: string): ProxyError {
+  return proxyError('taskNotFound', `Task not found: ${taskId.slice(0, MAX_ECHOED_ID)}`);
+}
