@@ -215,14 +215,31 @@ function listenPorts(name: string): number[] {
   const cmd = commandOf(svc) ?? [];
   if (cmd.includes('dist/src/guardian/main.js')) return [readGuardianConfig(env, ROOT).config.port];
   if (cmd.includes('dist/src/demo/cake-baker.js')) return [Number(env['PORT'] ?? '8000')];
+  if (name === 'task-store') return ((svc.expose as unknown[] | undefined) ?? []).map(Number);
   return [];
 }
 
-const URL_VARS = ['UPSTREAM_URL', 'GUARDIAN_URL', 'SIDECAR_URL', 'SIDECAR_READY_URL', 'PUBLIC_URL', 'IMPOSTOR_URL', 'ASSERTION_AUDIENCE'];
+const URL_VARS = ['UPSTREAM_URL', 'GUARDIAN_URL', 'SIDECAR_URL', 'SIDECAR_READY_URL', 'PUBLIC_URL', 'IMPOSTOR_URL', 'ASSERTION_AUDIENCE', 'TASK_STORE_URL'];
+
+/** The task owner store: Debian's redis-server from its own small Dockerfile, not a node program. */
+const STORE = 'task-store';
 
 describe('docker-compose.yml', () => {
-  test('parses into the five demo services', () => {
-    expect(names.sort()).toEqual(['cake-baker', 'cake-baker-guard', 'cooking-assistant', 'cooking-assistant-guard', 'guardian']);
+  test('parses into the five demo services and the task store', () => {
+    expect(names.sort()).toEqual(['cake-baker', 'cake-baker-guard', 'cooking-assistant', 'cooking-assistant-guard', 'guardian', STORE]);
+  });
+
+  test('the task store builds from Dockerfile.redis (the proxy\'s Debian base image, Debian\'s redis-server) and runs with init: true', () => {
+    const svc = services[STORE] as Service;
+    expect(svc.init).toBe(true);
+    expect(svc.build).toEqual({ context: '.', dockerfile: 'Dockerfile.redis' });
+    expect(svc.image).toBeUndefined();
+    expect(svc.ports).toBeUndefined();
+    const docker = readFileSync(join(ROOT, 'Dockerfile.redis'), 'utf8');
+    expect(docker).toMatch(/^ARG NODE_IMAGE=docker\.io\/library\/node:24-bookworm-slim$/m);
+    expect(docker).toMatch(/^FROM \$\{NODE_IMAGE\}$/m);
+    expect(docker).toMatch(/apt-get install .*redis-server/);
+    expect(commandOf(svc)?.[0]).toBe('redis-server');
   });
 
   test('the subset parser agrees with a full YAML parser, when one is installed', () => {
@@ -236,7 +253,9 @@ describe('docker-compose.yml', () => {
     if (full !== undefined) expect(parseYamlSubset(composeText)).toEqual(full.load(composeText));
   });
 
-  test.each(names)('%s builds from the Dockerfile target that carries its program, runs with init: true, pulls no image', (name) => {
+  const programs = names.filter((n) => n !== STORE);
+
+  test.each(programs)('%s builds from the Dockerfile target that carries its program, runs with init: true, pulls no image', (name) => {
     const svc = services[name] as Service;
     expect(svc.init).toBe(true);
     const build = svc.build as Record<string, unknown>;
@@ -257,7 +276,7 @@ describe('docker-compose.yml', () => {
     for (const p of (svc.expose as unknown[] | undefined) ?? []) expect(typeof p).toBe('string');
   });
 
-  test.each(names)('%s runs a program the image contains', (name) => {
+  test.each(programs)('%s runs a program the image contains', (name) => {
     const cmd = commandOf(services[name] as Service) ?? ['node', 'dist/src/main.js'];
     expect(cmd[0]).toBe('node');
     const script = cmd[1] ?? '';
@@ -299,7 +318,7 @@ describe('docker-compose.yml', () => {
         const value = env[v];
         if (value === undefined) continue;
         const u = new URL(value);
-        const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80));
+        const port = Number(u.port || (u.protocol === 'https:' ? 443 : u.protocol === 'redis:' ? 6379 : 80));
         expect({ from: name, v, host: u.hostname, isService: names.includes(u.hostname) }).toEqual({ from: name, v, host: u.hostname, isService: true });
         expect({ from: name, v, port, listening: listenPorts(u.hostname).includes(port) }).toEqual({ from: name, v, port, listening: true });
         if (v === 'PUBLIC_URL') expect(u.hostname).toBe(name);
