@@ -18,11 +18,12 @@ import type { Logger } from 'pino';
 import type { Metrics } from '../admin/metrics';
 import type { Binding } from '../a2a/classify';
 import type { Operation } from '../a2a/operations';
-import type { JsonObject } from '../aos/schemas';
+import type { JsonObject, JsonRpcId } from '../aos/schemas';
+import { formatSseErrorEvent } from '../a2a/sse';
 import type { Owner } from '../ownership/principal';
 import { contextKey, taskKey, type OwnerStore } from '../ownership/store';
 import { createdByAnswer, filterListed, listedTasks, namedByRequest, type TaskRefs } from '../ownership/tasks';
-import { proxyError, type ProxyError } from './errors';
+import { errorCode, jsonRpcErrorObject, proxyError, restErrorObject, restHttpStatus, type ProxyError } from './errors';
 
 /** What an answer check decides: pass it on, pass this replacement body, or send this error instead. */
 export type AnswerCheck =
@@ -190,4 +191,39 @@ export class TaskOwnership {
 /** The agent's own words for an unknown task. */
 export function taskNotFound(taskId: string): ProxyError {
   return proxyError('taskNotFound', `Task not found: ${taskId.slice(0, MAX_ECHOED_ID)}`);
+}
+
+/** How a refused call was made, which decides the exact form of the agent's answer. */
+export interface RefusedCall {
+  readonly binding: Binding;
+  readonly id: JsonRpcId | null;
+  /** v0.3 wire shapes (a v0.3 JSON-RPC method, or a /v1/... REST route). */
+  readonly v03: boolean;
+  readonly op: Operation;
+}
+
+export interface WireAnswer {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+}
+
+/**
+ * "Task not found" exactly as the SDK agent answers it on each binding and version, so that a
+ * refused call cannot be told from a call naming a task that does not exist:
+ * v1.0 JSON-RPC `-32001` with A2A's ErrorInfo; v0.3 JSON-RPC `-32001` without data (and, for
+ * tasks/resubscribe, as an SSE `event: error`); v1.0 REST 404 google.rpc.Status; v0.3 REST 404 `{code, message}`.
+ */
+export function taskNotFoundAnswer(call: RefusedCall, err: ProxyError): WireAnswer {
+  const json = { 'content-type': 'application/json' };
+  if (call.binding === 'rest') {
+    const body = call.v03 ? { code: errorCode(err.kind), message: err.message } : restErrorObject(err);
+    return { status: restHttpStatus(err), headers: json, body: JSON.stringify(body) };
+  }
+  const full = jsonRpcErrorObject(err, call.id);
+  const answer = call.v03 ? { ...full, error: { code: full.error.code, message: full.error.message } } : full;
+  if (call.v03 && call.op.aosMethod === 'tasks/resubscribe') {
+    return { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, body: formatSseErrorEvent(JSON.stringify(answer)).toString('utf8') };
+  }
+  return { status: 200, headers: json, body: JSON.stringify(answer) };
 }

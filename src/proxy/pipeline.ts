@@ -25,7 +25,7 @@ import { publicBase, serveCard } from './card-route';
 import { Cancellation } from '../cancel';
 import type { CallerIdentifier, CallerResult } from '../identity/caller';
 import { describeConnectError } from '../tls';
-import type { TaskOwnership } from './ownership';
+import { taskNotFoundAnswer, type TaskOwnership } from './ownership';
 import { ownerKey } from '../ownership/principal';
 
 export interface ProxyDeps {
@@ -184,11 +184,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     if (deps.ownership !== undefined) {
       const owned = await deps.ownership.checkRequest(owner, c.op, c.request);
       if (res.destroyed) return;
-      if (owned.type === 'refuse') {
-        ex.decision = 'refused';
-        metrics.call(c.op.aosMethod, 'refused');
-        return sendError(res, c.binding, owned.error, c.id);
-      }
+      if (owned.type === 'refuse') return refuseOwnership(res, c, ex, owned.error);
       ex.answerHook = deps.ownership.answerHook(owner, c.op, c.binding);
     }
 
@@ -213,10 +209,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       // A modify may not re-target the call at a task the caller does not own.
       const again = await deps.ownership.checkRequest(owner, c.op, run.payload);
       if (res.destroyed) return;
-      if (again.type === 'refuse') {
-        ex.decision = 'refused';
-        return sendError(res, c.binding, again.error, c.id);
-      }
+      if (again.type === 'refuse') return refuseOwnership(res, c, ex, again.error);
     }
     const rebuilt = rebuildRequest(c, verb, run.payload, run.payloadJson);
     if (typeof rebuilt === 'string') {
@@ -313,6 +306,17 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     if (ex === undefined || (ctx.inspect === undefined && ctx.rewriteCard === undefined && ctx.answerHook === undefined)) return relayPlain(ctx);
     if (isEventStream(upRes)) return relayStreamInspected(ctx);
     return relayUnaryInspected(ctx);
+  }
+
+  /** A call task ownership refuses: "task not found" in the agent's own form, or the store's error. */
+  function refuseOwnership(res: ServerResponse, c: A2ACall, ex: Exchange, err: ProxyError): void {
+    ex.decision = 'refused';
+    metrics.call(c.op.aosMethod, 'refused');
+    if (err.kind !== 'taskNotFound') return sendError(res, c.binding, err, c.id);
+    const v03 = c.rest === undefined ? c.request.method === c.op.v03Method && c.op.v03Method !== c.op.v1Method : c.rest.match.version === '0.3';
+    const a = taskNotFoundAnswer({ binding: c.binding, id: c.id, v03, op: c.op }, err);
+    res.writeHead(a.status, { ...a.headers, 'content-length': Buffer.byteLength(a.body) });
+    res.end(a.body);
   }
 
   function refuse(res: ServerResponse, err: ProxyError, id: JsonRpcId | null, binding: 'jsonrpc' | 'rest'): void {
