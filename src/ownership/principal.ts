@@ -4,16 +4,14 @@
  * with subject `c` is not issuer `a` with subject `b:c`). Callers without a verified identity all
  * share one key, ANONYMOUS, which holds no `:` and so is never a verified caller's key.
  */
+import type { VerifiedIdentity } from '../identity/types';
+
 export type Owner = string;
 
 export const ANONYMOUS: Owner = 'anonymous';
 
-/** The fields of a verified identity that make its owner key (src/identity/types.ts VerifiedIdentity). */
-export interface OwnerIdentity {
-  readonly source: string;
-  readonly subject: string;
-  readonly issuer?: string | undefined;
-}
+/** The fields of a verified identity that make its owner key. */
+export type OwnerIdentity = Pick<VerifiedIdentity, 'source' | 'subject' | 'issuer'>;
 
 const escape = (s: string): string => s.replace(/%/g, '%25').replace(/:/g, '%3A');
 

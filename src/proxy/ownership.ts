@@ -18,7 +18,7 @@ import type { Logger } from 'pino';
 import type { Metrics } from '../admin/metrics';
 import type { Binding } from '../a2a/classify';
 import type { Operation } from '../a2a/operations';
-import type { JsonObject, JsonRpcId } from '../aos/schemas';
+import type { JsonObject, JsonRpcId, PartialAgent } from '../aos/schemas';
 import { formatSseErrorEvent } from '../a2a/sse';
 import type { Owner } from '../ownership/principal';
 import { contextKey, taskKey, type OwnerStore } from '../ownership/store';
@@ -186,6 +186,14 @@ export class TaskOwnership {
     this.deps.logger.warn({ method: op.aosMethod, what, err: detail }, 'task owner store unavailable; refused (FAIL_MODE=closed)');
     return proxyError('taskStoreUnavailable', 'Task owner store unavailable: task ownership cannot be checked', { store: this.deps.store.kind });
   }
+}
+
+/**
+ * The caller as the guardian sees it, with the ownership outcome in its metadata (Agent.metadata
+ * is free-form in the AOS schema): `{owner, state}`.
+ */
+export function withTaskOwnership(caller: PartialAgent, owner: Owner, state: OwnershipState): PartialAgent {
+  return { ...caller, metadata: { ...caller.metadata, taskOwnership: { owner, state } } };
 }
 
 /** The agent's own words for an unknown task. */

@@ -25,7 +25,7 @@ import { publicBase, serveCard } from './card-route';
 import { Cancellation } from '../cancel';
 import type { CallerIdentifier, CallerResult } from '../identity/caller';
 import { describeConnectError } from '../tls';
-import { taskNotFoundAnswer, type TaskOwnership } from './ownership';
+import { taskNotFoundAnswer, withTaskOwnership, type TaskOwnership } from './ownership';
 import { ownerKey } from '../ownership/principal';
 
 export interface ProxyDeps {
@@ -186,6 +186,8 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       if (res.destroyed) return;
       if (owned.type === 'refuse') return refuseOwnership(res, c, ex, owned.error);
       ex.answerHook = deps.ownership.answerHook(owner, c.op, c.binding);
+      // A call about existing tasks shows the guardian whose they are (the caller's, or unchecked under FAIL_MODE=open).
+      if (config.role !== 'client' && owned.state !== 'none') ex.peers.server = withTaskOwnership(ex.callerPeer, owner, owned.state);
     }
 
     const verb = req.method ?? 'POST';
