@@ -275,7 +275,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
         if (typeof i === 'string') return i;
         const key = String(i.path[0] ?? '?');
         const name = found[key]?.from ?? key;
-        const shown = input[key] === undefined ? '(unset)' : JSON.stringify(key.includes('TOKEN') ? '***' : input[key]);
+        // Tokens, and a store URL that may carry a password, are never echoed.
+        const shown = input[key] === undefined ? '(unset)' : JSON.stringify(key.includes('TOKEN') || key === 'TASK_STORE_URL' ? '***' : input[key]);
         return `${name}=${shown}: ${i.code === 'invalid_type' && input[key] === undefined ? 'is required' : i.message}${serviceLinkHint(found[key], key)}`;
       }),
     };
