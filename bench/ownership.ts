@@ -6,7 +6,9 @@
  *      instant in-process guardian, so the differences are the ownership work. One keep-alive
  *      connection, sequential calls: `message/send` (creates a task: one store write before the
  *      answer is relayed) and `tasks/get` of those tasks (one store read before the guardian).
- *      Interleaved rounds, the order rotating; medians over rounds of each round's p50.
+ *      Interleaved rounds, the order rotating; medians over rounds of each round's p50. Callers are
+ *      unverified (one shared owner): the store work is the same for every owner, and the identity
+ *      check's own cost is left out.
  *   2. Memory per stored task: a new task in a new context is two bindings (task and context).
  *      In memory: V8 heap after a full GC, before and after 200,000 tasks. Redis: `INFO memory`
  *      used_memory before and after 100,000 tasks.
