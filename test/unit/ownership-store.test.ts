@@ -109,10 +109,9 @@ describe('RedisOwnerStore (real redis-server)', () => {
     const s = await store('down:', 300);
     await s.claim(['t:before'], 'A');
     await redis.stop();
-    const t0 = Date.now();
-    await expect(s.owners(['t:before'])).rejects.toThrow();
-    await expect(s.claim(['t:during'], 'A')).rejects.toThrow();
-    expect(Date.now() - t0).toBeLessThan(3000);
+    // Refused by the client, not queued until Redis returns (ioredis' offline queue is off).
+    await expect(s.owners(['t:before'])).rejects.toThrow(/enableOfflineQueue|Connection is closed|ECONNREFUSED/);
+    await expect(s.claim(['t:during'], 'A')).rejects.toThrow(/enableOfflineQueue|Connection is closed|ECONNREFUSED/);
     expect(s.connected).toBe(false);
     await redis.start();
     const deadline = Date.now() + 10_000;
@@ -124,13 +123,10 @@ describe('RedisOwnerStore (real redis-server)', () => {
 
   test('a server that stops answering: commands fail after the timeout', async () => {
     const s = await store('slow:', 200);
-    // Ask the server to sleep 1.5 s: the store's command times out first.
-    const pause = redis.command('CLIENT', 'PAUSE', '1500', 'ALL').catch(() => undefined);
-    await pause;
-    const t0 = Date.now();
-    await expect(s.owners(['t:x'])).rejects.toThrow(/timed out/i);
-    expect(Date.now() - t0).toBeLessThan(1400);
-    await new Promise((r) => setTimeout(r, 1500));
+    // Ask the server to stop answering for 3 s: the store's command gives up on its own timeout.
+    await redis.command('CLIENT', 'PAUSE', '3000', 'ALL');
+    await expect(s.owners(['t:x'])).rejects.toThrow(/Command timed out/);
+    await new Promise((r) => setTimeout(r, 3000));
   });
 
   test('a URL with credentials is logged without them', () => {
