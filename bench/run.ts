@@ -7,6 +7,8 @@
  *   baseline   minimal node:http guardian-consulting proxy (baseline-proxy.ts)
  *   a2a-guard  the product (proxy-child.ts), ROLE=server, LOG_LEVEL=info to /dev/null
  *   a2a-guard+inspect   the same with INSPECT_RESPONSES=true
+ *   a2a-guard+otel      a2a-guard with OpenTelemetry tracing on (OTLP/HTTP protobuf, every call
+ *                       sampled) exporting to a sink in this process that reads and drops the spans
  * This process is the load generator (autocannon + a raw node:http client). On machines with
  * 2+ cores it pins itself to core 0 and the servers to the other core(s) with taskset.
  *
@@ -21,6 +23,8 @@
  *   5. (BENCH_PROFILE=1) --cpu-prof and, where available, perf of a2a-guard and the baseline
  *      under the unary load
  *
+ * BENCH_COMPARE=<another checkout, built> adds the path a2a-guard@compare: that checkout's proxy in the
+ * same rounds, for an A/B of a change (paired per-round CPU ratios are printed).
  * Options (env): BENCH_LONG=1 or --long (100,000 requests in the RSS phase), BENCH_PROFILE=1 or
  * --profile (add phase 5), BENCH_PROFILE=only or --profile-only (phase 5 alone),
  * BENCH_PHASES=load,seq,streams,rss,identity (a subset), BENCH_LOG_LEVEL (a2a-guard's LOG_LEVEL, default info),
@@ -78,8 +82,9 @@ const BURST_BODY = streamBody('stream please');
 const PACED_BODY = streamBody('stream paced please');
 type StreamKind = 'burst' | 'paced';
 
-type PathName = 'direct' | 'baseline' | 'a2a-guard' | 'a2a-guard+inspect';
-const PATHS: readonly PathName[] = ['direct', 'baseline', 'a2a-guard', 'a2a-guard+inspect'];
+type PathName = 'direct' | 'baseline' | 'a2a-guard' | 'a2a-guard+inspect' | 'a2a-guard+otel' | 'a2a-guard@compare';
+const COMPARE = env.BENCH_COMPARE !== undefined && env.BENCH_COMPARE !== '' ? path.resolve(env.BENCH_COMPARE) : undefined;
+const PATHS: readonly PathName[] = ['direct', 'baseline', 'a2a-guard', 'a2a-guard+inspect', 'a2a-guard+otel', ...(COMPARE === undefined ? [] : ['a2a-guard@compare' as const])];
 
 /* ------------------------------------------------------------------------------------------ */
 /* Child processes                                                                            */
@@ -116,7 +121,7 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 }
 
 function startChild(name: string, file: string, extraEnv: Record<string, string>, cores: string | undefined, nodeArgs: string[] = []): Promise<Child> {
-  const script = path.join(__dirname, file);
+  const script = path.isAbsolute(file) ? file : path.join(__dirname, file);
   const args = [...nodeArgs, script];
   const proc = cores === undefined
     ? spawn(process.execPath, args, { env: { ...env, ...extraEnv }, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] })
@@ -417,6 +422,25 @@ function table(head: string[], rows: string[][]): string {
 }
 const log = (s = ''): void => void process.stdout.write(s + '\n');
 
+/** An OTLP/HTTP endpoint that reads every export and drops it (the collector side of a2a-guard+otel). */
+async function startOtlpSink(): Promise<{ url: string; exports: number; bytes: number; close(): Promise<void> }> {
+  const sink = { url: '', exports: 0, bytes: 0, close: () => Promise.resolve() };
+  const server = http.createServer((req, res) => {
+    req.on('data', (c: Buffer) => (sink.bytes += c.length));
+    req.on('end', () => {
+      sink.exports++;
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  sink.url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  sink.close = () => new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+  return sink;
+}
+
 async function sanity(s: Servers): Promise<void> {
   for (const p of PATHS) {
     const r = await post(urlOf(s, p), UNARY_BODY, UNARY_HEADERS);
@@ -682,6 +706,9 @@ async function main(): Promise<void> {
   proxies.set('baseline', await startChild('baseline', 'baseline-proxy.js', baselineEnv, pin.proxy));
   proxies.set('a2a-guard', await startChild('a2a-guard', 'proxy-child.js', proxyEnv(false), pin.proxy));
   proxies.set('a2a-guard+inspect', await startChild('a2a-guard+inspect', 'proxy-child.js', proxyEnv(true), pin.proxy));
+  const otlp = await startOtlpSink();
+  if (COMPARE !== undefined) proxies.set('a2a-guard@compare', await startChild('a2a-guard@compare', path.join(COMPARE, 'dist/bench/proxy-child.js'), proxyEnv(false), pin.proxy));
+  proxies.set('a2a-guard+otel', await startChild('a2a-guard+otel', 'proxy-child.js', { ...proxyEnv(false), OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_SERVICE_NAME: 'a2a-guard-bench' }, pin.proxy));
   const s: Servers = { agent, guardian, proxies };
 
   await sanity(s);
@@ -809,6 +836,15 @@ async function main(): Promise<void> {
     const paired = L('a2a-guard').cpu.map((v, i) => v / (L('baseline').cpu[i] ?? NaN));
     log(`per-round proxy CPU µs/req, a2a-guard: ${L('a2a-guard').cpu.map((v) => f(v, 1)).join(', ')}; baseline: ${L('baseline').cpu.map((v) => f(v, 1)).join(', ')}; ` +
       `paired ratios: ${paired.map((v) => f(v)).join(', ')} (median ${fx(median(paired))})`);
+    const pairedOtel = L('a2a-guard+otel').cpu.map((v, i) => v / (L('a2a-guard').cpu[i] ?? NaN));
+    log(`tracing overhead (a2a-guard+otel / a2a-guard, same rounds): CPU/req ${fx(lm('a2a-guard+otel', 'cpu') / lm('a2a-guard', 'cpu'))} ` +
+      `(paired ratios ${pairedOtel.map((v) => f(v)).join(', ')}; median ${fx(median(pairedOtel))}), req/s ${fx(lm('a2a-guard+otel', 'rps') / lm('a2a-guard', 'rps'))}, ` +
+      `p50 ${fx(lm('a2a-guard+otel', 'p50') / lm('a2a-guard', 'p50'))}; spans received by the sink: ${otlp.exports} exports, ${mb(otlp.bytes)}`);
+    if (COMPARE !== undefined) {
+      const pairedCmp = L('a2a-guard').cpu.map((v, i) => v / (L('a2a-guard@compare').cpu[i] ?? NaN));
+      log(`A/B (a2a-guard / a2a-guard@compare = ${COMPARE}, same rounds): CPU/req paired ratios ${pairedCmp.map((v) => f(v)).join(', ')}; median ${fx(median(pairedCmp))}; ` +
+        `req/s ${fx(lm('a2a-guard', 'rps') / lm('a2a-guard@compare', 'rps'))}, p50 ${fx(lm('a2a-guard', 'p50') / lm('a2a-guard@compare', 'p50'))}`);
+    }
     const badLoad = PATHS.filter((p) => L(p).bad > 0 || L(p).mismatch > 0).map((p) => `${p}: ${L(p).bad} non-2xx/errors, ${L(p).mismatch} not seen by the agent`);
     if (badLoad.length > 0) log(`WARNING: ${badLoad.join('; ')}`);
     log();
@@ -823,6 +859,12 @@ async function main(): Promise<void> {
       PATHS.map((p) => [p, f(sm(p, 'p50'), 3), f(sm(p, 'p99'), 3), p === 'direct' ? '—' : sign(sm(p, 'p50') - sm('direct', 'p50')),
         p === 'direct' || p === 'baseline' ? '—' : sign(sm(p, 'p50') - sm('baseline', 'p50')), p === 'direct' ? '—' : f(sm(p, 'cpu'), 1)])));
     const pairedSeq = S('a2a-guard').p50.map((v, i) => v - (S('baseline').p50[i] ?? NaN));
+    if (COMPARE !== undefined) {
+      const pairedCmpSeq = S('a2a-guard').cpu.map((v, i) => v / (S('a2a-guard@compare').cpu[i] ?? NaN));
+      log(`A/B without load (a2a-guard / a2a-guard@compare): CPU/req paired ratios ${pairedCmpSeq.map((v) => f(v)).join(', ')}; median ${fx(median(pairedCmpSeq))}; ` +
+        `p50 ${signU(sm('a2a-guard', 'p50') - sm('a2a-guard@compare', 'p50'), 'ms')}`);
+    }
+    log(`tracing adds (a2a-guard+otel - a2a-guard, p50 without load): ${signU(sm('a2a-guard+otel', 'p50') - sm('a2a-guard', 'p50'), 'ms')}; CPU/req ${fx(sm('a2a-guard+otel', 'cpu') / sm('a2a-guard', 'cpu'))}`);
     log(`per-round p50 a2a-guard - baseline (ms): ${pairedSeq.map((v) => sign(v)).join(', ')}`);
     const badSeq = PATHS.filter((p) => S(p).bad > 0).map((p) => `${p}: ${S(p).bad} failed`);
     if (badSeq.length > 0) log(`WARNING: ${badSeq.join('; ')}`);

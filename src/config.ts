@@ -28,62 +28,70 @@ function pathList(v: string, ctx: z.RefinementCtx): string[][] {
   return out;
 }
 
+const OTLP_PROTOCOL = z.enum(['http/protobuf', 'http/json']);
+const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
+const READINESS_PARTS = ['guardian', 'upstream'] as const;
+
+/**
+ * Every variable, its default and its meaning, once: `--help` and `--check` are derived from it
+ * (describeVariables), and the README table lists the same names (a test keeps them in step).
+ */
 const EnvSchema = z.object({
-  PORT: int(8080, 0, 65535),
-  HOST: z.string().min(1).default('0.0.0.0'),
-  UPSTREAM_URL: httpUrl,
-  GUARDIAN_URL: optional(httpUrl),
-  GUARDIAN_TOKEN: optional(z.string().min(1, 'must not be empty when set')),
-  GUARDIAN_TIMEOUT_MS: int(5000, 1, 600_000),
-  ROLE: z.enum(['client', 'server', 'both']).default('server'),
-  FAIL_MODE: z.enum(['closed', 'open']).default('closed'),
-  INSPECT_RESPONSES: bool(false),
-  REASONING_HEADER: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be a valid HTTP header name').default('x-aos-reasoning').transform((h) => h.toLowerCase()),
-  OBSERVED_AGENT_NAME: z.string().optional(),
-  OBSERVED_AGENT_ID: z.string().optional(),
-  OBSERVED_AGENT_URL: z.string().optional(),
-  OBSERVED_AGENT_VERSION: z.string().optional(),
-  OBSERVED_AGENT_DESCRIPTION: z.string().optional(),
-  OBSERVED_AGENT_INSTRUCTIONS: z.string().optional(),
-  OBSERVED_AGENT_PROVIDER_NAME: z.string().optional(),
-  OBSERVED_AGENT_PROVIDER_URL: z.string().optional(),
-  OBSERVED_AGENT_CARD_URL: optional(httpUrl),
-  PUBLIC_URL: optional(httpUrl),
-  MAX_BODY_BYTES: int(10 * 1024 * 1024, 1, 1024 * 1024 * 1024),
-  BODY_TIMEOUT_MS: int(30_000, 1, 3_600_000),
-  CARD_TTL_MS: int(300_000, 0, 86_400_000),
-  CARD_SIGNATURES: z.enum(['strip', 'keep']).default('strip'),
-  PASSTHROUGH_PATHS: z.string().default('').transform((v, ctx) => pathList(v, ctx)),
-  REST_BASE_PATHS: z.string().optional().transform((v, ctx) => (v === undefined ? undefined : pathList(v, ctx))),
-  NON_A2A: z.enum(['refuse', 'forward']).default('refuse'),
-  MAX_INFLIGHT_BODY_BYTES: int(256 * 1024 * 1024, 1, 64 * 1024 * 1024 * 1024),
-  EXPOSE_GUARDIAN_REASONING: bool(false),
-  ADMIN_PORT: int(9090, 0, 65535),
-  ADMIN_HOST: z.string().min(1).default('0.0.0.0'),
-  DRAIN_TIMEOUT_MS: int(10_000, 0, 600_000),
-  SHADOW_MODE: bool(false),
-  ALLOW_WEBSOCKETS: bool(false),
-  POLICY_FILE: z.string().min(1).default('config/policy.json'),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  PORT: int(8080, 0, 65535).describe('port the proxy listens on'),
+  HOST: z.string().min(1).default('0.0.0.0').describe('listen address'),
+  UPSTREAM_URL: httpUrl.describe('the A2A agent the proxy forwards to (a path prefix is kept)'),
+  GUARDIAN_URL: optional(httpUrl).describe('AOS guardian endpoint; unset = the embedded reference guardian with POLICY_FILE'),
+  GUARDIAN_TOKEN: optional(z.string().min(1, 'must not be empty when set')).describe('sent as Authorization: Bearer to the guardian; never logged'),
+  GUARDIAN_TIMEOUT_MS: int(5000, 1, 600_000).describe('time budget per guardian call (retry included)'),
+  ROLE: z.enum(['client', 'server', 'both']).default('server').describe('client, server or both'),
+  FAIL_MODE: z.enum(['closed', 'open']).default('closed').describe('without a valid guardian answer: closed refuses (-31503), open forwards marked and counted'),
+  INSPECT_RESPONSES: bool(false).describe('run response hooks on unary answers and on every stream event'),
+  REASONING_HEADER: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be a valid HTTP header name').default('x-aos-reasoning').transform((h) => h.toLowerCase()).describe('request header carrying the agent\'s reasoning (removed before forwarding)'),
+  OBSERVED_AGENT_NAME: z.string().optional().describe('the observed agent\'s name (default: from its agent card)'),
+  OBSERVED_AGENT_ID: z.string().optional().describe('the observed agent\'s id'),
+  OBSERVED_AGENT_URL: z.string().optional().describe('the observed agent\'s URL'),
+  OBSERVED_AGENT_VERSION: z.string().optional().describe('the observed agent\'s version'),
+  OBSERVED_AGENT_DESCRIPTION: z.string().optional().describe('the observed agent\'s description'),
+  OBSERVED_AGENT_INSTRUCTIONS: z.string().optional().describe('the observed agent\'s instructions'),
+  OBSERVED_AGENT_PROVIDER_NAME: z.string().optional().describe('the observed agent\'s provider name'),
+  OBSERVED_AGENT_PROVIDER_URL: z.string().optional().describe('the observed agent\'s provider URL'),
+  OBSERVED_AGENT_CARD_URL: optional(httpUrl).describe('ROLE=client/both: where the observed client agent\'s own card is'),
+  PUBLIC_URL: optional(httpUrl).describe('URL clients use to reach this proxy (agent card rewrite); default: scheme + Host of the request'),
+  MAX_BODY_BYTES: int(10 * 1024 * 1024, 1, 1024 * 1024 * 1024).describe('larger requests are refused (-31400 / HTTP 413); also the limit for inspected answers'),
+  BODY_TIMEOUT_MS: int(30_000, 1, 3_600_000).describe('a request body must arrive within this time'),
+  CARD_TTL_MS: int(300_000, 0, 86_400_000).describe('how long a fetched agent card is cached'),
+  CARD_SIGNATURES: z.enum(['strip', 'keep']).default('strip').describe('strip or keep the JWS signatures of rewritten cards'),
+  PASSTHROUGH_PATHS: z.string().default('').transform((v, ctx) => pathList(v, ctx)).describe('comma-separated path prefixes of non-A2A routes the agent serves, forwarded unjudged (counted, logged)'),
+  REST_BASE_PATHS: z.string().optional().transform((v, ctx) => (v === undefined ? undefined : pathList(v, ctx))).describe("comma-separated REST bases of the agent, instead of its card's HTTP+JSON interface URLs"),
+  NON_A2A: z.enum(['refuse', 'forward']).default('refuse').describe('refuse everything that is not A2A (and not in PASSTHROUGH_PATHS), or forward it unjudged'),
+  MAX_INFLIGHT_BODY_BYTES: int(256 * 1024 * 1024, 1, 64 * 1024 * 1024 * 1024).describe('request-body bytes held across all calls at once; beyond it new calls get -31429'),
+  EXPOSE_GUARDIAN_REASONING: bool(false).describe('include the guardian\'s reasoning in errors sent to callers'),
+  ADMIN_PORT: int(9090, 0, 65535).describe('admin server port: /healthz, /readyz, /metrics'),
+  ADMIN_HOST: z.string().min(1).default('0.0.0.0').describe('admin server listen address'),
+  DRAIN_TIMEOUT_MS: int(10_000, 0, 600_000).describe('after the listener closes: in-flight calls may finish until then; open streams then end with an error event'),
+  SHADOW_MODE: bool(false).describe('ask the guardian, log and count what it would have done, always forward'),
+  ALLOW_WEBSOCKETS: bool(false).describe('forward HTTP upgrades (uninspected) instead of refusing them'),
+  POLICY_FILE: z.string().min(1).default('config/policy.json').describe('policy of the embedded guardian (GUARDIAN_URL unset)'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino level'),
   // Task ownership (README "Task ownership")
-  TASK_OWNERSHIP: optional(z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes')),
-  TASK_STORE_URL: optional(z.string().refine((u) => /^rediss?:\/\//i.test(u) && URL.canParse(u), 'must be a redis:// or rediss:// URL')),
-  TASK_STORE_PREFIX: z.string().min(1).max(256).default('a2a-guard:tasks:'),
-  TASK_STORE_TIMEOUT_MS: int(250, 1, 60_000),
-  TASK_STORE_MAX_ENTRIES: int(100_000, 100, 100_000_000),
-  TASK_OWNERSHIP_TTL_SECONDS: int(7 * 24 * 3600, 60, 366 * 24 * 3600),
+  TASK_OWNERSHIP: optional(z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes')).describe('only the verified caller that created a task may use it (default: on with ROLE=server and IDENTITY_POLICY=required)'),
+  TASK_STORE_URL: optional(z.string().refine((u) => /^rediss?:\/\//i.test(u) && URL.canParse(u), 'must be a redis:// or rediss:// URL')).describe('redis:// or rediss:// URL of the owner store shared by replicas (default: in memory); never logged'),
+  TASK_STORE_PREFIX: z.string().min(1).max(256).default('a2a-guard:tasks:').describe('prefix of every Redis key of the owner store'),
+  TASK_STORE_TIMEOUT_MS: int(250, 1, 60_000).describe('an owner-store read or write that takes longer fails and follows FAIL_MODE'),
+  TASK_STORE_MAX_ENTRIES: int(100_000, 100, 100_000_000).describe('in-memory owner store: bindings kept (oldest evicted past it)'),
+  TASK_OWNERSHIP_TTL_SECONDS: int(7 * 24 * 3600, 60, 366 * 24 * 3600).describe('how long a task stays bound to its owner'),
   // Verified identities (README "Identity")
-  IDENTITY_POLICY: z.enum(['required', 'optional', 'claims']).default('optional'),
-  ASSERTION_SIGNING_KEY_FILE: file,
-  ASSERTION_SIGNING_KEY_ID: optional(z.string().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1-128 printable ASCII characters')),
-  ASSERTION_TTL_SECONDS: int(30, 1, 60),
-  ASSERTION_TRUST_JWKS_FILE: file,
-  ASSERTION_TRUST_JWKS_URL: optional(httpUrl),
-  ASSERTION_AUDIENCE: optional(list.pipe(z.array(httpUrl).min(1, 'must name at least one URL'))),
-  ASSERTION_REPLAY_CACHE_SIZE: int(100_000, 100, 10_000_000),
-  OIDC_ISSUER: optional(httpUrl),
-  OIDC_AUDIENCE: optional(list.pipe(z.array(z.string()).min(1, 'must name at least one audience'))),
-  OIDC_JWKS_URL: optional(httpUrl),
+  IDENTITY_POLICY: z.enum(['required', 'optional', 'claims']).default('optional').describe('ROLE=server, a caller without a verified identity: required (refused), optional (from is unknown), claims (believe X-AOS-Agent-*)'),
+  ASSERTION_SIGNING_KEY_FILE: file.describe('ROLE=client/both: private key to sign identity assertions with'),
+  ASSERTION_SIGNING_KEY_ID: optional(z.string().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1-128 printable ASCII characters')).describe("key id put in the assertion header (default: the JWK's kid or thumbprint)"),
+  ASSERTION_TTL_SECONDS: int(30, 1, 60).describe('assertion lifetime, 1-60 seconds'),
+  ASSERTION_TRUST_JWKS_FILE: file.describe('ROLE=server: public keys whose assertions are trusted (JWKS file)'),
+  ASSERTION_TRUST_JWKS_URL: optional(httpUrl).describe('the same, fetched from a URL'),
+  ASSERTION_AUDIENCE: optional(list.pipe(z.array(httpUrl).min(1, 'must name at least one URL'))).describe('ROLE=server: the URL(s) callers reach it by (assertions must name one); ROLE=client: the audience it signs for'),
+  ASSERTION_REPLAY_CACHE_SIZE: int(100_000, 100, 10_000_000).describe('assertion ids remembered until they expire'),
+  OIDC_ISSUER: optional(httpUrl).describe('ROLE=server: accept OAuth2/OIDC bearer tokens from this issuer'),
+  OIDC_AUDIENCE: optional(list.pipe(z.array(z.string()).min(1, 'must name at least one audience'))).describe('accepted token audience(s), comma-separated'),
+  OIDC_JWKS_URL: optional(httpUrl).describe("the issuer's keys (default: from its openid-configuration)"),
   OIDC_CLAIMS: z.string().default('id=sub,name=azp|client_id|sub').transform((v, ctx) => {
     const map = parseClaimMap(v);
     if (typeof map === 'string') {
@@ -91,22 +99,43 @@ const EnvSchema = z.object({
       return z.NEVER;
     }
     return map;
-  }),
-  CREDENTIALS_REFRESH_MS: int(30_000, 100, 3_600_000),
+  }).describe('token claims -> AOS agent fields (id, name, url, version)'),
+  CREDENTIALS_REFRESH_MS: int(30_000, 100, 3_600_000).describe('how often key, certificate, token and JWKS files are re-read'),
   // TLS: the proxy's own listener, and towards the guardian and the upstream agent
-  TLS_CERT_FILE: file,
-  TLS_KEY_FILE: file,
-  TLS_CLIENT_CA_FILE: file,
-  TLS_CLIENT_CERT: z.enum(['required', 'optional']).default('required'),
-  GUARDIAN_TOKEN_FILE: file,
-  GUARDIAN_CA_FILE: file,
-  GUARDIAN_CERT_FILE: file,
-  GUARDIAN_KEY_FILE: file,
-  GUARDIAN_SERVER_NAME: optional(z.string().min(1)),
-  UPSTREAM_CA_FILE: file,
-  UPSTREAM_CERT_FILE: file,
-  UPSTREAM_KEY_FILE: file,
-  UPSTREAM_SERVER_NAME: optional(z.string().min(1)),
+  TLS_CERT_FILE: file.describe('the proxy listens over HTTPS with this certificate chain'),
+  TLS_KEY_FILE: file.describe("the HTTPS listener's private key"),
+  TLS_CLIENT_CA_FILE: file.describe('ask callers for a client certificate signed by this CA (mutual TLS)'),
+  TLS_CLIENT_CERT: z.enum(['required', 'optional']).default('required').describe('with a client CA: required or optional'),
+  GUARDIAN_TOKEN_FILE: file.describe("file holding the guardian's bearer token (re-read when it changes); never logged"),
+  GUARDIAN_CA_FILE: file.describe("CA bundle to verify the guardian's certificate"),
+  GUARDIAN_CERT_FILE: file.describe('client certificate presented to the guardian (mutual TLS)'),
+  GUARDIAN_KEY_FILE: file.describe('key of that client certificate'),
+  GUARDIAN_SERVER_NAME: optional(z.string().min(1)).describe("the name the guardian's certificate must carry (and SNI)"),
+  UPSTREAM_CA_FILE: file.describe("CA bundle to verify the agent's certificate"),
+  UPSTREAM_CERT_FILE: file.describe('client certificate presented to the agent (mutual TLS)'),
+  UPSTREAM_KEY_FILE: file.describe('key of that client certificate'),
+  UPSTREAM_SERVER_NAME: optional(z.string().min(1)).describe("the name the agent's certificate must carry (and SNI)"),
+  // Observability and operations (README "Observability and operations")
+  SHUTDOWN_DELAY_MS: int(5000, 0, 600_000).describe('on SIGTERM: keep accepting calls this long with /readyz already 503, then close the listener'),
+  TERMINATION_GRACE_PERIOD_SECONDS: z.string().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(1, 'must be at least 1').max(86_400, 'must be at most 86400')).optional()
+    .describe('the pod\'s terminationGracePeriodSeconds: when set, the drain deadline is what is left of it after SHUTDOWN_DELAY_MS, less 1 s'),
+  READINESS_REQUIRES: z.string().default('').transform((v) => v.split(',').map((p) => p.trim()).filter((p) => p !== ''))
+    .pipe(z.array(z.enum(READINESS_PARTS, `lists guardian and/or upstream, comma-separated`)))
+    .describe('what /readyz also requires besides "listening, configured, not draining": guardian and/or upstream (comma-separated); default none'),
+  POLICY_WATCH: bool(true).describe('reload the embedded guardian\'s policy when POLICY_FILE changes (SIGHUP reloads it too)'),
+  DECISION_LOG_FILE: z.string().min(1).optional().describe('append every call\'s audit record to this file as a hash chain (verify with --verify-log FILE)'),
+  OTEL_SDK_DISABLED: bool(false).describe('true turns tracing off whatever else is set'),
+  OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none']).optional().describe('otlp turns tracing on (default endpoint http://localhost:4318); none turns it off; unset: on when an OTLP endpoint is set'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional(httpUrl).describe('OTLP/HTTP collector base URL (/v1/traces is appended); setting it turns tracing on'),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optional(httpUrl).describe('OTLP/HTTP traces URL, used as is (wins over OTEL_EXPORTER_OTLP_ENDPOINT)'),
+  OTEL_EXPORTER_OTLP_PROTOCOL: OTLP_PROTOCOL.optional().describe('http/protobuf (default) or http/json'),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: OTLP_PROTOCOL.optional().describe('protocol for traces (wins over OTEL_EXPORTER_OTLP_PROTOCOL)'),
+  OTEL_EXPORTER_OTLP_HEADERS: z.string().optional().describe('headers sent to the collector, key=value,...; never logged'),
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: z.string().optional().describe('headers for traces only (added to OTEL_EXPORTER_OTLP_HEADERS); never logged'),
+  OTEL_SERVICE_NAME: z.string().min(1).optional().describe('service.name of the spans (default: service.name of OTEL_RESOURCE_ATTRIBUTES, else a2a-guard)'),
+  OTEL_RESOURCE_ATTRIBUTES: z.string().optional().describe('more resource attributes, key=value,...'),
+  OTEL_TRACES_SAMPLER: z.enum(SAMPLERS).default('parentbased_always_on').describe(`sampler: ${SAMPLERS.join(', ')}`),
+  OTEL_TRACES_SAMPLER_ARG: z.string().regex(/^(0(\.\d+)?|1(\.0+)?)$/, 'must be a ratio between 0 and 1').transform(Number).optional().describe('ratio for the traceidratio samplers (default 1)'),
 }).superRefine((e, ctx) => {
   // Rules between variables; each problem names the variable to change.
   const problem = (name: string, message: string) => ctx.addIssue({ code: 'custom', path: [name], message });
@@ -241,14 +270,33 @@ export interface Config {
   readonly adminPort: number;
   readonly adminHost: string;
   readonly drainTimeoutMs: number;
+  readonly shutdownDelayMs: number;
+  /** The pod's termination grace period in ms, when the operator gave it. */
+  readonly terminationGraceMs: number | undefined;
+  readonly readinessRequires: { readonly guardian: boolean; readonly upstream: boolean };
   readonly shadowMode: boolean;
   readonly allowWebSockets: boolean;
   readonly policyFile: string;
+  readonly policyWatch: boolean;
+  readonly decisionLogFile: string | undefined;
   readonly logLevel: Env['LOG_LEVEL'];
+  /** OpenTelemetry tracing, or undefined when it is off (nothing of it is loaded then). */
+  readonly otel: OtelConfig | undefined;
   readonly guardianTokenFile: string | undefined;
   readonly identity: IdentityConfig;
   readonly tls: TlsConfig;
   readonly ownership: OwnershipConfig;
+}
+
+export interface OtelConfig {
+  /** Where spans go (OTLP/HTTP). */
+  readonly tracesUrl: string;
+  readonly protocol: 'http/protobuf' | 'http/json';
+  readonly headers: Readonly<Record<string, string>>;
+  readonly serviceName: string;
+  readonly resourceAttributes: Readonly<Record<string, string>>;
+  readonly sampler: (typeof SAMPLERS)[number];
+  readonly samplerRatio: number;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
@@ -276,7 +324,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
         const key = String(i.path[0] ?? '?');
         const name = found[key]?.from ?? key;
         // Tokens, and a store URL that may carry a password, are never echoed.
-        const shown = input[key] === undefined ? '(unset)' : JSON.stringify(key.includes('TOKEN') || key === 'TASK_STORE_URL' ? '***' : input[key]);
+        const shown = input[key] === undefined ? '(unset)' : JSON.stringify(key === 'TASK_STORE_URL' ? '***' : maskValue(key, input[key] as string));
         return `${name}=${shown}: ${i.code === 'invalid_type' && input[key] === undefined ? 'is required' : i.message}${serviceLinkHint(found[key], key)}`;
       }),
     };
@@ -325,10 +373,16 @@ export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
       adminPort: e.ADMIN_PORT,
       adminHost: e.ADMIN_HOST,
       drainTimeoutMs: e.DRAIN_TIMEOUT_MS,
+      shutdownDelayMs: e.SHUTDOWN_DELAY_MS,
+      terminationGraceMs: e.TERMINATION_GRACE_PERIOD_SECONDS === undefined ? undefined : e.TERMINATION_GRACE_PERIOD_SECONDS * 1000,
+      readinessRequires: { guardian: e.READINESS_REQUIRES.includes('guardian'), upstream: e.READINESS_REQUIRES.includes('upstream') },
       shadowMode: e.SHADOW_MODE,
       allowWebSockets: e.ALLOW_WEBSOCKETS,
       policyFile: e.POLICY_FILE,
+      policyWatch: e.POLICY_WATCH,
+      decisionLogFile: e.DECISION_LOG_FILE,
       logLevel: e.LOG_LEVEL,
+      otel: otelConfig(e),
       guardianTokenFile: e.GUARDIAN_TOKEN_FILE,
       identity: {
         policy: e.IDENTITY_POLICY,
@@ -398,6 +452,104 @@ function editDistance(a: string, b: string): number {
     }
   }
   return (d[a.length] as number[])[b.length] as number;
+}
+
+type OtelKey = Extract<keyof Env, `OTEL_${string}`>;
+// Built from the shape (pick() is not allowed on a schema with refinements).
+const OtelSchema = z.object(Object.fromEntries(Object.entries(EnvSchema.shape).filter(([k]) => k.startsWith('OTEL_'))) as Pick<typeof EnvSchema.shape, OtelKey>);
+
+/**
+ * Only the OTEL_* variables (the standalone guardian traces too): the settings, or one line per problem.
+ * `defaultServiceName` is used when neither OTEL_SERVICE_NAME nor OTEL_RESOURCE_ATTRIBUTES names one.
+ */
+export function loadOtelConfig(env: NodeJS.ProcessEnv, defaultServiceName: string): { ok: true; otel: OtelConfig | undefined } | { ok: false; problems: string[] } {
+  const input = Object.fromEntries(Object.entries(schemaInput(env)).filter(([k]) => k.startsWith('OTEL_')));
+  const parsed = OtelSchema.safeParse(input);
+  if (!parsed.success) return { ok: false, problems: parsed.error.issues.map((i) => `${String(i.path[0] ?? '?')}: ${i.message}`) };
+  return { ok: true, otel: otelConfig(parsed.data, defaultServiceName) };
+}
+
+/** Tracing is on when an OTLP endpoint is given or OTEL_TRACES_EXPORTER=otlp, unless disabled. */
+function otelConfig(e: Pick<Env, OtelKey>, defaultServiceName = 'a2a-guard'): OtelConfig | undefined {
+  if (e.OTEL_SDK_DISABLED || e.OTEL_TRACES_EXPORTER === 'none') return undefined;
+  const specific = e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  const base = e.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if (specific === undefined && base === undefined && e.OTEL_TRACES_EXPORTER !== 'otlp') return undefined;
+  const tracesUrl = specific ?? `${(base ?? 'http://localhost:4318').replace(/\/+$/, '')}/v1/traces`;
+  const resourceAttributes = keyValues(e.OTEL_RESOURCE_ATTRIBUTES);
+  return {
+    tracesUrl,
+    protocol: e.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? e.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf',
+    headers: { ...keyValues(e.OTEL_EXPORTER_OTLP_HEADERS), ...keyValues(e.OTEL_EXPORTER_OTLP_TRACES_HEADERS) },
+    serviceName: e.OTEL_SERVICE_NAME ?? resourceAttributes['service.name'] ?? defaultServiceName,
+    resourceAttributes,
+    sampler: e.OTEL_TRACES_SAMPLER,
+    samplerRatio: e.OTEL_TRACES_SAMPLER_ARG ?? 1,
+  };
+}
+
+/** The W3C Baggage-style `key=value,key2=value2` lists of the OTel variables (values percent-decoded). */
+export function keyValues(text: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (text === undefined) return out;
+  for (const pair of text.split(',')) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) continue;
+    const key = pair.slice(0, eq).trim();
+    let value = pair.slice(eq + 1).trim();
+    try {
+      value = decodeURIComponent(value);
+    } catch {
+      /* keep it as written */
+    }
+    if (key !== '') out[key] = value;
+  }
+  return out;
+}
+
+/** Variables whose values are secrets: never printed, never logged. */
+export function isSecretVariable(name: string): boolean {
+  return /TOKEN|SECRET|PASSWORD|PASSPHRASE|PRIVATE|_KEY\b|_KEY_|HEADERS|CREDENTIAL/.test(name);
+}
+
+/** A value as it may be shown: secrets masked, and the password of a URL's userinfo masked. */
+export function maskValue(name: string, value: string): string {
+  if (isSecretVariable(name)) return '***';
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(value) && URL.canParse(value)) {
+    const u = new URL(value);
+    if (u.password !== '') {
+      u.password = '***';
+      return u.href;
+    }
+  }
+  return value;
+}
+
+export interface VariableInfo {
+  readonly name: string;
+  readonly description: string;
+  /** The default as text, 'required', or 'unset'. */
+  readonly default: string;
+  readonly secret: boolean;
+}
+
+/** Every variable of the schema with its meaning and default, for --help and --check. */
+export function describeVariables(): VariableInfo[] {
+  return Object.entries(EnvSchema.shape).map(([name, schema]) => {
+    const r = (schema as z.ZodType).safeParse(undefined);
+    const def = !r.success ? 'required' : r.data === undefined ? 'unset' : Array.isArray(r.data) ? r.data.join(',') : String(r.data);
+    return { name, description: schema.description ?? '', default: def, secret: isSecretVariable(name) };
+  });
+}
+
+/** The raw values an environment gives the schema's variables (src/env.ts: A2A_GUARD_<NAME> wins; empty counts as unset). */
+export function schemaInput(env: NodeJS.ProcessEnv): Record<string, string> {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(EnvSchema.shape)) {
+    const v = lookupEnv(env, key);
+    if (v !== undefined) input[key] = v.value;
+  }
+  return input;
 }
 
 function dropUndefined<T extends object>(o: T): T {

@@ -1,34 +1,99 @@
+#!/usr/bin/env node
 /**
- * `npm start`: configuration from the environment, the proxy, the admin server, signals.
- * A bad configuration prints one line per problem and exits 2.
+ * `a2a-guard` / `npm start`: configuration from the environment, the proxy, the admin server, signals.
+ *   --help, --version, --check, --verify-log FILE: see src/cli.ts.
+ * A bad configuration (or a port that cannot be bound) prints one line per problem and exits 2.
+ * SIGTERM: not ready at once, keep accepting for SHUTDOWN_DELAY_MS, then drain by the deadline.
+ * SIGINT: the same without the delay (a second SIGINT/SIGTERM exits at once).
+ * SIGHUP (and a change of POLICY_FILE): reload the embedded guardian's policy.
  */
+import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { loadConfig } from './config';
-import { createLogger, stdoutDestination } from './log';
-import { startProxy, createGuardian } from './server';
+import { loadConfig, type Config } from './config';
+import { createLogger, stdoutDestination, type Logger, type LogSink } from './log';
+import { startProxy, createGuardian, type ProxyInstance } from './server';
 import { createAdminServer } from './admin/server';
+import { Health } from './admin/health';
 import type { Guardian } from './aos/guardian';
-import { embeddedGuardian } from './guardian/embedded';
+import { embeddedGuardian, type EmbeddedGuardian } from './guardian/embedded';
+import { PolicyError } from './guardian/policy';
+import type { ReloadResult } from './guardian/reload';
+import { effectiveConfiguration, parseArgs, proxyHelp } from './cli';
+import { VERSION } from './version';
+import { DecisionLog, verifyDecisionLog } from './observe/decision-log';
+import type { Metrics } from './admin/metrics';
 import { StartupError } from './files';
 
-export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  const loaded = loadConfig(env);
-  if (!loaded.ok) {
-    for (const p of loaded.problems) process.stderr.write(`a2a-guard: configuration error: ${p}\n`);
-    process.exit(2);
+export const EXIT_CONFIG = 2;
+
+/** How long a SIGTERM keeps accepting, and the drain deadline after it (pure; see README "Signals"). */
+export function shutdownPlan(config: Pick<Config, 'shutdownDelayMs' | 'drainTimeoutMs' | 'terminationGraceMs'>, signal: string): { delayMs: number; drainMs: number } {
+  const delay = signal === 'SIGTERM' ? config.shutdownDelayMs : 0;
+  if (config.terminationGraceMs === undefined) return { delayMs: delay, drainMs: config.drainTimeoutMs };
+  // Leave a second for flushing logs and spans before the kubelet's SIGKILL.
+  const budget = Math.max(0, config.terminationGraceMs - 1000);
+  const delayMs = Math.min(delay, budget);
+  return { delayMs, drainMs: budget - delayMs };
+}
+
+/** Listen errors an operator can fix (a port in use, a privileged port, an address not on this host). */
+function listenProblem(err: unknown, where: string): string | undefined {
+  const code = (err as NodeJS.ErrnoException).code;
+  const why: Record<string, string> = {
+    EADDRINUSE: 'address already in use',
+    EACCES: 'permission denied',
+    EADDRNOTAVAIL: 'address not available on this host',
+  };
+  return code !== undefined && why[code] !== undefined ? `cannot listen on ${where}: ${why[code]} (${code})` : undefined;
+}
+
+function fail(lines: readonly string[], sink?: LogSink): never {
+  sink?.flushSync();
+  for (const l of lines) process.stderr.write(`a2a-guard: ${l}\n`);
+  process.exit(EXIT_CONFIG);
+}
+
+export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly string[] = process.argv.slice(2)): Promise<void> {
+  const cmd = parseArgs(argv);
+  switch (cmd.kind) {
+    case 'error':
+      return fail([cmd.message]);
+    case 'help':
+      process.stdout.write(proxyHelp(VERSION));
+      return process.exit(0);
+    case 'version':
+      process.stdout.write(`a2a-guard ${VERSION}\n`);
+      return process.exit(0);
+    case 'verifyLog':
+      return verifyLog(cmd.file);
+    default:
+      break;
   }
+
+  const loaded = loadConfig(env);
+  if (!loaded.ok) fail(loaded.problems.map((p) => `configuration error: ${p}`));
   const config = loaded.config;
+
+  if (cmd.kind === 'check') return check(config, env);
+
   const logDestination = stdoutDestination();
   const logger = createLogger(config.logLevel, logDestination);
+  // Set once the proxy (and its metrics) exist; reloads before that cannot happen.
+  let metrics: Metrics | undefined;
+  const onReload = (r: ReloadResult, reason: string) => reportReload(logger, config.policyFile, r, reason, metrics);
 
   let guardian: Guardian;
+  let embedded: EmbeddedGuardian | undefined;
   try {
-    guardian = config.guardianUrl === undefined ? embeddedGuardian(config.policyFile) : createGuardian(config, logger);
+    if (config.guardianUrl === undefined) guardian = embedded = embeddedGuardian(config.policyFile, { logger, events: { onReload } });
+    else guardian = createGuardian(config, logger);
   } catch (err) {
-    process.stderr.write(`a2a-guard: configuration error: ${(err as Error).message}\n`);
-    process.exit(2);
+    fail(err instanceof PolicyError ? err.problems.map((p) => `configuration error: ${config.policyFile}: ${p}`) : [`configuration error: ${(err as Error).message}`], logDestination);
   }
-  if (config.guardianUrl === undefined) logger.warn({ policyFile: config.policyFile }, 'GUARDIAN_URL is unset: the embedded reference guardian decides with POLICY_FILE (a demo policy unless you wrote one)');
+  if (embedded !== undefined) {
+    logger.warn({ policyFile: config.policyFile, sha256: embedded.policy.sha256, watch: config.policyWatch }, 'GUARDIAN_URL is unset: the embedded reference guardian decides with POLICY_FILE (a demo policy unless you wrote one)');
+    if (config.policyWatch) embedded.policy.watch();
+  }
   if (config.passthroughPaths.some((p) => p.length === 0)) logger.warn('PASSTHROUGH_PATHS contains "/": every request that is not A2A is forwarded to the agent unjudged');
   if (config.nonA2A === 'forward') logger.warn('NON_A2A=forward: requests that are not A2A are forwarded to the agent unjudged; list the routes your agent serves in PASSTHROUGH_PATHS instead');
   if (config.cardSignatures === 'keep') logger.warn('CARD_SIGNATURES=keep: rewritten agent cards keep signatures that no longer verify (the URLs changed)');
@@ -36,31 +101,51 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> 
   if (config.failMode === 'open') logger.warn('FAIL_MODE=open: calls are forwarded unchecked when the guardian gives no valid answer');
   if (config.shadowMode) logger.warn('SHADOW_MODE=true: guardian decisions are logged and counted, never enforced');
 
-  let proxy: Awaited<ReturnType<typeof startProxy>>;
+  const decisionLog = config.decisionLogFile === undefined ? undefined : new DecisionLog(config.decisionLogFile);
+  let proxy: ProxyInstance;
   try {
-    proxy = await startProxy({ config, logger, guardian, processMetrics: true });
+    proxy = await startProxy({ config, logger, guardian, processMetrics: true, ...(decisionLog === undefined ? {} : { decisionLog: (r) => decisionLog.append(r.fields) }) });
   } catch (err) {
     // Unreadable key, certificate or token files are configuration problems, not crashes.
-    if (!(err instanceof StartupError)) throw err;
-    process.stderr.write(`a2a-guard: configuration error: ${err.message}\n`);
-    logDestination.flushSync();
-    process.exit(2);
+    if (err instanceof StartupError) fail([`configuration error: ${err.message}`], logDestination);
+    const problem = listenProblem(err, `${config.host}:${config.port}`);
+    if (problem !== undefined) fail([problem], logDestination);
+    throw err;
   }
+  metrics = proxy.metrics;
   proxy.metrics.countLogDrops(() => logDestination.dropped);
-  logger.info({ url: proxy.url, upstream: config.upstreamUrl.origin, guardian: guardian.describe, role: config.role, failMode: config.failMode }, 'a2a-guard listening');
+  logger.info({
+    url: proxy.url, upstream: config.upstreamUrl.origin, guardian: guardian.describe, role: config.role, failMode: config.failMode,
+    tracing: config.otel === undefined ? 'off' : config.otel.tracesUrl, version: VERSION, pid: process.pid,
+  }, 'a2a-guard listening');
 
-  void guardian.ping().then((ok) => (ok ? logger.info('guardian answered ping') : logger.warn('guardian did not answer ping')));
+  const health = new Health(
+    {
+      pingGuardian: (ms) => guardian.ping(ms),
+      probeUpstream: () => proxy.upstreamCard.probe(),
+      listening: () => proxy.server.listening,
+      draining: () => proxy.draining(),
+      breaker: () => guardian.breakerState?.() ?? 'closed',
+    },
+    { requires: config.readinessRequires, failMode: config.failMode },
+    proxy.metrics,
+    ({ what, up }) => {
+      if (what === 'guardian') {
+        if (up) logger.info('guardian answered ping');
+        else logger.warn({ failMode: config.failMode }, 'guardian did not answer ping');
+      } else if (up) logger.info('upstream agent card reachable');
+      else logger.warn('upstream agent card unreachable');
+    },
+  );
+  void guardian.ping().then((ok) => health.noteGuardian(ok));
   const pinger = setInterval(() => {
-    void guardian.ping().then((ok) => {
-      if (!ok) logger.warn('guardian did not answer ping');
-    });
+    void health.check();
   }, 30_000);
   pinger.unref();
 
-  const admin = createAdminServer(proxy.metrics, {
-    guardianReady: () => guardian.ping(2000),
-    upstreamReady: () => proxy.upstreamCard.probe(),
-    accepting: () => !proxy.draining(),
+  const admin = createAdminServer(proxy.metrics, health);
+  admin.once('error', (err) => {
+    fail([listenProblem(err, `${config.adminHost}:${config.adminPort} (ADMIN_PORT)`) ?? `admin server: ${(err as Error).message}`], logDestination);
   });
   admin.listen(config.adminPort, config.adminHost, () => {
     logger.info({ port: (admin.address() as AddressInfo).port }, 'admin server listening (/healthz, /readyz, /metrics)');
@@ -68,12 +153,20 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> 
 
   let stopping = false;
   const shutdown = (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      logger.warn({ signal }, 'second signal while draining: exiting now');
+      logDestination.flushSync();
+      process.exit(1);
+    }
     stopping = true;
-    logger.info({ signal, drainMs: config.drainTimeoutMs }, 'draining: new connections refused, in-flight calls finish');
-    void proxy.drain(config.drainTimeoutMs).then(() => {
+    const plan = shutdownPlan(config, signal);
+    logger.info({ signal, acceptMs: plan.delayMs, drainMs: plan.drainMs },
+      plan.delayMs > 0 ? 'shutting down: not ready; still accepting until the delay ends, then draining' : 'draining: new connections refused, in-flight calls finish');
+    void proxy.drain(plan.drainMs, plan.delayMs).then(async () => {
+      clearInterval(pinger);
       admin.close();
       guardian.close();
+      await Promise.all([proxy.tracer.shutdown(2000), decisionLog?.close()]);
       logger.info('stopped');
       logDestination.flushSync();
       process.exit(0);
@@ -81,6 +174,55 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> 
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGHUP', () => {
+    if (embedded === undefined) logger.info('SIGHUP: nothing to reload here (GUARDIAN_URL is set: the guardian reloads its own policy)');
+    else embedded.policy.reload('SIGHUP');
+  });
+}
+
+function reportReload(logger: Logger, file: string, r: ReloadResult, reason: string, metrics: Metrics | undefined): void {
+  metrics?.policyReloads.inc({ result: r.ok ? 'ok' : 'failed' });
+  if (r.ok) {
+    logger.info({ policyFile: file, reason, sha256: r.sha256, changed: r.changed }, 'policy reloaded');
+    return;
+  }
+  for (const problem of r.problems) logger.error({ policyFile: file, reason, problem }, 'policy reload failed; the previous policy stays in force');
+}
+
+/** --check: the configuration is valid (and the policy, when the embedded guardian is used). */
+function check(config: Config, env: NodeJS.ProcessEnv): never {
+  if (config.guardianUrl === undefined) {
+    try {
+      embeddedGuardian(config.policyFile).close();
+    } catch (err) {
+      fail(err instanceof PolicyError ? err.problems.map((p) => `configuration error: ${config.policyFile}: ${p}`) : [`configuration error: ${(err as Error).message}`]);
+    }
+  }
+  const out = [
+    `# a2a-guard ${VERSION}: configuration is valid`,
+    `# guardian: ${config.guardianUrl === undefined ? `embedded, policy ${config.policyFile} (valid)` : config.guardianUrl.origin}`,
+    `# tracing: ${config.otel === undefined ? 'off' : `on, ${config.otel.protocol} to ${config.otel.tracesUrl}`}`,
+    ...effectiveConfiguration(env),
+  ];
+  process.stdout.write(`${out.join('\n')}\n`);
+  return process.exit(0);
+}
+
+/** --verify-log FILE: exit 0 when the chain is intact, 1 naming the first broken record. */
+function verifyLog(file: string): never {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    return fail([`cannot read ${file}: ${(err as Error).message}`]);
+  }
+  const r = verifyDecisionLog(text);
+  if (r.ok) {
+    process.stdout.write(`${file}: intact, ${r.records} records\n`);
+    return process.exit(0);
+  }
+  process.stdout.write(`${file}: broken at line ${r.line}${r.seq === undefined ? '' : ` (seq ${r.seq})`}: ${r.reason}; ${r.records} records before it are intact\n`);
+  return process.exit(1);
 }
 
 if (require.main === module) {

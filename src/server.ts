@@ -23,6 +23,9 @@ import { setupIdentity } from './identity/setup';
 import { describeConnectError, listenerTls, outboundTls } from './tls';
 import { TaskOwnership } from './proxy/ownership';
 import { createOwnerStore } from './ownership/create';
+import { createTracer, type Tracer } from './observe/tracing';
+import type { AuditRecord } from './observe/audit';
+import { VERSION } from './version';
 
 export interface ProxyInstance {
   readonly server: http.Server;
@@ -30,8 +33,13 @@ export interface ProxyInstance {
   readonly metrics: Metrics;
   readonly guardian: Guardian;
   readonly upstreamCard: CardCache;
-  /** Graceful stop: refuse new connections, let in-flight calls finish, end open streams with an error event by the deadline. */
-  drain(timeoutMs: number): Promise<void>;
+  readonly tracer: Tracer;
+  /**
+   * Graceful stop: report not ready at once; keep accepting for `acceptForMs` (load balancers
+   * still route here until they see it); then refuse new connections, let in-flight calls finish,
+   * and end open streams with an error event by `timeoutMs`.
+   */
+  drain(timeoutMs: number, acceptForMs?: number): Promise<void>;
   readonly draining: () => boolean;
   close(): Promise<void>;
 }
@@ -42,6 +50,10 @@ export interface StartOptions {
   /** Guardian to use instead of the one the config names (the embedded policy engine, tests). */
   readonly guardian?: Guardian;
   readonly processMetrics?: boolean;
+  /** Tracer to use instead of the one the config names (OTEL_* variables). */
+  readonly tracer?: Tracer;
+  /** Receives every finished call's audit record (the decision log). */
+  readonly decisionLog?: (record: AuditRecord) => void;
 }
 
 /**
@@ -87,8 +99,10 @@ function silentLogger(): Logger {
 
 export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const { config, logger } = opts;
-  const metrics = new Metrics(opts.processMetrics ?? false);
+  const metrics = new Metrics(opts.processMetrics ?? false, VERSION);
   const guardian = opts.guardian ?? createGuardian(config, logger);
+  if (guardian.breakerState !== undefined) metrics.watchBreaker(() => (guardian.breakerState as () => 'closed' | 'open' | 'half_open')());
+  const tracer = opts.tracer ?? createTracer(config.otel, { version: VERSION, onExportFailure: () => metrics.traceExportFailures.inc() });
   const upstreamTls = outboundTls(config.tls.upstream, 'UPSTREAM', config.identity.refreshMs, logger);
   // The card fetch uses the same TLS settings as the calls it describes.
   const cardDispatcher = upstreamTls.connect === undefined ? undefined : new UndiciAgent({ connect: upstreamTls.connect });
@@ -105,7 +119,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const bodyBudget = new BodyBudget(config.maxInflightBodyBytes);
   const store = config.ownership.enabled ? await createOwnerStore(config.ownership, logger, (n) => metrics.ownershipEvictions.inc(n)) : undefined;
   const ownership = store === undefined ? undefined : new TaskOwnership({ store, failMode: config.failMode, logger, metrics });
-  const handler = createProxyHandler({ config, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, upstreamCard, ...identity, ownership });
+  const handler = createProxyHandler({ config, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, upstreamCard, ...identity, ownership, tracer, decisionLog: opts.decisionLog });
 
   const tls = listenerTls(config.tls.listener, config.identity.refreshMs, logger);
   const serverOptions = { keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 };
@@ -171,9 +185,11 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     metrics,
     guardian,
     upstreamCard,
+    tracer,
     draining: () => draining,
-    drain: async (timeoutMs: number) => {
+    drain: async (timeoutMs: number, acceptForMs = 0) => {
       draining = true;
+      if (acceptForMs > 0) await new Promise((r) => setTimeout(r, acceptForMs));
       await new Promise<void>((resolve) => {
         const deadline = setTimeout(() => {
           for (const end of [...streams]) end();
@@ -203,6 +219,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
       await cardDispatcher?.close();
       await store?.close();
       ws?.close();
+      await tracer.shutdown();
     },
   };
 }

@@ -5,6 +5,21 @@
  */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+/** Agents answer blocking calls only when the task is done: a longer tail. */
+const UPSTREAM_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+/** The part of readiness the gauges show (admin/health's Readiness fits it). */
+interface HealthView {
+  readonly ready: boolean;
+  readonly draining: boolean;
+  readonly guardian: { readonly up: boolean | undefined };
+  readonly upstream: { readonly up: boolean | undefined };
+}
+
+/** Circuit-breaker states, exposed as a state set (one series per state, 1 for the current one). */
+export type BreakerState = 'closed' | 'open' | 'half_open';
+
 export class Metrics {
   readonly registry = new Registry();
   readonly requests = new FastCounter(
@@ -17,10 +32,22 @@ export class Metrics {
     'Requests seen by the proxy, by kind (a2a operation, other, refused) and outcome',
     this.registry,
   );
-  readonly guardianLatency = new FastHistogram(
+  readonly guardianLatency = new FastHistogramVec(
     'a2a_guard_guardian_latency_seconds',
-    'Guardian call latency',
-    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    'Guardian call latency, by A2A operation and outcome (the decision, or why there was no valid answer)',
+    LATENCY_BUCKETS,
+    this.registry,
+  );
+  readonly addedLatency = new FastHistogramVec(
+    'a2a_guard_added_latency_seconds',
+    'Time a call spent in the proxy rather than waiting on the agent (total minus the upstream call), by operation',
+    LATENCY_BUCKETS,
+    this.registry,
+  );
+  readonly upstreamLatency = new FastHistogramVec(
+    'a2a_guard_upstream_latency_seconds',
+    'Time from sending a call to the agent to its response headers, by operation',
+    UPSTREAM_BUCKETS,
     this.registry,
   );
   readonly guardianFailures = new Counter({
@@ -56,6 +83,47 @@ export class Metrics {
     registers: [this.registry],
   });
   readonly openStreams = new Gauge({ name: 'a2a_guard_open_streams', help: 'SSE streams in flight', registers: [this.registry] });
+  readonly policyReloads = new Counter({
+    name: 'a2a_guard_policy_reloads_total',
+    help: 'Policy reloads of the embedded guardian (SIGHUP or a change of POLICY_FILE), by result (ok, failed)',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  readonly traceExportFailures = new Counter({
+    name: 'a2a_guard_trace_export_failures_total',
+    help: 'Batches of spans the OTLP exporter could not deliver',
+    registers: [this.registry],
+  });
+  private health: () => HealthView = () => ({ ready: true, draining: false, guardian: { up: undefined }, upstream: { up: undefined } });
+  readonly healthGauges = (() => {
+    const metrics = this;
+    const gauge = (name: string, help: string, read: (h: HealthView) => boolean | undefined) => new Gauge({
+      name, help, registers: [this.registry],
+      collect() {
+        this.set(read(metrics.health()) === true ? 1 : 0);
+      },
+    });
+    return [
+      gauge('a2a_guard_ready', 'What /readyz answers: 1 ready, 0 not (draining, or a dependency READINESS_REQUIRES names is down)', (h) => h.ready),
+      gauge('a2a_guard_draining', '1 once shutdown began', (h) => h.draining),
+      gauge('a2a_guard_guardian_up', 'The guardian answered the last AOS ping (1) or not, or not yet asked (0)', (h) => h.guardian.up),
+      gauge('a2a_guard_upstream_up', 'The agent card was reachable at the last check (1) or not, or not yet checked (0)', (h) => h.upstream.up),
+    ];
+  })();
+  private breakerState: () => BreakerState = () => 'closed';
+  readonly breaker = (() => {
+    const metrics = this;
+    return new Gauge({
+      name: 'a2a_guard_guardian_breaker_state',
+      help: 'Guardian circuit breaker: 1 for the current state (closed, open, half_open), 0 for the others',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      collect() {
+        const now = metrics.breakerState();
+        for (const state of ['closed', 'open', 'half_open'] as const) this.set({ state }, state === now ? 1 : 0);
+      },
+    });
+  })();
   /** Read at scrape time from the log sink (see countLogDrops). */
   private logDrops: () => number = () => 0;
   private logDropsSeen = 0;
@@ -73,8 +141,38 @@ export class Metrics {
     });
   })();
 
-  constructor(withProcessMetrics = false) {
+  constructor(withProcessMetrics = false, version = 'unknown') {
     if (withProcessMetrics) collectDefaultMetrics({ register: this.registry });
+    new Gauge({
+      name: 'a2a_guard_build_info',
+      help: 'Always 1; the labels name the running build',
+      labelNames: ['version', 'node'] as const,
+      registers: [this.registry],
+    }).set({ version, node: process.version }, 1);
+  }
+
+  /** Read readiness at scrape time. */
+  watchHealth(view: () => HealthView): void {
+    this.health = view;
+  }
+
+  /** Read the guardian's breaker state at scrape time. */
+  watchBreaker(state: () => BreakerState): void {
+    this.breakerState = state;
+  }
+
+  /** One finished A2A call: its outcome, and the latency the proxy added. */
+  finished(operation: string, outcome: string, addedSeconds: number): void {
+    this.call(operation, outcome);
+    this.addedLatency.observe(operation, () => ({ operation }), addedSeconds);
+  }
+
+  guardianCall(operation: string, outcome: string, seconds: number): void {
+    this.guardianLatency.observe(`${operation}\0${outcome}`, () => ({ operation, outcome }), seconds);
+  }
+
+  upstreamCall(operation: string, seconds: number): void {
+    this.upstreamLatency.observe(operation, () => ({ operation }), seconds);
   }
 
   /** Count the log sink's dropped lines in a2a_guard_log_lines_dropped_total. */
@@ -102,49 +200,49 @@ interface Sample {
 }
 
 /**
- * An unlabelled Prometheus histogram observed on every guardian call. prom-client's Histogram
- * allocates a closure, a label object and a hash per observe(); this one adds to an array and
- * renders the same exposition (cumulative `_bucket{le}`, `_sum`, `_count`) at scrape time.
+ * A labelled Prometheus histogram observed on every call. prom-client's Histogram allocates a
+ * closure, a label object and a hash per observe(); here a call site passes the key it already has,
+ * the labels are built once per distinct key, and the exposition (cumulative `_bucket{le}`, `_sum`,
+ * `_count`) is rendered at scrape time. Label values come from fixed vocabularies, never the wire.
  */
-export class FastHistogram {
+export class FastHistogramVec {
   readonly type = 'histogram' as const;
   readonly aggregator = 'sum' as const;
-  private readonly counts: number[];
-  private sum = 0;
-  private count = 0;
+  private readonly cells = new Map<string, { labels: Record<string, string>; counts: number[]; sum: number; count: number }>();
 
   constructor(readonly name: string, readonly help: string, private readonly bounds: readonly number[], registry: Registry) {
-    this.counts = bounds.map(() => 0);
     registry.registerMetric(this as unknown as Parameters<Registry['registerMetric']>[0]);
   }
 
-  observe(value: number): void {
+  observe(key: string, labels: () => Record<string, string>, value: number): void {
     if (!Number.isFinite(value)) return;
+    let cell = this.cells.get(key);
+    if (cell === undefined) this.cells.set(key, (cell = { labels: labels(), counts: this.bounds.map(() => 0), sum: 0, count: 0 }));
     const { bounds } = this;
     let i = 0;
     while (i < bounds.length && value > (bounds[i] as number)) i++;
-    if (i < bounds.length) this.counts[i] = (this.counts[i] as number) + 1;
-    this.sum += value;
-    this.count++;
+    if (i < bounds.length) cell.counts[i] = (cell.counts[i] as number) + 1;
+    cell.sum += value;
+    cell.count++;
   }
 
   get(): { name: string; help: string; type: 'histogram'; aggregator: 'sum'; values: Sample[] } {
     const values: Sample[] = [];
-    let cumulative = 0;
-    this.bounds.forEach((le, i) => {
-      cumulative += this.counts[i] as number;
-      values.push({ metricName: `${this.name}_bucket`, labels: { le }, value: cumulative });
-    });
-    values.push({ metricName: `${this.name}_bucket`, labels: { le: '+Inf' }, value: this.count });
-    values.push({ metricName: `${this.name}_sum`, labels: {}, value: this.sum });
-    values.push({ metricName: `${this.name}_count`, labels: {}, value: this.count });
+    for (const cell of this.cells.values()) {
+      let cumulative = 0;
+      this.bounds.forEach((le, i) => {
+        cumulative += cell.counts[i] as number;
+        values.push({ metricName: `${this.name}_bucket`, labels: { le, ...cell.labels }, value: cumulative });
+      });
+      values.push({ metricName: `${this.name}_bucket`, labels: { le: '+Inf', ...cell.labels }, value: cell.count });
+      values.push({ metricName: `${this.name}_sum`, labels: cell.labels, value: cell.sum });
+      values.push({ metricName: `${this.name}_count`, labels: cell.labels, value: cell.count });
+    }
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
   }
 
   reset(): void {
-    this.counts.fill(0);
-    this.sum = 0;
-    this.count = 0;
+    this.cells.clear();
   }
 }
 

@@ -11,14 +11,22 @@ import type { GuardianOutcome, GuardianFailureKind } from '../proxy/enforce';
 import type { Cancellation } from '../cancel';
 import { type Envelope, GuardianError, GuardianSuccess, type JsonRpcId, PingAnswer } from './schemas';
 
+/** W3C trace context sent with a guardian call, so its decision joins the caller's trace. */
+export interface TraceContext {
+  readonly traceparent: string;
+  readonly tracestate?: string | undefined;
+}
+
 export interface Guardian {
   /** Ask for a decision. `json` is the envelope's JSON text (what goes on the wire). */
-  decide(envelope: Envelope, json: string, caller?: Cancellation): Promise<GuardianOutcome>;
+  decide(envelope: Envelope, json: string, caller?: Cancellation, trace?: TraceContext): Promise<GuardianOutcome>;
   /** AOS ping (spec 4.7). */
   ping(timeoutMs?: number): Promise<boolean>;
   close(): void;
   /** Human-readable description for logs (never includes the token). */
   readonly describe: string;
+  /** The circuit breaker's state (guardians without one are always 'closed'). */
+  breakerState?(): 'closed' | 'open' | 'half_open';
 }
 
 export interface HttpGuardianOptions {
@@ -97,14 +105,19 @@ export class HttpGuardian implements Guardian {
     logger.warn({ guardian: this.describe, ...d }, 'guardian connection failed');
   }
 
-  async decide(envelope: Envelope, json: string, caller?: Cancellation): Promise<GuardianOutcome> {
+  breakerState(): 'closed' | 'open' | 'half_open' {
+    if (this.openUntil === 0) return 'closed';
+    return Date.now() < this.openUntil ? 'open' : 'half_open';
+  }
+
+  async decide(envelope: Envelope, json: string, caller?: Cancellation, trace?: TraceContext): Promise<GuardianOutcome> {
     const now = Date.now();
     const halfOpen = this.openUntil !== 0;
     if (now < this.openUntil || (halfOpen && this.trialInFlight)) return { ok: false, kind: 'breakerOpen', detail: 'guardian circuit breaker is open' };
     if (halfOpen) this.trialInFlight = true;
     let reply: RawReply;
     try {
-      reply = await this.postWithRetry(json, now + this.opts.timeoutMs, caller);
+      reply = await this.postWithRetry(json, now + this.opts.timeoutMs, caller, trace === undefined ? this.headers : this.withTrace(trace));
     } catch (err) {
       const e = err instanceof TransportError ? err : new TransportError('connect', (err as Error).message, false, err);
       if (halfOpen) this.trialInFlight = false;
@@ -139,6 +152,12 @@ export class HttpGuardian implements Guardian {
     this.opts.onClose?.();
   }
 
+  private withTrace(trace: TraceContext): string[] {
+    const h = [...this.headers, 'traceparent', trace.traceparent];
+    if (trace.tracestate !== undefined && trace.tracestate !== '') h.push('tracestate', trace.tracestate);
+    return h;
+  }
+
   private noteFailure(): void {
     this.consecutiveFailures++;
     if (this.consecutiveFailures >= (this.opts.breakerThreshold ?? 5)) {
@@ -148,19 +167,19 @@ export class HttpGuardian implements Guardian {
     }
   }
 
-  private async postWithRetry(body: string, deadline: number, caller: Cancellation | undefined): Promise<RawReply> {
+  private async postWithRetry(body: string, deadline: number, caller: Cancellation | undefined, headers: string[]): Promise<RawReply> {
     try {
-      return await this.post(body, deadline, caller);
+      return await this.post(body, deadline, caller, headers);
     } catch (err) {
       // A stale keep-alive socket or a guardian restarting: one more try if the budget allows.
       if (err instanceof TransportError && err.retryable && Date.now() < deadline - 1 && caller?.cancelled !== true) {
-        return this.post(body, deadline, caller);
+        return this.post(body, deadline, caller, headers);
       }
       throw err;
     }
   }
 
-  private post(body: string, deadline: number, caller: Cancellation | undefined): Promise<RawReply> {
+  private post(body: string, deadline: number, caller: Cancellation | undefined, headers: string[] = this.headers): Promise<RawReply> {
     return new Promise<RawReply>((resolve, reject) => {
       const remaining = deadline - Date.now();
       if (remaining <= 0) return reject(new TransportError('timeout', 'guardian time budget exhausted', false));
@@ -186,7 +205,7 @@ export class HttpGuardian implements Guardian {
       const timer = setTimeout(() => stop(new TransportError('timeout', `no guardian answer within ${this.opts.timeoutMs} ms`, false)), remaining);
       if (caller !== undefined) offCancel = caller.onCancel(() => stop(new TransportError('cancelled', 'caller went away', false)));
       this.pool.dispatch(
-        { origin: this.origin, path: this.path, method: 'POST', headers: this.headers, body, headersTimeout: 0, bodyTimeout: 0 },
+        { origin: this.origin, path: this.path, method: 'POST', headers, body, headersTimeout: 0, bodyTimeout: 0 },
         {
           onRequestStart: (c) => {
             controller = c;
@@ -208,12 +227,28 @@ export class HttpGuardian implements Guardian {
             if (err instanceof TransportError) return finish(() => reject(err));
             const code = err.code ?? 'error';
             // Retry only failures where the guardian cannot have started to answer.
-            finish(() => reject(new TransportError('connect', `${code}: ${err.message}`, !answered && RETRYABLE_CODES.has(code), err)));
+            finish(() => reject(new TransportError('connect', describeError(err), !answered && RETRYABLE_CODES.has(code), err)));
           },
         },
       );
     });
   }
+}
+
+/**
+ * An error as one line an operator can act on: its code and message, and the causes behind it
+ * (a TLS handshake failure arrives as a socket error whose cause names the certificate problem).
+ */
+export function describeError(err: unknown): string {
+  const parts: string[] = [];
+  let e: unknown = err;
+  for (let depth = 0; e instanceof Error && depth < 4; depth++) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const text = code !== undefined && !e.message.includes(code) ? `${code}: ${e.message}` : e.message;
+    if (!parts.includes(text)) parts.push(text);
+    e = (e as Error & { cause?: unknown }).cause;
+  }
+  return parts.length === 0 ? String(err) : parts.join(' <- ');
 }
 
 /** Turn a raw guardian reply into an outcome: the "no valid answer" kinds of design section 5. */

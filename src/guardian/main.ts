@@ -1,5 +1,8 @@
+#!/usr/bin/env node
 /**
- * `npm run guardian`: the reference guardian as a standalone AOS service.
+ * `a2a-guard-guardian` / `npm run guardian`: the reference guardian as a standalone AOS service.
+ * Flags: --help, --version, --check. SIGHUP (and, with POLICY_WATCH, a change of the file) reloads
+ * the policy: an invalid new policy keeps the old one and logs one line per problem.
  *   GUARDIAN_PORT (7070), GUARDIAN_HOST (0.0.0.0), POLICY_FILE (config/policy.json, against the
  *   working directory), GUARDIAN_TOKEN (unset: no token required), LOG_LEVEL (info).
  * Each may also be given as A2A_GUARD_<NAME>, which wins (src/env.ts): a Kubernetes Service named
@@ -11,15 +14,18 @@ import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import pino from 'pino';
 import { lookupEnv, serviceLinkHint } from '../env';
-import { loadPolicy, PolicyError, type Policy } from './policy';
+import { PolicyError } from './policy';
+import { ReloadablePolicy, type ReloadResult } from './reload';
+import { parseArgs, variableLines } from '../cli';
 import { serveGuardian } from '../aos/serve';
-import { referenceGuardian } from './server';
+import { referenceGuardian, GUARDIAN_VERSION } from './server';
 
 export interface GuardianConfig {
   readonly port: number;
   readonly host: string;
   readonly policyFile: string;
   readonly logLevel: string;
+  readonly policyWatch?: boolean;
   /** When set, every AOS request must carry `Authorization: Bearer <token>` (the proxies' GUARDIAN_TOKEN). */
   readonly token?: string | undefined;
 }
@@ -48,28 +54,94 @@ export function readGuardianConfig(
   if (host.trim() === '') problems.push(`${hostVar?.from ?? 'GUARDIAN_HOST'}: must not be empty`);
   const policyFile = resolve(cwd, lookupEnv(env, 'POLICY_FILE')?.value ?? 'config/policy.json');
   const token = lookupEnv(env, 'GUARDIAN_TOKEN')?.value;
-  return { config: { port, host, policyFile, logLevel, token }, problems };
+  const watchText = (lookupEnv(env, 'POLICY_WATCH')?.value ?? 'true').toLowerCase();
+  if (!['true', 'false', '1', '0', 'yes', 'no'].includes(watchText)) problems.push(`POLICY_WATCH: expected true or false, got "${watchText}"`);
+  return { config: { port, host, policyFile, logLevel, token, policyWatch: ['true', '1', 'yes'].includes(watchText) }, problems };
 }
 
 /** Start the guardian; resolves once it listens. Exits the process on bad configuration. */
-export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Server> {
+/** The guardian's variables: the one place their defaults and meanings are written for --help. */
+export const GUARDIAN_VARIABLES = [
+  { name: 'GUARDIAN_PORT', default: '7070', description: 'port the guardian listens on', secret: false },
+  { name: 'GUARDIAN_HOST', default: '0.0.0.0', description: 'listen address', secret: false },
+  { name: 'POLICY_FILE', default: 'config/policy.json', description: 'the policy (against the working directory)', secret: false },
+  { name: 'POLICY_WATCH', default: 'true', description: 'reload the policy when the file changes (SIGHUP reloads it too)', secret: false },
+  { name: 'GUARDIAN_TOKEN', default: 'unset', description: 'when set, every AOS request must carry Authorization: Bearer <token>; never logged', secret: true },
+  { name: 'LOG_LEVEL', default: 'info', description: `pino level: ${LOG_LEVELS.join(', ')}`, secret: false },
+] as const;
+
+function help(): string {
+  return [
+    `a2a-guard-guardian ${GUARDIAN_VERSION}: the reference AOS guardian (JSON-RPC over HTTP POST, any path)`,
+    '',
+    'Usage: a2a-guard-guardian [--help | --version | --check]',
+    '',
+    '  (no argument)  run the guardian',
+    '  --check        validate the variables and the policy, print the effective configuration, exit 0 (valid) or 2',
+    '  --version      print the version',
+    '',
+    'Signals: SIGTERM/SIGINT stop (in-flight answers finish); SIGHUP reloads the policy.',
+    'Each variable may also be given as A2A_GUARD_<NAME>, which wins.',
+    '',
+    'Environment variables (name, default, meaning):',
+    ...variableLines(GUARDIAN_VARIABLES),
+    '',
+  ].join('\n');
+}
+
+/** Start the guardian; resolves once it listens. Exits the process on bad configuration. */
+export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly string[] = []): Promise<Server> {
+  const cmd = parseArgs(argv, false);
+  if (cmd.kind === 'error') failConfig([cmd.message]);
+  if (cmd.kind === 'help') {
+    process.stdout.write(help());
+    return process.exit(0);
+  }
+  if (cmd.kind === 'version') {
+    process.stdout.write(`a2a-guard-guardian ${GUARDIAN_VERSION}\n`);
+    return process.exit(0);
+  }
   const { config, problems } = readGuardianConfig(env);
   if (problems.length > 0) failConfig(problems);
 
-  const policy = loadPolicyOrExit(config.policyFile);
   const logger = pino({ level: config.logLevel, base: { service: 'a2a-guard-guardian' } });
-  const { decide, service } = referenceGuardian({ policy, logger, token: config.token });
+  const policy = loadPolicyOrExit(config.policyFile, (r, reason) => {
+    if (r.ok) logger.info({ policyFile: config.policyFile, reason, sha256: r.sha256, changed: r.changed }, 'policy reloaded');
+    else for (const problem of r.problems) logger.error({ policyFile: config.policyFile, reason, problem }, 'policy reload failed; the previous policy stays in force');
+  });
+  if (cmd.kind === 'check') {
+    process.stdout.write([
+      `# a2a-guard-guardian ${GUARDIAN_VERSION}: configuration and policy are valid (sha256 ${policy.sha256})`,
+      `GUARDIAN_PORT=${config.port}`, `GUARDIAN_HOST=${config.host}`, `POLICY_FILE=${config.policyFile}`, `POLICY_WATCH=${config.policyWatch !== false}`,
+      `GUARDIAN_TOKEN=${config.token === undefined ? '' : '***'}`, `LOG_LEVEL=${config.logLevel}`, '',
+    ].join('\n'));
+    return process.exit(0);
+  }
+  const { decide, service } = referenceGuardian({ policy: undefined as never, engine: policy, logger, token: config.token });
   // The toolkit's helper: listen, and on SIGTERM / SIGINT close (2 s grace for busy sockets) and exit 0.
-  const { server } = await serveGuardian(decide, { ...service, port: config.port, host: config.host });
+  let server: Server;
+  try {
+    ({ server } = await serveGuardian(decide, { ...service, port: config.port, host: config.host }));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    failConfig([`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}${code === 'EADDRINUSE' ? ' (address already in use)' : ''}`]);
+  }
   const address = server.address() as AddressInfo;
-  logger.info({ host: address.address, port: address.port, policyFile: config.policyFile, tokenRequired: config.token !== undefined }, 'guardian listening');
+  logger.info({ host: address.address, port: address.port, policyFile: config.policyFile, sha256: policy.sha256, watch: config.policyWatch !== false, tokenRequired: config.token !== undefined }, 'guardian listening');
   if (config.token === undefined) logger.warn('GUARDIAN_TOKEN is unset: any client that reaches this port can ask for decisions');
+  if (config.policyWatch !== false) policy.watch();
+  const reload = (): void => void policy.reload('SIGHUP');
+  process.on('SIGHUP', reload);
+  server.once('close', () => {
+    process.off('SIGHUP', reload);
+    policy.unwatch();
+  });
   return server;
 }
 
-function loadPolicyOrExit(policyFile: string): Policy {
+function loadPolicyOrExit(policyFile: string, onReload: (r: ReloadResult, reason: string) => void): ReloadablePolicy {
   try {
-    return loadPolicy(policyFile);
+    return new ReloadablePolicy(policyFile, { onReload });
   } catch (err) {
     if (err instanceof PolicyError) failConfig(err.problems.map((p) => `${policyFile}: ${p}`));
     throw err;
@@ -82,7 +154,7 @@ function failConfig(problems: readonly string[]): never {
 }
 
 if (require.main === module) {
-  main().catch((err: unknown) => {
+  main(process.env, process.argv.slice(2)).catch((err: unknown) => {
     process.stderr.write(`guardian: failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(1);
   });

@@ -6,8 +6,9 @@
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import { createGuardianService, type DecisionEvent, type GuardianFunction, type GuardianServiceOptions } from '../aos/serve';
-import { createEngine, describeHook } from './engine';
+import { createEngine, type Engine } from './engine';
 import type { Policy } from './policy';
+import { logDecision } from './decision-log';
 
 export { DEFAULT_MAX_BODY_BYTES, RpcErrorCode } from '../aos/serve';
 
@@ -15,6 +16,8 @@ export const GUARDIAN_VERSION = '0.1.0';
 
 export interface GuardianServerOptions {
   readonly policy: Policy;
+  /** Where decisions come from when the policy can change (a ReloadablePolicy); default: `policy`, fixed. */
+  readonly engine?: { current(): Engine };
   readonly logger?: Logger;
   /** Larger bodies are refused with -32600 (default 32 MiB: the proxy's 10 MiB limit plus the envelope). */
   readonly maxBodyBytes?: number;
@@ -29,24 +32,15 @@ export function createGuardianServer(options: GuardianServerOptions): Server {
 
 /** The reference guardian as the toolkit sees it: a decision function and its service options. */
 export function referenceGuardian(options: GuardianServerOptions): { decide: GuardianFunction; service: GuardianServiceOptions } {
-  const engine = createEngine(options.policy);
+  const source = options.engine ?? ((engine: Engine) => ({ current: () => engine }))(createEngine(options.policy));
   const { logger } = options;
   return {
-    decide: (envelope) => engine.decide(envelope),
+    decide: (envelope) => source.current().decide(envelope),
     service: {
       version: GUARDIAN_VERSION,
       token: options.token,
       ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
-      ...(logger === undefined ? {} : { logger, onDecision: (event: DecisionEvent) => logDecision(logger, event) }),
+      ...(logger === undefined ? {} : { logger, onDecision: ({ envelope, result, ms }: DecisionEvent) => logDecision(logger, envelope, result, ms, undefined) }),
     },
   };
-}
-
-/** One line per decision: what was decided and why, never the content. */
-function logDecision(logger: Logger, { envelope, result, ms }: DecisionEvent): void {
-  const hook = describeHook(envelope);
-  logger.info(
-    { envelopeId: envelope.id, method: hook.method, side: hook.side, phase: hook.phase, decision: result.decision, reasonCode: result.reasonCode, ms },
-    'guardian decision',
-  );
 }

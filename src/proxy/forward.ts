@@ -158,12 +158,19 @@ export class UpstreamAnswer {
   private ended: boolean | undefined;
   /** The whole body arrived. */
   complete = false;
+  /** performance.now() when the answer ended (complete or not), for timing; a number, not a listener, so nothing is kept alive. */
+  endedAt: number | undefined;
 
   constructor(
     readonly statusCode: number,
     readonly headers: IncomingHttpHeaders,
     private readonly controller: Dispatcher.DispatchController,
   ) {}
+
+  /** The whole answer arrived (undefined while it is still coming). */
+  get endedComplete(): boolean | undefined {
+    return this.ended;
+  }
 
   read(sink: AnswerSink): void {
     this.sink = sink;
@@ -200,6 +207,7 @@ export class UpstreamAnswer {
   finish(complete: boolean): void {
     if (this.ended !== undefined) return;
     this.ended = complete;
+    this.endedAt = performance.now();
     this.sink?.end(complete);
   }
 }

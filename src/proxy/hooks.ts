@@ -15,9 +15,11 @@ import type { A2AContext, Agent, JsonObject, JsonRpcId, PartialAgent } from '../
 import type { Cancellation } from '../cancel';
 import { enforce, type HookAction, type HookDecision } from './enforce';
 import type { ProxyError } from './errors';
-import type { UpstreamHandle } from './forward';
+import type { UpstreamAnswer, UpstreamHandle } from './forward';
 import type { VerifiedIdentity } from '../identity/types';
 import type { AnswerHook } from './ownership';
+import type { CallSpan, UpstreamSpan } from '../observe/tracing';
+import type { CallOutcome } from '../observe/audit';
 
 export interface HookDeps {
   readonly config: Config;
@@ -33,7 +35,12 @@ export interface HookRecord {
   readonly decision: HookDecision;
   readonly envelopeId: string;
   readonly guardianMs: number;
+  readonly reasonCode?: readonly string[] | undefined;
+  /** The guardian's message (its free-text reasoning is not kept). */
+  readonly message?: string | undefined;
+  /** No valid answer: the kind, and what exactly went wrong (e.g. the TLS error behind a connect failure). */
   readonly failure?: string;
+  readonly detail?: string;
 }
 
 /** Per-call facts, logged once when the call is over. */
@@ -56,12 +63,22 @@ export interface Exchange {
   readonly hooks: HookRecord[];
   /** The peer of each hook side, learned at the first hook of the call. */
   readonly peers: Partial<Record<Side, PartialAgent>>;
+  /** The call's trace span (a no-op when tracing is off). */
+  readonly span: CallSpan;
   decision: HookDecision | 'error' | 'refused';
   upstreamStatus: number | null;
   /** Task ownership's checks of the agent's answer (proxy/ownership.ts), when the call needs them. */
   answerHook?: AnswerHook;
   events: number;
   error?: string;
+  /** performance.now() when the request was sent to the agent, and how long the agent's answer took. */
+  upstreamSentAt?: number;
+  upstreamMs?: number;
+  /** The upstream call's span (ended when the call is over) and the agent's answer. */
+  upSpan?: UpstreamSpan;
+  upAnswer?: UpstreamAnswer;
+  /** The outcome, where the pipeline decides it rather than the facts (see observe/audit). */
+  outcome?: CallOutcome;
 }
 
 export type HookRun =
@@ -114,14 +131,20 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     const envelope = buildEnvelope({ method: ex.op.aosMethod, payload, context, reasoning });
     const envelopeId = envelope.id as string;
     const json = envelopeJson(envelope, payloadJson, contextJson(observed, side, phase, peer, context));
+    const span = ex.span.hook({ method: ex.op.aosMethod, side, phase, envelopeId });
     const t0 = performance.now();
-    const outcome = await deps.guardian.decide(envelope, json, ex.caller);
+    const outcome = await deps.guardian.decide(envelope, json, ex.caller, span.headers);
     const guardianMs = performance.now() - t0;
     const action = enforce({
       op: ex.op, payload, phase, envelopeId, outcome, failMode: config.failMode, shadow: config.shadowMode,
       exposeReasoning: config.exposeGuardianReasoning, ...(input.validateModified === undefined ? {} : { validateModified: input.validateModified }),
     });
-    const rec: HookRecord = { side, phase, decision: action.decision, envelopeId, guardianMs, ...(outcome.ok ? {} : { failure: outcome.kind }) };
+    const answer = action.outcome.ok ? action.outcome.result : undefined;
+    const rec: HookRecord = {
+      side, phase, decision: action.decision, envelopeId, guardianMs, reasonCode: answer?.reasonCode, message: answer?.message,
+      ...(action.outcome.ok ? {} : { failure: action.outcome.kind, detail: action.outcome.detail }),
+    };
+    span.end({ decision: rec.decision, reasonCodes: rec.reasonCode, failureKind: rec.failure, failureDetail: rec.detail });
     record(ex, rec, action);
     if (logger.isLevelEnabled('debug')) logger.debug({ envelope: json, outcome }, 'guardian exchange');
     return action;
@@ -129,9 +152,12 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
 
   function record(ex: Exchange, rec: HookRecord, action: HookAction): void {
     // Stream events are counted, not kept one by one: a long stream must not grow the record.
-    if (rec.phase === 'request' || ex.hooks.length < 8) ex.hooks.push(rec);
+    // A block is always kept (it ends the call), and so is the first failure: the audit line must say why.
+    if (rec.phase === 'request' || ex.hooks.length < 8 || action.type === 'block' || (rec.failure !== undefined && !ex.hooks.some((h) => h.failure !== undefined))) {
+      ex.hooks.push(rec);
+    }
     metrics.decision(ex.op.aosMethod, rec.side, rec.phase, rec.decision);
-    metrics.guardianLatency.observe(rec.guardianMs / 1000);
+    metrics.guardianCall(ex.op.aosMethod, rec.failure ?? (action.outcome.ok ? action.outcome.result.decision : 'error'), rec.guardianMs / 1000);
     if (!action.outcome.ok && action.outcome.kind !== 'cancelled') {
       metrics.guardianFailures.inc({ kind: action.outcome.kind });
       if (rec.decision === 'failOpen') {

@@ -27,6 +27,8 @@ import type { CallerIdentifier, CallerResult } from '../identity/caller';
 import { describeConnectError } from '../tls';
 import { taskNotFoundAnswer, withTaskOwnership, type TaskOwnership } from './ownership';
 import { ownerKey } from '../ownership/principal';
+import { callerTrace, type Tracer } from '../observe/tracing';
+import { auditRecord, type AuditRecord } from '../observe/audit';
 
 export interface ProxyDeps {
   readonly config: Config;
@@ -49,6 +51,9 @@ export interface ProxyDeps {
   readonly signAssertion: (() => Promise<string>) | undefined;
   /** Task ownership (TASK_OWNERSHIP), or undefined when off. */
   readonly ownership?: TaskOwnership | undefined;
+  readonly tracer: Tracer;
+  /** Every finished call's audit record (the tamper-evident decision log), when configured. */
+  readonly decisionLog?: ((record: AuditRecord) => void) | undefined;
 }
 
 /** Request hooks run client side first; responses travel back, so server side first. */
@@ -166,9 +171,13 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     req: IncomingMessage, res: ServerResponse, c: A2ACall, known: Extract<CallerResult, { ok: true }>, assertion: Promise<string | undefined>, lease: BodyLease,
   ): Promise<void> {
     // The caller going away cancels the guardian calls and everything after them.
+    const wireMethod = String(c.request.method);
+    const span = deps.tracer.startCall(req.headers, {
+      method: c.op.aosMethod, wireMethod, binding: c.binding, role: config.role, httpMethod: req.method ?? 'POST', path: pathOnly(req.url ?? '/'), remoteAddress: req.socket.remoteAddress,
+    });
     const ex: Exchange = {
-      started: performance.now(), op: c.op, binding: c.binding, wireMethod: String(c.request.method), id: c.id, req, caller: new Cancellation(),
-      identity: known.identity, callerPeer: known.peer, hooks: [], peers: {}, decision: 'allow', upstreamStatus: null, events: 0,
+      started: performance.now(), op: c.op, binding: c.binding, wireMethod, id: c.id, req, caller: new Cancellation(),
+      identity: known.identity, callerPeer: known.peer, hooks: [], peers: {}, decision: 'allow', upstreamStatus: null, events: 0, span,
     };
     // One close listener per call: cancel guardian calls and the upstream request, then log.
     res.once('close', () => {
@@ -176,7 +185,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         ex.caller.cancel();
         ex.upReq?.abort();
       }
-      logExchange(ex);
+      logExchange(ex, res.writableFinished);
     });
 
     // Task ownership: another caller's task is "not found", before the guardian or the agent sees the call.
@@ -222,7 +231,6 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     ex.decision = summarize(ex.hooks, 'request');
     const signed = await assertion;
     if (res.destroyed) return;
-    metrics.call(c.op.aosMethod, 'forwarded');
     forward(req, res, { verb: rebuilt.verb, path: rebuilt.path, body: rebuilt.body, unchecked: run.unchecked, rebuilt: { version: rebuilt.version, json: true }, assertion: signed }, ex, lease);
   }
 
@@ -241,13 +249,28 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     });
     // Answers that will be read (response hooks, card results) must come uncompressed.
     if (ex !== undefined && (config.inspectResponses || ex.op.returnsCard || ex.answerHook !== undefined)) headers['accept-encoding'] = 'identity';
+    const upSpan = ex?.span.upstream(up.verb, deps.upstream.url);
+    if (upSpan?.headers !== undefined) {
+      // The agent's span becomes a child of the proxy's upstream span.
+      headers.traceparent = upSpan.headers.traceparent;
+      if (upSpan.headers.tracestate === undefined) delete headers.tracestate;
+      else headers.tracestate = upSpan.headers.tracestate;
+    }
+    if (ex !== undefined) {
+      ex.upstreamSentAt = performance.now();
+      ex.upSpan = upSpan;
+    }
     const upReq = callUpstream(
       deps.upstream,
       { verb: up.verb, path: up.path, headers, body: up.body },
       (upRes) => {
         // The request body has left: its bytes no longer count against the in-flight budget.
         lease.release();
-        if (ex !== undefined) ex.upstreamStatus = upRes.statusCode;
+        if (ex !== undefined) {
+          ex.upstreamStatus = upRes.statusCode;
+          ex.upAnswer = upRes;
+          metrics.upstreamCall(ex.op.aosMethod, (performance.now() - (ex.upstreamSentAt as number)) / 1000);
+        }
         try {
           respond(req, res, upRes, upReq, ex);
         } catch (err) {
@@ -261,7 +284,11 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       (err) => {
         lease.release();
         metrics.upstreamErrors.inc();
-        if (ex !== undefined) ex.error = err.message;
+        if (ex !== undefined) {
+          ex.error = err.message;
+          ex.upstreamMs = performance.now() - (ex.upstreamSentAt as number);
+          ex.upSpan?.end(undefined, (err as NodeJS.ErrnoException).code ?? 'error');
+        }
         if (res.destroyed) return;
         // With the reason and, for certificate problems, the variable to change.
         logger.warn({ err: err.message, ...describeConnectError(err, 'UPSTREAM', deps.upstream.url.protocol === 'https:'), path: pathOnly(up.path) }, 'upstream agent unreachable');
@@ -295,11 +322,12 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       },
       trackStream,
       onUninspectable: (why) => {
-        metrics.call(ex?.op.aosMethod ?? 'other', 'response_uninspectable');
         if (config.failMode === 'closed' && !config.shadowMode) {
+          if (ex !== undefined) ex.outcome = 'answer_refused';
           logger.warn({ method: ex?.op.aosMethod, why }, 'agent answer cannot be inspected; refused (FAIL_MODE=closed)');
           return proxyError('upstreamUnavailable', `Agent answer cannot be inspected: ${why}`);
         }
+        if (ex !== undefined) ex.outcome = 'forwarded_unchecked';
         metrics.failOpenPasses.inc();
         logger.warn({ method: ex?.op.aosMethod, why }, 'agent answer cannot be inspected; passed (FAIL_MODE=open)');
         return undefined;
@@ -312,8 +340,8 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
 
   /** A call task ownership refuses: "task not found" in the agent's own form, or the store's error. */
   function refuseOwnership(res: ServerResponse, c: A2ACall, ex: Exchange, err: ProxyError): void {
+    // Counted (outcome refused) with the call's audit line when it closes.
     ex.decision = 'refused';
-    metrics.call(c.op.aosMethod, 'refused');
     if (err.kind !== 'taskNotFound') return sendError(res, c.binding, err, c.id);
     const v03 = c.rest === undefined ? c.request.method === c.op.v03Method && c.op.v03Method !== c.op.v1Method : c.rest.match.version === '0.3';
     const a = taskNotFoundAnswer({ binding: c.binding, id: c.id, v03, op: c.op }, err);
@@ -323,32 +351,41 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
 
   function refuse(res: ServerResponse, err: ProxyError, id: JsonRpcId | null, binding: 'jsonrpc' | 'rest'): void {
     metrics.call('refused', 'refused');
-    logger.info({ reason: err.message }, 'request refused');
+    const req = res.req;
+    logger.info({ outcome: 'refused', reason: err.message, remoteAddress: req.socket.remoteAddress, traceId: callerTrace(req.headers)?.traceId }, 'request refused');
     sendError(res, binding, err, id);
   }
 
-  function logExchange(ex: Exchange): void {
-    const first = ex.hooks[0];
-    logger.info({
-      method: ex.op.aosMethod,
-      wireMethod: ex.wireMethod,
-      binding: ex.binding,
-      role: config.role,
-      decision: ex.decision,
-      guardianMs: round(ex.hooks.reduce((s, h) => s + h.guardianMs, 0)),
-      upstreamStatus: ex.upstreamStatus,
-      totalMs: round(performance.now() - ex.started),
-      a2aId: ex.id,
-      envelopeId: first?.envelopeId,
-      // Who called, when verified (the subject names an agent or workload; it is not a secret).
-      ...(ex.identity === undefined || ex.identity.source === 'local' ? {} : { caller: ex.identity.subject, callerSource: ex.identity.source }),
-      // The per-hook list only when it says more than the fields above (several hooks, or a failure).
-      ...(ex.hooks.length > 1 || first?.failure !== undefined
-        ? { hooks: ex.hooks.map((h) => ({ side: h.side, phase: h.phase, decision: h.decision, envelopeId: h.envelopeId, ms: round(h.guardianMs), failure: h.failure })) }
-        : {}),
-      ...(ex.events > 0 ? { events: ex.events } : {}),
-      ...(ex.error === undefined ? {} : { error: ex.error }),
-    }, 'a2a call');
+  /** The call is over: one audit line, its outcome and added latency counted, its span ended. */
+  function logExchange(ex: Exchange, finished: boolean): void {
+    const now = performance.now();
+    const totalMs = now - ex.started;
+    if (ex.upstreamSentAt !== undefined && ex.upstreamMs === undefined) {
+      // Until the answer ended; or until now, when the caller left before the agent answered.
+      const answer = ex.upAnswer;
+      ex.upstreamMs = (answer?.endedAt ?? now) - ex.upstreamSentAt;
+      ex.upSpan?.end(answer?.statusCode, answer === undefined ? 'caller went away' : answer.endedComplete === true ? undefined : 'incomplete answer', answer?.endedAt);
+    }
+    const side = ex.hooks[0]?.side;
+    const peer = side === undefined ? undefined : ex.peers[side];
+    const record = auditRecord({
+      method: ex.op.aosMethod, wireMethod: ex.wireMethod, binding: ex.binding, role: config.role, decision: ex.decision, hooks: ex.hooks,
+      // The caller (server side) is verified when an identity was proven; a card or a header claim is not.
+      peer: peer === undefined ? undefined : { name: peer.name, url: peer.url, version: peer.version, verified: side === 'server' && ex.identity !== undefined && ex.identity.source !== 'local' },
+      remoteAddress: ex.req.socket.remoteAddress, traceId: ex.span.traceId, spanId: ex.span.spanId, a2aId: ex.id,
+      upstreamStatus: ex.upstreamStatus, forwarded: ex.upstreamSentAt !== undefined, upstreamMs: ex.upstreamMs, totalMs, finished,
+      events: ex.events, error: ex.error, outcome: ex.outcome,
+    });
+    // Who called, when verified (the subject names an agent or workload; it is not a secret).
+    if (ex.identity !== undefined && ex.identity.source !== 'local') {
+      record.fields.caller = ex.identity.subject;
+      record.fields.callerSource = ex.identity.source;
+    }
+    if (record.level === 'warn') logger.warn(record.fields, 'a2a call');
+    else logger.info(record.fields, 'a2a call');
+    metrics.finished(ex.op.aosMethod, record.outcome, Math.max(0, totalMs - (ex.upstreamMs ?? 0)) / 1000);
+    ex.span.end({ outcome: record.outcome, decision: record.decision, reasonCodes: record.reasonCodes, upstreamStatus: ex.upstreamStatus, error: ex.error });
+    deps.decisionLog?.(record);
   }
 }
 
@@ -377,4 +414,3 @@ function pathOnly(url: string): string {
   return q === -1 ? url : url.slice(0, q);
 }
 
-const round = (ms: number) => Math.round(ms * 100) / 100;

@@ -21,7 +21,7 @@ afterEach(() => jest.restoreAllMocks());
 describe('readGuardianConfig', () => {
   it('has the documented defaults', () => {
     expect(readGuardianConfig({}, '/srv/app')).toEqual({
-      config: { port: 7070, host: '0.0.0.0', policyFile: '/srv/app/config/policy.json', logLevel: 'info' },
+      config: { port: 7070, host: '0.0.0.0', policyFile: '/srv/app/config/policy.json', policyWatch: true, logLevel: 'info' },
       problems: [],
     });
   });
@@ -32,7 +32,7 @@ describe('readGuardianConfig', () => {
       '/srv/app',
     );
     expect(problems).toEqual([]);
-    expect(config).toEqual({ port: 0, host: '127.0.0.1', policyFile: '/srv/app/p/strict.json', logLevel: 'debug' });
+    expect(config).toEqual({ port: 0, host: '127.0.0.1', policyFile: '/srv/app/p/strict.json', policyWatch: true, logLevel: 'debug' });
     expect(readGuardianConfig({ POLICY_FILE: '/etc/policy.json' }, '/srv/app').config.policyFile).toBe('/etc/policy.json');
   });
 

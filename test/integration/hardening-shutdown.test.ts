@@ -9,13 +9,13 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 import { openSse, rawRpc, startAgent, textOf, type SseEvent, type TestAgent } from '../helpers/agent';
 import { startGuardian, type TestGuardian } from '../helpers/guardian';
 import { reap } from '../helpers/process';
 import { closeServer, listen, sleep, unrefSleep, waitFor } from '../helpers/net';
 import { freePort } from '../helpers/net';
+import { tryConnect } from '../helpers/proxy-process';
 
 const ROOT = path.resolve(__dirname, '../..');
 const MAIN = path.join(ROOT, 'dist/src/main.js');
@@ -102,18 +102,6 @@ async function status(url: string): Promise<number> {
   }
 }
 
-/** Try a fresh TCP connection: 'refused' or 'accepted'. */
-function tryConnect(port: number): Promise<'refused' | 'accepted'> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1');
-    s.once('connect', () => {
-      s.destroy();
-      resolve('accepted');
-    });
-    s.once('error', () => resolve('refused'));
-  });
-}
-
 const send = (id: string | number, text: string, method = 'message/send') => ({
   jsonrpc: '2.0',
   id,
@@ -125,7 +113,8 @@ const send = (id: string | number, text: string, method = 'message/send') => ({
 });
 
 test('SIGTERM: readyz 503, new connections refused, in-flight unary finishes, stream ends with event: error, exit 0', async () => {
-  const run = await startProcess({ DRAIN_TIMEOUT_MS: '8000' });
+  // SHUTDOWN_DELAY_MS=0: the listener closes at once (observe-lifecycle.test.ts covers the accept delay).
+  const run = await startProcess({ DRAIN_TIMEOUT_MS: '8000', SHUTDOWN_DELAY_MS: '0' });
   expect(await status(`${run.admin}/readyz`)).toBe(200);
 
   // A stream in flight: the task waits until cancelled, so only the drain can end it.
@@ -175,7 +164,7 @@ test('SIGTERM: readyz 503, new connections refused, in-flight unary finishes, st
 }, 60_000);
 
 test('SIGTERM with nothing in flight (only an idle keep-alive connection) exits 0 without waiting for DRAIN_TIMEOUT_MS', async () => {
-  const run = await startProcess({ DRAIN_TIMEOUT_MS: '120000' });
+  const run = await startProcess({ DRAIN_TIMEOUT_MS: '120000', SHUTDOWN_DELAY_MS: '0' });
   // Leave an idle keep-alive connection behind.
   const keepAlive = new http.Agent({ keepAlive: true });
   await new Promise<void>((resolve, reject) => {

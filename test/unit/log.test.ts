@@ -115,21 +115,26 @@ describe('LogSink', () => {
   });
 });
 
-describe('FastHistogram (guardian latency)', () => {
-  test('renders the same exposition as prom-client: cumulative buckets, +Inf, sum, count', async () => {
+describe('FastHistogramVec (guardian latency by operation and outcome)', () => {
+  test('renders the same exposition as a labelled prom-client Histogram: cumulative buckets, +Inf, sum, count', async () => {
     const { Histogram, Registry } = await import('prom-client');
     const ours = new Metrics();
     const reference = new Registry();
-    const ref = new Histogram({ name: 'a2a_guard_guardian_latency_seconds', help: 'Guardian call latency', buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [reference] });
-    for (const v of [0, 0.0004, 0.0005, 0.0007, 0.003, 0.003, 0.2, 1, 4.9, 5, 7, 120]) {
-      ours.guardianLatency.observe(v);
-      ref.observe(v);
-    }
+    const ref = new Histogram({
+      name: 'a2a_guard_guardian_latency_seconds', help: 'Guardian call latency, by A2A operation and outcome (the decision, or why there was no valid answer)',
+      labelNames: ['operation', 'outcome'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [reference],
+    });
+    const outcomes = ['allow', 'deny', 'timeout'];
+    [0, 0.0004, 0.0005, 0.0007, 0.003, 0.003, 0.2, 1, 4.9, 5, 7, 120].forEach((v, i) => {
+      const outcome = outcomes[i % 3] as string;
+      ours.guardianCall('message/send', outcome, v);
+      ref.observe({ operation: 'message/send', outcome }, v);
+    });
     const mine = await ours.registry.getSingleMetricAsString('a2a_guard_guardian_latency_seconds');
     expect(mine).toBe(await reference.getSingleMetricAsString('a2a_guard_guardian_latency_seconds'));
-    expect(mine).toContain('a2a_guard_guardian_latency_seconds_bucket{le="+Inf"} 12');
+    expect(mine).toContain('a2a_guard_guardian_latency_seconds_bucket{le="+Inf",operation="message/send",outcome="allow"} 4');
     ours.registry.resetMetrics();
-    expect(await ours.registry.getSingleMetricAsString('a2a_guard_guardian_latency_seconds')).toContain('a2a_guard_guardian_latency_seconds_count 0');
+    expect(await ours.registry.getSingleMetricAsString('a2a_guard_guardian_latency_seconds')).not.toContain('_count');
   });
 });
 

@@ -1,0 +1,77 @@
+/**
+ * The command line of `a2a-guard` (and, through the same helpers, `a2a-guard-guardian`): flags are
+ * few, every setting is an environment variable. The variable list of --help and the effective
+ * configuration of --check come from the zod schema in config.ts, so neither is written twice.
+ */
+import { describeVariables, maskValue, schemaInput, type VariableInfo } from './config';
+
+export type Command =
+  | { readonly kind: 'run' }
+  | { readonly kind: 'help' }
+  | { readonly kind: 'version' }
+  | { readonly kind: 'check' }
+  | { readonly kind: 'verifyLog'; readonly file: string }
+  | { readonly kind: 'error'; readonly message: string };
+
+/** argv without node and the script. */
+export function parseArgs(argv: readonly string[], allowVerifyLog = true): Command {
+  if (argv.length === 0) return { kind: 'run' };
+  const [flag, ...rest] = argv;
+  const alone = (c: Command): Command => (rest.length === 0 ? c : { kind: 'error', message: `${flag} takes no arguments (got ${rest.join(' ')})` });
+  switch (flag) {
+    case '-h':
+    case '--help':
+      return alone({ kind: 'help' });
+    case '-v':
+    case '--version':
+      return alone({ kind: 'version' });
+    case '--check':
+      return alone({ kind: 'check' });
+    case '--verify-log':
+      if (!allowVerifyLog) break;
+      if (rest.length !== 1 || rest[0] === '') return { kind: 'error', message: '--verify-log takes one file name' };
+      return { kind: 'verifyLog', file: rest[0] as string };
+    default:
+      break;
+  }
+  return { kind: 'error', message: `unknown argument: ${flag ?? ''} (try --help)` };
+}
+
+/** Variables as aligned text lines: name, default, meaning. */
+export function variableLines(vars: readonly VariableInfo[]): string[] {
+  const width = Math.max(...vars.map((v) => v.name.length));
+  const dwidth = Math.min(24, Math.max(...vars.map((v) => v.default.length)));
+  return vars.map((v) => `  ${v.name.padEnd(width)}  ${v.default.padEnd(dwidth)}  ${v.description}`);
+}
+
+export function proxyHelp(version: string): string {
+  return [
+    `a2a-guard ${version}: transparent A2A proxy enforcing the OWASP Agent Observability Standard through a guardian agent`,
+    '',
+    'Usage: a2a-guard [--help | --version | --check | --verify-log FILE]',
+    '',
+    '  (no argument)       run the proxy, configured by the environment variables below',
+    '  --check             validate the configuration (and the embedded guardian\'s policy), print the effective',
+    '                      configuration with secrets masked, exit 0 (valid) or 2 (invalid)',
+    '  --verify-log FILE   check the hash chain of a DECISION_LOG_FILE; exit 0 (intact) or 1 (names the first broken record)',
+    '  --version           print the version',
+    '  --help              this text',
+    '',
+    'Signals: SIGTERM drains (SHUTDOWN_DELAY_MS, then DRAIN_TIMEOUT_MS); SIGINT drains without the delay;',
+    '         SIGHUP reloads the embedded guardian\'s policy.',
+    '',
+    'Environment variables (name, default, meaning):',
+    ...variableLines(describeVariables()),
+    '',
+  ].join('\n');
+}
+
+/** `NAME=value` for every variable: the value in force, secrets masked; `# default` marks unset ones. */
+export function effectiveConfiguration(env: NodeJS.ProcessEnv): string[] {
+  const given = schemaInput(env);
+  return describeVariables().map((v) => {
+    const raw = given[v.name];
+    if (raw !== undefined) return `${v.name}=${maskValue(v.name, raw)}`;
+    return `${v.name}=${v.default === 'unset' ? '' : v.default}  # ${v.default === 'unset' ? 'unset' : 'default'}`;
+  });
+}

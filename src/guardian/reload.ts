@@ -1,0 +1,100 @@
+/**
+ * A policy that can be replaced while calls flow: the embedded guardian and the standalone reference
+ * guardian both decide with `current()`. A reload (SIGHUP, or a change of the file) validates the
+ * new file completely first and swaps the engine in one assignment, so a call sees either the old
+ * policy or the new one; an invalid file keeps the old policy and reports one line per problem.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createEngine, type Engine } from './engine';
+import { loadPolicy, PolicyError } from './policy';
+
+export type ReloadResult =
+  | { readonly ok: true; readonly changed: boolean; readonly sha256: string }
+  | { readonly ok: false; readonly problems: readonly string[] };
+
+export interface ReloadEvents {
+  /** After every attempt (for logs and counters). */
+  onReload?(result: ReloadResult, reason: string): void;
+}
+
+function fileHash(file: string): string | undefined {
+  try {
+    return createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+  } catch {
+    return undefined;
+  }
+}
+
+export class ReloadablePolicy {
+  private engine: Engine;
+  private hash: string;
+  private watcher: fs.FSWatcher | undefined;
+  private pending: NodeJS.Timeout | undefined;
+
+  /** Loads the file at once; throws PolicyError when it is invalid (a start-up error). */
+  constructor(readonly file: string, private readonly events: ReloadEvents = {}) {
+    this.engine = createEngine(loadPolicy(file));
+    this.hash = fileHash(file) ?? '';
+  }
+
+  current(): Engine {
+    return this.engine;
+  }
+
+  get sha256(): string {
+    return this.hash;
+  }
+
+  reload(reason: string): ReloadResult {
+    const result = this.tryLoad();
+    this.events.onReload?.(result, reason);
+    return result;
+  }
+
+  private tryLoad(): ReloadResult {
+    const hash = fileHash(this.file);
+    let engine: Engine;
+    try {
+      engine = createEngine(loadPolicy(this.file));
+    } catch (err) {
+      return { ok: false, problems: err instanceof PolicyError ? err.problems : [(err as Error).message] };
+    }
+    const changed = hash !== this.hash;
+    this.engine = engine;
+    this.hash = hash ?? '';
+    return { ok: true, changed, sha256: this.hash };
+  }
+
+  /**
+   * Reload when the file changes. The directory is watched, not the file: editors and Kubernetes
+   * ConfigMap updates replace the file (a rename or a symlink swap), which a watch on the old inode
+   * would miss. Bursts of events are coalesced, and a reload happens only when the bytes changed.
+   */
+  watch(debounceMs = 200): void {
+    if (this.watcher !== undefined) return;
+    const dir = path.dirname(path.resolve(this.file));
+    try {
+      this.watcher = fs.watch(dir, { persistent: false }, () => {
+        if (this.pending !== undefined) clearTimeout(this.pending);
+        this.pending = setTimeout(() => {
+          this.pending = undefined;
+          const hash = fileHash(this.file);
+          if (hash === undefined || hash !== this.hash) this.reload('file change');
+        }, debounceMs);
+        this.pending.unref();
+      });
+      this.watcher.on('error', () => this.unwatch());
+    } catch {
+      this.watcher = undefined;
+    }
+  }
+
+  unwatch(): void {
+    this.watcher?.close();
+    this.watcher = undefined;
+    if (this.pending !== undefined) clearTimeout(this.pending);
+    this.pending = undefined;
+  }
+}

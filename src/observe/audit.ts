@@ -1,0 +1,163 @@
+/**
+ * The audit record of one A2A call: what happened, why (the guardian's reason codes and message),
+ * between whom (the peer, and whether its identity was verified), from where, in which trace, and
+ * each hook's outcome with its failure detail. Pure: the pipeline gathers the facts, this shapes
+ * them; the same record is the log line, the decision-log entry and the metrics' outcome.
+ */
+
+/** How a call ended, as counted in a2a_guard_requests_total{outcome}. */
+export type CallOutcome =
+  | 'forwarded' // the agent's answer went back (request allowed or modified)
+  | 'forwarded_unchecked' // passed without a valid guardian decision (FAIL_MODE=open, or SHADOW_MODE without an answer)
+  | 'denied' // a request or response hook denied it
+  | 'guardian_unavailable' // no valid guardian answer under FAIL_MODE=closed
+  | 'upstream_error' // the agent was unreachable, or failed or cut the answer
+  | 'answer_refused' // the agent's answer could not be inspected and was refused (FAIL_MODE=closed)
+  | 'cancelled' // the caller went away before the end
+  | 'refused'; // the proxy refused the request before any hook (not A2A-valid, too large, ...)
+
+export const CALL_OUTCOMES: readonly CallOutcome[] = [
+  'forwarded', 'forwarded_unchecked', 'denied', 'guardian_unavailable', 'upstream_error', 'answer_refused', 'cancelled', 'refused',
+];
+
+export interface AuditHook {
+  readonly side: string;
+  readonly phase: string;
+  /** allow | deny | modify | failOpen | failClosed | shadow */
+  readonly decision: string;
+  readonly envelopeId: string;
+  readonly guardianMs: number;
+  readonly reasonCode?: readonly string[] | undefined;
+  /** The guardian's message (its `reasoning` is never logged above debug). */
+  readonly message?: string | undefined;
+  /** Why there was no valid answer: the failure kind and its detail (e.g. the TLS error). */
+  readonly failure?: string | undefined;
+  readonly detail?: string | undefined;
+}
+
+export interface AuditPeer {
+  readonly name: string;
+  readonly url: string;
+  readonly version: string;
+  /** The identity was proven (signed assertion, mTLS, token); false = a claim from request headers or a card. */
+  readonly verified: boolean;
+}
+
+export interface CallFacts {
+  readonly method: string;
+  readonly wireMethod: string;
+  readonly binding: string;
+  readonly role: string;
+  /** The summarized decision of the call (enforce's vocabulary, or 'error'). */
+  readonly decision: string;
+  readonly hooks: readonly AuditHook[];
+  readonly peer: AuditPeer | undefined;
+  readonly remoteAddress: string | undefined;
+  readonly traceId: string | undefined;
+  readonly spanId: string | undefined;
+  readonly a2aId: unknown;
+  readonly upstreamStatus: number | null;
+  /** The request went to the agent. */
+  readonly forwarded: boolean;
+  /** Dispatch to the end of the agent's answer, when it was forwarded. */
+  readonly upstreamMs: number | undefined;
+  readonly totalMs: number;
+  /** The answer to the caller was completely written. */
+  readonly finished: boolean;
+  readonly events: number;
+  readonly error: string | undefined;
+  /** Set where the pipeline knows better than the facts above (an uninspectable answer). */
+  readonly outcome?: CallOutcome | undefined;
+}
+
+/** The hook that blocked the call (a request, a response, or a stream event), if one did. */
+function blockingHook(hooks: readonly AuditHook[]): AuditHook | undefined {
+  return hooks.find((h) => h.decision === 'deny' || h.decision === 'failClosed');
+}
+
+/** The call's decision: the block, if a hook blocked (also in the response phase), else the request's. */
+export function callDecision(f: CallFacts): string {
+  return blockingHook(f.hooks)?.decision ?? f.decision;
+}
+
+/** The outcome of a call from its facts. */
+export function callOutcome(f: CallFacts): CallOutcome {
+  if (f.outcome !== undefined) return f.outcome;
+  const decision = callDecision(f);
+  if (decision === 'refused') return 'refused';
+  if (decision === 'deny') return 'denied';
+  if (decision === 'failClosed') return 'guardian_unavailable';
+  if (f.error !== undefined) return 'upstream_error';
+  if (!f.forwarded || !f.finished) return 'cancelled';
+  return f.hooks.some((h) => h.decision === 'failOpen' || (h.decision === 'shadow' && h.failure !== undefined)) ? 'forwarded_unchecked' : 'forwarded';
+}
+
+/** Reason codes of every hook, in order, each once. */
+export function reasonCodes(hooks: readonly AuditHook[]): string[] {
+  const out: string[] = [];
+  for (const h of hooks) for (const c of h.reasonCode ?? []) if (!out.includes(c)) out.push(c);
+  return out;
+}
+
+/** The hook that decided the call: the first that did not simply allow, else the first. */
+function decidingHook(hooks: readonly AuditHook[]): AuditHook | undefined {
+  return hooks.find((h) => h.decision !== 'allow') ?? hooks[0];
+}
+
+const round = (ms: number) => Math.round(ms * 100) / 100;
+
+export interface AuditRecord {
+  /** warn when the guardian gave no valid answer or the agent failed; info otherwise. */
+  readonly level: 'info' | 'warn';
+  readonly outcome: CallOutcome;
+  readonly decision: string;
+  readonly reasonCodes: readonly string[];
+  readonly fields: Record<string, unknown>;
+}
+
+/**
+ * The log line of a call. The per-hook list is kept when it says more than the top-level fields
+ * (several hooks, or a failure); a single clean hook is fully described by them.
+ */
+export function auditRecord(f: CallFacts): AuditRecord {
+  const outcome = callOutcome(f);
+  const decision = callDecision(f);
+  const codes = reasonCodes(f.hooks);
+  const deciding = blockingHook(f.hooks) ?? decidingHook(f.hooks);
+  const failed = f.hooks.find((h) => h.failure !== undefined && h.failure !== 'cancelled');
+  // Built field by field (no spread per optional field): this runs once per call on the hot path.
+  const fields: Record<string, unknown> = { method: f.method, wireMethod: f.wireMethod, binding: f.binding, role: f.role, outcome, decision };
+  if (codes.length > 0) fields.reasonCode = codes;
+  if (deciding?.message !== undefined) fields.guardianMessage = deciding.message;
+  if (f.peer !== undefined) fields.peer = f.peer;
+  fields.remoteAddress = f.remoteAddress;
+  if (f.traceId !== undefined) fields.traceId = f.traceId;
+  if (f.spanId !== undefined) fields.spanId = f.spanId;
+  let guardianMs = 0;
+  for (const h of f.hooks) guardianMs += h.guardianMs;
+  fields.guardianMs = round(guardianMs);
+  fields.upstreamStatus = f.upstreamStatus;
+  if (f.upstreamMs !== undefined) fields.upstreamMs = round(f.upstreamMs);
+  fields.totalMs = round(f.totalMs);
+  fields.a2aId = f.a2aId;
+  fields.envelopeId = f.hooks[0]?.envelopeId;
+  if (failed !== undefined) {
+    fields.failure = failed.failure;
+    fields.failureDetail = failed.detail;
+  }
+  if (f.hooks.length > 1 || failed !== undefined) fields.hooks = f.hooks.map(hookEntry);
+  if (f.events > 0) fields.events = f.events;
+  if (f.error !== undefined) fields.error = f.error;
+  const level = failed !== undefined || outcome === 'upstream_error' || outcome === 'answer_refused' ? 'warn' : 'info';
+  return { level, outcome, decision, reasonCodes: codes, fields };
+}
+
+function hookEntry(h: AuditHook): Record<string, unknown> {
+  const e: Record<string, unknown> = { side: h.side, phase: h.phase, decision: h.decision, envelopeId: h.envelopeId, ms: round(h.guardianMs) };
+  if (h.reasonCode !== undefined && h.reasonCode.length > 0) e.reasonCode = h.reasonCode;
+  if (h.failure !== undefined) {
+    e.failure = h.failure;
+    e.detail = h.detail;
+  }
+  return e;
+}
