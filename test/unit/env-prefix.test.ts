@@ -88,7 +88,7 @@ describe('the reference guardian (readGuardianConfig)', () => {
       '/srv',
     );
     expect(problems).toEqual([]);
-    expect(c).toEqual({ port: 7071, host: '127.0.0.1', policyFile: '/srv/p.json', logLevel: 'warn', token: 't' });
+    expect(c).toEqual({ port: 7071, host: '127.0.0.1', policyFile: '/srv/p.json', logLevel: 'warn', token: 't', policyWatch: true });
   });
 
   test('a Service named guardian no longer stops it: with the prefixed port the link is ignored', () => {
