@@ -455,22 +455,8 @@ function editDistance(a: string, b: string): number {
 }
 
 type OtelKey = Extract<keyof Env, `OTEL_${string}`>;
-// Built from the shape (pick() is not allowed on a schema with refinements).
-const OtelSchema = z.object(Object.fromEntries(Object.entries(EnvSchema.shape).filter(([k]) => k.startsWith('OTEL_'))) as Pick<typeof EnvSchema.shape, OtelKey>);
-
-/**
- * Only the OTEL_* variables (the standalone guardian traces too): the settings, or one line per problem.
- * `defaultServiceName` is used when neither OTEL_SERVICE_NAME nor OTEL_RESOURCE_ATTRIBUTES names one.
- */
-export function loadOtelConfig(env: NodeJS.ProcessEnv, defaultServiceName: string): { ok: true; otel: OtelConfig | undefined } | { ok: false; problems: string[] } {
-  const input = Object.fromEntries(Object.entries(schemaInput(env)).filter(([k]) => k.startsWith('OTEL_')));
-  const parsed = OtelSchema.safeParse(input);
-  if (!parsed.success) return { ok: false, problems: parsed.error.issues.map((i) => `${String(i.path[0] ?? '?')}: ${i.message}`) };
-  return { ok: true, otel: otelConfig(parsed.data, defaultServiceName) };
-}
-
 /** Tracing is on when an OTLP endpoint is given or OTEL_TRACES_EXPORTER=otlp, unless disabled. */
-function otelConfig(e: Pick<Env, OtelKey>, defaultServiceName = 'a2a-guard'): OtelConfig | undefined {
+function otelConfig(e: Pick<Env, OtelKey>): OtelConfig | undefined {
   if (e.OTEL_SDK_DISABLED || e.OTEL_TRACES_EXPORTER === 'none') return undefined;
   const specific = e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
   const base = e.OTEL_EXPORTER_OTLP_ENDPOINT;
@@ -481,7 +467,7 @@ function otelConfig(e: Pick<Env, OtelKey>, defaultServiceName = 'a2a-guard'): Ot
     tracesUrl,
     protocol: e.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? e.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf',
     headers: { ...keyValues(e.OTEL_EXPORTER_OTLP_HEADERS), ...keyValues(e.OTEL_EXPORTER_OTLP_TRACES_HEADERS) },
-    serviceName: e.OTEL_SERVICE_NAME ?? resourceAttributes['service.name'] ?? defaultServiceName,
+    serviceName: e.OTEL_SERVICE_NAME ?? resourceAttributes['service.name'] ?? 'a2a-guard',
     resourceAttributes,
     sampler: e.OTEL_TRACES_SAMPLER,
     samplerRatio: e.OTEL_TRACES_SAMPLER_ARG ?? 1,

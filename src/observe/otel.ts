@@ -8,7 +8,7 @@ import type { Attributes, Context, Span, TextMapGetter } from '@opentelemetry/ap
 import type { SpanExporter, ReadableSpan, Sampler } from '@opentelemetry/sdk-trace-base';
 import type { ExportResult } from '@opentelemetry/core';
 import type { OtelConfig } from '../config';
-import type { CallSpan, CallStart, DecisionSpan, HookSpan, TraceHeaders, Tracer, TracerOptions, UpstreamSpan } from './tracing';
+import type { CallSpan, CallStart, HookSpan, TraceHeaders, Tracer, TracerOptions, UpstreamSpan } from './tracing';
 
 type Api = typeof import('@opentelemetry/api');
 type Sdk = typeof import('@opentelemetry/sdk-trace-base');
@@ -148,28 +148,9 @@ export function createOtelTracer(cfg: OtelConfig, opts: TracerOptions): Tracer {
     };
   }
 
-  function startDecision(headers: IncomingHttpHeaders): DecisionSpan {
-    const span = tracer.startSpan('aos request', { kind: SpanKind.SERVER }, propagator.extract(ROOT_CONTEXT, headers, headerGetter));
-    return {
-      traceId: span.spanContext().traceId,
-      end(r) {
-        span.updateName(r.side === undefined ? `aos ${r.method}` : `aos ${r.method} ${r.side} ${r.phase ?? ''}`.trim());
-        span.setAttribute('aos.method', r.method);
-        if (r.side !== undefined) span.setAttribute('aos.side', r.side);
-        if (r.phase !== undefined) span.setAttribute('aos.phase', r.phase);
-        if (r.envelopeId !== undefined) span.setAttribute('aos.envelope_id', r.envelopeId);
-        if (r.decision !== undefined) span.setAttribute('aos.decision', r.decision);
-        if (r.reasonCodes !== undefined && r.reasonCodes.length > 0) span.setAttribute('aos.reason_codes', [...r.reasonCodes]);
-        if (r.error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: r.error });
-        span.end();
-      },
-    };
-  }
-
   return {
     enabled: true,
     startCall,
-    startDecision,
     async shutdown(timeoutMs = 5000) {
       await Promise.race([provider.shutdown(), new Promise<void>((r) => setTimeout(r, timeoutMs).unref())]);
     },

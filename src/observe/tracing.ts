@@ -72,28 +72,9 @@ export interface CallSpan {
   end(result: CallEnd): void;
 }
 
-/** The reference guardian's span for one request it answers (a decision, a ping, an error). */
-export interface DecisionSpan {
-  readonly traceId: string | undefined;
-  end(result: DecisionEnd): void;
-}
-
-export interface DecisionEnd {
-  readonly method: string;
-  readonly side?: string | undefined;
-  readonly phase?: string | undefined;
-  readonly envelopeId?: string | undefined;
-  readonly decision?: string | undefined;
-  readonly reasonCodes?: readonly string[] | undefined;
-  /** A JSON-RPC error answered instead of a decision. */
-  readonly error?: string | undefined;
-}
-
 export interface Tracer {
   readonly enabled: boolean;
   startCall(headers: IncomingHttpHeaders, start: CallStart): CallSpan;
-  /** A server span for a guardian answering an AOS request (child of the proxy's hook span). */
-  startDecision(headers: IncomingHttpHeaders): DecisionSpan;
   /** Export what is buffered and stop (bounded by `timeoutMs`). */
   shutdown(timeoutMs?: number): Promise<void>;
 }
@@ -123,9 +104,6 @@ export const NOOP_TRACER: Tracer = {
     if (caller === undefined) return NO_CALL;
     const toGuardian: HookSpan = { headers: caller.headers, end: noop };
     return { traceId: caller.traceId, spanId: undefined, hook: () => toGuardian, upstream: () => NO_SPAN, end: noop };
-  },
-  startDecision(headers) {
-    return { traceId: callerTrace(headers)?.traceId, end: noop };
   },
   shutdown: () => Promise.resolve(),
 };

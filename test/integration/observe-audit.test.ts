@@ -98,7 +98,8 @@ async function call(a: Audited, id: string, text = 'hello'): Promise<{ status: n
 describe('decisions', () => {
   let a: Audited;
   beforeAll(async () => {
-    a = await audited();
+    // IDENTITY_POLICY=claims: the caller's X-AOS-Agent-* claim names the peer (verified: false).
+    a = await audited({ IDENTITY_POLICY: 'claims' });
   });
 
   test('allow: the line explains the call and names the peer, the caller, the trace; the counters and histograms move by one', async () => {
@@ -166,7 +167,8 @@ describe('decisions', () => {
     const m0 = await a.metrics();
     const before = a.lines().length;
     const r = await rawRpc(a.url, '[{"jsonrpc":"2.0","id":1,"method":"message/send","params":{}}]', caller);
-    expect(r.json.error.code).toBe(-31400);
+    // A batch is an invalid request in JSON-RPC's own terms.
+    expect(r.json.error.code).toBe(-32600);
     await waitFor(() => a.lines().length > before, 5000, 'the refusal line');
     expect(a.lines().slice(before)).toEqual([expect.objectContaining({ msg: 'request refused', outcome: 'refused', remoteAddress: '127.0.0.1', traceId: TRACE, reason: expect.any(String) })]);
     expect((sample(await a.metrics(), 'a2a_guard_requests_total', { outcome: 'refused' }) ?? 0) - (sample(m0, 'a2a_guard_requests_total', { outcome: 'refused' }) ?? 0)).toBe(1);
