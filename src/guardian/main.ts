@@ -117,7 +117,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
     ].join('\n'));
     return process.exit(0);
   }
-  const { decide, service } = referenceGuardian({ policy: undefined as never, engine: policy, logger, token: config.token });
+  const { decide, service } = referenceGuardian({ engine: policy, logger, token: config.token });
   // The toolkit's helper: listen, and on SIGTERM / SIGINT close (2 s grace for busy sockets) and exit 0.
   let server: Server;
   try {

@@ -15,8 +15,9 @@ export { DEFAULT_MAX_BODY_BYTES, RpcErrorCode } from '../aos/serve';
 export const GUARDIAN_VERSION = '0.1.0';
 
 export interface GuardianServerOptions {
-  readonly policy: Policy;
-  /** Where decisions come from when the policy can change (a ReloadablePolicy); default: `policy`, fixed. */
+  /** The policy (fixed); or give `engine`. */
+  readonly policy?: Policy;
+  /** Where decisions come from when the policy can change (a ReloadablePolicy); wins over `policy`. */
   readonly engine?: { current(): Engine };
   readonly logger?: Logger;
   /** Larger bodies are refused with -32600 (default 32 MiB: the proxy's 10 MiB limit plus the envelope). */
@@ -32,7 +33,7 @@ export function createGuardianServer(options: GuardianServerOptions): Server {
 
 /** The reference guardian as the toolkit sees it: a decision function and its service options. */
 export function referenceGuardian(options: GuardianServerOptions): { decide: GuardianFunction; service: GuardianServiceOptions } {
-  const source = options.engine ?? ((engine: Engine) => ({ current: () => engine }))(createEngine(options.policy));
+  const source = options.engine ?? fixedEngine(options.policy);
   const { logger } = options;
   return {
     decide: (envelope) => source.current().decide(envelope),
@@ -43,4 +44,10 @@ export function referenceGuardian(options: GuardianServerOptions): { decide: Gua
       ...(logger === undefined ? {} : { logger, onDecision: ({ envelope, result, ms }: DecisionEvent) => logDecision(logger, envelope, result, ms, undefined) }),
     },
   };
+}
+
+function fixedEngine(policy: Policy | undefined): { current(): Engine } {
+  if (policy === undefined) throw new Error('the reference guardian needs a policy or an engine');
+  const engine = createEngine(policy);
+  return { current: () => engine };
 }

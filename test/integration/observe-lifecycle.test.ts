@@ -202,7 +202,7 @@ describe('policy reload', () => {
     expect((await rawRpc(url, send('i', 'say delta'))).json.error.code).toBe(-31403);
   }, 30_000);
 
-  test('standalone guardian: SIGHUP reloads, an invalid policy is refused line by line, /healthz counts both', async () => {
+  test('standalone guardian: SIGHUP reloads, an invalid policy is refused line by line', async () => {
     const file = path.join(tmp, 'standalone-policy.json');
     fs.writeFileSync(file, policy('alpha'));
     const port = await freePort();
@@ -221,9 +221,6 @@ describe('policy reload', () => {
     await waitFor(() => g.lines().some((l) => l.msg === 'policy reload failed; the previous policy stays in force'), 10_000, 'refused');
     expect(g.lines().filter((l) => l.msg === 'policy reload failed; the previous policy stays in force')).toEqual([expect.objectContaining({ problem: expect.stringMatching(/^not valid JSON/) })]);
     expect((await rawRpc(url, send('c', 'say beta'))).json.error.code).toBe(-31403);
-    const health = await (await fetch(`http://127.0.0.1:${port}/healthz`)).json();
-    expect(health).toMatchObject({ status: 'ok', policy: { file, reloads: { ok: 1, failed: 1 } } });
-    // A decision line carries the proxy's trace id when the proxy sent one.
     g.child.kill('SIGTERM');
     expect(await g.exitWithin(10_000)).toEqual({ code: 0, signal: null });
   }, 60_000);
@@ -290,7 +287,7 @@ describe('command line', () => {
     expect(ok.stdout).toContain('ROLE=client\n');
     expect(ok.stdout).toContain('FAIL_MODE=closed  # default\n');
     expect(ok.stdout).toContain('# tracing: on, http/protobuf to http://collector:4318/v1/traces');
-    expect(ok.stdout.split('\n').filter((l) => /^[A-Z_]+=/.test(l))).toHaveLength(describeVariables().length);
+    expect(ok.stdout.split('\n').filter((l) => /^[A-Z0-9_]+=/.test(l))).toHaveLength(describeVariables().length);
 
     const bad = node(MAIN, ['--check'], { UPSTREAM_URL: 'nope', READINESS_REQUIRES: 'guardian,moon' });
     expect(bad.status).toBe(2);
