@@ -176,8 +176,8 @@ describe('deploy/kubernetes: what the manifests promise', () => {
         continue;
       }
       const preStop = Math.max(0, ...containersOf(w).map((c) => Number(((((c['lifecycle'] as Obj | undefined)?.['preStop'] as Obj | undefined)?.['sleep'] as Obj | undefined)?.['seconds']) ?? 0)));
-      // TODO(issue 12): add the proxy's pre-close accept delay here once it exists (see _helpers.tpl).
-      const drainSeconds = Math.ceil(proxyConfig(sidecar).drainTimeoutMs / 1000);
+      const { drainTimeoutMs, shutdownDelayMs } = proxyConfig(sidecar);
+      const drainSeconds = Math.ceil((shutdownDelayMs + drainTimeoutMs) / 1000);
       expect({ w: nameOf(w), enough: grace >= preStop + drainSeconds + 5 }).toEqual({ w: nameOf(w), enough: true });
     }
   });
@@ -327,13 +327,14 @@ describe('the Helm chart', () => {
 
   test('sidecar settings reach every sidecar; per-agent variables win', () => {
     const out = render([...DEMO_ARGS, '--set', 'sidecar.failMode=open', '--set', 'sidecar.env.MAX_BODY_BYTES=1024', '--set', 'sidecar.drainTimeoutMs=30000',
-      '--set', 'sidecar.env.REASONING_HEADER=x-why']);
+      '--set', 'sidecar.env.REASONING_HEADER=x-why', '--set', 'sidecar.shutdownDelayMs=4000', '--set', 'sidecar.readinessRequires=guardian']);
     const seen: Record<string, string> = {};
     for (const w of out.filter((d) => podTemplate(d) !== undefined && initContainersOf(d).some(isSidecar))) {
       const cfg = loadConfig(envOf(initContainersOf(w).find(isSidecar) as Obj, byKind('Secret', out)));
       if (!cfg.ok) throw new Error(cfg.problems.join());
-      expect([cfg.config.failMode, cfg.config.maxBodyBytes, cfg.config.drainTimeoutMs]).toEqual(['open', 1024, 30000]);
-      expect(podSpec(w)['terminationGracePeriodSeconds']).toBeGreaterThanOrEqual(35);
+      expect([cfg.config.failMode, cfg.config.maxBodyBytes, cfg.config.drainTimeoutMs, cfg.config.shutdownDelayMs]).toEqual(['open', 1024, 30000, 4000]);
+      expect(cfg.config.readinessRequires).toEqual({ guardian: true, upstream: false });
+      expect(podSpec(w)['terminationGracePeriodSeconds']).toBeGreaterThanOrEqual(4 + 30 + 5);
       seen[nameOf(w)] = cfg.config.reasoningHeader;
     }
     // cooking-assistant sets REASONING_HEADER itself (sidecarEnv in the demo values): it wins.

@@ -134,6 +134,12 @@ Probes on the admin port: startup and liveness ask /healthz (the process is up),
       value: {{ $s.inspectResponses | quote }}
     - name: A2A_GUARD_DRAIN_TIMEOUT_MS
       value: {{ $s.drainTimeoutMs | quote }}
+    - name: A2A_GUARD_SHUTDOWN_DELAY_MS
+      value: {{ $s.shutdownDelayMs | quote }}
+    {{- with $s.readinessRequires }}
+    - name: A2A_GUARD_READINESS_REQUIRES
+      value: {{ . | quote }}
+    {{- end }}
     - name: A2A_GUARD_LOG_LEVEL
       value: {{ $s.logLevel | quote }}
     {{- with $agent.observedAgent }}
@@ -172,14 +178,11 @@ Probes on the admin port: startup and liveness ask /healthz (the process is up),
 
 {{/*
 Grace period of an agent pod: the agent stops first (preStop sleep, then its own stop time), then
-the sidecar drains (DRAIN_TIMEOUT_MS), plus 5 s of margin. (dict "root" $ "agent" $agent)
-TODO(issue 12): the proxy is getting a pre-close accept delay (keep accepting, readiness failing,
-for a while after SIGTERM, before the drain). When that variable lands, add a sidecar value for it,
-set it as A2A_GUARD_<NAME> in "a2a-guard.sidecar", add it to this sum, and to the grace check of
-test/deploy/kubernetes.test.ts.
+the sidecar keeps accepting (SHUTDOWN_DELAY_MS) and drains (DRAIN_TIMEOUT_MS), plus 5 s of margin.
+(dict "root" $ "agent" $agent)
 */}}
 {{- define "a2a-guard.agentGraceSeconds" -}}
-{{- $drain := div (add .root.Values.sidecar.drainTimeoutMs 999) 1000 }}
+{{- $drain := div (add .root.Values.sidecar.drainTimeoutMs .root.Values.sidecar.shutdownDelayMs 999) 1000 }}
 {{- $preStop := 0 }}
 {{- if ne .agent.role "client" }}{{ $preStop = .agent.preStopSleepSeconds | default 0 }}{{ end }}
 {{- add $preStop (.agent.stopSeconds | default 10) $drain 5 }}
