@@ -418,15 +418,24 @@ export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
 }
 
 /**
+ * Well-known variables of other software that sit within a typo of one of ours. OpenSSL, curl, Python
+ * and most CI images set SSL_CERT_FILE/SSL_CERT_DIR; flagging them would stop the proxy from starting
+ * in an ordinary environment. Found by checking ~200 common variable names (shell, Node, npm, TLS
+ * tools, proxies, CI, Kubernetes service links, OTEL_*, cloud SDKs) against our names.
+ */
+const FOREIGN_VARIABLES: ReadonlySet<string> = new Set(['SSL_CERT_FILE', 'SSL_CERT_DIR', 'SSL_KEY_FILE', 'LOGLEVEL']);
+
+/**
  * Variables that are not ours but within a typo of one of ours (GAURDIAN_URL): a misspelling must
  * not silently leave the proxy weaker (here: the embedded demo policy deciding instead of the
- * guardian). Damerau distance 1 for names up to 6 characters, 2 above, so HOME is not HOST.
+ * guardian). Damerau distance 1 for names up to 6 characters, 2 above, so HOME is not HOST. Other
+ * software's well-known names are not typos, unless written with our prefix.
  */
 export function misspelledVariables(env: NodeJS.ProcessEnv, known: readonly string[]): string[] {
   const out: string[] = [];
   const knownSet = new Set(known);
   for (const name of Object.keys(env)) {
-    if (knownSet.has(name) || env[name] === undefined) continue;
+    if (knownSet.has(name) || env[name] === undefined || FOREIGN_VARIABLES.has(name)) continue;
     // A2A_GUARD_<NAME> is the prefixed form of <NAME> (src/env.ts): check the name behind the prefix.
     const prefixed = name.startsWith('A2A_GUARD_');
     if (prefixed && knownSet.has(name.slice('A2A_GUARD_'.length))) continue;
