@@ -31,6 +31,8 @@ export interface DecisionEvent {
   readonly result: SuccessResult;
   /** Time the function took, in milliseconds. */
   readonly ms: number;
+  /** The W3C traceparent the caller (the proxy's hook span) sent, so a decision can be joined to its trace. */
+  readonly traceparent?: string;
 }
 
 export interface GuardianServiceOptions {
@@ -137,7 +139,8 @@ export function guardianRequestListener(decide: GuardianFunction, options: Guard
           sendJson(res, errorReply(null, RpcErrorCode.invalidRequest, `Request body exceeds ${maxBodyBytes} bytes`), { close: true });
           return;
         }
-        sendJson(res, await handleRpc(body));
+        const traceparent = req.headers.traceparent;
+        sendJson(res, await handleRpc(body, typeof traceparent === 'string' ? traceparent : undefined));
       })
       .catch((err: unknown) => {
         options.logger?.warn({ err }, 'guardian: failed to read or answer a request');
@@ -146,11 +149,11 @@ export function guardianRequestListener(decide: GuardianFunction, options: Guard
   };
 }
 
-/** The JSON-RPC layer on its own: raw body text in, reply out. */
-export function guardianRpcHandler(decide: GuardianFunction, options: GuardianServiceOptions = {}): (body: string) => Promise<RpcReply> {
+/** The JSON-RPC layer on its own: raw body text (and the call's traceparent, if any) in, reply out. */
+export function guardianRpcHandler(decide: GuardianFunction, options: GuardianServiceOptions = {}): (body: string, traceparent?: string) => Promise<RpcReply> {
   const { logger, onDecision } = options;
   const version = options.version ?? 'unversioned';
-  return async (body) => {
+  return async (body, traceparent) => {
     const request = parseRequest(body);
     if ('error' in request) return request;
     const { id, method, value } = request;
@@ -178,7 +181,7 @@ export function guardianRpcHandler(decide: GuardianFunction, options: GuardianSe
       logger?.error({ method, problem }, 'guardian: the decision function returned an invalid AOS answer');
       return errorReply(id, RpcErrorCode.internalError, 'Internal error');
     }
-    onDecision?.({ envelope, result, ms: Number(process.hrtime.bigint() - started) / 1e6 });
+    onDecision?.({ envelope, result, ms: Number(process.hrtime.bigint() - started) / 1e6, ...(traceparent === undefined ? {} : { traceparent }) });
     return { jsonrpc: '2.0', id, result };
   };
 }

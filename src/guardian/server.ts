@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { createGuardianService, type DecisionEvent, type GuardianFunction, type GuardianServiceOptions } from '../aos/serve';
 import { createEngine, type Engine } from './engine';
 import type { Policy } from './policy';
-import { logDecision } from './decision-log';
+import { logDecision, traceIdOf } from './decision-log';
 
 export { DEFAULT_MAX_BODY_BYTES, RpcErrorCode } from '../aos/serve';
 
@@ -41,7 +41,7 @@ export function referenceGuardian(options: GuardianServerOptions): { decide: Gua
       version: GUARDIAN_VERSION,
       token: options.token,
       ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
-      ...(logger === undefined ? {} : { logger, onDecision: ({ envelope, result, ms }: DecisionEvent) => logDecision(logger, envelope, result, ms, undefined) }),
+      ...(logger === undefined ? {} : { logger, onDecision: ({ envelope, result, ms, traceparent }: DecisionEvent) => logDecision(logger, envelope, result, ms, traceIdOf(traceparent)) }),
     },
   };
 }

@@ -31,8 +31,8 @@ afterAll(async () => {
   await new Promise<void>((done, fail) => server.close((err) => (err ? fail(err) : done())));
 });
 
-async function post(body: string, target = url): Promise<{ status: number; contentType: string | null; json: Record<string, unknown> }> {
-  const res = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+async function post(body: string, target = url, headers: Record<string, string> = {}): Promise<{ status: number; contentType: string | null; json: Record<string, unknown> }> {
+  const res = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
   return { status: res.status, contentType: res.headers.get('content-type'), json: (await res.json()) as Record<string, unknown> };
 }
 
@@ -155,5 +155,14 @@ describe('guardian HTTP server', () => {
     expect(decisions).toHaveLength(1);
     expect(decisions[0]).toMatchObject({ method: 'message/send', side: 'client', phase: 'request', decision: 'deny', reasonCode: ['DENY_PATTERN:weapons', 'HARMFUL_CONTENT'] });
     expect(JSON.stringify(logLines)).not.toContain('molotov at noon');
+  });
+
+  it('a decision line names the trace of the call (the traceparent the proxy sent), and only a valid one', async () => {
+    logLines.length = 0;
+    const trace = '4bf92f3577b34da6a3ce929d0e0e4736';
+    await post(withText('hello'), url, { traceparent: `00-${trace}-00f067aa0ba902b7-01` });
+    await post(withText('hello'), url, { traceparent: 'not-a-traceparent' });
+    const decisions = logLines.filter((l) => l['msg'] === 'guardian decision');
+    expect(decisions.map((d) => d['traceId'])).toEqual([trace, undefined]);
   });
 });
