@@ -325,6 +325,24 @@ describe('the Helm chart', () => {
     expect(schemaProblems(out)).toEqual([]);
   });
 
+  test('taskStore.existingSecret: every ROLE=server sidecar reads its Redis URL from that Secret and turns ownership on; clients do not', () => {
+    const out = render([...DEMO_ARGS, '--set', 'taskStore.existingSecret=owners-redis']);
+    const secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'owners-redis' }, stringData: { url: 'rediss://:hunter2@redis.example:6380/0' } };
+    const seen: Record<string, unknown> = {};
+    for (const w of out.filter((d) => podTemplate(d) !== undefined && initContainersOf(d).some(isSidecar))) {
+      const sidecar = initContainersOf(w).find(isSidecar) as Obj;
+      const ref = ((sidecar['env'] as Obj[]).find((e) => e['name'] === 'A2A_GUARD_TASK_STORE_URL')?.['valueFrom'] as Obj | undefined);
+      const cfg = loadConfig(envOf(sidecar, [...byKind('Secret', out), secret]));
+      if (!cfg.ok) throw new Error(cfg.problems.join());
+      seen[nameOf(w)] = { ref, ownership: cfg.config.ownership.enabled, store: cfg.config.ownership.storeUrl };
+    }
+    expect(seen).toEqual({
+      'cake-baker': { ref: { secretKeyRef: { name: 'owners-redis', key: 'url' } }, ownership: true, store: 'rediss://:hunter2@redis.example:6380/0' },
+      'cooking-assistant': { ref: undefined, ownership: false, store: undefined },
+    });
+    expect(schemaProblems(out)).toEqual([]);
+  });
+
   test('sidecar settings reach every sidecar; per-agent variables win', () => {
     const out = render([...DEMO_ARGS, '--set', 'sidecar.failMode=open', '--set', 'sidecar.env.MAX_BODY_BYTES=1024', '--set', 'sidecar.drainTimeoutMs=30000',
       '--set', 'sidecar.env.REASONING_HEADER=x-why', '--set', 'sidecar.shutdownDelayMs=4000', '--set', 'sidecar.readinessRequires=guardian']);

@@ -120,6 +120,16 @@ Probes on the admin port: startup and liveness ask /healthz (the process is up),
     - name: A2A_GUARD_PUBLIC_URL
       value: {{ . | quote }}
     {{- end }}
+    {{- with $root.Values.taskStore.existingSecret }}
+    # Task owners shared by every replica (taskStore in values.yaml).
+    - name: A2A_GUARD_TASK_OWNERSHIP
+      value: "true"
+    - name: A2A_GUARD_TASK_STORE_URL
+      valueFrom:
+        secretKeyRef:
+          name: {{ . }}
+          key: {{ $root.Values.taskStore.key }}
+    {{- end }}
     {{- end }}
     - name: A2A_GUARD_ADMIN_PORT
       value: {{ $s.adminPort | quote }}
