@@ -6,6 +6,14 @@
  *   text containing stream -> Task (WORKING), STREAM_EVENTS artifact-update events, COMPLETED status;
  *                             "stream" emits as fast as it can (yielding to the event loop between
  *                             events), "stream paced" waits STREAM_GAP_MS between events
+ *   POST /a2a/big          -> reads and drops any body (the SDK's JSON parser stops at 100 KB), answers
+ *                             a small completed-task JSON-RPC result: the large-body memory phase
+ *   POST /a2a/tick         -> a SendStreamingMessage answered by hand, for the concurrent-streams phase:
+ *                             the same v1.0 JSON-RPC SSE events as the SDK's (a task, then one
+ *                             artifact update per second, each stream at its own phase of the second,
+ *                             a COMPLETED status on {t:'stop-ticks'}). One 10 ms timer serves every
+ *                             stream, so 5,000 streams cost the agent little: the phase measures the
+ *                             proxy, not the SDK's per-event machinery.
  *
  * Every streamed artifact carries the text `t=<process.hrtime.bigint()>` taken when the agent
  * publishes it. hrtime is CLOCK_MONOTONIC, shared by all processes on the machine, so the load
@@ -38,6 +46,75 @@ const { TaskState } = sdk;
 const { AgentEvent, DefaultRequestHandler } = sdkServer;
 
 let executions = 0;
+/** Bumped by {t:'stop-ticks'}: every running tick stream ends at its next tick. */
+let tickGeneration = 0;
+process.on('message', (m: { t?: string }) => {
+  if (m?.t !== 'stop-ticks') return;
+  tickGeneration++;
+  stopHandTicks();
+});
+
+/* ---- /a2a/tick: hand-made streams, one event per stream per second ---- */
+
+interface HandTick {
+  readonly res: http.ServerResponse;
+  readonly id: unknown;
+  readonly taskId: string;
+  n: number;
+}
+const SLOTS = 100; // 10 ms each
+const tickSlots: Array<Set<HandTick>> = Array.from({ length: SLOTS }, () => new Set());
+let nextSlot = 0;
+let tickTimer: NodeJS.Timeout | undefined;
+const sse = (id: unknown, result: unknown) => `data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`;
+
+function handTick(req: http.IncomingMessage, res: http.ServerResponse): void {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    let id: unknown = null;
+    try {
+      id = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: unknown }).id ?? null;
+    } catch {
+      /* answered anyway */
+    }
+    executions++;
+    const taskId = `tick-${executions}`;
+    const t: HandTick = { res, id, taskId, n: 0 };
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    res.write(sse(id, { task: { id: taskId, contextId: taskId, status: { state: 'TASK_STATE_WORKING' }, artifacts: [], history: [] } }));
+    // Spread the streams over the second, as independent agents would be.
+    const slot = tickSlots[nextSlot++ % SLOTS] as Set<HandTick>;
+    slot.add(t);
+    res.once('close', () => slot.delete(t));
+    tickTimer ??= setInterval(tickDue, 10);
+  });
+}
+
+/** Every slot whose 10 ms came since the last run (a late timer skips none): one event to each of its streams. */
+let lastTick = Math.floor(Date.now() / 10);
+function tickDue(): void {
+  const now = Math.floor(Date.now() / 10);
+  for (let t = Math.max(lastTick + 1, now - SLOTS + 1); t <= now; t++) {
+    for (const x of tickSlots[t % SLOTS] as Set<HandTick>) {
+      x.res.write(sse(x.id, { artifactUpdate: { taskId: x.taskId, contextId: x.taskId, append: x.n > 0, lastChunk: false,
+        artifact: { artifactId: 'a1', name: 'out', parts: [{ text: `t=${process.hrtime.bigint()}` }] } } }));
+      x.n++;
+    }
+  }
+  lastTick = now;
+}
+
+function stopHandTicks(): void {
+  for (const slot of tickSlots) {
+    for (const x of slot) x.res.end(sse(x.id, { statusUpdate: { taskId: x.taskId, contextId: x.taskId, status: { state: 'TASK_STATE_COMPLETED' } } }));
+    slot.clear();
+  }
+}
+const numberIn = (text: string, key: string): number | undefined => {
+  const m = new RegExp(`\\b${key}=(\\d+)`).exec(text);
+  return m?.[1] === undefined ? undefined : Number(m[1]);
+};
 
 const textPart = (t: string): A2A.Part => ({ content: { $case: 'text', value: t }, metadata: undefined, filename: '', mediaType: 'text/plain' });
 const status = (state: A2A.TaskState) => ({ state, message: undefined, timestamp: new Date().toISOString() });
@@ -102,7 +179,18 @@ async function main(): Promise<void> {
     securitySchemes: {}, securityRequirements: [], defaultInputModes: ['text'], defaultOutputModes: ['text'],
     skills: [{ id: 'bench', name: 'bench', description: 'bench', tags: [], examples: [], inputModes: [], outputModes: [], securityRequirements: [] }],
   };
-  const requestHandler = new DefaultRequestHandler(card, new BoundedTaskStore(2000), executor);
+  const requestHandler = new DefaultRequestHandler(card, new BoundedTaskStore(20_000), executor);
+  app.post('/a2a/tick', handTick);
+  app.post('/a2a/big', (req, res) => {
+    let bytes = 0;
+    req.on('data', (c: Buffer) => (bytes += c.length));
+    req.on('end', () => {
+      executions++;
+      const body = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { task: { id: 'big', contextId: 'big', status: { state: 'TASK_STATE_COMPLETED' }, metadata: { bytes } } } });
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    });
+  });
   const legacyCompat = { enabled: true };
   const { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } = sdkExpress;
   app.use(`/${sdk.AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler, legacyCompat }));

@@ -1,13 +1,15 @@
 /**
  * Bench guardian: an instant AOS guardian (JSON-RPC over HTTP POST, any path). Every hook is
  * answered `allow` with the envelope's id; `ping` is answered `connected`. No policy, no logging.
- * Env: PORT (default 0 = ephemeral).
+ * Env: PORT (default 0 = ephemeral), DELAY_MS (default 0: each decision is answered this many ms
+ * after its envelope arrived, as a guardian that thinks would; calls overlap, none waits for another).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fail, serveIpc } from './ipc';
 
 let decisions = 0;
+const DELAY_MS = Number(process.env.DELAY_MS ?? 0);
 
 const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   const chunks: Buffer[] = [];
@@ -29,8 +31,12 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
       : { decision: 'allow', message: 'ok' };
     if (method !== 'ping') decisions++;
     const body = JSON.stringify({ jsonrpc: '2.0', id, result });
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-    res.end(body);
+    const send = () => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    };
+    if (DELAY_MS > 0 && method !== 'ping') setTimeout(send, DELAY_MS);
+    else send();
   });
 });
 

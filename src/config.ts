@@ -46,6 +46,9 @@ const EnvSchema = z.object({
   ROLE: z.enum(['client', 'server', 'both']).default('server').describe('client, server or both'),
   FAIL_MODE: z.enum(['closed', 'open']).default('closed').describe('without a valid guardian answer: closed refuses (-31503), open forwards marked and counted'),
   INSPECT_RESPONSES: bool(false).describe('run response hooks on unary answers and on every stream event'),
+  STREAM_INSPECT_WINDOW: int(16, 1, 1024).describe('stream events judged by the guardian at once, per stream (1 = one at a time); released to the caller in order regardless'),
+  GUARDIAN_CALL_CONNECTIONS: int(256, 1, 65_536).describe('connections to the guardian for the checks of each call: request hooks, unary answers (and pings)'),
+  GUARDIAN_STREAM_CONNECTIONS: int(256, 1, 65_536).describe('connections to the guardian for stream events: a budget of their own, so request checks never wait behind stream events'),
   REASONING_HEADER: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be a valid HTTP header name').default('x-aos-reasoning').transform((h) => h.toLowerCase()).describe('request header carrying the agent\'s reasoning (removed before forwarding)'),
   OBSERVED_AGENT_NAME: z.string().optional().describe('the observed agent\'s name (default: from its agent card)'),
   OBSERVED_AGENT_ID: z.string().optional().describe('the observed agent\'s id'),
@@ -252,6 +255,11 @@ export interface Config {
   readonly role: 'client' | 'server' | 'both';
   readonly failMode: 'closed' | 'open';
   readonly inspectResponses: boolean;
+  /** Stream events judged by the guardian at once, per stream. */
+  readonly streamInspectWindow: number;
+  /** Guardian connections for the checks of calls (request hooks, unary answers), and apart from them for stream events. */
+  readonly guardianCallConnections: number;
+  readonly guardianStreamConnections: number;
   readonly reasoningHeader: string;
   readonly observedAgent: ObservedAgentOverrides;
   readonly observedAgentCardUrl: URL | undefined;
@@ -348,6 +356,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
       role: e.ROLE,
       failMode: e.FAIL_MODE,
       inspectResponses: e.INSPECT_RESPONSES,
+      streamInspectWindow: e.STREAM_INSPECT_WINDOW,
+      guardianCallConnections: e.GUARDIAN_CALL_CONNECTIONS,
+      guardianStreamConnections: e.GUARDIAN_STREAM_CONNECTIONS,
       reasoningHeader: e.REASONING_HEADER,
       observedAgent: dropUndefined({
         id: e.OBSERVED_AGENT_ID,

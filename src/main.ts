@@ -15,8 +15,8 @@ import { startProxy, createGuardian, type ProxyInstance } from './server';
 import { createAdminServer } from './admin/server';
 import { Health } from './admin/health';
 import type { Guardian } from './aos/guardian';
-import { embeddedGuardian, type EmbeddedGuardian } from './guardian/embedded';
-import { PolicyError } from './guardian/policy';
+import type { EmbeddedGuardian } from './guardian/embedded';
+import type { PolicyError } from './guardian/policy';
 import type { ReloadResult } from './guardian/reload';
 import { effectiveConfiguration, parseArgs, proxyHelp } from './cli';
 import { VERSION } from './version';
@@ -85,10 +85,10 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
   let guardian: Guardian;
   let embedded: EmbeddedGuardian | undefined;
   try {
-    if (config.guardianUrl === undefined) guardian = embedded = embeddedGuardian(config.policyFile, { logger, events: { onReload } });
+    if (config.guardianUrl === undefined) guardian = embedded = loadEmbeddedGuardian(config.policyFile, { logger, events: { onReload } });
     else guardian = createGuardian(config, logger);
   } catch (err) {
-    fail(err instanceof PolicyError ? err.problems.map((p) => `configuration error: ${config.policyFile}: ${p}`) : [`configuration error: ${(err as Error).message}`], logDestination);
+    fail(isPolicyError(err) ? err.problems.map((p) => `configuration error: ${config.policyFile}: ${p}`) : [`configuration error: ${(err as Error).message}`], logDestination);
   }
   if (embedded !== undefined) {
     logger.warn({ policyFile: config.policyFile, sha256: embedded.policy.sha256, watch: config.policyWatch }, 'GUARDIAN_URL is unset: the embedded reference guardian decides with POLICY_FILE (a demo policy unless you wrote one)');
@@ -180,6 +180,18 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
   });
 }
 
+/** The reference guardian's engine is loaded only when it is used (GUARDIAN_URL unset). */
+function loadEmbeddedGuardian(...args: Parameters<typeof import('./guardian/embedded').embeddedGuardian>): EmbeddedGuardian {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { embeddedGuardian }: typeof import('./guardian/embedded') = require('./guardian/embedded');
+  return embeddedGuardian(...args);
+}
+
+/** PolicyError without loading the policy module for a proxy that never uses it. */
+function isPolicyError(err: unknown): err is PolicyError {
+  return err instanceof Error && err.name === 'PolicyError' && Array.isArray((err as Partial<PolicyError>).problems);
+}
+
 function reportReload(logger: Logger, file: string, r: ReloadResult, reason: string, metrics: Metrics | undefined): void {
   metrics?.policyReloads.inc({ result: r.ok ? 'ok' : 'failed' });
   if (r.ok) {
@@ -193,9 +205,9 @@ function reportReload(logger: Logger, file: string, r: ReloadResult, reason: str
 function check(config: Config, env: NodeJS.ProcessEnv): never {
   if (config.guardianUrl === undefined) {
     try {
-      embeddedGuardian(config.policyFile).close();
+      loadEmbeddedGuardian(config.policyFile).close();
     } catch (err) {
-      fail(err instanceof PolicyError ? err.problems.map((p) => `configuration error: ${config.policyFile}: ${p}`) : [`configuration error: ${(err as Error).message}`]);
+      fail(isPolicyError(err) ? err.problems.map((p) => `configuration error: ${config.policyFile}: ${p}`) : [`configuration error: ${(err as Error).message}`]);
     }
   }
   const out = [

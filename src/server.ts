@@ -6,7 +6,6 @@ import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { Agent as UndiciAgent } from 'undici';
 import type { Config } from './config';
 import { FastCounter, Metrics } from './admin/metrics';
 import { CardCache } from './a2a/card';
@@ -15,7 +14,9 @@ import { Identities } from './aos/identity';
 import { createUpstream } from './proxy/forward';
 import { createProxyHandler } from './proxy/pipeline';
 import { BodyBudget } from './proxy/body';
-import { createProxyServer } from 'http-proxy-3';
+import type { createProxyServer } from 'http-proxy-3';
+import { Gate } from './aos/gate';
+import { createAgent } from './undici-pool';
 import { PROXY_OWNED_HEADERS } from './proxy/forward';
 import { WatchedFile } from './files';
 import { createLogger } from './log';
@@ -75,6 +76,8 @@ export function createGuardian(config: Config, logger?: Logger): Guardian {
     url,
     token: tokenFile === undefined ? config.guardianToken : tokenOf(tokenFile),
     timeoutMs: config.guardianTimeoutMs,
+    callConnections: config.guardianCallConnections,
+    streamConnections: config.guardianStreamConnections,
     ...(tls.connect === undefined ? {} : { connect: tls.connect }),
     logger: log,
     describeFailure: (err) => describeConnectError(err, 'GUARDIAN', url.protocol === 'https:'),
@@ -102,10 +105,13 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const metrics = new Metrics(opts.processMetrics ?? false, VERSION);
   const guardian = opts.guardian ?? createGuardian(config, logger);
   if (guardian.breakerState !== undefined) metrics.watchBreaker(() => (guardian.breakerState as () => 'closed' | 'open' | 'half_open')());
+  // Stream events go to the guardian at most one per stream-budget connection; the others wait in this line.
+  const streamLine = new Gate(config.guardianStreamConnections);
+  metrics.watchGuardianQueue(() => ({ call: guardian.queued?.().call ?? 0, stream: streamLine.waiting + (guardian.queued?.().stream ?? 0) }));
   const tracer = opts.tracer ?? createTracer(config.otel, { version: VERSION, onExportFailure: () => metrics.traceExportFailures.inc() });
   const upstreamTls = outboundTls(config.tls.upstream, 'UPSTREAM', config.identity.refreshMs, logger);
   // The card fetch uses the same TLS settings as the calls it describes.
-  const cardDispatcher = upstreamTls.connect === undefined ? undefined : new UndiciAgent({ connect: upstreamTls.connect });
+  const cardDispatcher = upstreamTls.connect === undefined ? undefined : createAgent({ connect: upstreamTls.connect });
   const upstreamCard = new CardCache({ base: config.upstreamUrl, ttlMs: config.cardTtlMs, logger, what: 'upstream', ...(cardDispatcher === undefined ? {} : { dispatcher: cardDispatcher }) });
   const observedCard = config.observedAgentCardUrl === undefined || config.role === 'server'
     ? undefined
@@ -119,7 +125,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const bodyBudget = new BodyBudget(config.maxInflightBodyBytes);
   const store = config.ownership.enabled ? await createOwnerStore(config.ownership, logger, (n) => metrics.ownershipEvictions.inc(n)) : undefined;
   const ownership = store === undefined ? undefined : new TaskOwnership({ store, failMode: config.failMode, logger, metrics });
-  const handler = createProxyHandler({ config, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, upstreamCard, ...identity, ownership, tracer, decisionLog: opts.decisionLog });
+  const handler = createProxyHandler({ config, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, upstreamCard, ...identity, ownership, tracer, decisionLog: opts.decisionLog, streamLine });
 
   const tls = listenerTls(config.tls.listener, config.identity.refreshMs, logger);
   const serverOptions = { keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 };
@@ -158,7 +164,10 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   let ws: ReturnType<typeof createProxyServer> | undefined;
   const wsProxy = () => {
     if (ws === undefined) {
-      ws = createProxyServer({ target: config.upstreamUrl.href, changeOrigin: true });
+      // Loaded on the first upgrade: only ALLOW_WEBSOCKETS=true ever gets here.
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const httpProxy: typeof import('http-proxy-3') = require('http-proxy-3');
+      ws = httpProxy.createProxyServer({ target: config.upstreamUrl.href, changeOrigin: true });
       ws.on('error', (_err, _req, sock) => {
         if (sock !== undefined && 'destroy' in sock) sock.destroy();
       });
@@ -170,8 +179,8 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     else socket.destroy();
   });
 
-  // Learn identities before the first call; traffic does not wait on a failing card.
-  await Promise.race([Promise.all([upstreamCard.ready(), observedCard?.ready()]), new Promise((r) => setTimeout(r, 3000).unref())]);
+  // Learn identities while the listener opens: the first hooks wait for them (at most 3 s), the listener does not.
+  identities.warmUp(3000);
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -7,7 +7,8 @@
 import type { Server as HttpsServer, ServerOptions } from 'node:https';
 import { createSecureContext } from 'node:tls';
 import type { Logger } from 'pino';
-import { buildConnector } from 'undici';
+import type { buildConnector } from 'undici';
+import { leanBuildConnector } from './undici-pool';
 import type { OutboundTls, TlsConfig } from './config';
 import { StartupError, WatchedFile } from './files';
 
@@ -43,7 +44,7 @@ export function outboundTls(tls: OutboundTls, prefix: 'GUARDIAN' | 'UPSTREAM', r
     ...(files.cert === undefined ? {} : { cert: files.cert.current() }),
     ...(files.key === undefined ? {} : { key: files.key.current() }),
   });
-  const build = (m: Material): Connector => buildConnector({ ...m, rejectUnauthorized: true, ...(tls.serverName === undefined ? {} : { servername: tls.serverName }) });
+  const build = (m: Material): Connector => leanBuildConnector({ ...m, rejectUnauthorized: true, ...(tls.serverName === undefined ? {} : { servername: tls.serverName }) });
   let current: Connector;
   try {
     checkMaterial(material(), prefix);

@@ -4,6 +4,7 @@
  * call the URL in the card and bypass the proxy.
  */
 import { createHash } from 'node:crypto';
+import http from 'node:http';
 import type { Logger } from 'pino';
 
 export type CardJson = Record<string, unknown>;
@@ -78,18 +79,29 @@ export class CardCache {
     return this.inflight;
   }
 
+  /** node:http(s) by default; fetch only when a dispatcher carries TLS options (it is then loaded anyway). */
+  private async get(url: URL): Promise<{ status: number; body: unknown }> {
+    const timeoutMs = this.opts.timeoutMs ?? 5000;
+    if (this.opts.dispatcher === undefined) return getJson(url, timeoutMs);
+    const init = { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json', 'user-agent': CARD_USER_AGENT }, dispatcher: this.opts.dispatcher };
+    const res = await fetch(url, init as RequestInit);
+    if (!res.ok) {
+      await res.body?.cancel();
+      return { status: res.status, body: undefined };
+    }
+    return { status: res.status, body: await res.json() };
+  }
+
   private async fetchOnce(): Promise<void> {
     const problems: string[] = [];
     for (const url of cardUrls(this.opts.base)) {
       try {
-        const init = { signal: AbortSignal.timeout(this.opts.timeoutMs ?? 5000), headers: { accept: 'application/json' }, ...(this.opts.dispatcher === undefined ? {} : { dispatcher: this.opts.dispatcher }) };
-        const res = await fetch(url, init as RequestInit);
-        if (!res.ok) {
+        const res = await this.get(url);
+        if (res.status < 200 || res.status >= 300) {
           problems.push(`${url.href}: HTTP ${res.status}`);
-          await res.body?.cancel();
           continue;
         }
-        const body: unknown = await res.json();
+        const body = res.body;
         if (typeof body !== 'object' || body === null || Array.isArray(body)) {
           problems.push(`${url.href}: not a JSON object`);
           continue;
@@ -109,6 +121,47 @@ export class CardCache {
     this.lastOk = false;
     this.opts.logger.warn({ problems }, `${this.opts.what} agent card could not be fetched; identity fields will say "unknown"`);
   }
+}
+
+/** Largest card body read (the card route has the same bound). */
+const MAX_CARD_BYTES = 1024 * 1024;
+const MAX_REDIRECTS = 5;
+/** The proxy's own card requests say who they are (they are not forwarded traffic). */
+export const CARD_USER_AGENT = 'a2a-guard (agent card)';
+
+/**
+ * GET a JSON document: the status, and the parsed body of a 2xx answer (redirects followed, size and
+ * time bounded; a body that is not JSON throws). node:http(s) rather than fetch, which would load a
+ * second HTTP client into the process (about 20 MB of resident memory) for one request per TTL.
+ */
+export async function getJson(url: URL, timeoutMs: number, redirects = MAX_REDIRECTS): Promise<{ status: number; body: unknown }> {
+  const deadline = Date.now() + timeoutMs;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const client: typeof http = url.protocol === 'https:' ? require('node:https') : http;
+  const answer = await new Promise<{ status: number; location: string | undefined; text: string }>((resolve, reject) => {
+    const req = client.get(url, { headers: { accept: 'application/json', 'user-agent': CARD_USER_AGENT }, timeout: timeoutMs }, (res) => {
+      const status = res.statusCode ?? 0;
+      if (status < 200 || status >= 300) {
+        res.resume();
+        return resolve({ status, location: res.headers.location, text: '' });
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size > MAX_CARD_BYTES) req.destroy(new Error(`card larger than ${MAX_CARD_BYTES} bytes`));
+        else chunks.push(c);
+      });
+      res.on('end', () => resolve({ status, location: undefined, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on('error', reject);
+  });
+  if (answer.status >= 300 && answer.status < 400 && answer.location !== undefined && redirects > 0) {
+    return getJson(new URL(answer.location, url), Math.max(1, deadline - Date.now()), redirects - 1);
+  }
+  return { status: answer.status, body: answer.status >= 300 ? undefined : JSON.parse(answer.text) };
 }
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);

@@ -124,6 +124,22 @@ export class Metrics {
       },
     });
   })();
+  /** Read at scrape time from the guardian client's pools (see watchGuardianQueue). */
+  private guardianQueue: () => Record<'call' | 'stream', number> = () => ({ call: 0, stream: 0 });
+  readonly guardianQueued = (() => {
+    const metrics = this;
+    return new Gauge({
+      name: 'a2a_guard_guardian_queued_calls',
+      help: 'Guardian calls waiting for a connection, by budget: call (request hooks, unary answers) or stream (the next event of each stream waiting for a place)',
+      labelNames: ['budget'] as const,
+      registers: [this.registry],
+      collect() {
+        const q = metrics.guardianQueue();
+        this.set({ budget: 'call' }, q.call);
+        this.set({ budget: 'stream' }, q.stream);
+      },
+    });
+  })();
   /** Read at scrape time from the log sink (see countLogDrops). */
   private logDrops: () => number = () => 0;
   private logDropsSeen = 0;
@@ -178,6 +194,11 @@ export class Metrics {
   /** Count the log sink's dropped lines in a2a_guard_log_lines_dropped_total. */
   countLogDrops(dropped: () => number): void {
     this.logDrops = dropped;
+  }
+
+  /** Report the guardian client's waiting calls in a2a_guard_guardian_queued_calls. */
+  watchGuardianQueue(queued: () => Record<'call' | 'stream', number>): void {
+    this.guardianQueue = queued;
   }
 
   decision(operation: string, side: string, phase: string, decision: string): void {

@@ -3,13 +3,23 @@
  * (undici's dispatcher: a fraction of node:http's per-call CPU), a bounded time budget per call,
  * one retry on connection failure inside that budget, and a circuit breaker so a dead guardian
  * costs a fast "unavailable" rather than a timeout per request.
+ *
+ * Two connection budgets: the checks of each call (request hooks, unary answers) and the checks of
+ * stream events. A stream can ask for thousands of decisions; a call never waits for a connection
+ * behind them, whatever the streams do. (The stream relay lets at most as many stream events go to
+ * the guardian at once as the stream budget has connections: see proxy/relay/window.ts.)
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher, Pool } from 'undici';
 import type { GuardianOutcome, GuardianFailureKind } from '../proxy/enforce';
 import type { Cancellation } from '../cancel';
 import { type Envelope, GuardianError, GuardianSuccess, type JsonRpcId, PingAnswer } from './schemas';
+import type { EnvelopeBytes } from './envelope';
+import { createPool } from '../undici-pool';
+
+/** Whose connections a guardian call uses: a call's own checks, or a stream's events. */
+export type GuardianBudget = 'call' | 'stream';
 
 /** W3C trace context sent with a guardian call, so its decision joins the caller's trace. */
 export interface TraceContext {
@@ -18,10 +28,15 @@ export interface TraceContext {
 }
 
 export interface Guardian {
-  /** Ask for a decision. `json` is the envelope's JSON text (what goes on the wire). */
-  decide(envelope: Envelope, json: string, caller?: Cancellation, trace?: TraceContext): Promise<GuardianOutcome>;
+  /**
+   * Ask for a decision. `body` is what goes on the wire: the envelope's JSON text, or its bytes in
+   * order (envelopeBytes: a large payload is sent from its own buffer, never copied once more).
+   */
+  decide(envelope: Envelope, body: string | EnvelopeBytes, caller?: Cancellation, trace?: TraceContext, budget?: GuardianBudget): Promise<GuardianOutcome>;
   /** AOS ping (spec 4.7). */
   ping(timeoutMs?: number): Promise<boolean>;
+  /** Calls waiting for a connection now, per budget (none for an in-process guardian). */
+  queued?(): Record<GuardianBudget, number>;
   close(): void;
   /** Human-readable description for logs (never includes the token). */
   readonly describe: string;
@@ -39,6 +54,10 @@ export interface HttpGuardianOptions {
   readonly breakerCooldownMs?: number;
   /** TLS towards the guardian (GUARDIAN_CA_FILE, ...; see src/tls.ts); undici's default when unset. */
   readonly connect?: Pool.Options['connect'];
+  /** Connections for the checks of calls: request hooks, unary answers, pings; default 256. */
+  readonly callConnections?: number;
+  /** Connections for stream-event checks; default 256. */
+  readonly streamConnections?: number;
   /** Where connection failures are reported with their cause (a certificate problem, say), once per cause and interval. */
   readonly logger?: Logger;
   /** Explains a connection failure (src/tls.ts describeConnectError). */
@@ -63,7 +82,7 @@ const RETRYABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ECONNAB
 const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
 export class HttpGuardian implements Guardian {
-  private readonly pool: Pool;
+  private readonly pools: Record<GuardianBudget, Pool>;
   private readonly origin: string;
   private readonly path: string;
   private headers: string[];
@@ -78,7 +97,8 @@ export class HttpGuardian implements Guardian {
     this.origin = opts.url.origin;
     this.path = `${opts.url.pathname}${opts.url.search}`;
     // Keep-alive connections; our own deadline bounds each call, so undici's timeouts are off.
-    this.pool = new Pool(this.origin, { connections: 512, pipelining: 1, keepAliveTimeout: 4000, headersTimeout: 0, bodyTimeout: 0, ...(opts.connect === undefined ? {} : { connect: opts.connect }) });
+    const pool = (connections: number) => createPool(this.origin, { connections, pipelining: 1, keepAliveTimeout: 4000, headersTimeout: 0, bodyTimeout: 0, ...(opts.connect === undefined ? {} : { connect: opts.connect }) });
+    this.pools = { call: pool(opts.callConnections ?? 256), stream: pool(opts.streamConnections ?? 256) };
     this.headers = HttpGuardian.headersFor(opts.token);
     this.describe = `${opts.url.origin}${opts.url.pathname}`;
   }
@@ -110,14 +130,14 @@ export class HttpGuardian implements Guardian {
     return Date.now() < this.openUntil ? 'open' : 'half_open';
   }
 
-  async decide(envelope: Envelope, json: string, caller?: Cancellation, trace?: TraceContext): Promise<GuardianOutcome> {
+  async decide(envelope: Envelope, body: string | EnvelopeBytes, caller?: Cancellation, trace?: TraceContext, budget: GuardianBudget = 'call'): Promise<GuardianOutcome> {
     const now = Date.now();
     const halfOpen = this.openUntil !== 0;
     if (now < this.openUntil || (halfOpen && this.trialInFlight)) return { ok: false, kind: 'breakerOpen', detail: 'guardian circuit breaker is open' };
     if (halfOpen) this.trialInFlight = true;
     let reply: RawReply;
     try {
-      reply = await this.postWithRetry(json, now + this.opts.timeoutMs, caller, trace === undefined ? this.headers : this.withTrace(trace));
+      reply = await this.postWithRetry(this.pools[budget], body, now + this.opts.timeoutMs, caller, trace === undefined ? this.headers : this.withTrace(trace));
     } catch (err) {
       const e = err instanceof TransportError ? err : new TransportError('connect', (err as Error).message, false, err);
       if (halfOpen) this.trialInFlight = false;
@@ -137,7 +157,7 @@ export class HttpGuardian implements Guardian {
     const id = randomUUID();
     const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'ping', params: { timestamp: new Date().toISOString(), timeout: timeoutMs } });
     try {
-      const reply = await this.post(body, Date.now() + timeoutMs, undefined);
+      const reply = await this.post(this.pools.call, body, Date.now() + timeoutMs, undefined);
       if (reply.status < 200 || reply.status >= 300) return false;
       const parsed = PingAnswer.safeParse(JSON.parse(reply.body));
       return parsed.success && parsed.data.id === id && parsed.data.result.status === 'connected';
@@ -147,8 +167,12 @@ export class HttpGuardian implements Guardian {
     }
   }
 
+  queued(): Record<GuardianBudget, number> {
+    return { call: this.pools.call.stats.queued, stream: this.pools.stream.stats.queued };
+  }
+
   close(): void {
-    this.pool.destroy().catch(() => undefined);
+    for (const p of [this.pools.call, this.pools.stream]) p.destroy().catch(() => undefined);
     this.opts.onClose?.();
   }
 
@@ -167,19 +191,27 @@ export class HttpGuardian implements Guardian {
     }
   }
 
-  private async postWithRetry(body: string, deadline: number, caller: Cancellation | undefined, headers: string[]): Promise<RawReply> {
+  private async postWithRetry(pool: Pool, body: string | EnvelopeBytes, deadline: number, caller: Cancellation | undefined, headers: string[]): Promise<RawReply> {
     try {
-      return await this.post(body, deadline, caller, headers);
+      return await this.post(pool, body, deadline, caller, headers);
     } catch (err) {
       // A stale keep-alive socket or a guardian restarting: one more try if the budget allows.
       if (err instanceof TransportError && err.retryable && Date.now() < deadline - 1 && caller?.cancelled !== true) {
-        return this.post(body, deadline, caller, headers);
+        return this.post(pool, body, deadline, caller, headers);
       }
       throw err;
     }
   }
 
-  private post(body: string, deadline: number, caller: Cancellation | undefined, headers: string[] = this.headers): Promise<RawReply> {
+  /** Text or one buffer as is; several buffers go out one after the other under their total content-length. */
+  private static wire(headers: string[], body: string | EnvelopeBytes): { headers: string[]; body: Dispatcher.DispatchOptions['body'] } {
+    if (typeof body === 'string') return { headers, body };
+    if (body.chunks.length === 1) return { headers, body: body.chunks[0] as Buffer };
+    // undici sends any Iterable body (docs/api/Dispatcher.md, "body"); its DispatchOptions type does not list it.
+    return { headers: [...headers, 'content-length', String(body.length)], body: body.chunks as unknown as Dispatcher.DispatchOptions['body'] };
+  }
+
+  private post(pool: Pool, body: string | EnvelopeBytes, deadline: number, caller: Cancellation | undefined, headers: string[] = this.headers): Promise<RawReply> {
     return new Promise<RawReply>((resolve, reject) => {
       const remaining = deadline - Date.now();
       if (remaining <= 0) return reject(new TransportError('timeout', 'guardian time budget exhausted', false));
@@ -204,8 +236,9 @@ export class HttpGuardian implements Guardian {
       };
       const timer = setTimeout(() => stop(new TransportError('timeout', `no guardian answer within ${this.opts.timeoutMs} ms`, false)), remaining);
       if (caller !== undefined) offCancel = caller.onCancel(() => stop(new TransportError('cancelled', 'caller went away', false)));
-      this.pool.dispatch(
-        { origin: this.origin, path: this.path, method: 'POST', headers, body, headersTimeout: 0, bodyTimeout: 0 },
+      const wire = HttpGuardian.wire(headers, body);
+      pool.dispatch(
+        { origin: this.origin, path: this.path, method: 'POST', headers: wire.headers, body: wire.body, headersTimeout: 0, bodyTimeout: 0 },
         {
           onRequestStart: (c) => {
             controller = c;

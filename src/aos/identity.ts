@@ -87,8 +87,27 @@ export class Identities {
   private upstreamSeen: object | undefined | null = null;
   private observedSeen: object | undefined | null = null;
   private cached!: { clientAgent: Agent; serverAgent: Agent; upstreamPartial: PartialAgent; clientPartial: PartialAgent };
+  /** While the first card fetches are under way (bounded): hooks wait for it rather than say "unknown". */
+  pending: Promise<void> | undefined;
 
   constructor(private readonly src: IdentitySources) {}
+
+  /**
+   * Start fetching the cards now, without holding anyone back: `pending` is set until the first
+   * attempts end or `maxWaitMs` passes (a failing card never delays traffic longer than that).
+   */
+  warmUp(maxWaitMs: number): void {
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, maxWaitMs);
+      timer.unref();
+    });
+    const first = Promise.all([this.src.upstreamCard.ready(), this.src.observedCard?.ready()]).then(() => undefined, () => undefined);
+    this.pending = Promise.race([first, bound]).then(() => {
+      clearTimeout(timer);
+      this.pending = undefined;
+    });
+  }
 
   private snapshot() {
     const up = this.src.upstreamCard.current();

@@ -19,7 +19,7 @@ export function embeddedGuardian(policyFile: string, opts: { logger?: Logger; ev
   return {
     policy,
     describe: `embedded (${policyFile})`,
-    decide(envelope: Envelope, _json: string, _caller?: unknown, trace?: TraceContext): Promise<GuardianOutcome> {
+    decide(envelope: Envelope, _body: unknown, _caller?: unknown, trace?: TraceContext): Promise<GuardianOutcome> {
       const started = performance.now();
       try {
         const result = policy.current().decide(envelope);

@@ -4,7 +4,8 @@
  * of design section 6, and the agent's answer handed on chunk by chunk, never buffered here.
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher, Pool } from 'undici';
+import { createPool } from '../undici-pool';
 import type { PartialAgent } from '../aos/schemas';
 import { AGENT_HEADERS, encodeAgentHeader } from '../aos/identity';
 import { ASSERTION_HEADER } from '../identity/types';
@@ -21,7 +22,7 @@ export interface Upstream {
 export function createUpstream(url: URL, connect?: Pool.Options['connect']): Upstream {
   // Agents close idle connections after ~5 s (Node's default); idle ones are dropped a little sooner.
   // Streams may be quiet for long: no undici timeouts, callers going away abort the call.
-  const pool = new Pool(url.origin, { connections: null, pipelining: 1, keepAliveTimeout: 4000, headersTimeout: 0, bodyTimeout: 0, ...(connect === undefined ? {} : { connect }) });
+  const pool = createPool(url.origin, { connections: null, pipelining: 1, keepAliveTimeout: 4000, headersTimeout: 0, bodyTimeout: 0, ...(connect === undefined ? {} : { connect }) });
   return {
     url,
     basePath: url.pathname.replace(/\/+$/, ''),

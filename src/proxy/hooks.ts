@@ -1,6 +1,10 @@
 /**
  * Running AOS hooks for one payload: envelope -> guardian -> enforce, once per hook side, in order.
  * A `modify` from one side is what the next side sees; any block ends the run.
+ *
+ * Large payloads are never copied into an envelope: their UTF-8 bytes are made once (or taken from
+ * the caller, `payloadBytes`) and sent between a small envelope head and tail; a run that passes
+ * hands those same bytes back (`payloadBytes`), so forwarding them costs no further copy.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
@@ -8,9 +12,9 @@ import type { Config } from '../config';
 import type { Metrics } from '../admin/metrics';
 import type { Operation } from '../a2a/operations';
 import type { Binding } from '../a2a/classify';
-import type { Guardian } from '../aos/guardian';
+import type { Guardian, GuardianBudget } from '../aos/guardian';
 import { type Identities, type Side, type Phase, hookContext } from '../aos/identity';
-import { buildEnvelope, envelopeJson } from '../aos/envelope';
+import { buildEnvelope, envelopeBytes, envelopeJson, type EnvelopeBytes } from '../aos/envelope';
 import type { A2AContext, Agent, JsonObject, JsonRpcId, PartialAgent } from '../aos/schemas';
 import type { Cancellation } from '../cancel';
 import { enforce, type HookAction, type HookDecision } from './enforce';
@@ -65,6 +69,8 @@ export interface Exchange {
   readonly peers: Partial<Record<Side, PartialAgent>>;
   /** The call's trace span (a no-op when tracing is off). */
   readonly span: CallSpan;
+  /** The AOS context of each hook point of the call and its JSON, made once (a stream's events share them). */
+  contexts?: Array<CallContext | undefined>;
   decision: HookDecision | 'error' | 'refused';
   upstreamStatus: number | null;
   /** Task ownership's checks of the agent's answer (proxy/ownership.ts), when the call needs them. */
@@ -81,8 +87,20 @@ export interface Exchange {
   outcome?: CallOutcome;
 }
 
+/** One hook point's context, valid while the observed agent (rebuilt when its card changes) is the same object. */
+interface CallContext {
+  readonly observed: Agent;
+  readonly context: A2AContext;
+  readonly json: string;
+}
+
 export type HookRun =
-  | { readonly type: 'pass'; readonly payload: JsonObject; readonly payloadJson: string; readonly modified: boolean; readonly unchecked: boolean }
+  | {
+    readonly type: 'pass'; readonly payload: JsonObject; readonly payloadJson: string;
+    /** UTF-8 bytes of payloadJson when the run made (or was given) them; forward these rather than encoding again. */
+    readonly payloadBytes: Buffer | undefined;
+    readonly modified: boolean; readonly unchecked: boolean;
+  }
   | { readonly type: 'block'; readonly error: ProxyError; readonly decision: HookDecision };
 
 export interface HookRunInput {
@@ -91,9 +109,16 @@ export interface HookRunInput {
   readonly phase: Phase;
   readonly payload: JsonObject;
   readonly payloadJson: string;
+  /** payloadJson's UTF-8 bytes, when the caller already has them (not copied again). */
+  readonly payloadBytes?: Buffer;
+  /** Guardian connections to use: the call's own (default), or the stream events' (never ahead of a call's checks). */
+  readonly budget?: GuardianBudget;
   readonly reasoning: string | undefined;
   readonly validateModified?: (replacement: JsonObject) => string | undefined;
 }
+
+/** Payloads from this size on travel as their own buffer between envelope head and tail. */
+export const SPLICE_BYTES = 16 * 1024;
 
 export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promise<HookRun> {
   const { config, logger, metrics } = deps;
@@ -121,19 +146,31 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     return json;
   }
 
-  async function one(input: HookRunInput, side: Side, payload: JsonObject, payloadJson: string): Promise<HookAction> {
-    const { ex, phase } = input;
+  /** The context of one hook point of a call: made at its first hook, reused by every stream event after it. */
+  function callContext(ex: Exchange, side: Side, phase: Phase): CallContext {
     const observed = deps.identities.observed(side);
+    const at = (side === 'client' ? 0 : 2) + (phase === 'request' ? 0 : 1);
+    const contexts = (ex.contexts ??= []);
+    const known = contexts[at];
+    if (known !== undefined && known.observed === observed) return known;
     // Once per side and call: a stream's events all go to the same peer.
     const peer = (ex.peers[side] ??= peerOf(side, ex));
     const context = hookContext(side, phase, observed, peer);
+    const made: CallContext = { observed, context, json: contextJson(observed, side, phase, peer, context) };
+    contexts[at] = made;
+    return made;
+  }
+
+  async function one(input: HookRunInput, side: Side, payload: JsonObject, payloadJson: string, payloadBytes: Buffer | undefined): Promise<HookAction> {
+    const { ex, phase } = input;
+    const { context, json: ctxJson } = callContext(ex, side, phase);
     const reasoning = side === 'client' && phase === 'request' ? input.reasoning : undefined;
     const envelope = buildEnvelope({ method: ex.op.aosMethod, payload, context, reasoning });
     const envelopeId = envelope.id as string;
-    const json = envelopeJson(envelope, payloadJson, contextJson(observed, side, phase, peer, context));
+    const body: string | EnvelopeBytes = payloadBytes === undefined ? envelopeJson(envelope, payloadJson, ctxJson) : envelopeBytes(envelope, payloadBytes, ctxJson);
     const span = ex.span.hook({ method: ex.op.aosMethod, side, phase, envelopeId });
     const t0 = performance.now();
-    const outcome = await deps.guardian.decide(envelope, json, ex.caller, span.headers);
+    const outcome = await deps.guardian.decide(envelope, body, ex.caller, span.headers, input.budget ?? 'call');
     const guardianMs = performance.now() - t0;
     const action = enforce({
       op: ex.op, payload, phase, envelopeId, outcome, failMode: config.failMode, shadow: config.shadowMode,
@@ -146,7 +183,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     };
     span.end({ decision: rec.decision, reasonCodes: rec.reasonCode, failureKind: rec.failure, failureDetail: rec.detail });
     record(ex, rec, action);
-    if (logger.isLevelEnabled('debug')) logger.debug({ envelope: json, outcome }, 'guardian exchange');
+    if (logger.isLevelEnabled('debug')) logger.debug({ envelope: typeof body === 'string' ? body : Buffer.concat(body.chunks).toString('utf8'), outcome }, 'guardian exchange');
     return action;
   }
 
@@ -156,9 +193,11 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     if (rec.phase === 'request' || ex.hooks.length < 8 || action.type === 'block' || (rec.failure !== undefined && !ex.hooks.some((h) => h.failure !== undefined))) {
       ex.hooks.push(rec);
     }
+    // A call abandoned because the caller left (or a stream ended before its event) decided nothing.
+    if (!action.outcome.ok && action.outcome.kind === 'cancelled') return;
     metrics.decision(ex.op.aosMethod, rec.side, rec.phase, rec.decision);
     metrics.guardianCall(ex.op.aosMethod, rec.failure ?? (action.outcome.ok ? action.outcome.result.decision : 'error'), rec.guardianMs / 1000);
-    if (!action.outcome.ok && action.outcome.kind !== 'cancelled') {
+    if (!action.outcome.ok) {
       metrics.guardianFailures.inc({ kind: action.outcome.kind });
       if (rec.decision === 'failOpen') {
         metrics.failOpenPasses.inc();
@@ -174,22 +213,28 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
   }
 
   return async (input) => {
+    // The first calls after start wait (bounded) for the agent cards that name the observed agent.
+    const identitiesReady = deps.identities.pending;
+    if (identitiesReady !== undefined) await identitiesReady;
     let payload = input.payload;
     let payloadJson = input.payloadJson;
+    let payloadBytes = input.payloadBytes;
     let modified = false;
     let unchecked = false;
     for (const side of input.sides) {
-      const action = await one(input, side, payload, payloadJson);
+      if (payloadBytes === undefined && payloadJson.length >= SPLICE_BYTES) payloadBytes = Buffer.from(payloadJson, 'utf8');
+      const action = await one(input, side, payload, payloadJson, payloadBytes);
       if (action.type === 'block') return { type: 'block', error: action.error, decision: action.decision };
       if (action.decision === 'failOpen' || (action.decision === 'shadow' && !action.outcome.ok)) unchecked = true;
       if (action.payload !== payload) {
         payload = action.payload;
         payloadJson = JSON.stringify(payload);
+        payloadBytes = undefined;
         modified = true;
       }
       if (input.ex.caller.cancelled) break;
     }
-    return { type: 'pass', payload, payloadJson, modified, unchecked };
+    return { type: 'pass', payload, payloadJson, payloadBytes, modified, unchecked };
   };
 }
 

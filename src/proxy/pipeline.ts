@@ -21,6 +21,7 @@ import { proxyError, type ProxyError } from './errors';
 import { abortOnClientClose, callUpstream, forwardRequestHeaders, headerText, type Upstream, type UpstreamAnswer, type UpstreamHandle } from './forward';
 import { createHookRunner, summarize, type Exchange, type HookRun } from './hooks';
 import { isEventStream, relayPlain, relayStreamInspected, relayUnaryInspected, sendError, type RelayContext } from './responses';
+import type { Line } from './relay/window';
 import { publicBase, serveCard } from './card-route';
 import { Cancellation } from '../cancel';
 import type { CallerIdentifier, CallerResult } from '../identity/caller';
@@ -54,6 +55,8 @@ export interface ProxyDeps {
   readonly tracer: Tracer;
   /** Every finished call's audit record (the tamper-evident decision log), when configured. */
   readonly decisionLog?: ((record: AuditRecord) => void) | undefined;
+  /** Places for stream events going to the guardian, shared by all streams (relay/window.ts). */
+  readonly streamLine?: Line;
 }
 
 /** Request hooks run client side first; responses travel back, so server side first. */
@@ -160,8 +163,11 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
 
   /** A signed assertion for the upstream, or undefined (no signing key, or signing failed: the server side decides). */
   function signFor(): Promise<string | undefined> {
-    if (deps.signAssertion === undefined) return Promise.resolve(undefined);
-    return deps.signAssertion().catch((err: unknown) => {
+    const sign = deps.signAssertion;
+    if (sign === undefined) return Promise.resolve(undefined);
+    // The first calls after start wait (bounded) for the card that names the observed agent.
+    const cards = deps.identities.pending;
+    return (cards === undefined ? sign() : cards.then(sign)).catch((err: unknown) => {
       logger.error({ err: (err as Error).message }, 'could not sign the identity assertion; forwarding without it');
       return undefined;
     });
@@ -311,7 +317,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       ex,
       res, upRes, upReq,
       inspect: ex !== undefined && config.inspectResponses
-        ? (payload, payloadJson) => runHooks({ ex, sides: RESPONSE_SIDES[config.role], phase: 'response', payload, payloadJson, reasoning: undefined })
+        ? (payload, payloadJson, budget) => runHooks({ ex, sides: RESPONSE_SIDES[config.role], phase: 'response', payload, payloadJson, reasoning: undefined, ...(budget === undefined ? {} : { budget }) })
         : undefined,
       rewriteCard: ex?.op.returnsCard === true ? { publicBase: publicBase(deps, req), upstreamBase: deps.upstream.url, signatures: config.cardSignatures } : undefined,
       maxBodyBytes: config.maxBodyBytes,
@@ -321,6 +327,8 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         if (ex !== undefined) ex.error = why;
       },
       trackStream,
+      streamWindow: config.streamInspectWindow,
+      ...(deps.streamLine === undefined ? {} : { streamLine: deps.streamLine }),
       onUninspectable: (why) => {
         if (config.failMode === 'closed' && !config.shadowMode) {
           if (ex !== undefined) ex.outcome = 'answer_refused';

@@ -1,18 +1,21 @@
 /**
  * The agent's answer on its way back: plain relay (pipe, chunk by chunk), or, with response
- * inspection (and for agent-card results, which are always rewritten), unary bodies and SSE events
- * through the response hooks, one event at a time, in order, with backpressure both ways.
+ * inspection (and for agent-card results, which are always rewritten), unary bodies through the
+ * response hooks, and SSE events through them pipelined and in order (relay/stream.ts).
  */
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { JsonObject, JsonRpcId } from '../aos/schemas';
+import type { GuardianBudget } from '../aos/guardian';
 import { rewriteCard, type CardJson } from '../a2a/card';
-import { SseParser, formatSseEvent, formatSseErrorEvent, type SseEvent } from '../a2a/sse';
 import type { Binding } from '../a2a/classify';
-import { jsonRpcErrorBody, jsonRpcErrorObject, proxyError, restErrorObject, restHttpStatus, type ProxyError } from './errors';
+import { jsonRpcErrorBody, proxyError, restErrorObject, restHttpStatus, type ProxyError } from './errors';
 import { headerText, relayResponseHeaders, type UpstreamAnswer, type UpstreamHandle } from './forward';
 import { decodeBody } from './body';
 import type { Exchange, HookRun } from './hooks';
 import type { AnswerCheck, AnswerHook } from './ownership';
+import { errorEvent, fromPayload, isObject, toPayload } from './relay/codec';
+import { relayStreamInspected as relayPipelined } from './relay/stream';
+import type { Line } from './relay/window';
 
 export interface RelayContext {
   readonly binding: Binding;
@@ -23,8 +26,8 @@ export interface RelayContext {
   readonly res: ServerResponse;
   readonly upRes: UpstreamAnswer;
   readonly upReq: UpstreamHandle;
-  /** Run the response hooks (all sides, in response order) on one payload. */
-  readonly inspect: ((payload: JsonObject, payloadJson: string) => Promise<HookRun>) | undefined;
+  /** Run the response hooks (all sides, in response order) on one payload; stream events pass budget 'stream'. */
+  readonly inspect: ((payload: JsonObject, payloadJson: string, budget?: GuardianBudget) => Promise<HookRun>) | undefined;
   /** Rewrite agent-card results (extended card operations) with these options. */
   readonly rewriteCard: Parameters<typeof rewriteCard>[1] | undefined;
   readonly maxBodyBytes: number;
@@ -38,35 +41,17 @@ export interface RelayContext {
   readonly trackStream: (terminate: () => void) => () => void;
   /** Task ownership's checks of this answer (learn owners, filter task lists), before the response hooks. */
   readonly answerHook?: AnswerHook | undefined;
+  /** Stream events judged at once (STREAM_INSPECT_WINDOW); default 16. */
+  readonly streamWindow?: number;
+  /** Places shared by all streams' events going to the guardian (one per stream-budget connection). */
+  readonly streamLine?: Line;
 }
 
 const SHUTDOWN = () => proxyError('upstreamUnavailable', 'Proxy is shutting down');
 
-const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-// ---- binding codecs: A2A answer <-> response-hook payload (a JSON-RPC response object) ----
-
-/** JSON-RPC answers already are JSON-RPC responses; REST answers are wrapped as one. */
-function toPayload(binding: Binding, id: JsonRpcId | null, body: unknown, ok: boolean): JsonObject | undefined {
-  if (binding === 'jsonrpc') return isObject(body) ? body : undefined;
-  if (ok) return { jsonrpc: '2.0', id, result: body ?? null };
-  const error = isObject(body) && isObject(body.error) ? body.error : body;
-  return { jsonrpc: '2.0', id, error: error ?? null };
-}
-
-function fromPayload(binding: Binding, payload: JsonObject, originalBody: unknown): string {
-  if (binding === 'jsonrpc') return JSON.stringify(payload);
-  if ('result' in payload) return JSON.stringify(payload.result);
-  return JSON.stringify(isObject(originalBody) && 'error' in originalBody ? { error: payload.error } : payload.error);
-}
-
 function errorResponse(binding: Binding, err: ProxyError, id: JsonRpcId | null): { status: number; body: string } {
   if (binding === 'rest') return { status: restHttpStatus(err), body: JSON.stringify(restErrorObject(err)) };
   return { status: 200, body: jsonRpcErrorBody(err, id) };
-}
-
-function errorEvent(binding: Binding, err: ProxyError, id: JsonRpcId | null): Buffer {
-  return formatSseErrorEvent(JSON.stringify(binding === 'rest' ? restErrorObject(err) : jsonRpcErrorObject(err, id)));
 }
 
 export function sendError(res: ServerResponse, binding: Binding, err: ProxyError, id: JsonRpcId | null): void {
@@ -258,171 +243,21 @@ function send(res: ServerResponse, status: number, headers: OutgoingHttpHeaders,
   res.end(body);
 }
 
-// ---- SSE with hooks: one event at a time, in order ----
+// ---- SSE with hooks: pipelined, in order (relay/stream.ts) ----
 
 export function relayStreamInspected(ctx: RelayContext): void {
-  const { res, upRes, binding, id } = ctx;
   const inspect = ctx.inspect;
   const ownEvent = ctx.answerHook?.event;
   if (inspect === undefined && ownEvent === undefined) return relayPlain(ctx);
-  const encoding = headerText(upRes.headers['content-encoding']);
+  const encoding = headerText(ctx.upRes.headers['content-encoding']);
   if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
     // A compressed event stream cannot be judged event by event.
     const err = ctx.onUninspectable('agent event stream is compressed');
     if (err !== undefined) {
       ctx.upReq.abort();
-      return sendError(res, binding, err, id);
+      return sendError(ctx.res, ctx.binding, err, ctx.id);
     }
     return relayPlain(ctx);
   }
-  res.writeHead(upRes.statusCode, relayResponseHeaders(upRes.headers));
-  res.flushHeaders();
-
-  const parser = new SseParser();
-  const queue: SseEvent[] = [];
-  let working = false;
-  let stopped = false;
-  let upstreamDone = false;
-  let upstreamCut = false;
-  let clientBlocked = false;
-  let tailError: Buffer | undefined;
-
-  // Flow control: read from the agent only while nothing waits for the guardian or for the client.
-  const flow = () => {
-    if (stopped) return;
-    if (queue.length > 0 || working || clientBlocked) upRes.pause();
-    else upRes.resume();
-  };
-
-  const stop = (frame?: Buffer) => {
-    if (stopped) return;
-    stopped = true;
-    queue.length = 0;
-    if (frame !== undefined && !res.destroyed && !res.writableEnded) res.end(frame);
-    else if (!res.writableEnded) res.end();
-    ctx.upReq.abort();
-  };
-
-  let drained: Promise<void> | undefined;
-  const write = (buf: Buffer) => {
-    if (res.destroyed || res.writableEnded) return;
-    if (!res.write(buf) && !clientBlocked) {
-      clientBlocked = true;
-      drained = new Promise((resolve) => {
-        const done = () => {
-          res.removeListener('drain', done);
-          res.removeListener('close', done);
-          clientBlocked = false;
-          resolve();
-          flow();
-        };
-        res.once('drain', done);
-        res.once('close', done);
-      });
-    }
-  };
-
-  /** Pass an event the hooks cannot read, or end the stream (FAIL_MODE=closed). */
-  const unreadable = (ev: SseEvent, why: string) => {
-    const err = ctx.onUninspectable(why);
-    if (err === undefined) return write(ev.raw);
-    stop(errorEvent(binding, err, id));
-  };
-
-  const handle = async (ev: SseEvent): Promise<void> => {
-    if (ev.commentOnly || !ev.hasData) return write(ev.raw); // keep-alives and comments pass as they are
-    let data: unknown;
-    try {
-      data = JSON.parse(ev.data);
-    } catch {
-      // Without inspection only task ownership reads events, and such an event binds nothing.
-      return inspect === undefined ? write(ev.raw) : unreadable(ev, 'SSE event data is not JSON');
-    }
-    const isError = ev.event === 'error';
-    // Task ownership: bind the tasks an event names before it goes out.
-    if (ownEvent !== undefined && !isError) {
-      const owned = await ownEvent(data);
-      if (stopped) return;
-      if (owned.type === 'refuse') return stop(errorEvent(binding, owned.error, id));
-    }
-    if (inspect === undefined) return write(ev.raw);
-    const payload = toPayload(binding, id, data, !(isError || (isObject(data) && 'error' in data && !('result' in data))));
-    if (payload === undefined) return unreadable(ev, 'SSE event data is not a JSON object');
-    if (ctx.ex !== undefined) ctx.ex.events++;
-    const run = await inspect(payload, binding === 'jsonrpc' ? ev.data : JSON.stringify(payload));
-    if (stopped) return;
-    if (run.type === 'block') return stop(errorEvent(binding, run.error, id));
-    if (!run.modified) return write(ev.raw);
-    const replacement = fromPayload(binding, run.payload, data);
-    write(formatSseEvent({ data: replacement, ...(ev.event === undefined ? {} : { event: ev.event }), ...(ev.id === undefined ? {} : { id: ev.id }) }));
-  };
-
-  const pump = async () => {
-    if (working) return;
-    working = true;
-    try {
-      while (queue.length > 0 && !stopped) {
-        // A slow client holds the queue: nothing more is written (or asked) until it drains.
-        if (clientBlocked && drained !== undefined) await drained;
-        if (stopped) break;
-        await handle(queue.shift() as SseEvent);
-      }
-    } catch {
-      stop(errorEvent(binding, proxyError('guardianUnavailable', 'Stream inspection failed'), id));
-    }
-    working = false;
-    if (stopped) return;
-    if (upstreamDone) return finishStream();
-    flow();
-  };
-
-  const finishStream = () => {
-    if (stopped) return;
-    if (tailError !== undefined) return stop(tailError);
-    if (upstreamCut) {
-      ctx.onUpstreamFailure('upstream closed mid-stream');
-      return stop(errorEvent(binding, proxyError('upstreamUnavailable', 'Upstream agent failed mid-stream'), id));
-    }
-    stopped = true;
-    res.end();
-  };
-
-  const take = (events: SseEvent[]) => {
-    for (const e of events) queue.push(e);
-    flow();
-    void pump();
-  };
-
-  upRes.read({
-    data: (chunk) => {
-      if (stopped || tailError !== undefined) return;
-      try {
-        take(parser.push(chunk));
-      } catch (err) {
-        // An event too large to inspect is never passed unread: the events before it go out, then the stream ends in an error.
-        tailError = errorEvent(binding, proxyError('upstreamUnavailable', 'Agent sent an SSE event too large to inspect'), id);
-        take((err as { events?: SseEvent[] }).events ?? []);
-        ctx.upReq.abort();
-      }
-    },
-    end: (complete) => {
-      // A caller that left (its close handler stops the stream) is not an agent failure.
-      if (stopped || upstreamDone || res.destroyed) return;
-      upstreamDone = true;
-      upstreamCut = !complete && tailError === undefined;
-      if (complete) {
-        try {
-          for (const e of parser.end()) queue.push(e);
-        } catch {
-          /* a malformed tail is dropped, as a WHATWG client would */
-        }
-      }
-      if (!working) void pump();
-    },
-  });
-  const untrack = ctx.trackStream(() => stop(errorEvent(binding, SHUTDOWN(), id)));
-  res.once('close', () => {
-    untrack();
-    if (!res.writableFinished) stop();
-  });
+  relayPipelined(ctx, inspect);
 }

@@ -9,8 +9,11 @@
  *     same bytes); REST: {jsonrpc:"2.0", id:<the minted id of the request hook>, result:<event>};
  *   - deny at event k: events 1..k-1, then an error carrying -31403 (REST: the 403 Status); raw SSE
  *     ends with `event: error` (JSON-RPC error with the caller's id / {error:{...}} for REST); the
- *     guardian sees nothing after k, and the upstream request is closed (agent side 'close' while
- *     the agent would have kept streaming);
+ *     guardian sees at most the window's worth of events after k (calls already in flight, then
+ *     cancelled) and none started later, and the upstream request is closed (agent side 'close'
+ *     while the agent would have kept streaming);
+ * Events are judged several at a time (STREAM_INSPECT_WINDOW, default 16), so the guardian may
+ * receive them out of order: scripts pick events by content (eventPosition), never by arrival.
  *   - modify at event k: the client sees the replacement, every other event unchanged;
  *   - a modify that changes the id of an event: no valid answer, -31503 ends the stream;
  *   - guardian failure at event k: FAIL_MODE=closed ends the stream with -31503; open keeps it flowing.
@@ -89,15 +92,27 @@ const requestEnvs = (): Envelope[] => guardian.calls().filter((e) => !isResponse
 const responseEnvs = (): Envelope[] => guardian.calls().filter(isResponseEnv);
 const chunks = (n: number): string[] => Array.from({ length: n }, (_, i) => `chunk ${i}`);
 const ALLOW: GuardianReply = { decision: 'allow' };
+/** STREAM_INSPECT_WINDOW's default: events judged at once per stream. */
+const WINDOW = 16;
 
-/** Answer `reply(env)` for the k-th response envelope (1-based), allow everything else. */
+/**
+ * 1-based position of an event of a "stream N" answer, from its content: 1 = the task, i + 2 =
+ * "chunk i", Infinity = a status update (the last event; "wait-for-cancel": the second).
+ */
+function eventPosition(env: Envelope): number {
+  const result = env.params.payload.result ?? {};
+  const kind = wireKind(result);
+  if (kind === 'task') return 1;
+  const m = /^chunk (\d+)$/.exec(textOf(env.params.payload));
+  if (m?.[1] !== undefined) return Number(m[1]) + 2;
+  return Infinity;
+}
+/** The response envelopes in stream order (the guardian may have received them out of order). */
+const inStreamOrder = (envs: Envelope[]): Envelope[] => [...envs].sort((a, b) => eventPosition(a) - eventPosition(b));
+
+/** Answer `reply(env)` for the event at position k (see eventPosition), allow everything else. */
 function atEvent(k: number, reply: (env: Envelope) => GuardianReply): void {
-  let n = 0;
-  guardian.script((env) => {
-    if (!isResponseEnv(env)) return ALLOW;
-    n += 1;
-    return n === k ? reply(env) : ALLOW;
-  });
+  guardian.script((env) => (isResponseEnv(env) && eventPosition(env) === k ? reply(env) : ALLOW));
 }
 
 /** v1 wrapper key of a wire stream result (v0.3 JSON-RPC: from its `kind`). */
@@ -184,9 +199,10 @@ describe.each(CASES)('SDK %s %s sendMessageStream through the proxy', (binding, 
       return;
     }
     expect(resps).toHaveLength(n + 2);
-    // Recorded in arrival order: the same sequence of events as the client got.
-    expect(resps.map((e) => wireKind(e.params.payload.result))).toEqual(sdkKinds(events));
-    expect(resps.map((e) => textOf(e.params.payload))).toEqual(sdkTexts(events));
+    // In stream order, the same sequence of events as the client got (several are judged at once, so
+    // they may reach the guardian out of order; each exactly once).
+    expect(inStreamOrder(resps).map((e) => wireKind(e.params.payload.result))).toEqual(sdkKinds(events));
+    expect(inStreamOrder(resps).map((e) => textOf(e.params.payload))).toEqual(sdkTexts(events));
     const callerId = reqs[0].params.payload.id; // JSON-RPC: the SDK's request id; REST: the id the proxy minted
     expect(callerId).toBeDefined();
     const envIds = new Set<string>();
@@ -202,7 +218,7 @@ describe.each(CASES)('SDK %s %s sendMessageStream through the proxy', (binding, 
       envIds.add(e.id);
     }
     expect(envIds.size).toBe(n + 2); // one envelope per event, none repeated
-    const firstTask = resps[0].params.payload.result;
+    const firstTask = inStreamOrder(resps)[0].params.payload.result;
     expect(firstTask.id ?? firstTask.task?.id).toBe(taskId);
   });
 });
@@ -223,7 +239,7 @@ describe.each(CASES)('raw %s %s stream, inspection on', (binding, version) => {
 
     const reqs = requestEnvs();
     expect(reqs).toHaveLength(1);
-    const resps = responseEnvs();
+    const resps = inStreamOrder(responseEnvs());
     expect(resps).toHaveLength(22);
     if (binding === 'JSONRPC') {
       resps.forEach((env, i) => {
@@ -251,7 +267,7 @@ describe.each(CASES)('raw %s %s stream, inspection on', (binding, version) => {
 const DENY: GuardianReply = { decision: 'deny', message: 'event refused', reasonCode: ['NO_EVENT'] };
 
 describe.each(CASES)('deny at event k, SDK %s %s', (binding, version) => {
-  test('"stream 1000", deny at event 5: events 1..4, then -31403; the guardian sees nothing after event 5', async () => {
+  test('"stream 1000", deny at event 5: events 1..4, then -31403; no guardian call starts after it', async () => {
     atEvent(5, () => DENY);
     const client = await makeClient(on.url, binding, version);
     const { events, error } = await drain(client.sendMessageStream(sendReq('stream 1000')));
@@ -263,14 +279,17 @@ describe.each(CASES)('deny at event k, SDK %s %s', (binding, version) => {
     const stream = agentExchanges.filter((x) => x.method === 'POST');
     expect(stream).toHaveLength(1);
     await waitFor(() => stream[0]!.closed, 10_000, 'upstream stream closed');
-    // ...and no event after the denied one reaches the guardian, however long we wait.
+    // ...and past the calls already in flight when the deny landed (at most the window), no event
+    // after the denied one reaches the guardian, however long we wait.
+    const seen = responseEnvs().length;
+    expect(seen).toBeLessThanOrEqual(5 + WINDOW - 1);
     await sleep(300);
-    expect(responseEnvs()).toHaveLength(5);
+    expect(responseEnvs()).toHaveLength(seen);
   });
 
   test('deny at event 2 of a task that keeps running: the proxy closes the upstream stream', async () => {
     // "wait-for-cancel": task, WORKING, then nothing until cancelled; the agent would keep the stream open.
-    atEvent(2, () => DENY);
+    guardian.script((env) => (isResponseEnv(env) && wireKind(env.params.payload.result) === 'statusUpdate' ? DENY : ALLOW));
     const client = await makeClient(on.url, binding, version);
     const { events, error } = await drain(client.sendMessageStream(sendReq('wait-for-cancel')));
     expect(sdkKinds(events)).toEqual(['task']);
@@ -301,7 +320,7 @@ describe.each(CASES)('deny at event k, raw %s %s', (binding, version) => {
     if (binding === 'JSONRPC') {
       expect(last.json).toMatchObject({ jsonrpc: '2.0', id, error: { code: -31403, data: [info] } });
       expect(last.json.error.message).toContain('event refused');
-      expect(last.json.error.data[0].metadata).toMatchObject({ envelopeId: responseEnvs()[3].id, message: 'event refused', reasonCode: 'NO_EVENT' });
+      expect(last.json.error.data[0].metadata).toMatchObject({ envelopeId: inStreamOrder(responseEnvs())[3].id, message: 'event refused', reasonCode: 'NO_EVENT' });
     } else {
       expect(last.json).toEqual({ error: { code: 403, status: 'PERMISSION_DENIED', message: expect.stringContaining('event refused'), details: [expect.objectContaining(info)] } });
     }
@@ -329,7 +348,7 @@ describe.each(CASES)('modify at event k, SDK %s %s', (binding, version) => {
     expect(sdkTexts(events.slice(1, 9))).toEqual(want);
     expect(responseEnvs()).toHaveLength(10);
     // The guardian saw the original.
-    expect(textOf(responseEnvs()[4].params.payload)).toBe('chunk 3');
+    expect(textOf(inStreamOrder(responseEnvs())[4].params.payload)).toBe('chunk 3');
   });
 });
 
@@ -340,7 +359,7 @@ test('raw JSON-RPC: a modified event replaces exactly one frame; the others pass
   expect(res.events).toHaveLength(6);
   expect(res.events.map((e) => wireKind(e.json.result))).toEqual(['task', 'artifactUpdate', 'artifactUpdate', 'artifactUpdate', 'artifactUpdate', 'statusUpdate']);
   expect(res.events.slice(1, 5).map((e) => textOf(e.json))).toEqual(['chunk 0', 'CHUNK ONE', 'chunk 2', 'chunk 3']);
-  const resps = responseEnvs();
+  const resps = inStreamOrder(responseEnvs());
   // Unmodified frames carry the guardian's payload text unchanged; the modified one the replacement.
   res.events.forEach((e, i) => {
     if (i === 2) expect(e.json).toEqual(JSON.parse(JSON.stringify(resps[2].params.payload).replace('"chunk 1"', '"CHUNK ONE"')));
@@ -377,16 +396,17 @@ describe.each(CASES)('guardian fails at event k, SDK %s %s', (binding, version) 
     const { events, error } = await drain(client.sendMessageStream(sendReq('stream 20')));
     expect(sdkKinds(events)).toEqual(['task', 'artifactUpdate', 'artifactUpdate']);
     expectStreamError(binding, version, error, -31503, 503, 'GUARDIAN_UNAVAILABLE', 'Guardian unavailable');
+    const seen = responseEnvs().length;
+    expect(seen).toBeLessThanOrEqual(4 + WINDOW - 1);
     await sleep(200);
-    expect(responseEnvs()).toHaveLength(4);
+    expect(responseEnvs()).toHaveLength(seen);
   });
 
   test('FAIL_MODE=open: events keep flowing', async () => {
-    let n = 0;
     guardian.script((env) => {
       if (!isResponseEnv(env)) return ALLOW;
-      n += 1;
-      return n >= 4 && n <= 6 ? { fault: n === 5 ? 'garbage' : 'http500' } : ALLOW;
+      const k = eventPosition(env);
+      return k >= 4 && k <= 6 ? { fault: k === 5 ? 'garbage' : 'http500' } : ALLOW;
     });
     const client = await makeClient(open.url, binding, version);
     const events = await collect(client.sendMessageStream(sendReq('stream 20')));
@@ -396,19 +416,16 @@ describe.each(CASES)('guardian fails at event k, SDK %s %s', (binding, version) 
   });
 });
 
-/** From response event k on, the guardian drops every connection (the proxy's one retry included). */
+/** From response event k on (by position), the guardian drops every connection (the proxy's one retry included). */
 function refuseFrom(k: number): void {
-  let n = 0;
-  guardian.script((env) => {
-    if (!isResponseEnv(env)) return ALLOW;
-    n += 1;
-    return n >= k ? { fault: 'refuse' } : ALLOW;
-  });
+  guardian.script((env) => (isResponseEnv(env) && eventPosition(env) >= k ? { fault: 'refuse' } : ALLOW));
 }
 
 test('raw: guardian unreachable mid-stream (FAIL_MODE=closed): `event: error` -31503 with the caller\'s id', async () => {
+  // "stream 1": the events after the task fail together (several are judged at once), and fewer than
+  // the breaker's 5 consecutive failures keep the second half of the test independent of the first.
   refuseFrom(2);
-  const call = rawStreamCall('JSONRPC', '0.3', on.url, 'gone-1', 'stream 5');
+  const call = rawStreamCall('JSONRPC', '0.3', on.url, 'gone-1', 'stream 1');
   const res = await rawSse(call.url, call.body, call.headers);
   expect(res.events).toHaveLength(2);
   expect(res.events[0]!.json.result.kind).toBe('task');
@@ -417,7 +434,7 @@ test('raw: guardian unreachable mid-stream (FAIL_MODE=closed): `event: error` -3
 
   guardian.clear();
   refuseFrom(2);
-  const rest = rawStreamCall('HTTP+JSON', '1.0', on.url, 'gone-2', 'stream 5');
+  const rest = rawStreamCall('HTTP+JSON', '1.0', on.url, 'gone-2', 'stream 1');
   const r2 = await rawSse(rest.url, rest.body, rest.headers);
   expect(r2.events).toHaveLength(2);
   expect(r2.events[1]!.event).toBe('error');

@@ -451,20 +451,30 @@ describe('ROLE=both', () => {
     expect(guardian.calls().map(hookOf)).toEqual(['request:client', 'request:server', 'response:server']);
   });
 
+  // Several events are judged at once (STREAM_INSPECT_WINDOW), so envelopes of different events may
+  // interleave at the guardian; within one event the server side always comes before the client side.
+  /** The event an envelope is about: its kind and text (the server-side modify below renamed "chunk 1"). */
+  const eventKey = (env: Envelope): string => `${Object.keys(env.params.payload.result ?? {}).join(',')}|${textOf(env.params.payload).replace('[server 1]', 'chunk 1')}`;
+  /** Per event, in the order the caller got them: its [server, client] envelopes; the server one arrived first. */
+  function perEvent(envs: Envelope[], callerEvents: unknown[]): Array<[Envelope, Envelope]> {
+    return callerEvents.map((e) => {
+      const key = eventKey({ params: { payload: e } });
+      const mine = envs.filter((x) => eventKey(x) === key);
+      expect(mine.map(hookOf)).toEqual(['response:server', 'response:client']);
+      return [mine[0], mine[1]] as [Envelope, Envelope];
+    });
+  }
+
   test('stream events: each event goes server side then client side; a server-side modify is what the client side and the caller see', async () => {
-    let n = 0;
     guardian.script((env) => {
-      if (!isResponseEnv(env) || hookOf(env) !== 'response:server') return ALLOW;
-      n += 1;
-      return n === 3 ? { decision: 'modify', message: 's', modifiedPayload: swap(env.params.payload, '"chunk 1"', '"[server 1]"') } : ALLOW;
+      if (!isResponseEnv(env) || hookOf(env) !== 'response:server' || textOf(env.params.payload) !== 'chunk 1') return ALLOW;
+      return { decision: 'modify', message: 's', modifiedPayload: swap(env.params.payload, '"chunk 1"', '"[server 1]"') };
     });
     const res = await rawSse(`${both.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 'bs-1', method: 'SendStreamingMessage', params: { message: { messageId: 'bs', role: 'ROLE_USER', parts: [{ text: 'stream 3' }] } } }, v1);
     expect(res.events.map((e) => textOf(e.json)).slice(1, 4)).toEqual(['chunk 0', '[server 1]', 'chunk 2']);
     const envs = responseEnvs();
     expect(envs).toHaveLength(10);
-    expect(envs.map(hookOf)).toEqual(Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? 'response:server' : 'response:client')));
-    for (let i = 0; i < 5; i++) {
-      const [s, c] = [envs[2 * i], envs[2 * i + 1]];
+    perEvent(envs, res.events.map((e) => e.json)).forEach(([s, c], i) => {
       if (i === 2) {
         expect(textOf(s.params.payload)).toBe('chunk 1');
         expect(textOf(c.params.payload)).toBe('[server 1]');
@@ -472,13 +482,18 @@ describe('ROLE=both', () => {
         expect(c.params.payload).toEqual(s.params.payload);
       }
       expect(c.params.payload).toEqual(res.events[i]!.json); // the caller got what the last hook passed
-    }
+    });
   });
 
-  test('SDK v0.3 JSON-RPC client through ROLE=both: two response hooks per event, in order', async () => {
+  test('SDK v0.3 JSON-RPC client through ROLE=both: two response hooks per event, server side first', async () => {
     const client = await makeClient(both.url, 'JSONRPC', '0.3');
     const events = await collect(client.sendMessageStream(sendReq('stream 2')));
     expect(events).toHaveLength(4);
-    expect(responseEnvs().map(hookOf)).toEqual(Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? 'response:server' : 'response:client')));
+    const envs = responseEnvs();
+    expect(envs).toHaveLength(8);
+    // Each event's two envelopes carry the same payload (nothing modified): pair them by payload.
+    const byPayload = new Map<string, string[]>();
+    for (const e of envs) byPayload.set(JSON.stringify(e.params.payload), [...(byPayload.get(JSON.stringify(e.params.payload)) ?? []), hookOf(e)]);
+    expect([...byPayload.values()]).toEqual(Array.from({ length: 4 }, () => ['response:server', 'response:client']));
   });
 });

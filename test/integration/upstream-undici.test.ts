@@ -15,6 +15,7 @@ import { parseSse } from '../helpers/agent';
 import { startGuardian, type TestGuardian } from '../helpers/guardian';
 import { closeServer, listen, sleep, waitFor } from '../helpers/net';
 import { HttpGuardian } from '../../src/aos/guardian';
+import { CARD_USER_AGENT } from '../../src/a2a/card';
 import { startTestProxy } from './proxy-harness';
 
 jest.setTimeout(60_000);
@@ -124,8 +125,8 @@ beforeAll(async () => {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
-      // The proxy's own agent-card fetches (CardCache, over fetch) are not forwarded traffic.
-      if (req.headers['sec-fetch-mode'] === undefined) seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, rawHeaders: req.rawHeaders, body });
+      // The proxy's own agent-card fetches (CardCache, with its own user-agent) are not forwarded traffic.
+      if (req.headers['user-agent'] !== CARD_USER_AGENT) seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, rawHeaders: req.rawHeaders, body });
       res.once('close', () => {
         if (!res.writableFinished) upResClosedEarly = true;
       });

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { buildEnvelope, envelopeJson } from '../../src/aos/envelope';
+import { buildEnvelope, envelopeBytes, envelopeJson } from '../../src/aos/envelope';
 import { Envelope, type A2AContext, type JsonObject } from '../../src/aos/schemas';
 import { fullAgent, hookContext, partialAgent } from '../../src/aos/identity';
 
@@ -108,5 +108,30 @@ describe('envelopeJson', () => {
     const env = buildEnvelope({ method: 'tasks/get', payload, context, id: 'x' });
     const text = envelopeJson(env, JSON.stringify(payload), JSON.stringify(context));
     expect(text).toBe(JSON.stringify(env));
+  });
+});
+
+describe('envelopeBytes', () => {
+  test('the same bytes as envelopeJson, with or without reasoning, any payload text (property)', () => {
+    fc.assert(
+      fc.property(jsonObject, fc.option(fc.string(), { nil: undefined }), (p, reasoning) => {
+        const env = buildEnvelope({ method: 'message/stream', payload: p, context, reasoning });
+        const payloadJson = JSON.stringify(p);
+        const bytes = envelopeBytes(env, Buffer.from(payloadJson, 'utf8'));
+        const joined = Buffer.concat(bytes.chunks);
+        expect(joined.length).toBe(bytes.length);
+        expect(joined.toString('utf8')).toBe(envelopeJson(env, payloadJson));
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  test('the payload buffer is sent as it is: the middle piece is that very buffer, not a copy', () => {
+    const env = buildEnvelope({ method: 'message/send', payload, context, id: 'e-2' });
+    const payloadBytes = Buffer.from(JSON.stringify(payload), 'utf8');
+    const bytes = envelopeBytes(env, payloadBytes, JSON.stringify(context));
+    expect(bytes.chunks).toHaveLength(3);
+    expect(bytes.chunks[1]).toBe(payloadBytes);
+    expect(Buffer.concat(bytes.chunks).toString('utf8')).toBe(JSON.stringify(env));
   });
 });

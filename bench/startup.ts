@@ -1,0 +1,96 @@
+/**
+ * Start-up phase: spawn to first served call, and idle RSS, of `node dist/src/main.js` (what
+ * `npm start` runs, with the admin server) against a bare node:http server (bench/bare-server.ts),
+ * in interleaved rounds. The clock starts at spawn(); the load generator then tries the call every
+ * millisecond on a fresh connection until it is answered: the bare server answers anything, the
+ * proxy must answer a SendMessage with the agent's result (guardian and agent round trips included).
+ * Idle RSS: /proc/<pid>/status VmRSS 2 s after that first call.
+ */
+import http from 'node:http';
+import path from 'node:path';
+import { UNARY_BODY, UNARY_HEADERS, RPC_PATH } from './clients';
+import { freePort, median, procRss, progress, rotated, sleep, spawnNode, type Pinning } from './lib';
+
+export type StartupSubject = 'bare node:http' | 'a2a-guard (GUARDIAN_URL)' | 'a2a-guard (embedded guardian)';
+export const STARTUP_SUBJECTS: readonly StartupSubject[] = ['bare node:http', 'a2a-guard (GUARDIAN_URL)', 'a2a-guard (embedded guardian)'];
+
+export interface StartupResult {
+  readonly ms: number[];
+  readonly rss: number[];
+  readonly failures: string[];
+}
+
+function tryCall(port: number, a2a: boolean): Promise<boolean> {
+  return new Promise((resolve) => {
+    const body = a2a ? UNARY_BODY : '';
+    const req = http.request({ host: '127.0.0.1', port, path: RPC_PATH, method: 'POST', agent: false,
+      headers: { ...UNARY_HEADERS, 'content-length': Buffer.byteLength(body) } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve(res.statusCode === 200 && (!a2a || text.includes('"result"'))));
+      res.on('error', () => resolve(false));
+    });
+    req.on('error', () => resolve(false));
+    req.end(body);
+  });
+}
+
+async function once(subject: StartupSubject, agentUrl: string, guardianUrl: string, cores: string | undefined): Promise<{ ms: number; rss: number }> {
+  const port = await freePort();
+  const adminPort = await freePort();
+  const bare = subject === 'bare node:http';
+  const script = bare ? path.join(__dirname, 'bare-server.js') : path.join(__dirname, '..', 'src', 'main.js');
+  const childEnv: Record<string, string | undefined> = bare
+    ? { PORT: String(port), HOST: '127.0.0.1' }
+    : {
+        PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), ADMIN_HOST: '127.0.0.1', UPSTREAM_URL: agentUrl, LOG_LEVEL: 'info',
+        GUARDIAN_URL: subject === 'a2a-guard (GUARDIAN_URL)' ? guardianUrl : undefined, ROLE: 'server',
+      };
+  const t0 = process.hrtime.bigint();
+  const proc = spawnNode(script, childEnv, cores, [], 'plain');
+  let stderr = '';
+  proc.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString('utf8')).slice(-2000)));
+  let exited = false;
+  const gone = new Promise<void>((r) => proc.once('exit', () => {
+    exited = true;
+    r();
+  }));
+  try {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      if (await tryCall(port, !bare)) break;
+      if (exited) throw new Error(`${subject} exited before serving: ${stderr}`);
+      if (Date.now() > deadline) throw new Error(`${subject} served nothing within 30 s: ${stderr}`);
+      await sleep(1);
+    }
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    await sleep(2000);
+    return { ms, rss: procRss(proc.pid) };
+  } finally {
+    proc.kill('SIGTERM');
+    const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
+    await gone;
+    clearTimeout(t);
+  }
+}
+
+export async function startupPhase(rounds: number, agentUrl: string, guardianUrl: string, pin: Pinning): Promise<Map<StartupSubject, StartupResult>> {
+  const out = new Map<StartupSubject, StartupResult>(STARTUP_SUBJECTS.map((s) => [s, { ms: [], rss: [], failures: [] }]));
+  progress(`phase: start-up (${rounds} rounds)`);
+  for (let r = 0; r < rounds; r++) {
+    for (const s of rotated(STARTUP_SUBJECTS, r)) {
+      const row = out.get(s) as StartupResult;
+      try {
+        const x = await once(s, agentUrl, guardianUrl, pin.proxy);
+        row.ms.push(x.ms);
+        row.rss.push(x.rss);
+      } catch (err) {
+        row.failures.push((err as Error).message.slice(0, 300));
+      }
+    }
+  }
+  return out;
+}
+
+export const startupMedian = (r: StartupResult | undefined, k: 'ms' | 'rss'): number => (r === undefined ? NaN : median(r[k]));

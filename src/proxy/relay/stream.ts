@@ -1,0 +1,156 @@
+/**
+ * An SSE answer through the response hooks, pipelined: the agent's stream is parsed event by event,
+ * up to STREAM_INSPECT_WINDOW events are judged by the guardian at once, and each leaves for the
+ * caller in stream order once its own decision is known. The ordering rules are those of
+ * OrderedWindow (window.ts); this module connects it to the sockets and turns hook runs into verdicts.
+ */
+import type { SseEvent } from '../../a2a/sse';
+import { SseParser, formatSseEvent } from '../../a2a/sse';
+import { proxyError } from '../errors';
+import { headerText, relayResponseHeaders } from '../forward';
+import type { RelayContext } from '../responses';
+import { errorEvent, fromPayload, isObject, toPayload } from './codec';
+import { OrderedWindow, type Verdict } from './window';
+
+/** Default number of events judged at once per stream (STREAM_INSPECT_WINDOW). */
+export const DEFAULT_STREAM_WINDOW = 16;
+/** Past the first event, the events judged at once hold at most this many bytes. */
+export const STREAM_WINDOW_MAX_BYTES = 4 * 1024 * 1024;
+
+const SHUTDOWN = () => proxyError('upstreamUnavailable', 'Proxy is shutting down');
+
+type Inspect = NonNullable<RelayContext['inspect']>;
+type OwnEvent = NonNullable<NonNullable<RelayContext['answerHook']>['event']>;
+
+const isPromise = <T>(v: T | Promise<T>): v is Promise<T> => typeof (v as { then?: unknown }).then === 'function';
+
+/**
+ * One event's verdict: keep-alives and comments pass as they are; a data event is bound by task
+ * ownership (when the call has it), then judged by the response hooks (when inspection is on).
+ */
+function decideEvent(ctx: RelayContext, inspect: Inspect | undefined, ownEvent: OwnEvent | undefined, ev: SseEvent): Verdict | Promise<Verdict> {
+  if (ev.commentOnly || !ev.hasData) return { pass: ev.raw };
+  let data: unknown;
+  try {
+    data = JSON.parse(ev.data);
+  } catch {
+    // Without inspection only task ownership reads events, and such an event binds nothing.
+    return inspect === undefined ? { pass: ev.raw } : unreadable(ctx, ev, 'SSE event data is not JSON');
+  }
+  // Task ownership: bind the tasks an event names before it goes out (an error event names none).
+  if (ownEvent === undefined || ev.event === 'error') return judge(ctx, inspect, ev, data);
+  const owned = ownEvent(data);
+  if (!isPromise(owned)) return owned.type === 'refuse' ? { stop: errorEvent(ctx.binding, owned.error, ctx.id) } : judge(ctx, inspect, ev, data);
+  return owned.then((o) => (o.type === 'refuse' ? { stop: errorEvent(ctx.binding, o.error, ctx.id) } : judge(ctx, inspect, ev, data)));
+}
+
+/** The response hooks' verdict on one parsed event (a pass when inspection is off). */
+function judge(ctx: RelayContext, inspect: Inspect | undefined, ev: SseEvent, data: unknown): Verdict | Promise<Verdict> {
+  if (inspect === undefined) return { pass: ev.raw };
+  const { binding, id } = ctx;
+  const failed = ev.event === 'error' || (isObject(data) && 'error' in data && !('result' in data));
+  const payload = toPayload(binding, id, data, !failed);
+  if (payload === undefined) return unreadable(ctx, ev, 'SSE event data is not a JSON object');
+  if (ctx.ex !== undefined) ctx.ex.events++;
+  // Stream events use their own guardian connections: a call's checks never wait behind them.
+  return inspect(payload, binding === 'jsonrpc' ? ev.data : JSON.stringify(payload), 'stream').then((run): Verdict => {
+    if (run.type === 'block') return { stop: errorEvent(binding, run.error, id) };
+    if (!run.modified) return { pass: ev.raw };
+    // A modify replaces this event's data only; its `event:` and `id:` fields stay.
+    const replacement = fromPayload(binding, run.payload, data);
+    return { pass: formatSseEvent({ data: replacement, ...(ev.event === undefined ? {} : { event: ev.event }), ...(ev.id === undefined ? {} : { id: ev.id }) }) };
+  });
+}
+
+/** An event the hooks cannot read: passed (FAIL_MODE=open, counted) or the end of the stream. */
+function unreadable(ctx: RelayContext, ev: SseEvent, why: string): Verdict {
+  const err = ctx.onUninspectable(why);
+  return err === undefined ? { pass: ev.raw } : { stop: errorEvent(ctx.binding, err, ctx.id) };
+}
+
+export function relayStreamInspected(ctx: RelayContext, inspect: Inspect | undefined): void {
+  const ownEvent = ctx.answerHook?.event;
+  const { res, upRes, binding, id } = ctx;
+  res.writeHead(upRes.statusCode, relayResponseHeaders(upRes.headers));
+  res.flushHeaders();
+
+  let waitingForDrain = false;
+  const onDrain = () => {
+    waitingForDrain = false;
+    window.drained();
+  };
+  // Events released together (a burst whose decisions came back in one turn) leave in one socket
+  // write at the end of this turn, not one each: nothing waits for a later turn.
+  let corked = false;
+  const uncork = () => {
+    corked = false;
+    res.uncork();
+  };
+  // Guardian places (streamLine) are shared only by events that go to the guardian.
+  const window = new OrderedWindow({
+    decide: (ev) => decideEvent(ctx, inspect, ownEvent, ev),
+    write: (bytes) => {
+      if (res.destroyed || res.writableEnded) return true;
+      if (!corked) {
+        corked = true;
+        res.cork();
+        process.nextTick(uncork);
+      }
+      const ok = res.write(bytes);
+      // One 'drain' listener at a time, however many events wait behind it.
+      if (!ok && !waitingForDrain) {
+        waitingForDrain = true;
+        res.once('drain', onDrain);
+      }
+      return ok;
+    },
+    end: (frame) => {
+      if (res.destroyed || res.writableEnded) return;
+      if (frame === undefined) res.end();
+      else res.end(frame);
+    },
+    flow: (reading) => (reading ? upRes.resume() : upRes.pause()),
+    abort: () => {
+      ctx.upReq.abort();
+      // The exchange is over: guardian calls still in flight for later events are cancelled.
+      ctx.ex?.caller.cancel();
+    },
+    failure: () => errorEvent(binding, proxyError('guardianUnavailable', 'Stream inspection failed'), id),
+  }, ctx.streamWindow ?? DEFAULT_STREAM_WINDOW, STREAM_WINDOW_MAX_BYTES, inspect === undefined ? undefined : ctx.streamLine);
+
+  const parser = new SseParser();
+  upRes.read({
+    data: (chunk) => {
+      try {
+        window.push(parser.push(chunk));
+      } catch (err) {
+        // An event too large to inspect is never passed unread: the events before it go out, then the stream ends in an error.
+        window.push((err as { events?: SseEvent[] }).events ?? []);
+        window.upstreamEnded(() => errorEvent(binding, proxyError('upstreamUnavailable', 'Agent sent an SSE event too large to inspect'), id));
+        ctx.upReq.abort();
+      }
+    },
+    end: (complete) => {
+      // A caller that left is not an agent failure.
+      if (res.destroyed) return;
+      if (!complete) {
+        return window.upstreamEnded(() => {
+          ctx.onUpstreamFailure('upstream closed mid-stream');
+          return errorEvent(binding, proxyError('upstreamUnavailable', 'Upstream agent failed mid-stream'), id);
+        });
+      }
+      try {
+        window.push(parser.end());
+      } catch {
+        /* a malformed tail is dropped, as a WHATWG client would */
+      }
+      window.upstreamEnded();
+    },
+  });
+  const untrack = ctx.trackStream(() => window.stop(errorEvent(binding, SHUTDOWN(), id)));
+  res.once('close', () => {
+    untrack();
+    res.removeListener('drain', onDrain);
+    if (!res.writableFinished) window.close();
+  });
+}
