@@ -21,9 +21,12 @@ export interface RebuiltRequest {
 
 type A2ACall = Extract<Classified, { kind: 'a2a' }>;
 
-/** `payloadJson` is the serialization of `payload` the guardian saw (made once, reused here). */
-export function rebuildRequest(c: A2ACall, verb: string, payload: JsonObject, payloadJson: string): RebuiltRequest | string {
-  if (c.rest === undefined) return { verb: 'POST', path: c.target, body: Buffer.from(payloadJson, 'utf8'), version: c.version };
+/**
+ * `payloadJson` is the serialization of `payload` the guardian saw (made once, reused here), and
+ * `payloadBytes` its UTF-8 bytes when the hooks already made them (a large payload: not encoded twice).
+ */
+export function rebuildRequest(c: A2ACall, verb: string, payload: JsonObject, payloadJson: string, payloadBytes?: Buffer): RebuiltRequest | string {
+  if (c.rest === undefined) return { verb: 'POST', path: c.target, body: payloadBytes ?? Buffer.from(payloadJson, 'utf8'), version: c.version };
   const parts = jsonRpcToRest(c.rest.match, payload, c.version);
   if (typeof parts === 'string') return parts;
   const base = encodePath(c.rest.base);

@@ -228,7 +228,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       if (res.destroyed) return;
       if (again.type === 'refuse') return refuseOwnership(res, c, ex, again.error);
     }
-    const rebuilt = rebuildRequest(c, verb, run.payload, run.payloadJson);
+    const rebuilt = rebuildRequest(c, verb, run.payload, run.payloadJson, run.payloadBytes);
     if (typeof rebuilt === 'string') {
       // The unmodified call was checked when classified; only a modify can get here, and it was validated.
       ex.decision = 'error';
