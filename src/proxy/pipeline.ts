@@ -16,7 +16,7 @@ import { isUnder, parseTarget } from '../a2a/target';
 import type { Guardian } from '../aos/guardian';
 import type { Identities, Side } from '../aos/identity';
 import type { JsonObject, JsonRpcId } from '../aos/schemas';
-import { decodeBody, hasBody, readBody, type BodyBudget, type BodyLease } from './body';
+import { decodeBody, hasBody, holdDecoded, readBody, type BodyBudget, type BodyLease } from './body';
 import { proxyError, type ProxyError } from './errors';
 import { abortOnClientClose, callUpstream, forwardRequestHeaders, headerText, type Upstream, type UpstreamAnswer, type UpstreamHandle } from './forward';
 import { createHookRunner, summarize, type Exchange, type HookRun } from './hooks';
@@ -124,8 +124,9 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       const decoded = await decodeBody(read.body, headerText(req.headers['content-encoding']), config.maxBodyBytes);
       if (!decoded.ok) return refuse(res, decoded.error, null, hint());
       body = decoded.body;
-      // The raw bytes are dropped once decoded: hold what is kept.
-      lease.resize(body.length);
+      // The raw bytes are dropped once decoded: hold what is kept (a decoded body must fit the budget too).
+      const over = holdDecoded(lease, read.body.length, body.length);
+      if (over !== undefined) return refuse(res, over, null, hint());
     }
 
     const c = classify({ verb, path, headers: req.headers, body }, opts);
