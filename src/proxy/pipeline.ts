@@ -306,6 +306,14 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   /** Choose how the answer goes back: plain, through the unary response hooks, or event by event. */
   function respond(req: IncomingMessage, res: ServerResponse, upRes: UpstreamAnswer, upReq: UpstreamHandle, ex: Exchange | undefined): void {
     if (res.destroyed) return upReq.abort();
+    if (ex !== undefined && upRes.statusCode >= 300 && upRes.statusCode < 400 && upRes.statusCode !== 304) {
+      // A2A defines no redirects. Relayed, a client's fetch follows it: the approved request goes to a URL
+      // the guardian never judged, and the answer it acts on comes from there, past the response hooks.
+      upReq.abort();
+      metrics.upstreamErrors.inc();
+      ex.error = `agent answered HTTP ${upRes.statusCode} (a redirect)`;
+      return sendError(res, ex.binding, proxyError('upstreamUnavailable', 'Upstream agent answered with a redirect, which A2A does not define'), ex.id);
+    }
     const ctx: RelayContext = {
       binding: ex?.binding ?? 'jsonrpc',
       id: ex?.id ?? null,
