@@ -6,7 +6,10 @@
  *     judged as the destination, and acted on that URL's answer, which the response hook never saw
  *     (it judged the 307's harmless body);
  *   - a 302 for the agent card: the client read another agent's card and then called that agent
- *     directly, past the proxy: neither request nor response hooks ran.
+ *     directly, past the proxy: neither request nor response hooks ran;
+ *   - a card whose interface `url` is a one-element array (["http://elsewhere/a2a/jsonrpc"]): the card
+ *     rewrite left non-string urls as they were, SDK clients String() them and called that agent
+ *     directly. A non-string url is now removed like any endpoint the proxy cannot carry.
  * A2A defines no redirects: a 3xx from the agent is now an upstream failure (-31502 / 502).
  * Real SDK agent as the redirect target, real SDK clients, real guardian, a scripted remote.
  */
@@ -22,7 +25,7 @@ let elsewhere: TestAgent;
 let guardian: TestGuardian;
 let remote: http.Server;
 let remoteOrigin: string;
-let mode: 'call' | 'card' = 'call';
+let mode: 'call' | 'card' | 'arrayUrl' = 'call';
 
 beforeAll(async () => {
   elsewhere = await startAgent();
@@ -33,6 +36,14 @@ beforeAll(async () => {
     if (isCard && mode === 'card' && req.headers['x-forwarded-for'] !== undefined) {
       res.writeHead(302, { location: `${elsewhere.origin}/.well-known/agent-card.json`, 'content-length': '0' });
       return void res.end();
+    }
+    if (isCard && mode === 'arrayUrl') {
+      // Every interface URL as a one-element array naming the other agent: SDK clients String() it.
+      const card = JSON.parse(JSON.stringify(elsewhere.card)) as { supportedInterfaces: { url: unknown }[] };
+      for (const i of card.supportedInterfaces) i.url = [i.url];
+      const body = JSON.stringify(card);
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      return void res.end(body);
     }
     if (isCard) {
       const body = JSON.stringify(elsewhere.card).split(elsewhere.origin).join(remoteOrigin);
@@ -103,6 +114,17 @@ describe('ROLE=client, a remote agent that redirects', () => {
     expect(card.status).toBeGreaterThanOrEqual(500);
     await card.body?.cancel();
     const got = await callThrough(proxy, '1.0');
+    expect(got).not.toContain('echo: hello');
+    expect(elsewhere.received.filter((r) => r.method === 'POST')).toEqual([]);
+  });
+
+  test.each(['0.3', '1.0'] as const)('a card interface url that is not a string never leads the client around the proxy (JSON-RPC %s)', async (version) => {
+    mode = 'arrayUrl';
+    proxy = await startTestProxy({ UPSTREAM_URL: remoteOrigin, GUARDIAN_URL: guardian.url, ROLE: 'client' });
+    guardian.script(() => ({ decision: 'deny' }));
+    const card = (await (await fetch(`${proxy.url}/.well-known/agent-card.json`)).json()) as { supportedInterfaces?: { url: unknown }[] };
+    expect((card.supportedInterfaces ?? []).filter((i) => typeof i.url !== 'string')).toEqual([]);
+    const got = await callThrough(proxy, version);
     expect(got).not.toContain('echo: hello');
     expect(elsewhere.received.filter((r) => r.method === 'POST')).toEqual([]);
   });
