@@ -16,7 +16,6 @@ import { createUpstream } from './proxy/forward';
 import { createProxyHandler } from './proxy/pipeline';
 import { BodyBudget } from './proxy/body';
 import { createProxyServer } from 'http-proxy-3';
-import { PROXY_OWNED_HEADERS } from './proxy/forward';
 import { WatchedFile } from './files';
 import { createLogger } from './log';
 import { setupIdentity } from './identity/setup';
@@ -93,6 +92,12 @@ export function createGuardian(config: Config, logger?: Logger): Guardian {
   return guardian;
 }
 
+/** X-AOS-* (the proxy's headers) and the reasoning header, in any spelling (`X_AOS_Reasoning` is the same header to CGI-style servers). */
+function ownedByProxy(name: string, reasoningHeader: string): boolean {
+  const n = name.toLowerCase().replace(/_/g, '-');
+  return n.startsWith('x-aos-') || n === reasoningHeader.toLowerCase().replace(/_/g, '-');
+}
+
 function silentLogger(): Logger {
   return createLogger('silent');
 }
@@ -151,7 +156,8 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
         return;
       }
       logger.warn({ path: req.url }, 'forwarding an HTTP upgrade uninspected (ALLOW_WEBSOCKETS=true)');
-      for (const h of PROXY_OWNED_HEADERS) delete req.headers[h];
+      // As for every forwarded request: the proxy's own headers, in any spelling, and the reasoning header never go on.
+      for (const h of Object.keys(req.headers)) if (ownedByProxy(h, config.reasoningHeader)) delete req.headers[h];
       wsProxy().ws(req, socket, head);
     });
   });
