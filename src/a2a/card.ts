@@ -9,7 +9,11 @@ import type { Logger } from 'pino';
 export type CardJson = Record<string, unknown>;
 
 /** Candidate card locations for an agent base URL, as the SDK resolves them, plus the origin root. */
-export function cardUrls(base: URL): URL[] {
+export function cardUrls(given: URL): URL[] {
+  // Userinfo is never sent (calls go to the origin) and never logged: the URLs fetched and named are without it.
+  const base = new URL(given.href);
+  base.username = '';
+  base.password = '';
   if (base.pathname.endsWith('.json')) return [base];
   const withSlash = new URL(base.href);
   if (!withSlash.pathname.endsWith('/')) withSlash.pathname += '/';
