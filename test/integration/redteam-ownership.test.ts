@@ -8,6 +8,10 @@ import { startGuardian, type TestGuardian } from '../helpers/guardian';
 import { handlerRecorder } from '../helpers/handler-recorder';
 import { startTestProxy, type TestProxy } from './proxy-harness';
 import { startIdentities, type Caller, type TestIdentities } from './ownership-identities';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { makeKey, signAssertion, writeJwks } from '../helpers/keys';
 
 const rec = handlerRecorder();
 let agent: TestAgent;
@@ -109,6 +113,38 @@ describe('the owner store', () => {
       expect(get.json?.result?.id).toBe(a.task);
     } finally {
       await small.close();
+    }
+  });
+});
+
+describe('sidecar assertions and key rotation', () => {
+  // OPEN: the owner key of an assertion caller is `assertion:<kid>:<agent id>`. Following README's key rotation
+  // (new key trusted, then the signing sidecar switches to it), every task and context the agent created before
+  // the switch belongs to the old kid: the same agent's own tasks are "not found" and its conversations are
+  // "foreign" for up to TASK_OWNERSHIP_TTL_SECONDS. The kid is there so that one trusted key cannot take the tasks
+  // of an agent another key asserts; a fix binds keys to agents in the trust set (a JWKS member naming the agent
+  // ids it may assert) and keys ownership by the agent id alone.
+  test.failing('the same agent keeps its tasks across a signing-key rotation', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'redteam-rotation-'));
+    const audience = 'http://baker-guard.test';
+    const [oldKey, newKey] = [await makeKey('k-old'), await makeKey('k-new')];
+    const p = await startTestProxy({
+      UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', IDENTITY_POLICY: 'required',
+      ASSERTION_TRUST_JWKS_FILE: await writeJwks(dir, [oldKey, newKey]), ASSERTION_AUDIENCE: audience,
+    });
+    try {
+      const me = { id: 'cooking-assistant', name: 'Cooking assistant', url: 'http://assistant.test', version: '1.0.0' };
+      const as = async (key: typeof oldKey) => ({ 'x-aos-agent-assertion': await signAssertion(key, me, audience), ...V1 });
+      const created = await rawRpc(`${p.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm-rot', role: 'ROLE_USER', parts: [{ text: 'before rotation' }] } } }, await as(oldKey));
+      const task = created.json?.result?.task?.id as string;
+      expect(task).toBeDefined();
+      const before = await rawRpc(`${p.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: task } }, await as(oldKey));
+      expect(before.json?.result?.id).toBe(task);
+      const after = await rawRpc(`${p.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 3, method: 'GetTask', params: { id: task } }, await as(newKey));
+      expect(after.json?.result?.id).toBe(task);
+    } finally {
+      await p.close();
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
