@@ -17,7 +17,6 @@ import { BodyBudget } from './proxy/body';
 import type { createProxyServer } from 'http-proxy-3';
 import { Gate } from './aos/gate';
 import { createAgent } from './undici-pool';
-import { PROXY_OWNED_HEADERS } from './proxy/forward';
 import { WatchedFile } from './files';
 import { createLogger } from './log';
 import { setupIdentity } from './identity/setup';
@@ -96,6 +95,12 @@ export function createGuardian(config: Config, logger?: Logger): Guardian {
   return guardian;
 }
 
+/** X-AOS-* (the proxy's headers) and the reasoning header, in any spelling (`X_AOS_Reasoning` is the same header to CGI-style servers). */
+function ownedByProxy(name: string, reasoningHeader: string): boolean {
+  const n = name.toLowerCase().replace(/_/g, '-');
+  return n.startsWith('x-aos-') || n === reasoningHeader.toLowerCase().replace(/_/g, '-');
+}
+
 function silentLogger(): Logger {
   return createLogger('silent');
 }
@@ -157,7 +162,8 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
         return;
       }
       logger.warn({ path: req.url }, 'forwarding an HTTP upgrade uninspected (ALLOW_WEBSOCKETS=true)');
-      for (const h of PROXY_OWNED_HEADERS) delete req.headers[h];
+      // As for every forwarded request: the proxy's own headers, in any spelling, and the reasoning header never go on.
+      for (const h of Object.keys(req.headers)) if (ownedByProxy(h, config.reasoningHeader)) delete req.headers[h];
       wsProxy().ws(req, socket, head);
     });
   });

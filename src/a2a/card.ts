@@ -10,7 +10,11 @@ import type { Logger } from 'pino';
 export type CardJson = Record<string, unknown>;
 
 /** Candidate card locations for an agent base URL, as the SDK resolves them, plus the origin root. */
-export function cardUrls(base: URL): URL[] {
+export function cardUrls(given: URL): URL[] {
+  // Userinfo is never sent (calls go to the origin) and never logged: the URLs fetched and named are without it.
+  const base = new URL(given.href);
+  base.username = '';
+  base.password = '';
   if (base.pathname.endsWith('.json')) return [base];
   const withSlash = new URL(base.href);
   if (!withSlash.pathname.endsWith('/')) withSlash.pathname += '/';
@@ -241,7 +245,9 @@ export function rewriteCard(card: CardJson, opts: RewriteOptions): CardJson {
     if (!Array.isArray(list)) continue;
     out[key] = list.flatMap((entry: unknown) => {
       const e = obj(entry);
-      if (e === undefined || typeof e.url !== 'string') return [entry];
+      if (e === undefined || !('url' in e)) return [entry];
+      // A url that is not a string (["http://elsewhere/"]) is one to SDK clients, which String() it: never kept.
+      if (typeof e.url !== 'string') return [];
       // The proxy carries HTTP JSON-RPC and REST only; a gRPC entry left in would lead around it.
       if (/^grpc$/i.test(String(e.protocolBinding ?? e.transport ?? ''))) return [];
       const u = rewriteEndpoint(e.url, opts);
@@ -250,7 +256,8 @@ export function rewriteCard(card: CardJson, opts: RewriteOptions): CardJson {
     });
   }
   const mainIsGrpc = /^grpc$/i.test(String(card.preferredTransport ?? ''));
-  if (typeof card.url === 'string' && (mainIsGrpc || rewriteEndpoint(card.url, opts) === undefined)) {
+  const mainUnusable = typeof card.url === 'string' ? mainIsGrpc || rewriteEndpoint(card.url, opts) === undefined : 'url' in card;
+  if (mainUnusable) {
     // v0.3 main endpoint on a binding the proxy does not carry (gRPC host:port): point it at the
     // first HTTP interface instead, so a client cannot be steered around the proxy.
     const alt = (Array.isArray(out.additionalInterfaces) ? out.additionalInterfaces : []).map(obj).find((e) => typeof e?.url === 'string');

@@ -61,6 +61,9 @@ function decide(policy: Policy, rulesFor: ScopeLookup, envelope: Envelope): Succ
     if (err instanceof PayloadTooDeep) {
       return denyAnswer(`Payload nesting exceeds ${MAX_DEPTH} levels.`, ['PAYLOAD_TOO_DEEP']);
     }
+    // A pattern that runs out of backtrack stack (V8 throws RangeError on a text of ~8.4 million digits
+    // in the card detector): a throw would be "no valid answer", which FAIL_MODE=open passes unmasked.
+    if (err instanceof RangeError) return denyAnswer('Payload content too complex to inspect.', ['PAYLOAD_TOO_COMPLEX']);
     throw err;
   }
   return { decision: 'allow', message: policy.messages.allow, reasonCode: ['ALLOWED'] };

@@ -32,6 +32,10 @@ export async function setupIdentity(
     // The upstream as the server side knows itself; UPSTREAM_URL unless the upstream is reached under another name.
     const audience = id.audiences[0] ?? normaliseAudience(config.upstreamUrl);
     signAssertion = () => signer.sign(observedClient(), audience);
+    // Everyone who reaches this listener is signed as the observed agent (and owns its tasks upstream).
+    if (!isLoopbackHost(config.host)) {
+      logger.warn({ host: config.host }, 'ROLE=%s signs identity assertions for every caller of its listener, which is not loopback (HOST=%s): anyone who reaches it is verified upstream as the observed agent; set HOST=127.0.0.1 unless only that agent can reach this address', config.role, config.host);
+    }
   } else if (signs) {
     logger.warn('ROLE=%s without ASSERTION_SIGNING_KEY_FILE: the server side cannot verify who is calling (X-AOS-Agent-* headers are only a claim)', config.role);
   }
@@ -72,4 +76,10 @@ export async function setupIdentity(
     ...(onOutcome === undefined ? {} : { onOutcome }),
   });
   return { identify, signAssertion };
+}
+
+/** A listen address only this host's processes reach. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }

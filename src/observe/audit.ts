@@ -119,6 +119,8 @@ export interface AuditRecord {
  * The log line of a call. The per-hook list is kept when it says more than the top-level fields
  * (several hooks, or a failure); a single clean hook is fully described by them.
  */
+const MAX_LOGGED_ID = 256;
+
 export function auditRecord(f: CallFacts): AuditRecord {
   const outcome = callOutcome(f);
   const decision = callDecision(f);
@@ -139,7 +141,8 @@ export function auditRecord(f: CallFacts): AuditRecord {
   fields.upstreamStatus = f.upstreamStatus;
   if (f.upstreamMs !== undefined) fields.upstreamMs = round(f.upstreamMs);
   fields.totalMs = round(f.totalMs);
-  fields.a2aId = f.a2aId;
+  // The caller's id, as long as the body allows (MAX_BODY_BYTES): kept to what identifies a call in a log line.
+  fields.a2aId = typeof f.a2aId === 'string' && f.a2aId.length > MAX_LOGGED_ID ? `${f.a2aId.slice(0, MAX_LOGGED_ID)}…(${f.a2aId.length} chars)` : f.a2aId;
   fields.envelopeId = f.hooks[0]?.envelopeId;
   if (failed !== undefined) {
     fields.failure = failed.failure;

@@ -83,6 +83,7 @@ const noop = (): void => undefined;
 const NO_SPAN: HookSpan & UpstreamSpan = { headers: undefined, end: noop };
 const NO_CALL: CallSpan = { traceId: undefined, spanId: undefined, hook: () => NO_SPAN, upstream: () => NO_SPAN, end: noop };
 
+const MAX_TRACESTATE = 512;
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/;
 
 /** The caller's trace context when it is a valid W3C version-00 traceparent (all-zero ids are invalid). */
@@ -92,7 +93,11 @@ export function callerTrace(headers: IncomingHttpHeaders): { headers: TraceHeade
   const m = TRACEPARENT.exec(tp.trim());
   if (m === null || /^0+$/.test(m[1] as string) || /^0+$/.test(m[2] as string)) return undefined;
   const ts = headers.tracestate;
-  const tracestate = Array.isArray(ts) ? ts.join(',') : ts;
+  const joined = Array.isArray(ts) ? ts.join(',') : ts;
+  // It goes into the proxy's own request to the guardian: an oversized one made the guardian refuse that
+  // request (431), which is "no valid answer", so a caller could fail its call open. W3C asks vendors to
+  // carry 512 characters; anything longer or not printable ASCII is dropped, as OpenTelemetry does.
+  const tracestate = joined !== undefined && joined.length <= MAX_TRACESTATE && /^[\x20-\x7e]*$/.test(joined) ? joined : undefined;
   return { headers: { traceparent: tp.trim(), tracestate }, traceId: m[1] as string };
 }
 

@@ -188,15 +188,25 @@ export function listedTasks(body: unknown, binding: 'jsonrpc' | 'rest'): (string
 }
 
 /**
+ * The agent's count of all tasks (`totalSize`) is not the caller's: does the answer state a total
+ * other than `kept`? (A page of the caller's own tasks still carried the count of everyone's.)
+ */
+export function overstatesTotal(body: unknown, binding: 'jsonrpc' | 'rest', kept: number): boolean {
+  const result = resultOf(body, binding);
+  if (!isObject(result)) return false;
+  return ['totalSize', 'total_size'].some((key) => key in result && Number(result[key]) !== kept);
+}
+
+/**
  * A tasks/list answer with only the tasks `keep` says yes to (by index into listedTasks). The
  * total becomes the number kept: the caller learns nothing about the tasks of others, not even
  * how many there are.
  */
 export function filterListed(body: unknown, binding: 'jsonrpc' | 'rest', keep: readonly boolean[]): unknown {
   const result = resultOf(body, binding);
-  if (!isObject(result) || !Array.isArray(result.tasks)) return body;
-  const tasks = result.tasks.filter((_, i) => keep[i] === true);
-  const filtered: JsonObject = { ...result, tasks };
+  if (!isObject(result)) return body;
+  const tasks = Array.isArray(result.tasks) ? result.tasks.filter((_, i) => keep[i] === true) : [];
+  const filtered: JsonObject = Array.isArray(result.tasks) ? { ...result, tasks } : { ...result };
   for (const key of ['totalSize', 'total_size']) if (key in filtered) filtered[key] = tasks.length;
   return binding === 'rest' ? filtered : { ...(body as JsonObject), result: filtered };
 }

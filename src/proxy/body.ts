@@ -106,6 +106,18 @@ function isTooLarge(e: unknown): boolean {
 }
 
 /**
+ * Hold a decoded body's size in the budget (`held`: the bytes read, already taken). A compressed
+ * body weighs what it decodes to: a few hundred gzip bytes can decode to MAX_BODY_BYTES, so
+ * counting only the wire bytes let a handful of small calls hold many times the budget.
+ * Returns the "overloaded" error when the growth does not fit.
+ */
+export function holdDecoded(lease: BodyLease, held: number, decoded: number): ProxyError | undefined {
+  if (decoded > held && !lease.take(decoded - held)) return overloaded();
+  lease.resize(decoded);
+  return undefined;
+}
+
+/**
  * One budget of request-body bytes held across all calls (MAX_INFLIGHT_BODY_BYTES). A call that
  * would go over it is answered "overloaded" at once instead of growing the process without bound.
  */

@@ -52,6 +52,9 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
         end: (complete) => {
           if (res.writableEnded || res.destroyed) return;
           if (!complete) return unavailable('agent card: upstream closed mid-answer');
+          // A redirected card would lead the caller's card resolver (fetch follows it) to another card, and
+          // from there to another agent, around this proxy.
+          if (upRes.statusCode >= 300 && upRes.statusCode < 400 && upRes.statusCode !== 304) return unavailable(`agent card: upstream answered HTTP ${upRes.statusCode} (a redirect)`);
           const raw = Buffer.concat(chunks);
           const out = relayResponseHeaders(upRes.headers);
           let body = raw;

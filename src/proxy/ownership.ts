@@ -22,7 +22,7 @@ import type { JsonObject, JsonRpcId, PartialAgent } from '../aos/schemas';
 import { formatSseErrorEvent } from '../a2a/sse';
 import type { Owner } from '../ownership/principal';
 import { contextKey, taskKey, type OwnerStore } from '../ownership/store';
-import { createdByAnswer, filterListed, listedTasks, namedByRequest, type TaskRefs } from '../ownership/tasks';
+import { createdByAnswer, filterListed, listedTasks, namedByRequest, overstatesTotal, type TaskRefs } from '../ownership/tasks';
 import { errorCode, jsonRpcErrorObject, proxyError, restErrorObject, restHttpStatus, type ProxyError } from './errors';
 
 /** What an answer check decides: pass it on, pass this replacement body, or send this error instead. */
@@ -154,7 +154,7 @@ export class TaskOwnership {
       this.deps.logger.warn({ method: op.aosMethod }, 'task ownership: task list cannot be read; refused (FAIL_MODE=closed)');
       return { type: 'refuse', error: proxyError('upstreamUnavailable', 'Agent task list cannot be read') };
     }
-    if (ids.length === 0) return PASS;
+    if (ids.length === 0) return overstatesTotal(body, binding, 0) ? { type: 'replace', body: filterListed(body, binding, []) } : PASS;
     const known = ids.filter((id): id is string => id !== undefined);
     let owners: (Owner | undefined)[];
     try {
@@ -168,7 +168,7 @@ export class TaskOwnership {
       if (owners[i] === owner) mine.add(id);
     });
     const keep = ids.map((id) => id !== undefined && mine.has(id));
-    if (keep.every((k) => k)) return PASS;
+    if (keep.every((k) => k) && !overstatesTotal(body, binding, keep.length)) return PASS;
     this.deps.metrics.ownershipOutcome(op.aosMethod, 'list_filtered');
     return { type: 'replace', body: filterListed(body, binding, keep) };
   }

@@ -16,7 +16,7 @@ import { isUnder, parseTarget } from '../a2a/target';
 import type { Guardian } from '../aos/guardian';
 import type { Identities, Side } from '../aos/identity';
 import type { JsonObject, JsonRpcId } from '../aos/schemas';
-import { decodeBody, hasBody, readBody, type BodyBudget, type BodyLease } from './body';
+import { decodeBody, hasBody, holdDecoded, readBody, type BodyBudget, type BodyLease } from './body';
 import { proxyError, type ProxyError } from './errors';
 import { abortOnClientClose, callUpstream, forwardRequestHeaders, headerText, type Upstream, type UpstreamAnswer, type UpstreamHandle } from './forward';
 import { createHookRunner, summarize, type Exchange, type HookRun } from './hooks';
@@ -127,8 +127,9 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       const decoded = await decodeBody(read.body, headerText(req.headers['content-encoding']), config.maxBodyBytes);
       if (!decoded.ok) return refuse(res, decoded.error, null, hint());
       body = decoded.body;
-      // The raw bytes are dropped once decoded: hold what is kept.
-      lease.resize(body.length);
+      // The raw bytes are dropped once decoded: hold what is kept (a decoded body must fit the budget too).
+      const over = holdDecoded(lease, read.body.length, body.length);
+      if (over !== undefined) return refuse(res, over, null, hint());
     }
 
     const c = classify({ verb, path, headers: req.headers, body }, opts);
@@ -311,6 +312,14 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   /** Choose how the answer goes back: plain, through the unary response hooks, or event by event. */
   function respond(req: IncomingMessage, res: ServerResponse, upRes: UpstreamAnswer, upReq: UpstreamHandle, ex: Exchange | undefined): void {
     if (res.destroyed) return upReq.abort();
+    if (ex !== undefined && upRes.statusCode >= 300 && upRes.statusCode < 400 && upRes.statusCode !== 304) {
+      // A2A defines no redirects. Relayed, a client's fetch follows it: the approved request goes to a URL
+      // the guardian never judged, and the answer it acts on comes from there, past the response hooks.
+      upReq.abort();
+      metrics.upstreamErrors.inc();
+      ex.error = `agent answered HTTP ${upRes.statusCode} (a redirect)`;
+      return sendError(res, ex.binding, proxyError('upstreamUnavailable', 'Upstream agent answered with a redirect, which A2A does not define'), ex.id);
+    }
     const ctx: RelayContext = {
       binding: ex?.binding ?? 'jsonrpc',
       id: ex?.id ?? null,

@@ -159,14 +159,15 @@ describe('rewriteCard', () => {
     expect(card).toEqual(before);
   });
 
-  test('entries without a string url and non-array interface fields are left as they are', () => {
+  test('entries without a url and non-array interface fields are left as they are; a url that is not a string is removed', () => {
     const card: CardJson = {
-      supportedInterfaces: [{ protocolBinding: 'JSONRPC' }, 'junk', null, { url: 5 }],
+      supportedInterfaces: [{ protocolBinding: 'JSONRPC' }, 'junk', null, { url: 5 }, { url: ['http://elsewhere/a2a'] }],
       additionalInterfaces: 'not a list',
       url: 42,
     };
     const out = rewriteCard(card, opts('http://p', 'http://a'));
-    expect(out).toEqual({ supportedInterfaces: [{ protocolBinding: 'JSONRPC' }, 'junk', null, { url: 5 }], additionalInterfaces: 'not a list', url: 42 });
+    // SDK clients String() a url: ["http://elsewhere/a2a"] is that address to them (red team 2026-11-23).
+    expect(out).toEqual({ supportedInterfaces: [{ protocolBinding: 'JSONRPC' }, 'junk', null], additionalInterfaces: 'not a list' });
   });
 });
 

@@ -1,0 +1,58 @@
+/**
+ * Red team 2026-11-23, the reference guardian's engine: a text of ~8.5 million digits (within the
+ * proxy's 10 MiB MAX_BODY_BYTES) overflows V8's regexp backtrack stack in the card detector
+ * (`\d(?:[ -]?\d)*`), and the engine threw. A thrown engine is "no valid answer": under
+ * FAIL_MODE=open the call went on unmasked (an e-mail address the policy masks reached the agent);
+ * the standalone guardian answered a JSON-RPC error, the same. Content the engine cannot walk is
+ * denied, as content nested too deep already was. Real SDK agent, the embedded reference guardian
+ * with config/policy.json, the proxy in between.
+ */
+import path from 'node:path';
+import { startAgent, type TestAgent } from '../helpers/agent';
+import { embeddedGuardian } from '../../src/guardian/embedded';
+import { createEngine } from '../../src/guardian/engine';
+import { loadPolicy } from '../../src/guardian/policy';
+import { startTestProxy, type TestProxy } from './proxy-harness';
+
+const POLICY = path.join(__dirname, '../../config/policy.json');
+const DIGITS = '4'.repeat(8_500_000);
+
+const send = (text: string, digits: string) => ({
+  jsonrpc: '2.0', id: 1, method: 'message/send',
+  params: { message: { kind: 'message', messageId: 'm-1', role: 'user', parts: [{ kind: 'text', text }, { kind: 'text', text: digits }] } },
+});
+
+describe('reference guardian engine on content its patterns cannot walk', () => {
+  test('decides (deny) instead of throwing, on requests and responses', () => {
+    const engine = createEngine(loadPolicy(POLICY));
+    const context = {
+      from: { role: 'client', agent: { url: 'u', name: 'n', version: 'v' } },
+      to: { role: 'server', agent: { id: 'i', url: 'u', name: 'n', version: 'v', instructions: 'x', provider: { name: 'p', url: 'u' } } },
+    };
+    const envelope = { jsonrpc: '2.0', id: 'e-1', method: 'message/send', params: { payload: send('write to alice@example.com', DIGITS), context } };
+    const result = engine.decide(envelope as never);
+    expect(result.decision).toBe('deny');
+  });
+
+  describe('through the proxy, FAIL_MODE=open', () => {
+    let agent: TestAgent;
+    let proxy: TestProxy;
+    beforeAll(async () => {
+      agent = await startAgent();
+      proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, ROLE: 'server', FAIL_MODE: 'open' }, embeddedGuardian(POLICY));
+      await proxy.upstreamCard.ready();
+    });
+    afterAll(async () => {
+      await proxy?.close();
+      await agent?.close();
+    });
+
+    test('an address the policy masks never reaches the agent behind a run of digits', async () => {
+      const res = await fetch(`${proxy.url}/a2a/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(send('write to alice@example.com', DIGITS)) });
+      const text = await res.text();
+      const body = (text.startsWith('{') ? JSON.parse(text) : {}) as { error?: { code?: number } };
+      expect(agent.received.filter((r) => r.bodyText.includes('alice@example.com'))).toEqual([]);
+      expect(body.error?.code).toBe(-31403);
+    });
+  });
+});

@@ -1,0 +1,150 @@
+/**
+ * Red team 2026-11-23, task ownership: what a verified caller B learns about, or can do with, the
+ * tasks and contexts of another verified caller A. Real SDK agent (its handler recorded), real
+ * guardian, a ROLE=server a2a-guard with IDENTITY_POLICY=required, OIDC callers A and B.
+ */
+import { rawRpc, startAgent, type TestAgent } from '../helpers/agent';
+import { startGuardian, type TestGuardian } from '../helpers/guardian';
+import { handlerRecorder } from '../helpers/handler-recorder';
+import { startTestProxy, type TestProxy } from './proxy-harness';
+import { startIdentities, type Caller, type TestIdentities } from './ownership-identities';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { makeKey, signAssertion, writeJwks } from '../helpers/keys';
+
+const rec = handlerRecorder();
+let agent: TestAgent;
+let guardian: TestGuardian;
+let ids: TestIdentities;
+let proxy: TestProxy;
+
+beforeAll(async () => {
+  agent = await startAgent({ wrapRequestHandler: rec.wrap });
+  guardian = await startGuardian();
+  ids = await startIdentities();
+  proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', ...ids.env });
+});
+afterAll(async () => {
+  await proxy?.close();
+  await agent?.close();
+  await guardian?.close();
+  await ids?.close();
+});
+beforeEach(() => rec.clear());
+
+const V1 = { 'a2a-version': '1.0' };
+
+/** v1.0 SendMessage as `who`; returns the task id and context id of the answer. */
+async function send(base: string, who: Caller, text: string, extra: Record<string, unknown> = {}): Promise<{ task: string; context: string; error: unknown }> {
+  const r = await rawRpc(`${base}/a2a/jsonrpc`, {
+    jsonrpc: '2.0', id: 1, method: 'SendMessage',
+    params: { message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }], ...extra } },
+  }, { ...ids.headersAs(who), ...V1 });
+  return { task: r.json?.result?.task?.id, context: r.json?.result?.task?.contextId, error: r.json?.error };
+}
+
+/** Every page of B's task list (JSON-RPC ListTasks, pageSize 1): the results and the raw answers. */
+async function listAllAs(who: Caller): Promise<{ results: any[]; texts: string[] }> {
+  const results: any[] = [];
+  const texts: string[] = [];
+  let token: string | undefined;
+  for (let i = 0; i < 20; i++) {
+    const r = await rawRpc(`${proxy.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 2, method: 'ListTasks', params: { pageSize: 1, ...(token ? { pageToken: token } : {}) } }, { ...ids.headersAs(who), ...V1 });
+    results.push(r.json?.result);
+    texts.push(r.text);
+    token = r.json?.result?.nextPageToken;
+    if (!token) break;
+  }
+  return { results, texts };
+}
+
+/** The text of an answer with every base64-looking token decoded next to it (page tokens are opaque to callers, not to attackers). */
+const withDecodedTokens = (text: string): string =>
+  text + [...text.matchAll(/"(?:nextPageToken|next_page_token)":"([^"]+)"/g)].map((m) => Buffer.from(m[1] as string, 'base64').toString('utf8')).join('\n');
+
+describe('tasks/list', () => {
+  test('totalSize never counts the tasks of other callers (also on a page of the caller\'s own tasks)', async () => {
+    await send(proxy.url, 'A', 'A one');
+    await send(proxy.url, 'A', 'A two');
+    const mine = await send(proxy.url, 'B', 'B one');
+    const { results } = await listAllAs('B');
+    const listed = results.flatMap((r) => (r?.tasks ?? []).map((t: { id: string }) => t.id));
+    expect(listed).toContain(mine.task);
+    for (const r of results) expect(Number(r?.totalSize ?? 0)).toBeLessThanOrEqual((r?.tasks ?? []).length);
+    // The REST binding as well.
+    const rest = await fetch(`${proxy.url}/a2a/rest/tasks?pageSize=1`, { headers: { ...ids.headersAs('B'), ...V1 } });
+    const body = (await rest.json()) as { tasks?: unknown[]; totalSize?: number };
+    expect(Number(body.totalSize ?? 0)).toBeLessThanOrEqual((body.tasks ?? []).length);
+  });
+
+  // OPEN: the agent's nextPageToken is relayed as is, and the SDK's token is base64("<timestamp>|<last task id of
+  // the unfiltered page>"): paging with pageSize=1 gives B the id and time of every task of every caller. A fix
+  // seals the agent's token for the caller (AES-GCM under a per-proxy key, bound to the owner) in the answer and
+  // unseals it in the next ListTasks request before the guardian and the agent see it (a request-side rewrite in
+  // the pipeline, which is being restructured).
+  test.failing('no page of B\'s task list names a task of A, not even inside a page token', async () => {
+    const a = await send(proxy.url, 'A', 'A private');
+    await send(proxy.url, 'B', 'B mine');
+    const { texts } = await listAllAs('B');
+    expect(texts.map(withDecodedTokens).join('\n')).not.toContain(a.task);
+  });
+});
+
+describe('the owner store', () => {
+  // OPEN: the in-memory store evicts the oldest bindings when full (TASK_STORE_MAX_ENTRIES). Any verified caller can
+  // fill it with its own calls (one binding per message/send), after which A's task is "not found" to A, and A's
+  // context is unknown, which the proxy treats as a new context: B continues it (the agent acts in A's context) and
+  // becomes its owner. A fix keeps one caller from evicting another: a per-owner quota (evict the caller's own
+  // oldest binding first), and a tombstone for an evicted context (refused, never re-bound) instead of forgetting it.
+  test.failing('a caller cannot flood the store to take over another caller\'s context (TASK_STORE_MAX_ENTRIES=100)', async () => {
+    const small = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', TASK_STORE_MAX_ENTRIES: '100', ...ids.env });
+    try {
+      const a = await send(small.url, 'A', 'A private');
+      expect(a.task).toBeDefined();
+      let flood: string | undefined;
+      for (let i = 0; i < 100; i++) flood = (await send(small.url, 'B', `flood ${i}`, flood === undefined ? {} : { contextId: flood })).context;
+      rec.clear();
+      const takeover = await send(small.url, 'B', 'B continues A', { contextId: a.context });
+      expect(rec.calls.filter((c) => (c.params as { message?: { contextId?: string } }).message?.contextId === a.context)).toEqual([]);
+      expect(takeover.error).toBeDefined();
+      // And A still has its task.
+      const get = await rawRpc(`${small.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 3, method: 'GetTask', params: { id: a.task } }, { ...ids.headersAs('A'), ...V1 });
+      expect(get.json?.result?.id).toBe(a.task);
+    } finally {
+      await small.close();
+    }
+  });
+});
+
+describe('sidecar assertions and key rotation', () => {
+  // OPEN: the owner key of an assertion caller is `assertion:<kid>:<agent id>`. Following README's key rotation
+  // (new key trusted, then the signing sidecar switches to it), every task and context the agent created before
+  // the switch belongs to the old kid: the same agent's own tasks are "not found" and its conversations are
+  // "foreign" for up to TASK_OWNERSHIP_TTL_SECONDS. The kid is there so that one trusted key cannot take the tasks
+  // of an agent another key asserts; a fix binds keys to agents in the trust set (a JWKS member naming the agent
+  // ids it may assert) and keys ownership by the agent id alone.
+  test.failing('the same agent keeps its tasks across a signing-key rotation', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'redteam-rotation-'));
+    const audience = 'http://baker-guard.test';
+    const [oldKey, newKey] = [await makeKey('k-old'), await makeKey('k-new')];
+    const p = await startTestProxy({
+      UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', IDENTITY_POLICY: 'required',
+      ASSERTION_TRUST_JWKS_FILE: await writeJwks(dir, [oldKey, newKey]), ASSERTION_AUDIENCE: audience,
+    });
+    try {
+      const me = { id: 'cooking-assistant', name: 'Cooking assistant', url: 'http://assistant.test', version: '1.0.0' };
+      const as = async (key: typeof oldKey) => ({ 'x-aos-agent-assertion': await signAssertion(key, me, audience), ...V1 });
+      const created = await rawRpc(`${p.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm-rot', role: 'ROLE_USER', parts: [{ text: 'before rotation' }] } } }, await as(oldKey));
+      const task = created.json?.result?.task?.id as string;
+      expect(task).toBeDefined();
+      const before = await rawRpc(`${p.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: task } }, await as(oldKey));
+      expect(before.json?.result?.id).toBe(task);
+      const after = await rawRpc(`${p.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 3, method: 'GetTask', params: { id: task } }, await as(newKey));
+      expect(after.json?.result?.id).toBe(task);
+    } finally {
+      await p.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
