@@ -4,7 +4,10 @@
  * in interleaved rounds. The clock starts at spawn(); the load generator then tries the call every
  * millisecond on a fresh connection until it is answered: the bare server answers anything, the
  * proxy must answer a SendMessage with the agent's result (guardian and agent round trips included).
- * Idle RSS: /proc/<pid>/status VmRSS 2 s after that first call.
+ * Idle RSS: /proc/<pid>/status VmRSS 2 s after that first call, and (last round) once settled,
+ * SETTLED_MS after it: V8 gives back the young generation that module loading grew only after some
+ * idle time (its memory reducer), so the 2 s figure is the one right after start and the settled one
+ * what an idle sidecar holds. The settled sample runs while the next subjects start (the process is idle).
  */
 import http from 'node:http';
 import path from 'node:path';
@@ -14,9 +17,13 @@ import { freePort, median, procRss, progress, rotated, sleep, spawnNode, type Pi
 export type StartupSubject = 'bare node:http' | 'a2a-guard (GUARDIAN_URL)' | 'a2a-guard (embedded guardian)';
 export const STARTUP_SUBJECTS: readonly StartupSubject[] = ['bare node:http', 'a2a-guard (GUARDIAN_URL)', 'a2a-guard (embedded guardian)'];
 
+/** How long after the first served call the settled RSS is read. */
+export const SETTLED_MS = 15_000;
+
 export interface StartupResult {
   readonly ms: number[];
   readonly rss: number[];
+  readonly settled: number[];
   readonly failures: string[];
 }
 
@@ -36,7 +43,7 @@ function tryCall(port: number, a2a: boolean): Promise<boolean> {
   });
 }
 
-async function once(subject: StartupSubject, agentUrl: string, guardianUrl: string, cores: string | undefined): Promise<{ ms: number; rss: number }> {
+async function once(subject: StartupSubject, agentUrl: string, guardianUrl: string, cores: string | undefined, settle: boolean): Promise<{ ms: number; rss: number; settled: Promise<number> | undefined }> {
   const port = await freePort();
   const adminPort = await freePort();
   const bare = subject === 'bare node:http';
@@ -56,6 +63,13 @@ async function once(subject: StartupSubject, agentUrl: string, guardianUrl: stri
     exited = true;
     r();
   }));
+  const stop = async () => {
+    proc.kill('SIGTERM');
+    const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
+    await gone;
+    clearTimeout(t);
+  };
+  let settled: Promise<number> | undefined;
   try {
     const deadline = Date.now() + 30_000;
     for (;;) {
@@ -66,31 +80,35 @@ async function once(subject: StartupSubject, agentUrl: string, guardianUrl: stri
     }
     const ms = Number(process.hrtime.bigint() - t0) / 1e6;
     await sleep(2000);
-    return { ms, rss: procRss(proc.pid) };
+    const rss = procRss(proc.pid);
+    if (settle) {
+      settled = sleep(SETTLED_MS - 2000).then(() => procRss(proc.pid)).finally(stop);
+    }
+    return { ms, rss, settled };
   } finally {
-    proc.kill('SIGTERM');
-    const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
-    await gone;
-    clearTimeout(t);
+    if (settled === undefined) await stop();
   }
 }
 
 export async function startupPhase(rounds: number, agentUrl: string, guardianUrl: string, pin: Pinning): Promise<Map<StartupSubject, StartupResult>> {
-  const out = new Map<StartupSubject, StartupResult>(STARTUP_SUBJECTS.map((s) => [s, { ms: [], rss: [], failures: [] }]));
+  const out = new Map<StartupSubject, StartupResult>(STARTUP_SUBJECTS.map((s) => [s, { ms: [], rss: [], settled: [], failures: [] }]));
+  const settling: Promise<void>[] = [];
   progress(`phase: start-up (${rounds} rounds)`);
   for (let r = 0; r < rounds; r++) {
     for (const s of rotated(STARTUP_SUBJECTS, r)) {
       const row = out.get(s) as StartupResult;
       try {
-        const x = await once(s, agentUrl, guardianUrl, pin.proxy);
+        const x = await once(s, agentUrl, guardianUrl, pin.proxy, r === rounds - 1);
         row.ms.push(x.ms);
         row.rss.push(x.rss);
+        if (x.settled !== undefined) settling.push(x.settled.then((v) => void row.settled.push(v), (err: unknown) => void row.failures.push(String(err))));
       } catch (err) {
         row.failures.push((err as Error).message.slice(0, 300));
       }
     }
   }
+  await Promise.all(settling);
   return out;
 }
 
-export const startupMedian = (r: StartupResult | undefined, k: 'ms' | 'rss'): number => (r === undefined ? NaN : median(r[k]));
+export const startupMedian = (r: StartupResult | undefined, k: 'ms' | 'rss' | 'settled'): number => (r === undefined ? NaN : median(r[k]));
