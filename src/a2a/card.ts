@@ -113,8 +113,11 @@ export class CardCache {
         return;
       } catch (err) {
         // fetch says only "fetch failed"; the socket's reason (a certificate problem, say) is its cause.
+        // node:https names it itself: its code goes next to the message.
         const cause = (err as { cause?: NodeJS.ErrnoException }).cause;
-        problems.push(`${url.href}: ${(err as Error).message}${cause === undefined ? '' : ` (${cause.code ?? 'error'}: ${cause.message})`}`);
+        const code = (err as NodeJS.ErrnoException).code;
+        const own = code === undefined || (err as Error).message.includes(code) ? '' : ` (${code})`;
+        problems.push(`${url.href}: ${(err as Error).message}${own}${cause === undefined ? '' : ` (${cause.code ?? 'error'}: ${cause.message})`}`);
       }
     }
     this.failedAt = Date.now();
