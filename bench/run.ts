@@ -63,7 +63,7 @@ const ALL_PHASES = ['load', 'seq', 'streams', 'concurrent', 'startup', 'memory',
 const PHASES = new Set((env.BENCH_ONLY ?? env.BENCH_PHASES ?? ALL_PHASES.join(',')).split(',').map((p) => p.trim()));
 for (const p of PHASES) if (!ALL_PHASES.includes(p)) throw new Error(`unknown bench phase "${p}" (phases: ${ALL_PHASES.join(', ')})`);
 const CONNECTIONS = num('BENCH_CONNECTIONS', 10);
-const LOAD_AMOUNT = num('BENCH_AMOUNT', QUICK ? 2000 : 3000);
+const LOAD_AMOUNT = num('BENCH_AMOUNT', QUICK ? 1000 : 2000);
 const SEQ_REQUESTS = num('BENCH_SEQ', QUICK ? 200 : 300);
 const STREAMS = num('BENCH_STREAMS', QUICK ? 4 : 6);
 const PACED_STREAMS = num('BENCH_PACED_STREAMS', 3);
@@ -365,7 +365,7 @@ async function main(): Promise<void> {
 
   /* 8. identity assertions on a sidecar pair */
   const identity = PHASES.has('identity')
-    ? await identityPhase(agent, guardian, pin, { rounds: LOAD_ROUNDS, amount: LOAD_AMOUNT, connections: CONNECTIONS, seq: SEQ_REQUESTS, logLevel })
+    ? await identityPhase(agent, guardian, pin, { rounds: Math.min(LOAD_ROUNDS, 3), amount: LOAD_AMOUNT, connections: CONNECTIONS, seq: SEQ_REQUESTS, logLevel })
     : undefined;
 
   /* 9. profiles */
