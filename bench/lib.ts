@@ -189,6 +189,24 @@ export function procRss(pid: number | undefined): number {
   }
 }
 
+/** CPU time (user + system) a process has used so far, in ms (/proc/<pid>/stat; clock ticks of 10 ms). */
+export function procCpuMs(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after "(comm)": state is the first, utime the 12th, stime the 13th.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return NaN;
+  }
+}
+const CLOCK_TICKS = (() => {
+  const r = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' });
+  const n = Number(r.stdout?.trim());
+  return Number.isFinite(n) && n > 0 ? n : 100;
+})();
+
 /** A port that was free a moment ago. */
 export async function freePort(): Promise<number> {
   const s = http.createServer();

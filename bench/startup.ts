@@ -12,7 +12,7 @@
 import http from 'node:http';
 import path from 'node:path';
 import { UNARY_BODY, UNARY_HEADERS, RPC_PATH } from './clients';
-import { freePort, median, procRss, progress, rotated, sleep, spawnNode, type Pinning } from './lib';
+import { freePort, median, procCpuMs, procRss, progress, rotated, sleep, spawnNode, type Pinning } from './lib';
 
 export type StartupSubject = 'bare node:http' | 'a2a-guard (GUARDIAN_URL)' | 'a2a-guard (embedded guardian)';
 export const STARTUP_SUBJECTS: readonly StartupSubject[] = ['bare node:http', 'a2a-guard (GUARDIAN_URL)', 'a2a-guard (embedded guardian)'];
@@ -23,6 +23,8 @@ export const SETTLED_MS = 15_000;
 export interface StartupResult {
   readonly ms: number[];
   readonly rss: number[];
+  /** CPU time the process used up to its first served call: what start-up costs, whatever else the machine runs. */
+  readonly cpu: number[];
   readonly settled: number[];
   readonly failures: string[];
 }
@@ -43,7 +45,7 @@ function tryCall(port: number, a2a: boolean): Promise<boolean> {
   });
 }
 
-async function once(subject: StartupSubject, agentUrl: string, guardianUrl: string, cores: string | undefined, settle: boolean): Promise<{ ms: number; rss: number; settled: Promise<number> | undefined }> {
+async function once(subject: StartupSubject, agentUrl: string, guardianUrl: string, cores: string | undefined, settle: boolean): Promise<{ ms: number; cpu: number; rss: number; settled: Promise<number> | undefined }> {
   const port = await freePort();
   const adminPort = await freePort();
   const bare = subject === 'bare node:http';
@@ -79,19 +81,20 @@ async function once(subject: StartupSubject, agentUrl: string, guardianUrl: stri
       await sleep(1);
     }
     const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    const cpu = procCpuMs(proc.pid);
     await sleep(2000);
     const rss = procRss(proc.pid);
     if (settle) {
       settled = sleep(SETTLED_MS - 2000).then(() => procRss(proc.pid)).finally(stop);
     }
-    return { ms, rss, settled };
+    return { ms, cpu, rss, settled };
   } finally {
     if (settled === undefined) await stop();
   }
 }
 
 export async function startupPhase(rounds: number, agentUrl: string, guardianUrl: string, pin: Pinning): Promise<Map<StartupSubject, StartupResult>> {
-  const out = new Map<StartupSubject, StartupResult>(STARTUP_SUBJECTS.map((s) => [s, { ms: [], rss: [], settled: [], failures: [] }]));
+  const out = new Map<StartupSubject, StartupResult>(STARTUP_SUBJECTS.map((s) => [s, { ms: [], rss: [], cpu: [], settled: [], failures: [] }]));
   const settling: Promise<void>[] = [];
   progress(`phase: start-up (${rounds} rounds)`);
   for (let r = 0; r < rounds; r++) {
@@ -101,6 +104,7 @@ export async function startupPhase(rounds: number, agentUrl: string, guardianUrl
         const x = await once(s, agentUrl, guardianUrl, pin.proxy, r === rounds - 1);
         row.ms.push(x.ms);
         row.rss.push(x.rss);
+        row.cpu.push(x.cpu);
         if (x.settled !== undefined) settling.push(x.settled.then((v) => void row.settled.push(v), (err: unknown) => void row.failures.push(String(err))));
       } catch (err) {
         row.failures.push((err as Error).message.slice(0, 300));
@@ -111,4 +115,4 @@ export async function startupPhase(rounds: number, agentUrl: string, guardianUrl
   return out;
 }
 
-export const startupMedian = (r: StartupResult | undefined, k: 'ms' | 'rss' | 'settled'): number => (r === undefined ? NaN : median(r[k]));
+export const startupMedian = (r: StartupResult | undefined, k: 'ms' | 'cpu' | 'rss' | 'settled'): number => (r === undefined ? NaN : median(r[k]));
