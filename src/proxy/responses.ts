@@ -209,10 +209,14 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
       const err = ctx.onUninspectable('agent answer is not a JSON object');
       if (err !== undefined) return sendError(res, binding, err, id);
     } else {
-      const run = await ctx.inspect(payload, binding === 'jsonrpc' && out === raw ? raw.toString('utf8') : JSON.stringify(payload));
+      // The guardian reads the proxy's serialization of the answer, never the agent's text: that text could
+      // mean one thing to a last-wins reader and another to a first-match one (a member given twice).
+      const payloadJson = JSON.stringify(payload);
+      const run = await ctx.inspect(payload, payloadJson);
       if (res.destroyed) return;
       if (run.type === 'block') return sendError(res, binding, run.error, id);
       if (run.modified) out = Buffer.from(fromPayload(binding, run.payload, body), 'utf8');
+      else out = approvedBytes(binding, payload, payloadJson, body, out, raw);
     }
   }
   if (out !== raw) {
@@ -220,6 +224,16 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
     delete headers['content-encoding'];
   }
   send(res, status, headers, out);
+}
+
+/**
+ * What the caller gets of an approved answer: exactly what the guardian judged, re-serialized (the agent's own
+ * bytes when they already are that text, so ETags survive the common case).
+ */
+function approvedBytes(binding: Binding, payload: JsonObject, payloadJson: string, body: unknown, out: Buffer, raw: Buffer): Buffer {
+  if (out === raw && raw.length === 0 && body === null) return raw;
+  const canonical = binding === 'jsonrpc' ? payloadJson : fromPayload(binding, payload, body);
+  return out.length === Buffer.byteLength(canonical) && out.toString('utf8') === canonical ? out : Buffer.from(canonical, 'utf8');
 }
 
 const PASS: AnswerCheck = { type: 'pass' };

@@ -84,16 +84,20 @@ const send = (method: string) => ({
 });
 
 describe('answers reach the response hook with one meaning', () => {
-  // OPEN: responses.ts passes the agent's raw text to the guardian (`binding === 'jsonrpc' && out === raw ?
-  // raw.toString('utf8')`, and `ev.data` per SSE event) to save a serialization. Fix: give the guardian
-  // JSON.stringify(payload) (the proxy's own reading: last member wins, as the SDK client reads it), or refuse
-  // answers with duplicate members; responses.ts is being restructured with the stream relay.
-  test.failing.each(['message/send', 'message/stream'])('%s: the guardian never receives an answer with a member twice', async (method) => {
+  // Was open: responses.ts passed the agent's raw text to the guardian (and on to the caller). Now the guardian
+  // reads JSON.stringify(payload) (the proxy's own reading: last member wins, as the SDK client reads it) and the
+  // caller receives that same text.
+  test.each(['message/send', 'message/stream'])('%s: the guardian never receives an answer with a member twice', async (method) => {
     guardian.clear();
     const res = await fetch(`${proxy.url}/a2a/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(send(method)) });
-    await res.text();
+    const text = await res.text();
     const responseEnvelopes = guardian.rawBodies.filter((b) => b.includes('"result"'));
     expect(responseEnvelopes.length).toBeGreaterThan(0);
     expect(responseEnvelopes.filter(hasDuplicateMember)).toEqual([]);
+    // And the caller gets the text the guardian judged: one result, the one a last-wins reader keeps.
+    const answer = method === 'message/stream' ? text.replace(/^data: /, '').trim() : text;
+    expect(hasDuplicateMember(answer)).toBe(false);
+    expect(answer).toContain('molotov recipe');
+    expect(answer).not.toContain('harmless');
   });
 });

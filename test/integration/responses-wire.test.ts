@@ -4,16 +4,17 @@
  * reference section 4):
  *   - `:` comments / keep-alives, `event:` and `id:` lines, CRLF line endings, multi-line data, chunks
  *     split mid-line, between CR and LF and inside a UTF-8 character: inspection off -> the bytes are
- *     identical; inspection on -> identical too when allowed, comments pass, each data event is
- *     inspected exactly once, in order; a modified event keeps its `event:`/`id:` fields and only that
- *     frame changes;
+ *     identical; inspection on -> comments and keep-alives pass as they are, each data event is
+ *     inspected exactly once and reaches the client as the text the guardian judged (the proxy's
+ *     serialization, with its `event:`/`id:` fields), in order; a modified event keeps its `event:`/`id:`
+ *     fields and only that frame changes;
  *   - per-event flush: the upstream writes a keep-alive, waits until the client has it, writes event 1,
  *     waits until the client has it, writes event 2 (ordering by events, not timing), inspection off and on;
  *   - client disconnect mid-stream: the upstream sees 'close' on its response (not finished), the
  *     proxy's open-stream gauge returns to 0, and the guardian gets no further call for that stream,
  *     also when the disconnect happens while the guardian is deciding an event;
- *   - unary: an answer with unusual JSON formatting passes byte for byte (inspection on), and the
- *     guardian got exactly that text as the payload;
+ *   - unary: an answer with unusual JSON formatting passes byte for byte with inspection off; with it on,
+ *     the guardian and the caller get the same text, the proxy's serialization of it;
  *   - a compressed (Content-Encoding: gzip) answer must not bypass response inspection.
  */
 import http from 'node:http';
@@ -214,6 +215,15 @@ const BLOCKS = [
   `data: ${JSON.stringify(ev4)}\n\n`,
 ];
 const STREAM = Buffer.from(BLOCKS.join(''), 'utf8');
+/** What a client gets with inspection on: blocks without data as they are; each data event as the proxy writes what the guardian judged. */
+const CANONICAL = [
+  ...BLOCKS.slice(0, 2),
+  `event: message\nid: 1\ndata: ${ev1Text}\n\n`,
+  BLOCKS[3],
+  `data: ${JSON.stringify(ev2)}\n\n`,
+  `event: message\ndata: ${JSON.stringify(ev3)}\n\n`,
+  ...BLOCKS.slice(6),
+];
 /** Cut points: inside a comment, between CR and LF, inside "é" and inside the 4-byte cake, mid-field. */
 function cutPoints(): number[] {
   const s = STREAM;
@@ -240,28 +250,28 @@ describe.each([
   ['off', () => off],
   ['on', () => on],
 ] as const)('inspection %s: comments, keep-alives, event/id lines, CRLF, multi-line data', (mode, proxy) => {
-  test('the client gets the upstream bytes exactly; each data event is inspected once, in order', async () => {
+  test('inspection off: the client gets the upstream bytes exactly; on: comments as they are, each data event once, in order, as the text the guardian judged', async () => {
     handler = serveBlocks();
     const s = await openStream(`${proxy().url}/a2a/jsonrpc`, streamCall(ID), V1);
     expect(s.status).toBe(200);
     expect(String(s.headers['content-type'])).toBe('text/event-stream');
     const got = await s.done;
-    expect(got.toString('utf8')).toBe(STREAM.toString('utf8'));
-    expect(got.equals(STREAM)).toBe(true);
 
     const envs = responseEnvs();
     if (mode === 'off') {
+      expect(got.toString('utf8')).toBe(STREAM.toString('utf8'));
+      expect(got.equals(STREAM)).toBe(true);
       expect(envs).toEqual([]);
       return;
     }
+    expect(got.toString('utf8')).toBe(CANONICAL.join(''));
     // Each exactly once (several are judged at once, so they may reach the guardian out of order).
     const order = [ev1, ev2, ev3, ev4].map((e) => JSON.stringify(e));
     const seen = envs.map((e) => order.indexOf(JSON.stringify(e.params.payload)));
     expect([...seen].sort()).toEqual([0, 1, 2, 3]);
     for (const e of envs) expect(e.method).toBe('message/stream');
-    // The multi-line event reached the guardian as its data text (the lines joined with "\n").
-    const joined = ev1Lines.join('\n');
-    expect(guardian.rawBodies.some((b) => b.includes(`"params":{"payload":${joined},"context":`))).toBe(true);
+    // The multi-line event reached the guardian as the proxy's serialization of it, the text the client got.
+    expect(guardian.rawBodies.some((b) => b.includes(`"params":{"payload":${ev1Text},"context":`))).toBe(true);
   });
 });
 
@@ -278,7 +288,7 @@ test('inspection on: a modified event keeps its event/id fields; only that frame
   const got = (await s.done).toString('utf8');
   const r1 = { ...ev1, result: { statusUpdate: { taskId: 't-1', contextId: 'c-1', status: { state: 'TASK_STATE_WORKING', note: 'edited' } } } };
   const r2 = JSON.parse(JSON.stringify(ev2).replace('héllo', 'HELLO'));
-  const want = [...BLOCKS];
+  const want = [...CANONICAL];
   want[2] = `event: message\nid: 1\ndata: ${JSON.stringify(r1)}\n\n`;
   want[4] = `data: ${JSON.stringify(r2)}\n\n`;
   expect(got).toBe(want.join(''));
@@ -416,7 +426,7 @@ const ODD = '{ "id" : "u-1",\n  "jsonrpc":"2.0",\t"result" : {"kind":"message","
 test.each([
   ['off', () => off],
   ['on', () => on],
-] as const)('inspection %s: a unary answer passes byte for byte; the guardian saw exactly that text', async (mode, proxy) => {
+] as const)('inspection %s: a unary answer passes byte for byte (off), or as the text the guardian judged (on)', async (mode, proxy) => {
   handler = ({ res }) => {
     res.writeHead(200, { 'content-type': 'application/json', 'x-agent': 'hand-made' });
     res.end(ODD);
@@ -429,12 +439,16 @@ test.each([
   const bytes = Buffer.from(await res.arrayBuffer());
   expect(res.status).toBe(200);
   expect(res.headers.get('x-agent')).toBe('hand-made');
-  expect(bytes.toString('utf8')).toBe(ODD);
   const envs = responseEnvs();
-  if (mode === 'off') return expect(envs).toEqual([]);
+  if (mode === 'off') {
+    expect(bytes.toString('utf8')).toBe(ODD);
+    return expect(envs).toEqual([]);
+  }
+  const judged = JSON.stringify(JSON.parse(ODD));
+  expect(bytes.toString('utf8')).toBe(judged);
   expect(envs).toHaveLength(1);
-  expect(envs[0].params.payload).toEqual(JSON.parse(ODD));
-  expect(guardian.rawBodies.some((b) => b.includes(`"params":{"payload":${ODD},"context":`))).toBe(true);
+  expect(envs[0].params.payload).toEqual(JSON.parse(judged)); // -0.0 is 0 to both
+  expect(guardian.rawBodies.some((b) => b.includes(`"params":{"payload":${judged},"context":`))).toBe(true);
 });
 
 /* ---------------------------------------------------------------------------------------------- */

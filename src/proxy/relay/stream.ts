@@ -53,12 +53,14 @@ function judge(ctx: RelayContext, inspect: Inspect | undefined, ev: SseEvent, da
   if (payload === undefined) return unreadable(ctx, ev, 'SSE event data is not a JSON object');
   if (ctx.ex !== undefined) ctx.ex.events++;
   // Stream events use their own guardian connections: a call's checks never wait behind them.
-  return inspect(payload, binding === 'jsonrpc' ? ev.data : JSON.stringify(payload), 'stream').then((run): Verdict => {
+  // The guardian reads the proxy's serialization of the event, and the caller gets that same text: never the
+  // agent's, which could mean one thing to a last-wins reader and another to a first-match one.
+  const payloadJson = JSON.stringify(payload);
+  return inspect(payload, payloadJson, 'stream').then((run): Verdict => {
     if (run.type === 'block') return { stop: errorEvent(binding, run.error, id) };
-    if (!run.modified) return { pass: ev.raw };
-    // A modify replaces this event's data only; its `event:` and `id:` fields stay.
-    const replacement = fromPayload(binding, run.payload, data);
-    return { pass: formatSseEvent({ data: replacement, ...(ev.event === undefined ? {} : { event: ev.event }), ...(ev.id === undefined ? {} : { id: ev.id }) }) };
+    // A modify replaces this event's data only; its `event:` and `id:` fields stay (so does an allowed event's).
+    const out = run.modified ? fromPayload(binding, run.payload, data) : binding === 'jsonrpc' ? payloadJson : fromPayload(binding, payload, data);
+    return { pass: formatSseEvent({ data: out, ...(ev.event === undefined ? {} : { event: ev.event }), ...(ev.id === undefined ? {} : { id: ev.id }) }) };
   });
 }
 
