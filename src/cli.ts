@@ -4,13 +4,14 @@
  * configuration of --check come from the zod schema in config.ts, so neither is written twice.
  */
 import { describeVariables, maskValue, schemaInput, type VariableInfo } from './config';
+import { parseHead, type ChainLink } from './observe/decision-log';
 
 export type Command =
   | { readonly kind: 'run' }
   | { readonly kind: 'help' }
   | { readonly kind: 'version' }
   | { readonly kind: 'check' }
-  | { readonly kind: 'verifyLog'; readonly file: string }
+  | { readonly kind: 'verifyLog'; readonly file: string; readonly head?: ChainLink }
   | { readonly kind: 'error'; readonly message: string };
 
 /** argv without node and the script. */
@@ -29,7 +30,12 @@ export function parseArgs(argv: readonly string[], allowVerifyLog = true): Comma
       return alone({ kind: 'check' });
     case '--verify-log':
       if (!allowVerifyLog) break;
-      if (rest.length !== 1 || rest[0] === '') return { kind: 'error', message: '--verify-log takes one file name' };
+      if (rest.length === 3 && rest[1] === '--head') {
+        const head = parseHead(rest[2] as string);
+        if (head === undefined) return { kind: 'error', message: '--head takes SEQ:HASH (an audit line\'s decisionSeq and decisionHash)' };
+        if (rest[0] !== '') return { kind: 'verifyLog', file: rest[0] as string, head };
+      }
+      if (rest.length !== 1 || rest[0] === '') return { kind: 'error', message: '--verify-log takes one file name (and optionally --head SEQ:HASH)' };
       return { kind: 'verifyLog', file: rest[0] as string };
     default:
       break;
@@ -48,12 +54,14 @@ export function proxyHelp(version: string): string {
   return [
     `a2a-guard ${version}: transparent A2A proxy enforcing the OWASP Agent Observability Standard through a guardian agent`,
     '',
-    'Usage: a2a-guard [--help | --version | --check | --verify-log FILE]',
+    'Usage: a2a-guard [--help | --version | --check | --verify-log FILE [--head SEQ:HASH]]',
     '',
     '  (no argument)       run the proxy, configured by the environment variables below',
     '  --check             validate the configuration (and the embedded guardian\'s policy), print the effective',
     '                      configuration with secrets masked, exit 0 (valid) or 2 (invalid)',
-    '  --verify-log FILE   check the hash chain of a DECISION_LOG_FILE; exit 0 (intact) or 1 (names the first broken record)',
+    '  --verify-log FILE   check the hash chain of a DECISION_LOG_FILE (keyed with DECISION_LOG_KEY_FILE when set);',
+    '                      exit 0 (intact) or 1 (names the first broken record); --head SEQ:HASH (an audit line\'s',
+    '                      decisionSeq and decisionHash) also checks that the file still holds that record',
     '  --version           print the version',
     '  --help              this text',
     '',

@@ -127,6 +127,7 @@ const EnvSchema = z.object({
     .describe('what /readyz also requires besides "listening, configured, not draining": guardian and/or upstream (comma-separated); default none'),
   POLICY_WATCH: bool(true).describe('reload the embedded guardian\'s policy when POLICY_FILE changes (SIGHUP reloads it too)'),
   DECISION_LOG_FILE: z.string().min(1).optional().describe('append every call\'s audit record to this file as a hash chain (verify with --verify-log FILE)'),
+  DECISION_LOG_KEY_FILE: z.string().min(1).optional().describe('a file holding a secret of at least 32 bytes: the decision log\'s hashes become HMAC-SHA256 under it, so whoever can write the log but not read the key cannot re-link a rewritten record (--verify-log reads the same variable)'),
   OTEL_SDK_DISABLED: bool(false).describe('true turns tracing off whatever else is set'),
   OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none']).optional().describe('otlp turns tracing on (default endpoint http://localhost:4318); none turns it off; unset: on when an OTLP endpoint is set'),
   OTEL_EXPORTER_OTLP_ENDPOINT: optional(httpUrl).describe('OTLP/HTTP collector base URL (/v1/traces is appended); setting it turns tracing on'),
@@ -287,6 +288,7 @@ export interface Config {
   readonly policyFile: string;
   readonly policyWatch: boolean;
   readonly decisionLogFile: string | undefined;
+  readonly decisionLogKeyFile: string | undefined;
   readonly logLevel: Env['LOG_LEVEL'];
   /** OpenTelemetry tracing, or undefined when it is off (nothing of it is loaded then). */
   readonly otel: OtelConfig | undefined;
@@ -344,6 +346,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
   if (e.TASK_STORE_URL !== undefined && !ownershipEnabled) {
     return { ok: false, problems: ['TASK_STORE_URL: set, but task ownership is off; set TASK_OWNERSHIP=true (or remove TASK_STORE_URL)'] };
   }
+  if (e.DECISION_LOG_KEY_FILE !== undefined && e.DECISION_LOG_FILE === undefined) {
+    return { ok: false, problems: ['DECISION_LOG_KEY_FILE: set, but DECISION_LOG_FILE is not; there is no decision log to key'] };
+  }
   return {
     ok: true,
     config: {
@@ -392,6 +397,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
       policyFile: e.POLICY_FILE,
       policyWatch: e.POLICY_WATCH,
       decisionLogFile: e.DECISION_LOG_FILE,
+      decisionLogKeyFile: e.DECISION_LOG_KEY_FILE,
       logLevel: e.LOG_LEVEL,
       otel: otelConfig(e),
       guardianTokenFile: e.GUARDIAN_TOKEN_FILE,

@@ -20,7 +20,7 @@ import type { PolicyError } from './guardian/policy';
 import type { ReloadResult } from './guardian/reload';
 import { effectiveConfiguration, parseArgs, proxyHelp } from './cli';
 import { VERSION } from './version';
-import { DecisionLog, verifyDecisionLog } from './observe/decision-log';
+import { DecisionLog, verifyDecisionLog, type ChainLink } from './observe/decision-log';
 import type { Metrics } from './admin/metrics';
 import { StartupError } from './files';
 
@@ -65,7 +65,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
       process.stdout.write(`a2a-guard ${VERSION}\n`);
       return process.exit(0);
     case 'verifyLog':
-      return verifyLog(cmd.file);
+      return verifyLog(cmd.file, cmd.head);
     default:
       break;
   }
@@ -101,7 +101,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
   if (config.failMode === 'open') logger.warn('FAIL_MODE=open: calls are forwarded unchecked when the guardian gives no valid answer');
   if (config.shadowMode) logger.warn('SHADOW_MODE=true: guardian decisions are logged and counted, never enforced');
 
-  const decisionLog = config.decisionLogFile === undefined ? undefined : new DecisionLog(config.decisionLogFile);
+  const decisionLog = config.decisionLogFile === undefined ? undefined : new DecisionLog(config.decisionLogFile, readLogKey(config.decisionLogKeyFile, logDestination));
   let proxy: ProxyInstance;
   try {
     proxy = await startProxy({ config, logger, guardian, processMetrics: true, ...(decisionLog === undefined ? {} : { decisionLog: (r) => decisionLog.append(r.fields) }) });
@@ -220,15 +220,31 @@ function check(config: Config, env: NodeJS.ProcessEnv): never {
   return process.exit(0);
 }
 
-/** --verify-log FILE: exit 0 when the chain is intact, 1 naming the first broken record. */
-function verifyLog(file: string): never {
+/** The decision log's HMAC key: the file's bytes, at least 32 (a short secret could be guessed offline). */
+function readLogKey(file: string | undefined, dest?: Parameters<typeof fail>[1]): Buffer | undefined {
+  if (file === undefined) return undefined;
+  let key: Buffer;
+  try {
+    key = fs.readFileSync(file);
+  } catch (err) {
+    return fail([`configuration error: DECISION_LOG_KEY_FILE: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`], dest);
+  }
+  if (key.length < 32) return fail([`configuration error: DECISION_LOG_KEY_FILE: ${file} holds ${key.length} bytes; at least 32 are needed`], dest);
+  return key;
+}
+
+/** --verify-log FILE [--head SEQ:HASH]: exit 0 when the chain is intact, 1 naming the first broken record. */
+function verifyLog(file: string, head: ChainLink | undefined): never {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
     return fail([`cannot read ${file}: ${(err as Error).message}`]);
   }
-  const r = verifyDecisionLog(text);
+  // The key comes from the same variable the proxy reads (either spelling); nothing else is needed from the configuration.
+  const keyFile = process.env.A2A_GUARD_DECISION_LOG_KEY_FILE ?? process.env.DECISION_LOG_KEY_FILE;
+  const key = readLogKey(keyFile === '' ? undefined : keyFile);
+  const r = verifyDecisionLog(text, { ...(key === undefined ? {} : { key }), ...(head === undefined ? {} : { head }) });
   if (r.ok) {
     process.stdout.write(`${file}: intact, ${r.records} records\n`);
     return process.exit(0);

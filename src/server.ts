@@ -25,6 +25,7 @@ import { TaskOwnership } from './proxy/ownership';
 import { createOwnerStore } from './ownership/create';
 import { createTracer, type Tracer } from './observe/tracing';
 import type { AuditRecord } from './observe/audit';
+import type { ChainLink } from './observe/decision-log';
 import { VERSION } from './version';
 
 export interface ProxyInstance {
@@ -53,7 +54,7 @@ export interface StartOptions {
   /** Tracer to use instead of the one the config names (OTEL_* variables). */
   readonly tracer?: Tracer;
   /** Receives every finished call's audit record (the decision log). */
-  readonly decisionLog?: (record: AuditRecord) => void;
+  readonly decisionLog?: (record: AuditRecord) => ChainLink;
 }
 
 /**

@@ -7,14 +7,28 @@
  * `hash` = sha256 of the line's exact bytes up to (not including) `,"hash":`; `prevHash` of the first
  * record is 64 zeros. Restarting appends to the same chain (the last record's hash is read back).
  * Lines leave through one buffered stream; a crash can lose the last lines, never corrupt earlier ones.
+ *
+ * An unkeyed chain only shows edits by someone who cannot recompute it. With a key (DECISION_LOG_KEY_FILE)
+ * `hash` is HMAC-SHA256 under it, so whoever can write the file but not read the key cannot re-link a
+ * rewritten record. A cut tail leaves an intact but shorter chain: every audit line on stdout names its
+ * record (`decisionSeq`, `decisionHash`), and `--verify-log FILE --head SEQ:HASH` checks the file still
+ * holds the record a log store last saw.
  */
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import fs from 'node:fs';
 
 export const GENESIS = '0'.repeat(64);
 const HASH_MARK = ',"hash":"';
 
-const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
+type Digest = (text: string) => string;
+const sha256: Digest = (text) => createHash('sha256').update(text, 'utf8').digest('hex');
+const digestFor = (key: Buffer | undefined): Digest => (key === undefined ? sha256 : (text) => createHmac('sha256', key).update(text, 'utf8').digest('hex'));
+
+/** A record's place in the chain, as the audit line reports it. */
+export interface ChainLink {
+  readonly seq: number;
+  readonly hash: string;
+}
 
 /** Split a line into the hashed prefix and the hash it claims; undefined when it has no hash. */
 function splitLine(line: string): { body: string; hash: string } | undefined {
@@ -54,8 +68,10 @@ export class DecisionLog {
   private prevHash: string;
   private seq: number;
   private readonly out: fs.WriteStream;
+  private readonly digest: Digest;
 
-  constructor(readonly file: string) {
+  constructor(readonly file: string, key?: Buffer) {
+    this.digest = digestFor(key);
     const last = lastLink(file);
     this.prevHash = last?.hash ?? GENESIS;
     this.seq = last?.seq ?? 0;
@@ -64,13 +80,14 @@ export class DecisionLog {
     this.out.on('error', () => undefined);
   }
 
-  append(fields: Record<string, unknown>): void {
+  append(fields: Record<string, unknown>): ChainLink {
     this.seq++;
     const body = JSON.stringify({ seq: this.seq, time: new Date().toISOString(), prevHash: this.prevHash, ...fields });
     const prefix = body.slice(0, -1);
-    const hash = sha256(prefix);
+    const hash = this.digest(prefix);
     this.prevHash = hash;
     this.out.write(`${prefix}${HASH_MARK}${hash}"}\n`);
+    return { seq: this.seq, hash };
   }
 
   close(): Promise<void> {
@@ -82,8 +99,19 @@ export type VerifyResult =
   | { readonly ok: true; readonly records: number }
   | { readonly ok: false; readonly records: number; readonly line: number; readonly seq: number | undefined; readonly reason: string };
 
-/** Check a whole log; on a break, name the first broken record (its line number and seq). */
-export function verifyDecisionLog(text: string): VerifyResult {
+/** Parse `SEQ:HASH` (what an audit line's decisionSeq and decisionHash name). */
+export function parseHead(text: string): ChainLink | undefined {
+  const m = /^(\d{1,15}):([0-9a-f]{64})$/.exec(text.trim());
+  return m === null ? undefined : { seq: Number(m[1]), hash: m[2] as string };
+}
+
+/**
+ * Check a whole log; on a break, name the first broken record (its line number and seq). With `key`
+ * every hash must be the HMAC under it; with `head` the file must still hold that record.
+ */
+export function verifyDecisionLog(text: string, opts: { readonly key?: Buffer; readonly head?: ChainLink } = {}): VerifyResult {
+  const digest = digestFor(opts.key);
+  let headSeen = opts.head === undefined;
   let prev = GENESIS;
   let records = 0;
   const lines = text.split('\n');
@@ -101,10 +129,15 @@ export function verifyDecisionLog(text: string): VerifyResult {
     const parts = splitLine(line);
     if (parts === undefined) return fail('no hash', seq);
     if (parsed.prevHash !== prev) return fail('prevHash does not match the previous record (a record was removed, inserted or reordered)', seq);
-    if (sha256(parts.body) !== parts.hash) return fail('hash does not match the record (the record was changed)', seq);
+    if (digest(parts.body) !== parts.hash) return fail(`hash does not match the record (the record was changed${opts.key === undefined ? '; a keyed log needs DECISION_LOG_KEY_FILE' : ', or another key made it'})`, seq);
     if (seq !== records + 1) return fail(`seq ${String(seq)} where ${records + 1} was expected`, seq);
+    if (opts.head !== undefined && seq === opts.head.seq) {
+      if (parts.hash !== opts.head.hash) return fail(`record ${seq} is not the one the audit line named (hash ${opts.head.hash.slice(0, 12)}…)`, seq);
+      headSeen = true;
+    }
     prev = parts.hash;
     records++;
   }
+  if (!headSeen) return { ok: false, records, line: records + 1, seq: opts.head?.seq, reason: `the log ends at record ${records}, before record ${String(opts.head?.seq)} the audit line named: records were cut off` };
   return { ok: true, records };
 }

@@ -30,6 +30,7 @@ import { taskNotFoundAnswer, withTaskOwnership, type TaskOwnership } from './own
 import { ownerKey } from '../ownership/principal';
 import { callerTrace, type Tracer } from '../observe/tracing';
 import { auditRecord, type AuditRecord } from '../observe/audit';
+import type { ChainLink } from '../observe/decision-log';
 
 export interface ProxyDeps {
   readonly config: Config;
@@ -54,7 +55,8 @@ export interface ProxyDeps {
   readonly ownership?: TaskOwnership | undefined;
   readonly tracer: Tracer;
   /** Every finished call's audit record (the tamper-evident decision log), when configured. */
-  readonly decisionLog?: ((record: AuditRecord) => void) | undefined;
+  /** Appends the call's record to DECISION_LOG_FILE and says where it is in the chain. */
+  readonly decisionLog?: ((record: AuditRecord) => ChainLink) | undefined;
   /** Places for stream events going to the guardian, shared by all streams (relay/window.ts). */
   readonly streamLine?: Line;
 }
@@ -398,11 +400,16 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       record.fields.caller = ex.identity.subject;
       record.fields.callerSource = ex.identity.source;
     }
+    // The decision log first: the audit line names the record it wrote (a checkpoint outside the file).
+    const link = deps.decisionLog?.(record);
+    if (link !== undefined) {
+      record.fields.decisionSeq = link.seq;
+      record.fields.decisionHash = link.hash;
+    }
     if (record.level === 'warn') logger.warn(record.fields, 'a2a call');
     else logger.info(record.fields, 'a2a call');
     metrics.finished(ex.op.aosMethod, record.outcome, Math.max(0, totalMs - (ex.upstreamMs ?? 0)) / 1000);
     ex.span.end({ outcome: record.outcome, decision: record.decision, reasonCodes: record.reasonCodes, upstreamStatus: ex.upstreamStatus, error: ex.error });
-    deps.decisionLog?.(record);
   }
 }
 

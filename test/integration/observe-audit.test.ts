@@ -67,7 +67,7 @@ async function audited(env: Record<string, string> = {}, opts: { guardian?: Guar
   const config = configFrom({ PORT: '0', HOST: '127.0.0.1', UPSTREAM_URL: stack.agent.origin, GUARDIAN_URL: stack.guardian.url, ...env });
   const proxy = await startProxy({
     config, logger, ...(opts.guardian === undefined ? {} : { guardian: opts.guardian }),
-    ...(opts.decisionLog === undefined ? {} : { decisionLog: (r) => opts.decisionLog?.append(r.fields) }),
+    ...(opts.decisionLog === undefined ? {} : { decisionLog: (r) => (opts.decisionLog as DecisionLog).append(r.fields) }),
   });
   proxies.push(proxy);
   return {
@@ -292,6 +292,15 @@ test('DECISION_LOG_FILE: every call is a chained record; the chain survives a re
   expect(records[0]).toMatchObject({ reasonCode: ['R1'], guardianMessage: 'No.', prevHash: '0'.repeat(64) });
   expect(records[1]?.prevHash).toBe(records[0]?.hash);
   expect(verifyDecisionLog(text)).toEqual({ ok: true, records: 3 });
+  // Each audit line names its record: a checkpoint outside the file.
+  const named = [...a.calls(), ...b.calls()].map((l) => [l.decisionSeq, l.decisionHash]);
+  expect(named).toEqual(records.map((r) => [r.seq, r.hash]));
+  // A cut tail verifies as a chain, but not against the last audit line's record.
+  const head = { seq: records[2]?.seq as number, hash: records[2]?.hash as string };
+  const firstTwo = `${text.trim().split('\n').slice(0, 2).join('\n')}\n`;
+  expect(verifyDecisionLog(firstTwo)).toEqual({ ok: true, records: 2 });
+  expect(verifyDecisionLog(firstTwo, { head })).toMatchObject({ ok: false, records: 2, reason: expect.stringMatching(/cut off/) });
+  expect(verifyDecisionLog(text, { head })).toEqual({ ok: true, records: 3 });
 
   // Rewrite history: the denied call becomes forwarded.
   const tampered = text.replace('"outcome":"denied"', '"outcome":"forwarded"');

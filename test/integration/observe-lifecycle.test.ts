@@ -318,6 +318,28 @@ describe('command line', () => {
     expect(broken.stdout).toMatch(/broken at line 2 \(seq 2\): hash does not match/);
   });
 
+  test('--verify-log with DECISION_LOG_KEY_FILE (HMAC chain) and --head SEQ:HASH (a cut tail is found)', () => {
+    const file = path.join(tmp, 'cli-keyed.log');
+    const keyFile = path.join(tmp, 'cli-log.key');
+    fs.writeFileSync(keyFile, Buffer.alloc(32, 3));
+    const heads = execFileSync(process.execPath, ['-e', `const { DecisionLog } = require(${JSON.stringify(path.join(ROOT, 'dist/src/observe/decision-log.js'))});
+      const l = new DecisionLog(${JSON.stringify(file)}, require('fs').readFileSync(${JSON.stringify(keyFile)})); const h = [];
+      for (let i = 0; i < 3; i++) h.push(l.append({ outcome: 'forwarded', a2aId: i })); l.close(() => {}); process.stdout.write(JSON.stringify(h));`], { encoding: 'utf8' });
+    const head = (JSON.parse(heads) as Array<{ seq: number; hash: string }>)[2] as { seq: number; hash: string };
+    const keyed = { DECISION_LOG_KEY_FILE: keyFile };
+    expect(node(MAIN, ['--verify-log', file, '--head', `${head.seq}:${head.hash}`], keyed)).toMatchObject({ status: 0, stdout: `${file}: intact, 3 records\n` });
+    // Without the key the HMACs do not verify; with a short key the command refuses to run.
+    expect(node(MAIN, ['--verify-log', file]).status).toBe(1);
+    fs.writeFileSync(path.join(tmp, 'short.key'), 'short');
+    expect(node(MAIN, ['--verify-log', file], { DECISION_LOG_KEY_FILE: path.join(tmp, 'short.key') })).toMatchObject({ status: 2, stderr: expect.stringMatching(/at least 32/) });
+    // Cut the last record off: an intact chain, but not the record the last audit line named.
+    fs.writeFileSync(file, `${fs.readFileSync(file, 'utf8').trim().split('\n').slice(0, 2).join('\n')}\n`);
+    const cut = node(MAIN, ['--verify-log', file, '--head', `${head.seq}:${head.hash}`], keyed);
+    expect(cut.status).toBe(1);
+    expect(cut.stdout).toMatch(/cut off/);
+    expect(node(MAIN, ['--verify-log', file, '--head', 'nonsense']).status).toBe(2);
+  });
+
   test('tracing off: the proxy loads none of the OpenTelemetry SDK, exporter or resources', () => {
     const script = `const { startProxy } = require('./dist/src/server'); const { configFrom } = require('./dist/src/config'); const { createLogger } = require('./dist/src/log');
       const config = configFrom({ UPSTREAM_URL: 'http://127.0.0.1:9', GUARDIAN_URL: 'http://127.0.0.1:9', PORT: '0', HOST: '127.0.0.1', CARD_TTL_MS: '0' });

@@ -111,6 +111,8 @@ describe('command line', () => {
     expect(parseArgs(['--version'])).toEqual({ kind: 'version' });
     expect(parseArgs(['--check'])).toEqual({ kind: 'check' });
     expect(parseArgs(['--verify-log', 'd.log'])).toEqual({ kind: 'verifyLog', file: 'd.log' });
+    expect(parseArgs(['--verify-log', 'd.log', '--head', `3:${'e'.repeat(64)}`])).toEqual({ kind: 'verifyLog', file: 'd.log', head: { seq: 3, hash: 'e'.repeat(64) } });
+    expect(parseArgs(['--verify-log', 'd.log', '--head', '3:e'])).toMatchObject({ kind: 'error' });
     expect(parseArgs(['--verify-log'])).toMatchObject({ kind: 'error' });
     expect(parseArgs(['--verify-log', 'd.log'], false)).toMatchObject({ kind: 'error' });
     expect(parseArgs(['--check', 'extra'])).toMatchObject({ kind: 'error', message: expect.stringContaining('takes no arguments') });
