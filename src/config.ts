@@ -81,7 +81,7 @@ const EnvSchema = z.object({
   TASK_STORE_URL: optional(z.string().refine((u) => /^rediss?:\/\//i.test(u) && URL.canParse(u), 'must be a redis:// or rediss:// URL')).describe('redis:// or rediss:// URL of the owner store shared by replicas (default: in memory); never logged'),
   TASK_STORE_PREFIX: z.string().min(1).max(256).default('a2a-guard:tasks:').describe('prefix of every Redis key of the owner store'),
   TASK_STORE_TIMEOUT_MS: int(250, 1, 60_000).describe('an owner-store read or write that takes longer fails and follows FAIL_MODE'),
-  TASK_STORE_MAX_ENTRIES: int(100_000, 100, 100_000_000).describe('in-memory owner store: bindings kept (oldest evicted past it)'),
+  TASK_STORE_MAX_ENTRIES: int(100_000, 100, 100_000_000).describe('in-memory owner store: bindings kept (past it the largest holder\'s oldest is evicted)'),
   TASK_OWNERSHIP_TTL_SECONDS: int(7 * 24 * 3600, 60, 366 * 24 * 3600).describe('how long a task stays bound to its owner'),
   // Verified identities (README "Identity")
   IDENTITY_POLICY: z.enum(['required', 'optional', 'claims']).default('optional').describe('ROLE=server, a caller without a verified identity: required (refused), optional (from is unknown), claims (believe X-AOS-Agent-*)'),

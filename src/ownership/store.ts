@@ -29,18 +29,24 @@ export interface MemoryStoreOptions {
 
 /** One binding: the owner and when it expires, in whole seconds since the store started (a small integer, stored inline). */
 class Binding {
-  constructor(readonly owner: Owner, readonly expires: number) {}
+  /** `order`: when it was made, as a count of bindings (a tie-break for eviction; seconds are too coarse). */
+  constructor(readonly owner: Owner, readonly expires: number, readonly order: number) {}
 }
 
 /**
  * In-memory store for one replica. A Map keeps insertion order, and every binding lives the same
- * TTL, so the oldest binding is always first: expired ones are swept from the front, and when the
- * store is full the oldest makes room. Owner strings are interned (one copy per owner, not per task).
+ * TTL, so the oldest binding is always first: expired ones are swept from the front. When the store
+ * is full, the owner holding the most bindings gives up its oldest: a caller that floods the store
+ * evicts its own bindings, never those of a caller holding fewer (an evicted context would otherwise
+ * be unknown, and the flooder could continue it as its own). Owner strings are interned.
  */
 export class MemoryOwnerStore implements OwnerStore {
   readonly kind = 'memory';
   private readonly map = new Map<string, Binding>();
+  /** Each owner's keys, oldest first (a Set keeps insertion order). */
+  private readonly byOwner = new Map<Owner, Set<string>>();
   private readonly interned = new Map<Owner, Owner>();
+  private made = 0;
   private readonly now: () => number;
   private readonly start: number;
 
@@ -61,10 +67,17 @@ export class MemoryOwnerStore implements OwnerStore {
     const b = this.map.get(key);
     if (b === undefined) return undefined;
     if (b.expires <= now) {
-      this.map.delete(key);
+      this.drop(key, b);
       return undefined;
     }
     return b.owner;
+  }
+
+  private drop(key: string, b: Binding): void {
+    this.map.delete(key);
+    const keys = this.byOwner.get(b.owner);
+    keys?.delete(key);
+    if (keys?.size === 0) this.byOwner.delete(b.owner);
   }
 
   owners(keys: readonly string[]): Promise<(Owner | undefined)[]> {
@@ -79,14 +92,18 @@ export class MemoryOwnerStore implements OwnerStore {
     return Promise.resolve(keys.map((k) => {
       const current = this.get(k, now);
       if (current !== undefined) return current;
-      this.makeRoom();
-      this.map.set(k, new Binding(o, now + this.opts.ttlSeconds));
+      this.makeRoom(o);
+      this.map.set(k, new Binding(o, now + this.opts.ttlSeconds, this.made++));
+      let keys = this.byOwner.get(o);
+      if (keys === undefined) this.byOwner.set(o, (keys = new Set()));
+      keys.add(k);
       return o;
     }));
   }
 
   close(): Promise<void> {
     this.map.clear();
+    this.byOwner.clear();
     this.interned.clear();
     return Promise.resolve();
   }
@@ -95,19 +112,34 @@ export class MemoryOwnerStore implements OwnerStore {
   private sweep(now: number): void {
     for (const [k, b] of this.map) {
       if (b.expires > now) break;
-      this.map.delete(k);
+      this.drop(k, b);
     }
   }
 
-  private makeRoom(): void {
+  /**
+   * Make room for one binding of `claimer`: the largest holder loses its oldest. On a tie the claimer
+   * loses, else the holder whose oldest binding is youngest (the one churning), so a caller that holds
+   * its share quietly keeps it.
+   */
+  private makeRoom(claimer: Owner): void {
     let evicted = 0;
     while (this.map.size >= this.opts.maxEntries) {
-      const oldest = this.map.keys().next();
-      if (oldest.done === true) break;
-      this.map.delete(oldest.value);
+      let victim = this.byOwner.get(claimer);
+      // A scan of the owners, only when the store is full (owners are few next to bindings).
+      for (const keys of this.byOwner.values()) if (victim === undefined || keys.size > victim.size || (keys.size === victim.size && victim !== this.byOwner.get(claimer) && this.oldestOrder(keys) > this.oldestOrder(victim))) victim = keys;
+      const oldest = victim?.values().next();
+      if (oldest === undefined || oldest.done === true) break;
+      const b = this.map.get(oldest.value);
+      if (b === undefined) break;
+      this.drop(oldest.value, b);
       evicted++;
     }
     if (evicted > 0) this.opts.onEvict?.(evicted);
+  }
+
+  private oldestOrder(keys: Set<string>): number {
+    const first = keys.values().next();
+    return first.done === true ? 0 : (this.map.get(first.value)?.order ?? 0);
   }
 
   private intern(owner: Owner): Owner {

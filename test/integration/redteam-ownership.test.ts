@@ -92,12 +92,10 @@ describe('tasks/list', () => {
 });
 
 describe('the owner store', () => {
-  // OPEN: the in-memory store evicts the oldest bindings when full (TASK_STORE_MAX_ENTRIES). Any verified caller can
-  // fill it with its own calls (one binding per message/send), after which A's task is "not found" to A, and A's
-  // context is unknown, which the proxy treats as a new context: B continues it (the agent acts in A's context) and
-  // becomes its owner. A fix keeps one caller from evicting another: a per-owner quota (evict the caller's own
-  // oldest binding first), and a tombstone for an evicted context (refused, never re-bound) instead of forgetting it.
-  test.failing('a caller cannot flood the store to take over another caller\'s context (TASK_STORE_MAX_ENTRIES=100)', async () => {
+  // Was open: the in-memory store evicted the oldest bindings when full (TASK_STORE_MAX_ENTRIES), so any verified
+  // caller could flush A's bindings and then continue A's now-unknown context as its own. Now the largest holder
+  // gives up its own oldest binding: a flooder evicts itself.
+  test('a caller cannot flood the store to take over another caller\'s context (TASK_STORE_MAX_ENTRIES=100)', async () => {
     const small = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', TASK_STORE_MAX_ENTRIES: '100', ...ids.env });
     try {
       const a = await send(small.url, 'A', 'A private');

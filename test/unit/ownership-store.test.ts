@@ -47,6 +47,20 @@ describe('MemoryOwnerStore', () => {
     expect(await s.owners(['t:1', 't:2', 't:3', 't:4'])).toEqual([undefined, 'A', 'A', 'B']);
   });
 
+  test('full: a caller that floods the store evicts its own oldest bindings, never those of a caller holding fewer', async () => {
+    let evicted = 0;
+    const s = new MemoryOwnerStore({ ttlSeconds: 60, maxEntries: 4, onEvict: (n) => (evicted += n) });
+    await s.claim(['c:a', 't:a'], 'A');
+    for (let i = 0; i < 10; i++) await s.claim([`t:b${i}`], 'B');
+    expect(await s.owners(['c:a', 't:a'])).toEqual(['A', 'A']);
+    expect(await s.owners(['t:b7', 't:b8', 't:b9'])).toEqual([undefined, 'B', 'B']);
+    expect(s.size).toBe(4);
+    expect(evicted).toBe(8);
+    // A newcomer takes room from the churning holder (B, tied with A in size, its oldest binding younger), not from A.
+    await s.claim(['t:c'], 'C');
+    expect(await s.owners(['c:a', 't:a', 't:c', 't:b8', 't:b9'])).toEqual(['A', 'A', 'C', undefined, 'B']);
+  });
+
   test('a re-claim by the owner does not move or renew the binding', async () => {
     const s = new MemoryOwnerStore({ ttlSeconds: 60, maxEntries: 2 });
     await s.claim(['t:1'], 'A');
