@@ -22,7 +22,7 @@ import { abortOnClientClose, callUpstream, forwardRequestHeaders, headerText, ty
 import { createHookRunner, summarize, type Exchange, type HookRun } from './hooks';
 import { isEventStream, relayPlain, relayStreamInspected, relayUnaryInspected, sendError, type RelayContext } from './responses';
 import type { Line } from './relay/window';
-import { publicBase, serveCard } from './card-route';
+import { cardRewrite, serveCard } from './card-route';
 import { Cancellation } from '../cancel';
 import type { CallerIdentifier, CallerResult } from '../identity/caller';
 import { describeConnectError } from '../tls';
@@ -330,7 +330,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       inspect: ex !== undefined && config.inspectResponses
         ? (payload, payloadJson, budget) => runHooks({ ex, sides: RESPONSE_SIDES[config.role], phase: 'response', payload, payloadJson, reasoning: undefined, ...(budget === undefined ? {} : { budget }) })
         : undefined,
-      rewriteCard: ex?.op.returnsCard === true ? { publicBase: publicBase(deps, req), upstreamBase: deps.upstream.url, signatures: config.cardSignatures } : undefined,
+      rewriteCard: ex?.op.returnsCard === true ? cardRewrite(deps, req) : undefined,
       maxBodyBytes: config.maxBodyBytes,
       answerHook: ex?.answerHook,
       onUpstreamFailure: (why) => {
