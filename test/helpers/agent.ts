@@ -117,6 +117,8 @@ export interface TestAgent {
   server: http.Server;
   /** host:port of the gRPC server (only with `grpc: true`). */
   grpcAddress?: string;
+  /** gRPC service methods whose call the caller cancelled, in order. */
+  grpcCancelled: string[];
   /** Forget recorded requests, cancellations and pushes. */
   clear(): void;
   /** Stop running tasks, destroy open sockets, close the server. */
@@ -332,6 +334,7 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
   const pub = (opts.advertise ? opts.advertise(origin) : origin).replace(/\/+$/, '');
   const grpcServer = opts.grpc === true ? new (require('@grpc/grpc-js') as typeof GrpcJs).Server() : undefined;
   let grpcAddress: string | undefined;
+  const grpcCancelled: string[] = [];
   if (grpcServer !== undefined) {
     const grpcJs = require('@grpc/grpc-js') as typeof GrpcJs;
     const port = await new Promise<number>((resolve, reject) =>
@@ -390,7 +393,13 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
   app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
   if (grpcServer !== undefined) {
     const sdkGrpc = require('@a2a-js/sdk/server/grpc') as typeof A2AGrpcServer;
-    grpcServer.addService(sdkGrpc.A2AService, sdkGrpc.grpcService({ requestHandler, userBuilder: sdkGrpc.UserBuilder.noAuthentication }));
+    const impl = sdkGrpc.grpcService({ requestHandler, userBuilder: sdkGrpc.UserBuilder.noAuthentication });
+    // Record calls the caller cancelled (RST_STREAM CANCEL reaches grpc-js as 'cancelled').
+    const wrapped = Object.fromEntries(Object.entries(impl).map(([name, fn]) => [name, (call: GrpcJs.ServerUnaryCall<unknown, unknown>, ...rest: unknown[]) => {
+      call.on('cancelled', () => grpcCancelled.push(name));
+      return (fn as (...a: unknown[]) => unknown)(call, ...rest);
+    }]));
+    grpcServer.addService(sdkGrpc.A2AService, wrapped as unknown as typeof impl);
   }
 
   let closing: Promise<void> | undefined;
@@ -406,10 +415,12 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
     pushed,
     server,
     ...(grpcAddress === undefined ? {} : { grpcAddress }),
+    grpcCancelled,
     clear() {
       received.length = 0;
       cancelled.clear();
       pushed.length = 0;
+      grpcCancelled.length = 0;
     },
     close() {
       closing ??= (async () => {
