@@ -118,7 +118,7 @@ test("GetExtendedAgentCard: the answer's gRPC interface names the proxy, never t
   expect(JSON.stringify(card)).not.toContain(s.agent.grpcAddress as string);
 });
 
-test('a caller that cancels a stream cancels the agent's call (and the proxy's stream ends)', async () => {
+test("a caller that cancels a stream cancels the agent's call (and the proxy's stream ends)", async () => {
   const f = await makeFixture();
   s.agent.clear();
   const ac = new AbortController();
