@@ -109,6 +109,8 @@ class CallerSide {
     this.finished = true;
     if (!this.stream.headersSent) {
       this.stream.respond({ ':status': 200, 'content-type': 'application/grpc', ...status }, { endStream: true });
+      // Refused before the request was read to its end: RST_STREAM(NO_ERROR) tells the caller to stop sending (RFC 9113 8.1).
+      if (!this.stream.readableEnded) this.stream.close(http2.constants.NGHTTP2_NO_ERROR);
       return;
     }
     this.trailers = status;
