@@ -6,6 +6,7 @@ import http2 from 'node:http2';
 import type * as A2AClient from '@a2a-js/sdk/client' with { 'resolution-mode': 'import' };
 import type * as A2AGrpcClient from '@a2a-js/sdk/client/grpc' with { 'resolution-mode': 'import' };
 import type * as A2AErrorsGrpc from '@a2a-js/sdk/errors/grpc' with { 'resolution-mode': 'import' };
+import type * as GrpcJs from '@grpc/grpc-js';
 import type { AgentCard, Client } from './agent';
 
 const sdkClient: typeof A2AClient = require('@a2a-js/sdk/client');
@@ -13,13 +14,16 @@ const sdkGrpcClient: typeof A2AGrpcClient = require('@a2a-js/sdk/client/grpc');
 export const sdkGrpcErrors: typeof A2AErrorsGrpc = require('@a2a-js/sdk/errors/grpc');
 
 /** An SDK client preferring gRPC, created from the card at `cardBaseUrl` (it calls the GRPC URL the card names). */
-export async function makeGrpcClient(cardBaseUrl: string): Promise<{ client: Client; card: AgentCard; grpcUrl: string | undefined }> {
+export async function makeGrpcClient(
+  cardBaseUrl: string,
+  opts: { fetchImpl?: typeof fetch; credentials?: GrpcJs.ChannelCredentials } = {},
+): Promise<{ client: Client; card: AgentCard; grpcUrl: string | undefined }> {
   const { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver } = sdkClient;
-  const card = await new DefaultAgentCardResolver().resolve(cardBaseUrl);
+  const card = await new DefaultAgentCardResolver(opts.fetchImpl === undefined ? {} : { fetchImpl: opts.fetchImpl }).resolve(cardBaseUrl);
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
       preferredTransports: ['GRPC'],
-      transports: [new sdkGrpcClient.GrpcTransportFactory()],
+      transports: [new sdkGrpcClient.GrpcTransportFactory(opts.credentials === undefined ? undefined : { grpcChannelCredentials: opts.credentials })],
     }),
   );
   const client = await factory.createFromAgentCard(card);

@@ -5,7 +5,12 @@
  */
 import { collect, sendReq, TaskState, textOf, type Client } from '../helpers/agent';
 import { handlerRecorder } from '../helpers/handler-recorder';
-import { makeGrpcClient } from '../helpers/grpc';
+import { grpcFrame, makeGrpcClient, rawGrpc } from '../helpers/grpc';
+import { createPki } from '../helpers/pki';
+import * as grpcJs from '@grpc/grpc-js';
+import { Agent, fetch as undiciFetch } from 'undici';
+import { codecFor } from '../../src/a2a/bindings/grpc/codec';
+import { grpcMethodForPath } from '../../src/a2a/bindings/grpc/methods';
 import { textIn } from '../helpers/guardian';
 import { useStack, type TestProxy } from './proxy-harness';
 
@@ -127,5 +132,95 @@ describe('streams', () => {
     })());
     expect(err.code).toBe(7);
     expect(seen).toHaveLength(2);
+  });
+});
+
+describe('answers judged and replaced (INSPECT_RESPONSES)', () => {
+  test("modify of a unary answer: the caller gets the guardian's replacement, re-encoded", async () => {
+    s.guardian.script((env) => {
+      const p = env.params.payload;
+      if (p.result?.task === undefined) return { decision: 'allow' };
+      const modified = structuredClone(p);
+      modified.result.task.metadata = { redacted: true };
+      modified.result.task.artifacts = [];
+      return { decision: 'modify', modifiedPayload: modified };
+    });
+    const task = (await client.sendMessage(sendReq('answer to be replaced'))) as { metadata?: Record<string, unknown>; artifacts: unknown[] };
+    expect(task.metadata).toEqual({ redacted: true });
+    expect(task.artifacts).toEqual([]);
+  });
+
+  test('modify of a stream event: the caller gets the replacement for that event only', async () => {
+    s.guardian.script((env) => {
+      const p = env.params.payload;
+      const au = p.result?.artifactUpdate;
+      if (au === undefined) return { decision: 'allow' };
+      const modified = structuredClone(p);
+      modified.result.artifactUpdate.artifact.parts = [{ text: 'REPLACED' }];
+      return { decision: 'modify', modifiedPayload: modified };
+    });
+    const events = await collect(client.sendMessageStream(sendReq('stream 2')));
+    const texts = events.filter((e) => (e as { payload?: { $case: string } }).payload?.$case === 'artifactUpdate').map((e) => textOf(e));
+    expect(texts).toHaveLength(2);
+    for (const t of texts) expect(t).toBe('REPLACED');
+  });
+});
+
+describe('guardian failure modes', () => {
+  test("FAIL_MODE=open: forwarded, and the agent is told it is unchecked", async () => {
+    const open = await s.proxy({ GRPC_PORT: '0', FAIL_MODE: 'open' });
+    const { client: c } = await makeGrpcClient(open.url);
+    s.guardian.script(() => ({ fault: 'refuse' }));
+    await c.getTask({ tenant: '', id: 'no-such-task', historyLength: undefined }).catch(() => undefined);
+    expect(rec.calls.map((x) => x.method)).toEqual(['getTask']);
+    expect(rec.calls[0]?.headers['x-aos-unchecked']).toBe('true');
+  });
+
+  test('the deadline runs out while the guardian thinks: DEADLINE_EXCEEDED, the agent never acts', async () => {
+    s.guardian.script(() => ({ decision: 'allow', delayMs: 1500 }));
+    const m = grpcMethodForPath('/lf.a2a.v1.A2AService/GetTask');
+    if (m === undefined) throw new Error('GetTask');
+    const c = codecFor(m).request;
+    const a = await rawGrpc(proxy.grpcAddress as string, m.path, grpcFrame(c.encode(c.fromJson({ id: 't-x' }))), { 'a2a-version': '1.0', 'grpc-timeout': '200m' });
+    expect(a.grpcStatus).toBe(4);
+    await new Promise((r) => setTimeout(r, 1600));
+    expect(rec.calls).toHaveLength(0);
+  });
+});
+
+describe('TLS and shutdown', () => {
+  test('over TLS: the SDK client with the CA reaches the agent through the proxy', async () => {
+    const pki = await createPki();
+    try {
+      const cert = await pki.issue({ server: true, name: 'grpc-server' });
+      const tls = await s.proxy({ GRPC_PORT: '0', TLS_CERT_FILE: cert.certFile, TLS_KEY_FILE: cert.keyFile });
+      const dispatcher = new Agent({ connect: { ca: pki.caCert } });
+      const fetchImpl = ((url: string, init?: object) => undiciFetch(url, { ...init, dispatcher })) as unknown as typeof fetch;
+      const { client: c, grpcUrl: u } = await makeGrpcClient(tls.url, { fetchImpl, credentials: grpcJs.credentials.createSsl(Buffer.from(pki.caCert)) });
+      expect(u).toBe(tls.grpcAddress);
+      const task = (await c.sendMessage(sendReq('over tls'))) as { id: string };
+      expect(task.id).toBeTruthy();
+      expect(rec.calls.map((x) => x.method)).toEqual(['sendMessage']);
+      await dispatcher.close();
+    } finally {
+      await pki.close();
+    }
+  });
+
+  test('a drain ends an open gRPC stream with UNAVAILABLE', async () => {
+    const p = await s.proxy({ GRPC_PORT: '0' });
+    const { client: c } = await makeGrpcClient(p.url);
+    const running = (await c.sendMessage(sendReq('wait-for-cancel', true))) as { id: string };
+    const it = c.resubscribeTask({ tenant: '', id: running.id })[Symbol.asyncIterator]();
+    await it.next();
+    const drained = p.drain(300);
+    const err = await grpcError((async () => {
+      for (;;) {
+        const r = await it.next();
+        if (r.done === true) throw new Error('stream ended without an error');
+      }
+    })());
+    await drained;
+    expect(err.code).toBe(14);
   });
 });
