@@ -5,7 +5,7 @@
  */
 import http2 from 'node:http2';
 import type { Server as HttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../../config';
 import type { CardCache } from '../../a2a/card';
@@ -47,6 +47,7 @@ export async function startGrpcListener(deps: GrpcListenerDeps, logger: Logger):
     s.once('close', () => sessions.delete(s));
     s.on('error', () => undefined);
   });
+  server.on('connection', (socket: Socket) => socket.setNoDelay(true));
   server.on('stream', handler);
   // An HTTP/1 request or a broken preface never reaches the handler; nothing to relay.
   server.on('sessionError', () => undefined);

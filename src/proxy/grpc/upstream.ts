@@ -5,6 +5,9 @@
  */
 import fs from 'node:fs';
 import http2 from 'node:http2';
+import net from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import type { Duplex } from 'node:stream';
 import type { OutboundTls } from '../../config';
 
 export interface GrpcUpstream {
@@ -19,15 +22,26 @@ export function createGrpcUpstream(target: () => URL | undefined, tls: OutboundT
   let session: http2.ClientHttp2Session | undefined;
   let sessionOrigin: string | undefined;
 
-  const tlsOptions = (): http2.SecureClientSessionOptions => ({
+  const material = () => ({
     ...(tls.caFile === undefined ? {} : { ca: fs.readFileSync(tls.caFile) }),
     ...(tls.certFile === undefined ? {} : { cert: fs.readFileSync(tls.certFile) }),
     ...(tls.keyFile === undefined ? {} : { key: fs.readFileSync(tls.keyFile) }),
-    ...(tls.serverName === undefined ? {} : { servername: tls.serverName }),
   });
 
+  /** The connection, with Nagle off: small gRPC frames must leave at once, not wait for the peer's delayed ACK. */
+  function connection(url: URL): Duplex {
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    const secure = url.protocol === 'https:';
+    const port = Number(url.port || (secure ? 443 : 80));
+    if (!secure) return net.connect({ host, port, noDelay: true });
+    const servername = tls.serverName ?? (net.isIP(host) === 0 ? host : undefined);
+    const socket = tlsConnect({ host, port, ALPNProtocols: ['h2'], ...material(), ...(servername === undefined ? {} : { servername }) });
+    socket.setNoDelay(true);
+    return socket;
+  }
+
   function open(url: URL): http2.ClientHttp2Session {
-    const s = http2.connect(url.origin, url.protocol === 'https:' ? tlsOptions() : {});
+    const s = http2.connect(url.origin, { createConnection: () => connection(url) });
     const forget = () => {
       if (session === s) session = undefined;
     };
