@@ -96,6 +96,8 @@ export interface AgentOptions {
    */
   grpc?: boolean;
   advertiseGrpc?: (address: string) => string;
+  /** Serve gRPC over TLS with this certificate and key (PEM) instead of h2c. */
+  grpcTls?: { cert: string; key: string };
 }
 
 export interface TestAgent {
@@ -338,7 +340,13 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
   if (grpcServer !== undefined) {
     const grpcJs = require('@grpc/grpc-js') as typeof GrpcJs;
     const port = await new Promise<number>((resolve, reject) =>
-      grpcServer.bindAsync('127.0.0.1:0', grpcJs.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+      grpcServer.bindAsync(
+        '127.0.0.1:0',
+        opts.grpcTls === undefined
+          ? grpcJs.ServerCredentials.createInsecure()
+          : grpcJs.ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(opts.grpcTls.cert), private_key: Buffer.from(opts.grpcTls.key) }], false),
+        (err, p) => (err ? reject(err) : resolve(p)),
+      ),
     );
     grpcAddress = `127.0.0.1:${port}`;
   }

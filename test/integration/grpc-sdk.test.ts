@@ -3,7 +3,7 @@
  * bindings, recorded below the transport), the SDK's gRPC client created from the proxy's card, a
  * scriptable HTTP guardian. What the agent's handler acted on and what the caller saw are asserted.
  */
-import { collect, sendReq, TaskState, textOf, type Client } from '../helpers/agent';
+import { collect, sendReq, startAgent, TaskState, textOf, type Client } from '../helpers/agent';
 import { handlerRecorder } from '../helpers/handler-recorder';
 import { grpcFrame, makeGrpcClient, rawGrpc } from '../helpers/grpc';
 import { createPki } from '../helpers/pki';
@@ -203,6 +203,29 @@ describe('TLS and shutdown', () => {
       expect(rec.calls.map((x) => x.method)).toEqual(['sendMessage']);
       await dispatcher.close();
     } finally {
+      await pki.close();
+    }
+  });
+
+  test("towards a TLS gRPC agent (GRPC_UPSTREAM_URL https, UPSTREAM_CA_FILE): the agent's certificate is verified", async () => {
+    const pki = await createPki();
+    const cert = await pki.issue({ server: true, name: 'grpc-agent' });
+    const tlsAgent = await startAgent({ grpc: true, grpcTls: { cert: cert.cert, key: cert.key }, wrapRequestHandler: rec.wrap });
+    try {
+      const env = { GRPC_PORT: '0', UPSTREAM_URL: tlsAgent.origin, GRPC_UPSTREAM_URL: `https://${tlsAgent.grpcAddress as string}` };
+      const trusting = await s.proxy({ ...env, UPSTREAM_CA_FILE: pki.caFile });
+      const { client: c } = await makeGrpcClient(trusting.url);
+      const task = (await c.sendMessage(sendReq('to a tls agent'))) as { id: string };
+      expect(task.id).toBeTruthy();
+      expect(rec.calls.map((x) => x.method)).toEqual(['sendMessage']);
+      // Without the CA the agent's certificate is not trusted: UNAVAILABLE, nothing sent.
+      rec.clear();
+      const untrusting = await s.proxy(env);
+      const { client: u } = await makeGrpcClient(untrusting.url);
+      expect((await grpcError(u.sendMessage(sendReq('not trusted')))).code).toBe(14);
+      expect(rec.calls).toHaveLength(0);
+    } finally {
+      await tlsAgent.close();
       await pki.close();
     }
   });

@@ -108,6 +108,12 @@ describe('refused before the guardian, never relayed', () => {
     expectRefused(await rawGrpc(proxy.grpcAddress as string, SEND, grpcFrame(Buffer.from([0x12, 0x7f, 0x01, 0x02])), V1), 3);
   });
 
+  test('over the in-flight budget (MAX_INFLIGHT_BODY_BYTES): RESOURCE_EXHAUSTED, PROXY_OVERLOADED', async () => {
+    const small = await s.proxy({ GRPC_PORT: '0', MAX_INFLIGHT_BODY_BYTES: '200' });
+    const a = await rawGrpc(small.grpcAddress as string, SEND, grpcFrame(sendBytes('o'.repeat(400))), V1);
+    expectRefused(a, 8, 'PROXY_OVERLOADED');
+  });
+
   test('a malformed grpc-timeout: INTERNAL', async () => {
     expectRefused(await rawGrpc(proxy.grpcAddress as string, SEND, grpcFrame(sendBytes('t')), { ...V1, 'grpc-timeout': '10 seconds' }), 13);
   });
@@ -160,6 +166,7 @@ describe('what the agent receives (a byte-recording HTTP/2 agent)', () => {
     const hostile = Buffer.concat([sendBytes('hello with extras'), unknownField('SMUGGLED-FIELD')]);
     const a = await rawGrpc(relay.grpcAddress as string, SEND, grpcFrame(hostile), {
       ...V1, 'grpc-timeout': '5S', 'x-custom': 'passes', authorization: 'Bearer abc', 'x-aos-reasoning': 'secret reasoning', 'x-aos-agent-name': 'claimed',
+      'x-aos-unchecked': 'true', 'grpc-encoding': 'identity', 'grpc-accept-encoding': 'gzip',
     });
     expect(a.grpcStatus).toBe(0);
     expect(a.headers['x-agent-meta']).toBe('kept');
@@ -176,6 +183,9 @@ describe('what the agent receives (a byte-recording HTTP/2 agent)', () => {
     expect(got.headers['a2a-version']).toBe('1.0');
     expect(got.headers['x-aos-reasoning']).toBeUndefined();
     expect(got.headers['x-aos-agent-name']).toBeUndefined();
+    // A caller cannot mark its own call as unchecked, nor choose the agent's answer encoding.
+    expect(got.headers['x-aos-unchecked']).toBeUndefined();
+    expect(got.headers['grpc-encoding']).toBeUndefined();
     expect(got.headers['grpc-accept-encoding']).toBe('identity');
     expect(got.headers.te).toBe('trailers');
     const left = Number(/^(\d+)m$/.exec(String(got.headers['grpc-timeout']))?.[1]);

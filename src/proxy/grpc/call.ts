@@ -34,6 +34,7 @@ import type { Tracer } from '../../observe/tracing';
 import { auditRecord, type AuditRecord, type CallOutcome } from '../../observe/audit';
 import { grpcErrorParts, proxyError, type ProxyError } from '../errors';
 import { forwardRequestHeaders, headerText } from '../forward';
+import type { BodyBudget, BodyLease } from '../body';
 import { summarize, type HookCall, type HookRecord, type HookRun, type HookRunInput } from '../hooks';
 import type { HookDecision } from '../enforce';
 import type { AnswerCheck, AnswerHook, TaskOwnership } from '../ownership';
@@ -54,6 +55,8 @@ export interface GrpcDeps {
   readonly upstream: GrpcUpstream;
   /** Open streams, ended with UNAVAILABLE when the proxy shuts down. */
   readonly streams: Set<() => void>;
+  /** Request bytes held across all calls, HTTP and gRPC (MAX_INFLIGHT_BODY_BYTES). */
+  readonly bodyBudget: BodyBudget;
   /** Card rewrite for GetExtendedAgentCard answers, given the `:authority` the caller used. */
   readonly cardRewrite: (authority: string | undefined) => RewriteOptions;
 }
@@ -193,9 +196,14 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     // Identity checks and signing start now and run while the message arrives.
     const who = identifyCaller(headers, stream);
     const assertion = signFor();
-    const body = await readRequestMessage(stream, encoding, config.maxBodyBytes, config.bodyTimeoutMs);
+    const lease = deps.bodyBudget.lease();
+    stream.once('close', lease.release);
+    const body = await readRequestMessage(stream, encoding, config.maxBodyBytes, config.bodyTimeoutMs, lease);
     if (body === 'gone') return;
+    if (body === 'overloaded') return refuse(caller, proxyError('overloaded'), undefined, remoteAddress);
     if (isProblem(body)) return refuse(caller, framingError(body), body.status, remoteAddress);
+    // The frame bytes are dropped once read: hold what is kept.
+    lease.resize(body.length);
     const codec = codecFor(method);
     let decoded: unknown;
     let params: JsonObject;
@@ -283,6 +291,8 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     }
     call.upstreamSentAt = performance.now();
     upReq.end(frameMessage(message));
+    // The request has left: its bytes no longer count against the in-flight budget.
+    lease.release();
     relay(call, caller, upReq, codec.response, answerHook, headerText(headers[':authority']));
   }
 
@@ -552,12 +562,14 @@ function answerHeaders(h: http2.IncomingHttpHeaders, reencoded: boolean, trailer
 }
 
 /** The one request message of a call (every A2A RPC takes exactly one), bounded and decompressed. */
-function readRequestMessage(stream: http2.ServerHttp2Stream, encoding: string | undefined, maxBytes: number, timeoutMs: number): Promise<Buffer | FramingProblem | 'gone'> {
+function readRequestMessage(
+  stream: http2.ServerHttp2Stream, encoding: string | undefined, maxBytes: number, timeoutMs: number, lease: BodyLease,
+): Promise<Buffer | FramingProblem | 'gone' | 'overloaded'> {
   return new Promise((resolve) => {
     const reader = new MessageReader(maxBytes);
     const messages: RawMessage[] = [];
     let settled = false;
-    const done = (v: Buffer | FramingProblem | 'gone' | Promise<Buffer | FramingProblem>) => {
+    const done = (v: Buffer | FramingProblem | 'gone' | 'overloaded' | Promise<Buffer | FramingProblem>) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
@@ -570,6 +582,7 @@ function readRequestMessage(stream: http2.ServerHttp2Stream, encoding: string | 
     const timer = setTimeout(() => done({ status: 'INTERNAL', message: 'request message did not arrive in time' }), timeoutMs);
     timer.unref();
     const onData = (chunk: Buffer) => {
+      if (!lease.take(chunk.length)) return done('overloaded');
       const got = reader.push(chunk);
       if (isProblem(got)) return done(got);
       messages.push(...got);

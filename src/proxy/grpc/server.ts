@@ -36,7 +36,8 @@ export async function startGrpcListener(deps: GrpcListenerDeps, logger: Logger):
   const streams = new Set<() => void>();
   const handler = createGrpcHandler({ ...deps, upstream, streams });
   const tls = listenerTls(config.tls.listener, config.identity.refreshMs, logger);
-  const settings = { maxHeaderListSize: 64 * 1024 };
+  // Bounded per connection: header lists, concurrent calls (each may hold a message up to MAX_BODY_BYTES, within MAX_INFLIGHT_BODY_BYTES).
+  const settings = { maxHeaderListSize: 64 * 1024, maxConcurrentStreams: 1000 };
   const server = tls === undefined
     ? http2.createServer({ settings, maxSessionMemory: 16 })
     : http2.createSecureServer({ ...tls.options, settings, maxSessionMemory: 16, allowHTTP1: false });
