@@ -213,6 +213,10 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
+  }).catch(async (err: unknown) => {
+    // The gRPC listener is up already: a port the HTTP listener cannot bind must not leave it running.
+    await grpc?.close();
+    throw err;
   });
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
