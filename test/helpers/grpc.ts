@@ -83,3 +83,14 @@ export function grpcFrame(data: Uint8Array, compressed = false): Buffer {
   out.set(data, 5);
   return out;
 }
+
+/** The SDK client's failure of a call: its gRPC status code and message (throws when the call succeeds). */
+export async function grpcFailure(p: Promise<unknown>): Promise<{ code: number | undefined; message: string }> {
+  try {
+    await p;
+  } catch (err) {
+    const e = err as { code?: number; message: string; cause?: { code?: number } };
+    return { code: e.code ?? e.cause?.code, message: e.message };
+  }
+  throw new Error('expected the call to fail');
+}

@@ -6,7 +6,7 @@
  */
 import { TaskState, sendReq, collect, type Client } from '../helpers/agent';
 import { handlerRecorder } from '../helpers/handler-recorder';
-import { makeGrpcClient } from '../helpers/grpc';
+import { grpcFailure, makeGrpcClient } from '../helpers/grpc';
 import { useStack, type TestProxy } from './proxy-harness';
 
 jest.setTimeout(60_000);
@@ -77,15 +77,6 @@ async function makeFixture(): Promise<Fixture> {
   return { done: done.id, running: running.id };
 }
 
-async function failure(p: Promise<unknown>): Promise<{ code: number | undefined; message: string }> {
-  try {
-    await p;
-  } catch (err) {
-    const e = err as { code?: number; message: string; cause?: { code?: number } };
-    return { code: e.code ?? e.cause?.code, message: e.message };
-  }
-  throw new Error('expected the call to fail');
-}
 
 describe.each(OPS.map((o) => [o.rpc, o] as const))('%s', (_name, op) => {
   test('allow: the guardian sees the v1.0 JSON-RPC request; the agent acts on it', async () => {
@@ -101,7 +92,7 @@ describe.each(OPS.map((o) => [o.rpc, o] as const))('%s', (_name, op) => {
   test('deny: PERMISSION_DENIED; the agent never acts', async () => {
     const f = await makeFixture();
     s.guardian.script(() => ({ decision: 'deny', message: `no ${op.rpc}`, reasonCode: ['TEST'] }));
-    const err = await failure(op.call(client, f));
+    const err = await grpcFailure(op.call(client, f));
     expect(err.code).toBe(7);
     expect(err.message).toContain(`no ${op.rpc}`);
     expect(rec.calls).toHaveLength(0);

@@ -5,7 +5,7 @@
  */
 import { collect, sendReq, startAgent, TaskState, textOf, type Client } from '../helpers/agent';
 import { handlerRecorder } from '../helpers/handler-recorder';
-import { grpcFrame, makeGrpcClient, rawGrpc } from '../helpers/grpc';
+import { grpcFailure, grpcFrame, makeGrpcClient, rawGrpc } from '../helpers/grpc';
 import { createPki } from '../helpers/pki';
 import * as grpcJs from '@grpc/grpc-js';
 import { Agent, fetch as undiciFetch } from 'undici';
@@ -32,16 +32,6 @@ beforeEach(() => rec.clear());
 /** Calls the guardian judged, by A2A method of the payload (request hooks only). */
 const requestEnvelopes = () => s.guardian.calls().filter((e) => e.params?.payload?.method !== undefined);
 
-/** The SDK client's error as { code, reason } (gRPC status and the first ErrorInfo reason of a2a-guard). */
-async function grpcError(p: Promise<unknown>): Promise<{ code: number | undefined; message: string }> {
-  try {
-    await p;
-  } catch (err) {
-    const e = err as { code?: number; message: string; cause?: { code?: number } };
-    return { code: e.code ?? e.cause?.code, message: e.message };
-  }
-  throw new Error('expected the call to fail');
-}
 
 describe('card', () => {
   test("the proxy's card names its own gRPC listener, and the SDK client created from it calls there", async () => {
@@ -83,7 +73,7 @@ describe('unary calls', () => {
 
   test('deny: PERMISSION_DENIED with the guardian reason; the agent never acts', async () => {
     s.guardian.script((env) => (textIn(env).includes('forbidden') ? { decision: 'deny', message: 'no forbidden things', reasonCode: ['POLICY'] } : { decision: 'allow' }));
-    const err = await grpcError(client.sendMessage(sendReq('forbidden words')));
+    const err = await grpcFailure(client.sendMessage(sendReq('forbidden words')));
     expect(err.code).toBe(7);
     expect(err.message).toContain('no forbidden things');
     expect(rec.calls).toHaveLength(0);
@@ -105,7 +95,7 @@ describe('unary calls', () => {
 
   test('guardian failure: UNAVAILABLE (FAIL_MODE=closed); the agent never acts', async () => {
     s.guardian.script(() => ({ fault: 'http500' }));
-    const err = await grpcError(client.getTask({ tenant: '', id: 'whatever', historyLength: undefined }));
+    const err = await grpcFailure(client.getTask({ tenant: '', id: 'whatever', historyLength: undefined }));
     expect(err.code).toBe(14);
     expect(rec.calls).toHaveLength(0);
   });
@@ -127,7 +117,7 @@ describe('streams', () => {
     let n = 0;
     s.guardian.script((env) => (env.params.payload.result !== undefined && ++n === 3 ? { decision: 'deny', message: 'third event' } : { decision: 'allow' }));
     const seen: unknown[] = [];
-    const err = await grpcError((async () => {
+    const err = await grpcFailure((async () => {
       for await (const ev of client.sendMessageStream(sendReq('stream 5'))) seen.push(ev);
     })());
     expect(err.code).toBe(7);
@@ -163,6 +153,25 @@ describe('answers judged and replaced (INSPECT_RESPONSES)', () => {
     const texts = events.filter((e) => (e as { payload?: { $case: string } }).payload?.$case === 'artifactUpdate').map((e) => textOf(e));
     expect(texts).toHaveLength(2);
     for (const t of texts) expect(t).toBe('REPLACED');
+  });
+});
+
+describe('both roles', () => {
+  test('client sidecar -> server sidecar -> agent over gRPC: both hooks judge, each proxy finds the next gRPC hop in its card', async () => {
+    const server = await s.proxy({ GRPC_PORT: '0', ROLE: 'server' });
+    const clientSide = await s.proxy({ GRPC_PORT: '0', ROLE: 'client', UPSTREAM_URL: server.url, OBSERVED_AGENT_NAME: 'caller-agent' });
+    const { client: c, grpcUrl: u } = await makeGrpcClient(clientSide.url);
+    expect(u).toBe(clientSide.grpcAddress);
+    await c.sendMessage(sendReq('two hops'), { serviceParameters: { 'x-aos-reasoning': 'the user asked for two hops' } });
+    const hooks = requestEnvelopes();
+    expect(hooks).toHaveLength(2);
+    expect(hooks[0]?.params.context.from.agent.name).toBe('caller-agent');
+    expect(hooks[0]?.params.reasoning).toBe('the user asked for two hops');
+    expect(hooks[1]?.params.reasoning).toBeUndefined();
+    expect(rec.calls.map((x) => x.method)).toEqual(['sendMessage']);
+    // Neither the reasoning nor the sidecars' own metadata reach the agent.
+    expect(rec.calls[0]?.headers['x-aos-reasoning']).toBeUndefined();
+    expect(rec.calls[0]?.headers['x-aos-agent-name']).toBeUndefined();
   });
 });
 
@@ -222,7 +231,7 @@ describe('TLS and shutdown', () => {
       rec.clear();
       const untrusting = await s.proxy(env);
       const { client: u } = await makeGrpcClient(untrusting.url);
-      expect((await grpcError(u.sendMessage(sendReq('not trusted')))).code).toBe(14);
+      expect((await grpcFailure(u.sendMessage(sendReq('not trusted')))).code).toBe(14);
       expect(rec.calls).toHaveLength(0);
     } finally {
       await tlsAgent.close();
@@ -237,7 +246,7 @@ describe('TLS and shutdown', () => {
     const it = c.resubscribeTask({ tenant: '', id: running.id })[Symbol.asyncIterator]();
     await it.next();
     const drained = p.drain(300);
-    const err = await grpcError((async () => {
+    const err = await grpcFailure((async () => {
       for (;;) {
         const r = await it.next();
         if (r.done === true) throw new Error('stream ended without an error');
