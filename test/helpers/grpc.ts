@@ -85,12 +85,12 @@ export function grpcFrame(data: Uint8Array, compressed = false): Buffer {
 }
 
 /** The SDK client's failure of a call: its gRPC status code and message (throws when the call succeeds). */
-export async function grpcFailure(p: Promise<unknown>): Promise<{ code: number | undefined; message: string }> {
+export async function grpcFailure(p: Promise<unknown>): Promise<{ code: number | undefined; message: string; name: string }> {
   try {
     await p;
   } catch (err) {
-    const e = err as { code?: number; message: string; cause?: { code?: number } };
-    return { code: e.code ?? e.cause?.code, message: e.message };
+    const e = err as { code?: number; message: string; name: string; cause?: { code?: number } };
+    return { code: e.code ?? e.cause?.code, message: e.message, name: e.constructor.name };
   }
   throw new Error('expected the call to fail');
 }

@@ -7,6 +7,7 @@ import { collect, sendReq, startAgent, TaskState, textOf, type Client } from '..
 import { handlerRecorder } from '../helpers/handler-recorder';
 import { grpcFailure, grpcFrame, makeGrpcClient, rawGrpc } from '../helpers/grpc';
 import { createPki } from '../helpers/pki';
+import { startIdentities } from './ownership-identities';
 import * as grpcJs from '@grpc/grpc-js';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { codecFor } from '../../src/a2a/bindings/grpc/codec';
@@ -172,6 +173,35 @@ describe('both roles', () => {
     // Neither the reasoning nor the sidecars' own metadata reach the agent.
     expect(rec.calls[0]?.headers['x-aos-reasoning']).toBeUndefined();
     expect(rec.calls[0]?.headers['x-aos-agent-name']).toBeUndefined();
+  });
+});
+
+describe('identity and task ownership (IDENTITY_POLICY=required, OIDC bearer tokens in metadata)', () => {
+  test("a caller without a token is UNAUTHENTICATED; another caller's task is NOT_FOUND; the agent acts for the owner only", async () => {
+    const ids = await startIdentities();
+    try {
+      const p = await s.proxy({ GRPC_PORT: '0', ...ids.env });
+      const { client: c } = await makeGrpcClient(p.url);
+      const as = (who: 'A' | 'B') => ({ serviceParameters: ids.headersAs(who) });
+      expect((await grpcFailure(c.sendMessage(sendReq('anonymous')))).code).toBe(16);
+      expect(rec.calls).toHaveLength(0);
+      const task = (await c.sendMessage(sendReq('owned by A'), as('A'))) as { id: string };
+      rec.clear();
+      // Answered exactly as the agent answers a task that does not exist (the SDK reads the same error class).
+      const nf = await grpcFailure(c.getTask({ tenant: '', id: task.id, historyLength: undefined }, as('B')));
+      expect(rec.calls).toHaveLength(0);
+      const { client: direct } = await makeGrpcClient(s.agent.url);
+      const real = await grpcFailure(direct.getTask({ tenant: '', id: 'no-such-task', historyLength: undefined }));
+      rec.clear();
+      expect(nf.name).toBe(real.name);
+      expect(nf.message).toBe(real.message.replace('no-such-task', task.id));
+      expect(rec.calls).toHaveLength(0);
+      const got = await c.getTask({ tenant: '', id: task.id, historyLength: undefined }, as('A'));
+      expect(got.id).toBe(task.id);
+      expect(rec.calls.map((x) => x.method)).toEqual(['getTask']);
+    } finally {
+      await ids.close();
+    }
   });
 });
 
