@@ -12,7 +12,8 @@
  * on four paths: gRPC direct, gRPC through a2a-guard, JSON-RPC direct, JSON-RPC through a2a-guard.
  * Printed: latency per path, the latency each binding's proxy adds, the proxy's CPU per call per
  * binding, and the gRPC/JSON-RPC ratios (the machine is noisy: read ratios, not absolutes).
- * Env: BENCH_ROUNDS (default 8), BENCH_SEQ (calls per path per round, default 200), BENCH_LOG_LEVEL.
+ * Env: BENCH_ROUNDS (default 8), BENCH_SEQ (calls per path per round, default 200), BENCH_LOG_LEVEL,
+ * BENCH_PROFILE_DIR (a --cpu-prof of a2a-guard, its top functions printed).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
@@ -26,7 +27,9 @@ import type * as A2AGrpcServer from '@a2a-js/sdk/server/grpc' with { 'resolution
 import type * as A2AClient from '@a2a-js/sdk/client' with { 'resolution-mode': 'import' };
 import type * as A2AGrpcClient from '@a2a-js/sdk/client/grpc' with { 'resolution-mode': 'import' };
 import * as grpcJs from '@grpc/grpc-js';
+import fs from 'node:fs';
 import type { ReadyMessage, StatsReply, StatsRequest } from './ipc';
+import { summarizeProfile } from './profile';
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const sdk: typeof A2A = require('@a2a-js/sdk');
@@ -40,6 +43,8 @@ const sdkGrpcClient: typeof A2AGrpcClient = require('@a2a-js/sdk/client/grpc');
 const num = (name: string, def: number): number => (process.env[name] ? Number(process.env[name]) : def);
 const ROUNDS = num('BENCH_ROUNDS', 8);
 const SEQ = num('BENCH_SEQ', 200);
+/** BENCH_PROFILE_DIR: write a --cpu-prof of a2a-guard there (and print its top functions). */
+const PROFILE_DIR = process.env.BENCH_PROFILE_DIR || undefined;
 
 type PathName = 'grpc direct' | 'grpc proxy' | 'jsonrpc direct' | 'jsonrpc proxy';
 const PATHS: readonly PathName[] = ['grpc direct', 'grpc proxy', 'jsonrpc direct', 'jsonrpc proxy'];
@@ -95,7 +100,8 @@ interface Child {
 
 async function startChild(file: string, env: Record<string, string>): Promise<Child> {
   // Only the variables given: the proxy refuses unknown look-alikes (SSL_CERT_FILE ~ TLS_CERT_FILE) in a developer's environment.
-  const proc = spawn(process.execPath, [path.join(__dirname, file)], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const flags = PROFILE_DIR !== undefined && file === 'proxy-child.js' ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+  const proc = spawn(process.execPath, [...flags, path.join(__dirname, file)], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const url = await new Promise<string>((resolve, reject) => {
     proc.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
     proc.on('message', (m: ReadyMessage) => {
@@ -208,8 +214,14 @@ async function main(): Promise<void> {
     '',
   ].join('\n'));
 
+  const proxyExited = new Promise((r) => proxy.proc.once('exit', r));
   for (const c of [proxy, guardian]) c.proc.kill('SIGTERM');
   await agent.close();
+  if (PROFILE_DIR !== undefined) {
+    await proxyExited;
+    const file = fs.readdirSync(PROFILE_DIR).filter((f) => f.endsWith('.cpuprofile')).sort().at(-1);
+    if (file !== undefined) process.stdout.write(`${JSON.stringify(summarizeProfile(path.join(PROFILE_DIR, file), 25), null, 1)}\n`);
+  }
   process.exit(0);
 }
 
