@@ -101,6 +101,14 @@ describe.each(OPS.map((o) => [o.rpc, o] as const))('%s', (_name, op) => {
   });
 });
 
+test("the agent's own error statuses come through unchanged (the SDK client reads the same error)", async () => {
+  rec.clear();
+  const viaProxy = await grpcFailure(client.getTask({ tenant: '', id: 'no-such-task', historyLength: undefined }));
+  const viaAgent = await grpcFailure(direct.getTask({ tenant: '', id: 'no-such-task', historyLength: undefined }));
+  expect(viaProxy).toEqual(viaAgent);
+  expect(rec.calls.map((c) => c.method)).toEqual(['getTask', 'getTask']);
+});
+
 test("GetExtendedAgentCard: the answer's gRPC interface names the proxy, never the agent", async () => {
   const card = await client.transport.getExtendedAgentCard({ tenant: '' }, V1);
   const grpc = card.supportedInterfaces.filter((i) => i.protocolBinding === 'GRPC');
