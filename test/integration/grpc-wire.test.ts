@@ -201,3 +201,86 @@ describe('what the agent receives (a byte-recording HTTP/2 agent)', () => {
     expect(seen[0]?.headers['x-aos-reasoning']).toBeUndefined();
   });
 });
+
+describe('streams: backpressure and the agent ending a stream', () => {
+  const STREAM = '/lf.a2a.v1.A2AService/SendStreamingMessage';
+  const EVENTS = 400;
+  let sent = 0;
+  let mode: 'flood' | 'reset' = 'flood';
+  let agent: http2.Http2Server;
+  const sessions = new Set<http2.ServerHttp2Session>();
+  const streamMethod = grpcMethodForPath(STREAM);
+  if (streamMethod === undefined) throw new Error('SendStreamingMessage missing');
+  const events = codecFor(streamMethod).response;
+  // One artifact update of ~32 KiB.
+  const event = events.encode(events.fromJson({ artifactUpdate: { taskId: 't1', contextId: 'c1', artifact: { artifactId: 'a', parts: [{ text: 'x'.repeat(32 * 1024) }] } } }));
+
+  beforeAll(async () => {
+    agent = http2.createServer();
+    agent.on('session', (sess) => sessions.add(sess));
+    agent.on('stream', (stream) => {
+      stream.on('data', () => undefined);
+      stream.on('error', () => undefined);
+      stream.on('end', async () => {
+        stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+        stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+        if (mode === 'reset') {
+          stream.write(grpcFrame(event));
+          setTimeout(() => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR), 50);
+          return;
+        }
+        for (let i = 0; i < EVENTS && !stream.destroyed; i++) {
+          // The agent honours backpressure: it waits while its side is full.
+          if (!stream.write(grpcFrame(event))) await new Promise((r) => stream.once('drain', r));
+          sent++;
+        }
+        stream.end();
+      });
+    });
+    await new Promise<void>((r) => agent.listen(0, '127.0.0.1', () => r()));
+  });
+  afterAll(async () => {
+    for (const sess of sessions) sess.destroy();
+    await new Promise<void>((r) => agent.close(() => r()));
+  });
+  beforeEach(() => {
+    sent = 0;
+  });
+
+  const upstream = () => `http://127.0.0.1:${(agent.address() as { port: number }).port}`;
+
+  test.each([['relayed as bytes', 'false'], ['judged per message', 'true']])('a caller that does not read holds the agent back (%s)', async (_what, inspect) => {
+    const p = await s.proxy({ GRPC_PORT: '0', GRPC_UPSTREAM_URL: upstream(), INSPECT_RESPONSES: inspect, MAX_BODY_BYTES: String(1024 * 1024) });
+    const session = http2.connect(`http://${p.grpcAddress as string}`);
+    const req = session.request({ ':method': 'POST', ':path': STREAM, 'content-type': 'application/grpc', te: 'trailers', ...V1 });
+    req.end(grpcFrame(sendBytes('flood me')));
+    req.pause();
+    await new Promise((r) => setTimeout(r, 1500));
+    // 400 events of 32 KiB = 12.5 MiB; a proxy that held them back sent the agent's side a few windows' worth at most.
+    expect(sent).toBeLessThan(EVENTS / 4);
+    const heldBack = sent;
+    let bytes = 0;
+    const status = await new Promise<string | undefined>((resolve) => {
+      req.on('data', (c: Buffer) => (bytes += c.length));
+      req.on('trailers', (t) => resolve(t['grpc-status'] as string | undefined));
+      req.resume();
+    });
+    expect(status).toBe('0');
+    expect(sent).toBe(EVENTS);
+    expect(sent).toBeGreaterThan(heldBack);
+    expect(bytes).toBe(EVENTS * (event.length + 5));
+    session.close();
+  });
+
+  test('an agent that resets its stream: the caller gets UNAVAILABLE, not a clean end', async () => {
+    mode = 'reset';
+    try {
+      const p = await s.proxy({ GRPC_PORT: '0', GRPC_UPSTREAM_URL: upstream() });
+      const a = await rawGrpc(p.grpcAddress as string, STREAM, grpcFrame(sendBytes('reset me')), V1);
+      expect(a.grpcStatus).toBe(14);
+      expect(a.details).toContainEqual(expect.objectContaining({ reason: 'UPSTREAM_UNAVAILABLE', domain: 'a2a-guard' }));
+    } finally {
+      mode = 'flood';
+    }
+  });
+});
