@@ -144,7 +144,10 @@ describe('what the agent receives (a byte-recording HTTP/2 agent)', () => {
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('end', () => {
         seen.push({ headers, body: Buffer.concat(chunks) });
-        const answer = sendCodec.response.encode(sendCodec.response.fromJson({ task: { id: 't1', contextId: 'c1', status: { state: 'TASK_STATE_COMPLETED' } } }));
+        const answer = Buffer.concat([
+          sendCodec.response.encode(sendCodec.response.fromJson({ task: { id: 't1', contextId: 'c1', status: { state: 'TASK_STATE_COMPLETED' } } })),
+          unknownField('AGENT-EXTRA'),
+        ]);
         stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'x-agent-meta': 'kept' }, { waitForTrailers: true });
         stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0', 'x-agent-trailer': 'kept' }));
         stream.end(grpcFrame(answer));
@@ -191,6 +194,17 @@ describe('what the agent receives (a byte-recording HTTP/2 agent)', () => {
     const left = Number(/^(\d+)m$/.exec(String(got.headers['grpc-timeout']))?.[1]);
     expect(left).toBeGreaterThan(0);
     expect(left).toBeLessThanOrEqual(5000);
+  });
+
+  test('a judged answer reaches the caller without fields the guardian did not see; an unjudged one as the agent sent it', async () => {
+    const port = (raw.address() as { port: number }).port;
+    const judged = await s.proxy({ GRPC_PORT: '0', GRPC_UPSTREAM_URL: `http://127.0.0.1:${port}`, INSPECT_RESPONSES: 'true' });
+    const a = await rawGrpc(judged.grpcAddress as string, SEND, grpcFrame(sendBytes('answer please')), V1);
+    expect(a.grpcStatus).toBe(0);
+    expect(a.body.includes('AGENT-EXTRA')).toBe(false);
+    expect(a.body.includes('t1')).toBe(true);
+    const b = await rawGrpc(relay.grpcAddress as string, SEND, grpcFrame(sendBytes('answer please')), V1);
+    expect(b.body.includes('AGENT-EXTRA')).toBe(true);
   });
 
   test("ROLE=client: the caller's reasoning reaches the guardian, never the agent", async () => {

@@ -175,6 +175,7 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
   };
 
   async function handle(caller: CallerSide, headers: http2.IncomingHttpHeaders): Promise<void> {
+    const started = performance.now();
     const stream = caller.stream;
     const remoteAddress = stream.session?.socket.remoteAddress;
     const path = String(headers[':path'] ?? '');
@@ -220,7 +221,7 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     const request = canonicalRequest(method, params, id);
     const span = deps.tracer.startCall(headers, { method: method.op.aosMethod, wireMethod: method.name, binding: 'grpc', role: config.role, httpMethod: 'POST', path, remoteAddress });
     const call: GrpcCall = {
-      started: performance.now(), method, op: method.op, id, caller: new Cancellation(), identity: known.identity, callerPeer: known.peer,
+      started, method, op: method.op, id, caller: new Cancellation(), identity: known.identity, callerPeer: known.peer,
       hooks: [], peers: {}, span, decision: 'allow', events: 0, upstreamStatus: null, remoteAddress,
     };
     let upReq: http2.ClientHttp2Stream | undefined;
@@ -406,9 +407,11 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
         failAnswer(framingError(bytes), `agent answer: ${bytes.message}`, bytes.status, 'answer_refused');
         return undefined;
       }
+      let decoded: unknown;
       let result: JsonObject;
       try {
-        result = codec.toJson(codec.decode(bytes));
+        decoded = codec.decode(bytes);
+        result = codec.toJson(decoded);
       } catch (err) {
         failAnswer(proxyError('upstreamUnavailable', 'Upstream agent answer does not decode'), `agent answer: ${(err as Error).message}`, 'INTERNAL', 'answer_refused');
         return undefined;
@@ -420,8 +423,7 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
       }
       let payload = canonicalResponse(call.id, result);
       if (answerHook !== undefined) {
-        const hook = method.streaming ? answerHook.event ?? answerHook.unary : answerHook.unary;
-        const check: AnswerCheck = hook === undefined ? { type: 'pass' } : await (method.streaming && answerHook.event !== undefined ? answerHook.event(payload) : (hook as (b: unknown, ok: boolean) => AnswerCheck | Promise<AnswerCheck>)(payload, true));
+        const check = await answerCheck(answerHook, method.streaming, payload);
         if (!caller.open) return undefined;
         if (check.type === 'refuse') {
           call.decision = 'refused';
@@ -449,7 +451,9 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
         }
       }
       try {
-        return changed ? encodeFromPayload(codec, payload, 'result') : bytes;
+        if (changed) return encodeFromPayload(codec, payload, 'result');
+        // A judged answer carries only what the guardian saw (unknown fields are not re-encoded); an unjudged one goes as it came.
+        return config.inspectResponses ? codec.encode(decoded) : bytes;
       } catch (err) {
         failAnswer(proxyError('upstreamUnavailable', 'Answer cannot be re-encoded'), (err as Error).message, 'INTERNAL', 'answer_refused');
         return undefined;
@@ -536,6 +540,12 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     (call.span as CallSpan).end({ outcome: record.outcome, decision: record.decision, reasonCodes: record.reasonCodes, upstreamStatus: call.upstreamStatus, error: call.error });
     deps.decisionLog?.(record);
   }
+}
+
+/** Task ownership's check of one answer message: a stream's events, or the unary answer. */
+function answerCheck(hook: AnswerHook, streaming: boolean, payload: JsonObject): AnswerCheck | Promise<AnswerCheck> {
+  if (streaming && hook.event !== undefined) return hook.event(payload);
+  return hook.unary?.(payload, true) ?? { type: 'pass' };
 }
 
 /** A problem string when a replacement payload does not encode, for enforce's "no valid answer". */
