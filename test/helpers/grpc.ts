@@ -42,8 +42,8 @@ export interface RawGrpcAnswer {
   readonly body: Buffer;
 }
 
-/** One HTTP/2 request with exactly the bytes given (frames are the caller's to build). */
-export function rawGrpc(address: string, path: string, body: Buffer, headers: http2.OutgoingHttpHeaders = {}): Promise<RawGrpcAnswer> {
+/** One HTTP/2 request with exactly the bytes given (frames are the caller's to build), written in `split` pieces. */
+export function rawGrpc(address: string, path: string, body: Buffer, headers: http2.OutgoingHttpHeaders = {}, split = 1): Promise<RawGrpcAnswer> {
   return new Promise((resolve, reject) => {
     const session = http2.connect(`http://${address}`);
     session.on('error', reject);
@@ -71,7 +71,9 @@ export function rawGrpc(address: string, path: string, body: Buffer, headers: ht
         grpcMessage: msg === undefined ? undefined : decodeURIComponent(msg), details, body: Buffer.concat(chunks),
       });
     });
-    req.end(body);
+    const step = Math.max(1, Math.ceil(body.length / split));
+    for (let i = step; i < body.length; i += step) req.write(body.subarray(i - step, i));
+    req.end(body.subarray(Math.max(0, Math.ceil(body.length / step) - 1) * step));
   });
 }
 
