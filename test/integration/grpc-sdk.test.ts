@@ -246,6 +246,32 @@ describe('TLS and shutdown', () => {
     }
   });
 
+  test('mutual TLS: the client certificate is the verified caller the guardian sees; no certificate is UNAUTHENTICATED', async () => {
+    const pki = await createPki();
+    const spiffe = 'spiffe://kitchen.test/ns/agents/sa/grpc-caller';
+    try {
+      const cert = await pki.issue({ server: true, name: 'grpc-mtls-server' });
+      const clientCert = await pki.issue({ cn: 'grpc-caller', spiffe, name: 'grpc-mtls-client' });
+      const p = await s.proxy({
+        GRPC_PORT: '0', TLS_CERT_FILE: cert.certFile, TLS_KEY_FILE: cert.keyFile, TLS_CLIENT_CA_FILE: pki.caFile, TLS_CLIENT_CERT: 'optional', IDENTITY_POLICY: 'required',
+      });
+      const dispatcher = new Agent({ connect: { ca: pki.caCert } });
+      const fetchImpl = ((url: string, init?: object) => undiciFetch(url, { ...init, dispatcher })) as unknown as typeof fetch;
+      const ca = Buffer.from(pki.caCert);
+      const { client: anonymous } = await makeGrpcClient(p.url, { fetchImpl, credentials: grpcJs.credentials.createSsl(ca) });
+      expect((await grpcFailure(anonymous.sendMessage(sendReq('who am i')))).code).toBe(16);
+      expect(rec.calls).toHaveLength(0);
+      const { client: c } = await makeGrpcClient(p.url, { fetchImpl, credentials: grpcJs.credentials.createSsl(ca, Buffer.from(clientCert.key), Buffer.from(clientCert.cert)) });
+      await c.sendMessage(sendReq('with a certificate'));
+      expect(rec.calls.map((x) => x.method)).toEqual(['sendMessage']);
+      const from = requestEnvelopes()[0]?.params.context.from.agent;
+      expect(from.metadata.identity).toMatchObject({ verified: true, source: 'mtls', subject: spiffe });
+      await dispatcher.close();
+    } finally {
+      await pki.close();
+    }
+  });
+
   test("towards a TLS gRPC agent (GRPC_UPSTREAM_URL https, UPSTREAM_CA_FILE): the agent's certificate is verified", async () => {
     const pki = await createPki();
     const cert = await pki.issue({ server: true, name: 'grpc-agent' });
