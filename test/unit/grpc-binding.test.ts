@@ -12,6 +12,7 @@ import { MessageReader, formatTimeout, frameMessage, isProblem, parseTimeout, re
 import { encodeGrpcMessage, statusDetailsBin } from '../../src/a2a/bindings/grpc/status';
 import { grpcTargetFromCard, grpcUrl } from '../../src/a2a/bindings/grpc/card';
 import { rewriteCard } from '../../src/a2a/card';
+import { doorCheck } from '../../src/proxy/grpc/call';
 import { OPERATIONS } from '../../src/a2a/operations';
 import { sdkGrpcErrors } from '../helpers/grpc';
 
@@ -186,5 +187,28 @@ describe('card', () => {
     expect(grpcTargetFromCard({ supportedInterfaces: [] }, new URL('http://agent:9000'))).toBeUndefined();
     expect(grpcUrl('grpcs://agent:1', 'http:')?.href).toBe('https://agent:1/');
     expect(grpcUrl('ftp://agent:1', 'http:')).toBeUndefined();
+  });
+});
+
+describe('door checks (before the body is read)', () => {
+  const ok = { ':method': 'POST', ':path': '/lf.a2a.v1.A2AService/GetTask', 'content-type': 'application/grpc' };
+  test.each([
+    ['a known RPC', ok, 'pass'],
+    ['+proto and parameters', { ...ok, 'content-type': 'application/grpc+proto; charset=utf-8' }, 'pass'],
+    ['gzip', { ...ok, 'grpc-encoding': 'gzip' }, 'pass'],
+    ['GET', { ...ok, ':method': 'GET' }, 'UNIMPLEMENTED'],
+    ['grpc+json', { ...ok, 'content-type': 'application/grpc+json' }, 'INVALID_ARGUMENT'],
+    ['no content type', { ':method': 'POST', ':path': ok[':path'] }, 'INVALID_ARGUMENT'],
+    ['an unknown RPC', { ...ok, ':path': '/lf.a2a.v1.A2AService/Other' }, 'UNIMPLEMENTED'],
+    ['snappy', { ...ok, 'grpc-encoding': 'snappy' }, 'UNIMPLEMENTED'],
+    ['a bad deadline', { ...ok, 'grpc-timeout': '1 hour' }, 'INTERNAL'],
+  ] as const)('%s', (_what, headers, expected) => {
+    const d = doorCheck(headers);
+    expect(d.type === 'pass' ? 'pass' : d.status).toBe(expected);
+  });
+
+  test('a deadline is read in ms', () => {
+    const d = doorCheck({ ...ok, 'grpc-timeout': '3S' });
+    expect(d.type === 'pass' ? d.timeoutMs : undefined).toBe(3000);
   });
 });

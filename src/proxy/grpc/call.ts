@@ -179,20 +179,9 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     const stream = caller.stream;
     const remoteAddress = stream.session?.socket.remoteAddress;
     const path = String(headers[':path'] ?? '');
-    // Door checks, before a byte of the body is read. The positive model: an unknown method is never relayed.
-    if (headers[':method'] !== 'POST') return refuse(caller, proxyError('methodNotFound', 'gRPC calls are POST'), 'UNIMPLEMENTED', remoteAddress);
-    const contentType = headerText(headers['content-type']) ?? '';
-    if (!/^application\/grpc(\+proto)?(\s*;.*)?$/i.test(contentType)) {
-      return refuse(caller, proxyError('contentTypeNotSupported', `content-type ${contentType.slice(0, 64) || '(none)'} is not application/grpc`), 'INVALID_ARGUMENT', remoteAddress);
-    }
-    const method = grpcMethodForPath(path);
-    if (method === undefined) return refuse(caller, proxyError('methodNotFound', `Unknown method ${path.slice(0, 128)}`), 'UNIMPLEMENTED', remoteAddress);
-    const encoding = headerText(headers['grpc-encoding']);
-    if (!supportedEncoding(encoding)) {
-      return refuse(caller, proxyError('methodNotFound', `grpc-encoding ${String(encoding).slice(0, 32)} is not supported`), 'UNIMPLEMENTED', remoteAddress, { 'grpc-accept-encoding': SUPPORTED_ENCODINGS.join(',') });
-    }
-    const timeoutMs = parseTimeout(headerText(headers['grpc-timeout']));
-    if (timeoutMs === null) return refuse(caller, proxyError('rejected', 'malformed grpc-timeout'), 'INTERNAL', remoteAddress);
+    const door = doorCheck(headers);
+    if (door.type === 'refuse') return refuse(caller, door.error, door.status, remoteAddress, door.extra);
+    const { method, encoding, timeoutMs } = door;
 
     // Identity checks and signing start now and run while the message arrives.
     const who = identifyCaller(headers, stream);
@@ -540,6 +529,33 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     (call.span as CallSpan).end({ outcome: record.outcome, decision: record.decision, reasonCodes: record.reasonCodes, upstreamStatus: call.upstreamStatus, error: call.error });
     deps.decisionLog?.(record);
   }
+}
+
+type Door =
+  | { readonly type: 'pass'; readonly method: GrpcMethod; readonly encoding: string | undefined; readonly timeoutMs: number | undefined }
+  | { readonly type: 'refuse'; readonly error: ProxyError; readonly status: string; readonly extra?: http2.OutgoingHttpHeaders };
+
+/**
+ * The checks before a byte of the body is read (pure). The positive model: only the exact `:path` of a
+ * known RPC, over POST with a gRPC (protobuf) content type, in an encoding the proxy reads, passes.
+ */
+export function doorCheck(headers: http2.IncomingHttpHeaders): Door {
+  const refuse = (error: ProxyError, status: string, extra?: http2.OutgoingHttpHeaders): Door => ({ type: 'refuse', error, status, ...(extra === undefined ? {} : { extra }) });
+  if (headers[':method'] !== 'POST') return refuse(proxyError('methodNotFound', 'gRPC calls are POST'), 'UNIMPLEMENTED');
+  const contentType = headerText(headers['content-type']) ?? '';
+  if (!/^application\/grpc(\+proto)?(\s*;.*)?$/i.test(contentType)) {
+    return refuse(proxyError('contentTypeNotSupported', `content-type ${contentType.slice(0, 64) || '(none)'} is not application/grpc`), 'INVALID_ARGUMENT');
+  }
+  const path = String(headers[':path'] ?? '');
+  const method = grpcMethodForPath(path);
+  if (method === undefined) return refuse(proxyError('methodNotFound', `Unknown method ${path.slice(0, 128)}`), 'UNIMPLEMENTED');
+  const encoding = headerText(headers['grpc-encoding']);
+  if (!supportedEncoding(encoding)) {
+    return refuse(proxyError('methodNotFound', `grpc-encoding ${String(encoding).slice(0, 32)} is not supported`), 'UNIMPLEMENTED', { 'grpc-accept-encoding': SUPPORTED_ENCODINGS.join(',') });
+  }
+  const timeoutMs = parseTimeout(headerText(headers['grpc-timeout']));
+  if (timeoutMs === null) return refuse(proxyError('rejected', 'malformed grpc-timeout'), 'INTERNAL');
+  return { type: 'pass', method, encoding, timeoutMs };
 }
 
 /** Task ownership's check of one answer message: a stream's events, or the unary answer. */
