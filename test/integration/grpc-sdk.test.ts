@@ -126,6 +126,19 @@ describe('streams', () => {
   });
 });
 
+test("a deny inside a running stream cancels the agent's call", async () => {
+  s.agent.clear();
+  let n = 0;
+  s.guardian.script((env) => (env.params.payload.result !== undefined && ++n === 2 ? { decision: 'deny', message: 'second event' } : { decision: 'allow' }));
+  const err = await grpcFailure((async () => {
+    for await (const _ev of client.sendMessageStream(sendReq('slow'))) void _ev;
+  })());
+  expect(err.code).toBe(7);
+  const deadline = Date.now() + 5000;
+  while (Date.now() < deadline && s.agent.grpcCancelled.length === 0) await new Promise((r) => setTimeout(r, 20));
+  expect(s.agent.grpcCancelled).toEqual(['sendStreamingMessage']);
+});
+
 describe('answers judged and replaced (INSPECT_RESPONSES)', () => {
   test("modify of a unary answer: the caller gets the guardian's replacement, re-encoded", async () => {
     s.guardian.script((env) => {
