@@ -2,12 +2,7 @@
  * One gRPC call through the proxy, in order: door checks (method, content type, encoding, deadline)
  * -> the one request message (bounded, decompressed, decoded) -> caller identity -> task ownership ->
  * request hooks on the canonical JSON-RPC request -> the approved message re-encoded to the agent ->
- * its answer relayed message by message (response hooks per message when inspected) -> its trailers.
- *
- * Ordering rules of the relay: messages are decoded, judged and written one at a time, in order; the
- * agent's stream is paused while a message is judged and while the caller's side is full; a block
- * ends the caller's stream with the error status and cancels the agent's stream; the agent's
- * trailers are sent only after every message it sent was written.
+ * its answer relayed (relay.ts) -> one audit line when the call is over.
  */
 import { randomUUID } from 'node:crypto';
 import http2 from 'node:http2';
@@ -16,28 +11,23 @@ import type { Logger } from 'pino';
 import type { Config } from '../../config';
 import type { Metrics } from '../../admin/metrics';
 import type { Identities, Side } from '../../aos/identity';
-import type { JsonObject } from '../../aos/schemas';
-import { rewriteCard, type CardJson, type RewriteOptions } from '../../a2a/card';
+import type { RewriteOptions } from '../../a2a/card';
 import { grpcMethodForPath, type GrpcMethod } from '../../a2a/bindings/grpc/methods';
-import { canonicalRequest, canonicalResponse, codecFor, encodeFromPayload, type MessageCodec } from '../../a2a/bindings/grpc/codec';
-import {
-  GRPC_STATUS, MessageReader, formatTimeout, frameMessage, grpcStatusCode, isProblem, parseTimeout, readMessage, supportedEncoding,
-  SUPPORTED_ENCODINGS, type FramingProblem, type RawMessage,
-} from '../../a2a/bindings/grpc/framing';
-import { encodeGrpcMessage, statusDetailsBin, type ErrorInfoJson } from '../../a2a/bindings/grpc/status';
+import { canonicalRequest, codecFor, encodeFromPayload, encodeProblem } from '../../a2a/bindings/grpc/codec';
+import { GRPC_STATUS, formatTimeout, frameMessage, isProblem, parseTimeout, supportedEncoding, SUPPORTED_ENCODINGS } from '../../a2a/bindings/grpc/framing';
 import { Cancellation } from '../../cancel';
 import type { CallerIdentifier, CallerResult } from '../../identity/caller';
-import type { VerifiedIdentity } from '../../identity/types';
 import { ownerKey } from '../../ownership/principal';
-import type { CallSpan } from '../../observe/tracing';
-import type { Tracer } from '../../observe/tracing';
-import { auditRecord, type AuditRecord, type CallOutcome } from '../../observe/audit';
-import { grpcErrorParts, proxyError, type ProxyError } from '../errors';
+import type { CallSpan, Tracer } from '../../observe/tracing';
+import type { JsonObject } from '../../aos/schemas';
+import { auditRecord, type AuditRecord } from '../../observe/audit';
+import { proxyError, type ProxyError } from '../errors';
 import { forwardRequestHeaders, headerText } from '../forward';
-import type { BodyBudget, BodyLease } from '../body';
-import { summarize, type HookCall, type HookRecord, type HookRun, type HookRunInput } from '../hooks';
-import type { HookDecision } from '../enforce';
-import type { AnswerCheck, AnswerHook, TaskOwnership } from '../ownership';
+import type { BodyBudget } from '../body';
+import { summarize, type HookRecord, type HookRun, type HookRunInput } from '../hooks';
+import type { AnswerHook, TaskOwnership } from '../ownership';
+import { CallerSide, errorStatus, framingError, readRequestMessage, type GrpcCall } from './caller';
+import { relayAnswer } from './relay';
 import type { GrpcUpstream } from './upstream';
 
 export interface GrpcDeps {
@@ -62,98 +52,9 @@ export interface GrpcDeps {
 }
 
 const REQUEST_SIDES: Record<Config['role'], readonly Side[]> = { client: ['client'], server: ['server'], both: ['client', 'server'] };
-const RESPONSE_SIDES: Record<Config['role'], readonly Side[]> = { client: ['client'], server: ['server'], both: ['server', 'client'] };
 
 /** Headers of the caller's request that are HTTP/2 or gRPC transport, set by the proxy itself towards the agent. */
 const TRANSPORT_HEADERS = new Set(['host', 'grpc-encoding', 'grpc-accept-encoding', 'grpc-timeout', 'content-length', 'te', 'content-type', 'user-agent']);
-/** Agent answer headers that are transport (or that the proxy changes when it re-encodes). */
-const ANSWER_DROP = new Set(['content-length', 'connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'date']);
-
-/** Per-call facts (the gRPC counterpart of the HTTP pipeline's Exchange). */
-interface GrpcCall extends HookCall {
-  readonly started: number;
-  readonly method: GrpcMethod;
-  readonly id: string;
-  readonly identity: VerifiedIdentity | undefined;
-  readonly remoteAddress: string | undefined;
-  decision: HookDecision | 'error' | 'refused';
-  events: number;
-  error?: string;
-  outcome?: CallOutcome;
-  upstreamSentAt?: number;
-  upstreamEndedAt?: number;
-  upstreamStatus: number | null;
-}
-
-/** The caller's side of one call: answers in gRPC terms, whatever state the stream is in. */
-class CallerSide {
-  private trailers: http2.OutgoingHttpHeaders | undefined;
-  finished = false;
-
-  constructor(readonly stream: http2.ServerHttp2Stream) {
-    stream.on('wantTrailers', () => {
-      stream.sendTrailers(this.trailers ?? { 'grpc-status': String(GRPC_STATUS.INTERNAL), 'grpc-message': 'answer ended without a status' });
-    });
-  }
-
-  get open(): boolean {
-    return !this.stream.destroyed && !this.stream.closed && !this.finished;
-  }
-
-  /** Headers of a response that will carry messages and then trailers. */
-  respond(headers: http2.OutgoingHttpHeaders): void {
-    if (this.stream.headersSent || !this.open) return;
-    this.stream.respond({ ...headers, ':status': 200 }, { waitForTrailers: true });
-  }
-
-  /** End with a status: trailers-only before any message, trailers after them. */
-  end(status: http2.OutgoingHttpHeaders): void {
-    if (!this.open) return;
-    this.finished = true;
-    if (!this.stream.headersSent) {
-      this.stream.respond({ ':status': 200, 'content-type': 'application/grpc', ...status }, { endStream: true });
-      // Refused before the request was read to its end: RST_STREAM(NO_ERROR) tells the caller to stop sending (RFC 9113 8.1).
-      if (!this.stream.readableEnded) this.stream.close(http2.constants.NGHTTP2_NO_ERROR);
-      return;
-    }
-    this.trailers = status;
-    this.stream.end();
-  }
-
-  fail(err: ProxyError, statusOverride?: string): void {
-    this.end(errorStatus(err, statusOverride));
-  }
-
-  /** Write one message; resolves when the caller's side can take more (backpressure). */
-  write(frame: Buffer): Promise<void> {
-    if (!this.open) return Promise.resolve();
-    if (this.stream.write(frame)) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        this.stream.off('drain', done);
-        this.stream.off('close', done);
-        resolve();
-      };
-      this.stream.once('drain', done);
-      this.stream.once('close', done);
-    });
-  }
-}
-
-/** The status headers of a proxy error, with its ErrorInfo in grpc-status-details-bin. */
-export function errorStatus(err: ProxyError, statusOverride?: string): http2.OutgoingHttpHeaders {
-  const parts = grpcErrorParts(err, statusOverride);
-  const code = grpcStatusCode(parts.status);
-  return {
-    'grpc-status': String(code),
-    'grpc-message': encodeGrpcMessage(parts.message),
-    'grpc-status-details-bin': statusDetailsBin(code, parts.message, parts.details as readonly ErrorInfoJson[]).toString('base64'),
-  };
-}
-
-function framingError(p: FramingProblem): ProxyError {
-  return proxyError(p.status === 'UNIMPLEMENTED' ? 'methodNotFound' : 'rejected', p.message);
-}
 
 export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void {
   const { config, logger, metrics } = deps;
@@ -283,183 +184,7 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     upReq.end(frameMessage(message));
     // The request has left: its bytes no longer count against the in-flight budget.
     lease.release();
-    relay(call, caller, upReq, codec.response, answerHook, headerText(headers[':authority']));
-  }
-
-  function relay(call: GrpcCall, caller: CallerSide, upReq: http2.ClientHttp2Stream, codec: MessageCodec, answerHook: AnswerHook | undefined, authority: string | undefined): void {
-    const method = call.method;
-    const inspect = config.inspectResponses || method.op.returnsCard || answerHook !== undefined;
-    let upTrailers: http2.IncomingHttpHeaders | undefined;
-    let upEncoding: string | undefined;
-    let responded = false;
-    let untrack: (() => void) | undefined;
-    const reader = new MessageReader(config.maxBodyBytes);
-    const queue: RawMessage[] = [];
-    let working = false;
-    let upEnded = false;
-
-    const stopUpstream = () => upReq.close(http2.constants.NGHTTP2_CANCEL);
-    const failAnswer = (err: ProxyError, why: string, status?: string, outcome?: CallOutcome) => {
-      call.error ??= why;
-      if (outcome !== undefined) call.outcome = outcome;
-      caller.fail(err, status);
-      stopUpstream();
-    };
-
-    upReq.on('error', (err) => {
-      if (caller.finished) return;
-      failAnswer(proxyError('upstreamUnavailable', 'Upstream agent unavailable'), `upstream: ${(err as NodeJS.ErrnoException).code ?? err.message}`);
-    });
-    upReq.on('response', (h) => {
-      const status = Number(h[':status']);
-      call.upstreamStatus = status;
-      metrics.upstreamCall(method.op.aosMethod, (performance.now() - (call.upstreamSentAt as number)) / 1000);
-      if (status !== 200) return failAnswer(proxyError('upstreamUnavailable', `Upstream agent answered HTTP ${status}`), `upstream HTTP ${status}`);
-      if (h['grpc-status'] !== undefined) {
-        // Trailers-only: the agent's status (an error, or an empty answer) goes back as it is.
-        caller.end(answerHeaders(h, false));
-        return;
-      }
-      upEncoding = headerText(h['grpc-encoding']);
-      responded = true;
-      caller.respond(answerHeaders(h, inspect));
-      if (method.streaming) {
-        untrack = trackStream(() => failAnswer(proxyError('upstreamUnavailable', 'Proxy shutting down'), 'proxy shutdown', 'UNAVAILABLE'));
-      }
-    });
-    upReq.on('trailers', (t) => {
-      upTrailers = t;
-    });
-    caller.stream.once('close', () => untrack?.());
-
-    if (!inspect) {
-      // Nothing reads the answer: its bytes go through as they come, with backpressure both ways.
-      upReq.on('data', (chunk: Buffer) => {
-        if (!caller.open) return;
-        if (!caller.stream.write(chunk)) {
-          upReq.pause();
-          caller.stream.once('drain', () => upReq.resume());
-        }
-      });
-    } else {
-      upReq.on('data', (chunk: Buffer) => {
-        const got = reader.push(chunk);
-        if (isProblem(got)) return failAnswer(framingError(got), `agent answer: ${got.message}`, got.status, 'answer_refused');
-        queue.push(...got);
-        if (queue.length > 0) void drainQueue();
-      });
-    }
-    upReq.on('end', () => {
-      upEnded = true;
-      call.upstreamEndedAt = performance.now();
-      if (!working) finish();
-    });
-    upReq.on('close', () => {
-      if (!upEnded && !caller.finished) {
-        call.upstreamEndedAt = performance.now();
-        failAnswer(proxyError('upstreamUnavailable', 'Upstream agent ended the call without a status'), `upstream closed (code ${upReq.rstCode ?? '?'})`);
-      }
-    });
-
-    function finish(): void {
-      if (caller.finished || !responded) return;
-      if (!reader.clean) return failAnswer(proxyError('upstreamUnavailable', 'Upstream agent answer ended inside a message'), 'truncated answer', 'INTERNAL', 'answer_refused');
-      untrack?.();
-      caller.end(upTrailers === undefined ? { 'grpc-status': String(GRPC_STATUS.INTERNAL), 'grpc-message': 'agent sent no status' } : answerHeaders(upTrailers, false, true));
-    }
-
-    async function drainQueue(): Promise<void> {
-      if (working) return;
-      working = true;
-      upReq.pause();
-      try {
-        while (queue.length > 0 && caller.open) {
-          const raw = queue.shift() as RawMessage;
-          const out = await judgeMessage(raw);
-          if (out === undefined) return;
-          call.events++;
-          await caller.write(frameMessage(out));
-        }
-      } finally {
-        working = false;
-        if (caller.open) {
-          if (upEnded) finish();
-          else upReq.resume();
-        }
-      }
-    }
-
-    /** One answer message: decoded, checked, judged, re-encoded; undefined when the call was ended instead. */
-    async function judgeMessage(raw: RawMessage): Promise<Buffer | undefined> {
-      const bytes = await readMessage(raw, upEncoding, config.maxBodyBytes);
-      if (isProblem(bytes)) {
-        failAnswer(framingError(bytes), `agent answer: ${bytes.message}`, bytes.status, 'answer_refused');
-        return undefined;
-      }
-      let decoded: unknown;
-      let result: JsonObject;
-      try {
-        decoded = codec.decode(bytes);
-        result = codec.toJson(decoded);
-      } catch (err) {
-        failAnswer(proxyError('upstreamUnavailable', 'Upstream agent answer does not decode'), `agent answer: ${(err as Error).message}`, 'INTERNAL', 'answer_refused');
-        return undefined;
-      }
-      let changed = false;
-      if (method.op.returnsCard) {
-        result = rewriteCard(result as CardJson, deps.cardRewrite(authority)) as JsonObject;
-        changed = true;
-      }
-      let payload = canonicalResponse(call.id, result);
-      if (answerHook !== undefined) {
-        const check = await answerCheck(answerHook, method.streaming, payload);
-        if (!caller.open) return undefined;
-        if (check.type === 'refuse') {
-          call.decision = 'refused';
-          failAnswer(check.error, 'task ownership refused the answer');
-          return undefined;
-        }
-        if (check.type === 'replace') {
-          payload = check.body as JsonObject;
-          changed = true;
-        }
-      }
-      if (config.inspectResponses) {
-        const run = await deps.runHooks({
-          ex: call, sides: RESPONSE_SIDES[config.role], phase: 'response', payload, payloadJson: JSON.stringify(payload), reasoning: undefined,
-          validateModified: (p) => encodeProblem(codec, p, 'result'),
-        });
-        if (!caller.open) return undefined;
-        if (run.type === 'block') {
-          failAnswer(run.error, `response hook: ${run.decision}`);
-          return undefined;
-        }
-        if (run.modified) {
-          payload = run.payload;
-          changed = true;
-        }
-      }
-      try {
-        if (changed) return encodeFromPayload(codec, payload, 'result');
-        // A judged answer carries only what the guardian saw (unknown fields are not re-encoded); an unjudged one goes as it came.
-        return config.inspectResponses ? codec.encode(decoded) : bytes;
-      } catch (err) {
-        failAnswer(proxyError('upstreamUnavailable', 'Answer cannot be re-encoded'), (err as Error).message, 'INTERNAL', 'answer_refused');
-        return undefined;
-      }
-    }
-  }
-
-  /** An open stream: counted in the gauge and ended by a shutdown; returns the untrack function. */
-  function trackStream(terminate: () => void): () => void {
-    deps.streams.add(terminate);
-    metrics.openStreams.inc();
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      if (deps.streams.delete(terminate)) metrics.openStreams.dec();
-    };
+    relayAnswer(deps, call, caller, upReq, codec.response, answerHook, headerText(headers[':authority']));
   }
 
   function identifyCaller(headers: http2.IncomingHttpHeaders, stream: http2.ServerHttp2Stream): Promise<CallerResult> {
@@ -556,73 +281,4 @@ export function doorCheck(headers: http2.IncomingHttpHeaders): Door {
   const timeoutMs = parseTimeout(headerText(headers['grpc-timeout']));
   if (timeoutMs === null) return refuse(proxyError('rejected', 'malformed grpc-timeout'), 'INTERNAL');
   return { type: 'pass', method, encoding, timeoutMs };
-}
-
-/** Task ownership's check of one answer message: a stream's events, or the unary answer. */
-function answerCheck(hook: AnswerHook, streaming: boolean, payload: JsonObject): AnswerCheck | Promise<AnswerCheck> {
-  if (streaming && hook.event !== undefined) return hook.event(payload);
-  return hook.unary?.(payload, true) ?? { type: 'pass' };
-}
-
-/** A problem string when a replacement payload does not encode, for enforce's "no valid answer". */
-function encodeProblem(codec: MessageCodec, payload: JsonObject, member: 'params' | 'result'): string | undefined {
-  try {
-    encodeFromPayload(codec, payload, member);
-    return undefined;
-  } catch (err) {
-    return `modified ${member} do not encode: ${(err as Error).message}`;
-  }
-}
-
-/** The agent's response headers or trailers as relayed: pseudo and hop-by-hop headers dropped; re-encoded answers lose grpc-encoding. */
-function answerHeaders(h: http2.IncomingHttpHeaders, reencoded: boolean, trailers = false): http2.OutgoingHttpHeaders {
-  const out: http2.OutgoingHttpHeaders = {};
-  for (const [k, v] of Object.entries(h)) {
-    if (k.startsWith(':') || ANSWER_DROP.has(k) || v === undefined) continue;
-    if (reencoded && k === 'grpc-encoding') continue;
-    if (trailers && k === 'content-type') continue;
-    out[k] = v;
-  }
-  if (!trailers && out['content-type'] === undefined) out['content-type'] = 'application/grpc';
-  return out;
-}
-
-/** The one request message of a call (every A2A RPC takes exactly one), bounded and decompressed. */
-function readRequestMessage(
-  stream: http2.ServerHttp2Stream, encoding: string | undefined, maxBytes: number, timeoutMs: number, lease: BodyLease,
-): Promise<Buffer | FramingProblem | 'gone' | 'overloaded'> {
-  return new Promise((resolve) => {
-    const reader = new MessageReader(maxBytes);
-    const messages: RawMessage[] = [];
-    let settled = false;
-    const done = (v: Buffer | FramingProblem | 'gone' | 'overloaded' | Promise<Buffer | FramingProblem>) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      stream.off('data', onData);
-      stream.off('end', onEnd);
-      stream.off('close', onClose);
-      if (v !== 'gone' && !(v instanceof Promise) && !Buffer.isBuffer(v)) stream.pause();
-      void Promise.resolve(v).then(resolve);
-    };
-    const timer = setTimeout(() => done({ status: 'INTERNAL', message: 'request message did not arrive in time' }), timeoutMs);
-    timer.unref();
-    const onData = (chunk: Buffer) => {
-      if (!lease.take(chunk.length)) return done('overloaded');
-      const got = reader.push(chunk);
-      if (isProblem(got)) return done(got);
-      messages.push(...got);
-      if (messages.length > 1) done({ status: 'INTERNAL', message: 'more than one request message for a unary-request method' });
-    };
-    const onEnd = () => {
-      if (!reader.clean) return done({ status: 'INTERNAL', message: 'request ended inside a message' });
-      const m = messages[0];
-      if (m === undefined) return done({ status: 'INTERNAL', message: 'no request message' });
-      done(readMessage(m, encoding, maxBytes));
-    };
-    const onClose = () => done('gone');
-    stream.on('data', onData);
-    stream.once('end', onEnd);
-    stream.once('close', onClose);
-  });
 }

@@ -105,3 +105,13 @@ export function canonicalResponse(id: string, result: JsonObject): JsonObject {
 export function encodeFromPayload(codec: MessageCodec, payload: JsonObject, member: 'params' | 'result'): Buffer {
   return codec.encode(codec.fromJson(asObject(payload[member], member)));
 }
+
+/** A problem string when a replacement payload does not encode, for enforce's "no valid answer". */
+export function encodeProblem(codec: MessageCodec, payload: JsonObject, member: 'params' | 'result'): string | undefined {
+  try {
+    encodeFromPayload(codec, payload, member);
+    return undefined;
+  } catch (err) {
+    return `modified ${member} do not encode: ${(err as Error).message}`;
+  }
+}
