@@ -169,7 +169,7 @@ describe('what the agent receives (a byte-recording HTTP/2 agent)', () => {
     const hostile = Buffer.concat([sendBytes('hello with extras'), unknownField('SMUGGLED-FIELD')]);
     const a = await rawGrpc(relay.grpcAddress as string, SEND, grpcFrame(hostile), {
       ...V1, 'grpc-timeout': '5S', 'x-custom': 'passes', authorization: 'Bearer abc', 'x-aos-reasoning': 'secret reasoning', 'x-aos-agent-name': 'claimed',
-      'x-aos-unchecked': 'true', 'grpc-encoding': 'identity', 'grpc-accept-encoding': 'gzip',
+      'x-aos-unchecked': 'true', 'grpc-encoding': 'identity', 'grpc-accept-encoding': 'gzip', 'user-agent': 'grpc-node-js/test',
     });
     expect(a.grpcStatus).toBe(0);
     expect(a.headers['x-agent-meta']).toBe('kept');
@@ -183,6 +183,7 @@ describe('what the agent receives (a byte-recording HTTP/2 agent)', () => {
     expect(sendCodec.request.toJson(sendCodec.request.decode((msgs[0] as { data: Buffer }).data))).toEqual(s.guardian.calls()[0]?.params.payload.params);
     expect(got.headers['x-custom']).toBe('passes');
     expect(got.headers.authorization).toBe('Bearer abc');
+    expect(got.headers['user-agent']).toBe('grpc-node-js/test');
     expect(got.headers['a2a-version']).toBe('1.0');
     expect(got.headers['x-aos-reasoning']).toBeUndefined();
     expect(got.headers['x-aos-agent-name']).toBeUndefined();

@@ -54,7 +54,7 @@ export interface GrpcDeps {
 const REQUEST_SIDES: Record<Config['role'], readonly Side[]> = { client: ['client'], server: ['server'], both: ['client', 'server'] };
 
 /** Headers of the caller's request that are HTTP/2 or gRPC transport, set by the proxy itself towards the agent. */
-const TRANSPORT_HEADERS = new Set(['host', 'grpc-encoding', 'grpc-accept-encoding', 'grpc-timeout', 'content-length', 'te', 'content-type', 'user-agent']);
+const TRANSPORT_HEADERS = new Set(['host', 'grpc-encoding', 'grpc-accept-encoding', 'grpc-timeout', 'content-length', 'te', 'content-type']);
 
 export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void {
   const { config, logger, metrics } = deps;
