@@ -8,6 +8,10 @@ import { handlerRecorder } from '../helpers/handler-recorder';
 import { grpcFailure, grpcFrame, makeGrpcClient, rawGrpc } from '../helpers/grpc';
 import { createPki } from '../helpers/pki';
 import { startIdentities } from './ownership-identities';
+import { configFrom } from '../../src/config';
+import { createLogger } from '../../src/log';
+import { startProxy } from '../../src/server';
+import type { AuditRecord } from '../../src/observe/audit';
 import * as grpcJs from '@grpc/grpc-js';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { codecFor } from '../../src/a2a/bindings/grpc/codec';
@@ -168,6 +172,27 @@ describe('answers judged and replaced (INSPECT_RESPONSES)', () => {
     expect(texts).toHaveLength(2);
     for (const t of texts) expect(t).toBe('REPLACED');
   });
+});
+
+test('every gRPC call is one audit record (binding grpc), with its decision and the guardian reason', async () => {
+  const records: AuditRecord[] = [];
+  const config = configFrom({ PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', LOG_LEVEL: 'silent', UPSTREAM_URL: s.agent.origin, GUARDIAN_URL: s.guardian.url, GRPC_PORT: '0' });
+  const p = await startProxy({ config, logger: createLogger('silent'), decisionLog: (r) => records.push(r) });
+  try {
+    const { client: c } = await makeGrpcClient(p.url);
+    await c.sendMessage(sendReq('audited'));
+    s.guardian.script(() => ({ decision: 'deny', message: 'No.', reasonCode: ['R1'] }));
+    await grpcFailure(c.getTask({ tenant: '', id: 'x', historyLength: undefined }));
+    const deadline = Date.now() + 3000;
+    while (Date.now() < deadline && records.length < 2) await new Promise((r) => setTimeout(r, 20));
+    expect(records.map((r) => [r.fields.method, r.fields.wireMethod, r.fields.binding, r.outcome])).toEqual([
+      ['message/send', 'SendMessage', 'grpc', 'forwarded'],
+      ['tasks/get', 'GetTask', 'grpc', 'denied'],
+    ]);
+    expect(records[1]).toMatchObject({ reasonCodes: ['R1'], fields: { guardianMessage: 'No.' } });
+  } finally {
+    await p.close();
+  }
 });
 
 describe('both roles', () => {
