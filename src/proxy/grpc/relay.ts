@@ -179,6 +179,8 @@ export function relayAnswer(
     if (config.inspectResponses) {
       const run = await deps.runHooks({
         ex: call, sides: RESPONSE_SIDES[config.role], phase: 'response', payload, payloadJson: JSON.stringify(payload), reasoning: undefined,
+        // Stream events use the guardian's stream connections, never ahead of a call's checks (as over HTTP).
+        ...(method.streaming ? { budget: 'stream' as const } : {}),
         validateModified: (p) => encodeProblem(codec, p, 'result'),
       });
       if (!caller.open) return undefined;
