@@ -177,7 +177,7 @@ describe('answers judged and replaced (INSPECT_RESPONSES)', () => {
 test('every gRPC call is one audit record (binding grpc), with its decision and the guardian reason', async () => {
   const records: AuditRecord[] = [];
   const config = configFrom({ PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', LOG_LEVEL: 'silent', UPSTREAM_URL: s.agent.origin, GUARDIAN_URL: s.guardian.url, GRPC_PORT: '0' });
-  const p = await startProxy({ config, logger: createLogger('silent'), decisionLog: (r) => records.push(r) });
+  const p = await startProxy({ config, logger: createLogger('silent'), decisionLog: (r) => ({ seq: records.push(r), hash: 'h' }) });
   try {
     const { client: c } = await makeGrpcClient(p.url);
     await c.sendMessage(sendReq('audited'));

@@ -21,6 +21,7 @@ import { ownerKey } from '../../ownership/principal';
 import type { CallSpan, Tracer } from '../../observe/tracing';
 import type { JsonObject } from '../../aos/schemas';
 import { auditRecord, type AuditRecord } from '../../observe/audit';
+import type { ChainLink } from '../../observe/decision-log';
 import { proxyError, type ProxyError } from '../errors';
 import { forwardRequestHeaders, headerText } from '../forward';
 import type { BodyBudget } from '../body';
@@ -39,7 +40,8 @@ export interface GrpcDeps {
   readonly signAssertion: (() => Promise<string>) | undefined;
   readonly ownership?: TaskOwnership | undefined;
   readonly tracer: Tracer;
-  readonly decisionLog?: ((record: AuditRecord) => void) | undefined;
+  /** Every finished call's audit record (the tamper-evident decision log); returns the record's chain link. */
+  readonly decisionLog?: ((record: AuditRecord) => ChainLink) | undefined;
   /** The same hook runner the HTTP bindings use (proxy/hooks.ts). */
   readonly runHooks: (input: HookRunInput) => Promise<HookRun>;
   readonly upstream: GrpcUpstream;
@@ -248,11 +250,16 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
       record.fields.caller = call.identity.subject;
       record.fields.callerSource = call.identity.source;
     }
+    // The decision log first: the audit line names the record it wrote (as over HTTP).
+    const link = deps.decisionLog?.(record);
+    if (link !== undefined) {
+      record.fields.decisionSeq = link.seq;
+      record.fields.decisionHash = link.hash;
+    }
     if (record.level === 'warn') logger.warn(record.fields, 'a2a call');
     else logger.info(record.fields, 'a2a call');
     metrics.finished(call.op.aosMethod, record.outcome, Math.max(0, totalMs - (upstreamMs ?? 0)) / 1000);
     (call.span as CallSpan).end({ outcome: record.outcome, decision: record.decision, reasonCodes: record.reasonCodes, upstreamStatus: call.upstreamStatus, error: call.error });
-    deps.decisionLog?.(record);
   }
 }
 
