@@ -20,7 +20,8 @@ import type { CallerIdentifier, CallerResult } from '../../identity/caller';
 import { ownerKey } from '../../ownership/principal';
 import type { CallSpan, Tracer } from '../../observe/tracing';
 import type { JsonObject } from '../../aos/schemas';
-import { auditRecord, type AuditRecord } from '../../observe/audit';
+import type { AuditRecord } from '../../observe/audit';
+import { writeAuditLine } from '../audit-line';
 import type { ChainLink } from '../../observe/decision-log';
 import { proxyError, type ProxyError } from '../errors';
 import { forwardRequestHeaders, headerText } from '../forward';
@@ -239,26 +240,13 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     const upstreamMs = call.upstreamSentAt === undefined ? undefined : (call.upstreamEndedAt ?? now) - call.upstreamSentAt;
     const side = call.hooks[0]?.side;
     const peer = side === undefined ? undefined : call.peers[side];
-    const record = auditRecord({
+    const record = writeAuditLine(deps, {
       method: call.op.aosMethod, wireMethod: call.method.name, binding: 'grpc', role: config.role, decision: call.decision, hooks: call.hooks as readonly HookRecord[],
       peer: peer === undefined ? undefined : { name: peer.name, url: peer.url, version: peer.version, verified: side === 'server' && call.identity !== undefined && call.identity.source !== 'local' },
       remoteAddress: call.remoteAddress, traceId: call.span.traceId, spanId: call.span.spanId, a2aId: call.id,
       upstreamStatus: call.upstreamStatus, forwarded: call.upstreamSentAt !== undefined, upstreamMs, totalMs, finished,
       events: call.events, error: call.error, outcome: call.outcome,
-    });
-    if (call.identity !== undefined && call.identity.source !== 'local') {
-      record.fields.caller = call.identity.subject;
-      record.fields.callerSource = call.identity.source;
-    }
-    // The decision log first: the audit line names the record it wrote (as over HTTP).
-    const link = deps.decisionLog?.(record);
-    if (link !== undefined) {
-      record.fields.decisionSeq = link.seq;
-      record.fields.decisionHash = link.hash;
-    }
-    if (record.level === 'warn') logger.warn(record.fields, 'a2a call');
-    else logger.info(record.fields, 'a2a call');
-    metrics.finished(call.op.aosMethod, record.outcome, Math.max(0, totalMs - (upstreamMs ?? 0)) / 1000);
+    }, call.identity);
     (call.span as CallSpan).end({ outcome: record.outcome, decision: record.decision, reasonCodes: record.reasonCodes, upstreamStatus: call.upstreamStatus, error: call.error });
   }
 }
