@@ -128,6 +128,9 @@ const EnvSchema = z.object({
   POLICY_WATCH: bool(true).describe('reload the embedded guardian\'s policy when POLICY_FILE changes (SIGHUP reloads it too)'),
   DECISION_LOG_FILE: z.string().min(1).optional().describe('append every call\'s audit record to this file as a hash chain (verify with --verify-log FILE)'),
   DECISION_LOG_KEY_FILE: z.string().min(1).optional().describe('a file holding a secret of at least 32 bytes: the decision log\'s hashes become HMAC-SHA256 under it, so whoever can write the log but not read the key cannot re-link a rewritten record (--verify-log reads the same variable)'),
+  GRPC_PORT: optional(z.string().regex(/^\d+$/, 'must be a port number').transform(Number).pipe(z.number().int().min(0).max(65535))).describe('serve the A2A gRPC binding on this port (same HOST and TLS_* as the HTTP listener); unset = no gRPC, and gRPC interfaces are removed from served cards'),
+  GRPC_UPSTREAM_URL: optional(httpUrl).describe("the agent's gRPC endpoint: http:// for h2c, https:// for TLS (UPSTREAM_CA_FILE etc.); default: the GRPC interface of the agent's card"),
+  GRPC_PUBLIC_ADDRESS: optional(z.string().regex(/^[A-Za-z0-9.\-\[\]:]+:\d+$/, 'must be host:port')).describe("host:port clients use to reach the proxy's gRPC listener (agent card rewrite); default: the card request's host with GRPC_PORT"),
   OTEL_SDK_DISABLED: bool(false).describe('true turns tracing off whatever else is set'),
   OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none']).optional().describe('otlp turns tracing on (default endpoint http://localhost:4318); none turns it off; unset: on when an OTLP endpoint is set'),
   OTEL_EXPORTER_OTLP_ENDPOINT: optional(httpUrl).describe('OTLP/HTTP collector base URL (/v1/traces is appended); setting it turns tracing on'),
@@ -296,6 +299,16 @@ export interface Config {
   readonly identity: IdentityConfig;
   readonly tls: TlsConfig;
   readonly ownership: OwnershipConfig;
+  /** The gRPC binding (GRPC_PORT), or undefined when off (nothing of it is loaded then). */
+  readonly grpc: GrpcConfig | undefined;
+}
+
+export interface GrpcConfig {
+  readonly port: number;
+  /** The agent's gRPC endpoint; undefined: from its card's GRPC interface. */
+  readonly upstreamUrl: URL | undefined;
+  /** host:port advertised in served cards; undefined: the card request's host with the listener's port. */
+  readonly publicAddress: string | undefined;
 }
 
 export interface OtelConfig {
@@ -430,6 +443,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
         maxEntries: e.TASK_STORE_MAX_ENTRIES,
         ttlSeconds: e.TASK_OWNERSHIP_TTL_SECONDS,
       },
+      grpc: e.GRPC_PORT === undefined
+        ? undefined
+        : { port: e.GRPC_PORT, upstreamUrl: e.GRPC_UPSTREAM_URL === undefined ? undefined : new URL(e.GRPC_UPSTREAM_URL), publicAddress: e.GRPC_PUBLIC_ADDRESS },
     },
   };
 }

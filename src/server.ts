@@ -27,6 +27,10 @@ import { createTracer, type Tracer } from './observe/tracing';
 import type { AuditRecord } from './observe/audit';
 import type { ChainLink } from './observe/decision-log';
 import { VERSION } from './version';
+import { createHookRunner } from './proxy/hooks';
+import type { RewriteOptions } from './a2a/card';
+import type { GrpcListener } from './proxy/grpc/server';
+import { grpcPublicAddress } from './a2a/bindings/grpc/card';
 
 export interface ProxyInstance {
   readonly server: http.Server;
@@ -35,6 +39,8 @@ export interface ProxyInstance {
   readonly guardian: Guardian;
   readonly upstreamCard: CardCache;
   readonly tracer: Tracer;
+  /** host:port of the gRPC listener, when GRPC_PORT is set. */
+  readonly grpcAddress: string | undefined;
   /**
    * Graceful stop: report not ready at once; keep accepting for `acceptForMs` (load balancers
    * still route here until they see it); then refuse new connections, let in-flight calls finish,
@@ -131,7 +137,22 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const bodyBudget = new BodyBudget(config.maxInflightBodyBytes);
   const store = config.ownership.enabled ? await createOwnerStore(config.ownership, logger, (n) => metrics.ownershipEvictions.inc(n)) : undefined;
   const ownership = store === undefined ? undefined : new TaskOwnership({ store, failMode: config.failMode, logger, metrics });
-  const handler = createProxyHandler({ config, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, upstreamCard, ...identity, ownership, tracer, decisionLog: opts.decisionLog, streamLine });
+  // The gRPC binding, when configured: its own HTTP/2 listener on the same hooks, identity and ownership.
+  let grpc: GrpcListener | undefined;
+  let effective = config;
+  if (config.grpc !== undefined) {
+    // Required here only: @grpc/grpc-js and the SDK's generated code load when gRPC is configured.
+    const { startGrpcListener } = require('./proxy/grpc/server') as typeof import('./proxy/grpc/server');
+    const listener = await startGrpcListener({
+      config, logger, metrics, identities, ...identity, ownership, tracer, decisionLog: opts.decisionLog, upstreamCard, bodyBudget,
+      runHooks: createHookRunner({ config, guardian, identities, logger, metrics }),
+      cardRewrite: (authority: string | undefined) => grpcCardRewrite(effective, authority, () => server),
+    }, logger);
+    grpc = listener;
+    // Cards served over HTTP name the port the gRPC listener got (GRPC_PORT=0 picks one).
+    effective = { ...config, grpc: { ...config.grpc, port: listener.port } };
+  }
+  const handler = createProxyHandler({ config: effective, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, upstreamCard, ...identity, ownership, tracer, decisionLog: opts.decisionLog, streamLine });
 
   const tls = listenerTls(config.tls.listener, config.identity.refreshMs, logger);
   const serverOptions = { keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 };
@@ -192,11 +213,16 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
+  }).catch(async (err: unknown) => {
+    // The gRPC listener is up already: a port the HTTP listener cannot bind must not leave it running.
+    await grpc?.close();
+    throw err;
   });
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return {
     server,
+    grpcAddress: grpc?.address,
     url: `${tls === undefined ? 'http' : 'https'}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${addr.port}`,
     metrics,
     guardian,
@@ -206,6 +232,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     drain: async (timeoutMs: number, acceptForMs = 0) => {
       draining = true;
       if (acceptForMs > 0) await new Promise((r) => setTimeout(r, acceptForMs));
+      const grpcClosed = grpc?.close(timeoutMs);
       await new Promise<void>((resolve) => {
         const deadline = setTimeout(() => {
           for (const end of [...streams]) end();
@@ -222,12 +249,14 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
         });
         server.closeIdleConnections();
       });
+      await grpcClosed;
     },
     close: async () => {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         for (const s of sockets) s.destroy();
       });
+      await grpc?.close();
       guardian.close();
       await upstream.close();
       upstreamTls.close();
@@ -238,4 +267,21 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
       await tracer.shutdown();
     },
   };
+}
+
+/**
+ * Card rewrite for gRPC GetExtendedAgentCard answers: HTTP URLs name PUBLIC_URL, else the host the
+ * caller used with the HTTP listener's port; gRPC interfaces name the gRPC address.
+ */
+function grpcCardRewrite(config: Config, authority: string | undefined, server: () => http.Server): RewriteOptions {
+  let host = '127.0.0.1';
+  try {
+    if (authority !== undefined) host = new URL(`http://${authority}`).hostname;
+  } catch {
+    // keep the loopback default
+  }
+  const tls = config.tls.listener !== undefined;
+  const port = (server().address() as AddressInfo | null)?.port ?? config.port;
+  const publicBase = config.publicUrl ?? new URL(`${tls ? 'https' : 'http'}://${host}:${port}/`);
+  return { publicBase, upstreamBase: config.upstreamUrl, signatures: config.cardSignatures, grpcAddress: grpcPublicAddress(config.grpc, config.publicUrl?.hostname ?? host) };
 }

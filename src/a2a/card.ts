@@ -3,6 +3,7 @@
  * every agent endpoint URL points at the proxy (design section 7). Without the rewrite SDK clients
  * call the URL in the card and bypass the proxy.
  */
+import { isCarriedGrpcInterface } from './bindings/grpc/card';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { Logger } from 'pino';
@@ -207,6 +208,8 @@ export interface RewriteOptions {
   /** The upstream base URL the proxy forwards to. */
   readonly upstreamBase: URL;
   readonly signatures: 'strip' | 'keep';
+  /** host:port of the proxy's gRPC listener when it serves gRPC (GRPC_PORT); undefined: gRPC interfaces are removed. */
+  readonly grpcAddress?: string | undefined;
 }
 
 /**
@@ -248,8 +251,11 @@ export function rewriteCard(card: CardJson, opts: RewriteOptions): CardJson {
       if (e === undefined || !('url' in e)) return [entry];
       // A url that is not a string (["http://elsewhere/"]) is one to SDK clients, which String() it: never kept.
       if (typeof e.url !== 'string') return [];
-      // The proxy carries HTTP JSON-RPC and REST only; a gRPC entry left in would lead around it.
-      if (/^grpc$/i.test(String(e.protocolBinding ?? e.transport ?? ''))) return [];
+      // A gRPC entry left pointing at the agent would lead around the proxy: it names the proxy's gRPC
+      // listener when there is one (and the proxy carries that protocol version), else it goes.
+      if (/^grpc$/i.test(String(e.protocolBinding ?? e.transport ?? ''))) {
+        return opts.grpcAddress !== undefined && key === 'supportedInterfaces' && isCarriedGrpcInterface(e) ? [{ ...e, url: opts.grpcAddress }] : [];
+      }
       const u = rewriteEndpoint(e.url, opts);
       // An interface the proxy cannot carry (gRPC) is removed: leaving it would be a way around the proxy.
       return u === undefined ? [] : [{ ...e, url: u }];

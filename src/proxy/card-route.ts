@@ -3,7 +3,8 @@
  * returned with every endpoint URL pointing at this proxy (design section 7).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { rewriteCard, weakEtag, type CardJson } from '../a2a/card';
+import { rewriteCard, weakEtag, type CardJson, type RewriteOptions } from '../a2a/card';
+import { grpcPublicAddress } from '../a2a/bindings/grpc/card';
 import type { ProxyDeps } from './pipeline';
 import { callUpstream, forwardRequestHeaders, relayResponseHeaders, abortOnClientClose, headerText } from './forward';
 import { proxyError } from './errors';
@@ -20,6 +21,12 @@ export function publicBase(deps: ProxyDeps, req: IncomingMessage): URL {
   } catch {
     return new URL(`${proto}://127.0.0.1:${deps.config.port}/`);
   }
+}
+
+/** How served cards (and extended-card answers) are rewritten for this request: its public base and, with GRPC_PORT, the gRPC address. */
+export function cardRewrite(deps: ProxyDeps, req: IncomingMessage): RewriteOptions {
+  const base = publicBase(deps, req);
+  return { publicBase: base, upstreamBase: deps.upstream.url, signatures: deps.config.cardSignatures, grpcAddress: grpcPublicAddress(deps.config.grpc, base.hostname) };
 }
 
 /** `target` is the canonical card path the proxy classified; HEAD is answered from the rewritten GET. */
@@ -62,7 +69,7 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
             // A 200 card that cannot be rewritten is never relayed: its URLs would lead around the proxy.
             const card = size <= MAX_CARD_BYTES && !isEncoded(upRes.headers['content-encoding']) ? parseCard(raw) : undefined;
             if (card === undefined) return unavailable('agent card: not a readable JSON object (too large, encoded or malformed)');
-            body = Buffer.from(JSON.stringify(rewriteCard(card, { publicBase: publicBase(deps, req), upstreamBase: deps.upstream.url, signatures: deps.config.cardSignatures })));
+            body = Buffer.from(JSON.stringify(rewriteCard(card, cardRewrite(deps, req))));
             out.etag = weakEtag(body);
             delete out['content-encoding'];
             if (deps.config.publicUrl === undefined) {

@@ -117,3 +117,8 @@ export function restHttpStatus(err: ProxyError): number {
 export function errorCode(kind: ProxyErrorKind): number {
   return KINDS[kind].code;
 }
+
+/** gRPC form: the status name (the kind's unless `status` overrides it) and the google.rpc.Status details. */
+export function grpcErrorParts(err: ProxyError, status?: string): { status: string; message: string; details: ReturnType<typeof errorDetails> } {
+  return { status: status ?? KINDS[err.kind].grpcStatus, message: err.message, details: errorDetails(err) };
+}

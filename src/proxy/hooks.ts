@@ -94,6 +94,9 @@ interface CallContext {
   readonly json: string;
 }
 
+/** What a hook run reads and records of a call: any binding's per-call value that has these (gRPC too). */
+export type HookCall = Pick<Exchange, 'op' | 'caller' | 'callerPeer' | 'hooks' | 'peers' | 'span' | 'contexts'>;
+
 export type HookRun =
   | {
     readonly type: 'pass'; readonly payload: JsonObject; readonly payloadJson: string;
@@ -104,7 +107,7 @@ export type HookRun =
   | { readonly type: 'block'; readonly error: ProxyError; readonly decision: HookDecision };
 
 export interface HookRunInput {
-  readonly ex: Exchange;
+  readonly ex: HookCall;
   readonly sides: readonly Side[];
   readonly phase: Phase;
   readonly payload: JsonObject;
@@ -124,7 +127,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
   const { config, logger, metrics } = deps;
 
   /** Who the observed agent is talking to, for one hook side. */
-  function peerOf(side: Side, ex: Exchange): PartialAgent {
+  function peerOf(side: Side, ex: HookCall): PartialAgent {
     // Server side: the caller as identified for this call (ROLE=both: its own observed client).
     return side === 'client' ? deps.identities.upstreamPeer() : ex.callerPeer;
   }
@@ -147,7 +150,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
   }
 
   /** The context of one hook point of a call: made at its first hook, reused by every stream event after it. */
-  function callContext(ex: Exchange, side: Side, phase: Phase): CallContext {
+  function callContext(ex: HookCall, side: Side, phase: Phase): CallContext {
     const observed = deps.identities.observed(side);
     const at = (side === 'client' ? 0 : 2) + (phase === 'request' ? 0 : 1);
     const contexts = (ex.contexts ??= []);
@@ -187,7 +190,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     return action;
   }
 
-  function record(ex: Exchange, rec: HookRecord, action: HookAction): void {
+  function record(ex: HookCall, rec: HookRecord, action: HookAction): void {
     // Stream events are counted, not kept one by one: a long stream must not grow the record.
     // A block is always kept (it ends the call), and so is the first failure: the audit line must say why.
     if (rec.phase === 'request' || ex.hooks.length < 8 || action.type === 'block' || (rec.failure !== undefined && !ex.hooks.some((h) => h.failure !== undefined))) {

@@ -22,14 +22,15 @@ import { abortOnClientClose, callUpstream, forwardRequestHeaders, headerText, ty
 import { createHookRunner, summarize, type Exchange, type HookRun } from './hooks';
 import { isEventStream, relayPlain, relayStreamInspected, relayUnaryInspected, sendError, type RelayContext } from './responses';
 import type { Line } from './relay/window';
-import { publicBase, serveCard } from './card-route';
+import { cardRewrite, serveCard } from './card-route';
 import { Cancellation } from '../cancel';
 import type { CallerIdentifier, CallerResult } from '../identity/caller';
 import { describeConnectError } from '../tls';
 import { taskNotFoundAnswer, withTaskOwnership, type TaskOwnership } from './ownership';
 import { ownerKey } from '../ownership/principal';
 import { callerTrace, type Tracer } from '../observe/tracing';
-import { auditRecord, type AuditRecord } from '../observe/audit';
+import type { AuditRecord } from '../observe/audit';
+import { writeAuditLine } from './audit-line';
 import type { ChainLink } from '../observe/decision-log';
 
 export interface ProxyDeps {
@@ -330,7 +331,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       inspect: ex !== undefined && config.inspectResponses
         ? (payload, payloadJson, budget) => runHooks({ ex, sides: RESPONSE_SIDES[config.role], phase: 'response', payload, payloadJson, reasoning: undefined, ...(budget === undefined ? {} : { budget }) })
         : undefined,
-      rewriteCard: ex?.op.returnsCard === true ? { publicBase: publicBase(deps, req), upstreamBase: deps.upstream.url, signatures: config.cardSignatures } : undefined,
+      rewriteCard: ex?.op.returnsCard === true ? cardRewrite(deps, req) : undefined,
       maxBodyBytes: config.maxBodyBytes,
       answerHook: ex?.answerHook,
       onUpstreamFailure: (why) => {
@@ -387,28 +388,14 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     }
     const side = ex.hooks[0]?.side;
     const peer = side === undefined ? undefined : ex.peers[side];
-    const record = auditRecord({
+    const record = writeAuditLine(deps, {
       method: ex.op.aosMethod, wireMethod: ex.wireMethod, binding: ex.binding, role: config.role, decision: ex.decision, hooks: ex.hooks,
       // The caller (server side) is verified when an identity was proven; a card or a header claim is not.
       peer: peer === undefined ? undefined : { name: peer.name, url: peer.url, version: peer.version, verified: side === 'server' && ex.identity !== undefined && ex.identity.source !== 'local' },
       remoteAddress: ex.req.socket.remoteAddress, traceId: ex.span.traceId, spanId: ex.span.spanId, a2aId: ex.id,
       upstreamStatus: ex.upstreamStatus, forwarded: ex.upstreamSentAt !== undefined, upstreamMs: ex.upstreamMs, totalMs, finished,
       events: ex.events, error: ex.error, outcome: ex.outcome,
-    });
-    // Who called, when verified (the subject names an agent or workload; it is not a secret).
-    if (ex.identity !== undefined && ex.identity.source !== 'local') {
-      record.fields.caller = ex.identity.subject;
-      record.fields.callerSource = ex.identity.source;
-    }
-    // The decision log first: the audit line names the record it wrote (a checkpoint outside the file).
-    const link = deps.decisionLog?.(record);
-    if (link !== undefined) {
-      record.fields.decisionSeq = link.seq;
-      record.fields.decisionHash = link.hash;
-    }
-    if (record.level === 'warn') logger.warn(record.fields, 'a2a call');
-    else logger.info(record.fields, 'a2a call');
-    metrics.finished(ex.op.aosMethod, record.outcome, Math.max(0, totalMs - (ex.upstreamMs ?? 0)) / 1000);
+    }, ex.identity);
     ex.span.end({ outcome: record.outcome, decision: record.decision, reasonCodes: record.reasonCodes, upstreamStatus: ex.upstreamStatus, error: ex.error });
   }
 }

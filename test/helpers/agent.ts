@@ -25,6 +25,8 @@ import type * as A2AServer from '@a2a-js/sdk/server' with { 'resolution-mode': '
 import type * as A2AExpress from '@a2a-js/sdk/server/express' with { 'resolution-mode': 'import' };
 import type * as A2ACompat from '@a2a-js/sdk/compat/v0_3' with { 'resolution-mode': 'import' };
 import type * as A2AClient from '@a2a-js/sdk/client' with { 'resolution-mode': 'import' };
+import type * as A2AGrpcServer from '@a2a-js/sdk/server/grpc' with { 'resolution-mode': 'import' };
+import type * as GrpcJs from '@grpc/grpc-js';
 import { closeServer, listen } from './net';
 
 const sdk: typeof A2A = require('@a2a-js/sdk');
@@ -88,6 +90,14 @@ export interface AgentOptions {
    * every operation the handler acts on (test/helpers/handler-recorder.ts).
    */
   wrapRequestHandler?: (handler: A2AServer.DefaultRequestHandler) => void;
+  /**
+   * Also serve the A2A gRPC binding (@a2a-js/sdk/server/grpc over @grpc/grpc-js) on 127.0.0.1:0, on the
+   * same request handler, with a v1.0 GRPC interface in the card (`advertiseGrpc` maps its host:port).
+   */
+  grpc?: boolean;
+  advertiseGrpc?: (address: string) => string;
+  /** Serve gRPC over TLS with this certificate and key (PEM) instead of h2c. */
+  grpcTls?: { cert: string; key: string };
 }
 
 export interface TestAgent {
@@ -107,6 +117,10 @@ export interface TestAgent {
   /** Push notifications the SDK tried to deliver (never sent over the network). */
   pushed: unknown[];
   server: http.Server;
+  /** host:port of the gRPC server (only with `grpc: true`). */
+  grpcAddress?: string;
+  /** gRPC service methods whose call the caller cancelled, in order. */
+  grpcCancelled: string[];
   /** Forget recorded requests, cancellations and pushes. */
   clear(): void;
   /** Stop running tasks, destroy open sockets, close the server. */
@@ -320,6 +334,22 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
   server.keepAliveTimeout = 5000;
   const origin = await listen(server);
   const pub = (opts.advertise ? opts.advertise(origin) : origin).replace(/\/+$/, '');
+  const grpcServer = opts.grpc === true ? new (require('@grpc/grpc-js') as typeof GrpcJs).Server() : undefined;
+  let grpcAddress: string | undefined;
+  const grpcCancelled: string[] = [];
+  if (grpcServer !== undefined) {
+    const grpcJs = require('@grpc/grpc-js') as typeof GrpcJs;
+    const port = await new Promise<number>((resolve, reject) =>
+      grpcServer.bindAsync(
+        '127.0.0.1:0',
+        opts.grpcTls === undefined
+          ? grpcJs.ServerCredentials.createInsecure()
+          : grpcJs.ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(opts.grpcTls.cert), private_key: Buffer.from(opts.grpcTls.key) }], false),
+        (err, p) => (err ? reject(err) : resolve(p)),
+      ),
+    );
+    grpcAddress = `127.0.0.1:${port}`;
+  }
 
   const card: AgentCard = {
     name: opts.name ?? 'Echo Agent',
@@ -334,7 +364,7 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
         { url: `${pub}/a2a/rest`, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '1.0' },
       ],
       ['JSONRPC', 'HTTP+JSON'],
-    ),
+    ).concat(grpcAddress === undefined ? [] : [{ url: opts.advertiseGrpc ? opts.advertiseGrpc(grpcAddress) : grpcAddress, protocolBinding: 'GRPC', tenant: '', protocolVersion: '1.0' }]),
     capabilities: {
       streaming: opts.streaming ?? true,
       pushNotifications: opts.pushNotifications ?? true,
@@ -369,6 +399,16 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
   app.use(`/${sdk.AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler, legacyCompat }));
   app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
   app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
+  if (grpcServer !== undefined) {
+    const sdkGrpc = require('@a2a-js/sdk/server/grpc') as typeof A2AGrpcServer;
+    const impl = sdkGrpc.grpcService({ requestHandler, userBuilder: sdkGrpc.UserBuilder.noAuthentication });
+    // Record calls the caller cancelled (RST_STREAM CANCEL reaches grpc-js as 'cancelled').
+    const wrapped = Object.fromEntries(Object.entries(impl).map(([name, fn]) => [name, (call: GrpcJs.ServerUnaryCall<unknown, unknown>, ...rest: unknown[]) => {
+      call.on('cancelled', () => grpcCancelled.push(name));
+      return (fn as (...a: unknown[]) => unknown)(call, ...rest);
+    }]));
+    grpcServer.addService(sdkGrpc.A2AService, wrapped as unknown as typeof impl);
+  }
 
   let closing: Promise<void> | undefined;
   return {
@@ -382,15 +422,19 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
     cancelled,
     pushed,
     server,
+    ...(grpcAddress === undefined ? {} : { grpcAddress }),
+    grpcCancelled,
     clear() {
       received.length = 0;
       cancelled.clear();
       pushed.length = 0;
+      grpcCancelled.length = 0;
     },
     close() {
       closing ??= (async () => {
         closed = true;
         wakeAll();
+        grpcServer?.forceShutdown();
         await closeServer(server);
         // Running executors notice `closed` at once (sleepers were woken); wait for them briefly.
         await Promise.race([Promise.allSettled([...running]), new Promise((r) => setTimeout(r, 1000).unref())]);

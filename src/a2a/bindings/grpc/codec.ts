@@ -1,0 +1,117 @@
+/**
+ * gRPC message <-> the protobuf JSON mapping the guardian sees, with the SDK's own generated code:
+ * bytes are read with the message types @a2a-js/sdk's gRPC server uses, and turned into JSON with
+ * the same message types' toJSON, which is what the SDK's JSON-RPC server reads back with fromJSON.
+ * So the guardian sees exactly the object the agent would act on, in the names the JSON-RPC binding
+ * uses; fields the generated code does not know are skipped when read and so never re-encoded.
+ *
+ * Loaded only when the gRPC binding is configured (the SDK's code and @grpc/grpc-js are large).
+ */
+import type * as A2A from '@a2a-js/sdk' with { 'resolution-mode': 'import' };
+import type * as A2AGrpc from '@a2a-js/sdk/server/grpc' with { 'resolution-mode': 'import' };
+import type { JsonObject } from '../../../aos/schemas';
+import { GRPC_METHODS, type GrpcMessageType, type GrpcMethod } from './methods';
+
+/** One message type: wire bytes <-> JSON. Every function throws on input it cannot read. */
+export interface MessageCodec {
+  /** Read wire bytes into the generated code's object (unknown fields are skipped). */
+  decode(bytes: Uint8Array): unknown;
+  /** That object as the protobuf JSON mapping. */
+  toJson(message: unknown): JsonObject;
+  /** JSON (as the guardian approved or replaced it) into the generated code's object. */
+  fromJson(json: JsonObject): unknown;
+  encode(message: unknown): Buffer;
+}
+
+export interface MethodCodec {
+  readonly request: MessageCodec;
+  readonly response: MessageCodec;
+}
+
+type Serialize = (value: never) => Buffer;
+type Deserialize = (value: Buffer) => unknown;
+interface JsonFns {
+  fromJSON(object: never): unknown;
+  toJSON(message: never): unknown;
+}
+
+function lowerFirst(name: string): string {
+  return `${name.charAt(0).toLowerCase()}${name.slice(1)}`;
+}
+
+function asObject(v: unknown, what: string): JsonObject {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error(`${what} is not a JSON object`);
+  return v as JsonObject;
+}
+
+const EMPTY_JSON: JsonFns = { fromJSON: () => ({}), toJSON: () => ({}) };
+
+function messageCodec(type: GrpcMessageType, serialize: Serialize, deserialize: Deserialize, sdk: typeof A2A): MessageCodec {
+  const json = type === 'Empty' ? EMPTY_JSON : (sdk as unknown as Record<string, JsonFns | undefined>)[type];
+  if (json === undefined || typeof json.toJSON !== 'function') throw new Error(`@a2a-js/sdk exports no JSON mapping for ${type}`);
+  return {
+    decode: (bytes) => deserialize(Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)),
+    // JSON.parse(JSON.stringify()) drops undefined members: the guardian gets plain JSON.
+    toJson: (message) => asObject(JSON.parse(JSON.stringify(json.toJSON(message as never))), type),
+    fromJson: (value) => json.fromJSON(value as never),
+    encode: (message) => serialize(message as never),
+  };
+}
+
+let loaded: ReadonlyMap<string, MethodCodec> | undefined;
+
+/** The codec of every method (by `:path`), built from the SDK on first use. */
+export function grpcCodecs(): ReadonlyMap<string, MethodCodec> {
+  if (loaded !== undefined) return loaded;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const sdk = require('@a2a-js/sdk') as typeof A2A;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const service = (require('@a2a-js/sdk/server/grpc') as typeof A2AGrpc).A2AService as unknown as Record<string, {
+    path: string; requestSerialize: Serialize; requestDeserialize: Deserialize; responseSerialize: Serialize; responseDeserialize: Deserialize;
+  } | undefined>;
+  const out = new Map<string, MethodCodec>();
+  for (const m of GRPC_METHODS.values()) {
+    const def = service[lowerFirst(m.name)];
+    if (def === undefined || def.path !== m.path) throw new Error(`@a2a-js/sdk's A2AService has no ${m.path}`);
+    out.set(m.path, {
+      request: messageCodec(m.request, def.requestSerialize, def.requestDeserialize, sdk),
+      response: messageCodec(m.response, def.responseSerialize, def.responseDeserialize, sdk),
+    });
+  }
+  loaded = out;
+  return out;
+}
+
+export function codecFor(method: GrpcMethod): MethodCodec {
+  const c = grpcCodecs().get(method.path);
+  if (c === undefined) throw new Error(`no codec for ${method.path}`);
+  return c;
+}
+
+/** The canonical JSON-RPC request the guardian sees for a gRPC call (v1.0 method name, minted id). */
+export function canonicalRequest(method: GrpcMethod, params: JsonObject, id: string): JsonObject {
+  return { jsonrpc: '2.0', id, method: method.name, params };
+}
+
+/** The canonical JSON-RPC response (or stream event) for an answer message. */
+export function canonicalResponse(id: string, result: JsonObject): JsonObject {
+  return { jsonrpc: '2.0', id, result };
+}
+
+/**
+ * The wire message for an approved (or replaced) JSON-RPC payload: `params` of a request, `result` of
+ * an answer. Throws when it is not an object or the generated code cannot read it.
+ */
+export function encodeFromPayload(codec: MessageCodec, payload: JsonObject, member: 'params' | 'result'): Buffer {
+  return codec.encode(codec.fromJson(asObject(payload[member], member)));
+}
+
+/** A problem string when a replacement payload does not encode, for enforce's "no valid answer". */
+export function encodeProblem(codec: MessageCodec, payload: JsonObject, member: 'params' | 'result'): string | undefined {
+  try {
+    encodeFromPayload(codec, payload, member);
+    return undefined;
+  } catch (err) {
+    return `modified ${member} do not encode: ${(err as Error).message}`;
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * The A2A v1.0 gRPC service (`lf.a2a.v1.A2AService`, a2a.proto) mapped onto the operation table.
+ * Its RPC names are the v1.0 JSON-RPC method names, so each row is found through operations.ts;
+ * what gRPC adds is the request and response message types. Pure: no protobuf code is loaded here.
+ */
+import { operationForMethod, type Operation } from '../../operations';
+
+export const GRPC_SERVICE = 'lf.a2a.v1.A2AService';
+
+/** Message type names as the SDK's generated code exports them (`Empty` has no fields). */
+export type GrpcMessageType =
+  | 'SendMessageRequest' | 'SendMessageResponse' | 'StreamResponse' | 'GetTaskRequest' | 'Task' | 'ListTasksRequest' | 'ListTasksResponse'
+  | 'CancelTaskRequest' | 'SubscribeToTaskRequest' | 'TaskPushNotificationConfig' | 'GetTaskPushNotificationConfigRequest'
+  | 'ListTaskPushNotificationConfigsRequest' | 'ListTaskPushNotificationConfigsResponse' | 'DeleteTaskPushNotificationConfigRequest'
+  | 'GetExtendedAgentCardRequest' | 'AgentCard' | 'Empty';
+
+export interface GrpcMethod {
+  /** RPC name, e.g. `SendMessage` (also the v1.0 JSON-RPC method the guardian sees). */
+  readonly name: string;
+  /** HTTP/2 `:path`: `/lf.a2a.v1.A2AService/SendMessage`. */
+  readonly path: string;
+  readonly op: Operation;
+  /** Server-streaming (the request side is always one message). */
+  readonly streaming: boolean;
+  readonly request: GrpcMessageType;
+  readonly response: GrpcMessageType;
+}
+
+/** RPC -> request and response message types (a2a.proto, v1.0). */
+const MESSAGES: Readonly<Record<string, readonly [GrpcMessageType, GrpcMessageType]>> = {
+  SendMessage: ['SendMessageRequest', 'SendMessageResponse'],
+  SendStreamingMessage: ['SendMessageRequest', 'StreamResponse'],
+  GetTask: ['GetTaskRequest', 'Task'],
+  ListTasks: ['ListTasksRequest', 'ListTasksResponse'],
+  CancelTask: ['CancelTaskRequest', 'Task'],
+  SubscribeToTask: ['SubscribeToTaskRequest', 'StreamResponse'],
+  CreateTaskPushNotificationConfig: ['TaskPushNotificationConfig', 'TaskPushNotificationConfig'],
+  GetTaskPushNotificationConfig: ['GetTaskPushNotificationConfigRequest', 'TaskPushNotificationConfig'],
+  ListTaskPushNotificationConfigs: ['ListTaskPushNotificationConfigsRequest', 'ListTaskPushNotificationConfigsResponse'],
+  DeleteTaskPushNotificationConfig: ['DeleteTaskPushNotificationConfigRequest', 'Empty'],
+  GetExtendedAgentCard: ['GetExtendedAgentCardRequest', 'AgentCard'],
+};
+
+function buildTable(): ReadonlyMap<string, GrpcMethod> {
+  const table = new Map<string, GrpcMethod>();
+  for (const [name, [request, response]] of Object.entries(MESSAGES)) {
+    const op = operationForMethod(name);
+    if (op === undefined || op.v1Method !== name) throw new Error(`gRPC method ${name} has no row in the operation table`);
+    const path = `/${GRPC_SERVICE}/${name}`;
+    table.set(path, { name, path, op, streaming: op.streaming, request, response });
+  }
+  return table;
+}
+
+export const GRPC_METHODS: ReadonlyMap<string, GrpcMethod> = buildTable();
+
+/**
+ * The method for an exact `:path`, or undefined. No folding of case, slashes or encodings: a gRPC
+ * server routes on the exact string, so anything else is a method the proxy does not know (refused).
+ */
+export function grpcMethodForPath(path: string): GrpcMethod | undefined {
+  return GRPC_METHODS.get(path);
+}

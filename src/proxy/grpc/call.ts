@@ -1,0 +1,279 @@
+/**
+ * One gRPC call through the proxy, in order: door checks (method, content type, encoding, deadline)
+ * -> the one request message (bounded, decompressed, decoded) -> caller identity -> task ownership ->
+ * request hooks on the canonical JSON-RPC request -> the approved message re-encoded to the agent ->
+ * its answer relayed (relay.ts) -> one audit line when the call is over.
+ */
+import { randomUUID } from 'node:crypto';
+import http2 from 'node:http2';
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
+import type { Config } from '../../config';
+import type { Metrics } from '../../admin/metrics';
+import type { Identities, Side } from '../../aos/identity';
+import type { RewriteOptions } from '../../a2a/card';
+import { grpcMethodForPath, type GrpcMethod } from '../../a2a/bindings/grpc/methods';
+import { canonicalRequest, codecFor, encodeFromPayload, encodeProblem } from '../../a2a/bindings/grpc/codec';
+import { GRPC_STATUS, formatTimeout, frameMessage, isProblem, parseTimeout, supportedEncoding, SUPPORTED_ENCODINGS } from '../../a2a/bindings/grpc/framing';
+import { Cancellation } from '../../cancel';
+import type { CallerIdentifier, CallerResult } from '../../identity/caller';
+import { ownerKey } from '../../ownership/principal';
+import type { CallSpan, Tracer } from '../../observe/tracing';
+import type { JsonObject } from '../../aos/schemas';
+import type { AuditRecord } from '../../observe/audit';
+import { writeAuditLine } from '../audit-line';
+import type { ChainLink } from '../../observe/decision-log';
+import { proxyError, type ProxyError } from '../errors';
+import { forwardRequestHeaders, headerText } from '../forward';
+import type { BodyBudget } from '../body';
+import { summarize, type HookRecord, type HookRun, type HookRunInput } from '../hooks';
+import type { AnswerHook, TaskOwnership } from '../ownership';
+import { CallerSide, errorStatus, framingError, readRequestMessage, type GrpcCall } from './caller';
+import { relayAnswer } from './relay';
+import type { GrpcUpstream } from './upstream';
+
+export interface GrpcDeps {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly identities: Identities;
+  readonly identify: CallerIdentifier;
+  readonly signAssertion: (() => Promise<string>) | undefined;
+  readonly ownership?: TaskOwnership | undefined;
+  readonly tracer: Tracer;
+  /** Every finished call's audit record (the tamper-evident decision log); returns the record's chain link. */
+  readonly decisionLog?: ((record: AuditRecord) => ChainLink) | undefined;
+  /** The same hook runner the HTTP bindings use (proxy/hooks.ts). */
+  readonly runHooks: (input: HookRunInput) => Promise<HookRun>;
+  readonly upstream: GrpcUpstream;
+  /** Open streams, ended with UNAVAILABLE when the proxy shuts down. */
+  readonly streams: Set<() => void>;
+  /** Request bytes held across all calls, HTTP and gRPC (MAX_INFLIGHT_BODY_BYTES). */
+  readonly bodyBudget: BodyBudget;
+  /** Card rewrite for GetExtendedAgentCard answers, given the `:authority` the caller used. */
+  readonly cardRewrite: (authority: string | undefined) => RewriteOptions;
+}
+
+const REQUEST_SIDES: Record<Config['role'], readonly Side[]> = { client: ['client'], server: ['server'], both: ['client', 'server'] };
+
+/** Headers of the caller's request that are HTTP/2 or gRPC transport, set by the proxy itself towards the agent. */
+const TRANSPORT_HEADERS = new Set(['host', 'grpc-encoding', 'grpc-accept-encoding', 'grpc-timeout', 'content-length', 'te', 'content-type']);
+
+export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void {
+  const { config, logger, metrics } = deps;
+
+  function refuse(caller: CallerSide, err: ProxyError, status: string | undefined, remoteAddress: string | undefined, extra: http2.OutgoingHttpHeaders = {}): void {
+    metrics.call('refused', 'refused');
+    logger.info({ outcome: 'refused', binding: 'grpc', reason: err.message, remoteAddress }, 'request refused');
+    caller.end({ ...errorStatus(err, status), ...extra });
+  }
+
+  return (stream, headers) => {
+    const caller = new CallerSide(stream);
+    // A stream error (a reset, a protocol error) only ends this call.
+    stream.on('error', () => undefined);
+    handle(caller, headers).catch((err: unknown) => {
+      logger.error({ err }, 'internal error while handling a gRPC call');
+      caller.fail(proxyError('rejected', 'Internal proxy error'), 'INTERNAL');
+    });
+  };
+
+  async function handle(caller: CallerSide, headers: http2.IncomingHttpHeaders): Promise<void> {
+    const started = performance.now();
+    const stream = caller.stream;
+    const remoteAddress = stream.session?.socket.remoteAddress;
+    const path = String(headers[':path'] ?? '');
+    const door = doorCheck(headers);
+    if (door.type === 'refuse') return refuse(caller, door.error, door.status, remoteAddress, door.extra);
+    const { method, encoding, timeoutMs } = door;
+
+    // Identity checks and signing start now and run while the message arrives.
+    const who = identifyCaller(headers, stream);
+    const assertion = signFor();
+    const lease = deps.bodyBudget.lease();
+    stream.once('close', lease.release);
+    const body = await readRequestMessage(stream, encoding, config.maxBodyBytes, config.bodyTimeoutMs, lease);
+    if (body === 'gone') return;
+    if (body === 'overloaded') return refuse(caller, proxyError('overloaded'), undefined, remoteAddress);
+    if (isProblem(body)) return refuse(caller, framingError(body), body.status, remoteAddress);
+    // The frame bytes are dropped once read: hold what is kept.
+    lease.resize(body.length);
+    const codec = codecFor(method);
+    let decoded: unknown;
+    let params: JsonObject;
+    try {
+      decoded = codec.request.decode(body);
+      params = codec.request.toJson(decoded);
+    } catch (err) {
+      return refuse(caller, proxyError('invalidRequest', `request message does not decode as ${method.request}: ${(err as Error).message}`), 'INVALID_ARGUMENT', remoteAddress);
+    }
+    const known = await who;
+    if (!known.ok) return refuse(caller, proxyError('unauthenticated', known.message, { ...known.metadata }), undefined, remoteAddress);
+
+    const id = `grpc-${randomUUID()}`;
+    const request = canonicalRequest(method, params, id);
+    const span = deps.tracer.startCall(headers, { method: method.op.aosMethod, wireMethod: method.name, binding: 'grpc', role: config.role, httpMethod: 'POST', path, remoteAddress });
+    const call: GrpcCall = {
+      started, method, op: method.op, id, caller: new Cancellation(), identity: known.identity, callerPeer: known.peer,
+      hooks: [], peers: {}, span, decision: 'allow', events: 0, upstreamStatus: null, remoteAddress,
+    };
+    let upReq: http2.ClientHttp2Stream | undefined;
+    let deadline: NodeJS.Timeout | undefined;
+    stream.once('close', () => {
+      if (deadline !== undefined) clearTimeout(deadline);
+      if (!caller.finished) {
+        // The caller went away (or reset the stream): stop the guardian calls and the agent's call.
+        call.caller.cancel();
+        upReq?.close(http2.constants.NGHTTP2_CANCEL);
+      }
+      logCall(call, caller.finished);
+    });
+    if (timeoutMs !== undefined) {
+      const left = timeoutMs - (performance.now() - call.started);
+      deadline = setTimeout(() => {
+        call.error = 'deadline exceeded';
+        call.outcome = 'cancelled';
+        caller.end({ 'grpc-status': String(GRPC_STATUS.DEADLINE_EXCEEDED), 'grpc-message': 'Deadline exceeded' });
+        call.caller.cancel();
+        upReq?.close(http2.constants.NGHTTP2_CANCEL);
+      }, Math.max(0, left));
+      deadline.unref();
+    }
+
+    // Task ownership: another caller's task is "not found", before the guardian or the agent sees the call.
+    const owner = ownerKey(call.identity);
+    let answerHook: AnswerHook | undefined;
+    if (deps.ownership !== undefined) {
+      const owned = await deps.ownership.checkRequest(owner, method.op, request);
+      if (!caller.open) return;
+      if (owned.type === 'refuse') {
+        call.decision = 'refused';
+        return caller.fail(owned.error);
+      }
+      answerHook = deps.ownership.answerHook(owner, method.op, 'jsonrpc');
+    }
+
+    const run = await deps.runHooks({
+      ex: call, sides: REQUEST_SIDES[config.role], phase: 'request', payload: request, payloadJson: JSON.stringify(request),
+      reasoning: headerText(headers[config.reasoningHeader]),
+      // A replacement must still be a message the agent can read.
+      validateModified: (p) => encodeProblem(codec.request, p, 'params'),
+    });
+    if (!caller.open) return;
+    if (run.type === 'block') {
+      call.decision = run.decision;
+      return caller.fail(run.error);
+    }
+    if (run.modified && deps.ownership !== undefined) {
+      const again = await deps.ownership.checkRequest(owner, method.op, run.payload);
+      if (!caller.open) return;
+      if (again.type === 'refuse') {
+        call.decision = 'refused';
+        return caller.fail(again.error);
+      }
+    }
+    // What the agent decodes is what the guardian approved: the decoded message (unknown fields dropped) or the replacement.
+    const message = run.modified ? encodeFromPayload(codec.request, run.payload, 'params') : codec.request.encode(decoded);
+    call.decision = summarize(call.hooks, 'request');
+    const outHeaders = upstreamHeaders(headers, stream, run.unchecked, await assertion, timeoutMs === undefined ? undefined : timeoutMs - (performance.now() - call.started));
+    if (!caller.open) return;
+    try {
+      upReq = deps.upstream.request(outHeaders);
+    } catch (err) {
+      call.error = (err as Error).message;
+      return caller.fail(proxyError('upstreamUnavailable', 'Upstream agent unavailable: no gRPC endpoint known'));
+    }
+    call.upstreamSentAt = performance.now();
+    upReq.end(frameMessage(message));
+    // The request has left: its bytes no longer count against the in-flight budget.
+    lease.release();
+    relayAnswer(deps, call, caller, upReq, codec.response, answerHook, headerText(headers[':authority']));
+  }
+
+  function identifyCaller(headers: http2.IncomingHttpHeaders, stream: http2.ServerHttp2Stream): Promise<CallerResult> {
+    return deps.identify(headers, stream.session?.socket as Socket).catch((err: unknown) => {
+      logger.error({ err: (err as Error).message }, 'caller identity could not be checked');
+      return { ok: false as const, message: 'Caller identity could not be checked', metadata: {} };
+    });
+  }
+
+  function signFor(): Promise<string | undefined> {
+    if (deps.signAssertion === undefined) return Promise.resolve(undefined);
+    return deps.signAssertion().catch((err: unknown) => {
+      logger.error({ err: (err as Error).message }, 'could not sign the identity assertion; forwarding without it');
+      return undefined;
+    });
+  }
+
+  /**
+   * The agent's request headers: the caller's metadata under the same rules as HTTP headers (reasoning
+   * removed, X-AOS-Agent-* the proxy's, assertion, unchecked marker), transport headers the proxy's own.
+   */
+  function upstreamHeaders(incoming: http2.IncomingHttpHeaders, stream: http2.ServerHttp2Stream, unchecked: boolean, signed: string | undefined, leftMs: number | undefined): http2.OutgoingHttpHeaders {
+    const metadata: http2.IncomingHttpHeaders = {};
+    for (const [k, v] of Object.entries(incoming)) {
+      if (k.startsWith(':') || TRANSPORT_HEADERS.has(k)) continue;
+      metadata[k] = v;
+    }
+    const out = forwardRequestHeaders(metadata, {
+      role: config.role, reasoningHeader: config.reasoningHeader,
+      announce: config.role === 'server' ? undefined : deps.identities.clientAsPeer(),
+      assertion: signed, unchecked, bodyLength: null, upstreamHost: '', remoteAddress: stream.session?.socket.remoteAddress,
+      encrypted: stream.session?.encrypted === true,
+    });
+    delete out.host;
+    delete out['x-forwarded-host'];
+    return {
+      ...out,
+      ':method': 'POST',
+      ':path': String(incoming[':path']),
+      'content-type': 'application/grpc',
+      te: 'trailers',
+      'grpc-accept-encoding': 'identity',
+      ...(leftMs === undefined ? {} : { 'grpc-timeout': formatTimeout(leftMs) }),
+    };
+  }
+
+  function logCall(call: GrpcCall, finished: boolean): void {
+    const now = performance.now();
+    const totalMs = now - call.started;
+    const upstreamMs = call.upstreamSentAt === undefined ? undefined : (call.upstreamEndedAt ?? now) - call.upstreamSentAt;
+    const side = call.hooks[0]?.side;
+    const peer = side === undefined ? undefined : call.peers[side];
+    const record = writeAuditLine(deps, {
+      method: call.op.aosMethod, wireMethod: call.method.name, binding: 'grpc', role: config.role, decision: call.decision, hooks: call.hooks as readonly HookRecord[],
+      peer: peer === undefined ? undefined : { name: peer.name, url: peer.url, version: peer.version, verified: side === 'server' && call.identity !== undefined && call.identity.source !== 'local' },
+      remoteAddress: call.remoteAddress, traceId: call.span.traceId, spanId: call.span.spanId, a2aId: call.id,
+      upstreamStatus: call.upstreamStatus, forwarded: call.upstreamSentAt !== undefined, upstreamMs, totalMs, finished,
+      events: call.events, error: call.error, outcome: call.outcome,
+    }, call.identity);
+    (call.span as CallSpan).end({ outcome: record.outcome, decision: record.decision, reasonCodes: record.reasonCodes, upstreamStatus: call.upstreamStatus, error: call.error });
+  }
+}
+
+type Door =
+  | { readonly type: 'pass'; readonly method: GrpcMethod; readonly encoding: string | undefined; readonly timeoutMs: number | undefined }
+  | { readonly type: 'refuse'; readonly error: ProxyError; readonly status: string; readonly extra?: http2.OutgoingHttpHeaders };
+
+/**
+ * The checks before a byte of the body is read (pure). The positive model: only the exact `:path` of a
+ * known RPC, over POST with a gRPC (protobuf) content type, in an encoding the proxy reads, passes.
+ */
+export function doorCheck(headers: http2.IncomingHttpHeaders): Door {
+  const refuse = (error: ProxyError, status: string, extra?: http2.OutgoingHttpHeaders): Door => ({ type: 'refuse', error, status, ...(extra === undefined ? {} : { extra }) });
+  if (headers[':method'] !== 'POST') return refuse(proxyError('methodNotFound', 'gRPC calls are POST'), 'UNIMPLEMENTED');
+  const contentType = headerText(headers['content-type']) ?? '';
+  if (!/^application\/grpc(\+proto)?(\s*;.*)?$/i.test(contentType)) {
+    return refuse(proxyError('contentTypeNotSupported', `content-type ${contentType.slice(0, 64) || '(none)'} is not application/grpc`), 'INVALID_ARGUMENT');
+  }
+  const path = String(headers[':path'] ?? '');
+  const method = grpcMethodForPath(path);
+  if (method === undefined) return refuse(proxyError('methodNotFound', `Unknown method ${path.slice(0, 128)}`), 'UNIMPLEMENTED');
+  const encoding = headerText(headers['grpc-encoding']);
+  if (!supportedEncoding(encoding)) {
+    return refuse(proxyError('methodNotFound', `grpc-encoding ${String(encoding).slice(0, 32)} is not supported`), 'UNIMPLEMENTED', { 'grpc-accept-encoding': SUPPORTED_ENCODINGS.join(',') });
+  }
+  const timeoutMs = parseTimeout(headerText(headers['grpc-timeout']));
+  if (timeoutMs === null) return refuse(proxyError('rejected', 'malformed grpc-timeout'), 'INTERNAL');
+  return { type: 'pass', method, encoding, timeoutMs };
+}

@@ -1,0 +1,80 @@
+/**
+ * HTTP/2 towards the agent's gRPC endpoint: one session, reopened when it closes or the target
+ * changes (a new card). h2c for http://, TLS for https:// with the UPSTREAM_* TLS files (read when
+ * a session opens, so a rotated file is used by the next session).
+ */
+import fs from 'node:fs';
+import http2 from 'node:http2';
+import net from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import type { Duplex } from 'node:stream';
+import type { OutboundTls } from '../../config';
+
+export interface GrpcUpstream {
+  /** The current target, or undefined when none is known (no variable, no gRPC interface in the card). */
+  target(): URL | undefined;
+  /** Open a stream to the agent; throws when no target is known. */
+  request(headers: http2.OutgoingHttpHeaders): http2.ClientHttp2Stream;
+  close(): Promise<void>;
+}
+
+export function createGrpcUpstream(target: () => URL | undefined, tls: OutboundTls): GrpcUpstream {
+  let session: http2.ClientHttp2Session | undefined;
+  let sessionOrigin: string | undefined;
+
+  const material = () => ({
+    ...(tls.caFile === undefined ? {} : { ca: fs.readFileSync(tls.caFile) }),
+    ...(tls.certFile === undefined ? {} : { cert: fs.readFileSync(tls.certFile) }),
+    ...(tls.keyFile === undefined ? {} : { key: fs.readFileSync(tls.keyFile) }),
+  });
+
+  /** The connection, with Nagle off: small gRPC frames must leave at once, not wait for the peer's delayed ACK. */
+  function connection(url: URL): Duplex {
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    const secure = url.protocol === 'https:';
+    const port = Number(url.port || (secure ? 443 : 80));
+    if (!secure) return net.connect({ host, port, noDelay: true });
+    const servername = tls.serverName ?? (net.isIP(host) === 0 ? host : undefined);
+    const socket = tlsConnect({ host, port, ALPNProtocols: ['h2'], ...material(), ...(servername === undefined ? {} : { servername }) });
+    socket.setNoDelay(true);
+    return socket;
+  }
+
+  function open(url: URL): http2.ClientHttp2Session {
+    const s = http2.connect(url.origin, { createConnection: () => connection(url) });
+    const forget = () => {
+      if (session === s) session = undefined;
+    };
+    s.on('error', forget);
+    s.on('close', forget);
+    s.on('goaway', forget);
+    // Idle sessions must not keep the process alive.
+    s.unref();
+    return s;
+  }
+
+  return {
+    target,
+    request(headers) {
+      const url = target();
+      if (url === undefined) throw new Error('no gRPC endpoint of the agent is known (GRPC_UPSTREAM_URL, or a GRPC interface in its card)');
+      if (session === undefined || session.closed || session.destroyed || sessionOrigin !== url.origin) {
+        session?.close();
+        session = open(url);
+        sessionOrigin = url.origin;
+      }
+      return session.request({ ...headers, ':scheme': url.protocol.slice(0, -1), ':authority': url.host });
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        const s = session;
+        session = undefined;
+        if (s === undefined || s.closed) return resolve();
+        s.close(() => resolve());
+        setTimeout(() => {
+          s.destroy();
+          resolve();
+        }, 1000).unref();
+      }),
+  };
+}
