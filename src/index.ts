@@ -32,7 +32,7 @@ export { buildEnvelope, envelopeJson, type EnvelopeInput } from './aos/envelope'
 export { hookContext } from './aos/identity';
 export { acceptsModify, allow, deny, isA2AMethod, modify, type DecisionDetails } from './aos/decisions';
 export { HttpGuardian, interpret, type Guardian, type HttpGuardianOptions } from './aos/guardian';
-export type { GuardianFailureKind, GuardianOutcome } from './proxy/enforce';
+export type { GuardianFailureKind, GuardianOutcome } from './aos/outcome';
 export {
   DEFAULT_MAX_BODY_BYTES,
   RpcErrorCode,

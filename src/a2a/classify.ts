@@ -12,8 +12,8 @@ import { type Operation, operationForLooseMethod, operationForMethod } from './o
 import { isLegacyVersion, looksLikeRest, matchRest, restHasBody, restToJsonRpc, type RestMatch } from './rest';
 import { encodePath, encodeQuery, isUnder, parseTarget, type Target } from './target';
 import type { AgentEndpoints } from './endpoints';
-import type { JsonObject, JsonRpcId } from '../aos/schemas';
-import { proxyError, type ProxyError, type ProxyErrorKind } from '../proxy/errors';
+import { isObject, type JsonObject, type JsonRpcId } from '../core/json';
+import { proxyError, type ProxyError, type ProxyErrorKind } from '../core/errors';
 
 export interface HttpRequestFacts {
   readonly verb: string;
@@ -308,7 +308,6 @@ const fold = (k: string): string => k.toUpperCase().toLowerCase();
 /** Spellings one decoder or another takes for the same field: case, snake_case, kebab-case. */
 const fieldKey = (k: string): string => fold(k).replace(/[_-]/g, '');
 
-const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** JSON-RPC ids the SDK accepts: a string, an integer or null (1.5 is an invalid request there). */
 function validId(v: unknown): v is JsonRpcId | null | undefined {

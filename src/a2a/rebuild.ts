@@ -4,7 +4,7 @@
  * the route template and the approved parameters, its query or body from the rest of them. Nothing
  * of the caller's bytes is relayed. Pure.
  */
-import type { JsonObject } from '../aos/schemas';
+import type { JsonObject } from '../core/json';
 import type { Classified } from './classify';
 import { jsonRpcToRest } from './rest';
 import { encodePath } from './target';

@@ -12,7 +12,7 @@
  * routes first, then the v1.0 routes.
  */
 import { OPERATIONS, type Operation, type RestRoute } from './operations';
-import type { JsonObject } from '../aos/schemas';
+import type { JsonObject } from '../core/json';
 import { encodePath, encodeQuery } from './target';
 
 export type RestVersion = '1.0' | '0.3';

@@ -12,7 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Dispatcher, Pool } from 'undici';
-import type { GuardianOutcome, GuardianFailureKind } from '../proxy/enforce';
+import type { GuardianOutcome, GuardianFailureKind } from './outcome';
 import type { Cancellation } from '../cancel';
 import { type Envelope, GuardianError, GuardianSuccess, type JsonRpcId, PingAnswer } from './schemas';
 import type { EnvelopeBytes } from './envelope';

@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { Guardian, TraceContext } from '../aos/guardian';
 import type { Envelope } from '../aos/schemas';
-import type { GuardianOutcome } from '../proxy/enforce';
+import type { GuardianOutcome } from '../aos/outcome';
 import { logDecision, traceIdOf } from './decision-log';
 import { ReloadablePolicy, type ReloadEvents } from './reload';
 

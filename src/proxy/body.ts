@@ -5,7 +5,7 @@
 import type { IncomingMessage } from 'node:http';
 import zlib from 'node:zlib';
 import { promisify } from 'node:util';
-import { proxyError, type ProxyError } from './errors';
+import { proxyError, type ProxyError } from '../core/errors';
 
 export type BodyResult = { readonly ok: true; readonly body: Buffer } | { readonly ok: false; readonly error: ProxyError };
 

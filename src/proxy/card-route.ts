@@ -5,9 +5,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { rewriteCard, weakEtag, type CardJson, type RewriteOptions } from '../a2a/card';
 import { grpcPublicAddress } from '../a2a/bindings/grpc/card';
-import type { ProxyDeps } from './pipeline';
+import type { ProxyDeps } from './deps';
 import { callUpstream, forwardRequestHeaders, relayResponseHeaders, abortOnClientClose, headerText } from './forward';
-import { proxyError } from './errors';
+import { proxyError } from '../core/errors';
 import { sendError } from './responses';
 
 const MAX_CARD_BYTES = 1024 * 1024;

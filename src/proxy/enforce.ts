@@ -3,13 +3,9 @@
  */
 import { acceptsDecision, type Operation } from '../a2a/operations';
 import type { JsonObject, SuccessResult } from '../aos/schemas';
-import { proxyError, type ProxyError } from './errors';
+import { proxyError, type ProxyError } from '../core/errors';
+import type { GuardianOutcome } from '../aos/outcome';
 
-export type GuardianFailureKind = 'connect' | 'timeout' | 'http' | 'json' | 'rpcError' | 'schema' | 'id' | 'breakerOpen' | 'internal' | 'cancelled';
-
-export type GuardianOutcome =
-  | { readonly ok: true; readonly result: SuccessResult }
-  | { readonly ok: false; readonly kind: GuardianFailureKind | 'invalidModify'; readonly detail: string };
 
 /** What the hook decided, as logged and counted. */
 export type HookDecision = 'allow' | 'deny' | 'modify' | 'failOpen' | 'failClosed' | 'shadow';

@@ -18,7 +18,7 @@ import { buildEnvelope, envelopeBytes, envelopeJson, type EnvelopeBytes } from '
 import type { A2AContext, Agent, JsonObject, JsonRpcId, PartialAgent } from '../aos/schemas';
 import type { Cancellation } from '../cancel';
 import { enforce, type HookAction, type HookDecision } from './enforce';
-import type { ProxyError } from './errors';
+import type { ProxyError } from '../core/errors';
 import type { UpstreamAnswer, UpstreamHandle } from './forward';
 import type { VerifiedIdentity } from '../identity/types';
 import type { AnswerHook } from './ownership';

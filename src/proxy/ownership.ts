@@ -23,7 +23,7 @@ import { formatSseErrorEvent } from '../a2a/sse';
 import type { Owner } from '../ownership/principal';
 import { contextKey, taskKey, type OwnerStore } from '../ownership/store';
 import { createdByAnswer, filterListed, listedTasks, namedByRequest, overstatesTotal, type TaskRefs } from '../ownership/tasks';
-import { errorCode, jsonRpcErrorObject, proxyError, restErrorObject, restHttpStatus, type ProxyError } from './errors';
+import { errorCode, jsonRpcErrorObject, proxyError, restErrorObject, restHttpStatus, type ProxyError } from '../core/errors';
 
 /** What an answer check decides: pass it on, pass this replacement body, or send this error instead. */
 export type AnswerCheck =

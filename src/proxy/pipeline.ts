@@ -6,6 +6,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
+import type { ProxyDeps } from './deps';
 import type { Metrics } from '../admin/metrics';
 import { classify, type Classified, type ClassifyOptions } from '../a2a/classify';
 import type { CardCache, CardJson } from '../a2a/card';
@@ -17,7 +18,7 @@ import type { Guardian } from '../aos/guardian';
 import type { Identities, Side } from '../aos/identity';
 import type { JsonObject, JsonRpcId } from '../aos/schemas';
 import { decodeBody, hasBody, holdDecoded, readBody, type BodyBudget, type BodyLease } from './body';
-import { proxyError, type ProxyError } from './errors';
+import { proxyError, type ProxyError } from '../core/errors';
 import { abortOnClientClose, callUpstream, forwardRequestHeaders, headerText, type Upstream, type UpstreamAnswer, type UpstreamHandle } from './forward';
 import { createHookRunner, summarize, type Exchange, type HookRun } from './hooks';
 import { isEventStream, relayPlain, relayStreamInspected, relayUnaryInspected, sendError, type RelayContext } from './responses';
@@ -33,34 +34,6 @@ import type { AuditRecord } from '../observe/audit';
 import { writeAuditLine } from './audit-line';
 import type { ChainLink } from '../observe/decision-log';
 
-export interface ProxyDeps {
-  readonly config: Config;
-  readonly guardian: Guardian;
-  readonly identities: Identities;
-  readonly upstream: Upstream;
-  readonly logger: Logger;
-  readonly metrics: Metrics;
-  /** Open streams, ended with an error event when the proxy shuts down. */
-  readonly streams: Set<() => void>;
-  /** True once shutdown began: answers carry Connection: close. */
-  readonly draining: () => boolean;
-  /** Request-body bytes held across all calls (MAX_INFLIGHT_BODY_BYTES). */
-  readonly bodyBudget: BodyBudget;
-  /** The agent's card: names its REST and JSON-RPC endpoints. */
-  readonly upstreamCard: CardCache;
-  /** Who is calling (verified sources, then IDENTITY_POLICY); see src/identity/caller.ts. */
-  readonly identify: CallerIdentifier;
-  /** ROLE=client/both with a signing key: a fresh identity assertion for the upstream. */
-  readonly signAssertion: (() => Promise<string>) | undefined;
-  /** Task ownership (TASK_OWNERSHIP), or undefined when off. */
-  readonly ownership?: TaskOwnership | undefined;
-  readonly tracer: Tracer;
-  /** Every finished call's audit record (the tamper-evident decision log), when configured. */
-  /** Appends the call's record to DECISION_LOG_FILE and says where it is in the chain. */
-  readonly decisionLog?: ((record: AuditRecord) => ChainLink) | undefined;
-  /** Places for stream events going to the guardian, shared by all streams (relay/window.ts). */
-  readonly streamLine?: Line;
-}
 
 /** Request hooks run client side first; responses travel back, so server side first. */
 const REQUEST_SIDES: Record<Config['role'], readonly Side[]> = { client: ['client'], server: ['server'], both: ['client', 'server'] };

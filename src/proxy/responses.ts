@@ -5,47 +5,18 @@
  */
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { JsonObject, JsonRpcId } from '../aos/schemas';
-import type { GuardianBudget } from '../aos/guardian';
 import { rewriteCard, type CardJson } from '../a2a/card';
 import type { Binding } from '../a2a/classify';
-import { jsonRpcErrorBody, proxyError, restErrorObject, restHttpStatus, type ProxyError } from './errors';
-import { headerText, relayResponseHeaders, type UpstreamAnswer, type UpstreamHandle } from './forward';
+import { jsonRpcErrorBody, proxyError, restErrorObject, restHttpStatus, type ProxyError } from '../core/errors';
+import { headerText, relayResponseHeaders, type UpstreamAnswer } from './forward';
 import { decodeBody } from './body';
-import type { Exchange, HookRun } from './hooks';
-import type { AnswerCheck, AnswerHook } from './ownership';
+import type { AnswerCheck } from './ownership';
 import { errorEvent, fromPayload, isObject, toPayload } from './relay/codec';
 import { relayStreamInspected as relayPipelined } from './relay/stream';
-import type { Line } from './relay/window';
+import type { RelayContext } from './relay/context';
 
-export interface RelayContext {
-  readonly binding: Binding;
-  /** The caller's JSON-RPC id, echoed in errors. */
-  readonly id: JsonRpcId | null;
-  /** The A2A exchange, or undefined for traffic that is not A2A. */
-  readonly ex: Exchange | undefined;
-  readonly res: ServerResponse;
-  readonly upRes: UpstreamAnswer;
-  readonly upReq: UpstreamHandle;
-  /** Run the response hooks (all sides, in response order) on one payload; stream events pass budget 'stream'. */
-  readonly inspect: ((payload: JsonObject, payloadJson: string, budget?: GuardianBudget) => Promise<HookRun>) | undefined;
-  /** Rewrite agent-card results (extended card operations) with these options. */
-  readonly rewriteCard: Parameters<typeof rewriteCard>[1] | undefined;
-  readonly maxBodyBytes: number;
-  readonly onUpstreamFailure: (why: string) => void;
-  /**
-   * An answer (or event) that the response hooks cannot read: returns the error to send instead
-   * (FAIL_MODE=closed), or undefined to pass it on (FAIL_MODE=open, logged and counted).
-   */
-  readonly onUninspectable: (why: string) => ProxyError | undefined;
-  /** Track an open stream so a shutdown can end it with an error event; returns the untrack function. */
-  readonly trackStream: (terminate: () => void) => () => void;
-  /** Task ownership's checks of this answer (learn owners, filter task lists), before the response hooks. */
-  readonly answerHook?: AnswerHook | undefined;
-  /** Stream events judged at once (STREAM_INSPECT_WINDOW); default 16. */
-  readonly streamWindow?: number;
-  /** Places shared by all streams' events going to the guardian (one per stream-budget connection). */
-  readonly streamLine?: Line;
-}
+export type { RelayContext } from './relay/context';
+
 
 const SHUTDOWN = () => proxyError('upstreamUnavailable', 'Proxy is shutting down');
 

@@ -7,7 +7,7 @@
 import type { CardJson } from '../../src/a2a/card';
 import type { ClassifyOptions, Classified } from '../../src/a2a/classify';
 import { endpointsFromCard } from '../../src/a2a/endpoints';
-import { errorCode, jsonRpcErrorObject, restErrorObject, restHttpStatus, type ProxyErrorKind } from '../../src/proxy/errors';
+import { errorCode, jsonRpcErrorObject, restErrorObject, restHttpStatus, type ProxyErrorKind } from '../../src/core/errors';
 
 interface SdkInterface { url: string; protocolBinding: string; tenant: string; protocolVersion: string }
 // The SDK's own helper builds the interface list, so the fixture follows what the agent advertises.

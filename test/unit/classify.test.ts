@@ -7,7 +7,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { classify, type ClassifyOptions, type Classified, type HttpRequestFacts } from '../../src/a2a/classify';
 import { NO_ENDPOINTS } from '../../src/a2a/endpoints';
-import { jsonRpcErrorObject } from '../../src/proxy/errors';
+import { jsonRpcErrorObject } from '../../src/core/errors';
 import {
   A2A_OPTIONS, FORWARD_OPTIONS, classifyOptions, expectA2a, expectForwarded, expectRefusal,
 } from '../helpers/classify';

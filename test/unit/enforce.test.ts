@@ -1,7 +1,8 @@
 import { operationForMethod, type Operation } from '../../src/a2a/operations';
 import type { JsonObject, SuccessResult } from '../../src/aos/schemas';
-import { checkModified, enforce, sameId, type EnforceInput, type GuardianOutcome, type HookAction } from '../../src/proxy/enforce';
-import { jsonRpcErrorObject } from '../../src/proxy/errors';
+import { checkModified, enforce, sameId, type EnforceInput, type HookAction } from '../../src/proxy/enforce';
+import type { GuardianOutcome } from '../../src/aos/outcome';
+import { jsonRpcErrorObject } from '../../src/core/errors';
 
 const op = (m: string): Operation => {
   const o = operationForMethod(m);

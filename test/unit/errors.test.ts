@@ -1,6 +1,6 @@
 import {
   ERROR_CODES, errorCode, jsonRpcErrorBody, jsonRpcErrorObject, proxyError, restErrorObject, restHttpStatus, type ProxyErrorKind,
-} from '../../src/proxy/errors';
+} from '../../src/core/errors';
 
 const INFO = 'type.googleapis.com/google.rpc.ErrorInfo';
 const META = { envelopeId: 'e-1', reasonCode: 'R1,R2' };

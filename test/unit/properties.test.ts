@@ -12,8 +12,9 @@ import { rebuildRequest } from '../../src/a2a/rebuild';
 import { looksLikeRest } from '../../src/a2a/rest';
 import { encodePath, encodeSegment, isUnder, parseTarget } from '../../src/a2a/target';
 import type { JsonObject, SuccessResult } from '../../src/aos/schemas';
-import { enforce, sameId, type GuardianOutcome } from '../../src/proxy/enforce';
-import { jsonRpcErrorObject, restErrorObject } from '../../src/proxy/errors';
+import { enforce, sameId } from '../../src/proxy/enforce';
+import type { GuardianOutcome } from '../../src/aos/outcome';
+import { jsonRpcErrorObject, restErrorObject } from '../../src/core/errors';
 import { A2A_OPTIONS, FORWARD_OPTIONS, classifyOptions } from '../helpers/classify';
 
 const KINDS = ['a2a', 'card', 'other', 'reject'];

@@ -23,7 +23,7 @@ import type { JsonObject } from '../../aos/schemas';
 import type { AuditRecord } from '../../observe/audit';
 import { writeAuditLine } from '../audit-line';
 import type { ChainLink } from '../../observe/decision-log';
-import { proxyError, type ProxyError } from '../errors';
+import { proxyError, type ProxyError } from '../../core/errors';
 import { forwardRequestHeaders, headerText } from '../forward';
 import type { BodyBudget } from '../body';
 import { summarize, type HookRecord, type HookRun, type HookRunInput } from '../hooks';

@@ -11,7 +11,7 @@ import type { VerifiedIdentity } from '../../identity/types';
 import type { CallOutcome } from '../../observe/audit';
 import type { BodyLease } from '../body';
 import type { HookDecision } from '../enforce';
-import { grpcErrorParts, proxyError, type ProxyError } from '../errors';
+import { grpcErrorParts, proxyError, type ProxyError } from '../../core/errors';
 import type { HookCall } from '../hooks';
 
 /** Per-call facts (the gRPC counterpart of the HTTP pipeline's Exchange). */

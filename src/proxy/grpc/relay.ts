@@ -16,7 +16,7 @@ import { canonicalResponse, encodeFromPayload, encodeProblem, type MessageCodec 
 import { GRPC_STATUS, MessageReader, frameMessage, isProblem, readMessage, type RawMessage } from '../../a2a/bindings/grpc/framing';
 import { headerText } from '../forward';
 import type { CallOutcome } from '../../observe/audit';
-import { proxyError, type ProxyError } from '../errors';
+import { proxyError, type ProxyError } from '../../core/errors';
 import type { HookRun, HookRunInput } from '../hooks';
 import type { AnswerCheck, AnswerHook } from '../ownership';
 import { framingError, type CallerSide, type GrpcCall } from './caller';

@@ -5,7 +5,7 @@
 import type { JsonObject, JsonRpcId } from '../../aos/schemas';
 import type { Binding } from '../../a2a/classify';
 import { formatSseErrorEvent } from '../../a2a/sse';
-import { jsonRpcErrorObject, restErrorObject, type ProxyError } from '../errors';
+import { jsonRpcErrorObject, restErrorObject, type ProxyError } from '../../core/errors';
 
 export const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 

@@ -6,9 +6,9 @@
  */
 import type { SseEvent } from '../../a2a/sse';
 import { SseParser, formatSseEvent } from '../../a2a/sse';
-import { proxyError } from '../errors';
+import { proxyError } from '../../core/errors';
 import { headerText, relayResponseHeaders } from '../forward';
-import type { RelayContext } from '../responses';
+import type { RelayContext } from './context';
 import { errorEvent, fromPayload, isObject, toPayload } from './codec';
 import { OrderedWindow, type Verdict } from './window';
 

@@ -9,7 +9,7 @@
  */
 import type * as A2A from '@a2a-js/sdk' with { 'resolution-mode': 'import' };
 import type * as A2AGrpc from '@a2a-js/sdk/server/grpc' with { 'resolution-mode': 'import' };
-import type { JsonObject } from '../../../aos/schemas';
+import type { JsonObject } from '../../../core/json';
 import { GRPC_METHODS, type GrpcMessageType, type GrpcMethod } from './methods';
 
 /** One message type: wire bytes <-> JSON. Every function throws on input it cannot read. */

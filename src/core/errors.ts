@@ -3,7 +3,7 @@
  * (HTTP 4xx/5xx with a google.rpc.Status body). Codes sit outside JSON-RPC's reserved range and
  * A2A's -32001..-32099, so no client mistakes them for an agent error.
  */
-import type { JsonRpcId } from '../aos/schemas';
+import type { JsonRpcId } from './json';
 
 export type ProxyErrorKind =
   | 'denied' | 'guardianUnavailable' | 'rejected' | 'upstreamUnavailable' | 'overloaded' | 'unauthenticated'

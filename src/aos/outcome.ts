@@ -1,0 +1,11 @@
+/**
+ * What a guardian call came to: a valid AOS result, or why there is none. Produced by the guardian
+ * clients (aos/guardian.ts, the embedded reference guardian), consumed by the pure enforce step.
+ */
+import type { SuccessResult } from './schemas';
+
+export type GuardianFailureKind = 'connect' | 'timeout' | 'http' | 'json' | 'rpcError' | 'schema' | 'id' | 'breakerOpen' | 'internal' | 'cancelled';
+
+export type GuardianOutcome =
+  | { readonly ok: true; readonly result: SuccessResult }
+  | { readonly ok: false; readonly kind: GuardianFailureKind | 'invalidModify'; readonly detail: string };

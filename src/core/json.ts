@@ -1,0 +1,16 @@
+/**
+ * JSON shapes every layer speaks (A2A payloads, JSON-RPC ids). Plain types, no schema library:
+ * protocol code (a2a/) reads them without importing the AOS schemas; aos/schemas.ts parses into
+ * the same types.
+ */
+
+/** A JSON-RPC id as A2A and AOS use it. */
+export type JsonRpcId = string | number;
+
+/** Any JSON object (A2A payloads are carried as they are). */
+export type JsonObject = Record<string, unknown>;
+
+/** A JSON object (not an array, not null). */
+export function isObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

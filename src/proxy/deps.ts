@@ -1,0 +1,47 @@
+/**
+ * What the proxy's request handler is built from (server.ts assembles it). Its own module so that
+ * the stages and the card route can name it without importing the pipeline that runs them.
+ */
+import type { Logger } from 'pino';
+import type { Config } from '../config';
+import type { Metrics } from '../admin/metrics';
+import type { CardCache } from '../a2a/card';
+import type { Guardian } from '../aos/guardian';
+import type { Identities } from '../aos/identity';
+import type { BodyBudget } from './body';
+import type { Upstream } from './forward';
+import type { CallerIdentifier } from '../identity/caller';
+import type { TaskOwnership } from './ownership';
+import type { Tracer } from '../observe/tracing';
+import type { AuditRecord } from '../observe/audit';
+import type { ChainLink } from '../observe/decision-log';
+import type { Line } from './relay/window';
+
+export interface ProxyDeps {
+  readonly config: Config;
+  readonly guardian: Guardian;
+  readonly identities: Identities;
+  readonly upstream: Upstream;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** Open streams, ended with an error event when the proxy shuts down. */
+  readonly streams: Set<() => void>;
+  /** True once shutdown began: answers carry Connection: close. */
+  readonly draining: () => boolean;
+  /** Request-body bytes held across all calls (MAX_INFLIGHT_BODY_BYTES). */
+  readonly bodyBudget: BodyBudget;
+  /** The agent's card: names its REST and JSON-RPC endpoints. */
+  readonly upstreamCard: CardCache;
+  /** Who is calling (verified sources, then IDENTITY_POLICY); see src/identity/caller.ts. */
+  readonly identify: CallerIdentifier;
+  /** ROLE=client/both with a signing key: a fresh identity assertion for the upstream. */
+  readonly signAssertion: (() => Promise<string>) | undefined;
+  /** Task ownership (TASK_OWNERSHIP), or undefined when off. */
+  readonly ownership?: TaskOwnership | undefined;
+  readonly tracer: Tracer;
+  /** Every finished call's audit record (the tamper-evident decision log), when configured. */
+  /** Appends the call's record to DECISION_LOG_FILE and says where it is in the chain. */
+  readonly decisionLog?: ((record: AuditRecord) => ChainLink) | undefined;
+  /** Places for stream events going to the guardian, shared by all streams (relay/window.ts). */
+  readonly streamLine?: Line;
+}

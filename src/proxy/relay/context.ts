@@ -1,0 +1,44 @@
+/**
+ * What a relay of the agent's answer gets from the pipeline (the seam between proxy/stages or
+ * pipeline and responses.ts / relay/stream.ts). Its own module, so neither relay imports the other for it.
+ */
+import type { ServerResponse } from 'node:http';
+import type { JsonObject, JsonRpcId } from '../../aos/schemas';
+import type { GuardianBudget } from '../../aos/guardian';
+import type { rewriteCard } from '../../a2a/card';
+import type { Binding } from '../../a2a/classify';
+import type { ProxyError } from '../../core/errors';
+import type { UpstreamAnswer, UpstreamHandle } from '../forward';
+import type { Exchange, HookRun } from '../hooks';
+import type { AnswerHook } from '../ownership';
+import type { Line } from './window';
+
+export interface RelayContext {
+  readonly binding: Binding;
+  /** The caller's JSON-RPC id, echoed in errors. */
+  readonly id: JsonRpcId | null;
+  /** The A2A exchange, or undefined for traffic that is not A2A. */
+  readonly ex: Exchange | undefined;
+  readonly res: ServerResponse;
+  readonly upRes: UpstreamAnswer;
+  readonly upReq: UpstreamHandle;
+  /** Run the response hooks (all sides, in response order) on one payload; stream events pass budget 'stream'. */
+  readonly inspect: ((payload: JsonObject, payloadJson: string, budget?: GuardianBudget) => Promise<HookRun>) | undefined;
+  /** Rewrite agent-card results (extended card operations) with these options. */
+  readonly rewriteCard: Parameters<typeof rewriteCard>[1] | undefined;
+  readonly maxBodyBytes: number;
+  readonly onUpstreamFailure: (why: string) => void;
+  /**
+   * An answer (or event) that the response hooks cannot read: returns the error to send instead
+   * (FAIL_MODE=closed), or undefined to pass it on (FAIL_MODE=open, logged and counted).
+   */
+  readonly onUninspectable: (why: string) => ProxyError | undefined;
+  /** Track an open stream so a shutdown can end it with an error event; returns the untrack function. */
+  readonly trackStream: (terminate: () => void) => () => void;
+  /** Task ownership's checks of this answer (learn owners, filter task lists), before the response hooks. */
+  readonly answerHook?: AnswerHook | undefined;
+  /** Stream events judged at once (STREAM_INSPECT_WINDOW); default 16. */
+  readonly streamWindow?: number;
+  /** Places shared by all streams' events going to the guardian (one per stream-budget connection). */
+  readonly streamLine?: Line;
+}
