@@ -15,6 +15,7 @@ import { createUpstream } from './proxy/forward';
 import { createProxyHandler } from './proxy/pipeline';
 import { BodyBudget } from './proxy/body';
 import type { createProxyServer } from 'http-proxy-3';
+import type { Duplex } from 'node:stream';
 import { Gate } from './aos/gate';
 import { createAgent } from './undici-pool';
 import { WatchedFile } from './files';
@@ -156,7 +157,24 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
 
   const tls = listenerTls(config.tls.listener, config.identity.refreshMs, logger);
   const serverOptions = { keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 };
-  const server: http.Server = tls === undefined ? http.createServer(serverOptions, handler) : https.createServer({ ...tls.options, ...serverOptions }, handler);
+  // Calls in flight per connection, and connections whose later bytes did not parse (clientError below).
+  const inFlight = new WeakMap<Socket, number>();
+  const badAfter = new WeakSet<Socket>();
+  const counted: http.RequestListener = (req, res) => {
+    const socket = req.socket;
+    inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1);
+    res.once('close', () => {
+      const left = (inFlight.get(socket) ?? 1) - 1;
+      inFlight.set(socket, left);
+      if (left === 0 && badAfter.has(socket)) badRequest(socket);
+    });
+    return handler(req, res);
+  };
+  const badRequest = (socket: Duplex): void => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+    else socket.destroy();
+  };
+  const server: http.Server = tls === undefined ? http.createServer(serverOptions, counted) : https.createServer({ ...tls.options, ...serverOptions }, counted);
   if (tls !== undefined) {
     tls.watch(server as https.Server, logger);
     // A failed handshake never reaches the handler: say why here (no client certificate, an untrusted one, plain HTTP...).
@@ -202,9 +220,12 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     }
     return ws;
   };
-  server.on('clientError', (err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
-    else socket.destroy();
+  server.on('clientError', (_err, socket) => {
+    // Bytes that do not parse after a request on the same connection (a body sent without a length, a pipelined
+    // request that is not HTTP): that request is still being judged. A 400 now would reach the caller as the answer
+    // to it while the agent acts on it; answers keep their order: its answer first, then the 400 and the close.
+    if ((inFlight.get(socket as Socket) ?? 0) > 0) return void badAfter.add(socket as Socket);
+    badRequest(socket);
   });
 
   // Learn identities while the listener opens: the first hooks wait for them (at most 3 s), the listener does not.

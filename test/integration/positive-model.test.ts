@@ -11,6 +11,7 @@ import zlib from 'node:zlib';
 import { makeClient, sendReq, type TestAgent } from '../helpers/agent';
 import type { GuardianReply, TestGuardian } from '../helpers/guardian';
 import { type TestProxy, useStack } from './proxy-harness';
+import { exchange } from '../helpers/wire';
 
 jest.setTimeout(60_000);
 
@@ -261,5 +262,30 @@ describe('the agent card', () => {
     const get = await send(p.url, 'GET', '/.well-known/agent-card.json');
     expect(get.headers['cache-control']).not.toMatch(/private/);
     expect(get.text).toContain('https://agents.example/');
+  });
+});
+
+describe('a request whose body is sent without a length (found by the differential search, DIFF_SEED=253751651)', () => {
+  // The request parses with an empty body; its body bytes then fail to parse as the next request. Node's
+  // clientError used to answer "400" at once, while the first request was still being judged: the caller took the
+  // 400 as its answer, and the guardian's approval then sent the request on to the agent. Now answers keep their
+  // order: the answer to the request as parsed comes first (the 400 and the close after it).
+  test.each([
+    ['REST v0.3 push-config set', `/a2a/rest/v1/tasks/TASK/pushNotificationConfigs`, (t: string) => ({ name: `tasks/${t}/pushNotificationConfigs/c`, pushNotificationConfig: { url: 'https://hooks.example/x' } })],
+    ['JSON-RPC message/send', '/a2a/jsonrpc', () => v03Send(1, 'no length')],
+  ])('%s: the caller gets the answer to the request as parsed, never a 400 in its place; the agent acts only on what was approved', async (_name, target, body) => {
+    guardian.clear();
+    const bytes = Buffer.from(JSON.stringify(body(task)), 'utf8');
+    const out = await exchange(Number(new URL(proxy.url).port), {
+      verb: 'POST', target: target.replace('TASK', task),
+      headers: [['Host', '127.0.0.1'], ['Content-Type', 'application/json'], ['Accept', 'application/json']], body: bytes,
+    }, 10_000);
+    expect(out.kind).toBe('answer');
+    if (out.kind === 'answer') {
+      expect(out.status === 400 && out.body.length === 0).toBe(false);
+      expect(out.body.length).toBeGreaterThan(0);
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    expect(a2aCalls().length).toBeLessThanOrEqual(guardian.approved().length);
   });
 });
