@@ -343,6 +343,27 @@ describe('the Helm chart', () => {
     expect(schemaProblems(out)).toEqual([]);
   });
 
+  test('gRPC: a server agent with grpcPort is guarded on sidecar.grpcPort (container and Service port); a client sidecar serves it for its agent', () => {
+    const out = render([...DEMO_ARGS, '--set', 'agents[0].grpcPort=9001', '--set', 'agents[1].grpcUpstreamUrl=http://cake-baker:8081']);
+    const seen: Record<string, unknown> = {};
+    for (const w of out.filter((d) => podTemplate(d) !== undefined && initContainersOf(d).some(isSidecar))) {
+      const sidecar = initContainersOf(w).find(isSidecar) as Obj;
+      const cfg = loadConfig(envOf(sidecar, byKind('Secret', out)));
+      if (!cfg.ok) throw new Error(cfg.problems.join());
+      const ports = ((sidecar['ports'] as Obj[] | undefined) ?? []).map((p) => `${String(p['name'])}:${String(p['containerPort'])}`);
+      seen[nameOf(w)] = { grpc: cfg.config.grpc?.port, upstream: cfg.config.grpc?.upstreamUrl?.href, host: cfg.config.host, ports };
+    }
+    expect(seen).toEqual({
+      'cake-baker': { grpc: 8081, upstream: 'http://127.0.0.1:9001/', host: expect.any(String), ports: ['a2a:8080', 'a2a-grpc:8081', 'admin:9090'] },
+      'cooking-assistant': { grpc: 8081, upstream: 'http://cake-baker:8081/', host: '127.0.0.1', ports: ['admin:9090'] },
+    });
+    const svc = byKind('Service', out).find((d) => nameOf(d) === 'cake-baker') as Obj;
+    expect(((svc['spec'] as Obj)['ports'] as Obj[]).map((p) => [p['name'], p['port'], p['targetPort']])).toEqual([['a2a', 8080, 'a2a'], ['a2a-grpc', 8081, 'a2a-grpc']]);
+    expect(schemaProblems(out)).toEqual([]);
+    // Without grpcPort nothing of gRPC is rendered (the demo values).
+    expect(JSON.stringify(render(DEMO_ARGS))).not.toContain('GRPC');
+  });
+
   test('sidecar settings reach every sidecar; per-agent variables win', () => {
     const out = render([...DEMO_ARGS, '--set', 'sidecar.failMode=open', '--set', 'sidecar.env.MAX_BODY_BYTES=1024', '--set', 'sidecar.drainTimeoutMs=30000',
       '--set', 'sidecar.env.REASONING_HEADER=x-why', '--set', 'sidecar.shutdownDelayMs=4000', '--set', 'sidecar.readinessRequires=guardian']);

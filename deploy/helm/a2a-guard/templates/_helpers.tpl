@@ -131,6 +131,13 @@ Probes on the admin port: startup and liveness ask /healthz (the process is up),
           key: {{ $root.Values.taskStore.key }}
     {{- end }}
     {{- end }}
+    {{- if or (and (eq $agent.role "server") $agent.grpcPort) (and (eq $agent.role "client") $agent.grpcUpstreamUrl) }}
+    # The A2A gRPC binding, guarded on its own port (README: The gRPC binding).
+    - name: A2A_GUARD_GRPC_PORT
+      value: {{ $s.grpcPort | quote }}
+    - name: A2A_GUARD_GRPC_UPSTREAM_URL
+      value: {{ (eq $agent.role "server") | ternary (printf "http://127.0.0.1:%v" $agent.grpcPort) $agent.grpcUpstreamUrl | quote }}
+    {{- end }}
     - name: A2A_GUARD_ADMIN_PORT
       value: {{ $s.adminPort | quote }}
     - name: A2A_GUARD_GUARDIAN_URL
@@ -168,6 +175,10 @@ Probes on the admin port: startup and liveness ask /healthz (the process is up),
     {{- if ne $agent.role "client" }}
     - name: a2a
       containerPort: {{ $s.port }}
+    {{- if $agent.grpcPort }}
+    - name: a2a-grpc
+      containerPort: {{ $s.grpcPort }}
+    {{- end }}
     {{- end }}
     - name: admin
       containerPort: {{ $s.adminPort }}
