@@ -1,7 +1,9 @@
 /**
  * A real redis-server (Debian's package; .ci/run installs it) on a free 127.0.0.1 port, without
  * persistence. `stop()` kills it (an outage), `start()` brings it back on the same port (empty),
- * `close()` stops it for good and reaps the process.
+ * `close()` stops it for good and reaps the process. During an outage the port stays taken by a
+ * listener that resets every connection: otherwise another test's server could get the freed port
+ * and the store under test would "reconnect" to it (seen once on a busy CI machine).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
@@ -26,7 +28,15 @@ export async function startRedis(): Promise<TestRedis> {
   const port = await freePort();
   let child: ChildProcess | undefined;
 
+  let blocker: net.Server | undefined;
+  const unblock = async (): Promise<void> => {
+    const b = blocker;
+    blocker = undefined;
+    if (b !== undefined) await new Promise<void>((resolve) => b.close(() => resolve()));
+  };
+
   const start = async (): Promise<void> => {
+    await unblock();
     const c = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'yes'], { stdio: ['ignore', 'pipe', 'pipe'] });
     child = c;
     let out = '';
@@ -46,10 +56,23 @@ export async function startRedis(): Promise<TestRedis> {
     }
   };
 
-  const stop = async (): Promise<void> => {
+  const kill = async (): Promise<void> => {
     const c = child;
     child = undefined;
     if (c !== undefined) await reap(c);
+  };
+  const stop = async (): Promise<void> => {
+    await kill();
+    const b = net.createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve, reject) => {
+      b.once('error', reject);
+      b.listen(port, '127.0.0.1', () => resolve());
+    });
+    blocker = b;
+  };
+  const close = async (): Promise<void> => {
+    await kill();
+    await unblock();
   };
 
   await start();
@@ -61,7 +84,7 @@ export async function startRedis(): Promise<TestRedis> {
     },
     start,
     stop,
-    close: stop,
+    close,
     command: (...args) => command(port, args),
   };
 }
