@@ -12,6 +12,13 @@ export const UNKNOWN = 'unknown';
 export type Side = 'client' | 'server';
 export type Phase = 'request' | 'response';
 
+/** The hook sides of each phase, in the order they run: requests client side first; answers travel back, so server side first. */
+export const HOOK_SIDES: Readonly<Record<'client' | 'server' | 'both', Readonly<Record<Phase, readonly Side[]>>>> = {
+  client: { request: ['client'], response: ['client'] },
+  server: { request: ['server'], response: ['server'] },
+  both: { request: ['client', 'server'], response: ['server', 'client'] },
+};
+
 export const AGENT_HEADERS = { name: 'x-aos-agent-name', url: 'x-aos-agent-url', version: 'x-aos-agent-version' } as const;
 
 export function fullAgent(overrides: ObservedAgentOverrides, card: CardIdentity): Agent {

@@ -8,6 +8,7 @@
  * spelling its parser accepts (`taskId` and `task_id`), and any JSON value turned into text as
  * `String()` does (`["t-1"]` is the task `t-1` to ts-proto's `fromJSON`). An empty id is unset.
  */
+import type { Codec } from '../a2a/binding';
 import type { Operation } from '../a2a/operations';
 import type { JsonObject } from '../aos/schemas';
 
@@ -119,11 +120,8 @@ export function namedByRequest(op: Operation, request: JsonObject): TaskRefs {
   return refs.done();
 }
 
-/** The A2A object inside an answer: JSON-RPC `result`, or the REST body itself. */
-function resultOf(body: unknown, binding: 'jsonrpc' | 'rest'): unknown {
-  if (binding === 'rest') return body;
-  return isObject(body) && 'result' in body ? body.result : undefined;
-}
+/** How to read an answer of the call's binding: the A2A object inside it (JSON-RPC `result`, the REST body itself), and back. */
+export type AnswerForm = Pick<Codec, 'resultOf' | 'withResult'>;
 
 const UPDATE_KEYS = ['statusUpdate', 'status_update', 'artifactUpdate', 'artifact_update'] as const;
 
@@ -171,15 +169,15 @@ function resultRefs(x: unknown, into: Refs): void {
  * The tasks and contexts an answer to message/send or message/stream creates (or continues): a
  * unary body, or the data of one stream event (a JSON-RPC response, or a REST StreamResponse).
  */
-export function createdByAnswer(body: unknown, binding: 'jsonrpc' | 'rest'): TaskRefs {
+export function createdByAnswer(body: unknown, form: AnswerForm): TaskRefs {
   const refs = new Refs();
-  resultRefs(resultOf(body, binding), refs);
+  resultRefs(form.resultOf(body), refs);
   return refs.done();
 }
 
 /** The ids of the tasks a tasks/list answer holds (a task without a readable id is listed as undefined). */
-export function listedTasks(body: unknown, binding: 'jsonrpc' | 'rest'): (string | undefined)[] | undefined {
-  const result = resultOf(body, binding);
+export function listedTasks(body: unknown, form: AnswerForm): (string | undefined)[] | undefined {
+  const result = form.resultOf(body);
   if (!isObject(result)) return undefined;
   const tasks = result.tasks;
   if (tasks === undefined) return [];
@@ -191,8 +189,8 @@ export function listedTasks(body: unknown, binding: 'jsonrpc' | 'rest'): (string
  * The agent's count of all tasks (`totalSize`) is not the caller's: does the answer state a total
  * other than `kept`? (A page of the caller's own tasks still carried the count of everyone's.)
  */
-export function overstatesTotal(body: unknown, binding: 'jsonrpc' | 'rest', kept: number): boolean {
-  const result = resultOf(body, binding);
+export function overstatesTotal(body: unknown, form: AnswerForm, kept: number): boolean {
+  const result = form.resultOf(body);
   if (!isObject(result)) return false;
   return ['totalSize', 'total_size'].some((key) => key in result && Number(result[key]) !== kept);
 }
@@ -202,11 +200,11 @@ export function overstatesTotal(body: unknown, binding: 'jsonrpc' | 'rest', kept
  * total becomes the number kept: the caller learns nothing about the tasks of others, not even
  * how many there are.
  */
-export function filterListed(body: unknown, binding: 'jsonrpc' | 'rest', keep: readonly boolean[]): unknown {
-  const result = resultOf(body, binding);
+export function filterListed(body: unknown, form: AnswerForm, keep: readonly boolean[]): unknown {
+  const result = form.resultOf(body);
   if (!isObject(result)) return body;
   const tasks = Array.isArray(result.tasks) ? result.tasks.filter((_, i) => keep[i] === true) : [];
   const filtered: JsonObject = Array.isArray(result.tasks) ? { ...result, tasks } : { ...result };
   for (const key of ['totalSize', 'total_size']) if (key in filtered) filtered[key] = tasks.length;
-  return binding === 'rest' ? filtered : { ...(body as JsonObject), result: filtered };
+  return form.withResult(body, filtered);
 }

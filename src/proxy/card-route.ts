@@ -9,6 +9,7 @@ import type { ProxyDeps } from './deps';
 import { callUpstream, forwardRequestHeaders, relayResponseHeaders, abortOnClientClose, headerText } from './forward';
 import { proxyError } from '../core/errors';
 import { sendError } from './responses';
+import { restCodec } from '../a2a/bindings/rest';
 
 const MAX_CARD_BYTES = 1024 * 1024;
 
@@ -96,7 +97,7 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
     deps.metrics.upstreamErrors.inc();
     deps.logger.warn({ why }, 'agent card not served');
     if (res.headersSent) return void res.destroy();
-    sendError(res, 'rest', proxyError('upstreamUnavailable', 'Agent card unavailable'), null);
+    sendError(res, restCodec, proxyError('upstreamUnavailable', 'Agent card unavailable'), null);
   }
 }
 

@@ -16,13 +16,12 @@
  */
 import type { Logger } from 'pino';
 import type { Metrics } from '../admin/metrics';
-import type { Binding } from '../a2a/classify';
 import type { Operation } from '../a2a/operations';
 import type { JsonObject, JsonRpcId, PartialAgent } from '../aos/schemas';
 import { formatSseErrorEvent } from '../a2a/sse';
 import type { Owner } from '../ownership/principal';
 import { contextKey, taskKey, type OwnerStore } from '../ownership/store';
-import { createdByAnswer, filterListed, listedTasks, namedByRequest, overstatesTotal, type TaskRefs } from '../ownership/tasks';
+import { createdByAnswer, filterListed, listedTasks, namedByRequest, overstatesTotal, type AnswerForm, type TaskRefs } from '../ownership/tasks';
 import { errorCode, jsonRpcErrorObject, proxyError, restErrorObject, restHttpStatus, type ProxyError } from '../core/errors';
 
 /** What an answer check decides: pass it on, pass this replacement body, or send this error instead. */
@@ -99,20 +98,20 @@ export class TaskOwnership {
   }
 
   /** The checks of the agent's answer to this call, or undefined when its answer needs none. */
-  answerHook(owner: Owner, op: Operation, binding: Binding): AnswerHook | undefined {
+  answerHook(owner: Owner, op: Operation, form: AnswerForm): AnswerHook | undefined {
     switch (op.aosMethod) {
       case 'message/send':
-        return { unary: (body, ok) => (ok ? this.bind(owner, op, createdByAnswer(body, binding), undefined) : PASS) };
+        return { unary: (body, ok) => (ok ? this.bind(owner, op, createdByAnswer(body, form), undefined) : PASS) };
       case 'message/stream': {
         // A stream names the same task in every event: each key is claimed once per call.
         const claimed = new Set<string>();
         return {
-          unary: (body, ok) => (ok ? this.bind(owner, op, createdByAnswer(body, binding), claimed) : PASS),
-          event: (data) => this.bind(owner, op, createdByAnswer(data, binding), claimed),
+          unary: (body, ok) => (ok ? this.bind(owner, op, createdByAnswer(body, form), claimed) : PASS),
+          event: (data) => this.bind(owner, op, createdByAnswer(data, form), claimed),
         };
       }
       case 'tasks/list':
-        return { unary: (body, ok) => this.filterList(owner, op, binding, body, ok) };
+        return { unary: (body, ok) => this.filterList(owner, op, form, body, ok) };
       default:
         return undefined;
     }
@@ -140,9 +139,9 @@ export class TaskOwnership {
     return PASS;
   }
 
-  private async filterList(owner: Owner, op: Operation, binding: Binding, body: unknown, ok: boolean): Promise<AnswerCheck> {
+  private async filterList(owner: Owner, op: Operation, form: AnswerForm, body: unknown, ok: boolean): Promise<AnswerCheck> {
     if (!ok || (isObject(body) && 'error' in body && !('result' in body))) return PASS;
-    const ids = listedTasks(body, binding);
+    const ids = listedTasks(body, form);
     if (ids === undefined) {
       // A success the proxy cannot read could list anyone's tasks.
       this.deps.metrics.ownershipOutcome(op.aosMethod, 'list_unreadable');
@@ -154,7 +153,7 @@ export class TaskOwnership {
       this.deps.logger.warn({ method: op.aosMethod }, 'task ownership: task list cannot be read; refused (FAIL_MODE=closed)');
       return { type: 'refuse', error: proxyError('upstreamUnavailable', 'Agent task list cannot be read') };
     }
-    if (ids.length === 0) return overstatesTotal(body, binding, 0) ? { type: 'replace', body: filterListed(body, binding, []) } : PASS;
+    if (ids.length === 0) return overstatesTotal(body, form, 0) ? { type: 'replace', body: filterListed(body, form, []) } : PASS;
     const known = ids.filter((id): id is string => id !== undefined);
     let owners: (Owner | undefined)[];
     try {
@@ -168,9 +167,9 @@ export class TaskOwnership {
       if (owners[i] === owner) mine.add(id);
     });
     const keep = ids.map((id) => id !== undefined && mine.has(id));
-    if (keep.every((k) => k) && !overstatesTotal(body, binding, keep.length)) return PASS;
+    if (keep.every((k) => k) && !overstatesTotal(body, form, keep.length)) return PASS;
     this.deps.metrics.ownershipOutcome(op.aosMethod, 'list_filtered');
-    return { type: 'replace', body: filterListed(body, binding, keep) };
+    return { type: 'replace', body: filterListed(body, form, keep) };
   }
 
   /** The store did not answer: the error to send (FAIL_MODE=closed), or undefined to pass (open, counted). */
@@ -199,39 +198,4 @@ export function withTaskOwnership(caller: PartialAgent, owner: Owner, state: Own
 /** The agent's own words for an unknown task. */
 export function taskNotFound(taskId: string): ProxyError {
   return proxyError('taskNotFound', `Task not found: ${taskId.slice(0, MAX_ECHOED_ID)}`);
-}
-
-/** How a refused call was made, which decides the exact form of the agent's answer. */
-export interface RefusedCall {
-  readonly binding: Binding;
-  readonly id: JsonRpcId | null;
-  /** v0.3 wire shapes (a v0.3 JSON-RPC method, or a /v1/... REST route). */
-  readonly v03: boolean;
-  readonly op: Operation;
-}
-
-export interface WireAnswer {
-  readonly status: number;
-  readonly headers: Readonly<Record<string, string>>;
-  readonly body: string;
-}
-
-/**
- * "Task not found" exactly as the SDK agent answers it on each binding and version, so that a
- * refused call cannot be told from a call naming a task that does not exist:
- * v1.0 JSON-RPC `-32001` with A2A's ErrorInfo; v0.3 JSON-RPC `-32001` without data (and, for
- * tasks/resubscribe, as an SSE `event: error`); v1.0 REST 404 google.rpc.Status; v0.3 REST 404 `{code, message}`.
- */
-export function taskNotFoundAnswer(call: RefusedCall, err: ProxyError): WireAnswer {
-  const json = { 'content-type': 'application/json' };
-  if (call.binding === 'rest') {
-    const body = call.v03 ? { code: errorCode(err.kind), message: err.message } : restErrorObject(err);
-    return { status: restHttpStatus(err), headers: json, body: JSON.stringify(body) };
-  }
-  const full = jsonRpcErrorObject(err, call.id);
-  const answer = call.v03 ? { ...full, error: { code: full.error.code, message: full.error.message } } : full;
-  if (call.v03 && call.op.aosMethod === 'tasks/resubscribe') {
-    return { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, body: formatSseErrorEvent(JSON.stringify(answer)).toString('utf8') };
-  }
-  return { status: 200, headers: json, body: JSON.stringify(answer) };
 }

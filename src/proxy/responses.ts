@@ -6,12 +6,12 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { JsonObject, JsonRpcId } from '../aos/schemas';
 import { rewriteCard, type CardJson } from '../a2a/card';
-import type { Binding } from '../a2a/classify';
-import { jsonRpcErrorBody, proxyError, restErrorObject, restHttpStatus, type ProxyError } from '../core/errors';
+import type { Codec, ErrorShape } from '../a2a/binding';
+import { isObject } from '../core/json';
+import { proxyError, type ProxyError } from '../core/errors';
 import { headerText, relayResponseHeaders, type UpstreamAnswer } from './forward';
 import { decodeBody } from './body';
 import type { AnswerCheck } from './ownership';
-import { errorEvent, fromPayload, isObject, toPayload } from './relay/codec';
 import { relayStreamInspected as relayPipelined } from './relay/stream';
 import type { RelayContext } from './relay/context';
 
@@ -20,14 +20,10 @@ export type { RelayContext } from './relay/context';
 
 const SHUTDOWN = () => proxyError('upstreamUnavailable', 'Proxy is shutting down');
 
-function errorResponse(binding: Binding, err: ProxyError, id: JsonRpcId | null): { status: number; body: string } {
-  if (binding === 'rest') return { status: restHttpStatus(err), body: JSON.stringify(restErrorObject(err)) };
-  return { status: 200, body: jsonRpcErrorBody(err, id) };
-}
-
-export function sendError(res: ServerResponse, binding: Binding, err: ProxyError, id: JsonRpcId | null): void {
-  const { status, body } = errorResponse(binding, err, id);
-  const headers: OutgoingHttpHeaders = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+/** The binding's error answer for a call the agent does not answer (refused, denied, unreachable...). */
+export function sendError(res: ServerResponse, codec: Codec, err: ProxyError, id: JsonRpcId | null, shape?: ErrorShape): void {
+  const { status, headers: answerHeaders, body } = codec.errorAnswer(err, id, shape);
+  const headers: OutgoingHttpHeaders = { ...answerHeaders, 'content-length': Buffer.byteLength(body) };
   // 413 / 408 / overloaded: the rest of the body was not read, so this connection cannot carry another request.
   const unread = err.httpStatus === 413 || err.httpStatus === 408 || err.kind === 'overloaded';
   const httpStatus = unread ? (err.httpStatus ?? status) : status;
@@ -46,7 +42,7 @@ export function isEventStream(upRes: UpstreamAnswer): boolean {
 
 /** Pass the answer on untouched. SSE is flushed per chunk; nothing is buffered or compressed. */
 export function relayPlain(ctx: RelayContext): void {
-  const { res, upRes, binding, id } = ctx;
+  const { res, upRes, codec, id } = ctx;
   res.writeHead(upRes.statusCode, relayResponseHeaders(upRes.headers));
   const sse = isEventStream(upRes);
   if (sse) res.flushHeaders();
@@ -61,7 +57,7 @@ export function relayPlain(ctx: RelayContext): void {
   const fail = (err: ProxyError) => {
     if (res.writableEnded || res.destroyed) return;
     const boundary = tail.replace(/\r\n?/g, '\n').endsWith('\n\n') ? '' : '\n\n';
-    res.end(Buffer.concat([Buffer.from(boundary), errorEvent(binding, err, id)]));
+    res.end(Buffer.concat([Buffer.from(boundary), codec.streamError(err, id).frame]));
     ctx.upReq.abort();
   };
   upRes.read({
@@ -92,7 +88,7 @@ export function relayPlain(ctx: RelayContext): void {
 // ---- unary with hooks / card rewrite ----
 
 export function relayUnaryInspected(ctx: RelayContext): void {
-  const { res, upRes, binding, id } = ctx;
+  const { res, upRes, codec, id } = ctx;
   const chunks: Buffer[] = [];
   let size = 0;
   let tooBig = false;
@@ -107,10 +103,10 @@ export function relayUnaryInspected(ctx: RelayContext): void {
     },
     end: (complete) => {
       if (res.destroyed || res.writableEnded) return;
-      if (tooBig) return sendError(res, binding, proxyError('upstreamUnavailable', 'Agent answer too large to inspect', { limit: String(ctx.maxBodyBytes) }), id);
+      if (tooBig) return sendError(res, codec, proxyError('upstreamUnavailable', 'Agent answer too large to inspect', { limit: String(ctx.maxBodyBytes) }), id);
       if (!complete) {
         ctx.onUpstreamFailure('upstream closed mid-response');
-        return sendError(res, binding, proxyError('upstreamUnavailable', 'Upstream agent failed before answering'), id);
+        return sendError(res, codec, proxyError('upstreamUnavailable', 'Upstream agent failed before answering'), id);
       }
       void finishUnary(ctx, Buffer.concat(chunks, size)).catch(() => res.destroy());
     },
@@ -121,11 +117,11 @@ export function relayUnaryInspected(ctx: RelayContext): void {
 function uninspectable(ctx: RelayContext, why: string, pass: () => void): void {
   const err = ctx.onUninspectable(why);
   if (err === undefined) return pass();
-  sendError(ctx.res, ctx.binding, err, ctx.id);
+  sendError(ctx.res, ctx.codec, err, ctx.id);
 }
 
 async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
-  const { res, upRes, binding, id } = ctx;
+  const { res, upRes, codec, id } = ctx;
   const status = upRes.statusCode;
   const headers = relayResponseHeaders(upRes.headers);
   const original = raw;
@@ -134,7 +130,7 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   const cardAnswer = ctx.rewriteCard !== undefined && status >= 200 && status < 300;
   const refuseCard = () => {
     ctx.onUpstreamFailure('agent card result cannot be read');
-    sendError(res, binding, proxyError('upstreamUnavailable', 'Agent card unavailable: the answer cannot be read'), id);
+    sendError(res, codec, proxyError('upstreamUnavailable', 'Agent card unavailable: the answer cannot be read'), id);
   };
   const encoding = headerText(upRes.headers['content-encoding']);
   if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
@@ -152,16 +148,16 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
     if (cardAnswer) return refuseCard();
     const owned = await checkAnswer(ctx, undefined, status);
     if (res.destroyed) return;
-    if (owned.type === 'refuse') return sendError(res, binding, owned.error, id);
+    if (owned.type === 'refuse') return sendError(res, codec, owned.error, id);
     // Not JSON (an HTML error page, say): no A2A answer the hooks could judge.
     if (ctx.inspect === undefined) return send(res, status, headers, original);
     return uninspectable(ctx, 'agent answer is not JSON', () => send(res, status, headers, original));
   }
   let out = raw;
   if (cardAnswer && ctx.rewriteCard !== undefined) {
-    const rewritten = rewriteCardResult(binding, body, ctx.rewriteCard);
-    // A JSON-RPC error answer carries no card; anything else that is not a card object is refused.
-    if (rewritten === undefined && !(binding === 'jsonrpc' && isObject(body) && 'error' in body)) return refuseCard();
+    const rewritten = rewriteCardResult(codec, body, ctx.rewriteCard);
+    // An error answer (JSON-RPC: 200 with an error) carries no card; anything else that is not a card object is refused.
+    if (rewritten === undefined && !isErrorAnswer(codec, id, body)) return refuseCard();
     if (rewritten !== undefined) {
       body = rewritten;
       out = Buffer.from(JSON.stringify(body), 'utf8');
@@ -169,25 +165,25 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   }
   const owned = await checkAnswer(ctx, body, status);
   if (res.destroyed) return;
-  if (owned.type === 'refuse') return sendError(res, binding, owned.error, id);
+  if (owned.type === 'refuse') return sendError(res, codec, owned.error, id);
   if (owned.type === 'replace') {
     body = owned.body;
     out = Buffer.from(JSON.stringify(body), 'utf8');
   }
   if (ctx.inspect !== undefined) {
-    const payload = toPayload(binding, id, body, status >= 200 && status < 300);
+    const payload = codec.toPayload(id, body, status >= 200 && status < 300);
     if (payload === undefined) {
       const err = ctx.onUninspectable('agent answer is not a JSON object');
-      if (err !== undefined) return sendError(res, binding, err, id);
+      if (err !== undefined) return sendError(res, codec, err, id);
     } else {
       // The guardian reads the proxy's serialization of the answer, never the agent's text: that text could
       // mean one thing to a last-wins reader and another to a first-match one (a member given twice).
       const payloadJson = JSON.stringify(payload);
       const run = await ctx.inspect(payload, payloadJson);
       if (res.destroyed) return;
-      if (run.type === 'block') return sendError(res, binding, run.error, id);
-      if (run.modified) out = Buffer.from(fromPayload(binding, run.payload, body), 'utf8');
-      else out = approvedBytes(binding, payload, payloadJson, body, out, raw);
+      if (run.type === 'block') return sendError(res, codec, run.error, id);
+      if (run.modified) out = Buffer.from(codec.fromPayload(run.payload, body), 'utf8');
+      else out = approvedBytes(codec, payload, payloadJson, body, out, raw);
     }
   }
   if (out !== raw) {
@@ -201,9 +197,9 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
  * What the caller gets of an approved answer: exactly what the guardian judged, re-serialized (the agent's own
  * bytes when they already are that text, so ETags survive the common case).
  */
-function approvedBytes(binding: Binding, payload: JsonObject, payloadJson: string, body: unknown, out: Buffer, raw: Buffer): Buffer {
+function approvedBytes(codec: Codec, payload: JsonObject, payloadJson: string, body: unknown, out: Buffer, raw: Buffer): Buffer {
   if (out === raw && raw.length === 0 && body === null) return raw;
-  const canonical = binding === 'jsonrpc' ? payloadJson : fromPayload(binding, payload, body);
+  const canonical = codec.fromPayload(payload, body, payloadJson);
   return out.length === Buffer.byteLength(canonical) && out.toString('utf8') === canonical ? out : Buffer.from(canonical, 'utf8');
 }
 
@@ -215,10 +211,15 @@ function checkAnswer(ctx: RelayContext, body: unknown, status: number): AnswerCh
   return unary === undefined ? PASS : unary(body, status >= 200 && status < 300);
 }
 
-function rewriteCardResult(binding: Binding, body: unknown, opts: Parameters<typeof rewriteCard>[1]): unknown {
-  if (binding === 'rest') return isObject(body) ? rewriteCard(body as CardJson, opts) : undefined;
-  if (!isObject(body) || !isObject(body.result)) return undefined;
-  return { ...body, result: rewriteCard(body.result as CardJson, opts) };
+function rewriteCardResult(codec: Codec, body: unknown, opts: Parameters<typeof rewriteCard>[1]): unknown {
+  const card = codec.resultOf(body);
+  return isObject(card) ? codec.withResult(body, rewriteCard(card as CardJson, opts)) : undefined;
+}
+
+/** A 2xx answer that is an error in the binding's terms (JSON-RPC's error member). */
+function isErrorAnswer(codec: Codec, id: JsonRpcId | null, body: unknown): boolean {
+  const payload = codec.toPayload(id, body, true);
+  return payload !== undefined && 'error' in payload && !('result' in payload);
 }
 
 function send(res: ServerResponse, status: number, headers: OutgoingHttpHeaders, body: Buffer): void {
@@ -240,7 +241,7 @@ export function relayStreamInspected(ctx: RelayContext): void {
     const err = ctx.onUninspectable('agent event stream is compressed');
     if (err !== undefined) {
       ctx.upReq.abort();
-      return sendError(ctx.res, ctx.binding, err, ctx.id);
+      return sendError(ctx.res, ctx.codec, err, ctx.id);
     }
     return relayPlain(ctx);
   }

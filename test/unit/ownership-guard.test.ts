@@ -1,9 +1,10 @@
 /** The pipeline's task ownership decisions (src/proxy/ownership.ts) over a real in-memory store and a failing one. */
+import { jsonRpcCodec, restCodec } from '../../src/a2a/bindings';
 import pino from 'pino';
 import { Metrics } from '../../src/admin/metrics';
 import { operationForMethod, type Operation } from '../../src/a2a/operations';
 import { MemoryOwnerStore, type OwnerStore } from '../../src/ownership/store';
-import { TaskOwnership, taskNotFound, taskNotFoundAnswer, type AnswerCheck } from '../../src/proxy/ownership';
+import { TaskOwnership, taskNotFound, type AnswerCheck } from '../../src/proxy/ownership';
 
 const op = (m: string): Operation => operationForMethod(m) as Operation;
 const silent = pino({ level: 'silent' });
@@ -30,7 +31,7 @@ async function count(metrics: Metrics, outcome: string): Promise<number> {
 
 /** A's message/send answer binds t-1 in c-1 to A. */
 async function created(own: TaskOwnership, owner = 'A'): Promise<AnswerCheck> {
-  const hook = own.answerHook(owner, op('message/send'), 'jsonrpc');
+  const hook = own.answerHook(owner, op('message/send'), jsonRpcCodec);
   return (await hook?.unary?.({ jsonrpc: '2.0', id: 1, result: { kind: 'task', id: 't-1', contextId: 'c-1' } }, true)) as AnswerCheck;
 }
 
@@ -78,12 +79,12 @@ describe('answer hooks', () => {
 
   test('error answers bind nothing; a stream claims each key once', async () => {
     const { own, store } = setup();
-    const send = own.answerHook('A', op('message/send'), 'rest');
+    const send = own.answerHook('A', op('message/send'), restCodec);
     expect(await send?.unary?.({ error: { code: 404 } }, false)).toEqual({ type: 'pass' });
     const claims: string[][] = [];
     const spy: OwnerStore = { ...store, kind: 'memory', owners: (k) => store.owners(k), claim: (k, o) => (claims.push([...k]), store.claim(k, o)), close: () => store.close() };
     const own2 = new TaskOwnership({ store: spy, failMode: 'closed', logger: silent, metrics: new Metrics() });
-    const stream = own2.answerHook('A', op('SendStreamingMessage'), 'jsonrpc');
+    const stream = own2.answerHook('A', op('SendStreamingMessage'), jsonRpcCodec);
     for (const result of [{ task: { id: 't-9', contextId: 'c-9' } }, { statusUpdate: { taskId: 't-9', contextId: 'c-9' } }, { artifactUpdate: { taskId: 't-9', contextId: 'c-9' } }]) {
       expect(await stream?.event?.({ jsonrpc: '2.0', id: 1, result })).toEqual({ type: 'pass' });
     }
@@ -92,9 +93,9 @@ describe('answer hooks', () => {
   });
 
   test('store down while binding: closed refuses the answer, open passes it', async () => {
-    const closed = setup('closed', down).own.answerHook('A', op('message/send'), 'jsonrpc');
+    const closed = setup('closed', down).own.answerHook('A', op('message/send'), jsonRpcCodec);
     expect(await closed?.unary?.({ jsonrpc: '2.0', id: 1, result: { task: { id: 't', contextId: 'c' } } }, true)).toMatchObject({ type: 'refuse', error: { kind: 'taskStoreUnavailable' } });
-    const open = setup('open', down).own.answerHook('A', op('message/send'), 'jsonrpc');
+    const open = setup('open', down).own.answerHook('A', op('message/send'), jsonRpcCodec);
     expect(await open?.unary?.({ jsonrpc: '2.0', id: 1, result: { task: { id: 't', contextId: 'c' } } }, true)).toEqual({ type: 'pass' });
   });
 
@@ -102,46 +103,20 @@ describe('answer hooks', () => {
     const { own } = setup();
     await created(own, 'A');
     const list = { tasks: [{ id: 't-1' }, { id: 'orphan' }, { noId: true }], nextPageToken: '', pageSize: 50, totalSize: 3 };
-    const rpc = own.answerHook('A', op('ListTasks'), 'jsonrpc');
+    const rpc = own.answerHook('A', op('ListTasks'), jsonRpcCodec);
     expect(await rpc?.unary?.({ jsonrpc: '2.0', id: 1, result: list }, true)).toEqual({
       type: 'replace', body: { jsonrpc: '2.0', id: 1, result: { tasks: [{ id: 't-1' }], nextPageToken: '', pageSize: 50, totalSize: 1 } },
     });
-    const rest = own.answerHook('B', op('ListTasks'), 'rest');
+    const rest = own.answerHook('B', op('ListTasks'), restCodec);
     expect(await rest?.unary?.(list, true)).toEqual({ type: 'replace', body: { tasks: [], nextPageToken: '', pageSize: 50, totalSize: 0 } });
     expect(await rpc?.unary?.({ jsonrpc: '2.0', id: 1, result: { tasks: [{ id: 't-1' }] } }, true)).toEqual({ type: 'pass' });
     expect(await rpc?.unary?.({ jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'bad' } }, true)).toEqual({ type: 'pass' });
     expect(await rpc?.unary?.(undefined, true)).toMatchObject({ type: 'refuse' });
-    expect(await setup('open').own.answerHook('A', op('ListTasks'), 'jsonrpc')?.unary?.(undefined, true)).toEqual({ type: 'pass' });
+    expect(await setup('open').own.answerHook('A', op('ListTasks'), jsonRpcCodec)?.unary?.(undefined, true)).toEqual({ type: 'pass' });
   });
 
   test('operations that neither create nor list have no answer hook', () => {
     const { own } = setup();
-    for (const m of ['tasks/get', 'tasks/cancel', 'tasks/resubscribe', 'tasks/pushNotificationConfig/set', 'GetExtendedAgentCard']) expect(own.answerHook('A', op(m), 'jsonrpc')).toBeUndefined();
-  });
-});
-
-describe('taskNotFoundAnswer: the SDK agent\'s own answer on each binding and version', () => {
-  const err = taskNotFound('t-1');
-  const info = { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_FOUND', domain: 'a2a-protocol.org' };
-  test('JSON-RPC v1.0: -32001 with A2A\'s ErrorInfo only', () => {
-    const a = taskNotFoundAnswer({ binding: 'jsonrpc', id: 7, v03: false, op: op('GetTask') }, err);
-    expect(a.status).toBe(200);
-    expect(JSON.parse(a.body)).toEqual({ jsonrpc: '2.0', id: 7, error: { code: -32001, message: 'Task not found: t-1', data: [info] } });
-  });
-  test('JSON-RPC v0.3: -32001 without data; tasks/resubscribe as an SSE error event', () => {
-    expect(JSON.parse(taskNotFoundAnswer({ binding: 'jsonrpc', id: 'a', v03: true, op: op('tasks/get') }, err).body))
-      .toEqual({ jsonrpc: '2.0', id: 'a', error: { code: -32001, message: 'Task not found: t-1' } });
-    const sse = taskNotFoundAnswer({ binding: 'jsonrpc', id: 'a3', v03: true, op: op('tasks/resubscribe') }, err);
-    expect(sse.status).toBe(200);
-    expect(sse.headers['content-type']).toBe('text/event-stream');
-    expect(sse.body).toBe('event: error\ndata: {"jsonrpc":"2.0","id":"a3","error":{"code":-32001,"message":"Task not found: t-1"}}\n\n');
-  });
-  test('REST v1.0: 404 NOT_FOUND Status; v0.3: 404 {code, message}', () => {
-    const v1 = taskNotFoundAnswer({ binding: 'rest', id: 'minted', v03: false, op: op('GetTask') }, err);
-    expect(v1.status).toBe(404);
-    expect(JSON.parse(v1.body)).toEqual({ error: { code: 404, status: 'NOT_FOUND', message: 'Task not found: t-1', details: [info] } });
-    const v03 = taskNotFoundAnswer({ binding: 'rest', id: 'minted', v03: true, op: op('tasks/get') }, err);
-    expect(v03.status).toBe(404);
-    expect(JSON.parse(v03.body)).toEqual({ code: -32001, message: 'Task not found: t-1' });
+    for (const m of ['tasks/get', 'tasks/cancel', 'tasks/resubscribe', 'tasks/pushNotificationConfig/set', 'GetExtendedAgentCard']) expect(own.answerHook('A', op(m), jsonRpcCodec)).toBeUndefined();
   });
 });

@@ -1,4 +1,5 @@
 import { operationForMethod, type Operation } from '../../src/a2a/operations';
+import { jsonRpcCodec, restCodec } from '../../src/a2a/bindings';
 import { matchRest, restToJsonRpc, type RestMatch } from '../../src/a2a/rest';
 import { createdByAnswer, filterListed, listedTasks, namedByRequest, NO_REFS } from '../../src/ownership/tasks';
 import { ANONYMOUS, ownerKey } from '../../src/ownership/principal';
@@ -121,17 +122,17 @@ describe('createdByAnswer: what an answer creates', () => {
   const both = { tasks: ['t-1'], contexts: ['c-1'] };
 
   test('message/send results: v1.0 {task} and {message}, v0.3 kind task and message', () => {
-    expect(createdByAnswer({ jsonrpc: '2.0', id: 1, result: { task } }, 'jsonrpc')).toEqual(both);
-    expect(createdByAnswer({ jsonrpc: '2.0', id: 1, result: { message: { messageId: 'm', taskId: 't-1', contextId: 'c-1', parts: [] } } }, 'jsonrpc')).toEqual(both);
-    expect(createdByAnswer({ jsonrpc: '2.0', id: 1, result: { kind: 'task', ...task } }, 'jsonrpc')).toEqual(both);
-    expect(createdByAnswer({ jsonrpc: '2.0', id: 1, result: { kind: 'message', messageId: 'm', taskId: 't-1', contextId: 'c-1' } }, 'jsonrpc')).toEqual(both);
-    expect(createdByAnswer({ jsonrpc: '2.0', id: 1, result: { kind: 'message', messageId: 'm', contextId: 'c-1' } }, 'jsonrpc')).toEqual({ tasks: [], contexts: ['c-1'] });
+    expect(createdByAnswer({ jsonrpc: '2.0', id: 1, result: { task } }, jsonRpcCodec)).toEqual(both);
+    expect(createdByAnswer({ jsonrpc: '2.0', id: 1, result: { message: { messageId: 'm', taskId: 't-1', contextId: 'c-1', parts: [] } } }, jsonRpcCodec)).toEqual(both);
+    expect(createdByAnswer({ jsonrpc: '2.0', id: 1, result: { kind: 'task', ...task } }, jsonRpcCodec)).toEqual(both);
+    expect(createdByAnswer({ jsonrpc: '2.0', id: 1, result: { kind: 'message', messageId: 'm', taskId: 't-1', contextId: 'c-1' } }, jsonRpcCodec)).toEqual(both);
+    expect(createdByAnswer({ jsonrpc: '2.0', id: 1, result: { kind: 'message', messageId: 'm', contextId: 'c-1' } }, jsonRpcCodec)).toEqual({ tasks: [], contexts: ['c-1'] });
   });
 
   test('REST bodies: v1.0 and v0.3 ({task}, {message}, {msg})', () => {
-    expect(createdByAnswer({ task }, 'rest')).toEqual(both);
-    expect(createdByAnswer({ message: { taskId: 't-1', contextId: 'c-1' } }, 'rest')).toEqual(both);
-    expect(createdByAnswer({ msg: { taskId: 't-1', contextId: 'c-1' } }, 'rest')).toEqual(both);
+    expect(createdByAnswer({ task }, restCodec)).toEqual(both);
+    expect(createdByAnswer({ message: { taskId: 't-1', contextId: 'c-1' } }, restCodec)).toEqual(both);
+    expect(createdByAnswer({ msg: { taskId: 't-1', contextId: 'c-1' } }, restCodec)).toEqual(both);
   });
 
   test('stream events, JSON-RPC v1.0: task, statusUpdate, artifactUpdate, message', () => {
@@ -140,29 +141,29 @@ describe('createdByAnswer: what an answer creates', () => {
       { statusUpdate: { taskId: 't-1', contextId: 'c-1', status: { state: 'TASK_STATE_WORKING' } } },
       { artifactUpdate: { taskId: 't-1', contextId: 'c-1', artifact: { artifactId: 'a', parts: [] }, lastChunk: true } },
       { message: { taskId: 't-1', contextId: 'c-1' } },
-    ]) expect(createdByAnswer({ jsonrpc: '2.0', id: 2, result }, 'jsonrpc')).toEqual(both);
+    ]) expect(createdByAnswer({ jsonrpc: '2.0', id: 2, result }, jsonRpcCodec)).toEqual(both);
   });
 
   test('stream events, JSON-RPC v0.3: kind task, status-update, artifact-update', () => {
-    expect(createdByAnswer({ jsonrpc: '2.0', id: 2, result: { kind: 'task', ...task } }, 'jsonrpc')).toEqual(both);
-    expect(createdByAnswer({ jsonrpc: '2.0', id: 2, result: { kind: 'status-update', taskId: 't-1', contextId: 'c-1', final: false } }, 'jsonrpc')).toEqual(both);
-    expect(createdByAnswer({ jsonrpc: '2.0', id: 2, result: { kind: 'artifact-update', taskId: 't-1', contextId: 'c-1' } }, 'jsonrpc')).toEqual(both);
+    expect(createdByAnswer({ jsonrpc: '2.0', id: 2, result: { kind: 'task', ...task } }, jsonRpcCodec)).toEqual(both);
+    expect(createdByAnswer({ jsonrpc: '2.0', id: 2, result: { kind: 'status-update', taskId: 't-1', contextId: 'c-1', final: false } }, jsonRpcCodec)).toEqual(both);
+    expect(createdByAnswer({ jsonrpc: '2.0', id: 2, result: { kind: 'artifact-update', taskId: 't-1', contextId: 'c-1' } }, jsonRpcCodec)).toEqual(both);
   });
 
   test('stream events, REST StreamResponse (v1.0 and v0.3 proto-JSON, snake_case too)', () => {
-    expect(createdByAnswer({ task }, 'rest')).toEqual(both);
-    expect(createdByAnswer({ statusUpdate: { taskId: 't-1', contextId: 'c-1', final: true } }, 'rest')).toEqual(both);
-    expect(createdByAnswer({ artifactUpdate: { taskId: 't-1', contextId: 'c-1' } }, 'rest')).toEqual(both);
-    expect(createdByAnswer({ status_update: { task_id: 't-1', context_id: 'c-1' } }, 'rest')).toEqual(both);
+    expect(createdByAnswer({ task }, restCodec)).toEqual(both);
+    expect(createdByAnswer({ statusUpdate: { taskId: 't-1', contextId: 'c-1', final: true } }, restCodec)).toEqual(both);
+    expect(createdByAnswer({ artifactUpdate: { taskId: 't-1', contextId: 'c-1' } }, restCodec)).toEqual(both);
+    expect(createdByAnswer({ status_update: { task_id: 't-1', context_id: 'c-1' } }, restCodec)).toEqual(both);
   });
 
   test('errors and other answers create nothing', () => {
-    expect(createdByAnswer({ jsonrpc: '2.0', id: 1, error: { code: -32001, message: 'Task not found' } }, 'jsonrpc')).toBe(NO_REFS);
-    expect(createdByAnswer({ error: { code: 404 } }, 'rest')).toBe(NO_REFS);
-    expect(createdByAnswer(null, 'rest')).toBe(NO_REFS);
-    expect(createdByAnswer('text', 'jsonrpc')).toBe(NO_REFS);
+    expect(createdByAnswer({ jsonrpc: '2.0', id: 1, error: { code: -32001, message: 'Task not found' } }, jsonRpcCodec)).toBe(NO_REFS);
+    expect(createdByAnswer({ error: { code: 404 } }, restCodec)).toBe(NO_REFS);
+    expect(createdByAnswer(null, restCodec)).toBe(NO_REFS);
+    expect(createdByAnswer('text', jsonRpcCodec)).toBe(NO_REFS);
     // A JSON-RPC answer's own `id` is the request id, never a task.
-    expect(createdByAnswer({ jsonrpc: '2.0', id: 't-1', result: null }, 'jsonrpc')).toBe(NO_REFS);
+    expect(createdByAnswer({ jsonrpc: '2.0', id: 't-1', result: null }, jsonRpcCodec)).toBe(NO_REFS);
   });
 });
 
@@ -170,20 +171,20 @@ describe('tasks/list answers', () => {
   const list = { tasks: [{ id: 'a-1', contextId: 'c' }, { id: 'b-1' }, { contextId: 'no id' }, { id: 'a-2' }], nextPageToken: '', pageSize: 50, totalSize: 4 };
 
   test('listedTasks reads the ids (JSON-RPC result and REST body)', () => {
-    expect(listedTasks({ jsonrpc: '2.0', id: 1, result: list }, 'jsonrpc')).toEqual(['a-1', 'b-1', undefined, 'a-2']);
-    expect(listedTasks(list, 'rest')).toEqual(['a-1', 'b-1', undefined, 'a-2']);
-    expect(listedTasks({ jsonrpc: '2.0', id: 1, result: { nextPageToken: '' } }, 'jsonrpc')).toEqual([]);
-    expect(listedTasks({ jsonrpc: '2.0', id: 1, result: { tasks: 'x' } }, 'jsonrpc')).toBeUndefined();
-    expect(listedTasks({ jsonrpc: '2.0', id: 1, error: { code: 1 } }, 'jsonrpc')).toBeUndefined();
+    expect(listedTasks({ jsonrpc: '2.0', id: 1, result: list }, jsonRpcCodec)).toEqual(['a-1', 'b-1', undefined, 'a-2']);
+    expect(listedTasks(list, restCodec)).toEqual(['a-1', 'b-1', undefined, 'a-2']);
+    expect(listedTasks({ jsonrpc: '2.0', id: 1, result: { nextPageToken: '' } }, jsonRpcCodec)).toEqual([]);
+    expect(listedTasks({ jsonrpc: '2.0', id: 1, result: { tasks: 'x' } }, jsonRpcCodec)).toBeUndefined();
+    expect(listedTasks({ jsonrpc: '2.0', id: 1, error: { code: 1 } }, jsonRpcCodec)).toBeUndefined();
   });
 
   test('filterListed keeps the chosen tasks and counts only those', () => {
     const keep = [true, false, false, true];
-    expect(filterListed({ jsonrpc: '2.0', id: 1, result: list }, 'jsonrpc', keep)).toEqual({
+    expect(filterListed({ jsonrpc: '2.0', id: 1, result: list }, jsonRpcCodec, keep)).toEqual({
       jsonrpc: '2.0', id: 1, result: { tasks: [{ id: 'a-1', contextId: 'c' }, { id: 'a-2' }], nextPageToken: '', pageSize: 50, totalSize: 2 },
     });
-    expect(filterListed(list, 'rest', keep)).toEqual({ tasks: [{ id: 'a-1', contextId: 'c' }, { id: 'a-2' }], nextPageToken: '', pageSize: 50, totalSize: 2 });
-    expect(filterListed(list, 'rest', [])).toEqual({ tasks: [], nextPageToken: '', pageSize: 50, totalSize: 0 });
+    expect(filterListed(list, restCodec, keep)).toEqual({ tasks: [{ id: 'a-1', contextId: 'c' }, { id: 'a-2' }], nextPageToken: '', pageSize: 50, totalSize: 2 });
+    expect(filterListed(list, restCodec, [])).toEqual({ tasks: [], nextPageToken: '', pageSize: 50, totalSize: 0 });
   });
 });
 

@@ -10,25 +10,27 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../../config';
 import type { Metrics } from '../../admin/metrics';
-import type { Identities, Side } from '../../aos/identity';
+import { HOOK_SIDES, type Identities } from '../../aos/identity';
 import type { RewriteOptions } from '../../a2a/card';
 import { grpcMethodForPath, type GrpcMethod } from '../../a2a/bindings/grpc/methods';
-import { canonicalRequest, codecFor, encodeFromPayload, encodeProblem } from '../../a2a/bindings/grpc/codec';
+import { canonicalRequest, codecFor, encodeFromPayload, encodeProblem, type MethodCodec } from '../../a2a/bindings/grpc/codec';
+import { grpcCodec } from '../../a2a/bindings/grpc/binding';
 import { GRPC_STATUS, formatTimeout, frameMessage, isProblem, parseTimeout, supportedEncoding, SUPPORTED_ENCODINGS } from '../../a2a/bindings/grpc/framing';
 import { Cancellation } from '../../cancel';
 import type { CallerIdentifier, CallerResult } from '../../identity/caller';
 import { ownerKey } from '../../ownership/principal';
-import type { CallSpan, Tracer } from '../../observe/tracing';
+import type { Tracer } from '../../observe/tracing';
 import type { JsonObject } from '../../aos/schemas';
 import type { AuditRecord } from '../../observe/audit';
-import { writeAuditLine } from '../audit-line';
 import type { ChainLink } from '../../observe/decision-log';
+import { finishCall, openExchange } from '../call';
+import { callStages, END, runStages, type CallFlow, type Stage } from '../stages';
 import { proxyError, type ProxyError } from '../../core/errors';
 import { forwardRequestHeaders, headerText } from '../forward';
-import type { BodyBudget } from '../body';
-import { summarize, type HookRecord, type HookRun, type HookRunInput } from '../hooks';
-import type { AnswerHook, TaskOwnership } from '../ownership';
-import { CallerSide, errorStatus, framingError, readRequestMessage, type GrpcCall } from './caller';
+import type { BodyBudget, BodyLease } from '../body';
+import type { HookRun, HookRunInput } from '../hooks';
+import type { TaskOwnership } from '../ownership';
+import { CallerSide, errorStatus, framingError, readRequestMessage } from './caller';
 import { relayAnswer } from './relay';
 import type { GrpcUpstream } from './upstream';
 
@@ -54,7 +56,24 @@ export interface GrpcDeps {
   readonly cardRewrite: (authority: string | undefined) => RewriteOptions;
 }
 
-const REQUEST_SIDES: Record<Config['role'], readonly Side[]> = { client: ['client'], server: ['server'], both: ['client', 'server'] };
+/** gRPC has no v0.3 shapes and no error-as-event: its errors are statuses. */
+const NO_SHAPE = Object.freeze({ v03: false, errorAsEvent: false });
+
+/** A gRPC call: the binding-neutral flow plus the HTTP/2 stream and what the gRPC stages make. */
+interface GrpcFlow extends CallFlow {
+  readonly method: GrpcMethod;
+  readonly codec: MethodCodec;
+  /** The request message as the generated code read it (unknown fields skipped). */
+  readonly decoded: unknown;
+  readonly headers: http2.IncomingHttpHeaders;
+  readonly caller: CallerSide;
+  readonly lease: BodyLease;
+  readonly assertion: Promise<string | undefined>;
+  readonly timeoutMs: number | undefined;
+  /** Set by the encode stage: the message the agent receives. */
+  message: Buffer | undefined;
+  upReq: http2.ClientHttp2Stream | undefined;
+}
 
 /** Headers of the caller's request that are HTTP/2 or gRPC transport, set by the proxy itself towards the agent. */
 const TRANSPORT_HEADERS = new Set(['host', 'grpc-encoding', 'grpc-accept-encoding', 'grpc-timeout', 'content-length', 'te', 'content-type']);
@@ -67,6 +86,43 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     logger.info({ outcome: 'refused', binding: 'grpc', reason: err.message, remoteAddress }, 'request refused');
     caller.end({ ...errorStatus(err, status), ...extra });
   }
+
+  /** What the agent decodes is what the guardian approved: the decoded message (unknown fields dropped) or the replacement. */
+  const encode: Stage<GrpcFlow> = {
+    name: 'encode',
+    run(f) {
+      const run = f.approved as NonNullable<GrpcFlow['approved']>;
+      f.message = run.modified ? encodeFromPayload(f.codec.request, run.payload, 'params') : f.codec.request.encode(f.decoded);
+      return undefined;
+    },
+  };
+
+  const forward: Stage<GrpcFlow> = {
+    name: 'forward',
+    async run(f) {
+      const { ex, caller, timeoutMs } = f;
+      const run = f.approved as NonNullable<GrpcFlow['approved']>;
+      const outHeaders = upstreamHeaders(f.headers, caller.stream, run.unchecked, await f.assertion, timeoutMs === undefined ? undefined : timeoutMs - (performance.now() - ex.call.started));
+      if (!caller.open) return END;
+      let upReq: http2.ClientHttp2Stream;
+      try {
+        upReq = deps.upstream.request(outHeaders);
+      } catch (err) {
+        ex.log.error = (err as Error).message;
+        caller.fail(proxyError('upstreamUnavailable', 'Upstream agent unavailable: no gRPC endpoint known'));
+        return END;
+      }
+      f.upReq = upReq;
+      ex.log.upstreamSentAt = performance.now();
+      upReq.end(frameMessage(f.message as Buffer));
+      // The request has left: its bytes no longer count against the in-flight budget.
+      f.lease.release();
+      relayAnswer(deps, ex, f.method, caller, upReq, f.codec.response, f.answerHook, headerText(f.headers[':authority']));
+      return undefined;
+    },
+  };
+
+  const stages: readonly Stage<GrpcFlow>[] = [...callStages({ config, ownership: deps.ownership, runHooks: deps.runHooks, requestSides: HOOK_SIDES[config.role].request }), encode, forward];
 
   return (stream, headers) => {
     const caller = new CallerSide(stream);
@@ -113,81 +169,40 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     const id = `grpc-${randomUUID()}`;
     const request = canonicalRequest(method, params, id);
     const span = deps.tracer.startCall(headers, { method: method.op.aosMethod, wireMethod: method.name, binding: 'grpc', role: config.role, httpMethod: 'POST', path, remoteAddress });
-    const call: GrpcCall = {
-      started, method, op: method.op, id, caller: new Cancellation(), identity: known.identity, callerPeer: known.peer,
-      hooks: [], peers: {}, span, decision: 'allow', events: 0, upstreamStatus: null, remoteAddress,
+    const ex = openExchange({
+      started, codec: grpcCodec, op: method.op, wireMethod: method.name, id, shape: NO_SHAPE, caller: new Cancellation(),
+      identity: known.identity, callerPeer: known.peer, owner: ownerKey(known.identity), span, remoteAddress,
+    });
+    const flow: GrpcFlow = {
+      ex, port: caller, request, requestJson: undefined,
+      reasoning: headerText(headers[config.reasoningHeader]),
+      // A replacement must still be a message the agent can read.
+      validateModified: (p) => encodeProblem(codec.request, p, 'params'),
+      answerHook: undefined, approved: undefined,
+      method, codec, decoded, headers, caller, lease, assertion, timeoutMs, message: undefined, upReq: undefined,
     };
-    let upReq: http2.ClientHttp2Stream | undefined;
     let deadline: NodeJS.Timeout | undefined;
     stream.once('close', () => {
       if (deadline !== undefined) clearTimeout(deadline);
       if (!caller.finished) {
         // The caller went away (or reset the stream): stop the guardian calls and the agent's call.
-        call.caller.cancel();
-        upReq?.close(http2.constants.NGHTTP2_CANCEL);
+        ex.call.caller.cancel();
+        flow.upReq?.close(http2.constants.NGHTTP2_CANCEL);
       }
-      logCall(call, caller.finished);
+      finishCall(deps, ex, caller.finished);
     });
     if (timeoutMs !== undefined) {
-      const left = timeoutMs - (performance.now() - call.started);
+      const left = timeoutMs - (performance.now() - started);
       deadline = setTimeout(() => {
-        call.error = 'deadline exceeded';
-        call.outcome = 'cancelled';
+        ex.log.error = 'deadline exceeded';
+        ex.log.outcome = 'cancelled';
         caller.end({ 'grpc-status': String(GRPC_STATUS.DEADLINE_EXCEEDED), 'grpc-message': 'Deadline exceeded' });
-        call.caller.cancel();
-        upReq?.close(http2.constants.NGHTTP2_CANCEL);
+        ex.call.caller.cancel();
+        flow.upReq?.close(http2.constants.NGHTTP2_CANCEL);
       }, Math.max(0, left));
       deadline.unref();
     }
-
-    // Task ownership: another caller's task is "not found", before the guardian or the agent sees the call.
-    const owner = ownerKey(call.identity);
-    let answerHook: AnswerHook | undefined;
-    if (deps.ownership !== undefined) {
-      const owned = await deps.ownership.checkRequest(owner, method.op, request);
-      if (!caller.open) return;
-      if (owned.type === 'refuse') {
-        call.decision = 'refused';
-        return caller.fail(owned.error);
-      }
-      answerHook = deps.ownership.answerHook(owner, method.op, 'jsonrpc');
-    }
-
-    const run = await deps.runHooks({
-      ex: call, sides: REQUEST_SIDES[config.role], phase: 'request', payload: request, payloadJson: JSON.stringify(request),
-      reasoning: headerText(headers[config.reasoningHeader]),
-      // A replacement must still be a message the agent can read.
-      validateModified: (p) => encodeProblem(codec.request, p, 'params'),
-    });
-    if (!caller.open) return;
-    if (run.type === 'block') {
-      call.decision = run.decision;
-      return caller.fail(run.error);
-    }
-    if (run.modified && deps.ownership !== undefined) {
-      const again = await deps.ownership.checkRequest(owner, method.op, run.payload);
-      if (!caller.open) return;
-      if (again.type === 'refuse') {
-        call.decision = 'refused';
-        return caller.fail(again.error);
-      }
-    }
-    // What the agent decodes is what the guardian approved: the decoded message (unknown fields dropped) or the replacement.
-    const message = run.modified ? encodeFromPayload(codec.request, run.payload, 'params') : codec.request.encode(decoded);
-    call.decision = summarize(call.hooks, 'request');
-    const outHeaders = upstreamHeaders(headers, stream, run.unchecked, await assertion, timeoutMs === undefined ? undefined : timeoutMs - (performance.now() - call.started));
-    if (!caller.open) return;
-    try {
-      upReq = deps.upstream.request(outHeaders);
-    } catch (err) {
-      call.error = (err as Error).message;
-      return caller.fail(proxyError('upstreamUnavailable', 'Upstream agent unavailable: no gRPC endpoint known'));
-    }
-    call.upstreamSentAt = performance.now();
-    upReq.end(frameMessage(message));
-    // The request has left: its bytes no longer count against the in-flight budget.
-    lease.release();
-    relayAnswer(deps, call, caller, upReq, codec.response, answerHook, headerText(headers[':authority']));
+    await runStages(stages, flow);
   }
 
   function identifyCaller(headers: http2.IncomingHttpHeaders, stream: http2.ServerHttp2Stream): Promise<CallerResult> {
@@ -232,22 +247,6 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
       'grpc-accept-encoding': 'identity',
       ...(leftMs === undefined ? {} : { 'grpc-timeout': formatTimeout(leftMs) }),
     };
-  }
-
-  function logCall(call: GrpcCall, finished: boolean): void {
-    const now = performance.now();
-    const totalMs = now - call.started;
-    const upstreamMs = call.upstreamSentAt === undefined ? undefined : (call.upstreamEndedAt ?? now) - call.upstreamSentAt;
-    const side = call.hooks[0]?.side;
-    const peer = side === undefined ? undefined : call.peers[side];
-    const record = writeAuditLine(deps, {
-      method: call.op.aosMethod, wireMethod: call.method.name, binding: 'grpc', role: config.role, decision: call.decision, hooks: call.hooks as readonly HookRecord[],
-      peer: peer === undefined ? undefined : { name: peer.name, url: peer.url, version: peer.version, verified: side === 'server' && call.identity !== undefined && call.identity.source !== 'local' },
-      remoteAddress: call.remoteAddress, traceId: call.span.traceId, spanId: call.span.spanId, a2aId: call.id,
-      upstreamStatus: call.upstreamStatus, forwarded: call.upstreamSentAt !== undefined, upstreamMs, totalMs, finished,
-      events: call.events, error: call.error, outcome: call.outcome,
-    }, call.identity);
-    (call.span as CallSpan).end({ outcome: record.outcome, decision: record.decision, reasonCodes: record.reasonCodes, upstreamStatus: call.upstreamStatus, error: call.error });
   }
 }
 

@@ -4,34 +4,14 @@
  * the proxy's ErrorInfo, trailers-only before any message, trailers after them).
  */
 import http2 from 'node:http2';
-import type { GrpcMethod } from '../../a2a/bindings/grpc/methods';
 import { GRPC_STATUS, MessageReader, grpcStatusCode, isProblem, readMessage, type FramingProblem, type RawMessage } from '../../a2a/bindings/grpc/framing';
-import { encodeGrpcMessage, statusDetailsBin, type ErrorInfoJson } from '../../a2a/bindings/grpc/status';
-import type { VerifiedIdentity } from '../../identity/types';
-import type { CallOutcome } from '../../observe/audit';
+import { grpcErrorStatus } from '../../a2a/bindings/grpc/binding';
 import type { BodyLease } from '../body';
-import type { HookDecision } from '../enforce';
-import { grpcErrorParts, proxyError, type ProxyError } from '../../core/errors';
-import type { HookCall } from '../hooks';
-
-/** Per-call facts (the gRPC counterpart of the HTTP pipeline's Exchange). */
-export interface GrpcCall extends HookCall {
-  readonly started: number;
-  readonly method: GrpcMethod;
-  readonly id: string;
-  readonly identity: VerifiedIdentity | undefined;
-  readonly remoteAddress: string | undefined;
-  decision: HookDecision | 'error' | 'refused';
-  events: number;
-  error?: string;
-  outcome?: CallOutcome;
-  upstreamSentAt?: number;
-  upstreamEndedAt?: number;
-  upstreamStatus: number | null;
-}
+import { proxyError, type ProxyError } from '../../core/errors';
+import type { CallerPort } from '../stages';
 
 /** The caller's side of one call: answers in gRPC terms, whatever state the stream is in. */
-export class CallerSide {
+export class CallerSide implements CallerPort {
   private trailers: http2.OutgoingHttpHeaders | undefined;
   finished = false;
 
@@ -86,15 +66,7 @@ export class CallerSide {
 }
 
 /** The status headers of a proxy error, with its ErrorInfo in grpc-status-details-bin. */
-export function errorStatus(err: ProxyError, statusOverride?: string): http2.OutgoingHttpHeaders {
-  const parts = grpcErrorParts(err, statusOverride);
-  const code = grpcStatusCode(parts.status);
-  return {
-    'grpc-status': String(code),
-    'grpc-message': encodeGrpcMessage(parts.message),
-    'grpc-status-details-bin': statusDetailsBin(code, parts.message, parts.details as readonly ErrorInfoJson[]).toString('base64'),
-  };
-}
+export const errorStatus: (err: ProxyError, statusOverride?: string) => http2.OutgoingHttpHeaders = grpcErrorStatus;
 
 export function framingError(p: FramingProblem): ProxyError {
   return proxyError(p.status === 'UNIMPLEMENTED' ? 'methodNotFound' : 'rejected', p.message);

@@ -9,7 +9,7 @@
 import http2 from 'node:http2';
 import type { Config } from '../../config';
 import type { Metrics } from '../../admin/metrics';
-import type { Side } from '../../aos/identity';
+import { HOOK_SIDES } from '../../aos/identity';
 import type { JsonObject } from '../../aos/schemas';
 import { rewriteCard, type CardJson, type RewriteOptions } from '../../a2a/card';
 import { canonicalResponse, encodeFromPayload, encodeProblem, type MessageCodec } from '../../a2a/bindings/grpc/codec';
@@ -19,7 +19,9 @@ import type { CallOutcome } from '../../observe/audit';
 import { proxyError, type ProxyError } from '../../core/errors';
 import type { HookRun, HookRunInput } from '../hooks';
 import type { AnswerCheck, AnswerHook } from '../ownership';
-import { framingError, type CallerSide, type GrpcCall } from './caller';
+import { framingError, type CallerSide } from './caller';
+import type { Exchange } from '../call';
+import type { GrpcMethod } from '../../a2a/bindings/grpc/methods';
 
 export interface RelayDeps {
   readonly config: Config;
@@ -30,16 +32,14 @@ export interface RelayDeps {
   readonly cardRewrite: (authority: string | undefined) => RewriteOptions;
 }
 
-/** Responses travel back: server side first. */
-const RESPONSE_SIDES: Record<Config['role'], readonly Side[]> = { client: ['client'], server: ['server'], both: ['server', 'client'] };
 /** Agent answer headers that are transport (or that the proxy changes when it re-encodes). */
 const ANSWER_DROP = new Set(['content-length', 'connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'date']);
 
 export function relayAnswer(
-  deps: RelayDeps, call: GrpcCall, caller: CallerSide, upReq: http2.ClientHttp2Stream, codec: MessageCodec, answerHook: AnswerHook | undefined, authority: string | undefined,
+  deps: RelayDeps, ex: Exchange, method: GrpcMethod, caller: CallerSide, upReq: http2.ClientHttp2Stream, codec: MessageCodec, answerHook: AnswerHook | undefined, authority: string | undefined,
 ): void {
   const { config, metrics } = deps;
-  const method = call.method;
+  const { call, log } = ex;
   const inspect = config.inspectResponses || method.op.returnsCard || answerHook !== undefined;
   let upTrailers: http2.IncomingHttpHeaders | undefined;
   let upEncoding: string | undefined;
@@ -52,8 +52,8 @@ export function relayAnswer(
 
   const stopUpstream = () => upReq.close(http2.constants.NGHTTP2_CANCEL);
   const failAnswer = (err: ProxyError, why: string, status?: string, outcome?: CallOutcome) => {
-    call.error ??= why;
-    if (outcome !== undefined) call.outcome = outcome;
+    log.error ??= why;
+    if (outcome !== undefined) log.outcome = outcome;
     caller.fail(err, status);
     stopUpstream();
   };
@@ -64,8 +64,8 @@ export function relayAnswer(
   });
   upReq.on('response', (h) => {
     const status = Number(h[':status']);
-    call.upstreamStatus = status;
-    metrics.upstreamCall(method.op.aosMethod, (performance.now() - (call.upstreamSentAt as number)) / 1000);
+    log.upstreamStatus = status;
+    metrics.upstreamCall(method.op.aosMethod, (performance.now() - (log.upstreamSentAt as number)) / 1000);
     if (status !== 200) return failAnswer(proxyError('upstreamUnavailable', `Upstream agent answered HTTP ${status}`), `upstream HTTP ${status}`);
     if (h['grpc-status'] !== undefined) {
       // Trailers-only: the agent's status (an error, or an empty answer) goes back as it is.
@@ -103,12 +103,12 @@ export function relayAnswer(
   }
   upReq.on('end', () => {
     upEnded = true;
-    call.upstreamEndedAt = performance.now();
+    log.upstreamEndedAt = performance.now();
     if (!working) finish();
   });
   upReq.on('close', () => {
     if (!upEnded && !caller.finished) {
-      call.upstreamEndedAt = performance.now();
+      log.upstreamEndedAt = performance.now();
       failAnswer(proxyError('upstreamUnavailable', 'Upstream agent ended the call without a status'), `upstream closed (code ${upReq.rstCode ?? '?'})`);
     }
   });
@@ -129,7 +129,7 @@ export function relayAnswer(
         const raw = queue.shift() as RawMessage;
         const out = await judgeMessage(raw);
         if (out === undefined) return;
-        call.events++;
+        log.events++;
         await caller.write(frameMessage(out));
       }
     } finally {
@@ -162,23 +162,24 @@ export function relayAnswer(
       result = rewriteCard(result as CardJson, deps.cardRewrite(authority)) as JsonObject;
       changed = true;
     }
-    let payload = canonicalResponse(call.id, result);
     if (answerHook !== undefined) {
-      const check = await answerCheck(answerHook, method.streaming, payload);
+      // Task ownership reads the message as the gRPC codec gives it (the result itself).
+      const check = await answerCheck(answerHook, method.streaming, result);
       if (!caller.open) return undefined;
       if (check.type === 'refuse') {
-        call.decision = 'refused';
+        log.decision = 'refused';
         failAnswer(check.error, 'task ownership refused the answer');
         return undefined;
       }
       if (check.type === 'replace') {
-        payload = check.body as JsonObject;
+        result = check.body as JsonObject;
         changed = true;
       }
     }
+    let payload = canonicalResponse(String(call.id), result);
     if (config.inspectResponses) {
       const run = await deps.runHooks({
-        ex: call, sides: RESPONSE_SIDES[config.role], phase: 'response', payload, payloadJson: JSON.stringify(payload), reasoning: undefined,
+        ex, sides: HOOK_SIDES[config.role].response, phase: 'response', payload, payloadJson: JSON.stringify(payload), reasoning: undefined,
         // Stream events use the guardian's stream connections, never ahead of a call's checks (as over HTTP).
         ...(method.streaming ? { budget: 'stream' as const } : {}),
         validateModified: (p) => encodeProblem(codec, p, 'result'),

@@ -6,15 +6,17 @@ import type { ServerResponse } from 'node:http';
 import type { JsonObject, JsonRpcId } from '../../aos/schemas';
 import type { GuardianBudget } from '../../aos/guardian';
 import type { rewriteCard } from '../../a2a/card';
-import type { Binding } from '../../a2a/classify';
+import type { SseCodec } from '../../a2a/binding';
 import type { ProxyError } from '../../core/errors';
 import type { UpstreamAnswer, UpstreamHandle } from '../forward';
-import type { Exchange, HookRun } from '../hooks';
+import type { HookRun } from '../hooks';
+import type { Exchange } from '../call';
 import type { AnswerHook } from '../ownership';
 import type { Line } from './window';
 
 export interface RelayContext {
-  readonly binding: Binding;
+  /** The binding the call came by: answers, payloads and errors in its terms. */
+  readonly codec: SseCodec;
   /** The caller's JSON-RPC id, echoed in errors. */
   readonly id: JsonRpcId | null;
   /** The A2A exchange, or undefined for traffic that is not A2A. */

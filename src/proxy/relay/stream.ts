@@ -6,10 +6,10 @@
  */
 import type { SseEvent } from '../../a2a/sse';
 import { SseParser, formatSseEvent } from '../../a2a/sse';
-import { proxyError } from '../../core/errors';
+import { proxyError, type ProxyError } from '../../core/errors';
 import { headerText, relayResponseHeaders } from '../forward';
 import type { RelayContext } from './context';
-import { errorEvent, fromPayload, isObject, toPayload } from './codec';
+import { isObject } from '../../core/json';
 import { OrderedWindow, type Verdict } from './window';
 
 /** Default number of events judged at once per stream (STREAM_INSPECT_WINDOW). */
@@ -40,26 +40,26 @@ function decideEvent(ctx: RelayContext, inspect: Inspect | undefined, ownEvent: 
   // Task ownership: bind the tasks an event names before it goes out (an error event names none).
   if (ownEvent === undefined || ev.event === 'error') return judge(ctx, inspect, ev, data);
   const owned = ownEvent(data);
-  if (!isPromise(owned)) return owned.type === 'refuse' ? { stop: errorEvent(ctx.binding, owned.error, ctx.id) } : judge(ctx, inspect, ev, data);
-  return owned.then((o) => (o.type === 'refuse' ? { stop: errorEvent(ctx.binding, o.error, ctx.id) } : judge(ctx, inspect, ev, data)));
+  if (!isPromise(owned)) return owned.type === 'refuse' ? { stop: ctx.codec.streamError(owned.error, ctx.id).frame } : judge(ctx, inspect, ev, data);
+  return owned.then((o) => (o.type === 'refuse' ? { stop: ctx.codec.streamError(o.error, ctx.id).frame } : judge(ctx, inspect, ev, data)));
 }
 
 /** The response hooks' verdict on one parsed event (a pass when inspection is off). */
 function judge(ctx: RelayContext, inspect: Inspect | undefined, ev: SseEvent, data: unknown): Verdict | Promise<Verdict> {
   if (inspect === undefined) return { pass: ev.raw };
-  const { binding, id } = ctx;
+  const { codec, id } = ctx;
   const failed = ev.event === 'error' || (isObject(data) && 'error' in data && !('result' in data));
-  const payload = toPayload(binding, id, data, !failed);
+  const payload = codec.toPayload(id, data, !failed);
   if (payload === undefined) return unreadable(ctx, ev, 'SSE event data is not a JSON object');
-  if (ctx.ex !== undefined) ctx.ex.events++;
+  if (ctx.ex !== undefined) ctx.ex.log.events++;
   // Stream events use their own guardian connections: a call's checks never wait behind them.
   // The guardian reads the proxy's serialization of the event, and the caller gets that same text: never the
   // agent's, which could mean one thing to a last-wins reader and another to a first-match one.
   const payloadJson = JSON.stringify(payload);
   return inspect(payload, payloadJson, 'stream').then((run): Verdict => {
-    if (run.type === 'block') return { stop: errorEvent(binding, run.error, id) };
+    if (run.type === 'block') return { stop: codec.streamError(run.error, id).frame };
     // A modify replaces this event's data only; its `event:` and `id:` fields stay (so does an allowed event's).
-    const out = run.modified ? fromPayload(binding, run.payload, data) : binding === 'jsonrpc' ? payloadJson : fromPayload(binding, payload, data);
+    const out = run.modified ? codec.fromPayload(run.payload, data) : codec.fromPayload(payload, data, payloadJson);
     return { pass: formatSseEvent({ data: out, ...(ev.event === undefined ? {} : { event: ev.event }), ...(ev.id === undefined ? {} : { id: ev.id }) }) };
   });
 }
@@ -67,12 +67,13 @@ function judge(ctx: RelayContext, inspect: Inspect | undefined, ev: SseEvent, da
 /** An event the hooks cannot read: passed (FAIL_MODE=open, counted) or the end of the stream. */
 function unreadable(ctx: RelayContext, ev: SseEvent, why: string): Verdict {
   const err = ctx.onUninspectable(why);
-  return err === undefined ? { pass: ev.raw } : { stop: errorEvent(ctx.binding, err, ctx.id) };
+  return err === undefined ? { pass: ev.raw } : { stop: ctx.codec.streamError(err, ctx.id).frame };
 }
 
 export function relayStreamInspected(ctx: RelayContext, inspect: Inspect | undefined): void {
   const ownEvent = ctx.answerHook?.event;
-  const { res, upRes, binding, id } = ctx;
+  const { res, upRes, codec, id } = ctx;
+  const errorEvent = (err: ProxyError): Buffer => codec.streamError(err, id).frame;
   res.writeHead(upRes.statusCode, relayResponseHeaders(upRes.headers));
   res.flushHeaders();
 
@@ -115,9 +116,9 @@ export function relayStreamInspected(ctx: RelayContext, inspect: Inspect | undef
     abort: () => {
       ctx.upReq.abort();
       // The exchange is over: guardian calls still in flight for later events are cancelled.
-      ctx.ex?.caller.cancel();
+      ctx.ex?.call.caller.cancel();
     },
-    failure: () => errorEvent(binding, proxyError('guardianUnavailable', 'Stream inspection failed'), id),
+    failure: () => errorEvent(proxyError('guardianUnavailable', 'Stream inspection failed')),
   }, ctx.streamWindow ?? DEFAULT_STREAM_WINDOW, STREAM_WINDOW_MAX_BYTES, inspect === undefined ? undefined : ctx.streamLine);
 
   const parser = new SseParser();
@@ -128,7 +129,7 @@ export function relayStreamInspected(ctx: RelayContext, inspect: Inspect | undef
       } catch (err) {
         // An event too large to inspect is never passed unread: the events before it go out, then the stream ends in an error.
         window.push((err as { events?: SseEvent[] }).events ?? []);
-        window.upstreamEnded(() => errorEvent(binding, proxyError('upstreamUnavailable', 'Agent sent an SSE event too large to inspect'), id));
+        window.upstreamEnded(() => errorEvent(proxyError('upstreamUnavailable', 'Agent sent an SSE event too large to inspect')));
         ctx.upReq.abort();
       }
     },
@@ -138,7 +139,7 @@ export function relayStreamInspected(ctx: RelayContext, inspect: Inspect | undef
       if (!complete) {
         return window.upstreamEnded(() => {
           ctx.onUpstreamFailure('upstream closed mid-stream');
-          return errorEvent(binding, proxyError('upstreamUnavailable', 'Upstream agent failed mid-stream'), id);
+          return errorEvent(proxyError('upstreamUnavailable', 'Upstream agent failed mid-stream'));
         });
       }
       try {
@@ -149,7 +150,7 @@ export function relayStreamInspected(ctx: RelayContext, inspect: Inspect | undef
       window.upstreamEnded();
     },
   });
-  const untrack = ctx.trackStream(() => window.stop(errorEvent(binding, SHUTDOWN(), id)));
+  const untrack = ctx.trackStream(() => window.stop(errorEvent(SHUTDOWN())));
   res.once('close', () => {
     untrack();
     res.removeListener('drain', onDrain);

@@ -1,0 +1,144 @@
+/**
+ * The stages of an A2A call, as named values run in order (as node-http-proxy's passes). A stage
+ * either hands the call on or ends it (it answered the caller, or the caller is gone). The stages
+ * here are the binding-neutral middle of every call: task ownership, the request hooks, and the
+ * ownership re-check of a modified call; each inbound adapter (pipeline.ts for HTTP, grpc/call.ts)
+ * puts its own door in front and its own rebuild and forward stages behind them.
+ *
+ * What a stage works on is a flow: the frozen `Call` and its `CallLog` (call.ts), the canonical
+ * JSON-RPC request as classified, the caller's side, and the outputs of earlier stages, each set
+ * once by the stage that makes it.
+ */
+import type { JsonObject } from '../core/json';
+import type { ProxyError } from '../core/errors';
+import type { Config } from '../config';
+import type { Side } from '../aos/identity';
+import type { Exchange } from './call';
+import { summarize, type HookRun, type HookRunInput } from './hooks';
+import { withTaskOwnership, type AnswerHook, type TaskOwnership } from './ownership';
+
+/** A stage's word: END stops the run (the call is answered or gone); anything else hands it on. */
+export const END = Symbol('end');
+export type Step = typeof END | void;
+
+export interface Stage<F> {
+  readonly name: string;
+  run(flow: F): Step | Promise<Step>;
+}
+
+/** Run stages in order until one ends the call. Synchronous stages cost no promise. */
+export async function runStages<F>(stages: readonly Stage<F>[], flow: F): Promise<void> {
+  for (const stage of stages) {
+    let step = stage.run(flow);
+    if (step instanceof Promise) step = await step;
+    if (step === END) return;
+  }
+}
+
+/** The caller's side of a call, in its binding's terms. */
+export interface CallerPort {
+  /** Still there to answer. */
+  readonly open: boolean;
+  /** Answer with the binding's error (in the agent's own form where the error is one the agent gives). */
+  fail(err: ProxyError): void;
+}
+
+/** What the binding-neutral stages read and write. */
+export interface CallFlow {
+  readonly ex: Exchange;
+  readonly port: CallerPort;
+  /** The canonical JSON-RPC request, as classified (task ownership may replace it before the guardian sees it). */
+  request: JsonObject;
+  /** Its serialization, when the adapter made it while classifying. */
+  requestJson: string | undefined;
+  /** The agent's reasoning (client-side request hooks only). */
+  readonly reasoning: string | undefined;
+  /** A guardian's replacement must still be one request with one meaning on this binding: a problem, or undefined. */
+  readonly validateModified: (replacement: JsonObject) => string | undefined;
+  /** Set by the ownership stage: task ownership's checks of the agent's answer. */
+  answerHook: AnswerHook | undefined;
+  /** Set by the request-hook stage: the approved (or replaced) request. */
+  approved: Extract<HookRun, { type: 'pass' }> | undefined;
+}
+
+export interface StageDeps {
+  readonly config: Pick<Config, 'role'>;
+  readonly ownership?: TaskOwnership | undefined;
+  readonly runHooks: (input: HookRunInput) => Promise<HookRun>;
+  /** Hook sides of a request, in the order they run (client side first). */
+  readonly requestSides: readonly Side[];
+}
+
+function refuse(flow: CallFlow, err: ProxyError): typeof END {
+  // Counted (outcome refused) with the call's audit line when it closes.
+  flow.ex.log.decision = 'refused';
+  flow.port.fail(err);
+  return END;
+}
+
+/** Task ownership: another caller's task is "not found", before the guardian or the agent sees the call. */
+export function ownRequest(ownership: TaskOwnership, deps: StageDeps): Stage<CallFlow> {
+  return {
+    name: 'ownership',
+    async run(flow) {
+      const { call, log } = flow.ex;
+      const owned = await ownership.checkRequest(call.owner, call.op, flow.request);
+      if (!flow.port.open) return END;
+      if (owned.type === 'refuse') return refuse(flow, owned.error);
+      // The answer checks read answers as the call's binding writes them.
+      flow.answerHook = ownership.answerHook(call.owner, call.op, call.codec);
+      // A call about existing tasks shows the guardian whose they are (the caller's, or unchecked under FAIL_MODE=open).
+      if (deps.config.role !== 'client' && owned.state !== 'none') log.peers.server = withTaskOwnership(call.callerPeer, call.owner, owned.state);
+      return undefined;
+    },
+  };
+}
+
+/** The request hooks (envelope -> guardian -> enforce, per side): a block answers the caller. */
+export function judgeRequest(deps: StageDeps): Stage<CallFlow> {
+  return {
+    name: 'request hooks',
+    async run(flow) {
+      const { ex } = flow;
+      const run = await deps.runHooks({
+        ex, sides: deps.requestSides, phase: 'request', payload: flow.request, payloadJson: flow.requestJson ?? JSON.stringify(flow.request),
+        reasoning: flow.reasoning, validateModified: flow.validateModified,
+      });
+      if (!flow.port.open) return END;
+      if (run.type === 'block') {
+        ex.log.decision = run.decision;
+        flow.port.fail(run.error);
+        return END;
+      }
+      flow.approved = run;
+      ex.log.decision = summarize(ex.log.hooks, 'request');
+      return undefined;
+    },
+  };
+}
+
+/** A modify may not re-target the call at a task the caller does not own. */
+export function ownModified(ownership: TaskOwnership): Stage<CallFlow> {
+  return {
+    name: 'ownership of the modified call',
+    run(flow) {
+      const approved = flow.approved;
+      if (approved === undefined || !approved.modified) return undefined;
+      return recheck(flow, approved.payload);
+    },
+  };
+
+  async function recheck(flow: CallFlow, payload: JsonObject): Promise<Step> {
+    const { call } = flow.ex;
+    const again = await ownership.checkRequest(call.owner, call.op, payload);
+    if (!flow.port.open) return END;
+    if (again.type === 'refuse') return refuse(flow, again.error);
+    return undefined;
+  }
+}
+
+/** The binding-neutral middle of every call, in order (task ownership's stages only when it is on). */
+export function callStages(deps: StageDeps): readonly Stage<CallFlow>[] {
+  const own = deps.ownership;
+  return own === undefined ? [judgeRequest(deps)] : [ownRequest(own, deps), judgeRequest(deps), ownModified(own)];
+}
