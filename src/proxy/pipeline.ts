@@ -71,8 +71,6 @@ interface UpstreamRequest {
   readonly body: Buffer | null;
   readonly unchecked: boolean;
   readonly rebuilt: { readonly version: string | undefined; readonly json: boolean } | undefined;
-  /** ROLE=client/both: this proxy's signed identity assertion for the upstream. */
-  readonly assertion?: string | undefined;
 }
 
 export function createProxyHandler(deps: ProxyDeps): RequestListener {
@@ -183,7 +181,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     async run(f) {
       const signed = await f.assertion;
       if (f.res.destroyed) return END;
-      forward(f.req, f.res, { ...(f.upstreamRequest as UpstreamRequest), assertion: signed }, f.lease, f);
+      forward(f.req, f.res, f.upstreamRequest as UpstreamRequest, signed, f.lease, f);
       return undefined;
     },
   };
@@ -214,7 +212,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     const verb = a.req.method ?? 'GET';
     metrics.call(c.why === 'passthrough' ? 'passthrough' : 'other', 'forwarded');
     logger.info({ path: c.target.split('?')[0], verb, why: c.why, ...(c.method === undefined ? {} : { method: c.method.slice(0, 64) }) }, c.why === 'passthrough' ? 'passthrough forwarded unjudged' : 'non-A2A request forwarded unjudged (NON_A2A=forward)');
-    forward(a.req, a.res, { verb, path: c.target, body: c.body, unchecked: false, rebuilt: undefined, assertion: await a.assertion }, a.lease, undefined);
+    forward(a.req, a.res, { verb, path: c.target, body: c.body, unchecked: false, rebuilt: undefined }, await a.assertion, a.lease, undefined);
     return END;
   }
 
@@ -287,12 +285,12 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   }
 
   /** The request to the agent, and its answer handed to the relay; `f` is the A2A call, undefined for unjudged traffic. */
-  function forward(req: IncomingMessage, res: ServerResponse, up: UpstreamRequest, lease: BodyLease, f: HttpFlow | undefined): void {
+  function forward(req: IncomingMessage, res: ServerResponse, up: UpstreamRequest, assertion: string | undefined, lease: BodyLease, f: HttpFlow | undefined): void {
     const headers = forwardRequestHeaders(req.headers, {
       role: config.role,
       reasoningHeader: config.reasoningHeader,
       announce: config.role === 'server' ? undefined : deps.identities.clientAsPeer(),
-      assertion: up.assertion,
+      assertion,
       unchecked: up.unchecked,
       bodyLength: up.body === null ? (hasBody(req) || up.verb === 'POST' ? 0 : null) : up.body.length,
       upstreamHost: deps.upstream.url.host,
