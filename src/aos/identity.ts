@@ -4,13 +4,19 @@
  * learned says "unknown". Context JSON is cached per identity snapshot: no per-request work.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ObservedAgentOverrides } from '../config';
 import { type CardCache, type CardIdentity, identityFromCard } from '../a2a/card';
+import type { Phase, Role, Side } from './hook-points';
 import type { A2AContext, Agent, PartialAgent } from './schemas';
 
+// proxy/ still imports these from here; their home is hook-points.ts.
+export type { Phase, Side } from './hook-points';
+
 export const UNKNOWN = 'unknown';
-export type Side = 'client' | 'server';
-export type Phase = 'request' | 'response';
+
+/** OBSERVED_AGENT_*: the observed agent's AOS Agent fields as the operator gives them (unset: from its card). */
+export type ObservedAgentOverrides = {
+  readonly [K in 'id' | 'name' | 'url' | 'version' | 'description' | 'instructions' | 'providerName' | 'providerUrl']?: string;
+};
 
 /** The hook sides of each phase, in the order they run: requests client side first; answers travel back, so server side first. */
 export const HOOK_SIDES: Readonly<Record<'client' | 'server' | 'both', Readonly<Record<Phase, readonly Side[]>>>> = {
@@ -79,7 +85,7 @@ export function hookContext(side: Side, phase: Phase, observed: Agent, peer: Par
 
 export interface IdentitySources {
   readonly overrides: ObservedAgentOverrides;
-  readonly role: 'client' | 'server' | 'both';
+  readonly role: Role;
   /** The upstream agent's card (the server agent). */
   readonly upstreamCard: CardCache;
   /** The observed client agent's own card, when OBSERVED_AGENT_CARD_URL is set (ROLE=client/both). */
