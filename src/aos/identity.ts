@@ -8,21 +8,14 @@ import { type CardCache, type CardIdentity, identityFromCard } from '../a2a/card
 import type { Phase, Role, Side } from './hook-points';
 import type { A2AContext, Agent, PartialAgent } from './schemas';
 
-// proxy/ still imports these from here; their home is hook-points.ts.
-export type { Phase, Side } from './hook-points';
+// proxy/ still imports these from here (HOOK_SIDES is HOOK_ORDER); their home is hook-points.ts.
+export { HOOK_ORDER as HOOK_SIDES, type Phase, type Side } from './hook-points';
 
 export const UNKNOWN = 'unknown';
 
 /** OBSERVED_AGENT_*: the observed agent's AOS Agent fields as the operator gives them (unset: from its card). */
 export type ObservedAgentOverrides = {
   readonly [K in 'id' | 'name' | 'url' | 'version' | 'description' | 'instructions' | 'providerName' | 'providerUrl']?: string;
-};
-
-/** The hook sides of each phase, in the order they run: requests client side first; answers travel back, so server side first. */
-export const HOOK_SIDES: Readonly<Record<'client' | 'server' | 'both', Readonly<Record<Phase, readonly Side[]>>>> = {
-  client: { request: ['client'], response: ['client'] },
-  server: { request: ['server'], response: ['server'] },
-  both: { request: ['client', 'server'], response: ['server', 'client'] },
 };
 
 export const AGENT_HEADERS = { name: 'x-aos-agent-name', url: 'x-aos-agent-url', version: 'x-aos-agent-version' } as const;
