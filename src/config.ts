@@ -5,6 +5,8 @@
 import { z } from 'zod';
 import { pathSegments } from './a2a/target';
 import { lookupEnv, serviceLinkHint, type EnvValue } from './env';
+import { ROLES } from './aos/hook-points';
+import type { ObservedAgentOverrides } from './aos/identity';
 
 const bool = (def: boolean) =>
   z.enum(['true', 'false', '1', '0', 'yes', 'no']).default(def ? 'true' : 'false').transform((v) => v === 'true' || v === '1' || v === 'yes');
@@ -43,7 +45,7 @@ const EnvSchema = z.object({
   GUARDIAN_URL: optional(httpUrl).describe('AOS guardian endpoint; unset = the embedded reference guardian with POLICY_FILE'),
   GUARDIAN_TOKEN: optional(z.string().min(1, 'must not be empty when set')).describe('sent as Authorization: Bearer to the guardian; never logged'),
   GUARDIAN_TIMEOUT_MS: int(5000, 1, 600_000).describe('time budget per guardian call (retry included)'),
-  ROLE: z.enum(['client', 'server', 'both']).default('server').describe('client, server or both'),
+  ROLE: z.enum(ROLES).default('server').describe('client, server or both'),
   FAIL_MODE: z.enum(['closed', 'open']).default('closed').describe('without a valid guardian answer: closed refuses (-31503), open forwards marked and counted'),
   INSPECT_RESPONSES: bool(false).describe('run response hooks on unary answers and on every stream event'),
   STREAM_INSPECT_WINDOW: int(16, 1, 1024).describe('stream events judged by the guardian at once, per stream (1 = one at a time); released to the caller in order regardless'),
@@ -168,17 +170,6 @@ const EnvSchema = z.object({
 
 export type Env = z.infer<typeof EnvSchema>;
 
-export interface ObservedAgentOverrides {
-  readonly id?: string;
-  readonly name?: string;
-  readonly url?: string;
-  readonly version?: string;
-  readonly description?: string;
-  readonly instructions?: string;
-  readonly providerName?: string;
-  readonly providerUrl?: string;
-}
-
 /** Which token claim (or claims, first present wins) fills each AOS agent field of an OIDC caller. */
 export type ClaimMap = Readonly<Record<'id' | 'name' | 'url' | 'version', readonly string[]>>;
 
@@ -197,130 +188,29 @@ export function parseClaimMap(text: string): ClaimMap | string {
   return map;
 }
 
-/** TLS towards one server: CA bundle, client certificate and key (mutual TLS), server name. */
-export interface OutboundTls {
-  readonly caFile: string | undefined;
-  readonly certFile: string | undefined;
-  readonly keyFile: string | undefined;
-  readonly serverName: string | undefined;
-}
-
-export interface IdentityConfig {
-  /** What a caller without a verified identity gets (ROLE=server). */
-  readonly policy: 'required' | 'optional' | 'claims';
-  readonly signingKeyFile: string | undefined;
-  readonly signingKeyId: string | undefined;
-  readonly assertionTtlSeconds: number;
-  readonly trustJwksFile: string | undefined;
-  readonly trustJwksUrl: URL | undefined;
-  /**
-   * ROLE=server: the audiences this proxy accepts in assertions (ASSERTION_AUDIENCE, else PUBLIC_URL).
-   * ROLE=client/both: ASSERTION_AUDIENCE's first value is the audience it signs for (else UPSTREAM_URL).
-   * Normalised: origin + path without trailing slash.
-   */
-  readonly audiences: readonly string[];
-  readonly replayCacheSize: number;
-  readonly oidc: { readonly issuer: string; readonly audiences: readonly string[]; readonly jwksUrl: URL | undefined; readonly claims: ClaimMap } | undefined;
-  /** How often key, certificate, token and JWKS files are re-read; the maximum age of a fetched JWKS. */
-  readonly refreshMs: number;
-}
-
-export interface TlsConfig {
-  /** The proxy's own listener over TLS, with optional client certificates (mutual TLS). */
-  readonly listener: { readonly certFile: string; readonly keyFile: string; readonly clientCaFile: string | undefined; readonly clientCert: 'required' | 'optional' } | undefined;
-  readonly guardian: OutboundTls;
-  readonly upstream: OutboundTls;
-}
-
 /** The audience form both sides compare: origin + path, no trailing slash. */
 export function normaliseAudience(url: string | URL): string {
   const u = new URL(url);
   return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
 }
 
-export interface OwnershipConfig {
-  /** Calls naming a task are checked against the task's owner (the verified caller that created it). */
-  readonly enabled: boolean;
-  /** redis:// URL of the store shared by replicas; undefined: in memory. */
-  readonly storeUrl: string | undefined;
-  readonly prefix: string;
-  readonly timeoutMs: number;
-  readonly maxEntries: number;
-  readonly ttlSeconds: number;
-}
+/** Readonly all the way down; URLs (and other class instances named here) are kept as they are. */
+type DeepReadonly<T> = T extends URL | string | number | boolean | bigint | symbol | null | undefined
+  ? T
+  : T extends readonly (infer U)[]
+    ? readonly DeepReadonly<U>[]
+    : { readonly [K in keyof T]: DeepReadonly<T[K]> };
 
-export interface Config {
-  readonly port: number;
-  readonly host: string;
-  readonly upstreamUrl: URL;
-  readonly guardianUrl: URL | undefined;
-  readonly guardianToken: string | undefined;
-  readonly guardianTimeoutMs: number;
-  readonly role: 'client' | 'server' | 'both';
-  readonly failMode: 'closed' | 'open';
-  readonly inspectResponses: boolean;
-  /** Stream events judged by the guardian at once, per stream. */
-  readonly streamInspectWindow: number;
-  /** Guardian connections for the checks of calls (request hooks, unary answers), and apart from them for stream events. */
-  readonly guardianCallConnections: number;
-  readonly guardianStreamConnections: number;
-  readonly reasoningHeader: string;
-  readonly observedAgent: ObservedAgentOverrides;
-  readonly observedAgentCardUrl: URL | undefined;
-  readonly publicUrl: URL | undefined;
-  readonly maxBodyBytes: number;
-  readonly bodyTimeoutMs: number;
-  readonly cardTtlMs: number;
-  readonly cardSignatures: 'strip' | 'keep';
-  /** Path prefixes (decoded segments) of non-A2A routes forwarded unjudged. */
-  readonly passthroughPaths: readonly (readonly string[])[];
-  /** REST bases (decoded segments) that override the agent card's HTTP+JSON interfaces. */
-  readonly restBasePaths: readonly (readonly string[])[] | undefined;
-  readonly nonA2A: 'refuse' | 'forward';
-  readonly maxInflightBodyBytes: number;
-  readonly exposeGuardianReasoning: boolean;
-  readonly adminPort: number;
-  readonly adminHost: string;
-  readonly drainTimeoutMs: number;
-  readonly shutdownDelayMs: number;
-  /** The pod's termination grace period in ms, when the operator gave it. */
-  readonly terminationGraceMs: number | undefined;
-  readonly readinessRequires: { readonly guardian: boolean; readonly upstream: boolean };
-  readonly shadowMode: boolean;
-  readonly allowWebSockets: boolean;
-  readonly policyFile: string;
-  readonly policyWatch: boolean;
-  readonly decisionLogFile: string | undefined;
-  readonly decisionLogKeyFile: string | undefined;
-  readonly logLevel: Env['LOG_LEVEL'];
-  /** OpenTelemetry tracing, or undefined when it is off (nothing of it is loaded then). */
-  readonly otel: OtelConfig | undefined;
-  readonly guardianTokenFile: string | undefined;
-  readonly identity: IdentityConfig;
-  readonly tls: TlsConfig;
-  readonly ownership: OwnershipConfig;
-  /** The gRPC binding (GRPC_PORT), or undefined when off (nothing of it is loaded then). */
-  readonly grpc: GrpcConfig | undefined;
-}
-
-export interface GrpcConfig {
-  readonly port: number;
-  /** The agent's gRPC endpoint; undefined: from its card's GRPC interface. */
-  readonly upstreamUrl: URL | undefined;
-  /** host:port advertised in served cards; undefined: the card request's host with the listener's port. */
-  readonly publicAddress: string | undefined;
-}
-
-export interface OtelConfig {
-  /** Where spans go (OTLP/HTTP). */
-  readonly tracesUrl: string;
-  readonly protocol: 'http/protobuf' | 'http/json';
-  readonly headers: Readonly<Record<string, string>>;
-  readonly serviceName: string;
-  readonly resourceAttributes: Readonly<Record<string, string>>;
-  readonly sampler: (typeof SAMPLERS)[number];
-  readonly samplerRatio: number;
-}
+/** The configuration the proxy runs with: the type is what toConfig builds, so it is written once. */
+export type Config = DeepReadonly<ReturnType<typeof toConfig>>;
+export type IdentityConfig = Config['identity'];
+export type TlsConfig = Config['tls'];
+/** TLS towards one server: CA bundle, client certificate and key (mutual TLS), server name. */
+export type OutboundTls = TlsConfig['guardian'];
+export type OwnershipConfig = Config['ownership'];
+export type GrpcConfig = NonNullable<Config['grpc']>;
+export type OtelConfig = NonNullable<Config['otel']>;
+export type { ObservedAgentOverrides } from './aos/identity';
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
 
@@ -353,101 +243,141 @@ export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
     };
   }
   const e = parsed.data;
-  // On by default where every caller is verified (ROLE=server with IDENTITY_POLICY=required).
-  const ownershipEnabled = e.TASK_OWNERSHIP ?? (e.IDENTITY_POLICY === 'required' && e.ROLE === 'server');
+  const config = toConfig(e);
   // A store for owners while ownership is off would leave the operator believing tasks are private.
-  if (e.TASK_STORE_URL !== undefined && !ownershipEnabled) {
+  if (e.TASK_STORE_URL !== undefined && !config.ownership.enabled) {
     return { ok: false, problems: ['TASK_STORE_URL: set, but task ownership is off; set TASK_OWNERSHIP=true (or remove TASK_STORE_URL)'] };
   }
   if (e.DECISION_LOG_KEY_FILE !== undefined && e.DECISION_LOG_FILE === undefined) {
     return { ok: false, problems: ['DECISION_LOG_KEY_FILE: set, but DECISION_LOG_FILE is not; there is no decision log to key'] };
   }
+  return { ok: true, config };
+}
+
+const url = (u: string | undefined): URL | undefined => (u === undefined ? undefined : new URL(u));
+
+/** The parsed variables as the configuration the code reads; its return type is `Config`. */
+function toConfig(e: Env) {
   return {
-    ok: true,
-    config: {
-      port: e.PORT,
-      host: e.HOST,
-      upstreamUrl: new URL(e.UPSTREAM_URL),
-      guardianUrl: e.GUARDIAN_URL === undefined ? undefined : new URL(e.GUARDIAN_URL),
-      guardianToken: e.GUARDIAN_TOKEN,
-      guardianTimeoutMs: e.GUARDIAN_TIMEOUT_MS,
-      role: e.ROLE,
-      failMode: e.FAIL_MODE,
-      inspectResponses: e.INSPECT_RESPONSES,
-      streamInspectWindow: e.STREAM_INSPECT_WINDOW,
-      guardianCallConnections: e.GUARDIAN_CALL_CONNECTIONS,
-      guardianStreamConnections: e.GUARDIAN_STREAM_CONNECTIONS,
-      reasoningHeader: e.REASONING_HEADER,
-      observedAgent: dropUndefined({
-        id: e.OBSERVED_AGENT_ID,
-        name: e.OBSERVED_AGENT_NAME,
-        url: e.OBSERVED_AGENT_URL,
-        version: e.OBSERVED_AGENT_VERSION,
-        description: e.OBSERVED_AGENT_DESCRIPTION,
-        instructions: e.OBSERVED_AGENT_INSTRUCTIONS,
-        providerName: e.OBSERVED_AGENT_PROVIDER_NAME,
-        providerUrl: e.OBSERVED_AGENT_PROVIDER_URL,
-      }),
-      observedAgentCardUrl: e.OBSERVED_AGENT_CARD_URL === undefined ? undefined : new URL(e.OBSERVED_AGENT_CARD_URL),
-      publicUrl: e.PUBLIC_URL === undefined ? undefined : new URL(e.PUBLIC_URL),
-      maxBodyBytes: e.MAX_BODY_BYTES,
-      bodyTimeoutMs: e.BODY_TIMEOUT_MS,
-      cardTtlMs: e.CARD_TTL_MS,
-      cardSignatures: e.CARD_SIGNATURES,
-      passthroughPaths: e.PASSTHROUGH_PATHS,
-      restBasePaths: e.REST_BASE_PATHS,
-      nonA2A: e.NON_A2A,
-      maxInflightBodyBytes: e.MAX_INFLIGHT_BODY_BYTES,
-      exposeGuardianReasoning: e.EXPOSE_GUARDIAN_REASONING,
-      adminPort: e.ADMIN_PORT,
-      adminHost: e.ADMIN_HOST,
-      drainTimeoutMs: e.DRAIN_TIMEOUT_MS,
-      shutdownDelayMs: e.SHUTDOWN_DELAY_MS,
-      terminationGraceMs: e.TERMINATION_GRACE_PERIOD_SECONDS === undefined ? undefined : e.TERMINATION_GRACE_PERIOD_SECONDS * 1000,
-      readinessRequires: { guardian: e.READINESS_REQUIRES.includes('guardian'), upstream: e.READINESS_REQUIRES.includes('upstream') },
-      shadowMode: e.SHADOW_MODE,
-      allowWebSockets: e.ALLOW_WEBSOCKETS,
-      policyFile: e.POLICY_FILE,
-      policyWatch: e.POLICY_WATCH,
-      decisionLogFile: e.DECISION_LOG_FILE,
-      decisionLogKeyFile: e.DECISION_LOG_KEY_FILE,
-      logLevel: e.LOG_LEVEL,
-      otel: otelConfig(e),
-      guardianTokenFile: e.GUARDIAN_TOKEN_FILE,
-      identity: {
-        policy: e.IDENTITY_POLICY,
-        signingKeyFile: e.ASSERTION_SIGNING_KEY_FILE,
-        signingKeyId: e.ASSERTION_SIGNING_KEY_ID,
-        assertionTtlSeconds: e.ASSERTION_TTL_SECONDS,
-        trustJwksFile: e.ASSERTION_TRUST_JWKS_FILE,
-        trustJwksUrl: e.ASSERTION_TRUST_JWKS_URL === undefined ? undefined : new URL(e.ASSERTION_TRUST_JWKS_URL),
-        audiences: (e.ASSERTION_AUDIENCE ?? (e.PUBLIC_URL === undefined ? [] : [e.PUBLIC_URL])).map(normaliseAudience),
-        replayCacheSize: e.ASSERTION_REPLAY_CACHE_SIZE,
-        oidc: e.OIDC_ISSUER === undefined
-          ? undefined
-          : { issuer: e.OIDC_ISSUER, audiences: e.OIDC_AUDIENCE ?? [], jwksUrl: e.OIDC_JWKS_URL === undefined ? undefined : new URL(e.OIDC_JWKS_URL), claims: e.OIDC_CLAIMS },
-        refreshMs: e.CREDENTIALS_REFRESH_MS,
-      },
-      tls: {
-        listener: e.TLS_CERT_FILE === undefined || e.TLS_KEY_FILE === undefined
-          ? undefined
-          : { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE, clientCaFile: e.TLS_CLIENT_CA_FILE, clientCert: e.TLS_CLIENT_CERT },
-        guardian: { caFile: e.GUARDIAN_CA_FILE, certFile: e.GUARDIAN_CERT_FILE, keyFile: e.GUARDIAN_KEY_FILE, serverName: e.GUARDIAN_SERVER_NAME },
-        upstream: { caFile: e.UPSTREAM_CA_FILE, certFile: e.UPSTREAM_CERT_FILE, keyFile: e.UPSTREAM_KEY_FILE, serverName: e.UPSTREAM_SERVER_NAME },
-      },
-      ownership: {
-        enabled: ownershipEnabled,
-        storeUrl: e.TASK_STORE_URL,
-        prefix: e.TASK_STORE_PREFIX,
-        timeoutMs: e.TASK_STORE_TIMEOUT_MS,
-        maxEntries: e.TASK_STORE_MAX_ENTRIES,
-        ttlSeconds: e.TASK_OWNERSHIP_TTL_SECONDS,
-      },
-      grpc: e.GRPC_PORT === undefined
+    port: e.PORT,
+    host: e.HOST,
+    upstreamUrl: new URL(e.UPSTREAM_URL),
+    guardianUrl: url(e.GUARDIAN_URL),
+    guardianToken: e.GUARDIAN_TOKEN,
+    guardianTimeoutMs: e.GUARDIAN_TIMEOUT_MS,
+    role: e.ROLE,
+    failMode: e.FAIL_MODE,
+    inspectResponses: e.INSPECT_RESPONSES,
+    /** Stream events judged by the guardian at once, per stream. */
+    streamInspectWindow: e.STREAM_INSPECT_WINDOW,
+    /** Guardian connections for the checks of calls (request hooks, unary answers), and apart from them for stream events. */
+    guardianCallConnections: e.GUARDIAN_CALL_CONNECTIONS,
+    guardianStreamConnections: e.GUARDIAN_STREAM_CONNECTIONS,
+    reasoningHeader: e.REASONING_HEADER,
+    observedAgent: observedAgent(e),
+    observedAgentCardUrl: url(e.OBSERVED_AGENT_CARD_URL),
+    publicUrl: url(e.PUBLIC_URL),
+    maxBodyBytes: e.MAX_BODY_BYTES,
+    bodyTimeoutMs: e.BODY_TIMEOUT_MS,
+    cardTtlMs: e.CARD_TTL_MS,
+    cardSignatures: e.CARD_SIGNATURES,
+    /** Path prefixes (decoded segments) of non-A2A routes forwarded unjudged. */
+    passthroughPaths: e.PASSTHROUGH_PATHS,
+    /** REST bases (decoded segments) that override the agent card's HTTP+JSON interfaces. */
+    restBasePaths: e.REST_BASE_PATHS,
+    nonA2A: e.NON_A2A,
+    maxInflightBodyBytes: e.MAX_INFLIGHT_BODY_BYTES,
+    exposeGuardianReasoning: e.EXPOSE_GUARDIAN_REASONING,
+    adminPort: e.ADMIN_PORT,
+    adminHost: e.ADMIN_HOST,
+    drainTimeoutMs: e.DRAIN_TIMEOUT_MS,
+    shutdownDelayMs: e.SHUTDOWN_DELAY_MS,
+    /** The pod's termination grace period in ms, when the operator gave it. */
+    terminationGraceMs: e.TERMINATION_GRACE_PERIOD_SECONDS === undefined ? undefined : e.TERMINATION_GRACE_PERIOD_SECONDS * 1000,
+    readinessRequires: { guardian: e.READINESS_REQUIRES.includes('guardian'), upstream: e.READINESS_REQUIRES.includes('upstream') },
+    shadowMode: e.SHADOW_MODE,
+    allowWebSockets: e.ALLOW_WEBSOCKETS,
+    policyFile: e.POLICY_FILE,
+    policyWatch: e.POLICY_WATCH,
+    decisionLogFile: e.DECISION_LOG_FILE,
+    decisionLogKeyFile: e.DECISION_LOG_KEY_FILE,
+    logLevel: e.LOG_LEVEL,
+    /** OpenTelemetry tracing, or undefined when it is off (nothing of it is loaded then). */
+    otel: otelConfig(e),
+    guardianTokenFile: e.GUARDIAN_TOKEN_FILE,
+    identity: {
+      /** What a caller without a verified identity gets (ROLE=server). */
+      policy: e.IDENTITY_POLICY,
+      signingKeyFile: e.ASSERTION_SIGNING_KEY_FILE,
+      signingKeyId: e.ASSERTION_SIGNING_KEY_ID,
+      assertionTtlSeconds: e.ASSERTION_TTL_SECONDS,
+      trustJwksFile: e.ASSERTION_TRUST_JWKS_FILE,
+      trustJwksUrl: url(e.ASSERTION_TRUST_JWKS_URL),
+      /**
+       * ROLE=server: the audiences this proxy accepts in assertions (ASSERTION_AUDIENCE, else PUBLIC_URL).
+       * ROLE=client/both: ASSERTION_AUDIENCE's first value is the audience it signs for (else UPSTREAM_URL).
+       * Normalised: origin + path without trailing slash.
+       */
+      audiences: (e.ASSERTION_AUDIENCE ?? (e.PUBLIC_URL === undefined ? [] : [e.PUBLIC_URL])).map(normaliseAudience),
+      replayCacheSize: e.ASSERTION_REPLAY_CACHE_SIZE,
+      oidc: e.OIDC_ISSUER === undefined
         ? undefined
-        : { port: e.GRPC_PORT, upstreamUrl: e.GRPC_UPSTREAM_URL === undefined ? undefined : new URL(e.GRPC_UPSTREAM_URL), publicAddress: e.GRPC_PUBLIC_ADDRESS },
+        : { issuer: e.OIDC_ISSUER, audiences: e.OIDC_AUDIENCE ?? [], jwksUrl: url(e.OIDC_JWKS_URL), claims: e.OIDC_CLAIMS },
+      /** How often key, certificate, token and JWKS files are re-read; the maximum age of a fetched JWKS. */
+      refreshMs: e.CREDENTIALS_REFRESH_MS,
     },
+    tls: {
+      /** The proxy's own listener over TLS, with optional client certificates (mutual TLS). */
+      listener: e.TLS_CERT_FILE === undefined || e.TLS_KEY_FILE === undefined
+        ? undefined
+        : { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE, clientCaFile: e.TLS_CLIENT_CA_FILE, clientCert: e.TLS_CLIENT_CERT },
+      guardian: outboundTls(e.GUARDIAN_CA_FILE, e.GUARDIAN_CERT_FILE, e.GUARDIAN_KEY_FILE, e.GUARDIAN_SERVER_NAME),
+      upstream: outboundTls(e.UPSTREAM_CA_FILE, e.UPSTREAM_CERT_FILE, e.UPSTREAM_KEY_FILE, e.UPSTREAM_SERVER_NAME),
+    },
+    ownership: {
+      /**
+       * Calls naming a task are checked against the task's owner (the verified caller that created it).
+       * On by default where every caller is verified (ROLE=server with IDENTITY_POLICY=required).
+       */
+      enabled: e.TASK_OWNERSHIP ?? (e.IDENTITY_POLICY === 'required' && e.ROLE === 'server'),
+      /** redis:// URL of the store shared by replicas; undefined: in memory. */
+      storeUrl: e.TASK_STORE_URL,
+      prefix: e.TASK_STORE_PREFIX,
+      timeoutMs: e.TASK_STORE_TIMEOUT_MS,
+      maxEntries: e.TASK_STORE_MAX_ENTRIES,
+      ttlSeconds: e.TASK_OWNERSHIP_TTL_SECONDS,
+    },
+    /** The gRPC binding (GRPC_PORT), or undefined when off (nothing of it is loaded then). */
+    grpc: e.GRPC_PORT === undefined
+      ? undefined
+      : {
+          port: e.GRPC_PORT,
+          /** The agent's gRPC endpoint; undefined: from its card's GRPC interface. */
+          upstreamUrl: url(e.GRPC_UPSTREAM_URL),
+          /** host:port advertised in served cards; undefined: the card request's host with the listener's port. */
+          publicAddress: e.GRPC_PUBLIC_ADDRESS,
+        },
   };
+}
+
+/** OBSERVED_AGENT_*, only those set (an unset one is learned from the agent's card). */
+function observedAgent(e: Env): ObservedAgentOverrides {
+  const all: Record<keyof ObservedAgentOverrides, string | undefined> = {
+    id: e.OBSERVED_AGENT_ID,
+    name: e.OBSERVED_AGENT_NAME,
+    url: e.OBSERVED_AGENT_URL,
+    version: e.OBSERVED_AGENT_VERSION,
+    description: e.OBSERVED_AGENT_DESCRIPTION,
+    instructions: e.OBSERVED_AGENT_INSTRUCTIONS,
+    providerName: e.OBSERVED_AGENT_PROVIDER_NAME,
+    providerUrl: e.OBSERVED_AGENT_PROVIDER_URL,
+  };
+  return Object.fromEntries(Object.entries(all).filter(([, v]) => v !== undefined));
+}
+
+/** TLS towards one server: CA bundle, client certificate and key (mutual TLS), server name. */
+function outboundTls(caFile: string | undefined, certFile: string | undefined, keyFile: string | undefined, serverName: string | undefined) {
+  return { caFile, certFile, keyFile, serverName };
 }
 
 /**
@@ -498,7 +428,7 @@ function editDistance(a: string, b: string): number {
 
 type OtelKey = Extract<keyof Env, `OTEL_${string}`>;
 /** Tracing is on when an OTLP endpoint is given or OTEL_TRACES_EXPORTER=otlp, unless disabled. */
-function otelConfig(e: Pick<Env, OtelKey>): OtelConfig | undefined {
+function otelConfig(e: Pick<Env, OtelKey>) {
   if (e.OTEL_SDK_DISABLED || e.OTEL_TRACES_EXPORTER === 'none') return undefined;
   const specific = e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
   const base = e.OTEL_EXPORTER_OTLP_ENDPOINT;
@@ -506,6 +436,7 @@ function otelConfig(e: Pick<Env, OtelKey>): OtelConfig | undefined {
   const tracesUrl = specific ?? `${(base ?? 'http://localhost:4318').replace(/\/+$/, '')}/v1/traces`;
   const resourceAttributes = keyValues(e.OTEL_RESOURCE_ATTRIBUTES);
   return {
+    /** Where spans go (OTLP/HTTP). */
     tracesUrl,
     protocol: e.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? e.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf',
     headers: { ...keyValues(e.OTEL_EXPORTER_OTLP_HEADERS), ...keyValues(e.OTEL_EXPORTER_OTLP_TRACES_HEADERS) },
@@ -578,10 +509,6 @@ export function schemaInput(env: NodeJS.ProcessEnv): Record<string, string> {
     if (v !== undefined) input[key] = v.value;
   }
   return input;
-}
-
-function dropUndefined<T extends object>(o: T): T {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }
 
 /** Test and embedding convenience: a full config from a partial env. Throws on problems. */

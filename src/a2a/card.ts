@@ -4,6 +4,8 @@
  * call the URL in the card and bypass the proxy.
  */
 import { isCarriedGrpcInterface } from './bindings/grpc/card';
+import { BoundedBytes } from '../core/bounded';
+import { asObject } from '../core/json';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { Logger } from 'pino';
@@ -153,14 +155,11 @@ export async function getJson(url: URL, timeoutMs: number, redirects = MAX_REDIR
         res.resume();
         return resolve({ status, location: res.headers.location, text: '' });
       }
-      const chunks: Buffer[] = [];
-      let size = 0;
+      const body = new BoundedBytes(MAX_CARD_BYTES);
       res.on('data', (c: Buffer) => {
-        size += c.length;
-        if (size > MAX_CARD_BYTES) req.destroy(new Error(`card larger than ${MAX_CARD_BYTES} bytes`));
-        else chunks.push(c);
+        if (!body.push(c)) req.destroy(new Error(`card larger than ${MAX_CARD_BYTES} bytes`));
       });
-      res.on('end', () => resolve({ status, location: undefined, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () => resolve({ status, location: undefined, text: body.text() }));
       res.on('error', reject);
     });
     req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
@@ -173,8 +172,6 @@ export async function getJson(url: URL, timeoutMs: number, redirects = MAX_REDIR
 }
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
-const obj = (v: unknown): Record<string, unknown> | undefined =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 
 /** What an AOS context can learn from a card (v0.3, hybrid or v1.0). */
 export interface CardIdentity {
@@ -189,8 +186,8 @@ export interface CardIdentity {
 export function identityFromCard(card: CardJson | undefined): CardIdentity {
   if (card === undefined) return {};
   const interfaces = Array.isArray(card.supportedInterfaces) ? card.supportedInterfaces : [];
-  const firstInterfaceUrl = interfaces.map((i) => str(obj(i)?.url)).find((u) => u !== undefined);
-  const provider = obj(card.provider);
+  const firstInterfaceUrl = interfaces.map((i) => str(asObject(i)?.url)).find((u) => u !== undefined);
+  const provider = asObject(card.provider);
   const id: Record<string, string | undefined> = {
     name: str(card.name),
     url: str(card.url) ?? firstInterfaceUrl,
@@ -247,7 +244,7 @@ export function rewriteCard(card: CardJson, opts: RewriteOptions): CardJson {
     const list = card[key];
     if (!Array.isArray(list)) continue;
     out[key] = list.flatMap((entry: unknown) => {
-      const e = obj(entry);
+      const e = asObject(entry);
       if (e === undefined || !('url' in e)) return [entry];
       // A url that is not a string (["http://elsewhere/"]) is one to SDK clients, which String() it: never kept.
       if (typeof e.url !== 'string') return [];
@@ -266,7 +263,7 @@ export function rewriteCard(card: CardJson, opts: RewriteOptions): CardJson {
   if (mainUnusable) {
     // v0.3 main endpoint on a binding the proxy does not carry (gRPC host:port): point it at the
     // first HTTP interface instead, so a client cannot be steered around the proxy.
-    const alt = (Array.isArray(out.additionalInterfaces) ? out.additionalInterfaces : []).map(obj).find((e) => typeof e?.url === 'string');
+    const alt = (Array.isArray(out.additionalInterfaces) ? out.additionalInterfaces : []).map(asObject).find((e) => typeof e?.url === 'string');
     if (alt !== undefined) {
       out.url = alt.url;
       if (typeof alt.transport === 'string') out.preferredTransport = alt.transport;

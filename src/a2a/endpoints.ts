@@ -6,6 +6,7 @@
  */
 import type { CardJson } from './card';
 import { pathSegments } from './target';
+import { asObject } from '../core/json';
 
 export interface AgentEndpoints {
   readonly rest: readonly (readonly string[])[];
@@ -14,9 +15,6 @@ export interface AgentEndpoints {
 
 export const NO_ENDPOINTS: AgentEndpoints = { rest: [], jsonrpc: [] };
 
-const obj = (v: unknown): Record<string, unknown> | undefined =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-
 /** Endpoint paths of a card (v1.0 supportedInterfaces, v0.3 url/preferredTransport and additionalInterfaces). */
 export function endpointsFromCard(card: CardJson | undefined, upstreamBasePath: string): AgentEndpoints {
   if (card === undefined) return NO_ENDPOINTS;
@@ -24,7 +22,7 @@ export function endpointsFromCard(card: CardJson | undefined, upstreamBasePath: 
   for (const key of ['supportedInterfaces', 'additionalInterfaces'] as const) {
     const list = card[key];
     if (!Array.isArray(list)) continue;
-    for (const e of list.map(obj)) if (e !== undefined) entries.push({ url: e.url, binding: e.protocolBinding ?? e.transport });
+    for (const e of list.map(asObject)) if (e !== undefined) entries.push({ url: e.url, binding: e.protocolBinding ?? e.transport });
   }
   entries.push({ url: card.url, binding: card.preferredTransport ?? 'JSONRPC' });
   const rest = new Map<string, string[]>();

@@ -14,6 +14,7 @@ import type { Logger } from 'pino';
 import type { Dispatcher, Pool } from 'undici';
 import type { GuardianOutcome, GuardianFailureKind } from './outcome';
 import type { Cancellation } from '../cancel';
+import { BoundedBytes } from '../core/bounded';
 import { type Envelope, GuardianError, GuardianSuccess, type JsonRpcId, PingAnswer } from './schemas';
 import type { EnvelopeBytes } from './envelope';
 import { createPool } from '../undici-pool';
@@ -219,8 +220,8 @@ export class HttpGuardian implements Guardian {
       let controller: Dispatcher.DispatchController | undefined;
       let answered = false;
       let status = 0;
-      let size = 0;
-      const chunks: Buffer[] = [];
+      // A guardian answer is small; an endless body is a fault, not something to buffer.
+      const answer = new BoundedBytes(MAX_ANSWER_BYTES);
       let offCancel: (() => void) | undefined;
       const finish = (fn: () => void) => {
         if (settled) return;
@@ -250,12 +251,9 @@ export class HttpGuardian implements Guardian {
             status = statusCode;
           },
           onResponseData: (_c, chunk) => {
-            size += chunk.length;
-            // A guardian answer is small; an endless body is a fault, not something to buffer.
-            if (size > MAX_ANSWER_BYTES) stop(new TransportError('http', 'guardian answer too large', false));
-            else chunks.push(chunk);
+            if (!answer.push(chunk)) stop(new TransportError('http', 'guardian answer too large', false));
           },
-          onResponseEnd: () => finish(() => resolve({ status, body: (chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)).toString('utf8') })),
+          onResponseEnd: () => finish(() => resolve({ status, body: answer.text() })),
           onResponseError: (_c, err: NodeJS.ErrnoException) => {
             if (err instanceof TransportError) return finish(() => reject(err));
             const code = err.code ?? 'error';

@@ -4,19 +4,18 @@
  * learned says "unknown". Context JSON is cached per identity snapshot: no per-request work.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ObservedAgentOverrides } from '../config';
 import { type CardCache, type CardIdentity, identityFromCard } from '../a2a/card';
+import type { Phase, Role, Side } from './hook-points';
 import type { A2AContext, Agent, PartialAgent } from './schemas';
 
-export const UNKNOWN = 'unknown';
-export type Side = 'client' | 'server';
-export type Phase = 'request' | 'response';
+// proxy/ still imports these from here (HOOK_SIDES is HOOK_ORDER); their home is hook-points.ts.
+export { HOOK_ORDER as HOOK_SIDES, type Phase, type Side } from './hook-points';
 
-/** The hook sides of each phase, in the order they run: requests client side first; answers travel back, so server side first. */
-export const HOOK_SIDES: Readonly<Record<'client' | 'server' | 'both', Readonly<Record<Phase, readonly Side[]>>>> = {
-  client: { request: ['client'], response: ['client'] },
-  server: { request: ['server'], response: ['server'] },
-  both: { request: ['client', 'server'], response: ['server', 'client'] },
+export const UNKNOWN = 'unknown';
+
+/** OBSERVED_AGENT_*: the observed agent's AOS Agent fields as the operator gives them (unset: from its card). */
+export type ObservedAgentOverrides = {
+  readonly [K in 'id' | 'name' | 'url' | 'version' | 'description' | 'instructions' | 'providerName' | 'providerUrl']?: string;
 };
 
 export const AGENT_HEADERS = { name: 'x-aos-agent-name', url: 'x-aos-agent-url', version: 'x-aos-agent-version' } as const;
@@ -79,7 +78,7 @@ export function hookContext(side: Side, phase: Phase, observed: Agent, peer: Par
 
 export interface IdentitySources {
   readonly overrides: ObservedAgentOverrides;
-  readonly role: 'client' | 'server' | 'both';
+  readonly role: Role;
   /** The upstream agent's card (the server agent). */
   readonly upstreamCard: CardCache;
   /** The observed client agent's own card, when OBSERVED_AGENT_CARD_URL is set (ROLE=client/both). */

@@ -3,6 +3,7 @@
  * guardian boundary is parsed with these; the inferred types are what the rest of the code uses.
  */
 import { z } from 'zod';
+import { SIDES } from './hook-points';
 
 export const JsonRpcId = z.union([z.string(), z.number()]);
 export type JsonRpcId = z.infer<typeof JsonRpcId>;
@@ -34,7 +35,8 @@ export type Agent = z.infer<typeof Agent>;
 export const PartialAgent = z.object({ url: z.string(), name: z.string(), version: z.string(), id: z.string().optional(), metadata: JsonObject.optional() });
 export type PartialAgent = z.infer<typeof PartialAgent>;
 
-export const A2ARole = z.enum(['client', 'server']);
+/** The role of an agent in an AOS context: the same two values as a hook point's side. */
+export const A2ARole = z.enum(SIDES);
 export type A2ARole = z.infer<typeof A2ARole>;
 
 export const FullAgentContext = z.object({ agent: Agent, role: A2ARole });

@@ -15,6 +15,8 @@ import { createServer, type IncomingMessage, type RequestListener, type Server, 
 import type { AddressInfo } from 'node:net';
 import { operationForMethod } from '../a2a/operations';
 import { Envelope, type JsonRpcId, SuccessResult } from './schemas';
+import { BoundedBytes } from '../core/bounded';
+import { isObject } from '../core/json';
 
 /** What a guardian is: a decision for each AOS hook. May be async (call a model, a policy service). */
 export type GuardianFunction = (envelope: Envelope) => SuccessResult | Promise<SuccessResult>;
@@ -195,7 +197,7 @@ function parseRequest(body: string): ParsedRequest {
   } catch {
     return errorReply(null, RpcErrorCode.parseError, 'Invalid JSON payload');
   }
-  if (!isRecord(value)) return errorReply(null, RpcErrorCode.invalidRequest, 'Invalid JSON-RPC Request: expected an object');
+  if (!isObject(value)) return errorReply(null, RpcErrorCode.invalidRequest, 'Invalid JSON-RPC Request: expected an object');
   const id = validId(value['id']);
   const method = value['method'];
   if (value['jsonrpc'] !== '2.0' || typeof method !== 'string' || id === undefined) {
@@ -232,10 +234,6 @@ function errorReply(id: JsonRpcId | null, code: number, message: string, data?: 
   return { jsonrpc: '2.0', id, error };
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** The body as text, or undefined when it exceeds the limit. */
 function readBody(req: IncomingMessage, maxBytes: number): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
@@ -245,21 +243,12 @@ function readBody(req: IncomingMessage, maxBytes: number): Promise<string | unde
       resolve(undefined);
       return;
     }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
+    const body = new BoundedBytes(maxBytes);
     req.on('data', (chunk: Buffer) => {
-      if (done) return;
-      size += chunk.length;
-      if (size > maxBytes) {
-        done = true;
-        resolve(undefined);
-        return;
-      }
-      chunks.push(chunk);
+      if (!body.push(chunk)) resolve(undefined);
     });
     req.on('end', () => {
-      if (!done) resolve(Buffer.concat(chunks).toString('utf8'));
+      if (!body.overflowed) resolve(body.text());
     });
     req.on('error', reject);
   });

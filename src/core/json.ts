@@ -14,3 +14,8 @@ export type JsonObject = Record<string, unknown>;
 export function isObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
+
+/** The value when it is a JSON object, else undefined (for optional chaining over untrusted JSON). */
+export function asObject(v: unknown): JsonObject | undefined {
+  return isObject(v) ? v : undefined;
+}

@@ -17,6 +17,7 @@
  * Exits 0 when every scenario behaved as expected, 1 otherwise.
  */
 import type { GuardianCall } from './topology';
+import type { Side } from '../aos/hook-points';
 import type { BakerMessage, BakerRequest } from './cake-baker';
 import {
   type Client, type Message, type RequestOptions, type StreamResponse, type Task,
@@ -119,7 +120,7 @@ const isTask = (r: Message | Task): r is Task => 'status' in r && 'artifacts' in
 const resultState = (r: Message | Task): string => (isTask(r) ? stateName(r.status?.state) : 'message');
 const resultText = (r: Message | Task): string => (isTask(r) ? taskText(r) : messageText(r));
 
-type Expected = readonly [side: 'client' | 'server', method: string, decision: string];
+type Expected = readonly [side: Side, method: string, decision: string];
 
 /** One scenario's bookkeeping: checks, details, and (in-process) what the guardian and baker saw. */
 class Scenario {

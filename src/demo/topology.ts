@@ -19,6 +19,7 @@ import { loadPolicy } from '../guardian/policy';
 import { createGuardianServer } from '../guardian/server';
 import { describeHook, type PeerView } from '../guardian/engine';
 import type { Envelope } from '../aos/schemas';
+import type { Phase, Side } from '../aos/hook-points';
 import { startCakeBaker, type CakeBaker } from './cake-baker';
 import { projectRoot, readEnvFile } from './envfile';
 
@@ -28,8 +29,8 @@ export interface GuardianCall {
   /** AOS method (message/send, tasks/cancel, ...). */
   readonly method: string;
   /** The observed agent's side: client = cooking-assistant-guard, server = cake-baker-guard. */
-  readonly side: 'client' | 'server';
-  readonly phase: 'request' | 'response';
+  readonly side: Side;
+  readonly phase: Phase;
   /** The envelope's `reasoning` (client side only, from X-AOS-Reasoning). */
   readonly reasoning: string | undefined;
   /** The peer agent as the guardian saw it, and whether (and how) a sidecar verified it. */

@@ -8,7 +8,9 @@
  * they connect to (./address).
  */
 import { acceptsDecision, operationForMethod, type Operation } from '../a2a/operations';
+import type { Phase, Side } from '../aos/hook-points';
 import type { AgentContext, Envelope, JsonObject, SuccessResult } from '../aos/schemas';
+import { isObject } from '../core/json';
 import { classifyUrl } from './address';
 import { keySet, readField } from './keys';
 import {
@@ -18,11 +20,9 @@ import {
   type Detector,
   type MaskRule,
   type PeerPolicy,
-  type Phase,
   type Policy,
   type PushPolicy,
   type RuleScope,
-  type Side,
 } from './policy';
 
 export interface Engine {
@@ -644,10 +644,6 @@ function cachedNormaliseKey(key: string): string {
 /** Assignment would treat a "__proto__" key as the prototype; define it as data instead. */
 function setOwn(obj: JsonObject, key: string, value: unknown): void {
   Object.defineProperty(obj, key, { value, writable: true, enumerable: true, configurable: true });
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 // ---------------------------------------------------------------------------------------------

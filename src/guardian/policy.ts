@@ -12,9 +12,8 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { operationForMethod } from '../a2a/operations';
+import { PHASES, SIDES, type Phase, type Side } from '../aos/hook-points';
 
-export type Side = 'client' | 'server';
-export type Phase = 'request' | 'response';
 export type Detector = 'email' | 'phone' | 'card' | 'nationalId';
 
 const DETECTORS = ['email', 'card', 'nationalId', 'phone'] as const;
@@ -37,8 +36,8 @@ const ruleId = z.string().regex(/^[A-Za-z0-9_.:-]+$/, 'must be letters, digits, 
 
 const scopeFields = {
   methods: z.array(nonEmpty).min(1).optional(),
-  sides: z.array(z.enum(['client', 'server'])).min(1).optional(),
-  phases: z.array(z.enum(['request', 'response'])).min(1).optional(),
+  sides: z.array(z.enum(SIDES)).min(1).optional(),
+  phases: z.array(z.enum(PHASES)).min(1).optional(),
 };
 
 const DenyRuleFile = z.strictObject({

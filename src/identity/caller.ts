@@ -15,6 +15,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Role } from '../aos/hook-points';
 import { partialFromHeaders } from '../aos/identity';
 import type { PartialAgent } from '../aos/schemas';
 import type { AssertionVerifier } from './assertion';
@@ -29,7 +30,7 @@ export type CallerResult =
   | { readonly ok: false; readonly message: string; readonly metadata: Readonly<Record<string, string>> };
 
 export interface CallerSources {
-  readonly role: 'client' | 'server' | 'both';
+  readonly role: Role;
   readonly policy: IdentityPolicy;
   readonly assertions: AssertionVerifier | undefined;
   readonly oidc: OidcVerifier | undefined;

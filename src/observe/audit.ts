@@ -4,6 +4,7 @@
  * each hook's outcome with its failure detail. Pure: the pipeline gathers the facts, this shapes
  * them; the same record is the log line, the decision-log entry and the metrics' outcome.
  */
+import type { Phase, Side } from '../aos/hook-points';
 
 /** How a call ended, as counted in a2a_guard_requests_total{outcome}. */
 export type CallOutcome =
@@ -21,8 +22,8 @@ export const CALL_OUTCOMES: readonly CallOutcome[] = [
 ];
 
 export interface AuditHook {
-  readonly side: string;
-  readonly phase: string;
+  readonly side: Side;
+  readonly phase: Phase;
   /** allow | deny | modify | failOpen | failClosed | shadow */
   readonly decision: string;
   readonly envelopeId: string;

@@ -8,6 +8,7 @@
  * and per upstream call, and injects W3C trace context naming those spans.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import type { Phase, Role, Side } from '../aos/hook-points';
 import type { OtelConfig } from '../config';
 
 /** W3C trace context to send with an outgoing call. */
@@ -21,7 +22,7 @@ export interface CallStart {
   readonly method: string;
   readonly wireMethod: string;
   readonly binding: string;
-  readonly role: string;
+  readonly role: Role;
   readonly httpMethod: string;
   readonly path: string;
   readonly remoteAddress: string | undefined;
@@ -37,8 +38,8 @@ export interface CallEnd {
 
 export interface HookStart {
   readonly method: string;
-  readonly side: string;
-  readonly phase: string;
+  readonly side: Side;
+  readonly phase: Phase;
   readonly envelopeId: string;
 }
 

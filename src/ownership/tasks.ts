@@ -10,7 +10,7 @@
  */
 import type { Codec } from '../a2a/binding';
 import type { Operation } from '../a2a/operations';
-import type { JsonObject } from '../aos/schemas';
+import { isObject, type JsonObject } from '../core/json';
 
 export interface TaskRefs {
   readonly tasks: readonly string[];
@@ -18,8 +18,6 @@ export interface TaskRefs {
 }
 
 export const NO_REFS: TaskRefs = Object.freeze({ tasks: Object.freeze([]), contexts: Object.freeze([]) });
-
-const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** An id as the agent's parser reads it, or undefined when unset. */
 function idText(v: unknown): string | undefined {

@@ -5,7 +5,9 @@
 import type { IncomingMessage } from 'node:http';
 import zlib from 'node:zlib';
 import { promisify } from 'node:util';
+import { BoundedBytes } from '../core/bounded';
 import { proxyError, type ProxyError } from '../core/errors';
+import { contentCodings } from '../core/http';
 
 export type BodyResult = { readonly ok: true; readonly body: Buffer } | { readonly ok: false; readonly error: ProxyError };
 
@@ -30,8 +32,7 @@ export function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: numb
       return resolve({ ok: false, error: overloaded() });
     }
     let reserved = Number.isFinite(declared) ? declared : 0;
-    const chunks: Buffer[] = [];
-    let size = 0;
+    const body = new BoundedBytes(maxBytes);
     let done = false;
     const finish = (r: BodyResult) => {
       if (done) return;
@@ -44,15 +45,13 @@ export function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: numb
       resolve(r);
     };
     const onData = (c: Buffer) => {
-      size += c.length;
-      if (size > maxBytes) return finish({ ok: false, error: proxyError('rejected', `Request body larger than ${maxBytes} bytes`, { limit: String(maxBytes) }, 413) });
-      if (lease !== undefined && size > reserved) {
-        if (!lease.take(size - reserved)) return finish({ ok: false, error: overloaded() });
-        reserved = size;
+      if (!body.push(c)) return finish({ ok: false, error: proxyError('rejected', `Request body larger than ${maxBytes} bytes`, { limit: String(maxBytes) }, 413) });
+      if (lease !== undefined && body.length > reserved) {
+        if (!lease.take(body.length - reserved)) return finish({ ok: false, error: overloaded() });
+        reserved = body.length;
       }
-      chunks.push(c);
     };
-    const onEnd = () => finish({ ok: true, body: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size) });
+    const onEnd = () => finish({ ok: true, body: body.buffer() });
     const onError = (e: Error) => finish({ ok: false, error: proxyError('rejected', `Request body could not be read: ${e.message}`) });
     // Slow-loris: a body that trickles in forever holds a socket and memory; give it a deadline.
     const timer = setTimeout(() => finish({ ok: false, error: proxyError('rejected', `Request body not received within ${timeoutMs} ms`, {}, 408) }), timeoutMs);
@@ -68,9 +67,8 @@ export function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: numb
  * a pass, and 600 stored gzip layers held the event loop for seconds.
  */
 export async function decodeBody(body: Buffer, contentEncoding: string | undefined, maxBytes: number): Promise<BodyResult> {
-  if (contentEncoding === undefined) return { ok: true, body };
-  const codings = contentEncoding.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '' && c !== 'identity');
-  if (codings.length === 0) return { ok: true, body };
+  const codings = contentCodings(contentEncoding);
+  if (contentEncoding === undefined || codings.length === 0) return { ok: true, body };
   if (codings.length > 1) return { ok: false, error: proxyError('rejected', 'At most one Content-Encoding is accepted', { contentEncoding: contentEncoding.slice(0, 64) }) };
   const coding = codings[0] as string;
   const opts = { maxOutputLength: maxBytes };

@@ -5,6 +5,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { rewriteCard, weakEtag, type CardJson, type RewriteOptions } from '../a2a/card';
 import { grpcPublicAddress } from '../a2a/bindings/grpc/card';
+import { BoundedBytes } from '../core/bounded';
+import { isEncoded } from '../core/http';
+import { isObject } from '../core/json';
 import type { ProxyDeps } from './deps';
 import { callUpstream, forwardRequestHeaders, relayResponseHeaders, abortOnClientClose, headerText } from './forward';
 import { proxyError } from '../core/errors';
@@ -50,25 +53,21 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
     deps.upstream,
     { verb: 'GET', path: target, headers, body: null },
     (upRes) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
+      const kept = new BoundedBytes(MAX_CARD_BYTES);
       upRes.read({
-        data: (c) => {
-          size += c.length;
-          if (size <= MAX_CARD_BYTES) chunks.push(c);
-        },
+        data: (c) => void kept.push(c),
         end: (complete) => {
           if (res.writableEnded || res.destroyed) return;
           if (!complete) return unavailable('agent card: upstream closed mid-answer');
           // A redirected card would lead the caller's card resolver (fetch follows it) to another card, and
           // from there to another agent, around this proxy.
           if (upRes.statusCode >= 300 && upRes.statusCode < 400 && upRes.statusCode !== 304) return unavailable(`agent card: upstream answered HTTP ${upRes.statusCode} (a redirect)`);
-          const raw = Buffer.concat(chunks);
+          const raw = kept.buffer();
           const out = relayResponseHeaders(upRes.headers);
           let body = raw;
           if (upRes.statusCode === 200) {
             // A 200 card that cannot be rewritten is never relayed: its URLs would lead around the proxy.
-            const card = size <= MAX_CARD_BYTES && !isEncoded(upRes.headers['content-encoding']) ? parseCard(raw) : undefined;
+            const card = !kept.overflowed && !isEncoded(upRes.headers['content-encoding']) ? parseCard(raw) : undefined;
             if (card === undefined) return unavailable('agent card: not a readable JSON object (too large, encoded or malformed)');
             body = Buffer.from(JSON.stringify(rewriteCard(card, cardRewrite(deps, req))));
             out.etag = weakEtag(body);
@@ -101,15 +100,10 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
   }
 }
 
-function isEncoded(v: string | string[] | undefined): boolean {
-  const s = (Array.isArray(v) ? v.join(',') : v ?? '').trim().toLowerCase();
-  return s !== '' && s !== 'identity';
-}
-
 function parseCard(raw: Buffer): CardJson | undefined {
   try {
     const v: unknown = JSON.parse(raw.toString('utf8'));
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as CardJson) : undefined;
+    return isObject(v) ? v : undefined;
   } catch {
     return undefined;
   }

@@ -4,6 +4,7 @@
 import { acceptsDecision, type Operation } from '../a2a/operations';
 import type { JsonObject, SuccessResult } from '../aos/schemas';
 import { proxyError, type ProxyError } from '../core/errors';
+import type { Phase } from '../aos/hook-points';
 import type { GuardianOutcome } from '../aos/outcome';
 
 
@@ -18,7 +19,7 @@ export interface EnforceInput {
   readonly op: Operation;
   /** The payload the guardian saw (an A2A request, or a response / stream event). */
   readonly payload: JsonObject;
-  readonly phase: 'request' | 'response';
+  readonly phase: Phase;
   readonly envelopeId: string;
   readonly outcome: GuardianOutcome;
   readonly failMode: 'closed' | 'open';
@@ -36,7 +37,7 @@ export function sameId(a: unknown, b: unknown): boolean {
  * A modify is valid only for operations that accept it and when the replacement keeps the A2A
  * method and id (requests) or is a JSON-RPC response with the caller's id (responses).
  */
-export function checkModified(op: Operation, phase: 'request' | 'response', original: JsonObject, result: SuccessResult): JsonObject | string {
+export function checkModified(op: Operation, phase: Phase, original: JsonObject, result: SuccessResult): JsonObject | string {
   if (!acceptsDecision(op, 'modify')) return `modify is not accepted for ${op.aosMethod}`;
   const replacement = result.modifiedRequest?.params.payload;
   if (replacement === undefined) return 'modify without modifiedRequest.params.payload';

@@ -23,6 +23,7 @@ import type { Owner } from '../ownership/principal';
 import { contextKey, taskKey, type OwnerStore } from '../ownership/store';
 import { createdByAnswer, filterListed, listedTasks, namedByRequest, overstatesTotal, type AnswerForm, type TaskRefs } from '../ownership/tasks';
 import { errorCode, jsonRpcErrorObject, proxyError, restErrorObject, restHttpStatus, type ProxyError } from '../core/errors';
+import { isObject } from '../core/json';
 
 /** What an answer check decides: pass it on, pass this replacement body, or send this error instead. */
 export type AnswerCheck =
@@ -56,7 +57,6 @@ export interface OwnershipDeps {
 }
 
 const PASS: AnswerCheck = Object.freeze({ type: 'pass' });
-const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The longest id echoed in a "task not found" message. */
 const MAX_ECHOED_ID = 256;
