@@ -8,8 +8,6 @@ import { type CardCache, type CardIdentity, identityFromCard } from '../a2a/card
 import type { Phase, Role, Side } from './hook-points';
 import type { A2AContext, Agent, PartialAgent } from './schemas';
 
-// proxy/ still imports these from here (HOOK_SIDES is HOOK_ORDER); their home is hook-points.ts.
-export { HOOK_ORDER as HOOK_SIDES, type Phase, type Side } from './hook-points';
 
 export const UNKNOWN = 'unknown';
 

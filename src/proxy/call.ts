@@ -8,7 +8,7 @@
  */
 import type { Codec, ErrorShape } from '../a2a/binding';
 import type { Operation } from '../a2a/operations';
-import type { Side } from '../aos/identity';
+import type { Phase, Side } from '../aos/hook-points';
 import type { A2AContext, Agent, JsonRpcId, PartialAgent } from '../aos/schemas';
 import type { Cancellation } from '../cancel';
 import type { VerifiedIdentity } from '../identity/types';
@@ -46,7 +46,7 @@ export interface Call {
 /** One hook's outcome, as the audit line and the metrics report it. */
 export interface HookRecord {
   readonly side: Side;
-  readonly phase: 'request' | 'response';
+  readonly phase: Phase;
   readonly decision: HookDecision;
   readonly envelopeId: string;
   readonly guardianMs: number;

@@ -3,6 +3,7 @@
  * ClientRequest/IncomingMessage streams per call, a fraction of node:http's CPU), the header rules
  * of design section 6, and the agent's answer handed on chunk by chunk, never buffered here.
  */
+import type { Role } from '../aos/hook-points';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Dispatcher, Pool } from 'undici';
 import { createPool } from '../undici-pool';
@@ -45,7 +46,7 @@ function connectionTokens(headers: IncomingHttpHeaders): Set<string> {
 }
 
 export interface RequestHeaderRules {
-  readonly role: 'client' | 'server' | 'both';
+  readonly role: Role;
   readonly reasoningHeader: string;
   /** ROLE=client/both: the observed agent announced to the server side. */
   readonly announce: PartialAgent | undefined;

@@ -19,7 +19,7 @@ import { endpointsFromCard, withRestBases } from '../a2a/endpoints';
 import { rebuildRequest } from '../a2a/rebuild';
 import { looksLikeRest } from '../a2a/rest';
 import { isUnder, parseTarget } from '../a2a/target';
-import { HOOK_SIDES } from '../aos/identity';
+import { HOOK_ORDER } from '../aos/hook-points';
 import type { JsonRpcId } from '../aos/schemas';
 import { decodeBody, hasBody, holdDecoded, readBody, type BodyLease } from './body';
 import { proxyError, type ProxyError } from '../core/errors';
@@ -76,7 +76,7 @@ interface UpstreamRequest {
 export function createProxyHandler(deps: ProxyDeps): RequestListener {
   const { config, logger, metrics } = deps;
   const runHooks = createHookRunner(deps);
-  const sides = HOOK_SIDES[config.role];
+  const sides = HOOK_ORDER[config.role];
 
   /** An open stream: counted in the gauge and ended with an error event by a shutdown; returns the untrack function. */
   const trackStream = (terminate: () => void): (() => void) => {

@@ -8,6 +8,8 @@ import type { JsonObject, JsonRpcId } from '../aos/schemas';
 import { rewriteCard, type CardJson } from '../a2a/card';
 import type { Codec, ErrorShape } from '../a2a/binding';
 import { isObject } from '../core/json';
+import { BoundedBytes } from '../core/bounded';
+import { isEncoded } from '../core/http';
 import { proxyError, type ProxyError } from '../core/errors';
 import { headerText, relayResponseHeaders, type UpstreamAnswer } from './forward';
 import { decodeBody } from './body';
@@ -89,26 +91,20 @@ export function relayPlain(ctx: RelayContext): void {
 
 export function relayUnaryInspected(ctx: RelayContext): void {
   const { res, upRes, codec, id } = ctx;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let tooBig = false;
+  const kept = new BoundedBytes(ctx.maxBodyBytes);
   upRes.read({
     data: (c) => {
-      if (tooBig) return;
-      size += c.length;
-      if (size > ctx.maxBodyBytes) {
-        tooBig = true;
-        ctx.upReq.abort();
-      } else chunks.push(c);
+      if (kept.overflowed) return;
+      if (!kept.push(c)) ctx.upReq.abort();
     },
     end: (complete) => {
       if (res.destroyed || res.writableEnded) return;
-      if (tooBig) return sendError(res, codec, proxyError('upstreamUnavailable', 'Agent answer too large to inspect', { limit: String(ctx.maxBodyBytes) }), id);
+      if (kept.overflowed) return sendError(res, codec, proxyError('upstreamUnavailable', 'Agent answer too large to inspect', { limit: String(ctx.maxBodyBytes) }), id);
       if (!complete) {
         ctx.onUpstreamFailure('upstream closed mid-response');
         return sendError(res, codec, proxyError('upstreamUnavailable', 'Upstream agent failed before answering'), id);
       }
-      void finishUnary(ctx, Buffer.concat(chunks, size)).catch(() => res.destroy());
+      void finishUnary(ctx, kept.buffer()).catch(() => res.destroy());
     },
   });
 }
@@ -132,8 +128,8 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
     ctx.onUpstreamFailure('agent card result cannot be read');
     sendError(res, codec, proxyError('upstreamUnavailable', 'Agent card unavailable: the answer cannot be read'), id);
   };
-  const encoding = headerText(upRes.headers['content-encoding']);
-  if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
+  if (isEncoded(upRes.headers['content-encoding'])) {
+    const encoding = headerText(upRes.headers['content-encoding']) as string;
     // Asked for identity, got a compressed answer anyway: read it before judging it, never pass it unread.
     const decoded = await decodeBody(raw, encoding, ctx.maxBodyBytes);
     if (!decoded.ok && cardAnswer) return refuseCard();
@@ -235,8 +231,7 @@ export function relayStreamInspected(ctx: RelayContext): void {
   const inspect = ctx.inspect;
   const ownEvent = ctx.answerHook?.event;
   if (inspect === undefined && ownEvent === undefined) return relayPlain(ctx);
-  const encoding = headerText(ctx.upRes.headers['content-encoding']);
-  if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
+  if (isEncoded(ctx.upRes.headers['content-encoding'])) {
     // A compressed event stream cannot be judged event by event.
     const err = ctx.onUninspectable('agent event stream is compressed');
     if (err !== undefined) {

@@ -10,7 +10,8 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../../config';
 import type { Metrics } from '../../admin/metrics';
-import { HOOK_SIDES, type Identities } from '../../aos/identity';
+import type { Identities } from '../../aos/identity';
+import { HOOK_ORDER } from '../../aos/hook-points';
 import type { RewriteOptions } from '../../a2a/card';
 import { grpcMethodForPath, type GrpcMethod } from '../../a2a/bindings/grpc/methods';
 import { canonicalRequest, codecFor, encodeFromPayload, encodeProblem, type MethodCodec } from '../../a2a/bindings/grpc/codec';
@@ -122,7 +123,7 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     },
   };
 
-  const stages: readonly Stage<GrpcFlow>[] = [...callStages({ config, ownership: deps.ownership, runHooks: deps.runHooks, requestSides: HOOK_SIDES[config.role].request }), encode, forward];
+  const stages: readonly Stage<GrpcFlow>[] = [...callStages({ config, ownership: deps.ownership, runHooks: deps.runHooks, requestSides: HOOK_ORDER[config.role].request }), encode, forward];
 
   return (stream, headers) => {
     const caller = new CallerSide(stream);

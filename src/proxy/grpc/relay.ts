@@ -9,7 +9,7 @@
 import http2 from 'node:http2';
 import type { Config } from '../../config';
 import type { Metrics } from '../../admin/metrics';
-import { HOOK_SIDES } from '../../aos/identity';
+import { HOOK_ORDER } from '../../aos/hook-points';
 import type { JsonObject } from '../../aos/schemas';
 import { rewriteCard, type CardJson, type RewriteOptions } from '../../a2a/card';
 import { canonicalResponse, encodeFromPayload, encodeProblem, type MessageCodec } from '../../a2a/bindings/grpc/codec';
@@ -179,7 +179,7 @@ export function relayAnswer(
     let payload = canonicalResponse(String(call.id), result);
     if (config.inspectResponses) {
       const run = await deps.runHooks({
-        ex, sides: HOOK_SIDES[config.role].response, phase: 'response', payload, payloadJson: JSON.stringify(payload), reasoning: undefined,
+        ex, sides: HOOK_ORDER[config.role].response, phase: 'response', payload, payloadJson: JSON.stringify(payload), reasoning: undefined,
         // Stream events use the guardian's stream connections, never ahead of a call's checks (as over HTTP).
         ...(method.streaming ? { budget: 'stream' as const } : {}),
         validateModified: (p) => encodeProblem(codec, p, 'result'),
