@@ -167,6 +167,21 @@ describe('import direction in src/', () => {
   it('has no import cycle between modules (directories, and each file at the root of src/)', () => {
     expect(cycles(graphOf(edges, moduleOf))).toEqual([]);
   });
+
+  it('the binding-neutral middle knows no binding and no transport: call.ts and stages.ts import no adapter, no codec module, no socket module', () => {
+    const neutral = ['proxy/call.ts', 'proxy/stages.ts'];
+    const adapters = /^(proxy\/(pipeline|responses|forward|card-route)\.ts|proxy\/grpc\/|proxy\/relay\/|a2a\/bindings\/|a2a\/(classify|rest|rebuild|sse)\.ts)/;
+    expect(edges.filter((e) => neutral.includes(e.from) && adapters.test(e.to)).map((e) => `${e.from} -> ${e.to}`)).toEqual([]);
+    for (const f of neutral) {
+      const text = fs.readFileSync(path.join(SRC, f), 'utf8');
+      expect(text).not.toMatch(/from 'node:(http|http2|net|tls)'/);
+    }
+  });
+
+  it('the codecs are the one place a binding is named: no `binding === ...` test outside a2a/', () => {
+    const offenders = sourceFiles(SRC).filter((f) => !path.relative(SRC, f).startsWith('a2a')).filter((f) => /binding\s*===?\s*'(jsonrpc|rest|grpc)'/.test(fs.readFileSync(f, 'utf8')));
+    expect(offenders.map((f) => path.relative(SRC, f))).toEqual([]);
+  });
 });
 
 describe('the import checker itself', () => {
