@@ -78,12 +78,11 @@ describe('tasks/list', () => {
     expect(Number(body.totalSize ?? 0)).toBeLessThanOrEqual((body.tasks ?? []).length);
   });
 
-  // OPEN: the agent's nextPageToken is relayed as is, and the SDK's token is base64("<timestamp>|<last task id of
-  // the unfiltered page>"): paging with pageSize=1 gives B the id and time of every task of every caller. A fix
-  // seals the agent's token for the caller (AES-GCM under a per-proxy key, bound to the owner) in the answer and
-  // unseals it in the next ListTasks request before the guardian and the agent see it (a request-side rewrite in
-  // the pipeline, which is being restructured).
-  test.failing('no page of B\'s task list names a task of A, not even inside a page token', async () => {
+  // Was open: the agent's nextPageToken was relayed as is, and the SDK's token is base64("<timestamp>|<last task id of
+  // the unfiltered page>"): paging with pageSize=1 gave B the id and time of every task of every caller. Now the
+  // proxy seals the agent's token for the caller and unseals it before the guardian and the agent see the next call
+  // (ownership-page-tokens.test.ts covers the bindings, refusals and replicas).
+  test('no page of B\'s task list names a task of A, not even inside a page token', async () => {
     const a = await send(proxy.url, 'A', 'A private');
     await send(proxy.url, 'B', 'B mine');
     const { texts } = await listAllAs('B');
