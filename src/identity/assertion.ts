@@ -7,14 +7,16 @@
  *            "jti": <uuid>, "agent": {"id", "name", "url", "version"}}
  *
  * A ROLE=server proxy verifies it against its trusted keys: signature (only the algorithms above,
- * only keys in the trust set), explicit type, audience = one of its own URLs, not expired, at most
- * 60 s of lifetime, never seen before (jti). `from` is then built from the verified `agent` only.
+ * only keys in the trust set, named by `kid`), explicit type, audience = one of its own URLs, not
+ * expired, at most 60 s of lifetime, never seen before (jti), and an agent the key may assert (a key
+ * whose JWK names `agents` asserts only those; see keys.ts TrustIndex). `from` is then built from
+ * the verified `agent` only.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { WatchedFile } from '../files';
 import { ASSERTION_ALGORITHMS, CLOCK_TOLERANCE_S, type JSONWebKeySet, type JWTVerifyGetKey, jose, joseProblem } from './jose';
-import { parseSigningKey, parseTrustedJwks, startupKeyError, type SigningKey } from './keys';
+import { parseSigningKey, parseTrustedJwks, startupKeyError, trustIndex, type SigningKey } from './keys';
 import { ReplayCache } from './replay';
 import { type AgentFields, type CredentialCheck, fieldValue } from './types';
 
@@ -75,6 +77,13 @@ export class AssertionSigner {
   }
 }
 
+/** The trust set as it is now: the key lookup jose verifies with, and the JWKS itself (what each key may assert). */
+export interface TrustedKeys {
+  readonly getKey: JWTVerifyGetKey;
+  /** undefined: not loaded yet (a remote set before its first fetch). */
+  readonly set: () => JSONWebKeySet | undefined;
+}
+
 export interface VerifierOptions {
   /** Accepted audiences, normalised (see normaliseAudience). */
   readonly audiences: readonly string[];
@@ -85,7 +94,7 @@ export interface VerifierOptions {
 export class AssertionVerifier {
   private readonly replay: ReplayCache;
 
-  constructor(private readonly keys: () => JWTVerifyGetKey, private readonly opts: VerifierOptions) {
+  constructor(private readonly trust: () => TrustedKeys, private readonly opts: VerifierOptions) {
     this.replay = new ReplayCache(opts.replayCacheSize);
   }
 
@@ -95,8 +104,12 @@ export class AssertionVerifier {
     if (opts.file !== undefined) {
       const path = opts.file;
       const file = WatchedFile.open(path, { variable: 'ASSERTION_TRUST_JWKS_FILE', intervalMs: opts.refreshMs, onProblem: (m) => logger.warn(m) });
-      const load = (text: string): JWTVerifyGetKey => jose().createLocalJWKSet(parseTrustedJwks(text));
-      let current: JWTVerifyGetKey;
+      const load = (text: string): TrustedKeys => {
+        const set = parseTrustedJwks(text);
+        warnUnbound(set, logger);
+        return { getKey: jose().createLocalJWKSet(set), set: () => set };
+      };
+      let current: TrustedKeys;
       try {
         current = load(file.text());
       } catch (err) {
@@ -117,7 +130,8 @@ export class AssertionVerifier {
     if (opts.url.protocol === 'http:' && !isLoopback(opts.url)) logger.warn({ url: opts.url.href }, 'ASSERTION_TRUST_JWKS_URL is plain http: anyone on the path can replace the trusted keys');
     const remote = jose().createRemoteJWKSet(opts.url, { cacheMaxAge: opts.refreshMs, cooldownDuration: Math.min(opts.refreshMs, 30_000), timeoutDuration: 5000 });
     logger.info({ url: opts.url.href, audiences: opts.audiences }, 'identity assertions: verifying callers against a remote JWKS');
-    return new AssertionVerifier(() => remote, opts);
+    const trust: TrustedKeys = { getKey: remote, set: () => remote.jwks() };
+    return new AssertionVerifier(() => trust, opts);
   }
 
   async verify(token: string): Promise<CredentialCheck> {
@@ -125,8 +139,9 @@ export class AssertionVerifier {
     if (token.length > MAX_ASSERTION_BYTES) return fail('too large');
     let payload: Record<string, unknown>;
     let kid: string | undefined;
+    const trust = this.trust();
     try {
-      const r = await jose().jwtVerify(token, this.keys(), {
+      const r = await jose().jwtVerify(token, trust.getKey, {
         algorithms: [...ASSERTION_ALGORITHMS],
         typ: ASSERTION_TYP,
         audience: [...this.opts.audiences],
@@ -139,17 +154,23 @@ export class AssertionVerifier {
     } catch (err) {
       return fail(joseProblem(err));
     }
+    // The kid names the key, and so what it may assert (our signer always sets it).
+    if (typeof kid !== 'string' || kid === '') return fail('names no key (kid)');
     const { iat, exp, jti } = payload;
     if (typeof iat !== 'number' || typeof exp !== 'number' || exp - iat > MAX_ASSERTION_LIFETIME_S) return fail(`lives longer than ${MAX_ASSERTION_LIFETIME_S} s`);
     if (typeof jti !== 'string' || jti === '' || jti.length > 128) return fail('has no valid id (jti)');
     const agent = agentClaim(payload['agent']);
     if (agent === undefined) return fail('has no valid agent claim (id, name, url, version)');
     if (agent.id !== payload['sub']) return fail('names another agent in sub than in agent.id');
+    const set = trust.set();
+    const scope = set === undefined ? 'refused' : trustIndex(set).scope(kid, agent.id);
+    if (scope === 'refused') return fail('is signed by a key the trusted keys do not let assert this agent');
     // Recorded only now, after the signature and claims verified: outsiders cannot fill the cache.
-    const seen = this.replay.add(`${kid ?? ''}\n${jti}`, exp + CLOCK_TOLERANCE_S);
+    const seen = this.replay.add(`${kid}\n${jti}`, exp + CLOCK_TOLERANCE_S);
     if (seen === 'replayed') return fail('was already used (replayed)');
     if (seen === 'full') return fail('cannot be checked for replay now (replay cache full)');
-    return { ok: true, identity: { source: 'assertion', subject: agent.id, ...(kid === undefined ? {} : { issuer: kid }), agent } };
+    // A key bound to the agent speaks for the agent itself: its tasks stay its own when the key rotates.
+    return { ok: true, identity: { source: 'assertion', subject: agent.id, issuer: kid, agent, ...(scope === 'bound' ? { stableSubject: true } : {}) } };
   }
 }
 
@@ -163,6 +184,13 @@ function agentClaim(v: unknown): AgentFields | undefined {
   const version = fieldValue(a['version']);
   if (id === undefined || name === undefined || url === undefined || version === undefined) return undefined;
   return { id, name, url, version };
+}
+
+/** Keys bound to no agent: said once per load, since binding them is what keeps tasks across a rotation. */
+function warnUnbound(set: JSONWebKeySet, logger: Logger): void {
+  const kids = trustIndex(set).unboundKids;
+  if (kids.length === 0) return;
+  logger.warn({ kids }, 'trusted assertion keys without "agents": each may assert any agent that no key is bound to, and the tasks of its callers belong to the key (a key rotation loses them); add "agents": ["<agent id>"] to each key');
 }
 
 function kidsOf(text: string): string[] {

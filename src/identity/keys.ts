@@ -3,12 +3,16 @@
  * - the signing key of a ROLE=client/both proxy: a private JWK (JSON, with `kid`) or a PKCS#8 /
  *   SEC1 PEM key; EC P-256 (ES256), P-384 (ES384) or Ed25519 (EdDSA). Its key id is
  *   ASSERTION_SIGNING_KEY_ID, else the JWK's `kid`, else the RFC 7638 thumbprint of the public key;
- * - the trusted keys of a ROLE=server proxy: a JWKS (public keys only, each with a `kid`).
+ * - the trusted keys of a ROLE=server proxy: a JWKS (public keys only, each with a `kid`). A key may
+ *   name the agent ids it signs for (`"agents": ["cooking-assistant"]`): it then asserts only those,
+ *   no unbound key may assert them, and the agent id alone is the caller's task owner, so the old
+ *   and the new key of a rotation speak for the same caller (see TrustIndex).
  * Rotation: the trust set holds the old and the new key while signers switch (README "Key rotation").
  */
 import { createPrivateKey, createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { StartupError } from '../files';
 import { ASSERTION_ALGORITHMS, type CryptoKeyLike, type JSONWebKeySet, type JWK, jose } from './jose';
+import { fieldValue } from './types';
 
 export type AssertionAlgorithm = (typeof ASSERTION_ALGORITHMS)[number];
 
@@ -91,8 +95,68 @@ export function parseTrustedJwks(text: string): JSONWebKeySet {
     if (alg === undefined || (jwk.alg !== undefined && jwk.alg !== alg)) {
       throw new Error(`keys[${i}] (kid "${jwk.kid}"): only EC P-256 (ES256), P-384 (ES384) and Ed25519 (EdDSA) keys are accepted`);
     }
+    if (boundAgents(jwk) === null) throw new Error(`keys[${i}] (kid "${jwk.kid}"): "${AGENTS_MEMBER}" must be a non-empty array of agent ids`);
   });
   return { keys: keys as JWK[] };
+}
+
+/** The member of a trusted JWK that names the agent ids the key may assert. */
+export const AGENTS_MEMBER = 'agents';
+
+/** The agent ids a trusted JWK names: undefined when it names none, null when the member is malformed. */
+export function boundAgents(jwk: JWK): readonly string[] | undefined | null {
+  const v = (jwk as Record<string, unknown>)[AGENTS_MEMBER];
+  if (v === undefined) return undefined;
+  return Array.isArray(v) && v.length > 0 && v.every((a) => fieldValue(a) !== undefined) ? (v as string[]) : null;
+}
+
+/**
+ * What a key of a trust set may assert for an agent id:
+ * - `bound`: the key names the agent (`agents`): the agent id alone is the principal;
+ * - `unbound`: the key names no agent and no key of the set is bound to this one: allowed, but only
+ *   as this key (its callers' tasks are owned per key);
+ * - `refused`: the key is bound to other agents, or the agent is bound to other keys (an unbound
+ *   key cannot speak for an agent that has its own keys), or the key's entry is malformed.
+ */
+export type KeyScope = 'bound' | 'unbound' | 'refused';
+
+export class TrustIndex {
+  /** Each kid's entries (a remote set may repeat a kid): their agents, undefined (none) or null (malformed). */
+  private readonly byKid = new Map<string, Array<readonly string[] | undefined | null>>();
+  private readonly claimedAgents = new Set<string>();
+  readonly unboundKids: readonly string[];
+
+  constructor(set: JSONWebKeySet) {
+    const unbound: string[] = [];
+    for (const jwk of set.keys) {
+      if (typeof jwk.kid !== 'string') continue;
+      const agents = boundAgents(jwk);
+      let entries = this.byKid.get(jwk.kid);
+      if (entries === undefined) this.byKid.set(jwk.kid, (entries = []));
+      entries.push(agents);
+      if (agents === undefined) unbound.push(jwk.kid);
+      for (const a of agents ?? []) this.claimedAgents.add(a);
+    }
+    this.unboundKids = unbound;
+  }
+
+  scope(kid: string, agentId: string): KeyScope {
+    const entries = this.byKid.get(kid);
+    // Every entry under the kid must agree: which of them verified is not known.
+    if (entries === undefined || entries.includes(null)) return 'refused';
+    if (entries.every((e) => e?.includes(agentId) === true)) return 'bound';
+    if (entries.some((e) => e !== undefined)) return 'refused';
+    return this.claimedAgents.has(agentId) ? 'refused' : 'unbound';
+  }
+}
+
+const indexes = new WeakMap<JSONWebKeySet, TrustIndex>();
+
+/** The index of a trust set, made once per set object (a re-read or re-fetched set is a new object). */
+export function trustIndex(set: JSONWebKeySet): TrustIndex {
+  let index = indexes.get(set);
+  if (index === undefined) indexes.set(set, (index = new TrustIndex(set)));
+  return index;
 }
 
 /** Start-up form of a parse failure: names the variable, never the content. */

@@ -69,7 +69,8 @@ export function identityFromCertificate(cert: PeerCertificateView): CredentialCh
   const id = spiffe[0];
   if (id !== undefined) {
     if (!isSpiffeId(id)) return fail('has a malformed SPIFFE ID');
-    return { ok: true, identity: { source: 'mtls', subject: id, ...(issuer === undefined ? {} : { issuer }), agent: { id, name: cn ?? id, url: UNKNOWN_FIELD, version: UNKNOWN_FIELD } } };
+    // A SPIFFE ID names its trust domain itself: the caller stays the same owner when the issuing CA rotates.
+    return { ok: true, identity: { source: 'mtls', subject: id, ...(issuer === undefined ? {} : { issuer }), stableSubject: true, agent: { id, name: cn ?? id, url: UNKNOWN_FIELD, version: UNKNOWN_FIELD } } };
   }
   if (cn === undefined) return fail('has neither a SPIFFE ID nor a subject CN');
   return { ok: true, identity: { source: 'mtls', subject: cn, ...(issuer === undefined ? {} : { issuer }), agent: { id: cn, name: cn, url: UNKNOWN_FIELD, version: UNKNOWN_FIELD } } };

@@ -27,6 +27,13 @@ export interface VerifiedIdentity {
   readonly subject: string;
   /** Who vouched: the token's `iss` (oidc), the signing key's `kid` (assertion), the client CA's subject (mtls). */
   readonly issuer?: string;
+  /**
+   * The subject names the caller whoever vouched for it this time, so it alone is the caller's task
+   * owner: an assertion by a key the trust set binds to the agent (the agent keeps its tasks across a
+   * key rotation), a SPIFFE ID (it carries its trust domain; the issuing CA rotates). Otherwise the
+   * subject is only unique per issuer, and the owner includes it.
+   */
+  readonly stableSubject?: true;
   readonly agent: AgentFields;
 }
 

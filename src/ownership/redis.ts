@@ -4,12 +4,17 @@
  * - claim: `SET key owner NX EX ttl` then `GET key`, in one MULTI (atomic, one round trip): the
  *   first owner wins on every replica, and another identity never overwrites it.
  * - owners: one `MGET`.
+ * - sharedSecret: `SET <prefix>s:page-token-secret <random> NX` then `GET`, in one MULTI: the first
+ *   replica's secret is everyone's, so a page token sealed by one replica opens on every other.
+ *   Cached; looked up again (at most every 5 s) when a token does not open, and a replica that
+ *   still holds the secret offers it, so a secret lost with Redis's data comes back as it was.
  * - Bounded: every command fails after `timeoutMs` (ioredis commandTimeout); while the connection is
  *   down, commands fail at once instead of queueing (enableOfflineQueue off), so a call never waits
  *   on an outage and FAIL_MODE decides. The client reconnects in the background.
  *
  * ioredis is loaded only when a Redis store is configured.
  */
+import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type * as IORedis from 'ioredis';
 import type { OwnerStore } from './store';
@@ -25,6 +30,8 @@ export interface RedisStoreOptions {
   readonly logger: Logger;
   /** How long start-up waits for the first connection before going on without it. */
   readonly connectWaitMs?: number;
+  /** The page-token secret is looked up again at most this often (default 5 s; tests). */
+  readonly secretRecheckMs?: number;
 }
 
 /** The URL without user name and password, for logs. */
@@ -39,9 +46,15 @@ export function redactUrl(url: string): string {
   }
 }
 
+const SECRET_KEY = 's:page-token-secret';
+const SECRET_RECHECK_MS = 5000;
+
 export class RedisOwnerStore implements OwnerStore {
   readonly kind = 'redis';
   private up = false;
+  private secret: Buffer | undefined;
+  private secretCheckedAt = 0;
+  private secretLookup: Promise<Buffer> | undefined;
 
   constructor(private readonly client: IORedis.Redis, private readonly opts: RedisStoreOptions) {
     const where = redactUrl(opts.url);
@@ -90,6 +103,33 @@ export class RedisOwnerStore implements OwnerStore {
     });
   }
 
+  sharedSecret(refresh: boolean): Promise<Buffer> {
+    const cached = this.secret;
+    if (cached !== undefined && (!refresh || Date.now() - this.secretCheckedAt < (this.opts.secretRecheckMs ?? SECRET_RECHECK_MS))) return Promise.resolve(cached);
+    // A failed second look keeps the secret already held.
+    return (this.secretLookup ??= this.lookUpSecret()
+      .catch((err: unknown) => {
+        if (this.secret !== undefined) return this.secret;
+        throw err;
+      })
+      .finally(() => {
+        this.secretLookup = undefined;
+      }));
+  }
+
+  private async lookUpSecret(): Promise<Buffer> {
+    const key = this.opts.prefix + SECRET_KEY;
+    const offer = (this.secret ?? randomBytes(32)).toString('base64');
+    const replies = await this.client.multi().set(key, offer, 'NX').get(key).exec();
+    const [err, value] = replies?.[1] ?? [new Error('task store transaction aborted'), null];
+    if (err !== null) throw err;
+    const secret = typeof value === 'string' ? Buffer.from(value, 'base64') : Buffer.alloc(0);
+    if (secret.length < 32) throw new Error(`task store key ${SECRET_KEY} holds no usable secret`);
+    this.secret = secret;
+    this.secretCheckedAt = Date.now();
+    return secret;
+  }
+
   async close(): Promise<void> {
     this.client.removeAllListeners('error');
     this.client.on('error', () => undefined);
@@ -122,5 +162,7 @@ export async function createRedisStore(opts: RedisStoreOptions): Promise<RedisOw
     else client.once('ready', done);
   });
   if (client.status !== 'ready') opts.logger.warn({ store: redactUrl(opts.url) }, 'task store not reachable at start; calls that need it follow FAIL_MODE until it is');
+  // Fetched now so that the first list answer does not wait for it (else on first use).
+  else await store.sharedSecret(false).catch(() => undefined);
   return store;
 }

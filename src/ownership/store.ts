@@ -4,6 +4,7 @@
  * its creation. Two implementations: in memory (one replica) and Redis (several replicas,
  * ./redis.ts). Calls reject when the store cannot answer; the caller applies FAIL_MODE.
  */
+import { randomBytes } from 'node:crypto';
 import type { Owner } from './principal';
 
 export interface OwnerStore {
@@ -12,6 +13,11 @@ export interface OwnerStore {
   owners(keys: readonly string[]): Promise<(Owner | undefined)[]>;
   /** Bind every unbound key to `owner`; bound keys keep their owner. Resolves with each key's owner afterwards. */
   claim(keys: readonly string[], owner: Owner): Promise<Owner[]>;
+  /**
+   * A random secret shared by every replica that uses this store (page tokens are sealed under it,
+   * ./page-token.ts), made once. `refresh`: look again, the cached one failed to open a token.
+   */
+  sharedSecret(refresh: boolean): Promise<Buffer>;
   close(): Promise<void>;
 }
 
@@ -49,6 +55,8 @@ export class MemoryOwnerStore implements OwnerStore {
   private made = 0;
   private readonly now: () => number;
   private readonly start: number;
+  /** One replica: the secret lives and dies with the process, like the bindings. */
+  private readonly secret = randomBytes(32);
 
   constructor(private readonly opts: MemoryStoreOptions) {
     this.now = opts.now ?? Date.now;
@@ -99,6 +107,10 @@ export class MemoryOwnerStore implements OwnerStore {
       keys.add(k);
       return o;
     }));
+  }
+
+  sharedSecret(): Promise<Buffer> {
+    return Promise.resolve(this.secret);
   }
 
   close(): Promise<void> {

@@ -93,6 +93,10 @@ export function namedByRequest(op: Operation, request: JsonObject): TaskRefs {
       }
       break;
     }
+    case 'tasks/list':
+      // A list filtered to another caller's context would page through that caller's tasks: refused like a message to it.
+      refs.context(...ids(params, 'contextId', 'context_id'));
+      break;
     case 'tasks/get':
     case 'tasks/cancel':
     case 'tasks/resubscribe':
@@ -205,4 +209,55 @@ export function filterListed(body: unknown, form: AnswerForm, keep: readonly boo
   const filtered: JsonObject = Array.isArray(result.tasks) ? { ...result, tasks } : { ...result };
   for (const key of ['totalSize', 'total_size']) if (key in filtered) filtered[key] = tasks.length;
   return form.withResult(body, filtered);
+}
+
+/** Operations whose calls carry a page token (`pageToken`) and whose answers the next one (`nextPageToken`). */
+const PAGED: ReadonlySet<string> = new Set(['tasks/list', 'tasks/pushNotificationConfig/list']);
+
+export const isPaged = (op: Operation): boolean => PAGED.has(op.aosMethod);
+
+/** A page token in a request's params or an answer's result: the member and the text the agent reads there. */
+export interface PageTokenAt {
+  readonly key: string;
+  readonly token: string;
+}
+
+function tokensIn(obj: unknown, keys: readonly string[]): PageTokenAt[] {
+  if (!isObject(obj)) return [];
+  const out: PageTokenAt[] = [];
+  for (const key of keys) {
+    const token = idText(obj[key]);
+    if (token !== undefined) out.push({ key, token });
+  }
+  return out;
+}
+
+function withTokens(obj: JsonObject, tokens: readonly PageTokenAt[]): JsonObject {
+  const out: JsonObject = { ...obj };
+  for (const t of tokens) out[t.key] = t.token;
+  return out;
+}
+
+const REQUEST_TOKEN_KEYS = ['pageToken', 'page_token'];
+const ANSWER_TOKEN_KEYS = ['nextPageToken', 'next_page_token'];
+
+/** The page tokens a request carries (in every spelling the SDK reads; an empty token is none). */
+export function requestPageTokens(request: JsonObject): PageTokenAt[] {
+  return tokensIn(request.params, REQUEST_TOKEN_KEYS);
+}
+
+/** A copy of the request with these page tokens in its params. */
+export function withRequestPageTokens(request: JsonObject, tokens: readonly PageTokenAt[]): JsonObject {
+  return isObject(request.params) ? { ...request, params: withTokens(request.params, tokens) } : request;
+}
+
+/** The next-page tokens of an answer (an empty token is the last page). */
+export function answerPageTokens(body: unknown, form: AnswerForm): PageTokenAt[] {
+  return tokensIn(form.resultOf(body), ANSWER_TOKEN_KEYS);
+}
+
+/** A copy of the answer with these next-page tokens. */
+export function withAnswerPageTokens(body: unknown, form: AnswerForm, tokens: readonly PageTokenAt[]): unknown {
+  const result = form.resultOf(body);
+  return isObject(result) ? form.withResult(body, withTokens(result, tokens)) : body;
 }

@@ -11,6 +11,10 @@
  * - Answers to message/send and every event of message/stream bind the tasks and contexts they
  *   name to the caller (first owner wins) before they go out.
  * - tasks/list answers keep only the caller's own tasks.
+ * - Page tokens (tasks/list, push-config lists) are never relayed: the agent's next-page token goes
+ *   to the caller sealed for it (ownership/page-token.ts), and a caller's page token is unsealed
+ *   before the guardian and the agent see the call. One that does not open (not sealed here, for
+ *   another caller, tampered, expired) is refused as an invalid parameter.
  * - The store unreachable (or slower than TASK_STORE_TIMEOUT_MS): FAIL_MODE=closed refuses the
  *   calls and answers that need it (-31504); FAIL_MODE=open passes them, logged and counted.
  */
@@ -20,8 +24,12 @@ import type { Operation } from '../a2a/operations';
 import type { JsonObject, JsonRpcId, PartialAgent } from '../aos/schemas';
 import { formatSseErrorEvent } from '../a2a/sse';
 import type { Owner } from '../ownership/principal';
+import { PageTokens, type Opened } from '../ownership/page-token';
 import { contextKey, taskKey, type OwnerStore } from '../ownership/store';
-import { createdByAnswer, filterListed, listedTasks, namedByRequest, overstatesTotal, type AnswerForm, type TaskRefs } from '../ownership/tasks';
+import {
+  answerPageTokens, createdByAnswer, filterListed, isPaged, listedTasks, namedByRequest, overstatesTotal, requestPageTokens, withAnswerPageTokens,
+  withRequestPageTokens, type AnswerForm, type PageTokenAt, type TaskRefs,
+} from '../ownership/tasks';
 import { errorCode, jsonRpcErrorObject, proxyError, restErrorObject, restHttpStatus, type ProxyError } from '../core/errors';
 import { isObject } from '../core/json';
 
@@ -46,15 +54,26 @@ export interface AnswerHook {
 export type OwnershipState = 'owned' | 'none' | 'unchecked';
 
 export type RequestVerdict =
-  | { readonly type: 'pass'; readonly state: OwnershipState; readonly refs: TaskRefs }
+  /** `request`: what the guardian judges and the agent receives (the caller's own, or a copy with its page token unsealed). */
+  | { readonly type: 'pass'; readonly state: OwnershipState; readonly refs: TaskRefs; readonly request: JsonObject }
   | { readonly type: 'refuse'; readonly error: ProxyError };
+
+/**
+ * Who wrote the request being checked: the caller (its page tokens are sealed ones) or the guardian,
+ * whose `modify` is checked again (it saw, and may keep, the agent's own tokens).
+ */
+export type RequestOrigin = 'caller' | 'guardian';
 
 export interface OwnershipDeps {
   readonly store: OwnerStore;
   readonly failMode: 'closed' | 'open';
   readonly logger: Logger;
   readonly metrics: Metrics;
+  /** How long a sealed page token opens (default 24 h). */
+  readonly pageTokenLifetimeSeconds?: number;
 }
+
+const PAGE_TOKEN_LIFETIME_S = 24 * 3600;
 
 const PASS: AnswerCheck = Object.freeze({ type: 'pass' });
 
@@ -62,23 +81,32 @@ const PASS: AnswerCheck = Object.freeze({ type: 'pass' });
 const MAX_ECHOED_ID = 256;
 
 export class TaskOwnership {
-  constructor(private readonly deps: OwnershipDeps) {}
+  private readonly pageTokens: PageTokens;
+
+  constructor(private readonly deps: OwnershipDeps) {
+    this.pageTokens = new PageTokens({ secret: (refresh) => deps.store.sharedSecret(refresh), lifetimeSeconds: deps.pageTokenLifetimeSeconds ?? PAGE_TOKEN_LIFETIME_S });
+  }
 
   get store(): OwnerStore {
     return this.deps.store;
   }
 
-  /** Before the guardian and the agent: may `owner` make this call? */
-  async checkRequest(owner: Owner, op: Operation, request: JsonObject): Promise<RequestVerdict> {
+  /** Before the guardian and the agent: may `owner` make this call, and with which request (page tokens unsealed)? */
+  async checkRequest(owner: Owner, op: Operation, request: JsonObject, origin: RequestOrigin = 'caller'): Promise<RequestVerdict> {
+    if (origin === 'caller' && isPaged(op)) {
+      const opened = await this.openPageTokens(owner, op, request);
+      if (opened.type === 'refuse') return opened;
+      request = opened.request;
+    }
     const refs = namedByRequest(op, request);
-    if (refs.tasks.length === 0 && refs.contexts.length === 0) return { type: 'pass', state: 'none', refs };
+    if (refs.tasks.length === 0 && refs.contexts.length === 0) return { type: 'pass', state: 'none', refs, request };
     const keys = [...refs.tasks.map(taskKey), ...refs.contexts.map(contextKey)];
     let owners: (Owner | undefined)[];
     try {
       owners = await this.deps.store.owners(keys);
     } catch (err) {
       const failed = this.storeFailed(op, 'lookup', err);
-      return failed === undefined ? { type: 'pass', state: 'unchecked', refs } : { type: 'refuse', error: failed };
+      return failed === undefined ? { type: 'pass', state: 'unchecked', refs, request } : { type: 'refuse', error: failed };
     }
     const nTasks = refs.tasks.length;
     for (let i = 0; i < keys.length; i++) {
@@ -94,7 +122,32 @@ export class TaskOwnership {
       return { type: 'refuse', error: taskNotFound(isTask ? named : (refs.tasks[0] ?? named)) };
     }
     this.deps.metrics.ownershipOutcome(op.aosMethod, 'owned');
-    return { type: 'pass', state: 'owned', refs };
+    return { type: 'pass', state: 'owned', refs, request };
+  }
+
+  /** The caller's page tokens, unsealed: the agent gets back only tokens it gave this caller. */
+  private async openPageTokens(owner: Owner, op: Operation, request: JsonObject): Promise<{ type: 'pass'; request: JsonObject } | { type: 'refuse'; error: ProxyError }> {
+    const sealed = requestPageTokens(request);
+    if (sealed.length === 0) return { type: 'pass', request };
+    const opened: PageTokenAt[] = [];
+    for (const { key, token } of sealed) {
+      let r: Opened;
+      try {
+        r = await this.pageTokens.open(token, owner, op.aosMethod);
+      } catch (err) {
+        const failed = this.storeFailed(op, 'page token', err);
+        // FAIL_MODE=open: the token goes as it came (the agent judges it).
+        return failed === undefined ? { type: 'pass', request } : { type: 'refuse', error: failed };
+      }
+      if (!r.ok) {
+        this.deps.metrics.ownershipOutcome(op.aosMethod, 'refused_page_token');
+        this.deps.logger.info({ method: op.aosMethod, why: r.why }, 'task ownership: page token refused');
+        // Worded as the agent words a page token it cannot read (RequestMalformedError); never whose it is.
+        return { type: 'refuse', error: proxyError('invalidParams', 'Invalid page token') };
+      }
+      opened.push({ key, token: r.token });
+    }
+    return { type: 'pass', request: withRequestPageTokens(request, opened) };
   }
 
   /** The checks of the agent's answer to this call, or undefined when its answer needs none. */
@@ -111,8 +164,9 @@ export class TaskOwnership {
         };
       }
       case 'tasks/list':
-        return { unary: (body, ok) => this.filterList(owner, op, form, body, ok) };
+        return { unary: async (body, ok) => this.sealPageTokens(owner, op, form, await this.filterList(owner, op, form, body, ok), body) };
       default:
+        if (isPaged(op)) return { unary: (body) => this.sealPageTokens(owner, op, form, PASS, body) };
         return undefined;
     }
   }
@@ -172,8 +226,24 @@ export class TaskOwnership {
     return { type: 'replace', body: filterListed(body, form, keep) };
   }
 
+  /** The answer as `check` leaves it, with every next-page token sealed for the caller. */
+  private async sealPageTokens(owner: Owner, op: Operation, form: AnswerForm, check: AnswerCheck, body: unknown): Promise<AnswerCheck> {
+    if (check.type === 'refuse') return check;
+    const answer = check.type === 'replace' ? check.body : body;
+    const tokens = answerPageTokens(answer, form);
+    if (tokens.length === 0) return check;
+    const sealed: PageTokenAt[] = [];
+    try {
+      for (const { key, token } of tokens) sealed.push({ key, token: await this.pageTokens.seal(token, owner, op.aosMethod) });
+    } catch (err) {
+      const failed = this.storeFailed(op, 'page token', err);
+      return failed === undefined ? check : { type: 'refuse', error: failed };
+    }
+    return { type: 'replace', body: withAnswerPageTokens(answer, form, sealed) };
+  }
+
   /** The store did not answer: the error to send (FAIL_MODE=closed), or undefined to pass (open, counted). */
-  private storeFailed(op: Operation, what: 'lookup' | 'bind' | 'list', err: unknown): ProxyError | undefined {
+  private storeFailed(op: Operation, what: 'lookup' | 'bind' | 'list' | 'page token', err: unknown): ProxyError | undefined {
     const detail = err instanceof Error ? err.message : String(err);
     if (this.deps.failMode === 'open') {
       this.deps.metrics.ownershipOutcome(op.aosMethod, 'store_unavailable_passed');

@@ -85,6 +85,11 @@ export function ownRequest(ownership: TaskOwnership, deps: StageDeps): Stage<Cal
       const owned = await ownership.checkRequest(call.owner, call.op, flow.request);
       if (!flow.port.open) return END;
       if (owned.type === 'refuse') return refuse(flow, owned.error);
+      if (owned.request !== flow.request) {
+        // Its page token unsealed: what the guardian judges and the agent receives.
+        flow.request = owned.request;
+        flow.requestJson = undefined;
+      }
       // The answer checks read answers as the call's binding writes them.
       flow.answerHook = ownership.answerHook(call.owner, call.op, call.codec);
       // A call about existing tasks shows the guardian whose they are (the caller's, or unchecked under FAIL_MODE=open).
@@ -130,7 +135,8 @@ export function ownModified(ownership: TaskOwnership): Stage<CallFlow> {
 
   async function recheck(flow: CallFlow, payload: JsonObject): Promise<Step> {
     const { call } = flow.ex;
-    const again = await ownership.checkRequest(call.owner, call.op, payload);
+    // The guardian's payload carries the agent's own page tokens (it saw them unsealed).
+    const again = await ownership.checkRequest(call.owner, call.op, payload, 'guardian');
     if (!flow.port.open) return END;
     if (again.type === 'refuse') return refuse(flow, again.error);
     return undefined;

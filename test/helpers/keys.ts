@@ -26,6 +26,11 @@ export async function makeKey(kid: string, alg: 'ES256' | 'EdDSA' = 'ES256'): Pr
   return { kid, alg, privateJwk, publicJwk, privateKey };
 }
 
+/** `key` with its trusted (public) JWK bound to these agent ids (`"agents"`): it may assert only them. */
+export function bindTo(key: TestKey, ...agentIds: string[]): TestKey {
+  return { ...key, publicJwk: { ...key.publicJwk, agents: agentIds } as JWK };
+}
+
 /** Write `key`'s private JWK (ASSERTION_SIGNING_KEY_FILE) into `dir`; returns the path. */
 export async function writeSigningKey(dir: string, key: TestKey, name = `${key.kid}.jwk.json`): Promise<string> {
   const file = join(dir, name);

@@ -3,7 +3,8 @@
  * share a real redis-server (TASK_STORE_URL). A creates a task through replica 1; B is refused
  * through replica 2; A succeeds through replica 2. Then Redis stops mid-run: the FAIL_MODE=closed
  * replica refuses calls that need the store (-31504), the FAIL_MODE=open replica passes them and
- * counts them; once Redis is back, ownership is enforced again.
+ * counts them; once Redis is back, ownership is enforced again. A page token sealed by one replica
+ * opens on the other (the sealing secret is shared through Redis).
  */
 import { makeClient, sendReq, type Client, type TestAgent } from '../helpers/agent';
 import type { TestGuardian } from '../helpers/guardian';
@@ -71,6 +72,19 @@ test('A creates through replica 1; B is refused through replica 2; A succeeds th
   // B's own task, created on replica 2, is B's on replica 1 too.
   const bTask = (await b2.sendMessage(sendReq('mine'))) as { id: string };
   expect((await failure(get(a1, bTask.id)))?.message).toBe(`Task not found: ${bTask.id}`);
+});
+
+test('a page token sealed by one replica opens on the other, for its owner only (the secret is shared through Redis)', async () => {
+  const a1 = await via(r1, 'A');
+  for (const n of [1, 2, 3]) await a1.sendMessage(sendReq(`page ${n}`));
+  const list = (c: Client, pageToken: string) => c.listTasks({ tenant: '', contextId: '', status: 0, pageSize: 1, pageToken, historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: undefined });
+  const first = await list(a1, '');
+  expect(first.nextPageToken).toBeTruthy();
+  expect(await redis.command('EXISTS', 'echo-agent:s:page-token-secret')).toBe('1');
+  const second = await list(await via(r2, 'A'), first.nextPageToken);
+  expect(second.tasks).toHaveLength(1);
+  expect(second.tasks[0]?.id).not.toBe(first.tasks[0]?.id);
+  expect((await failure(list(await via(r2, 'B'), first.nextPageToken)))?.message).toMatch(/Invalid page token/);
 });
 
 test('Redis stopped mid-run: FAIL_MODE=closed refuses calls that need the store, FAIL_MODE=open passes and counts them; back up, ownership holds again', async () => {

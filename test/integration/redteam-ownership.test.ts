@@ -11,7 +11,10 @@ import { startIdentities, type Caller, type TestIdentities } from './ownership-i
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { makeKey, signAssertion, writeJwks } from '../helpers/keys';
+import { writeFile } from 'node:fs/promises';
+import { Agent as UndiciAgent, fetch as undiciFetch } from 'undici';
+import { bindTo, makeKey, signAssertion, writeJwks, type TestKey } from '../helpers/keys';
+import { createPki, type Issued } from '../helpers/pki';
 
 const rec = handlerRecorder();
 let agent: TestAgent;
@@ -78,12 +81,11 @@ describe('tasks/list', () => {
     expect(Number(body.totalSize ?? 0)).toBeLessThanOrEqual((body.tasks ?? []).length);
   });
 
-  // OPEN: the agent's nextPageToken is relayed as is, and the SDK's token is base64("<timestamp>|<last task id of
-  // the unfiltered page>"): paging with pageSize=1 gives B the id and time of every task of every caller. A fix
-  // seals the agent's token for the caller (AES-GCM under a per-proxy key, bound to the owner) in the answer and
-  // unseals it in the next ListTasks request before the guardian and the agent see it (a request-side rewrite in
-  // the pipeline, which is being restructured).
-  test.failing('no page of B\'s task list names a task of A, not even inside a page token', async () => {
+  // Was open: the agent's nextPageToken was relayed as is, and the SDK's token is base64("<timestamp>|<last task id of
+  // the unfiltered page>"): paging with pageSize=1 gave B the id and time of every task of every caller. Now the
+  // proxy seals the agent's token for the caller and unseals it before the guardian and the agent see the next call
+  // (ownership-page-tokens.test.ts covers the bindings, refusals and replicas).
+  test('no page of B\'s task list names a task of A, not even inside a page token', async () => {
     const a = await send(proxy.url, 'A', 'A private');
     await send(proxy.url, 'B', 'B mine');
     const { texts } = await listAllAs('B');
@@ -115,34 +117,99 @@ describe('the owner store', () => {
   });
 });
 
-describe('sidecar assertions and key rotation', () => {
-  // OPEN: the owner key of an assertion caller is `assertion:<kid>:<agent id>`. Following README's key rotation
-  // (new key trusted, then the signing sidecar switches to it), every task and context the agent created before
-  // the switch belongs to the old kid: the same agent's own tasks are "not found" and its conversations are
-  // "foreign" for up to TASK_OWNERSHIP_TTL_SECONDS. The kid is there so that one trusted key cannot take the tasks
-  // of an agent another key asserts; a fix binds keys to agents in the trust set (a JWKS member naming the agent
-  // ids it may assert) and keys ownership by the agent id alone.
-  test.failing('the same agent keeps its tasks across a signing-key rotation', async () => {
+describe('key and CA rotation: the caller keeps its tasks; another caller cannot take them', () => {
+  // Was open: the owner key of an assertion caller was `assertion:<kid>:<agent id>`. Following README's key rotation
+  // (new key trusted, then the signing sidecar switches to it), every task and context the agent created before the
+  // switch belonged to the old kid: the same agent's own tasks were "not found" for up to TASK_OWNERSHIP_TTL_SECONDS.
+  // Now a trusted key names the agents it may assert (`"agents"` in its JWK), and the owner of such an assertion is
+  // the agent id alone; a key bound to one agent cannot assert another, and an unbound key cannot assert a bound agent.
+  const audience = 'http://baker-guard.test';
+  const assistant = { id: 'cooking-assistant', name: 'Cooking assistant', url: 'http://assistant.test', version: '1.0.0' };
+  const baker = { id: 'cake-baker', name: 'Cake baker', url: 'http://baker.test', version: '1.0.0' };
+  type Agent = typeof assistant;
+
+  async function withAssertionProxy(keys: TestKey[], run: (call: (key: TestKey, as: Agent, method: string, params: object) => Promise<any>) => Promise<void>): Promise<void> {
     const dir = await mkdtemp(join(tmpdir(), 'redteam-rotation-'));
-    const audience = 'http://baker-guard.test';
-    const [oldKey, newKey] = [await makeKey('k-old'), await makeKey('k-new')];
     const p = await startTestProxy({
       UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', IDENTITY_POLICY: 'required',
-      ASSERTION_TRUST_JWKS_FILE: await writeJwks(dir, [oldKey, newKey]), ASSERTION_AUDIENCE: audience,
+      ASSERTION_TRUST_JWKS_FILE: await writeJwks(dir, keys), ASSERTION_AUDIENCE: audience,
     });
     try {
-      const me = { id: 'cooking-assistant', name: 'Cooking assistant', url: 'http://assistant.test', version: '1.0.0' };
-      const as = async (key: typeof oldKey) => ({ 'x-aos-agent-assertion': await signAssertion(key, me, audience), ...V1 });
-      const created = await rawRpc(`${p.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm-rot', role: 'ROLE_USER', parts: [{ text: 'before rotation' }] } } }, await as(oldKey));
-      const task = created.json?.result?.task?.id as string;
-      expect(task).toBeDefined();
-      const before = await rawRpc(`${p.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: task } }, await as(oldKey));
-      expect(before.json?.result?.id).toBe(task);
-      const after = await rawRpc(`${p.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 3, method: 'GetTask', params: { id: task } }, await as(newKey));
-      expect(after.json?.result?.id).toBe(task);
+      await run(async (key, as, method, params) => {
+        const headers = { 'x-aos-agent-assertion': await signAssertion(key, as, audience), ...V1 };
+        return (await rawRpc(`${p.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 1, method, params }, headers)).json;
+      });
     } finally {
       await p.close();
       await rm(dir, { recursive: true, force: true });
+    }
+  }
+  const message = (text: string, extra: object = {}) => ({ message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }], ...extra } });
+
+  test('the same agent keeps its tasks and contexts across a signing-key rotation (keys bound to it)', async () => {
+    const [oldKey, newKey] = [bindTo(await makeKey('k-old'), assistant.id), bindTo(await makeKey('k-new'), assistant.id)];
+    await withAssertionProxy([oldKey, newKey], async (call) => {
+      const created = await call(oldKey, assistant, 'SendMessage', message('before rotation'));
+      const { id: task, contextId } = created?.result?.task ?? {};
+      expect(task).toBeDefined();
+      expect((await call(oldKey, assistant, 'GetTask', { id: task }))?.result?.id).toBe(task);
+      expect((await call(newKey, assistant, 'GetTask', { id: task }))?.result?.id).toBe(task);
+      expect((await call(newKey, assistant, 'SendMessage', message('after rotation', { contextId })))?.result?.task?.contextId).toBe(contextId);
+    });
+  });
+
+  test('a key bound to another agent cannot assert this one, nor reach its tasks; an unbound key cannot assert a bound agent', async () => {
+    const [assistantKey, bakerKey, loose] = [bindTo(await makeKey('k-assistant'), assistant.id), bindTo(await makeKey('k-baker'), baker.id), await makeKey('k-loose')];
+    await withAssertionProxy([assistantKey, bakerKey, loose], async (call) => {
+      const task = (await call(assistantKey, assistant, 'SendMessage', message('the assistant\'s')))?.result?.task?.id as string;
+      expect(task).toBeDefined();
+      rec.clear();
+      // The baker's key signing as the assistant, and a key bound to nobody signing as the assistant: not verified.
+      for (const key of [bakerKey, loose]) {
+        const r = await call(key, assistant, 'GetTask', { id: task });
+        expect(r?.error).toMatchObject({ code: -31401, data: expect.arrayContaining([expect.objectContaining({ metadata: expect.objectContaining({ problem: 'is signed by a key the trusted keys do not let assert this agent' }) })]) });
+      }
+      // The baker as itself: another caller, so "task not found".
+      expect((await call(bakerKey, baker, 'GetTask', { id: task }))?.error).toMatchObject({ code: -32001, message: `Task not found: ${task}` });
+      expect(rec.calls).toEqual([]);
+    });
+  });
+
+  test('mTLS: a SPIFFE ID keeps its tasks when the issuing CA rotates; a bare CN is the same caller only under the same CA', async () => {
+    const pki = await createPki('Kitchen CA 2026-01');
+    const next = await pki.otherCa();
+    const dispatchers: UndiciAgent[] = [];
+    try {
+      const bundle = join(pki.dir, 'client-cas.pem');
+      await writeFile(bundle, pki.caCert + next.caCert);
+      const server = await pki.issue({ cn: 'baker-guard', server: true, name: 'rot-server' });
+      const spiffe = 'spiffe://kitchen.test/agent/assistant';
+      const [spiffeOld, spiffeNew, cnOld, cnNew] = await Promise.all([
+        pki.issue({ cn: 'assistant', spiffe, name: 'rot-spiffe-old' }), next.issue({ cn: 'assistant', spiffe, name: 'rot-spiffe-new' }),
+        pki.issue({ cn: 'legacy', name: 'rot-cn-old' }), next.issue({ cn: 'legacy', name: 'rot-cn-new' }),
+      ]);
+      const p = await startTestProxy({
+        UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', IDENTITY_POLICY: 'required',
+        TLS_CERT_FILE: server.certFile, TLS_KEY_FILE: server.keyFile, TLS_CLIENT_CA_FILE: bundle,
+      });
+      try {
+        const call = async (client: Issued, method: string, params: object): Promise<any> => {
+          const dispatcher = new UndiciAgent({ connect: { ca: pki.caCert, cert: client.cert, key: client.key } });
+          dispatchers.push(dispatcher);
+          const res = await undiciFetch(`${p.url}/a2a/jsonrpc`, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', ...V1 }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+          return res.json();
+        };
+        const bySpiffe = (await call(spiffeOld, 'SendMessage', message('spiffe before')))?.result?.task?.id as string;
+        expect((await call(spiffeNew, 'GetTask', { id: bySpiffe }))?.result?.id).toBe(bySpiffe);
+        const byCn = (await call(cnOld, 'SendMessage', message('cn before')))?.result?.task?.id as string;
+        expect((await call(cnOld, 'GetTask', { id: byCn }))?.result?.id).toBe(byCn);
+        expect((await call(cnNew, 'GetTask', { id: byCn }))?.error).toMatchObject({ code: -32001 });
+      } finally {
+        await p.close();
+      }
+    } finally {
+      for (const d of dispatchers) await d.close();
+      await pki.close();
     }
   });
 });

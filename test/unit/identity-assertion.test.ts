@@ -9,18 +9,22 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { AssertionSigner, AssertionVerifier, ASSERTION_TYP } from '../../src/identity/assertion';
 import { jose } from '../../src/identity/jose';
-import { parseSigningKey, parseTrustedJwks } from '../../src/identity/keys';
+import { generateAssertionKey } from '../../src/identity/keygen';
+import { parseSigningKey, parseTrustedJwks, TrustIndex } from '../../src/identity/keys';
+import { ownerKey } from '../../src/ownership/principal';
 import { ReplayCache } from '../../src/identity/replay';
-import { makeKey, signAssertion, unsignedJwt, type TestKey } from '../helpers/keys';
+import { bindTo, makeKey, signAssertion, startIssuer, unsignedJwt, type TestKey } from '../helpers/keys';
 import { waitFor } from '../helpers/net';
 
 const AUD = 'https://baker-guard.example:8443';
 const AGENT = { id: 'cooking-assistant', name: 'Cooking assistant', url: 'https://kitchen.example/a', version: '1.0.0' };
 const silent = pino({ level: 'silent' });
 
-function verifierFor(keys: readonly TestKey[], audiences: readonly string[] = [AUD], replayCacheSize = 1000): AssertionVerifier {
-  const set = jose().createLocalJWKSet(parseTrustedJwks(JSON.stringify({ keys: keys.map((k) => k.publicJwk) })));
-  return new AssertionVerifier(() => set, { audiences, replayCacheSize });
+/** A verifier trusting `keys`; `agents` binds a kid to the agent ids it may assert (the JWK's `agents`). */
+function verifierFor(keys: readonly TestKey[], audiences: readonly string[] = [AUD], replayCacheSize = 1000, agents: Record<string, string[]> = {}): AssertionVerifier {
+  const set = parseTrustedJwks(JSON.stringify({ keys: keys.map((k) => ({ ...k.publicJwk, ...(agents[k.kid] === undefined ? {} : { agents: agents[k.kid] }) })) }));
+  const trust = { getKey: jose().createLocalJWKSet(set), set: () => set };
+  return new AssertionVerifier(() => trust, { audiences, replayCacheSize });
 }
 
 let es: TestKey;
@@ -70,13 +74,15 @@ describe('AssertionSigner -> AssertionVerifier', () => {
   });
 });
 
+/** Why `v` refuses `token` (it must refuse it). */
+async function problemOf(v: AssertionVerifier, token: string): Promise<string> {
+  const r = await v.verify(token);
+  if (r.ok) throw new Error('expected a refusal');
+  expect(r.credential).toBe('assertion');
+  return r.problem;
+}
+
 describe('refused assertions', () => {
-  const problemOf = async (v: AssertionVerifier, token: string) => {
-    const r = await v.verify(token);
-    if (r.ok) throw new Error('expected a refusal');
-    expect(r.credential).toBe('assertion');
-    return r.problem;
-  };
 
   test('forged: signed by a key that is not trusted (even under a trusted kid)', async () => {
     expect(await problemOf(verifierFor([es]), await signAssertion(rogue, AGENT, AUD))).toBe('signature does not verify');
@@ -183,6 +189,84 @@ describe('key rotation: the trust set holds both keys during a rollover', () => 
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('keys bound to agents ("agents" in the trusted JWK)', () => {
+  const OTHER = { ...AGENT, id: 'cake-baker', name: 'Cake baker' };
+  const ownerOf = async (v: AssertionVerifier, key: TestKey, agent = AGENT): Promise<string> => {
+    const r = await v.verify(await signAssertion(key, agent, AUD));
+    if (!r.ok) throw new Error(r.problem);
+    return ownerKey(r.identity);
+  };
+
+  test('the old and the new key of one agent are one task owner: the agent id, not the key', async () => {
+    const [oldKey, newKey] = await Promise.all([makeKey('assistant-2026-01'), makeKey('assistant-2026-02', 'EdDSA')]);
+    const v = verifierFor([oldKey, newKey], [AUD], 1000, { 'assistant-2026-01': [AGENT.id], 'assistant-2026-02': [AGENT.id] });
+    const r = await v.verify(await signAssertion(oldKey, AGENT, AUD));
+    // The guardian still sees which key signed.
+    expect(r).toEqual({ ok: true, identity: { source: 'assertion', subject: AGENT.id, issuer: 'assistant-2026-01', stableSubject: true, agent: AGENT } });
+    expect(await ownerOf(v, oldKey)).toBe('assertion::cooking-assistant');
+    expect(await ownerOf(v, newKey)).toBe('assertion::cooking-assistant');
+  });
+
+  test('a key bound to one agent cannot assert another; an unbound key cannot assert a bound agent', async () => {
+    const [assistant, loose] = await Promise.all([makeKey('assistant'), makeKey('loose')]);
+    const v = verifierFor([assistant, loose], [AUD], 1000, { assistant: [AGENT.id] });
+    const refusal = 'is signed by a key the trusted keys do not let assert this agent';
+    expect(await problemOf(v, await signAssertion(assistant, OTHER, AUD))).toBe(refusal);
+    expect(await problemOf(v, await signAssertion(loose, AGENT, AUD))).toBe(refusal);
+    // An unbound key still asserts agents no key is bound to, but owns their tasks as that key only.
+    const r = await v.verify(await signAssertion(loose, OTHER, AUD));
+    expect(r.ok && r.identity.stableSubject).toBeUndefined();
+    expect(await ownerOf(v, loose, OTHER)).toBe('assertion:loose:cake-baker');
+  });
+
+  test('a key may be bound to several agents; without a kid an assertion is refused (the kid says what the key may assert)', async () => {
+    const shared = await makeKey('kitchen');
+    const v = verifierFor([shared], [AUD], 1000, { kitchen: [AGENT.id, OTHER.id] });
+    expect(await ownerOf(v, shared, OTHER)).toBe('assertion::cake-baker');
+    const now = Math.floor(Date.now() / 1000);
+    const noKid = await new (jose().SignJWT)({ agent: AGENT, sub: AGENT.id, aud: AUD, iat: now, exp: now + 30, jti: 'no-kid' })
+      .setProtectedHeader({ alg: shared.alg, typ: ASSERTION_TYP }).sign(shared.privateKey);
+    expect(await problemOf(v, noKid)).toBe('names no key (kid)');
+  });
+
+  test('a remote trust set (ASSERTION_TRUST_JWKS_URL) binds keys the same way', async () => {
+    const key = await makeKey('remote-assistant');
+    const issuer = await startIssuer([bindTo(key, AGENT.id)]);
+    try {
+      const v = AssertionVerifier.open({ file: undefined, url: new URL(issuer.jwksUrl), audiences: [AUD], replayCacheSize: 1000, refreshMs: 1000, logger: silent });
+      expect(await ownerOf(v, key)).toBe('assertion::cooking-assistant');
+      expect(await problemOf(v, await signAssertion(key, OTHER, AUD))).toBe('is signed by a key the trusted keys do not let assert this agent');
+    } finally {
+      await issuer.close();
+    }
+  });
+
+  test('a kid that appears twice (a remote set) binds only if every entry binds; a malformed entry binds nothing', () => {
+    const jwk = (kid: string, agents?: unknown) => ({ kty: 'EC', kid, ...(agents === undefined ? {} : { agents }) });
+    const index = new TrustIndex({ keys: [jwk('k', ['a']), jwk('k', ['a', 'b']), jwk('bad', []), jwk('loose')] });
+    expect(index.scope('k', 'a')).toBe('bound');
+    expect(index.scope('k', 'b')).toBe('refused');
+    expect(index.scope('bad', 'c')).toBe('refused');
+    expect(index.scope('loose', 'c')).toBe('unbound');
+    expect(index.scope('loose', 'a')).toBe('refused');
+    expect(index.scope('unknown', 'c')).toBe('refused');
+    expect(index.unboundKids).toEqual(['loose']);
+  });
+
+  test('keygen binds the public key to the agent ids it is given', async () => {
+    const { publicJwks } = await generateAssertionKey('assistant-2026-03', 'ES256', [AGENT.id]);
+    expect(parseTrustedJwks(JSON.stringify(publicJwks)).keys[0]).toMatchObject({ kid: 'assistant-2026-03', agents: [AGENT.id] });
+    expect((await generateAssertionKey('plain')).publicJwks.keys[0]).not.toHaveProperty('agents');
+  });
+
+  test('a trusted JWKS file with a malformed "agents" does not load', () => {
+    for (const agents of [[], 'cooking-assistant', [1], [''], ['a\nb']]) {
+      expect(() => parseTrustedJwks(JSON.stringify({ keys: [{ ...es.publicJwk, agents }] }))).toThrow(/"agents" must be a non-empty array of agent ids/);
+    }
+    expect(parseTrustedJwks(JSON.stringify({ keys: [{ ...es.publicJwk, agents: ['cooking-assistant'] }] })).keys[0]).toMatchObject({ agents: ['cooking-assistant'] });
   });
 });
 

@@ -39,7 +39,7 @@ describe('client certificates (mTLS)', () => {
   test('the SPIFFE ID is the identity; the CN, when present, is the name', () => {
     const r = identityFromCertificate({ subject: { CN: 'cooking-assistant' }, subjectaltname: 'URI:spiffe://kitchen.test/agent/cooking', issuer: { CN: 'Kitchen CA' } });
     expect(r).toEqual({ ok: true, identity: {
-      source: 'mtls', subject: 'spiffe://kitchen.test/agent/cooking', issuer: 'Kitchen CA',
+      source: 'mtls', subject: 'spiffe://kitchen.test/agent/cooking', issuer: 'Kitchen CA', stableSubject: true,
       agent: { id: 'spiffe://kitchen.test/agent/cooking', name: 'cooking-assistant', url: 'unknown', version: 'unknown' },
     } });
     const noCn = identityFromCertificate({ subjectaltname: 'URI:spiffe://kitchen.test/agent/cooking' });
@@ -49,6 +49,8 @@ describe('client certificates (mTLS)', () => {
   test('without a SPIFFE ID the subject CN is the identity (other URI SANs do not count)', () => {
     const r = identityFromCertificate({ subject: { CN: 'legacy-agent', O: 'Kitchen' }, subjectaltname: 'URI:https://kitchen.test/agent, DNS:x' });
     expect(r.ok && r.identity).toMatchObject({ subject: 'legacy-agent', agent: { id: 'legacy-agent', name: 'legacy-agent' } });
+    // A CN is unique only under its CA: the CA stays part of the caller's task owner.
+    expect(r.ok && r.identity.stableSubject).toBeUndefined();
   });
 
   test.each([

@@ -14,6 +14,7 @@ const down: OwnerStore = {
   kind: 'redis',
   owners: () => Promise.reject(new Error('Connection is closed.')),
   claim: () => Promise.reject(new Error('Connection is closed.')),
+  sharedSecret: () => Promise.reject(new Error('Connection is closed.')),
   close: () => Promise.resolve(),
 };
 
@@ -82,7 +83,7 @@ describe('answer hooks', () => {
     const send = own.answerHook('A', op('message/send'), restCodec);
     expect(await send?.unary?.({ error: { code: 404 } }, false)).toEqual({ type: 'pass' });
     const claims: string[][] = [];
-    const spy: OwnerStore = { ...store, kind: 'memory', owners: (k) => store.owners(k), claim: (k, o) => (claims.push([...k]), store.claim(k, o)), close: () => store.close() };
+    const spy: OwnerStore = { ...store, kind: 'memory', owners: (k) => store.owners(k), claim: (k, o) => (claims.push([...k]), store.claim(k, o)), sharedSecret: (r) => store.sharedSecret(r), close: () => store.close() };
     const own2 = new TaskOwnership({ store: spy, failMode: 'closed', logger: silent, metrics: new Metrics() });
     const stream = own2.answerHook('A', op('SendStreamingMessage'), jsonRpcCodec);
     for (const result of [{ task: { id: 't-9', contextId: 'c-9' } }, { statusUpdate: { taskId: 't-9', contextId: 'c-9' } }, { artifactUpdate: { taskId: 't-9', contextId: 'c-9' } }]) {

@@ -74,8 +74,8 @@ describe('MemoryOwnerStore', () => {
 describe('RedisOwnerStore (real redis-server)', () => {
   let redis: TestRedis;
   const stores: OwnerStore[] = [];
-  const store = async (prefix = 'test:', timeoutMs = 500): Promise<RedisOwnerStore> => {
-    const s = await createRedisStore({ url: redis.url, prefix, ttlSeconds: 60, timeoutMs, logger: silent });
+  const store = async (prefix = 'test:', timeoutMs = 500, secretRecheckMs?: number): Promise<RedisOwnerStore> => {
+    const s = await createRedisStore({ url: redis.url, prefix, ttlSeconds: 60, timeoutMs, logger: silent, ...(secretRecheckMs === undefined ? {} : { secretRecheckMs }) });
     stores.push(s);
     return s;
   };
@@ -141,6 +141,27 @@ describe('RedisOwnerStore (real redis-server)', () => {
     await redis.command('CLIENT', 'PAUSE', '3000', 'ALL');
     await expect(s.owners(['t:x'])).rejects.toThrow(/Command timed out/);
     await new Promise((r) => setTimeout(r, 3000));
+  });
+
+  test('the page-token secret: one for every replica (the first one\'s), kept when Redis loses it, a new one adopted', async () => {
+    const r1 = await store('sec:', 500, 0);
+    const r2 = await store('sec:', 500, 0);
+    const s1 = await r1.sharedSecret(false);
+    expect(s1.length).toBe(32);
+    expect((await r2.sharedSecret(false)).equals(s1)).toBe(true);
+    expect(await redis.command('GET', 'sec:s:page-token-secret')).toBe(s1.toString('base64'));
+    // Another prefix (another agent) has its own.
+    expect((await (await store('sec-other:')).sharedSecret(false)).equals(s1)).toBe(false);
+    // Lost (eviction, a restart without persistence): the first replica to look again puts its own back.
+    await redis.command('DEL', 'sec:s:page-token-secret');
+    expect((await r1.sharedSecret(true)).equals(s1)).toBe(true);
+    expect((await (await store('sec:')).sharedSecret(false)).equals(s1)).toBe(true);
+    // Lost and made anew by a replica that never had it: the others adopt it when they look again.
+    await redis.command('DEL', 'sec:s:page-token-secret');
+    const s4 = await (await store('sec:')).sharedSecret(false);
+    expect(s4.equals(s1)).toBe(false);
+    expect((await r2.sharedSecret(false)).equals(s1)).toBe(true);
+    expect((await r2.sharedSecret(true)).equals(s4)).toBe(true);
   });
 
   test('a URL with credentials is logged without them', () => {

@@ -67,7 +67,9 @@ describe('namedByRequest: calls that name a task', () => {
   });
 
   test('calls that name no task: list, extended card, a new message', () => {
-    expect(named('ListTasks', { contextId: 'c-1', pageSize: 10 })).toBe(NO_REFS);
+    expect(named('ListTasks', { pageSize: 10, pageToken: 'x' })).toBe(NO_REFS);
+    // A list filtered to a context names it (another caller's would page through that caller's tasks).
+    expect(named('ListTasks', { contextId: 'c-1', pageSize: 10 })).toEqual({ tasks: [], contexts: ['c-1'] });
     expect(named('GetExtendedAgentCard', {})).toBe(NO_REFS);
     expect(named('agent/getAuthenticatedExtendedCard', {})).toBe(NO_REFS);
     expect(named('message/send', { message: { kind: 'message', role: 'user', messageId: 'm', parts: [] } })).toBe(NO_REFS);

@@ -66,6 +66,8 @@ interface GrpcFlow extends CallFlow {
   readonly codec: MethodCodec;
   /** The request message as the generated code read it (unknown fields skipped). */
   readonly decoded: unknown;
+  /** `decoded` as the canonical request: while the approved payload is this object, `decoded` is what the agent gets. */
+  readonly decodedRequest: JsonObject;
   readonly headers: http2.IncomingHttpHeaders;
   readonly caller: CallerSide;
   readonly lease: BodyLease;
@@ -93,7 +95,8 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     name: 'encode',
     run(f) {
       const run = f.approved as NonNullable<GrpcFlow['approved']>;
-      f.message = run.modified ? encodeFromPayload(f.codec.request, run.payload, 'params') : f.codec.request.encode(f.decoded);
+      // Another payload (a modify, or task ownership's unsealed page token) is encoded from what the guardian saw.
+      f.message = run.modified || run.payload !== f.decodedRequest ? encodeFromPayload(f.codec.request, run.payload, 'params') : f.codec.request.encode(f.decoded);
       return undefined;
     },
   };
@@ -180,7 +183,7 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
       // A replacement must still be a message the agent can read.
       validateModified: (p) => encodeProblem(codec.request, p, 'params'),
       answerHook: undefined, approved: undefined,
-      method, codec, decoded, headers, caller, lease, assertion, timeoutMs, message: undefined, upReq: undefined,
+      method, codec, decoded, decodedRequest: request, headers, caller, lease, assertion, timeoutMs, message: undefined, upReq: undefined,
     };
     let deadline: NodeJS.Timeout | undefined;
     stream.once('close', () => {
