@@ -3,7 +3,7 @@
  * them, several are judged at once, and they come out in the same order, each once its own
  * decision is known.
  *
- * Ordering rules (test/unit/ordered-window.test.ts checks each one):
+ * Ordering rules (test/unit/proxy/relay/window.test.ts checks each one):
  *  1. Order. Events leave in the order the agent sent them. Event k leaves only after every event
  *     before it has left and once event k's own decision is known; a later event decided sooner
  *     waits for the ones before it.

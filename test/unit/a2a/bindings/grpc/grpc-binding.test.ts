@@ -1,0 +1,214 @@
+/**
+ * The gRPC binding's pure parts: the method table against the SDK's service definition, the codec
+ * (what the guardian sees, and that re-encoding carries nothing it did not see), framing, the status
+ * details, the card rewrite.
+ */
+import zlib from 'node:zlib';
+import { BinaryWriter } from '@bufbuild/protobuf/wire';
+import type * as A2AGrpc from '@a2a-js/sdk/server/grpc' with { 'resolution-mode': 'import' };
+import { GRPC_METHODS, grpcMethodForPath } from '../../../../../src/a2a/bindings/grpc/methods';
+import { codecFor, encodeFromPayload } from '../../../../../src/a2a/bindings/grpc/codec';
+import { MessageReader, formatTimeout, frameMessage, isProblem, parseTimeout, readMessage } from '../../../../../src/a2a/bindings/grpc/framing';
+import { encodeGrpcMessage, statusDetailsBin } from '../../../../../src/a2a/bindings/grpc/status';
+import { grpcTargetFromCard, grpcUrl } from '../../../../../src/a2a/bindings/grpc/card';
+import { rewriteCard } from '../../../../../src/a2a/card';
+import { doorCheck } from '../../../../../src/proxy/grpc/call';
+import { OPERATIONS } from '../../../../../src/a2a/operations';
+import { sdkGrpcErrors } from '../../../../helpers/grpc';
+
+const sdkGrpc: typeof A2AGrpc = require('@a2a-js/sdk/server/grpc');
+
+const method = (name: string) => {
+  const m = grpcMethodForPath(`/lf.a2a.v1.A2AService/${name}`);
+  if (m === undefined) throw new Error(name);
+  return m;
+};
+
+/** A field the generated code does not know: number 99, length-delimited. */
+function unknownField(text: string): Uint8Array {
+  return new BinaryWriter().uint32((99 << 3) | 2).string(text).finish();
+}
+
+const sendBytes = (text: string): Buffer => {
+  const c = codecFor(method('SendMessage')).request;
+  return c.encode(c.fromJson({ message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text }] } }));
+};
+
+describe('method table', () => {
+  test("is exactly the SDK's A2AService, each method on its operation-table row", () => {
+    const sdkPaths = Object.values(sdkGrpc.A2AService as unknown as Record<string, { path: string; responseStream: boolean }>);
+    expect([...GRPC_METHODS.keys()].sort()).toEqual(sdkPaths.map((d) => d.path).sort());
+    for (const d of sdkPaths) expect(grpcMethodForPath(d.path)?.streaming).toBe(d.responseStream);
+    // Every operation of the table is reachable over gRPC.
+    expect(new Set([...GRPC_METHODS.values()].map((m) => m.op))).toEqual(new Set(OPERATIONS));
+  });
+
+  test('matches the exact path only (no case folding, no other service)', () => {
+    expect(grpcMethodForPath('/lf.a2a.v1.A2AService/sendmessage')).toBeUndefined();
+    expect(grpcMethodForPath('/lf.a2a.v1.a2aservice/SendMessage')).toBeUndefined();
+    expect(grpcMethodForPath('/a2a.v1.A2AService/SendMessage')).toBeUndefined();
+    expect(grpcMethodForPath('/lf.a2a.v1.A2AService/SendMessage/')).toBeUndefined();
+    expect(grpcMethodForPath('//lf.a2a.v1.A2AService/SendMessage')).toBeUndefined();
+  });
+});
+
+describe('codec', () => {
+  test('a request reads as the protobuf JSON mapping (v1.0 JSON-RPC params)', () => {
+    const c = codecFor(method('SendMessage')).request;
+    expect(c.toJson(c.decode(sendBytes('hi')))).toEqual({ message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } });
+    const g = codecFor(method('GetTask')).request;
+    expect(g.toJson(g.decode(g.encode(g.fromJson({ id: 't1', historyLength: 3 }))))).toEqual({ id: 't1', historyLength: 3 });
+  });
+
+  test('unknown fields, at the top and nested, are not re-encoded: the agent gets only what the guardian saw', () => {
+    const c = codecFor(method('SendMessage')).request;
+    // Nested: an unknown field inside the Message (field 2 of SendMessageRequest).
+    const msg = new BinaryWriter().uint32(10).string('m1').uint32(32).int32(1).raw(unknownField('NESTED-SMUGGLE')).finish();
+    const hostile = Buffer.concat([new BinaryWriter().uint32(18).bytes(msg).finish(), unknownField('TOP-SMUGGLE')]);
+    expect(hostile.includes('SMUGGLE')).toBe(true);
+    const decoded = c.decode(hostile);
+    const json = c.toJson(decoded);
+    expect(JSON.stringify(json)).not.toContain('SMUGGLE');
+    expect(c.encode(decoded).includes('SMUGGLE')).toBe(false);
+    expect(encodeFromPayload(c, { params: json }, 'params').includes('SMUGGLE')).toBe(false);
+  });
+
+  test('a repeated singular field has one meaning: the one the guardian sees is the only one re-encoded', () => {
+    const c = codecFor(method('SendMessage')).request;
+    const twice = Buffer.concat([sendBytes('first EVIL'), sendBytes('second benign')]);
+    const decoded = c.decode(twice);
+    expect(JSON.stringify(c.toJson(decoded))).not.toContain('EVIL');
+    expect(c.encode(decoded).includes('EVIL')).toBe(false);
+  });
+
+  test('malformed bytes throw (refused as INVALID_ARGUMENT by the call)', () => {
+    const c = codecFor(method('SendMessage')).request;
+    expect(() => c.decode(Buffer.from([0x12, 0x50, 0x01]))).toThrow();
+  });
+
+  test('a replacement that is not an object does not encode', () => {
+    const c = codecFor(method('GetTask')).request;
+    expect(() => encodeFromPayload(c, { params: 'x' }, 'params')).toThrow();
+  });
+});
+
+describe('framing', () => {
+  test('messages split across chunks and several in one chunk', () => {
+    const r = new MessageReader(1000);
+    const a = frameMessage(Buffer.from('hello'));
+    const b = frameMessage(Buffer.from('world!'));
+    const all = Buffer.concat([a, b]);
+    expect(r.push(all.subarray(0, 3))).toEqual([]);
+    const got = r.push(all.subarray(3, 12));
+    expect(isProblem(got) ? got : got.map((m) => m.data.toString())).toEqual(['hello']);
+    expect(r.clean).toBe(false);
+    const rest = r.push(all.subarray(12));
+    expect(isProblem(rest) ? rest : rest.map((m) => m.data.toString())).toEqual(['world!']);
+    expect(r.clean).toBe(true);
+  });
+
+  test('an oversized message is refused from its header; a bad flag is malformed', () => {
+    const head = Buffer.from([0, 0, 0, 4, 0]);
+    expect(new MessageReader(1000).push(head)).toMatchObject({ status: 'RESOURCE_EXHAUSTED' });
+    expect(new MessageReader(1000).push(Buffer.from([2, 0, 0, 0, 0]))).toMatchObject({ status: 'INTERNAL' });
+  });
+
+  test('compressed messages: gzip and deflate read, bounded; no encoding is malformed; unknown is unimplemented', async () => {
+    const data = Buffer.from('x'.repeat(100));
+    expect((await readMessage({ compressed: true, data: zlib.gzipSync(data) }, 'gzip', 1000)) as Buffer).toEqual(data);
+    expect((await readMessage({ compressed: true, data: zlib.deflateSync(data) }, 'deflate', 1000)) as Buffer).toEqual(data);
+    const bomb = zlib.gzipSync(Buffer.alloc(10_000_000));
+    expect(bomb.length).toBeLessThan(20_000);
+    expect(await readMessage({ compressed: true, data: bomb }, 'gzip', 1_000_000)).toMatchObject({ status: 'RESOURCE_EXHAUSTED' });
+    expect(await readMessage({ compressed: true, data }, undefined, 1000)).toMatchObject({ status: 'INTERNAL' });
+    expect(await readMessage({ compressed: true, data }, 'identity', 1000)).toMatchObject({ status: 'INTERNAL' });
+    expect(await readMessage({ compressed: true, data }, 'snappy', 1000)).toMatchObject({ status: 'UNIMPLEMENTED' });
+    expect(await readMessage({ compressed: true, data: Buffer.from('not gzip') }, 'gzip', 1000)).toMatchObject({ status: 'INTERNAL' });
+  });
+
+  test('grpc-timeout', () => {
+    expect(parseTimeout(undefined)).toBeUndefined();
+    expect(parseTimeout('1500m')).toBe(1500);
+    expect(parseTimeout('2S')).toBe(2000);
+    expect(parseTimeout('1H')).toBe(3_600_000);
+    expect(parseTimeout('100u')).toBeCloseTo(0.1);
+    for (const bad of ['', '1', '123456789m', '-1S', '1s', '1.5S', ' 1S']) expect(parseTimeout(bad)).toBeNull();
+    expect(formatTimeout(1234.2)).toBe('1235m');
+    expect(formatTimeout(0)).toBe('1m');
+    expect(parseTimeout(formatTimeout(5e11))).toBeGreaterThan(0);
+  });
+});
+
+describe('status details', () => {
+  test("google.rpc.Status with the proxy's ErrorInfo, readable by the SDK", () => {
+    const bin = statusDetailsBin(7, 'Blocked by guardian: no', [
+      { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'GUARDIAN_DENIED', domain: 'a2a-guard', metadata: { envelopeId: 'e1', reasonCode: 'A,B' } },
+    ]);
+    const st = sdkGrpcErrors.decodeStatus(bin);
+    expect(st.code).toBe(7);
+    expect(st.message).toBe('Blocked by guardian: no');
+    expect(st.details).toHaveLength(1);
+    const info = sdkGrpcErrors.decodeErrorInfo(Buffer.from(st.details[0]?.value as Uint8Array));
+    expect(info).toEqual({ reason: 'GUARDIAN_DENIED', domain: 'a2a-guard', metadata: { envelopeId: 'e1', reasonCode: 'A,B' } });
+  });
+
+  test('grpc-message is percent-encoded', () => {
+    expect(encodeGrpcMessage('a b%c\né')).toBe('a b%25c%0A%C3%A9');
+    expect(decodeURIComponent(encodeGrpcMessage('Blocked: ünïcode 100%'))).toBe('Blocked: ünïcode 100%');
+  });
+});
+
+describe('card', () => {
+  const card = {
+    name: 'a',
+    supportedInterfaces: [
+      { url: 'http://agent:9000/a2a/jsonrpc', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      { url: 'agent:50051', protocolBinding: 'GRPC', protocolVersion: '1.0' },
+      { url: 'agent:50052', protocolBinding: 'GRPC', protocolVersion: '0.3' },
+    ],
+    additionalInterfaces: [{ url: 'agent:50052', transport: 'GRPC' }],
+  };
+  const opts = { publicBase: new URL('http://proxy:8080/'), upstreamBase: new URL('http://agent:9000/'), signatures: 'strip' as const };
+
+  test('gRPC interfaces are removed unless the proxy serves gRPC; then v1.0 ones name the proxy', () => {
+    const without = rewriteCard(card, opts);
+    expect(JSON.stringify(without)).not.toContain('agent:5005');
+    const withGrpc = rewriteCard(card, { ...opts, grpcAddress: 'proxy:9443' });
+    expect(withGrpc.supportedInterfaces).toEqual([
+      { url: 'http://proxy:8080/a2a/jsonrpc', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      { url: 'proxy:9443', protocolBinding: 'GRPC', protocolVersion: '1.0' },
+    ]);
+    expect(JSON.stringify(withGrpc)).not.toContain('agent:5005');
+  });
+
+  test("the agent's gRPC endpoint from its card", () => {
+    expect(grpcTargetFromCard(card, new URL('http://agent:9000'))?.href).toBe('http://agent:50051/');
+    expect(grpcTargetFromCard(card, new URL('https://agent:9000'))?.href).toBe('https://agent:50051/');
+    expect(grpcTargetFromCard({ supportedInterfaces: [] }, new URL('http://agent:9000'))).toBeUndefined();
+    expect(grpcUrl('grpcs://agent:1', 'http:')?.href).toBe('https://agent:1/');
+    expect(grpcUrl('ftp://agent:1', 'http:')).toBeUndefined();
+  });
+});
+
+describe('door checks (before the body is read)', () => {
+  const ok = { ':method': 'POST', ':path': '/lf.a2a.v1.A2AService/GetTask', 'content-type': 'application/grpc' };
+  test.each([
+    ['a known RPC', ok, 'pass'],
+    ['+proto and parameters', { ...ok, 'content-type': 'application/grpc+proto; charset=utf-8' }, 'pass'],
+    ['gzip', { ...ok, 'grpc-encoding': 'gzip' }, 'pass'],
+    ['GET', { ...ok, ':method': 'GET' }, 'UNIMPLEMENTED'],
+    ['grpc+json', { ...ok, 'content-type': 'application/grpc+json' }, 'INVALID_ARGUMENT'],
+    ['no content type', { ':method': 'POST', ':path': ok[':path'] }, 'INVALID_ARGUMENT'],
+    ['an unknown RPC', { ...ok, ':path': '/lf.a2a.v1.A2AService/Other' }, 'UNIMPLEMENTED'],
+    ['snappy', { ...ok, 'grpc-encoding': 'snappy' }, 'UNIMPLEMENTED'],
+    ['a bad deadline', { ...ok, 'grpc-timeout': '1 hour' }, 'INTERNAL'],
+  ] as const)('%s', (_what, headers, expected) => {
+    const d = doorCheck(headers);
+    expect(d.type === 'pass' ? 'pass' : d.status).toBe(expected);
+  });
+
+  test('a deadline is read in ms', () => {
+    const d = doorCheck({ ...ok, 'grpc-timeout': '3S' });
+    expect(d.type === 'pass' ? d.timeoutMs : undefined).toBe(3000);
+  });
+});

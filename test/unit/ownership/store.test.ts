@@ -1,0 +1,171 @@
+/** The owner stores: in memory (TTL, bound, oldest out) and Redis (a real redis-server on 127.0.0.1). */
+import pino from 'pino';
+import { MemoryOwnerStore, type OwnerStore } from '../../../src/ownership/store';
+import { createRedisStore, redactUrl, type RedisOwnerStore } from '../../../src/ownership/redis';
+import { startRedis, type TestRedis } from '../../helpers/redis';
+
+const silent = pino({ level: 'silent' });
+
+describe('MemoryOwnerStore', () => {
+  test('the first owner wins and is never overwritten', async () => {
+    const s = new MemoryOwnerStore({ ttlSeconds: 60, maxEntries: 10 });
+    expect(await s.claim(['t:1', 'c:1'], 'A')).toEqual(['A', 'A']);
+    expect(await s.claim(['t:1', 'c:2'], 'B')).toEqual(['A', 'B']);
+    expect(await s.owners(['t:1', 'c:1', 'c:2', 't:none'])).toEqual(['A', 'A', 'B', undefined]);
+  });
+
+  test('bindings expire after the TTL', async () => {
+    let now = 1_000_000;
+    const s = new MemoryOwnerStore({ ttlSeconds: 10, maxEntries: 10, now: () => now });
+    await s.claim(['t:1'], 'A');
+    now += 9_000;
+    expect(await s.owners(['t:1'])).toEqual(['A']);
+    now += 1_000;
+    expect(await s.owners(['t:1'])).toEqual([undefined]);
+    // Expired: free to bind again.
+    expect(await s.claim(['t:1'], 'B')).toEqual(['B']);
+  });
+
+  test('expired bindings are swept from the front on the next claim', async () => {
+    let now = 0;
+    const s = new MemoryOwnerStore({ ttlSeconds: 5, maxEntries: 100, now: () => now });
+    await s.claim(['t:1', 't:2', 't:3'], 'A');
+    now += 3_000;
+    await s.claim(['t:4'], 'A');
+    now += 3_000;
+    await s.claim(['t:5'], 'A');
+    expect(s.size).toBe(2);
+  });
+
+  test('bounded: the oldest binding makes room, and evictions are counted', async () => {
+    let evicted = 0;
+    const s = new MemoryOwnerStore({ ttlSeconds: 60, maxEntries: 3, onEvict: (n) => (evicted += n) });
+    await s.claim(['t:1', 't:2', 't:3'], 'A');
+    await s.claim(['t:4'], 'B');
+    expect(s.size).toBe(3);
+    expect(evicted).toBe(1);
+    expect(await s.owners(['t:1', 't:2', 't:3', 't:4'])).toEqual([undefined, 'A', 'A', 'B']);
+  });
+
+  test('full: a caller that floods the store evicts its own oldest bindings, never those of a caller holding fewer', async () => {
+    let evicted = 0;
+    const s = new MemoryOwnerStore({ ttlSeconds: 60, maxEntries: 4, onEvict: (n) => (evicted += n) });
+    await s.claim(['c:a', 't:a'], 'A');
+    for (let i = 0; i < 10; i++) await s.claim([`t:b${i}`], 'B');
+    expect(await s.owners(['c:a', 't:a'])).toEqual(['A', 'A']);
+    expect(await s.owners(['t:b7', 't:b8', 't:b9'])).toEqual([undefined, 'B', 'B']);
+    expect(s.size).toBe(4);
+    expect(evicted).toBe(8);
+    // A newcomer takes room from the churning holder (B, tied with A in size, its oldest binding younger), not from A.
+    await s.claim(['t:c'], 'C');
+    expect(await s.owners(['c:a', 't:a', 't:c', 't:b8', 't:b9'])).toEqual(['A', 'A', 'C', undefined, 'B']);
+  });
+
+  test('a re-claim by the owner does not move or renew the binding', async () => {
+    const s = new MemoryOwnerStore({ ttlSeconds: 60, maxEntries: 2 });
+    await s.claim(['t:1'], 'A');
+    await s.claim(['t:2'], 'A');
+    await s.claim(['t:1'], 'A');
+    await s.claim(['t:3'], 'A');
+    expect(await s.owners(['t:1', 't:2', 't:3'])).toEqual([undefined, 'A', 'A']);
+  });
+});
+
+describe('RedisOwnerStore (real redis-server)', () => {
+  let redis: TestRedis;
+  const stores: OwnerStore[] = [];
+  const store = async (prefix = 'test:', timeoutMs = 500, secretRecheckMs?: number): Promise<RedisOwnerStore> => {
+    const s = await createRedisStore({ url: redis.url, prefix, ttlSeconds: 60, timeoutMs, logger: silent, ...(secretRecheckMs === undefined ? {} : { secretRecheckMs }) });
+    stores.push(s);
+    return s;
+  };
+
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    for (const s of stores.splice(0)) await s.close();
+    await redis.close();
+  });
+
+  test('two clients (two replicas) agree: the first owner wins, never overwritten', async () => {
+    const r1 = await store();
+    const r2 = await store();
+    expect(await r1.claim(['t:x', 'c:x'], 'A')).toEqual(['A', 'A']);
+    expect(await r2.claim(['t:x', 'c:y'], 'B')).toEqual(['A', 'B']);
+    expect(await r2.owners(['t:x', 'c:x', 'c:y', 't:none'])).toEqual(['A', 'A', 'B', undefined]);
+    expect(await r1.owners([])).toEqual([]);
+  });
+
+  test('concurrent claims of one key from two clients: exactly one owner, both see it', async () => {
+    const r1 = await store();
+    const r2 = await store();
+    const keys = Array.from({ length: 200 }, (_, i) => `t:race-${i}`);
+    const [a, b] = await Promise.all([r1.claim(keys, 'A'), r2.claim(keys, 'B')]);
+    expect(a).toEqual(b);
+    expect(new Set(a).size).toBeLessThanOrEqual(2);
+    expect(await r1.owners(keys)).toEqual(a);
+  });
+
+  test('keys carry the prefix and the TTL', async () => {
+    const s = await store('agent-1:');
+    await s.claim(['t:ttl'], 'A');
+    expect(await redis.command('GET', 'agent-1:t:ttl')).toBe('A');
+    const ttl = Number(await redis.command('TTL', 'agent-1:t:ttl'));
+    expect(ttl).toBeGreaterThan(50);
+    expect(ttl).toBeLessThanOrEqual(60);
+    // Another prefix (another agent) is another namespace.
+    const other = await store('agent-2:');
+    expect(await other.owners(['t:ttl'])).toEqual([undefined]);
+  });
+
+  test('Redis down: calls reject at once (no queueing), and the client reconnects when it is back', async () => {
+    const s = await store('down:', 300);
+    await s.claim(['t:before'], 'A');
+    await redis.stop();
+    // Refused by the client, not queued until Redis returns (ioredis' offline queue is off).
+    await expect(s.owners(['t:before'])).rejects.toThrow(/enableOfflineQueue|Connection is closed|ECONNREFUSED/);
+    await expect(s.claim(['t:during'], 'A')).rejects.toThrow(/enableOfflineQueue|Connection is closed|ECONNREFUSED/);
+    expect(s.connected).toBe(false);
+    await redis.start();
+    const deadline = Date.now() + 10_000;
+    while (!s.connected && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(s.connected).toBe(true);
+    // A fresh server (no persistence): the binding is gone, a new one works.
+    expect(await s.claim(['t:after'], 'B')).toEqual(['B']);
+  });
+
+  test('a server that stops answering: commands fail after the timeout', async () => {
+    const s = await store('slow:', 200);
+    // Ask the server to stop answering for 3 s: the store's command gives up on its own timeout.
+    await redis.command('CLIENT', 'PAUSE', '3000', 'ALL');
+    await expect(s.owners(['t:x'])).rejects.toThrow(/Command timed out/);
+    await new Promise((r) => setTimeout(r, 3000));
+  });
+
+  test('the page-token secret: one for every replica (the first one\'s), kept when Redis loses it, a new one adopted', async () => {
+    const r1 = await store('sec:', 500, 0);
+    const r2 = await store('sec:', 500, 0);
+    const s1 = await r1.sharedSecret(false);
+    expect(s1.length).toBe(32);
+    expect((await r2.sharedSecret(false)).equals(s1)).toBe(true);
+    expect(await redis.command('GET', 'sec:s:page-token-secret')).toBe(s1.toString('base64'));
+    // Another prefix (another agent) has its own.
+    expect((await (await store('sec-other:')).sharedSecret(false)).equals(s1)).toBe(false);
+    // Lost (eviction, a restart without persistence): the first replica to look again puts its own back.
+    await redis.command('DEL', 'sec:s:page-token-secret');
+    expect((await r1.sharedSecret(true)).equals(s1)).toBe(true);
+    expect((await (await store('sec:')).sharedSecret(false)).equals(s1)).toBe(true);
+    // Lost and made anew by a replica that never had it: the others adopt it when they look again.
+    await redis.command('DEL', 'sec:s:page-token-secret');
+    const s4 = await (await store('sec:')).sharedSecret(false);
+    expect(s4.equals(s1)).toBe(false);
+    expect((await r2.sharedSecret(false)).equals(s1)).toBe(true);
+    expect((await r2.sharedSecret(true)).equals(s4)).toBe(true);
+  });
+
+  test('a URL with credentials is logged without them', () => {
+    expect(redactUrl('redis://user:secret@127.0.0.1:6379/0')).toBe('redis://127.0.0.1:6379/0');
+    expect(redactUrl('not a url')).not.toContain('not a url');
+  });
+});

@@ -1,0 +1,172 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { callUpstream, createUpstream, forwardRequestHeaders, relayResponseHeaders, type RequestHeaderRules } from '../../../src/proxy/forward';
+
+const ANNOUNCE = { name: 'client-agent', url: 'http://client.example', version: '3.1' };
+
+function rules(over: Partial<RequestHeaderRules> = {}): RequestHeaderRules {
+  return {
+    role: 'server', reasoningHeader: 'x-aos-reasoning', announce: undefined, unchecked: false, bodyLength: 42,
+    upstreamHost: 'agent.internal:4000', remoteAddress: undefined, encrypted: false, ...over,
+  };
+}
+
+const incoming = (h: IncomingHttpHeaders): IncomingHttpHeaders => ({ host: 'proxy.example:8080', ...h });
+
+describe('forwardRequestHeaders', () => {
+  test('end-to-end headers pass through untouched', () => {
+    const out = forwardRequestHeaders(incoming({
+      'a2a-version': '1.0', 'a2a-extensions': 'https://ext/1', 'x-a2a-extensions': 'https://ext/2', authorization: 'Bearer abc',
+      'content-type': 'application/json; charset=utf-8', accept: 'text/event-stream', 'user-agent': 'sdk', cookie: 'a=1',
+    }), rules());
+    expect(out).toMatchObject({
+      'a2a-version': '1.0', 'a2a-extensions': 'https://ext/1', 'x-a2a-extensions': 'https://ext/2', authorization: 'Bearer abc',
+      'content-type': 'application/json; charset=utf-8', accept: 'text/event-stream', 'user-agent': 'sdk', cookie: 'a=1',
+    });
+  });
+
+  test('absence of A2A-Version is preserved (no default added)', () => {
+    expect('a2a-version' in forwardRequestHeaders(incoming({}), rules())).toBe(false);
+  });
+
+  test('hop-by-hop headers are removed', () => {
+    const out = forwardRequestHeaders(incoming({
+      connection: 'keep-alive', 'keep-alive': 'timeout=5', 'proxy-authorization': 'Basic x', 'proxy-connection': 'keep-alive',
+      te: 'trailers', trailer: 'x-t', 'transfer-encoding': 'chunked', upgrade: 'websocket', 'proxy-authenticate': 'Basic',
+    }), rules());
+    for (const h of ['connection', 'keep-alive', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authenticate']) {
+      expect(out).not.toHaveProperty(h);
+    }
+  });
+
+  test('headers named in Connection are removed too', () => {
+    const out = forwardRequestHeaders(incoming({ connection: 'close, X-Secret-Hop ,x-other', 'x-secret-hop': '1', 'x-other': '2', 'x-kept': '3' }), rules());
+    expect(out).not.toHaveProperty('x-secret-hop');
+    expect(out).not.toHaveProperty('x-other');
+    expect(out['x-kept']).toBe('3');
+  });
+
+  test('reasoning header is removed (default and configured names)', () => {
+    expect(forwardRequestHeaders(incoming({ 'x-aos-reasoning': 'secret plan' }), rules())).not.toHaveProperty('x-aos-reasoning');
+    const out = forwardRequestHeaders(incoming({ 'x-why': 'secret plan', 'x-aos-reasoning': 'other' }), rules({ reasoningHeader: 'x-why' }));
+    expect(out).not.toHaveProperty('x-why');
+    expect(JSON.stringify(out)).not.toContain('secret plan');
+  });
+
+  test('ROLE=client: X-AOS-Agent-* from the caller are replaced by the announced agent', () => {
+    const out = forwardRequestHeaders(incoming({ 'x-aos-agent-name': 'spoofed', 'x-aos-agent-url': 'http://evil', 'x-aos-agent-version': '0' }), rules({ role: 'client', announce: ANNOUNCE }));
+    expect(out['x-aos-agent-name']).toBe('client-agent');
+    expect(out['x-aos-agent-url']).toBe('http://client.example');
+    expect(out['x-aos-agent-version']).toBe('3.1');
+  });
+
+  test('ROLE=client adds the headers even when the caller sent none', () => {
+    const out = forwardRequestHeaders(incoming({}), rules({ role: 'client', announce: ANNOUNCE }));
+    expect([out['x-aos-agent-name'], out['x-aos-agent-url'], out['x-aos-agent-version']]).toEqual(['client-agent', 'http://client.example', '3.1']);
+  });
+
+  test('ROLE=server (announce undefined): X-AOS-Agent-* are removed upstream', () => {
+    const out = forwardRequestHeaders(incoming({ 'x-aos-agent-name': 'caller', 'x-aos-agent-url': 'http://caller', 'x-aos-agent-version': '1' }), rules());
+    expect(out).not.toHaveProperty('x-aos-agent-name');
+    expect(out).not.toHaveProperty('x-aos-agent-url');
+    expect(out).not.toHaveProperty('x-aos-agent-version');
+  });
+
+  test('x-aos-unchecked only when unchecked, never from the caller', () => {
+    expect(forwardRequestHeaders(incoming({ 'x-aos-unchecked': 'true' }), rules())).not.toHaveProperty('x-aos-unchecked');
+    expect(forwardRequestHeaders(incoming({}), rules({ unchecked: true }))['x-aos-unchecked']).toBe('true');
+    expect(forwardRequestHeaders(incoming({ 'x-aos-unchecked': 'false' }), rules({ unchecked: true }))['x-aos-unchecked']).toBe('true');
+  });
+
+  test('content-length is the length of the body the proxy sends; content-encoding and expect are dropped', () => {
+    const out = forwardRequestHeaders(incoming({ 'content-length': '999', 'content-encoding': 'gzip', expect: '100-continue' }), rules({ bodyLength: 17 }));
+    expect(out['content-length']).toBe(17);
+    expect(out).not.toHaveProperty('content-encoding');
+    expect(out).not.toHaveProperty('expect');
+  });
+
+  test('no body -> no content-length', () => {
+    expect(forwardRequestHeaders(incoming({ 'content-length': '0' }), rules({ bodyLength: null }))).not.toHaveProperty('content-length');
+  });
+
+  test('chunked request re-sent with a content-length', () => {
+    const out = forwardRequestHeaders(incoming({ 'transfer-encoding': 'chunked' }), rules({ bodyLength: 5 }));
+    expect(out).not.toHaveProperty('transfer-encoding');
+    expect(out['content-length']).toBe(5);
+  });
+
+  test('host = upstream host; the caller host goes to x-forwarded-host', () => {
+    const out = forwardRequestHeaders(incoming({}), rules());
+    expect(out.host).toBe('agent.internal:4000');
+    expect(out['x-forwarded-host']).toBe('proxy.example:8080');
+  });
+
+  test('x-forwarded-for is appended, x-forwarded-proto set unless present', () => {
+    const a = forwardRequestHeaders(incoming({}), rules({ remoteAddress: '10.0.0.1', encrypted: true }));
+    expect(a['x-forwarded-for']).toBe('10.0.0.1');
+    expect(a['x-forwarded-proto']).toBe('https');
+    const b = forwardRequestHeaders(incoming({ 'x-forwarded-for': '1.1.1.1', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'edge' }), rules({ remoteAddress: '10.0.0.2' }));
+    expect(b['x-forwarded-for']).toBe('1.1.1.1, 10.0.0.2');
+    expect(b['x-forwarded-proto']).toBe('https');
+    expect(b['x-forwarded-host']).toBe('edge');
+    expect(forwardRequestHeaders(incoming({}), rules())['x-forwarded-proto']).toBe('http');
+  });
+
+  test('the incoming header object is not mutated', () => {
+    const h = incoming({ connection: 'x-a', 'x-a': '1', 'x-aos-reasoning': 'r' });
+    const before = { ...h };
+    forwardRequestHeaders(h, rules({ role: 'client', announce: ANNOUNCE, unchecked: true }));
+    expect(h).toEqual(before);
+  });
+});
+
+describe('relayResponseHeaders', () => {
+  test('hop-by-hop removed, everything else relayed (incl. SSE headers, set-cookie arrays, Vary)', () => {
+    const out = relayResponseHeaders({
+      connection: 'keep-alive, x-hop', 'keep-alive': 'timeout=5', 'transfer-encoding': 'chunked', 'x-hop': '1',
+      'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', 'set-cookie': ['a=1', 'b=2'],
+      vary: 'A2A-Version', 'a2a-extensions': 'https://ext/1',
+    });
+    expect(out).toEqual({
+      'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', 'set-cookie': ['a=1', 'b=2'],
+      vary: 'A2A-Version', 'a2a-extensions': 'https://ext/1',
+    });
+  });
+
+  test('content-length and content-encoding of the agent are relayed as they are', () => {
+    expect(relayResponseHeaders({ 'content-length': '12', 'content-encoding': 'gzip' })).toEqual({ 'content-length': '12', 'content-encoding': 'gzip' });
+  });
+});
+
+describe('callUpstream refuses what undici would refuse, before any connection', () => {
+  test.each([
+    ['an asterisk-form target', { path: '*', headers: {} }],
+    ['a header value with a control character', { path: '/x', headers: { 'x-bad': 'a\u0001b' } }],
+    ['a header value above U+00FF', { path: '/x', headers: { 'x-bad': ['ok', 'エ'] } }],
+  ])('%s: onError with ERR_NOT_FORWARDABLE, the agent sees no connection', async (_name, call) => {
+    let connections = 0;
+    const server = http.createServer((_req, res) => res.end('ok'));
+    server.on('connection', () => connections++);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const up = createUpstream(new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`));
+    try {
+      const err = await new Promise<NodeJS.ErrnoException>((resolve, reject) => {
+        callUpstream(up, { verb: 'GET', body: null, ...call }, () => reject(new Error('answered')), (e) => resolve(e));
+      });
+      expect(err.code).toBe('ERR_NOT_FORWARDABLE');
+      // The pool is still usable and opened exactly one connection for the good call.
+      const status = await new Promise<number>((resolve, reject) => {
+        callUpstream(up, { verb: 'GET', path: '/ok', headers: {}, body: null }, (a) => {
+          a.discard();
+          resolve(a.statusCode);
+        }, reject);
+      });
+      expect(status).toBe(200);
+      expect(connections).toBe(1);
+    } finally {
+      await up.close();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+});

@@ -1,0 +1,123 @@
+/** The pipeline's task ownership decisions (src/proxy/ownership.ts) over a real in-memory store and a failing one. */
+import { jsonRpcCodec, restCodec } from '../../../src/a2a/bindings';
+import pino from 'pino';
+import { Metrics } from '../../../src/admin/metrics';
+import { operationForMethod, type Operation } from '../../../src/a2a/operations';
+import { MemoryOwnerStore, type OwnerStore } from '../../../src/ownership/store';
+import { TaskOwnership, taskNotFound, type AnswerCheck } from '../../../src/proxy/ownership';
+
+const op = (m: string): Operation => operationForMethod(m) as Operation;
+const silent = pino({ level: 'silent' });
+const call = (method: string, params: object) => ({ jsonrpc: '2.0', id: 1, method, params });
+
+const down: OwnerStore = {
+  kind: 'redis',
+  owners: () => Promise.reject(new Error('Connection is closed.')),
+  claim: () => Promise.reject(new Error('Connection is closed.')),
+  sharedSecret: () => Promise.reject(new Error('Connection is closed.')),
+  close: () => Promise.resolve(),
+};
+
+function setup(failMode: 'closed' | 'open' = 'closed', store: OwnerStore = new MemoryOwnerStore({ ttlSeconds: 60, maxEntries: 1000 })) {
+  const metrics = new Metrics();
+  return { own: new TaskOwnership({ store, failMode, logger: silent, metrics }), metrics, store };
+}
+
+async function count(metrics: Metrics, outcome: string): Promise<number> {
+  const text = await metrics.registry.metrics();
+  let n = 0;
+  for (const m of text.matchAll(new RegExp(`^a2a_guard_task_ownership_total\\{[^}]*outcome="${outcome}"[^}]*\\} (\\d+)`, 'gm'))) n += Number(m[1]);
+  return n;
+}
+
+/** A's message/send answer binds t-1 in c-1 to A. */
+async function created(own: TaskOwnership, owner = 'A'): Promise<AnswerCheck> {
+  const hook = own.answerHook(owner, op('message/send'), jsonRpcCodec);
+  return (await hook?.unary?.({ jsonrpc: '2.0', id: 1, result: { kind: 'task', id: 't-1', contextId: 'c-1' } }, true)) as AnswerCheck;
+}
+
+describe('checkRequest', () => {
+  test('the owner passes; another caller, an unknown task and another\'s context are "task not found"', async () => {
+    const { own, metrics } = setup();
+    expect(await created(own)).toEqual({ type: 'pass' });
+    expect(await own.checkRequest('A', op('tasks/get'), call('tasks/get', { id: 't-1' }))).toMatchObject({ type: 'pass', state: 'owned' });
+    expect(await own.checkRequest('B', op('tasks/get'), call('tasks/get', { id: 't-1' }))).toEqual({ type: 'refuse', error: taskNotFound('t-1') });
+    expect(await own.checkRequest('A', op('tasks/get'), call('tasks/get', { id: 't-2' }))).toEqual({ type: 'refuse', error: taskNotFound('t-2') });
+    expect(await own.checkRequest('B', op('SendMessage'), call('SendMessage', { message: { contextId: 'c-1' } }))).toEqual({ type: 'refuse', error: taskNotFound('c-1') });
+    // A new context is anyone's to start; a message naming nothing never asks the store.
+    expect(await own.checkRequest('B', op('SendMessage'), call('SendMessage', { message: { contextId: 'c-new' } }))).toMatchObject({ type: 'pass', state: 'owned' });
+    expect(await own.checkRequest('B', op('SendMessage'), call('SendMessage', { message: { messageId: 'm' } }))).toMatchObject({ type: 'pass', state: 'none' });
+    // A referenced task of another caller is refused too, by its own id.
+    expect(await own.checkRequest('B', op('SendMessage'), call('SendMessage', { message: { contextId: 'c-new', referenceTaskIds: ['t-1'] } })))
+      .toEqual({ type: 'refuse', error: taskNotFound('t-1') });
+    expect(await count(metrics, 'refused_foreign_task')).toBe(2);
+    expect(await count(metrics, 'refused_unknown_task')).toBe(1);
+    expect(await count(metrics, 'refused_foreign_context')).toBe(1);
+  });
+
+  test('store down: closed refuses with -31504, open passes unchecked and counts', async () => {
+    const closed = setup('closed', down);
+    const r = await closed.own.checkRequest('A', op('tasks/get'), call('tasks/get', { id: 't-1' }));
+    expect(r).toMatchObject({ type: 'refuse', error: { kind: 'taskStoreUnavailable', metadata: { store: 'redis' } } });
+    expect(await count(closed.metrics, 'store_unavailable_refused')).toBe(1);
+    const open = setup('open', down);
+    expect(await open.own.checkRequest('A', op('tasks/get'), call('tasks/get', { id: 't-1' }))).toMatchObject({ type: 'pass', state: 'unchecked' });
+    expect(await count(open.metrics, 'store_unavailable_passed')).toBe(1);
+    expect(await open.metrics.registry.getSingleMetricAsString('a2a_guard_fail_open_passes_total')).toMatch(/ 1$/m);
+    // Calls that name no task never touch the store.
+    expect(await closed.own.checkRequest('A', op('message/send'), call('message/send', { message: {} }))).toMatchObject({ type: 'pass', state: 'none' });
+  });
+});
+
+describe('answer hooks', () => {
+  test('an answer naming another caller\'s task is not relayed', async () => {
+    const { own, metrics } = setup();
+    await created(own, 'A');
+    const r = await created(own, 'B');
+    expect(r).toMatchObject({ type: 'refuse', error: { kind: 'upstreamUnavailable' } });
+    expect(await count(metrics, 'answer_conflict')).toBe(1);
+  });
+
+  test('error answers bind nothing; a stream claims each key once', async () => {
+    const { own, store } = setup();
+    const send = own.answerHook('A', op('message/send'), restCodec);
+    expect(await send?.unary?.({ error: { code: 404 } }, false)).toEqual({ type: 'pass' });
+    const claims: string[][] = [];
+    const spy: OwnerStore = { ...store, kind: 'memory', owners: (k) => store.owners(k), claim: (k, o) => (claims.push([...k]), store.claim(k, o)), sharedSecret: (r) => store.sharedSecret(r), close: () => store.close() };
+    const own2 = new TaskOwnership({ store: spy, failMode: 'closed', logger: silent, metrics: new Metrics() });
+    const stream = own2.answerHook('A', op('SendStreamingMessage'), jsonRpcCodec);
+    for (const result of [{ task: { id: 't-9', contextId: 'c-9' } }, { statusUpdate: { taskId: 't-9', contextId: 'c-9' } }, { artifactUpdate: { taskId: 't-9', contextId: 'c-9' } }]) {
+      expect(await stream?.event?.({ jsonrpc: '2.0', id: 1, result })).toEqual({ type: 'pass' });
+    }
+    expect(claims).toEqual([['t:t-9', 'c:c-9']]);
+    expect(await store.owners(['t:t-9'])).toEqual(['A']);
+  });
+
+  test('store down while binding: closed refuses the answer, open passes it', async () => {
+    const closed = setup('closed', down).own.answerHook('A', op('message/send'), jsonRpcCodec);
+    expect(await closed?.unary?.({ jsonrpc: '2.0', id: 1, result: { task: { id: 't', contextId: 'c' } } }, true)).toMatchObject({ type: 'refuse', error: { kind: 'taskStoreUnavailable' } });
+    const open = setup('open', down).own.answerHook('A', op('message/send'), jsonRpcCodec);
+    expect(await open?.unary?.({ jsonrpc: '2.0', id: 1, result: { task: { id: 't', contextId: 'c' } } }, true)).toEqual({ type: 'pass' });
+  });
+
+  test('tasks/list keeps the caller\'s own tasks only (JSON-RPC and REST); unreadable lists follow FAIL_MODE', async () => {
+    const { own } = setup();
+    await created(own, 'A');
+    const list = { tasks: [{ id: 't-1' }, { id: 'orphan' }, { noId: true }], nextPageToken: '', pageSize: 50, totalSize: 3 };
+    const rpc = own.answerHook('A', op('ListTasks'), jsonRpcCodec);
+    expect(await rpc?.unary?.({ jsonrpc: '2.0', id: 1, result: list }, true)).toEqual({
+      type: 'replace', body: { jsonrpc: '2.0', id: 1, result: { tasks: [{ id: 't-1' }], nextPageToken: '', pageSize: 50, totalSize: 1 } },
+    });
+    const rest = own.answerHook('B', op('ListTasks'), restCodec);
+    expect(await rest?.unary?.(list, true)).toEqual({ type: 'replace', body: { tasks: [], nextPageToken: '', pageSize: 50, totalSize: 0 } });
+    expect(await rpc?.unary?.({ jsonrpc: '2.0', id: 1, result: { tasks: [{ id: 't-1' }] } }, true)).toEqual({ type: 'pass' });
+    expect(await rpc?.unary?.({ jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'bad' } }, true)).toEqual({ type: 'pass' });
+    expect(await rpc?.unary?.(undefined, true)).toMatchObject({ type: 'refuse' });
+    expect(await setup('open').own.answerHook('A', op('ListTasks'), jsonRpcCodec)?.unary?.(undefined, true)).toEqual({ type: 'pass' });
+  });
+
+  test('operations that neither create nor list have no answer hook', () => {
+    const { own } = setup();
+    for (const m of ['tasks/get', 'tasks/cancel', 'tasks/resubscribe', 'tasks/pushNotificationConfig/set', 'GetExtendedAgentCard']) expect(own.answerHook('A', op(m), jsonRpcCodec)).toBeUndefined();
+  });
+});
