@@ -8,8 +8,10 @@
  * The content codings a Content-Encoding header lists, lower-cased, `identity` and empty items
  * left out (a repeated header counts as one list, RFC 9110 section 5.3).
  */
-export function contentCodings(header: string | readonly string[] | undefined): string[] {
-  if (header === undefined) return [];
+const NONE: readonly string[] = Object.freeze([]);
+
+export function contentCodings(header: string | readonly string[] | undefined): readonly string[] {
+  if (header === undefined) return NONE;
   const text = typeof header === 'string' ? header : header.join(',');
   return text.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '' && c !== 'identity');
 }

@@ -25,6 +25,7 @@ import { decodeBody, hasBody, holdDecoded, readBody, type BodyLease } from './bo
 import { proxyError, type ProxyError } from '../core/errors';
 import { abortOnClientClose, callUpstream, forwardRequestHeaders, headerText, type UpstreamAnswer, type UpstreamHandle } from './forward';
 import { createHookRunner } from './hooks';
+import type { AnswerHook } from './ownership';
 import { isEventStream, relayPlain, relayStreamInspected, relayUnaryInspected, sendError, type RelayContext } from './responses';
 import { cardRewrite, serveCard } from './card-route';
 import { Cancellation } from '../cancel';
@@ -33,7 +34,7 @@ import { describeConnectError } from '../tls';
 import { ownerKey } from '../ownership/principal';
 import { callerTrace } from '../observe/tracing';
 import { finishCall, openExchange, type Exchange } from './call';
-import { callStages, END, runStages, type CallFlow, type Stage, type Step } from './stages';
+import { callStages, END, runStages, type CallerPort, type CallFlow, type Stage, type Step } from './stages';
 
 type A2ACall = Extract<Classified, { kind: 'a2a' }>;
 
@@ -42,9 +43,9 @@ interface Arrival {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
   readonly lease: BodyLease;
-  /** The caller's identity and this proxy's assertion, checked and signed while the body arrives. */
+  /** The caller's identity and this proxy's assertion (undefined: no signing key), checked and signed while the body arrives. */
   readonly who: Promise<CallerResult>;
-  readonly assertion: Promise<string | undefined>;
+  readonly assertion: Promise<string | undefined> | undefined;
   /** Set by the body stage: the decoded body, or null. */
   body: Buffer | null;
 }
@@ -56,10 +57,23 @@ interface HttpFlow extends CallFlow {
   readonly lease: BodyLease;
   readonly classified: A2ACall;
   readonly codec: SseCodec;
-  readonly assertion: Promise<string | undefined>;
+  readonly assertion: Promise<string | undefined> | undefined;
   /** Set by the rebuild stage. */
   upstreamRequest: UpstreamRequest | undefined;
-  /** Set by the forward stage. */
+  /** Set by the forward stage: what the upstream call's callbacks keep of the call. */
+  tie: UpstreamTie | undefined;
+}
+
+/**
+ * What the callbacks of the upstream request keep of an A2A call: the exchange, its codec and answer
+ * checks, never the flow's payloads. undici keeps a finished request (and so its callbacks) in its
+ * queue until some 256 later requests on the connection: whatever they reference outlives the call
+ * and is promoted to the old generation (keeping the flow there made GC cost 4x per call).
+ */
+interface UpstreamTie {
+  readonly ex: Exchange;
+  readonly codec: SseCodec;
+  readonly answerHook: AnswerHook | undefined;
   upReq: UpstreamHandle | undefined;
   upAnswer: UpstreamAnswer | undefined;
 }
@@ -178,13 +192,21 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
 
   const forwardCall: Stage<HttpFlow> = {
     name: 'forward',
-    async run(f) {
-      const signed = await f.assertion;
-      if (f.res.destroyed) return END;
-      forward(f.req, f.res, f.upstreamRequest as UpstreamRequest, signed, f.lease, f);
-      return undefined;
+    run(f) {
+      // Without a signing key there is nothing to wait for.
+      if (f.assertion === undefined) return forwardSigned(f, undefined);
+      return f.assertion.then((signed) => (f.res.destroyed ? END : forwardSigned(f, signed)));
     },
   };
+  function forwardSigned(f: HttpFlow, signed: string | undefined): Step {
+    const tie: UpstreamTie = { ex: f.ex, codec: f.codec, answerHook: f.answerHook, upReq: undefined, upAnswer: undefined };
+    f.tie = tie;
+    forward(f.req, f.res, f.upstreamRequest as UpstreamRequest, signed, f.lease, tie);
+    // Forwarded: the approved payload and the rebuilt request are the agent's now.
+    f.approved = undefined;
+    f.upstreamRequest = undefined;
+    return undefined;
+  }
 
   const callStageList: readonly Stage<HttpFlow>[] = [...callStages({ config, ownership: deps.ownership, runHooks, requestSides: sides.request }), rebuild, forwardCall];
 
@@ -212,7 +234,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     const verb = a.req.method ?? 'GET';
     metrics.call(c.why === 'passthrough' ? 'passthrough' : 'other', 'forwarded');
     logger.info({ path: c.target.split('?')[0], verb, why: c.why, ...(c.method === undefined ? {} : { method: c.method.slice(0, 64) }) }, c.why === 'passthrough' ? 'passthrough forwarded unjudged' : 'non-A2A request forwarded unjudged (NON_A2A=forward)');
-    forward(a.req, a.res, { verb, path: c.target, body: c.body, unchecked: false, rebuilt: undefined }, await a.assertion, a.lease, undefined);
+    forward(a.req, a.res, { verb, path: c.target, body: c.body, unchecked: false, rebuilt: undefined }, a.assertion === undefined ? undefined : await a.assertion, a.lease, undefined);
     return END;
   }
 
@@ -227,19 +249,13 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     const span = deps.tracer.startCall(req.headers, {
       method: c.op.aosMethod, wireMethod, binding: c.binding, role: config.role, httpMethod: req.method ?? 'POST', path: pathOnly(req.url ?? '/'), remoteAddress,
     });
-    const shape = errorShape(c);
     const ex = openExchange({
-      started: performance.now(), codec, op: c.op, wireMethod, id: c.id, shape, caller: new Cancellation(),
+      started: performance.now(), codec, op: c.op, wireMethod, id: c.id, shape: errorShape(c), caller: new Cancellation(),
       identity: known.identity, callerPeer: known.peer, owner: ownerKey(known.identity), span, remoteAddress,
     });
     const flow: HttpFlow = {
       ex, req, res, lease: a.lease, classified: c, codec, assertion: a.assertion,
-      port: {
-        get open() {
-          return !res.destroyed;
-        },
-        fail: (err: ProxyError) => sendError(res, codec, err, c.id, shape),
-      },
+      port: new HttpPort(res, ex),
       request: c.request, requestJson: undefined,
       reasoning: headerText(req.headers[config.reasoningHeader]),
       // A modify must still rebuild to a request with one meaning (same route, same path parameters).
@@ -247,13 +263,13 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         const r = rebuildRequest(c, req.method ?? 'POST', p, '');
         return typeof r === 'string' ? r : undefined;
       },
-      answerHook: undefined, approved: undefined, upstreamRequest: undefined, upReq: undefined, upAnswer: undefined,
+      answerHook: undefined, approved: undefined, upstreamRequest: undefined, tie: undefined,
     };
     // One close listener per call: cancel guardian calls and the upstream request, then log.
     res.once('close', () => {
       if (!res.writableFinished) {
         ex.call.caller.cancel();
-        flow.upReq?.abort();
+        flow.tie?.upReq?.abort();
       }
       endUpstream(flow);
       finishCall(deps, ex, res.writableFinished);
@@ -273,9 +289,9 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   }
 
   /** A signed assertion for the upstream, or undefined (no signing key, or signing failed: the server side decides). */
-  function signFor(): Promise<string | undefined> {
+  function signFor(): Promise<string | undefined> | undefined {
     const sign = deps.signAssertion;
-    if (sign === undefined) return Promise.resolve(undefined);
+    if (sign === undefined) return undefined;
     // The first calls after start wait (bounded) for the card that names the observed agent.
     const cards = deps.identities.pending;
     return (cards === undefined ? sign() : cards.then(sign)).catch((err: unknown) => {
@@ -285,7 +301,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   }
 
   /** The request to the agent, and its answer handed to the relay; `f` is the A2A call, undefined for unjudged traffic. */
-  function forward(req: IncomingMessage, res: ServerResponse, up: UpstreamRequest, assertion: string | undefined, lease: BodyLease, f: HttpFlow | undefined): void {
+  function forward(req: IncomingMessage, res: ServerResponse, up: UpstreamRequest, assertion: string | undefined, lease: BodyLease, f: UpstreamTie | undefined): void {
     const headers = forwardRequestHeaders(req.headers, {
       role: config.role,
       reasoningHeader: config.reasoningHeader,
@@ -314,6 +330,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     }
     const codec = f?.codec ?? restCodec;
     const id = f?.ex.call.id ?? null;
+    const upPath = up.path;
     const upReq = callUpstream(
       deps.upstream,
       { verb: up.verb, path: up.path, headers, body: up.body },
@@ -346,7 +363,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         }
         if (res.destroyed) return;
         // With the reason and, for certificate problems, the variable to change.
-        logger.warn({ err: err.message, ...describeConnectError(err, 'UPSTREAM', deps.upstream.url.protocol === 'https:'), path: pathOnly(up.path) }, 'upstream agent unreachable');
+        logger.warn({ err: err.message, ...describeConnectError(err, 'UPSTREAM', deps.upstream.url.protocol === 'https:'), path: pathOnly(upPath) }, 'upstream agent unreachable');
         const e = proxyError('upstreamUnavailable', 'Upstream agent unreachable', { cause: (err as NodeJS.ErrnoException).code ?? 'error' });
         // Traffic that is not A2A gets a plain HTTP 502 (REST form), not a JSON-RPC body.
         if (!res.headersSent) sendError(res, codec, e, id);
@@ -358,7 +375,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   }
 
   /** Choose how the answer goes back: plain, through the unary response hooks, or event by event. */
-  function respond(req: IncomingMessage, res: ServerResponse, upRes: UpstreamAnswer, upReq: UpstreamHandle, f: HttpFlow | undefined): void {
+  function respond(req: IncomingMessage, res: ServerResponse, upRes: UpstreamAnswer, upReq: UpstreamHandle, f: UpstreamTie | undefined): void {
     if (res.destroyed) return upReq.abort();
     const ex = f?.ex;
     if (f !== undefined && upRes.statusCode >= 300 && upRes.statusCode < 400 && upRes.statusCode !== 304) {
@@ -413,11 +430,25 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   }
 }
 
+/** The caller's side of an A2A call over HTTP: answers in the call's binding, in the agent's own form where it is one the agent gives. */
+class HttpPort implements CallerPort {
+  constructor(private readonly res: ServerResponse, private readonly ex: Exchange) {}
+
+  get open(): boolean {
+    return !this.res.destroyed;
+  }
+
+  fail(err: ProxyError): void {
+    const { codec, id, shape } = this.ex.call;
+    sendError(this.res, codec as SseCodec, err, id, shape);
+  }
+}
+
 /** The upstream part of a call that is over: until its answer ended, or until now when the caller left first. */
 function endUpstream(f: HttpFlow): void {
   const log = f.ex.log;
   if (log.upstreamSentAt === undefined || log.upstreamEndedAt !== undefined) return;
-  const answer = f.upAnswer;
+  const answer = f.tie?.upAnswer;
   log.upstreamEndedAt = answer?.endedAt ?? performance.now();
   log.upSpan?.end(answer?.statusCode, answer === undefined ? 'caller went away' : answer.endedComplete === true ? undefined : 'incomplete answer', answer?.endedAt);
 }
