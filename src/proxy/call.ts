@@ -81,7 +81,7 @@ export interface CallLog {
   /** performance.now() when the request left for the agent, and when the agent's answer ended. */
   upstreamSentAt?: number;
   upstreamEndedAt?: number;
-  /** The upstream call's span, ended by finishCall when the relay did not end it. */
+  /** The upstream call's span (the adapter ends it: at the answer's end, on an upstream error, or when the caller leaves). */
   upSpan?: UpstreamSpan;
 }
 

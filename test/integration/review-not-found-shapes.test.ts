@@ -80,7 +80,7 @@ test.each(CASES.map((c) => [c.name, c] as const))('%s: the proxy\'s refusal is t
 // Not a regression of the restructure (79ecf72 answers the same): a v1.0 REST agent (the SDK) answers
 // "task not found" as application/a2a+json, the proxy's refusal (restCodec.errorAnswer) as application/json,
 // so the refusal is not "exactly as the agent answers a task that does not exist" (README, task ownership).
-test.failing('REST v1.0: the refusal has the agent\'s media type (application/a2a+json)', async () => {
+test('REST v1.0: the refusal has the agent\'s media type (application/a2a+json)', async () => {
   for (const c of CASES.filter((x) => x.path.startsWith('/a2a/rest/') && !x.path.startsWith('/a2a/rest/v1/'))) {
     const own = await send(agent.origin, c, {});
     const refused = await send(proxy.url, c, ids.headersAs('B'));

@@ -5,6 +5,8 @@ import { errorCode, restErrorObject, restHttpStatus } from '../../core/errors';
 import { formatSseErrorEvent } from '../sse';
 
 const JSON_HEADERS = Object.freeze({ 'content-type': 'application/json' });
+/** The media type a v1.0 REST agent (the SDK's) answers with: a refusal in its own form carries it too. */
+const A2A_JSON_HEADERS = Object.freeze({ 'content-type': 'application/a2a+json' });
 
 export const restCodec: SseCodec = {
   name: 'rest',
@@ -21,8 +23,9 @@ export const restCodec: SseCodec = {
   withResult: (_answer, result) => result,
   errorAnswer(err, _id, shape) {
     // v0.3 REST agents answer {code, message}; v1.0 a google.rpc.Status (a refusal in the agent's own form takes the same).
-    const body = shape?.v03 === true && err.kind === 'taskNotFound' ? { code: errorCode(err.kind), message: err.message } : restErrorObject(err);
-    return { status: restHttpStatus(err), headers: JSON_HEADERS, body: JSON.stringify(body) };
+    const agentForm = shape !== undefined && err.kind === 'taskNotFound';
+    const body = agentForm && shape.v03 ? { code: errorCode(err.kind), message: err.message } : restErrorObject(err);
+    return { status: restHttpStatus(err), headers: agentForm && !shape.v03 ? A2A_JSON_HEADERS : JSON_HEADERS, body: JSON.stringify(body) };
   },
   streamError: (err) => ({ frame: formatSseErrorEvent(JSON.stringify(restErrorObject(err))) }),
 };

@@ -28,6 +28,7 @@ describe('errorAnswer: "task not found" is the SDK agent\'s own answer on each b
   test('REST v1.0: 404 NOT_FOUND Status; v0.3: 404 {code, message}', () => {
     const v1 = rest.errorAnswer(err, 'minted', { v03: false, errorAsEvent: false });
     expect(v1.status).toBe(404);
+    expect(v1.headers['content-type']).toBe('application/a2a+json');
     expect(JSON.parse(v1.body)).toEqual({ error: { code: 404, status: 'NOT_FOUND', message: 'Task not found: t-1', details: [info] } });
     const v03 = rest.errorAnswer(err, 'minted', { v03: true, errorAsEvent: false });
     expect(v03.status).toBe(404);
