@@ -12,8 +12,15 @@
  * on four paths: gRPC direct, gRPC through a2a-guard, JSON-RPC direct, JSON-RPC through a2a-guard.
  * Printed: latency per path, the latency each binding's proxy adds, the proxy's CPU per call per
  * binding, and the gRPC/JSON-RPC ratios (the machine is noisy: read ratios, not absolutes).
- * Env: BENCH_ROUNDS (default 8), BENCH_SEQ (calls per path per round, default 200), BENCH_LOG_LEVEL,
- * BENCH_PROFILE_DIR (a --cpu-prof of a2a-guard, its top functions printed).
+ *
+ * Then the inspected-stream phase: a second a2a-guard (INSPECT_RESPONSES=true, default
+ * STREAM_INSPECT_WINDOW) asking a guardian that answers every call after 5 ms; BENCH_STREAM_ROUNDS
+ * rounds of one SendStreamingMessage "stream 100" (a task, 100 artifact updates, a final status)
+ * per path: gRPC direct, gRPC through it, JSON-RPC through it. Printed: the stream's duration and
+ * duration / (100 events x 5 ms) (the HTTP target, bench/run.ts, is <= 0.4x; serial judging is >= 1x).
+ * Env: BENCH_ROUNDS (default 8), BENCH_SEQ (calls per path per round, default 200), BENCH_STREAM_ROUNDS
+ * (default 8; 0 skips the phase), BENCH_LOG_LEVEL, BENCH_PROFILE_DIR (a --cpu-prof of a2a-guard, its
+ * top functions printed).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
@@ -43,6 +50,10 @@ const sdkGrpcClient: typeof A2AGrpcClient = require('@a2a-js/sdk/client/grpc');
 const num = (name: string, def: number): number => (process.env[name] ? Number(process.env[name]) : def);
 const ROUNDS = num('BENCH_ROUNDS', 8);
 const SEQ = num('BENCH_SEQ', 200);
+const STREAM_ROUNDS = num('BENCH_STREAM_ROUNDS', 8);
+/** Artifact events per stream, and the inspecting guardian's answer delay (as in bench/run.ts). */
+const STREAM_EVENTS = 100;
+const SLOW_GUARDIAN_MS = 5;
 /** BENCH_PROFILE_DIR: write a --cpu-prof of a2a-guard there (and print its top functions). */
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR || undefined;
 
@@ -71,10 +82,25 @@ async function startAgent(): Promise<{ origin: string; close: () => Promise<void
     securitySchemes: {}, securityRequirements: [], defaultInputModes: ['text'], defaultOutputModes: ['text'],
     skills: [{ id: 'bench', name: 'bench', description: 'bench', tags: [], examples: [], inputModes: [], outputModes: [], securityRequirements: [] }],
   };
+  const status = (state: A2A.TaskState) => ({ state, message: undefined, timestamp: new Date().toISOString() });
   const executor: A2AServer.AgentExecutor = {
     cancelTask: async () => undefined,
     execute: async ({ taskId, contextId, userMessage }, bus) => {
-      bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: sdk.TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: new Date().toISOString() }, artifacts: [], history: [userMessage], metadata: undefined }));
+      const part = userMessage.parts[0]?.content;
+      const n = part?.$case === 'text' ? /^stream (\d+)$/.exec(part.value)?.[1] : undefined;
+      if (n === undefined) {
+        bus.publish(AgentEvent.task({ id: taskId, contextId, status: status(sdk.TaskState.TASK_STATE_COMPLETED), artifacts: [], history: [userMessage], metadata: undefined }));
+        return;
+      }
+      // "stream N": a task, N artifact updates, a final status, published at once (a burst).
+      bus.publish(AgentEvent.task({ id: taskId, contextId, status: status(sdk.TaskState.TASK_STATE_WORKING), artifacts: [], history: [userMessage], metadata: undefined }));
+      for (let i = 0; i < Number(n); i++) {
+        bus.publish(AgentEvent.artifactUpdate({
+          taskId, contextId, append: i > 0, lastChunk: i === Number(n) - 1, metadata: undefined,
+          artifact: { artifactId: 'a', name: 'bench', description: '', parts: [{ content: { $case: 'text', value: `chunk ${i}` }, metadata: undefined, filename: '', mediaType: 'text/plain' }], metadata: undefined, extensions: [] },
+        }));
+      }
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: status(sdk.TaskState.TASK_STATE_COMPLETED), metadata: undefined }));
     },
   };
   const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
@@ -137,9 +163,9 @@ async function client(cardBase: string, binding: 'GRPC' | 'JSONRPC'): Promise<A2
   return factory.createFromAgentCard({ ...card, supportedInterfaces: bound });
 }
 
-const message = (): A2A.SendMessageRequest => ({
+const message = (text = 'bench'): A2A.SendMessageRequest => ({
   tenant: '',
-  message: { messageId: crypto.randomUUID(), contextId: '', taskId: '', role: sdk.Role.ROLE_USER, parts: [{ content: { $case: 'text', value: 'bench' }, metadata: undefined, filename: '', mediaType: 'text/plain' }], metadata: undefined, extensions: [], referenceTaskIds: [] },
+  message: { messageId: crypto.randomUUID(), contextId: '', taskId: '', role: sdk.Role.ROLE_USER, parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }], metadata: undefined, extensions: [], referenceTaskIds: [] },
   configuration: undefined,
   metadata: undefined,
 });
@@ -214,6 +240,8 @@ async function main(): Promise<void> {
     '',
   ].join('\n'));
 
+  if (STREAM_ROUNDS > 0) await streamPhase(agent.origin);
+
   const proxyExited = new Promise((r) => proxy.proc.once('exit', r));
   for (const c of [proxy, guardian]) c.proc.kill('SIGTERM');
   await agent.close();
@@ -223,6 +251,56 @@ async function main(): Promise<void> {
     if (file !== undefined) process.stdout.write(`${JSON.stringify(summarizeProfile(path.join(PROFILE_DIR, file), 25), null, 1)}\n`);
   }
   process.exit(0);
+}
+
+type StreamPath = 'grpc direct' | 'grpc inspected' | 'jsonrpc inspected';
+const STREAM_PATHS: readonly StreamPath[] = ['grpc direct', 'grpc inspected', 'jsonrpc inspected'];
+
+/** Inspected streams: duration of a 100-event stream against events x guardian latency, per binding. */
+async function streamPhase(agentOrigin: string): Promise<void> {
+  const slowGuardian = await startChild('guardian-child.js', { PORT: '0', DELAY_MS: String(SLOW_GUARDIAN_MS) });
+  const inspecting = await startChild('proxy-child.js', {
+    UPSTREAM_URL: agentOrigin, GUARDIAN_URL: slowGuardian.url, PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', GRPC_PORT: '0',
+    INSPECT_RESPONSES: 'true', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+  });
+  const clients: Record<StreamPath, A2AClient.Client> = {
+    'grpc direct': await client(agentOrigin, 'GRPC'),
+    'grpc inspected': await client(inspecting.url, 'GRPC'),
+    'jsonrpc inspected': await client(inspecting.url, 'JSONRPC'),
+  };
+  const durations: Record<StreamPath, number[]> = { 'grpc direct': [], 'grpc inspected': [], 'jsonrpc inspected': [] };
+  const decisions: Record<StreamPath, number[]> = { 'grpc direct': [], 'grpc inspected': [], 'jsonrpc inspected': [] };
+  const once = async (p: StreamPath): Promise<number> => {
+    const t0 = process.hrtime.bigint();
+    let events = 0;
+    for await (const _ of clients[p].sendMessageStream(message(`stream ${STREAM_EVENTS}`))) events++;
+    if (events !== STREAM_EVENTS + 2) throw new Error(`${p}: ${events} events, expected ${STREAM_EVENTS + 2}`);
+    return Number(process.hrtime.bigint() - t0) / 1e6;
+  };
+  for (const p of STREAM_PATHS) await once(p); // warm-up
+  for (let round = 0; round < STREAM_ROUNDS; round++) {
+    const order = STREAM_PATHS.map((_, i) => STREAM_PATHS[(i + round) % STREAM_PATHS.length] as StreamPath);
+    for (const p of order) {
+      const before = (await slowGuardian.stats()).count;
+      durations[p].push(await once(p));
+      decisions[p].push((await slowGuardian.stats()).count - before);
+    }
+    process.stderr.write(`stream round ${round + 1}/${STREAM_ROUNDS}\n`);
+  }
+  const budget = STREAM_EVENTS * SLOW_GUARDIAN_MS;
+  process.stdout.write([
+    `inspected streams: ${STREAM_ROUNDS} rounds x 1 SendStreamingMessage "stream ${STREAM_EVENTS}" (${STREAM_EVENTS + 2} messages) per path;`,
+    `guardian answers after ${SLOW_GUARDIAN_MS} ms; events x latency = ${STREAM_EVENTS} x ${SLOW_GUARDIAN_MS} ms = ${budget} ms (HTTP target <= 0.4x)`,
+    '',
+    '| path | stream median (ms) | min (ms) | max (ms) | x events x latency | guardian calls / stream |',
+    '|---|---|---|---|---|---|',
+    ...STREAM_PATHS.map((p) => {
+      const d = durations[p];
+      return `| ${p} | ${median(d).toFixed(1)} | ${Math.min(...d).toFixed(1)} | ${Math.max(...d).toFixed(1)} | ${p.endsWith('inspected') ? `${(median(d) / budget).toFixed(2)}x` : '—'} | ${median(decisions[p])} |`;
+    }),
+    '',
+  ].join('\n'));
+  for (const c of [inspecting, slowGuardian]) c.proc.kill('SIGTERM');
 }
 
 main().catch((err: unknown) => {
