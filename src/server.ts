@@ -145,7 +145,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     // Required here only: @grpc/grpc-js and the SDK's generated code load when gRPC is configured.
     const { startGrpcListener } = require('./proxy/grpc/server') as typeof import('./proxy/grpc/server');
     const listener = await startGrpcListener({
-      config, logger, metrics, identities, ...identity, ownership, tracer, decisionLog: opts.decisionLog, upstreamCard, bodyBudget,
+      config, logger, metrics, identities, ...identity, ownership, tracer, decisionLog: opts.decisionLog, upstreamCard, bodyBudget, streamLine,
       runHooks: createHookRunner({ config, guardian, identities, logger, metrics }),
       cardRewrite: (authority: string | undefined) => grpcCardRewrite(effective, authority, () => server),
     }, logger);

@@ -31,6 +31,7 @@ import { forwardRequestHeaders, headerText } from '../forward';
 import type { BodyBudget, BodyLease } from '../body';
 import type { HookRun, HookRunInput } from '../hooks';
 import type { TaskOwnership } from '../ownership';
+import type { Line } from '../relay/window';
 import { CallerSide, errorStatus, framingError, readRequestMessage } from './caller';
 import { relayAnswer } from './relay';
 import type { GrpcUpstream } from './upstream';
@@ -55,6 +56,8 @@ export interface GrpcDeps {
   readonly bodyBudget: BodyBudget;
   /** Card rewrite for GetExtendedAgentCard answers, given the `:authority` the caller used. */
   readonly cardRewrite: (authority: string | undefined) => RewriteOptions;
+  /** Places for stream messages going to the guardian, shared with the HTTP bindings' streams (server.ts). */
+  readonly streamLine?: Line | undefined;
 }
 
 /** gRPC has no v0.3 shapes and no error-as-event: its errors are statuses. */

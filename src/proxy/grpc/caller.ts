@@ -49,19 +49,17 @@ export class CallerSide implements CallerPort {
     this.end(errorStatus(err, statusOverride));
   }
 
-  /** Write one message; resolves when the caller's side can take more (backpressure). */
-  write(frame: Buffer): Promise<void> {
-    if (!this.open) return Promise.resolve();
-    if (this.stream.write(frame)) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        this.stream.off('drain', done);
-        this.stream.off('close', done);
-        resolve();
-      };
-      this.stream.once('drain', done);
-      this.stream.once('close', done);
-    });
+  /** Write one message; false when the caller's side is full: `drained` is called once it can take more (or the stream closed). */
+  write(frame: Buffer, drained: () => void): boolean {
+    if (!this.open || this.stream.write(frame)) return true;
+    const done = () => {
+      this.stream.off('drain', done);
+      this.stream.off('close', done);
+      drained();
+    };
+    this.stream.once('drain', done);
+    this.stream.once('close', done);
+    return false;
   }
 }
 

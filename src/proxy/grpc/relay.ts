@@ -1,10 +1,13 @@
 /**
  * The agent's answer to one gRPC call, relayed to the caller. Unjudged answers go through as bytes
  * with backpressure both ways. Judged ones (INSPECT_RESPONSES, a card to rewrite, task ownership)
- * follow these ordering rules: messages are decoded, checked, judged and written one at a time, in
- * order; the agent's stream is paused while a message is judged and while the caller's side is full;
- * a block ends the caller's stream with the error status and cancels the agent's stream; the agent's
- * trailers are sent only after every message it sent was written.
+ * go through an OrderedWindow (relay/window.ts, whose ordering rules apply as written there): each
+ * message is decoded, checked and judged in the window's `decide`; a stream's messages are judged
+ * up to STREAM_INSPECT_WINDOW at once on the guardian's stream budget and places (a unary answer's one
+ * message on the call budget), and leave in the agent's order, each once its own decision is known.
+ * A stop at message k ends the call with its error status after messages 1..k-1 and cancels the
+ * agent's stream and the guardian calls still under way; the agent's trailers go out only after
+ * every message it sent was released.
  */
 import http2 from 'node:http2';
 import type { Config } from '../../config';
@@ -19,6 +22,7 @@ import type { CallOutcome } from '../../observe/audit';
 import { proxyError, type ProxyError } from '../../core/errors';
 import type { HookRun, HookRunInput } from '../hooks';
 import type { AnswerCheck, AnswerHook } from '../ownership';
+import { OrderedWindow, STREAM_WINDOW_MAX_BYTES, type Line, type Verdict } from '../relay/window';
 import { framingError, type CallerSide } from './caller';
 import type { Exchange } from '../call';
 import type { GrpcMethod } from '../../a2a/bindings/grpc/methods';
@@ -30,6 +34,19 @@ export interface RelayDeps {
   /** Open streams, ended with UNAVAILABLE when the proxy shuts down. */
   readonly streams: Set<() => void>;
   readonly cardRewrite: (authority: string | undefined) => RewriteOptions;
+  /** Places for stream messages going to the guardian, shared with the HTTP bindings' streams (relay/window.ts). */
+  readonly streamLine?: Line | undefined;
+}
+
+/** How a judged answer ends early: the caller's error status, and what the audit line says. */
+interface Stop {
+  readonly error: ProxyError;
+  readonly why: string;
+  /** A gRPC status name instead of the error's own. */
+  readonly status?: string;
+  readonly outcome?: CallOutcome;
+  /** Task ownership refused the answer. */
+  readonly refused?: boolean;
 }
 
 /** Agent answer headers that are transport (or that the proxy changes when it re-encodes). */
@@ -45,28 +62,33 @@ export function relayAnswer(
   let upEncoding: string | undefined;
   let responded = false;
   let untrack: (() => void) | undefined;
-  const reader = new MessageReader(config.maxBodyBytes);
-  const queue: RawMessage[] = [];
-  let working = false;
   let upEnded = false;
+  const reader = new MessageReader(config.maxBodyBytes);
 
   const stopUpstream = () => upReq.close(http2.constants.NGHTTP2_CANCEL);
-  const failAnswer = (err: ProxyError, why: string, status?: string, outcome?: CallOutcome) => {
-    log.error ??= why;
-    if (outcome !== undefined) log.outcome = outcome;
-    caller.fail(err, status);
+  /** End the call with an error status and stop the agent's stream. */
+  const endWith = (s: Stop): void => {
+    log.error ??= s.why;
+    if (s.outcome !== undefined) log.outcome = s.outcome;
+    if (s.refused === true) log.decision = 'refused';
+    caller.fail(s.error, s.status);
     stopUpstream();
   };
+  const window = inspect ? judgedAnswer() : undefined;
+  /** Fail now; a window also cancels the decisions under way. */
+  const failAnswer = (s: Stop): void => (window === undefined ? endWith(s) : window.stop(s));
+  /** The agent's stream broke: a window first releases the messages received before the break. */
+  const upstreamFailed = (s: Stop): void => (window === undefined ? endWith(s) : window.upstreamEnded(() => s));
 
   upReq.on('error', (err) => {
     if (caller.finished) return;
-    failAnswer(proxyError('upstreamUnavailable', 'Upstream agent unavailable'), `upstream: ${(err as NodeJS.ErrnoException).code ?? err.message}`);
+    upstreamFailed({ error: proxyError('upstreamUnavailable', 'Upstream agent unavailable'), why: `upstream: ${(err as NodeJS.ErrnoException).code ?? err.message}` });
   });
   upReq.on('response', (h) => {
     const status = Number(h[':status']);
     log.upstreamStatus = status;
     metrics.upstreamCall(method.op.aosMethod, (performance.now() - (log.upstreamSentAt as number)) / 1000);
-    if (status !== 200) return failAnswer(proxyError('upstreamUnavailable', `Upstream agent answered HTTP ${status}`), `upstream HTTP ${status}`);
+    if (status !== 200) return failAnswer({ error: proxyError('upstreamUnavailable', `Upstream agent answered HTTP ${status}`), why: `upstream HTTP ${status}` });
     if (h['grpc-status'] !== undefined) {
       // Trailers-only: the agent's status (an error, or an empty answer) goes back as it is.
       caller.end(answerHeaders(h, false));
@@ -76,15 +98,19 @@ export function relayAnswer(
     responded = true;
     caller.respond(answerHeaders(h, inspect));
     if (method.streaming) {
-      untrack = trackStream(deps, () => failAnswer(proxyError('upstreamUnavailable', 'Proxy shutting down'), 'proxy shutdown', 'UNAVAILABLE'));
+      untrack = trackStream(deps, () => failAnswer({ error: proxyError('upstreamUnavailable', 'Proxy shutting down'), why: 'proxy shutdown', status: 'UNAVAILABLE' }));
     }
   });
   upReq.on('trailers', (t) => {
     upTrailers = t;
   });
-  caller.stream.once('close', () => untrack?.());
+  caller.stream.once('close', () => {
+    untrack?.();
+    // The caller went away: no more writes, no new decisions, the ones under way cancelled, the agent's stream cut.
+    window?.close();
+  });
 
-  if (!inspect) {
+  if (window === undefined) {
     // Nothing reads the answer: its bytes go through as they come, with backpressure both ways.
     upReq.on('data', (chunk: Buffer) => {
       if (!caller.open) return;
@@ -96,66 +122,70 @@ export function relayAnswer(
   } else {
     upReq.on('data', (chunk: Buffer) => {
       const got = reader.push(chunk);
-      if (isProblem(got)) return failAnswer(framingError(got), `agent answer: ${got.message}`, got.status, 'answer_refused');
-      queue.push(...got);
-      if (queue.length > 0) void drainQueue();
+      if (!isProblem(got)) return window.push(got);
+      // A malformed frame is never passed unread: the messages before it go out, then the error status.
+      window.upstreamEnded(() => ({ error: framingError(got), why: `agent answer: ${got.message}`, status: got.status, outcome: 'answer_refused' }));
+      stopUpstream();
     });
   }
   upReq.on('end', () => {
     upEnded = true;
     log.upstreamEndedAt = performance.now();
-    if (!working) finish();
+    if (window === undefined) return finish();
+    // The agent's trailers (or the error of an answer cut inside a message) once every message before them has left.
+    window.upstreamEnded(reader.clean ? undefined : () => ({
+      error: proxyError('upstreamUnavailable', 'Upstream agent answer ended inside a message'), why: 'truncated answer', status: 'INTERNAL', outcome: 'answer_refused',
+    }));
   });
   upReq.on('close', () => {
-    if (!upEnded && !caller.finished) {
-      log.upstreamEndedAt = performance.now();
-      failAnswer(proxyError('upstreamUnavailable', 'Upstream agent ended the call without a status'), `upstream closed (code ${upReq.rstCode ?? '?'})`);
-    }
+    if (upEnded || caller.finished) return;
+    log.upstreamEndedAt = performance.now();
+    upstreamFailed({ error: proxyError('upstreamUnavailable', 'Upstream agent ended the call without a status'), why: `upstream closed (code ${upReq.rstCode ?? '?'})` });
   });
 
+  /** The agent's trailers, once every message before them has gone out. */
   function finish(): void {
     if (caller.finished || !responded) return;
-    if (!reader.clean) return failAnswer(proxyError('upstreamUnavailable', 'Upstream agent answer ended inside a message'), 'truncated answer', 'INTERNAL', 'answer_refused');
     untrack?.();
     caller.end(upTrailers === undefined ? { 'grpc-status': String(GRPC_STATUS.INTERNAL), 'grpc-message': 'agent sent no status' } : answerHeaders(upTrailers, false, true));
   }
 
-  async function drainQueue(): Promise<void> {
-    if (working) return;
-    working = true;
-    upReq.pause();
-    try {
-      while (queue.length > 0 && caller.open) {
-        const raw = queue.shift() as RawMessage;
-        const out = await judgeMessage(raw);
-        if (out === undefined) return;
+  /** The window a judged answer's messages go through. */
+  function judgedAnswer(): OrderedWindow<RawMessage, Stop> {
+    const w = new OrderedWindow<RawMessage, Stop>({
+      decide: judgeMessage,
+      bytes: (m) => m.data.length,
+      write: (frame) => {
         log.events++;
-        await caller.write(frameMessage(out));
-      }
-    } finally {
-      working = false;
-      if (caller.open) {
-        if (upEnded) finish();
-        else upReq.resume();
-      }
-    }
+        return caller.write(frame, () => w.drained());
+      },
+      end: (s) => (s === undefined ? finish() : endWith(s)),
+      flow: (reading) => (reading ? upReq.resume() : upReq.pause()),
+      abort: () => {
+        stopUpstream();
+        // The exchange is over: guardian calls still in flight for later messages are cancelled.
+        call.caller.cancel();
+      },
+      failure: (err) => ({ error: proxyError('guardianUnavailable', 'Answer inspection failed'), why: `answer inspection failed: ${err instanceof Error ? err.message : String(err)}` }),
+    },
+    // A stream's messages are judged several at once; a unary answer's one message as a call's check.
+    method.streaming ? config.streamInspectWindow : 1, STREAM_WINDOW_MAX_BYTES,
+    // Guardian places are shared only by stream messages that go to the guardian.
+    method.streaming && config.inspectResponses ? deps.streamLine : undefined);
+    return w;
   }
 
-  /** One answer message: decoded, checked, judged, re-encoded; undefined when the call was ended instead. */
-  async function judgeMessage(raw: RawMessage): Promise<Buffer | undefined> {
+  /** One answer message: decoded, checked, judged, re-encoded and framed; or the stop it causes. */
+  async function judgeMessage(raw: RawMessage): Promise<Verdict<Stop>> {
     const bytes = await readMessage(raw, upEncoding, config.maxBodyBytes);
-    if (isProblem(bytes)) {
-      failAnswer(framingError(bytes), `agent answer: ${bytes.message}`, bytes.status, 'answer_refused');
-      return undefined;
-    }
+    if (isProblem(bytes)) return { stop: { error: framingError(bytes), why: `agent answer: ${bytes.message}`, status: bytes.status, outcome: 'answer_refused' } };
     let decoded: unknown;
     let result: JsonObject;
     try {
       decoded = codec.decode(bytes);
       result = codec.toJson(decoded);
     } catch (err) {
-      failAnswer(proxyError('upstreamUnavailable', 'Upstream agent answer does not decode'), `agent answer: ${(err as Error).message}`, 'INTERNAL', 'answer_refused');
-      return undefined;
+      return { stop: { error: proxyError('upstreamUnavailable', 'Upstream agent answer does not decode'), why: `agent answer: ${(err as Error).message}`, status: 'INTERNAL', outcome: 'answer_refused' } };
     }
     let changed = false;
     if (method.op.returnsCard) {
@@ -165,12 +195,7 @@ export function relayAnswer(
     if (answerHook !== undefined) {
       // Task ownership reads the message as the gRPC codec gives it (the result itself).
       const check = await answerCheck(answerHook, method.streaming, result);
-      if (!caller.open) return undefined;
-      if (check.type === 'refuse') {
-        log.decision = 'refused';
-        failAnswer(check.error, 'task ownership refused the answer');
-        return undefined;
-      }
+      if (check.type === 'refuse') return { stop: { error: check.error, why: 'task ownership refused the answer', refused: true } };
       if (check.type === 'replace') {
         result = check.body as JsonObject;
         changed = true;
@@ -178,29 +203,26 @@ export function relayAnswer(
     }
     let payload = canonicalResponse(String(call.id), result);
     if (config.inspectResponses) {
+      // Past a stop or a caller gone, no guardian call starts (the window ignores this answer anyway).
+      if (call.caller.cancelled) return { stop: { error: proxyError('upstreamUnavailable', 'Call ended'), why: 'call ended' } };
       const run = await deps.runHooks({
         ex, sides: HOOK_ORDER[config.role].response, phase: 'response', payload, payloadJson: JSON.stringify(payload), reasoning: undefined,
-        // Stream events use the guardian's stream connections, never ahead of a call's checks (as over HTTP).
+        // Stream messages use the guardian's stream connections, never ahead of a call's checks (as over HTTP).
         ...(method.streaming ? { budget: 'stream' as const } : {}),
         validateModified: (p) => encodeProblem(codec, p, 'result'),
       });
-      if (!caller.open) return undefined;
-      if (run.type === 'block') {
-        failAnswer(run.error, `response hook: ${run.decision}`);
-        return undefined;
-      }
+      if (run.type === 'block') return { stop: { error: run.error, why: `response hook: ${run.decision}` } };
       if (run.modified) {
         payload = run.payload;
         changed = true;
       }
     }
     try {
-      if (changed) return encodeFromPayload(codec, payload, 'result');
+      if (changed) return { pass: frameMessage(encodeFromPayload(codec, payload, 'result')) };
       // A judged answer carries only what the guardian saw (unknown fields are not re-encoded); an unjudged one goes as it came.
-      return config.inspectResponses ? codec.encode(decoded) : bytes;
+      return { pass: frameMessage(config.inspectResponses ? codec.encode(decoded) : bytes) };
     } catch (err) {
-      failAnswer(proxyError('upstreamUnavailable', 'Answer cannot be re-encoded'), (err as Error).message, 'INTERNAL', 'answer_refused');
-      return undefined;
+      return { stop: { error: proxyError('upstreamUnavailable', 'Answer cannot be re-encoded'), why: (err as Error).message, status: 'INTERNAL', outcome: 'answer_refused' } };
     }
   }
 }

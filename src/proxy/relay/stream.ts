@@ -10,12 +10,10 @@ import { proxyError, type ProxyError } from '../../core/errors';
 import { headerText, relayResponseHeaders } from '../forward';
 import type { RelayContext } from './context';
 import { isObject } from '../../core/json';
-import { OrderedWindow, type Verdict } from './window';
+import { OrderedWindow, STREAM_WINDOW_MAX_BYTES, type Verdict } from './window';
 
 /** Default number of events judged at once per stream (STREAM_INSPECT_WINDOW). */
 export const DEFAULT_STREAM_WINDOW = 16;
-/** Past the first event, the events judged at once hold at most this many bytes. */
-export const STREAM_WINDOW_MAX_BYTES = 4 * 1024 * 1024;
 
 const SHUTDOWN = () => proxyError('upstreamUnavailable', 'Proxy is shutting down');
 
@@ -92,6 +90,7 @@ export function relayStreamInspected(ctx: RelayContext, inspect: Inspect | undef
   // Guardian places (streamLine) are shared only by events that go to the guardian.
   const window = new OrderedWindow({
     decide: (ev) => decideEvent(ctx, inspect, ownEvent, ev),
+    bytes: (ev) => ev.raw.length,
     write: (bytes) => {
       if (res.destroyed || res.writableEnded) return true;
       if (!corked) {

@@ -1,7 +1,9 @@
 /**
- * The ordering core of an inspected SSE stream, without sockets: events go in as the agent sent
- * them, several are judged at once, and they come out in the same order, each once its own
- * decision is known.
+ * The ordering core of an inspected stream, without sockets or a binding: events go in as the agent
+ * sent them, several are judged at once, and they come out in the same order, each once its own
+ * decision is known. An event is an SSE event (relay/stream.ts) or a gRPC answer message
+ * (grpc/relay.ts); what passes is bytes, and a stop is the binding's end of the stream with an error
+ * (an SSE error frame; a gRPC error status in trailers), written "error frame" below.
  *
  * Ordering rules (test/unit/proxy/relay/window.test.ts checks each one):
  *  1. Order. Events leave in the order the agent sent them. Event k leaves only after every event
@@ -35,23 +37,29 @@
 import type { SseEvent } from '../../a2a/sse';
 import { Cancellation } from '../../cancel';
 
-/** What leaves for one event: its bytes (pass), or an error frame that ends the stream (stop). */
-export type Verdict = { readonly pass: Buffer } | { readonly stop: Buffer };
+/** What leaves for one event: its bytes (pass), or the error that ends the stream (stop; an SSE error frame by default). */
+export type Verdict<S = Buffer> = { readonly pass: Buffer } | { readonly stop: S };
 
-export interface WindowIo {
+/** The window's sockets: `T` is one event as parsed from the agent's stream, `S` the error that ends the stream. */
+export interface WindowIo<T = SseEvent, S = Buffer> {
   /** Judge one event; called in stream order, only for admitted events, never after the window ended. */
-  decide(ev: SseEvent): Verdict | Promise<Verdict>;
+  decide(ev: T): Verdict<S> | Promise<Verdict<S>>;
+  /** The bytes an event holds while admitted (counted against `maxBytes`). */
+  bytes(ev: T): number;
   /** Write to the caller; false when its socket is full (then call `drained()` once it is not). */
   write(bytes: Buffer): boolean;
-  /** End the caller's response, after `frame` when given. */
-  end(frame?: Buffer): void;
+  /** End the caller's response, with `frame` (the error) when given. */
+  end(frame?: S): void;
   /** Read from the agent (true) or pause it (false); called only when the wish changes. */
   flow(reading: boolean): void;
   /** Abort the upstream request and cancel every decision still under way. */
   abort(): void;
-  /** The frame that ends the stream when a decision throws. */
-  failure(err: unknown): Buffer;
+  /** The error that ends the stream when a decision throws. */
+  failure(err: unknown): S;
 }
+
+/** Past the first event, the events judged at once hold at most this many bytes (the `maxBytes` the relays use). */
+export const STREAM_WINDOW_MAX_BYTES = 4 * 1024 * 1024;
 
 /** Places shared by the windows of all streams (aos/gate.ts Gate). */
 export interface Line {
@@ -59,27 +67,27 @@ export interface Line {
   leave(): void;
 }
 
-interface Slot {
+interface Slot<S> {
   readonly bytes: number;
-  verdict: Verdict | undefined;
+  verdict: Verdict<S> | undefined;
   /** Holds a place in the line until its decision is known. */
   placed: boolean;
 }
 
 const isPromise = <T>(v: T | Promise<T>): v is Promise<T> => typeof (v as { then?: unknown }).then === 'function';
 
-export class OrderedWindow {
+export class OrderedWindow<T = SseEvent, S = Buffer> {
   /** Parsed, not admitted: no decision started. Consumed from `head` (no shift() on a long array). */
-  private backlog: Array<SseEvent | undefined> = [];
+  private backlog: Array<T | undefined> = [];
   private head = 0;
   /** Admitted, in stream order; slots[0] leaves next. */
-  private readonly slots: Slot[] = [];
+  private readonly slots: Array<Slot<S>> = [];
   private heldBytes = 0;
   /** The caller's socket is full. */
   private blocked = false;
   /** The agent's stream ended; `endFrame` (undefined = complete) is written once all before it left. */
   private upstreamOver = false;
-  private endFrame: (() => Buffer) | undefined;
+  private endFrame: (() => S) | undefined;
   /** The response is over (stop, end, or caller gone): nothing more happens. */
   private over = false;
   private reading = true;
@@ -93,19 +101,19 @@ export class OrderedWindow {
   /** Most events ever admitted at once (for tests and the bench: never above `size`). */
   peakAdmitted = 0;
 
-  constructor(private readonly io: WindowIo, readonly size: number, readonly maxBytes: number = Infinity, private readonly line?: Line) {
+  constructor(private readonly io: WindowIo<T, S>, readonly size: number, readonly maxBytes: number = Infinity, private readonly line?: Line) {
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`window size must be a positive integer, got ${size}`);
   }
 
   /** Events just parsed from the agent's stream, in order. */
-  push(events: readonly SseEvent[]): void {
+  push(events: readonly T[]): void {
     if (this.over || this.upstreamOver) return;
     for (const e of events) this.backlog.push(e);
     this.pump();
   }
 
   /** The agent's stream ended: complete (no frame), or cut / unreadable (the frame that says so). */
-  upstreamEnded(frame?: () => Buffer): void {
+  upstreamEnded(frame?: () => S): void {
     if (this.over || this.upstreamOver) return;
     this.upstreamOver = true;
     this.endFrame = frame;
@@ -120,7 +128,7 @@ export class OrderedWindow {
   }
 
   /** End the stream now with `frame` (a proxy shutdown): as a stop decision at the current position. */
-  stop(frame: Buffer): void {
+  stop(frame: S): void {
     if (this.over) return;
     this.finish(frame, true);
   }
@@ -187,18 +195,18 @@ export class OrderedWindow {
   /** Start the decision of the next backlog event if the window has room (and it holds a place); true if one was admitted. */
   private admit(): boolean {
     if (this.head === this.backlog.length || !this.hasRoom() || !this.holdPlace()) return false;
-    const ev = this.backlog[this.head] as SseEvent;
+    const ev = this.backlog[this.head] as T;
     this.backlog[this.head++] = undefined;
     if (this.head === this.backlog.length) {
       this.backlog = [];
       this.head = 0;
     }
-    const slot: Slot = { bytes: ev.raw.length, verdict: undefined, placed: this.place };
+    const slot: Slot<S> = { bytes: this.io.bytes(ev), verdict: undefined, placed: this.place };
     this.place = false;
     this.slots.push(slot);
     this.heldBytes += slot.bytes;
     if (this.slots.length > this.peakAdmitted) this.peakAdmitted = this.slots.length;
-    let result: Verdict | Promise<Verdict>;
+    let result: Verdict<S> | Promise<Verdict<S>>;
     try {
       result = this.io.decide(ev);
     } catch (err) {
@@ -233,7 +241,7 @@ export class OrderedWindow {
     return false;
   }
 
-  private givePlaceBack(slot: Slot): void {
+  private givePlaceBack(slot: Slot<S>): void {
     if (!slot.placed) return;
     slot.placed = false;
     this.line?.leave();
@@ -245,7 +253,7 @@ export class OrderedWindow {
     this.line?.leave();
   }
 
-  private decided(slot: Slot, v: Verdict): void {
+  private decided(slot: Slot<S>, v: Verdict<S>): void {
     // The place goes back as soon as the decision is known, even one that comes after the end.
     this.givePlaceBack(slot);
     if (this.over) return; // stopped or caller gone: the answer is ignored
@@ -253,7 +261,7 @@ export class OrderedWindow {
     this.pump();
   }
 
-  private finish(frame: Buffer | undefined, abort: boolean): void {
+  private finish(frame: S | undefined, abort: boolean): void {
     this.over = true;
     this.drop();
     this.io.end(frame);

@@ -39,6 +39,7 @@ function harness(size: number, opts: { maxBytes?: number; full?: () => boolean; 
       if (s !== undefined) return s;
       return new Promise<Verdict>((resolve, reject) => pending.push({ ev: e, resolve, reject }));
     },
+    bytes: (e) => e.raw.length,
     write: (b) => {
       written.push(nOf(b));
       log.push(`write ${nOf(b)}`);
