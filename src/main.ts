@@ -123,16 +123,21 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
     {
       pingGuardian: (ms) => guardian.ping(ms),
       probeUpstream: () => proxy.upstreamCard.probe(),
+      probeGrpcUpstream: proxy.probeGrpcUpstream,
       listening: () => proxy.server.listening,
       draining: () => proxy.draining(),
       breaker: () => guardian.breakerState?.() ?? 'closed',
     },
     { requires: config.readinessRequires, failMode: config.failMode },
     proxy.metrics,
-    ({ what, up }) => {
+    ({ what, up, parts }) => {
       if (what === 'guardian') {
         if (up) logger.info('guardian answered ping');
         else logger.warn({ failMode: config.failMode }, 'guardian did not answer ping');
+      } else if (parts !== undefined) {
+        // GRPC_PORT: the agent is its card and its gRPC endpoint.
+        if (up) logger.info('upstream agent reachable (card and gRPC endpoint)');
+        else logger.warn(parts, 'upstream agent unreachable (card or gRPC endpoint)');
       } else if (up) logger.info('upstream agent card reachable');
       else logger.warn('upstream agent card unreachable');
     },

@@ -42,6 +42,8 @@ export interface ProxyInstance {
   readonly tracer: Tracer;
   /** host:port of the gRPC listener, when GRPC_PORT is set. */
   readonly grpcAddress: string | undefined;
+  /** When GRPC_PORT is set: the agent's gRPC endpoint answers an HTTP/2 PING within `timeoutMs`. */
+  readonly probeGrpcUpstream: ((timeoutMs: number) => Promise<boolean>) | undefined;
   /**
    * Graceful stop: report not ready at once; keep accepting for `acceptForMs` (load balancers
    * still route here until they see it); then refuse new connections, let in-flight calls finish,
@@ -244,6 +246,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   return {
     server,
     grpcAddress: grpc?.address,
+    probeGrpcUpstream: grpc?.probeUpstream,
     url: `${tls === undefined ? 'http' : 'https'}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${addr.port}`,
     metrics,
     guardian,

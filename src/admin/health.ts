@@ -4,6 +4,7 @@
  * metrics) but only fail readiness when READINESS_REQUIRES names them: a guardian that misses a
  * ping is every replica's problem at once, and taking them all out of the Service would turn
  * FAIL_MODE=open into an outage and FAIL_MODE=closed's fast -31503 into connection errors.
+ * With GRPC_PORT set, "the agent" is its card and its gRPC endpoint: both must answer.
  */
 import type { Metrics, BreakerState } from './metrics';
 
@@ -12,6 +13,8 @@ export interface HealthSources {
   pingGuardian(timeoutMs: number): Promise<boolean>;
   /** The agent card is reachable. */
   probeUpstream(): Promise<boolean>;
+  /** GRPC_PORT set: the agent's gRPC endpoint answers (an HTTP/2 PING) within `timeoutMs`. */
+  probeGrpcUpstream?: ((timeoutMs: number) => Promise<boolean>) | undefined;
   listening(): boolean;
   draining(): boolean;
   breaker(): BreakerState;
@@ -36,7 +39,8 @@ export interface Readiness {
   readonly configured: true;
   readonly draining: boolean;
   readonly guardian: DependencyState & { readonly breaker: BreakerState; readonly failMode: 'closed' | 'open' };
-  readonly upstream: DependencyState;
+  /** `card` and `grpc` (GRPC_PORT set only): the two parts of `up`. */
+  readonly upstream: DependencyState & { readonly card?: boolean | undefined; readonly grpc?: boolean | undefined };
 }
 
 interface Probe {
@@ -44,9 +48,15 @@ interface Probe {
   at: number | undefined;
 }
 
+/** The agent's parts when GRPC_PORT is set (undefined: not yet checked). */
+export interface UpstreamParts {
+  readonly card: boolean | undefined;
+  readonly grpc: boolean | undefined;
+}
+
 /** Pure: what /readyz says for these facts. */
 export function readiness(
-  facts: { listening: boolean; draining: boolean; guardianUp: boolean | undefined; upstreamUp: boolean | undefined; breaker: BreakerState },
+  facts: { listening: boolean; draining: boolean; guardianUp: boolean | undefined; upstreamUp: boolean | undefined; breaker: BreakerState; upstreamParts?: UpstreamParts | undefined },
   settings: HealthSettings,
   checkedAt: { guardian: string | undefined; upstream: string | undefined } = { guardian: undefined, upstream: undefined },
 ): Readiness {
@@ -60,15 +70,17 @@ export function readiness(
     configured: true,
     draining: facts.draining,
     guardian: { up: facts.guardianUp, required: required.guardian, checkedAt: checkedAt.guardian, breaker: facts.breaker, failMode: settings.failMode },
-    upstream: { up: facts.upstreamUp, required: required.upstream, checkedAt: checkedAt.upstream },
+    upstream: { up: facts.upstreamUp, required: required.upstream, checkedAt: checkedAt.upstream, ...facts.upstreamParts },
   };
 }
 
-export type HealthChange = { readonly what: 'guardian' | 'upstream'; readonly up: boolean };
+/** A dependency's new state; an upstream change says which parts answered when GRPC_PORT is set. */
+export type HealthChange = { readonly what: 'guardian' | 'upstream'; readonly up: boolean; readonly parts?: UpstreamParts };
 
 export class Health {
   private readonly guardian: Probe = { up: undefined, at: undefined };
   private readonly upstream: Probe = { up: undefined, at: undefined };
+  private parts: UpstreamParts | undefined;
 
   constructor(
     private readonly sources: HealthSources,
@@ -82,9 +94,13 @@ export class Health {
 
   /** Probe the guardian and the agent now, then answer. */
   async check(): Promise<Readiness> {
-    const [g, u] = await Promise.all([this.sources.pingGuardian(this.settings.pingTimeoutMs ?? 2000), this.sources.probeUpstream()]);
+    const timeoutMs = this.settings.pingTimeoutMs ?? 2000;
+    // The gRPC endpoint after the card: without GRPC_UPSTREAM_URL the card (just fetched) names it.
+    const agent = this.sources.probeUpstream().then(async (card) => [card, await this.sources.probeGrpcUpstream?.(timeoutMs)] as const);
+    const [g, [card, grpc]] = await Promise.all([this.sources.pingGuardian(timeoutMs), agent]);
     this.note('guardian', this.guardian, g);
-    this.note('upstream', this.upstream, u);
+    if (this.sources.probeGrpcUpstream !== undefined) this.parts = { card, grpc };
+    this.note('upstream', this.upstream, card && grpc !== false);
     return this.current();
   }
 
@@ -97,7 +113,10 @@ export class Health {
   current(): Readiness {
     const iso = (t: number | undefined) => (t === undefined ? undefined : new Date(t).toISOString());
     return readiness(
-      { listening: this.sources.listening(), draining: this.sources.draining(), guardianUp: this.guardian.up, upstreamUp: this.upstream.up, breaker: this.sources.breaker() },
+      {
+        listening: this.sources.listening(), draining: this.sources.draining(), guardianUp: this.guardian.up, upstreamUp: this.upstream.up, breaker: this.sources.breaker(),
+        upstreamParts: this.sources.probeGrpcUpstream === undefined ? undefined : this.parts ?? { card: undefined, grpc: undefined },
+      },
       this.settings,
       { guardian: iso(this.guardian.at), upstream: iso(this.upstream.at) },
     );
@@ -107,6 +126,6 @@ export class Health {
     const before = probe.up;
     probe.up = up;
     probe.at = Date.now();
-    if (before !== up) this.onChange({ what, up });
+    if (before !== up) this.onChange({ what, up, ...(what === 'upstream' && this.parts !== undefined ? { parts: this.parts } : {}) });
   }
 }

@@ -107,7 +107,7 @@ export class Metrics {
       gauge('a2a_guard_ready', 'What /readyz answers: 1 ready, 0 not (draining, or a dependency READINESS_REQUIRES names is down)', (h) => h.ready),
       gauge('a2a_guard_draining', '1 once shutdown began', (h) => h.draining),
       gauge('a2a_guard_guardian_up', 'The guardian answered the last AOS ping (1) or not, or not yet asked (0)', (h) => h.guardian.up),
-      gauge('a2a_guard_upstream_up', 'The agent card was reachable at the last check (1) or not, or not yet checked (0)', (h) => h.upstream.up),
+      gauge('a2a_guard_upstream_up', 'The agent card (and, with GRPC_PORT, its gRPC endpoint) was reachable at the last check (1) or not, or not yet checked (0)', (h) => h.upstream.up),
     ];
   })();
   private breakerState: () => BreakerState = () => 'closed';

@@ -100,6 +100,25 @@ describe('readiness means "this replica can serve"', () => {
     guardian.reset();
     expect(await readyz(run.admin)).toMatchObject({ status: 200, body: { ready: true, guardian: { up: true } } });
   }, 30_000);
+  test('READINESS_REQUIRES=upstream with GRPC_PORT: 503 while the agent\'s gRPC endpoint does not answer (its card does), 200 once it does', async () => {
+    // The same agent's card, and a gRPC endpoint where nothing listens.
+    const dead = await startProxyProcess({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, READINESS_REQUIRES: 'upstream', GRPC_PORT: '0', GRPC_UPSTREAM_URL: `http://127.0.0.1:${await freePort()}` });
+    const down = await readyz(dead.admin);
+    expect(down).toMatchObject({ status: 503, body: { ready: false, upstream: { up: false, required: true, card: true, grpc: false } } });
+    expect(sample(await scrape(dead), 'a2a_guard_upstream_up')).toBe(0);
+    expect(sample(await scrape(dead), 'a2a_guard_ready')).toBe(0);
+    expect(dead.lines().filter((l) => l.msg === 'upstream agent unreachable (card or gRPC endpoint)')).toMatchObject([{ card: true, grpc: false }]);
+    // A real SDK agent serving gRPC: ready.
+    const grpcAgent = await startAgent({ name: 'Readiness gRPC Agent', grpc: true });
+    try {
+      const live = await startProxyProcess({ UPSTREAM_URL: grpcAgent.origin, GUARDIAN_URL: guardian.url, READINESS_REQUIRES: 'upstream', GRPC_PORT: '0' });
+      expect(await readyz(live.admin)).toMatchObject({ status: 200, body: { ready: true, upstream: { up: true, required: true, card: true, grpc: true } } });
+      expect(sample(await scrape(live), 'a2a_guard_upstream_up')).toBe(1);
+    } finally {
+      await reapAll();
+      await grpcAgent.close();
+    }
+  }, 60_000);
 });
 
 test('SIGTERM: not ready at once; calls on new connections are served during SHUTDOWN_DELAY_MS; then the listener closes, the in-flight call finishes, exit 0', async () => {

@@ -19,6 +19,8 @@ export interface GrpcListener {
   /** host:port the listener is bound to. */
   readonly address: string;
   readonly port: number;
+  /** The agent's gRPC endpoint answers (an HTTP/2 PING within `timeoutMs`); false when none is known. */
+  probeUpstream(timeoutMs: number): Promise<boolean>;
   /** Stop accepting; in-flight calls may finish until `timeoutMs`, then every session is destroyed. */
   close(timeoutMs?: number): Promise<void>;
 }
@@ -66,6 +68,7 @@ export async function startGrpcListener(deps: GrpcListenerDeps, logger: Logger):
   return {
     address: `${host}:${addr.port}`,
     port: addr.port,
+    probeUpstream: (timeoutMs) => upstream.probe(timeoutMs),
     close: (timeoutMs = 0) =>
       new Promise<void>((resolve) => {
         let done = false;

@@ -15,6 +15,11 @@ export interface GrpcUpstream {
   target(): URL | undefined;
   /** Open a stream to the agent; throws when no target is known. */
   request(headers: http2.OutgoingHttpHeaders): http2.ClientHttp2Stream;
+  /**
+   * Reachable: the session to the current target (opened if need be, and kept for calls) connects and
+   * answers a PING within `timeoutMs`. False when no target is known.
+   */
+  probe(timeoutMs: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -53,17 +58,56 @@ export function createGrpcUpstream(target: () => URL | undefined, tls: OutboundT
     return s;
   }
 
+  /** The session to `url`: the open one, or a new one when it closed or the target changed. */
+  function current(url: URL): http2.ClientHttp2Session {
+    if (session === undefined || session.closed || session.destroyed || sessionOrigin !== url.origin) {
+      session?.close();
+      session = open(url);
+      sessionOrigin = url.origin;
+    }
+    return session;
+  }
+
   return {
     target,
     request(headers) {
       const url = target();
       if (url === undefined) throw new Error('no gRPC endpoint of the agent is known (GRPC_UPSTREAM_URL, or a GRPC interface in its card)');
-      if (session === undefined || session.closed || session.destroyed || sessionOrigin !== url.origin) {
-        session?.close();
-        session = open(url);
-        sessionOrigin = url.origin;
+      return current(url).request({ ...headers, ':scheme': url.protocol.slice(0, -1), ':authority': url.host });
+    },
+    probe(timeoutMs) {
+      const url = target();
+      if (url === undefined) return Promise.resolve(false);
+      let s: http2.ClientHttp2Session;
+      try {
+        s = current(url);
+      } catch {
+        return Promise.resolve(false); // unreadable UPSTREAM_* TLS files
       }
-      return session.request({ ...headers, ':scheme': url.protocol.slice(0, -1), ':authority': url.host });
+      return new Promise<boolean>((resolve) => {
+        const done = (up: boolean) => {
+          clearTimeout(timer);
+          s.off('error', down);
+          s.off('close', down);
+          s.off('connect', ping);
+          resolve(up);
+        };
+        const down = () => done(false);
+        const ping = () => {
+          try {
+            if (!s.ping((err) => done(err === null))) done(false);
+          } catch {
+            done(false); // the session went away in between
+          }
+        };
+        const timer = setTimeout(down, timeoutMs);
+        timer.unref();
+        s.once('error', down);
+        s.once('close', down);
+        // A PING sent while the session connects is cancelled: send it once connected.
+        if (s.connecting) s.once('connect', ping);
+        else ping();
+      });
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { auditRecord, callOutcome, reasonCodes, type CallFacts } from '../../../src/observe/audit';
-import { readiness } from '../../../src/admin/health';
+import { Health, readiness, type HealthChange } from '../../../src/admin/health';
 import { shutdownPlan } from '../../../src/main';
 import { parseArgs, effectiveConfiguration } from '../../../src/cli';
 import { configFrom, describeVariables, isSecretVariable, keyValues, maskValue } from '../../../src/config';
@@ -89,6 +89,30 @@ describe('readiness', () => {
     expect(readiness({ ...base, guardianUp: true }, settings(true, true)).ready).toBe(false);
     expect(readiness({ ...base, guardianUp: undefined }, settings(true, false)).ready).toBe(false);
     expect(readiness(base, settings(false, true)).guardian).toEqual({ up: false, required: false, checkedAt: undefined, breaker: 'open', failMode: 'closed' });
+  });
+
+  test('GRPC_PORT: the agent is up only when its card and its gRPC endpoint both answer; the gRPC probe runs after the card\'s', async () => {
+    const card = true;
+    let grpc = true;
+    const order: string[] = [];
+    const changes: HealthChange[] = [];
+    const health = new Health({
+      pingGuardian: async () => true,
+      probeUpstream: async () => (order.push('card'), card),
+      probeGrpcUpstream: async (ms) => (order.push(`grpc ${ms}`), grpc),
+      listening: () => true, draining: () => false, breaker: () => 'closed',
+    }, { ...settings(false, true), pingTimeoutMs: 500 }, new Metrics(), (c) => changes.push(c));
+    expect(health.current().upstream).toEqual({ up: undefined, required: true, checkedAt: undefined, card: undefined, grpc: undefined });
+    expect((await health.check()).upstream).toMatchObject({ up: true, card: true, grpc: true });
+    expect(order).toEqual(['card', 'grpc 500']);
+    grpc = false;
+    const down = await health.check();
+    expect(down.ready).toBe(false);
+    expect(down.upstream).toMatchObject({ up: false, card: true, grpc: false });
+    expect(changes).toEqual([{ what: 'guardian', up: true }, { what: 'upstream', up: true, parts: { card: true, grpc: true } }, { what: 'upstream', up: false, parts: { card: true, grpc: false } }]);
+    // Without GRPC_PORT the body is as before: no card/grpc parts.
+    const plain = new Health({ pingGuardian: async () => true, probeUpstream: async () => true, listening: () => true, draining: () => false, breaker: () => 'closed' }, settings(false, true), new Metrics());
+    expect((await plain.check()).upstream).toEqual({ up: true, required: true, checkedAt: expect.any(String) });
   });
 });
 
