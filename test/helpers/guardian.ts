@@ -60,6 +60,11 @@ export interface TestGuardian {
   /** Envelopes whose method is not `ping`. */
   calls(): Envelope[];
   /**
+   * Calls (not pings) being answered now, the most at once, and those whose request the proxy closed
+   * before their answer (cancelled), since the last `clear()`.
+   */
+  readonly load: { readonly inFlight: number; readonly maxInFlight: number; readonly abandoned: number };
+  /**
    * The A2A payloads this guardian approved, as JSON text: the payload of each call answered `allow`
    * and the replacement of each `modify`. Denials and faults approve nothing.
    */
@@ -103,6 +108,19 @@ export async function startGuardian(): Promise<TestGuardian> {
   let pingScript: GuardianScript = defaultPing;
   let closed = false;
   const timers = new Set<NodeJS.Timeout>();
+  const load = { inFlight: 0, maxInFlight: 0, abandoned: 0 };
+  /** Bumped by clear(): a call that started before it is not counted after it. */
+  let epoch = 0;
+  const track = (res: http.ServerResponse): void => {
+    const mine = epoch;
+    load.inFlight++;
+    load.maxInFlight = Math.max(load.maxInFlight, load.inFlight);
+    res.once('close', () => {
+      if (mine !== epoch) return;
+      load.inFlight--;
+      if (!res.writableFinished) load.abandoned++;
+    });
+  };
 
   const delay = (ms: number | undefined): Promise<void> =>
     !ms || ms <= 0
@@ -198,6 +216,7 @@ export async function startGuardian(): Promise<TestGuardian> {
       }
       envelopes.push(env);
       headers.push(headerRecord(req.headers));
+      if (env?.method !== 'ping') track(res);
       answer(req, res, env).catch(() => {
         if (!res.headersSent && !res.destroyed) sendJson(res, 500, { error: 'test guardian failure' });
       });
@@ -212,6 +231,9 @@ export async function startGuardian(): Promise<TestGuardian> {
     rawBodies,
     server,
     calls: () => envelopes.filter((e) => e?.method !== 'ping'),
+    get load() {
+      return { ...load };
+    },
     approved: () => [...approvedPayloads],
     script(fn) {
       script = fn;
@@ -228,6 +250,10 @@ export async function startGuardian(): Promise<TestGuardian> {
       headers.length = 0;
       rawBodies.length = 0;
       approvedPayloads.length = 0;
+      epoch++;
+      load.inFlight = 0;
+      load.maxInFlight = 0;
+      load.abandoned = 0;
     },
     async close() {
       closed = true;

@@ -399,3 +399,37 @@ test('property: any decision order, any stop position, any window: the caller se
     { numRuns: 100 },
   );
 });
+
+test('binding-neutral: events that are not SSE events (gRPC messages) are weighed by `bytes`, and a stop carries the binding\'s own end (a status, not a frame)', async () => {
+  interface Message { readonly n: number; readonly data: Buffer }
+  interface Status { readonly code: number; readonly at: number }
+  const pending: Array<{ m: Message; resolve: (v: Verdict<Status>) => void }> = [];
+  const written: number[] = [];
+  let ended: Status | undefined | null = null;
+  let aborts = 0;
+  const io: WindowIo<Message, Status> = {
+    decide: (m) => new Promise((resolve) => pending.push({ m, resolve })),
+    bytes: (m) => m.data.length,
+    write: (b) => (written.push(b.readUInt8(0)), true),
+    end: (s) => (ended = s),
+    flow: () => undefined,
+    abort: () => aborts++,
+    failure: () => ({ code: 14, at: -1 }),
+  };
+  const msg = (n: number, bytes: number): Message => ({ n, data: Buffer.alloc(bytes, n) });
+  // 10 bytes max: the first message whatever its size, then only while under the bound.
+  const w = new OrderedWindow<Message, Status>(io, 8, 10, undefined);
+  w.push([msg(1, 6), msg(2, 6), msg(3, 1), msg(4, 1)]);
+  expect(pending.map((p) => p.m.n)).toEqual([1, 2]);
+  pending[1]!.resolve({ pass: Buffer.from([2]) });
+  pending[0]!.resolve({ pass: Buffer.from([1]) });
+  await tick();
+  expect(written).toEqual([1, 2]);
+  expect(pending.map((p) => p.m.n)).toEqual([1, 2, 3, 4]);
+  pending[3]!.resolve({ pass: Buffer.from([4]) });
+  pending[2]!.resolve({ stop: { code: 7, at: 3 } });
+  await tick();
+  expect(written).toEqual([1, 2]);
+  expect(ended).toEqual({ code: 7, at: 3 });
+  expect(aborts).toBe(1);
+});
