@@ -176,7 +176,7 @@ const median = (xs: readonly number[]): number => {
 };
 const pct = (xs: readonly number[], p: number): number => {
   const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(p * s.length))] as number;
+  return s.length === 0 ? NaN : (s[Math.min(s.length - 1, Math.floor(p * s.length))] as number);
 };
 
 async function main(): Promise<void> {
