@@ -409,22 +409,38 @@ export function misspelledVariables(env: NodeJS.ProcessEnv, known: readonly stri
   return out;
 }
 
-/** Optimal-string-alignment distance (a swap of two neighbours counts as one edit). */
+/**
+ * Optimal-string-alignment distance (a swap of two neighbours counts as one edit), exact up to 2;
+ * 3 means "more than 2". Start-up compares every variable of the environment with every name, in
+ * code not yet optimised: the full table cost ~40 ms for 40 variables (Kubernetes adds service
+ * links by the hundred), so only the band |i - j| <= 2 is computed, in reused rows, and the walk
+ * stops at the first row where every cell is past 2 (no alignment can come back under it).
+ */
 function editDistance(a: string, b: string): number {
-  if (Math.abs(a.length - b.length) > 2) return 3;
-  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
-  for (let j = 0; j <= b.length; j++) (d[0] as number[])[j] = j;
+  const MAX = 2;
+  const FAR = MAX + 1;
+  if (Math.abs(a.length - b.length) > MAX) return FAR;
+  const width = b.length + 1;
+  if (distanceRows[0].length < width) distanceRows = [new Uint8Array(width), new Uint8Array(width), new Uint8Array(width)];
+  let [older, prev, row] = distanceRows;
+  for (let j = 0; j < width; j++) prev[j] = Math.min(j, FAR);
   for (let i = 1; i <= a.length; i++) {
-    const row = d[i] as number[];
-    const prev = d[i - 1] as number[];
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      row[j] = Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, (prev[j - 1] as number) + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) row[j] = Math.min(row[j] as number, ((d[i - 2] as number[])[j - 2] as number) + 1);
+    row.fill(FAR, 0, width);
+    row[0] = Math.min(i, FAR);
+    let best = row[0] as number;
+    const hi = Math.min(b.length, i + MAX);
+    for (let j = Math.max(1, i - MAX); j <= hi; j++) {
+      let d = Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, (prev[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, (older[j - 2] as number) + 1);
+      row[j] = Math.min(d, FAR);
+      if (d < best) best = d;
     }
+    if (best > MAX) return FAR;
+    [older, prev, row] = [prev, row, older];
   }
-  return (d[a.length] as number[])[b.length] as number;
+  return prev[b.length] as number;
 }
+let distanceRows: [Uint8Array, Uint8Array, Uint8Array] = [new Uint8Array(64), new Uint8Array(64), new Uint8Array(64)];
 
 type OtelKey = Extract<keyof Env, `OTEL_${string}`>;
 /** Tracing is on when an OTLP endpoint is given or OTEL_TRACES_EXPORTER=otlp, unless disabled. */
