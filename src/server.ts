@@ -3,7 +3,7 @@
  * `startProxy` is what main.ts and the tests call.
  */
 import http from 'node:http';
-import https from 'node:https';
+import type https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from './config';
@@ -176,7 +176,8 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
     else socket.destroy();
   };
-  const server: http.Server = tls === undefined ? http.createServer(serverOptions, counted) : https.createServer({ ...tls.options, ...serverOptions }, counted);
+  // node:https is loaded only with a TLS listener.
+  const server: http.Server = tls === undefined ? http.createServer(serverOptions, counted) : (require('node:https') as typeof https).createServer({ ...tls.options, ...serverOptions }, counted);
   if (tls !== undefined) {
     tls.watch(server as https.Server, logger);
     // A failed handshake never reaches the handler: say why here (no client certificate, an untrusted one, plain HTTP...).

@@ -5,7 +5,7 @@
  * takes new contexts with setSecureContext, outbound pools get a new connector for new connections.
  */
 import type { Server as HttpsServer, ServerOptions } from 'node:https';
-import { createSecureContext } from 'node:tls';
+import type { SecureContext, SecureContextOptions } from 'node:tls';
 import type { Logger } from 'pino';
 import type { buildConnector } from 'undici';
 import { leanBuildConnector } from './undici-pool';
@@ -66,6 +66,11 @@ export function outboundTls(tls: OutboundTls, prefix: 'GUARDIAN' | 'UPSTREAM', r
   // The configured server name wins over the one undici derives from the Host header.
   const connect: Connector = (opts, cb) => current(tls.serverName === undefined ? opts : { ...opts, servername: tls.serverName }, cb);
   return { connect, close: () => offs.forEach((off) => off()) };
+}
+
+/** node:tls (with node:https, ~6 ms of start-up) is loaded only where TLS is configured. */
+function createSecureContext(options: SecureContextOptions): SecureContext {
+  return (require('node:tls') as typeof import('node:tls')).createSecureContext(options);
 }
 
 /** Parse the PEM material once, so a bad file is reported at start (or at reload) and not per connection. */
