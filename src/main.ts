@@ -23,6 +23,7 @@ import { VERSION } from './version';
 import { DecisionLog, verifyDecisionLog, type ChainLink } from './observe/decision-log';
 import type { Metrics } from './admin/metrics';
 import { StartupError } from './files';
+import { baselineHttpParser } from './undici-pool';
 
 export const EXIT_CONFIG = 2;
 
@@ -76,6 +77,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
 
   if (cmd.kind === 'check') return check(config, env);
 
+  baselineHttpParser();
   const logDestination = stdoutDestination();
   const logger = createLogger(config.logLevel, logDestination);
   // Set once the proxy (and its metrics) exist; reloads before that cannot happen.
