@@ -1,6 +1,7 @@
 # a2a-guard images: one Dockerfile, three targets.
 #
-#   proxy (default)  a2a-guard: node dist/src/main.js, configured by the variables of the README;
+#   proxy (default)  a2a-guard: node dist/a2a-guard.js (src/main.ts bundled into one file by
+#                    scripts/bundle.ts: a faster start), configured by the variables of the README;
 #                    also runs the reference guardian: node dist/src/guardian/main.js
 #   guardian         the same files, the reference guardian as CMD and health check
 #   demo             + the demo agents and the A2A SDK they use (never in the production images):
@@ -31,10 +32,12 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# out/prod: the programs; out/demo: the demo agents. JavaScript only (no declarations, no maps).
+COPY scripts/bundle.ts ./scripts/bundle.ts
+# out/prod: the programs (and the bundled proxy); out/demo: the demo agents. JavaScript only (no declarations, no maps).
 RUN npm run build \
  && mkdir -p out/prod out/demo \
  && cp -r dist/src out/prod/src \
+ && cp dist/a2a-guard.js out/prod/a2a-guard.js \
  && mv out/prod/src/demo out/demo/demo \
  && find out -name '*.d.ts' -delete -o -name '*.map' -delete
 
@@ -69,6 +72,7 @@ WORKDIR /app
 COPY package.json LICENSE ./
 COPY --from=prod-deps /app/node_modules ./node_modules
 COPY --from=build /app/out/prod/src ./dist/src
+COPY --from=build /app/out/prod/a2a-guard.js ./dist/a2a-guard.js
 COPY config ./config
 USER 10001:10001
 LABEL org.opencontainers.image.title="a2a-guard" \
@@ -99,4 +103,4 @@ FROM runtime AS proxy
 # 8080: the proxy (PORT), 9090: its admin server (ADMIN_PORT: /healthz, /readyz, /metrics)
 EXPOSE 8080 9090
 HEALTHCHECK --interval=15s --timeout=3s --start-period=5s --retries=3 CMD ["node", "dist/src/healthcheck.js"]
-CMD ["node", "dist/src/main.js"]
+CMD ["node", "dist/a2a-guard.js"]

@@ -40,7 +40,7 @@ import { loadRound, post, seqRound, streamBody, streamOnce, UNARY_BODY, UNARY_HE
 import { concurrentRun, type ConcurrentResult } from './concurrent';
 import {
   argv, choosePinning, codeVersion, concat, cpuModel, env, f, fx, killAll, log, mb, median, nproc, num, pct, progress, rotated, setCores, sign,
-  signU, sleep, sortedCopy, startChild, table, verdict, type Child,
+  ROOT, signU, sleep, sortedCopy, startChild, startCommand, table, verdict, type Child,
 } from './lib';
 import { identityPhase } from './identity';
 import { memoryMedian, memoryPhase } from './memory';
@@ -469,7 +469,7 @@ async function main(): Promise<void> {
   }
 
   if (startup !== undefined) {
-    log(`## start-up: spawn -> first served call, and RSS 2 s and ${SETTLED_MS / 1000} s later (${STARTUP_ROUNDS} rounds, medians; the ${SETTLED_MS / 1000} s figure from the last round; node dist/src/main.js with the admin server)`);
+    log(`## start-up: spawn -> first served call, and RSS 2 s and ${SETTLED_MS / 1000} s later (${STARTUP_ROUNDS} rounds, medians; the ${SETTLED_MS / 1000} s figure from the last round; ${path.relative(ROOT, startCommand().script)}, what npm start runs, with the admin server)`);
     log();
     const bare = startup.get('bare node:http');
     log(table(['process', 'spawn -> first served call ms', 'vs bare', 'CPU to first call ms', 'CPU vs bare', 'RSS 2 s after', `RSS ${SETTLED_MS / 1000} s after (settled)`, 'per-round ms'],

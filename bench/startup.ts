@@ -1,7 +1,7 @@
 /**
- * Start-up phase: spawn to first served call, and idle RSS, of `node dist/src/main.js` (what
- * `npm start` runs, with the admin server) against a bare node:http server (bench/bare-server.ts),
- * in interleaved rounds. The clock starts at spawn(); the load generator then tries the call every
+ * Start-up phase: spawn to first served call, and idle RSS, of what `npm start` runs (`node
+ * dist/a2a-guard.js`, the bundled proxy, with the admin server) against a bare node:http server
+ * (bench/bare-server.ts), in interleaved rounds. The clock starts at spawn(); the load generator then tries the call every
  * millisecond on a fresh connection until it is answered: the bare server answers anything, the
  * proxy must answer a SendMessage with the agent's result (guardian and agent round trips included).
  * Idle RSS: /proc/<pid>/status VmRSS 2 s after that first call, and (last round) once settled,
@@ -12,7 +12,7 @@
 import http from 'node:http';
 import path from 'node:path';
 import { UNARY_BODY, UNARY_HEADERS, RPC_PATH } from './clients';
-import { freePort, median, procCpuMs, procRss, progress, rotated, sleep, spawnNode, type Pinning } from './lib';
+import { freePort, median, procCpuMs, procRss, progress, rotated, sleep, spawnNode, startCommand, type Pinning } from './lib';
 
 export type StartupSubject = 'bare node:http' | 'a2a-guard (GUARDIAN_URL)' | 'a2a-guard (embedded guardian)';
 export const STARTUP_SUBJECTS: readonly StartupSubject[] = ['bare node:http', 'a2a-guard (GUARDIAN_URL)', 'a2a-guard (embedded guardian)'];
@@ -49,7 +49,8 @@ async function once(subject: StartupSubject, agentUrl: string, guardianUrl: stri
   const port = await freePort();
   const adminPort = await freePort();
   const bare = subject === 'bare node:http';
-  const script = bare ? path.join(__dirname, 'bare-server.js') : path.join(__dirname, '..', 'src', 'main.js');
+  const start = startCommand();
+  const script = bare ? path.join(__dirname, 'bare-server.js') : start.script;
   const childEnv: Record<string, string | undefined> = bare
     ? { PORT: String(port), HOST: '127.0.0.1' }
     : {
@@ -57,7 +58,7 @@ async function once(subject: StartupSubject, agentUrl: string, guardianUrl: stri
         GUARDIAN_URL: subject === 'a2a-guard (GUARDIAN_URL)' ? guardianUrl : undefined, ROLE: 'server',
       };
   const t0 = process.hrtime.bigint();
-  const proc = spawnNode(script, childEnv, cores, [], 'plain');
+  const proc = spawnNode(script, childEnv, cores, bare ? [] : start.nodeArgs, 'plain');
   let stderr = '';
   proc.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString('utf8')).slice(-2000)));
   let exited = false;

@@ -2,7 +2,7 @@
  * Configuration: environment variables only (design section 8), parsed once at start with zod.
  * Every bad variable yields one line naming it; the caller prints them and exits 2.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { pathSegments } from './a2a/target';
 import { lookupEnv, serviceLinkHint, type EnvValue } from './env';
 import { ROLES } from './aos/hook-points';

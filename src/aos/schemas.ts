@@ -2,7 +2,7 @@
  * AOS shapes (spec sections 3.1, 3.16, 4.7-4.9, 5) as zod schemas. Everything that crosses the
  * guardian boundary is parsed with these; the inferred types are what the rest of the code uses.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { SIDES } from './hook-points';
 
 export const JsonRpcId = z.union([z.string(), z.number()]);

@@ -10,7 +10,7 @@
  *   mask              MaskRule[]   keys / detectors / patterns rewritten -> modify
  */
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
+import * as z from 'zod';
 import { operationForMethod } from '../a2a/operations';
 import { PHASES, SIDES, type Phase, type Side } from '../aos/hook-points';
 

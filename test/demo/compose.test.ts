@@ -391,7 +391,7 @@ describe('Dockerfile', () => {
   const text = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
   const instructions = text.split('\n').filter((l) => /^[A-Z]+\s/.test(l));
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
-    version: string; license: string; dependencies: Record<string, string>; devDependencies: Record<string, string>;
+    version: string; license: string; dependencies: Record<string, string>; devDependencies: Record<string, string>; scripts: Record<string, string>;
   };
 
   /** Instructions per stage, by stage name (`FROM x AS name`). */
@@ -425,6 +425,7 @@ describe('Dockerfile', () => {
     expect(stage('runtime')).toEqual(expect.arrayContaining([
       'COPY --from=prod-deps /app/node_modules ./node_modules',
       'COPY --from=build /app/out/prod/src ./dist/src',
+      'COPY --from=build /app/out/prod/a2a-guard.js ./dist/a2a-guard.js',
       'COPY config ./config',
     ]));
     expect(stage('runtime').join('\n')).not.toMatch(/demo|@a2a-js/);
@@ -455,7 +456,10 @@ describe('Dockerfile', () => {
   });
 
   test('each target runs its program, exposes its ports and checks its health', () => {
-    expect(cmdOf('proxy')).toEqual(['node', 'dist/src/main.js']);
+    // The bundled proxy (scripts/bundle.ts), the same command as `npm start`.
+    expect(cmdOf('proxy')).toEqual(['node', 'dist/a2a-guard.js']);
+    expect(pkg.scripts['start']).toBe('exec node dist/a2a-guard.js');
+    expect(stage('build')).toContain('COPY scripts/bundle.ts ./scripts/bundle.ts');
     expect(stage('proxy')).toContain('EXPOSE 8080 9090');
     expect(stage('proxy').find((l) => l.startsWith('HEALTHCHECK'))).toMatch(/CMD \["node", "dist\/src\/healthcheck\.js"\]$/);
     expect(cmdOf('guardian')).toEqual(['node', 'dist/src/guardian/main.js']);

@@ -1,7 +1,9 @@
 /**
- * The proxy (or the reference guardian) as an operator runs it: `node dist/src/main.js` in a child
- * process, configured only by environment variables, its stdout JSON lines collected. Builds dist/
- * once when missing. Every child is reaped by `reapAll()` (call it in afterAll/afterEach).
+ * The proxy (or the reference guardian) as an operator runs it: `node dist/a2a-guard.js` (what
+ * `npm start` and the image run: src/main.ts bundled, see scripts/bundle.ts) in a child process,
+ * configured only by environment variables, its stdout JSON lines collected. Builds dist/ once when
+ * missing (other tests run dist/src/main.js, the same program file by file). Every child is reaped
+ * by `reapAll()` (call it in afterAll/afterEach).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -11,14 +13,14 @@ import { freePort, unrefSleep, waitFor } from './net';
 import { reap } from './process';
 
 export const ROOT = path.resolve(__dirname, '../..');
-export const MAIN = path.join(ROOT, 'dist/src/main.js');
+export const MAIN = path.join(ROOT, 'dist/a2a-guard.js');
 export const GUARDIAN_MAIN = path.join(ROOT, 'dist/src/guardian/main.js');
 
 const children = new Set<ChildProcess>();
 
 export function ensureBuilt(): void {
   if (!fs.existsSync(MAIN) || !fs.existsSync(path.join(ROOT, 'dist/src/observe/tracing.js'))) {
-    execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+    execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
   }
 }
 

@@ -1,5 +1,5 @@
 /**
- * Operating the real processes (README "Observability" and "Signals"): `node dist/src/main.js` and
+ * Operating the real processes (README "Observability" and "Signals"): `node dist/a2a-guard.js` and
  * `node dist/src/guardian/main.js` in front of a real SDK agent.
  *   - /readyz means "this replica can serve": 200 with the guardian down under either FAIL_MODE (its
  *     state in the body and in a2a_guard_guardian_up), 503 only when READINESS_REQUIRES asks;

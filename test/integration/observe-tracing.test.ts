@@ -1,6 +1,6 @@
 /**
  * OpenTelemetry traces of real calls (README "Observability"): a caller with its own trace context,
- * a ROLE=client proxy, a ROLE=server proxy (both `node dist/src/main.js` processes, as operators run
+ * a ROLE=client proxy, a ROLE=server proxy (both `node dist/a2a-guard.js` processes, as operators run
  * them), a real @a2a-js/sdk agent and a real HTTP guardian, all on 127.0.0.1; both proxies export
  * to a real OTLP/HTTP receiver (JSON encoding) in this test.
  *   - one trace: caller -> client proxy (server span) -> guardian hook span -> the guardian received
