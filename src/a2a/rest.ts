@@ -177,6 +177,8 @@ export function restToJsonRpc(m: RestMatch, query: readonly (readonly [string, s
   }
   if ('tenant' in extra) {
     if (m.version === '0.3') return 'v0.3 REST routes take no tenant';
+    // Load-bearing: the SDK's Express 5 routes read `tenant` from the query (req.query is re-parsed on every
+    // read, so its middleware cannot set it from the path); a path and a query tenant must never differ.
     if (m.tenant !== undefined && extra.tenant !== m.tenant) return `tenant "${String(extra.tenant).slice(0, 64)}" contradicts the path tenant`;
     // Without a path tenant the SDK puts a body or query tenant in the request but not in the call's context:
     // two tenants for one call. The HTTP+JSON binding carries the tenant in the path (`/{tenant}/...`).

@@ -85,7 +85,7 @@ export class Health {
   constructor(
     private readonly sources: HealthSources,
     private readonly settings: HealthSettings,
-    private readonly metrics: Metrics,
+    metrics: Metrics,
     /** Told when a dependency changes state (for one log line per change, not per probe). */
     private readonly onChange: (change: HealthChange) => void = () => undefined,
   ) {

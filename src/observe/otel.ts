@@ -8,7 +8,7 @@ import type { Attributes, Context, Span, TextMapGetter } from '@opentelemetry/ap
 import type { SpanExporter, ReadableSpan, Sampler } from '@opentelemetry/sdk-trace-base';
 import type { ExportResult } from '@opentelemetry/core';
 import type { OtelConfig } from '../config';
-import type { CallSpan, CallStart, HookSpan, TraceHeaders, Tracer, TracerOptions, UpstreamSpan } from './tracing';
+import type { CallSpan, CallStart, HookSpan, TraceHeaders, Tracer, TracerOptions, UpstreamSpan } from './trace-types';
 
 type Api = typeof import('@opentelemetry/api');
 type Sdk = typeof import('@opentelemetry/sdk-trace-base');

@@ -8,12 +8,12 @@
  */
 import type { Codec, ErrorShape } from '../a2a/binding';
 import type { Operation } from '../a2a/operations';
-import type { Phase, Side } from '../aos/hook-points';
+import type { Side } from '../aos/hook-points';
 import type { A2AContext, Agent, JsonRpcId, PartialAgent } from '../aos/schemas';
 import type { Cancellation } from '../cancel';
 import type { VerifiedIdentity } from '../identity/types';
 import type { Owner } from '../ownership/principal';
-import type { CallOutcome } from '../observe/audit';
+import type { AuditHook, CallOutcome } from '../observe/audit';
 import type { CallSpan, UpstreamSpan } from '../observe/tracing';
 import type { HookDecision } from './enforce';
 import { writeAuditLine, type AuditLineDeps } from './audit-line';
@@ -43,19 +43,9 @@ export interface Call {
   readonly remoteAddress: string | undefined;
 }
 
-/** One hook's outcome, as the audit line and the metrics report it. */
-export interface HookRecord {
-  readonly side: Side;
-  readonly phase: Phase;
+/** One hook's outcome: the audit record's hook, with enforce's decision. */
+export interface HookRecord extends AuditHook {
   readonly decision: HookDecision;
-  readonly envelopeId: string;
-  readonly guardianMs: number;
-  readonly reasonCode?: readonly string[] | undefined;
-  /** The guardian's message (its free-text reasoning is not kept). */
-  readonly message?: string | undefined;
-  /** No valid answer: the kind, and what exactly went wrong (e.g. the TLS error behind a connect failure). */
-  readonly failure?: string;
-  readonly detail?: string;
 }
 
 /** One hook point's AOS context, valid while the observed agent (rebuilt when its card changes) is the same object. */

@@ -39,8 +39,7 @@ export interface ProxyDeps {
   /** Task ownership (TASK_OWNERSHIP), or undefined when off. */
   readonly ownership?: TaskOwnership | undefined;
   readonly tracer: Tracer;
-  /** Every finished call's audit record (the tamper-evident decision log), when configured. */
-  /** Appends the call's record to DECISION_LOG_FILE and says where it is in the chain. */
+  /** Appends each finished call's audit record to DECISION_LOG_FILE and says where it is in the chain (when configured). */
   readonly decisionLog?: ((record: AuditRecord) => ChainLink) | undefined;
   /** Places for stream events going to the guardian, shared by all streams (relay/window.ts). */
   readonly streamLine?: Line;

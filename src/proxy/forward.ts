@@ -114,14 +114,6 @@ export function forwardRequestHeaders(incoming: IncomingHttpHeaders, rules: Requ
   return out;
 }
 
-/** Headers only this proxy may set (the reasoning header aside, which is configurable). */
-export const PROXY_OWNED_HEADERS: readonly string[] = ['x-aos-unchecked', AGENT_HEADERS.name, AGENT_HEADERS.url, AGENT_HEADERS.version, ASSERTION_HEADER];
-const PROXY_OWNED = new Set<string>(PROXY_OWNED_HEADERS);
-
-function isProxyOwned(name: string, reasoningHeader: string): boolean {
-  return PROXY_OWNED.has(name) || name === reasoningHeader;
-}
-
 /** One header's value as text (repeated headers joined with ", "), or undefined when absent. */
 export function headerText(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v.join(', ') : v;

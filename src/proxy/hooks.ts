@@ -9,14 +9,13 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Metrics } from '../admin/metrics';
-import type { Operation } from '../a2a/operations';
 import type { Guardian, GuardianBudget } from '../aos/guardian';
 import { type Identities, hookContext } from '../aos/identity';
 import type { Phase, Side } from '../aos/hook-points';
 import { buildEnvelope, envelopeBytes, envelopeJson, type EnvelopeBytes } from '../aos/envelope';
 import type { A2AContext, Agent, JsonObject, PartialAgent } from '../aos/schemas';
 import { enforce, type HookAction, type HookDecision } from './enforce';
-import type { ProxyError } from '../core/errors';
+import { proxyError, type ProxyError } from '../core/errors';
 import type { Exchange, HookPointContext, HookRecord } from './call';
 
 export interface HookDeps {
@@ -51,6 +50,9 @@ export interface HookRunInput {
   readonly reasoning: string | undefined;
   readonly validateModified?: (replacement: JsonObject) => string | undefined;
 }
+
+/** The run of a call whose caller left before every side was asked (nobody is answered with it). */
+const CALLER_GONE: HookRun = Object.freeze({ type: 'block', error: proxyError('guardianUnavailable', 'Caller went away before every hook was asked'), decision: 'failClosed' });
 
 /** Payloads from this size on travel as their own buffer between envelope head and tail. */
 export const SPLICE_BYTES = 16 * 1024;
@@ -167,7 +169,8 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
         payloadBytes = undefined;
         modified = true;
       }
-      if (input.ex.call.caller.cancelled) break;
+      // The caller left: the later sides are not asked, and a run they did not judge approves nothing.
+      if (input.ex.call.caller.cancelled) return CALLER_GONE;
     }
     return { type: 'pass', payload, payloadJson, payloadBytes, modified, unchecked };
   };

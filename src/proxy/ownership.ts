@@ -21,8 +21,7 @@
 import type { Logger } from 'pino';
 import type { Metrics } from '../admin/metrics';
 import type { Operation } from '../a2a/operations';
-import type { JsonObject, JsonRpcId, PartialAgent } from '../aos/schemas';
-import { formatSseErrorEvent } from '../a2a/sse';
+import type { JsonObject, PartialAgent } from '../aos/schemas';
 import type { Owner } from '../ownership/principal';
 import { PageTokens, type Opened } from '../ownership/page-token';
 import { contextKey, taskKey, type OwnerStore } from '../ownership/store';
@@ -30,7 +29,7 @@ import {
   answerPageTokens, createdByAnswer, filterListed, isPaged, listedTasks, namedByRequest, overstatesTotal, requestPageTokens, withAnswerPageTokens,
   withRequestPageTokens, type AnswerForm, type PageTokenAt, type TaskRefs,
 } from '../ownership/tasks';
-import { errorCode, jsonRpcErrorObject, proxyError, restErrorObject, restHttpStatus, type ProxyError } from '../core/errors';
+import { proxyError, type ProxyError } from '../core/errors';
 import { isObject } from '../core/json';
 
 /** What an answer check decides: pass it on, pass this replacement body, or send this error instead. */

@@ -109,7 +109,9 @@ export function judgeRequest(deps: StageDeps): Stage<CallFlow> {
         ex, sides: deps.requestSides, phase: 'request', payload: flow.request, payloadJson: flow.requestJson ?? JSON.stringify(flow.request),
         reasoning: flow.reasoning, validateModified: flow.validateModified,
       });
-      if (!flow.port.open) return END;
+      // A run the caller's cancellation cut short skipped its later sides: never an approval, whatever
+      // the port says (an adapter might cancel before its port notices).
+      if (!flow.port.open || ex.call.caller.cancelled) return END;
       if (run.type === 'block') {
         ex.log.decision = run.decision;
         flow.port.fail(run.error);

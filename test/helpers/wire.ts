@@ -126,3 +126,24 @@ export function exchange(port: number, req: WireRequest, timeoutMs: number): Pro
     socket.on('error', () => undefined);
   });
 }
+
+/**
+ * Raw bytes to a server on 127.0.0.1; resolves with everything it sent back (latin1) once it closes, or
+ * after `ms` with `<<TIMEOUT>>` appended (a hang is a result, never a stuck test).
+ */
+export function rawRoundTrip(port: number, data: Buffer | string, ms = 15_000): Promise<string> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1', () => s.write(data));
+    const out: Buffer[] = [];
+    const t = setTimeout(() => {
+      s.destroy();
+      resolve(`${Buffer.concat(out).toString('latin1')}<<TIMEOUT>>`);
+    }, ms);
+    s.on('data', (c: Buffer) => out.push(c));
+    s.on('error', () => undefined);
+    s.on('close', () => {
+      clearTimeout(t);
+      resolve(Buffer.concat(out).toString('latin1'));
+    });
+  });
+}

@@ -9,6 +9,7 @@
  * name, alone or inside a batch) is byte for byte the canonical JSON of a payload the guardian
  * allowed. Each test also asserts its own door (refusal code, guardian and agent counts).
  */
+import { rawRoundTrip } from '../helpers/wire';
 import http from 'node:http';
 import net from 'node:net';
 import zlib from 'node:zlib';
@@ -647,14 +648,7 @@ describe('WebSocket and other HTTP upgrades', () => {
     const ws = await startTestProxy({ UPSTREAM_URL: upUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', ALLOW_WEBSOCKETS: 'true' });
     try {
       const wsPort = Number(new URL(ws.url).port);
-      const out = await new Promise<string>((resolve) => {
-        const s = net.connect(wsPort, '127.0.0.1', () => s.write(upgrade('GET', '/socket', 'websocket')));
-        let text = '';
-        s.on('data', (c: Buffer) => (text += c.toString('latin1')));
-        s.on('close', () => resolve(text));
-        s.on('error', () => resolve(text));
-        setTimeout(() => s.destroy(), 5_000).unref();
-      });
+      const out = await rawRoundTrip(wsPort, upgrade('GET', '/socket', 'websocket'), 5_000);
       expect(out).toMatch(/^HTTP\/1\.1 101/);
       expect(upgrades).toBe(1);
     } finally {

@@ -7,8 +7,13 @@
  * - startTlsIdentities: client certificates over mutual TLS (test/helpers/pki.ts, verified by
  *   src/identity/mtls.ts once per connection): for load runs, where a signature check per call
  *   would dominate.
+ * - startOwnershipStack: a real SDK agent, a real guardian and a ROLE=server a2a-guard trusting the OIDC
+ *   callers A and B (task ownership on by IDENTITY_POLICY=required).
  */
 import { Agent } from 'undici';
+import { startAgent, type AgentOptions, type TestAgent } from '../helpers/agent';
+import { startGuardian, type TestGuardian } from '../helpers/guardian';
+import { startTestProxy, type TestProxy } from './proxy-harness';
 import { makeKey, startIssuer, type Issuer } from '../helpers/keys';
 import { createPki } from '../helpers/pki';
 
@@ -73,6 +78,30 @@ export async function startTlsIdentities(connections: number): Promise<TlsIdenti
       await dispatchers.A.close();
       await dispatchers.B.close();
       await pki.close();
+    },
+  };
+}
+
+export interface OwnershipStack {
+  readonly agent: TestAgent;
+  readonly guardian: TestGuardian;
+  readonly ids: TestIdentities;
+  readonly proxy: TestProxy;
+  close(): Promise<void>;
+}
+
+export async function startOwnershipStack(agentOptions: AgentOptions = {}): Promise<OwnershipStack> {
+  const agent = await startAgent(agentOptions);
+  const guardian = await startGuardian();
+  const ids = await startIdentities();
+  const proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', ...ids.env });
+  return {
+    agent, guardian, ids, proxy,
+    async close() {
+      await proxy.close();
+      await agent.close();
+      await guardian.close();
+      await ids.close();
     },
   };
 }

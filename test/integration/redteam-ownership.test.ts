@@ -3,11 +3,11 @@
  * tasks and contexts of another verified caller A. Real SDK agent (its handler recorded), real
  * guardian, a ROLE=server a2a-guard with IDENTITY_POLICY=required, OIDC callers A and B.
  */
-import { rawRpc, startAgent, type TestAgent } from '../helpers/agent';
-import { startGuardian, type TestGuardian } from '../helpers/guardian';
+import { rawRpc, type TestAgent } from '../helpers/agent';
+import type { TestGuardian } from '../helpers/guardian';
 import { handlerRecorder } from '../helpers/handler-recorder';
 import { startTestProxy, type TestProxy } from './proxy-harness';
-import { startIdentities, type Caller, type TestIdentities } from './ownership-identities';
+import { startOwnershipStack, type Caller, type OwnershipStack, type TestIdentities } from './ownership-identities';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,23 +17,17 @@ import { bindTo, makeKey, signAssertion, writeJwks, type TestKey } from '../help
 import { createPki, type Issued } from '../helpers/pki';
 
 const rec = handlerRecorder();
+let stack: OwnershipStack;
 let agent: TestAgent;
 let guardian: TestGuardian;
 let ids: TestIdentities;
 let proxy: TestProxy;
 
 beforeAll(async () => {
-  agent = await startAgent({ wrapRequestHandler: rec.wrap });
-  guardian = await startGuardian();
-  ids = await startIdentities();
-  proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', ...ids.env });
+  stack = await startOwnershipStack({ wrapRequestHandler: rec.wrap });
+  ({ agent, guardian, ids, proxy } = stack);
 });
-afterAll(async () => {
-  await proxy?.close();
-  await agent?.close();
-  await guardian?.close();
-  await ids?.close();
-});
+afterAll(() => stack?.close());
 beforeEach(() => rec.clear());
 
 const V1 = { 'a2a-version': '1.0' };

@@ -5,6 +5,7 @@
  * X-AOS-Unchecked: a ROLE=client sidecar sent the agent's reasoning (X-AOS-Reasoning) and the
  * underscore spellings to the remote. Real HTTP upstream recording the upgrade request, raw socket.
  */
+import { rawRoundTrip } from '../helpers/wire';
 import http from 'node:http';
 import net from 'node:net';
 import { startGuardian, type TestGuardian } from '../helpers/guardian';
@@ -36,14 +37,7 @@ test('ROLE=client, ALLOW_WEBSOCKETS=true: no proxy-owned header in any spelling 
       'X-AOS-Reasoning: the user wants the recipe because of the secret plan',
       'X_AOS_Reasoning: underscore plan', 'X_AOS_Agent_Name: forged', 'x-aos-anything: 1',
     ].join('\r\n');
-    const out = await new Promise<string>((resolve) => {
-      const s = net.connect(Number(port), '127.0.0.1', () => s.write(`${head}\r\n\r\n`));
-      let text = '';
-      s.on('data', (c: Buffer) => (text += c.toString('latin1')));
-      s.on('close', () => resolve(text));
-      s.on('error', () => resolve(text));
-      setTimeout(() => s.destroy(), 5_000).unref();
-    });
+    const out = await rawRoundTrip(Number(port), `${head}\r\n\r\n`, 5_000);
     expect(out).toMatch(/^HTTP\/1\.1 101/);
     expect(seen).toHaveLength(1);
     expect(Object.keys(seen[0] ?? {}).filter((h) => /aos/i.test(h))).toEqual([]);

@@ -4,28 +4,22 @@
  * proxy/ownership.ts taskNotFoundAnswer to the codecs' errorAnswer). Real SDK agent, ROLE=server with
  * OIDC callers; each case is sent to the agent directly and through the proxy naming the same unknown task.
  */
-import { startAgent, type TestAgent } from '../helpers/agent';
-import { startGuardian, type TestGuardian } from '../helpers/guardian';
-import { startIdentities, type TestIdentities } from './ownership-identities';
-import { startTestProxy, type TestProxy } from './proxy-harness';
+import type { TestAgent } from '../helpers/agent';
+import type { TestGuardian } from '../helpers/guardian';
+import { startOwnershipStack, type OwnershipStack, type TestIdentities } from './ownership-identities';
+import type { TestProxy } from './proxy-harness';
 
+let stack: OwnershipStack;
 let agent: TestAgent;
 let guardian: TestGuardian;
 let ids: TestIdentities;
 let proxy: TestProxy;
 
 beforeAll(async () => {
-  agent = await startAgent();
-  guardian = await startGuardian();
-  ids = await startIdentities();
-  proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', ...ids.env });
+  stack = await startOwnershipStack();
+  ({ agent, guardian, ids, proxy } = stack);
 });
-afterAll(async () => {
-  await proxy?.close();
-  await agent?.close();
-  await guardian?.close();
-  await ids?.close();
-});
+afterAll(() => stack?.close());
 
 const T = 'no-such-task';
 const V1 = { 'a2a-version': '1.0' };

@@ -9,6 +9,7 @@
  * Upstreams are hand-made node:http and net servers on 127.0.0.1 whose behaviour each test scripts;
  * they count TCP connections, so connection reuse is asserted by count.
  */
+import { rawRoundTrip } from '../helpers/wire';
 import http from 'node:http';
 import net from 'node:net';
 import { parseSse } from '../helpers/agent';
@@ -220,23 +221,9 @@ function call(p: Proxy, r: Req = {}): Promise<Outcome> {
   });
 }
 
-/** Raw bytes to the proxy; resolves with everything it sent back once it closes (or after `ms`). */
+/** Raw bytes to the proxy; everything it sent back once it closes (or after `ms`). */
 function rawExchange(p: Proxy, data: Buffer | string, ms = 15_000): Promise<string> {
-  const port = Number(new URL(p.url).port);
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1', () => s.write(data));
-    const out: Buffer[] = [];
-    const t = setTimeout(() => {
-      s.destroy();
-      resolve(`${Buffer.concat(out).toString('latin1')}<<TIMEOUT>>`);
-    }, ms);
-    s.on('data', (c: Buffer) => out.push(c));
-    s.on('error', () => undefined);
-    s.on('close', () => {
-      clearTimeout(t);
-      resolve(Buffer.concat(out).toString('latin1'));
-    });
-  });
+  return rawRoundTrip(Number(new URL(p.url).port), data, ms);
 }
 
 const STILL_WAITING = 'caller still waiting after 10 s' as const;

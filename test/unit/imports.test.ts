@@ -178,8 +178,12 @@ describe('import direction in src/', () => {
     }
   });
 
-  it('the codecs are the one place a binding is named: no `binding === ...` test outside a2a/', () => {
-    const offenders = sourceFiles(SRC).filter((f) => !path.relative(SRC, f).startsWith('a2a')).filter((f) => /binding\s*===?\s*'(jsonrpc|rest|grpc)'/.test(fs.readFileSync(f, 'utf8')));
+  it('the codecs are the one place a binding is named: no `binding === ...` (or `codec.name === ...`) test outside a2a/', () => {
+    const test = /(binding|\.name)\s*[!=]==?\s*'(jsonrpc|rest|grpc)'|'(jsonrpc|rest|grpc)'\s*[!=]==?\s*\w*(binding|\.name)\b/;
+    expect(test.test("if (x.binding === 'rest')")).toBe(true);
+    expect(test.test("call.codec.name !== 'grpc'")).toBe(true);
+    expect(test.test("binding: 'jsonrpc'")).toBe(false);
+    const offenders = sourceFiles(SRC).filter((f) => !path.relative(SRC, f).startsWith('a2a')).filter((f) => test.test(fs.readFileSync(f, 'utf8')));
     expect(offenders.map((f) => path.relative(SRC, f))).toEqual([]);
   });
 });

@@ -7,10 +7,6 @@
 import { randomUUID } from 'node:crypto';
 import http2 from 'node:http2';
 import type { Socket } from 'node:net';
-import type { Logger } from 'pino';
-import type { Config } from '../../config';
-import type { Metrics } from '../../admin/metrics';
-import type { Identities } from '../../aos/identity';
 import { HOOK_ORDER } from '../../aos/hook-points';
 import type { RewriteOptions } from '../../a2a/card';
 import { grpcMethodForPath, type GrpcMethod } from '../../a2a/bindings/grpc/methods';
@@ -18,46 +14,29 @@ import { canonicalRequest, codecFor, encodeFromPayload, encodeProblem, type Meth
 import { grpcCodec } from '../../a2a/bindings/grpc/binding';
 import { GRPC_STATUS, formatTimeout, frameMessage, isProblem, parseTimeout, supportedEncoding, SUPPORTED_ENCODINGS } from '../../a2a/bindings/grpc/framing';
 import { Cancellation } from '../../cancel';
-import type { CallerIdentifier, CallerResult } from '../../identity/caller';
+import type { CallerResult } from '../../identity/caller';
 import { ownerKey } from '../../ownership/principal';
-import type { Tracer } from '../../observe/tracing';
 import type { JsonObject } from '../../aos/schemas';
-import type { AuditRecord } from '../../observe/audit';
-import type { ChainLink } from '../../observe/decision-log';
 import { finishCall, openExchange } from '../call';
 import { callStages, END, runStages, type CallFlow, type Stage } from '../stages';
 import { proxyError, type ProxyError } from '../../core/errors';
 import { forwardRequestHeaders, headerText } from '../forward';
-import type { BodyBudget, BodyLease } from '../body';
+import type { BodyLease } from '../body';
 import type { HookRun, HookRunInput } from '../hooks';
-import type { TaskOwnership } from '../ownership';
-import type { Line } from '../relay/window';
-import { CallerSide, errorStatus, framingError, readRequestMessage } from './caller';
+import { CallerSide, framingError, readRequestMessage } from './caller';
+import { grpcErrorStatus } from '../../a2a/bindings/grpc/binding';
 import { relayAnswer } from './relay';
 import type { GrpcUpstream } from './upstream';
+import type { ProxyDeps } from '../deps';
 
-export interface GrpcDeps {
-  readonly config: Config;
-  readonly logger: Logger;
-  readonly metrics: Metrics;
-  readonly identities: Identities;
-  readonly identify: CallerIdentifier;
-  readonly signAssertion: (() => Promise<string>) | undefined;
-  readonly ownership?: TaskOwnership | undefined;
-  readonly tracer: Tracer;
-  /** Every finished call's audit record (the tamper-evident decision log); returns the record's chain link. */
-  readonly decisionLog?: ((record: AuditRecord) => ChainLink) | undefined;
+/** What the gRPC adapter shares with the HTTP pipeline (ProxyDeps), and its own parts. */
+export interface GrpcDeps extends Pick<ProxyDeps,
+  'config' | 'logger' | 'metrics' | 'identities' | 'identify' | 'signAssertion' | 'ownership' | 'tracer' | 'decisionLog' | 'streams' | 'bodyBudget' | 'streamLine'> {
   /** The same hook runner the HTTP bindings use (proxy/hooks.ts). */
   readonly runHooks: (input: HookRunInput) => Promise<HookRun>;
   readonly upstream: GrpcUpstream;
-  /** Open streams, ended with UNAVAILABLE when the proxy shuts down. */
-  readonly streams: Set<() => void>;
-  /** Request bytes held across all calls, HTTP and gRPC (MAX_INFLIGHT_BODY_BYTES). */
-  readonly bodyBudget: BodyBudget;
   /** Card rewrite for GetExtendedAgentCard answers, given the `:authority` the caller used. */
   readonly cardRewrite: (authority: string | undefined) => RewriteOptions;
-  /** Places for stream messages going to the guardian, shared with the HTTP bindings' streams (server.ts). */
-  readonly streamLine?: Line | undefined;
 }
 
 /** gRPC has no v0.3 shapes and no error-as-event: its errors are statuses. */
@@ -90,7 +69,7 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
   function refuse(caller: CallerSide, err: ProxyError, status: string | undefined, remoteAddress: string | undefined, extra: http2.OutgoingHttpHeaders = {}): void {
     metrics.call('refused', 'refused');
     logger.info({ outcome: 'refused', binding: 'grpc', reason: err.message, remoteAddress }, 'request refused');
-    caller.end({ ...errorStatus(err, status), ...extra });
+    caller.end({ ...grpcErrorStatus(err, status), ...extra });
   }
 
   /** What the agent decodes is what the guardian approved: the decoded message (unknown fields dropped) or the replacement. */

@@ -4,7 +4,7 @@
  * the proxy's ErrorInfo, trailers-only before any message, trailers after them).
  */
 import http2 from 'node:http2';
-import { GRPC_STATUS, MessageReader, grpcStatusCode, isProblem, readMessage, type FramingProblem, type RawMessage } from '../../a2a/bindings/grpc/framing';
+import { GRPC_STATUS, MessageReader, isProblem, readMessage, type FramingProblem, type RawMessage } from '../../a2a/bindings/grpc/framing';
 import { grpcErrorStatus } from '../../a2a/bindings/grpc/binding';
 import type { BodyLease } from '../body';
 import { proxyError, type ProxyError } from '../../core/errors';
@@ -46,7 +46,7 @@ export class CallerSide implements CallerPort {
   }
 
   fail(err: ProxyError, statusOverride?: string): void {
-    this.end(errorStatus(err, statusOverride));
+    this.end(grpcErrorStatus(err, statusOverride));
   }
 
   /** Write one message; false when the caller's side is full: `drained` is called once it can take more (or the stream closed). */
@@ -63,8 +63,6 @@ export class CallerSide implements CallerPort {
   }
 }
 
-/** The status headers of a proxy error, with its ErrorInfo in grpc-status-details-bin. */
-export const errorStatus: (err: ProxyError, statusOverride?: string) => http2.OutgoingHttpHeaders = grpcErrorStatus;
 
 export function framingError(p: FramingProblem): ProxyError {
   return proxyError(p.status === 'UNIMPLEMENTED' ? 'methodNotFound' : 'rejected', p.message);

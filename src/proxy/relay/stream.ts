@@ -7,7 +7,7 @@
 import type { SseEvent } from '../../a2a/sse';
 import { SseParser, formatSseEvent } from '../../a2a/sse';
 import { proxyError, type ProxyError } from '../../core/errors';
-import { headerText, relayResponseHeaders } from '../forward';
+import { relayResponseHeaders } from '../forward';
 import type { RelayContext } from './context';
 import { isObject } from '../../core/json';
 import { OrderedWindow, STREAM_WINDOW_MAX_BYTES, type Verdict } from './window';

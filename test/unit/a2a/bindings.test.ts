@@ -6,6 +6,7 @@ import { CODECS } from '../../../src/a2a/bindings';
 import { grpcErrorStatus } from '../../../src/a2a/bindings/grpc/binding';
 import { proxyError } from '../../../src/core/errors';
 import { taskNotFound } from '../../../src/proxy/ownership';
+import { sdkGrpcErrors } from '../../helpers/grpc';
 
 const { jsonrpc, rest, grpc } = CODECS;
 
@@ -40,7 +41,12 @@ describe('errorAnswer: "task not found" is the SDK agent\'s own answer on each b
     expect(a.body).toBe('');
     expect(a.headers['grpc-status']).toBe('5');
     expect(a.headers['grpc-message']).toBe('Task not found: t-1');
-    expect(Buffer.from(a.headers['grpc-status-details-bin'] as string, 'base64').length).toBeGreaterThan(10);
+    // The details, read with the SDK's own decoder: A2A's ErrorInfo only (the agent's own form, no proxy ErrorInfo).
+    const status = sdkGrpcErrors.decodeStatus(Buffer.from(a.headers['grpc-status-details-bin'] as string, 'base64'));
+    expect(status.code).toBe(5);
+    expect(status.message).toBe('Task not found: t-1');
+    const infos = status.details.filter((d) => d.typeUrl.endsWith('google.rpc.ErrorInfo')).map((d) => sdkGrpcErrors.decodeErrorInfo(Buffer.from(d.value)));
+    expect(infos.map((i) => [i.reason, i.domain])).toEqual([['TASK_NOT_FOUND', 'a2a-protocol.org']]);
   });
   test('the proxy\'s own errors keep their ErrorInfo whatever the shape', () => {
     const denied = proxyError('denied', 'no');

@@ -121,6 +121,23 @@ describe('call stages without task ownership', () => {
   });
 });
 
+describe('a run cut short by the caller\'s cancellation', () => {
+  test('is never an approval, even while the port still reports the caller as there (ROLE=both: the server side was skipped)', async () => {
+    const p = port();
+    const ex = exchange('SendMessage');
+    const g = scripted(() => {
+      ex.call.caller.cancel();
+      return 'allow';
+    });
+    const after = jest.fn();
+    const f = flow(ex, send, p);
+    await runStages([...callStages({ config: { role: 'both' }, runHooks: g.run, requestSides: ['client', 'server'] }), { name: 'forward', run: after }], f);
+    expect(p.open).toBe(true);
+    expect(f.approved).toBeUndefined();
+    expect(after).not.toHaveBeenCalled();
+  });
+});
+
 describe('call stages with task ownership', () => {
   test('another caller\'s task is "task not found" before the guardian is asked', async () => {
     const { own, store } = ownership();
