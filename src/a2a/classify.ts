@@ -149,7 +149,12 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
   // A JSON-RPC call below a REST base is fine where no route (strict or loose) reads the path.
   if (rpc !== undefined) return classifyJsonRpc(req, t, opts, rpc, version.value);
   const restOnly = underRest.length > 0 && !isJsonRpcEndpoint(t, opts);
-  if (body.kind === 'bad') return reject('parseError', body.why, flavour(req, t, opts, body));
+  if (body.kind === 'bad') {
+    const f = flavour(req, t, opts, body);
+    // The SDK's JSON-RPC router checks the media type before it parses: a body it never parses is -32005, not -32700.
+    if (f === 'jsonrpc' && refusedMediaType(req.headers, ['application/json'])) return reject('contentTypeNotSupported', 'Content type not supported; expected application/json', 'jsonrpc');
+    return reject('parseError', body.why, f);
+  }
   if (body.kind === 'tooComplex') return reject('rejected', body.why, flavour(req, t, opts, body));
   // A batch is never relayed, under any NON_A2A: one judged call could hide others behind it.
   if (body.kind === 'json' && Array.isArray(body.value) && body.value.some((e) => typeof e === 'object' && e !== null)) {
@@ -300,6 +305,12 @@ function isMediaType(h: IncomingHttpHeaders, accepted: readonly string[]): boole
   return m !== undefined && accepted.includes(m);
 }
 
+/** A Content-Type is given and is not one of `accepted` (the SDK's content-type guards pass a missing one on). */
+function refusedMediaType(h: IncomingHttpHeaders, accepted: readonly string[]): boolean {
+  const m = mediaType(h);
+  return m !== undefined && !accepted.includes(m);
+}
+
 // ---- JSON-RPC ----
 
 const RPC_MEMBERS = new Set(['jsonrpc', 'method', 'params', 'id']);
@@ -389,13 +400,15 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
 
 function classifyRest(req: HttpRequestFacts, t: Target, base: readonly string[], m: RestMatch, body: ParsedBody, version: string | undefined): Classified {
   let params: JsonObject | undefined;
+  const accepted = m.version === '0.3' ? ['application/json'] : ['application/json', 'application/a2a+json'];
+  // As the SDK's v1.0 REST router: a media type it refuses is refused before the body is parsed.
+  if (body.kind === 'bad' && m.version !== '0.3' && refusedMediaType(req.headers, accepted)) return reject('contentTypeNotSupported', `Content type not supported; expected ${accepted.join(' or ')}`, 'rest');
   if (body.kind === 'bad') return reject('parseError', body.why, 'rest');
   if (body.kind === 'tooComplex') return reject('rejected', body.why, 'rest');
   if (body.kind === 'opaque') return reject('contentTypeNotSupported', 'A2A REST calls carry JSON bodies', 'rest');
   if (body.kind === 'json') {
     // GET/DELETE routes take no body: one a lenient server might read would bypass the guardian.
     if (!restHasBody(m)) return reject('rejected', `${m.route.verb} ${m.op.v1Method} takes no request body`, 'rest');
-    const accepted = m.version === '0.3' ? ['application/json'] : ['application/json', 'application/a2a+json'];
     if (!isMediaType(req.headers, accepted)) return reject('contentTypeNotSupported', `Content type not supported; expected ${accepted.join(' or ')}`, 'rest');
     if (!isObject(body.value)) return reject('invalidRequest', 'A2A REST request body must be a JSON object', 'rest');
     params = body.value;

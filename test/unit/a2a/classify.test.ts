@@ -240,7 +240,8 @@ describe('refusals', () => {
     const body = Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"t":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}}')]);
     expectRefusal(run(req(body)), 'parseError', 'jsonrpc');
     expectRefusal(run(req(body, { headers: {} })), 'parseError', 'jsonrpc');
-    expectRefusal(run(req(body, { headers: { 'content-type': 'text/plain; charset=utf-8' } })), 'parseError', 'jsonrpc');
+    // The SDK's JSON-RPC router refuses another media type before it parses the body (-32005), as the proxy does.
+    expectRefusal(run(req(body, { headers: { 'content-type': 'text/plain; charset=utf-8' } })), 'contentTypeNotSupported', 'jsonrpc');
     expectRefusal(run(req(body, { path: '/webhook', headers: { 'content-type': 'text/plain' } }), OPEN_OPTIONS), 'parseError');
   });
 });
@@ -288,8 +289,9 @@ describe('content type and charset (the agent parses only what its body parser a
     const body = Buffer.from(text, 'utf8');
     body[body.indexOf('#')] = 0xff;
     expect(JSON.parse(body.toString('utf8')).method).toBe('message/send'); // what a lenient upstream sees
-    for (const [opts, path] of [[A2A_OPTIONS, '/a2a/jsonrpc'], [OPEN_OPTIONS, '/webhook']] as const) {
-      expectRefusal(run(req(body, { path, headers: { 'content-type': 'application/octet-stream' } }), opts), 'parseError');
+    // At the agent's JSON-RPC endpoint the media type is refused first, as the SDK does (-32005); elsewhere a parse error.
+    for (const [opts, path, kind] of [[A2A_OPTIONS, '/a2a/jsonrpc', 'contentTypeNotSupported'], [OPEN_OPTIONS, '/webhook', 'parseError']] as const) {
+      expectRefusal(run(req(body, { path, headers: { 'content-type': 'application/octet-stream' } }), opts), kind);
     }
   });
 
@@ -304,7 +306,9 @@ describe('content type and charset (the agent parses only what its body parser a
   ])('an A2A call encoded as %s is refused as a parse error (-32700), never forwarded', (_n, encode) => {
     for (const ct of [JSON_CT, {}, { 'content-type': 'image/png' }]) {
       for (const [opts, path] of [[A2A_OPTIONS, '/a2a/jsonrpc'], [OPEN_OPTIONS, '/webhook']] as const) {
-        expectRefusal(run(req(encode(rpc('message/send')), { path, headers: ct }), opts), 'parseError');
+        // A media type the SDK's JSON-RPC endpoint refuses is answered -32005 there, before any parsing.
+        const kind = path === '/a2a/jsonrpc' && 'content-type' in ct && ct['content-type'] === 'image/png' ? 'contentTypeNotSupported' : 'parseError';
+        expectRefusal(run(req(encode(rpc('message/send')), { path, headers: ct }), opts), kind);
       }
     }
   });
