@@ -273,6 +273,19 @@ export function rewriteCard(card: CardJson, opts: RewriteOptions): CardJson {
   return out;
 }
 
+/**
+ * Cache-Control of a card rewritten from the request's Host (PUBLIC_URL unset): another Host gets other URLs,
+ * so no shared cache may keep it (`private`), but the caller's own cache keeps the agent's freshness
+ * (`max-age`), as it would without the proxy. Anything the proxy does not read stays uncached.
+ */
+export function hostBoundCacheControl(agent: string | string[] | undefined): string {
+  const directives = (Array.isArray(agent) ? agent.join(',') : (agent ?? '')).split(',').map((d) => d.trim().toLowerCase());
+  if (directives.includes('no-store')) return 'private, no-store';
+  const maxAge = directives.map((d) => /^max-age\s*=\s*"?(\d{1,10})"?$/.exec(d)?.[1]).filter((v) => v !== undefined);
+  if (directives.includes('no-cache') || maxAge.length !== 1) return 'private, no-cache';
+  return `private, max-age=${Number(maxAge[0])}`;
+}
+
 export function weakEtag(body: Buffer): string {
   return `W/"${createHash('sha1').update(body).digest('base64url')}"`;
 }

@@ -3,7 +3,7 @@
  * returned with every endpoint URL pointing at this proxy (design section 7).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { rewriteCard, weakEtag, type CardJson, type RewriteOptions } from '../a2a/card';
+import { hostBoundCacheControl, rewriteCard, weakEtag, type CardJson, type RewriteOptions } from '../a2a/card';
 import { grpcPublicAddress } from '../a2a/bindings/grpc/card';
 import { BoundedBytes } from '../core/bounded';
 import { isEncoded } from '../core/http';
@@ -74,7 +74,7 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
             delete out['content-encoding'];
             if (deps.config.publicUrl === undefined) {
               // Rewritten from this request's Host: another Host gets other URLs, so no shared cache may keep it.
-              out['cache-control'] = 'private, no-cache';
+              out['cache-control'] = hostBoundCacheControl(upRes.headers['cache-control']);
               out.vary = [headerText(out.vary as string | string[] | undefined), 'Host'].filter((v) => v !== undefined && v !== '').join(', ');
             }
           }

@@ -1,4 +1,4 @@
-import { cardUrls, identityFromCard, isCardPath, rewriteCard, rewriteEndpoint, weakEtag, type CardJson, type RewriteOptions } from '../../../src/a2a/card';
+import { cardUrls, hostBoundCacheControl, identityFromCard, isCardPath, rewriteCard, rewriteEndpoint, weakEtag, type CardJson, type RewriteOptions } from '../../../src/a2a/card';
 
 const opts = (publicBase: string, upstreamBase: string, signatures: 'strip' | 'keep' = 'strip'): RewriteOptions => ({
   publicBase: new URL(publicBase),
@@ -233,5 +233,22 @@ describe('weakEtag and isCardPath', () => {
     ['/a2a/jsonrpc', false],
   ])('isCardPath(%p) = %p', (p, want) => {
     expect(isCardPath(p)).toBe(want);
+  });
+});
+
+describe('hostBoundCacheControl (a card rewritten from the request Host)', () => {
+  test.each([
+    ['public, max-age=3600', 'private, max-age=3600'],
+    ['max-age=60, public', 'private, max-age=60'],
+    ['private, max-age=5', 'private, max-age=5'],
+    [['public', 'max-age=10'], 'private, max-age=10'],
+    ['public, s-maxage=600', 'private, no-cache'],
+    ['max-age=1, max-age=2', 'private, no-cache'],
+    ['no-cache, max-age=60', 'private, no-cache'],
+    ['no-store', 'private, no-store'],
+    ['max-age=abc', 'private, no-cache'],
+    [undefined, 'private, no-cache'],
+  ] as const)('%j -> %s: never for a shared cache, the agent\'s freshness kept', (agent, expected) => {
+    expect(hostBoundCacheControl(agent as string | string[] | undefined)).toBe(expected);
   });
 });
