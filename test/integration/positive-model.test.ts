@@ -179,6 +179,9 @@ describe('refusals in the binding\'s own terms, as the SDK agent answers the sam
     ['parse error', '/a2a/jsonrpc', {}, '{"jsonrpc":"2.0",'],
     ['unsupported content type', '/a2a/jsonrpc', { 'content-type': 'text/plain' }, v03Send(1, 'x')],
     ['unknown method', '/a2a/jsonrpc', {}, { jsonrpc: '2.0', id: 9, method: 'tasks/destroy', params: {} }],
+    // The A2A TCK's JSONRPC-SSE-002 case: the SDK checks the media type before it parses, so this is -32005, not -32700.
+    ['unsupported content type, body not JSON (v1.0)', '/a2a/jsonrpc', { ...V1, 'content-type': 'text/plain' }, "{'jsonrpc': '2.0', 'id': 1, 'method': 'SendMessage'}"],
+    ['unsupported content type, body not JSON (v0.3)', '/a2a/jsonrpc', { 'content-type': 'text/plain' }, "{'jsonrpc': '2.0', 'id': 1, 'method': 'message/send'}"],
   ];
   test.each(cases)('%s: same JSON-RPC code as the agent, plus the proxy\'s ErrorInfo', async (_name, path, headers, body) => {
     const direct = await send(agent.origin, 'POST', path, { headers, body });
@@ -197,6 +200,13 @@ describe('refusals in the binding\'s own terms, as the SDK agent answers the sam
     expect(via.status).toBe(direct.status);
     expect(via.json?.error?.details?.[0]?.reason).toBe(direct.json?.error?.details?.[0]?.reason);
     expectRefused(via);
+    // A body that is not JSON under a refused media type: the SDK's content-type guard answers before its parser.
+    const notJson = await send(agent.origin, 'POST', '/a2a/rest/message:send', { headers, body: "{'message': 1}" });
+    const notJsonVia = await send(proxy.url, 'POST', '/a2a/rest/message:send', { headers, body: "{'message': 1}" });
+    expect(notJson.json?.error?.details?.[0]?.reason).toBe('CONTENT_TYPE_NOT_SUPPORTED');
+    expect(notJsonVia.status).toBe(notJson.status);
+    expect(notJsonVia.json?.error?.details?.[0]?.reason).toBe('CONTENT_TYPE_NOT_SUPPORTED');
+    expectRefused(notJsonVia);
     const nf = await send(proxy.url, 'GET', '/a2a/rest/tasks/x/nothing', { headers: V1 });
     expect(nf.status).toBe(404);
     expect(nf.json?.error?.status).toBe('NOT_FOUND');
@@ -250,7 +260,11 @@ describe('the agent card', () => {
     const get = await send(proxy.url, 'GET', '/.well-known/agent-card.json');
     const head = await send(proxy.url, 'HEAD', '/.well-known/agent-card.json');
     expect(get.status).toBe(200);
-    expect(get.headers['cache-control']).toMatch(/private/);
+    // Private (rewritten for this Host), with the agent's own freshness: the SDK agent sends `public, max-age=3600`
+    // (the A2A TCK's CARD-CACHE-001 asks for max-age).
+    const direct = await send(agent.origin, 'GET', '/.well-known/agent-card.json');
+    expect(direct.headers['cache-control']).toBe('public, max-age=3600');
+    expect(get.headers['cache-control']).toBe('private, max-age=3600');
     expect(String(get.headers.vary)).toMatch(/host/i);
     expect(head.headers['content-length']).toBe(String(Buffer.byteLength(get.text)));
     expect(head.headers.etag).toBe(get.headers.etag);
