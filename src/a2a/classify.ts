@@ -111,7 +111,7 @@ function reject(kind: ProxyErrorKind, message: string, binding: Binding, id: Jso
 
 export function classify(req: HttpRequestFacts, opts: ClassifyOptions): Classified {
   try {
-    return classifyUnsafe(req, opts);
+    return contentTypeFirst(req, classifyUnsafe(req, opts));
   } catch (err) {
     // JSON nested deeper than the engine's stack (or similar hostile input): refuse, never crash.
     return reject('rejected', `Request could not be processed: ${(err as Error).name}`, 'jsonrpc');
@@ -149,12 +149,7 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
   // A JSON-RPC call below a REST base is fine where no route (strict or loose) reads the path.
   if (rpc !== undefined) return classifyJsonRpc(req, t, opts, rpc, version.value);
   const restOnly = underRest.length > 0 && !isJsonRpcEndpoint(t, opts);
-  if (body.kind === 'bad') {
-    const f = flavour(req, t, opts, body);
-    // The SDK's JSON-RPC router checks the media type before it parses: a body it never parses is -32005, not -32700.
-    if (f === 'jsonrpc' && refusedMediaType(req.headers, ['application/json'])) return reject('contentTypeNotSupported', 'Content type not supported; expected application/json', 'jsonrpc');
-    return reject('parseError', body.why, f);
-  }
+  if (body.kind === 'bad') return reject('parseError', body.why, flavour(req, t, opts, body));
   if (body.kind === 'tooComplex') return reject('rejected', body.why, flavour(req, t, opts, body));
   // A batch is never relayed, under any NON_A2A: one judged call could hide others behind it.
   if (body.kind === 'json' && Array.isArray(body.value) && body.value.some((e) => typeof e === 'object' && e !== null)) {
@@ -352,6 +347,18 @@ export function ambiguousKey(root: unknown): string | undefined {
     }
   }
   return undefined;
+}
+
+/** Standard JSON-RPC refusals that the SDK's router only reaches past its content-type guard. */
+const AFTER_CONTENT_TYPE: ReadonlySet<ProxyErrorKind> = new Set<ProxyErrorKind>(['parseError', 'invalidRequest', 'invalidParams', 'methodNotFound']);
+
+/**
+ * The SDK's JSON-RPC router refuses a given Content-Type other than application/json before it reads the body, so
+ * a body it would refuse too is answered -32005 there (the proxy's own refusals, -31400, keep their code).
+ */
+function contentTypeFirst(req: HttpRequestFacts, c: Classified): Classified {
+  if (c.kind !== 'reject' || c.binding !== 'jsonrpc' || !AFTER_CONTENT_TYPE.has(c.error.kind) || !refusedMediaType(req.headers, ['application/json'])) return c;
+  return reject('contentTypeNotSupported', 'Content type not supported; expected application/json', 'jsonrpc');
 }
 
 function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions, v: JsonObject, version: string | undefined): Classified {

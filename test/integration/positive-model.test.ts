@@ -182,6 +182,9 @@ describe('refusals in the binding\'s own terms, as the SDK agent answers the sam
     // The A2A TCK's JSONRPC-SSE-002 case: the SDK checks the media type before it parses, so this is -32005, not -32700.
     ['unsupported content type, body not JSON (v1.0)', '/a2a/jsonrpc', { ...V1, 'content-type': 'text/plain' }, "{'jsonrpc': '2.0', 'id': 1, 'method': 'SendMessage'}"],
     ['unsupported content type, body not JSON (v0.3)', '/a2a/jsonrpc', { 'content-type': 'text/plain' }, "{'jsonrpc': '2.0', 'id': 1, 'method': 'message/send'}"],
+    ['unsupported content type, unknown method', '/a2a/jsonrpc', { ...V1, 'content-type': 'text/plain' }, { jsonrpc: '2.0', id: 9, method: 'tasks/destroy', params: {} }],
+    ['unsupported content type, not JSON-RPC 2.0', '/a2a/jsonrpc', { ...V1, 'content-type': 'text/plain' }, { jsonrpc: '1.0', id: 9, method: 'GetTask', params: { id: 'x' } }],
+    ['unsupported content type, a batch', '/a2a/jsonrpc', { 'content-type': 'text/plain' }, [v03Send(1, 'x')]],
   ];
   test.each(cases)('%s: same JSON-RPC code as the agent, plus the proxy\'s ErrorInfo', async (_name, path, headers, body) => {
     const direct = await send(agent.origin, 'POST', path, { headers, body });

@@ -247,6 +247,20 @@ describe('refusals', () => {
 });
 
 describe('content type and charset (the agent parses only what its body parser accepts)', () => {
+  // The SDK's JSON-RPC router runs its content-type guard before anything reads the body (A2A TCK JSONRPC-SSE-002).
+  test.each([
+    ['a body that is not JSON', "{'jsonrpc': '2.0', 'id': 1, 'method': 'SendMessage'}"],
+    ['an unknown method', rpc('tasks/destroy')],
+    ['JSON-RPC 1.0', JSON.stringify({ jsonrpc: '1.0', id: 1, method: 'GetTask', params: {} })],
+    ['a batch', `[${rpc('tasks/get')}]`],
+    ['a JSON scalar', '42'],
+  ])('%s with content-type text/plain at the JSON-RPC endpoint -> content type not supported (-32005)', (_n, body) => {
+    expectRefusal(run(req(body, { headers: { 'content-type': 'text/plain', 'a2a-version': '1.0' } })), 'contentTypeNotSupported', 'jsonrpc');
+    // Without a Content-Type the guard lets the body through: the refusal is the body's own.
+    const bare = run(req(body, { headers: { 'a2a-version': '1.0' } }));
+    expect(bare.kind === 'reject' ? bare.error.kind : bare.kind).not.toMatch(/^(contentTypeNotSupported|a2a|other)$/);
+  });
+
   test.each(['text/plain', 'application/octet-stream', 'application/x-www-form-urlencoded', 'application/a2a+json', 'image/png', 'application/jsonx'])(
     'A2A JSON-RPC body with content-type %p -> content type not supported (-32005), never forwarded', (ct) => {
       for (const opts of [A2A_OPTIONS, OPEN_OPTIONS]) {
