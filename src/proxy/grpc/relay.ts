@@ -16,6 +16,7 @@ import { HOOK_ORDER } from '../../aos/hook-points';
 import type { JsonObject } from '../../aos/schemas';
 import { rewriteCard, type CardJson, type RewriteOptions } from '../../a2a/card';
 import { canonicalResponse, encodeFromPayload, encodeProblem, type MessageCodec } from '../../a2a/bindings/grpc/codec';
+import { agentStatusJson, statusProblem, statusTrailers } from '../../a2a/bindings/grpc/status';
 import { GRPC_STATUS, MessageReader, frameMessage, isProblem, readMessage, type RawMessage } from '../../a2a/bindings/grpc/framing';
 import { headerText } from '../forward';
 import type { CallOutcome } from '../../observe/audit';
@@ -48,6 +49,9 @@ interface Stop {
   /** Task ownership refused the answer. */
   readonly refused?: boolean;
 }
+
+/** The trailers that make a status: rebuilt from the approved JSON error when the status is judged. */
+const STATUS_MEMBERS = new Set(['grpc-status', 'grpc-message', 'grpc-status-details-bin']);
 
 /** Agent answer headers that are transport (or that the proxy changes when it re-encodes). */
 const ANSWER_DROP = new Set(['content-length', 'connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'date']);
@@ -90,8 +94,8 @@ export function relayAnswer(
     metrics.upstreamCall(method.op.aosMethod, (performance.now() - (log.upstreamSentAt as number)) / 1000);
     if (status !== 200) return failAnswer({ error: proxyError('upstreamUnavailable', `Upstream agent answered HTTP ${status}`), why: `upstream HTTP ${status}` });
     if (h['grpc-status'] !== undefined) {
-      // Trailers-only: the agent's status (an error, or an empty answer) goes back as it is.
-      caller.end(answerHeaders(h, false));
+      // Trailers-only: the agent's status (an error, or an empty answer).
+      relayStatus(h, false);
       return;
     }
     upEncoding = headerText(h['grpc-encoding']);
@@ -147,7 +151,35 @@ export function relayAnswer(
   function finish(): void {
     if (caller.finished || !responded) return;
     untrack?.();
-    caller.end(upTrailers === undefined ? { 'grpc-status': String(GRPC_STATUS.INTERNAL), 'grpc-message': 'agent sent no status' } : answerHeaders(upTrailers, false, true));
+    if (upTrailers === undefined) return caller.end({ 'grpc-status': String(GRPC_STATUS.INTERNAL), 'grpc-message': 'agent sent no status' });
+    relayStatus(upTrailers, true);
+  }
+
+  /**
+   * The agent's status to the caller. With INSPECT_RESPONSES an error status is an answer like any
+   * other (over HTTP the agent's JSON-RPC error or REST error body is judged): the hooks see it as
+   * the JSON-RPC error it stands for, and the caller gets the status rebuilt from what was approved.
+   */
+  function relayStatus(h: http2.IncomingHttpHeaders, trailers: boolean): void {
+    const relayed = answerHeaders(h, false, trailers);
+    if (!config.inspectResponses || headerText(h['grpc-status']) === '0') return caller.end(relayed);
+    judgeStatus(h, relayed).catch((err: unknown) => {
+      endWith({ error: proxyError('guardianUnavailable', 'Answer inspection failed'), why: `answer inspection failed: ${err instanceof Error ? err.message : String(err)}` });
+    });
+  }
+
+  async function judgeStatus(h: http2.IncomingHttpHeaders, relayed: http2.OutgoingHttpHeaders): Promise<void> {
+    const payload: JsonObject = { jsonrpc: '2.0', id: call.id, error: agentStatusJson(h) };
+    const run = await deps.runHooks({
+      ex, sides: HOOK_ORDER[config.role].response, phase: 'response', payload, payloadJson: JSON.stringify(payload), reasoning: undefined,
+      ...(method.streaming ? { budget: 'stream' as const } : {}),
+      validateModified: (p) => ('result' in p || !('error' in p) ? 'an error status stays an error' : statusProblem(p.error)),
+    });
+    if (!caller.open) return;
+    if (run.type === 'block') return endWith({ error: run.error, why: `response hook: ${run.decision}` });
+    // The agent's own status members give way to the approved ones (a member it had that the approval lacks is gone too).
+    const rest = Object.fromEntries(Object.entries(relayed).filter(([k]) => !STATUS_MEMBERS.has(k)));
+    caller.end({ ...rest, ...statusTrailers(run.payload.error as JsonObject) });
   }
 
   /** The window a judged answer's messages go through. */
