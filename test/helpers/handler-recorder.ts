@@ -25,6 +25,11 @@ export interface HandlerCall {
   readonly method: string;
   /** The request object the transport passed (core v1 shape), as JSON-safe data. */
   readonly params: unknown;
+  /**
+   * The request object itself, as the transport passed it (values JSON cannot hold, a NaN, an enum
+   * number the SDK does not know, kept as they are): for oracles that compare protobuf encodings.
+   */
+  readonly live: unknown;
   /** ServerCallContext.tenant: the tenant the SDK scopes the call to (undefined = default). */
   readonly contextTenant: string | undefined;
   /** ServerCallContext.requestedVersion (the A2A-Version header the agent saw). */
@@ -79,6 +84,7 @@ export function handlerRecorder(): HandlerRecorder {
         calls.push({
           method: name,
           params: jsonSafe(args[0]),
+          live: args[0],
           // The JSON-RPC transport puts params.tenant into the context unchecked: keep a non-string one visible.
           contextTenant: ctx?.tenant === undefined || ctx.tenant === null ? undefined : typeof ctx.tenant === 'string' ? ctx.tenant : JSON.stringify(ctx.tenant),
           requestedVersion: typeof ctx?.requestedVersion === 'string' ? ctx.requestedVersion : undefined,

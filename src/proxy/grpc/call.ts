@@ -10,7 +10,7 @@ import type { Socket } from 'node:net';
 import { HOOK_ORDER } from '../../aos/hook-points';
 import type { RewriteOptions } from '../../a2a/card';
 import { grpcMethodForPath, type GrpcMethod } from '../../a2a/bindings/grpc/methods';
-import { canonicalRequest, codecFor, encodeFromPayload, encodeProblem, type MethodCodec } from '../../a2a/bindings/grpc/codec';
+import { canonicalRequest, codecFor, encodeFromPayload, encodeProblem, faithfulEncoding, type MethodCodec } from '../../a2a/bindings/grpc/codec';
 import { grpcCodec } from '../../a2a/bindings/grpc/binding';
 import { GRPC_STATUS, formatTimeout, frameMessage, isProblem, parseTimeout, supportedEncoding, SUPPORTED_ENCODINGS } from '../../a2a/bindings/grpc/framing';
 import { Cancellation } from '../../cancel';
@@ -46,9 +46,9 @@ const NO_SHAPE = Object.freeze({ v03: false, errorAsEvent: false });
 interface GrpcFlow extends CallFlow {
   readonly method: GrpcMethod;
   readonly codec: MethodCodec;
-  /** The request message as the generated code read it (unknown fields skipped). */
-  readonly decoded: unknown;
-  /** `decoded` as the canonical request: while the approved payload is this object, `decoded` is what the agent gets. */
+  /** The request message as the generated code read it (unknown fields skipped), re-encoded: exactly what its JSON form says. */
+  readonly encoded: Buffer;
+  /** The message as the canonical request: while the approved payload is this object, `encoded` is what the agent gets. */
   readonly decodedRequest: JsonObject;
   readonly headers: http2.IncomingHttpHeaders;
   readonly caller: CallerSide;
@@ -78,7 +78,7 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     run(f) {
       const run = f.approved as NonNullable<GrpcFlow['approved']>;
       // Another payload (a modify, or task ownership's unsealed page token) is encoded from what the guardian saw.
-      f.message = run.modified || run.payload !== f.decodedRequest ? encodeFromPayload(f.codec.request, run.payload, 'params') : f.codec.request.encode(f.decoded);
+      f.message = run.modified || run.payload !== f.decodedRequest ? encodeFromPayload(f.codec.request, run.payload, 'params') : f.encoded;
       return undefined;
     },
   };
@@ -149,6 +149,11 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     } catch (err) {
       return refuse(caller, proxyError('invalidRequest', `request message does not decode as ${method.request}: ${(err as Error).message}`), 'INVALID_ARGUMENT', remoteAddress);
     }
+    // The guardian judges the JSON form: a message it does not carry whole (an unknown enum number, a NaN) is refused.
+    const encoded = faithfulEncoding(codec.request, decoded, params);
+    if (encoded === undefined) {
+      return refuse(caller, proxyError('rejected', `request message holds values its JSON form cannot carry (an enum value ${method.request} does not define, a NaN or infinite number...)`), 'INVALID_ARGUMENT', remoteAddress);
+    }
     const known = await who;
     if (!known.ok) return refuse(caller, proxyError('unauthenticated', known.message, { ...known.metadata }), undefined, remoteAddress);
 
@@ -165,7 +170,7 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
       // A replacement must still be a message the agent can read.
       validateModified: (p) => encodeProblem(codec.request, p, 'params'),
       answerHook: undefined, approved: undefined,
-      method, codec, decoded, decodedRequest: request, headers, caller, lease, assertion, timeoutMs, message: undefined, upReq: undefined,
+      method, codec, encoded, decodedRequest: request, headers, caller, lease, assertion, timeoutMs, message: undefined, upReq: undefined,
     };
     let deadline: NodeJS.Timeout | undefined;
     stream.once('close', () => {

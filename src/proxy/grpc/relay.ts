@@ -15,7 +15,7 @@ import type { Metrics } from '../../admin/metrics';
 import { HOOK_ORDER } from '../../aos/hook-points';
 import type { JsonObject } from '../../aos/schemas';
 import { rewriteCard, type CardJson, type RewriteOptions } from '../../a2a/card';
-import { canonicalResponse, encodeFromPayload, encodeProblem, type MessageCodec } from '../../a2a/bindings/grpc/codec';
+import { canonicalResponse, encodeFromPayload, encodeProblem, faithfulEncoding, type MessageCodec } from '../../a2a/bindings/grpc/codec';
 import { agentStatusJson, statusProblem, statusTrailers } from '../../a2a/bindings/grpc/status';
 import { GRPC_STATUS, MessageReader, frameMessage, isProblem, readMessage, type RawMessage } from '../../a2a/bindings/grpc/framing';
 import { headerText } from '../forward';
@@ -251,8 +251,12 @@ export function relayAnswer(
     }
     try {
       if (changed) return { pass: frameMessage(encodeFromPayload(codec, payload, 'result')) };
-      // A judged answer carries only what the guardian saw (unknown fields are not re-encoded); an unjudged one goes as it came.
-      return { pass: frameMessage(config.inspectResponses ? codec.encode(decoded) : bytes) };
+      if (!config.inspectResponses) return { pass: frameMessage(bytes) };
+      // A judged answer carries only what the guardian saw (unknown fields are not re-encoded), and all of it
+      // (a value its JSON form cannot carry, an unknown enum number or a NaN, is not passed as something else).
+      const encoded = faithfulEncoding(codec, decoded, result);
+      if (encoded !== undefined) return { pass: frameMessage(encoded) };
+      return { stop: { error: proxyError('upstreamUnavailable', 'Upstream agent answer holds values its JSON form cannot carry'), why: 'agent answer: not faithful to its JSON form', status: 'INTERNAL', outcome: 'answer_refused' } };
     } catch (err) {
       return { stop: { error: proxyError('upstreamUnavailable', 'Answer cannot be re-encoded'), why: (err as Error).message, status: 'INTERNAL', outcome: 'answer_refused' } };
     }

@@ -88,6 +88,24 @@ export function codecFor(method: GrpcMethod): MethodCodec {
   return c;
 }
 
+/**
+ * Whether the JSON form of a decoded message carries all of it: its encoding equals the encoding of
+ * the JSON read back. Some values have no JSON form of their own (an enum number the generated code
+ * does not know shows as "UNRECOGNIZED", a Struct NaN or Infinity as null, -0 as 0, a Value with no
+ * kind not at all): the guardian would judge one message and the agent decode another. Returns the
+ * message's encoding when faithful, undefined when not.
+ */
+export function faithfulEncoding(codec: MessageCodec, decoded: unknown, json: JsonObject): Buffer | undefined {
+  const bytes = codec.encode(decoded);
+  let again: Buffer;
+  try {
+    again = codec.encode(codec.fromJson(json));
+  } catch {
+    return undefined;
+  }
+  return bytes.equals(again) ? bytes : undefined;
+}
+
 /** The canonical JSON-RPC request the guardian sees for a gRPC call (v1.0 method name, minted id). */
 export function canonicalRequest(method: GrpcMethod, params: JsonObject, id: string): JsonObject {
   return { jsonrpc: '2.0', id, method: method.name, params };
