@@ -60,6 +60,9 @@ interface GrpcFlow extends CallFlow {
   upReq: http2.ClientHttp2Stream | undefined;
 }
 
+/** The longest delay a Node timer holds (2^31-1 ms, 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Headers of the caller's request that are HTTP/2 or gRPC transport, set by the proxy itself towards the agent. */
 const TRANSPORT_HEADERS = new Set(['host', 'grpc-encoding', 'grpc-accept-encoding', 'grpc-timeout', 'content-length', 'te', 'content-type']);
 
@@ -182,7 +185,9 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
       }
       finishCall(deps, ex, caller.finished);
     });
-    if (timeoutMs !== undefined) {
+    // A Node timer holds at most MAX_TIMER_MS and fires a longer one at once: a deadline past it (weeks away)
+    // is left to the agent, which gets it in grpc-timeout.
+    if (timeoutMs !== undefined && timeoutMs <= MAX_TIMER_MS) {
       const left = timeoutMs - (performance.now() - started);
       deadline = setTimeout(() => {
         ex.log.error = 'deadline exceeded';
