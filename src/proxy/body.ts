@@ -116,8 +116,9 @@ export function holdDecoded(lease: BodyLease, held: number, decoded: number): Pr
 }
 
 /**
- * One budget of request-body bytes held across all calls (MAX_INFLIGHT_BODY_BYTES). A call that
- * would go over it is answered "overloaded" at once instead of growing the process without bound.
+ * One budget of the bytes held across all calls (MAX_INFLIGHT_BODY_BYTES): request bodies, and the
+ * agent's answers held for inspection. A call that would go over it is answered "overloaded" at once
+ * instead of growing the process without bound.
  */
 export class BodyBudget {
   private used = 0;
@@ -141,6 +142,11 @@ export class BodyBudget {
         this.used += n - held;
         held = n;
       },
+      give: (n: number) => {
+        const k = Math.min(n, held);
+        this.used -= k;
+        held -= k;
+      },
       release: () => {
         this.used -= held;
         held = 0;
@@ -153,5 +159,7 @@ export interface BodyLease {
   take(n: number): boolean;
   /** Hold exactly n bytes now (what is retained after parsing); never refused. */
   resize(n: number): void;
+  /** Return n of the bytes held (never more than are held). */
+  give(n: number): void;
   release(): void;
 }

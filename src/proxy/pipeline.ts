@@ -343,7 +343,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
           metrics.upstreamCall(f.ex.call.op.aosMethod, (performance.now() - (log.upstreamSentAt as number)) / 1000);
         }
         try {
-          respond(req, res, upRes, upReq, f);
+          respond(req, res, upRes, upReq, f, lease);
         } catch (err) {
           // Thrown inside undici's callback it would be swallowed and the caller left hanging: end both sides here.
           logger.error({ err }, 'internal error while relaying the agent answer');
@@ -375,7 +375,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   }
 
   /** Choose how the answer goes back: plain, through the unary response hooks, or event by event. */
-  function respond(req: IncomingMessage, res: ServerResponse, upRes: UpstreamAnswer, upReq: UpstreamHandle, f: UpstreamTie | undefined): void {
+  function respond(req: IncomingMessage, res: ServerResponse, upRes: UpstreamAnswer, upReq: UpstreamHandle, f: UpstreamTie | undefined, lease: BodyLease): void {
     if (res.destroyed) return upReq.abort();
     const ex = f?.ex;
     if (f !== undefined && upRes.statusCode >= 300 && upRes.statusCode < 400 && upRes.statusCode !== 304) {
@@ -396,6 +396,8 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         : undefined,
       rewriteCard: ex?.call.op.returnsCard === true ? cardRewrite(deps, req) : undefined,
       maxBodyBytes: config.maxBodyBytes,
+      // The call's lease (its request bytes already returned) holds the answer bytes read for inspection; released when the call ends.
+      lease,
       answerHook: f?.answerHook,
       onUpstreamFailure: (why) => {
         metrics.upstreamErrors.inc();

@@ -92,13 +92,20 @@ export function relayPlain(ctx: RelayContext): void {
 export function relayUnaryInspected(ctx: RelayContext): void {
   const { res, upRes, codec, id } = ctx;
   const kept = new BoundedBytes(ctx.maxBodyBytes);
+  let overloaded = false;
   upRes.read({
     data: (c) => {
-      if (kept.overflowed) return;
+      if (kept.overflowed || overloaded) return;
+      // Answers held for inspection count against the in-flight budget: many reads of one large answer cannot grow memory without bound.
+      if (!ctx.lease.take(c.length)) {
+        overloaded = true;
+        ctx.upReq.abort();
+        return sendError(res, codec, proxyError('overloaded'), id);
+      }
       if (!kept.push(c)) ctx.upReq.abort();
     },
     end: (complete) => {
-      if (res.destroyed || res.writableEnded) return;
+      if (res.destroyed || res.writableEnded || overloaded) return;
       if (kept.overflowed) return sendError(res, codec, proxyError('upstreamUnavailable', 'Agent answer too large to inspect', { limit: String(ctx.maxBodyBytes) }), id);
       if (!complete) {
         ctx.onUpstreamFailure('upstream closed mid-response');

@@ -106,7 +106,8 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
       upReq.end(frameMessage(f.message as Buffer));
       // The request has left: its bytes no longer count against the in-flight budget.
       f.lease.release();
-      relayAnswer(deps, ex, f.method, caller, upReq, f.codec.response, f.answerHook, headerText(f.headers[':authority']));
+      // The lease (released when the call ends) now holds the answer messages being judged.
+      relayAnswer(deps, ex, f.method, caller, upReq, f.codec.response, f.answerHook, headerText(f.headers[':authority']), f.lease);
       return undefined;
     },
   };

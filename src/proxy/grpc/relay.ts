@@ -26,6 +26,7 @@ import type { AnswerCheck, AnswerHook } from '../ownership';
 import { OrderedWindow, STREAM_WINDOW_MAX_BYTES, type Line, type Verdict } from '../relay/window';
 import { framingError, type CallerSide } from './caller';
 import type { Exchange } from '../call';
+import type { BodyLease } from '../body';
 import type { GrpcMethod } from '../../a2a/bindings/grpc/methods';
 
 export interface RelayDeps {
@@ -58,6 +59,7 @@ const ANSWER_DROP = new Set(['content-length', 'connection', 'keep-alive', 'tran
 
 export function relayAnswer(
   deps: RelayDeps, ex: Exchange, method: GrpcMethod, caller: CallerSide, upReq: http2.ClientHttp2Stream, codec: MessageCodec, answerHook: AnswerHook | undefined, authority: string | undefined,
+  lease: Pick<BodyLease, 'take' | 'give'>,
 ): void {
   const { config, metrics } = deps;
   const { call, log } = ex;
@@ -203,7 +205,9 @@ export function relayAnswer(
     // A stream's messages are judged several at once; a unary answer's one message as a call's check.
     method.streaming ? config.streamInspectWindow : 1, STREAM_WINDOW_MAX_BYTES,
     // Guardian places are shared only by stream messages that go to the guardian.
-    method.streaming && config.inspectResponses ? deps.streamLine : undefined);
+    method.streaming && config.inspectResponses ? deps.streamLine : undefined,
+    // Messages held for judging count against the in-flight budget: many calls cannot grow memory without bound.
+    { take: (n) => lease.take(n), give: (n) => lease.give(n), refused: () => ({ error: proxyError('overloaded'), why: 'answer over the in-flight budget', outcome: 'answer_refused' }) });
     return w;
   }
 

@@ -13,6 +13,7 @@ import type { HookRun } from '../hooks';
 import type { Exchange } from '../call';
 import type { AnswerHook } from '../ownership';
 import type { Line } from './window';
+import type { BodyLease } from '../body';
 
 export interface RelayContext {
   /** The binding the call came by: answers, payloads and errors in its terms. */
@@ -29,6 +30,12 @@ export interface RelayContext {
   /** Rewrite agent-card results (extended card operations) with these options. */
   readonly rewriteCard: Parameters<typeof rewriteCard>[1] | undefined;
   readonly maxBodyBytes: number;
+  /**
+   * The call's share of the in-flight budget (MAX_INFLIGHT_BODY_BYTES, shared with request bodies):
+   * the bytes of the agent's answer held for inspection are taken from it (false: over the budget,
+   * nothing taken) and given back as they leave.
+   */
+  readonly lease: Pick<BodyLease, 'take' | 'give'>;
   readonly onUpstreamFailure: (why: string) => void;
   /**
    * An answer (or event) that the response hooks cannot read: returns the error to send instead

@@ -118,7 +118,12 @@ export function relayStreamInspected(ctx: RelayContext, inspect: Inspect | undef
       ctx.ex?.call.caller.cancel();
     },
     failure: () => errorEvent(proxyError('guardianUnavailable', 'Stream inspection failed')),
-  }, ctx.streamWindow ?? DEFAULT_STREAM_WINDOW, STREAM_WINDOW_MAX_BYTES, inspect === undefined ? undefined : ctx.streamLine);
+  }, ctx.streamWindow ?? DEFAULT_STREAM_WINDOW, STREAM_WINDOW_MAX_BYTES, inspect === undefined ? undefined : ctx.streamLine, {
+    // Events held for judging count against the in-flight budget: many streams cannot grow memory without bound.
+    take: (n) => ctx.lease.take(n),
+    give: (n) => ctx.lease.give(n),
+    refused: () => errorEvent(proxyError('overloaded')),
+  });
 
   const parser = new SseParser();
   upRes.read({

@@ -61,6 +61,17 @@ export interface WindowIo<T = SseEvent, S = Buffer> {
 /** Past the first event, the events judged at once hold at most this many bytes (the `maxBytes` the relays use). */
 export const STREAM_WINDOW_MAX_BYTES = 4 * 1024 * 1024;
 
+/**
+ * Bytes held across all calls (the in-flight budget, proxy/body.ts): an admitted event holds its
+ * bytes there until it leaves. An event the budget cannot take is not judged: the stream stops there
+ * with `refused()` (after the events before it have left), as a request over the budget is refused.
+ */
+export interface WindowBudget<S> {
+  take(n: number): boolean;
+  give(n: number): void;
+  refused(): S;
+}
+
 /** Places shared by the windows of all streams (aos/gate.ts Gate). */
 export interface Line {
   enter(caller?: Cancellation): true | Promise<boolean>;
@@ -101,7 +112,9 @@ export class OrderedWindow<T = SseEvent, S = Buffer> {
   /** Most events ever admitted at once (for tests and the bench: never above `size`). */
   peakAdmitted = 0;
 
-  constructor(private readonly io: WindowIo<T, S>, readonly size: number, readonly maxBytes: number = Infinity, private readonly line?: Line) {
+  constructor(
+    private readonly io: WindowIo<T, S>, readonly size: number, readonly maxBytes: number = Infinity, private readonly line?: Line, private readonly budget?: WindowBudget<S>,
+  ) {
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`window size must be a positive integer, got ${size}`);
   }
 
@@ -179,6 +192,7 @@ export class OrderedWindow<T = SseEvent, S = Buffer> {
     if (this.blocked || first?.verdict === undefined) return false;
     this.slots.shift();
     this.heldBytes -= first.bytes;
+    this.budget?.give(first.bytes);
     const v = first.verdict;
     if ('stop' in v) {
       this.finish(v.stop, true);
@@ -201,7 +215,18 @@ export class OrderedWindow<T = SseEvent, S = Buffer> {
       this.backlog = [];
       this.head = 0;
     }
-    const slot: Slot<S> = { bytes: this.io.bytes(ev), verdict: undefined, placed: this.place };
+    const bytes = this.io.bytes(ev);
+    if (this.budget !== undefined && !this.budget.take(bytes)) {
+      // Over the in-flight budget: this event is where the stream stops (rule 4), never judged.
+      this.releaseUnusedPlace();
+      this.upstreamOver = true;
+      this.backlog = [];
+      this.head = 0;
+      // The agent is no longer read; it is aborted when the stop leaves (after the events before it).
+      this.slots.push({ bytes: 0, verdict: { stop: this.budget.refused() }, placed: false });
+      return true;
+    }
+    const slot: Slot<S> = { bytes, verdict: undefined, placed: this.place };
     this.place = false;
     this.slots.push(slot);
     this.heldBytes += slot.bytes;
@@ -276,6 +301,7 @@ export class OrderedWindow<T = SseEvent, S = Buffer> {
     this.backlog = [];
     this.head = 0;
     this.slots.length = 0;
+    this.budget?.give(this.heldBytes);
     this.heldBytes = 0;
   }
 

@@ -3,7 +3,7 @@
  * written at the top of window.ts, with decisions that a test resolves in any order.
  */
 import fc from 'fast-check';
-import { OrderedWindow, type Verdict, type WindowIo } from '../../../../src/proxy/relay/window';
+import { OrderedWindow, type Verdict, type WindowBudget, type WindowIo } from '../../../../src/proxy/relay/window';
 import { Gate } from '../../../../src/aos/gate';
 import type { SseEvent } from '../../../../src/a2a/sse';
 
@@ -24,7 +24,7 @@ interface Pending {
 }
 
 /** A window whose decisions wait for the test, recording everything it does. */
-function harness(size: number, opts: { maxBytes?: number; full?: () => boolean; sync?: (e: SseEvent) => Verdict | undefined; throwOn?: number; line?: Gate } = {}) {
+function harness(size: number, opts: { maxBytes?: number; full?: () => boolean; sync?: (e: SseEvent) => Verdict | undefined; throwOn?: number; line?: Gate; budget?: WindowBudget<Buffer> } = {}) {
   const pending: Pending[] = [];
   const written: string[] = [];
   const log: string[] = [];
@@ -60,7 +60,7 @@ function harness(size: number, opts: { maxBytes?: number; full?: () => boolean; 
     },
     failure: () => Buffer.from('FAILURE'),
   };
-  const w = new OrderedWindow(io, size, opts.maxBytes, opts.line);
+  const w = new OrderedWindow(io, size, opts.maxBytes, opts.line, opts.budget);
   const decision = (n: number) => {
     const p = pending.find((x) => nOf(x.ev.raw) === String(n));
     if (p === undefined) throw new Error(`no decision under way for event ${n}`);
@@ -432,4 +432,53 @@ test('binding-neutral: events that are not SSE events (gRPC messages) are weighe
   expect(written).toEqual([1, 2]);
   expect(ended).toEqual({ code: 7, at: 3 });
   expect(aborts).toBe(1);
+});
+
+describe('the in-flight budget: admitted events hold their bytes in it', () => {
+  /** A budget of `limit` bytes, recording how much is held. */
+  const budget = (limit: number) => {
+    const b = { used: 0, peak: 0, take: (n: number) => {
+      if (b.used + n > limit) return false;
+      b.used += n;
+      b.peak = Math.max(b.peak, b.used);
+      return true;
+    }, give: (n: number) => {
+      b.used -= n;
+    }, refused: () => Buffer.from('OVERLOADED') };
+    return b;
+  };
+
+  test('an event the budget cannot take stops the stream there, after the events before it; never judged', async () => {
+    const b = budget(100);
+    const h = harness(8, { budget: b });
+    h.w.push([ev(1, 40), ev(2, 40), ev(3, 40), ev(4, 10)]);
+    expect(h.decided()).toEqual(['1', '2']);
+    h.pass(2);
+    h.pass(1);
+    await tick();
+    expect(h.written).toEqual(['1', '2']);
+    expect(h.ended?.toString()).toBe('OVERLOADED');
+    expect(h.aborts).toBe(1);
+    expect(b.used).toBe(0);
+  });
+
+  test('bytes go back as events leave: a long stream within the budget is never refused', async () => {
+    const b = budget(100);
+    const h = harness(2, { budget: b, sync: (e) => ({ pass: e.raw }) });
+    for (const n of range(1, 50)) h.w.push([ev(n, 40)]);
+    h.w.upstreamEnded();
+    expect(h.written).toEqual(range(1, 50).map(String));
+    expect(h.ended).toBeUndefined();
+    expect(b.used).toBe(0);
+    expect(b.peak).toBeLessThanOrEqual(100);
+  });
+
+  test('the caller going away gives back what was held', async () => {
+    const b = budget(1000);
+    const h = harness(8, { budget: b });
+    h.w.push([ev(1, 40), ev(2, 40)]);
+    expect(b.used).toBe(80);
+    h.w.close();
+    expect(b.used).toBe(0);
+  });
 });
