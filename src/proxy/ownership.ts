@@ -7,7 +7,7 @@
  *   is answered "task not found", exactly as the agent answers an unknown task, so a task's
  *   existence does not leak. A task id the store does not know (never seen, expired, evicted) is
  *   refused the same way: the proxy cannot show that the caller owns it. An unknown context id is
- *   a new context (clients may choose context ids).
+ *   a new context (clients may choose context ids), claimed for the caller there and then.
  * - Answers to message/send and every event of message/stream bind the tasks and contexts they
  *   name to the caller (first owner wins) before they go out.
  * - tasks/list answers keep only the caller's own tasks.
@@ -108,6 +108,22 @@ export class TaskOwnership {
       return failed === undefined ? { type: 'pass', state: 'unchecked', refs, request } : { type: 'refuse', error: failed };
     }
     const nTasks = refs.tasks.length;
+    // A context nobody holds yet is claimed now, before the guardian and the agent see the call: bound only
+    // by the answer, a context a caller opened would be anyone's while its first call runs (a blocking
+    // message answers when its task is done), and another caller naming it would join the conversation.
+    const fresh = keys.filter((k, i) => i >= nTasks && owners[i] === undefined);
+    if (fresh.length > 0) {
+      let claimed: Owner[];
+      try {
+        claimed = await this.deps.store.claim(fresh, owner);
+      } catch (err) {
+        const failed = this.storeFailed(op, 'bind', err);
+        return failed === undefined ? { type: 'pass', state: 'unchecked', refs, request } : { type: 'refuse', error: failed };
+      }
+      fresh.forEach((k, j) => {
+        owners[keys.indexOf(k)] = claimed[j];
+      });
+    }
     for (let i = 0; i < keys.length; i++) {
       const current = owners[i];
       const isTask = i < nTasks;
