@@ -126,9 +126,19 @@ export function relayAnswer(
       }
     });
   } else {
+    let messages = 0;
     upReq.on('data', (chunk: Buffer) => {
       const got = reader.push(chunk);
-      if (!isProblem(got)) return window.push(got);
+      if (!isProblem(got)) {
+        messages += got.length;
+        // A unary answer is one message: a second one is not an answer the caller can read one way (grpc-js waits forever).
+        if (!method.streaming && messages > 1) {
+          window.push(got.slice(0, Math.max(0, 1 - (messages - got.length))));
+          window.upstreamEnded(() => ({ error: proxyError('upstreamUnavailable', 'Upstream agent sent more than one message for a unary call'), why: 'agent answer: two messages for a unary call', status: 'INTERNAL', outcome: 'answer_refused' }));
+          return stopUpstream();
+        }
+        return window.push(got);
+      }
       // A malformed frame is never passed unread: the messages before it go out, then the error status.
       window.upstreamEnded(() => ({ error: framingError(got), why: `agent answer: ${got.message}`, status: got.status, outcome: 'answer_refused' }));
       stopUpstream();
