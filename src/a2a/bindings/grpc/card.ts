@@ -24,8 +24,21 @@ export function grpcUrl(raw: string, defaultProtocol: 'http:' | 'https:'): URL |
   return u.protocol === 'http:' || u.protocol === 'https:' ? new URL(u.origin) : undefined;
 }
 
-/** The agent's gRPC endpoint from its (v1.0) card, or undefined when it names none. */
-export function grpcTargetFromCard(card: Readonly<Record<string, unknown>> | undefined, agentUrl: URL): URL | undefined {
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** Both hostnames name the same host: equal, or both loopback. */
+function sameHost(a: URL, b: URL): boolean {
+  const x = a.hostname.toLowerCase();
+  const y = b.hostname.toLowerCase();
+  return x === y || (LOOPBACK.has(x) && LOOPBACK.has(y));
+}
+
+/**
+ * The agent's gRPC endpoint from its (v1.0) card, or undefined when it names none. With `sameHostOnly` (a remote
+ * agent's card, ROLE=client) only an endpoint on UPSTREAM_URL's host is taken: an untrusted card must not point the
+ * proxy at another host (an internal service, a metadata address); GRPC_UPSTREAM_URL names one explicitly.
+ */
+export function grpcTargetFromCard(card: Readonly<Record<string, unknown>> | undefined, agentUrl: URL, sameHostOnly = false): URL | undefined {
   const list = card?.supportedInterfaces;
   if (!Array.isArray(list)) return undefined;
   for (const e of list) {
@@ -33,7 +46,7 @@ export function grpcTargetFromCard(card: Readonly<Record<string, unknown>> | und
     const entry = e as Record<string, unknown>;
     if (typeof entry.url !== 'string' || !isCarriedGrpcInterface(entry)) continue;
     const u = grpcUrl(entry.url, agentUrl.protocol === 'https:' ? 'https:' : 'http:');
-    if (u !== undefined) return u;
+    if (u !== undefined && (!sameHostOnly || sameHost(u, agentUrl))) return u;
   }
   return undefined;
 }

@@ -188,6 +188,22 @@ describe('card', () => {
     expect(grpcUrl('grpcs://agent:1', 'http:')?.href).toBe('https://agent:1/');
     expect(grpcUrl('ftp://agent:1', 'http:')).toBeUndefined();
   });
+
+  test("a remote agent's card (ROLE=client) may only name a gRPC endpoint on UPSTREAM_URL's host", () => {
+    const elsewhere = (url: string) => ({ supportedInterfaces: [{ url, protocolBinding: 'GRPC', protocolVersion: '1.0' }] });
+    const remote = new URL('http://agent:9000');
+    for (const url of ['169.254.169.254:80', 'internal.svc:50051', 'http://agent.evil:50051', 'grpc://10.0.0.1:1']) {
+      expect(grpcTargetFromCard(elsewhere(url), remote, true)).toBeUndefined();
+      expect(grpcTargetFromCard(elsewhere(url), remote, false)).toBeDefined();
+    }
+    expect(grpcTargetFromCard(elsewhere('AGENT:50051'), remote, true)?.href).toBe('http://agent:50051/');
+    // Loopback names are one host.
+    expect(grpcTargetFromCard(elsewhere('localhost:7'), new URL('http://127.0.0.1:9000'), true)?.href).toBe('http://localhost:7/');
+    expect(grpcTargetFromCard(elsewhere('[::1]:7'), new URL('http://localhost:9000'), true)?.href).toBe('http://[::1]:7/');
+    // The first interface on the host is taken, one elsewhere is skipped.
+    const both = { supportedInterfaces: [elsewhere('other:1').supportedInterfaces[0], elsewhere('agent:2').supportedInterfaces[0]] };
+    expect(grpcTargetFromCard(both, remote, true)?.href).toBe('http://agent:2/');
+  });
 });
 
 describe('door checks (before the body is read)', () => {
