@@ -159,6 +159,8 @@ Probes on the admin port: startup and liveness ask /healthz (the process is up),
     {{- end }}
     - name: A2A_GUARD_LOG_LEVEL
       value: {{ $s.logLevel | quote }}
+    - name: A2A_GUARD_MAX_INFLIGHT_BODY_BYTES
+      value: {{ $s.maxInflightBodyBytes | int64 | quote }}
     {{- with $agent.observedAgent }}
     {{- range $key, $var := dict "id" "ID" "name" "NAME" "url" "URL" "version" "VERSION" "description" "DESCRIPTION" "instructions" "INSTRUCTIONS" "providerName" "PROVIDER_NAME" "providerUrl" "PROVIDER_URL" }}
     {{- with index $agent.observedAgent $key }}
