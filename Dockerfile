@@ -1,7 +1,7 @@
 # a2a-guard images: one Dockerfile, three targets.
 #
-#   proxy (default)  a2a-guard: node dist/a2a-guard.js (src/main.ts bundled into one file by
-#                    scripts/bundle.ts: a faster start), configured by the variables of the README;
+#   proxy (default)  a2a-guard: node dist/a2a-guard.js (src/main.ts bundled into one file, run with
+#                    its V8 code cache: scripts/bundle.ts, a faster start), configured by the variables of the README;
 #                    also runs the reference guardian: node dist/src/guardian/main.js
 #   guardian         the same files, the reference guardian as CMD and health check
 #   demo             + the demo agents and the A2A SDK they use (never in the production images):
@@ -37,7 +37,7 @@ COPY scripts/bundle.ts ./scripts/bundle.ts
 RUN npm run build \
  && mkdir -p out/prod out/demo \
  && cp -r dist/src out/prod/src \
- && cp dist/a2a-guard.js out/prod/a2a-guard.js \
+ && cp dist/a2a-guard.js dist/a2a-guard.bundle.js dist/a2a-guard.bundle.cache out/prod/ \
  && mv out/prod/src/demo out/demo/demo \
  && find out -name '*.d.ts' -delete -o -name '*.map' -delete
 
@@ -72,7 +72,8 @@ WORKDIR /app
 COPY package.json LICENSE ./
 COPY --from=prod-deps /app/node_modules ./node_modules
 COPY --from=build /app/out/prod/src ./dist/src
-COPY --from=build /app/out/prod/a2a-guard.js ./dist/a2a-guard.js
+# The code cache was made by the build stage's node, the same binary as this image's (V8 ignores a cache from another).
+COPY --from=build /app/out/prod/a2a-guard.js /app/out/prod/a2a-guard.bundle.js /app/out/prod/a2a-guard.bundle.cache ./dist/
 COPY config ./config
 USER 10001:10001
 LABEL org.opencontainers.image.title="a2a-guard" \

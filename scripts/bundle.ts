@@ -1,6 +1,8 @@
 /**
- * `npm run build`, second step: dist/a2a-guard.js, the proxy (src/main.ts) in one file, which
- * `npm start`, the image and the bench run. dist/src/main.js stays the same program, file by file.
+ * `npm run build`, second step: dist/a2a-guard.bundle.js, the proxy (src/main.ts) in one file; its
+ * V8 code cache dist/a2a-guard.bundle.cache (made by running the bundle with --check); and
+ * dist/a2a-guard.js (src/launch.ts), which runs the bundle with that cache: what `npm start`, the
+ * image and the bench run. dist/src/main.js stays the same program, file by file.
  *
  * Why: node's CommonJS loader resolves, stats and reads every module it loads (~290 files for a
  * start), and that cost more than running them; one file also lets esbuild drop the parts of zod the
@@ -17,12 +19,17 @@
  *   node dist/scripts/bundle.js   (after tsc; needs the devDependency esbuild)
  */
 import { build, type Plugin } from 'esbuild';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, sep } from 'node:path';
 
 /** The repository: this file runs as dist/scripts/bundle.js (or scripts/bundle.ts under jest). */
 const ROOT = basename(dirname(__dirname)) === 'dist' ? join(__dirname, '..', '..') : join(__dirname, '..');
-export const BUNDLE = join(ROOT, 'dist', 'a2a-guard.js');
+/** The loader (src/launch.ts), the bundle and its code cache: launch.ts names the other two by the same names. */
+export const LAUNCH = join(ROOT, 'dist', 'a2a-guard.js');
+export const BUNDLE = join(ROOT, 'dist', 'a2a-guard.bundle.js');
+const CODE_CACHE = join(ROOT, 'dist', 'a2a-guard.bundle.cache');
 
 /** Dependencies the proxy loads at start with the default configuration: bundled. */
 const LOADED_AT_START = new Set(['pino', 'prom-client', '@opentelemetry/api', 'undici', 'zod', 'ipaddr.js']);
@@ -43,6 +50,34 @@ const undiciOnDemand: Plugin = {
   },
 };
 
+/**
+ * Requires of bundled packages that the proxy never calls at start, made lazy (their modules run on
+ * first use): each pulls in node modules a bare server never loads. The build fails when a package
+ * no longer has the line, so an upgrade cannot silently undo it.
+ */
+const LAZY: readonly { readonly file: string; readonly line: string; readonly lazy: string }[] = [
+  // undici's HTTP/2 client (only with allowH2, which the proxy does not set): node:http2, ~9 ms.
+  { file: 'undici/lib/dispatcher/client.js', line: "const connectH2 = require('./client-h2.js')", lazy: "const connectH2 = (client, socket) => require('./client-h2.js')(client, socket)" },
+  // prom-client's Pushgateway (unused): node:https, node:tls, node:zlib, ~6 ms.
+  { file: 'prom-client/index.js', line: "exports.Pushgateway = require('./lib/pushgateway');", lazy: "Object.defineProperty(exports, 'Pushgateway', { enumerable: true, get: () => require('./lib/pushgateway') });" },
+  // pino's worker-thread transports (the proxy writes to stdout itself): thread-stream, node:module.
+  { file: 'pino/lib/tools.js', line: "const transport = require('./transport')", lazy: "const transport = (opts) => require('./transport')(opts)" },
+  { file: 'pino/pino.js', line: "module.exports.transport = require('./lib/transport')", lazy: "Object.defineProperty(module.exports, 'transport', { enumerable: true, get: () => require('./lib/transport') })" },
+];
+
+const lazyRequires: Plugin = {
+  name: 'lazy-requires',
+  setup(b) {
+    for (const { file, line, lazy } of LAZY) {
+      b.onLoad({ filter: new RegExp(`[\\\\/]node_modules[\\\\/]${file.replace(/[.]/g, '\\.').replace(/\//g, '[\\\\/]')}$`) }, async (args) => {
+        const text = await readFile(args.path, 'utf8');
+        if (!text.includes(line)) throw new Error(`${file} no longer has \`${line}\` (scripts/bundle.ts LAZY)`);
+        return { contents: text.replace(line, lazy), loader: 'js' };
+      });
+    }
+  },
+};
+
 /** esbuild writes ASCII code but keeps comments as they are: one non-ASCII character makes V8 hold the whole source as UTF-16 (twice the memory). */
 function asciiOnly(text: string): string {
   return text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
@@ -59,7 +94,7 @@ export async function bundle(): Promise<void> {
     target: 'node20',
     format: 'cjs',
     external,
-    plugins: [undiciOnDemand],
+    plugins: [undiciOnDemand, lazyRequires],
     legalComments: 'none',
     metafile: true,
     write: false,
@@ -72,7 +107,28 @@ export async function bundle(): Promise<void> {
   if (locales.length > 0) throw new Error(`zod is bundled whole (${locales.length} locales): import it as \`import * as z from 'zod'\``);
   const out = result.outputFiles?.[0];
   if (out === undefined) throw new Error('esbuild wrote nothing');
-  writeFileSync(BUNDLE, `#!/usr/bin/env node\n${asciiOnly(out.text.replace(/^#!.*\n/, ''))}`, { mode: 0o755 });
+  // No #! line: launch.ts compiles the file inside a function, where one is a syntax error.
+  writeFileSync(BUNDLE, asciiOnly(out.text.replace(/^#!.*\n/, '')));
+  await build({ entryPoints: [join(ROOT, 'src', 'launch.ts')], outfile: LAUNCH, bundle: true, platform: 'node', target: 'node20', format: 'cjs', logLevel: 'warning' });
+  writeFileSync(LAUNCH, readFileSync(LAUNCH), { mode: 0o755 });
+  writeCodeCache();
+}
+
+/**
+ * The code cache: the bundle run with --check (configuration parsed, nothing started) in a child
+ * node with no options (V8 refuses a cache made under other flags), which writes the bytecode of
+ * every function that ran as it exits.
+ */
+function writeCodeCache(): void {
+  rmSync(CODE_CACHE, { force: true });
+  const writer = `const launch = require(${JSON.stringify(LAUNCH)});
+const script = launch.compileBundle(false);
+process.on('exit', () => require('node:fs').writeFileSync(launch.CODE_CACHE, script.createCachedData()));
+// Not the main module here: the bundle only defines main() (and replaces the loader's exports with its own).
+launch.runBundle(script);
+require(${JSON.stringify(LAUNCH)}).main({ UPSTREAM_URL: 'http://127.0.0.1:9', GUARDIAN_URL: 'http://127.0.0.1:9' }, ['--check']);`;
+  const r = spawnSync(process.execPath, ['-e', writer], { cwd: ROOT, env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`the code cache run failed (${r.status ?? r.signal}): ${r.stderr}`);
 }
 
 if (require.main === module) {

@@ -1,12 +1,15 @@
 /**
- * dist/a2a-guard.js, the bundled proxy that `npm start` and the image run (scripts/bundle.ts):
+ * dist/a2a-guard.js, what `npm start` and the image run (scripts/bundle.ts): the bundled proxy
+ * (dist/a2a-guard.bundle.js) run with its V8 code cache (src/launch.ts):
  *   - what the default configuration loads at start is inside it: serving a call reads nothing from
  *     node_modules but undici's HTTP parser (WebAssembly, loaded at the first connection);
+ *   - nor node modules only unused parts of its packages need (HTTP/2, HTTPS, TLS: scripts/bundle.ts LAZY);
+ *   - V8 accepts the code cache the build made;
  *   - packages a configuration loads on demand stay outside and are still found there (tracing on);
  *   - its source is ASCII, so V8 holds it as one byte per character.
  * The observe-lifecycle and observe-tracing tests run the bundle too (test/helpers/proxy-process.ts).
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -36,10 +39,10 @@ afterAll(async () => {
 });
 
 /** Run the bundle with a preload that writes the files node loaded (require.cache) when the process exits; one call, then SIGTERM. */
-async function loadedFiles(env: Record<string, string>): Promise<{ files: string[]; answer: string }> {
+async function loadedFiles(env: Record<string, string>): Promise<{ files: string[]; builtins: string[]; answer: string }> {
   const list = path.join(tmp, `loaded-${Date.now()}.json`);
   const preload = path.join(tmp, 'preload.js');
-  fs.writeFileSync(preload, `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(list)}, JSON.stringify(Object.keys(require.cache))));\n`);
+  fs.writeFileSync(preload, `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(list)}, JSON.stringify([Object.keys(require.cache), process.moduleLoadList])));\n`);
   const port = await freePort();
   const child = spawn(process.execPath, ['-r', preload, MAIN], {
     cwd: ROOT,
@@ -70,7 +73,8 @@ async function loadedFiles(env: Record<string, string>): Promise<{ files: string
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
-    return { files: JSON.parse(fs.readFileSync(list, 'utf8')) as string[], answer };
+    const [files, loaded] = JSON.parse(fs.readFileSync(list, 'utf8')) as [string[], string[]];
+    return { files, builtins: loaded.filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice('NativeModule '.length)), answer };
   } finally {
     await reap(child);
   }
@@ -79,9 +83,11 @@ async function loadedFiles(env: Record<string, string>): Promise<{ files: string
 const fromNodeModules = (files: string[]): string[] => files.filter((f) => f.includes(`${path.sep}node_modules${path.sep}`)).map((f) => f.slice(f.lastIndexOf(`node_modules${path.sep}`) + 'node_modules/'.length));
 
 test('the default configuration serves a call with everything it loads inside the bundle (but undici\'s WebAssembly parser)', async () => {
-  const { files, answer } = await loadedFiles({});
+  const { files, builtins, answer } = await loadedFiles({});
   expect(answer).toContain('hello bundle');
   expect(files).toContain(MAIN);
+  expect(builtins).toEqual(expect.arrayContaining(['http', 'crypto']));
+  expect(builtins.filter((m) => ['http2', 'https', 'tls'].includes(m))).toEqual([]);
   expect(fromNodeModules(files).every((f) => /^undici\/lib\/llhttp\/llhttp(_simd)?-wasm\.js$/.test(f))).toBe(true);
   expect(fromNodeModules(files).length).toBeGreaterThan(0);
 });
@@ -92,7 +98,12 @@ test('packages loaded on demand are required from node_modules when the configur
   expect([...packages]).toEqual(expect.arrayContaining(['@opentelemetry/sdk-trace-base', '@opentelemetry/exporter-trace-otlp-proto']));
 });
 
+test('V8 accepts the code cache the build made (a node without options, as npm start runs it)', () => {
+  const r = spawnSync(process.execPath, ['-e', `process.stdout.write(String(require(${JSON.stringify(MAIN)}).compileBundle(true).cachedDataRejected))`], { cwd: ROOT, encoding: 'utf8' });
+  expect(r.stdout).toBe('false');
+});
+
 test('the bundle is ASCII (V8 keeps a source with any other character as two bytes per character)', () => {
-  const bytes = fs.readFileSync(MAIN);
+  const bytes = fs.readFileSync(path.join(ROOT, 'dist/a2a-guard.bundle.js'));
   expect(bytes.findIndex((b) => b > 0x7f)).toBe(-1);
 });
