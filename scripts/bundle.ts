@@ -78,6 +78,22 @@ const lazyRequires: Plugin = {
   },
 };
 
+/**
+ * undici and sonic-boom call node:assert as `assert(value, message)` only; loading it at start
+ * costs ~5 ms, mostly because its error class looks at process.stderr's colours, which opens
+ * stderr. Their `assert` is this function, which loads node:assert only when an assertion fails.
+ */
+const lazyAssert: Plugin = {
+  name: 'lazy-assert',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?assert$/ }, (args) => (/[\\/]node_modules[\\/](undici|sonic-boom|thread-stream)[\\/]/.test(args.importer) ? { path: 'assert', namespace: 'lazy-assert' } : undefined));
+    b.onLoad({ filter: /.*/, namespace: 'lazy-assert' }, () => ({
+      contents: "module.exports = function assert(value, message) { if (!value) require('node:assert')(value, message); };",
+      loader: 'js',
+    }));
+  },
+};
+
 /** esbuild writes ASCII code but keeps comments as they are: one non-ASCII character makes V8 hold the whole source as UTF-16 (twice the memory). */
 function asciiOnly(text: string): string {
   return text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
@@ -94,7 +110,7 @@ export async function bundle(): Promise<void> {
     target: 'node20',
     format: 'cjs',
     external,
-    plugins: [undiciOnDemand, lazyRequires],
+    plugins: [undiciOnDemand, lazyRequires, lazyAssert],
     legalComments: 'none',
     metafile: true,
     write: false,
