@@ -19,12 +19,12 @@ export const ROOT = path.resolve(__dirname, '..', '..');
 /* ---- child processes ---- */
 
 /** What `npm start` runs (package.json `scripts.start`, `exec node [node options] FILE`): the start-up phase measures that. */
-export function startCommand(): { readonly script: string; readonly nodeArgs: string[] } {
-  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+export function startCommand(root = ROOT): { readonly script: string; readonly nodeArgs: string[] } {
+  const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
   const words = (pkg.scripts['start'] ?? '').split(/\s+/).filter((w) => w !== '' && w !== 'exec');
   const script = words.pop();
   if (words[0] !== 'node' || script === undefined) throw new Error(`npm start is not "exec node [options] FILE": ${pkg.scripts['start']}`);
-  return { script: path.join(ROOT, script), nodeArgs: words.slice(1) };
+  return { script: path.join(root, script), nodeArgs: words.slice(1) };
 }
 
 export interface Child {

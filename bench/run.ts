@@ -28,7 +28,7 @@
  * RSS phase), --quick / BENCH_QUICK=1 (fewer rounds, 500 concurrent streams, shorter windows: a
  * smoke run, not the figures to report), --profile / BENCH_PROFILE=1, --profile-only,
  * BENCH_PHASES=load,seq,streams,concurrent,startup,memory,rss,identity (a subset; BENCH_ONLY is the same),
- * BENCH_COMPARE=<another checkout, built> (adds a2a-guard@compare to the unary phases, for an A/B), BENCH_LOG_LEVEL,
+ * BENCH_COMPARE=<another checkout, built> (adds a2a-guard@compare to the unary and start-up phases, for an A/B), BENCH_LOG_LEVEL,
  * BENCH_ROUNDS, BENCH_LOAD_ROUNDS, BENCH_AMOUNT, BENCH_CONNECTIONS, BENCH_SEQ, BENCH_STREAMS,
  * BENCH_PACED_STREAMS, BENCH_CONC_STREAMS (5000), BENCH_CONC_WINDOW_S, BENCH_STARTUP_ROUNDS,
  * BENCH_MEMORY_ROUNDS, BENCH_RSS_REQUESTS, BENCH_PROFILE_REQUESTS, BENCH_PIN=0 (no taskset).
@@ -45,7 +45,7 @@ import {
 import { identityPhase } from './identity';
 import { memoryMedian, memoryPhase } from './memory';
 import { runProfiles } from './profiling';
-import { SETTLED_MS, STARTUP_SUBJECTS, startupMedian, startupPhase } from './startup';
+import { SETTLED_MS, startupMedian, startupPhase, startupSubjects } from './startup';
 import type { StatsReply } from './ipc';
 
 /* ------------------------------------------------------------------------------------------ */
@@ -347,7 +347,7 @@ async function main(): Promise<void> {
   }
 
   /* 5. start-up */
-  const startup = PHASES.has('startup') ? await startupPhase(STARTUP_ROUNDS, agent.url, guardian.url, pin) : undefined;
+  const startup = PHASES.has('startup') ? await startupPhase(STARTUP_ROUNDS, agent.url, guardian.url, pin, COMPARE) : undefined;
 
   /* 6. large bodies */
   const memory = PHASES.has('memory')
@@ -473,13 +473,13 @@ async function main(): Promise<void> {
     log();
     const bare = startup.get('bare node:http');
     log(table(['process', 'spawn -> first served call ms', 'vs bare', 'CPU to first call ms', 'CPU vs bare', 'RSS 2 s after', `RSS ${SETTLED_MS / 1000} s after (settled)`, 'per-round ms'],
-      STARTUP_SUBJECTS.map((x) => {
+      startupSubjects(COMPARE).map((x) => {
         const r = startup.get(x);
         return [x, f(startupMedian(r, 'ms'), 0), fx(startupMedian(r, 'ms') / startupMedian(bare, 'ms')), f(startupMedian(r, 'cpu'), 0), fx(startupMedian(r, 'cpu') / startupMedian(bare, 'cpu')),
           mb(startupMedian(r, 'rss')), mb(startupMedian(r, 'settled')), (r?.ms ?? []).map((v) => f(v, 0)).join(', ')];
       })));
     log('CPU to first call: user + system time of the process when it served its first call (/proc/<pid>/stat, 10 ms ticks): start-up cost without the time other processes took the core.');
-    for (const x of STARTUP_SUBJECTS) for (const e of startup.get(x)?.failures ?? []) log(`WARNING: ${x}: ${e}`);
+    for (const x of startupSubjects(COMPARE)) for (const e of startup.get(x)?.failures ?? []) log(`WARNING: ${x}: ${e}`);
     log();
   }
 

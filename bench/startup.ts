@@ -8,14 +8,16 @@
  * SETTLED_MS after it: V8 gives back the young generation that module loading grew only after some
  * idle time (its memory reducer), so the 2 s figure is the one right after start and the settled one
  * what an idle sidecar holds. The settled sample runs while the next subjects start (the process is idle).
+ * With BENCH_COMPARE (another checkout, built), what its `npm start` runs is one more subject (GUARDIAN_URL), in the same rounds.
  */
 import http from 'node:http';
 import path from 'node:path';
 import { UNARY_BODY, UNARY_HEADERS, RPC_PATH } from './clients';
 import { freePort, median, procCpuMs, procRss, progress, rotated, sleep, spawnNode, startCommand, type Pinning } from './lib';
 
-export type StartupSubject = 'bare node:http' | 'a2a-guard (GUARDIAN_URL)' | 'a2a-guard (embedded guardian)';
+export type StartupSubject = 'bare node:http' | 'a2a-guard (GUARDIAN_URL)' | 'a2a-guard (embedded guardian)' | 'a2a-guard@compare (GUARDIAN_URL)';
 export const STARTUP_SUBJECTS: readonly StartupSubject[] = ['bare node:http', 'a2a-guard (GUARDIAN_URL)', 'a2a-guard (embedded guardian)'];
+export const startupSubjects = (compare: string | undefined): readonly StartupSubject[] => (compare === undefined ? STARTUP_SUBJECTS : [...STARTUP_SUBJECTS, 'a2a-guard@compare (GUARDIAN_URL)']);
 
 /** How long after the first served call the settled RSS is read. */
 export const SETTLED_MS = 15_000;
@@ -45,17 +47,17 @@ function tryCall(port: number, a2a: boolean): Promise<boolean> {
   });
 }
 
-async function once(subject: StartupSubject, agentUrl: string, guardianUrl: string, cores: string | undefined, settle: boolean): Promise<{ ms: number; cpu: number; rss: number; settled: Promise<number> | undefined }> {
+async function once(subject: StartupSubject, agentUrl: string, guardianUrl: string, cores: string | undefined, settle: boolean, compare: string | undefined): Promise<{ ms: number; cpu: number; rss: number; settled: Promise<number> | undefined }> {
   const port = await freePort();
   const adminPort = await freePort();
   const bare = subject === 'bare node:http';
-  const start = startCommand();
+  const start = startCommand(subject === 'a2a-guard@compare (GUARDIAN_URL)' ? compare : undefined);
   const script = bare ? path.join(__dirname, 'bare-server.js') : start.script;
   const childEnv: Record<string, string | undefined> = bare
     ? { PORT: String(port), HOST: '127.0.0.1' }
     : {
         PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), ADMIN_HOST: '127.0.0.1', UPSTREAM_URL: agentUrl, LOG_LEVEL: 'info',
-        GUARDIAN_URL: subject === 'a2a-guard (GUARDIAN_URL)' ? guardianUrl : undefined, ROLE: 'server',
+        GUARDIAN_URL: subject === 'a2a-guard (embedded guardian)' ? undefined : guardianUrl, ROLE: 'server',
       };
   const t0 = process.hrtime.bigint();
   const proc = spawnNode(script, childEnv, cores, bare ? [] : start.nodeArgs, 'plain');
@@ -94,15 +96,16 @@ async function once(subject: StartupSubject, agentUrl: string, guardianUrl: stri
   }
 }
 
-export async function startupPhase(rounds: number, agentUrl: string, guardianUrl: string, pin: Pinning): Promise<Map<StartupSubject, StartupResult>> {
-  const out = new Map<StartupSubject, StartupResult>(STARTUP_SUBJECTS.map((s) => [s, { ms: [], rss: [], cpu: [], settled: [], failures: [] }]));
+export async function startupPhase(rounds: number, agentUrl: string, guardianUrl: string, pin: Pinning, compare: string | undefined): Promise<Map<StartupSubject, StartupResult>> {
+  const subjects = startupSubjects(compare);
+  const out = new Map<StartupSubject, StartupResult>(subjects.map((s) => [s, { ms: [], rss: [], cpu: [], settled: [], failures: [] }]));
   const settling: Promise<void>[] = [];
   progress(`phase: start-up (${rounds} rounds)`);
   for (let r = 0; r < rounds; r++) {
-    for (const s of rotated(STARTUP_SUBJECTS, r)) {
+    for (const s of rotated(subjects, r)) {
       const row = out.get(s) as StartupResult;
       try {
-        const x = await once(s, agentUrl, guardianUrl, pin.proxy, r === rounds - 1);
+        const x = await once(s, agentUrl, guardianUrl, pin.proxy, r === rounds - 1, compare);
         row.ms.push(x.ms);
         row.rss.push(x.rss);
         row.cpu.push(x.cpu);
