@@ -1,6 +1,6 @@
 /**
  * Start-up phase: spawn to first served call, and idle RSS, of what `npm start` runs (`node
- * dist/a2a-guard.js`, the bundled proxy, with the admin server) against a bare node:http server
+ * dist/a2a-guard.js`, the bundled proxy run with its code cache, with the admin server) against a bare node:http server
  * (bench/bare-server.ts), in interleaved rounds. The clock starts at spawn(); the load generator then tries the call every
  * millisecond on a fresh connection until it is answered: the bare server answers anything, the
  * proxy must answer a SendMessage with the agent's result (guardian and agent round trips included).

@@ -425,7 +425,8 @@ describe('Dockerfile', () => {
     expect(stage('runtime')).toEqual(expect.arrayContaining([
       'COPY --from=prod-deps /app/node_modules ./node_modules',
       'COPY --from=build /app/out/prod/src ./dist/src',
-      'COPY --from=build /app/out/prod/a2a-guard.js ./dist/a2a-guard.js',
+      // npm start's files: the loader, the bundle and its code cache (made by the build stage's node, this image's).
+      'COPY --from=build /app/out/prod/a2a-guard.js /app/out/prod/a2a-guard.bundle.js /app/out/prod/a2a-guard.bundle.cache ./dist/',
       'COPY config ./config',
     ]));
     expect(stage('runtime').join('\n')).not.toMatch(/demo|@a2a-js/);
