@@ -17,6 +17,7 @@ import type { Cancellation } from '../cancel';
 import { BoundedBytes } from '../core/bounded';
 import { type Envelope, GuardianError, GuardianSuccess, type JsonRpcId, PingAnswer } from './schemas';
 import type { EnvelopeBytes } from './envelope';
+import { guardianSuccess } from './answer';
 import { createPool } from '../undici-pool';
 
 /** Whose connections a guardian call uses: a call's own checks, or a stream's events. */
@@ -299,11 +300,13 @@ export function interpret(reply: RawReply, envelopeId: JsonRpcId): GuardianOutco
     }
     return { ok: false, kind: 'schema', detail: 'guardian answer has a malformed error member' };
   }
-  const parsed = GuardianSuccess.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
+  const answer = guardianSuccess(json);
+  if (answer === undefined) {
+    // The same acceptance as the zod schema (answer.ts); zod names what is wrong.
+    const parsed = GuardianSuccess.safeParse(json);
+    const issue = parsed.success ? undefined : parsed.error.issues[0];
     return { ok: false, kind: 'schema', detail: `guardian answer fails the AOS schema${issue ? ` at ${issue.path.join('.')}: ${issue.message}` : ''}` };
   }
-  if (parsed.data.id !== envelopeId) return { ok: false, kind: 'id', detail: 'guardian answered a different id' };
-  return { ok: true, result: parsed.data.result };
+  if (answer.id !== envelopeId) return { ok: false, kind: 'id', detail: 'guardian answered a different id' };
+  return { ok: true, result: answer.result };
 }

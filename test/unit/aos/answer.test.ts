@@ -1,0 +1,96 @@
+import fc from 'fast-check';
+import { guardianSuccess } from '../../../src/aos/answer';
+import { GuardianSuccess } from '../../../src/aos/schemas';
+
+/** Each member either absent, valid, or wrong in one of the ways a guardian gets it wrong. */
+const absent = Symbol('absent');
+/** Mostly valid, so that both verdicts come up often: one wrong member makes an answer invalid. */
+const member = <T>(valid: fc.Arbitrary<T>, ...wrong: fc.Arbitrary<unknown>[]) => fc.oneof(
+  { arbitrary: fc.constant(absent), weight: 1 }, { arbitrary: valid, weight: 12 }, ...wrong.map((w) => ({ arbitrary: w, weight: 1 })),
+);
+const object = (entries: Record<string, fc.Arbitrary<unknown>>) => fc.record(entries).map((r) => {
+  const o: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(r)) if (v !== absent) o[k] = v;
+  return o;
+});
+const junk = fc.oneof(fc.constant(null), fc.integer(), fc.double(), fc.boolean(), fc.string(), fc.constant([]), fc.constant({}), fc.jsonValue());
+const jsonObject = fc.dictionary(fc.string(), fc.jsonValue());
+
+const modifiedRequest = fc.oneof(
+  { weight: 6, arbitrary: object({ params: member(object({ payload: member(jsonObject, junk), extra: member(junk) }), junk), method: member(fc.string()) }) },
+  { weight: 1, arbitrary: junk },
+);
+const result = fc.oneof(
+  { weight: 10, arbitrary: object({
+    decision: member(fc.constantFrom('allow', 'deny', 'modify'), fc.constantFrom('Allow', 'block', ''), junk),
+    message: member(fc.string(), junk),
+    reasoning: member(fc.oneof(fc.string(), fc.constant(undefined)), junk),
+    reasonCode: member(fc.array(fc.string()), fc.array(fc.oneof(fc.string(), junk)), junk),
+    data: member(jsonObject, junk),
+    modifiedRequest: member(modifiedRequest),
+    extension: member(fc.jsonValue()),
+  }) },
+  { weight: 1, arbitrary: junk },
+);
+const answer = fc.oneof(
+  { weight: 10, arbitrary: object({
+    jsonrpc: member(fc.constant('2.0'), fc.constantFrom('2', '1.0', 2), junk),
+    id: member(fc.oneof(fc.string(), fc.integer(), fc.double()), fc.constantFrom(Infinity, -Infinity, NaN, null), junk),
+    result: member(result),
+    error: fc.oneof({ arbitrary: fc.constant(absent), weight: 10 }, { arbitrary: junk, weight: 1 }),
+  }) },
+  { weight: 1, arbitrary: fc.jsonValue() },
+);
+
+describe('guardianSuccess (hand-written) accepts exactly what the zod schema GuardianSuccess accepts', () => {
+  test('generated answers, valid and near-miss: same verdict, and an accepted answer is the value zod returns', () => {
+    let accepted = 0;
+    fc.assert(fc.property(answer, (v) => {
+      const ours = guardianSuccess(v);
+      const zod = GuardianSuccess.safeParse(v);
+      expect(ours !== undefined).toBe(zod.success);
+      if (ours !== undefined && zod.success) {
+        accepted++;
+        expect(ours).toBe(v);
+        // zod's copy of a record leaves out an own "__proto__" member (see the test below); any
+        // other answer is the value zod returns.
+        if (!JSON.stringify(v).includes('"__proto__"')) expect(ours).toEqual(zod.data);
+      }
+    }), { numRuns: 10_000 });
+    // The generators reach both verdicts (a property that only ever rejects proves little).
+    expect(accepted).toBeGreaterThan(200);
+  });
+
+  test('the same through JSON text (what a guardian sends)', () => {
+    fc.assert(fc.property(answer, (v) => {
+      const text = JSON.stringify(v);
+      if (text === undefined) return;
+      const parsed: unknown = JSON.parse(text);
+      expect(guardianSuccess(parsed) !== undefined).toBe(GuardianSuccess.safeParse(parsed).success);
+    }), { numRuns: 5_000 });
+  });
+
+  test('an own "__proto__" member stays a plain member, as sent (zod\'s copy leaves it out)', () => {
+    const v: unknown = JSON.parse('{"jsonrpc":"2.0","id":"a","result":{"decision":"modify","message":"","modifiedRequest":{"params":{"payload":{"__proto__":{"id":5},"method":"m"}}}}}');
+    const ours = guardianSuccess(v);
+    const zod = GuardianSuccess.safeParse(v);
+    expect(zod.success).toBe(true);
+    const payload = ours?.result.modifiedRequest?.params.payload;
+    expect(Object.keys(payload ?? {})).toEqual(['__proto__', 'method']);
+    expect(payload?.id).toBeUndefined(); // a member, never a prototype
+    expect(Object.keys(zod.data?.result.modifiedRequest?.params.payload ?? {})).toEqual(['method']);
+  });
+
+  test('hand-picked cases', () => {
+    const ok = { jsonrpc: '2.0', id: 'x', result: { decision: 'allow', message: 'ok' } };
+    const cases: unknown[] = [
+      ok, { ...ok, id: 7 }, { ...ok, id: 1.5 }, { ...ok, id: Infinity }, { ...ok, id: NaN }, { ...ok, id: null },
+      { ...ok, result: [] }, [ok], null, { ...ok, result: { ...ok.result, reasonCode: ['a', 1] } },
+      { ...ok, result: { ...ok.result, data: [] } }, { ...ok, result: { ...ok.result, modifiedRequest: { params: { payload: [] } } } },
+      { ...ok, result: { ...ok.result, modifiedRequest: { params: { payload: {} } } } }, { ...ok, result: { ...ok.result, reasoning: undefined } },
+      JSON.parse('{"jsonrpc":"2.0","id":1e400,"result":{"decision":"allow","message":""}}'),
+      JSON.parse('{"jsonrpc":"2.0","id":"a","result":{"decision":"allow","message":"","__proto__":{"x":1}}}'),
+    ];
+    for (const v of cases) expect([v, guardianSuccess(v) !== undefined]).toEqual([v, GuardianSuccess.safeParse(v).success]);
+  });
+});
