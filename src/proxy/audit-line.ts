@@ -8,6 +8,7 @@ import type { Metrics } from '../admin/metrics';
 import type { VerifiedIdentity } from '../identity/types';
 import { auditRecord, type AuditRecord, type CallFacts } from '../observe/audit';
 import type { ChainLink } from '../observe/decision-log';
+import { writeLine } from '../log';
 
 export interface AuditLineDeps {
   readonly logger: Logger;
@@ -28,8 +29,7 @@ export function writeAuditLine(deps: AuditLineDeps, facts: CallFacts, identity: 
     record.fields.decisionSeq = link.seq;
     record.fields.decisionHash = link.hash;
   }
-  if (record.level === 'warn') deps.logger.warn(record.fields, 'a2a call');
-  else deps.logger.info(record.fields, 'a2a call');
+  writeLine(deps.logger, record.level, record.fields, 'a2a call');
   deps.metrics.finished(facts.method, record.outcome, Math.max(0, facts.totalMs - (facts.upstreamMs ?? 0)) / 1000);
   return record;
 }
