@@ -67,6 +67,7 @@ export const CLASSIFYING_HEADERS = [
   'a2a-version', 'content-type', 'content-encoding', 'content-length', 'transfer-encoding', 'host',
   'x-http-method-override', 'x-http-method', 'x-method-override',
 ];
+const CLASSIFYING = new Set(CLASSIFYING_HEADERS);
 const OVERRIDE_HEADERS = ['x-http-method-override', 'x-http-method', 'x-method-override'];
 
 type ParsedBody =
@@ -135,7 +136,7 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
   }
 
   const body = parseBody(req);
-  const rpc = body.kind === 'json' && isObject(body.value) && Object.keys(body.value).some((k) => fold(k) === 'method' || fold(k) === 'jsonrpc') ? body.value : undefined;
+  const rpc = body.kind === 'json' && isObject(body.value) && looksLikeRpc(body.value) ? body.value : undefined;
 
   const underRest = opts.endpoints.rest.filter((b) => isUnder(t.segments, b));
   for (const base of underRest.sort((a, b) => b.length - a.length)) {
@@ -208,17 +209,18 @@ function checkHeaders(h: IncomingHttpHeaders): string | undefined {
   }
   for (const name in h) {
     // `A2A_Version` is A2A-Version to CGI-style servers: one header, two spellings, two meanings.
-    if (name.includes('_') && CLASSIFYING_HEADERS.includes(name.replace(/_/g, '-'))) return `Header ${name} is ambiguous (underscore spelling of ${name.replace(/_/g, '-')})`;
+    if (name.includes('_') && CLASSIFYING.has(name.replace(/_/g, '-'))) return `Header ${name} is ambiguous (underscore spelling of ${name.replace(/_/g, '-')})`;
   }
   const conn = h.connection;
   if (conn !== undefined) {
     for (const token of conn.split(',')) {
       const n = token.trim().toLowerCase();
-      if (CLASSIFYING_HEADERS.includes(n)) return `Connection names ${n}, which this proxy reads to classify the request`;
+      if (CLASSIFYING.has(n)) return `Connection names ${n}, which this proxy reads to classify the request`;
     }
   }
   const ct = h['content-type'];
-  if (ct !== undefined) {
+  // A charset is a parameter: none without a ';'.
+  if (ct !== undefined && ct.includes(';')) {
     const charset = /;\s*charset\s*=\s*"?([^";\s]*)"?/gi;
     for (const m of ct.matchAll(charset)) {
       // The agent's body parser would decode another charset (UTF-7, UTF-16...) into other text than the guardian saw.
@@ -311,8 +313,20 @@ function refusedMediaType(h: IncomingHttpHeaders, accepted: readonly string[]): 
 const RPC_MEMBERS = new Set(['jsonrpc', 'method', 'params', 'id']);
 /** Unicode-aware case fold (ſ -> s, K (Kelvin) -> k), as case-insensitive JSON decoders do. */
 const fold = (k: string): string => k.toUpperCase().toLowerCase();
-/** Spellings one decoder or another takes for the same field: case, snake_case, kebab-case. */
-const fieldKey = (k: string): string => fold(k).replace(/[_-]/g, '');
+/** ASCII letters and digits: folding is lower-casing, and there is no separator to drop. */
+const ALNUM = /^[A-Za-z0-9]*$/;
+/**
+ * Spellings one decoder or another takes for the same field: case, snake_case, kebab-case. Keys of
+ * letters and digits (nearly all) skip the Unicode fold: every member name of every call goes
+ * through here (test/unit/a2a/classify-keys.test.ts checks the shortcut).
+ */
+export const fieldKey = (k: string): string => (ALNUM.test(k) ? k.toLowerCase() : fold(k).replace(/[_-]/g, ''));
+
+/** Does some member name read as `method` or `jsonrpc` to a case-insensitive decoder? (The exact names answer at once.) */
+function looksLikeRpc(v: JsonObject): boolean {
+  if (Object.hasOwn(v, 'method') || Object.hasOwn(v, 'jsonrpc')) return true;
+  return Object.keys(v).some((k) => fold(k) === 'method' || fold(k) === 'jsonrpc');
+}
 
 
 /** JSON-RPC ids the SDK accepts: a string, an integer or null (1.5 is an invalid request there). */
@@ -366,13 +380,12 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
   const safeId: JsonRpcId | null = typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
   for (const k of Object.keys(v)) {
     // Some decoders (Go's encoding/json) match member names without regard to case.
-    if (RPC_MEMBERS.has(fold(k)) && !RPC_MEMBERS.has(k)) return reject('rejected', `JSON-RPC member names must be exact (${k.slice(0, 32)})`, 'jsonrpc', safeId);
+    if (!RPC_MEMBERS.has(k) && RPC_MEMBERS.has(fold(k))) return reject('rejected', `JSON-RPC member names must be exact (${k.slice(0, 32)})`, 'jsonrpc', safeId);
   }
   const method = v.method;
-  const bad = malformed(version);
-  if (v.jsonrpc !== '2.0') return reject(bad, 'JSON-RPC version must be "2.0"', 'jsonrpc', safeId);
-  if (!validId(id)) return reject(bad, 'JSON-RPC id must be a string, an integer or null', 'jsonrpc', typeof id === 'number' ? id : null);
-  if (typeof method !== 'string' || method === '') return reject(bad, 'JSON-RPC method must be a non-empty string', 'jsonrpc', safeId);
+  if (v.jsonrpc !== '2.0') return reject(malformed(version), 'JSON-RPC version must be "2.0"', 'jsonrpc', safeId);
+  if (!validId(id)) return reject(malformed(version), 'JSON-RPC id must be a string, an integer or null', 'jsonrpc', typeof id === 'number' ? id : null);
+  if (typeof method !== 'string' || method === '') return reject(malformed(version), 'JSON-RPC method must be a non-empty string', 'jsonrpc', safeId);
   const op = operationForMethod(method);
   if (op === undefined) {
     if (operationForLooseMethod(method) === undefined) {

@@ -124,13 +124,22 @@ function sameCall(a: RestMatch, b: RestMatch): boolean {
  */
 export function looksLikeRest(segments: readonly string[]): boolean {
   for (let start = 0; start < segments.length; start++) {
+    // Only routes as long as the tail can match it: most paths are shorter than every route.
+    const routes = LOOSE_ROUTES_BY_LENGTH.get(segments.length - start);
+    if (routes === undefined) continue;
     const tail = segments.slice(start);
-    for (const r of [...V03_ROUTES, ...V1_ROUTES]) {
-      if (r.tenant) continue;
-      if (matchLoose(r, tail)) return true;
-    }
+    for (const r of routes) if (matchLoose(r, tail)) return true;
   }
   return false;
+}
+
+/** The untenanted routes of both versions, by segment count (looksLikeRest runs for every JSON-RPC call). */
+const LOOSE_ROUTES_BY_LENGTH = new Map<number, CompiledRoute[]>();
+for (const r of [...V03_ROUTES, ...V1_ROUTES]) {
+  if (r.tenant) continue;
+  const list = LOOSE_ROUTES_BY_LENGTH.get(r.segments.length) ?? [];
+  list.push(r);
+  LOOSE_ROUTES_BY_LENGTH.set(r.segments.length, list);
 }
 
 function matchLoose(r: CompiledRoute, segs: readonly string[]): boolean {
