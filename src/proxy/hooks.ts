@@ -83,6 +83,10 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     return json;
   }
 
+  // The last context made per hook point, with its peer: an unverified caller and the upstream agent
+  // are one object on every call, so most calls reuse it without building the cache key above.
+  const lastMade: Array<{ readonly peer: PartialAgent; readonly made: HookPointContext } | undefined> = [];
+
   /** The context of one hook point of a call: made at its first hook, reused by every stream event after it. */
   function callContext(ex: Exchange, side: Side, phase: Phase): HookPointContext {
     const observed = deps.identities.observed(side);
@@ -92,9 +96,12 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     if (known !== undefined && known.observed === observed) return known;
     // Once per side and call: a stream's events all go to the same peer.
     const peer = (ex.log.peers[side] ??= peerOf(side, ex));
+    const last = lastMade[at];
+    if (last !== undefined && last.peer === peer && last.made.observed === observed) return (contexts[at] = last.made);
     const context = hookContext(side, phase, observed, peer);
     const made: HookPointContext = { observed, context, json: contextJson(observed, side, phase, peer, context) };
     contexts[at] = made;
+    lastMade[at] = { peer, made };
     return made;
   }
 

@@ -48,6 +48,8 @@ interface Arrival {
   readonly assertion: Promise<string | undefined> | undefined;
   /** Set by the body stage: the decoded body, or null. */
   body: Buffer | null;
+  /** Set by an A2A call: its end, run by the request's one close listener. */
+  onClose: (() => void) | undefined;
 }
 
 /** An A2A call over HTTP: the binding-neutral flow plus the HTTP exchange and what the HTTP stages make. */
@@ -137,7 +139,9 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     const hint = () => refusalCodec(req.url ?? '/', options());
     const read = await readBody(req, config.maxBodyBytes, config.bodyTimeoutMs, lease);
     if (!read.ok) return refuse(res, read.error, null, hint());
-    const decoded = await decodeBody(read.body, headerText(req.headers['content-encoding']), config.maxBodyBytes);
+    const coding = headerText(req.headers['content-encoding']);
+    // Nearly every body comes unencoded: no promise to wait for.
+    const decoded = coding === undefined ? read : await decodeBody(read.body, coding, config.maxBodyBytes);
     if (!decoded.ok) return refuse(res, decoded.error, null, hint());
     // The raw bytes are dropped once decoded: hold what is kept (a decoded body must fit the budget too).
     const over = holdDecoded(lease, read.body.length, decoded.body.length);
@@ -222,9 +226,14 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (deps.draining()) res.setHeader('connection', 'close');
     const lease = deps.bodyBudget.lease();
-    res.once('close', lease.release);
     // Identity checks and signing start now and run while the body arrives and the guardian is asked.
-    return runStages(arrival, { req, res, lease, who: identifyCaller(req), assertion: signFor(), body: null });
+    const a: Arrival = { req, res, lease, who: identifyCaller(req), assertion: signFor(), body: null, onClose: undefined };
+    // One close listener per request ('close' comes once): the body budget, then the call's end.
+    res.on('close', () => {
+      lease.release();
+      a.onClose?.();
+    });
+    return runStages(arrival, a);
   }
 
   /** PASSTHROUGH_PATHS or NON_A2A=forward: forwarded unjudged, counted and logged, to a verified caller where one is required. */
@@ -265,15 +274,15 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       },
       answerHook: undefined, approved: undefined, upstreamRequest: undefined, tie: undefined,
     };
-    // One close listener per call: cancel guardian calls and the upstream request, then log.
-    res.once('close', () => {
+    // When the request closes: cancel guardian calls and the upstream request, then log.
+    a.onClose = () => {
       if (!res.writableFinished) {
         ex.call.caller.cancel();
         flow.tie?.upReq?.abort();
       }
       endUpstream(flow);
       finishCall(deps, ex, res.writableFinished);
-    });
+    };
     const requestJson = JSON.stringify(c.request);
     flow.requestJson = requestJson;
     a.lease.resize(requestJson.length);
