@@ -118,7 +118,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     const guardianMs = performance.now() - t0;
     const action = enforce({
       op: ex.call.op, payload, phase, envelopeId, outcome, failMode: config.failMode, shadow: config.shadowMode,
-      exposeReasoning: config.exposeGuardianReasoning, ...(input.validateModified === undefined ? {} : { validateModified: input.validateModified }),
+      exposeReasoning: config.exposeGuardianReasoning, validateModified: input.validateModified,
     });
     const answer = action.outcome.ok ? action.outcome.result : undefined;
     const rec: HookRecord = {

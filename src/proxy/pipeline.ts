@@ -321,7 +321,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       upstreamHost: deps.upstream.url.host,
       remoteAddress: req.socket.remoteAddress,
       encrypted: 'encrypted' in req.socket,
-      ...(up.rebuilt === undefined ? {} : { rebuilt: up.rebuilt }),
+      rebuilt: up.rebuilt,
     });
     const log = f?.ex.log;
     // Answers that will be read (response hooks, card results) must come uncompressed.
@@ -414,7 +414,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       },
       trackStream,
       streamWindow: config.streamInspectWindow,
-      ...(deps.streamLine === undefined ? {} : { streamLine: deps.streamLine }),
+      streamLine: deps.streamLine,
       onUninspectable: (why) => {
         if (config.failMode === 'closed' && !config.shadowMode) {
           if (ex !== undefined) ex.log.outcome = 'answer_refused';
