@@ -36,13 +36,14 @@ const plainKeys = new Set<string>();
  */
 export function writeLine(logger: Logger, level: 'info' | 'warn', fields: Record<string, unknown>, msg: string): void {
   const out = known.get(logger);
-  if (out === undefined || !plainText(msg)) return void logger[level](fields, msg);
+  // pino rewrites objects that look like an HTTP request or response (its LOG): its path for those.
+  if (out === undefined || !plainText(msg) || fields.socket !== undefined || typeof fields.setHeader === 'function') return void logger[level](fields, msg);
   if (!logger.isLevelEnabled(level)) return;
   // pino's line: level, time, the base bindings, the fields in order (undefined ones left out), msg.
   let line = `{"level":${level === 'info' ? 30 : 40},"time":${Date.now()},"service":"a2a-guard"`;
   for (const key in fields) {
     const v = fields[key];
-    let text: string;
+    let text: string | undefined;
     switch (typeof v) {
       case 'undefined':
         continue;
@@ -57,11 +58,14 @@ export function writeLine(logger: Logger, level: 'info' | 'warn', fields: Record
         text = v ? 'true' : 'false';
         break;
       case 'object':
+        // pino's error serializer applies to "err"; a toJSON may give undefined (pino leaves the field out).
+        if (key === 'err') return void logger[level](fields, msg);
         try {
-          text = JSON.stringify(v);
+          text = JSON.stringify(v) as string | undefined;
         } catch {
           return void logger[level](fields, msg);
         }
+        if (text === undefined) return void logger[level](fields, msg);
         break;
       default:
         return void logger[level](fields, msg);

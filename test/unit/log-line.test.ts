@@ -80,6 +80,22 @@ describe('writeLine writes what pino writes', () => {
     expect(fast).toHaveLength(1);
   });
 
+  test('values pino writes its own way: a toJSON that gives undefined, an Error under "err", a request-like object, an inherited key', () => {
+    const cases: Record<string, unknown>[] = [
+      { a2aId: 1, id: { toJSON: () => undefined }, totalMs: 2 }, // pino leaves the field out; "id":undefined would not be JSON
+      { err: new Error('boom'), method: 'm' }, // pino's error serializer: type, message, stack
+      { err: { message: 'not an Error' } },
+      { method: 'GET', headers: { host: 'h' }, socket: { remoteAddress: '::1' } }, // pino logs it as an HTTP request
+      { setHeader: () => undefined, statusCode: 200 },
+      Object.assign(Object.create({ inherited: 'x' }) as Record<string, unknown>, { own: 1 }),
+    ];
+    for (const fields of cases) {
+      const [fast, ref] = both('info', fields, 'a2a call');
+      expect([fields, fast]).toEqual([fields, ref]);
+      for (const line of fast) expect(() => JSON.parse(line) as unknown).not.toThrow();
+    }
+  });
+
   test('a circular value and a logger createLogger did not make: pino writes them', () => {
     const loop: Record<string, unknown> = { a: 1 };
     loop.self = loop;
