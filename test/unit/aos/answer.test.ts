@@ -94,3 +94,51 @@ describe('guardianSuccess (hand-written) accepts exactly what the zod schema Gua
     for (const v of cases) expect([v, guardianSuccess(v) !== undefined]).toEqual([v, GuardianSuccess.safeParse(v).success]);
   });
 });
+
+/**
+ * Answers as JSON text, as a guardian sends them: duplicated members (the last wins), prototype
+ * names, look-alike and near-miss decisions ('allow ', Cyrillic 'а', 'ALLOW'), 1e400 (Infinity once
+ * parsed), deep values; the proxy must read exactly what zod reads, or reject.
+ */
+describe('guardianSuccess over hostile JSON text', () => {
+  const KEYS = ['decision', 'message', 'reasoning', 'reasonCode', 'data', 'modifiedRequest', 'params', 'payload', 'jsonrpc', 'id', 'result', '__proto__', 'constructor', 'prototype', 'toString', 'valueOf', 'hasOwnProperty', 'Decision', 'decision\u0000', 'decis\u0131on', '\uff44ecision'];
+  const lit = fc.oneof(
+    fc.constantFrom('allow', 'deny', 'modify', 'Allow', 'allow ', '\u0430llow', 'ALLOW', 'modify\u0000', '2.0', '2', '').map((s) => JSON.stringify(s)),
+    fc.constantFrom('null', 'true', '0', '-0', '1.5', '1e400', '-1e400', '{}', '[]', '["a"]', '["a",1]', '{"params":{"payload":{}}}', '{"params":{"payload":[]}}'),
+    fc.string({ maxLength: 4 }).map((s) => JSON.stringify(s)),
+  );
+  const key = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...KEYS) }, { weight: 1, arbitrary: fc.string({ maxLength: 3 }) });
+  const { node } = fc.letrec<{ node: string }>((tie) => ({
+    node: fc.oneof({ depthSize: 'small' },
+      { weight: 3, arbitrary: lit },
+      { weight: 2, arbitrary: fc.array(fc.tuple(key, tie('node')), { maxLength: 5 }).map((es) => `{${es.map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(',')}}`) },
+      { weight: 1, arbitrary: fc.array(tie('node'), { maxLength: 3 }).map((xs) => `[${xs.join(',')}]`) }),
+  }));
+  const members = fc.array(fc.tuple(key, node), { maxLength: 3 }).map((es) => es.map(([k, v]) => `,${JSON.stringify(k)}:${v}`).join(''));
+  const payload = fc.oneof(node, fc.constantFrom('{"id":1,"method":"message/send"}', '{"__proto__":{"id":1},"method":"m"}', '{"id":1,"__proto__":{"result":1}}'));
+  const result = fc.tuple(fc.boolean(), fc.oneof(fc.constantFrom('"allow"', '"deny"', '"modify"'), lit), fc.oneof(fc.constant('"m"'), lit), members, fc.option(fc.oneof(payload.map((p) => `{"params":{"payload":${p}}}`), node)))
+    .map(([dup, d, m, more, mod]) => `{${dup ? '"decision":"allow",' : ''}"decision":${d},"message":${m}${more}${mod === null ? '' : `,"modifiedRequest":${mod}`}}`);
+  const answerText = fc.tuple(fc.oneof(fc.constant('"2.0"'), lit), fc.oneof(fc.constant('1'), lit), fc.oneof({ weight: 4, arbitrary: result }, { weight: 1, arbitrary: node }), members)
+    .map(([j, id, r, more]) => `{"jsonrpc":${j},"id":${id},"result":${r}${more}}`);
+  /** What the proxy reads from an answer (enforce.ts): an own "__proto__" member aside (see above). */
+  const read = (a: { result: Record<string, unknown> }) => {
+    const r = a.result as { decision: unknown; message: unknown; reasoning?: unknown; reasonCode?: unknown; modifiedRequest?: { params: { payload: Record<string, unknown> } } };
+    const p = r.modifiedRequest?.params.payload;
+    const own = p === undefined ? undefined : Object.keys(p).filter((k) => k !== '__proto__').map((k) => [k, p[k]]);
+    return [r.decision, r.message, r.reasoning, r.reasonCode, own];
+  };
+
+  test('the same verdict as zod, and the same decision, message, reasons and payload', () => {
+    let accepted = 0;
+    fc.assert(fc.property(answerText, (text) => {
+      const v: unknown = JSON.parse(text);
+      const ours = guardianSuccess(v);
+      const zod = GuardianSuccess.safeParse(v);
+      expect([text, ours !== undefined]).toEqual([text, zod.success]);
+      if (ours === undefined || !zod.success) return;
+      accepted++;
+      expect(read(ours)).toEqual(read(zod.data));
+    }), { numRuns: 6000 });
+    expect(accepted).toBeGreaterThan(300);
+  });
+});
