@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { encodeSegment, parseGeneral, parseTarget } from '../../../src/a2a/target';
+import { encodePath, encodeSegment, parseGeneral, parseTarget } from '../../../src/a2a/target';
 
 /** Paths near the fast path's edge: plain characters, and every character it must leave to the general loop. */
 const segmentChar = fc.oneof(
@@ -24,6 +24,27 @@ describe('parseTarget fast path: the same result as the general loop', () => {
     for (const raw of ['/', '//', '/a', '/a/', '/a//b', '/./a', '/a/..', '/a/.../b', '/.well-known/agent-card.json', '/a2a/jsonrpc', '/a2a/jsonrpc/', '/a;b', '/a%2Fb', '/a?x=1', '/a:b@c', "/!$&'()*+,=", '/a/b/c/d/e/f/g']) {
       expect([raw, parseTarget(raw)]).toEqual([raw, parseGeneral(raw)]);
     }
+  });
+});
+
+describe('parseTarget over hostile targets', () => {
+  // Encoded dots, slashes, backslashes and percents, double encoding, separators, controls, non-ASCII.
+  const hostile = fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom(...'aZ09-._~!$&\'()*+,=:@'.split('')) },
+    { weight: 3, arbitrary: fc.constantFrom('%', '%2e', '%2E', '%2f', '%2F', '%5c', '%25', '%252e', '%3b', '%00', '%7f', '%C3%A9', '%ff', ';', '?', '#', '\\', '.', '..', '\t', ' ', 'é', '\u2028', '[', '"', '+', '\u0130') },
+  );
+  const seg = fc.oneof(fc.array(hostile, { maxLength: 5 }).map((c) => c.join('')), fc.constantFrom('.', '..', '', '.%2e', '%2e%2e', '..a'));
+  const raw = fc.tuple(fc.array(seg, { maxLength: 5 }), fc.boolean(), fc.option(fc.constantFrom('a=1', '', 'x=%2F')))
+    .map(([segs, slash, q]) => `/${segs.join('/')}${slash ? '/' : ''}${q === null ? '' : `?${q}`}`);
+
+  test('the same result as the general loop, and an accepted path re-encodes to one that reads the same', () => {
+    fc.assert(fc.property(raw, (r) => {
+      const p = parseTarget(r);
+      expect([r, p]).toEqual([r, parseGeneral(r)]);
+      if (!p.ok) return;
+      const again = parseTarget(encodePath(p.target.segments, p.target.trailingSlash));
+      expect([r, again.ok && again.target.segments]).toEqual([r, p.target.segments]);
+    }), { numRuns: 20_000 });
   });
 });
 
