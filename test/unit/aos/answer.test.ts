@@ -139,6 +139,6 @@ describe('guardianSuccess over hostile JSON text', () => {
       accepted++;
       expect(read(ours)).toEqual(read(zod.data));
     }), { numRuns: 6000 });
-    expect(accepted).toBeGreaterThan(300);
+    expect(accepted).toBeGreaterThan(100); // about 5% of the answers are valid
   });
 });
