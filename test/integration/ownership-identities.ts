@@ -7,13 +7,15 @@
  * - startTlsIdentities: client certificates over mutual TLS (test/helpers/pki.ts, verified by
  *   src/identity/mtls.ts once per connection): for load runs, where a signature check per call
  *   would dominate.
+ * - useIdentityProxy: the OIDC callers and one proxy of a test file's stack that trusts them, started
+ *   before the file and closed after it.
  * - startOwnershipStack: a real SDK agent, a real guardian and a ROLE=server a2a-guard trusting the OIDC
  *   callers A and B (task ownership on by IDENTITY_POLICY=required).
  */
 import { Agent } from 'undici';
 import { startAgent, type AgentOptions, type TestAgent } from '../helpers/agent';
 import { startGuardian, type TestGuardian } from '../helpers/guardian';
-import { startTestProxy, type TestProxy } from './proxy-harness';
+import { startTestProxy, type Stack, type TestProxy } from './proxy-harness';
 import { makeKey, startIssuer, type Issuer } from '../helpers/keys';
 import { createPki } from '../helpers/pki';
 
@@ -102,6 +104,31 @@ export async function startOwnershipStack(agentOptions: AgentOptions = {}): Prom
       await agent.close();
       await guardian.close();
       await ids.close();
+    },
+  };
+}
+
+/** Register beforeAll/afterAll: the OIDC callers A and B, and a proxy of `s` trusting them (with `env`). Read inside hooks and tests. */
+export function useIdentityProxy(s: Stack, env: Record<string, string | undefined> = {}): { readonly ids: TestIdentities; readonly proxy: TestProxy } {
+  let ids: TestIdentities | undefined;
+  let proxy: TestProxy | undefined;
+  beforeAll(async () => {
+    ids = await startIdentities();
+    proxy = await s.proxy({ ...env, ...ids.env });
+  });
+  afterAll(async () => {
+    await ids?.close();
+  });
+  const must = <T>(v: T | undefined): T => {
+    if (v === undefined) throw new Error('useIdentityProxy: not started yet (use it inside a hook or test)');
+    return v;
+  };
+  return {
+    get ids() {
+      return must(ids);
+    },
+    get proxy() {
+      return must(proxy);
     },
   };
 }

@@ -10,8 +10,8 @@
  */
 import { handlerRecorder } from '../helpers/handler-recorder';
 import { grpcFrame, rawGrpc } from '../helpers/grpc';
-import { startIdentities, type Caller, type TestIdentities } from './ownership-identities';
-import { useStack, type TestProxy } from './proxy-harness';
+import { useIdentityProxy, type Caller } from './ownership-identities';
+import { useStack } from './proxy-harness';
 import { codecFor } from '../../src/a2a/bindings/grpc/codec';
 import { grpcMethodForPath } from '../../src/a2a/bindings/grpc/methods';
 
@@ -19,20 +19,11 @@ jest.setTimeout(60_000);
 
 const rec = handlerRecorder();
 const s = useStack({ grpc: true, wrapRequestHandler: rec.wrap, stepMs: 50, slowMs: 600 });
-let ids: TestIdentities;
-let proxy: TestProxy;
-
-beforeAll(async () => {
-  ids = await startIdentities();
-  proxy = await s.proxy({ GRPC_PORT: '0', ...ids.env });
-});
-afterAll(async () => {
-  await ids?.close();
-});
+const fx = useIdentityProxy(s, { GRPC_PORT: '0' });
 
 function sendJsonRpc(who: Caller, contextId: string, text: string, n: number): Promise<{ result?: unknown; error?: { code: number } }> {
-  return fetch(`${proxy.url}/a2a/jsonrpc`, {
-    method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...ids.headersAs(who) },
+  return fetch(`${fx.proxy.url}/a2a/jsonrpc`, {
+    method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...fx.ids.headersAs(who) },
     body: JSON.stringify({ jsonrpc: '2.0', id: n, method: 'SendMessage', params: { message: { messageId: `race-${who}-${n}`, contextId, role: 'ROLE_USER', parts: [{ text }] } } }),
   }).then((r) => r.json() as Promise<{ result?: unknown; error?: { code: number } }>);
 }
@@ -42,7 +33,7 @@ function sendGrpc(who: Caller, contextId: string, text: string, n: number): Prom
   if (m === undefined) throw new Error('SendMessage');
   const c = codecFor(m).request;
   const frame = grpcFrame(c.encode(c.fromJson({ message: { messageId: `race-g-${who}-${n}`, contextId, role: 'ROLE_USER', parts: [{ text }] } })));
-  return rawGrpc(proxy.grpcAddress as string, m.path, frame, { 'a2a-version': '1.0', ...ids.headersAs(who) }).then((a) => a.grpcStatus);
+  return rawGrpc(fx.proxy.grpcAddress as string, m.path, frame, { 'a2a-version': '1.0', ...fx.ids.headersAs(who) }).then((a) => a.grpcStatus);
 }
 
 const actedInContext = (contextId: string, who: Caller) => rec.calls.filter((c) => JSON.stringify(c.params).includes(contextId) && JSON.stringify(c.params).includes(`-${who}-`));

@@ -6,30 +6,21 @@
 import { collect, sendReq, TaskState } from '../helpers/agent';
 import { handlerRecorder } from '../helpers/handler-recorder';
 import { grpcFailure, makeGrpcClient } from '../helpers/grpc';
-import { startIdentities, type TestIdentities } from './ownership-identities';
-import { useStack, type TestProxy } from './proxy-harness';
+import { useIdentityProxy } from './ownership-identities';
+import { useStack } from './proxy-harness';
 
 jest.setTimeout(30_000);
 
 const rec = handlerRecorder();
 const s = useStack({ grpc: true, wrapRequestHandler: rec.wrap });
-let ids: TestIdentities;
-let proxy: TestProxy;
-
-beforeAll(async () => {
-  ids = await startIdentities();
-  proxy = await s.proxy({ GRPC_PORT: '0', ...ids.env });
-});
-afterAll(async () => {
-  await ids?.close();
-});
+const fx = useIdentityProxy(s, { GRPC_PORT: '0' });
 beforeEach(() => rec.clear());
 
-const as = (who: 'A' | 'B') => ({ serviceParameters: ids.headersAs(who) });
+const as = (who: 'A' | 'B') => ({ serviceParameters: fx.ids.headersAs(who) });
 const listAll = { tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 100, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: undefined };
 
 test('SendMessage and SendStreamingMessage bind their tasks to the caller; B cannot read them, and B\'s ListTasks names none of them nor counts them', async () => {
-  const { client } = await makeGrpcClient(proxy.url);
+  const { client } = await makeGrpcClient(fx.proxy.url);
   const unary = (await client.sendMessage(sendReq('A unary'), as('A'))) as { id: string };
   const events = await collect(client.sendMessageStream(sendReq('A stream'), as('A')));
   // SDK stream events: { payload: { $case, value } }; a task has `id`, an update names `taskId`.
@@ -60,7 +51,7 @@ test('SendMessage and SendStreamingMessage bind their tasks to the caller; B can
 });
 
 test('a call about an existing task shows the guardian the ownership state (as over HTTP)', async () => {
-  const { client } = await makeGrpcClient(proxy.url);
+  const { client } = await makeGrpcClient(fx.proxy.url);
   const t = (await client.sendMessage(sendReq('A owns this'), as('A'))) as { id: string };
   s.guardian.clear();
   await client.getTask({ tenant: '', id: t.id, historyLength: undefined }, as('A'));
@@ -70,7 +61,7 @@ test('a call about an existing task shows the guardian the ownership state (as o
 });
 
 test('a guardian modify that re-targets B\'s call at A\'s task is refused as not found; the agent never acts (the ownership stage after the request hooks)', async () => {
-  const { client } = await makeGrpcClient(proxy.url);
+  const { client } = await makeGrpcClient(fx.proxy.url);
   const a = (await client.sendMessage(sendReq('A secret'), as('A'))) as { id: string };
   const b = (await client.sendMessage(sendReq('B own'), as('B'))) as { id: string };
   s.guardian.script((env) => (env.params?.payload?.method === 'GetTask'
