@@ -138,7 +138,8 @@ async function run(proxy: TestProxy, plain: number, check: (c: Case, status: num
       const a = await rawGrpc(proxy.grpcAddress as string, w.method.path, w.body, w.headers as Record<string, string>);
       // Every call ends with a status (no hang: the test's timeout would catch one).
       expect(a.grpcStatus).toBeDefined();
-      if (a.grpcStatus === 0) passed++;
+      // Went through: the agent's handler acted on it (its answer may still be an error, e.g. an unknown task).
+      if (rec.calls.length > 0) passed++;
       methods.add(w.method.name);
       check(c, a.grpcStatus);
     }),
@@ -170,7 +171,6 @@ describe('gRPC fuzz, every RPC', () => {
     });
     // Not vacuous: many RPCs were tried and a share of the calls went through to the agent.
     expect(methods.size).toBeGreaterThan(5);
-    // About 15 % of the generated calls are valid (7-20 of 80 seen); a floor of 1 in 40 fails only when the oracle is idle.
-    expect(passed).toBeGreaterThanOrEqual(Math.max(1, Math.floor(CASES / 40)));
+    expect(passed).toBeGreaterThan(CASES / 10);
   });
 });
