@@ -85,6 +85,8 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse, body:
 
 const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   const chunks: Buffer[] = [];
+  // A caller that leaves mid-body makes the request emit 'error': unheard, it would end the process.
+  req.on('error', () => res.destroy());
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
     void handle(req, res, chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
