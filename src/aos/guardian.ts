@@ -18,6 +18,7 @@ import { BoundedBytes } from '../core/bounded';
 import { type Envelope, GuardianError, GuardianSuccess, type JsonRpcId, PingAnswer } from './schemas';
 import type { EnvelopeBytes } from './envelope';
 import { guardianSuccess } from './answer';
+import { duplicateKey } from './duplicate-keys';
 import { createPool } from '../undici-pool';
 
 /** Whose connections a guardian call uses: a call's own checks, or a stream's events. */
@@ -292,6 +293,8 @@ export function interpret(reply: RawReply, envelopeId: JsonRpcId): GuardianOutco
   } catch {
     return { ok: false, kind: 'json', detail: 'guardian answer is not JSON' };
   }
+  const twice = duplicateKey(reply.body);
+  if (twice !== undefined) return { ok: false, kind: 'json', detail: `guardian answer names the member "${twice.slice(0, 64)}" twice in one object` };
   if (typeof json === 'object' && json !== null && 'error' in json) {
     const rpcError = GuardianError.safeParse(json);
     if (rpcError.success) {

@@ -83,6 +83,8 @@ const CASES: FailureCase[] = [
   { name: 'schema-invalid result (unknown decision)', reply: { raw: { status: 200, body: '' } } }, // body filled per envelope below
   { name: 'schema-invalid result (no message)', reply: { decision: 'allow', message: null } },
   { name: 'wrong id', reply: fault('wrongId') },
+  // JSON.parse would read allow; a guardian's parser keeping the first member meant deny.
+  { name: 'a member named twice (deny, then allow)', reply: { raw: { status: 200, body: '' } } }, // body filled per envelope below
   { name: 'nothing listens at GUARDIAN_URL', reply: 'dead' },
 ];
 
@@ -91,6 +93,8 @@ function install(c: FailureCase): void {
   const reply = c.reply;
   if (c.name.includes('unknown decision')) {
     guardian.script((env) => ({ raw: { status: 200, body: JSON.stringify({ jsonrpc: '2.0', id: env.id, result: { decision: 'maybe', message: 'hmm' } }) } }));
+  } else if (c.name.includes('named twice')) {
+    guardian.script((env) => ({ raw: { status: 200, body: `{"jsonrpc":"2.0","id":${JSON.stringify(env.id)},"result":{"decision":"deny","message":"no","decision":"allow"}}` } }));
   } else {
     guardian.script(() => reply);
   }
