@@ -5,7 +5,7 @@
  */
 import { isCarriedGrpcInterface } from './bindings/grpc/card';
 import { BoundedBytes } from '../core/bounded';
-import { asObject } from '../core/json';
+import { asObject, fieldValue } from '../core/json';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { Logger } from 'pino';
@@ -87,16 +87,10 @@ export class CardCache {
   }
 
   /** node:http(s) by default; fetch only when a dispatcher carries TLS options (it is then loaded anyway). */
-  private async get(url: URL): Promise<{ status: number; body: unknown }> {
+  private get(url: URL): Promise<{ status: number; body: unknown }> {
     const timeoutMs = this.opts.timeoutMs ?? 5000;
-    if (this.opts.dispatcher === undefined) return getJson(url, timeoutMs);
-    const init = { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json', 'user-agent': CARD_USER_AGENT }, dispatcher: this.opts.dispatcher };
-    const res = await fetch(url, init as RequestInit);
-    if (!res.ok) {
-      await res.body?.cancel();
-      return { status: res.status, body: undefined };
-    }
-    return { status: res.status, body: await res.json() };
+    const dispatcher = this.opts.dispatcher;
+    return getJson(url, timeoutMs, dispatcher === undefined ? httpGetOnce : (at, ms) => fetchGetOnce(at, ms, dispatcher));
   }
 
   private async fetchOnce(): Promise<void> {
@@ -139,16 +133,42 @@ const MAX_REDIRECTS = 5;
 /** The proxy's own card requests say who they are (they are not forwarded traffic). */
 export const CARD_USER_AGENT = 'a2a-guard (agent card)';
 
+/** One GET, no redirect followed: the status, a redirect's Location, and the text of a 2xx body. */
+interface Fetched {
+  readonly status: number;
+  readonly location: string | undefined;
+  readonly text: string;
+}
+
+type GetOnce = (url: URL, timeoutMs: number) => Promise<Fetched>;
+
 /**
- * GET a JSON document: the status, and the parsed body of a 2xx answer (redirects followed, size and
- * time bounded; a body that is not JSON throws). node:http(s) rather than fetch, which would load a
- * second HTTP client into the process (about 20 MB of resident memory) for one request per TTL.
+ * GET a JSON document: the status, and the parsed body of a 2xx answer (a body that is not JSON
+ * throws). Bounded in size and in total time, not only per idle socket: a card dripped a byte at a
+ * time would hold the fetch, and /readyz which waits for it, forever. Redirects are followed only
+ * within the origin asked: the card names the peer and where it serves A2A, and a remote agent must
+ * not aim the proxy's requests at other (internal) addresses.
  */
-export async function getJson(url: URL, timeoutMs: number, redirects = MAX_REDIRECTS): Promise<{ status: number; body: unknown }> {
+export async function getJson(url: URL, timeoutMs: number, once: GetOnce = httpGetOnce): Promise<{ status: number; body: unknown }> {
   const deadline = Date.now() + timeoutMs;
+  let at = url;
+  for (let hops = 0; ; hops++) {
+    const answer = await once(at, Math.max(1, deadline - Date.now()));
+    if (answer.status >= 300 && answer.status < 400 && answer.location !== undefined && hops < MAX_REDIRECTS) {
+      const next = new URL(answer.location, at);
+      if (next.origin !== url.origin) throw new Error(`redirected to another origin (${next.origin.slice(0, 128)}), which is not followed`);
+      at = next;
+      continue;
+    }
+    return { status: answer.status, body: answer.status >= 300 ? undefined : JSON.parse(answer.text) };
+  }
+}
+
+/** node:http(s) rather than fetch, which would load a second HTTP client into the process (about 20 MB of resident memory) for one request per TTL. */
+function httpGetOnce(url: URL, timeoutMs: number): Promise<Fetched> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const client: typeof http = url.protocol === 'https:' ? require('node:https') : http;
-  const answer = await new Promise<{ status: number; location: string | undefined; text: string }>((resolve, reject) => {
+  return new Promise<Fetched>((resolve, reject) => {
     const req = client.get(url, { headers: { accept: 'application/json', 'user-agent': CARD_USER_AGENT }, timeout: timeoutMs }, (res) => {
       const status = res.statusCode ?? 0;
       if (status < 200 || status >= 300) {
@@ -162,18 +182,41 @@ export async function getJson(url: URL, timeoutMs: number, redirects = MAX_REDIR
       res.on('end', () => resolve({ status, location: undefined, text: body.text() }));
       res.on('error', reject);
     });
+    const whole = setTimeout(() => req.destroy(new Error(`no complete answer within ${timeoutMs} ms`)), timeoutMs);
+    req.on('close', () => clearTimeout(whole));
     req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
     req.on('error', reject);
   });
-  if (answer.status >= 300 && answer.status < 400 && answer.location !== undefined && redirects > 0) {
-    return getJson(new URL(answer.location, url), Math.max(1, deadline - Date.now()), redirects - 1);
-  }
-  return { status: answer.status, body: answer.status >= 300 ? undefined : JSON.parse(answer.text) };
 }
 
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+/** fetch over an undici dispatcher (TLS options), with the same bounds: no redirect followed here, the body read up to the limit. */
+async function fetchGetOnce(url: URL, timeoutMs: number, dispatcher: object): Promise<Fetched> {
+  const init = { signal: AbortSignal.timeout(timeoutMs), redirect: 'manual', headers: { accept: 'application/json', 'user-agent': CARD_USER_AGENT }, dispatcher };
+  const res = await fetch(url, init as RequestInit);
+  if (res.status < 200 || res.status >= 300) {
+    await res.body?.cancel();
+    return { status: res.status, location: res.headers.get('location') ?? undefined, text: '' };
+  }
+  const body = new BoundedBytes(MAX_CARD_BYTES);
+  if (res.body !== null) {
+    for await (const chunk of res.body) {
+      // Leaving the loop cancels the rest of the body.
+      if (!body.push(Buffer.from(chunk))) throw new Error(`card larger than ${MAX_CARD_BYTES} bytes`);
+    }
+  }
+  return { status: res.status, location: undefined, text: body.text() };
+}
 
-/** What an AOS context can learn from a card (v0.3, hybrid or v1.0). */
+/** Longest card description kept: prose (line breaks allowed), but it goes into every envelope. */
+const MAX_DESCRIPTION_LENGTH = 8192;
+
+/**
+ * What a card says of the agent goes into every envelope and audit line, and the card may be a
+ * hostile remote's: an identity field is kept only as fieldValue allows (else "unknown"), a description only bounded.
+ */
+const description = (v: unknown): string | undefined =>
+  typeof v === 'string' && v !== '' && v.length <= MAX_DESCRIPTION_LENGTH && !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(v) ? v : undefined;
+
 export interface CardIdentity {
   readonly name?: string;
   readonly url?: string;
@@ -186,15 +229,15 @@ export interface CardIdentity {
 export function identityFromCard(card: CardJson | undefined): CardIdentity {
   if (card === undefined) return {};
   const interfaces = Array.isArray(card.supportedInterfaces) ? card.supportedInterfaces : [];
-  const firstInterfaceUrl = interfaces.map((i) => str(asObject(i)?.url)).find((u) => u !== undefined);
+  const firstInterfaceUrl = interfaces.map((i) => fieldValue(asObject(i)?.url)).find((u) => u !== undefined);
   const provider = asObject(card.provider);
   const id: Record<string, string | undefined> = {
-    name: str(card.name),
-    url: str(card.url) ?? firstInterfaceUrl,
-    version: str(card.version),
-    description: str(card.description),
-    providerName: str(provider?.organization) ?? str(provider?.name),
-    providerUrl: str(provider?.url),
+    name: fieldValue(card.name),
+    url: fieldValue(card.url) ?? firstInterfaceUrl,
+    version: fieldValue(card.version),
+    description: description(card.description),
+    providerName: fieldValue(provider?.organization) ?? fieldValue(provider?.name),
+    providerUrl: fieldValue(provider?.url),
   };
   return Object.fromEntries(Object.entries(id).filter(([, v]) => v !== undefined));
 }

@@ -19,3 +19,11 @@ export function isObject(v: unknown): v is JsonObject {
 export function asObject(v: unknown): JsonObject | undefined {
   return isObject(v) ? v : undefined;
 }
+
+/** Longest identity text kept (names, URLs, ids); longer values are refused, not cut. */
+export const MAX_FIELD_LENGTH = 1024;
+
+/** A string usable as an identity field (the guardian sees it, the log keeps it): non-empty, bounded, no control characters. */
+export function fieldValue(v: unknown): string | undefined {
+  return typeof v === 'string' && v !== '' && v.length <= MAX_FIELD_LENGTH && !/[\u0000-\u001f\u007f]/.test(v) ? v : undefined;
+}

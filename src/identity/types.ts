@@ -49,10 +49,4 @@ export type CredentialCheck =
 export const ASSERTION_HEADER = 'x-aos-agent-assertion';
 
 export const UNKNOWN_FIELD = 'unknown';
-/** Longest identity value kept (names, URLs, ids); longer values are refused, not cut. */
-export const MAX_FIELD_LENGTH = 1024;
-
-/** A string claim usable as an agent field: non-empty, bounded, no control characters. */
-export function fieldValue(v: unknown): string | undefined {
-  return typeof v === 'string' && v !== '' && v.length <= MAX_FIELD_LENGTH && !/[\u0000-\u001f\u007f]/.test(v) ? v : undefined;
-}
+export { fieldValue, MAX_FIELD_LENGTH } from '../core/json';
