@@ -57,7 +57,7 @@ const FORGED: Record<string, Forge> = {
   'HS256 keyed with the public JWK (JSON)': async () => hmacToken({ alg: 'HS256', kid: key.kid }, honestClaims(), JSON.stringify(key.publicJwk)),
   'HS256 keyed with the public x coordinate': async () => hmacToken({ alg: 'HS256', kid: key.kid }, honestClaims(), Buffer.from(String(key.publicJwk.x), 'base64url')),
   'HS256 keyed with the public key PEM': async () => {
-    const pem = (await jose().importJWK(key.publicJwk, 'ES256', { extractable: true }) as unknown as CryptoKey);
+    const pem = (await jose().importJWK(key.publicJwk, 'ES256', { extractable: true })) as Parameters<ReturnType<typeof jose>['exportSPKI']>[0];
     return hmacToken({ alg: 'HS256', kid: key.kid }, honestClaims(), await jose().exportSPKI(pem));
   },
   'attacker key under the trusted kid': async () => sign(attacker, honestClaims()),
