@@ -7,6 +7,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { type CardCache, type CardIdentity, identityFromCard } from '../a2a/card';
 import type { Phase, Role, Side } from './hook-points';
 import type { A2AContext, Agent, PartialAgent } from './schemas';
+import { fieldValue } from '../core/json';
 
 
 export const UNKNOWN = 'unknown';
@@ -57,7 +58,8 @@ export function decodeAgentHeader(value: string): string {
 export function partialFromHeaders(headers: IncomingHttpHeaders): PartialAgent {
   const one = (h: string): string => {
     const v = headers[h];
-    return typeof v === 'string' && v.trim() !== '' ? decodeAgentHeader(v.trim()) : UNKNOWN;
+    // Decoding can make what a raw header cannot carry (line breaks, escapes): held to the rules of verified fields.
+    return typeof v === 'string' ? (fieldValue(decodeAgentHeader(v.trim())) ?? UNKNOWN) : UNKNOWN;
   };
   return { url: one(AGENT_HEADERS.url), name: one(AGENT_HEADERS.name), version: one(AGENT_HEADERS.version) };
 }
