@@ -146,7 +146,7 @@ type GetOnce = (url: URL, timeoutMs: number) => Promise<Fetched>;
  * GET a JSON document: the status, and the parsed body of a 2xx answer (a body that is not JSON
  * throws). Bounded in size and in total time, not only per idle socket: a card dripped a byte at a
  * time would hold the fetch, and /readyz which waits for it, forever. Redirects are followed only
- * within the origin asked: the card names the peer and where it serves A2A, and a remote agent must
+ * within the origin asked (or to https on the same host): the card names the peer and where it serves A2A, and a remote agent must
  * not aim the proxy's requests at other (internal) addresses.
  */
 export async function getJson(url: URL, timeoutMs: number, once: GetOnce = httpGetOnce): Promise<{ status: number; body: unknown }> {
@@ -156,7 +156,9 @@ export async function getJson(url: URL, timeoutMs: number, once: GetOnce = httpG
     const answer = await once(at, Math.max(1, deadline - Date.now()));
     if (answer.status >= 300 && answer.status < 400 && answer.location !== undefined && hops < MAX_REDIRECTS) {
       const next = new URL(answer.location, at);
-      if (next.origin !== url.origin) throw new Error(`redirected to another origin (${next.origin.slice(0, 128)}), which is not followed`);
+      // The one exception: the same host and port, or its default https port, moving the card to https (a common redirect).
+      const upgrade = url.protocol === 'http:' && next.protocol === 'https:' && next.hostname === url.hostname && (next.port === '' || next.port === url.port);
+      if (next.origin !== url.origin && !upgrade) throw new Error(`redirected to another origin (${next.origin.slice(0, 128)}), which is not followed`);
       at = next;
       continue;
     }

@@ -1,4 +1,4 @@
-import { cardUrls, hostBoundCacheControl, identityFromCard, isCardPath, rewriteCard, rewriteEndpoint, weakEtag, type CardJson, type RewriteOptions } from '../../../src/a2a/card';
+import { cardUrls, getJson, hostBoundCacheControl, identityFromCard, isCardPath, rewriteCard, rewriteEndpoint, weakEtag, type CardJson, type RewriteOptions } from '../../../src/a2a/card';
 
 const opts = (publicBase: string, upstreamBase: string, signatures: 'strip' | 'keep' = 'strip'): RewriteOptions => ({
   publicBase: new URL(publicBase),
@@ -250,5 +250,33 @@ describe('hostBoundCacheControl (a card rewritten from the request Host)', () =>
     [undefined, 'private, no-cache'],
   ] as const)('%j -> %s: never for a shared cache, the agent\'s freshness kept', (agent, expected) => {
     expect(hostBoundCacheControl(agent as string | string[] | undefined)).toBe(expected);
+  });
+});
+
+describe('getJson: which redirects are followed', () => {
+  /** A fake GET: the first URL redirects to `to`, anything else answers a card; the URLs asked, in order. */
+  async function follow(from: string, to: string): Promise<{ asked: string[]; outcome: string }> {
+    const asked: string[] = [];
+    const once = async (u: URL) => {
+      asked.push(u.href);
+      return asked.length === 1 ? { status: 302, location: to, text: '' } : { status: 200, location: undefined, text: '{"name":"card"}' };
+    };
+    const outcome = await getJson(new URL(from), 1000, once).then((r) => JSON.stringify(r.body), (e: Error) => `refused: ${e.message}`);
+    return { asked, outcome };
+  }
+  test.each([
+    ['same origin, another path', 'http://agent.example:8080/a', '/b', true],
+    ['http -> https, same host, default port', 'http://agent.example/a', 'https://agent.example/a', true],
+    ['http -> https, same host and port', 'http://agent.example:8443/a', 'https://agent.example:8443/a', true],
+    ['http -> https, same host, another port', 'http://agent.example/a', 'https://agent.example:9000/a', false],
+    ['https -> http (downgrade)', 'https://agent.example/a', 'http://agent.example/a', false],
+    ['another host', 'http://agent.example/a', 'http://169.254.169.254/latest/meta-data', false],
+    ['https, another host', 'http://agent.example/a', 'https://internal.example/a', false],
+    ['protocol-relative to another host', 'http://agent.example/a', '//127.0.0.1:9/x', false],
+    ['another port', 'http://agent.example:8080/a', 'http://agent.example:9090/a', false],
+  ])('%s', async (_what, from, to, followed) => {
+    const r = await follow(from, to);
+    expect(r.asked).toHaveLength(followed ? 2 : 1);
+    expect(r.outcome.startsWith('refused')).toBe(!followed);
   });
 });
