@@ -92,8 +92,19 @@ export class Health {
     metrics.watchHealth(() => this.current());
   }
 
-  /** Probe the guardian and the agent now, then answer. */
-  async check(): Promise<Readiness> {
+  /**
+   * Probe the guardian and the agent now, then answer. Calls while a probe runs share it: each
+   * /readyz would otherwise be one more ping to the guardian, so whoever reaches the admin port
+   * could multiply the guardian's traffic.
+   */
+  check(): Promise<Readiness> {
+    this.running ??= this.probe().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private running: Promise<Readiness> | undefined;
+
+  private async probe(): Promise<Readiness> {
     const timeoutMs = this.settings.pingTimeoutMs ?? 2000;
     // The gRPC endpoint after the card: without GRPC_UPSTREAM_URL the card (just fetched) names it.
     const agent = this.sources.probeUpstream().then(async (card) => [card, await this.sources.probeGrpcUpstream?.(timeoutMs)] as const);

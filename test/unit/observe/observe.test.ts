@@ -114,6 +114,24 @@ describe('readiness', () => {
     const plain = new Health({ pingGuardian: async () => true, probeUpstream: async () => true, listening: () => true, draining: () => false, breaker: () => 'closed' }, settings(false, true), new Metrics());
     expect((await plain.check()).upstream).toEqual({ up: true, required: true, checkedAt: expect.any(String) });
   });
+
+  test('/readyz calls made while a probe runs share it (the admin port cannot multiply the guardian\'s pings); the next call probes again', async () => {
+    let pings = 0;
+    let release: () => void = () => undefined;
+    const health = new Health({
+      pingGuardian: () => (pings++, new Promise<boolean>((r) => (release = () => r(true)))),
+      probeUpstream: async () => true, listening: () => true, draining: () => false, breaker: () => 'closed',
+    }, settings(false, true), new Metrics());
+    const many = Array.from({ length: 50 }, () => health.check());
+    release();
+    const answers = await Promise.all(many);
+    expect(pings).toBe(1);
+    expect(answers.every((a) => a.guardian.up === true)).toBe(true);
+    const again = health.check();
+    release();
+    await again;
+    expect(pings).toBe(2);
+  });
 });
 
 describe('shutdown plan', () => {
