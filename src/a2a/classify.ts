@@ -412,8 +412,10 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
   // (In the caller's member order, so a canonical request is forwarded byte for byte.)
   const request: JsonObject = {};
   for (const k of Object.keys(v)) if (RPC_MEMBERS.has(k)) request[k] = v[k] as JsonObject[string];
-  const query = t.query.filter(([k]) => k.toLowerCase() !== 'a2a-version');
-  return { kind: 'a2a', binding: 'jsonrpc', op, request, id: safeId, version, target: encodePath(t.segments, t.trailingSlash) + encodeQuery(query) };
+  // A JSON-RPC call is its body: query parameters would reach the agent unjudged (a framework may read
+  // `?access_token=` or `?tenant=`), and the envelope has no place for them. A2A-Version is read above.
+  if (t.query.some(([k]) => k.toLowerCase() !== 'a2a-version')) return reject('invalidRequest', 'A2A JSON-RPC calls take no query parameters (the guardian would not see them)', 'jsonrpc', safeId);
+  return { kind: 'a2a', binding: 'jsonrpc', op, request, id: safeId, version, target: encodePath(t.segments, t.trailingSlash) };
 }
 
 // ---- REST ----

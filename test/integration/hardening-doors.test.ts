@@ -449,13 +449,23 @@ describe('batches are refused', () => {
 
 describe('a JSON-RPC call on any path is inspected', () => {
   test.each([
-    '/', '/a2a/jsonrpc/', '/A2A/JSONRPC', '/somewhere/else', '/a2a/jsonrpc?x=1&method=tasks/get', '/.well-known/agent-card.json',
+    '/', '/a2a/jsonrpc/', '/A2A/JSONRPC', '/somewhere/else', '/a2a/jsonrpc?A2A-Version=0.3', '/.well-known/agent-card.json',
     '/.well-known/agent.json', '/metrics', '/healthz', '/a2a/rest',
   ])('POST %s', async (path) => {
     const r = await send({ path, body: msg('path', 'forbidden by path') });
     expectDenied(r, 'path');
     expect(guardian.calls()).toHaveLength(1);
     expect(agentCalls()).toEqual([]);
+  });
+
+  test.each([
+    '/a2a/jsonrpc?x=1&method=tasks/get', '/a2a/jsonrpc?access_token=other-caller', '/a2a/jsonrpc?tenant=b', '/a2a/jsonrpc?A2A-Version=0.3&id=2',
+    '/?method=message/send', '/a2a/jsonrpc?=', '/a2a/jsonrpc?a', '/a2a/jsonrpc?%00=1',
+  ])('POST %s: a JSON-RPC call with query parameters (the agent would read them unjudged) is refused, nothing forwarded', async (path) => {
+    for (const text of ['forbidden by path', 'harmless by path']) expectRefused(await send({ path, body: msg('q', text) }), 'q');
+    expectNothingSeen();
+    // Positive control: the same call without the query reaches the agent.
+    expectAgentAnswer(await send({ path: '/a2a/jsonrpc', body: msg('q', 'harmless by path') }), 'q');
   });
 
   test.each(['/a2a/rest/message:send', '/a2a/rest/v1/message:send', '/a2a/rest/tasks/t-1:cancel', '/tenant-a/message:stream', '/a2a/rest/tasks'])(
@@ -475,9 +485,9 @@ describe('a JSON-RPC call on any path is inspected', () => {
   );
 
   test('an allowed call on another path is forwarded to that path, as the guardian saw it', async () => {
-    await send({ path: '/elsewhere?q=1', body: msg('path-ok', 'harmless') });
+    await send({ path: '/elsewhere', body: msg('path-ok', 'harmless') });
     expect(guardian.calls()).toHaveLength(1);
-    expect(agentCalls().map((r) => [r.method, r.path, r.bodyText])).toEqual([['POST', '/elsewhere?q=1', JSON.stringify(guardian.calls()[0].params.payload)]]);
+    expect(agentCalls().map((r) => [r.method, r.path, r.bodyText])).toEqual([['POST', '/elsewhere', JSON.stringify(guardian.calls()[0].params.payload)]]);
   });
 });
 

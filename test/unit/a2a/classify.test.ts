@@ -52,8 +52,8 @@ describe('A2A JSON-RPC calls', () => {
 
   test.each([
     ['/', '/'], ['/a2a/jsonrpc', '/a2a/jsonrpc'], ['/a2a/jsonrpc/', '/a2a/jsonrpc/'], ['/A2A/JSONRPC', '/A2A/JSONRPC'],
-    ['/.well-known/agent-card.json', '/.well-known/agent-card.json'], ['/healthz', '/healthz'], ['/static/x.png?x=1', '/static/x.png?x=1'],
-    ['/a2a/rest', '/a2a/rest'], ['/a2a/rest/message:send/extra', '/a2a/rest/message:send/extra'], ['/caf%C3%A9?q=a%20b', '/caf%C3%A9?q=a%20b'],
+    ['/.well-known/agent-card.json', '/.well-known/agent-card.json'], ['/healthz', '/healthz'], ['/static/x.png', '/static/x.png'], ['/x?', '/x'],
+    ['/a2a/rest', '/a2a/rest'], ['/a2a/rest/message:send/extra', '/a2a/rest/message:send/extra'], ['/caf%C3%A9', '/caf%C3%A9'],
   ])('is judged on any path: %p (forwarded to the canonical %p)', (path, target) => {
     for (const opts of [A2A_OPTIONS, OPEN_OPTIONS]) {
       const c = expectA2a(run(req(rpc('message/send'), { path }), opts), 'message/send');
@@ -61,9 +61,17 @@ describe('A2A JSON-RPC calls', () => {
     }
   });
 
+  test.each(['/a2a/jsonrpc?x=1', '/a2a/jsonrpc?access_token=t', '/a2a/jsonrpc?tenant=a', '/a2a/jsonrpc?A2A-Version=1.0&x', '/a2a/jsonrpc?=', '/caf%C3%A9?q=a%20b'])(
+    'query parameters are refused: the agent would get them unjudged (%p)', (path) => {
+      for (const opts of [A2A_OPTIONS, OPEN_OPTIONS]) {
+        const c = run(req(rpc('message/send'), { path }), opts);
+        expect(c.kind === 'reject' ? c.error.kind : c.kind).toBe('invalidRequest');
+      }
+    });
+
   test('the A2A-Version query parameter is not forwarded; the call is read under the header (the SDK ignores the query)', () => {
-    const c = expectA2a(run(req(rpc('message/send'), { path: '/a2a/jsonrpc?x=1&A2A-Version=1.0' })), 'message/send');
-    expect(c.target).toBe('/a2a/jsonrpc?x=1');
+    const c = expectA2a(run(req(rpc('message/send'), { path: '/a2a/jsonrpc?A2A-Version=1.0' })), 'message/send');
+    expect(c.target).toBe('/a2a/jsonrpc');
     expect(c.version).toBeUndefined();
     const v1 = expectA2a(run(req(rpc('SendMessage'), { headers: { ...JSON_CT, 'a2a-version': ' 1.0 ' } })), 'message/send');
     expect(v1.version).toBe('1.0');

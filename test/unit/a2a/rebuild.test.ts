@@ -26,9 +26,9 @@ function rebuilt(c: A2ACall, verb: string, payload: JsonObject = c.request): Reb
 describe('JSON-RPC', () => {
   test('the approved JSON as the body, POST, on the canonical path, the A2A-Version it was read under', () => {
     const raw = '{ "jsonrpc" : "2.0", "id" : 1, "method" : "message/send", "params" : {"message": {"text": "\\u0068i"}}, "extra": true }';
-    const c = a2a({ path: '/a2a/%6Asonrpc/?x=1', headers: { 'content-type': 'application/json; charset=utf-8', 'a2a-version': '0.3' }, body: raw }, 'message/send', 'jsonrpc');
+    const c = a2a({ path: '/a2a/%6Asonrpc/?A2A-Version=0.3', headers: { 'content-type': 'application/json; charset=utf-8', 'a2a-version': '0.3' }, body: raw }, 'message/send', 'jsonrpc');
     const r = rebuilt(c, 'POST');
-    expect(r).toEqual({ verb: 'POST', path: '/a2a/jsonrpc/?x=1', body: Buffer.from('{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"text":"hi"}}}'), version: '0.3' });
+    expect(r).toEqual({ verb: 'POST', path: '/a2a/jsonrpc/', body: Buffer.from('{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"text":"hi"}}}'), version: '0.3' });
   });
 
   test('the body is exactly the serialization the guardian saw (made once, reused)', () => {
