@@ -63,16 +63,28 @@ const LAZY: readonly { readonly file: string; readonly line: string; readonly la
   // pino's worker-thread transports (the proxy writes to stdout itself): thread-stream, node:module.
   { file: 'pino/lib/tools.js', line: "const transport = require('./transport')", lazy: "const transport = (opts) => require('./transport')(opts)" },
   { file: 'pino/pino.js', line: "module.exports.transport = require('./lib/transport')", lazy: "Object.defineProperty(module.exports, 'transport', { enumerable: true, get: () => require('./lib/transport') })" },
+  // pino asks worker_threads whether it runs on the main thread only when it makes its own
+  // destination (the proxy passes one): node:worker_threads, ~1.5 ms.
+  { file: 'pino/lib/tools.js', line: "const { isMainThread } = require('worker_threads')", lazy: "const isMainThread = () => require('worker_threads').isMainThread" },
+  { file: 'pino/lib/tools.js', line: 'if (!opts.sync && isMainThread) {', lazy: 'if (!opts.sync && isMainThread()) {' },
+  // pino's default `base` names the host, and every logger the proxy makes has its own base: node:os
+  // (~0.5-4 ms) only when a logger without one reads it.
+  { file: 'pino/pino.js', line: "const os = require('node:os')", lazy: '' },
+  { file: 'pino/pino.js', line: 'const hostname = os.hostname()', lazy: '' },
+  { file: 'pino/pino.js', line: '  base: { pid, hostname },', lazy: "  base: { pid, get hostname () { return require('node:os').hostname() } }," },
 ];
 
 const lazyRequires: Plugin = {
   name: 'lazy-requires',
   setup(b) {
-    for (const { file, line, lazy } of LAZY) {
+    for (const file of new Set(LAZY.map((l) => l.file))) {
       b.onLoad({ filter: new RegExp(`[\\\\/]node_modules[\\\\/]${file.replace(/[.]/g, '\\.').replace(/\//g, '[\\\\/]')}$`) }, async (args) => {
-        const text = await readFile(args.path, 'utf8');
-        if (!text.includes(line)) throw new Error(`${file} no longer has \`${line}\` (scripts/bundle.ts LAZY)`);
-        return { contents: text.replace(line, lazy), loader: 'js' };
+        let text = await readFile(args.path, 'utf8');
+        for (const { line, lazy } of LAZY.filter((l) => l.file === file)) {
+          if (!text.includes(line)) throw new Error(`${file} no longer has \`${line}\` (scripts/bundle.ts LAZY)`);
+          text = text.replace(line, lazy);
+        }
+        return { contents: text, loader: 'js' };
       });
     }
   },
@@ -123,8 +135,10 @@ export async function bundle(): Promise<void> {
   if (locales.length > 0) throw new Error(`zod is bundled whole (${locales.length} locales): import it as \`import * as z from 'zod'\``);
   const out = result.outputFiles?.[0];
   if (out === undefined) throw new Error('esbuild wrote nothing');
-  // No #! line: launch.ts compiles the file inside a function, where one is a syntax error.
-  writeFileSync(BUNDLE, asciiOnly(out.text.replace(/^#!.*\n/, '')));
+  // Written inside the wrapper node puts a CommonJS file in (launch.ts compiles it as it is; the
+  // wrapping there cost one more copy of the 1.2 MB source in memory until a full GC). No #! line:
+  // inside a function it is a syntax error.
+  writeFileSync(BUNDLE, `(function (exports, require, module, __filename, __dirname) { ${asciiOnly(out.text.replace(/^#!.*\n/, ''))}\n})`);
   await build({ entryPoints: [join(ROOT, 'src', 'launch.ts')], outfile: LAUNCH, bundle: true, platform: 'node', target: 'node20', format: 'cjs', logLevel: 'warning' });
   writeFileSync(LAUNCH, readFileSync(LAUNCH), { mode: 0o755 });
   writeCodeCache();

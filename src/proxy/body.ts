@@ -3,11 +3,11 @@
  * (a compressed body is never forwarded unread).
  */
 import type { IncomingMessage } from 'node:http';
-import zlib from 'node:zlib';
-import { promisify } from 'node:util';
+import type zlib from 'node:zlib';
 import { BoundedBytes } from '../core/bounded';
 import { proxyError, type ProxyError } from '../core/errors';
 import { contentCodings } from '../core/http';
+import { zlibDecoders } from '../core/decoders';
 
 export type BodyResult = { readonly ok: true; readonly body: Buffer } | { readonly ok: false; readonly error: ProxyError };
 
@@ -73,9 +73,9 @@ export async function decodeBody(body: Buffer, contentEncoding: string | undefin
   const coding = codings[0] as string;
   const opts = { maxOutputLength: maxBytes };
   try {
-    if (coding === 'gzip' || coding === 'x-gzip') return { ok: true, body: await gunzip(body, opts) };
+    if (coding === 'gzip' || coding === 'x-gzip') return { ok: true, body: await zlibDecoders().gunzip(body, opts) };
     if (coding === 'deflate') return { ok: true, body: await inflateEither(body, opts) };
-    if (coding === 'br') return { ok: true, body: await brotli(body, opts) };
+    if (coding === 'br') return { ok: true, body: await zlibDecoders().brotli(body, opts) };
   } catch (e) {
     return isTooLarge(e)
       ? { ok: false, error: proxyError('rejected', `Decoded request body larger than ${maxBytes} bytes`, { limit: String(maxBytes) }, 413) }
@@ -84,18 +84,13 @@ export async function decodeBody(body: Buffer, contentEncoding: string | undefin
   return { ok: false, error: proxyError('rejected', `Unsupported Content-Encoding: ${coding.slice(0, 32)}`, { contentEncoding: coding.slice(0, 32) }) };
 }
 
-const gunzip = promisify<Buffer, zlib.ZlibOptions, Buffer>(zlib.gunzip);
-const inflate = promisify<Buffer, zlib.ZlibOptions, Buffer>(zlib.inflate);
-const inflateRaw = promisify<Buffer, zlib.ZlibOptions, Buffer>(zlib.inflateRaw);
-const brotli = promisify<Buffer, zlib.BrotliOptions, Buffer>(zlib.brotliDecompress);
-
 /** "deflate" in the wild is zlib-wrapped or raw; accept both. */
 async function inflateEither(b: Buffer, opts: zlib.ZlibOptions): Promise<Buffer> {
   try {
-    return await inflate(b, opts);
+    return await zlibDecoders().inflate(b, opts);
   } catch (e) {
     if (isTooLarge(e)) throw e;
-    return inflateRaw(b, opts);
+    return zlibDecoders().inflateRaw(b, opts);
   }
 }
 

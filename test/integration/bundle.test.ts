@@ -3,7 +3,8 @@
  * (dist/a2a-guard.bundle.js) run with its V8 code cache (src/launch.ts):
  *   - what the default configuration loads at start is inside it: serving a call reads nothing from
  *     node_modules but undici's HTTP parser (WebAssembly, loaded at the first connection);
- *   - nor node modules only unused parts of its packages need (HTTP/2, HTTPS, TLS: scripts/bundle.ts LAZY);
+ *   - nor node modules only unused parts of its packages need (HTTP/2, HTTPS, TLS, worker threads,
+ *     os: scripts/bundle.ts LAZY), nor those only compressed bodies or file reloads need (zlib, fs/promises);
  *   - V8 accepts the code cache the build made;
  *   - packages a configuration loads on demand stay outside and are still found there (tracing on);
  *   - its source is ASCII, so V8 holds it as one byte per character.
@@ -87,7 +88,7 @@ test('the default configuration serves a call with everything it loads inside th
   expect(answer).toContain('hello bundle');
   expect(files).toContain(MAIN);
   expect(builtins).toEqual(expect.arrayContaining(['http', 'crypto']));
-  expect(builtins.filter((m) => ['http2', 'https', 'tls'].includes(m))).toEqual([]);
+  expect(builtins.filter((m) => ['http2', 'https', 'tls', 'worker_threads', 'os', 'zlib', 'fs/promises'].includes(m))).toEqual([]);
   expect(fromNodeModules(files).every((f) => /^undici\/lib\/llhttp\/llhttp(_simd)?-wasm\.js$/.test(f))).toBe(true);
   expect(fromNodeModules(files).length).toBeGreaterThan(0);
 });

@@ -3,8 +3,7 @@
  * 4 bytes big-endian length), `grpc-encoding`, `grpc-timeout`, the status codes. Pure and bounded:
  * a message longer than the limit is refused from its 5-byte header, before its bytes are held.
  */
-import { promisify } from 'node:util';
-import zlib from 'node:zlib';
+import { zlibDecoders } from '../../../core/decoders';
 
 export const GRPC_STATUS = {
   OK: 0, CANCELLED: 1, UNKNOWN: 2, INVALID_ARGUMENT: 3, DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, ALREADY_EXISTS: 6, PERMISSION_DENIED: 7,
@@ -96,9 +95,6 @@ export function supportedEncoding(value: string | undefined): boolean {
   return value === undefined || (SUPPORTED_ENCODINGS as readonly string[]).includes(value.trim().toLowerCase());
 }
 
-const gunzip = promisify(zlib.gunzip);
-const inflate = promisify(zlib.inflate);
-
 /**
  * A message as its sender meant it: compressed messages are inflated with `grpc-encoding`, never past
  * `maxBytes`. A compressed flag without a (supported) encoding is malformed.
@@ -109,6 +105,7 @@ export async function readMessage(m: RawMessage, encoding: string | undefined, m
   if (enc === undefined || enc === 'identity') return { status: 'INTERNAL', message: 'compressed message without grpc-encoding' };
   if (enc !== 'gzip' && enc !== 'deflate') return { status: 'UNIMPLEMENTED', message: `grpc-encoding ${enc} is not supported` };
   try {
+    const { gunzip, inflate } = zlibDecoders();
     return await (enc === 'gzip' ? gunzip : inflate)(m.data, { maxOutputLength: maxBytes });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || err instanceof RangeError) {
