@@ -3,7 +3,7 @@
  * of src/env-rules.ts (plain code; each rule also has its zod form, the reference the tests hold it to).
  * Every bad variable yields one line naming it; the caller prints them and exits 2.
  */
-import * as z from 'zod';
+import type * as Z from 'zod';
 import { pathSegments } from './a2a/target';
 import { Rule, v, type Issue, type Out } from './env-rules';
 import { lookupEnv, serviceLinkHint, type EnvValue } from './env';
@@ -195,10 +195,13 @@ export function parseVariables(input: Readonly<Record<string, string>>): { ok: t
   return problems.length === 0 ? { ok: true, env: out as Env } : { ok: false, problems: problems.map(({ key, message }) => ({ key, message })) };
 }
 
-/** The same rules as one zod schema: the reference of test/unit/config-rules.test.ts (nothing at start builds it). */
-export function envSchema(): z.ZodType<Env, Record<string, string>> {
-  const shape = Object.fromEntries(NAMES.map((k) => [k, (VARIABLES[k] as Rule<unknown>).zod()]));
-  return z.object(shape).superRefine((e, ctx) => crossRules(e as Env, (name, message) => ctx.addIssue({ code: 'custom', path: [name], message }))) as unknown as z.ZodType<Env, Record<string, string>>;
+/**
+ * The same rules as one zod schema: the reference of test/unit/config-rules.test.ts (nothing at start
+ * builds it). zod is the caller's (`import * as z from 'zod'`): the proxy's start does not load it.
+ */
+export function envSchema(z: typeof Z): Z.ZodType<Env, Record<string, string>> {
+  const shape = Object.fromEntries(NAMES.map((k) => [k, (VARIABLES[k] as Rule<unknown>).zod(z)]));
+  return z.object(shape).superRefine((e, ctx) => crossRules(e as Env, (name, message) => ctx.addIssue({ code: 'custom', path: [name], message }))) as unknown as Z.ZodType<Env, Record<string, string>>;
 }
 
 /** Which token claim (or claims, first present wins) fills each AOS agent field of an OIDC caller. */

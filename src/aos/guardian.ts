@@ -15,9 +15,9 @@ import type { Dispatcher, Pool } from 'undici';
 import type { GuardianOutcome, GuardianFailureKind } from './outcome';
 import type { Cancellation } from '../cancel';
 import { BoundedBytes } from '../core/bounded';
-import { type Envelope, GuardianError, GuardianSuccess, type JsonRpcId, PingAnswer } from './schemas';
+import type { Envelope, JsonRpcId } from './schemas';
 import type { EnvelopeBytes } from './envelope';
-import { guardianSuccess } from './answer';
+import { guardianSuccess, pingAnswer } from './answer';
 import { duplicateKey } from './duplicate-keys';
 import { createPool } from '../undici-pool';
 
@@ -162,8 +162,8 @@ export class HttpGuardian implements Guardian {
     try {
       const reply = await this.post(this.pools.call, body, Date.now() + timeoutMs, undefined);
       if (reply.status < 200 || reply.status >= 300) return false;
-      const parsed = PingAnswer.safeParse(JSON.parse(reply.body));
-      return parsed.success && parsed.data.id === id && parsed.data.result.status === 'connected';
+      const answer = pingAnswer(JSON.parse(reply.body));
+      return answer !== undefined && answer.id === id && answer.status === 'connected';
     } catch (err) {
       if (err instanceof TransportError && err.kind === 'connect') this.reportFailure(err.socketError ?? err);
       return false;
@@ -284,6 +284,16 @@ export function describeError(err: unknown): string {
   return parts.length === 0 ? String(err) : parts.join(' <- ');
 }
 
+/**
+ * The AOS zod schemas, for answers the hand-written checks of answer.ts reject: loaded (with zod) at
+ * the first such answer, not at start (zod and the schemas: ~10 ms of CPU and ~0.5 MB allocated
+ * before the first served call, in-process marks on the bench machine).
+ */
+function schemas(): typeof import('./schemas') {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require('./schemas') as typeof import('./schemas');
+}
+
 /** Turn a raw guardian reply into an outcome: the "no valid answer" kinds of design section 5. */
 export function interpret(reply: RawReply, envelopeId: JsonRpcId): GuardianOutcome {
   if (reply.status < 200 || reply.status >= 300) return { ok: false, kind: 'http', detail: `HTTP ${reply.status}` };
@@ -296,7 +306,7 @@ export function interpret(reply: RawReply, envelopeId: JsonRpcId): GuardianOutco
   const twice = duplicateKey(reply.body);
   if (twice !== undefined) return { ok: false, kind: 'json', detail: `guardian answer names the member "${twice.slice(0, 64)}" twice in one object` };
   if (typeof json === 'object' && json !== null && 'error' in json) {
-    const rpcError = GuardianError.safeParse(json);
+    const rpcError = schemas().GuardianError.safeParse(json);
     if (rpcError.success) {
       const e = rpcError.data.error;
       return { ok: false, kind: 'rpcError', detail: `guardian JSON-RPC error ${e.code}: ${e.message}` };
@@ -306,7 +316,7 @@ export function interpret(reply: RawReply, envelopeId: JsonRpcId): GuardianOutco
   const answer = guardianSuccess(json);
   if (answer === undefined) {
     // The same acceptance as the zod schema (answer.ts); zod names what is wrong.
-    const parsed = GuardianSuccess.safeParse(json);
+    const parsed = schemas().GuardianSuccess.safeParse(json);
     const issue = parsed.success ? undefined : parsed.error.issues[0];
     return { ok: false, kind: 'schema', detail: `guardian answer fails the AOS schema${issue ? ` at ${issue.path.join('.')}: ${issue.message}` : ''}` };
   }

@@ -4,9 +4,10 @@
  * problems, worded the same, in the same order.
  */
 import fc from 'fast-check';
+import * as z from 'zod';
 import { describeVariables, envSchema, parseVariables, type VariableProblem } from '../../src/config';
 
-const schema = envSchema();
+const schema = envSchema(z);
 const NAMES = describeVariables().map((d) => d.name);
 
 /** zod's verdict in parseVariables' shape (loadConfig words an unset required variable "is required"). */

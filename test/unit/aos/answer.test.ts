@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import { guardianSuccess } from '../../../src/aos/answer';
-import { GuardianSuccess } from '../../../src/aos/schemas';
+import { guardianSuccess, pingAnswer } from '../../../src/aos/answer';
+import { GuardianSuccess, PingAnswer } from '../../../src/aos/schemas';
 
 /** Each member either absent, valid, or wrong in one of the ways a guardian gets it wrong. */
 const absent = Symbol('absent');
@@ -140,5 +140,57 @@ describe('guardianSuccess over hostile JSON text', () => {
       expect(read(ours)).toEqual(read(zod.data));
     }), { numRuns: 6000 });
     expect(accepted).toBeGreaterThan(100); // about 5% of the answers are valid
+  });
+});
+
+/** The ping's answer (spec 5.3): pingAnswer is checked by hand so that the start's ping does not load zod. */
+describe('pingAnswer (hand-written) accepts exactly what the zod schema PingAnswer accepts', () => {
+  const pingResult = fc.oneof(
+    { weight: 10, arbitrary: object({
+      status: member(fc.constantFrom('connected', 'error'), fc.constantFrom('Connected', 'ok', ''), junk),
+      version: member(fc.string(), junk),
+      timestamp: member(fc.string(), junk),
+      extension: member(fc.jsonValue()),
+    }) },
+    { weight: 1, arbitrary: junk },
+  );
+  const ping = fc.oneof(
+    { weight: 10, arbitrary: object({
+      jsonrpc: member(fc.constant('2.0'), fc.constantFrom('2', '1.0', 2), junk),
+      id: member(fc.oneof(fc.string(), fc.integer(), fc.double()), fc.constantFrom(Infinity, -Infinity, NaN, null), junk),
+      result: member(pingResult),
+      extra: member(fc.jsonValue()),
+    }) },
+    { weight: 1, arbitrary: fc.jsonValue() },
+  );
+
+  test('generated answers, valid and near-miss: same verdict, and the id and status zod reads', () => {
+    let accepted = 0;
+    fc.assert(fc.property(ping, (v) => {
+      const ours = pingAnswer(v);
+      const zod = PingAnswer.safeParse(v);
+      expect(ours !== undefined).toBe(zod.success);
+      if (ours !== undefined && zod.success) {
+        accepted++;
+        expect(ours).toEqual({ id: zod.data.id, status: zod.data.result.status });
+      }
+    }), { numRuns: 10_000 });
+    expect(accepted).toBeGreaterThan(200);
+  });
+
+  test('the same through JSON text (1e400, duplicated members, "__proto__")', () => {
+    const texts = fc.oneof(
+      ping.map((v) => JSON.stringify(v)).filter((t): t is string => t !== undefined),
+      fc.constantFrom(
+        '{"jsonrpc":"2.0","id":1e400,"result":{"status":"connected","version":"1","timestamp":"t"}}',
+        '{"jsonrpc":"2.0","id":"a","result":{"status":"connected","status":"ok","version":"1","timestamp":"t"}}',
+        '{"jsonrpc":"2.0","id":"a","result":{"__proto__":{"status":"connected"},"version":"1","timestamp":"t"}}',
+        '{"jsonrpc":"2.0","id":"a","__proto__":{"result":{"status":"connected","version":"1","timestamp":"t"}}}',
+      ),
+    );
+    fc.assert(fc.property(texts, (text) => {
+      const parsed: unknown = JSON.parse(text);
+      expect(pingAnswer(parsed) !== undefined).toBe(PingAnswer.safeParse(parsed).success);
+    }), { numRuns: 3_000 });
   });
 });
