@@ -3,7 +3,7 @@
  * src/config.ts editDistance); it must find exactly what the full optimal-string-alignment table finds.
  */
 import fc from 'fast-check';
-import { misspelledVariables } from '../../src/config';
+import { describeVariables, misspelledVariables } from '../../src/config';
 
 /** The full table: the distance the banded walk must agree with wherever it is 2 or less. */
 function fullDistance(a: string, b: string): number {
@@ -56,5 +56,17 @@ test('the banded distance finds exactly the typos the full table finds', () => {
       },
     ),
     { numRuns: 500 },
+  );
+});
+
+test('the character filter before the distance drops no typo (the real names, environments over A-Z, 0-9 and _)', () => {
+  const known = describeVariables().map((d) => d.name);
+  const any = fc.string({ unit: fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_'), minLength: 1, maxLength: 32 });
+  fc.assert(
+    fc.property(fc.array(fc.oneof(any, fc.constantFrom(...known).chain(edited)), { minLength: 1, maxLength: 12 }), (names) => {
+      const env = Object.fromEntries(names.map((n) => [n, 'x']));
+      expect(misspelledVariables(env, known)).toEqual(reference(env, known));
+    }),
+    { numRuns: 200 },
   );
 });
