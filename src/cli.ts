@@ -68,7 +68,7 @@ export function proxyHelp(version: string): string {
     'Signals: SIGTERM drains (SHUTDOWN_DELAY_MS, then DRAIN_TIMEOUT_MS); SIGINT drains without the delay;',
     '         SIGHUP reloads the embedded guardian\'s policy.',
     '',
-    'Environment variables (name, default, meaning):',
+    'Environment variables (name, default, meaning); each may also be given as A2A_GUARD_<NAME>, which wins:',
     ...variableLines(describeVariables()),
     '',
   ].join('\n');

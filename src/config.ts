@@ -71,7 +71,7 @@ const VARIABLES = {
   PASSTHROUGH_PATHS: v.string().default('').transform((v, problem) => pathList(v, problem)).describe('comma-separated path prefixes of non-A2A routes the agent serves, forwarded unjudged (counted, logged)'),
   REST_BASE_PATHS: v.string().optional().transform((v, problem) => (v === undefined ? undefined : pathList(v, problem))).describe("comma-separated REST bases of the agent, instead of its card's HTTP+JSON interface URLs"),
   NON_A2A: v.enum(['refuse', 'forward']).default('refuse').describe('refuse everything that is not A2A (and not in PASSTHROUGH_PATHS), or forward it unjudged'),
-  MAX_INFLIGHT_BODY_BYTES: int(256 * 1024 * 1024, 1, 64 * 1024 * 1024 * 1024).describe('request-body bytes held across all calls at once; beyond it new calls get -31429'),
+  MAX_INFLIGHT_BODY_BYTES: int(256 * 1024 * 1024, 1, 64 * 1024 * 1024 * 1024).describe('bytes held across all calls at once (request bodies, answers and stream events held for the guardian); beyond it new calls get -31429'),
   EXPOSE_GUARDIAN_REASONING: bool(false).describe('include the guardian\'s reasoning in errors sent to callers'),
   ADMIN_PORT: int(9090, 0, 65535).describe('admin server port: /healthz, /readyz, /metrics'),
   ADMIN_HOST: v.string().min(1).default('0.0.0.0').describe('admin server listen address'),
@@ -574,13 +574,20 @@ export interface VariableInfo {
   readonly secret: boolean;
 }
 
+/** A parsed default as the text that gives it (OIDC_CLAIMS is parsed into a map: shown as `id=sub,...`). */
+function shownDefault(value: unknown): string {
+  if (Array.isArray(value)) return value.join(',');
+  if (typeof value !== 'object' || value === null) return String(value);
+  return Object.entries(value as ClaimMap).filter(([, claims]) => claims.length > 0).map(([field, claims]) => `${field}=${claims.join('|')}`).join(',');
+}
+
 /** Every variable of the schema with its meaning and default, for --help and --check. */
 export function describeVariables(): VariableInfo[] {
   return NAMES.map((name) => {
     const rule = VARIABLES[name] as Rule<unknown>;
     const issues: Issue[] = [];
     const value = rule.run(undefined, issues);
-    const def = issues.length > 0 ? 'required' : value === undefined ? 'unset' : Array.isArray(value) ? value.join(',') : String(value);
+    const def = issues.length > 0 ? 'required' : value === undefined ? 'unset' : shownDefault(value);
     return { name, description: rule.description, default: def, secret: isSecretVariable(name) };
   });
 }

@@ -1,0 +1,44 @@
+/**
+ * The README read as data, for the tests that hold its tables to the code (variables, metrics,
+ * errors, links): a newcomer has only the README, so a name or default that drifts must fail CI.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+
+export const ROOT = path.resolve(__dirname, '../..');
+
+export function readme(): string {
+  return fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+}
+
+/**
+ * The body rows of the Markdown table whose header line starts with `header`, as trimmed cells
+ * (`\|` inside a cell is a literal `|`). Throws when there is no such table, so a renamed header
+ * fails loudly instead of checking nothing.
+ */
+export function tableRows(text: string, header: string): string[][] {
+  const lines = text.split('\n');
+  const start = lines.findIndex((l) => l.startsWith(header));
+  if (start < 0) throw new Error(`README: no table starting with ${header}`);
+  const rows: string[][] = [];
+  for (let i = start + 2; i < lines.length && (lines[i] as string).startsWith('|'); i++) {
+    const cells = (lines[i] as string).split(/(?<!\\)\|/).slice(1, -1).map((c) => c.trim().replace(/\\\|/g, '|'));
+    rows.push(cells);
+  }
+  return rows;
+}
+
+/** The `code` spans of a cell (or any text). */
+export function codeSpans(text: string): string[] {
+  return [...text.matchAll(/`([^`]+)`/g)].map((m) => m[1] as string);
+}
+
+/** Every .ts file under src/ (but `except`, paths relative to src/), concatenated: to ask whether a name the README gives exists in the code. */
+export function sourceText(except: readonly string[] = []): string {
+  const walk = (dir: string): string[] => fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    return e.isDirectory() ? walk(p) : e.name.endsWith('.ts') ? [p] : [];
+  });
+  const src = path.join(ROOT, 'src');
+  return walk(src).filter((f) => !except.includes(path.relative(src, f))).map((f) => fs.readFileSync(f, 'utf8')).join('\n');
+}
