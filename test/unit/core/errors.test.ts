@@ -1,6 +1,7 @@
 import {
   ERROR_CODES, errorCode, jsonRpcErrorBody, jsonRpcErrorObject, proxyError, restErrorObject, restHttpStatus, type ProxyErrorKind,
 } from '../../../src/core/errors';
+import { codeSpans, readme, sourceText, tableRows } from '../../helpers/readme';
 
 const INFO = 'type.googleapis.com/google.rpc.ErrorInfo';
 const META = { envelopeId: 'e-1', reasonCode: 'R1,R2' };
@@ -110,4 +111,38 @@ test('"overloaded" is HTTP 503 in both forms\' status and -31429 in JSON-RPC', (
 
 test('the JSON-RPC body is a single line of JSON', () => {
   expect(jsonRpcErrorBody(proxyError('denied', 'multi\nline'), 'x')).not.toMatch(/\n/);
+});
+
+describe('the README\'s error table', () => {
+  const KINDS: ProxyErrorKind[] = [...OWN.map(([k]) => k), ...STANDARD.map(([k]) => k), 'taskNotFound', 'taskStoreUnavailable'];
+  const STATUS_NAMES = new Set(['PERMISSION_DENIED', 'UNAVAILABLE', 'INVALID_ARGUMENT', 'RESOURCE_EXHAUSTED', 'UNAUTHENTICATED', 'NOT_FOUND', 'UNIMPLEMENTED', 'DEADLINE_EXCEEDED', 'INTERNAL']);
+  const rows = tableRows(readme(), '| code | ErrorInfo reason | meaning | REST form |');
+  /** What a caller gets for a kind: the JSON-RPC code, the ErrorInfo reasons, the REST status and its name. */
+  const form = (kind: ProxyErrorKind) => {
+    const e = proxyError(kind);
+    const rest = restErrorObject(e).error;
+    return { code: errorCode(kind), reasons: jsonRpcErrorObject(e, 1).error.data.map((d) => d.reason), http: rest.code, status: rest.status };
+  };
+
+  test('every row is what the proxy answers: code, ErrorInfo reason, REST status and its name', () => {
+    expect(rows.length).toBeGreaterThan(10);
+    for (const [code, reason, , restForm] of rows) {
+      const wanted = {
+        code: Number(codeSpans(code as string)[0]),
+        reasons: codeSpans(reason as string),
+        http: Number(/HTTP (\d{3})/.exec(restForm as string)?.[1]),
+        status: codeSpans(restForm as string).filter((s) => STATUS_NAMES.has(s)),
+      };
+      const matching = KINDS.map(form).filter((f) => f.code === wanted.code && wanted.reasons.every((r) => f.reasons.includes(r))
+        && f.http === wanted.http && wanted.status.every((s) => s === f.status));
+      expect([code, matching.length > 0]).toEqual([code, true]);
+    }
+  });
+
+  test('every error the proxy answers with has a row', () => {
+    // A kind counts when src/ uses it outside the error table itself.
+    const src = sourceText(['core/errors.ts']);
+    const listed = new Set(rows.map(([code]) => Number(codeSpans(code as string)[0])));
+    for (const kind of KINDS.filter((k) => src.includes(`'${k}'`))) expect([kind, listed.has(errorCode(kind))]).toEqual([kind, true]);
+  });
 });
