@@ -2,7 +2,7 @@
  * Bench wrapper around the real product: `startProxy` with `configFrom(process.env)`, the product's
  * pino logger (LOG_LEVEL, default info) and log destination writing to stdout, which run.ts points at /dev/null (the
  * parent spawns this child with stdout 'ignore'), the process metrics `npm start` enables, the V8
- * setting main.ts makes for undici's HTTP parser, and the bench IPC so run.ts can read this
+ * settings main.ts makes (undici's HTTP parser, no pretenuring), and the bench IPC so run.ts can read this
  * process's own CPU time and RSS. The admin server (idle during the bench) and the 30 s guardian
  * ping of main.ts are left out.
  */
@@ -10,12 +10,14 @@ import { configFrom } from '../src/config';
 import { createLogger, stdoutDestination } from '../src/log';
 import { startProxy } from '../src/server';
 import { baselineHttpParser } from '../src/undici-pool';
+import { noPretenuring } from '../src/heap';
 import { fail, serveIpc } from './ipc';
 
 async function main(): Promise<void> {
   const config = configFrom(process.env);
   // As src/main.ts does.
   baselineHttpParser();
+  noPretenuring();
   // The same log destination as `npm start` (src/main.ts): buffered, asynchronous stdout.
   const logger = createLogger(config.logLevel, stdoutDestination());
   const proxy = await startProxy({ config, logger, processMetrics: true });

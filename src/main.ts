@@ -24,6 +24,7 @@ import { DecisionLog, verifyDecisionLog, type ChainLink } from './observe/decisi
 import type { Metrics } from './admin/metrics';
 import { StartupError } from './files';
 import { baselineHttpParser } from './undici-pool';
+import { noPretenuring } from './heap';
 
 export const EXIT_CONFIG = 2;
 
@@ -78,6 +79,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
   if (cmd.kind === 'check') return check(config, env);
 
   baselineHttpParser();
+  noPretenuring();
   const logDestination = stdoutDestination();
   const logger = createLogger(config.logLevel, logDestination);
   // Set once the proxy (and its metrics) exist; reloads before that cannot happen.
