@@ -22,6 +22,8 @@
  *   rss         RSS of a fresh a2a-guard (and baseline) before / after RSS_REQUESTS requests
  *   identity    a sidecar pair (ROLE=client -> ROLE=server) without and with signed ES256 identity
  *               assertions, unary under load and sequential (identity.ts)
+ *   instructions  (only when asked for: BENCH_ONLY=instructions; ~15 min) user-space instructions per unary
+ *               call of the baseline and a2a-guard (and @compare) under valgrind callgrind (instructions.ts)
  *   --profile   --cpu-prof and, where available, perf of a2a-guard and the baseline (profiling.ts)
  *
  * Options (env, or flags after `npm run bench --`): --long / BENCH_LONG=1 (100,000 requests in the
@@ -31,7 +33,8 @@
  * BENCH_COMPARE=<another checkout, built> (adds a2a-guard@compare to the unary and start-up phases, for an A/B), BENCH_LOG_LEVEL,
  * BENCH_ROUNDS, BENCH_LOAD_ROUNDS, BENCH_AMOUNT, BENCH_CONNECTIONS, BENCH_SEQ, BENCH_STREAMS,
  * BENCH_PACED_STREAMS, BENCH_CONC_STREAMS (5000), BENCH_CONC_WINDOW_S, BENCH_STARTUP_ROUNDS,
- * BENCH_MEMORY_ROUNDS, BENCH_RSS_REQUESTS, BENCH_PROFILE_REQUESTS, BENCH_PIN=0 (no taskset).
+ * BENCH_MEMORY_ROUNDS, BENCH_RSS_REQUESTS, BENCH_PROFILE_REQUESTS, BENCH_CG_WARM (8000), BENCH_CG_CALLS (4000),
+ * BENCH_PIN=0 (no taskset).
  */
 import http from 'node:http';
 import os from 'node:os';
@@ -43,6 +46,7 @@ import {
   ROOT, signU, sleep, sortedCopy, startChild, startCommand, table, verdict, type Child,
 } from './lib';
 import { identityPhase } from './identity';
+import { instructionsPhase } from './instructions';
 import { memoryMedian, memoryPhase } from './memory';
 import { runProfiles } from './profiling';
 import { SETTLED_MS, startupMedian, startupPhase, startupSubjects } from './startup';
@@ -60,8 +64,10 @@ const PROFILE = PROFILE_ONLY || env.BENCH_PROFILE === '1' || argv.includes('--pr
 const ROUNDS = num('BENCH_ROUNDS', QUICK ? 3 : 5);
 const LOAD_ROUNDS = num('BENCH_LOAD_ROUNDS', QUICK ? 3 : 5);
 const ALL_PHASES = ['load', 'seq', 'streams', 'concurrent', 'startup', 'memory', 'rss', 'identity'];
+/** Phases run only when named (too long for every run). */
+const OPTIONAL_PHASES = ['instructions'];
 const PHASES = new Set((env.BENCH_ONLY ?? env.BENCH_PHASES ?? ALL_PHASES.join(',')).split(',').map((p) => p.trim()));
-for (const p of PHASES) if (!ALL_PHASES.includes(p)) throw new Error(`unknown bench phase "${p}" (phases: ${ALL_PHASES.join(', ')})`);
+for (const p of PHASES) if (!ALL_PHASES.includes(p) && !OPTIONAL_PHASES.includes(p)) throw new Error(`unknown bench phase "${p}" (phases: ${[...ALL_PHASES, ...OPTIONAL_PHASES].join(', ')})`);
 const CONNECTIONS = num('BENCH_CONNECTIONS', 10);
 const LOAD_AMOUNT = num('BENCH_AMOUNT', QUICK ? 1000 : 2000);
 const SEQ_REQUESTS = num('BENCH_SEQ', QUICK ? 200 : 300);
@@ -79,6 +85,8 @@ const MEMORY_CONNECTIONS = 8;
 const MEMORY_REQUESTS = QUICK ? 100 : 200;
 const RSS_REQUESTS = num('BENCH_RSS_REQUESTS', LONG ? 100_000 : QUICK ? 5_000 : 10_000);
 const PROFILE_REQUESTS = num('BENCH_PROFILE_REQUESTS', 30_000);
+const CG_WARM = num('BENCH_CG_WARM', 8000);
+const CG_CALLS = num('BENCH_CG_CALLS', 4000);
 
 /** The agent emits 100 events as fast as it can. */
 const BURST_BODY = streamBody('stream please');
@@ -214,7 +222,7 @@ async function main(): Promise<void> {
   log(`      streams: ${STREAMS} burst + ${PACED_STREAMS} paced sequential SendStreamingMessage streams x ${ROUNDS} rounds, ${STREAM_EVENTS} artifact events each`);
   log(`a2a-guard: ROLE=server, LOG_LEVEL=${logLevel} (one pino line per call, stdout -> /dev/null), FAIL_MODE=closed, default pools and window;`);
   log(`           guardian: instant local guardian (@5ms: one that answers after ${SLOW_GUARDIAN_MS} ms); baseline: bench/baseline-proxy.ts (minimal undici proxy)`);
-  if (PHASES.size < ALL_PHASES.length) log(`phases: ${[...PHASES].join(', ')} (BENCH_PHASES)`);
+  if (PHASES.size < ALL_PHASES.length || OPTIONAL_PHASES.some((p) => PHASES.has(p))) log(`phases: ${[...PHASES].join(', ')} (BENCH_PHASES)`);
   log();
 
   const agent = await startChild('agent', 'agent-child.js', { PORT: '0', STREAM_EVENTS: String(STREAM_EVENTS) }, pin.agent);
@@ -368,7 +376,12 @@ async function main(): Promise<void> {
     ? await identityPhase(agent, guardian, pin, { rounds: Math.min(LOAD_ROUNDS, 3), amount: LOAD_AMOUNT, connections: CONNECTIONS, seq: SEQ_REQUESTS, logLevel })
     : undefined;
 
-  /* 9. profiles */
+  /* 9. instructions per call under valgrind */
+  const instructions = PHASES.has('instructions')
+    ? await instructionsPhase(agent.url, guardian.url, proxyEnv(false), COMPARE, { warm: CG_WARM, calls: CG_CALLS, connections: CONNECTIONS })
+    : undefined;
+
+  /* 10. profiles */
   const profiles = PROFILE ? await runProfiles(agent, guardian, pin, proxyEnv, PROFILE_REQUESTS, CONNECTIONS) : [];
 
   await stopAll();
@@ -533,6 +546,7 @@ async function main(): Promise<void> {
   log();
   log(table(['target', 'measured', 'result'], [
     ['CPU per unary call (under load, inspection off) <= 1.0x the minimal undici proxy', fx(cpuRatio), verdict(cpuRatio, cpuRatio <= 1.0)],
+    ['the same, as user-space instructions per call under valgrind (BENCH_ONLY=instructions)', fx(instructions?.ratio ?? NaN), verdict(instructions?.ratio ?? NaN, (instructions?.ratio ?? NaN) <= 1.0)],
     ['added p50 latency without load within 0.3 ms of the baseline (a2a-guard p50 - baseline p50)', signU(addedP50, 'ms'), verdict(addedP50, addedP50 <= 0.3)],
     ['first SSE event (p50, burst) within 1 ms of the baseline', signU(firstEvent, 'ms'), verdict(firstEvent, firstEvent <= 1)],
     [`per-event overhead, inspection off: (stream duration - direct) / ${STREAM_EVENTS} <= 0.2 ms (burst)`, signU(perEventBurst, 'ms'), verdict(perEventBurst, perEventBurst <= 0.2)],
@@ -552,6 +566,10 @@ async function main(): Promise<void> {
   log();
   log(`load average at start ${loadStart}, at end ${os.loadavg().map((v) => v.toFixed(2)).join(' ')} (other processes on this machine make every number noisier)`);
   log();
+  if (instructions !== undefined) {
+    for (const l of instructions.lines) log(l);
+    log();
+  }
   for (const p of profiles) log(p + '\n');
   log(`bench took ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
