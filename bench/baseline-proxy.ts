@@ -54,7 +54,8 @@ async function forward(req: http.IncomingMessage, res: http.ServerResponse, body
   headers['content-length'] = String(body.length);
   try {
     const up = await upPool.request({ path: req.url ?? '/', method: (req.method ?? 'GET') as 'POST', headers, body: body.length > 0 ? body : null });
-    if (res.destroyed) return void up.body.destroy();
+    // The caller left: drop the answer (destroying the body emits an abort error; unhandled, it would end the process).
+    if (res.destroyed) return void up.body.on('error', () => undefined).destroy();
     res.writeHead(up.statusCode, copyHeaders(up.headers));
     if (String(up.headers['content-type']).startsWith('text/event-stream')) res.flushHeaders();
     res.once('close', () => {

@@ -24,7 +24,8 @@ export interface LoadResult {
   readonly lat: Float64Array;
 }
 
-export function loadRound(url: string, amount: number, connections: number, body = UNARY_BODY, path = RPC_PATH): Promise<LoadResult> {
+/** `timeout`: seconds autocannon waits for one answer (longer under valgrind, where a call takes ~50x longer). */
+export function loadRound(url: string, amount: number, connections: number, body = UNARY_BODY, path = RPC_PATH, timeout = 10): Promise<LoadResult> {
   const lat = new Float64Array(amount);
   let k = 0;
   const t0 = process.hrtime.bigint();
@@ -32,7 +33,7 @@ export function loadRound(url: string, amount: number, connections: number, body
   let last = t0;
   return new Promise<LoadResult>((resolve, reject) => {
     const inst = autocannon(
-      { url: url + path, method: 'POST', headers: UNARY_HEADERS, body, connections, amount, timeout: 10 },
+      { url: url + path, method: 'POST', headers: UNARY_HEADERS, body, connections, amount, timeout },
       (err: unknown, r: autocannon.Result) => {
         if (err) return reject(err as Error);
         resolve({ n: r.requests.total, bad: r.non2xx + r.errors, seconds: Number(last - t0) / 1e9, lat: lat.slice(0, k) });
