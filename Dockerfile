@@ -33,6 +33,8 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY scripts/bundle.ts ./scripts/bundle.ts
+# The code cache is made by a --check run that validates the embedded guardian's default policy.
+COPY config/policy.json ./config/policy.json
 # out/prod: the programs (and the bundled proxy); out/demo: the demo agents. JavaScript only (no declarations, no maps).
 RUN npm run build \
  && mkdir -p out/prod out/demo \
