@@ -414,8 +414,12 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
   for (const k of Object.keys(v)) if (RPC_MEMBERS.has(k)) request[k] = v[k] as JsonObject[string];
   // A JSON-RPC call is its body: query parameters would reach the agent unjudged (a framework may read
   // `?access_token=` or `?tenant=`), and the envelope has no place for them. A2A-Version is read above.
-  if (t.query.some(([k]) => k.toLowerCase() !== 'a2a-version')) return reject('invalidRequest', 'A2A JSON-RPC calls take no query parameters (the guardian would not see them)', 'jsonrpc', safeId);
-  return { kind: 'a2a', binding: 'jsonrpc', op, request, id: safeId, version, target: encodePath(t.segments, t.trailingSlash) };
+  // The one exception: exactly the query the agent's card publishes for its JSON-RPC endpoint.
+  const query = t.query.length === 0 ? '' : encodeQuery(t.query.filter(([k]) => k.toLowerCase() !== 'a2a-version'));
+  if (query !== '' && opts.endpoints.jsonrpcQueries?.includes(query) !== true) {
+    return reject('invalidRequest', 'A2A JSON-RPC calls take no query parameters (the guardian would not see them)', 'jsonrpc', safeId);
+  }
+  return { kind: 'a2a', binding: 'jsonrpc', op, request, id: safeId, version, target: encodePath(t.segments, t.trailingSlash) + query };
 }
 
 // ---- REST ----

@@ -5,12 +5,17 @@
  * without the upstream base path (which the proxy puts back when it forwards). Pure.
  */
 import type { CardJson } from './card';
-import { pathSegments } from './target';
+import { encodeQuery, parseGeneral, pathSegments } from './target';
 import { asObject } from '../core/json';
 
 export interface AgentEndpoints {
   readonly rest: readonly (readonly string[])[];
   readonly jsonrpc: readonly (readonly string[])[];
+  /**
+   * The queries the card's JSON-RPC URLs carry (`?code=…`, as function hosts publish), canonically
+   * encoded: the one query a JSON-RPC call may have, being the agent's own value, not a caller's.
+   */
+  readonly jsonrpcQueries?: readonly string[];
 }
 
 export const NO_ENDPOINTS: AgentEndpoints = { rest: [], jsonrpc: [] };
@@ -27,6 +32,7 @@ export function endpointsFromCard(card: CardJson | undefined, upstreamBasePath: 
   entries.push({ url: card.url, binding: card.preferredTransport ?? 'JSONRPC' });
   const rest = new Map<string, string[]>();
   const jsonrpc = new Map<string, string[]>();
+  const queries = new Set<string>();
   const prefix = pathSegments(upstreamBasePath) ?? [];
   for (const { url, binding } of entries) {
     if (typeof url !== 'string' || !URL.canParse(url)) continue;
@@ -38,8 +44,12 @@ export function endpointsFromCard(card: CardJson | undefined, upstreamBasePath: 
     const b = String(binding).toUpperCase();
     const into = b === 'HTTP+JSON' || b === 'REST' ? rest : b === 'JSONRPC' ? jsonrpc : undefined;
     into?.set(segs.join('/').toLowerCase(), segs);
+    if (into === jsonrpc && u.search.length > 1) {
+      const parsed = parseGeneral(`/${u.search}`);
+      if (parsed.ok && parsed.target.query.length > 0) queries.add(encodeQuery(parsed.target.query));
+    }
   }
-  return { rest: [...rest.values()], jsonrpc: [...jsonrpc.values()] };
+  return queries.size === 0 ? { rest: [...rest.values()], jsonrpc: [...jsonrpc.values()] } : { rest: [...rest.values()], jsonrpc: [...jsonrpc.values()], jsonrpcQueries: [...queries] };
 }
 
 /** REST bases from configuration (REST_BASE_PATHS) override the card's. */

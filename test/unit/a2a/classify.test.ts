@@ -6,7 +6,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { classify, type ClassifyOptions, type Classified, type HttpRequestFacts } from '../../../src/a2a/classify';
-import { NO_ENDPOINTS } from '../../../src/a2a/endpoints';
+import { endpointsFromCard, NO_ENDPOINTS } from '../../../src/a2a/endpoints';
 import { jsonRpcErrorObject } from '../../../src/core/errors';
 import {
   A2A_OPTIONS, FORWARD_OPTIONS, classifyOptions, expectA2a, expectForwarded, expectRefusal,
@@ -68,6 +68,17 @@ describe('A2A JSON-RPC calls', () => {
         expect(c.kind === 'reject' ? c.error.kind : c.kind).toBe('invalidRequest');
       }
     });
+
+  test('the one query accepted is exactly the one the agent\'s card publishes for its JSON-RPC endpoint (the agent\'s value, forwarded)', () => {
+    const opts = { ...A2A_OPTIONS, endpoints: endpointsFromCard({ url: 'https://agent.example/a2a/jsonrpc?code=a%2Bb&x=1', preferredTransport: 'JSONRPC' }, '') };
+    expect(opts.endpoints.jsonrpcQueries).toEqual(['?code=a%2Bb&x=1']);
+    expect(expectA2a(run(req(rpc('message/send'), { path: '/a2a/jsonrpc?code=a%2Bb&x=1' }), opts), 'message/send').target).toBe('/a2a/jsonrpc?code=a%2Bb&x=1');
+    expect(expectA2a(run(req(rpc('message/send'), { path: '/a2a/jsonrpc?code=a%2bb&x=1&A2A-Version=1.0' }), opts), 'message/send').target).toBe('/a2a/jsonrpc?code=a%2Bb&x=1');
+    for (const path of ['/a2a/jsonrpc?code=other&x=1', '/a2a/jsonrpc?code=a%2Bb', '/a2a/jsonrpc?code=a%2Bb&x=1&y=2', '/a2a/jsonrpc?x=1&code=a%2Bb', '/a2a/jsonrpc?code=a%2Bb&x=1&x=1']) {
+      const c = run(req(rpc('message/send'), { path }), opts);
+      expect([path, c.kind === 'reject' ? c.error.kind : c.kind]).toEqual([path, 'invalidRequest']);
+    }
+  });
 
   test('the A2A-Version query parameter is not forwarded; the call is read under the header (the SDK ignores the query)', () => {
     const c = expectA2a(run(req(rpc('message/send'), { path: '/a2a/jsonrpc?A2A-Version=1.0' })), 'message/send');
