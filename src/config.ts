@@ -419,7 +419,7 @@ function outboundTls(caFile: string | undefined, certFile: string | undefined, k
  * in an ordinary environment. Found by checking ~200 common variable names (shell, Node, npm, TLS
  * tools, proxies, CI, Kubernetes service links, OTEL_*, cloud SDKs) against our names.
  */
-const FOREIGN_VARIABLES: ReadonlySet<string> = new Set(['SSL_CERT_FILE', 'SSL_CERT_DIR', 'SSL_KEY_FILE', 'LOGLEVEL']);
+export const FOREIGN_VARIABLES: ReadonlySet<string> = new Set(['SSL_CERT_FILE', 'SSL_CERT_DIR', 'SSL_KEY_FILE', 'LOGLEVEL']);
 
 /**
  * Variables that are not ours but within a typo of one of ours (GAURDIAN_URL): a misspelling must

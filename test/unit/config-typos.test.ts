@@ -3,7 +3,7 @@
  * src/config.ts editDistance); it must find exactly what the full optimal-string-alignment table finds.
  */
 import fc from 'fast-check';
-import { describeVariables, misspelledVariables } from '../../src/config';
+import { describeVariables, FOREIGN_VARIABLES, misspelledVariables } from '../../src/config';
 
 /** The full table: the distance the banded walk must agree with wherever it is 2 or less. */
 function fullDistance(a: string, b: string): number {
@@ -22,7 +22,8 @@ function fullDistance(a: string, b: string): number {
 
 function reference(env: Record<string, string>, known: readonly string[]): string[] {
   return Object.keys(env).flatMap((name) => {
-    if (known.includes(name)) return [];
+    // Other software's well-known names (LOGLEVEL is one typo from LOG_LEVEL) are not typos.
+    if (known.includes(name) || FOREIGN_VARIABLES.has(name)) return [];
     const near = known.find((k) => fullDistance(name, k) <= (k.length <= 6 ? 1 : 2));
     return near === undefined ? [] : [`${name}: unknown variable; did you mean ${near}?`];
   });
