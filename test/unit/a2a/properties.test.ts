@@ -320,7 +320,8 @@ describe('REST round trip', () => {
       { numRuns: runs },
     );
     // The property is about calls: a good share of the generated paths must be A2A calls, some with a tenant.
-    expect(judged).toBeGreaterThan(runs / 5);
+    // About 21 % are (388-458 of 2,000 over 7 seeds): a floor at a fifth failed one CI run in ~20, so an eighth.
+    expect(judged).toBeGreaterThan(runs / 8);
     expect(withTenant).toBeGreaterThan(runs / 50);
   });
 });
