@@ -5,8 +5,11 @@
 import fs from 'node:fs';
 import pino, { type Logger } from 'pino';
 
+/** The one base binding of every logger here; writeLine writes it itself. */
+const SERVICE = 'a2a-guard';
+
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
-  const logger = pino({ level, base: { service: 'a2a-guard' } }, destination);
+  const logger = pino({ level, base: { service: SERVICE } }, destination);
   if (destination !== undefined) known.set(logger, destination);
   return logger;
 }
@@ -40,7 +43,7 @@ export function writeLine(logger: Logger, level: 'info' | 'warn', fields: Record
   if (out === undefined || !plainText(msg) || fields.socket !== undefined || typeof fields.setHeader === 'function') return void logger[level](fields, msg);
   if (!logger.isLevelEnabled(level)) return;
   // pino's line: level, time, the base bindings, the fields in order (undefined ones left out), msg.
-  let line = `{"level":${level === 'info' ? 30 : 40},"time":${Date.now()},"service":"a2a-guard"`;
+  let line = `{"level":${level === 'info' ? 30 : 40},"time":${Date.now()},"service":"${SERVICE}"`;
   for (const key in fields) {
     const v = fields[key];
     let text: string | undefined;

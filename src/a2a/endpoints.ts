@@ -49,7 +49,7 @@ export function endpointsFromCard(card: CardJson | undefined, upstreamBasePath: 
       if (parsed.ok && parsed.target.query.length > 0) queries.add(encodeQuery(parsed.target.query));
     }
   }
-  return queries.size === 0 ? { rest: [...rest.values()], jsonrpc: [...jsonrpc.values()] } : { rest: [...rest.values()], jsonrpc: [...jsonrpc.values()], jsonrpcQueries: [...queries] };
+  return { rest: [...rest.values()], jsonrpc: [...jsonrpc.values()], ...(queries.size > 0 && { jsonrpcQueries: [...queries] }) };
 }
 
 /** REST bases from configuration (REST_BASE_PATHS) override the card's. */
