@@ -32,15 +32,17 @@ const result = fc.oneof(
   }) },
   { weight: 1, arbitrary: junk },
 );
-const answer = fc.oneof(
+/** A JSON-RPC answer around `result` (good and bad jsonrpc and id members), and now and then any JSON value. */
+const rpcAnswer = (result: fc.Arbitrary<unknown>, other: Record<string, fc.Arbitrary<unknown>>) => fc.oneof(
   { weight: 10, arbitrary: object({
     jsonrpc: member(fc.constant('2.0'), fc.constantFrom('2', '1.0', 2), junk),
     id: member(fc.oneof(fc.string(), fc.integer(), fc.double()), fc.constantFrom(Infinity, -Infinity, NaN, null), junk),
     result: member(result),
-    error: fc.oneof({ arbitrary: fc.constant(absent), weight: 10 }, { arbitrary: junk, weight: 1 }),
+    ...other,
   }) },
   { weight: 1, arbitrary: fc.jsonValue() },
 );
+const answer = rpcAnswer(result, { error: fc.oneof({ arbitrary: fc.constant(absent), weight: 10 }, { arbitrary: junk, weight: 1 }) });
 
 describe('guardianSuccess (hand-written) accepts exactly what the zod schema GuardianSuccess accepts', () => {
   test('generated answers, valid and near-miss: same verdict, and an accepted answer is the value zod returns', () => {
@@ -154,15 +156,7 @@ describe('pingAnswer (hand-written) accepts exactly what the zod schema PingAnsw
     }) },
     { weight: 1, arbitrary: junk },
   );
-  const ping = fc.oneof(
-    { weight: 10, arbitrary: object({
-      jsonrpc: member(fc.constant('2.0'), fc.constantFrom('2', '1.0', 2), junk),
-      id: member(fc.oneof(fc.string(), fc.integer(), fc.double()), fc.constantFrom(Infinity, -Infinity, NaN, null), junk),
-      result: member(pingResult),
-      extra: member(fc.jsonValue()),
-    }) },
-    { weight: 1, arbitrary: fc.jsonValue() },
-  );
+  const ping = rpcAnswer(pingResult, { extra: member(fc.jsonValue()) });
 
   test('generated answers, valid and near-miss: same verdict, and the id and status zod reads', () => {
     let accepted = 0;
