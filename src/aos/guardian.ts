@@ -19,7 +19,7 @@ import type { Envelope, JsonRpcId } from './schemas';
 import type { EnvelopeBytes } from './envelope';
 import { guardianSuccess, pingAnswer } from './answer';
 import { duplicateKey } from './duplicate-keys';
-import { createPool } from '../undici-pool';
+import { createPool, dispatchRaw } from '../undici-pool';
 
 /** Whose connections a guardian call uses: a call's own checks, or a stream's events. */
 export type GuardianBudget = 'call' | 'stream';
@@ -219,7 +219,7 @@ export class HttpGuardian implements Guardian {
       const remaining = deadline - Date.now();
       if (remaining <= 0) return reject(new TransportError('timeout', 'guardian time budget exhausted', false));
       let settled = false;
-      let controller: Dispatcher.DispatchController | undefined;
+      let abort: ((err: Error) => void) | undefined;
       let answered = false;
       let status = 0;
       // A guardian answer is small; an endless body is a fault, not something to buffer.
@@ -235,35 +235,35 @@ export class HttpGuardian implements Guardian {
       /** End the call from this side (timeout, caller gone, answer too large) and drop the request. */
       const stop = (e: TransportError) => {
         finish(() => reject(e));
-        controller?.abort(e);
+        abort?.(e);
       };
       const timer = setTimeout(() => stop(new TransportError('timeout', `no guardian answer within ${this.opts.timeoutMs} ms`, false)), remaining);
       if (caller !== undefined) offCancel = caller.onCancel(() => stop(new TransportError('cancelled', 'caller went away', false)));
       const wire = HttpGuardian.wire(headers, body);
-      pool.dispatch(
-        { origin: this.origin, path: this.path, method: 'POST', headers: wire.headers, body: wire.body, headersTimeout: 0, bodyTimeout: 0 },
-        {
-          onRequestStart: (c) => {
-            controller = c;
-            // Stopped while queued for a connection: never send it.
-            if (settled) c.abort(new TransportError('cancelled', 'call already ended', false));
-          },
-          onResponseStart: (_c, statusCode) => {
-            answered = true;
-            status = statusCode;
-          },
-          onResponseData: (_c, chunk) => {
-            if (!answer.push(chunk)) stop(new TransportError('http', 'guardian answer too large', false));
-          },
-          onResponseEnd: () => finish(() => resolve({ status, body: answer.text() })),
-          onResponseError: (_c, err: NodeJS.ErrnoException) => {
-            if (err instanceof TransportError) return finish(() => reject(err));
-            const code = err.code ?? 'error';
-            // Retry only failures where the guardian cannot have started to answer.
-            finish(() => reject(new TransportError('connect', describeError(err), !answered && RETRYABLE_CODES.has(code), err)));
-          },
+      // undici's own handler interface: the guardian's response headers are never parsed (undici-pool.ts).
+      dispatchRaw(pool, { origin: this.origin, path: this.path, method: 'POST', headers: wire.headers, body: wire.body, headersTimeout: 0, bodyTimeout: 0 }, {
+        onConnect: (a) => {
+          abort = a;
+          // Stopped while queued for a connection: never send it.
+          if (settled) a(new TransportError('cancelled', 'call already ended', false));
         },
-      );
+        onHeaders: (statusCode) => {
+          answered = true;
+          status = statusCode;
+          return true;
+        },
+        onData: (chunk) => {
+          if (!answer.push(chunk)) stop(new TransportError('http', 'guardian answer too large', false));
+          return true;
+        },
+        onComplete: () => finish(() => resolve({ status, body: answer.text() })),
+        onError: (err: NodeJS.ErrnoException) => {
+          if (err instanceof TransportError) return finish(() => reject(err));
+          const code = err.code ?? 'error';
+          // Retry only failures where the guardian cannot have started to answer.
+          finish(() => reject(new TransportError('connect', describeError(err), !answered && RETRYABLE_CODES.has(code), err)));
+        },
+      });
     });
   }
 }

@@ -5,8 +5,8 @@
  */
 import type { Role } from '../aos/hook-points';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { Dispatcher, Pool } from 'undici';
-import { createPool } from '../undici-pool';
+import type { Pool } from 'undici';
+import { createPool, dispatchRaw, parseRawHeaders } from '../undici-pool';
 import type { PartialAgent } from '../aos/schemas';
 import { AGENT_HEADERS, encodeAgentHeader } from '../aos/identity';
 import { ASSERTION_HEADER } from '../identity/types';
@@ -148,7 +148,8 @@ export interface AnswerSink {
 export class UpstreamAnswer {
   private sink: AnswerSink | undefined;
   private early: Buffer[] | undefined;
-  private paused = false;
+  /** Read by the dispatcher after each chunk: true holds the agent's body until resume(). */
+  paused = false;
   private ended: boolean | undefined;
   /** The whole body arrived. */
   complete = false;
@@ -158,7 +159,8 @@ export class UpstreamAnswer {
   constructor(
     readonly statusCode: number,
     readonly headers: IncomingHttpHeaders,
-    private readonly controller: Dispatcher.DispatchController,
+    /** undici's resume of this response's body. */
+    private readonly resumeBody: () => void,
   ) {}
 
   /** The whole answer arrived (undefined while it is still coming). */
@@ -180,15 +182,13 @@ export class UpstreamAnswer {
   }
 
   pause(): void {
-    if (this.paused) return;
     this.paused = true;
-    this.controller.pause();
   }
 
   resume(): void {
     if (!this.paused) return;
     this.paused = false;
-    this.controller.resume();
+    this.resumeBody();
   }
 
   /** @internal from the dispatcher */
@@ -224,7 +224,7 @@ const INVALID_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
  * aborted first. After `onResponse`, failures end the answer's body with complete = false.
  */
 export function callUpstream(up: Upstream, call: UpstreamCall, onResponse: (answer: UpstreamAnswer) => void, onError: (err: Error) => void): UpstreamHandle {
-  let controller: Dispatcher.DispatchController | undefined;
+  let abort: ((err: Error) => void) | undefined;
   let answer: UpstreamAnswer | undefined;
   let over = false;
   const headers: Record<string, string | string[]> = {};
@@ -240,7 +240,7 @@ export function callUpstream(up: Upstream, call: UpstreamCall, onResponse: (answ
     abort: () => {
       if (over) return;
       over = true;
-      controller?.abort(new UpstreamAborted('caller went away'));
+      abort?.(new UpstreamAborted('caller went away'));
       answer?.finish(false);
     },
   };
@@ -256,27 +256,38 @@ export function callUpstream(up: Upstream, call: UpstreamCall, onResponse: (answ
     return handle;
   }
   try {
-    up.pool.dispatch(
+    // undici's own handler interface (undici-pool.ts): no wrapper objects, no trailers parsed.
+    dispatchRaw(
+      up.pool,
       { path: up.basePath + call.path, method: call.verb, headers, body: call.body ?? (call.verb === 'GET' || call.verb === 'HEAD' ? null : noBody), headersTimeout: 0, bodyTimeout: 0 },
       {
-        onRequestStart: (c) => {
-          controller = c;
-          if (over) c.abort(new UpstreamAborted('caller went away'));
+        onConnect: (a) => {
+          abort = a;
+          if (over) a(new UpstreamAborted('caller went away'));
         },
-        onResponseStart: (c, statusCode, resHeaders) => {
-          if (over) return;
+        onHeaders: (statusCode, rawHeaders, resume) => {
+          if (over) return true;
           // Informational answers (102, 103) are not the answer, as with node:http; below 100 is no HTTP status.
-          if (statusCode < 100) return c.abort(Object.assign(new Error(`invalid HTTP status ${statusCode} from the agent`), { code: 'ERR_STATUS' }));
-          if (statusCode < 200) return;
-          answer = new UpstreamAnswer(statusCode, resHeaders, c);
-          onResponse(answer);
+          if (statusCode < 100) {
+            abort?.(Object.assign(new Error(`invalid HTTP status ${statusCode} from the agent`), { code: 'ERR_STATUS' }));
+            return true;
+          }
+          if (statusCode < 200) return true;
+          const a = new UpstreamAnswer(statusCode, parseRawHeaders(rawHeaders), resume);
+          answer = a;
+          onResponse(a);
+          return !a.paused;
         },
-        onResponseData: (_c, chunk) => answer?.push(chunk),
-        onResponseEnd: () => {
+        onData: (chunk) => {
+          if (answer === undefined) return true;
+          answer.push(chunk);
+          return !answer.paused;
+        },
+        onComplete: () => {
           over = true;
           answer?.finish(true);
         },
-        onResponseError: (_c, err) => {
+        onError: (err) => {
           if (answer !== undefined) return answer.finish(false);
           if (over) return;
           over = true;
