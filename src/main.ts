@@ -23,7 +23,7 @@ import { VERSION } from './version';
 import { DecisionLog, verifyDecisionLog, type ChainLink } from './observe/decision-log';
 import type { Metrics } from './admin/metrics';
 import { StartupError } from './files';
-import { baselineHttpParser } from './undici-pool';
+import { lateParserTierUp } from './undici-pool';
 import { noPretenuring } from './heap';
 
 export const EXIT_CONFIG = 2;
@@ -78,7 +78,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
 
   if (cmd.kind === 'check') return check(config, env);
 
-  baselineHttpParser();
+  lateParserTierUp();
   noPretenuring();
   const logDestination = stdoutDestination();
   const logger = createLogger(config.logLevel, logDestination);
