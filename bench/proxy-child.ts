@@ -16,8 +16,8 @@ import { fail, serveIpc } from './ipc';
 async function main(): Promise<void> {
   const config = configFrom(process.env);
   // As src/main.ts does.
-  if (process.env.BENCH_X_TURBOFAN_PARSER !== '1') lateParserTierUp();
-  if (process.env.BENCH_X_PRETENURE !== '1') noPretenuring();
+  lateParserTierUp();
+  noPretenuring();
   // The same log destination as `npm start` (src/main.ts): buffered, asynchronous stdout.
   const logger = createLogger(config.logLevel, stdoutDestination());
   const proxy = await startProxy({ config, logger, processMetrics: true });
