@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { LogSink, createLogger } from '../../src/log';
-import { Metrics } from '../../src/admin/metrics';
+import fc from 'fast-check';
+import { FastCounter, Metrics } from '../../src/admin/metrics';
 
 /** A stand-in for process.stdout: records writes, reports a configurable queue length. */
 class FakeOut {
@@ -157,6 +158,79 @@ describe('FastCounter (decisions, requests)', () => {
     expect(mine).toContain('a2a_guard_hook_decisions_total{operation="message/send",side="server",phase="request",decision="allow"} 3');
     ours.call('other', 'forwarded');
     expect(await ours.registry.getSingleMetricAsString('a2a_guard_requests_total')).toContain('a2a_guard_requests_total{operation="other",outcome="forwarded"} 1');
+  });
+});
+
+describe('label cells (the labelled a2a_guard_ counters and histograms)', () => {
+  const LATENCY = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+  const UPSTREAM = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+  const op = fc.constantFrom('message/send', 'tasks/get', 'other');
+  const word = fc.constantFrom('allow', 'deny', 'forwarded', 'timeout', '');
+  const seconds = fc.oneof(fc.double({ min: 0, max: 400, noNaN: true }), fc.constantFrom(0.001, 5, NaN, Infinity));
+  type Step =
+    | { kind: 'call' | 'owner'; op: string; outcome: string }
+    | { kind: 'decision'; op: string; side: string; phase: string; decision: string }
+    | { kind: 'guardian' | 'finished'; op: string; outcome: string; s: number }
+    | { kind: 'upstream'; op: string; s: number }
+    | { kind: 'reset' };
+  const step: fc.Arbitrary<Step> = fc.oneof(
+    fc.record({ kind: fc.constantFrom('call' as const, 'owner' as const), op, outcome: word }),
+    fc.record({ kind: fc.constant('decision' as const), op, side: fc.constantFrom('client', 'server'), phase: fc.constantFrom('request', 'response'), decision: word }),
+    fc.record({ kind: fc.constantFrom('guardian' as const, 'finished' as const), op, outcome: word, s: seconds }),
+    fc.record({ kind: fc.constant('upstream' as const), op, s: seconds }),
+    { weight: 1, arbitrary: fc.constant({ kind: 'reset' as const }) },
+  );
+
+  test('interleaved label values, resets and counting again: the exposition prom-client gives', async () => {
+    const { Counter, Histogram, Registry } = await import('prom-client');
+    await fc.assert(fc.asyncProperty(fc.array(step, { maxLength: 40 }), async (steps) => {
+      const ours = new Metrics();
+      const reference = new Registry();
+      const help = (name: string) => (ours.registry.getSingleMetric(name) as unknown as { help: string }).help;
+      const counter = (name: string, labelNames: string[]) => new Counter({ name, help: help(name), labelNames, registers: [reference] });
+      const histogram = (name: string, labelNames: string[], buckets: number[]) => new Histogram({ name, help: help(name), labelNames, buckets, registers: [reference] });
+      const calls = counter('a2a_guard_requests_total', ['operation', 'outcome']);
+      const owners = counter('a2a_guard_task_ownership_total', ['operation', 'outcome']);
+      const decisions = counter('a2a_guard_hook_decisions_total', ['operation', 'side', 'phase', 'decision']);
+      const guardian = histogram('a2a_guard_guardian_latency_seconds', ['operation', 'outcome'], LATENCY);
+      const added = histogram('a2a_guard_added_latency_seconds', ['operation'], LATENCY);
+      const upstream = histogram('a2a_guard_upstream_latency_seconds', ['operation'], UPSTREAM);
+      // prom-client's histogram counts a non-finite observation; the proxy never makes one, and ours skips it.
+      const observe = (h: typeof added, labels: Record<string, string>, s: number) => Number.isFinite(s) && h.observe(labels, s);
+      for (const x of steps) {
+        switch (x.kind) {
+          case 'call': ours.call(x.op, x.outcome); calls.inc({ operation: x.op, outcome: x.outcome }); break;
+          case 'owner': ours.ownershipOutcome(x.op, x.outcome); owners.inc({ operation: x.op, outcome: x.outcome }); break;
+          case 'decision': ours.decision(x.op, x.side, x.phase, x.decision); decisions.inc({ operation: x.op, side: x.side, phase: x.phase, decision: x.decision }); break;
+          case 'guardian': ours.guardianCall(x.op, x.outcome, x.s); observe(guardian, { operation: x.op, outcome: x.outcome }, x.s); break;
+          case 'finished':
+            ours.finished(x.op, x.outcome, x.s);
+            calls.inc({ operation: x.op, outcome: x.outcome });
+            observe(added, { operation: x.op }, x.s);
+            break;
+          case 'upstream': ours.upstreamCall(x.op, x.s); observe(upstream, { operation: x.op }, x.s); break;
+          case 'reset': ours.registry.resetMetrics(); reference.resetMetrics(); break;
+        }
+      }
+      for (const m of reference.getMetricsAsArray()) {
+        expect(await ours.registry.getSingleMetricAsString(m.name)).toBe(await reference.getSingleMetricAsString(m.name));
+      }
+    }), { numRuns: 300 });
+  });
+
+  test('a one-label counter (the caller identities of server.ts)', async () => {
+    const { Counter, Registry } = await import('prom-client');
+    const ours = new Registry();
+    const reference = new Registry();
+    const mine = new FastCounter('a2a_guard_caller_identities_total', 'Callers', ['outcome'], ours);
+    const ref = new Counter({ name: 'a2a_guard_caller_identities_total', help: 'Callers', labelNames: ['outcome'], registers: [reference] });
+    for (const outcome of ['unverified', 'mtls', 'unverified', 'refused', 'unverified']) {
+      mine.inc(outcome);
+      ref.inc({ outcome });
+    }
+    const text = await ours.getSingleMetricAsString('a2a_guard_caller_identities_total');
+    expect(text).toBe(await reference.getSingleMetricAsString('a2a_guard_caller_identities_total'));
+    expect(text).toContain('a2a_guard_caller_identities_total{outcome="unverified"} 3');
   });
 });
 
