@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import pino from 'pino';
-import { createLogger, writeLine } from '../../src/log';
+import { createLogger, plainText, writeLine } from '../../src/log';
 import { auditRecord, type CallFacts } from '../../src/observe/audit';
 
 /** A destination that keeps what it is given. */
@@ -104,5 +104,15 @@ describe('writeLine writes what pino writes', () => {
     const out = capture();
     writeLine(pino({ level: 'info', base: { other: 1 } }, out), 'info', { a: 'x' }, 'a2a call');
     expect(JSON.parse(out.lines[0] as string)).toMatchObject({ other: 1, a: 'x', msg: 'a2a call' });
+  });
+});
+
+describe('plainText', () => {
+  test('is true exactly for text JSON.stringify writes as it is, without a surrogate (the loop under 8 characters, the regex from 8)', () => {
+    const unit = fc.constantFrom('a', 'é', '"', '\\', '\n', '\x00', '\x1f', '\x7f', '\u2028', '\ud800', '\udfff', '\ud83d\ude00', '/', ' ');
+    const any = fc.oneof(text, fc.string({ unit, maxLength: 7 }), fc.string({ unit, minLength: 8, maxLength: 40 }), fc.string({ unit: 'binary', minLength: 6, maxLength: 10 }));
+    fc.assert(fc.property(any, (s) => {
+      expect([s, plainText(s)]).toEqual([s, !/[\ud800-\udfff]/.test(s) && JSON.stringify(s) === `"${s}"`]);
+    }), { numRuns: 5000 });
   });
 });
