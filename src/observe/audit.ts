@@ -129,6 +129,7 @@ export function auditRecord(f: CallFacts): AuditRecord {
   const deciding = blockingHook(f.hooks) ?? decidingHook(f.hooks);
   const failed = f.hooks.find((h) => h.failure !== undefined && h.failure !== 'cancelled');
   // Built field by field (no spread per optional field): this runs once per call on the hot path.
+  // The order is the line's: auditMembers (src/proxy/audit-line.ts) writes an ordinary call's fields in it too.
   const fields: Record<string, unknown> = { method: f.method, wireMethod: f.wireMethod, binding: f.binding, role: f.role, outcome, decision };
   if (codes.length > 0) fields.reasonCode = codes;
   if (deciding?.message !== undefined) fields.guardianMessage = deciding.message;
