@@ -106,6 +106,20 @@ function jsonTooComplex(b: Buffer): string | undefined {
   return undefined;
 }
 
+/**
+ * Bounds jsonTooComplex cannot find crossed, told without its byte loop: the depth never exceeds the
+ * number of '{' and '[' (in strings or not), and each value it counts is a byte of its own. `text` is
+ * the body's UTF-8 decoding, whose ASCII characters are its bytes below 0x80. String.indexOf hops
+ * over the text: ~1k instructions for a unary call's body where the byte loop took ~5k (callgrind).
+ */
+function surelyWithinBounds(text: string, bytes: number): boolean {
+  if (bytes > MAX_JSON_VALUES) return false;
+  let opens = 0;
+  for (let i = text.indexOf('{'); i !== -1; i = text.indexOf('{', i + 1)) if (++opens > MAX_JSON_DEPTH) return false;
+  for (let i = text.indexOf('['); i !== -1; i = text.indexOf('[', i + 1)) if (++opens > MAX_JSON_DEPTH) return false;
+  return true;
+}
+
 function reject(kind: ProxyErrorKind, message: string, binding: Binding, id: JsonRpcId | null = null): Classified {
   return { kind: 'reject', error: proxyError(kind, message), id, binding };
 }
@@ -138,8 +152,8 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
   const body = parseBody(req);
   const rpc = body.kind === 'json' && isObject(body.value) && looksLikeRpc(body.value) ? body.value : undefined;
 
-  const underRest = opts.endpoints.rest.filter((b) => isUnder(t.segments, b));
-  for (const base of underRest.sort((a, b) => b.length - a.length)) {
+  const underRest = restBasesAbove(t, opts);
+  for (const base of underRest) {
     const m = matchRest(verb, t.segments.slice(base.length), version.value);
     if (m === undefined) continue;
     if ('ambiguous' in m) return reject('rejected', `Ambiguous A2A REST path: ${m.ambiguous}`, 'rest');
@@ -167,7 +181,7 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
   const f = flavour(req, t, opts, body);
   if (f === 'jsonrpc') {
     if (body.kind === 'none' || body.kind === 'opaque') {
-      if (!isMediaType(req.headers, ['application/json'])) return reject('contentTypeNotSupported', 'Content type not supported; expected application/json', 'jsonrpc');
+      if (!isMediaType(req.headers, JSON_ONLY)) return reject('contentTypeNotSupported', 'Content type not supported; expected application/json', 'jsonrpc');
       return reject('parseError', 'Request body is not JSON', 'jsonrpc');
     }
     // A top-level JSON scalar is a parse error to a strict JSON body parser (the SDK's express.json()).
@@ -190,6 +204,16 @@ function passthrough(t: Target, opts: ClassifyOptions): boolean {
   return !looksLikeRest(t.segments);
 }
 
+const NO_BASES: readonly (readonly string[])[] = [];
+const longestFirst = (a: readonly string[], b: readonly string[]): number => b.length - a.length;
+
+/** The REST bases the path is at or below, longest first (a stable sort: equal lengths keep the card's order). */
+function restBasesAbove(t: Target, opts: ClassifyOptions): readonly (readonly string[])[] {
+  let found: (readonly string[])[] | undefined;
+  for (const b of opts.endpoints.rest) if (isUnder(t.segments, b)) (found ??= []).push(b);
+  return found === undefined ? NO_BASES : found.length === 1 ? found : found.sort(longestFirst);
+}
+
 function isJsonRpcEndpoint(t: Target, opts: ClassifyOptions): boolean {
   return opts.endpoints.jsonrpc.some((j) => j.length === t.segments.length && isUnder(t.segments, j));
 }
@@ -199,7 +223,7 @@ function flavour(req: HttpRequestFacts, t: Target, opts: ClassifyOptions, body: 
   if (isJsonRpcEndpoint(t, opts)) return 'jsonrpc';
   if (opts.endpoints.rest.some((b) => isUnder(t.segments, b)) || looksLikeRest(t.segments)) return 'rest';
   if (body?.kind === 'json' && (isObject(body.value) || Array.isArray(body.value))) return 'jsonrpc';
-  return req.verb.toUpperCase() === 'POST' && isMediaType(req.headers, ['application/json']) ? 'jsonrpc' : 'rest';
+  return req.verb.toUpperCase() === 'POST' && isMediaType(req.headers, JSON_ONLY) ? 'jsonrpc' : 'rest';
 }
 
 function checkHeaders(h: IncomingHttpHeaders): string | undefined {
@@ -234,11 +258,22 @@ function checkHeaders(h: IncomingHttpHeaders): string | undefined {
 function a2aVersion(h: IncomingHttpHeaders, t: Target): { value: string | undefined } | { problem: string } {
   const raw = h['a2a-version'];
   const header = Array.isArray(raw) ? raw.join(',') : raw;
-  if (header !== undefined && (header.includes(',') || !/^[\x21-\x7e ]*$/.test(header))) return { problem: 'A2A-Version must be one value' };
-  const value = header === undefined || header.trim() === '' ? undefined : header.trim();
+  if (header !== undefined && (header.includes(',') || !printable(header))) return { problem: 'A2A-Version must be one value' };
+  const trimmed = header?.trim();
+  const value = trimmed === '' ? undefined : trimmed;
+  if (t.query.length === 0) return { value };
   const fromQuery = t.query.filter(([k]) => k.toLowerCase() === 'a2a-version').map(([, v]) => v.trim());
   if (fromQuery.some((q) => q !== (value ?? q) || q !== fromQuery[0])) return { problem: 'A2A-Version query parameter contradicts the header' };
   return { value };
+}
+
+/** Only printable ASCII and spaces (/^[\x21-\x7e ]*$/, as a loop: a regex call costs more than reading '1.0'). */
+function printable(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
 }
 
 function isCardPath(segs: readonly string[]): boolean {
@@ -249,6 +284,10 @@ function isCardPath(segs: readonly string[]): boolean {
 }
 
 // ---- bodies ----
+
+const JSON_TYPE = 'application/json';
+const JSON_ONLY: readonly string[] = [JSON_TYPE];
+const JSON_OR_A2A: readonly string[] = [JSON_TYPE, 'application/a2a+json'];
 
 /** Could a lenient parser (JSON5, comments, BOM, NaN...) read JSON out of these bytes? */
 function mightBeJson(text: string): boolean {
@@ -264,14 +303,15 @@ function parseBody(req: HttpRequestFacts): ParsedBody {
       ? { kind: 'bad', why: 'Request body is not valid UTF-8' }
       : { kind: 'opaque' };
   }
-  const complex = jsonTooComplex(req.body);
+  // toString() without arguments is the UTF-8 decoding without Buffer's argument checks (~900 instructions a call).
+  const text = req.body.toString(); // keeps a BOM, which JSON.parse then refuses
+  const complex = surelyWithinBounds(text, req.body.length) ? undefined : jsonTooComplex(req.body);
   if (complex !== undefined) return { kind: 'tooComplex', why: `Request body refused: ${complex}` };
-  const text = req.body.toString('utf8'); // keeps a BOM, which JSON.parse then refuses
   try {
     return { kind: 'json', value: JSON.parse(text) };
   } catch {
     const suspicious = mightBeJson(text) || (text.includes('\0') && mightBeJson(text.replace(/\0/g, '')));
-    return suspicious || isMediaType(req.headers, ['application/json', 'application/a2a+json']) ? { kind: 'bad', why: 'Request body is not strict JSON' } : { kind: 'opaque' };
+    return suspicious || isMediaType(req.headers, JSON_OR_A2A) ? { kind: 'bad', why: 'Request body is not strict JSON' } : { kind: 'opaque' };
   }
 }
 
@@ -294,6 +334,7 @@ function looksTextual(req: HttpRequestFacts): boolean {
 
 function mediaType(h: IncomingHttpHeaders): string | undefined {
   const ct = h['content-type'];
+  if (ct === JSON_TYPE) return ct; // nearly every call: its own media type, nothing to cut or fold
   return ct === undefined ? undefined : (ct.split(';', 1)[0] as string).trim().toLowerCase();
 }
 
@@ -313,14 +354,22 @@ function refusedMediaType(h: IncomingHttpHeaders, accepted: readonly string[]): 
 const RPC_MEMBERS = new Set(['jsonrpc', 'method', 'params', 'id']);
 /** Unicode-aware case fold (ſ -> s, K (Kelvin) -> k), as case-insensitive JSON decoders do. */
 const fold = (k: string): string => k.toUpperCase().toLowerCase();
-/** ASCII letters and digits: folding is lower-casing, and there is no separator to drop. */
-const ALNUM = /^[A-Za-z0-9]*$/;
 /**
  * Spellings one decoder or another takes for the same field: case, snake_case, kebab-case. Keys of
  * letters and digits (nearly all) skip the Unicode fold: every member name of every call goes
  * through here (test/unit/a2a/classify-keys.test.ts checks the shortcut).
  */
-export const fieldKey = (k: string): string => (ALNUM.test(k) ? k.toLowerCase() : fold(k).replace(/[_-]/g, ''));
+export function fieldKey(k: string): string {
+  // The ALNUM test as a loop that also learns whether there is a capital to fold (a regex call cost more than the loop).
+  let upper = false;
+  for (let i = 0; i < k.length; i++) {
+    const c = k.charCodeAt(i);
+    if (c >= 0x61 && c <= 0x7a) continue;
+    if (c >= 0x41 && c <= 0x5a) upper = true;
+    else if (c < 0x30 || c > 0x39) return fold(k).replace(/[_-]/g, '');
+  }
+  return upper ? k.toLowerCase() : k;
+}
 
 /** Does some member name read as `method` or `jsonrpc` to a case-insensitive decoder? (The exact names answer at once.) */
 function looksLikeRpc(v: JsonObject): boolean {
@@ -351,16 +400,42 @@ export function ambiguousKey(root: unknown): string | undefined {
     if (Array.isArray(v)) {
       for (const e of v) if (typeof e === 'object' && e !== null) stack.push(e);
     } else if (typeof v === 'object' && v !== null) {
-      const seen = new Set<string>();
-      for (const [k, child] of Object.entries(v)) {
-        const f = fieldKey(k);
-        if (seen.has(f)) return k;
-        seen.add(f);
+      const o = v as JsonObject;
+      const keys = Object.keys(o);
+      // One member cannot collide with another: most objects of a call (`{ message }`, `{ text }`) skip the folding.
+      const dup = keys.length < 2 ? -1 : keys.length <= SMALL_OBJECT ? collidingSmall(keys) : collidingLarge(keys);
+      for (let i = 0; i < keys.length; i++) {
+        if (i === dup) return keys[i];
+        const child = o[keys[i] as string];
         if (typeof child === 'object' && child !== null) stack.push(child);
       }
     }
   }
   return undefined;
+}
+
+/** Up to this many members, comparing folded names pairwise costs less than a Set. */
+const SMALL_OBJECT = 8;
+
+/** Index of the first name that folds as an earlier one does, or -1. */
+function collidingSmall(keys: readonly string[]): number {
+  const folded: string[] = [];
+  for (let i = 0; i < keys.length; i++) {
+    const f = fieldKey(keys[i] as string);
+    for (let j = 0; j < i; j++) if (folded[j] === f) return i;
+    folded.push(f);
+  }
+  return -1;
+}
+
+function collidingLarge(keys: readonly string[]): number {
+  const seen = new Set<string>();
+  for (let i = 0; i < keys.length; i++) {
+    const f = fieldKey(keys[i] as string);
+    if (seen.has(f)) return i;
+    seen.add(f);
+  }
+  return -1;
 }
 
 /** Standard JSON-RPC refusals that the SDK's router only reaches past its content-type guard. */
@@ -371,14 +446,15 @@ const AFTER_CONTENT_TYPE: ReadonlySet<ProxyErrorKind> = new Set<ProxyErrorKind>(
  * a body it would refuse too is answered -32005 there (the proxy's own refusals, -31400, keep their code).
  */
 function contentTypeFirst(req: HttpRequestFacts, c: Classified): Classified {
-  if (c.kind !== 'reject' || c.binding !== 'jsonrpc' || !AFTER_CONTENT_TYPE.has(c.error.kind) || !refusedMediaType(req.headers, ['application/json'])) return c;
+  if (c.kind !== 'reject' || c.binding !== 'jsonrpc' || !AFTER_CONTENT_TYPE.has(c.error.kind) || !refusedMediaType(req.headers, JSON_ONLY)) return c;
   return reject('contentTypeNotSupported', 'Content type not supported; expected application/json', 'jsonrpc');
 }
 
 function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions, v: JsonObject, version: string | undefined): Classified {
   const id = v.id;
   const safeId: JsonRpcId | null = typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
-  for (const k of Object.keys(v)) {
+  const keys = Object.keys(v);
+  for (const k of keys) {
     // Some decoders (Go's encoding/json) match member names without regard to case.
     if (!RPC_MEMBERS.has(k) && RPC_MEMBERS.has(fold(k))) return reject('rejected', `JSON-RPC member names must be exact (${k.slice(0, 32)})`, 'jsonrpc', safeId);
   }
@@ -397,12 +473,13 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
   }
   if (req.verb.toUpperCase() !== 'POST') return reject('invalidRequest', `A2A JSON-RPC calls must use POST, not ${req.verb.slice(0, 16)}`, 'jsonrpc', safeId);
   if (looksLikeRest(t.segments)) return reject('rejected', 'A JSON-RPC call on a path that reads as an A2A REST route is ambiguous', 'jsonrpc', safeId);
-  if (!isMediaType(req.headers, ['application/json'])) {
+  if (!isMediaType(req.headers, JSON_ONLY)) {
     return reject('contentTypeNotSupported', `Content type not supported: ${String(req.headers['content-type'] ?? '(none)').slice(0, 64)}; expected application/json`, 'jsonrpc');
   }
   const params = v.params;
   // As the SDK: params is an object without empty member names (the extended-card call may omit it).
-  const paramsOk = isObject(params) ? !Object.keys(params).includes('') : params === undefined && op.returnsCard;
+  // (Parsed JSON: every member is an own enumerable one, so hasOwn answers as Object.keys(params).includes('') did.)
+  const paramsOk = isObject(params) ? !Object.hasOwn(params, '') : params === undefined && op.returnsCard;
   if (!paramsOk) return reject('invalidParams', 'JSON-RPC params must be an object (without empty member names)', 'jsonrpc', safeId);
   const amb = ambiguousKey(params);
   if (amb !== undefined) return reject('rejected', `Ambiguous member names in params (${amb.slice(0, 32)})`, 'jsonrpc', safeId);
@@ -411,7 +488,7 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
   // What the guardian sees is what the agent gets: the four members, nothing else.
   // (In the caller's member order, so a canonical request is forwarded byte for byte.)
   const request: JsonObject = {};
-  for (const k of Object.keys(v)) if (RPC_MEMBERS.has(k)) request[k] = v[k] as JsonObject[string];
+  for (const k of keys) if (RPC_MEMBERS.has(k)) request[k] = v[k] as JsonObject[string];
   // A JSON-RPC call is its body: query parameters would reach the agent unjudged (a framework may read
   // `?access_token=` or `?tenant=`), and the envelope has no place for them. A2A-Version is read above.
   // The one exception: exactly the query the agent's card publishes for its JSON-RPC endpoint.
@@ -426,7 +503,7 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
 
 function classifyRest(req: HttpRequestFacts, t: Target, base: readonly string[], m: RestMatch, body: ParsedBody, version: string | undefined): Classified {
   let params: JsonObject | undefined;
-  const accepted = m.version === '0.3' ? ['application/json'] : ['application/json', 'application/a2a+json'];
+  const accepted = m.version === '0.3' ? JSON_ONLY : JSON_OR_A2A;
   // As the SDK's v1.0 REST router: a media type it refuses is refused before the body is parsed.
   if (body.kind === 'bad' && m.version !== '0.3' && refusedMediaType(req.headers, accepted)) return reject('contentTypeNotSupported', `Content type not supported; expected ${accepted.join(' or ')}`, 'rest');
   if (body.kind === 'bad') return reject('parseError', body.why, 'rest');
@@ -439,10 +516,10 @@ function classifyRest(req: HttpRequestFacts, t: Target, base: readonly string[],
     if (!isObject(body.value)) return reject('invalidRequest', 'A2A REST request body must be a JSON object', 'rest');
     params = body.value;
   }
-  const query = t.query.filter(([k]) => k.toLowerCase() !== 'a2a-version');
+  const query = t.query.length === 0 ? t.query : t.query.filter(([k]) => k.toLowerCase() !== 'a2a-version');
   const keys = query.map(([k]) => k);
   // Parsers disagree on repeated parameters (first or last wins): the guardian must see the one the agent reads.
-  if (new Set(keys.map(fieldKey)).size !== keys.length) return reject('rejected', 'Repeated query parameters are not accepted on A2A REST routes', 'rest');
+  if (keys.length > 1 && new Set(keys.map(fieldKey)).size !== keys.length) return reject('rejected', 'Repeated query parameters are not accepted on A2A REST routes', 'rest');
   const amb = ambiguousKey(params);
   if (amb !== undefined) return reject('rejected', `Ambiguous member names in the body (${amb.slice(0, 32)})`, 'rest');
   const foreign = foreignMessageShape(params, m.version === '0.3');
@@ -460,8 +537,14 @@ function classifyRest(req: HttpRequestFacts, t: Target, base: readonly string[],
 function foreignMessageShape(params: JsonObject | undefined, restV03: boolean): string | undefined {
   const message = params?.message;
   if (!isObject(message)) return undefined;
-  const foreign = restV03 ? ['parts'] : ['content'];
-  const k = Object.keys(message).find((key) => foreign.includes(fieldKey(key)));
+  const foreign = restV03 ? 'parts' : 'content';
+  let k: string | undefined;
+  for (const key of Object.keys(message)) {
+    if (fieldKey(key) === foreign) {
+      k = key;
+      break;
+    }
+  }
   return k === undefined ? undefined : `message field "${k}" belongs to the other A2A version's shape (${restV03 ? 'v0.3 REST uses content' : 'use parts'})`;
 }
 
