@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { type Operation, operationForLooseMethod, operationForMethod } from './operations';
 import { isLegacyVersion, looksLikeRest, matchRest, restHasBody, restToJsonRpc, type RestMatch } from './rest';
-import { encodePath, encodeQuery, isUnder, parseTarget, type Target } from './target';
+import { encodePath, encodeParsedPath, encodeQuery, isUnder, parseTarget, type Target } from './target';
 import type { AgentEndpoints } from './endpoints';
 import { isObject, type JsonObject, type JsonRpcId } from '../core/json';
 import { proxyError, type ProxyError, type ProxyErrorKind } from '../core/errors';
@@ -193,7 +193,7 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
 
 function other(req: HttpRequestFacts, t: Target, body: ParsedBody, why: 'passthrough' | 'non-a2a', method?: string): Classified {
   const forwarded = body.kind === 'json' ? canonical(body.value) : req.body;
-  const target = encodePath(t.segments, t.trailingSlash) + encodeQuery(t.query);
+  const target = encodeParsedPath(req.path, t) + encodeQuery(t.query);
   return { kind: 'other', target, body: forwarded, why, ...(method === undefined ? {} : { method }) };
 }
 
@@ -352,8 +352,19 @@ function refusedMediaType(h: IncomingHttpHeaders, accepted: readonly string[]): 
 // ---- JSON-RPC ----
 
 const RPC_MEMBERS = new Set(['jsonrpc', 'method', 'params', 'id']);
-/** Unicode-aware case fold (ſ -> s, K (Kelvin) -> k), as case-insensitive JSON decoders do. */
-const fold = (k: string): string => k.toUpperCase().toLowerCase();
+/**
+ * Unicode-aware case fold (ſ -> s, K (Kelvin) -> k), as case-insensitive JSON decoders do. An ASCII
+ * name (nearly all) folds as it lower-cases, and a lower-case one is its own fold: no case mapping.
+ */
+function fold(k: string): string {
+  let upper = false;
+  for (let i = 0; i < k.length; i++) {
+    const c = k.charCodeAt(i);
+    if (c > 0x7f) return k.toUpperCase().toLowerCase();
+    if (c >= 0x41 && c <= 0x5a) upper = true;
+  }
+  return upper ? k.toLowerCase() : k;
+}
 /**
  * Spellings one decoder or another takes for the same field: case, snake_case, kebab-case. Keys of
  * letters and digits (nearly all) skip the Unicode fold: every member name of every call goes
@@ -374,7 +385,11 @@ export function fieldKey(k: string): string {
 /** Does some member name read as `method` or `jsonrpc` to a case-insensitive decoder? (The exact names answer at once.) */
 function looksLikeRpc(v: JsonObject): boolean {
   if (Object.hasOwn(v, 'method') || Object.hasOwn(v, 'jsonrpc')) return true;
-  return Object.keys(v).some((k) => fold(k) === 'method' || fold(k) === 'jsonrpc');
+  for (const k of Object.keys(v)) {
+    const f = fold(k);
+    if (f === 'method' || f === 'jsonrpc') return true;
+  }
+  return false;
 }
 
 
@@ -496,7 +511,7 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
   if (query !== '' && opts.endpoints.jsonrpcQueries?.includes(query) !== true) {
     return reject('invalidRequest', 'A2A JSON-RPC calls take no query parameters (the guardian would not see them)', 'jsonrpc', safeId);
   }
-  return { kind: 'a2a', binding: 'jsonrpc', op, request, id: safeId, version, target: encodePath(t.segments, t.trailingSlash) + query };
+  return { kind: 'a2a', binding: 'jsonrpc', op, request, id: safeId, version, target: encodeParsedPath(req.path, t) + query };
 }
 
 // ---- REST ----

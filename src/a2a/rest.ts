@@ -76,17 +76,29 @@ export function matchRest(verb: string, segments: readonly string[], a2aVersion:
   const upper = verb.toUpperCase();
   const upperVerb = upper === 'HEAD' ? 'GET' : upper;
   if (isLegacyVersion(a2aVersion)) {
-    const m = matchTable(V03_ROUTES, upperVerb, segments);
+    const m = matchTable(V03_BY_SHAPE.get(`${upperVerb} ${segments.length}`), segments);
     if (m !== undefined) return m;
   }
-  return matchTable(V1_ROUTES, upperVerb, segments);
+  return matchTable(V1_BY_SHAPE.get(`${upperVerb} ${segments.length}`), segments);
 }
 
-/** The one call every matching route of a table agrees on, an ambiguity, or undefined when none matches. */
-function matchTable(table: readonly CompiledRoute[], upperVerb: string, segments: readonly string[]): RestClassification {
-  let first: RestMatch | undefined;
+/** A table's routes by verb and segment count ('POST 1'), each list in the table's order: only these can match a path. */
+function byShape(table: readonly CompiledRoute[]): Map<string, CompiledRoute[]> {
+  const out = new Map<string, CompiledRoute[]>();
   for (const r of table) {
-    if (r.route.verb !== upperVerb || r.segments.length !== segments.length) continue;
+    const key = `${r.route.verb} ${r.segments.length}`;
+    out.set(key, [...(out.get(key) ?? []), r]);
+  }
+  return out;
+}
+const V03_BY_SHAPE = byShape(V03_ROUTES);
+const V1_BY_SHAPE = byShape(V1_ROUTES);
+
+/** The one call every matching route agrees on, an ambiguity, or undefined when none matches. */
+function matchTable(routes: readonly CompiledRoute[] | undefined, segments: readonly string[]): RestClassification {
+  if (routes === undefined) return undefined;
+  let first: RestMatch | undefined;
+  for (const r of routes) {
     const m = matchExact(r, segments);
     if (m === undefined) continue;
     if (first === undefined) first = m;

@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import type { IncomingHttpHeaders } from 'node:http';
 import { ambiguousKey, classify, fieldKey, type Classified, type ClassifyOptions, type HttpRequestFacts } from '../../../src/a2a/classify';
 import { isLegacyVersion, looksLikeRest, matchRest } from '../../../src/a2a/rest';
-import { encodePath, parseTarget } from '../../../src/a2a/target';
+import { encodeParsedPath, encodePath, parseTarget } from '../../../src/a2a/target';
 import { NO_ENDPOINTS } from '../../../src/a2a/endpoints';
 import * as ref from '../../helpers/classify-reference/classify';
 import * as refRest from '../../helpers/classify-reference/rest';
@@ -282,11 +282,14 @@ describe('rewritten pieces against their reference copies', () => {
   });
 
   test('parseTarget and encodePath: the same as the reference', () => {
-    const raw = fc.oneof(fc.tuple(fc.array(fc.oneof(seg, fc.constantFrom('%2F', '%2e', '.', '..', 'a b', 'é', '$&+,=', ';')), { maxLength: 5 }), fc.boolean()).map(([s, slash]) => `/${s.join('/')}${slash ? '/' : ''}`), fc.string({ maxLength: 12 }));
+    const raw = fc.oneof(fc.tuple(fc.array(fc.oneof(seg, fc.constantFrom('%2F', '%2e', '.', '..', 'a b', 'é', '$&+,=', ';', '~', "!*'():@", '-_.', '?x=1', '?', '#')), { maxLength: 5 }), fc.boolean()).map(([s, slash]) => `/${s.join('/')}${slash ? '/' : ''}`), fc.string({ maxLength: 12 }));
     fc.assert(fc.property(raw, fc.boolean(), (r, slash) => {
       const now = parseTarget(r);
       expect([r, now]).toStrictEqual([r, refTarget.parseTarget(r)]);
-      if (now.ok) expect(encodePath(now.target.segments, slash)).toBe(refTarget.encodePath(now.target.segments, slash));
+      if (now.ok) {
+        expect(encodePath(now.target.segments, slash)).toBe(refTarget.encodePath(now.target.segments, slash));
+        expect([r, encodeParsedPath(r, now.target)]).toEqual([r, refTarget.encodePath(now.target.segments, now.target.trailingSlash)]);
+      }
     }), { numRuns: 20_000 });
     fc.assert(fc.property(fc.array(fc.string({ unit: 'binary', maxLength: 4 }), { maxLength: 4 }), fc.boolean(), (s, slash) => {
       expect(encodePath(s, slash)).toBe(refTarget.encodePath(s, slash));
