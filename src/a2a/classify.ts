@@ -68,7 +68,6 @@ export const CLASSIFYING_HEADERS = [
   'x-http-method-override', 'x-http-method', 'x-method-override',
 ];
 const CLASSIFYING = new Set(CLASSIFYING_HEADERS);
-const OVERRIDE_HEADERS = ['x-http-method-override', 'x-http-method', 'x-method-override'];
 
 type ParsedBody =
   | { readonly kind: 'none' } | { readonly kind: 'json'; readonly value: unknown } | { readonly kind: 'opaque' }
@@ -227,16 +226,18 @@ function flavour(req: HttpRequestFacts, t: Target, opts: ClassifyOptions, body: 
 }
 
 function checkHeaders(h: IncomingHttpHeaders): string | undefined {
-  for (const o of OVERRIDE_HEADERS) {
-    // A method override turns a harmless-looking verb into a POST for some servers.
-    if (h[o] !== undefined) return `${o} is not accepted by this proxy`;
-  }
+  // A method override turns a harmless-looking verb into a POST for some servers. (Three plain reads,
+  // not a loop over the names: one read site per name stays monomorphic, ~200 instructions less.)
+  const override = h['x-http-method-override'] !== undefined ? 'x-http-method-override'
+    : h['x-http-method'] !== undefined ? 'x-http-method' : h['x-method-override'] !== undefined ? 'x-method-override' : undefined;
+  if (override !== undefined) return `${override} is not accepted by this proxy`;
   for (const name in h) {
     // `A2A_Version` is A2A-Version to CGI-style servers: one header, two spellings, two meanings.
     if (name.includes('_') && CLASSIFYING.has(name.replace(/_/g, '-'))) return `Header ${name} is ambiguous (underscore spelling of ${name.replace(/_/g, '-')})`;
   }
   const conn = h.connection;
-  if (conn !== undefined) {
+  // (The usual values name no header: nothing to split.)
+  if (conn !== undefined && conn !== 'keep-alive' && conn !== 'close') {
     for (const token of conn.split(',')) {
       const n = token.trim().toLowerCase();
       if (CLASSIFYING.has(n)) return `Connection names ${n}, which this proxy reads to classify the request`;
@@ -380,6 +381,21 @@ export function fieldKey(k: string): string {
     else if (c < 0x30 || c > 0x39) return fold(k).replace(/[_-]/g, '');
   }
   return upper ? k.toLowerCase() : k;
+}
+
+/**
+ * fieldKey(k) === name, for a `name` of lower-case letters: a key of ASCII letters and digits of
+ * another length cannot fold onto it, so it is not folded (`messageId` is not `content`).
+ */
+function isField(k: string, name: string): boolean {
+  if (k.length !== name.length) {
+    for (let i = 0; i < k.length; i++) {
+      const c = k.charCodeAt(i);
+      if (!((c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (c >= 0x30 && c <= 0x39))) return fieldKey(k) === name;
+    }
+    return false;
+  }
+  return fieldKey(k) === name;
 }
 
 /** Does some member name read as `method` or `jsonrpc` to a case-insensitive decoder? (The exact names answer at once.) */
@@ -555,7 +571,7 @@ function foreignMessageShape(params: JsonObject | undefined, restV03: boolean): 
   const foreign = restV03 ? 'parts' : 'content';
   let k: string | undefined;
   for (const key of Object.keys(message)) {
-    if (fieldKey(key) === foreign) {
+    if (isField(key, foreign)) {
       k = key;
       break;
     }
