@@ -3,7 +3,7 @@
  * path, or a REST route below the agent's REST base), the agent card, an operator-listed passthrough
  * route, or a refusal. Whatever cannot be read with certainty is refused, never relayed; the proxy
  * forwards only requests it rebuilds from what it classified (a2a/rebuild.ts). Pure apart from
- * minting ids for REST calls.
+ * minting ids for REST calls (and remembering what it read of recent paths: readTarget).
  */
 import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
@@ -24,6 +24,7 @@ export interface HttpRequestFacts {
   readonly body: Buffer | null;
 }
 
+/** Never changed once classify has seen it (classify keeps what it read of a path under these options): new options are a new object. */
 export interface ClassifyOptions {
   readonly endpoints: AgentEndpoints;
   /** Whether the agent's card has been read (otherwise REST bases are unknown). */
@@ -132,10 +133,52 @@ export function classify(req: HttpRequestFacts, opts: ClassifyOptions): Classifi
   }
 }
 
+/** A readable request target, and answers classification asks of it: they follow from the path and the options alone. */
+interface Route extends Target {
+  /** looksLikeRest(segments), once asked. */
+  restShaped?: boolean;
+  /** The REST bases the path is at or below, longest first, once asked. */
+  restBases?: readonly (readonly string[])[];
+}
+
+type ReadTarget = { readonly ok: true; readonly route: Route } | { readonly ok: false; readonly why: string };
+
+/**
+ * Targets read lately, under the options `routesFor`: a path (one JSON-RPC endpoint takes nearly
+ * every call) is parsed and set against the REST bases and routes once, not on every call: ~2,400
+ * of a unary JSON-RPC call's ~27,000 instructions in classify() (callgrind). Only what follows from
+ * the path and the options is kept, never anything of a request; new options start afresh, and the
+ * map is emptied when full (a stream of distinct paths only ever misses).
+ */
+const ROUTES = new Map<string, ReadTarget>();
+let routesFor: ClassifyOptions | undefined;
+const MAX_ROUTES = 64;
+const MAX_ROUTE_PATH = 512;
+
+function readTarget(path: string, opts: ClassifyOptions): ReadTarget {
+  if (opts !== routesFor) {
+    ROUTES.clear();
+    routesFor = opts;
+  }
+  const known = ROUTES.get(path);
+  if (known !== undefined) return known;
+  const parsed = parseTarget(path);
+  const read: ReadTarget = parsed.ok ? { ok: true, route: { ...parsed.target } } : parsed;
+  if (path.length <= MAX_ROUTE_PATH) {
+    if (ROUTES.size >= MAX_ROUTES) ROUTES.clear();
+    ROUTES.set(path, read);
+  }
+  return read;
+}
+
+function restShaped(t: Route): boolean {
+  return (t.restShaped ??= looksLikeRest(t.segments));
+}
+
 function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classified {
-  const parsed = parseTarget(req.path);
-  if (!parsed.ok) return reject('rejected', `Request target refused: ${parsed.why}`, 'rest');
-  const t = parsed.target;
+  const read = readTarget(req.path, opts);
+  if (!read.ok) return reject('rejected', `Request target refused: ${read.why}`, 'rest');
+  const t = read.route;
   const headerProblem = checkHeaders(req.headers);
   if (headerProblem !== undefined) return reject('rejected', headerProblem, flavour(req, t, opts, undefined));
   const version = a2aVersion(req.headers, t);
@@ -151,7 +194,7 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
   const body = parseBody(req);
   const rpc = body.kind === 'json' && isObject(body.value) && looksLikeRpc(body.value) ? body.value : undefined;
 
-  const underRest = restBasesAbove(t, opts);
+  const underRest = (t.restBases ??= restBasesAbove(t, opts));
   for (const base of underRest) {
     const m = matchRest(verb, t.segments.slice(base.length), version.value);
     if (m === undefined) continue;
@@ -171,7 +214,7 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
   }
 
   if (passthrough(t, opts)) return other(req, t, body, 'passthrough');
-  if (looksLikeRest(t.segments)) {
+  if (restShaped(t)) {
     if (!opts.cardKnown) return reject('upstreamUnavailable', 'A2A REST call, but the agent card (which names its REST endpoint) could not be read', 'rest');
     return reject('notFound', restOnly ? 'No A2A REST route matches this path' : 'Not an A2A REST endpoint of this agent', 'rest');
   }
@@ -190,37 +233,37 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
   return reject('notFound', 'Not an A2A endpoint; other routes must be listed in PASSTHROUGH_PATHS', 'rest');
 }
 
-function other(req: HttpRequestFacts, t: Target, body: ParsedBody, why: 'passthrough' | 'non-a2a', method?: string): Classified {
+function other(req: HttpRequestFacts, t: Route, body: ParsedBody, why: 'passthrough' | 'non-a2a', method?: string): Classified {
   const forwarded = body.kind === 'json' ? canonical(body.value) : req.body;
   const target = encodeParsedPath(req.path, t) + encodeQuery(t.query);
   return { kind: 'other', target, body: forwarded, why, ...(method === undefined ? {} : { method }) };
 }
 
-function passthrough(t: Target, opts: ClassifyOptions): boolean {
+function passthrough(t: Route, opts: ClassifyOptions): boolean {
   if (!opts.passthrough.some((p) => isUnder(t.segments, p))) return false;
   // A listed prefix never opens an A2A endpoint of the agent, nor anything a router could read as one.
   if (opts.endpoints.rest.some((b) => isUnder(t.segments, b)) || opts.endpoints.jsonrpc.some((j) => isUnder(t.segments, j))) return false;
-  return !looksLikeRest(t.segments);
+  return !restShaped(t);
 }
 
 const NO_BASES: readonly (readonly string[])[] = [];
 const longestFirst = (a: readonly string[], b: readonly string[]): number => b.length - a.length;
 
 /** The REST bases the path is at or below, longest first (a stable sort: equal lengths keep the card's order). */
-function restBasesAbove(t: Target, opts: ClassifyOptions): readonly (readonly string[])[] {
+function restBasesAbove(t: Route, opts: ClassifyOptions): readonly (readonly string[])[] {
   let found: (readonly string[])[] | undefined;
   for (const b of opts.endpoints.rest) if (isUnder(t.segments, b)) (found ??= []).push(b);
   return found === undefined ? NO_BASES : found.length === 1 ? found : found.sort(longestFirst);
 }
 
-function isJsonRpcEndpoint(t: Target, opts: ClassifyOptions): boolean {
+function isJsonRpcEndpoint(t: Route, opts: ClassifyOptions): boolean {
   return opts.endpoints.jsonrpc.some((j) => j.length === t.segments.length && isUnder(t.segments, j));
 }
 
 /** Which binding's terms a refusal uses: JSON-RPC at the agent's JSON-RPC endpoints and for JSON-RPC-looking bodies. */
-function flavour(req: HttpRequestFacts, t: Target, opts: ClassifyOptions, body: ParsedBody | undefined): Binding {
+function flavour(req: HttpRequestFacts, t: Route, opts: ClassifyOptions, body: ParsedBody | undefined): Binding {
   if (isJsonRpcEndpoint(t, opts)) return 'jsonrpc';
-  if (opts.endpoints.rest.some((b) => isUnder(t.segments, b)) || looksLikeRest(t.segments)) return 'rest';
+  if (opts.endpoints.rest.some((b) => isUnder(t.segments, b)) || restShaped(t)) return 'rest';
   if (body?.kind === 'json' && (isObject(body.value) || Array.isArray(body.value))) return 'jsonrpc';
   return req.verb.toUpperCase() === 'POST' && isMediaType(req.headers, JSON_ONLY) ? 'jsonrpc' : 'rest';
 }
@@ -256,7 +299,7 @@ function checkHeaders(h: IncomingHttpHeaders): string | undefined {
 }
 
 /** The A2A-Version the call is read under: one header value, and a query parameter that does not contradict it. */
-function a2aVersion(h: IncomingHttpHeaders, t: Target): { value: string | undefined } | { problem: string } {
+function a2aVersion(h: IncomingHttpHeaders, t: Route): { value: string | undefined } | { problem: string } {
   const raw = h['a2a-version'];
   const header = Array.isArray(raw) ? raw.join(',') : raw;
   if (header !== undefined && (header.includes(',') || !printable(header))) return { problem: 'A2A-Version must be one value' };
@@ -481,7 +524,7 @@ function contentTypeFirst(req: HttpRequestFacts, c: Classified): Classified {
   return reject('contentTypeNotSupported', 'Content type not supported; expected application/json', 'jsonrpc');
 }
 
-function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions, v: JsonObject, version: string | undefined): Classified {
+function classifyJsonRpc(req: HttpRequestFacts, t: Route, opts: ClassifyOptions, v: JsonObject, version: string | undefined): Classified {
   const id = v.id;
   const safeId: JsonRpcId | null = typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
   const keys = Object.keys(v);
@@ -498,12 +541,12 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
     if (operationForLooseMethod(method) === undefined) {
       if (passthrough(t, opts)) return other(req, t, { kind: 'json', value: v }, 'passthrough', method);
       // As for other bodies: NON_A2A=forward never forwards to a path a router could read as an A2A route.
-      if (opts.forwardNonA2A && !looksLikeRest(t.segments)) return other(req, t, { kind: 'json', value: v }, 'non-a2a', method);
+      if (opts.forwardNonA2A && !restShaped(t)) return other(req, t, { kind: 'json', value: v }, 'non-a2a', method);
     }
     return reject('methodNotFound', `Method not found: ${method.slice(0, 64)} is not an A2A operation`, 'jsonrpc', safeId);
   }
   if (req.verb.toUpperCase() !== 'POST') return reject('invalidRequest', `A2A JSON-RPC calls must use POST, not ${req.verb.slice(0, 16)}`, 'jsonrpc', safeId);
-  if (looksLikeRest(t.segments)) return reject('rejected', 'A JSON-RPC call on a path that reads as an A2A REST route is ambiguous', 'jsonrpc', safeId);
+  if (restShaped(t)) return reject('rejected', 'A JSON-RPC call on a path that reads as an A2A REST route is ambiguous', 'jsonrpc', safeId);
   if (!isMediaType(req.headers, JSON_ONLY)) {
     return reject('contentTypeNotSupported', `Content type not supported: ${String(req.headers['content-type'] ?? '(none)').slice(0, 64)}; expected application/json`, 'jsonrpc');
   }
@@ -532,7 +575,7 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
 
 // ---- REST ----
 
-function classifyRest(req: HttpRequestFacts, t: Target, base: readonly string[], m: RestMatch, body: ParsedBody, version: string | undefined): Classified {
+function classifyRest(req: HttpRequestFacts, t: Route, base: readonly string[], m: RestMatch, body: ParsedBody, version: string | undefined): Classified {
   let params: JsonObject | undefined;
   const accepted = m.version === '0.3' ? JSON_ONLY : JSON_OR_A2A;
   // As the SDK's v1.0 REST router: a media type it refuses is refused before the body is parsed.

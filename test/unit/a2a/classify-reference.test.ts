@@ -220,6 +220,24 @@ describe('classify against its reference copy', () => {
     }), { numRuns: 8_000 });
   });
 
+  test('paths classify remembers: the same answers whatever was classified before, under options old and new', () => {
+    // Few paths, so they are remembered and met again; options alternate, and some are fresh copies of others.
+    const p = fc.constantFrom('/a2a/jsonrpc', '/a2a/rest/message:send', '/a2a/rest', '/rpc', '/x/tasks/t:cancel', '/a2a/rest/tasks/t-1', '/A2A/JsonRpc', '/a2a/jsonrpc?code=abc', '/%2e/a', '/a2a/rest/v1/card');
+    const opts = fc.oneof(options, options.map((o) => ({ ...o, endpoints: { ...o.endpoints } })));
+    const step = fc.tuple(fc.constantFrom('POST', 'GET'), p, opts, fc.boolean());
+    const rpc = Buffer.from('{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}}');
+    const rest = Buffer.from('{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}');
+    fc.assert(fc.property(fc.array(step, { minLength: 1, maxLength: 40 }), (steps) => {
+      for (const [v, path, o, asRpc] of steps) same({ verb: v, path, headers: { 'content-type': 'application/json', 'a2a-version': '1.0' }, body: asRpc ? rpc : rest }, o);
+    }), { numRuns: 300 });
+    // More distinct paths than are kept, then the first ones again.
+    const many = Array.from({ length: 200 }, (_, i) => `/a2a/rest/tasks/t-${i}`);
+    for (const path of [...many, ...many.slice(0, 10), '/a2a/jsonrpc', `/${'a'.repeat(600)}`, `/${'a'.repeat(600)}`]) {
+      same({ verb: 'GET', path, headers: { 'a2a-version': '1.0' }, body: null }, A2A_OPTIONS);
+      same({ verb: 'POST', path, headers: { 'content-type': 'application/json' }, body: rpc }, A2A_OPTIONS);
+    }
+  });
+
   test('hand-picked bounds: depth 64 and 65, 100,000 values and one more, in and out of strings', () => {
     const bodies = [
       `${'['.repeat(64)}${']'.repeat(64)}`, `${'['.repeat(65)}${']'.repeat(65)}`, `{"a":"${'['.repeat(70)}"}`, `["\\"${'{'.repeat(70)}"]`, `["\\\\",${'['.repeat(64)}${']'.repeat(64)}]`,
