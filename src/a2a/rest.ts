@@ -76,18 +76,19 @@ export function matchRest(verb: string, segments: readonly string[], a2aVersion:
   const upper = verb.toUpperCase();
   const upperVerb = upper === 'HEAD' ? 'GET' : upper;
   if (isLegacyVersion(a2aVersion)) {
-    const m = matchTable(V03_BY_SHAPE.get(`${upperVerb} ${segments.length}`), segments);
+    const m = matchTable(V03_BY_SHAPE.get(upperVerb)?.get(segments.length), segments);
     if (m !== undefined) return m;
   }
-  return matchTable(V1_BY_SHAPE.get(`${upperVerb} ${segments.length}`), segments);
+  return matchTable(V1_BY_SHAPE.get(upperVerb)?.get(segments.length), segments);
 }
 
-/** A table's routes by verb and segment count ('POST 1'), each list in the table's order: only these can match a path. */
-function byShape(table: readonly CompiledRoute[]): Map<string, CompiledRoute[]> {
-  const out = new Map<string, CompiledRoute[]>();
+/** A table's routes by verb, then by segment count, each list in the table's order: only these can match a path. */
+function byShape(table: readonly CompiledRoute[]): Map<string, Map<number, CompiledRoute[]>> {
+  const out = new Map<string, Map<number, CompiledRoute[]>>();
   for (const r of table) {
-    const key = `${r.route.verb} ${r.segments.length}`;
-    out.set(key, [...(out.get(key) ?? []), r]);
+    const byLength = out.get(r.route.verb) ?? new Map<number, CompiledRoute[]>();
+    out.set(r.route.verb, byLength);
+    byLength.set(r.segments.length, [...(byLength.get(r.segments.length) ?? []), r]);
   }
   return out;
 }
