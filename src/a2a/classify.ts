@@ -144,29 +144,35 @@ interface Route extends Target {
 type ReadTarget = { readonly ok: true; readonly route: Route } | { readonly ok: false; readonly why: string };
 
 /**
- * Targets read lately, under the options `routesFor`: a path (one JSON-RPC endpoint takes nearly
- * every call) is parsed and set against the REST bases and routes once, not on every call: ~2,400
- * of a unary JSON-RPC call's ~27,000 instructions in classify() (callgrind). Only what follows from
- * the path and the options is kept, never anything of a request; new options start afresh, and the
- * map is emptied when full (a stream of distinct paths only ever misses).
+ * The last few targets read, under the options `routesFor`: a path (one JSON-RPC endpoint takes
+ * nearly every call) is parsed and set against the REST bases and routes once, not on every call:
+ * ~2,400 of a unary JSON-RPC call's ~27,000 instructions in classify() (callgrind). Only what
+ * follows from the path and the options is kept, never anything of a request; new options start
+ * afresh. A handful of slots, each taken in turn: a path not among them costs a few string
+ * compares (a Map cost ~1,400 instructions a call on a stream of distinct paths, `GET /tasks/{id}`).
  */
-const ROUTES = new Map<string, ReadTarget>();
+const RECENT = 4;
+const MAX_RECENT_PATH = 512;
+const recentPaths: (string | undefined)[] = new Array<string | undefined>(RECENT).fill(undefined);
+const recentReads: (ReadTarget | undefined)[] = new Array<ReadTarget | undefined>(RECENT).fill(undefined);
+let nextSlot = 0;
 let routesFor: ClassifyOptions | undefined;
-const MAX_ROUTES = 64;
-const MAX_ROUTE_PATH = 512;
 
 function readTarget(path: string, opts: ClassifyOptions): ReadTarget {
   if (opts !== routesFor) {
-    ROUTES.clear();
+    recentPaths.fill(undefined);
+    recentReads.fill(undefined);
     routesFor = opts;
   }
-  const known = ROUTES.get(path);
-  if (known !== undefined) return known;
+  for (let i = 0; i < RECENT; i++) {
+    if (recentPaths[i] === path) return recentReads[i] as ReadTarget;
+  }
   const parsed = parseTarget(path);
   const read: ReadTarget = parsed.ok ? { ok: true, route: { ...parsed.target } } : parsed;
-  if (path.length <= MAX_ROUTE_PATH) {
-    if (ROUTES.size >= MAX_ROUTES) ROUTES.clear();
-    ROUTES.set(path, read);
+  if (path.length <= MAX_RECENT_PATH) {
+    recentPaths[nextSlot] = path;
+    recentReads[nextSlot] = read;
+    nextSlot = (nextSlot + 1) % RECENT;
   }
   return read;
 }

@@ -230,7 +230,7 @@ describe('classify against its reference copy', () => {
     fc.assert(fc.property(fc.array(step, { minLength: 1, maxLength: 40 }), (steps) => {
       for (const [v, path, o, asRpc] of steps) same({ verb: v, path, headers: { 'content-type': 'application/json', 'a2a-version': '1.0' }, body: asRpc ? rpc : rest }, o);
     }), { numRuns: 300 });
-    // More distinct paths than are kept, then the first ones again.
+    // More distinct paths than are kept, then the first ones again, and paths too long to keep.
     const many = Array.from({ length: 200 }, (_, i) => `/a2a/rest/tasks/t-${i}`);
     for (const path of [...many, ...many.slice(0, 10), '/a2a/jsonrpc', `/${'a'.repeat(600)}`, `/${'a'.repeat(600)}`]) {
       same({ verb: 'GET', path, headers: { 'a2a-version': '1.0' }, body: null }, A2A_OPTIONS);
