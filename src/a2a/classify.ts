@@ -421,7 +421,7 @@ function fold(k: string): string {
  * through here (test/unit/a2a/classify-keys.test.ts checks the shortcut).
  */
 export function fieldKey(k: string): string {
-  // The ALNUM test as a loop that also learns whether there is a capital to fold (a regex call cost more than the loop).
+  // /^[A-Za-z0-9]*$/ as a loop that also learns whether there is a capital to fold (a regex call cost more than the loop).
   let upper = false;
   for (let i = 0; i < k.length; i++) {
     const c = k.charCodeAt(i);
