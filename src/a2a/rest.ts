@@ -59,6 +59,7 @@ export type RestClassification = RestMatch | { readonly ambiguous: string } | un
  * Unparseable values are not legacy (the agent then refuses them as unsupported).
  */
 export function isLegacyVersion(v: string | undefined): boolean {
+  if (v === '1.0') return false; // nearly every v1.0 call: major 1
   if (v === undefined || v.trim() === '') return true;
   const [maj, min] = v.trim().split('.');
   const major = Number.parseInt(maj ?? '', 10);
@@ -72,28 +73,45 @@ export function isLegacyVersion(v: string | undefined): boolean {
  * answers HEAD with it). Returns undefined when no route matches.
  */
 export function matchRest(verb: string, segments: readonly string[], a2aVersion: string | undefined): RestClassification {
-  const upperVerb = verb.toUpperCase() === 'HEAD' ? 'GET' : verb.toUpperCase();
-  const tables = isLegacyVersion(a2aVersion) ? [V03_ROUTES, V1_ROUTES] : [V1_ROUTES];
-  for (const table of tables) {
-    const found: RestMatch[] = [];
-    for (const r of table) {
-      if (r.route.verb !== upperVerb) continue;
-      const m = matchExact(r, segments);
-      if (m !== undefined) found.push(m);
-    }
-    if (found.length === 0) continue;
-    const first = found[0] as RestMatch;
-    for (const other of found.slice(1)) {
-      if (!sameCall(first, other)) return { ambiguous: `path matches both ${first.op.v1Method} and ${other.op.v1Method}` };
-    }
-    return first;
+  const upper = verb.toUpperCase();
+  const upperVerb = upper === 'HEAD' ? 'GET' : upper;
+  if (isLegacyVersion(a2aVersion)) {
+    const m = matchTable(V03_BY_SHAPE.get(upperVerb)?.get(segments.length), segments);
+    if (m !== undefined) return m;
   }
-  return undefined;
+  return matchTable(V1_BY_SHAPE.get(upperVerb)?.get(segments.length), segments);
+}
+
+/** A table's routes by verb, then by segment count, each list in the table's order: only these can match a path. */
+function byShape(table: readonly CompiledRoute[]): Map<string, Map<number, CompiledRoute[]>> {
+  const out = new Map<string, Map<number, CompiledRoute[]>>();
+  for (const r of table) {
+    const byLength = out.get(r.route.verb) ?? new Map<number, CompiledRoute[]>();
+    out.set(r.route.verb, byLength);
+    byLength.set(r.segments.length, [...(byLength.get(r.segments.length) ?? []), r]);
+  }
+  return out;
+}
+const V03_BY_SHAPE = byShape(V03_ROUTES);
+const V1_BY_SHAPE = byShape(V1_ROUTES);
+
+/** The one call every matching route agrees on, an ambiguity, or undefined when none matches. */
+function matchTable(routes: readonly CompiledRoute[] | undefined, segments: readonly string[]): RestClassification {
+  if (routes === undefined) return undefined;
+  let first: RestMatch | undefined;
+  for (const r of routes) {
+    const m = matchExact(r, segments);
+    if (m === undefined) continue;
+    if (first === undefined) first = m;
+    else if (!sameCall(first, m)) return { ambiguous: `path matches both ${first.op.v1Method} and ${m.op.v1Method}` };
+  }
+  return first;
 }
 
 function matchExact(r: CompiledRoute, segs: readonly string[]): RestMatch | undefined {
   if (segs.length !== r.segments.length) return undefined;
-  const params: Record<string, string> = {};
+  const pathParams: Record<string, string> = {};
+  let tenant: string | undefined;
   for (let i = 0; i < r.segments.length; i++) {
     const t = r.segments[i] as Segment;
     const s = segs[i] as string;
@@ -106,9 +124,10 @@ function matchExact(r: CompiledRoute, segs: readonly string[]): RestMatch | unde
     const value = s.slice(0, s.length - t.suffix.length);
     // Only the last segment can carry a verb (`/tasks/{id}:cancel`); an id further left may hold ':cancel'.
     if (t.suffix === '' && i === r.segments.length - 1 && CUSTOM_VERB.test(value)) return undefined;
-    params[t.param] = value;
+    // (The tenant is kept apart, as `{ tenant, ...pathParams }` of all the parameters would.)
+    if (t.param === 'tenant') tenant = value;
+    else pathParams[t.param] = value;
   }
-  const { tenant, ...pathParams } = params;
   return { op: r.op, version: r.version, route: r.route, pathParams, tenant };
 }
 
@@ -127,27 +146,37 @@ export function looksLikeRest(segments: readonly string[]): boolean {
     // Only routes as long as the tail can match it: most paths are shorter than every route.
     const routes = LOOSE_ROUTES_BY_LENGTH.get(segments.length - start);
     if (routes === undefined) continue;
-    const tail = segments.slice(start);
-    for (const r of routes) if (matchLoose(r, tail)) return true;
+    // Every such route starts with a literal: a first segment none has rules them all out at once.
+    const first = (segments[start] as string).toLowerCase();
+    if (!LOOSE_FIRST_LITERALS.has(first)) continue;
+    for (const r of routes) if (matchLoose(r, segments, start, first)) return true;
   }
   return false;
 }
 
 /** The untenanted routes of both versions, by segment count (looksLikeRest runs for every JSON-RPC call). */
 const LOOSE_ROUTES_BY_LENGTH = new Map<number, CompiledRoute[]>();
+/** Their first segments, lower-cased (each is a literal: checked when the table is built). */
+const LOOSE_FIRST_LITERALS = new Set<string>();
 for (const r of [...V03_ROUTES, ...V1_ROUTES]) {
   if (r.tenant) continue;
   const list = LOOSE_ROUTES_BY_LENGTH.get(r.segments.length) ?? [];
   list.push(r);
   LOOSE_ROUTES_BY_LENGTH.set(r.segments.length, list);
+  const head = r.segments[0];
+  if (head === undefined || !('literal' in head)) throw new Error(`REST route ${r.route.path} does not start with a literal segment`);
+  LOOSE_FIRST_LITERALS.add(head.literal);
 }
 
-function matchLoose(r: CompiledRoute, segs: readonly string[]): boolean {
-  if (segs.length !== r.segments.length) return false;
-  return r.segments.every((t, i) => {
-    const s = (segs[i] as string).toLowerCase();
-    return 'literal' in t ? s === t.literal : s.endsWith(t.suffix) && s.length > t.suffix.length;
-  });
+/** Does `segs` from `start` on match `r` (same length), letter case ignored? `first` is segs[start] lower-cased. */
+function matchLoose(r: CompiledRoute, segs: readonly string[], start: number, first: string): boolean {
+  if (segs.length - start !== r.segments.length) return false;
+  for (let i = 0; i < r.segments.length; i++) {
+    const t = r.segments[i] as Segment;
+    const s = i === 0 ? first : (segs[start + i] as string).toLowerCase();
+    if ('literal' in t ? s !== t.literal : !(s.endsWith(t.suffix) && s.length > t.suffix.length)) return false;
+  }
+  return true;
 }
 
 /** Operations whose REST request carries a JSON body (the rest carry query parameters). */

@@ -1,0 +1,121 @@
+// Reference copy, verbatim but for import paths, of src/a2a/target.ts as of main 8de3f8d (before the
+// classify fast-path work): test/unit/a2a/classify-reference.test.ts holds the current code to it.
+/**
+ * Request targets read one way only. A path is accepted when every server reads it the same:
+ * its segments are percent-decoded once, and anything that routers disagree on (encoded slashes,
+ * dot segments, empty segments, matrix parameters, backslashes, fragments, control characters)
+ * makes the request refused instead of relayed. The proxy then forwards the path it encodes itself
+ * from the decoded segments, so the agent routes exactly what was classified. Pure.
+ */
+
+export interface Target {
+  /** Decoded path segments, in order ('/a2a/rest/tasks/x' -> ['a2a', 'rest', 'tasks', 'x']). */
+  readonly segments: readonly string[];
+  /** The path ended in '/' (routers that are not strict ignore it; it is kept for non-A2A paths). */
+  readonly trailingSlash: boolean;
+  /** Query parameters in order, decoded. */
+  readonly query: readonly (readonly [string, string])[];
+}
+
+export type TargetResult = { readonly ok: true; readonly target: Target } | { readonly ok: false; readonly why: string };
+
+// Characters a segment may hold once decoded: printable, no separators servers disagree on.
+const BAD_IN_SEGMENT = /[\x00-\x1f\x7f/\\;#?]/;
+
+/**
+ * Paths of plain segments: unreserved characters and sub-delims that decode to themselves (no '%',
+ * no ';', no '?'), as almost every A2A call's path is. Such a path reads the same decoded, so the
+ * general loop below has nothing to decode or refuse but dot segments; this skips its per-segment
+ * decodeURIComponent and tests (parsing and encoding the path were ~4 µs of a unary call's CPU under
+ * load in the V8 profile of `npm run bench`, 2026-11-24; parseTarget hot in a loop: 0.61 -> 0.11 µs).
+ * test/unit/a2a/target-fast.test.ts checks it against the general loop.
+ */
+const PLAIN_PATH = /^(?:\/[A-Za-z0-9\-._~!$&'()*+,=:@]+)+\/?$/;
+
+export function parseTarget(raw: string): TargetResult {
+  if (PLAIN_PATH.test(raw)) {
+    const parts = raw.split('/');
+    const trailingSlash = parts[parts.length - 1] === '';
+    const segments = parts.slice(1, trailingSlash ? -1 : undefined);
+    if (!segments.includes('.') && !segments.includes('..')) return { ok: true, target: { segments, trailingSlash, query: [] } };
+  }
+  return parseGeneral(raw);
+}
+
+/** Any request target: every segment decoded and checked (and the reference parseTarget's fast path is tested against). */
+export function parseGeneral(raw: string): TargetResult {
+  if (raw.includes('#')) return { ok: false, why: 'request target contains "#"' };
+  if (raw.includes('\\')) return { ok: false, why: 'request target contains "\\"' };
+  if (!raw.startsWith('/')) return { ok: false, why: 'request target must be an absolute path' };
+  const q = raw.indexOf('?');
+  const pathname = q === -1 ? raw : raw.slice(0, q);
+  const search = q === -1 ? '' : raw.slice(q + 1);
+  const parts = pathname.split('/').slice(1);
+  const trailingSlash = parts.length > 1 && parts[parts.length - 1] === '';
+  if (trailingSlash) parts.pop();
+  const segments: string[] = [];
+  for (const p of parts) {
+    if (p === '') {
+      if (pathname === '/') break; // the root path ('//' is an empty segment, not the root)
+      return { ok: false, why: 'empty path segment ("//")' };
+    }
+    let d: string;
+    try {
+      d = decodeURIComponent(p);
+    } catch {
+      return { ok: false, why: 'malformed percent-encoding in path' };
+    }
+    if (d === '.' || d === '..') return { ok: false, why: 'dot segment in path' };
+    if (BAD_IN_SEGMENT.test(d)) return { ok: false, why: 'path segment holds an encoded slash, ";", control character or other separator' };
+    // Decoding twice must not change it: a router that decodes again would see another path.
+    if (d.includes('%') && /%[0-9a-f]{2}/i.test(d)) return { ok: false, why: 'double percent-encoding in path' };
+    segments.push(d);
+  }
+  const query: (readonly [string, string])[] = [];
+  if (search !== '') {
+    for (const pair of search.split('&')) {
+      if (pair === '') continue;
+      const eq = pair.indexOf('=');
+      const k = eq === -1 ? pair : pair.slice(0, eq);
+      const v = eq === -1 ? '' : pair.slice(eq + 1);
+      try {
+        query.push([decodeURIComponent(k.replace(/\+/g, ' ')), decodeURIComponent(v.replace(/\+/g, ' '))]);
+      } catch {
+        return { ok: false, why: 'malformed percent-encoding in query' };
+      }
+    }
+  }
+  return { ok: true, target: { segments, trailingSlash, query } };
+}
+
+/** Characters encodeURIComponent leaves as they are, and ':' and '@': a segment of only these is its own encoding. */
+const PLAIN_SEGMENT = /^[A-Za-z0-9\-_.!~*'():@]*$/;
+
+/** One segment as every client encodes it (the SDK uses encodeURIComponent); ':' and '@' stay literal. */
+export function encodeSegment(s: string): string {
+  if (PLAIN_SEGMENT.test(s)) return s;
+  return encodeURIComponent(s).replace(/%3A/gi, ':').replace(/%40/g, '@');
+}
+
+export function encodePath(segments: readonly string[], trailingSlash = false): string {
+  const p = `/${segments.map(encodeSegment).join('/')}`;
+  return trailingSlash && segments.length > 0 ? `${p}/` : p;
+}
+
+export function encodeQuery(query: readonly (readonly [string, string])[]): string {
+  if (query.length === 0) return '';
+  return `?${query.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&')}`;
+}
+
+/** Is `segments` at or below the path prefix `base` (segment-wise; letter case ignored, as Express mounts do)? */
+export function isUnder(segments: readonly string[], base: readonly string[]): boolean {
+  if (segments.length < base.length) return false;
+  for (let i = 0; i < base.length; i++) if ((segments[i] as string).toLowerCase() !== (base[i] as string).toLowerCase()) return false;
+  return true;
+}
+
+/** Split a configured or advertised path ('/a2a/rest/') into decoded segments; undefined if it is not plain. */
+export function pathSegments(path: string): string[] | undefined {
+  const r = parseTarget(path === '' ? '/' : path);
+  return r.ok ? [...r.target.segments] : undefined;
+}
