@@ -168,13 +168,19 @@ function readTarget(path: string, opts: ClassifyOptions): ReadTarget {
     if (recentPaths[i] === path) return recentReads[i] as ReadTarget;
   }
   const parsed = parseTarget(path);
-  const read: ReadTarget = parsed.ok ? { ok: true, route: { ...parsed.target } } : parsed;
+  // Shared by every call of this path until it leaves the slots: frozen, so no later stage can change what another call reads.
+  const read: ReadTarget = parsed.ok ? { ok: true, route: frozenRoute(parsed.target) } : parsed;
   if (path.length <= MAX_RECENT_PATH) {
     recentPaths[nextSlot] = path;
     recentReads[nextSlot] = read;
     nextSlot = (nextSlot + 1) % RECENT;
   }
   return read;
+}
+
+function frozenRoute(t: Target): Route {
+  for (const pair of t.query) Object.freeze(pair);
+  return { segments: Object.freeze(t.segments), trailingSlash: t.trailingSlash, query: Object.freeze(t.query) };
 }
 
 function restShaped(t: Route): boolean {
