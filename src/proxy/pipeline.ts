@@ -110,12 +110,13 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     const card = deps.upstreamCard.current();
     if (card !== endpointsFor) {
       endpointsFor = card;
-      classifyOptions = {
-        endpoints: withRestBases(endpointsFromCard(card, deps.upstream.basePath), config.restBasePaths),
+      // Frozen: classify remembers what it read of recent paths under this object (a change is a new object).
+      classifyOptions = Object.freeze({
+        endpoints: Object.freeze(withRestBases(endpointsFromCard(card, deps.upstream.basePath), config.restBasePaths)),
         cardKnown: card !== undefined || config.restBasePaths !== undefined,
         passthrough: config.passthroughPaths,
         forwardNonA2A: config.nonA2A === 'forward',
-      };
+      });
     }
     return classifyOptions;
   }
