@@ -275,7 +275,7 @@ function isJsonRpcEndpoint(t: Route, opts: ClassifyOptions): boolean {
 /** Which binding's terms a refusal uses: JSON-RPC at the agent's JSON-RPC endpoints and for JSON-RPC-looking bodies. */
 function flavour(req: HttpRequestFacts, t: Route, opts: ClassifyOptions, body: ParsedBody | undefined): Binding {
   if (isJsonRpcEndpoint(t, opts)) return 'jsonrpc';
-  if (opts.endpoints.rest.some((b) => isUnder(t.segments, b)) || restShaped(t)) return 'rest';
+  if ((t.restBases ??= restBasesAbove(t, opts)).length > 0 || restShaped(t)) return 'rest';
   if (body?.kind === 'json' && (isObject(body.value) || Array.isArray(body.value))) return 'jsonrpc';
   return req.verb.toUpperCase() === 'POST' && isMediaType(req.headers, JSON_ONLY) ? 'jsonrpc' : 'rest';
 }

@@ -14,4 +14,24 @@ describe('heap', () => {
     const unknown = spawnSync(process.execPath, ['--no-such-v8-flag-for-a2a-guard', '-e', '0'], { encoding: 'utf8' });
     expect(unknown.status).not.toBe(0);
   });
+
+  it("the parser tiering flag keeps undici's parser off TurboFan for its first calls, which V8's default budget does not", () => {
+    // Three keep-alive calls through undici to a local server, with V8 printing each WebAssembly function it compiles.
+    const script = `
+      const http = require('http');
+      const { Pool } = require(${JSON.stringify(require.resolve('undici'))});
+      const srv = http.createServer((q, s) => s.end('ok')).listen(0, '127.0.0.1', async () => {
+        const pool = new Pool('http://127.0.0.1:' + srv.address().port);
+        for (let i = 0; i < 3; i++) { const r = await pool.request({ path: '/', method: 'GET' }); await r.body.text(); }
+        await new Promise((r) => setTimeout(r, 300));
+        await pool.close(); srv.close();
+      });`;
+    const run = (flags: string[]) => spawnSync(process.execPath, [...flags, '--trace-wasm-compilation-times', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    const byDefault = run([]);
+    expect(byDefault.status).toBe(0);
+    expect(byDefault.stdout).toMatch(/using TurboFan/);
+    const late = run([PARSER_TIERING_FLAG]);
+    expect(late.status).toBe(0);
+    expect(late.stdout).not.toMatch(/using TurboFan/);
+  });
 });

@@ -36,6 +36,7 @@ describe('undici-pool', () => {
         let headers: http.IncomingHttpHeaders = {};
         let bytes = 0;
         let pauses = 0;
+        let held = false;
         let resume: () => void = () => undefined;
         dispatchRaw(pool, { path: '/', method: 'GET' }, {
           onConnect: () => undefined,
@@ -46,13 +47,18 @@ describe('undici-pool', () => {
             return true;
           },
           onData: (chunk) => {
-            bytes += chunk.length;
             // Pause after every chunk: undici must hold the body until resume().
+            if (held) reject(new Error('a chunk arrived while the body was paused'));
+            bytes += chunk.length;
             pauses++;
-            setImmediate(resume);
+            held = true;
+            setTimeout(() => {
+              held = false;
+              resume();
+            }, 2);
             return false;
           },
-          onComplete: () => resolve({ status, headers, bytes, pauses }),
+          onComplete: () => (held ? reject(new Error('completed while paused')) : resolve({ status, headers, bytes, pauses })),
           onError: reject,
         });
       });
