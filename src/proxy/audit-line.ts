@@ -63,25 +63,29 @@ interface Head {
   readonly decision: unknown;
   /** The peer's values; undefined for a line without a peer. */
   readonly peer: AuditPeer | undefined;
+  /** `,"method":…` to `"decision":…`. */
   readonly text: string;
+  /** `,"peer":{…}`, or '' without a peer (the guardian's codes and message, per call, come between). */
+  readonly peerText: string;
 }
 /** A few: the operations, outcomes and callers of the moment (a miss costs what a line without them does). */
 const heads: Head[] = [];
 let nextHead = 0;
 
-/** `,"method":…` to the peer, as pino writes them; undefined when a value needs pino's path. */
-function headText(f: Record<string, unknown>, peerLiteral: boolean): string | undefined {
+/** `,"method":…` to `"decision":…` and the peer, as pino writes them; undefined when a value needs pino's path. */
+function headOf(f: Record<string, unknown>, peerLiteral: boolean): Pick<Head, 'text' | 'peerText'> | undefined {
   const { method, wireMethod, binding, role, outcome, decision } = f;
   const peer = f.peer as AuditPeer | undefined;
   // Another peer object of the same values writes the same text only when both are such literals.
   const keep = peer === undefined || peerLiteral;
   if (keep) {
     for (const h of heads) {
-      if (h.method === method && h.wireMethod === wireMethod && h.binding === binding && h.role === role && h.outcome === outcome && h.decision === decision && samePeer(h.peer, peer)) return h.text;
+      if (h.method === method && h.wireMethod === wireMethod && h.binding === binding && h.role === role && h.outcome === outcome && h.decision === decision && samePeer(h.peer, peer)) return h;
     }
   }
   if (!isPlain(method) || !isPlain(wireMethod) || !isPlain(binding) || !isPlain(role) || !isPlain(outcome) || !isPlain(decision)) return undefined;
-  let text = `,"method":"${method}","wireMethod":"${wireMethod}","binding":"${binding}","role":"${role}","outcome":"${outcome}","decision":"${decision}"`;
+  const text = `,"method":"${method}","wireMethod":"${wireMethod}","binding":"${binding}","role":"${role}","outcome":"${outcome}","decision":"${decision}"`;
+  let peerText = '';
   if (peer !== undefined) {
     // An object: JSON.stringify writes it as pino does (test/unit/log-line.test.ts); a toJSON giving undefined or a cycle: pino's path.
     if (typeof peer !== 'object' || peer === null) return undefined;
@@ -92,14 +96,27 @@ function headText(f: Record<string, unknown>, peerLiteral: boolean): string | un
       return undefined;
     }
     if (json === undefined) return undefined;
-    text += `,"peer":${json}`;
+    peerText = `,"peer":${json}`;
   }
   if (keep) {
     const values = peer === undefined ? undefined : { name: peer.name, url: peer.url, version: peer.version, verified: peer.verified };
-    heads[nextHead] = { method, wireMethod, binding, role, outcome, decision, peer: values, text };
+    heads[nextHead] = { method, wireMethod, binding, role, outcome, decision, peer: values, text, peerText };
     nextHead = (nextHead + 1) % 16;
   }
-  return text;
+  return { text, peerText };
+}
+
+/** `,"reasonCode":[…]` as pino writes an array of plain strings; '' without codes; undefined for anything else. */
+function codesText(codes: unknown): string | undefined {
+  if (codes === undefined) return '';
+  if (!Array.isArray(codes) || Object.getPrototypeOf(codes) !== Array.prototype) return undefined;
+  let text = ',"reasonCode":[';
+  for (let i = 0; i < codes.length; i++) {
+    const c: unknown = codes[i];
+    if (!isPlain(c)) return undefined;
+    text += i === 0 ? `"${c}"` : `,"${c}"`;
+  }
+  return `${text}]`;
 }
 
 function samePeer(kept: AuditPeer | undefined, peer: AuditPeer | undefined): boolean {
@@ -125,15 +142,25 @@ function msText(v: unknown): string | undefined {
 
 /**
  * The audit record's fields as pino writes them (`,"key":value` each, in auditRecord's order), for
- * the line of an ordinary call; undefined for anything else (hook lists, reason codes, failures,
- * errors, text to escape), which writeLine writes. The head every call of a kind shares is one
+ * the line of an ordinary call, the guardian's reason codes and message included; undefined for
+ * anything else (hook lists, failures, errors, text to escape), which writeLine writes. The head every call of a kind shares is one
  * kept text. finishCall of an allowed unary call, line and metrics: ~26,900 instructions with
  * writeLine, ~6,800 with this (callgrind).
  */
 export function auditMembers(f: Record<string, unknown>, peerLiteral = false): string | undefined {
-  if (f.reasonCode !== undefined || f.guardianMessage !== undefined || f.failure !== undefined || f.failureDetail !== undefined || f.hooks !== undefined || f.events !== undefined || f.error !== undefined || f.decisionSeq !== undefined || f.decisionHash !== undefined) return undefined;
-  let line = headText(f, peerLiteral);
-  if (line === undefined) return undefined;
+  if (f.failure !== undefined || f.failureDetail !== undefined || f.hooks !== undefined || f.events !== undefined || f.error !== undefined || f.decisionSeq !== undefined || f.decisionHash !== undefined) return undefined;
+  const head = headOf(f, peerLiteral);
+  if (head === undefined) return undefined;
+  // The guardian's codes and message: most guardians give a message on every answer (the bench's says "ok").
+  const codes = codesText(f.reasonCode);
+  if (codes === undefined) return undefined;
+  let line = head.text + codes;
+  const message = f.guardianMessage;
+  if (message !== undefined) {
+    if (!isPlain(message)) return undefined;
+    line += `,"guardianMessage":"${message}"`;
+  }
+  line += head.peerText;
   const { remoteAddress, traceId, spanId, upstreamStatus, upstreamMs, a2aId, envelopeId, caller, callerSource } = f;
   if (remoteAddress !== undefined) {
     if (!isPlain(remoteAddress)) return undefined;

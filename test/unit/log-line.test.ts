@@ -191,11 +191,13 @@ describe('the audit line (writeAuditLine) writes what pino writes for its record
     upstreamStatus: fc.option(fc.integer({ min: 100, max: 599 }), { nil: null }), forwarded: fc.boolean(), upstreamMs: fc.option(ms, { nil: undefined }), totalMs: ms,
     finished: fc.boolean(), events: fc.oneof({ weight: 4, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.nat(1000) }), error: fc.option(text, { nil: undefined, freq: 6 }),
   });
-  // Calls the fast line writes unless a generated value needs escaping: at most one hook, allowed, no codes, failure, events or error.
+  // Calls the fast line writes unless a generated value needs escaping: at most one hook, allowed, no failure, events or error.
   const plainHook = fc.record({
     side: fc.constantFrom('client' as const, 'server' as const), phase: fc.constant('request' as const), decision: fc.constantFrom('allow', 'modify', 'shadow'),
     envelopeId: fc.oneof({ weight: 4, arbitrary: fc.uuid() }, { weight: 1, arbitrary: text }), guardianMs: ms,
-    reasonCode: fc.constantFrom(undefined, []), failure: fc.constantFrom(undefined, 'cancelled'),
+    reasonCode: fc.oneof({ weight: 2, arbitrary: fc.constantFrom(undefined, []) }, { weight: 1, arbitrary: fc.array(fc.oneof(fc.constantFrom('PII', 'POLICY_1'), text), { maxLength: 3 }) }),
+    message: fc.oneof({ weight: 2, arbitrary: fc.constantFrom(undefined, 'ok', 'allowed by policy') }, { weight: 1, arbitrary: text }),
+    failure: fc.constantFrom(undefined, 'cancelled'),
   });
   const plainFacts: fc.Arbitrary<CallFacts> = fc.record({
     method, wireMethod: fc.oneof({ weight: 4, arbitrary: fc.constantFrom('SendMessage', 'GetTask', 'message/send') }, { weight: 1, arbitrary: text }),
@@ -263,10 +265,25 @@ describe('the audit line (writeAuditLine) writes what pino writes for its record
     expect(fast[0]).toContain('"guardianMs":0.83,"upstreamStatus":200,"upstreamMs":2,"totalMs":3.12,"a2aId":1,');
   });
 
-  test('what the fast line does not write goes to writeLine: reason codes, failures, several hooks, escapes, a decision log', () => {
+  test('the guardian\'s reason codes and message are written here too, in their place', () => {
+    for (const hook of [
+      { side: 'server' as const, phase: 'request' as const, decision: 'deny', envelopeId: 'e', guardianMs: 1, reasonCode: ['PII', 'SECRET'], message: 'no' },
+      { side: 'server' as const, phase: 'request' as const, decision: 'allow', envelopeId: 'e', guardianMs: 1, message: 'ok' },
+      { side: 'server' as const, phase: 'request' as const, decision: 'allow', envelopeId: 'e', guardianMs: 1, reasonCode: ['LOW_RISK'] },
+    ]) {
+      const { fast, ref, generic } = audit(run(ordinary({ hooks: [hook] })));
+      expect(fast).toEqual(ref);
+      expect(generic).toBe(false);
+    }
+    const { fast } = audit(run(ordinary({ hooks: [{ side: 'server', phase: 'request', decision: 'deny', envelopeId: 'e', guardianMs: 1, reasonCode: ['PII'], message: 'no' }] })));
+    expect(fast[0]).toContain('"decision":"deny","reasonCode":["PII"],"guardianMessage":"no","peer":{');
+  });
+
+  test('what the fast line does not write goes to writeLine: failures, several hooks, escapes, a decision log', () => {
     const escaped = { ...ordinary().hooks[0] as HookRecord, envelopeId: 'e"1' };
     const cases: Run[] = [
-      run(ordinary({ hooks: [{ side: 'server', phase: 'request', decision: 'deny', envelopeId: 'e', guardianMs: 1, reasonCode: ['PII'], message: 'no' }] })),
+      run(ordinary({ hooks: [{ side: 'server', phase: 'request', decision: 'deny', envelopeId: 'e', guardianMs: 1, reasonCode: ['P"II'], message: 'no' }] })),
+      run(ordinary({ hooks: [{ side: 'server', phase: 'request', decision: 'deny', envelopeId: 'e', guardianMs: 1, message: 'line\nbreak' }] })),
       run(ordinary({ hooks: [{ side: 'server', phase: 'request', decision: 'failOpen', envelopeId: 'e', guardianMs: 1, failure: 'timeout', detail: 'after 2 s' }] })),
       run(ordinary({ hooks: [ordinary().hooks[0] as HookRecord, { side: 'server', phase: 'response', decision: 'allow', envelopeId: 'f', guardianMs: 2 }] })),
       run(ordinary({ hooks: [escaped] })),
