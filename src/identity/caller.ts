@@ -45,6 +45,7 @@ export interface CallerSources {
 export type CallerIdentifier = (headers: IncomingHttpHeaders, socket: Socket) => Promise<CallerResult>;
 
 const UNVERIFIED: PartialAgent = Object.freeze({ url: UNKNOWN_FIELD, name: UNKNOWN_FIELD, version: UNKNOWN_FIELD, metadata: { identity: { verified: false } } });
+const UNVERIFIED_RESULT: CallerResult = Object.freeze({ ok: true, identity: undefined, peer: UNVERIFIED });
 
 /** The caller as the guardian sees it: the verified agent fields and how they were verified. */
 export function verifiedPeer(identity: VerifiedIdentity): PartialAgent {
@@ -91,7 +92,9 @@ export function createCallerIdentifier(src: CallerSources): CallerIdentifier {
     const cert = src.mtls ? tlsPeerIdentity(socket) : undefined;
     if (cert !== undefined) pending.push(cert);
 
-    const checks = pending.length === 0 ? [] : await Promise.all(pending);
+    // No credential (the common case without identities configured): the policy alone decides.
+    if (pending.length === 0) return unidentified(headers);
+    const checks = await Promise.all(pending);
     const failed = checks.find((c): c is Extract<CredentialCheck, { ok: false }> => !c.ok);
     if (failed !== undefined) {
       count('refused');
@@ -102,6 +105,11 @@ export function createCallerIdentifier(src: CallerSources): CallerIdentifier {
       count(identity.source);
       return { ok: true, identity, peer: verifiedPeer(identity) };
     }
+    return unidentified(headers);
+  };
+
+  /** A caller with no verified identity, under IDENTITY_POLICY. */
+  function unidentified(headers: IncomingHttpHeaders): CallerResult {
     switch (src.policy) {
       case 'required':
         count('refused');
@@ -115,9 +123,9 @@ export function createCallerIdentifier(src: CallerSources): CallerIdentifier {
         return { ok: true, identity: undefined, peer: claimedPeer(headers) };
       default:
         count('unverified');
-        return { ok: true, identity: undefined, peer: UNVERIFIED };
+        return UNVERIFIED_RESULT;
     }
-  };
+  }
 }
 
 const PRECEDENCE: readonly VerifiedIdentity['source'][] = ['assertion', 'oidc', 'mtls'];

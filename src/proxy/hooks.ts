@@ -120,11 +120,11 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
       op: ex.call.op, payload, phase, envelopeId, outcome, failMode: config.failMode, shadow: config.shadowMode,
       exposeReasoning: config.exposeGuardianReasoning, validateModified: input.validateModified,
     });
-    const answer = action.outcome.ok ? action.outcome.result : undefined;
-    const rec: HookRecord = {
-      side, phase, decision: action.decision, envelopeId, guardianMs, reasonCode: answer?.reasonCode, message: answer?.message,
-      ...(action.outcome.ok ? {} : { failure: action.outcome.kind, detail: action.outcome.detail }),
-    };
+    const o = action.outcome;
+    // One literal per shape (a spread of the failure fields cost an object and a copy per hook).
+    const rec: HookRecord = o.ok
+      ? { side, phase, decision: action.decision, envelopeId, guardianMs, reasonCode: o.result.reasonCode, message: o.result.message }
+      : { side, phase, decision: action.decision, envelopeId, guardianMs, reasonCode: undefined, message: undefined, failure: o.kind, detail: o.detail };
     span.end({ decision: rec.decision, reasonCodes: rec.reasonCode, failureKind: rec.failure, failureDetail: rec.detail });
     record(ex, rec, action);
     if (logger.isLevelEnabled('debug')) logger.debug({ envelope: typeof body === 'string' ? body : Buffer.concat(body.chunks).toString('utf8'), outcome }, 'guardian exchange');
