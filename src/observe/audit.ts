@@ -83,8 +83,10 @@ export function callDecision(f: CallFacts): string {
 
 /** The outcome of a call from its facts. */
 export function callOutcome(f: CallFacts): CallOutcome {
-  if (f.outcome !== undefined) return f.outcome;
-  const decision = callDecision(f);
+  return f.outcome ?? outcomeOf(f, callDecision(f));
+}
+
+function outcomeOf(f: CallFacts, decision: string): CallOutcome {
   if (decision === 'refused') return 'refused';
   if (decision === 'deny') return 'denied';
   if (decision === 'failClosed') return 'guardian_unavailable';
@@ -123,36 +125,48 @@ export interface AuditRecord {
 const MAX_LOGGED_ID = 256;
 
 export function auditRecord(f: CallFacts): AuditRecord {
-  const outcome = callOutcome(f);
-  const decision = callDecision(f);
-  const codes = reasonCodes(f.hooks);
-  const deciding = blockingHook(f.hooks) ?? decidingHook(f.hooks);
-  const failed = f.hooks.find((h) => h.failure !== undefined && h.failure !== 'cancelled');
-  // Built field by field (no spread per optional field): this runs once per call on the hot path.
-  // The order is the line's: auditMembers (src/proxy/audit-line.ts) writes an ordinary call's fields in it too.
-  const fields: Record<string, unknown> = { method: f.method, wireMethod: f.wireMethod, binding: f.binding, role: f.role, outcome, decision };
-  if (codes.length > 0) fields.reasonCode = codes;
-  if (deciding?.message !== undefined) fields.guardianMessage = deciding.message;
-  if (f.peer !== undefined) fields.peer = f.peer;
-  fields.remoteAddress = f.remoteAddress;
-  if (f.traceId !== undefined) fields.traceId = f.traceId;
-  if (f.spanId !== undefined) fields.spanId = f.spanId;
+  const hooks = f.hooks;
+  // One pass over the hooks for what the record needs of them (a unary call has one).
+  const blocking = blockingHook(hooks);
+  const decision = blocking?.decision ?? f.decision;
+  const outcome = f.outcome ?? outcomeOf(f, decision);
+  const codes = reasonCodes(hooks);
+  const deciding = blocking ?? decidingHook(hooks);
+  let failed: AuditHook | undefined;
   let guardianMs = 0;
-  for (const h of f.hooks) guardianMs += h.guardianMs;
-  fields.guardianMs = round(guardianMs);
-  fields.upstreamStatus = f.upstreamStatus;
-  if (f.upstreamMs !== undefined) fields.upstreamMs = round(f.upstreamMs);
-  fields.totalMs = round(f.totalMs);
-  // The caller's id, as long as the body allows (MAX_BODY_BYTES): kept to what identifies a call in a log line.
-  fields.a2aId = typeof f.a2aId === 'string' && f.a2aId.length > MAX_LOGGED_ID ? `${f.a2aId.slice(0, MAX_LOGGED_ID)}…(${f.a2aId.length} chars)` : f.a2aId;
-  fields.envelopeId = f.hooks[0]?.envelopeId;
-  if (failed !== undefined) {
-    fields.failure = failed.failure;
-    fields.failureDetail = failed.detail;
+  for (const h of hooks) {
+    guardianMs += h.guardianMs;
+    if (failed === undefined && h.failure !== undefined && h.failure !== 'cancelled') failed = h;
   }
-  if (f.hooks.length > 1 || failed !== undefined) fields.hooks = f.hooks.map(hookEntry);
-  if (f.events > 0) fields.events = f.events;
-  if (f.error !== undefined) fields.error = f.error;
+  // One literal, every field in the line's order (auditMembers writes an ordinary call's fields in it
+  // too): pino and JSON.stringify leave the undefined ones out, and the record keeps one shape
+  // (fields added one by one made a shape per kind of call, and megamorphic stores).
+  const fields: Record<string, unknown> = {
+    method: f.method, wireMethod: f.wireMethod, binding: f.binding, role: f.role, outcome, decision,
+    reasonCode: codes.length > 0 ? codes : undefined,
+    guardianMessage: deciding?.message,
+    peer: f.peer,
+    remoteAddress: f.remoteAddress,
+    traceId: f.traceId,
+    spanId: f.spanId,
+    guardianMs: round(guardianMs),
+    upstreamStatus: f.upstreamStatus,
+    upstreamMs: f.upstreamMs === undefined ? undefined : round(f.upstreamMs),
+    totalMs: round(f.totalMs),
+    // The caller's id, as long as the body allows (MAX_BODY_BYTES): kept to what identifies a call in a log line.
+    a2aId: typeof f.a2aId === 'string' && f.a2aId.length > MAX_LOGGED_ID ? `${f.a2aId.slice(0, MAX_LOGGED_ID)}…(${f.a2aId.length} chars)` : f.a2aId,
+    envelopeId: hooks[0]?.envelopeId,
+    failure: failed?.failure,
+    failureDetail: failed?.detail,
+    hooks: hooks.length > 1 || failed !== undefined ? hooks.map(hookEntry) : undefined,
+    events: f.events > 0 ? f.events : undefined,
+    error: f.error,
+    // Set by writeAuditLine when it knows them (a verified caller, a decision-log record).
+    caller: undefined,
+    callerSource: undefined,
+    decisionSeq: undefined,
+    decisionHash: undefined,
+  };
   const level = failed !== undefined || outcome === 'upstream_error' || outcome === 'answer_refused' ? 'warn' : 'info';
   return { level, outcome, decision, reasonCodes: codes, fields };
 }
