@@ -66,10 +66,20 @@ export interface RequestHeaderRules {
   readonly rebuilt?: { readonly version: string | undefined; readonly json: boolean };
 }
 
+// The reasoning header's dashed spelling, made once per configured name: it was a regex replace per
+// forwarded header of every call.
+let reasoningSeen = '';
+let reasoningDashed = '';
+
 /** Headers only the proxy writes (or reads and removes), in any spelling: `X_AOS_Reasoning` is X-AOS-Reasoning to CGI-style servers. */
 function proxyOwned(name: string, reasoningHeader: string): boolean {
   const n = name.includes('_') ? name.replace(/_/g, '-') : name;
-  return n.startsWith('x-aos-') || n === reasoningHeader || n === reasoningHeader.replace(/_/g, '-');
+  if (n.startsWith('x-aos-') || n === reasoningHeader) return true;
+  if (reasoningHeader !== reasoningSeen) {
+    reasoningSeen = reasoningHeader;
+    reasoningDashed = reasoningHeader.replace(/_/g, '-');
+  }
+  return n === reasoningDashed;
 }
 
 export function forwardRequestHeaders(incoming: IncomingHttpHeaders, rules: RequestHeaderRules): OutgoingHttpHeaders {

@@ -54,6 +54,17 @@ describe('forwardRequestHeaders', () => {
     expect(JSON.stringify(out)).not.toContain('secret plan');
   });
 
+  test('a configured reasoning name with an underscore is removed in both spellings, whichever name came before', () => {
+    for (const name of ['x_why', 'x-why', 'x_why', 'my_reason']) {
+      const dashed = name.replace(/_/g, '-');
+      for (const sent of [name, dashed]) {
+        const out = forwardRequestHeaders(incoming({ [sent]: 'secret plan', 'x-other_name': 'kept' }), rules({ reasoningHeader: name }));
+        expect(JSON.stringify(out)).not.toContain('secret plan');
+        expect(out['x-other_name']).toBe('kept');
+      }
+    }
+  });
+
   test('ROLE=client: X-AOS-Agent-* from the caller are replaced by the announced agent', () => {
     const out = forwardRequestHeaders(incoming({ 'x-aos-agent-name': 'spoofed', 'x-aos-agent-url': 'http://evil', 'x-aos-agent-version': '0' }), rules({ role: 'client', announce: ANNOUNCE }));
     expect(out['x-aos-agent-name']).toBe('client-agent');
