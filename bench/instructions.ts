@@ -1,5 +1,5 @@
 /**
- * Phase `instructions` of `npm run bench` (not a default phase: ~15 min, ~25 with BENCH_COMPARE):
+ * Phase `instructions` of `npm run bench` (not a default phase: ~10 min, ~15 with BENCH_COMPARE):
  * user-space instructions per unary call, counted by valgrind's callgrind, of the minimal undici
  * proxy and of a2a-guard (and a2a-guard@compare) under the same load. CPU time on a shared 2-core VM
  * moves by 2x from round to round; instruction counts do not depend on what else runs.
@@ -11,7 +11,9 @@
  * a2a-guard's code through its first ~6,000 calls, and a short one counts compilation as per-call
  * work (1,500 calls: 1,035-1,308 k per call for the same code). Even so, the two processes of a pair do
  * not warm up alike (when V8 compiles, when GCs fall): repeat the phase before reading a difference
- * under ~25 %.
+ * under ~25 %. That difference is a fixed amount per run, so 20,000 counted calls (not 4,000) spread it:
+ * the same code, an hour apart, gave 0.84x the baseline with 4,000 (358 k against 428 k) and 1.06x with
+ * 20,000 (393 k against 372 k), the figure the load phase shows on a quiet machine.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';

@@ -22,7 +22,7 @@
  *   rss         RSS of a fresh a2a-guard (and baseline) before / after RSS_REQUESTS requests
  *   identity    a sidecar pair (ROLE=client -> ROLE=server) without and with signed ES256 identity
  *               assertions, unary under load and sequential (identity.ts)
- *   instructions  (only when asked for: BENCH_ONLY=instructions; ~15 min) user-space instructions per unary
+ *   instructions  (only when asked for: BENCH_ONLY=instructions; ~10 min) user-space instructions per unary
  *               call of the baseline and a2a-guard (and @compare) under valgrind callgrind (instructions.ts)
  *   --profile   --cpu-prof and, where available, perf of a2a-guard and the baseline (profiling.ts)
  *
@@ -33,7 +33,7 @@
  * BENCH_COMPARE=<another checkout, built> (adds a2a-guard@compare to the unary and start-up phases, for an A/B), BENCH_LOG_LEVEL,
  * BENCH_ROUNDS, BENCH_LOAD_ROUNDS, BENCH_AMOUNT, BENCH_CONNECTIONS, BENCH_SEQ, BENCH_STREAMS,
  * BENCH_PACED_STREAMS, BENCH_CONC_STREAMS (5000), BENCH_CONC_WINDOW_S, BENCH_STARTUP_ROUNDS,
- * BENCH_MEMORY_ROUNDS, BENCH_RSS_REQUESTS, BENCH_PROFILE_REQUESTS, BENCH_CG_WARM (8000), BENCH_CG_CALLS (4000),
+ * BENCH_MEMORY_ROUNDS, BENCH_RSS_REQUESTS, BENCH_PROFILE_REQUESTS, BENCH_CG_WARM (8000), BENCH_CG_CALLS (20000),
  * BENCH_PIN=0 (no taskset).
  */
 import http from 'node:http';
@@ -86,7 +86,7 @@ const MEMORY_REQUESTS = QUICK ? 100 : 200;
 const RSS_REQUESTS = num('BENCH_RSS_REQUESTS', LONG ? 100_000 : QUICK ? 5_000 : 10_000);
 const PROFILE_REQUESTS = num('BENCH_PROFILE_REQUESTS', 30_000);
 const CG_WARM = num('BENCH_CG_WARM', 8000);
-const CG_CALLS = num('BENCH_CG_CALLS', 4000);
+const CG_CALLS = num('BENCH_CG_CALLS', 20_000);
 
 /** The agent emits 100 events as fast as it can. */
 const BURST_BODY = streamBody('stream please');
