@@ -11,7 +11,7 @@ import { FastCounter, Metrics } from './admin/metrics';
 import { CardCache } from './a2a/card';
 import { HttpGuardian, type Guardian } from './aos/guardian';
 import { Identities } from './aos/identity';
-import { createUpstream } from './proxy/forward';
+import { createUpstream, proxyOwned } from './proxy/forward';
 import { createProxyHandler } from './proxy/pipeline';
 import { BodyBudget } from './proxy/body';
 import type { createProxyServer } from 'http-proxy-3';
@@ -103,12 +103,6 @@ export function createGuardian(config: Config, logger?: Logger): Guardian {
     });
   }
   return guardian;
-}
-
-/** X-AOS-* (the proxy's headers) and the reasoning header, in any spelling (`X_AOS_Reasoning` is the same header to CGI-style servers). */
-function ownedByProxy(name: string, reasoningHeader: string): boolean {
-  const n = name.toLowerCase().replace(/_/g, '-');
-  return n.startsWith('x-aos-') || n === reasoningHeader.toLowerCase().replace(/_/g, '-');
 }
 
 function silentLogger(): Logger {
@@ -214,7 +208,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
       }
       logger.warn({ path: req.url }, 'forwarding an HTTP upgrade uninspected (ALLOW_WEBSOCKETS=true)');
       // As for every forwarded request: the proxy's own headers, in any spelling, and the reasoning header never go on.
-      for (const h of Object.keys(req.headers)) if (ownedByProxy(h, config.reasoningHeader)) delete req.headers[h];
+      for (const h of Object.keys(req.headers)) if (proxyOwned(h, config.reasoningHeader)) delete req.headers[h];
       wsProxy().ws(req, socket, head);
     });
   });

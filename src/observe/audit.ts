@@ -126,7 +126,7 @@ const MAX_LOGGED_ID = 256;
 
 export function auditRecord(f: CallFacts): AuditRecord {
   const hooks = f.hooks;
-  // One pass over the hooks for what the record needs of them (a unary call has one).
+  // The blocking hook is found once and serves the decision, the outcome and the deciding hook.
   const blocking = blockingHook(hooks);
   const decision = blocking?.decision ?? f.decision;
   const outcome = f.outcome ?? outcomeOf(f, decision);

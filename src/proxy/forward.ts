@@ -66,20 +66,16 @@ export interface RequestHeaderRules {
   readonly rebuilt?: { readonly version: string | undefined; readonly json: boolean };
 }
 
-// The reasoning header's dashed spelling, made once per configured name: it was a regex replace per
-// forwarded header of every call.
-let reasoningSeen = '';
-let reasoningDashed = '';
+/** A header name as CGI-style servers read it: `X_AOS_Reasoning` is X-AOS-Reasoning to them. */
+function dashed(name: string): string {
+  // Nearly every name has no underscore: no regex replace per forwarded header.
+  return name.includes('_') ? name.replace(/_/g, '-') : name;
+}
 
-/** Headers only the proxy writes (or reads and removes), in any spelling: `X_AOS_Reasoning` is X-AOS-Reasoning to CGI-style servers. */
-function proxyOwned(name: string, reasoningHeader: string): boolean {
-  const n = name.includes('_') ? name.replace(/_/g, '-') : name;
-  if (n.startsWith('x-aos-') || n === reasoningHeader) return true;
-  if (reasoningHeader !== reasoningSeen) {
-    reasoningSeen = reasoningHeader;
-    reasoningDashed = reasoningHeader.replace(/_/g, '-');
-  }
-  return n === reasoningDashed;
+/** Headers only the proxy writes (or reads and removes), in any spelling; names are lower case (node's, and the configured one). */
+export function proxyOwned(name: string, reasoningHeader: string): boolean {
+  const n = dashed(name);
+  return n.startsWith('x-aos-') || n === dashed(reasoningHeader);
 }
 
 export function forwardRequestHeaders(incoming: IncomingHttpHeaders, rules: RequestHeaderRules): OutgoingHttpHeaders {

@@ -54,7 +54,7 @@ describe('forwardRequestHeaders', () => {
     expect(JSON.stringify(out)).not.toContain('secret plan');
   });
 
-  test('a configured reasoning name with an underscore is removed in both spellings, whichever name came before', () => {
+  test('a configured reasoning name with an underscore is removed in both spellings, whatever name was configured before', () => {
     for (const name of ['x_why', 'x-why', 'x_why', 'my_reason']) {
       const dashed = name.replace(/_/g, '-');
       for (const sent of [name, dashed]) {
