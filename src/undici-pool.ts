@@ -6,7 +6,6 @@
  * are the same objects, so an undici upgrade that moves them fails loudly).
  */
 import { setFlagsFromString } from 'node:v8';
-import type { IncomingHttpHeaders } from 'node:http';
 import type { Agent, buildConnector, Dispatcher, Pool } from 'undici';
 
 type PoolClass = typeof Pool;
@@ -59,11 +58,11 @@ export function dispatchRaw(pool: Dispatcher, options: Dispatcher.DispatchOption
 }
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const util = require('undici/lib/core/util') as { parseHeaders(raw: Buffer[]): IncomingHttpHeaders };
+const util = require('undici/lib/core/util') as { bufferToLowerCasedHeaderName(raw: Buffer): string };
 
-/** Raw response headers as undici's controller interface gives them: lower-case names, repeated ones as arrays. */
-export function parseRawHeaders(raw: Buffer[]): IncomingHttpHeaders {
-  return util.parseHeaders(raw);
+/** A raw response header name in lower case, as undici's own parsers name it (a lookup tree for the known names). */
+export function headerNameOf(raw: Buffer): string {
+  return util.bufferToLowerCasedHeaderName(raw);
 }
 
 /**

@@ -2,14 +2,14 @@
  * GET /.well-known/agent-card.json (and the pre-0.3 agent.json): fetched from the agent and
  * returned with every endpoint URL pointing at this proxy (design section 7).
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { hostBoundCacheControl, rewriteCard, weakEtag, type CardJson, type RewriteOptions } from '../a2a/card';
 import { grpcPublicAddress } from '../a2a/bindings/grpc/card';
 import { BoundedBytes } from '../core/bounded';
 import { isEncoded } from '../core/http';
 import { isObject } from '../core/json';
 import type { ProxyDeps } from './deps';
-import { callUpstream, forwardRequestHeaders, relayResponseHeaders, abortOnClientClose, headerText } from './forward';
+import { callUpstream, forwardRequestHeaders, abortOnClientClose, headerText } from './forward';
 import { proxyError } from '../core/errors';
 import { sendError } from './responses';
 import { restCodec } from '../a2a/bindings/rest';
@@ -63,7 +63,7 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
           // from there to another agent, around this proxy.
           if (upRes.statusCode >= 300 && upRes.statusCode < 400 && upRes.statusCode !== 304) return unavailable(`agent card: upstream answered HTTP ${upRes.statusCode} (a redirect)`);
           const raw = kept.buffer();
-          const out = relayResponseHeaders(upRes.headers);
+          const out: OutgoingHttpHeaders = { ...upRes.headers };
           let body = raw;
           if (upRes.statusCode === 200) {
             // A 200 card that cannot be rewritten is never relayed: its URLs would lead around the proxy.

@@ -4,9 +4,9 @@
  * of design section 6, and the agent's answer handed on chunk by chunk, never buffered here.
  */
 import type { Role } from '../aos/hook-points';
-import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Pool } from 'undici';
-import { createPool, dispatchRaw, parseRawHeaders } from '../undici-pool';
+import { createPool, dispatchRaw, headerNameOf } from '../undici-pool';
 import type { PartialAgent } from '../aos/schemas';
 import { AGENT_HEADERS, encodeAgentHeader } from '../aos/identity';
 import { ASSERTION_HEADER } from '../identity/types';
@@ -78,9 +78,12 @@ export function proxyOwned(name: string, reasoningHeader: string): boolean {
   return n.startsWith('x-aos-') || n === dashed(reasoningHeader);
 }
 
-export function forwardRequestHeaders(incoming: IncomingHttpHeaders, rules: RequestHeaderRules): OutgoingHttpHeaders {
+/** Request headers as the proxy sends them: text values only, so the dispatcher takes this object as it is. */
+export type ForwardHeaders = Record<string, string | string[]>;
+
+export function forwardRequestHeaders(incoming: IncomingHttpHeaders, rules: RequestHeaderRules): ForwardHeaders {
   const drop = connectionTokens(incoming);
-  const out: OutgoingHttpHeaders = {};
+  const out: ForwardHeaders = {};
   for (const name in incoming) {
     if (drop.has(name)) continue;
     switch (name) {
@@ -96,10 +99,11 @@ export function forwardRequestHeaders(incoming: IncomingHttpHeaders, rules: Requ
       default:
         if (proxyOwned(name, rules.reasoningHeader)) continue; // reasoning never leaks to the remote agent
     }
-    out[name] = incoming[name];
+    const value = incoming[name];
+    if (value !== undefined) out[name] = value;
   }
   out.host = rules.upstreamHost;
-  if (rules.bodyLength !== null) out['content-length'] = rules.bodyLength;
+  if (rules.bodyLength !== null) out['content-length'] = String(rules.bodyLength);
   if (rules.rebuilt !== undefined) {
     if (rules.rebuilt.json && rules.bodyLength !== null && rules.bodyLength > 0) out['content-type'] = 'application/json';
     if (rules.rebuilt.version !== undefined) out['a2a-version'] = rules.rebuilt.version;
@@ -125,11 +129,34 @@ export function headerText(v: string | string[] | undefined): string | undefined
   return Array.isArray(v) ? v.join(', ') : v;
 }
 
-/** Response headers for the caller: everything but hop-by-hop ones. */
-export function relayResponseHeaders(upstream: IncomingHttpHeaders): OutgoingHttpHeaders {
-  const drop = connectionTokens(upstream);
-  const out: OutgoingHttpHeaders = {};
-  for (const name in upstream) if (!drop.has(name)) out[name] = upstream[name];
+/**
+ * The agent's response headers as the caller gets them, parsed once from undici's raw pairs: names
+ * in lower case, repeated ones as arrays (as undici's parseHeaders), hop-by-hop ones and those the
+ * Connection header names left out (RFC 9110 7.6.1).
+ */
+export function endToEndHeaders(raw: readonly Buffer[]): IncomingHttpHeaders {
+  const out: IncomingHttpHeaders = {};
+  let named: string[] | undefined;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = headerNameOf(raw[i] as Buffer);
+    const value = (raw[i + 1] as Buffer).toString('latin1');
+    if (HOP_BY_HOP.has(name)) {
+      if (name === 'connection') for (const t of value.split(',')) {
+        const token = t.trim().toLowerCase();
+        if (token !== '' && !HOP_BY_HOP.has(token)) (named ??= []).push(token);
+      }
+      continue;
+    }
+    // Own members only: a header called "constructor" or "__proto__" is a header, not the prototype's.
+    const prior = Object.hasOwn(out, name) ? out[name] : undefined;
+    if (prior === undefined) {
+      if (name === '__proto__') Object.defineProperty(out, name, { value, enumerable: true, configurable: true, writable: true });
+      else out[name] = value;
+    } else if (typeof prior === 'string') out[name] = [prior, value];
+    else prior.push(value);
+  }
+  // Rare (a Connection header naming an end-to-end-looking header): drop those too.
+  if (named !== undefined) for (const n of named) delete out[n];
   return out;
 }
 
@@ -137,7 +164,7 @@ export interface UpstreamCall {
   readonly verb: string;
   /** Path and query as received; the upstream base path is prepended. */
   readonly path: string;
-  readonly headers: OutgoingHttpHeaders;
+  readonly headers: Readonly<ForwardHeaders>;
   readonly body: Buffer | null;
 }
 
@@ -164,6 +191,7 @@ export class UpstreamAnswer {
 
   constructor(
     readonly statusCode: number,
+    /** End-to-end headers only (endToEndHeaders): relayed as they are; copy before changing them. */
     readonly headers: IncomingHttpHeaders,
     /** undici's resume of this response's body. */
     private readonly resumeBody: () => void,
@@ -233,14 +261,15 @@ export function callUpstream(up: Upstream, call: UpstreamCall, onResponse: (answ
   let abort: ((err: Error) => void) | undefined;
   let answer: UpstreamAnswer | undefined;
   let over = false;
-  const headers: Record<string, string | string[]> = {};
+  // Checked in place: the object goes to undici as it is (no second copy per call).
+  const headers = call.headers;
   let badHeader: string | undefined;
-  for (const k in call.headers) {
-    const v = call.headers[k];
-    if (v === undefined) continue;
-    const value = typeof v === 'number' ? String(v) : v;
-    if (typeof value === 'string' ? INVALID_HEADER_VALUE.test(value) : value.some((x) => INVALID_HEADER_VALUE.test(x))) badHeader = k;
-    headers[k] = value;
+  for (const k in headers) {
+    const v = headers[k] as string | string[];
+    if (typeof v === 'string' ? INVALID_HEADER_VALUE.test(v) : v.some((x) => INVALID_HEADER_VALUE.test(x))) {
+      badHeader = k;
+      break;
+    }
   }
   const handle: UpstreamHandle = {
     abort: () => {
@@ -279,7 +308,7 @@ export function callUpstream(up: Upstream, call: UpstreamCall, onResponse: (answ
             return true;
           }
           if (statusCode < 200) return true;
-          const a = new UpstreamAnswer(statusCode, parseRawHeaders(rawHeaders), resume);
+          const a = new UpstreamAnswer(statusCode, endToEndHeaders(rawHeaders), resume);
           answer = a;
           onResponse(a);
           return !a.paused;

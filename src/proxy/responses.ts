@@ -11,7 +11,7 @@ import { isObject } from '../core/json';
 import { BoundedBytes } from '../core/bounded';
 import { isEncoded } from '../core/http';
 import { proxyError, type ProxyError } from '../core/errors';
-import { headerText, relayResponseHeaders, type UpstreamAnswer } from './forward';
+import { headerText, type UpstreamAnswer } from './forward';
 import { decodeBody } from './body';
 import type { AnswerCheck } from './ownership';
 import { relayStreamInspected as relayPipelined } from './relay/stream';
@@ -45,7 +45,8 @@ export function isEventStream(upRes: UpstreamAnswer): boolean {
 /** Pass the answer on untouched. SSE is flushed per chunk; nothing is buffered or compressed. */
 export function relayPlain(ctx: RelayContext): void {
   const { res, upRes, codec, id } = ctx;
-  res.writeHead(upRes.statusCode, relayResponseHeaders(upRes.headers));
+  // Hop-by-hop headers were left out when the answer arrived; node only reads this object.
+  res.writeHead(upRes.statusCode, upRes.headers);
   const sse = isEventStream(upRes);
   if (sse) res.flushHeaders();
   // Remember whether the bytes so far end on an event boundary, so an error frame never glues onto half an event.
@@ -126,7 +127,7 @@ function uninspectable(ctx: RelayContext, why: string, pass: () => void): void {
 async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   const { res, upRes, codec, id } = ctx;
   const status = upRes.statusCode;
-  const headers = relayResponseHeaders(upRes.headers);
+  const headers: OutgoingHttpHeaders = { ...upRes.headers };
   const original = raw;
   // An agent-card result that cannot be read and rewritten is never relayed, whatever FAIL_MODE says:
   // its URLs would lead around the proxy (the card route refuses the same way).

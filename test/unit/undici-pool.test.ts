@@ -2,7 +2,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as undici from 'undici';
-import { LeanPool, createAgent, createPool, dispatchRaw, leanBuildConnector, parseRawHeaders, type RawHandler } from '../../src/undici-pool';
+import { LeanPool, createAgent, createPool, dispatchRaw, headerNameOf, leanBuildConnector, type RawHandler } from '../../src/undici-pool';
 
 describe('undici-pool', () => {
   it('Pool, Agent and buildConnector are the objects undici exports', async () => {
@@ -25,15 +25,15 @@ describe('undici-pool', () => {
   it('dispatchRaw: status, raw headers, body in order, pause and resume, complete', async () => {
     const big = Buffer.alloc(4 * 1024 * 1024, 0x61);
     const server = http.createServer((_req, res) => {
-      res.writeHead(201, { 'x-one': 'a', 'set-cookie': ['c=1', 'd=2'], 'content-length': big.length });
+      res.writeHead(201, { 'X-One': 'a', 'set-cookie': ['c=1', 'd=2'], 'content-length': big.length });
       res.end(big);
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const pool = createPool(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { connections: 1 });
     try {
-      const got = await new Promise<{ status: number; headers: http.IncomingHttpHeaders; bytes: number; pauses: number }>((resolve, reject) => {
+      const got = await new Promise<{ status: number; headers: Record<string, string[]>; bytes: number; pauses: number }>((resolve, reject) => {
         let status = 0;
-        let headers: http.IncomingHttpHeaders = {};
+        const headers: Record<string, string[]> = {};
         let bytes = 0;
         let pauses = 0;
         let held = false;
@@ -42,7 +42,7 @@ describe('undici-pool', () => {
           onConnect: () => undefined,
           onHeaders: (s, raw, r) => {
             status = s;
-            headers = parseRawHeaders(raw);
+            for (let i = 0; i < raw.length; i += 2) (headers[headerNameOf(raw[i] as Buffer)] ??= []).push((raw[i + 1] as Buffer).toString('latin1'));
             resume = r;
             return true;
           },
@@ -63,7 +63,7 @@ describe('undici-pool', () => {
         });
       });
       expect(got.status).toBe(201);
-      expect(got.headers['x-one']).toBe('a');
+      expect(got.headers['x-one']).toEqual(['a']);
       expect(got.headers['set-cookie']).toEqual(['c=1', 'd=2']);
       expect(got.bytes).toBe(big.length);
       expect(got.pauses).toBeGreaterThan(1);

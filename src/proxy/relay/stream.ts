@@ -7,7 +7,6 @@
 import type { SseEvent } from '../../a2a/sse';
 import { SseParser, formatSseEvent } from '../../a2a/sse';
 import { proxyError, type ProxyError } from '../../core/errors';
-import { relayResponseHeaders } from '../forward';
 import type { RelayContext } from './context';
 import { isObject } from '../../core/json';
 import { OrderedWindow, STREAM_WINDOW_MAX_BYTES, type Verdict } from './window';
@@ -72,7 +71,7 @@ export function relayStreamInspected(ctx: RelayContext, inspect: Inspect | undef
   const ownEvent = ctx.answerHook?.event;
   const { res, upRes, codec, id } = ctx;
   const errorEvent = (err: ProxyError): Buffer => codec.streamError(err, id).frame;
-  res.writeHead(upRes.statusCode, relayResponseHeaders(upRes.headers));
+  res.writeHead(upRes.statusCode, upRes.headers);
   res.flushHeaders();
 
   let waitingForDrain = false;

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { callUpstream, createUpstream, forwardRequestHeaders, relayResponseHeaders, type RequestHeaderRules } from '../../../src/proxy/forward';
+import { callUpstream, createUpstream, endToEndHeaders, forwardRequestHeaders, type RequestHeaderRules } from '../../../src/proxy/forward';
 
 const ANNOUNCE = { name: 'client-agent', url: 'http://client.example', version: '3.1' };
 
@@ -92,7 +92,7 @@ describe('forwardRequestHeaders', () => {
 
   test('content-length is the length of the body the proxy sends; content-encoding and expect are dropped', () => {
     const out = forwardRequestHeaders(incoming({ 'content-length': '999', 'content-encoding': 'gzip', expect: '100-continue' }), rules({ bodyLength: 17 }));
-    expect(out['content-length']).toBe(17);
+    expect(out['content-length']).toBe('17');
     expect(out).not.toHaveProperty('content-encoding');
     expect(out).not.toHaveProperty('expect');
   });
@@ -104,7 +104,7 @@ describe('forwardRequestHeaders', () => {
   test('chunked request re-sent with a content-length', () => {
     const out = forwardRequestHeaders(incoming({ 'transfer-encoding': 'chunked' }), rules({ bodyLength: 5 }));
     expect(out).not.toHaveProperty('transfer-encoding');
-    expect(out['content-length']).toBe(5);
+    expect(out['content-length']).toBe('5');
   });
 
   test('host = upstream host; the caller host goes to x-forwarded-host', () => {
@@ -132,13 +132,16 @@ describe('forwardRequestHeaders', () => {
   });
 });
 
-describe('relayResponseHeaders', () => {
+/** Header pairs as undici hands them over: names as the agent spelled them, values as raw bytes. */
+const raw = (...pairs: [string, string][]): Buffer[] => pairs.flatMap(([k, v]) => [Buffer.from(k, 'latin1'), Buffer.from(v, 'latin1')]);
+
+describe('endToEndHeaders', () => {
   test('hop-by-hop removed, everything else relayed (incl. SSE headers, set-cookie arrays, Vary)', () => {
-    const out = relayResponseHeaders({
-      connection: 'keep-alive, x-hop', 'keep-alive': 'timeout=5', 'transfer-encoding': 'chunked', 'x-hop': '1',
-      'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', 'set-cookie': ['a=1', 'b=2'],
-      vary: 'A2A-Version', 'a2a-extensions': 'https://ext/1',
-    });
+    const out = endToEndHeaders(raw(
+      ['Connection', 'keep-alive, X-Hop'], ['Keep-Alive', 'timeout=5'], ['Transfer-Encoding', 'chunked'], ['x-hop', '1'],
+      ['Content-Type', 'text/event-stream'], ['Cache-Control', 'no-cache'], ['X-Accel-Buffering', 'no'], ['Set-Cookie', 'a=1'], ['set-cookie', 'b=2'],
+      ['Vary', 'A2A-Version'], ['A2A-Extensions', 'https://ext/1'],
+    ));
     expect(out).toEqual({
       'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', 'set-cookie': ['a=1', 'b=2'],
       vary: 'A2A-Version', 'a2a-extensions': 'https://ext/1',
@@ -146,7 +149,25 @@ describe('relayResponseHeaders', () => {
   });
 
   test('content-length and content-encoding of the agent are relayed as they are', () => {
-    expect(relayResponseHeaders({ 'content-length': '12', 'content-encoding': 'gzip' })).toEqual({ 'content-length': '12', 'content-encoding': 'gzip' });
+    expect(endToEndHeaders(raw(['Content-Length', '12'], ['content-encoding', 'gzip']))).toEqual({ 'content-length': '12', 'content-encoding': 'gzip' });
+  });
+
+  test('every Connection header counts, wherever it stands, and a repeated header stays in order', () => {
+    const out = endToEndHeaders(raw(['x-a', '1'], ['x-kept', 'one'], ['Connection', 'x-a'], ['x-b', '2'], ['connection', ' X-B ,close'], ['X-Kept', 'two'], ['x-kept', 'three']));
+    expect(out).toEqual({ 'x-kept': ['one', 'two', 'three'] });
+  });
+
+  test('names of Object.prototype members are headers like any other', () => {
+    const out = endToEndHeaders(raw(['constructor', 'c'], ['__proto__', 'p'], ['toString', 't'], ['__proto__', 'q']));
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect(Object.keys(out)).toEqual(['constructor', '__proto__', 'tostring']);
+    expect(out.constructor).toBe('c');
+    expect(Object.getOwnPropertyDescriptor(out, '__proto__')?.value).toEqual(['p', 'q']);
+    expect(out.tostring).toBe('t');
+  });
+
+  test('values are read as latin1 bytes (as undici and node:http do)', () => {
+    expect(endToEndHeaders([Buffer.from('x-v'), Buffer.from([0x63, 0xe9])])).toEqual({ 'x-v': 'c\u00e9' });
   });
 });
 
