@@ -70,7 +70,7 @@ async function profileRuns(agentUrl: string, guardianUrl: string, pin: Pinning, 
     const c = await startChild(`${name} (perf)`, file, e, pin.proxy, ['--perf-basic-prof-only-functions']);
     await loadRound(c.url, 2000, CONNECTIONS);
     const data = path.join(dir, `${name}.perf.data`);
-    const rec = spawn('perf', [...(process.env.BENCH_PERF_G ? ['record', '-g'] : ['record']), '-e', 'cpu-clock', '-F', '4999', '-p', String(c.proc.pid), '-o', data], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const rec = spawn('perf', [...(process.env.BENCH_PERF_G === '1' ? ['record', '-g'] : ['record']), '-e', 'cpu-clock', '-F', '4999', '-p', String(c.proc.pid), '-o', data], { stdio: ['ignore', 'ignore', 'pipe'] });
     live.add(rec);
     let recErr = '';
     rec.stderr?.on('data', (b: Buffer) => (recErr += b.toString('utf8')));

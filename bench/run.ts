@@ -33,8 +33,8 @@
  * BENCH_COMPARE=<another checkout, built> (adds a2a-guard@compare to the unary and start-up phases, for an A/B), BENCH_LOG_LEVEL,
  * BENCH_ROUNDS, BENCH_LOAD_ROUNDS, BENCH_AMOUNT, BENCH_CONNECTIONS, BENCH_SEQ, BENCH_STREAMS,
  * BENCH_PACED_STREAMS, BENCH_CONC_STREAMS (5000), BENCH_CONC_WINDOW_S, BENCH_STARTUP_ROUNDS,
- * BENCH_MEMORY_ROUNDS, BENCH_RSS_REQUESTS, BENCH_PROFILE_REQUESTS, BENCH_CG_WARM (8000), BENCH_CG_CALLS (20000),
- * BENCH_PIN=0 (no taskset).
+ * BENCH_MEMORY_ROUNDS, BENCH_RSS_REQUESTS, BENCH_PROFILE_REQUESTS, BENCH_PERF_G=1 (perf records call graphs: `perf
+ * report -G` names who called a runtime function), BENCH_CG_WARM (8000), BENCH_CG_CALLS (20000), BENCH_PIN=0 (no taskset).
  */
 import http from 'node:http';
 import os from 'node:os';
