@@ -426,6 +426,27 @@ describe('response headers', () => {
     expect(o.headers['x-multi']).toBe('one, two');
     expect(o.headers['x-latin']).toBe('caf\xe9');
   });
+
+  // Two Connection lines (undici keeps them as two values), each naming a header that must not go on.
+  const twoConnections: RawScript = (sock, head, body) => {
+    const text = head.startsWith('POST') ? rpcResult(rpcId(body)) : '{"ok":true}';
+    sock.write(`HTTP/1.1 200 OK\r\nX-Hop-A: 1\r\nConnection: keep-alive, X-Hop-A\r\ncontent-type: application/json\r\nconnection: x-hop-b\r\nx-hop-b: 2\r\nKeep-Alive: timeout=5\r\nx-kept: 3\r\ncontent-length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
+  };
+
+  test.each([
+    ['plain, non-A2A', () => rawPlain, { method: 'GET', path: '/hops' } as Req],
+    ['plain, A2A', () => rawPlain, { body: msg('hop-1', 'hi') } as Req],
+    ['inspected, A2A', () => rawInspected, { body: msg('hop-2', 'hi') } as Req],
+  ])('%s: two Connection headers: the answer is relayed, without every header they name', async (_name, p, r) => {
+    rawScript = twoConnections;
+    const o = await call(p(), r);
+    expect(o.status).toBe(200);
+    expect(o.complete).toBe(true);
+    expect(o.headers['x-kept']).toBe('3');
+    expect(o.headers['x-hop-a']).toBeUndefined();
+    expect(o.headers['x-hop-b']).toBeUndefined();
+    expect(o.headers['keep-alive']).toBeUndefined();
+  });
 });
 
 describe('extended agent card results that cannot be rewritten', () => {
