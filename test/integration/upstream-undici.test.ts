@@ -413,11 +413,14 @@ describe('response headers', () => {
     ]));
   };
 
-  test.each([
-    ['plain, non-A2A', () => rawPlain, { method: 'GET', path: '/cookies' } as Req],
-    ['plain, A2A', () => rawPlain, { body: msg('ck-1', 'hi') } as Req],
-    ['inspected, A2A', () => rawInspected, { body: msg('ck-2', 'hi') } as Req],
-  ])('%s: set-cookie stays two headers, other duplicates relayed, latin1 bytes preserved', async (_name, p, r) => {
+  /** The three ways an answer goes back: plain unjudged traffic, a plain A2A relay, an inspected one. */
+  const relayPaths = (tag: string): [string, () => Proxy, Req][] => [
+    ['plain, non-A2A', () => rawPlain, { method: 'GET', path: `/${tag}` }],
+    ['plain, A2A', () => rawPlain, { body: msg(`${tag}-1`, 'hi') }],
+    ['inspected, A2A', () => rawInspected, { body: msg(`${tag}-2`, 'hi') }],
+  ];
+
+  test.each(relayPaths('ck'))('%s: set-cookie stays two headers, other duplicates relayed, latin1 bytes preserved', async (_name, p, r) => {
     rawScript = dupHeaders;
     const o = await call(p(), r);
     expect(o.status).toBe(200);
@@ -433,11 +436,7 @@ describe('response headers', () => {
     sock.write(`HTTP/1.1 200 OK\r\nX-Hop-A: 1\r\nConnection: keep-alive, X-Hop-A\r\ncontent-type: application/json\r\nconnection: x-hop-b\r\nx-hop-b: 2\r\nKeep-Alive: timeout=5\r\nx-kept: 3\r\ncontent-length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
   };
 
-  test.each([
-    ['plain, non-A2A', () => rawPlain, { method: 'GET', path: '/hops' } as Req],
-    ['plain, A2A', () => rawPlain, { body: msg('hop-1', 'hi') } as Req],
-    ['inspected, A2A', () => rawInspected, { body: msg('hop-2', 'hi') } as Req],
-  ])('%s: two Connection headers: the answer is relayed, without every header they name', async (_name, p, r) => {
+  test.each(relayPaths('hop'))('%s: two Connection headers: the answer is relayed, without every header they name', async (_name, p, r) => {
     rawScript = twoConnections;
     const o = await call(p(), r);
     expect(o.status).toBe(200);
