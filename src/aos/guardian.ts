@@ -75,7 +75,7 @@ interface RawReply {
 }
 
 class TransportError extends Error {
-  constructor(readonly kind: GuardianFailureKind, message: string, readonly retryable: boolean, readonly socketError?: unknown) {
+  constructor(readonly kind: GuardianFailureKind, message: string, readonly socketError?: unknown) {
     super(message);
   }
 }
@@ -140,9 +140,9 @@ export class HttpGuardian implements Guardian {
     if (halfOpen) this.trialInFlight = true;
     let reply: RawReply;
     try {
-      reply = await this.postWithRetry(this.pools[budget], body, now + this.opts.timeoutMs, caller, trace === undefined ? this.headers : this.withTrace(trace));
+      reply = await this.post(this.pools[budget], body, now + this.opts.timeoutMs, caller, trace === undefined ? this.headers : this.withTrace(trace), 1);
     } catch (err) {
-      const e = err instanceof TransportError ? err : new TransportError('connect', (err as Error).message, false, err);
+      const e = err instanceof TransportError ? err : new TransportError('connect', (err as Error).message, err);
       if (halfOpen) this.trialInFlight = false;
       if (e.kind === 'connect') this.reportFailure(e.socketError ?? e);
       // A caller that went away says nothing about the guardian's health.
@@ -194,18 +194,6 @@ export class HttpGuardian implements Guardian {
     }
   }
 
-  private async postWithRetry(pool: Pool, body: string | EnvelopeBytes, deadline: number, caller: Cancellation | undefined, headers: string[]): Promise<RawReply> {
-    try {
-      return await this.post(pool, body, deadline, caller, headers);
-    } catch (err) {
-      // A stale keep-alive socket or a guardian restarting: one more try if the budget allows.
-      if (err instanceof TransportError && err.retryable && Date.now() < deadline - 1 && caller?.cancelled !== true) {
-        return this.post(pool, body, deadline, caller, headers);
-      }
-      throw err;
-    }
-  }
-
   /** Text or one buffer as is; several buffers go out one after the other under their total content-length. */
   private static wire(headers: string[], body: string | EnvelopeBytes): { headers: string[]; body: Dispatcher.DispatchOptions['body'] } {
     if (typeof body === 'string') return { headers, body };
@@ -214,17 +202,19 @@ export class HttpGuardian implements Guardian {
     return { headers: [...headers, 'content-length', String(body.length)], body: body.chunks as unknown as Dispatcher.DispatchOptions['body'] };
   }
 
-  private post(pool: Pool, body: string | EnvelopeBytes, deadline: number, caller: Cancellation | undefined, headers: string[] = this.headers): Promise<RawReply> {
+  /**
+   * One guardian call: a single promise however many attempts it takes. `retries` more attempts go out
+   * after a failure where the guardian cannot have started to answer (a stale keep-alive socket, a
+   * guardian restarting), while the time budget and the caller allow.
+   */
+  private post(pool: Pool, body: string | EnvelopeBytes, deadline: number, caller: Cancellation | undefined, headers: string[] = this.headers, retries = 0): Promise<RawReply> {
     return new Promise<RawReply>((resolve, reject) => {
       const remaining = deadline - Date.now();
-      if (remaining <= 0) return reject(new TransportError('timeout', 'guardian time budget exhausted', false));
+      if (remaining <= 0) return reject(new TransportError('timeout', 'guardian time budget exhausted'));
       let settled = false;
       let abort: ((err: Error) => void) | undefined;
-      let answered = false;
-      let status = 0;
-      // A guardian answer is small; an endless body is a fault, not something to buffer.
-      const answer = new BoundedBytes(MAX_ANSWER_BYTES);
       let offCancel: (() => void) | undefined;
+      let attemptsLeft = retries;
       const finish = (fn: () => void) => {
         if (settled) return;
         settled = true;
@@ -237,33 +227,52 @@ export class HttpGuardian implements Guardian {
         finish(() => reject(e));
         abort?.(e);
       };
-      const timer = setTimeout(() => stop(new TransportError('timeout', `no guardian answer within ${this.opts.timeoutMs} ms`, false)), remaining);
-      if (caller !== undefined) offCancel = caller.onCancel(() => stop(new TransportError('cancelled', 'caller went away', false)));
+      const timer = setTimeout(() => stop(new TransportError('timeout', `no guardian answer within ${this.opts.timeoutMs} ms`)), remaining);
+      if (caller !== undefined) offCancel = caller.onCancel(() => stop(new TransportError('cancelled', 'caller went away')));
       const wire = HttpGuardian.wire(headers, body);
-      // undici's own handler interface: the guardian's response headers are never parsed (undici-pool.ts).
-      dispatchRaw(pool, { origin: this.origin, path: this.path, method: 'POST', headers: wire.headers, body: wire.body, headersTimeout: 0, bodyTimeout: 0 }, {
-        onConnect: (a) => {
-          abort = a;
-          // Stopped while queued for a connection: never send it.
-          if (settled) a(new TransportError('cancelled', 'call already ended', false));
-        },
-        onHeaders: (statusCode) => {
-          answered = true;
-          status = statusCode;
-          return true;
-        },
-        onData: (chunk) => {
-          if (!answer.push(chunk)) stop(new TransportError('http', 'guardian answer too large', false));
-          return true;
-        },
-        onComplete: () => finish(() => resolve({ status, body: answer.text() })),
-        onError: (err: NodeJS.ErrnoException) => {
-          if (err instanceof TransportError) return finish(() => reject(err));
-          const code = err.code ?? 'error';
-          // Retry only failures where the guardian cannot have started to answer.
-          finish(() => reject(new TransportError('connect', describeError(err), !answered && RETRYABLE_CODES.has(code), err)));
-        },
-      });
+      const send = (): void => {
+        if (settled) return;
+        let answered = false;
+        let status = 0;
+        // A guardian answer is small; an endless body is a fault, not something to buffer.
+        const answer = new BoundedBytes(MAX_ANSWER_BYTES);
+        abort = undefined;
+        try {
+          // undici's own handler interface: the guardian's response headers are never parsed (undici-pool.ts).
+          dispatchRaw(pool, { origin: this.origin, path: this.path, method: 'POST', headers: wire.headers, body: wire.body, headersTimeout: 0, bodyTimeout: 0 }, {
+            onConnect: (a) => {
+              abort = a;
+              // Stopped while queued for a connection: never send it.
+              if (settled) a(new TransportError('cancelled', 'call already ended'));
+            },
+            onHeaders: (statusCode) => {
+              answered = true;
+              status = statusCode;
+              return true;
+            },
+            onData: (chunk) => {
+              if (!answer.push(chunk)) stop(new TransportError('http', 'guardian answer too large'));
+              return true;
+            },
+            onComplete: () => finish(() => resolve({ status, body: answer.text() })),
+            onError: (err: NodeJS.ErrnoException) => {
+              if (err instanceof TransportError) return finish(() => reject(err));
+              // Retry only failures where the guardian cannot have started to answer.
+              const retryable = !answered && RETRYABLE_CODES.has(err.code ?? 'error');
+              if (retryable && attemptsLeft > 0 && !settled && Date.now() < deadline - 1 && caller?.cancelled !== true) {
+                attemptsLeft--;
+                // After undici has finished with the failed connection (this callback runs inside its cleanup).
+                return queueMicrotask(send);
+              }
+              finish(() => reject(new TransportError('connect', describeError(err), err)));
+            },
+          });
+        } catch (err) {
+          // A request undici refuses outright (it throws before any callback).
+          finish(() => reject(err));
+        }
+      };
+      send();
     });
   }
 }
