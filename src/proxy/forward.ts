@@ -36,13 +36,19 @@ const HOP_BY_HOP = new Set([
   'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade',
 ]);
 
-/** Hop-by-hop headers, including any the Connection header names, are not forwarded (RFC 9110 7.6.1). */
+/** The headers a Connection value names beyond the standard hop-by-hop ones (RFC 9110 7.6.1); usually none. */
+function namedByConnection(value: string): string[] | undefined {
+  // The usual values ("keep-alive", "close") name only a standard hop-by-hop header: nothing to split.
+  if (HOP_BY_HOP.has(value.toLowerCase())) return undefined;
+  const extra = value.split(',').map((t) => t.trim().toLowerCase()).filter((t) => t !== '' && !HOP_BY_HOP.has(t));
+  return extra.length === 0 ? undefined : extra;
+}
+
+/** Hop-by-hop headers, including any the Connection header names, are not forwarded. */
 function connectionTokens(headers: IncomingHttpHeaders): Set<string> {
-  const c = headers.connection;
-  // The usual values name only standard hop-by-hop headers: no new set per message.
-  if (c === undefined || HOP_BY_HOP.has(c.toLowerCase())) return HOP_BY_HOP;
-  const extra = c.split(',').map((t) => t.trim().toLowerCase()).filter((t) => t !== '');
-  return extra.length === 0 ? HOP_BY_HOP : new Set([...HOP_BY_HOP, ...extra]);
+  // node joins repeated Connection lines of a request into one value.
+  const extra = headers.connection === undefined ? undefined : namedByConnection(headers.connection);
+  return extra === undefined ? HOP_BY_HOP : new Set([...HOP_BY_HOP, ...extra]);
 }
 
 export interface RequestHeaderRules {
@@ -141,10 +147,9 @@ export function endToEndHeaders(raw: readonly Buffer[]): IncomingHttpHeaders {
     const name = headerNameOf(raw[i] as Buffer);
     const value = (raw[i + 1] as Buffer).toString('latin1');
     if (HOP_BY_HOP.has(name)) {
-      if (name === 'connection') for (const t of value.split(',')) {
-        const token = t.trim().toLowerCase();
-        if (token !== '' && !HOP_BY_HOP.has(token)) (named ??= []).push(token);
-      }
+      // Every Connection line counts (undici keeps repeated lines apart).
+      const extra = name === 'connection' ? namedByConnection(value) : undefined;
+      if (extra !== undefined) (named ??= []).push(...extra);
       continue;
     }
     // Own members only: a header called "constructor" or "__proto__" is a header, not the prototype's.
