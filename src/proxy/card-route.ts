@@ -9,7 +9,7 @@ import { BoundedBytes } from '../core/bounded';
 import { isEncoded } from '../core/http';
 import { isObject } from '../core/json';
 import type { ProxyDeps } from './deps';
-import { callUpstream, forwardRequestHeaders, abortOnClientClose, headerText } from './forward';
+import { callUpstream, forwardRequestHeaders, abortOnClientClose, headerText, headersForOwnBody } from './forward';
 import { proxyError } from '../core/errors';
 import { sendError } from './responses';
 import { restCodec } from '../a2a/bindings/rest';
@@ -63,7 +63,8 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
           // from there to another agent, around this proxy.
           if (upRes.statusCode >= 300 && upRes.statusCode < 400 && upRes.statusCode !== 304) return unavailable(`agent card: upstream answered HTTP ${upRes.statusCode} (a redirect)`);
           const raw = kept.buffer();
-          const out: OutgoingHttpHeaders = { ...upRes.headers };
+          // A 200 card is rewritten below: the agent's length, digests and validators do not describe it.
+          const out: OutgoingHttpHeaders = upRes.statusCode === 200 ? headersForOwnBody(upRes.headers) : { ...upRes.headers };
           let body = raw;
           if (upRes.statusCode === 200) {
             // A 200 card that cannot be rewritten is never relayed: its URLs would lead around the proxy.

@@ -4,7 +4,7 @@
  * of design section 6, and the agent's answer handed on chunk by chunk, never buffered here.
  */
 import type { Role } from '../aos/hook-points';
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Pool } from 'undici';
 import { createPool, dispatchRaw, headerNameOf } from '../undici-pool';
 import type { PartialAgent } from '../aos/schemas';
@@ -127,6 +127,21 @@ export function forwardRequestHeaders(incoming: IncomingHttpHeaders, rules: Requ
   }
   if (incoming['x-forwarded-proto'] === undefined) out['x-forwarded-proto'] = rules.encrypted ? 'https' : 'http';
   if (incoming['x-forwarded-host'] === undefined && incoming.host !== undefined) out['x-forwarded-host'] = incoming.host;
+  return out;
+}
+
+/**
+ * Headers that state the agent's exact bytes: its length (the caller's framing of the connection)
+ * and digests or validators of them. Relayed over a body the proxy writes itself (rewritten events,
+ * its own error frames), a length lets an agent place bytes past the caller's message boundary: an
+ * answer the caller reads as the one to its next, maybe denied, call.
+ */
+const AGENT_BYTES = ['content-length', 'etag', 'content-md5', 'content-digest', 'repr-digest', 'digest'] as const;
+
+/** The agent's headers for a body the proxy writes (or may end) itself: a copy without AGENT_BYTES; node frames it (chunked). */
+export function headersForOwnBody(agent: Readonly<OutgoingHttpHeaders>): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = { ...agent };
+  for (const name of AGENT_BYTES) delete out[name];
   return out;
 }
 

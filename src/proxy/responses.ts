@@ -11,7 +11,7 @@ import { isObject } from '../core/json';
 import { BoundedBytes } from '../core/bounded';
 import { isEncoded } from '../core/http';
 import { proxyError, type ProxyError } from '../core/errors';
-import { headerText, type UpstreamAnswer } from './forward';
+import { headerText, headersForOwnBody, type UpstreamAnswer } from './forward';
 import { decodeBody } from './body';
 import type { AnswerCheck } from './ownership';
 import { relayStreamInspected as relayPipelined } from './relay/stream';
@@ -45,9 +45,10 @@ export function isEventStream(upRes: UpstreamAnswer): boolean {
 /** Pass the answer on untouched. SSE is flushed per chunk; nothing is buffered or compressed. */
 export function relayPlain(ctx: RelayContext): void {
   const { res, upRes, codec, id } = ctx;
-  // Hop-by-hop headers were left out when the answer arrived; node only reads this object.
-  res.writeHead(upRes.statusCode, upRes.headers);
   const sse = isEventStream(upRes);
+  // Hop-by-hop headers were left out when the answer arrived; node only reads this object. A stream
+  // may end with the proxy's own error event, so it never carries the agent's length.
+  res.writeHead(upRes.statusCode, sse ? headersForOwnBody(upRes.headers) : upRes.headers);
   if (sse) res.flushHeaders();
   // Remember whether the bytes so far end on an event boundary, so an error frame never glues onto half an event.
   let tail = '\n\n';
@@ -190,11 +191,11 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
       else out = approvedBytes(codec, payload, payloadJson, body, out, raw);
     }
   }
-  if (out !== raw) {
-    delete headers.etag;
-    delete headers['content-encoding'];
-  }
-  send(res, status, headers, out);
+  if (out === raw) return send(res, status, headers, out);
+  // Bytes the proxy wrote: none of the agent's digests or validators (send sets the length), no encoding.
+  const own = headersForOwnBody(headers);
+  delete own['content-encoding'];
+  send(res, status, own, out);
 }
 
 /**

@@ -10,10 +10,11 @@
  * they count TCP connections, so connection reuse is asserted by count.
  */
 import { rawRoundTrip } from '../helpers/wire';
+import { Client } from 'undici';
 import http from 'node:http';
 import net from 'node:net';
 import { parseSse } from '../helpers/agent';
-import { startGuardian, type TestGuardian } from '../helpers/guardian';
+import { isResponseEnvelope, startGuardian, type TestGuardian } from '../helpers/guardian';
 import { closeServer, listen, sleep, waitFor } from '../helpers/net';
 import { HttpGuardian } from '../../src/aos/guardian';
 import { CARD_USER_AGENT } from '../../src/a2a/card';
@@ -445,6 +446,80 @@ describe('response headers', () => {
     expect(o.headers['x-hop-a']).toBeUndefined();
     expect(o.headers['x-hop-b']).toBeUndefined();
     expect(o.headers['keep-alive']).toBeUndefined();
+  });
+});
+
+describe('an agent event stream that declares its own length', () => {
+  // The proxy may write an event stream's bytes itself (each inspected event re-serialized, a deny's or a
+  // failure's error event): the agent's length would then frame the caller's connection, and the agent
+  // could place bytes past the caller's message boundary. Such answers leave chunked, without it.
+  const stream = (id: unknown, tail = '') => `${sseEvent(id, 1)}${sseEvent(id, 2)}${tail}`;
+  const withLength = (text: string) =>
+    `HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: ${Buffer.byteLength(text)}\r\netag: "agent"\r\ncontent-md5: Q2hlY2sgSW50ZWdyaXR5IQ==\r\n\r\n${text}`;
+
+  test.each([
+    ['plain relay, allowed', () => rawPlain, 'allow'],
+    ['inspected, every event allowed', () => rawInspected, 'allow'],
+    ['inspected, the second event denied', () => rawInspected, 'deny'],
+    ['inspected, the second event modified (longer)', () => rawInspected, 'modify'],
+  ] as const)('%s: chunked, no agent length or validators, and the connection still frames the next call', async (_name, p, decision) => {
+    rawScript = (sock, _head, body) => {
+      const id = rpcId(body);
+      sock.write(JSON.stringify(JSON.parse(body.toString('utf8'))).includes('stream') ? withLength(stream(id)) : withLength(sseEvent(id, 9)));
+    };
+    guardian.script((e) => {
+      if (!isResponseEnvelope(e) || !JSON.stringify(e.params.payload).includes('"n":2')) return { decision: 'allow' };
+      if (decision === 'deny') return { decision: 'deny', message: 'no' };
+      const modified = JSON.parse(JSON.stringify(e.params.payload).replace('"n":2', `"n":2,"pad":"${'y'.repeat(500)}"`)) as Record<string, unknown>;
+      return decision === 'modify' ? { decision: 'modify', modifiedPayload: modified } : { decision: 'allow' };
+    });
+    const port = Number(new URL(p().url).port);
+    const req = (id: number, method: string, last = false) => {
+      const b = JSON.stringify(msg(`len-${id}`, 'hi', method));
+      return `POST /a2a/jsonrpc HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\naccept: text/event-stream\r\n${last ? 'connection: close\r\n' : ''}content-length: ${Buffer.byteLength(b)}\r\n\r\n${b}`;
+    };
+    // Two calls on one connection: the second answer must start where the first one's framing ends.
+    const out = await rawRoundTrip(port, req(1, 'message/stream') + req(2, 'message/send', true), 10_000);
+    const first = out.slice(0, out.indexOf('\r\n\r\n'));
+    expect(first).toMatch(/^HTTP\/1\.1 200/);
+    expect(first).toMatch(/\r\ntransfer-encoding: chunked/i);
+    expect(first).not.toMatch(/\r\n(content-length|etag|content-md5):/i);
+    const end = out.indexOf('\r\n0\r\n\r\n');
+    expect(end).toBeGreaterThan(0);
+    expect(out.slice(end + 7)).toMatch(/^HTTP\/1\.1 200/);
+    expect(out.slice(end + 7)).toContain('len-2');
+  });
+
+  test('an agent cannot answer a later, denied call on a pipelining caller\'s connection', async () => {
+    // Data-less "events" reach the caller as they are; numbers like 1e20 grow when an event is re-serialized.
+    const forgedBody = (id: unknown) => JSON.stringify({ jsonrpc: '2.0', id, result: { kind: 'message', messageId: 'forged', role: 'agent', parts: [{ kind: 'text', text: 'FORGED BY AGENT' }] } });
+    const forged = (id: unknown) => `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(forgedBody(id))}\r\n\r\n${forgedBody(id)}\n\n`;
+    const grows = (id: unknown) => `data: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"kind":"message","messageId":"a-1","role":"agent","parts":[{"kind":"text","text":"first"}],"metadata":{"n":[${Array(20).fill('1e20').join(',')}]}}}\n\n`;
+    const agentSaw: string[] = [];
+    rawScript = (sock, _head, body) => {
+      const id = rpcId(body);
+      agentSaw.push(body.toString('utf8'));
+      if (body.toString('utf8').includes('message/stream')) sock.write(withLength(grows(id) + forged('pipe-2')));
+      else sock.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(rpcResult(id))}\r\n\r\n${rpcResult(id)}`);
+    };
+    guardian.script((e) => (!isResponseEnvelope(e) && JSON.stringify(e.params.payload).includes('SECOND') ? { decision: 'deny', message: 'no' } : { decision: 'allow' }));
+    const client = new Client(rawInspected.url, { pipelining: 2 });
+    const ask = async (body: object): Promise<{ status: number; text: string }> => {
+      const r = await client.request({ path: '/a2a/jsonrpc', method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify(body) });
+      return { status: r.statusCode, text: await r.body.text() };
+    };
+    try {
+      const [first, second] = await Promise.all([ask(msg('pipe-1', 'hi', 'message/stream')), ask(msg('pipe-2', 'SECOND'))]);
+      expect(first.status).toBe(200);
+      expect(parseSse(first.text).length).toBeGreaterThan(0);
+      // The proxy's own deny, whole: not the agent's bytes.
+      expect(second.text).not.toContain('FORGED');
+      expect(JSON.parse(second.text)).toMatchObject({ jsonrpc: '2.0', id: 'pipe-2', error: { code: -31403 } });
+      expect(agentSaw).toHaveLength(1);
+      expect(agentSaw[0]).toContain('pipe-1');
+    } finally {
+      await client.destroy();
+    }
   });
 });
 

@@ -7,6 +7,7 @@
 import type { SseEvent } from '../../a2a/sse';
 import { SseParser, formatSseEvent } from '../../a2a/sse';
 import { proxyError, type ProxyError } from '../../core/errors';
+import { headersForOwnBody } from '../forward';
 import type { RelayContext } from './context';
 import { isObject } from '../../core/json';
 import { OrderedWindow, STREAM_WINDOW_MAX_BYTES, type Verdict } from './window';
@@ -71,7 +72,8 @@ export function relayStreamInspected(ctx: RelayContext, inspect: Inspect | undef
   const ownEvent = ctx.answerHook?.event;
   const { res, upRes, codec, id } = ctx;
   const errorEvent = (err: ProxyError): Buffer => codec.streamError(err, id).frame;
-  res.writeHead(upRes.statusCode, upRes.headers);
+  // Every event leaves as the proxy wrote it: the agent's length would frame the caller's connection wrongly.
+  res.writeHead(upRes.statusCode, headersForOwnBody(upRes.headers));
   res.flushHeaders();
 
   let waitingForDrain = false;
