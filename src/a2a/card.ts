@@ -6,6 +6,7 @@
 import { isCarriedGrpcInterface } from './bindings/grpc/card';
 import { BoundedBytes } from '../core/bounded';
 import { asObject, fieldValue } from '../core/json';
+import { monotonicMs } from '../core/clock';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { Logger } from 'pino';
@@ -43,15 +44,15 @@ export interface CardCacheOptions {
  */
 export class CardCache {
   private card: CardJson | undefined;
-  private fetchedAt = 0;
-  private failedAt = 0;
+  private fetchedAt = -Infinity;
+  private failedAt = -Infinity;
   private inflight: Promise<void> | undefined;
   private lastOk = false;
 
   constructor(private readonly opts: CardCacheOptions) {}
 
   current(): CardJson | undefined {
-    const now = Date.now();
+    const now = monotonicMs();
     const stale = this.card === undefined ? now - this.failedAt > (this.opts.retryMs ?? 10_000) : now - this.fetchedAt > this.opts.ttlMs;
     if (stale && this.inflight === undefined) void this.refresh();
     return this.card;
@@ -108,7 +109,7 @@ export class CardCache {
           continue;
         }
         this.card = body as CardJson;
-        this.fetchedAt = Date.now();
+        this.fetchedAt = monotonicMs();
         this.lastOk = true;
         this.opts.logger.debug({ card: url.href }, `${this.opts.what} agent card fetched`);
         return;
@@ -121,7 +122,7 @@ export class CardCache {
         problems.push(`${url.href}: ${(err as Error).message}${own}${cause === undefined ? '' : ` (${cause.code ?? 'error'}: ${cause.message})`}`);
       }
     }
-    this.failedAt = Date.now();
+    this.failedAt = monotonicMs();
     this.lastOk = false;
     this.opts.logger.warn({ problems }, `${this.opts.what} agent card could not be fetched; identity fields will say "unknown"`);
   }
@@ -150,10 +151,10 @@ type GetOnce = (url: URL, timeoutMs: number) => Promise<Fetched>;
  * not aim the proxy's requests at other (internal) addresses.
  */
 export async function getJson(url: URL, timeoutMs: number, once: GetOnce = httpGetOnce): Promise<{ status: number; body: unknown }> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = monotonicMs() + timeoutMs;
   let at = url;
   for (let hops = 0; ; hops++) {
-    const answer = await once(at, Math.max(1, deadline - Date.now()));
+    const answer = await once(at, Math.max(1, deadline - monotonicMs()));
     if (answer.status >= 300 && answer.status < 400 && answer.location !== undefined && hops < MAX_REDIRECTS) {
       const next = new URL(answer.location, at);
       // The one exception: the same host and port, or its default https port, moving the card to https (a common redirect).

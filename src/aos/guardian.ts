@@ -20,6 +20,7 @@ import type { EnvelopeBytes } from './envelope';
 import { guardianSuccess, pingAnswer } from './answer';
 import { duplicateKey } from './duplicate-keys';
 import { createPool, dispatchRaw } from '../undici-pool';
+import { monotonicMs } from '../core/clock';
 
 /** Whose connections a guardian call uses: a call's own checks, or a stream's events. */
 export type GuardianBudget = 'call' | 'stream';
@@ -122,7 +123,7 @@ export class HttpGuardian implements Guardian {
     const { logger, describeFailure } = this.opts;
     if (logger === undefined) return;
     const d = describeFailure?.(err) ?? { code: (err as NodeJS.ErrnoException).code ?? 'error', cause: (err as Error).message };
-    const now = Date.now();
+    const now = monotonicMs();
     if (this.lastFailureLog !== undefined && this.lastFailureLog.code === d.code && now - this.lastFailureLog.at < 30_000) return;
     this.lastFailureLog = { code: d.code, at: now };
     logger.warn({ guardian: this.describe, ...d }, 'guardian connection failed');
@@ -130,11 +131,11 @@ export class HttpGuardian implements Guardian {
 
   breakerState(): 'closed' | 'open' | 'half_open' {
     if (this.openUntil === 0) return 'closed';
-    return Date.now() < this.openUntil ? 'open' : 'half_open';
+    return monotonicMs() < this.openUntil ? 'open' : 'half_open';
   }
 
   async decide(envelope: Envelope, body: string | EnvelopeBytes, caller?: Cancellation, trace?: TraceContext, budget: GuardianBudget = 'call'): Promise<GuardianOutcome> {
-    const now = Date.now();
+    const now = monotonicMs();
     const halfOpen = this.openUntil !== 0;
     if (now < this.openUntil || (halfOpen && this.trialInFlight)) return { ok: false, kind: 'breakerOpen', detail: 'guardian circuit breaker is open' };
     if (halfOpen) this.trialInFlight = true;
@@ -160,7 +161,7 @@ export class HttpGuardian implements Guardian {
     const id = randomUUID();
     const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'ping', params: { timestamp: new Date().toISOString(), timeout: timeoutMs } });
     try {
-      const reply = await this.post(this.pools.call, body, Date.now() + timeoutMs, undefined);
+      const reply = await this.post(this.pools.call, body, monotonicMs() + timeoutMs, undefined);
       if (reply.status < 200 || reply.status >= 300) return false;
       const answer = pingAnswer(JSON.parse(reply.body));
       return answer !== undefined && answer.id === id && answer.status === 'connected';
@@ -188,7 +189,7 @@ export class HttpGuardian implements Guardian {
   private noteFailure(): void {
     this.consecutiveFailures++;
     if (this.consecutiveFailures >= (this.opts.breakerThreshold ?? 5)) {
-      this.openUntil = Date.now() + (this.opts.breakerCooldownMs ?? 2000);
+      this.openUntil = monotonicMs() + (this.opts.breakerCooldownMs ?? 2000);
       // Half-open: after the cooldown one call goes through; its failure re-opens the breaker at once.
       this.consecutiveFailures = (this.opts.breakerThreshold ?? 5) - 1;
     }
@@ -209,7 +210,7 @@ export class HttpGuardian implements Guardian {
    */
   private post(pool: Pool, body: string | EnvelopeBytes, deadline: number, caller: Cancellation | undefined, headers: string[] = this.headers, retries = 0): Promise<RawReply> {
     return new Promise<RawReply>((resolve, reject) => {
-      const remaining = deadline - Date.now();
+      const remaining = deadline - monotonicMs();
       if (remaining <= 0) return reject(new TransportError('timeout', 'guardian time budget exhausted'));
       let settled = false;
       let abort: ((err: Error) => void) | undefined;
@@ -259,7 +260,7 @@ export class HttpGuardian implements Guardian {
               if (err instanceof TransportError) return finish(() => reject(err));
               // Retry only failures where the guardian cannot have started to answer.
               const retryable = !answered && RETRYABLE_CODES.has(err.code ?? 'error');
-              if (retryable && attemptsLeft > 0 && !settled && Date.now() < deadline - 1 && caller?.cancelled !== true) {
+              if (retryable && attemptsLeft > 0 && !settled && monotonicMs() < deadline - 1 && caller?.cancelled !== true) {
                 attemptsLeft--;
                 // After undici has finished with the failed connection (this callback runs inside its cleanup).
                 return queueMicrotask(send);

@@ -8,6 +8,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
 import type { ClaimMap } from '../config';
 import { isLoopback } from './assertion';
+import { monotonicMs } from '../core/clock';
 import { CLOCK_TOLERANCE_S, type JWTVerifyGetKey, jose, joseProblem, OIDC_ALGORITHMS } from './jose';
 import { type AgentFields, type CredentialCheck, fieldValue, UNKNOWN_FIELD } from './types';
 
@@ -48,7 +49,7 @@ export function agentFromClaims(payload: Readonly<Record<string, unknown>>, map:
 
 export class OidcVerifier {
   private keys: Promise<JWTVerifyGetKey> | undefined;
-  private keysFailedAt = 0;
+  private keysFailedAt = -Infinity;
 
   constructor(private readonly opts: OidcOptions, keys?: JWTVerifyGetKey) {
     if (keys !== undefined) this.keys = Promise.resolve(keys);
@@ -95,7 +96,7 @@ export class OidcVerifier {
 
   private keySet(): Promise<JWTVerifyGetKey> {
     if (this.keys !== undefined) return this.keys;
-    if (Date.now() - this.keysFailedAt < DISCOVERY_RETRY_MS) return Promise.reject(new Error('OIDC discovery failed recently'));
+    if (monotonicMs() - this.keysFailedAt < DISCOVERY_RETRY_MS) return Promise.reject(new Error('OIDC discovery failed recently'));
     const remote = (url: URL) => jose().createRemoteJWKSet(url, {
       cacheMaxAge: this.opts.refreshMs,
       cooldownDuration: Math.min(this.opts.refreshMs, 30_000),
@@ -105,7 +106,7 @@ export class OidcVerifier {
     this.keys = attempt;
     attempt.catch((err: unknown) => {
       this.keys = undefined;
-      this.keysFailedAt = Date.now();
+      this.keysFailedAt = monotonicMs();
       this.opts.logger.warn({ issuer: this.opts.issuer, problem: (err as Error).message }, 'OIDC discovery failed; bearer tokens are refused until it succeeds');
     });
     return attempt;

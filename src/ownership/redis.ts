@@ -19,6 +19,7 @@ import type { Logger } from 'pino';
 import type * as IORedis from 'ioredis';
 import type { OwnerStore } from './store';
 import type { Owner } from './principal';
+import { monotonicMs } from '../core/clock';
 
 export interface RedisStoreOptions {
   /** redis:// or rediss:// URL (credentials in it are never logged). */
@@ -53,7 +54,7 @@ export class RedisOwnerStore implements OwnerStore {
   readonly kind = 'redis';
   private up = false;
   private secret: Buffer | undefined;
-  private secretCheckedAt = 0;
+  private secretCheckedAt = -Infinity;
   private secretLookup: Promise<Buffer> | undefined;
 
   constructor(private readonly client: IORedis.Redis, private readonly opts: RedisStoreOptions) {
@@ -105,7 +106,7 @@ export class RedisOwnerStore implements OwnerStore {
 
   sharedSecret(refresh: boolean): Promise<Buffer> {
     const cached = this.secret;
-    if (cached !== undefined && (!refresh || Date.now() - this.secretCheckedAt < (this.opts.secretRecheckMs ?? SECRET_RECHECK_MS))) return Promise.resolve(cached);
+    if (cached !== undefined && (!refresh || monotonicMs() - this.secretCheckedAt < (this.opts.secretRecheckMs ?? SECRET_RECHECK_MS))) return Promise.resolve(cached);
     // A failed second look keeps the secret already held.
     return (this.secretLookup ??= this.lookUpSecret()
       .catch((err: unknown) => {
@@ -126,7 +127,7 @@ export class RedisOwnerStore implements OwnerStore {
     const secret = typeof value === 'string' ? Buffer.from(value, 'base64') : Buffer.alloc(0);
     if (secret.length < 32) throw new Error(`task store key ${SECRET_KEY} holds no usable secret`);
     this.secret = secret;
-    this.secretCheckedAt = Date.now();
+    this.secretCheckedAt = monotonicMs();
     return secret;
   }
 

@@ -224,6 +224,26 @@ describe('circuit breaker', () => {
     expect(guardian.calls()).toHaveLength(4);
   });
 
+  test('the wall clock stepping back an hour (NTP, a resumed VM) does not hold the breaker open for that hour', async () => {
+    const p = await proxyWith();
+    await openBreaker(p);
+    const wall = Date.now.bind(Date);
+    const stepped = jest.spyOn(Date, 'now').mockImplementation(() => wall() - 3_600_000);
+    try {
+      dead = false;
+      // The cooldown is 2 s of elapsed time, whatever the wall clock says.
+      await waitFor(async () => {
+        const r = await call(p, `step-${Math.random()}`, 'are you back');
+        if (r.json?.error === undefined) return true;
+        await sleep(50);
+        return false;
+      }, 15_000, 'a call through the recovered guardian after the clock stepped back');
+      expect(guardian.calls()).toHaveLength(1);
+    } finally {
+      stepped.mockRestore();
+    }
+  });
+
   test('half-open: a failing trial re-opens the breaker at once', async () => {
     const p = await proxyWith();
     await openBreaker(p);
