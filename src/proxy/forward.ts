@@ -140,9 +140,13 @@ const AGENT_BYTES = ['content-length', 'etag', 'content-md5', 'content-digest', 
 
 /** The agent's headers for a body the proxy writes (or may end) itself: a copy without AGENT_BYTES; node frames it (chunked). */
 export function headersForOwnBody(agent: Readonly<OutgoingHttpHeaders>): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = { ...agent };
-  for (const name of AGENT_BYTES) delete out[name];
-  return out;
+  return dropAgentBytes({ ...agent });
+}
+
+/** headersForOwnBody on a copy the caller already made (changed in place). */
+export function dropAgentBytes(headers: OutgoingHttpHeaders): OutgoingHttpHeaders {
+  for (const name of AGENT_BYTES) delete headers[name];
+  return headers;
 }
 
 /** One header's value as text (repeated headers joined with ", "), or undefined when absent. */

@@ -11,7 +11,7 @@ import { isObject } from '../core/json';
 import { BoundedBytes } from '../core/bounded';
 import { isEncoded } from '../core/http';
 import { proxyError, type ProxyError } from '../core/errors';
-import { headerText, headersForOwnBody, type UpstreamAnswer } from './forward';
+import { dropAgentBytes, headerText, headersForOwnBody, type UpstreamAnswer } from './forward';
 import { decodeBody } from './body';
 import type { AnswerCheck } from './ownership';
 import { relayStreamInspected as relayPipelined } from './relay/stream';
@@ -193,9 +193,9 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   }
   if (out === raw) return send(res, status, headers, out);
   // Bytes the proxy wrote: none of the agent's digests or validators (send sets the length), no encoding.
-  const own = headersForOwnBody(headers);
-  delete own['content-encoding'];
-  send(res, status, own, out);
+  dropAgentBytes(headers);
+  delete headers['content-encoding'];
+  send(res, status, headers, out);
 }
 
 /**

@@ -200,6 +200,8 @@ describe.each(CASES)('raw %s %s SendMessage', (binding, version) => {
     expect(res.status).toBe(binding === 'HTTP+JSON' && version === '0.3' ? 201 : 200); // the v0.3 REST server answers 201 Created
     expect(res.bytes.equals(a.body)).toBe(true);
     expect(Number(res.headers['content-length'])).toBe(a.body.length);
+    // The agent's validator stays with its own bytes (the modify case below shows it goes with them).
+    expect(res.headers.etag).toMatch(/^W\/"/);
     expect(textOf(res.json)).toContain('echo: hello ✓ "quoted" é');
 
     const resps = responseEnvs();
@@ -249,6 +251,8 @@ describe.each(CASES)('raw %s %s SendMessage', (binding, version) => {
     expect(textOf(res.json)).toContain('echo: [rewritten] there');
     expect(res.text).not.toContain('echo: hello');
     expect(Number(res.headers['content-length'])).toBe(res.bytes.length);
+    // Bytes the proxy wrote: the agent's ETag (allow test above) would name the agent's answer, not this one.
+    expect(res.headers.etag).toBeUndefined();
   });
 
   test('modify that changes the id, or drops result and error: no valid answer -> -31503 / REST 503', async () => {
