@@ -63,11 +63,13 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
           // from there to another agent, around this proxy.
           if (upRes.statusCode >= 300 && upRes.statusCode < 400 && upRes.statusCode !== 304) return unavailable(`agent card: upstream answered HTTP ${upRes.statusCode} (a redirect)`);
           const raw = kept.buffer();
-          // A 200 card is rewritten below: the agent's length, digests and validators do not describe it.
-          const out: OutgoingHttpHeaders = upRes.statusCode === 200 ? headersForOwnBody(upRes.headers) : { ...upRes.headers };
+          // Any 2xx is a card to a caller's resolver (the SDK takes response.ok: 203, 206, 226 too): rewritten
+          // below, so the agent's length, digests and validators do not describe it.
+          const card2xx = upRes.statusCode >= 200 && upRes.statusCode < 300;
+          const out: OutgoingHttpHeaders = card2xx ? headersForOwnBody(upRes.headers) : { ...upRes.headers };
           let body = raw;
-          if (upRes.statusCode === 200) {
-            // A 200 card that cannot be rewritten is never relayed: its URLs would lead around the proxy.
+          if (card2xx) {
+            // A card that cannot be rewritten is never relayed: its URLs would lead around the proxy.
             const card = !kept.overflowed && !isEncoded(upRes.headers['content-encoding']) ? parseCard(raw) : undefined;
             if (card === undefined) return unavailable('agent card: not a readable JSON object (too large, encoded or malformed)');
             body = Buffer.from(JSON.stringify(rewriteCard(card, cardRewrite(deps, req))));
