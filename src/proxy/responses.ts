@@ -40,12 +40,17 @@ export function isEventStream(upRes: UpstreamAnswer): boolean {
   return String(upRes.headers['content-type'] ?? '').toLowerCase().startsWith('text/event-stream');
 }
 
+/** An event stream answering an operation that streams (or traffic that is not A2A, judged by its label alone). */
+function streamsEvents(ctx: RelayContext): boolean {
+  return isEventStream(ctx.upRes) && (ctx.ex === undefined || ctx.ex.call.op.streaming);
+}
+
 // ---- plain relay ----
 
 /** Pass the answer on untouched. SSE is flushed per chunk; nothing is buffered or compressed. */
 export function relayPlain(ctx: RelayContext): void {
   const { res, upRes, codec, id } = ctx;
-  const sse = isEventStream(upRes);
+  const sse = streamsEvents(ctx);
   // Hop-by-hop headers were left out when the answer arrived; node only reads this object. A stream
   // may end with the proxy's own error event, so it never carries the agent's length.
   res.writeHead(upRes.statusCode, sse ? headersForOwnBody(upRes.headers) : upRes.headers);
@@ -93,6 +98,7 @@ export function relayPlain(ctx: RelayContext): void {
 
 export function relayUnaryInspected(ctx: RelayContext): void {
   const { res, upRes, codec, id } = ctx;
+  if (isEventStream(upRes)) return unaryLabelledStream(ctx);
   const kept = new BoundedBytes(ctx.maxBodyBytes);
   let overloaded = false;
   upRes.read({
@@ -116,6 +122,26 @@ export function relayUnaryInspected(ctx: RelayContext): void {
       void finishUnary(ctx, kept.buffer()).catch(() => res.destroy());
     },
   });
+}
+
+/**
+ * A unary operation answered with a body labelled text/event-stream. Read as events, a JSON body has
+ * none to judge, yet an SDK caller ignores the label and acts on that JSON; read as JSON, a caller
+ * that honours the label reads something else. No reading is the caller's for sure, so the answer is
+ * refused before its body is read (passed as it is only under FAIL_MODE=open, counted), and a card
+ * result always (its URLs would lead around the proxy).
+ */
+function unaryLabelledStream(ctx: RelayContext): void {
+  const why = 'agent answered a unary operation with an event stream';
+  if (ctx.rewriteCard !== undefined && ctx.upRes.statusCode >= 200 && ctx.upRes.statusCode < 300) {
+    ctx.upReq.abort();
+    ctx.onUpstreamFailure('agent card result cannot be read');
+    return sendError(ctx.res, ctx.codec, proxyError('upstreamUnavailable', 'Agent card unavailable: the answer cannot be read'), ctx.id);
+  }
+  const err = ctx.onUninspectable(why);
+  if (err === undefined) return relayPlain(ctx);
+  ctx.upReq.abort();
+  sendError(ctx.res, ctx.codec, err, ctx.id);
 }
 
 /** Fail closed (send the error) or open (run `pass`) on an answer the hooks cannot read. */
@@ -148,14 +174,16 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   }
   let body: unknown;
   try {
-    body = raw.length === 0 ? null : JSON.parse(raw.toString('utf8'));
+    body = raw.length === 0 ? null : parseJsonBody(raw);
   } catch {
     if (cardAnswer) return refuseCard();
     const owned = await checkAnswer(ctx, undefined, status);
     if (res.destroyed) return;
     if (owned.type === 'refuse') return sendError(res, codec, owned.error, id);
-    // Not JSON (an HTML error page, say): no A2A answer the hooks could judge.
-    if (ctx.inspect === undefined) return send(res, status, headers, original);
+    // Not JSON (an HTML error page, say): no A2A answer the hooks could judge. A 2xx one that task ownership
+    // should have read is not passed unread either: a laxer reader (NaN, comments) could find a task in it.
+    const ownershipReads = ctx.answerHook?.unary !== undefined && status >= 200 && status < 300;
+    if (ctx.inspect === undefined && !ownershipReads) return send(res, status, headers, original);
     return uninspectable(ctx, 'agent answer is not JSON', () => send(res, status, headers, original));
   }
   let out = raw;
@@ -225,6 +253,16 @@ function rewriteCardResult(codec: Codec, body: unknown, opts: Parameters<typeof 
 function isErrorAnswer(codec: Codec, id: JsonRpcId | null, body: unknown): boolean {
   const payload = codec.toPayload(id, body, true);
   return payload !== undefined && 'error' in payload && !('result' in payload);
+}
+
+/**
+ * The agent's answer body as JSON, read as an SDK caller's `response.json()` reads it: UTF-8 with one
+ * leading byte order mark dropped (WHATWG "UTF-8 decode"). JSON.parse alone refuses the mark, and an
+ * answer the proxy could not read but the caller can would pass unjudged.
+ */
+function parseJsonBody(raw: Buffer): unknown {
+  const bom = raw.length >= 3 && raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf;
+  return JSON.parse(raw.toString('utf8', bom ? 3 : 0));
 }
 
 function send(res: ServerResponse, status: number, headers: OutgoingHttpHeaders, body: Buffer): void {

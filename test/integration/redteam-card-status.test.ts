@@ -40,3 +40,62 @@ test.each([200, 201, 203, 206, 226])('an HTTP %i card reaches the caller rewritt
     await new Promise((r) => srv.close(r));
   }
 });
+
+/**
+ * The extended card operations return a card as a call result, and a result labelled text/event-stream
+ * was relayed event by event, where no card is rewritten. Every spelling of the label, with the card as
+ * a JSON body or as an SSE event, through a proxy with and without response inspection: the agent's
+ * URL never reaches the caller.
+ */
+describe('an extended card result labelled as an event stream', () => {
+  const result = (id: unknown) => JSON.stringify({ jsonrpc: '2.0', id, result: JSON.parse(card) as unknown });
+  const labels = ['text/event-stream', 'text/event-stream; charset=utf-8', 'Text/Event-Stream'];
+  const bodies = { json: (id: unknown) => result(id), event: (id: unknown) => `data: ${result(id)}\n\n` };
+  const cases = labels.flatMap((label) => (['json', 'event'] as const).flatMap((body) => (['GetExtendedAgentCard', 'agent/getAuthenticatedExtendedCard'] as const).flatMap((method) => ['false', 'true'].map((inspect) => [label, body, method, inspect] as const))));
+  let srv: net.Server;
+  let answer: (id: unknown) => string = () => '';
+  let label = '';
+  const sockets = new Set<net.Socket>();
+  beforeAll(async () => {
+    srv = net.createServer((s) => {
+      sockets.add(s);
+      let buf = '';
+      s.on('data', (d: Buffer) => {
+        buf += d.toString('latin1');
+        const end = buf.indexOf('\r\n\r\n');
+        const len = Number(/content-length:\s*(\d+)/i.exec(buf)?.[1] ?? 0);
+        if (end < 0 || buf.length < end + 4 + len) return;
+        if (buf.startsWith('GET ')) {
+          buf = '';
+          return void s.write('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
+        }
+        const out = answer((JSON.parse(buf.slice(end + 4, end + 4 + len)) as { id: unknown }).id);
+        buf = '';
+        s.write(`HTTP/1.1 200 OK\r\ncontent-type: ${label}\r\ncontent-length: ${Buffer.byteLength(out)}\r\n\r\n${out}`);
+      });
+    });
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  });
+  afterAll(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => srv.close(r));
+  });
+
+  test.each(cases)('%s, the card as %s, %s, INSPECT_RESPONSES=%s', async (l, body, method, inspect) => {
+    label = l;
+    answer = bodies[body];
+    const p = await startTestProxy({ UPSTREAM_URL: `http://127.0.0.1:${(srv.address() as net.AddressInfo).port}`, GUARDIAN_URL: guardian.url, ROLE: 'server', INSPECT_RESPONSES: inspect });
+    try {
+      const r = await fetch(`${p.url}/a2a/jsonrpc`, {
+        method: 'POST', headers: { 'content-type': 'application/json', ...(method.includes('/') ? {} : { 'a2a-version': '1.0' }) },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 'c-1', method, params: {} }),
+      });
+      const text = await r.text();
+      expect(text).not.toContain('internal-agent.example');
+      // Refused as an answer the proxy cannot read (the caller gets the binding's error, not a card).
+      expect(text).toContain('-31502');
+    } finally {
+      await p.close();
+    }
+  });
+});

@@ -4,10 +4,10 @@
  * reference section 4):
  *   - `:` comments / keep-alives, `event:` and `id:` lines, CRLF line endings, multi-line data, chunks
  *     split mid-line, between CR and LF and inside a UTF-8 character: inspection off -> the bytes are
- *     identical; inspection on -> comments and keep-alives pass as they are, each data event is
+ *     identical; inspection on -> every block without data leaves as a bare `:` keep-alive, each data event is
  *     inspected exactly once and reaches the client as the text the guardian judged (the proxy's
- *     serialization, with its `event:`/`id:` fields), in order; a modified event keeps its `event:`/`id:`
- *     fields and only that frame changes;
+ *     serialization: its data, and `event: error` for an error event only), in order; a modified event
+ *     changes only its own frame;
  *   - per-event flush: the upstream writes a keep-alive, waits until the client has it, writes event 1,
  *     waits until the client has it, writes event 2 (ordering by events, not timing), inspection off and on;
  *   - client disconnect mid-stream: the upstream sees 'close' on its response (not finished), the
@@ -215,14 +215,21 @@ const BLOCKS = [
   `data: ${JSON.stringify(ev4)}\n\n`,
 ];
 const STREAM = Buffer.from(BLOCKS.join(''), 'utf8');
-/** What a client gets with inspection on: blocks without data as they are; each data event as the proxy writes what the guardian judged. */
+/**
+ * What a client gets with inspection on: each block without data as a bare keep-alive; each data event as
+ * the proxy writes what the guardian judged (its data alone: `event: message` and `id:` are the agent's text, dropped).
+ */
+const KEEP = ':\n\n';
 const CANONICAL = [
-  ...BLOCKS.slice(0, 2),
-  `event: message\nid: 1\ndata: ${ev1Text}\n\n`,
-  BLOCKS[3],
+  KEEP,
+  KEEP,
+  `data: ${ev1Text}\n\n`,
+  KEEP,
   `data: ${JSON.stringify(ev2)}\n\n`,
-  `event: message\ndata: ${JSON.stringify(ev3)}\n\n`,
-  ...BLOCKS.slice(6),
+  `data: ${JSON.stringify(ev3)}\n\n`,
+  KEEP,
+  KEEP,
+  BLOCKS[8],
 ];
 /** Cut points: inside a comment, between CR and LF, inside "é" and inside the 4-byte cake, mid-field. */
 function cutPoints(): number[] {
@@ -250,7 +257,7 @@ describe.each([
   ['off', () => off],
   ['on', () => on],
 ] as const)('inspection %s: comments, keep-alives, event/id lines, CRLF, multi-line data', (mode, proxy) => {
-  test('inspection off: the client gets the upstream bytes exactly; on: comments as they are, each data event once, in order, as the text the guardian judged', async () => {
+  test('inspection off: the client gets the upstream bytes exactly; on: blocks without data as bare keep-alives, each data event once, in order, as the text the guardian judged', async () => {
     handler = serveBlocks();
     const s = await openStream(`${proxy().url}/a2a/jsonrpc`, streamCall(ID), V1);
     expect(s.status).toBe(200);
@@ -275,7 +282,7 @@ describe.each([
   });
 });
 
-test('inspection on: a modified event keeps its event/id fields; only that frame changes', async () => {
+test('inspection on: a modified event changes only its own frame, written as data alone like every judged event', async () => {
   guardian.script((env) => {
     if (!isResponseEnv(env)) return ALLOW;
     const text = JSON.stringify(env.params.payload);
@@ -289,7 +296,7 @@ test('inspection on: a modified event keeps its event/id fields; only that frame
   const r1 = { ...ev1, result: { statusUpdate: { taskId: 't-1', contextId: 'c-1', status: { state: 'TASK_STATE_WORKING', note: 'edited' } } } };
   const r2 = JSON.parse(JSON.stringify(ev2).replace('héllo', 'HELLO'));
   const want = [...CANONICAL];
-  want[2] = `event: message\nid: 1\ndata: ${JSON.stringify(r1)}\n\n`;
+  want[2] = `data: ${JSON.stringify(r1)}\n\n`;
   want[4] = `data: ${JSON.stringify(r2)}\n\n`;
   expect(got).toBe(want.join(''));
   expect(responseEnvs()).toHaveLength(4);
@@ -302,8 +309,10 @@ test('inspection on: a modified event keeps its event/id fields; only that frame
 describe.each([
   ['off', () => off],
   ['on', () => on],
-] as const)('inspection %s: events are flushed one by one', (_mode, proxy) => {
+] as const)('inspection %s: events are flushed one by one', (mode, proxy) => {
   test('the client has the keep-alive before event 1 is written, and event 1 before event 2 is written', async () => {
+    // With inspection on, the keep-alive leaves as the proxy's own bare comment.
+    const keep = mode === 'on' ? ':\n\n' : ': keep-alive\n\n';
     const id = 'flush-1';
     const e1 = artifactEvent(id, 0);
     const e2 = artifactEvent(id, 1);
@@ -323,13 +332,13 @@ describe.each([
       res.end();
     };
     const s = await openStream(`${proxy().url}/a2a/jsonrpc`, streamCall(id), V1);
-    await s.until((t) => t === ': keep-alive\n\n', 'the keep-alive reaches the client on its own');
+    await s.until((t) => t === keep, 'the keep-alive reaches the client on its own');
     expect(written).toEqual(['keep-alive']);
     g1.open();
-    await s.until((t) => t === ': keep-alive\n\n' + e1, 'event 1 reaches the client while event 2 is not yet written');
+    await s.until((t) => t === keep + e1, 'event 1 reaches the client while event 2 is not yet written');
     expect(written).toEqual(['keep-alive', 'e1']);
     g2.open();
-    expect((await s.done).toString('utf8')).toBe(': keep-alive\n\n' + e1 + e2);
+    expect((await s.done).toString('utf8')).toBe(keep + e1 + e2);
   });
 });
 

@@ -22,18 +22,24 @@ type OwnEvent = NonNullable<NonNullable<RelayContext['answerHook']>['event']>;
 
 const isPromise = <T>(v: T | Promise<T>): v is Promise<T> => typeof (v as { then?: unknown }).then === 'function';
 
+/** What a block without data becomes: a bare comment, which keeps an idle connection alive and nothing else. */
+const KEEP_ALIVE = Buffer.from(':\n\n', 'latin1');
+
 /**
- * One event's verdict: keep-alives and comments pass as they are; a data event is bound by task
- * ownership (when the call has it), then judged by the response hooks (when inspection is on).
+ * One event's verdict: a data event is bound by task ownership (when the call has it), then judged
+ * by the response hooks (when inspection is on). The caller gets only bytes the proxy wrote: a block
+ * without data (comments, `retry:`, `id:` or `event:` alone, lines the WHATWG rules ignore) leaves as
+ * a bare keep-alive, never as the agent's text. A laxer parser (one that splits lines at U+2028 or
+ * reads `DATA:` or `data :`) could find an event in that text that the proxy never read.
  */
 function decideEvent(ctx: RelayContext, inspect: Inspect | undefined, ownEvent: OwnEvent | undefined, ev: SseEvent): Verdict | Promise<Verdict> {
-  if (ev.commentOnly || !ev.hasData) return { pass: ev.raw };
+  if (ev.commentOnly || !ev.hasData) return { pass: KEEP_ALIVE };
   let data: unknown;
   try {
     data = JSON.parse(ev.data);
   } catch {
-    // Without inspection only task ownership reads events, and such an event binds nothing.
-    return inspect === undefined ? { pass: ev.raw } : unreadable(ctx, ev, 'SSE event data is not JSON');
+    // Neither task ownership nor the hooks can read it; a laxer JSON reader (NaN, comments) might.
+    return unreadable(ctx, ev, 'SSE event data is not JSON');
   }
   // Task ownership: bind the tasks an event names before it goes out (an error event names none).
   if (ownEvent === undefined || ev.event === 'error') return judge(ctx, inspect, ev, data);
@@ -44,7 +50,7 @@ function decideEvent(ctx: RelayContext, inspect: Inspect | undefined, ownEvent: 
 
 /** The response hooks' verdict on one parsed event (a pass when inspection is off). */
 function judge(ctx: RelayContext, inspect: Inspect | undefined, ev: SseEvent, data: unknown): Verdict | Promise<Verdict> {
-  if (inspect === undefined) return { pass: ev.raw };
+  if (inspect === undefined) return { pass: asParsed(ev) };
   const { codec, id } = ctx;
   const failed = ev.event === 'error' || (isObject(data) && 'error' in data && !('result' in data));
   const payload = codec.toPayload(id, data, !failed);
@@ -56,16 +62,33 @@ function judge(ctx: RelayContext, inspect: Inspect | undefined, ev: SseEvent, da
   const payloadJson = JSON.stringify(payload);
   return inspect(payload, payloadJson, 'stream').then((run): Verdict => {
     if (run.type === 'block') return { stop: codec.streamError(run.error, id).frame };
-    // A modify replaces this event's data only; its `event:` and `id:` fields stay (so does an allowed event's).
+    // A modify replaces this event's data only; an error event stays one (so does an allowed one).
     const out = run.modified ? codec.fromPayload(run.payload, data) : codec.fromPayload(payload, data, payloadJson);
-    return { pass: formatSseEvent({ data: out, ...(ev.event === undefined ? {} : { event: ev.event }), ...(ev.id === undefined ? {} : { id: ev.id }) }) };
+    return { pass: formatSseEvent({ data: out, ...fieldsOf(ev) }) };
   });
 }
 
 /** An event the hooks cannot read: passed (FAIL_MODE=open, counted) or the end of the stream. */
 function unreadable(ctx: RelayContext, ev: SseEvent, why: string): Verdict {
   const err = ctx.onUninspectable(why);
-  return err === undefined ? { pass: ev.raw } : { stop: ctx.codec.streamError(err, ctx.id).frame };
+  return err === undefined ? { pass: asParsed(ev) } : { stop: ctx.codec.streamError(err, ctx.id).frame };
+}
+
+/** A data event as the proxy parsed it, written by the proxy (what passes unjudged is still what the proxy read). */
+function asParsed(ev: SseEvent): Buffer {
+  return formatSseEvent({ data: ev.data, ...fieldsOf(ev) });
+}
+
+const ERROR_EVENT = { event: 'error' } as const;
+const MESSAGE_EVENT = {} as const;
+
+/**
+ * The fields an event leaves with besides its data: `event: error` when it is an error event (SDK
+ * clients read its data as an error, and the guardian was told so), nothing else. Other names and
+ * `id:` values are the agent's text that the guardian never judged; A2A gives them no meaning.
+ */
+function fieldsOf(ev: SseEvent): { readonly event?: 'error' } {
+  return ev.event === 'error' ? ERROR_EVENT : MESSAGE_EVENT;
 }
 
 export function relayStreamInspected(ctx: RelayContext, inspect: Inspect | undefined): void {
