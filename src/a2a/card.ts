@@ -5,7 +5,7 @@
  */
 import { isCarriedGrpcInterface } from './bindings/grpc/card';
 import { BoundedBytes } from '../core/bounded';
-import { asObject, fieldValue } from '../core/json';
+import { asObject, fieldKey, fieldValue, type JsonObject } from '../core/json';
 import { monotonicMs } from '../core/clock';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
@@ -279,8 +279,36 @@ export function rewriteEndpoint(raw: string, opts: RewriteOptions): string | und
   return out.href;
 }
 
-/** Rewrite every agent endpoint of a card (v1 supportedInterfaces, v0.3 url + additionalInterfaces). Pure. */
-export function rewriteCard(card: CardJson, opts: RewriteOptions): CardJson {
+/**
+ * The card members that say where and how to call the agent, by fieldKey, with the one spelling the
+ * proxy writes. Decoders take other spellings for them: ts-proto's fromJSON (the SDK's v1.0 cards)
+ * reads `supported_interfaces` and `protocol_binding`, Go's encoding/json any letter case, pydantic
+ * its aliases. Rewriting only the camelCase names left an agent URL in `supported_interfaces`, and an
+ * SDK client called it, around the proxy.
+ */
+const CARD_ROUTE_MEMBERS: Readonly<Record<string, string>> = { url: 'url', supportedinterfaces: 'supportedInterfaces', additionalinterfaces: 'additionalInterfaces', preferredtransport: 'preferredTransport' };
+const INTERFACE_MEMBERS: Readonly<Record<string, string>> = { url: 'url', protocolbinding: 'protocolBinding', protocolversion: 'protocolVersion', transport: 'transport', tenant: 'tenant' };
+
+/**
+ * `o` with each of `members` under its one spelling: another spelling is renamed to it, or dropped
+ * when the member is already there (given twice, the spelling the proxy writes wins), so every
+ * decoder reads the one value the proxy rewrote. Returns `o` itself when nothing needs it.
+ */
+function oneSpelling(o: JsonObject, members: Readonly<Record<string, string>>): JsonObject {
+  let out: JsonObject | undefined;
+  for (const k of Object.keys(o)) {
+    const name = members[fieldKey(k)];
+    if (name === undefined || name === k) continue;
+    out ??= { ...o };
+    delete out[k];
+    if (!Object.hasOwn(o, name) && !Object.hasOwn(out, name)) out[name] = o[k];
+  }
+  return out ?? o;
+}
+
+/** Rewrite every agent endpoint of a card (v1 supportedInterfaces, v0.3 url + additionalInterfaces), in any spelling a decoder reads. Pure. */
+export function rewriteCard(given: CardJson, opts: RewriteOptions): CardJson {
+  const card = oneSpelling(given, CARD_ROUTE_MEMBERS);
   const out: CardJson = { ...card };
   if (typeof card.url === 'string') {
     const u = rewriteEndpoint(card.url, opts);
@@ -288,10 +316,17 @@ export function rewriteCard(card: CardJson, opts: RewriteOptions): CardJson {
   }
   for (const key of ['supportedInterfaces', 'additionalInterfaces'] as const) {
     const list = card[key];
-    if (!Array.isArray(list)) continue;
+    if (list === undefined) continue;
+    // Not a list: decoders read nothing or fail, but its URLs would still be the agent's.
+    if (!Array.isArray(list)) {
+      delete out[key];
+      continue;
+    }
     out[key] = list.flatMap((entry: unknown) => {
-      const e = asObject(entry);
-      if (e === undefined || !('url' in e)) return [entry];
+      const o = asObject(entry);
+      if (o === undefined) return [entry];
+      const e = oneSpelling(o, INTERFACE_MEMBERS);
+      if (!('url' in e)) return [e];
       // A url that is not a string (["http://elsewhere/"]) is one to SDK clients, which String() it: never kept.
       if (typeof e.url !== 'string') return [];
       // A gRPC entry left pointing at the agent would lead around the proxy: it names the proxy's gRPC

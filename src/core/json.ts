@@ -27,3 +27,33 @@ export const MAX_FIELD_LENGTH = 1024;
 export function fieldValue(v: unknown): string | undefined {
   return typeof v === 'string' && v !== '' && v.length <= MAX_FIELD_LENGTH && !/[\u0000-\u001f\u007f]/.test(v) ? v : undefined;
 }
+
+/**
+ * Unicode-aware case fold (ſ -> s, K (Kelvin) -> k), as case-insensitive JSON decoders do. An ASCII
+ * name (nearly all) folds as it lower-cases, and a lower-case one is its own fold: no case mapping.
+ */
+export function fold(k: string): string {
+  let upper = false;
+  for (let i = 0; i < k.length; i++) {
+    const c = k.charCodeAt(i);
+    if (c > 0x7f) return k.toUpperCase().toLowerCase();
+    if (c >= 0x41 && c <= 0x5a) upper = true;
+  }
+  return upper ? k.toLowerCase() : k;
+}
+/**
+ * Spellings one decoder or another takes for the same field: case, snake_case, kebab-case. Keys of
+ * letters and digits (nearly all) skip the Unicode fold: every member name of every call goes
+ * through here (test/unit/a2a/classify-keys.test.ts checks the shortcut).
+ */
+export function fieldKey(k: string): string {
+  // /^[A-Za-z0-9]*$/ as a loop that also learns whether there is a capital to fold (a regex call cost more than the loop).
+  let upper = false;
+  for (let i = 0; i < k.length; i++) {
+    const c = k.charCodeAt(i);
+    if (c >= 0x61 && c <= 0x7a) continue;
+    if (c >= 0x41 && c <= 0x5a) upper = true;
+    else if (c < 0x30 || c > 0x39) return fold(k).replace(/[_-]/g, '');
+  }
+  return upper ? k.toLowerCase() : k;
+}

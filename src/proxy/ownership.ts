@@ -26,8 +26,8 @@ import type { Owner } from '../ownership/principal';
 import { PageTokens, type Opened } from '../ownership/page-token';
 import { contextKey, taskKey, type OwnerStore } from '../ownership/store';
 import {
-  answerPageTokens, createdByAnswer, filterListed, isPaged, listedTasks, namedByRequest, overstatesTotal, requestPageTokens, withAnswerPageTokens,
-  withRequestPageTokens, type AnswerForm, type PageTokenAt, type TaskRefs,
+  answerPageTokens, createdByAnswer, filterListed, isPaged, listedTasks, misspelledMember, namedByRequest, namedByTaskAnswer, overstatesTotal,
+  requestPageTokens, withAnswerPageTokens, withRequestPageTokens, type AnswerForm, type PageTokenAt, type TaskRefs,
 } from '../ownership/tasks';
 import { proxyError, type ProxyError } from '../core/errors';
 import { isObject } from '../core/json';
@@ -92,6 +92,13 @@ export class TaskOwnership {
 
   /** Before the guardian and the agent: may `owner` make this call, and with which request (page tokens unsealed)? */
   async checkRequest(owner: Owner, op: Operation, request: JsonObject, origin: RequestOrigin = 'caller'): Promise<RequestVerdict> {
+    // A member ownership reads, spelled another way (`TaskId`, `ID`): an agent decoding names case-insensitively
+    // (Go's encoding/json) would act on a task ownership never checked.
+    const misspelled = misspelledMember(request.params);
+    if (misspelled !== undefined) {
+      this.deps.metrics.ownershipOutcome(op.aosMethod, 'refused_misspelled');
+      return { type: 'refuse', error: proxyError('invalidParams', `Member ${misspelled.slice(0, 64)} is not spelled as A2A spells it`) };
+    }
     if (origin === 'caller' && isPaged(op)) {
       const opened = await this.openPageTokens(owner, op, request);
       if (opened.type === 'refuse') return opened;
@@ -165,13 +172,44 @@ export class TaskOwnership {
     return { type: 'pass', request: withRequestPageTokens(request, opened) };
   }
 
-  /** The checks of the agent's answer to this call, or undefined when its answer needs none. */
+  /**
+   * The checks of the agent's answer to this call, or undefined when its answer needs none. Every one
+   * first refuses an answer with a member ownership reads spelled another way (misspelledMember).
+   */
   answerHook(owner: Owner, op: Operation, form: AnswerForm): AnswerHook | undefined {
+    const hook = this.answerChecks(owner, op, form);
+    if (hook === undefined) return undefined;
+    const { unary, event } = hook;
+    return {
+      ...(unary === undefined ? {} : { unary: (body: unknown, ok: boolean) => this.misspelled(op, body) ?? unary(body, ok) }),
+      ...(event === undefined ? {} : { event: (data: unknown) => this.misspelled(op, data) ?? event(data) }),
+    };
+  }
+
+  private misspelled(op: Operation, body: unknown): AnswerCheck | undefined {
+    const name = misspelledMember(body);
+    if (name === undefined) return undefined;
+    this.deps.metrics.ownershipOutcome(op.aosMethod, 'answer_misspelled');
+    this.deps.logger.warn({ method: op.aosMethod, member: name.slice(0, 64) }, 'task ownership: the agent answered with a member spelled as A2A does not spell it; answer refused');
+    return { type: 'refuse', error: proxyError('upstreamUnavailable', 'Agent answer has a member spelled as A2A does not spell it') };
+  }
+
+  private answerChecks(owner: Owner, op: Operation, form: AnswerForm): AnswerHook | undefined {
     switch (op.aosMethod) {
       case 'message/send':
         return { unary: (body, ok) => (ok ? this.bind(owner, op, createdByAnswer(body, form), undefined) : PASS) };
       case 'message/stream': {
         // A stream names the same task in every event: each key is claimed once per call.
+        const claimed = new Set<string>();
+        return {
+          unary: (body, ok) => (ok ? this.bind(owner, op, createdByAnswer(body, form), claimed) : PASS),
+          event: (data) => this.bind(owner, op, createdByAnswer(data, form), claimed),
+        };
+      }
+      case 'tasks/get':
+      case 'tasks/cancel':
+        return { unary: (body, ok) => (ok ? this.bind(owner, op, namedByTaskAnswer(body, form), undefined) : PASS) };
+      case 'tasks/resubscribe': {
         const claimed = new Set<string>();
         return {
           unary: (body, ok) => (ok ? this.bind(owner, op, createdByAnswer(body, form), claimed) : PASS),

@@ -202,6 +202,10 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   if (owned.type === 'replace') {
     body = owned.body;
     out = Buffer.from(JSON.stringify(body), 'utf8');
+  } else if (ctx.answerHook?.unary !== undefined && out === raw && body !== null) {
+    // The caller gets what task ownership read: the agent's text could give a member twice, and a
+    // first-match reader would take the one ownership did not bind or filter.
+    out = sameText(raw, JSON.stringify(body));
   }
   if (ctx.inspect !== undefined) {
     const payload = codec.toPayload(id, body, status >= 200 && status < 300);
@@ -226,14 +230,18 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   send(res, status, headers, out);
 }
 
+/** `bytes` when they already are `text` (so the agent's ETag survives the common case), else `text`'s bytes. */
+function sameText(bytes: Buffer, text: string): Buffer {
+  return bytes.length === Buffer.byteLength(text) && bytes.toString('utf8') === text ? bytes : Buffer.from(text, 'utf8');
+}
+
 /**
  * What the caller gets of an approved answer: exactly what the guardian judged, re-serialized (the agent's own
  * bytes when they already are that text, so ETags survive the common case).
  */
 function approvedBytes(codec: Codec, payload: JsonObject, payloadJson: string, body: unknown, out: Buffer, raw: Buffer): Buffer {
   if (out === raw && raw.length === 0 && body === null) return raw;
-  const canonical = codec.fromPayload(payload, body, payloadJson);
-  return out.length === Buffer.byteLength(canonical) && out.toString('utf8') === canonical ? out : Buffer.from(canonical, 'utf8');
+  return sameText(out, codec.fromPayload(payload, body, payloadJson));
 }
 
 const PASS: AnswerCheck = { type: 'pass' };

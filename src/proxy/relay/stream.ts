@@ -41,8 +41,9 @@ function decideEvent(ctx: RelayContext, inspect: Inspect | undefined, ownEvent: 
     // Neither task ownership nor the hooks can read it; a laxer JSON reader (NaN, comments) might.
     return unreadable(ctx, ev, 'SSE event data is not JSON');
   }
-  // Task ownership: bind the tasks an event names before it goes out (an error event names none).
-  if (ownEvent === undefined || ev.event === 'error') return judge(ctx, inspect, ev, data);
+  // Task ownership: bind the tasks an event names before it goes out, whatever its name (JSON-RPC clients
+  // read an `event: error` event's data as any other's).
+  if (ownEvent === undefined) return judge(ctx, inspect, ev, data);
   const owned = ownEvent(data);
   if (!isPromise(owned)) return owned.type === 'refuse' ? { stop: ctx.codec.streamError(owned.error, ctx.id).frame } : judge(ctx, inspect, ev, data);
   return owned.then((o) => (o.type === 'refuse' ? { stop: ctx.codec.streamError(o.error, ctx.id).frame } : judge(ctx, inspect, ev, data)));
@@ -50,7 +51,8 @@ function decideEvent(ctx: RelayContext, inspect: Inspect | undefined, ownEvent: 
 
 /** The response hooks' verdict on one parsed event (a pass when inspection is off). */
 function judge(ctx: RelayContext, inspect: Inspect | undefined, ev: SseEvent, data: unknown): Verdict | Promise<Verdict> {
-  if (inspect === undefined) return { pass: asParsed(ev) };
+  // Task ownership read the parsed data: the caller gets that, not the agent's text (a member given twice reads otherwise first-match).
+  if (inspect === undefined) return { pass: formatSseEvent({ data: JSON.stringify(data), ...fieldsOf(ev) }) };
   const { codec, id } = ctx;
   const failed = ev.event === 'error' || (isObject(data) && 'error' in data && !('result' in data));
   const payload = codec.toPayload(id, data, !failed);

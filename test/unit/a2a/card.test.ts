@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { cardUrls, getJson, hostBoundCacheControl, identityFromCard, isCardPath, rewriteCard, rewriteEndpoint, weakEtag, type CardJson, type RewriteOptions } from '../../../src/a2a/card';
 
 const opts = (publicBase: string, upstreamBase: string, signatures: 'strip' | 'keep' = 'strip'): RewriteOptions => ({
@@ -159,7 +160,7 @@ describe('rewriteCard', () => {
     expect(card).toEqual(before);
   });
 
-  test('entries without a url and non-array interface fields are left as they are; a url that is not a string is removed', () => {
+  test('entries without a url are left as they are; a url that is not a string and an interface field that is not a list are removed', () => {
     const card: CardJson = {
       supportedInterfaces: [{ protocolBinding: 'JSONRPC' }, 'junk', null, { url: 5 }, { url: ['http://elsewhere/a2a'] }],
       additionalInterfaces: 'not a list',
@@ -167,7 +168,39 @@ describe('rewriteCard', () => {
     };
     const out = rewriteCard(card, opts('http://p', 'http://a'));
     // SDK clients String() a url: ["http://elsewhere/a2a"] is that address to them (red team 2026-11-23).
-    expect(out).toEqual({ supportedInterfaces: [{ protocolBinding: 'JSONRPC' }, 'junk', null], additionalInterfaces: 'not a list' });
+    expect(out).toEqual({ supportedInterfaces: [{ protocolBinding: 'JSONRPC' }, 'junk', null] });
+  });
+
+  /**
+   * Decoders read endpoint members under other names: ts-proto's fromJSON (the SDK's v1.0 cards) the
+   * proto names (`supported_interfaces`, `protocol_binding`), Go's encoding/json any letter case. Generated
+   * spellings of every endpoint member, alone or next to the proxy's own: the rewritten card holds each
+   * member once, in the proxy's spelling, and no agent URL anywhere.
+   */
+  test('endpoint members in any spelling a decoder reads: each leaves once, rewritten, in one spelling', () => {
+    const spell = (name: string, how: number): string => {
+      const snake = name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+      return [name, snake, name.toUpperCase(), snake.toUpperCase(), name[0]!.toUpperCase() + name.slice(1), snake.replace(/_/g, '-'), name.replace('r', 'R')][how % 7] as string;
+    };
+    fc.assert(fc.property(fc.nat(6), fc.nat(6), fc.nat(6), fc.nat(6), fc.boolean(), (a, b, c, d, both) => {
+      const iface = { [spell('url', c)]: 'http://a:1/a2a/jsonrpc', [spell('protocolBinding', d)]: 'JSONRPC', [spell('protocolVersion', d)]: '1.0' };
+      const card: CardJson = {
+        name: 'n',
+        [spell('supportedInterfaces', a)]: [iface],
+        [spell('additionalInterfaces', b)]: [{ [spell('url', a)]: 'http://a:1/a2a/rest', [spell('transport', b)]: 'HTTP+JSON' }],
+        [spell('url', b)]: 'http://a:1/a2a/jsonrpc',
+        [spell('preferredTransport', c)]: 'JSONRPC',
+        ...(both ? { supportedInterfaces: [{ url: 'http://a:1/own', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }] } : {}),
+      };
+      const out = rewriteCard(card, opts('http://p', 'http://a:1'));
+      const text = JSON.stringify(out);
+      expect(text).not.toContain('http://a:1');
+      expect(Object.keys(out).sort()).toEqual(['additionalInterfaces', 'name', 'preferredTransport', 'supportedInterfaces', 'url']);
+      const s0 = (out.supportedInterfaces as CardJson[])[0] as CardJson;
+      expect(Object.keys(s0).sort()).toEqual(['protocolBinding', 'protocolVersion', 'url']);
+      expect(s0.url).toBe(both ? 'http://p/own' : 'http://p/a2a/jsonrpc');
+      expect((out.additionalInterfaces as CardJson[])[0]).toEqual({ url: 'http://p/a2a/rest', transport: 'HTTP+JSON' });
+    }), { numRuns: 500 });
   });
 });
 

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { fieldKey } from '../../../src/a2a/classify';
+import { fieldKey } from '../../../src/core/json';
 
 describe('fieldKey: the ASCII shortcut folds as the Unicode fold does', () => {
   test('generated member names', () => {

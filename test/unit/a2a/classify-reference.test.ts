@@ -9,7 +9,8 @@
  */
 import fc from 'fast-check';
 import type { IncomingHttpHeaders } from 'node:http';
-import { ambiguousKey, classify, fieldKey, type Classified, type ClassifyOptions, type HttpRequestFacts } from '../../../src/a2a/classify';
+import { ambiguousKey, classify, type Classified, type ClassifyOptions, type HttpRequestFacts } from '../../../src/a2a/classify';
+import { fieldKey } from '../../../src/core/json';
 import { isLegacyVersion, looksLikeRest, matchRest } from '../../../src/a2a/rest';
 import { encodeParsedPath, encodePath, parseTarget } from '../../../src/a2a/target';
 import { NO_ENDPOINTS } from '../../../src/a2a/endpoints';

@@ -116,8 +116,38 @@ describe('answer hooks', () => {
     expect(await setup('open').own.answerHook('A', op('ListTasks'), jsonRpcCodec)?.unary?.(undefined, true)).toEqual({ type: 'pass' });
   });
 
-  test('operations that neither create nor list have no answer hook', () => {
+  test('operations whose answers name no task of their own have no answer hook', () => {
     const { own } = setup();
-    for (const m of ['tasks/get', 'tasks/cancel', 'tasks/resubscribe', 'tasks/pushNotificationConfig/set', 'GetExtendedAgentCard']) expect(own.answerHook('A', op(m), jsonRpcCodec)).toBeUndefined();
+    for (const m of ['tasks/pushNotificationConfig/set', 'GetExtendedAgentCard']) expect(own.answerHook('A', op(m), jsonRpcCodec)).toBeUndefined();
+  });
+
+  test('an answer about the caller\'s task binds the context it names: another caller\'s is refused, a new one becomes the caller\'s', async () => {
+    const { own } = setup();
+    await created(own, 'A');
+    await own.answerHook('B', op('SendMessage'), jsonRpcCodec)?.unary?.({ jsonrpc: '2.0', id: 1, result: { task: { id: 't-b', contextId: 'c-b' } } }, true);
+    for (const m of ['GetTask', 'CancelTask']) {
+      const hook = own.answerHook('A', op(m), jsonRpcCodec);
+      expect(await hook?.unary?.({ jsonrpc: '2.0', id: 1, result: { id: 't-1', contextId: 'c-b' } }, true)).toMatchObject({ type: 'refuse' });
+      expect(await own.answerHook('A', op(m), restCodec)?.unary?.({ id: 't-1', contextId: `c-new-${m}` }, true)).toEqual({ type: 'pass' });
+      expect(await own.answerHook('B', op('SendMessage'), jsonRpcCodec)?.unary?.({ jsonrpc: '2.0', id: 1, result: { message: { messageId: 'm', contextId: `c-new-${m}` } } }, true)).toMatchObject({ type: 'refuse' });
+    }
+    const sub = own.answerHook('A', op('SubscribeToTask'), jsonRpcCodec);
+    expect(await sub?.event?.({ jsonrpc: '2.0', id: 1, result: { statusUpdate: { taskId: 't-1', contextId: 'c-b' } } })).toMatchObject({ type: 'refuse' });
+  });
+
+  test('an answer with a member ownership reads, spelled another way, is refused; so is such a request', async () => {
+    const { own } = setup();
+    const hook = own.answerHook('A', op('ListTasks'), jsonRpcCodec);
+    for (const result of [{ Tasks: [{ id: 't' }] }, { tasks: [{ ID: 't' }] }, { tasks: [], TOTAL_SIZE: 1 }, { tasks: [], 'next-page-token': 'x' }]) {
+      expect(await hook?.unary?.({ jsonrpc: '2.0', id: 1, result }, true)).toMatchObject({ type: 'refuse' });
+    }
+    // Free-form members are the sender's data.
+    expect(await hook?.unary?.({ jsonrpc: '2.0', id: 1, result: { tasks: [{ id: 't', metadata: { ID: 1, Tasks: [] } }] } }, true)).not.toMatchObject({ type: 'refuse' });
+    const send = own.answerHook('A', op('SendMessage'), jsonRpcCodec);
+    expect(await send?.unary?.({ jsonrpc: '2.0', id: 1, result: { task: { id: 't-x', ContextId: 'c-x' } } }, true)).toMatchObject({ type: 'refuse' });
+    const get = await own.checkRequest('A', op('GetTask'), { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { ID: 't-1' } });
+    expect(get).toMatchObject({ type: 'refuse', error: { kind: 'invalidParams' } });
+    const msg = await own.checkRequest('A', op('SendMessage'), { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm', TaskId: 't-1', parts: [{ data: { TaskId: 1 } }] } } });
+    expect(msg).toMatchObject({ type: 'refuse' });
   });
 });
