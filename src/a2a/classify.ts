@@ -12,6 +12,7 @@ import { type Operation, operationForLooseMethod, operationForMethod } from './o
 import { isLegacyVersion, looksLikeRest, matchRest, restHasBody, restToJsonRpc, type RestMatch } from './rest';
 import { encodePath, encodeParsedPath, encodeQuery, isUnder, parseTarget, type Target } from './target';
 import type { AgentEndpoints } from './endpoints';
+import { misspelledField } from './fields';
 import { fieldKey, fold, isObject, type JsonObject, type JsonRpcId } from '../core/json';
 import { proxyError, type ProxyError, type ProxyErrorKind } from '../core/errors';
 
@@ -540,6 +541,8 @@ function classifyJsonRpc(req: HttpRequestFacts, verb: string, t: Route, opts: Cl
   if (!paramsOk) return reject('invalidParams', 'JSON-RPC params must be an object (without empty member names)', 'jsonrpc', safeId);
   const amb = ambiguousKey(params);
   if (amb !== undefined) return reject('rejected', `Ambiguous member names in params (${amb.slice(0, 32)})`, 'jsonrpc', safeId);
+  const miss = misspelledField(params);
+  if (miss !== undefined) return reject('rejected', `Member ${miss.slice(0, 32)} is not spelled as A2A spells it`, 'jsonrpc', safeId);
   const foreign = foreignMessageShape(isObject(params) ? params : undefined, false);
   if (foreign !== undefined) return reject('invalidParams', foreign, 'jsonrpc', safeId);
   // What the guardian sees is what the agent gets: the four members, nothing else.
@@ -579,6 +582,8 @@ function classifyRest(req: HttpRequestFacts, t: Route, base: readonly string[], 
   if (keys.length > 1 && new Set(keys.map(fieldKey)).size !== keys.length) return reject('rejected', 'Repeated query parameters are not accepted on A2A REST routes', 'rest');
   const amb = ambiguousKey(params);
   if (amb !== undefined) return reject('rejected', `Ambiguous member names in the body (${amb.slice(0, 32)})`, 'rest');
+  const miss = misspelledField(params);
+  if (miss !== undefined) return reject('rejected', `Member ${miss.slice(0, 32)} is not spelled as A2A spells it`, 'rest');
   const foreign = foreignMessageShape(params, m.version === '0.3');
   if (foreign !== undefined) return reject('invalidParams', foreign, 'rest');
   const request = restToJsonRpc(m, query, params, randomUUID());

@@ -10,7 +10,7 @@
  */
 import type { Codec } from '../a2a/binding';
 import type { Operation } from '../a2a/operations';
-import { fieldKey, isObject, type JsonObject } from '../core/json';
+import { isObject, type JsonObject } from '../core/json';
 
 export interface TaskRefs {
   readonly tasks: readonly string[];
@@ -191,46 +191,6 @@ export function namedByTaskAnswer(body: unknown, form: AnswerForm): TaskRefs {
     refs.context(...ids(result, 'contextId', 'context_id'));
   }
   return refs.done();
-}
-
-/**
- * The member names task ownership reads, in each spelling it reads. A decoder that matches names
- * another way (Go's encoding/json takes any letter case; others fold `_` and `-`) reads a `TaskId`,
- * `Tasks` or `CONTEXT_ID` that ownership does not see: the agent would act on a task ownership never
- * checked, or the caller on a task or context ownership never bound or filtered.
- */
-const READ_NAMES = [
-  'id', 'taskId', 'task_id', 'contextId', 'context_id', 'referenceTaskIds', 'reference_task_ids', 'message', 'msg', 'request', 'task', 'tasks',
-  'result', 'kind', 'statusUpdate', 'status_update', 'artifactUpdate', 'artifact_update', 'configuration', 'taskPushNotificationConfig',
-  'task_push_notification_config', 'name', 'totalSize', 'total_size', 'pageToken', 'page_token', 'nextPageToken', 'next_page_token', 'params',
-];
-const READ_EXACT: ReadonlySet<string> = new Set(READ_NAMES);
-const READ_FOLDED: ReadonlySet<string> = new Set(READ_NAMES.map(fieldKey));
-/** Free-form members (protobuf Struct): their keys are the sender's data, not A2A fields. */
-const FREE_FORM: ReadonlySet<string> = new Set(['metadata', 'data']);
-
-/**
- * The first member name in `root` that some decoder reads as a member ownership reads, but that is
- * not spelled as ownership reads it (`TaskId`, `Tasks`, `CONTEXT_ID`), or undefined. Free-form
- * members are not looked into. Walks without recursion (hostile nesting cannot blow the stack).
- */
-export function misspelledMember(root: unknown): string | undefined {
-  const stack: unknown[] = [root];
-  while (stack.length > 0) {
-    const v = stack.pop();
-    if (Array.isArray(v)) {
-      for (const e of v) if (typeof e === 'object' && e !== null) stack.push(e);
-    } else if (typeof v === 'object' && v !== null) {
-      const o = v as JsonObject;
-      for (const k of Object.keys(o)) {
-        if (FREE_FORM.has(k)) continue;
-        if (!READ_EXACT.has(k) && READ_FOLDED.has(fieldKey(k))) return k;
-        const child = o[k];
-        if (typeof child === 'object' && child !== null) stack.push(child);
-      }
-    }
-  }
-  return undefined;
 }
 
 /** The ids of the tasks a tasks/list answer holds (a task without a readable id is listed as undefined). */

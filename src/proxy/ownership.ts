@@ -26,10 +26,11 @@ import type { Owner } from '../ownership/principal';
 import { PageTokens, type Opened } from '../ownership/page-token';
 import { contextKey, taskKey, type OwnerStore } from '../ownership/store';
 import {
-  answerPageTokens, createdByAnswer, filterListed, isPaged, listedTasks, misspelledMember, namedByRequest, namedByTaskAnswer, overstatesTotal,
+  answerPageTokens, createdByAnswer, filterListed, isPaged, listedTasks, namedByRequest, namedByTaskAnswer, overstatesTotal,
   requestPageTokens, withAnswerPageTokens, withRequestPageTokens, type AnswerForm, type PageTokenAt, type TaskRefs,
 } from '../ownership/tasks';
 import { proxyError, type ProxyError } from '../core/errors';
+import { misspelledField } from '../a2a/fields';
 import { isObject } from '../core/json';
 
 /** What an answer check decides: pass it on, pass this replacement body, or send this error instead. */
@@ -92,9 +93,9 @@ export class TaskOwnership {
 
   /** Before the guardian and the agent: may `owner` make this call, and with which request (page tokens unsealed)? */
   async checkRequest(owner: Owner, op: Operation, request: JsonObject, origin: RequestOrigin = 'caller'): Promise<RequestVerdict> {
-    // A member ownership reads, spelled another way (`TaskId`, `ID`): an agent decoding names case-insensitively
-    // (Go's encoding/json) would act on a task ownership never checked.
-    const misspelled = misspelledMember(request.params);
+    // A member spelled another way (`TaskId`, `ID`; classification refuses the caller's, this the guardian's
+    // modify): an agent decoding names case-insensitively (Go's encoding/json) would act on a task ownership never checked.
+    const misspelled = misspelledField(request.params);
     if (misspelled !== undefined) {
       this.deps.metrics.ownershipOutcome(op.aosMethod, 'refused_misspelled');
       return { type: 'refuse', error: proxyError('invalidParams', `Member ${misspelled.slice(0, 64)} is not spelled as A2A spells it`) };
@@ -174,7 +175,8 @@ export class TaskOwnership {
 
   /**
    * The checks of the agent's answer to this call, or undefined when its answer needs none. Every one
-   * first refuses an answer with a member ownership reads spelled another way (misspelledMember).
+   * first refuses an answer with an A2A member spelled another way (misspelledField): a caller decoding
+   * names case-insensitively would read a task or context ownership never bound or filtered.
    */
   answerHook(owner: Owner, op: Operation, form: AnswerForm): AnswerHook | undefined {
     const hook = this.answerChecks(owner, op, form);
@@ -187,7 +189,7 @@ export class TaskOwnership {
   }
 
   private misspelled(op: Operation, body: unknown): AnswerCheck | undefined {
-    const name = misspelledMember(body);
+    const name = misspelledField(body);
     if (name === undefined) return undefined;
     this.deps.metrics.ownershipOutcome(op.aosMethod, 'answer_misspelled');
     this.deps.logger.warn({ method: op.aosMethod, member: name.slice(0, 64) }, 'task ownership: the agent answered with a member spelled as A2A does not spell it; answer refused');

@@ -13,6 +13,7 @@ import { isEncoded } from '../core/http';
 import { proxyError, type ProxyError } from '../core/errors';
 import { dropAgentBytes, headerText, headersForOwnBody, type UpstreamAnswer } from './forward';
 import { decodeBody } from './body';
+import { misspelledAnswer } from '../a2a/fields';
 import type { AnswerCheck } from './ownership';
 import { relayStreamInspected as relayPipelined } from './relay/stream';
 import type { RelayContext } from './relay/context';
@@ -209,8 +210,10 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   }
   if (ctx.inspect !== undefined) {
     const payload = codec.toPayload(id, body, status >= 200 && status < 300);
-    if (payload === undefined) {
-      const err = ctx.onUninspectable('agent answer is not a JSON object');
+    // An A2A member spelled another way (`Tasks`): what the guardian reads past, a case-insensitive caller acts on.
+    const unread = payload === undefined ? 'agent answer is not a JSON object' : misspelledAnswer(body);
+    if (unread !== undefined || payload === undefined) {
+      const err = ctx.onUninspectable(unread ?? 'agent answer is not a JSON object');
       if (err !== undefined) return sendError(res, codec, err, id);
     } else {
       // The guardian reads the proxy's serialization of the answer, never the agent's text: that text could

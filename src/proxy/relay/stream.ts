@@ -10,6 +10,7 @@ import { proxyError, type ProxyError } from '../../core/errors';
 import { headersForOwnBody } from '../forward';
 import type { RelayContext } from './context';
 import { isObject } from '../../core/json';
+import { misspelledAnswer } from '../../a2a/fields';
 import { OrderedWindow, STREAM_WINDOW_MAX_BYTES, type Verdict } from './window';
 
 /** Default number of events judged at once per stream (STREAM_INSPECT_WINDOW). */
@@ -57,6 +58,8 @@ function judge(ctx: RelayContext, inspect: Inspect | undefined, ev: SseEvent, da
   const failed = ev.event === 'error' || (isObject(data) && 'error' in data && !('result' in data));
   const payload = codec.toPayload(id, data, !failed);
   if (payload === undefined) return unreadable(ctx, ev, 'SSE event data is not a JSON object');
+  const miss = misspelledAnswer(data);
+  if (miss !== undefined) return unreadable(ctx, ev, miss);
   if (ctx.ex !== undefined) ctx.ex.log.events++;
   // Stream events use their own guardian connections: a call's checks never wait behind them.
   // The guardian reads the proxy's serialization of the event, and the caller gets that same text: never the

@@ -15,6 +15,7 @@ import { isLegacyVersion, looksLikeRest, matchRest, restHasBody, restToJsonRpc, 
 import { encodePath, encodeQuery, isUnder, parseTarget, type Target } from './target';
 import type { AgentEndpoints } from '../../../src/a2a/endpoints';
 import { isObject, type JsonObject, type JsonRpcId } from '../../../src/core/json';
+import { A2A_MEMBER_NAMES } from '../../../src/a2a/fields';
 import { proxyError, type ProxyError, type ProxyErrorKind } from '../../../src/core/errors';
 
 export interface HttpRequestFacts {
@@ -324,6 +325,26 @@ const ALNUM = /^[A-Za-z0-9]*$/;
  */
 export const fieldKey = (k: string): string => (ALNUM.test(k) ? k.toLowerCase() : fold(k).replace(/[_-]/g, ''));
 
+/**
+ * A member name that folds onto an A2A member name without being one of its spellings, outside
+ * `metadata` and `data` (free-form); the first in the order the walk below meets them.
+ */
+function misspelledField(root: unknown): string | undefined {
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (Array.isArray(v)) stack.push(...v.filter((e) => typeof e === 'object' && e !== null));
+    else if (typeof v === 'object' && v !== null) {
+      for (const [k, child] of Object.entries(v)) {
+        if (k === 'metadata' || k === 'data') continue;
+        if (!A2A_MEMBER_NAMES.includes(k) && A2A_MEMBER_NAMES.some((n) => fieldKey(n) === fieldKey(k))) return k;
+        if (typeof child === 'object' && child !== null) stack.push(child);
+      }
+    }
+  }
+  return undefined;
+}
+
 /** Does some member name read as `method` or `jsonrpc` to a case-insensitive decoder? (The exact names answer at once.) */
 function looksLikeRpc(v: JsonObject): boolean {
   if (Object.hasOwn(v, 'method') || Object.hasOwn(v, 'jsonrpc')) return true;
@@ -408,6 +429,8 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
   if (!paramsOk) return reject('invalidParams', 'JSON-RPC params must be an object (without empty member names)', 'jsonrpc', safeId);
   const amb = ambiguousKey(params);
   if (amb !== undefined) return reject('rejected', `Ambiguous member names in params (${amb.slice(0, 32)})`, 'jsonrpc', safeId);
+  const miss = misspelledField(params);
+  if (miss !== undefined) return reject('rejected', `Member ${miss.slice(0, 32)} is not spelled as A2A spells it`, 'jsonrpc', safeId);
   const foreign = foreignMessageShape(isObject(params) ? params : undefined, false);
   if (foreign !== undefined) return reject('invalidParams', foreign, 'jsonrpc', safeId);
   // What the guardian sees is what the agent gets: the four members, nothing else.
@@ -447,6 +470,8 @@ function classifyRest(req: HttpRequestFacts, t: Target, base: readonly string[],
   if (new Set(keys.map(fieldKey)).size !== keys.length) return reject('rejected', 'Repeated query parameters are not accepted on A2A REST routes', 'rest');
   const amb = ambiguousKey(params);
   if (amb !== undefined) return reject('rejected', `Ambiguous member names in the body (${amb.slice(0, 32)})`, 'rest');
+  const miss = misspelledField(params);
+  if (miss !== undefined) return reject('rejected', `Member ${miss.slice(0, 32)} is not spelled as A2A spells it`, 'rest');
   const foreign = foreignMessageShape(params, m.version === '0.3');
   if (foreign !== undefined) return reject('invalidParams', foreign, 'rest');
   const request = restToJsonRpc(m, query, params, randomUUID());

@@ -1,0 +1,79 @@
+/**
+ * The member names of A2A objects, in each spelling an A2A decoder reads: v1.0 protobuf JSON names
+ * and proto names (the SDK's ts-proto `fromJSON` reads both), and v0.3 JSON names. A decoder that
+ * matches names another way takes other spellings for them too: Go's encoding/json (the Go A2A SDKs)
+ * any letter case, others `_` or `-` folded. `TaskId` is nothing to the guardian, the proxy and a
+ * JavaScript agent, and the task id to a Go one; so a member that folds onto an A2A name without
+ * being one of its spellings is refused wherever the proxy reads A2A objects (requests, and answers
+ * it judges or binds).
+ *
+ * The v1.0 list is what @a2a-js/sdk's generated `fromJSON` functions read (`object.<name>` in its
+ * dist/index.cjs); the v0.3 names are those of the v0.3 JSON schema that v1.0 lacks.
+ */
+import { fieldKey, type JsonObject } from '../core/json';
+
+const V1_NAMES = [
+  'acceptedOutputModes', 'accepted_output_modes', 'apiKeySecurityScheme', 'api_key_security_scheme', 'append', 'artifact', 'artifactId',
+  'artifactUpdate', 'artifact_id', 'artifact_update', 'artifacts', 'authentication', 'authorizationCode', 'authorizationUrl',
+  'authorization_code', 'authorization_url', 'bearerFormat', 'bearer_format', 'capabilities', 'clientCredentials', 'client_credentials',
+  'configs', 'configuration', 'contextId', 'context_id', 'credentials', 'data', 'defaultInputModes', 'defaultOutputModes',
+  'default_input_modes', 'default_output_modes', 'description', 'deviceAuthorizationUrl', 'deviceCode', 'device_authorization_url',
+  'device_code', 'documentationUrl', 'documentation_url', 'examples', 'extendedAgentCard', 'extended_agent_card', 'extensions', 'filename',
+  'flows', 'header', 'history', 'historyLength', 'history_length', 'httpAuthSecurityScheme', 'http_auth_security_scheme', 'iconUrl',
+  'icon_url', 'id', 'implicit', 'includeArtifacts', 'include_artifacts', 'inputModes', 'input_modes', 'key', 'lastChunk', 'last_chunk',
+  'list', 'location', 'mediaType', 'media_type', 'message', 'messageId', 'message_id', 'metadata', 'mtlsSecurityScheme',
+  'mtls_security_scheme', 'name', 'nextPageToken', 'next_page_token', 'oauth2MetadataUrl', 'oauth2SecurityScheme', 'oauth2_metadata_url',
+  'oauth2_security_scheme', 'openIdConnectSecurityScheme', 'openIdConnectUrl', 'open_id_connect_security_scheme', 'open_id_connect_url',
+  'organization', 'outputModes', 'output_modes', 'pageSize', 'pageToken', 'page_size', 'page_token', 'params', 'parts', 'password',
+  'pkceRequired', 'pkce_required', 'protected', 'protocolBinding', 'protocolVersion', 'protocol_binding', 'protocol_version', 'provider',
+  'pushNotifications', 'push_notifications', 'raw', 'referenceTaskIds', 'reference_task_ids', 'refreshUrl', 'refresh_url', 'required',
+  'returnImmediately', 'return_immediately', 'role', 'scheme', 'schemes', 'scopes', 'securityRequirements', 'securitySchemes',
+  'security_requirements', 'security_schemes', 'signature', 'signatures', 'skills', 'state', 'status', 'statusTimestampAfter', 'statusUpdate',
+  'status_timestamp_after', 'status_update', 'streaming', 'supportedInterfaces', 'supported_interfaces', 'tags', 'task', 'taskId',
+  'taskPushNotificationConfig', 'task_id', 'task_push_notification_config', 'tasks', 'tenant', 'text', 'timestamp', 'token', 'tokenUrl',
+  'token_url', 'totalSize', 'total_size', 'uri', 'url', 'value', 'version',
+];
+const V03_NAMES = [
+  'kind', 'file', 'bytes', 'mimeType', 'final', 'blocking', 'pushNotificationConfig', 'pushNotificationConfigId', 'request', 'content',
+  'additionalInterfaces', 'preferredTransport', 'transport', 'supportsAuthenticatedExtendedCard', 'msg',
+];
+/** The JSON-RPC envelope's own members. */
+const RPC_NAMES = ['jsonrpc', 'method', 'result', 'error', 'code'];
+
+/** Every spelling of every A2A member name (the table; test/helpers/classify-reference reads it too). */
+export const A2A_MEMBER_NAMES: readonly string[] = [...V1_NAMES, ...V03_NAMES, ...RPC_NAMES];
+const EXACT: ReadonlySet<string> = new Set(A2A_MEMBER_NAMES);
+const FOLDED: ReadonlySet<string> = new Set([...EXACT].map(fieldKey));
+
+/** Free-form members (protobuf Struct: metadata, a data part's data): their keys are the sender's data, not A2A fields. */
+const FREE_FORM: ReadonlySet<string> = new Set(['metadata', 'data']);
+
+/**
+ * The first member name in `root` that some decoder reads as an A2A member but that is not one of
+ * its spellings (`TaskId`, `Tasks`, `CONTEXT_ID`), or undefined. Free-form members are not looked
+ * into. Walks without recursion (hostile nesting cannot blow the stack).
+ */
+export function misspelledField(root: unknown): string | undefined {
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (Array.isArray(v)) {
+      for (const e of v) if (typeof e === 'object' && e !== null) stack.push(e);
+    } else if (typeof v === 'object' && v !== null) {
+      const o = v as JsonObject;
+      for (const k in o) {
+        if (FREE_FORM.has(k)) continue;
+        if (!EXACT.has(k) && FOLDED.has(fieldKey(k))) return k;
+        const child = o[k];
+        if (typeof child === 'object' && child !== null) stack.push(child);
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Why an agent's answer cannot be judged as A2A, when it has such a member (for the log and FAIL_MODE). */
+export function misspelledAnswer(body: unknown): string | undefined {
+  const name = misspelledField(body);
+  return name === undefined ? undefined : `agent answer has a member A2A does not spell so (${name.slice(0, 32)})`;
+}
