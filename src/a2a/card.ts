@@ -286,17 +286,24 @@ export function rewriteEndpoint(raw: string, opts: RewriteOptions): string | und
  * its aliases. Rewriting only the camelCase names left an agent URL in `supported_interfaces`, and an
  * SDK client called it, around the proxy.
  */
+const CONTROL = /[\u0000-\u001f\u007f]/;
 const CARD_ROUTE_MEMBERS: Readonly<Record<string, string>> = { url: 'url', supportedinterfaces: 'supportedInterfaces', additionalinterfaces: 'additionalInterfaces', preferredtransport: 'preferredTransport' };
 const INTERFACE_MEMBERS: Readonly<Record<string, string>> = { url: 'url', protocolbinding: 'protocolBinding', protocolversion: 'protocolVersion', transport: 'transport', tenant: 'tenant' };
 
 /**
  * `o` with each of `members` under its one spelling: another spelling is renamed to it, or dropped
  * when the member is already there (given twice, the spelling the proxy writes wins), so every
- * decoder reads the one value the proxy rewrote. Returns `o` itself when nothing needs it.
+ * decoder reads the one value the proxy rewrote. A name with a control character goes: a C reader
+ * (cJSON) ends `url\u0000x` at the NUL and reads `url`. Returns `o` itself when nothing needs it.
  */
 function oneSpelling(o: JsonObject, members: Readonly<Record<string, string>>): JsonObject {
   let out: JsonObject | undefined;
   for (const k of Object.keys(o)) {
+    if (CONTROL.test(k)) {
+      out ??= { ...o };
+      delete out[k];
+      continue;
+    }
     const name = members[fieldKey(k)];
     if (name === undefined || name === k) continue;
     out ??= { ...o };

@@ -8,7 +8,8 @@
  * it judges or binds).
  *
  * The v1.0 list is what @a2a-js/sdk's generated `fromJSON` functions read (`object.<name>` in its
- * dist/index.cjs); the v0.3 names are those of the v0.3 JSON schema that v1.0 lacks.
+ * dist/index.cjs); the v0.3 names are those of the v0.3 JSON schema that v1.0 lacks, and the proto
+ * names its v0.3 server and client read (dist/compat/v0_3).
  */
 import { fieldKey, type JsonObject } from '../core/json';
 
@@ -35,7 +36,11 @@ const V1_NAMES = [
 ];
 const V03_NAMES = [
   'kind', 'file', 'bytes', 'mimeType', 'final', 'blocking', 'pushNotificationConfig', 'pushNotificationConfigId', 'request', 'content',
-  'additionalInterfaces', 'preferredTransport', 'transport', 'supportsAuthenticatedExtendedCard', 'msg',
+  'additionalInterfaces', 'preferredTransport', 'transport', 'supportsAuthenticatedExtendedCard', 'msg', 'stateTransitionHistory',
+  // Proto names of the v0.3 gRPC messages, which the SDK's v0.3 REST server reads too.
+  'additional_interfaces', 'fileWithBytes', 'fileWithUri', 'file_with_bytes', 'file_with_uri', 'mime_type', 'preferred_transport',
+  'pushNotification', 'push_notification', 'push_notification_config', 'security', 'supports_authenticated_extended_card', 'update',
+  'state_transition_history',
 ];
 /** The JSON-RPC envelope's own members. */
 const RPC_NAMES = ['jsonrpc', 'method', 'result', 'error', 'code'];
@@ -45,8 +50,13 @@ export const A2A_MEMBER_NAMES: readonly string[] = [...V1_NAMES, ...V03_NAMES, .
 const EXACT: ReadonlySet<string> = new Set(A2A_MEMBER_NAMES);
 const FOLDED: ReadonlySet<string> = new Set([...EXACT].map(fieldKey));
 
-/** Free-form members (protobuf Struct: metadata, a data part's data): their keys are the sender's data, not A2A fields. */
-const FREE_FORM: ReadonlySet<string> = new Set(['metadata', 'data']);
+/**
+ * Free-form members: their keys are the sender's, not A2A fields. Struct values (metadata, a data
+ * part's data, an extension's params, a signature's header) and the card's maps keyed by name
+ * (security schemes, the schemes a requirement lists, OAuth scopes).
+ */
+export const A2A_FREE_FORM_MEMBERS: readonly string[] = ['metadata', 'data', 'params', 'header', 'securitySchemes', 'security_schemes', 'schemes', 'scopes', 'security'];
+const FREE_FORM: ReadonlySet<string> = new Set(A2A_FREE_FORM_MEMBERS);
 
 /**
  * The first member name in `root` that some decoder reads as an A2A member but that is not one of
@@ -72,8 +82,18 @@ export function misspelledField(root: unknown): string | undefined {
   return undefined;
 }
 
-/** Why an agent's answer cannot be judged as A2A, when it has such a member (for the log and FAIL_MODE). */
+/**
+ * Why an agent's result cannot be judged as A2A, when it has such a member (for the log and FAIL_MODE).
+ * Error answers are not looked into: a gateway's 403 `{"Message": ...}` is no A2A object, and its
+ * status must reach the caller.
+ */
 export function misspelledAnswer(body: unknown): string | undefined {
+  if (isErrorShaped(body)) return undefined;
   const name = misspelledField(body);
   return name === undefined ? undefined : `agent answer has a member A2A does not spell so (${name.slice(0, 32)})`;
+}
+
+/** A JSON-RPC error answer, or a REST error body (`{"error": ...}` without a result). */
+function isErrorShaped(body: unknown): boolean {
+  return typeof body === 'object' && body !== null && 'error' in body && !('result' in body);
 }

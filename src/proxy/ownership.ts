@@ -30,7 +30,7 @@ import {
   requestPageTokens, withAnswerPageTokens, withRequestPageTokens, type AnswerForm, type PageTokenAt, type TaskRefs,
 } from '../ownership/tasks';
 import { proxyError, type ProxyError } from '../core/errors';
-import { misspelledField } from '../a2a/fields';
+import { misspelledAnswer, misspelledField } from '../a2a/fields';
 import { isObject } from '../core/json';
 
 /** What an answer check decides: pass it on, pass this replacement body, or send this error instead. */
@@ -183,16 +183,16 @@ export class TaskOwnership {
     if (hook === undefined) return undefined;
     const { unary, event } = hook;
     return {
-      ...(unary === undefined ? {} : { unary: (body: unknown, ok: boolean) => this.misspelled(op, body) ?? unary(body, ok) }),
+      ...(unary === undefined ? {} : { unary: (body: unknown, ok: boolean) => (ok ? this.misspelled(op, body) : undefined) ?? unary(body, ok) }),
       ...(event === undefined ? {} : { event: (data: unknown) => this.misspelled(op, data) ?? event(data) }),
     };
   }
 
   private misspelled(op: Operation, body: unknown): AnswerCheck | undefined {
-    const name = misspelledField(body);
-    if (name === undefined) return undefined;
+    const why = misspelledAnswer(body);
+    if (why === undefined) return undefined;
     this.deps.metrics.ownershipOutcome(op.aosMethod, 'answer_misspelled');
-    this.deps.logger.warn({ method: op.aosMethod, member: name.slice(0, 64) }, 'task ownership: the agent answered with a member spelled as A2A does not spell it; answer refused');
+    this.deps.logger.warn({ method: op.aosMethod, why }, 'task ownership: the agent answered with a member spelled as A2A does not spell it; answer refused');
     return { type: 'refuse', error: proxyError('upstreamUnavailable', 'Agent answer has a member spelled as A2A does not spell it') };
   }
 

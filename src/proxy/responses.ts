@@ -211,7 +211,7 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   if (ctx.inspect !== undefined) {
     const payload = codec.toPayload(id, body, status >= 200 && status < 300);
     // An A2A member spelled another way (`Tasks`): what the guardian reads past, a case-insensitive caller acts on.
-    const unread = payload === undefined ? 'agent answer is not a JSON object' : misspelledAnswer(body);
+    const unread = payload === undefined ? 'agent answer is not a JSON object' : status >= 200 && status < 300 ? misspelledAnswer(body) : undefined;
     if (unread !== undefined || payload === undefined) {
       const err = ctx.onUninspectable(unread ?? 'agent answer is not a JSON object');
       if (err !== undefined) return sendError(res, codec, err, id);

@@ -15,7 +15,7 @@ import { isLegacyVersion, looksLikeRest, matchRest, restHasBody, restToJsonRpc, 
 import { encodePath, encodeQuery, isUnder, parseTarget, type Target } from './target';
 import type { AgentEndpoints } from '../../../src/a2a/endpoints';
 import { isObject, type JsonObject, type JsonRpcId } from '../../../src/core/json';
-import { A2A_MEMBER_NAMES } from '../../../src/a2a/fields';
+import { A2A_FREE_FORM_MEMBERS, A2A_MEMBER_NAMES } from '../../../src/a2a/fields';
 import { proxyError, type ProxyError, type ProxyErrorKind } from '../../../src/core/errors';
 
 export interface HttpRequestFacts {
@@ -327,7 +327,7 @@ export const fieldKey = (k: string): string => (ALNUM.test(k) ? k.toLowerCase() 
 
 /**
  * A member name that folds onto an A2A member name without being one of its spellings, outside
- * `metadata` and `data` (free-form); the first in the order the walk below meets them.
+ * free-form members (`metadata`, `data`...); the first in the order the walk below meets them.
  */
 function misspelledField(root: unknown): string | undefined {
   const stack: unknown[] = [root];
@@ -336,7 +336,7 @@ function misspelledField(root: unknown): string | undefined {
     if (Array.isArray(v)) stack.push(...v.filter((e) => typeof e === 'object' && e !== null));
     else if (typeof v === 'object' && v !== null) {
       for (const [k, child] of Object.entries(v)) {
-        if (k === 'metadata' || k === 'data') continue;
+        if (A2A_FREE_FORM_MEMBERS.includes(k)) continue;
         if (!A2A_MEMBER_NAMES.includes(k) && A2A_MEMBER_NAMES.some((n) => fieldKey(n) === fieldKey(k))) return k;
         if (typeof child === 'object' && child !== null) stack.push(child);
       }
