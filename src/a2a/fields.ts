@@ -83,17 +83,17 @@ export function misspelledField(root: unknown): string | undefined {
 }
 
 /**
- * Why an agent's result cannot be judged as A2A, when it has such a member (for the log and FAIL_MODE).
- * Error answers are not looked into: a gateway's 403 `{"Message": ...}` is no A2A object, and its
- * status must reach the caller.
+ * Why an agent's answer cannot be judged as A2A, when it has such a member (for the log and FAIL_MODE).
+ * An error object (the `error` member) is not looked into: its details are the agent's words, not A2A
+ * objects. Everything beside it is (`{"error": ..., "Result": ...}` is a result to a Go client).
+ * Callers pass results only: a gateway's 403 `{"Message": ...}` must reach the caller as it is.
  */
 export function misspelledAnswer(body: unknown): string | undefined {
-  if (isErrorShaped(body)) return undefined;
-  const name = misspelledField(body);
+  let rest = body;
+  if (typeof body === 'object' && body !== null && !Array.isArray(body) && Object.hasOwn(body, 'error')) {
+    const { error: _error, ...others } = body as JsonObject;
+    rest = others;
+  }
+  const name = misspelledField(rest);
   return name === undefined ? undefined : `agent answer has a member A2A does not spell so (${name.slice(0, 32)})`;
-}
-
-/** A JSON-RPC error answer, or a REST error body (`{"error": ...}` without a result). */
-function isErrorShaped(body: unknown): boolean {
-  return typeof body === 'object' && body !== null && 'error' in body && !('result' in body);
 }

@@ -58,7 +58,7 @@ function judge(ctx: RelayContext, inspect: Inspect | undefined, ev: SseEvent, da
   const failed = ev.event === 'error' || (isObject(data) && 'error' in data && !('result' in data));
   const payload = codec.toPayload(id, data, !failed);
   if (payload === undefined) return unreadable(ctx, ev, 'SSE event data is not a JSON object');
-  const miss = failed ? undefined : misspelledAnswer(data);
+  const miss = misspelledAnswer(data);
   if (miss !== undefined) return unreadable(ctx, ev, miss);
   if (ctx.ex !== undefined) ctx.ex.log.events++;
   // Stream events use their own guardian connections: a call's checks never wait behind them.
