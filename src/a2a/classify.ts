@@ -13,7 +13,7 @@ import { isLegacyVersion, looksLikeRest, matchRest, restHasBody, restToJsonRpc, 
 import { encodePath, encodeParsedPath, encodeQuery, isUnder, parseTarget, type Target } from './target';
 import type { AgentEndpoints } from './endpoints';
 import { misspelledField } from './fields';
-import { fieldKey, fold, isObject, type JsonObject, type JsonRpcId } from '../core/json';
+import { fieldKey, findInObjects, fold, isObject, type JsonObject, type JsonRpcId } from '../core/json';
 import { proxyError, type ProxyError, type ProxyErrorKind } from '../core/errors';
 
 export interface HttpRequestFacts {
@@ -451,24 +451,14 @@ function malformed(version: string | undefined): ProxyErrorKind {
  * Walks the whole value without recursion (hostile nesting cannot blow the stack).
  */
 export function ambiguousKey(root: unknown): string | undefined {
-  const stack: unknown[] = [root];
-  while (stack.length > 0) {
-    const v = stack.pop();
-    if (Array.isArray(v)) {
-      for (const e of v) if (typeof e === 'object' && e !== null) stack.push(e);
-    } else if (typeof v === 'object' && v !== null) {
-      const o = v as JsonObject;
-      const keys = Object.keys(o);
-      // One member cannot collide with another: most objects of a call (`{ message }`, `{ text }`) skip the folding.
-      const dup = keys.length < 2 ? -1 : keys.length <= SMALL_OBJECT ? collidingSmall(keys) : collidingLarge(keys);
-      for (let i = 0; i < keys.length; i++) {
-        if (i === dup) return keys[i];
-        const child = o[keys[i] as string];
-        if (typeof child === 'object' && child !== null) stack.push(child);
-      }
-    }
-  }
-  return undefined;
+  return findInObjects(root, collidingKey);
+}
+
+/** The first name of `keys` that folds as an earlier one does. */
+function collidingKey(_o: JsonObject, keys: string[]): string | undefined {
+  // One member cannot collide with another: most objects of a call (`{ message }`, `{ text }`) skip the folding.
+  const dup = keys.length < 2 ? -1 : keys.length <= SMALL_OBJECT ? collidingSmall(keys) : collidingLarge(keys);
+  return dup === -1 ? undefined : keys[dup];
 }
 
 /** Up to this many members, comparing folded names pairwise costs less than a Set. */

@@ -11,7 +11,7 @@
  * dist/index.cjs); the v0.3 names are those of the v0.3 JSON schema that v1.0 lacks, and the proto
  * names its v0.3 server and client read (dist/compat/v0_3).
  */
-import { fieldKey, type JsonObject } from '../core/json';
+import { fieldKey, findInObjects, type JsonObject } from '../core/json';
 
 const V1_NAMES = [
   'acceptedOutputModes', 'accepted_output_modes', 'apiKeySecurityScheme', 'api_key_security_scheme', 'append', 'artifact', 'artifactId',
@@ -64,21 +64,13 @@ const FREE_FORM: ReadonlySet<string> = new Set(A2A_FREE_FORM_MEMBERS);
  * into. Walks without recursion (hostile nesting cannot blow the stack).
  */
 export function misspelledField(root: unknown): string | undefined {
-  const stack: unknown[] = [root];
-  while (stack.length > 0) {
-    const v = stack.pop();
-    if (Array.isArray(v)) {
-      for (const e of v) if (typeof e === 'object' && e !== null) stack.push(e);
-    } else if (typeof v === 'object' && v !== null) {
-      const o = v as JsonObject;
-      for (const k in o) {
-        if (FREE_FORM.has(k)) continue;
-        if (!EXACT.has(k) && FOLDED.has(fieldKey(k))) return k;
-        const child = o[k];
-        if (typeof child === 'object' && child !== null) stack.push(child);
-      }
-    }
-  }
+  return findInObjects(root, misspelledKey, isFreeForm);
+}
+
+const isFreeForm = (k: string): boolean => FREE_FORM.has(k);
+
+function misspelledKey(_o: JsonObject, keys: string[]): string | undefined {
+  for (const k of keys) if (!EXACT.has(k) && !FREE_FORM.has(k) && FOLDED.has(fieldKey(k))) return k;
   return undefined;
 }
 

@@ -57,3 +57,28 @@ export function fieldKey(k: string): string {
   }
   return upper ? k.toLowerCase() : k;
 }
+
+/**
+ * The first answer `visit` gives for an object in `root` (arrays are entered), or undefined. Walks
+ * without recursion, so hostile nesting cannot blow the stack; `skip(k)` leaves member `k`'s value unvisited.
+ */
+export function findInObjects(root: unknown, visit: (o: JsonObject, keys: string[]) => string | undefined, skip?: (k: string) => boolean): string | undefined {
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (Array.isArray(v)) {
+      for (const e of v) if (typeof e === 'object' && e !== null) stack.push(e);
+    } else if (typeof v === 'object' && v !== null) {
+      const o = v as JsonObject;
+      const keys = Object.keys(o);
+      const found = visit(o, keys);
+      if (found !== undefined) return found;
+      for (const k of keys) {
+        if (skip?.(k) === true) continue;
+        const child = o[k];
+        if (typeof child === 'object' && child !== null) stack.push(child);
+      }
+    }
+  }
+  return undefined;
+}
