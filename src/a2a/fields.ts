@@ -40,7 +40,7 @@ const V03_NAMES = [
   // Proto names of the v0.3 gRPC messages, which the SDK's v0.3 REST server reads too.
   'additional_interfaces', 'fileWithBytes', 'fileWithUri', 'file_with_bytes', 'file_with_uri', 'mime_type', 'preferred_transport',
   'pushNotification', 'push_notification', 'push_notification_config', 'security', 'supports_authenticated_extended_card', 'update',
-  'state_transition_history',
+  'state_transition_history', 'push_notification_config_id',
 ];
 /** The JSON-RPC envelope's own members. */
 const RPC_NAMES = ['jsonrpc', 'method', 'result', 'error', 'code'];
@@ -78,9 +78,12 @@ function misspelledKey(_o: JsonObject, keys: string[]): string | undefined {
  * Why an agent's answer cannot be judged as A2A, when it has such a member (for the log and FAIL_MODE).
  * An error object (the `error` member) is not looked into: its details are the agent's words, not A2A
  * objects. Everything beside it is (`{"error": ..., "Result": ...}` is a result to a Go client).
- * Callers pass results only: a gateway's 403 `{"Message": ...}` must reach the caller as it is.
+ * Callers pass 2xx answers only (a gateway's 403 `{"Message": ...}` reaches the caller as it is); an
+ * `event: error` event's data (`isError`, perhaps a bare `{code, message}`) is looked into only when
+ * a member of it reads as a JSON-RPC `result`.
  */
-export function misspelledAnswer(body: unknown): string | undefined {
+export function misspelledAnswer(body: unknown, isError = false): string | undefined {
+  if (isError && !(typeof body === 'object' && body !== null && Object.keys(body).some((k) => fieldKey(k) === 'result'))) return undefined;
   let rest = body;
   if (typeof body === 'object' && body !== null && !Array.isArray(body) && Object.hasOwn(body, 'error')) {
     const { error: _error, ...others } = body as JsonObject;

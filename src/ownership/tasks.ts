@@ -186,7 +186,8 @@ export function namedByTaskAnswer(body: unknown, form: AnswerForm): TaskRefs {
   const refs = new Refs();
   const result = form.resultOf(body);
   resultRefs(result, refs);
-  if (isObject(result) && result.kind === undefined) {
+  // The result is a Task whatever its `kind` says (the SDK's v1.0 client reads it without looking).
+  if (isObject(result)) {
     refs.task(...ids(result, 'id'));
     refs.context(...ids(result, 'contextId', 'context_id'));
   }

@@ -44,7 +44,7 @@ export interface AnswerHook {
   /** A unary answer: its parsed body (undefined when not JSON), whether the status is 2xx. */
   readonly unary?: (body: unknown, ok: boolean) => AnswerCheck | Promise<AnswerCheck>;
   /** The parsed data of one stream event, before it is written. */
-  readonly event?: (data: unknown) => AnswerCheck | Promise<AnswerCheck>;
+  readonly event?: (data: unknown, isError?: boolean) => AnswerCheck | Promise<AnswerCheck>;
 }
 
 /**
@@ -93,9 +93,9 @@ export class TaskOwnership {
 
   /** Before the guardian and the agent: may `owner` make this call, and with which request (page tokens unsealed)? */
   async checkRequest(owner: Owner, op: Operation, request: JsonObject, origin: RequestOrigin = 'caller'): Promise<RequestVerdict> {
-    // A member spelled another way (`TaskId`, `ID`; classification refuses the caller's, this the guardian's
-    // modify): an agent decoding names case-insensitively (Go's encoding/json) would act on a task ownership never checked.
-    const misspelled = misspelledField(request.params);
+    // A member spelled another way (`TaskId`, `ID`) in a guardian's modify (classification refused the caller's; gRPC
+    // decodes to the exact names): an agent decoding names case-insensitively would act on a task ownership never checked.
+    const misspelled = origin === 'guardian' ? misspelledField(request.params) : undefined;
     if (misspelled !== undefined) {
       this.deps.metrics.ownershipOutcome(op.aosMethod, 'refused_misspelled');
       return { type: 'refuse', error: proxyError('invalidParams', `Member ${misspelled.slice(0, 64)} is not spelled as A2A spells it`) };
@@ -184,12 +184,12 @@ export class TaskOwnership {
     const { unary, event } = hook;
     return {
       ...(unary === undefined ? {} : { unary: (body: unknown, ok: boolean) => (ok ? this.misspelled(op, body) : undefined) ?? unary(body, ok) }),
-      ...(event === undefined ? {} : { event: (data: unknown) => this.misspelled(op, data) ?? event(data) }),
+      ...(event === undefined ? {} : { event: (data: unknown, isError?: boolean) => this.misspelled(op, data, isError) ?? event(data) }),
     };
   }
 
-  private misspelled(op: Operation, body: unknown): AnswerCheck | undefined {
-    const why = misspelledAnswer(body);
+  private misspelled(op: Operation, body: unknown, isError = false): AnswerCheck | undefined {
+    const why = misspelledAnswer(body, isError);
     if (why === undefined) return undefined;
     this.deps.metrics.ownershipOutcome(op.aosMethod, 'answer_misspelled');
     this.deps.logger.warn({ method: op.aosMethod, why }, 'task ownership: the agent answered with a member spelled as A2A does not spell it; answer refused');

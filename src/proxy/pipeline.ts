@@ -430,7 +430,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     };
     if (ex === undefined || (ctx.inspect === undefined && ctx.rewriteCard === undefined && ctx.answerHook === undefined)) return relayPlain(ctx);
     // The operation, not the agent's label, says whether the answer is a stream: a unary answer labelled
-    // text/event-stream is read as one body (and refused there), never event by event (an SDK caller reads its JSON).
+    // text/event-stream is never read event by event (an SDK caller reads its JSON); relayUnaryInspected refuses it.
     if (ex.call.op.streaming && isEventStream(upRes)) return relayStreamInspected(ctx);
     return relayUnaryInspected(ctx);
   }

@@ -133,13 +133,15 @@ export function relayUnaryInspected(ctx: RelayContext): void {
  * result always (its URLs would lead around the proxy).
  */
 function unaryLabelledStream(ctx: RelayContext): void {
-  const why = 'agent answered a unary operation with an event stream';
-  if (ctx.rewriteCard !== undefined && ctx.upRes.statusCode >= 200 && ctx.upRes.statusCode < 300) {
+  const ok = ctx.upRes.statusCode >= 200 && ctx.upRes.statusCode < 300;
+  if (ctx.rewriteCard !== undefined && ok) {
     ctx.upReq.abort();
     ctx.onUpstreamFailure('agent card result cannot be read');
     return sendError(ctx.res, ctx.codec, proxyError('upstreamUnavailable', 'Agent card unavailable: the answer cannot be read'), ctx.id);
   }
-  const err = ctx.onUninspectable(why);
+  // Nothing here reads this answer (card rewrite and task ownership read 2xx ones only): it goes as it is.
+  if (ctx.inspect === undefined && !(ok && ctx.answerHook?.unary !== undefined)) return relayPlain(ctx);
+  const err = ctx.onUninspectable('agent answered a unary operation with an event stream');
   if (err === undefined) return relayPlain(ctx);
   ctx.upReq.abort();
   sendError(ctx.res, ctx.codec, err, ctx.id);
@@ -203,15 +205,14 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   if (owned.type === 'replace') {
     body = owned.body;
     out = Buffer.from(JSON.stringify(body), 'utf8');
-  } else if (ctx.answerHook?.unary !== undefined && out === raw && body !== null) {
-    // The caller gets what task ownership read: the agent's text could give a member twice, and a
-    // first-match reader would take the one ownership did not bind or filter.
-    out = sameText(raw, JSON.stringify(body));
   }
+  const ok = status >= 200 && status < 300;
+  const ownershipRead = ctx.answerHook?.unary !== undefined && ok;
   if (ctx.inspect !== undefined) {
-    const payload = codec.toPayload(id, body, status >= 200 && status < 300);
+    const payload = codec.toPayload(id, body, ok);
     // An A2A member spelled another way (`Tasks`): what the guardian reads past, a case-insensitive caller acts on.
-    const unread = payload === undefined ? 'agent answer is not a JSON object' : status >= 200 && status < 300 ? misspelledAnswer(body) : undefined;
+    // (Task ownership already refused such a result, whatever FAIL_MODE says: walked once.)
+    const unread = payload === undefined ? 'agent answer is not a JSON object' : ok && !ownershipRead ? misspelledAnswer(body) : undefined;
     if (unread !== undefined || payload === undefined) {
       const err = ctx.onUninspectable(unread ?? 'agent answer is not a JSON object');
       if (err !== undefined) return sendError(res, codec, err, id);
@@ -225,6 +226,11 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
       if (run.modified) out = Buffer.from(codec.fromPayload(run.payload, body), 'utf8');
       else out = approvedBytes(codec, payload, payloadJson, body, out, raw);
     }
+  }
+  if (out === raw && ownershipRead && ctx.inspect === undefined && body !== null) {
+    // The caller gets what task ownership read: the agent's text could give a member twice, and a
+    // first-match reader would take the one ownership did not bind or filter.
+    out = sameText(raw, JSON.stringify(body));
   }
   if (out === raw) return send(res, status, headers, out);
   // Bytes the proxy wrote: none of the agent's digests or validators (send sets the length), no encoding.

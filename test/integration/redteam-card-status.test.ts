@@ -55,6 +55,7 @@ describe('an extended card result labelled as an event stream', () => {
   let srv: net.Server;
   let answer: (id: unknown) => string = () => '';
   let label = '';
+  let status = 200;
   const sockets = new Set<net.Socket>();
   beforeAll(async () => {
     srv = net.createServer((s) => {
@@ -71,7 +72,7 @@ describe('an extended card result labelled as an event stream', () => {
         }
         const out = answer((JSON.parse(buf.slice(end + 4, end + 4 + len)) as { id: unknown }).id);
         buf = '';
-        s.write(`HTTP/1.1 200 OK\r\ncontent-type: ${label}\r\ncontent-length: ${Buffer.byteLength(out)}\r\n\r\n${out}`);
+        s.write(`HTTP/1.1 ${status} X\r\ncontent-type: ${label}\r\ncontent-length: ${Buffer.byteLength(out)}\r\n\r\n${out}`);
       });
     });
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
@@ -83,6 +84,7 @@ describe('an extended card result labelled as an event stream', () => {
 
   test.each(cases)('%s, the card as %s, %s, INSPECT_RESPONSES=%s', async (l, body, method, inspect) => {
     label = l;
+    status = 200;
     answer = bodies[body];
     const p = await startTestProxy({ UPSTREAM_URL: `http://127.0.0.1:${(srv.address() as net.AddressInfo).port}`, GUARDIAN_URL: guardian.url, ROLE: 'server', INSPECT_RESPONSES: inspect });
     try {
@@ -96,6 +98,23 @@ describe('an extended card result labelled as an event stream', () => {
       expect(text).toContain('-31502');
     } finally {
       await p.close();
+    }
+  });
+
+  test('an error answer (404) so labelled goes as it is when nothing reads it (no inspection), and is refused when the hooks would', async () => {
+    label = 'text/event-stream';
+    answer = () => '{"error":"no such card"}';
+    status = 404;
+    for (const inspect of ['false', 'true']) {
+      const p = await startTestProxy({ UPSTREAM_URL: `http://127.0.0.1:${(srv.address() as net.AddressInfo).port}`, GUARDIAN_URL: guardian.url, ROLE: 'server', INSPECT_RESPONSES: inspect });
+      try {
+        const r = await fetch(`${p.url}/a2a/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0' }, body: JSON.stringify({ jsonrpc: '2.0', id: 'c-2', method: 'GetExtendedAgentCard', params: {} }) });
+        const text = await r.text();
+        if (inspect === 'false') expect({ status: r.status, text }).toEqual({ status: 404, text: '{"error":"no such card"}' });
+        else expect(text).toContain('-31502');
+      } finally {
+        await p.close();
+      }
     }
   });
 });

@@ -282,6 +282,21 @@ describe.each([
   });
 });
 
+test('inspection on: stray blank lines leave nothing, an empty `data:` a keep-alive, and line separators in judged data are escaped', async () => {
+  const odd = { ...ev2, result: { artifactUpdate: { taskId: 't-1', contextId: 'c-1', artifact: { artifactId: 'a-1', parts: [{ text: 'a\u2028b\u2029c\u0085d' }] } } } };
+  handler = async ({ res }) => {
+    res.writeHead(200, SSE_HEADERS);
+    await writeNow(res, `\n\n\r\ndata:\n\ndata: ${JSON.stringify(odd)}\n\n\n\n`);
+    res.end();
+  };
+  const s = await openStream(`${on.url}/a2a/jsonrpc`, streamCall(ID), V1);
+  const got = (await s.done).toString('utf8');
+  const escaped = JSON.stringify(odd).replace('\u2028', '\\u2028').replace('\u2029', '\\u2029').replace('\u0085', '\\u0085');
+  expect(got).toBe(`:\n\ndata: ${escaped}\n\n`);
+  // Same JSON value: a reader splitting lines at those characters (Python's str.splitlines) gets the event whole.
+  expect(JSON.parse(got.split(/\r\n|\r|\n|\u2028|\u2029|\u0085/).find((l) => l.startsWith('data: {'))!.slice(6))).toEqual(odd);
+});
+
 test('inspection on: a modified event changes only its own frame, written as data alone like every judged event', async () => {
   guardian.script((env) => {
     if (!isResponseEnv(env)) return ALLOW;

@@ -25,6 +25,13 @@ const isPromise = <T>(v: T | Promise<T>): v is Promise<T> => typeof (v as { then
 
 /** What a block without data becomes: a bare comment, which keeps an idle connection alive and nothing else. */
 const KEEP_ALIVE = Buffer.from(':\n\n', 'latin1');
+/** What a block of blank lines alone becomes: nothing (as a keep-alive each stray line end would be three bytes). */
+const NOTHING = Buffer.alloc(0);
+
+function onlyLineEnds(raw: Buffer): boolean {
+  for (let i = 0; i < raw.length; i++) if (raw[i] !== 0x0a && raw[i] !== 0x0d) return false;
+  return true;
+}
 
 /**
  * One event's verdict: a data event is bound by task ownership (when the call has it), then judged
@@ -34,7 +41,9 @@ const KEEP_ALIVE = Buffer.from(':\n\n', 'latin1');
  * reads `DATA:` or `data :`) could find an event in that text that the proxy never read.
  */
 function decideEvent(ctx: RelayContext, inspect: Inspect | undefined, ownEvent: OwnEvent | undefined, ev: SseEvent): Verdict | Promise<Verdict> {
-  if (ev.commentOnly || !ev.hasData) return { pass: KEEP_ALIVE };
+  if (ev.commentOnly || !ev.hasData) return { pass: onlyLineEnds(ev.raw) ? NOTHING : KEEP_ALIVE };
+  // `data:` with nothing after it: WHATWG clients dispatch no event, the SDK's parser neither.
+  if (ev.data === '') return { pass: KEEP_ALIVE };
   let data: unknown;
   try {
     data = JSON.parse(ev.data);
@@ -45,7 +54,7 @@ function decideEvent(ctx: RelayContext, inspect: Inspect | undefined, ownEvent: 
   // Task ownership: bind the tasks an event names before it goes out, whatever its name (JSON-RPC clients
   // read an `event: error` event's data as any other's).
   if (ownEvent === undefined) return judge(ctx, inspect, ev, data);
-  const owned = ownEvent(data);
+  const owned = ownEvent(data, ev.event === 'error');
   if (!isPromise(owned)) return owned.type === 'refuse' ? { stop: ctx.codec.streamError(owned.error, ctx.id).frame } : judge(ctx, inspect, ev, data);
   return owned.then((o) => (o.type === 'refuse' ? { stop: ctx.codec.streamError(o.error, ctx.id).frame } : judge(ctx, inspect, ev, data)));
 }
@@ -53,12 +62,13 @@ function decideEvent(ctx: RelayContext, inspect: Inspect | undefined, ownEvent: 
 /** The response hooks' verdict on one parsed event (a pass when inspection is off). */
 function judge(ctx: RelayContext, inspect: Inspect | undefined, ev: SseEvent, data: unknown): Verdict | Promise<Verdict> {
   // Task ownership read the parsed data: the caller gets that, not the agent's text (a member given twice reads otherwise first-match).
-  if (inspect === undefined) return { pass: formatSseEvent({ data: JSON.stringify(data), ...fieldsOf(ev) }) };
+  if (inspect === undefined) return { pass: formatSseEvent({ data: noLineSeparators(JSON.stringify(data)), ...fieldsOf(ev) }) };
   const { codec, id } = ctx;
   const failed = ev.event === 'error' || (isObject(data) && 'error' in data && !('result' in data));
   const payload = codec.toPayload(id, data, !failed);
   if (payload === undefined) return unreadable(ctx, ev, 'SSE event data is not a JSON object');
-  const miss = misspelledAnswer(data);
+  // Task ownership already refused such an event (whatever FAIL_MODE says): walked once.
+  const miss = ctx.answerHook?.event === undefined ? misspelledAnswer(data, failed) : undefined;
   if (miss !== undefined) return unreadable(ctx, ev, miss);
   if (ctx.ex !== undefined) ctx.ex.log.events++;
   // Stream events use their own guardian connections: a call's checks never wait behind them.
@@ -69,7 +79,7 @@ function judge(ctx: RelayContext, inspect: Inspect | undefined, ev: SseEvent, da
     if (run.type === 'block') return { stop: codec.streamError(run.error, id).frame };
     // A modify replaces this event's data only; an error event stays one (so does an allowed one).
     const out = run.modified ? codec.fromPayload(run.payload, data) : codec.fromPayload(payload, data, payloadJson);
-    return { pass: formatSseEvent({ data: out, ...fieldsOf(ev) }) };
+    return { pass: formatSseEvent({ data: noLineSeparators(out), ...fieldsOf(ev) }) };
   });
 }
 
@@ -82,6 +92,18 @@ function unreadable(ctx: RelayContext, ev: SseEvent, why: string): Verdict {
 /** A data event as the proxy parsed it, written by the proxy (what passes unjudged is still what the proxy read). */
 function asParsed(ev: SseEvent): Buffer {
   return formatSseEvent({ data: ev.data, ...fieldsOf(ev) });
+}
+
+const SEPARATORS = /[\u0085\u2028\u2029]/g;
+
+/**
+ * JSON text with NEL, U+2028 and U+2029 escaped (`\u2028`: the same JSON value). JSON.stringify leaves
+ * them raw in strings, and a reader that splits lines as Python's str.splitlines does would cut the
+ * event there. Only text with one of them is copied.
+ */
+function noLineSeparators(json: string): string {
+  SEPARATORS.lastIndex = 0;
+  return SEPARATORS.test(json) ? json.replace(SEPARATORS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : json;
 }
 
 const ERROR_EVENT = { event: 'error' } as const;

@@ -470,12 +470,13 @@ function classifyRest(req: HttpRequestFacts, t: Target, base: readonly string[],
   if (new Set(keys.map(fieldKey)).size !== keys.length) return reject('rejected', 'Repeated query parameters are not accepted on A2A REST routes', 'rest');
   const amb = ambiguousKey(params);
   if (amb !== undefined) return reject('rejected', `Ambiguous member names in the body (${amb.slice(0, 32)})`, 'rest');
-  const miss = misspelledField(params);
-  if (miss !== undefined) return reject('rejected', `Member ${miss.slice(0, 32)} is not spelled as A2A spells it`, 'rest');
   const foreign = foreignMessageShape(params, m.version === '0.3');
   if (foreign !== undefined) return reject('invalidParams', foreign, 'rest');
   const request = restToJsonRpc(m, query, params, randomUUID());
   if (typeof request === 'string') return reject('rejected', request, 'rest');
+  // After the mapping: the query's members (`?ContextId=`) are params too.
+  const miss = misspelledField(request.params);
+  if (miss !== undefined) return reject('rejected', `Member ${miss.slice(0, 32)} is not spelled as A2A spells it`, 'rest');
   return { kind: 'a2a', binding: 'rest', op: m.op, request, id: request.id as string, version, target: encodePath(base), rest: { match: m, base } };
 }
 

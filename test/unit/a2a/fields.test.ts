@@ -1,5 +1,7 @@
 import fc from 'fast-check';
 import { A2A_MEMBER_NAMES, misspelledAnswer, misspelledField } from '../../../src/a2a/fields';
+import { classify } from '../../../src/a2a/classify';
+import { A2A_OPTIONS } from '../../helpers/classify';
 
 describe('misspelledField: members that fold onto an A2A name without being one of its spellings', () => {
   test('every spelling in the table passes, alone and all together', () => {
@@ -37,5 +39,24 @@ describe('misspelledAnswer', () => {
     expect(misspelledAnswer({ jsonrpc: '2.0', id: 1, error: { code: 1 }, Result: { task: { id: 't' } } })).toMatch(/Result/);
     expect(misspelledAnswer({ jsonrpc: '2.0', id: 1, result: { task: { Id: 't' } } })).toMatch(/Id/);
     expect(misspelledAnswer({ tasks: [{ id: 't' }], nextPageToken: '' })).toBeUndefined();
+  });
+});
+
+describe('classification refuses other spellings wherever a request carries members', () => {
+  test.each([
+    ['a JSON-RPC body', 'POST', '/a2a/jsonrpc', { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { ID: 't-1' } }],
+    ['a REST body', 'POST', '/a2a/rest/message:send', { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'x' }], TaskId: 't-1' } }],
+    ['a REST query', 'GET', '/a2a/rest/tasks?ContextId=c-1', null],
+    ['a REST query on a task route', 'GET', '/a2a/rest/tasks/t-1?HistoryLength=3', null],
+    ['a REST query, kebab-case', 'GET', '/a2a/rest/tasks?context-id=c-1', null],
+  ] as const)('%s', (_what, verb, path, body) => {
+    const c = classify({ verb, path, headers: { 'a2a-version': '1.0', ...(body === null ? {} : { 'content-type': 'application/json' }) }, body: body === null ? null : Buffer.from(JSON.stringify(body)) }, A2A_OPTIONS);
+    expect(c.kind === 'reject' ? c.error.message : c.kind).toMatch(/is not spelled as A2A spells it/);
+  });
+
+  test('the exact spellings pass', () => {
+    for (const path of ['/a2a/rest/tasks?contextId=c-1', '/a2a/rest/tasks/t-1?historyLength=3']) {
+      expect(classify({ verb: 'GET', path, headers: { 'a2a-version': '1.0' }, body: null }, A2A_OPTIONS).kind).toBe('a2a');
+    }
   });
 });

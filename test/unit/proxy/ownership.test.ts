@@ -131,11 +131,15 @@ describe('answer hooks', () => {
       expect(await own.answerHook('A', op(m), restCodec)?.unary?.({ id: 't-1', contextId: `c-new-${m}` }, true)).toEqual({ type: 'pass' });
       expect(await own.answerHook('B', op('SendMessage'), jsonRpcCodec)?.unary?.({ jsonrpc: '2.0', id: 1, result: { message: { messageId: 'm', contextId: `c-new-${m}` } } }, true)).toMatchObject({ type: 'refuse' });
     }
+    // The result is a Task whatever its `kind` says: the SDK's v1.0 client reads it without looking.
+    for (const kind of ['Task', 'TASK', 1, 'task']) {
+      expect(await own.answerHook('A', op('GetTask'), jsonRpcCodec)?.unary?.({ jsonrpc: '2.0', id: 1, result: { kind, id: 't-1', contextId: 'c-b' } }, true)).toMatchObject({ type: 'refuse' });
+    }
     const sub = own.answerHook('A', op('SubscribeToTask'), jsonRpcCodec);
     expect(await sub?.event?.({ jsonrpc: '2.0', id: 1, result: { statusUpdate: { taskId: 't-1', contextId: 'c-b' } } })).toMatchObject({ type: 'refuse' });
   });
 
-  test('an answer with a member ownership reads, spelled another way, is refused; so is such a request', async () => {
+  test('an answer with an A2A member spelled another way is refused; so is a guardian\'s modify with one', async () => {
     const { own } = setup();
     const hook = own.answerHook('A', op('ListTasks'), jsonRpcCodec);
     for (const result of [{ Tasks: [{ id: 't' }] }, { tasks: [{ ID: 't' }] }, { tasks: [], TOTAL_SIZE: 1 }, { tasks: [], 'next-page-token': 'x' }]) {
@@ -145,9 +149,10 @@ describe('answer hooks', () => {
     expect(await hook?.unary?.({ jsonrpc: '2.0', id: 1, result: { tasks: [{ id: 't', metadata: { ID: 1, Tasks: [] } }] } }, true)).not.toMatchObject({ type: 'refuse' });
     const send = own.answerHook('A', op('SendMessage'), jsonRpcCodec);
     expect(await send?.unary?.({ jsonrpc: '2.0', id: 1, result: { task: { id: 't-x', ContextId: 'c-x' } } }, true)).toMatchObject({ type: 'refuse' });
-    const get = await own.checkRequest('A', op('GetTask'), { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { ID: 't-1' } });
+    // A guardian's modify (classification refused the caller's own, before ownership).
+    const get = await own.checkRequest('A', op('GetTask'), { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { ID: 't-1' } }, 'guardian');
     expect(get).toMatchObject({ type: 'refuse', error: { kind: 'invalidParams' } });
-    const msg = await own.checkRequest('A', op('SendMessage'), { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm', TaskId: 't-1', parts: [{ data: { TaskId: 1 } }] } } });
+    const msg = await own.checkRequest('A', op('SendMessage'), { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm', TaskId: 't-1', parts: [{ data: { TaskId: 1 } }] } } }, 'guardian');
     expect(msg).toMatchObject({ type: 'refuse' });
   });
 });
