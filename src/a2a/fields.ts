@@ -48,6 +48,8 @@ const RPC_NAMES = ['jsonrpc', 'method', 'result', 'error', 'code'];
 /** Every spelling of every A2A member name (the table; test/helpers/classify-reference reads it too). */
 export const A2A_MEMBER_NAMES: readonly string[] = [...V1_NAMES, ...V03_NAMES, ...RPC_NAMES];
 const EXACT: ReadonlySet<string> = new Set(A2A_MEMBER_NAMES);
+/** The members of an error object or a JSON-RPC error answer, folded. */
+const ERROR_MEMBERS: ReadonlySet<string> = new Set(['code', 'message', 'details', 'data', 'status', 'error', 'jsonrpc', 'id']);
 const FOLDED: ReadonlySet<string> = new Set([...EXACT].map(fieldKey));
 
 /**
@@ -79,11 +81,12 @@ function misspelledKey(_o: JsonObject, keys: string[]): string | undefined {
  * An error object (the `error` member) is not looked into: its details are the agent's words, not A2A
  * objects. Everything beside it is (`{"error": ..., "Result": ...}` is a result to a Go client).
  * Callers pass 2xx answers only (a gateway's 403 `{"Message": ...}` reaches the caller as it is); an
- * `event: error` event's data (`isError`, perhaps a bare `{code, message}`) is looked into only when
- * a member of it reads as a JSON-RPC `result`.
+ * `event: error` event's data (`isError`) that is a bare error object (`{code, message}` in any
+ * spelling, a JSON-RPC error answer) is not looked into. One with any other member (`Task`, `Result`)
+ * is: a client that ignores event names acts on it.
  */
 export function misspelledAnswer(body: unknown, isError = false): string | undefined {
-  if (isError && !(typeof body === 'object' && body !== null && Object.keys(body).some((k) => fieldKey(k) === 'result'))) return undefined;
+  if (isError && typeof body === 'object' && body !== null && Object.keys(body).every((k) => ERROR_MEMBERS.has(fieldKey(k)))) return undefined;
   let rest = body;
   if (typeof body === 'object' && body !== null && !Array.isArray(body) && Object.hasOwn(body, 'error')) {
     const { error: _error, ...others } = body as JsonObject;

@@ -198,23 +198,24 @@ export class TaskOwnership {
 
   private answerChecks(owner: Owner, op: Operation, form: AnswerForm): AnswerHook | undefined {
     switch (op.aosMethod) {
+      // Whatever the status: a client that ignores it (a 500 with a JSON-RPC result) reads what the answer names.
       case 'message/send':
-        return { unary: (body, ok) => (ok ? this.bind(owner, op, createdByAnswer(body, form), undefined) : PASS) };
+        return { unary: (body) => this.bind(owner, op, createdByAnswer(body, form), undefined) };
       case 'message/stream': {
         // A stream names the same task in every event: each key is claimed once per call.
         const claimed = new Set<string>();
         return {
-          unary: (body, ok) => (ok ? this.bind(owner, op, createdByAnswer(body, form), claimed) : PASS),
+          unary: (body) => this.bind(owner, op, createdByAnswer(body, form), claimed),
           event: (data) => this.bind(owner, op, createdByAnswer(data, form), claimed),
         };
       }
       case 'tasks/get':
       case 'tasks/cancel':
-        return { unary: (body, ok) => (ok ? this.bind(owner, op, namedByTaskAnswer(body, form), undefined) : PASS) };
+        return { unary: (body) => this.bind(owner, op, namedByTaskAnswer(body, form), undefined) };
       case 'tasks/resubscribe': {
         const claimed = new Set<string>();
         return {
-          unary: (body, ok) => (ok ? this.bind(owner, op, createdByAnswer(body, form), claimed) : PASS),
+          unary: (body) => this.bind(owner, op, createdByAnswer(body, form), claimed),
           event: (data) => this.bind(owner, op, createdByAnswer(data, form), claimed),
         };
       }

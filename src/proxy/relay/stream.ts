@@ -89,17 +89,20 @@ function unreadable(ctx: RelayContext, ev: SseEvent, why: string): Verdict {
   return err === undefined ? { pass: asParsed(ev) } : { stop: ctx.codec.streamError(err, ctx.id).frame };
 }
 
-/** A data event as the proxy parsed it, written by the proxy (what passes unjudged is still what the proxy read). */
+/**
+ * A data event as the proxy parsed it, written by the proxy (what passes unjudged is still what the
+ * proxy read), line separators escaped as in judged data: a splitlines reader finds no event inside.
+ */
 function asParsed(ev: SseEvent): Buffer {
-  return formatSseEvent({ data: ev.data, ...fieldsOf(ev) });
+  return formatSseEvent({ data: noLineSeparators(ev.data), ...fieldsOf(ev) });
 }
 
 const SEPARATORS = /[\u0085\u2028\u2029]/g;
 
 /**
- * JSON text with NEL, U+2028 and U+2029 escaped (`\u2028`: the same JSON value). JSON.stringify leaves
- * them raw in strings, and a reader that splits lines as Python's str.splitlines does would cut the
- * event there. Only text with one of them is copied.
+ * JSON text with NEL, U+2028 and U+2029 escaped (`\u2028`: the same JSON value; in data passed unread
+ * under FAIL_MODE=open, six characters). JSON.stringify leaves them raw in strings, and a reader that
+ * splits lines as Python's str.splitlines does would cut the event there. Only text with one is copied.
  */
 function noLineSeparators(json: string): string {
   SEPARATORS.lastIndex = 0;

@@ -40,6 +40,14 @@ describe('misspelledAnswer', () => {
     expect(misspelledAnswer({ jsonrpc: '2.0', id: 1, result: { task: { Id: 't' } } })).toMatch(/Id/);
     expect(misspelledAnswer({ tasks: [{ id: 't' }], nextPageToken: '' })).toBeUndefined();
   });
+
+  test('an `event: error` event\'s data: a bare error object is not looked into, anything beside one is', () => {
+    expect(misspelledAnswer({ Code: 5, Message: 'x', DETAILS: [] }, true)).toBeUndefined();
+    expect(misspelledAnswer({ jsonrpc: '2.0', id: 1, error: { Code: 1 } }, true)).toBeUndefined();
+    expect(misspelledAnswer({ Task: { id: 't' } }, true)).toMatch(/Task/);
+    expect(misspelledAnswer({ error: { code: 1 }, Task: { id: 't' } }, true)).toMatch(/Task/);
+    expect(misspelledAnswer({ jsonrpc: '2.0', id: 1, Result: {} }, true)).toMatch(/Result/);
+  });
 });
 
 describe('classification refuses other spellings wherever a request carries members', () => {
