@@ -286,9 +286,11 @@ export function rewriteEndpoint(raw: string, opts: RewriteOptions): string | und
  * its aliases. Rewriting only the camelCase names left an agent URL in `supported_interfaces`, and an
  * SDK client called it, around the proxy.
  */
-const CONTROL = /[\u0000-\u001f\u007f]/;
 const CARD_ROUTE_MEMBERS: Readonly<Record<string, string>> = { url: 'url', supportedinterfaces: 'supportedInterfaces', additionalinterfaces: 'additionalInterfaces', preferredtransport: 'preferredTransport' };
 const INTERFACE_MEMBERS: Readonly<Record<string, string>> = { url: 'url', protocolbinding: 'protocolBinding', protocolversion: 'protocolVersion', transport: 'transport', tenant: 'tenant' };
+
+/** A member name with a control character (see oneSpelling). */
+const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /**
  * `o` with each of `members` under its one spelling: another spelling is renamed to it, or dropped

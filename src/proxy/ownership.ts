@@ -201,7 +201,8 @@ export class TaskOwnership {
       // Whatever the status: a client that ignores it (a 500 with a JSON-RPC result) reads what the answer names.
       case 'message/send':
         return { unary: (body) => this.bind(owner, op, createdByAnswer(body, form), undefined) };
-      case 'message/stream': {
+      case 'message/stream':
+      case 'tasks/resubscribe': {
         // A stream names the same task in every event: each key is claimed once per call.
         const claimed = new Set<string>();
         return {
@@ -212,13 +213,6 @@ export class TaskOwnership {
       case 'tasks/get':
       case 'tasks/cancel':
         return { unary: (body) => this.bind(owner, op, namedByTaskAnswer(body, form), undefined) };
-      case 'tasks/resubscribe': {
-        const claimed = new Set<string>();
-        return {
-          unary: (body) => this.bind(owner, op, createdByAnswer(body, form), claimed),
-          event: (data) => this.bind(owner, op, createdByAnswer(data, form), claimed),
-        };
-      }
       case 'tasks/list':
         return { unary: async (body, ok) => this.sealPageTokens(owner, op, form, await this.filterList(owner, op, form, body, ok), body) };
       default:

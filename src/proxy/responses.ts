@@ -157,11 +157,14 @@ function uninspectable(ctx: RelayContext, why: string, pass: () => void): void {
 async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   const { res, upRes, codec, id } = ctx;
   const status = upRes.statusCode;
+  const ok = status >= 200 && status < 300;
+  // Task ownership reads 2xx answers (binds what they name, filters lists).
+  const ownershipRead = ctx.answerHook?.unary !== undefined && ok;
   const headers: OutgoingHttpHeaders = { ...upRes.headers };
   const original = raw;
   // An agent-card result that cannot be read and rewritten is never relayed, whatever FAIL_MODE says:
   // its URLs would lead around the proxy (the card route refuses the same way).
-  const cardAnswer = ctx.rewriteCard !== undefined && status >= 200 && status < 300;
+  const cardAnswer = ctx.rewriteCard !== undefined && ok;
   const refuseCard = () => {
     ctx.onUpstreamFailure('agent card result cannot be read');
     sendError(res, codec, proxyError('upstreamUnavailable', 'Agent card unavailable: the answer cannot be read'), id);
@@ -185,8 +188,7 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
     if (owned.type === 'refuse') return sendError(res, codec, owned.error, id);
     // Not JSON (an HTML error page, say): no A2A answer the hooks could judge. A 2xx one that task ownership
     // should have read is not passed unread either: a laxer reader (NaN, comments) could find a task in it.
-    const ownershipReads = ctx.answerHook?.unary !== undefined && status >= 200 && status < 300;
-    if (ctx.inspect === undefined && !ownershipReads) return send(res, status, headers, original);
+    if (ctx.inspect === undefined && !ownershipRead) return send(res, status, headers, original);
     return uninspectable(ctx, 'agent answer is not JSON', () => send(res, status, headers, original));
   }
   let out = raw;
@@ -206,8 +208,6 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
     body = owned.body;
     out = Buffer.from(JSON.stringify(body), 'utf8');
   }
-  const ok = status >= 200 && status < 300;
-  const ownershipRead = ctx.answerHook?.unary !== undefined && ok;
   if (ctx.inspect !== undefined) {
     const payload = codec.toPayload(id, body, ok);
     // An A2A member spelled another way (`Tasks`): what the guardian reads past, a case-insensitive caller acts on.

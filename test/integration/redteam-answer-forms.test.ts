@@ -12,13 +12,14 @@
  * message naming A's context reached it.
  */
 import http from 'node:http';
-import net from 'node:net';
 import zlib from 'node:zlib';
-import type { AddressInfo } from 'node:net';
-import { collect, makeClient, sendReq, startAgent } from '../helpers/agent';
+import { collect, makeClient, sendReq } from '../helpers/agent';
 import { startGuardian, isResponseEnvelope, type TestGuardian } from '../helpers/guardian';
 import { startTestProxy, type TestProxy } from './proxy-harness';
 import { startIdentities, type Caller, type TestIdentities } from './ownership-identities';
+
+import { answer, useHostileAgent } from '../helpers/hostile-agent';
+import { contextsIn, laxEvents } from '../helpers/lax-readers';
 
 jest.setTimeout(120_000);
 
@@ -26,89 +27,7 @@ jest.setTimeout(120_000);
 /* The hostile agent                                                                              */
 /* ---------------------------------------------------------------------------------------------- */
 
-interface Req {
-  readonly method: string;
-  readonly path: string;
-  readonly headers: Record<string, string>;
-  readonly text: string;
-  readonly json: Record<string, unknown> | undefined;
-  readonly id: unknown;
-}
-type Script = (r: Req) => Buffer;
-
-let script: Script | undefined;
-const received: Req[] = [];
-let remote: net.Server;
-let origin = '';
-let hostPort = '';
-let cardText = '';
-/** When set, the agent's public card (well-known path) instead of cardText. */
-let publicCard: string | undefined;
-
-/** A raw HTTP/1.1 answer: header lines as given (duplicates kept), then the body framed as asked. */
-function answer(status: number, headers: readonly (readonly [string, string])[], body: Buffer | string, framing: 'length' | 'chunked' | 'none' = 'length', reason = 'X'): Buffer {
-  const b = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
-  let head = `HTTP/1.1 ${status} ${reason}\r\n`;
-  for (const [k, v] of headers) head += `${k}: ${v}\r\n`;
-  if (framing === 'length') head += `content-length: ${b.length}\r\n`;
-  if (framing === 'chunked') head += 'transfer-encoding: chunked\r\n';
-  head += 'connection: close\r\n\r\n';
-  const framed = framing === 'chunked' ? Buffer.concat([Buffer.from(`${b.length.toString(16)}\r\n`), b, Buffer.from('\r\n0\r\n\r\n')]) : b;
-  return Buffer.concat([Buffer.from(head, 'latin1'), framed]);
-}
-
-function parseReq(head: string, body: Buffer): Req {
-  const [line, ...rest] = head.split('\r\n');
-  const [method, path] = (line ?? '').split(' ');
-  const headers: Record<string, string> = {};
-  for (const l of rest) {
-    const i = l.indexOf(':');
-    if (i > 0) headers[l.slice(0, i).toLowerCase()] = l.slice(i + 1).trim();
-  }
-  const text = body.toString('utf8');
-  let json: Record<string, unknown> | undefined;
-  try {
-    json = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    json = undefined;
-  }
-  return { method: method ?? '', path: path ?? '', headers, text, json, id: json?.id ?? null };
-}
-
-beforeAll(async () => {
-  // The card of a real SDK agent (JSON-RPC and REST, v1.0 and v0.3, extended card), pointed at the hostile agent.
-  const real = await startAgent({ extendedAgentCard: true });
-  const realCard = await (await fetch(`${real.origin}/.well-known/agent-card.json`)).text();
-  remote = net.createServer((sock) => {
-    let buf = Buffer.alloc(0);
-    sock.on('error', () => undefined);
-    sock.on('data', (d: Buffer) => {
-      buf = Buffer.concat([buf, d]);
-      const end = buf.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      const head = buf.subarray(0, end).toString('latin1');
-      const len = Number(/\r\ncontent-length:\s*(\d+)/i.exec(head)?.[1] ?? 0);
-      if (buf.length < end + 4 + len) return;
-      const req = parseReq(head, buf.subarray(end + 4, end + 4 + len));
-      buf = Buffer.alloc(0);
-      if (req.method === 'GET' && req.path.startsWith('/.well-known/')) {
-        sock.end(answer(200, [['content-type', 'application/json']], publicCard ?? cardText));
-        return;
-      }
-      received.push(req);
-      sock.end(script === undefined ? answer(500, [], '') : script(req));
-    });
-  });
-  await new Promise<void>((r) => remote.listen(0, '127.0.0.1', r));
-  hostPort = `127.0.0.1:${(remote.address() as AddressInfo).port}`;
-  origin = `http://${hostPort}`;
-  cardText = realCard.split(real.origin).join(origin);
-  await real.close();
-});
-
-afterAll(async () => {
-  await new Promise<void>((r) => remote.close(() => r()));
-});
+const hostile = useHostileAgent();
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Calls                                                                                          */
@@ -174,7 +93,7 @@ async function callerGets(proxyUrl: string, op: Op, extraHeaders: Record<string,
 
 /* Answers in each binding's shape, carrying a marker word. */
 function resultFor(op: Op, marker: string): unknown {
-  if (op.card) return JSON.parse(cardText.replace('"name":"', `"name":"${marker} `)) as unknown;
+  if (op.card) return JSON.parse(hostile.cardText.replace('"name":"', `"name":"${marker} `)) as unknown;
   const msg1 = { messageId: marker, role: 'ROLE_AGENT', parts: [{ text: marker }] };
   const msg03 = { kind: 'message', messageId: marker, role: 'agent', parts: [{ kind: 'text', text: marker }] };
   if (op.binding === 'jsonrpc') return op.v03 ? msg03 : { message: msg1 };
@@ -237,7 +156,7 @@ async function inspectedProxy(mode: 'allow' | 'deny', env: Record<string, string
   const guardian = await startGuardian();
   guardians.push(guardian);
   if (mode === 'deny') guardian.script((e) => (isResponseEnvelope(e) ? { decision: 'deny', message: 'denied by rt27' } : { decision: 'allow', message: 'ok' }));
-  const proxy = await startTestProxy({ ROLE: 'client', UPSTREAM_URL: origin, GUARDIAN_URL: guardian.url, INSPECT_RESPONSES: 'true', FAIL_MODE: 'closed', ...env });
+  const proxy = await startTestProxy({ ROLE: 'client', UPSTREAM_URL: hostile.origin, GUARDIAN_URL: guardian.url, INSPECT_RESPONSES: 'true', FAIL_MODE: 'closed', ...env });
   proxies.push(proxy);
   return { proxy, guardian };
 }
@@ -259,7 +178,7 @@ describe('A: a unary answer under every SSE-ish label, deny-all guardian: the ca
   test.each(cases)('%s labelled %s', async (_n, label, op) => {
     const m = mark();
     const lines = SSE_LABELS[label] as readonly string[];
-    script = (r) => answer(200, lines.map((v) => ['content-type', v] as const), bodyFor(op, r.id, m));
+    hostile.script = (r) => answer(200, lines.map((v) => ['content-type', v] as const), bodyFor(op, r.id, m));
     const got = await callerGets(proxy.url, op);
     expect({ leaked: got.text.includes(m) }).toEqual({ leaked: false });
   });
@@ -272,7 +191,7 @@ describe('control (not vacuous): allow-all, the agent\'s own label: the marker r
   });
   test.each([...UNARY_OPS, ...STREAM_OPS].map((op) => [op.name, op] as const))('%s', async (_n, op) => {
     const m = mark();
-    script = (r) => {
+    hostile.script = (r) => {
       const ev = bodyFor({ ...op, streaming: false }, r.id, m);
       return op.streaming ? answer(200, [['content-type', 'text/event-stream']], `data: ${ev}\n\n`, 'chunked') : answer(200, [['content-type', 'application/json']], ev);
     };
@@ -291,7 +210,7 @@ describe('A: a unary answer whose body is an SSE event (any label), deny-all gua
   for (const op of UNARY_OPS) for (const label of Object.keys(labels)) cases.push([op.name, label, op]);
   test.each(cases)('%s labelled %s', async (_n, label, op) => {
     const m = mark();
-    script = (r) => answer(200, (labels[label] as readonly string[]).map((v) => ['content-type', v] as const), `data: ${bodyFor(op, r.id, m)}\n\n`);
+    hostile.script = (r) => answer(200, (labels[label] as readonly string[]).map((v) => ['content-type', v] as const), `data: ${bodyFor(op, r.id, m)}\n\n`);
     const got = await callerGets(proxy.url, op);
     expect({ leaked: got.text.includes(m) }).toEqual({ leaked: false });
   });
@@ -306,13 +225,13 @@ describe('C: an extended-card result never reaches the caller with the agent\'s 
   const cases: [string, string, number, Op][] = [];
   for (const op of CARD_OPS) for (const label of Object.keys(labels)) for (const status of [200, 203]) cases.push([op.name, label, status, op]);
   test.each(cases)('%s labelled %s, HTTP %d', async (_n, label, status, op) => {
-    script = (r) => answer(status, (labels[label] as readonly string[]).map((v) => ['content-type', v] as const), bodyFor(op, r.id, mark()));
+    hostile.script = (r) => answer(status, (labels[label] as readonly string[]).map((v) => ['content-type', v] as const), bodyFor(op, r.id, mark()));
     const got = await callerGets(proxy.url, op);
-    expect({ agentUrlLeaked: got.text.includes(hostPort) }).toEqual({ agentUrlLeaked: false });
+    expect({ agentUrlLeaked: got.text.includes(hostile.hostPort) }).toEqual({ agentUrlLeaked: false });
   });
   test.each(CARD_OPS.map((op) => [op.name, op] as const))('%s: the card as an SSE event body, and gzip / x-gzip / GZIP coded', async (_n, op) => {
     for (const variant of ['sseBody', 'gzip', 'x-gzip', 'GZIP', 'identity, gzip', 'dupIdentityGzip'] as const) {
-      script = (r) => {
+      hostile.script = (r) => {
         const body = bodyFor(op, r.id, mark());
         if (variant === 'sseBody') return answer(200, [['content-type', 'application/json']], `data: ${body}\n\n`);
         const gz = zlib.gzipSync(body);
@@ -320,7 +239,7 @@ describe('C: an extended-card result never reaches the caller with the agent\'s 
         return answer(200, [['content-type', 'application/json'], ...ce], gz);
       };
       const got = await callerGets(proxy.url, op, { 'accept-encoding': 'gzip' });
-      expect({ variant, agentUrlLeaked: got.text.includes(hostPort) }).toEqual({ variant, agentUrlLeaked: false });
+      expect({ variant, agentUrlLeaked: got.text.includes(hostile.hostPort) }).toEqual({ variant, agentUrlLeaked: false });
     }
   });
 });
@@ -342,7 +261,7 @@ describe('streaming operations answered under a non-SSE (or doubled) label, deny
   for (const op of STREAM_OPS) for (const label of Object.keys(labels)) for (const body of ['sse', 'json']) cases.push([op.name, label, body, op]);
   test.each(cases)('%s labelled %s, %s body', async (_n, label, body, op) => {
     const m = mark();
-    script = (r) => {
+    hostile.script = (r) => {
       const ev = bodyFor({ ...op, streaming: false }, r.id, m);
       return answer(200, (labels[label] as readonly string[]).map((v) => ['content-type', v] as const), body === 'sse' ? `data: ${ev}\n\n` : ev, 'chunked');
     };
@@ -360,20 +279,20 @@ describe('statuses and framing, deny-all guardian', () => {
   const sop = STREAM_OPS[0] as Op;
   test.each([200, 201, 202, 203, 204, 205, 206, 226, 299, 304, 400, 404, 500, 599])('SendMessage answered HTTP %d with a JSON body', async (status) => {
     const m = mark();
-    script = (r) => answer(status, [['content-type', 'application/json']], bodyFor(op, r.id, m));
+    hostile.script = (r) => answer(status, [['content-type', 'application/json']], bodyFor(op, r.id, m));
     const got = await callerGets(proxy.url, op);
     expect({ status, leaked: got.text.includes(m) }).toEqual({ status, leaked: false });
   });
   test.each([200, 201, 206, 400, 500])('SendStreamingMessage answered HTTP %d with an SSE body', async (status) => {
     const m = mark();
-    script = (r) => answer(status, [['content-type', 'text/event-stream']], `data: ${bodyFor(op, r.id, m)}\n\n`, 'chunked');
+    hostile.script = (r) => answer(status, [['content-type', 'text/event-stream']], `data: ${bodyFor(op, r.id, m)}\n\n`, 'chunked');
     const got = await callerGets(proxy.url, sop);
     expect({ status, leaked: got.text.includes(m) }).toEqual({ status, leaked: false });
   });
   test('1xx interim answers (103 with an SSE label, 100) before the final one', async () => {
     for (const final of ['application/json', 'text/event-stream']) {
       const m = mark();
-      script = (r) => Buffer.concat([
+      hostile.script = (r) => Buffer.concat([
         Buffer.from('HTTP/1.1 103 Early Hints\r\ncontent-type: text/event-stream\r\nlink: </x>; rel=preload\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n', 'latin1'),
         answer(200, [['content-type', final]], bodyFor(op, r.id, m)),
       ]);
@@ -384,7 +303,7 @@ describe('statuses and framing, deny-all guardian', () => {
   test('unary answers framed by close (no length), by chunks with trailers', async () => {
     for (const framing of ['none', 'trailers'] as const) {
       const m = mark();
-      script = (r) => {
+      hostile.script = (r) => {
         const body = bodyFor(op, r.id, m);
         if (framing === 'none') return answer(200, [['content-type', 'application/json']], body, 'none');
         const b = Buffer.from(body);
@@ -426,7 +345,7 @@ describe('content codings on unary answers, deny-all guardian', () => {
   test.each(Object.keys(variants))('SendMessage answered with content-encoding %s (JSON label and SSE label)', async (v) => {
     for (const label of ['application/json', 'text/event-stream']) {
       const m = mark();
-      script = (r) => {
+      hostile.script = (r) => {
         const { ce, bytes } = (variants[v] as (b: Buffer) => { ce: readonly string[]; bytes: Buffer })(Buffer.from(bodyFor(op, r.id, m)));
         return answer(200, [['content-type', label], ...ce.map((c) => ['content-encoding', c] as const)], bytes);
       };
@@ -440,31 +359,8 @@ describe('content codings on unary answers, deny-all guardian', () => {
 /* 3. Lax line readers inside event data                                                           */
 /* ---------------------------------------------------------------------------------------------- */
 
-/** Python str.splitlines() line ends: what httpx's LineDecoder (and so httpx-sse) splits an event stream at. */
-const SPLITLINES = /\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]/;
 
-/** Events as a splitlines-based SSE reader gets them: blocks at empty lines, `data:` fields joined by LF. */
-function laxEvents(text: string): string[] {
-  const out: string[] = [];
-  let data: string[] = [];
-  for (const line of text.split(SPLITLINES)) {
-    if (line === '') {
-      if (data.length > 0) out.push(data.join('\n'));
-      data = [];
-      continue;
-    }
-    if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-  }
-  if (data.length > 0) out.push(data.join('\n'));
-  return out;
-}
 
-/** The values of members named `contextId` (in any spelling a lax decoder takes) anywhere in `v`. */
-function contextsIn(v: unknown): unknown[] {
-  if (Array.isArray(v)) return v.flatMap(contextsIn);
-  if (typeof v !== 'object' || v === null) return [];
-  return Object.entries(v).flatMap(([k, x]) => (k.toLowerCase().replace(/[_-]/g, '') === 'contextid' ? [x] : contextsIn(x)));
-}
 
 const canon = (t: string): string | undefined => {
   try {
@@ -479,7 +375,7 @@ describe('lax SSE readers: U+2028 / U+2029 / NEL inside a JSON string of an even
     const { proxy, guardian } = await inspectedProxy('allow');
     const m = mark();
     const evil = JSON.stringify({ jsonrpc: '2.0', id: 7, result: { message: { messageId: `${m}-evil`, role: 'ROLE_AGENT', parts: [{ text: `${m} unjudged instruction` }] } } });
-    script = (r) => {
+    hostile.script = (r) => {
       const ev = { jsonrpc: '2.0', id: r.id, result: { message: { messageId: m, role: 'ROLE_AGENT', parts: [{ text: `harmless${brk}${brk}data: ${evil}${brk}${brk}` }] } } };
       return answer(200, [['content-type', 'text/event-stream']], `data: ${JSON.stringify(ev)}\n\n`, 'chunked');
     };
@@ -505,8 +401,8 @@ describe('task ownership reads what the caller reads', () => {
     ids = await startIdentities();
     const g = await startGuardian();
     guardians.push(g);
-    ownOnly = await startTestProxy({ ROLE: 'server', UPSTREAM_URL: origin, GUARDIAN_URL: g.url, FAIL_MODE: 'closed', INSPECT_RESPONSES: 'false', ...ids.env });
-    ownInspected = await startTestProxy({ ROLE: 'server', UPSTREAM_URL: origin, GUARDIAN_URL: g.url, FAIL_MODE: 'closed', INSPECT_RESPONSES: 'true', ...ids.env });
+    ownOnly = await startTestProxy({ ROLE: 'server', UPSTREAM_URL: hostile.origin, GUARDIAN_URL: g.url, FAIL_MODE: 'closed', INSPECT_RESPONSES: 'false', ...ids.env });
+    ownInspected = await startTestProxy({ ROLE: 'server', UPSTREAM_URL: hostile.origin, GUARDIAN_URL: g.url, FAIL_MODE: 'closed', INSPECT_RESPONSES: 'true', ...ids.env });
     proxies.push(ownOnly, ownInspected);
   });
   afterAll(async () => {
@@ -515,13 +411,13 @@ describe('task ownership reads what the caller reads', () => {
 
   /** Does B's message naming `context` reach the agent (B joined A's conversation)? */
   async function bJoins(proxy: TestProxy, context: string): Promise<boolean> {
-    received.length = 0;
-    script = (r) => answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { message: { messageId: 'b', role: 'ROLE_AGENT', parts: [{ text: 'welcome B' }] } } }));
+    hostile.received.length = 0;
+    hostile.script = (r) => answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { message: { messageId: 'b', role: 'ROLE_AGENT', parts: [{ text: 'welcome B' }] } } }));
     await fetch(`${proxy.url}/a2a/jsonrpc`, {
       method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...ids.headersAs('B' as Caller) },
       body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'SendMessage', params: msgParams(false, { contextId: context }) }),
     }).then((r) => r.text());
-    return received.some((r) => r.text.includes(context));
+    return hostile.received.some((r) => r.text.includes(context));
   }
 
   const modes = [['ownership only', () => ownOnly], ['ownership + inspection', () => ownInspected]] as const;
@@ -531,7 +427,7 @@ describe('task ownership reads what the caller reads', () => {
     for (const version of ['1.0', '0.3'] as const) {
       const context = `ctx-${mark()}`;
       const task = `task-${mark()}`;
-      script = (r) => {
+      hostile.script = (r) => {
         const result = version === '1.0'
           ? { task: { id: task, contextId: context, status: { state: 'TASK_STATE_WORKING' } } }
           : { kind: 'task', id: task, contextId: context, status: { state: 'working' } };
@@ -553,7 +449,7 @@ describe('task ownership reads what the caller reads', () => {
   /** A's message answered with a task the proxy binds to A; returns its id. */
   async function aOwnsTask(proxy: TestProxy): Promise<string> {
     const task = `task-${mark()}`;
-    script = (r) => answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { task: { id: task, contextId: `ctx-${mark()}`, status: { state: 'TASK_STATE_WORKING' } } } }));
+    hostile.script = (r) => answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { task: { id: task, contextId: `ctx-${mark()}`, status: { state: 'TASK_STATE_WORKING' } } } }));
     await fetch(`${proxy.url}/a2a/jsonrpc`, {
       method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...ids.headersAs('A') },
       body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'SendMessage', params: msgParams(false) }),
@@ -566,7 +462,7 @@ describe('task ownership reads what the caller reads', () => {
     for (const method of ['GetTask', 'CancelTask', 'SubscribeToTask'] as const) {
       const task = await aOwnsTask(proxy());
       const context = `ctx-${mark()}`;
-      script = (r) => {
+      hostile.script = (r) => {
         const t = { id: task, contextId: context, status: { state: 'TASK_STATE_WORKING' } };
         const body = JSON.stringify({ jsonrpc: '2.0', id: r.id, result: method === 'SubscribeToTask' ? { task: t } : t });
         return method === 'SubscribeToTask' ? answer(200, [['content-type', 'text/event-stream']], `data: ${body}\n\n`, 'chunked') : answer(200, [['content-type', 'application/json']], body);
@@ -584,7 +480,7 @@ describe('task ownership reads what the caller reads', () => {
   /** B's message answered with a task the proxy binds to B; returns its id. */
   async function bOwnsTask(proxy: TestProxy): Promise<string> {
     const task = `btask-${mark()}`;
-    script = (r) => answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { task: { id: task, contextId: `bctx-${mark()}`, status: { state: 'TASK_STATE_WORKING' } } } }));
+    hostile.script = (r) => answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { task: { id: task, contextId: `bctx-${mark()}`, status: { state: 'TASK_STATE_WORKING' } } } }));
     await fetch(`${proxy.url}/a2a/jsonrpc`, {
       method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...ids.headersAs('B') },
       body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'SendMessage', params: msgParams(false) }),
@@ -602,7 +498,7 @@ describe('task ownership reads what the caller reads', () => {
     const leaked: string[] = [];
     for (const shape of ['dupFirst', 'caseVariant', 'dupInTask'] as const) {
       const bTask = await bOwnsTask(proxy());
-      script = (r) => {
+      hostile.script = (r) => {
         const b = JSON.stringify({ id: bTask, contextId: 'c', status: { state: 'TASK_STATE_WORKING' } });
         const result = shape === 'dupFirst' ? `{"tasks":[${b}],"tasks":[]}`
           : shape === 'caseVariant' ? `{"tasks":[],"Tasks":[${b}]}`
@@ -623,7 +519,7 @@ describe('task ownership reads what the caller reads', () => {
     const joined: string[] = [];
     for (const shape of ['dupContext', 'caseContext', 'caseTask'] as const) {
       const first = `ctx-${mark()}`;
-      script = (r) => {
+      hostile.script = (r) => {
         const id = `task-${mark()}`;
         const task = shape === 'dupContext' ? `{"id":"${id}","contextId":"${first}","contextId":"ctx-${mark()}","status":{"state":"TASK_STATE_WORKING"}}`
           : shape === 'caseContext' ? `{"id":"${id}","contextId":"ctx-${mark()}","ContextId":"${first}","status":{"state":"TASK_STATE_WORKING"}}`
@@ -644,7 +540,7 @@ describe('task ownership reads what the caller reads', () => {
   test.each(modes)('%s: a context a splitlines reader finds inside an event\'s JSON string is A\'s', async (_mode, proxy) => {
     const context = `ctx-${mark()}`;
     const hidden = JSON.stringify({ jsonrpc: '2.0', id: 7, result: { task: { id: `task-${mark()}`, contextId: context, status: { state: 'TASK_STATE_WORKING' } } } });
-    script = (r) => {
+    hostile.script = (r) => {
       const ev = { jsonrpc: '2.0', id: r.id, result: { message: { messageId: 'x', role: 'ROLE_AGENT', parts: [{ text: `ok\u2028\u2028data: ${hidden}\u2028\u2028` }] } } };
       return answer(200, [['content-type', 'text/event-stream']], `data: ${JSON.stringify(ev)}\n\n`, 'chunked');
     };
@@ -671,18 +567,18 @@ describe('cards: every interface list an SDK parser reads is rewritten (ts-proto
   });
   /** The card with its interface lists under their proto (snake_case) names only. */
   function snakeCard(): Record<string, unknown> {
-    const c = JSON.parse(cardText) as Record<string, unknown>;
+    const c = JSON.parse(hostile.cardText) as Record<string, unknown>;
     const ifaces = (c.supportedInterfaces as Record<string, unknown>[]).map((e) => ({ url: e.url, protocol_binding: e.protocolBinding, protocol_version: e.protocolVersion, tenant: '' }));
     delete c.supportedInterfaces;
     return { ...c, supported_interfaces: ifaces, additional_interfaces: ifaces.map((e) => ({ url: e.url, transport: e.protocol_binding })) };
   }
   test.each(CARD_OPS.map((op) => [op.name, op] as const))('%s: a result with supported_interfaces / additional_interfaces', async (_n, op) => {
-    script = (r) => {
+    hostile.script = (r) => {
       const card = snakeCard();
       return answer(200, [['content-type', 'application/json']], op.binding === 'jsonrpc' ? JSON.stringify({ jsonrpc: '2.0', id: r.id, result: card }) : JSON.stringify(card));
     };
     const got = await callerGets(proxy.url, op);
-    expect({ agentUrlLeaked: got.text.includes(hostPort) }).toEqual({ agentUrlLeaked: false });
+    expect({ agentUrlLeaked: got.text.includes(hostile.hostPort) }).toEqual({ agentUrlLeaked: false });
   });
 
   /** A card the SDK's resolver parses with ts-proto (proto-shaped security), its interfaces under the proto names only. */
@@ -693,33 +589,33 @@ describe('cards: every interface list an SDK parser reads is rewritten (ts-proto
   }
   test('the public card: the SDK resolver (ts-proto AgentCard.fromJSON) reads no interface URL of the agent\'s', async () => {
     const sdkClient = require('@a2a-js/sdk/client') as { DefaultAgentCardResolver: new (o: unknown) => { resolve(url: string): Promise<{ supportedInterfaces: { url: string }[] }> } };
-    publicCard = protoSnakeCard();
+    hostile.publicCard = protoSnakeCard();
     try {
       const card = await new sdkClient.DefaultAgentCardResolver({ legacyCompat: { enabled: true } }).resolve(proxy.url);
       const urls = card.supportedInterfaces.map((i) => i.url);
-      expect({ toAgent: urls.filter((u) => u.includes(hostPort)) }).toEqual({ toAgent: [] });
+      expect({ toAgent: urls.filter((u) => u.includes(hostile.hostPort)) }).toEqual({ toAgent: [] });
     } finally {
-      publicCard = undefined;
+      hostile.publicCard = undefined;
     }
   });
   test('end to end: an SDK client made from the proxy\'s public card sends its message through the proxy (the guardian sees it)', async () => {
-    publicCard = protoSnakeCard();
+    hostile.publicCard = protoSnakeCard();
     try {
       const client = await makeClient(proxy.url, 'JSONRPC', '1.0');
-      script = (r) => answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { message: { messageId: 'x', role: 'ROLE_AGENT', parts: [{ text: 'hello' }] } } }));
-      received.length = 0;
+      hostile.script = (r) => answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { message: { messageId: 'x', role: 'ROLE_AGENT', parts: [{ text: 'hello' }] } } }));
+      hostile.received.length = 0;
       guardian.clear();
       await client.sendMessage(sendReq('exfiltrate-this'));
-      const reachedAgent = received.some((r) => r.text.includes('exfiltrate-this'));
+      const reachedAgent = hostile.received.some((r) => r.text.includes('exfiltrate-this'));
       const judged = guardian.calls().some((e) => JSON.stringify(e).includes('exfiltrate-this'));
       expect({ reachedAgent, judged }).toEqual({ reachedAgent: true, judged: true });
     } finally {
-      publicCard = undefined;
+      hostile.publicCard = undefined;
     }
   });
   test.each([['JSONRPC'], ['HTTP+JSON']] as const)('the extended card over %s v1.0: the SDK transport (AgentCard.fromJSON) reads no interface URL of the agent\'s', async (binding) => {
     const client = await makeClient(proxy.url, binding, '1.0');
-    script = (r) => {
+    hostile.script = (r) => {
       const card = snakeCard();
       return answer(200, [['content-type', 'application/json']], binding === 'JSONRPC' ? JSON.stringify({ jsonrpc: '2.0', id: r.id, result: card }) : JSON.stringify(card));
     };
@@ -727,6 +623,6 @@ describe('cards: every interface list an SDK parser reads is rewritten (ts-proto
     const transport = (client as unknown as { transport: { getExtendedAgentCard(p: { tenant: string }): Promise<{ supportedInterfaces: { url: string }[] }> } }).transport;
     const card = await transport.getExtendedAgentCard({ tenant: '' });
     const urls = card.supportedInterfaces.map((i) => i.url);
-    expect({ read: urls.length > 0, toAgent: urls.filter((u) => u.includes(hostPort)) }).toEqual({ read: true, toAgent: [] });
+    expect({ read: urls.length > 0, toAgent: urls.filter((u) => u.includes(hostile.hostPort)) }).toEqual({ read: true, toAgent: [] });
   });
 });

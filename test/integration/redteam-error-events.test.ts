@@ -8,12 +8,12 @@
  * Oracle for task ownership: a lax reader (Go-style: names matched case-insensitively, the event name not
  * looked at; or splitlines-style SSE line ends) reads a context in the bytes A gets, and B then joins it.
  */
-import net from 'node:net';
-import type { AddressInfo } from 'node:net';
-import { startAgent } from '../helpers/agent';
 import { startGuardian, type TestGuardian } from '../helpers/guardian';
 import { startTestProxy, type TestProxy } from './proxy-harness';
 import { startIdentities, type TestIdentities } from './ownership-identities';
+
+import { answer, useHostileAgent } from '../helpers/hostile-agent';
+import { contextsIn, laxEvents } from '../helpers/lax-readers';
 
 jest.setTimeout(120_000);
 
@@ -21,89 +21,7 @@ jest.setTimeout(120_000);
 /* The hostile agent                                                                              */
 /* ---------------------------------------------------------------------------------------------- */
 
-interface Req {
-  readonly method: string;
-  readonly path: string;
-  readonly headers: Record<string, string>;
-  readonly text: string;
-  readonly json: Record<string, unknown> | undefined;
-  readonly id: unknown;
-}
-type Script = (r: Req) => Buffer;
-
-let script: Script | undefined;
-const received: Req[] = [];
-let remote: net.Server;
-let origin = '';
-let hostPort = '';
-let cardText = '';
-/** When set, the agent's public card (well-known path) instead of cardText. */
-let publicCard: string | undefined;
-
-/** A raw HTTP/1.1 answer: header lines as given (duplicates kept), then the body framed as asked. */
-function answer(status: number, headers: readonly (readonly [string, string])[], body: Buffer | string, framing: 'length' | 'chunked' | 'none' = 'length', reason = 'X'): Buffer {
-  const b = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
-  let head = `HTTP/1.1 ${status} ${reason}\r\n`;
-  for (const [k, v] of headers) head += `${k}: ${v}\r\n`;
-  if (framing === 'length') head += `content-length: ${b.length}\r\n`;
-  if (framing === 'chunked') head += 'transfer-encoding: chunked\r\n';
-  head += 'connection: close\r\n\r\n';
-  const framed = framing === 'chunked' ? Buffer.concat([Buffer.from(`${b.length.toString(16)}\r\n`), b, Buffer.from('\r\n0\r\n\r\n')]) : b;
-  return Buffer.concat([Buffer.from(head, 'latin1'), framed]);
-}
-
-function parseReq(head: string, body: Buffer): Req {
-  const [line, ...rest] = head.split('\r\n');
-  const [method, path] = (line ?? '').split(' ');
-  const headers: Record<string, string> = {};
-  for (const l of rest) {
-    const i = l.indexOf(':');
-    if (i > 0) headers[l.slice(0, i).toLowerCase()] = l.slice(i + 1).trim();
-  }
-  const text = body.toString('utf8');
-  let json: Record<string, unknown> | undefined;
-  try {
-    json = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    json = undefined;
-  }
-  return { method: method ?? '', path: path ?? '', headers, text, json, id: json?.id ?? null };
-}
-
-beforeAll(async () => {
-  // The card of a real SDK agent (JSON-RPC and REST, v1.0 and v0.3, extended card), pointed at the hostile agent.
-  const real = await startAgent({ extendedAgentCard: true });
-  const realCard = await (await fetch(`${real.origin}/.well-known/agent-card.json`)).text();
-  remote = net.createServer((sock) => {
-    let buf = Buffer.alloc(0);
-    sock.on('error', () => undefined);
-    sock.on('data', (d: Buffer) => {
-      buf = Buffer.concat([buf, d]);
-      const end = buf.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      const head = buf.subarray(0, end).toString('latin1');
-      const len = Number(/\r\ncontent-length:\s*(\d+)/i.exec(head)?.[1] ?? 0);
-      if (buf.length < end + 4 + len) return;
-      const req = parseReq(head, buf.subarray(end + 4, end + 4 + len));
-      buf = Buffer.alloc(0);
-      if (req.method === 'GET' && req.path.startsWith('/.well-known/')) {
-        sock.end(answer(200, [['content-type', 'application/json']], publicCard ?? cardText));
-        return;
-      }
-      received.push(req);
-      sock.end(script === undefined ? answer(500, [], '') : script(req));
-    });
-  });
-  await new Promise<void>((r) => remote.listen(0, '127.0.0.1', r));
-  hostPort = `127.0.0.1:${(remote.address() as AddressInfo).port}`;
-  origin = `http://${hostPort}`;
-  cardText = realCard.split(real.origin).join(origin);
-  await real.close();
-});
-
-afterAll(async () => {
-  await new Promise<void>((r) => remote.close(() => r()));
-});
+const hostile = useHostileAgent();
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Oracles                                                                                        */
@@ -112,31 +30,8 @@ afterAll(async () => {
 let seq = 0;
 const mark = () => `rt29m${++seq}x`;
 
-/** Python str.splitlines() line ends (httpx's LineDecoder, hence httpx-sse). */
-const SPLITLINES = /\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]/;
 
-/** Events as a lax SSE reader gets them: blocks at empty lines, `data:` fields joined by LF, event names ignored. */
-function laxEvents(text: string, split: RegExp = SPLITLINES): string[] {
-  const out: string[] = [];
-  let data: string[] = [];
-  for (const line of text.split(split)) {
-    if (line === '') {
-      if (data.length > 0) out.push(data.join('\n'));
-      data = [];
-      continue;
-    }
-    if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-  }
-  if (data.length > 0) out.push(data.join('\n'));
-  return out;
-}
 
-/** The values of members a case-folding decoder reads as `contextId` anywhere in `v`. */
-function contextsIn(v: unknown): unknown[] {
-  if (Array.isArray(v)) return v.flatMap(contextsIn);
-  if (typeof v !== 'object' || v === null) return [];
-  return Object.entries(v).flatMap(([k, x]) => (k.toLowerCase().replace(/[_-]/g, '') === 'contextid' ? [x] : contextsIn(x)));
-}
 
 function laxReadsContext(text: string, context: string, split?: RegExp): boolean {
   return laxEvents(text, split).some((d) => {
@@ -165,7 +60,7 @@ describe('rt29 task ownership', () => {
     const g = await startGuardian();
     guardians.push(g);
     const mk = async (env: Record<string, string>) => {
-      const p = await startTestProxy({ ROLE: 'server', UPSTREAM_URL: origin, GUARDIAN_URL: g.url, ...ids.env, ...env });
+      const p = await startTestProxy({ ROLE: 'server', UPSTREAM_URL: hostile.origin, GUARDIAN_URL: g.url, ...ids.env, ...env });
       proxies.push(p);
       return p;
     };
@@ -180,13 +75,13 @@ describe('rt29 task ownership', () => {
 
   /** Does B's message naming `context` reach the agent (B joined A's conversation)? */
   async function bJoins(proxy: TestProxy, context: string): Promise<boolean> {
-    received.length = 0;
-    script = (r) => answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { message: { messageId: 'b', role: 'ROLE_AGENT', parts: [{ text: 'welcome B' }] } } }));
+    hostile.received.length = 0;
+    hostile.script = (r) => answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { message: { messageId: 'b', role: 'ROLE_AGENT', parts: [{ text: 'welcome B' }] } } }));
     await fetch(`${proxy.url}/a2a/jsonrpc`, {
       method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...ids.headersAs('B') },
       body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'SendMessage', params: { message: { ...msg1().message, contextId: context } } }),
     }).then((r) => r.text());
-    return received.some((r) => r.text.includes(context));
+    return hostile.received.some((r) => r.text.includes(context));
   }
 
   async function aStream(proxy: TestProxy, path: string, body: unknown, method: 'POST' | 'GET' = 'POST'): Promise<string> {
@@ -211,7 +106,7 @@ describe('rt29 task ownership', () => {
     test.each(Object.keys(restShapes))('REST /message:stream `event: error` data %s (no member folds onto result): a case-folding reader acts on an unbound context', async (shape) => {
       const context = `ctx-${mark()}`;
       const task = `task-${mark()}`;
-      script = () => answer(200, [['content-type', 'text/event-stream']], `event: error\ndata: ${JSON.stringify((restShapes[shape] as (t: string, c: string) => unknown)(task, context))}\n\n`, 'chunked');
+      hostile.script = () => answer(200, [['content-type', 'text/event-stream']], `event: error\ndata: ${JSON.stringify((restShapes[shape] as (t: string, c: string) => unknown)(task, context))}\n\n`, 'chunked');
       const text = await aStream(px[key] as TestProxy, '/a2a/rest/message:stream', msg1());
       const laxReads = laxReadsContext(text, context, /\r\n|\n|\r/);
       expect({ shape, laxReads, bJoined: laxReads ? await bJoins(px[key] as TestProxy, context) : false }).toEqual({ shape, laxReads: false, bJoined: false });
@@ -224,13 +119,13 @@ describe('rt29 task ownership', () => {
       let target: string = path;
       if (path === 'SUB') {
         const t = `task-${mark()}`;
-        script = (r) => answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { task: { id: t, contextId: `ctx-${mark()}`, status: { state: 'TASK_STATE_WORKING' } } } }));
+        hostile.script = (r) => answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { task: { id: t, contextId: `ctx-${mark()}`, status: { state: 'TASK_STATE_WORKING' } } } }));
         await fetch(`${(px[key] as TestProxy).url}/a2a/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...ids.headersAs('A') }, body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'SendMessage', params: msg1() }) }).then((r) => r.text());
         target = `/a2a/rest/tasks/${t}:subscribe`;
       }
       const context = `ctx-${mark()}`;
       const data = path.includes('/v1/') ? { Task: { id: `t-${mark()}`, ContextId: context, status: { state: 'TASK_STATE_WORKING' } } } : { Task: { id: `t-${mark()}`, contextId: context, status: { state: 'TASK_STATE_WORKING' } } };
-      script = () => answer(200, [['content-type', 'text/event-stream']], `event: error\ndata: ${JSON.stringify(data)}\n\n`, 'chunked');
+      hostile.script = () => answer(200, [['content-type', 'text/event-stream']], `event: error\ndata: ${JSON.stringify(data)}\n\n`, 'chunked');
       const body = path.includes('/v1/') ? { message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', content: [{ text: 'hi' }] } } : msg1();
       const text = await aStream(px[key] as TestProxy, target, body, verb);
       const laxReads = laxReadsContext(text, context, /\r\n|\n|\r/);
@@ -239,7 +134,7 @@ describe('rt29 task ownership', () => {
 
     test('SendMessage answered 500 with a JSON-RPC result naming a context: what a status-ignoring client reads is bound to A', async () => {
       const context = `ctx-${mark()}`;
-      script = (r) => answer(500, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { task: { id: `t-${mark()}`, contextId: context, status: { state: 'TASK_STATE_WORKING' } } } }));
+      hostile.script = (r) => answer(500, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { task: { id: `t-${mark()}`, contextId: context, status: { state: 'TASK_STATE_WORKING' } } } }));
       const text = await fetch(`${(px[key] as TestProxy).url}/a2a/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...ids.headersAs('A') }, body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'SendMessage', params: msg1() }) }).then((r) => r.text());
       const read = (() => { try { return contextsIn(JSON.parse(text)).includes(context); } catch { return false; } })();
       expect({ read, bJoined: read ? await bJoins(px[key] as TestProxy, context) : false }).toEqual({ read: true, bJoined: false });
@@ -247,7 +142,7 @@ describe('rt29 task ownership', () => {
 
     test('REST /message:stream `event: error` data with an `error` member beside a misspelled Task', async () => {
       const context = `ctx-${mark()}`;
-      script = () => answer(200, [['content-type', 'text/event-stream']], `event: error\ndata: ${JSON.stringify({ error: { code: 13, message: 'x' }, Task: { id: `t-${mark()}`, contextId: context, status: { state: 'TASK_STATE_WORKING' } } })}\n\n`, 'chunked');
+      hostile.script = () => answer(200, [['content-type', 'text/event-stream']], `event: error\ndata: ${JSON.stringify({ error: { code: 13, message: 'x' }, Task: { id: `t-${mark()}`, contextId: context, status: { state: 'TASK_STATE_WORKING' } } })}\n\n`, 'chunked');
       const text = await aStream(px[key] as TestProxy, '/a2a/rest/message:stream', msg1());
       const laxReads = laxReadsContext(text, context, /\r\n|\n|\r/);
       expect({ laxReads, bJoined: laxReads ? await bJoins(px[key] as TestProxy, context) : false }).toEqual({ laxReads: false, bJoined: false });
@@ -255,7 +150,7 @@ describe('rt29 task ownership', () => {
 
     test.each([['Result'], ['reſult'], ['RESULT']])('JSON-RPC `event: error` data with %s beside an error (held expected)', async (rk) => {
       const context = `ctx-${mark()}`;
-      script = (r) => answer(200, [['content-type', 'text/event-stream']], `event: error\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: r.id, error: { code: -32000, message: 'x' }, [rk]: { task: { id: `t-${mark()}`, contextId: context, status: { state: 'TASK_STATE_WORKING' } } } })}\n\n`, 'chunked');
+      hostile.script = (r) => answer(200, [['content-type', 'text/event-stream']], `event: error\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: r.id, error: { code: -32000, message: 'x' }, [rk]: { task: { id: `t-${mark()}`, contextId: context, status: { state: 'TASK_STATE_WORKING' } } } })}\n\n`, 'chunked');
       const text = await aStream(px[key] as TestProxy, '/a2a/jsonrpc', { jsonrpc: '2.0', id: 3, method: 'SendStreamingMessage', params: msg1() });
       const laxReads = laxReadsContext(text, context, /\r\n|\n|\r/);
       expect({ laxReads, bJoined: laxReads ? await bJoins(px[key] as TestProxy, context) : false }).toEqual({ laxReads: false, bJoined: false });
@@ -265,9 +160,9 @@ describe('rt29 task ownership', () => {
       const context = `ctx-${mark()}`;
       // A owns a task first.
       const t = `task-${mark()}`;
-      script = (r) => answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { task: { id: t, contextId: `ctx-${mark()}`, status: { state: 'TASK_STATE_WORKING' } } } }));
+      hostile.script = (r) => answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { task: { id: t, contextId: `ctx-${mark()}`, status: { state: 'TASK_STATE_WORKING' } } } }));
       await fetch(`${(px[key] as TestProxy).url}/a2a/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...ids.headersAs('A') }, body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'SendMessage', params: msg1() }) }).then((r) => r.text());
-      script = (r) => answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { kind: 'Task', id: t, ContextId: context, status: { state: 'TASK_STATE_WORKING' } } }));
+      hostile.script = (r) => answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { kind: 'Task', id: t, ContextId: context, status: { state: 'TASK_STATE_WORKING' } } }));
       const text = await fetch(`${(px[key] as TestProxy).url}/a2a/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...ids.headersAs('A') }, body: JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'GetTask', params: { id: t } }) }).then((r) => r.text());
       const read = (() => { try { return contextsIn(JSON.parse(text)).includes(context); } catch { return false; } })();
       expect({ read, bJoined: read ? await bJoins(px[key] as TestProxy, context) : false }).toEqual({ read: false, bJoined: false });
@@ -286,7 +181,7 @@ describe('rt29 task ownership', () => {
   describe.each(openModes)('%s', (_n, key) => {
     test.each(Object.keys(hiddenBodies))('JSON-RPC stream event data %s with raw line separators: a splitlines reader finds a context ownership never bound', async (shape) => {
       const context = `ctx-${mark()}`;
-      script = (r) => {
+      hostile.script = (r) => {
         const hidden = JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { task: { id: `task-${mark()}`, contextId: context, status: { state: 'TASK_STATE_WORKING' } } } });
         return answer(200, [['content-type', 'text/event-stream']], `data: ${(hiddenBodies[shape] as (i: unknown, h: string) => string)(r.id, hidden)}\n\n`, 'chunked');
       };
@@ -302,13 +197,13 @@ describe('rt29 streams: blank blocks and empty data', () => {
   beforeAll(async () => {
     const g = await startGuardian();
     guardians.push(g);
-    proxy = await startTestProxy({ ROLE: 'client', UPSTREAM_URL: origin, GUARDIAN_URL: g.url, INSPECT_RESPONSES: 'true', FAIL_MODE: 'closed' });
+    proxy = await startTestProxy({ ROLE: 'client', UPSTREAM_URL: hostile.origin, GUARDIAN_URL: g.url, INSPECT_RESPONSES: 'true', FAIL_MODE: 'closed' });
     proxies.push(proxy);
   });
 
   test('an event after 200k stray line ends (CR, LF, CRLF mixed) still reaches the caller, whole', async () => {
     const m = mark();
-    script = (r) => {
+    hostile.script = (r) => {
       const ev = (t: string) => `data: ${JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { message: { messageId: t, role: 'ROLE_AGENT', parts: [{ text: t }] } } })}\n\n`;
       return answer(200, [['content-type', 'text/event-stream']], ev(`${m}-first`) + '\r\n\n\r'.repeat(50_000) + ev(`${m}-last`), 'chunked');
     };
@@ -321,7 +216,7 @@ describe('rt29 streams: blank blocks and empty data', () => {
 
   test('`data:` empty then `data: {...}` in one block: the caller reads what the guardian judged (no unjudged event)', async () => {
     const m = mark();
-    script = (r) => answer(200, [['content-type', 'text/event-stream']], `data:\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { message: { messageId: m, role: 'ROLE_AGENT', parts: [{ text: m }] } } })}\n\n`, 'chunked');
+    hostile.script = (r) => answer(200, [['content-type', 'text/event-stream']], `data:\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { message: { messageId: m, role: 'ROLE_AGENT', parts: [{ text: m }] } } })}\n\n`, 'chunked');
     const text = await fetch(`${proxy.url}/a2a/jsonrpc`, {
       method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'a2a-version': '1.0' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'SendStreamingMessage', params: msg1() }), signal: AbortSignal.timeout(20_000),
