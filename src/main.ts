@@ -104,6 +104,9 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
   else logger.info('CARD_SIGNATURES=strip: agent card signatures are removed, because rewriting the card URLs invalidates them');
   if (config.failMode === 'open') logger.warn('FAIL_MODE=open: calls are forwarded unchecked when the guardian gives no valid answer');
   if (config.shadowMode) logger.warn('SHADOW_MODE=true: guardian decisions are logged and counted, never enforced');
+  if (config.grpc !== undefined && config.grpc.upstreamUrl === undefined && config.role !== 'server') {
+    logger.warn({ upstream: config.upstreamUrl.origin }, 'GRPC_PORT without GRPC_UPSTREAM_URL: gRPC calls go only to a GRPC interface the remote card names at UPSTREAM_URL itself (set GRPC_UPSTREAM_URL when the remote serves gRPC on another port)');
+  }
 
   const decisionLog = config.decisionLogFile === undefined ? undefined : new DecisionLog(config.decisionLogFile, readLogKey(config.decisionLogKeyFile, logDestination));
   let proxy: ProxyInstance;

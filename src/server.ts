@@ -125,7 +125,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const observedCard = config.observedAgentCardUrl === undefined || config.role === 'server'
     ? undefined
     : new CardCache({ base: config.observedAgentCardUrl, ttlMs: config.cardTtlMs, logger, what: 'observed client' });
-  const identities = new Identities({ overrides: config.observedAgent, role: config.role, upstreamCard, observedCard });
+  const identities = new Identities({ overrides: config.observedAgent, role: config.role, upstreamCard, upstreamUrl: config.upstreamUrl, observedCard });
   const upstream = createUpstream(config.upstreamUrl, upstreamTls.connect);
   const identityOutcomes = new FastCounter('a2a_guard_caller_identities_total', 'Callers by how their identity was established (assertion, mtls, oidc, local, unverified, claimed, refused)', ['outcome'], metrics.registry);
   const identity = await setupIdentity(config, () => identities.observed('client'), logger, (outcome) => identityOutcomes.inc(outcome));

@@ -13,6 +13,7 @@ import { isLegacyVersion, looksLikeRest, matchRest, restHasBody, restToJsonRpc, 
 import { encodePath, encodeParsedPath, encodeQuery, isUnder, parseTarget, type Target } from './target';
 import type { AgentEndpoints } from './endpoints';
 import { misspelledField } from './fields';
+import { looksLikeGrpc } from './bindings/grpc/methods';
 import { fieldKey, findInObjects, fold, isObject, type JsonObject, type JsonRpcId } from '../core/json';
 import { proxyError, type ProxyError, type ProxyErrorKind } from '../core/errors';
 
@@ -138,6 +139,8 @@ export function classify(req: HttpRequestFacts, opts: ClassifyOptions): Classifi
 interface Route extends Target {
   /** looksLikeRest(segments), once asked. */
   restShaped?: boolean;
+  /** looksLikeGrpc(segments), once asked. */
+  grpcShaped?: boolean;
   /** The REST bases the path is at or below, longest first, once asked. */
   restBases?: readonly (readonly string[])[];
 }
@@ -188,6 +191,12 @@ function restShaped(t: Route): boolean {
   return (t.restShaped ??= looksLikeRest(t.segments));
 }
 
+function grpcShaped(t: Route): boolean {
+  return (t.grpcShaped ??= looksLikeGrpc(t.segments));
+}
+
+const GRPC_PATH = 'A2A gRPC methods are served on the gRPC port only (gRPC-Web and Connect are not carried)';
+
 function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classified {
   const read = readTarget(req.path, opts);
   if (!read.ok) return reject('rejected', `Request target refused: ${read.why}`, 'rest');
@@ -231,6 +240,7 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
     if (!opts.cardKnown) return reject('upstreamUnavailable', 'A2A REST call, but the agent card (which names its REST endpoint) could not be read', 'rest');
     return reject('notFound', restOnly ? 'No A2A REST route matches this path' : 'Not an A2A REST endpoint of this agent', 'rest');
   }
+  if (grpcShaped(t)) return reject('notFound', GRPC_PATH, 'rest');
   if (opts.forwardNonA2A) return other(req, t, body, 'non-a2a');
   if (restOnly) return reject('notFound', 'No A2A REST route matches this path', 'rest');
   const f = flavour(req, t, opts, body);
@@ -256,7 +266,7 @@ function passthrough(t: Route, opts: ClassifyOptions): boolean {
   if (!opts.passthrough.some((p) => isUnder(t.segments, p))) return false;
   // A listed prefix never opens an A2A endpoint of the agent, nor anything a router could read as one.
   if (opts.endpoints.rest.some((b) => isUnder(t.segments, b)) || opts.endpoints.jsonrpc.some((j) => isUnder(t.segments, j))) return false;
-  return !restShaped(t);
+  return !restShaped(t) && !grpcShaped(t);
 }
 
 const NO_BASES: readonly (readonly string[])[] = [];
@@ -515,12 +525,13 @@ function classifyJsonRpc(req: HttpRequestFacts, verb: string, t: Route, opts: Cl
     if (operationForLooseMethod(method) === undefined) {
       if (passthrough(t, opts)) return other(req, t, { kind: 'json', value: v }, 'passthrough', method);
       // As for other bodies: NON_A2A=forward never forwards to a path a router could read as an A2A route.
-      if (opts.forwardNonA2A && !restShaped(t)) return other(req, t, { kind: 'json', value: v }, 'non-a2a', method);
+      if (opts.forwardNonA2A && !restShaped(t) && !grpcShaped(t)) return other(req, t, { kind: 'json', value: v }, 'non-a2a', method);
     }
     return reject('methodNotFound', `Method not found: ${method.slice(0, 64)} is not an A2A operation`, 'jsonrpc', safeId);
   }
   if (verb !== 'POST') return reject('invalidRequest', `A2A JSON-RPC calls must use POST, not ${req.verb.slice(0, 16)}`, 'jsonrpc', safeId);
   if (restShaped(t)) return reject('rejected', 'A JSON-RPC call on a path that reads as an A2A REST route is ambiguous', 'jsonrpc', safeId);
+  if (grpcShaped(t)) return reject('rejected', 'A JSON-RPC call on a path that reads as an A2A gRPC method is ambiguous', 'jsonrpc', safeId);
   if (!isMediaType(req.headers, JSON_ONLY)) {
     return reject('contentTypeNotSupported', `Content type not supported: ${String(req.headers['content-type'] ?? '(none)').slice(0, 64)}; expected application/json`, 'jsonrpc');
   }

@@ -37,6 +37,21 @@ export function partialAgent(card: CardIdentity): PartialAgent {
   return { url: card.url ?? UNKNOWN, name: card.name ?? UNKNOWN, version: card.version ?? UNKNOWN };
 }
 
+/**
+ * The agent a client-side hook's call goes to, as the guardian is told: its card's URL only when that
+ * names UPSTREAM_URL's origin, where the call lands; otherwise UPSTREAM_URL. A remote card may name any
+ * URL (another agent's), and a policy on the callee's URL must judge the destination the bytes reach.
+ */
+export function towards(card: PartialAgent, upstream: URL): PartialAgent {
+  let origin: string | undefined;
+  try {
+    origin = new URL(card.url).origin;
+  } catch {
+    origin = undefined;
+  }
+  return origin === upstream.origin ? card : { ...card, url: upstream.href };
+}
+
 /** The caller's claim in X-AOS-Agent-* headers (ROLE=server). A list-valued header is not a claim. */
 /**
  * Header values are ASCII on the wire: a value with other characters (an agent named in Japanese)
@@ -81,6 +96,8 @@ export interface IdentitySources {
   readonly role: Role;
   /** The upstream agent's card (the server agent). */
   readonly upstreamCard: CardCache;
+  /** UPSTREAM_URL: where calls to the upstream agent go. */
+  readonly upstreamUrl: URL;
   /** The observed client agent's own card, when OBSERVED_AGENT_CARD_URL is set (ROLE=client/both). */
   readonly observedCard: CardCache | undefined;
 }
@@ -129,7 +146,7 @@ export class Identities {
         // ROLE=server: OBSERVED_AGENT_* describe the server agent. ROLE=both: they describe the client,
         // and the server agent is known from its card only.
         serverAgent: fullAgent(this.src.role === 'server' ? this.src.overrides : {}, upstream),
-        upstreamPartial: partialAgent(upstream),
+        upstreamPartial: towards(partialAgent(upstream), this.src.upstreamUrl),
         clientPartial: { url: clientAgent.url, name: clientAgent.name, version: clientAgent.version },
       };
     }

@@ -196,9 +196,10 @@ test('every gRPC call is one audit record (binding grpc), with its decision and 
 });
 
 describe('both roles', () => {
-  test('client sidecar -> server sidecar -> agent over gRPC: both hooks judge, each proxy finds the next gRPC hop in its card', async () => {
+  test('client sidecar -> server sidecar -> agent over gRPC: both hooks judge (the server side finds its agent in the card, the client side is told by GRPC_UPSTREAM_URL)', async () => {
     const server = await s.proxy({ GRPC_PORT: '0', ROLE: 'server' });
-    const clientSide = await s.proxy({ GRPC_PORT: '0', ROLE: 'client', UPSTREAM_URL: server.url, OBSERVED_AGENT_NAME: 'caller-agent' });
+    // A remote card may only name UPSTREAM_URL's own host and port: the server sidecar's gRPC listener is another port.
+    const clientSide = await s.proxy({ GRPC_PORT: '0', ROLE: 'client', UPSTREAM_URL: server.url, GRPC_UPSTREAM_URL: `http://${server.grpcAddress as string}`, OBSERVED_AGENT_NAME: 'caller-agent' });
     const { client: c, grpcUrl: u } = await makeGrpcClient(clientSide.url);
     expect(u).toBe(clientSide.grpcAddress);
     await c.sendMessage(sendReq('two hops'), { serviceParameters: { 'x-aos-reasoning': 'the user asked for two hops' } });

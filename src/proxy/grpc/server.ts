@@ -34,7 +34,7 @@ export async function startGrpcListener(deps: GrpcListenerDeps, logger: Logger):
   // Load the generated code now: a broken install fails at start, not at the first call.
   grpcCodecs();
   const fixed = grpc.upstreamUrl;
-  // ROLE=client's upstream is a remote agent: its card may only name a gRPC endpoint on UPSTREAM_URL's host.
+  // ROLE=client's upstream is a remote agent: its card may only name UPSTREAM_URL's own host and port for gRPC.
   const remoteCard = config.role !== 'server';
   const upstream = createGrpcUpstream(() => fixed ?? grpcTargetFromCard(deps.upstreamCard.current(), config.upstreamUrl, remoteCard), config.tls.upstream);
   const streams = new Set<() => void>();

@@ -72,7 +72,7 @@ export function createGrpcUpstream(target: () => URL | undefined, tls: OutboundT
     target,
     request(headers) {
       const url = target();
-      if (url === undefined) throw new Error('no gRPC endpoint of the agent is known (GRPC_UPSTREAM_URL, or a GRPC interface in its card)');
+      if (url === undefined) throw new Error('no gRPC endpoint of the agent is known (GRPC_UPSTREAM_URL, or a GRPC interface in its card; a remote card, ROLE=client, only at UPSTREAM_URL itself)');
       return current(url).request({ ...headers, ':scheme': url.protocol.slice(0, -1), ':authority': url.host });
     },
     probe(timeoutMs) {

@@ -165,6 +165,7 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
     if (!opts.cardKnown) return reject('upstreamUnavailable', 'A2A REST call, but the agent card (which names its REST endpoint) could not be read', 'rest');
     return reject('notFound', restOnly ? 'No A2A REST route matches this path' : 'Not an A2A REST endpoint of this agent', 'rest');
   }
+  if (grpcMethodPath(t.segments)) return reject('notFound', 'A2A gRPC methods are served on the gRPC port only (gRPC-Web and Connect are not carried)', 'rest');
   if (opts.forwardNonA2A) return other(req, t, body, 'non-a2a');
   if (restOnly) return reject('notFound', 'No A2A REST route matches this path', 'rest');
   const f = flavour(req, t, opts, body);
@@ -190,7 +191,12 @@ function passthrough(t: Target, opts: ClassifyOptions): boolean {
   if (!opts.passthrough.some((p) => isUnder(t.segments, p))) return false;
   // A listed prefix never opens an A2A endpoint of the agent, nor anything a router could read as one.
   if (opts.endpoints.rest.some((b) => isUnder(t.segments, b)) || opts.endpoints.jsonrpc.some((j) => isUnder(t.segments, j))) return false;
-  return !looksLikeRest(t.segments);
+  return !looksLikeRest(t.segments) && !grpcMethodPath(t.segments);
+}
+
+/** A segment naming an A2A gRPC service (`lf.a2a.v1.A2AService`, any case) with a method segment after it. */
+function grpcMethodPath(segments: readonly string[]): boolean {
+  return segments.slice(0, -1).some((s) => /a2aservice$/i.test(s));
 }
 
 function isJsonRpcEndpoint(t: Target, opts: ClassifyOptions): boolean {
@@ -414,12 +420,13 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
     if (operationForLooseMethod(method) === undefined) {
       if (passthrough(t, opts)) return other(req, t, { kind: 'json', value: v }, 'passthrough', method);
       // As for other bodies: NON_A2A=forward never forwards to a path a router could read as an A2A route.
-      if (opts.forwardNonA2A && !looksLikeRest(t.segments)) return other(req, t, { kind: 'json', value: v }, 'non-a2a', method);
+      if (opts.forwardNonA2A && !looksLikeRest(t.segments) && !grpcMethodPath(t.segments)) return other(req, t, { kind: 'json', value: v }, 'non-a2a', method);
     }
     return reject('methodNotFound', `Method not found: ${method.slice(0, 64)} is not an A2A operation`, 'jsonrpc', safeId);
   }
   if (req.verb.toUpperCase() !== 'POST') return reject('invalidRequest', `A2A JSON-RPC calls must use POST, not ${req.verb.slice(0, 16)}`, 'jsonrpc', safeId);
   if (looksLikeRest(t.segments)) return reject('rejected', 'A JSON-RPC call on a path that reads as an A2A REST route is ambiguous', 'jsonrpc', safeId);
+  if (grpcMethodPath(t.segments)) return reject('rejected', 'A JSON-RPC call on a path that reads as an A2A gRPC method is ambiguous', 'jsonrpc', safeId);
   if (!isMediaType(req.headers, ['application/json'])) {
     return reject('contentTypeNotSupported', `Content type not supported: ${String(req.headers['content-type'] ?? '(none)').slice(0, 64)}; expected application/json`, 'jsonrpc');
   }

@@ -496,6 +496,29 @@ describe('PASSTHROUGH_PATHS', () => {
     expectA2a(run(req(rpc('message/send'), { path: '/admin/x' }), opts), 'message/send');
   });
 
+  test('paths naming an A2A gRPC method (gRPC-Web, Connect, Twirp) are refused under every prefix and NON_A2A, in any body', () => {
+    const paths = ['/admin/lf.a2a.v1.A2AService/SendMessage', '/lf.a2a.v1.A2AService/SendMessage', '/a2a/a2a.v1.A2AService/GetTask',
+      '/twirp/LF.A2A.V1.A2ASERVICE/Anything', '/admin/A2AService/x/y'];
+    const bodies: Array<[string | null, IncomingHttpHeaders]> = [
+      ['{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}', { 'content-type': 'application/json', 'connect-protocol-version': '1' }],
+      [null, { 'content-type': 'application/grpc-web+proto' }],
+      [rpc('custom/doStuff'), JSON_CT],
+    ];
+    for (const o of [opts, OPEN_OPTIONS, FORWARD_OPTIONS]) {
+      for (const path of paths) {
+        for (const [body, headers] of bodies) {
+          const c = run(req(body, { path, headers }), o);
+          expect([path, c.kind]).toEqual([path, 'reject']);
+        }
+      }
+      // An A2A JSON-RPC call there is ambiguous too (a Connect handler would read its body as the method's message).
+      expectRefusal(run(req(rpc('message/send'), { path: '/admin/lf.a2a.v1.A2AService/SendMessage' }), o), 'rejected', 'jsonrpc');
+      // The service name as the last segment, or in another word, is an ordinary path.
+      expect(run(req(null, { verb: 'GET', path: '/admin/lf.a2a.v1.A2AService', headers: {} }), o).kind).toBe('other');
+      expect(run(req(null, { verb: 'GET', path: '/admin/A2AServices/x', headers: {} }), o).kind).toBe('other');
+    }
+  });
+
   test('a near-miss A2A method under a listed prefix is refused, an unknown one forwarded', () => {
     expectRefusal(run(req(rpc('Message/Send'), { path: '/admin/x' }), opts), 'methodNotFound', 'jsonrpc');
     expect(expectForwarded(run(req(rpc('custom/x'), { path: '/admin/x' }), opts), 'passthrough').method).toBe('custom/x');

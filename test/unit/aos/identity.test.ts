@@ -1,4 +1,4 @@
-import { AGENT_HEADERS, UNKNOWN, decodeAgentHeader, encodeAgentHeader, fullAgent, hookContext, partialAgent, partialFromHeaders } from '../../../src/aos/identity';
+import { AGENT_HEADERS, UNKNOWN, decodeAgentHeader, encodeAgentHeader, fullAgent, hookContext, partialAgent, partialFromHeaders, towards } from '../../../src/aos/identity';
 import { A2AContext, Agent, PartialAgent } from '../../../src/aos/schemas';
 
 describe('fullAgent', () => {
@@ -108,5 +108,19 @@ describe('X-AOS-Agent-* values outside ASCII (RFC 8187 ext-value)', () => {
   test('partialFromHeaders decodes ext-values; malformed percent-encoding is kept as sent', () => {
     const p = partialFromHeaders({ [AGENT_HEADERS.name]: encodeAgentHeader('エージェント'), [AGENT_HEADERS.url]: 'https://c.example/', [AGENT_HEADERS.version]: "utf-8''%E0%A4" });
     expect(p).toEqual({ name: 'エージェント', url: 'https://c.example/', version: "utf-8''%E0%A4" });
+  });
+});
+
+describe('towards (the callee of a client-side hook)', () => {
+  const upstream = new URL('http://remote.example:9000/a2a');
+  test("the card's URL when it has UPSTREAM_URL's origin (where the call lands)", () => {
+    const card = { url: 'http://remote.example:9000/a2a/jsonrpc', name: 'Remote', version: '1' };
+    expect(towards(card, upstream)).toBe(card);
+    expect(towards({ ...card, url: 'HTTP://REMOTE.EXAMPLE:9000/x' }, upstream).url).toBe('HTTP://REMOTE.EXAMPLE:9000/x');
+  });
+  test('UPSTREAM_URL when the card names another origin, none, or no URL at all; its name and version stay the card\'s claims', () => {
+    for (const url of ['http://other.example:9000/a2a', 'http://remote.example:9001/a2a', 'https://remote.example:9000/a2a', 'remote.example:9000', UNKNOWN, '']) {
+      expect(towards({ url, name: 'Remote', version: '1' }, upstream)).toEqual({ url: 'http://remote.example:9000/a2a', name: 'Remote', version: '1' });
+    }
   });
 });

@@ -24,21 +24,13 @@ export function grpcUrl(raw: string, defaultProtocol: 'http:' | 'https:'): URL |
   return u.protocol === 'http:' || u.protocol === 'https:' ? new URL(u.origin) : undefined;
 }
 
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
-
-/** Both hostnames name the same host: equal, or both loopback. */
-function sameHost(a: URL, b: URL): boolean {
-  const x = a.hostname.toLowerCase();
-  const y = b.hostname.toLowerCase();
-  return x === y || (LOOPBACK.has(x) && LOOPBACK.has(y));
-}
-
 /**
- * The agent's gRPC endpoint from its (v1.0) card, or undefined when it names none. With `sameHostOnly` (a remote
- * agent's card, ROLE=client) only an endpoint on UPSTREAM_URL's host is taken: an untrusted card must not point the
- * proxy at another host (an internal service, a metadata address); GRPC_UPSTREAM_URL names one explicitly.
+ * The agent's gRPC endpoint from its (v1.0) card, or undefined when it names none. With `sameOriginOnly` (a remote
+ * agent's card, ROLE=client) only an endpoint at UPSTREAM_URL's own host and port is taken: an untrusted card must
+ * not send the proxy's approved calls, its signed assertion and its client certificate anywhere else (another
+ * service on the same host, a metadata address); GRPC_UPSTREAM_URL names another endpoint explicitly.
  */
-export function grpcTargetFromCard(card: Readonly<Record<string, unknown>> | undefined, agentUrl: URL, sameHostOnly = false): URL | undefined {
+export function grpcTargetFromCard(card: Readonly<Record<string, unknown>> | undefined, agentUrl: URL, sameOriginOnly = false): URL | undefined {
   const list = card?.supportedInterfaces;
   if (!Array.isArray(list)) return undefined;
   for (const e of list) {
@@ -46,7 +38,7 @@ export function grpcTargetFromCard(card: Readonly<Record<string, unknown>> | und
     const entry = e as Record<string, unknown>;
     if (typeof entry.url !== 'string' || !isCarriedGrpcInterface(entry)) continue;
     const u = grpcUrl(entry.url, agentUrl.protocol === 'https:' ? 'https:' : 'http:');
-    if (u !== undefined && (!sameHostOnly || sameHost(u, agentUrl))) return u;
+    if (u !== undefined && (!sameOriginOnly || u.origin === agentUrl.origin)) return u;
   }
   return undefined;
 }

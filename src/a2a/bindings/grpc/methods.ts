@@ -61,3 +61,19 @@ export const GRPC_METHODS: ReadonlyMap<string, GrpcMethod> = buildTable();
 export function grpcMethodForPath(path: string): GrpcMethod | undefined {
   return GRPC_METHODS.get(path);
 }
+
+/**
+ * Does the path name a method of an A2A gRPC service (`.../lf.a2a.v1.A2AService/SendMessage`, any
+ * package, any letter case, under any prefix)? gRPC-Web, Connect and Twirp carry gRPC calls over HTTP
+ * at such paths, in bodies the HTTP binding does not read as A2A: the HTTP port refuses them, under
+ * PASSTHROUGH_PATHS and NON_A2A=forward too (calls the guardian would never see).
+ */
+export function looksLikeGrpc(segments: readonly string[]): boolean {
+  for (let i = 0; i + 1 < segments.length; i++) {
+    const s = segments[i] as string;
+    if (s.length >= SERVICE_SUFFIX.length && s.slice(-SERVICE_SUFFIX.length).toLowerCase() === SERVICE_SUFFIX) return true;
+  }
+  return false;
+}
+
+const SERVICE_SUFFIX = 'a2aservice';

@@ -189,20 +189,22 @@ describe('card', () => {
     expect(grpcUrl('ftp://agent:1', 'http:')).toBeUndefined();
   });
 
-  test("a remote agent's card (ROLE=client) may only name a gRPC endpoint on UPSTREAM_URL's host", () => {
+  test("a remote agent's card (ROLE=client) may only name UPSTREAM_URL's own host and port for gRPC", () => {
     const elsewhere = (url: string) => ({ supportedInterfaces: [{ url, protocolBinding: 'GRPC', protocolVersion: '1.0' }] });
     const remote = new URL('http://agent:9000');
-    for (const url of ['169.254.169.254:80', 'internal.svc:50051', 'http://agent.evil:50051', 'grpc://10.0.0.1:1']) {
+    // Another host, and another port of the same host (another service there would get the proxy's signed assertion).
+    for (const url of ['169.254.169.254:80', 'internal.svc:50051', 'http://agent.evil:50051', 'grpc://10.0.0.1:1', 'agent:50051', 'agent:9001', 'https://agent:9000']) {
       expect(grpcTargetFromCard(elsewhere(url), remote, true)).toBeUndefined();
       expect(grpcTargetFromCard(elsewhere(url), remote, false)).toBeDefined();
     }
-    expect(grpcTargetFromCard(elsewhere('AGENT:50051'), remote, true)?.href).toBe('http://agent:50051/');
-    // Loopback names are one host.
-    expect(grpcTargetFromCard(elsewhere('localhost:7'), new URL('http://127.0.0.1:9000'), true)?.href).toBe('http://localhost:7/');
-    expect(grpcTargetFromCard(elsewhere('[::1]:7'), new URL('http://localhost:9000'), true)?.href).toBe('http://[::1]:7/');
-    // The first interface on the host is taken, one elsewhere is skipped.
-    const both = { supportedInterfaces: [elsewhere('other:1').supportedInterfaces[0], elsewhere('agent:2').supportedInterfaces[0]] };
-    expect(grpcTargetFromCard(both, remote, true)?.href).toBe('http://agent:2/');
+    expect(grpcTargetFromCard(elsewhere('AGENT:9000'), remote, true)?.href).toBe('http://agent:9000/');
+    expect(grpcTargetFromCard(elsewhere('grpc://agent:9000'), remote, true)?.href).toBe('http://agent:9000/');
+    // Loopback names are not one host here: each may be another listener.
+    expect(grpcTargetFromCard(elsewhere('localhost:9000'), new URL('http://127.0.0.1:9000'), true)).toBeUndefined();
+    expect(grpcTargetFromCard(elsewhere('127.0.0.1:9000'), new URL('http://127.0.0.1:9000'), true)?.href).toBe('http://127.0.0.1:9000/');
+    // The first interface at UPSTREAM_URL is taken, one elsewhere is skipped.
+    const both = { supportedInterfaces: [elsewhere('agent:1').supportedInterfaces[0], elsewhere('agent:9000').supportedInterfaces[0]] };
+    expect(grpcTargetFromCard(both, remote, true)?.href).toBe('http://agent:9000/');
   });
 });
 
