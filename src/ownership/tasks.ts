@@ -194,6 +194,25 @@ export function namedByTaskAnswer(body: unknown, form: AnswerForm): TaskRefs {
   return refs.done();
 }
 
+/**
+ * The tasks a push-notification-config answer names (set and get: one config; list: `configs`, or a
+ * bare array in v0.3 JSON-RPC): by `taskId` (v1.0, v0.3 JSON-RPC) or by the config's resource `name`
+ * (v0.3 REST, `tasks/{taskId}/pushNotificationConfigs/...`). Bound like a task answer's, so an agent
+ * cannot hand the caller a config, and its webhook, of another caller's task.
+ */
+export function namedByPushConfigAnswer(body: unknown, form: AnswerForm): TaskRefs {
+  const refs = new Refs();
+  const result = form.resultOf(body);
+  const configs = Array.isArray(result) ? result : isObject(result) && Array.isArray(result.configs) ? result.configs : [result];
+  for (const c of configs) {
+    if (!isObject(c)) continue;
+    refs.task(...ids(c, 'taskId', 'task_id'));
+    const m = typeof c.name === 'string' ? TASK_NAME.exec(c.name) : null;
+    if (m !== null && m[1] !== undefined && m[1] !== '') refs.task(m[1]);
+  }
+  return refs.done();
+}
+
 /** The ids of the tasks a tasks/list answer holds (a task without a readable id is listed as undefined). */
 export function listedTasks(body: unknown, form: AnswerForm): (string | undefined)[] | undefined {
   const result = form.resultOf(body);

@@ -26,7 +26,7 @@ import type { Owner } from '../ownership/principal';
 import { PageTokens, type Opened } from '../ownership/page-token';
 import { contextKey, taskKey, type OwnerStore } from '../ownership/store';
 import {
-  answerPageTokens, createdByAnswer, filterListed, isPaged, listedTasks, namedByRequest, namedByTaskAnswer, overstatesTotal,
+  answerPageTokens, createdByAnswer, filterListed, isPaged, listedTasks, namedByPushConfigAnswer, namedByRequest, namedByTaskAnswer, overstatesTotal,
   requestPageTokens, withAnswerPageTokens, withRequestPageTokens, type AnswerForm, type PageTokenAt, type TaskRefs,
 } from '../ownership/tasks';
 import { proxyError, type ProxyError } from '../core/errors';
@@ -215,6 +215,10 @@ export class TaskOwnership {
         return { unary: (body) => this.bind(owner, op, namedByTaskAnswer(body, form), undefined) };
       case 'tasks/list':
         return { unary: async (body, ok) => this.sealPageTokens(owner, op, form, await this.filterList(owner, op, form, body, ok), body) };
+      case 'tasks/pushNotificationConfig/set':
+      case 'tasks/pushNotificationConfig/get':
+      case 'tasks/pushNotificationConfig/list':
+        return { unary: async (body) => this.sealPageTokens(owner, op, form, await this.bind(owner, op, namedByPushConfigAnswer(body, form), undefined), body) };
       default:
         if (isPaged(op)) return { unary: (body) => this.sealPageTokens(owner, op, form, PASS, body) };
         return undefined;

@@ -118,7 +118,7 @@ describe('answer hooks', () => {
 
   test('operations whose answers name no task of their own have no answer hook', () => {
     const { own } = setup();
-    for (const m of ['tasks/pushNotificationConfig/set', 'GetExtendedAgentCard']) expect(own.answerHook('A', op(m), jsonRpcCodec)).toBeUndefined();
+    for (const m of ['tasks/pushNotificationConfig/delete', 'GetExtendedAgentCard']) expect(own.answerHook('A', op(m), jsonRpcCodec)).toBeUndefined();
   });
 
   test('an answer about the caller\'s task binds the context it names: another caller\'s is refused, a new one becomes the caller\'s', async () => {
@@ -154,5 +154,37 @@ describe('answer hooks', () => {
     expect(get).toMatchObject({ type: 'refuse', error: { kind: 'invalidParams' } });
     const msg = await own.checkRequest('A', op('SendMessage'), { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm', TaskId: 't-1', parts: [{ data: { TaskId: 1 } }] } } }, 'guardian');
     expect(msg).toMatchObject({ type: 'refuse' });
+  });
+});
+
+describe('push-notification-config answers', () => {
+  const configs = {
+    v1: (taskId: string) => ({ jsonrpc: '2.0', id: 1, result: { tenant: '', id: 'cfg', taskId, url: 'https://hooks.example/x', token: '' } }),
+    v03: (taskId: string) => ({ jsonrpc: '2.0', id: 1, result: { taskId, pushNotificationConfig: { id: 'cfg', url: 'https://hooks.example/x' } } }),
+    v1List: (taskId: string) => ({ jsonrpc: '2.0', id: 1, result: { configs: [{ id: 'a', taskId: 't-b', url: 'https://h/a' }, { id: 'b', taskId, url: 'https://h/b' }], nextPageToken: '' } }),
+    v03List: (taskId: string) => ({ jsonrpc: '2.0', id: 1, result: [{ taskId: 't-b', pushNotificationConfig: { id: 'a', url: 'https://h/a' } }, { taskId, pushNotificationConfig: { id: 'b', url: 'https://h/b' } }] }),
+  };
+  const rest = {
+    v03Name: (taskId: string) => ({ name: `tasks/${taskId}/pushNotificationConfigs/cfg`, pushNotificationConfig: { id: 'cfg', url: 'https://h/x' } }),
+    v1List: (taskId: string) => ({ configs: [{ id: 'b', taskId, url: 'https://h/b' }], nextPageToken: '' }),
+  };
+
+  test("an answer naming another caller's task is refused; the caller's own task passes (set, get, list; v1.0, v0.3; JSON-RPC, REST)", async () => {
+    const { own, metrics } = setup();
+    expect(await created(own, 'A')).toEqual({ type: 'pass' });
+    const hookB = own.answerHook('B', op('message/send'), jsonRpcCodec);
+    expect(await hookB?.unary?.({ jsonrpc: '2.0', id: 1, result: { kind: 'task', id: 't-b', contextId: 'c-b' } }, true)).toEqual({ type: 'pass' });
+    const cases: Array<[string, typeof jsonRpcCodec, (t: string) => unknown]> = [
+      ['tasks/pushNotificationConfig/set', jsonRpcCodec, configs.v03], ['CreateTaskPushNotificationConfig', jsonRpcCodec, configs.v1],
+      ['tasks/pushNotificationConfig/get', jsonRpcCodec, configs.v03], ['GetTaskPushNotificationConfig', jsonRpcCodec, configs.v1],
+      ['tasks/pushNotificationConfig/list', jsonRpcCodec, configs.v03List], ['ListTaskPushNotificationConfigs', jsonRpcCodec, configs.v1List],
+      ['tasks/pushNotificationConfig/get', restCodec, rest.v03Name], ['ListTaskPushNotificationConfigs', restCodec, rest.v1List],
+    ];
+    for (const [method, codec, make] of cases) {
+      const hook = own.answerHook('B', op(method), codec);
+      expect([method, await hook?.unary?.(make('t-b'), true)]).toEqual([method, { type: 'pass' }]);
+      expect([method, await hook?.unary?.(make('t-1'), true)]).toMatchObject([method, { type: 'refuse', error: { kind: 'upstreamUnavailable' } }]);
+    }
+    expect(await count(metrics, 'answer_conflict')).toBe(cases.length);
   });
 });
