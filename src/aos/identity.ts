@@ -141,12 +141,14 @@ export class Identities {
       const upstream = identityFromCard(up);
       const observedClient = identityFromCard(ob);
       const clientAgent = fullAgent(this.src.overrides, observedClient);
+      const upstreamPartial = towards(partialAgent(upstream), this.src.upstreamUrl);
+      // ROLE=server: OBSERVED_AGENT_* describe the server agent (its own card). ROLE=both: they describe the
+      // client, and the server agent is known from its card only, at the URL where calls go (towards).
+      const serverAgent = this.src.role === 'server' ? fullAgent(this.src.overrides, upstream) : { ...fullAgent({}, upstream), url: upstreamPartial.url };
       this.cached = {
         clientAgent,
-        // ROLE=server: OBSERVED_AGENT_* describe the server agent. ROLE=both: they describe the client,
-        // and the server agent is known from its card only.
-        serverAgent: fullAgent(this.src.role === 'server' ? this.src.overrides : {}, upstream),
-        upstreamPartial: towards(partialAgent(upstream), this.src.upstreamUrl),
+        serverAgent,
+        upstreamPartial,
         clientPartial: { url: clientAgent.url, name: clientAgent.name, version: clientAgent.version },
       };
     }

@@ -194,9 +194,9 @@ function passthrough(t: Target, opts: ClassifyOptions): boolean {
   return !looksLikeRest(t.segments) && !grpcMethodPath(t.segments);
 }
 
-/** A segment naming an A2A gRPC service (`lf.a2a.v1.A2AService`, any case) with a method segment after it. */
+/** A segment naming an A2A gRPC service (`lf.a2a.v1.A2AService`, any case, Unicode folds too) with a method segment after it. */
 function grpcMethodPath(segments: readonly string[]): boolean {
-  return segments.slice(0, -1).some((s) => /a2aservice$/i.test(s));
+  return segments.slice(0, -1).some((s) => s.toUpperCase().toLowerCase().endsWith('a2aservice'));
 }
 
 function isJsonRpcEndpoint(t: Target, opts: ClassifyOptions): boolean {

@@ -147,7 +147,8 @@ for (const r of [...V03_ROUTES, ...V1_ROUTES]) {
 function matchLoose(r: CompiledRoute, segs: readonly string[]): boolean {
   if (segs.length !== r.segments.length) return false;
   return r.segments.every((t, i) => {
-    const s = (segs[i] as string).toLowerCase();
+    // Unicode folds too (`taſks` is `tasks` to a router comparing so).
+    const s = (segs[i] as string).toUpperCase().toLowerCase();
     return 'literal' in t ? s === t.literal : s.endsWith(t.suffix) && s.length > t.suffix.length;
   });
 }

@@ -593,3 +593,18 @@ describe('robustness', () => {
     for (const opts of [A2A_OPTIONS, OPEN_OPTIONS]) expectRefusal(run(req(body), opts), 'rejected', 'jsonrpc');
   });
 });
+
+describe('Unicode case folds of A2A route shapes (a router comparing with Unicode case folding)', () => {
+  const OPEN: ClassifyOptions = classifyOptions({ forwardNonA2A: true, passthrough: [[]] });
+  test.each([
+    ['/lf.a2a.v1.A2A%C5%BFervice/SendMessage', 'long s in the gRPC service'],
+    ['/lf.a2a.v1.A2ASERV%C4%B1CE/SendMessage', 'dotless i in the gRPC service'],
+    ['/lf.a2a.v1.%E2%84%AA2AService/SendMessage', 'no fold to a (control: Kelvin sign is k)'],
+    ['/ta%C5%BFks/abc', 'long s in a REST route'],
+    ['/tasks/abc:%C5%BFubscribe', 'long s in a REST verb suffix'],
+  ])('%s (%s) is refused, never forwarded unjudged', (path, what) => {
+    const c = run(req(null, { verb: what.includes('verb') ? 'POST' : 'GET', path, headers: {} }), OPEN);
+    if (what.startsWith('no fold')) expect(c.kind).toBe('other');
+    else expect(c.kind).toBe('reject');
+  });
+});

@@ -4,6 +4,7 @@
  * what gRPC adds is the request and response message types. Pure: no protobuf code is loaded here.
  */
 import { operationForMethod, type Operation } from '../../operations';
+import { fold } from '../../../core/json';
 
 export const GRPC_SERVICE = 'lf.a2a.v1.A2AService';
 
@@ -70,8 +71,8 @@ export function grpcMethodForPath(path: string): GrpcMethod | undefined {
  */
 export function looksLikeGrpc(segments: readonly string[]): boolean {
   for (let i = 0; i + 1 < segments.length; i++) {
-    const s = segments[i] as string;
-    if (s.length >= SERVICE_SUFFIX.length && s.slice(-SERVICE_SUFFIX.length).toLowerCase() === SERVICE_SUFFIX) return true;
+    // Unicode case folding (fold): a router comparing so reads `A2Aſervice` (U+017F) or `A2Aservıce` as the service.
+    if (fold(segments[i] as string).endsWith(SERVICE_SUFFIX)) return true;
   }
   return false;
 }
