@@ -238,12 +238,17 @@ function buildMaskSet(rules: readonly MaskRule[]): MaskSet {
  * merely claims an allowed name in X-AOS-Agent-* headers is "unknown". The agent a client-side hook
  * calls is the one UPSTREAM_URL names (chosen by the operator) and is matched by its card. Block
  * rules also match what an unverified caller claims: refusing a claim can only be stricter. Globs
- * see the name and URL as sent and in canonical form (NFKC; WHATWG URL).
+ * see the name and URL as sent and in canonical form (NFKC; WHATWG URL). Allow rules see only the
+ * verified id of a caller proven by a sidecar assertion (its name and URL are the signer's words).
  */
 function checkPeer(peers: PeerPolicy, peer: PeerView): SuccessResult | undefined {
   if (peers.block.length === 0 && peers.allow.length === 0 && peers.allowUnknown) return undefined;
   const forms = [peer.name, canonicalName(peer.name), peer.url, canonicalUrl(peer.url), ...(peer.id === undefined ? [] : [peer.id])];
   const matches = (re: RegExp): boolean => forms.some((form) => re.test(form));
+  // A sidecar assertion proves its agent id (the key is bound to ids); its name and URL are the signer's
+  // words, so another agent's key could write an allowed name. Allow rules read the id alone there.
+  const proven = peer.role === 'client' && peer.source === 'assertion' ? (peer.id === undefined ? [] : [peer.id]) : forms;
+  const allowed = (re: RegExp): boolean => proven.some((form) => re.test(form));
   const label = `"${peer.name}" (${peer.url})`;
   if (peers.block.some(matches)) return denyAnswer(`Peer agent ${label} is blocked by policy.`, ['PEER_BLOCKED']);
   if (peer.role === 'client' && !peer.verified) {
@@ -252,7 +257,7 @@ function checkPeer(peers: PeerPolicy, peer: PeerView): SuccessResult | undefined
   if (isUnknownValue(peer.name) && isUnknownValue(peer.url)) {
     return peers.allowUnknown ? undefined : denyAnswer('Peer agent did not identify itself.', ['PEER_UNKNOWN']);
   }
-  if (peers.allow.length > 0 && !peers.allow.some(matches)) {
+  if (peers.allow.length > 0 && !peers.allow.some(allowed)) {
     return denyAnswer(`Peer agent ${label} is not in the allowed list.`, ['PEER_NOT_ALLOWED']);
   }
   return undefined;

@@ -64,8 +64,7 @@ export function identityFromCertificate(cert: PeerCertificateView): CredentialCh
   const cnRaw = cert.subject?.['CN'];
   if (Array.isArray(cnRaw)) return fail('has more than one subject CN');
   const cn = fieldValue(cnRaw);
-  const issuerCn = cert.issuer?.['CN'];
-  const issuer = typeof issuerCn === 'string' ? issuerCn : undefined;
+  const issuer = issuerName(cert.issuer);
   const id = spiffe[0];
   if (id !== undefined) {
     if (!isSpiffeId(id)) return fail('has a malformed SPIFFE ID');
@@ -73,7 +72,23 @@ export function identityFromCertificate(cert: PeerCertificateView): CredentialCh
     return { ok: true, identity: { source: 'mtls', subject: id, ...(issuer === undefined ? {} : { issuer }), stableSubject: true, agent: { id, name: cn ?? id, url: UNKNOWN_FIELD, version: UNKNOWN_FIELD } } };
   }
   if (cn === undefined) return fail('has neither a SPIFFE ID nor a subject CN');
-  return { ok: true, identity: { source: 'mtls', subject: cn, ...(issuer === undefined ? {} : { issuer }), agent: { id: cn, name: cn, url: UNKNOWN_FIELD, version: UNKNOWN_FIELD } } };
+  // Shown to the guardian, a CN spelled as a SPIFFE ID is that ID: only a SAN may state one.
+  if (/^\s*spiffe:/i.test(cn)) return fail('has a subject CN spelled as a SPIFFE ID, and no SPIFFE ID');
+  // A CN names a caller only within its CA: without an issuer name, CNs of every CA would share one namespace.
+  if (issuer === undefined) return fail('has an issuer with no name');
+  return { ok: true, identity: { source: 'mtls', subject: cn, issuer, agent: { id: cn, name: cn, url: UNKNOWN_FIELD, version: UNKNOWN_FIELD } } };
+}
+
+/**
+ * The issuing CA's name: its CN, or, for a CA whose subject has no single CN (SPIRE's is `C=US, O=SPIFFE`),
+ * its whole distinguished name (`C=US, O=SPIFFE`). Undefined when it has no fields.
+ */
+function issuerName(dn: PeerCertificateView['issuer']): string | undefined {
+  if (dn === undefined) return undefined;
+  const cn = dn['CN'];
+  if (typeof cn === 'string' && cn !== '') return cn;
+  const parts = Object.entries(dn).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join('+') : v}`);
+  return parts.length === 0 ? undefined : parts.join(', ');
 }
 
 const perSocket = new WeakMap<Socket, CredentialCheck | null>();

@@ -481,6 +481,23 @@ describe('peer rules', () => {
     expect(allowList.decide(requestEnvelope(send, { peer: { name: 'x', url: 'https://TRUSTED.example:443/a2a' } })).decision).toBe('allow');
   });
 
+  it('allow rules read only the verified id of a caller proven by a sidecar assertion (its name and URL are the signer\'s words)', () => {
+    const engine = engineFor({ peers: { allow: ['cooking-assistant', 'Cooking assistant', 'https://kitchen.example/*'] } });
+    const caller = (id: string, source: string, over: { name?: string; url?: string } = {}) => ({
+      side: 'server' as const,
+      peer: { id, name: 'Cooking assistant', url: 'https://kitchen.example/agents/cooking', ...over, metadata: { identity: { verified: true, source, subject: id } } },
+    });
+    // Another agent's bound key writing the allowed name and URL: not allowed.
+    expect(engine.decide(requestEnvelope(send, caller('evil-bot', 'assertion'))).reasonCode).toEqual(['PEER_NOT_ALLOWED']);
+    // The allowed id: allowed, whatever name it gives.
+    expect(engine.decide(requestEnvelope(send, caller('cooking-assistant', 'assertion', { name: 'Anything' }))).decision).toBe('allow');
+    // Names and URLs that the issuer vouches for (an OIDC token's claims, a certificate's CN) still count.
+    expect(engine.decide(requestEnvelope(send, caller('kitchen-svc', 'oidc'))).decision).toBe('allow');
+    expect(engine.decide(requestEnvelope(send, caller('kitchen-svc', 'mtls'))).decision).toBe('allow');
+    // Block rules still read every form of an assertion-verified caller.
+    expect(engineFor({ peers: { block: ['Cooking*'] } }).decide(requestEnvelope(send, caller('cooking-assistant', 'assertion'))).reasonCode).toEqual(['PEER_BLOCKED']);
+  });
+
   it('checks the peer before content', () => {
     const engine = engineFor({ peers: { block: ['Peer agent'] }, deny: [{ id: 'x', message: 'm', patterns: ['hello'] }] });
     expect(engine.decide(requestEnvelope(send)).reasonCode).toEqual(['PEER_BLOCKED']);

@@ -270,9 +270,10 @@ describe('key rotation through the key files', () => {
 });
 
 describe('the reference guardian\'s peer rules match verified callers only', () => {
-  test('an allow-listed name passes when verified and is "unknown" when only claimed', async () => {
+  test('an allow-listed agent id passes when verified and is "unknown" when only claimed', async () => {
     const policyFile = join(dir, 'peers-policy.json');
-    await writeFile(policyFile, JSON.stringify({ peers: { allow: ['Cooking assistant'] } }));
+    // The name is listed too: an assertion proves its id, so another agent writing this name is not allowed.
+    await writeFile(policyFile, JSON.stringify({ peers: { allow: ['cooking-assistant', 'Cooking assistant'] } }));
     const trust = await writeJwks(dir, [k1], 'peers.jwks.json');
     // The reference guardian's engine, in-process (what GUARDIAN_URL unset gives), with that policy.
     const viaPolicy = await startTestProxy({ ROLE: 'server', UPSTREAM_URL: agent.origin, ASSERTION_TRUST_JWKS_FILE: trust, ASSERTION_AUDIENCE: 'http://baker-guard.test', IDENTITY_POLICY: 'claims' }, embeddedGuardian(policyFile));
@@ -282,7 +283,7 @@ describe('the reference guardian\'s peer rules match verified callers only', () 
     // Even where claims are shown to the guardian (IDENTITY_POLICY=claims), a claimed name is no verified identity.
     const claimed = await rawRpc(`${viaPolicy.url}/a2a/jsonrpc`, v03Send(2, 'hi'), { 'X-AOS-Agent-Name': 'Cooking assistant' });
     expect(errorOf(claimed.json)).toMatchObject({ code: -31403, reason: 'GUARDIAN_DENIED', metadata: { reasonCode: 'PEER_UNKNOWN' } });
-    const other = await rawRpc(`${viaPolicy.url}/a2a/jsonrpc`, v03Send(3, 'hi'), { 'X-AOS-Agent-Assertion': await signAssertion(k1, { ...ASSISTANT, id: 'pastry-bot', name: 'Pastry bot' }, 'http://baker-guard.test') });
+    const other = await rawRpc(`${viaPolicy.url}/a2a/jsonrpc`, v03Send(3, 'hi'), { 'X-AOS-Agent-Assertion': await signAssertion(k1, { ...ASSISTANT, id: 'pastry-bot', name: 'Cooking assistant' }, 'http://baker-guard.test') });
     expect(errorOf(other.json)).toMatchObject({ code: -31403, metadata: { reasonCode: 'PEER_NOT_ALLOWED' } });
     expect(postsTo(agent)).toHaveLength(1);
   });

@@ -13,6 +13,7 @@ import { agentFromClaims, bearerToken, OidcVerifier } from '../../../src/identit
 import type { AssertionVerifier } from '../../../src/identity/assertion';
 import type { CredentialCheck, VerifiedIdentity } from '../../../src/identity/types';
 import { makeKey, unsignedJwt, type TestKey } from '../../helpers/keys';
+import { ownerKey } from '../../../src/ownership/principal';
 
 const silent = pino({ level: 'silent' });
 
@@ -47,10 +48,30 @@ describe('client certificates (mTLS)', () => {
   });
 
   test('without a SPIFFE ID the subject CN is the identity (other URI SANs do not count)', () => {
-    const r = identityFromCertificate({ subject: { CN: 'legacy-agent', O: 'Kitchen' }, subjectaltname: 'URI:https://kitchen.test/agent, DNS:x' });
-    expect(r.ok && r.identity).toMatchObject({ subject: 'legacy-agent', agent: { id: 'legacy-agent', name: 'legacy-agent' } });
+    const r = identityFromCertificate({ subject: { CN: 'legacy-agent', O: 'Kitchen' }, subjectaltname: 'URI:https://kitchen.test/agent, DNS:x', issuer: { CN: 'Kitchen CA' } });
+    expect(r.ok && r.identity).toMatchObject({ subject: 'legacy-agent', issuer: 'Kitchen CA', agent: { id: 'legacy-agent', name: 'legacy-agent' } });
     // A CN is unique only under its CA: the CA stays part of the caller's task owner.
     expect(r.ok && r.identity.stableSubject).toBeUndefined();
+  });
+
+  test("a CA without one CN is named by its whole DN (SPIRE's C=US, O=SPIFFE): a CN caller's owner never has an empty issuer", () => {
+    const r = identityFromCertificate({ subject: { CN: 'legacy-agent' }, issuer: { C: 'US', O: 'SPIFFE' } });
+    expect(r.ok && r.identity.issuer).toBe('C=US, O=SPIFFE');
+    expect(r.ok && ownerKey(r.identity)).toBe('mtls:C=US, O=SPIFFE:legacy-agent');
+    const two = identityFromCertificate({ subject: { CN: 'x' }, issuer: { CN: ['A', 'B'], O: 'K' } });
+    expect(two.ok && two.identity.issuer).toBe('CN=A+B, O=K');
+    // A SPIFFE caller's owner is its ID alone; a CN caller's always names an issuer, so the two never meet.
+    const spiffe = identityFromCertificate({ subjectaltname: 'URI:spiffe://kitchen.test/a', issuer: { O: 'SPIFFE' } });
+    expect(spiffe.ok && ownerKey(spiffe.identity)).toBe('mtls::spiffe%3A//kitchen.test/a');
+  });
+
+  test.each([
+    ['no issuer', { subject: { CN: 'a' } }, 'has an issuer with no name'],
+    ['an empty issuer', { subject: { CN: 'a' }, issuer: {} }, 'has an issuer with no name'],
+    ['a CN spelled as a SPIFFE ID', { subject: { CN: 'spiffe://kitchen.test/a' }, issuer: { CN: 'K' } }, 'has a subject CN spelled as a SPIFFE ID, and no SPIFFE ID'],
+    ['the same, upper case and spaced', { subject: { CN: ' SPIFFE://kitchen.test/a' }, issuer: { CN: 'K' } }, 'has a subject CN spelled as a SPIFFE ID, and no SPIFFE ID'],
+  ])('a CN caller with %s is refused', (_what, cert, problem) => {
+    expect(identityFromCertificate(cert)).toEqual({ ok: false, credential: 'client certificate', problem });
   });
 
   test.each([
