@@ -12,8 +12,8 @@
  * routes first, then the v1.0 routes.
  */
 import { OPERATIONS, type Operation, type RestRoute } from './operations';
-import { fold, type JsonObject } from '../core/json';
-import { encodePath, encodeQuery } from './target';
+import type { JsonObject } from '../core/json';
+import { encodePath, encodeQuery, routeFold } from './target';
 
 export type RestVersion = '1.0' | '0.3';
 
@@ -147,8 +147,8 @@ export function looksLikeRest(segments: readonly string[]): boolean {
     const routes = LOOSE_ROUTES_BY_LENGTH.get(segments.length - start);
     if (routes === undefined) continue;
     // Every such route starts with a literal: a first segment none has rules them all out at once.
-    // Unicode case folding (fold): a router comparing so reads `taſks` (U+017F) as `tasks`.
-    const first = fold(segments[start] as string);
+    // routeFold: a router comparing with Unicode case folding reads `taſks` (U+017F) as `tasks`.
+    const first = routeFold(segments[start] as string);
     if (!LOOSE_FIRST_LITERALS.has(first)) continue;
     for (const r of routes) if (matchLoose(r, segments, start, first)) return true;
   }
@@ -174,7 +174,7 @@ function matchLoose(r: CompiledRoute, segs: readonly string[], start: number, fi
   if (segs.length - start !== r.segments.length) return false;
   for (let i = 0; i < r.segments.length; i++) {
     const t = r.segments[i] as Segment;
-    const s = i === 0 ? first : fold(segs[start + i] as string);
+    const s = i === 0 ? first : routeFold(segs[start + i] as string);
     if ('literal' in t ? s !== t.literal : !(s.endsWith(t.suffix) && s.length > t.suffix.length)) return false;
   }
   return true;

@@ -165,3 +165,14 @@ export function pathSegments(path: string): string[] | undefined {
   const r = parseTarget(path === '' ? '/' : path);
   return r.ok ? [...r.target.segments] : undefined;
 }
+
+/**
+ * A path segment as a router that ignores letter case may read it, for refusing route shapes (never
+ * for forwarding): ASCII lower-cased, other text Unicode-folded (`ſ` U+017F is `s`, `ı` is `i`) with the
+ * combining dot that `İ` (U+0130) leaves behind dropped, as Java's per-character lower-casing reads it.
+ */
+export function routeFold(s: string): string {
+  return ASCII.test(s) ? s.toLowerCase() : s.toUpperCase().toLowerCase().replace(/\u0307/g, '');
+}
+
+const ASCII = /^[\x00-\x7f]*$/;

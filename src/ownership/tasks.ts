@@ -54,6 +54,12 @@ class Refs {
 // A v0.3 push-config resource name, `tasks/{taskId}/pushNotificationConfigs/...`: the SDK's v0.3 REST router reads the task from it.
 const TASK_NAME = /^tasks\/([^/]+)(?:\/|$)/;
 
+/** The task of a v0.3 resource name (`tasks/{taskId}/...`), or undefined. */
+function taskOfName(name: unknown): string | undefined {
+  const m = typeof name === 'string' ? TASK_NAME.exec(name) : null;
+  return m === null || m[1] === undefined || m[1] === '' ? undefined : m[1];
+}
+
 function messageRefs(m: unknown, into: Refs): void {
   if (!isObject(m)) return;
   into.task(...ids(m, 'taskId', 'task_id'));
@@ -109,11 +115,8 @@ export function namedByRequest(op: Operation, request: JsonObject): TaskRefs {
       // v1.0: {taskId, id = config id}; v0.3: {id = task id, pushNotificationConfigId} (set: {taskId, pushNotificationConfig}).
       refs.task(...ids(params, 'taskId', 'task_id'));
       if (!v1 && op.aosMethod !== 'tasks/pushNotificationConfig/set') refs.task(...ids(params, 'id'));
-      const name = params.name;
-      if (typeof name === 'string') {
-        const m = TASK_NAME.exec(name);
-        if (m !== null && m[1] !== undefined && m[1] !== '') refs.task(m[1]);
-      }
+      const task = taskOfName(params.name);
+      if (task !== undefined) refs.task(task);
       break;
     }
     default:
@@ -207,8 +210,8 @@ export function namedByPushConfigAnswer(body: unknown, form: AnswerForm): TaskRe
   for (const c of configs) {
     if (!isObject(c)) continue;
     refs.task(...ids(c, 'taskId', 'task_id'));
-    const m = typeof c.name === 'string' ? TASK_NAME.exec(c.name) : null;
-    if (m !== null && m[1] !== undefined && m[1] !== '') refs.task(m[1]);
+    const task = taskOfName(c.name);
+    if (task !== undefined) refs.task(task);
   }
   return refs.done();
 }

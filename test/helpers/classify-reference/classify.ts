@@ -11,7 +11,7 @@ import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { type Operation, operationForLooseMethod, operationForMethod } from '../../../src/a2a/operations';
-import { isLegacyVersion, looksLikeRest, matchRest, restHasBody, restToJsonRpc, type RestMatch } from './rest';
+import { caseFolded, isLegacyVersion, looksLikeRest, matchRest, restHasBody, restToJsonRpc, type RestMatch } from './rest';
 import { encodePath, encodeQuery, isUnder, parseTarget, type Target } from './target';
 import type { AgentEndpoints } from '../../../src/a2a/endpoints';
 import { isObject, type JsonObject, type JsonRpcId } from '../../../src/core/json';
@@ -194,9 +194,17 @@ function passthrough(t: Target, opts: ClassifyOptions): boolean {
   return !looksLikeRest(t.segments) && !grpcMethodPath(t.segments);
 }
 
-/** A segment naming an A2A gRPC service (`lf.a2a.v1.A2AService`, any case, Unicode folds too) with a method segment after it. */
+/** The RPCs of the A2A gRPC services (v1.0 `lf.a2a.v1.A2AService`, v0.3 `a2a.v1.A2AService`). */
+const GRPC_RPCS = [
+  'SendMessage', 'SendStreamingMessage', 'GetTask', 'ListTasks', 'CancelTask', 'SubscribeToTask', 'CreateTaskPushNotificationConfig',
+  'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs', 'DeleteTaskPushNotificationConfig', 'GetExtendedAgentCard',
+  'TaskSubscription', 'GetAgentCard', 'ListTaskPushNotificationConfig',
+].map((m) => m.toLowerCase());
+
+/** A path ending in an A2A gRPC service (`lf.a2a.v1.A2AService`, any case, Unicode folds too) and one of its RPCs. */
 function grpcMethodPath(segments: readonly string[]): boolean {
-  return segments.slice(0, -1).some((s) => s.toUpperCase().toLowerCase().endsWith('a2aservice'));
+  const n = segments.length;
+  return n >= 2 && GRPC_RPCS.includes(caseFolded(segments[n - 1] as string)) && caseFolded(segments[n - 2] as string).endsWith('a2aservice');
 }
 
 function isJsonRpcEndpoint(t: Target, opts: ClassifyOptions): boolean {

@@ -148,7 +148,7 @@ function matchLoose(r: CompiledRoute, segs: readonly string[]): boolean {
   if (segs.length !== r.segments.length) return false;
   return r.segments.every((t, i) => {
     // Unicode folds too (`taſks` is `tasks` to a router comparing so).
-    const s = (segs[i] as string).toUpperCase().toLowerCase();
+    const s = caseFolded(segs[i] as string);
     return 'literal' in t ? s === t.literal : s.endsWith(t.suffix) && s.length > t.suffix.length;
   });
 }
@@ -247,4 +247,9 @@ export function jsonRpcToRest(m: RestMatch, payload: JsonObject, a2aVersion: str
     q.push([k, typeof v === 'string' ? v : JSON.stringify(v)]);
   }
   return { path, search: encodeQuery(q), body: null };
+}
+
+/** A segment as a case-ignoring router may read it: Unicode upper then lower case, less the dot `İ` leaves. */
+export function caseFolded(s: string): string {
+  return s.toUpperCase().toLowerCase().replace(/\u0307/g, '');
 }

@@ -164,6 +164,9 @@ describe('classify against its reference copy', () => {
   const segment = fc.oneof(
     fc.constantFrom('a2a', 'rest', 'jsonrpc', 'A2A', 'REST', 'v1', 'tasks', 'Tasks', 'message:send', 'MESSAGE:SEND', 'message:stream', 't-1', 't-1:cancel', 't-1:subscribe',
       'pushNotificationConfigs', 'cfg', 'extendedAgentCard', 'card', '.well-known', 'agent-card.json', 'AGENT.JSON', 'admin', 'pub', 'rpc', 'x', 'static', 'v2'),
+    // gRPC method paths (gRPC-Web, Connect, Twirp) and Unicode case folds of route words, percent-encoded as sent.
+    fc.constantFrom('lf.a2a.v1.A2AService', 'a2a.v1.a2aservice', 'A2A%C5%BFervice', 'A2AServ%C4%B1ce', 'A2AServ%C4%B0ce', 'SendMessage', 'GETTASK', 'TaskSubscription',
+      'twirp', 'ta%C5%BFks', 'TA%C5%BFKS', 'me%C5%BF%C5%BFage:send', 't-1:%C5%BFubscribe', 'pushNotificationConfig%C5%BF', 'pushNot%C4%B0ficationConfigs'),
     fc.constantFrom('', '.', '..', '%2e', '%2E%2e', 'a%2Fb', 'a%5cb', '%25', '%2541', 'a;b', 'é', '%C3%A9', '%ff', 'a$b', 'a&b', 'a+b', 'a,b', 'a=b', "a'b", 'a@b', 'a:b', '~x', 'a b', '%3A', 'a\\b', '#'),
   );
   const query = fc.constantFrom('', '?', '?A2A-Version=1.0', '?a2a-version=0.3', '?a2a-version=1.0&A2A-VERSION=0.3', '?a2a-version=%201.0', '?x=1&x=2', '?x=1&X=2', '?a_b=1&a-b=2',
@@ -275,7 +278,8 @@ describe('rewritten pieces against their reference copies', () => {
   });
 
   const seg = fc.oneof(
-    fc.constantFrom('v1', 'V1', 'tasks', 'TASKS', 'message:send', 'Message:Stream', 'card', 'extendedAgentCard', 't', 't:cancel', 'T:SUBSCRIBE', ':cancel', 'pushNotificationConfigs', 'a2a', 'İ', 'ſ', ''),
+    fc.constantFrom('v1', 'V1', 'tasks', 'TASKS', 'message:send', 'Message:Stream', 'card', 'extendedAgentCard', 't', 't:cancel', 'T:SUBSCRIBE', ':cancel', 'pushNotificationConfigs', 'a2a', 'İ', 'ſ', '',
+      'taſks', 'TAſKS', 'meſſage:send', 't:ſubscribe', 'pushNotİficationConfigs', 'pushNotificationConfigſ', 'tas\u0307ks'),
     fc.string({ maxLength: 4 }),
   );
   const segs = fc.array(seg, { maxLength: 7 });

@@ -498,7 +498,7 @@ describe('PASSTHROUGH_PATHS', () => {
 
   test('paths naming an A2A gRPC method (gRPC-Web, Connect, Twirp) are refused under every prefix and NON_A2A, in any body', () => {
     const paths = ['/admin/lf.a2a.v1.A2AService/SendMessage', '/lf.a2a.v1.A2AService/SendMessage', '/a2a/a2a.v1.A2AService/GetTask',
-      '/twirp/LF.A2A.V1.A2ASERVICE/Anything', '/admin/A2AService/x/y'];
+      '/twirp/LF.A2A.V1.A2ASERVICE/GETTASK', '/admin/A2AService/TaskSubscription', '/a2a.v1.A2AService/GetAgentCard'];
     const bodies: Array<[string | null, IncomingHttpHeaders]> = [
       ['{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}', { 'content-type': 'application/json', 'connect-protocol-version': '1' }],
       [null, { 'content-type': 'application/grpc-web+proto' }],
@@ -513,9 +513,18 @@ describe('PASSTHROUGH_PATHS', () => {
       }
       // An A2A JSON-RPC call there is ambiguous too (a Connect handler would read its body as the method's message).
       expectRefusal(run(req(rpc('message/send'), { path: '/admin/lf.a2a.v1.A2AService/SendMessage' }), o), 'rejected', 'jsonrpc');
-      // The service name as the last segment, or in another word, is an ordinary path.
+      // The service name as the last segment, in another word, or followed by what is no A2A RPC, is an ordinary path.
       expect(run(req(null, { verb: 'GET', path: '/admin/lf.a2a.v1.A2AService', headers: {} }), o).kind).toBe('other');
-      expect(run(req(null, { verb: 'GET', path: '/admin/A2AServices/x', headers: {} }), o).kind).toBe('other');
+      expect(run(req(null, { verb: 'GET', path: '/admin/A2AServices/GetTask', headers: {} }), o).kind).toBe('other');
+      expect(run(req(null, { verb: 'GET', path: '/admin/A2AService/health', headers: {} }), o).kind).toBe('other');
+    }
+  });
+
+  test('an agent whose JSON-RPC endpoint sits under a segment named like the service keeps working', () => {
+    const under = { ...A2A_OPTIONS, endpoints: endpointsFromCard({ url: 'https://agent.example/A2AService/jsonrpc', preferredTransport: 'JSONRPC' }, '') };
+    for (const path of ['/A2AService/jsonrpc', '/travel-a2aservice/jsonrpc']) {
+      const o = path === '/A2AService/jsonrpc' ? under : A2A_OPTIONS;
+      expectA2a(run(req(rpc('message/send'), { path }), o), 'message/send');
     }
   });
 
@@ -600,6 +609,9 @@ describe('Unicode case folds of A2A route shapes (a router comparing with Unicod
     ['/lf.a2a.v1.A2A%C5%BFervice/SendMessage', 'long s in the gRPC service'],
     ['/lf.a2a.v1.A2ASERV%C4%B1CE/SendMessage', 'dotless i in the gRPC service'],
     ['/lf.a2a.v1.%E2%84%AA2AService/SendMessage', 'no fold to a (control: Kelvin sign is k)'],
+    ['/lf.a2a.v1.A2AServ%C4%B0ce/SendMessage', 'dotted capital I in the gRPC service (Java lower-cases it to i)'],
+    ['/lf.a2a.v1.A2AService/%C5%BFendMessage', 'long s in the RPC name'],
+    ['/tasks/t1/pushNot%C4%B0ficationConfigs', 'dotted capital I in a REST route'],
     ['/ta%C5%BFks/abc', 'long s in a REST route'],
     ['/tasks/abc:%C5%BFubscribe', 'long s in a REST verb suffix'],
   ])('%s (%s) is refused, never forwarded unjudged', (path, what) => {

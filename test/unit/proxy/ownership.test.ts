@@ -186,5 +186,13 @@ describe('push-notification-config answers', () => {
       expect([method, await hook?.unary?.(make('t-1'), true)]).toMatchObject([method, { type: 'refuse', error: { kind: 'upstreamUnavailable' } }]);
     }
     expect(await count(metrics, 'answer_conflict')).toBe(cases.length);
+    // gRPC answers reach the hook as protobuf JSON, which a snake_case name can spell too.
+    const grpcGet = own.answerHook('B', op('GetTaskPushNotificationConfig'), restCodec);
+    expect(await grpcGet?.unary?.({ id: 'cfg', task_id: 't-1', url: 'https://h/x' }, true)).toMatchObject({ type: 'refuse' });
+    // Errors, and configs naming no task, name nothing to bind.
+    const get = own.answerHook('B', op('tasks/pushNotificationConfig/get'), jsonRpcCodec);
+    expect(await get?.unary?.({ jsonrpc: '2.0', id: 1, error: { code: -32001, message: 'Task not found' } }, true)).toEqual({ type: 'pass' });
+    expect(await get?.unary?.({ jsonrpc: '2.0', id: 1, result: { pushNotificationConfig: { url: 'https://h/x' } } }, true)).toEqual({ type: 'pass' });
+    expect(await own.answerHook('B', op('ListTaskPushNotificationConfigs'), restCodec)?.unary?.({ code: 404, message: 'not found' }, false)).toEqual({ type: 'pass' });
   });
 });

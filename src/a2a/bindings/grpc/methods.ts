@@ -4,7 +4,7 @@
  * what gRPC adds is the request and response message types. Pure: no protobuf code is loaded here.
  */
 import { operationForMethod, type Operation } from '../../operations';
-import { fold } from '../../../core/json';
+import { routeFold } from '../../target';
 
 export const GRPC_SERVICE = 'lf.a2a.v1.A2AService';
 
@@ -64,17 +64,23 @@ export function grpcMethodForPath(path: string): GrpcMethod | undefined {
 }
 
 /**
- * Does the path name a method of an A2A gRPC service (`.../lf.a2a.v1.A2AService/SendMessage`, any
- * package, any letter case, under any prefix)? gRPC-Web, Connect and Twirp carry gRPC calls over HTTP
- * at such paths, in bodies the HTTP binding does not read as A2A: the HTTP port refuses them, under
- * PASSTHROUGH_PATHS and NON_A2A=forward too (calls the guardian would never see).
+ * Does the path end in a method of an A2A gRPC service (`.../lf.a2a.v1.A2AService/SendMessage`: any
+ * package, any letter case, under any prefix; v1.0 and v0.3 method names)? gRPC-Web, Connect and Twirp
+ * carry gRPC calls over HTTP at such paths, in bodies the HTTP binding does not read as A2A: the HTTP
+ * port refuses them, under PASSTHROUGH_PATHS and NON_A2A=forward too (calls the guardian would never
+ * see). A path where the service is not followed by an A2A method (an agent's `/A2AService/jsonrpc`
+ * endpoint) is an ordinary path.
  */
 export function looksLikeGrpc(segments: readonly string[]): boolean {
-  for (let i = 0; i + 1 < segments.length; i++) {
-    // Unicode case folding (fold): a router comparing so reads `A2Aſervice` (U+017F) or `A2Aservıce` as the service.
-    if (fold(segments[i] as string).endsWith(SERVICE_SUFFIX)) return true;
-  }
-  return false;
+  const n = segments.length;
+  if (n < 2) return false;
+  // routeFold: a router comparing with Unicode case folding reads `A2Aſervice` (U+017F) as the service.
+  return GRPC_METHOD_NAMES.has(routeFold(segments[n - 1] as string)) && routeFold(segments[n - 2] as string).endsWith(SERVICE_SUFFIX);
 }
 
 const SERVICE_SUFFIX = 'a2aservice';
+/** The RPC names of the v1.0 service and of v0.3's `a2a.v1.A2AService`, lower-cased. */
+const GRPC_METHOD_NAMES: ReadonlySet<string> = new Set([
+  ...Object.keys(MESSAGES),
+  'TaskSubscription', 'GetAgentCard', 'ListTaskPushNotificationConfig',
+].map((m) => m.toLowerCase()));
