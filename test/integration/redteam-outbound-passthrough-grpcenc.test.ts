@@ -26,6 +26,7 @@ import { rawRoundTrip } from '../helpers/wire';
 import { rawGrpc, grpcFrame, type RawGrpcAnswer } from '../helpers/grpc';
 import { makeKey, writeSigningKey } from '../helpers/keys';
 import { startTestProxy, type TestProxy } from './proxy-harness';
+import { textsWith } from '../helpers/texts';
 
 jest.setTimeout(240_000);
 
@@ -70,18 +71,6 @@ const SEND_PATH = '/lf.a2a.v1.A2AService/SendMessage';
 /** gRPC metadata of a v1.0 call (the SDK's gRPC server refuses a call without it as v0.3). */
 const GV1 = { 'a2a-version': '1.0' };
 
-/** Every string in a value that contains `marker` (the texts the guardian judged / the agent acted on). */
-function textsWith(v: unknown, marker: string): string[] {
-  const out: string[] = [];
-  const walk = (x: unknown): void => {
-    if (typeof x === 'string') {
-      if (x.includes(marker)) out.push(x);
-    } else if (Array.isArray(x)) x.forEach(walk);
-    else if (typeof x === 'object' && x !== null) Object.values(x).forEach(walk);
-  };
-  walk(v);
-  return out.sort();
-}
 
 /* =========================================================================================== */
 /* 1. ROLE=client                                                                               */

@@ -29,6 +29,7 @@ import { answer, useHostileAgent } from '../helpers/hostile-agent';
 import { laxEvents } from '../helpers/lax-readers';
 import { startIdentities, type TestIdentities } from './ownership-identities';
 import { startTestProxy, type TestProxy } from './proxy-harness';
+import { textsWith } from '../helpers/texts';
 
 jest.setTimeout(120_000);
 
@@ -62,18 +63,6 @@ function grpcSendMessage(text: string): Buffer {
   return grpcSdk.A2AService.sendMessage.requestSerialize(msg);
 }
 
-/** Every string in a value that contains `marker`. */
-function textsWith(v: unknown, marker: string): string[] {
-  const out: string[] = [];
-  const walk = (x: unknown): void => {
-    if (typeof x === 'string') {
-      if (x.includes(marker)) out.push(x);
-    } else if (Array.isArray(x)) x.forEach(walk);
-    else if (typeof x === 'object' && x !== null) Object.values(x).forEach(walk);
-  };
-  walk(v);
-  return out.sort();
-}
 /** A marker's texts the caller read that no response-hook envelope carried (judged). */
 function unjudged(callerTexts: readonly string[], guardian: TestGuardian, marker: string): string[] {
   const judged = new Set(guardian.calls().filter((e: Envelope) => e?.params?.payload !== undefined && !('method' in e.params.payload)).flatMap((e: Envelope) => textsWith(e.params.payload, marker)));
