@@ -5,6 +5,7 @@
  * makes the request refused instead of relayed. The proxy then forwards the path it encodes itself
  * from the decoded segments, so the agent routes exactly what was classified. Pure.
  */
+import { fold } from '../core/json';
 
 export interface Target {
   /** Decoded path segments, in order ('/a2a/rest/tasks/x' -> ['a2a', 'rest', 'tasks', 'x']). */
@@ -172,7 +173,8 @@ export function pathSegments(path: string): string[] | undefined {
  * combining dot that `İ` (U+0130) leaves behind dropped, as Java's per-character lower-casing reads it.
  */
 export function routeFold(s: string): string {
-  return ASCII.test(s) ? s.toLowerCase() : s.toUpperCase().toLowerCase().replace(/\u0307/g, '');
+  // ASCII on the native lower-casing: fold's character loop cost ~1.7 k instructions more per path (callgrind).
+  return ASCII.test(s) ? s.toLowerCase() : fold(s).replace(/\u0307/g, '');
 }
 
 const ASCII = /^[\x00-\x7f]*$/;

@@ -101,3 +101,18 @@ export function useHostileAgent(): HostileAgent {
   });
   return state;
 }
+
+/**
+ * Does a message `params` naming `context`, sent as JSON-RPC `SendMessage` to the proxy at `proxyUrl` with
+ * `headers` (another caller's identity), reach the hostile agent? (That caller joined the conversation.)
+ * The agent answers it with a plain message naming no task.
+ */
+export async function messageReaches(hostile: HostileAgent, proxyUrl: string, headers: Record<string, string>, params: unknown, context: string): Promise<boolean> {
+  hostile.received.length = 0;
+  hostile.script = (r) => answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { message: { messageId: 'b', role: 'ROLE_AGENT', parts: [{ text: 'welcome B' }] } } }));
+  await fetch(`${proxyUrl}/a2a/jsonrpc`, {
+    method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...headers },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'SendMessage', params }),
+  }).then((r) => r.text());
+  return hostile.received.some((r) => r.text.includes(context));
+}

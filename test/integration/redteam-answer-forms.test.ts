@@ -18,7 +18,7 @@ import { startGuardian, isResponseEnvelope, type TestGuardian } from '../helpers
 import { startTestProxy, type TestProxy } from './proxy-harness';
 import { startIdentities, type Caller, type TestIdentities } from './ownership-identities';
 
-import { answer, useHostileAgent } from '../helpers/hostile-agent';
+import { answer, messageReaches, useHostileAgent } from '../helpers/hostile-agent';
 import { contextsIn, laxEvents } from '../helpers/lax-readers';
 
 jest.setTimeout(120_000);
@@ -410,15 +410,7 @@ describe('task ownership reads what the caller reads', () => {
   });
 
   /** Does B's message naming `context` reach the agent (B joined A's conversation)? */
-  async function bJoins(proxy: TestProxy, context: string): Promise<boolean> {
-    hostile.received.length = 0;
-    hostile.script = (r) => answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { message: { messageId: 'b', role: 'ROLE_AGENT', parts: [{ text: 'welcome B' }] } } }));
-    await fetch(`${proxy.url}/a2a/jsonrpc`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...ids.headersAs('B' as Caller) },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'SendMessage', params: msgParams(false, { contextId: context }) }),
-    }).then((r) => r.text());
-    return hostile.received.some((r) => r.text.includes(context));
-  }
+  const bJoins = (proxy: TestProxy, context: string): Promise<boolean> => messageReaches(hostile, proxy.url, ids.headersAs('B' as Caller), msgParams(false, { contextId: context }), context);
 
   const modes = [['ownership only', () => ownOnly], ['ownership + inspection', () => ownInspected]] as const;
 

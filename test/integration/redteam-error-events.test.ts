@@ -12,7 +12,7 @@ import { startGuardian, type TestGuardian } from '../helpers/guardian';
 import { startTestProxy, type TestProxy } from './proxy-harness';
 import { startIdentities, type TestIdentities } from './ownership-identities';
 
-import { answer, useHostileAgent } from '../helpers/hostile-agent';
+import { answer, messageReaches, useHostileAgent } from '../helpers/hostile-agent';
 import { contextsIn, laxEvents } from '../helpers/lax-readers';
 
 jest.setTimeout(120_000);
@@ -74,15 +74,7 @@ describe('rt29 task ownership', () => {
   });
 
   /** Does B's message naming `context` reach the agent (B joined A's conversation)? */
-  async function bJoins(proxy: TestProxy, context: string): Promise<boolean> {
-    hostile.received.length = 0;
-    hostile.script = (r) => answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { message: { messageId: 'b', role: 'ROLE_AGENT', parts: [{ text: 'welcome B' }] } } }));
-    await fetch(`${proxy.url}/a2a/jsonrpc`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...ids.headersAs('B') },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'SendMessage', params: { message: { ...msg1().message, contextId: context } } }),
-    }).then((r) => r.text());
-    return hostile.received.some((r) => r.text.includes(context));
-  }
+  const bJoins = (proxy: TestProxy, context: string): Promise<boolean> => messageReaches(hostile, proxy.url, ids.headersAs('B'), { message: { ...msg1().message, contextId: context } }, context);
 
   async function aStream(proxy: TestProxy, path: string, body: unknown, method: 'POST' | 'GET' = 'POST'): Promise<string> {
     const headers: Record<string, string> = { accept: 'text/event-stream', 'a2a-version': path.includes('/v1/') ? '0.3' : '1.0', ...ids.headersAs('A') };
