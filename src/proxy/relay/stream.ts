@@ -136,8 +136,11 @@ export function relayStreamInspected(ctx: RelayContext, inspect: Inspect | undef
   };
   // Events released together (a burst whose decisions came back in one turn) leave in one socket
   // write at the end of this turn, not one each: nothing waits for a later turn.
+  // Always uncorked before the response ends: Node 24's end() writes the chunked terminator ahead of
+  // what cork() still holds, and the caller would lose the turn's last events (or the error frame).
   let corked = false;
   const uncork = () => {
+    if (!corked) return;
     corked = false;
     res.uncork();
   };
@@ -161,6 +164,7 @@ export function relayStreamInspected(ctx: RelayContext, inspect: Inspect | undef
       return ok;
     },
     end: (frame) => {
+      uncork();
       if (res.destroyed || res.writableEnded) return;
       if (frame === undefined) res.end();
       else res.end(frame);
