@@ -15,6 +15,9 @@ const bool = (def: boolean) =>
 const int = (def: number, min: number, max: number) =>
   v.string().regex(/^\d+$/, 'must be a whole number').default(String(def)).transform(Number)
     .pipe(v.int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+/** A whole number without a default (an optional variable whose absence means something). */
+const whole = (min: number, max: number) =>
+  v.string().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(v.int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
 const httpUrl = v.string().refine((u) => /^https?:\/\//i.test(u) && URL.canParse(u), 'must be an absolute http(s) URL');
 const optional = <T>(r: Rule<T>) => r.optional();
 const file = v.string().min(1).optional();
@@ -72,6 +75,13 @@ const VARIABLES = {
   REST_BASE_PATHS: v.string().optional().transform((v, problem) => (v === undefined ? undefined : pathList(v, problem))).describe("comma-separated REST bases of the agent, instead of its card's HTTP+JSON interface URLs"),
   NON_A2A: v.enum(['refuse', 'forward']).default('refuse').describe('refuse everything that is not A2A (and not in PASSTHROUGH_PATHS), or forward it unjudged'),
   MAX_INFLIGHT_BODY_BYTES: int(256 * 1024 * 1024, 1, 64 * 1024 * 1024 * 1024).describe('bytes held across all calls at once (request bodies, answers and stream events held for the guardian); beyond it new calls get -31429'),
+  // Fair shares per caller (README "Limits and fairness"): a caller is its verified identity, else its address.
+  MAX_INFLIGHT_BODY_BYTES_PER_CALLER: optional(whole(1, 64 * 1024 * 1024 * 1024)).describe('bytes one caller may hold of MAX_INFLIGHT_BODY_BYTES (default: 32 MiB, at least MAX_BODY_BYTES); beyond it its calls get 429 (-31429) and nobody else\'s do'),
+  BODY_MIN_BYTES_PER_SECOND: int(1024, 0, 1024 * 1024 * 1024).describe('past its first 5 s a request body must arrive at this average rate, else it is cut (408); 0 = no rate rule'),
+  MAX_CALLS_PER_CALLER: int(256, 0, 1_000_000).describe('calls (streams included) one caller may have in flight; more get 429 (-31429); 0 = no bound'),
+  GUARDIAN_CALLS_PER_CALLER: int(64, 0, 65_536).describe('guardian calls (request hooks, unary answers) one caller may have in flight; more wait in its own line; 0 = no bound'),
+  RATE_LIMIT_PER_SECOND: int(0, 0, 1_000_000).describe('calls per second per caller (token bucket; shared by replicas through TASK_STORE_URL when set); over it 429 (-31429) with Retry-After; 0 = no rate limit'),
+  RATE_LIMIT_BURST: optional(whole(1, 10_000_000)).describe('calls a caller may make at once before RATE_LIMIT_PER_SECOND applies (default: one second of it)'),
   EXPOSE_GUARDIAN_REASONING: bool(false).describe('include the guardian\'s reasoning in errors sent to callers'),
   ADMIN_PORT: int(9090, 0, 65535).describe('admin server port: /healthz, /readyz, /metrics'),
   ADMIN_HOST: v.string().min(1).default('0.0.0.0').describe('admin server listen address'),
@@ -123,7 +133,7 @@ const VARIABLES = {
   UPSTREAM_SERVER_NAME: optional(v.string().min(1)).describe("the name the agent's certificate must carry (and SNI)"),
   // Observability and operations (README "Observability and operations")
   SHUTDOWN_DELAY_MS: int(5000, 0, 600_000).describe('on SIGTERM: keep accepting calls this long with /readyz already 503, then close the listener'),
-  TERMINATION_GRACE_PERIOD_SECONDS: v.string().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(v.int().min(1, 'must be at least 1').max(86_400, 'must be at most 86400')).optional()
+  TERMINATION_GRACE_PERIOD_SECONDS: whole(1, 86_400).optional()
     .describe('the pod\'s terminationGracePeriodSeconds: when set, the drain deadline is what is left of it after SHUTDOWN_DELAY_MS, less 1 s'),
   READINESS_REQUIRES: v.string().default('').transform((v) => v.split(',').map((p) => p.trim()).filter((p) => p !== ''))
     .pipe(v.array(v.enum(READINESS_PARTS, `lists guardian and/or upstream, comma-separated`)))
@@ -162,6 +172,9 @@ function crossRules(e: Env, problem: (name: keyof Env, message: string) => void)
   const trusts = e.ASSERTION_TRUST_JWKS_FILE !== undefined || e.ASSERTION_TRUST_JWKS_URL !== undefined;
   if (trusts && e.ROLE === 'server' && e.ASSERTION_AUDIENCE === undefined && e.PUBLIC_URL === undefined) {
     problem('ASSERTION_AUDIENCE', 'is required with a trusted JWKS (or PUBLIC_URL): the URL callers use to reach this proxy, which their assertions must name');
+  }
+  if (e.MAX_INFLIGHT_BODY_BYTES_PER_CALLER !== undefined && e.MAX_INFLIGHT_BODY_BYTES_PER_CALLER < e.MAX_BODY_BYTES) {
+    problem('MAX_INFLIGHT_BODY_BYTES_PER_CALLER', `must be at least MAX_BODY_BYTES (${e.MAX_BODY_BYTES}): a caller's largest request must fit its share`);
   }
   if (e.OIDC_ISSUER !== undefined && e.OIDC_AUDIENCE === undefined) problem('OIDC_AUDIENCE', 'is required with OIDC_ISSUER');
   if (e.OIDC_ISSUER === undefined && (e.OIDC_AUDIENCE !== undefined || e.OIDC_JWKS_URL !== undefined)) problem('OIDC_ISSUER', 'is required with OIDC_AUDIENCE / OIDC_JWKS_URL');
@@ -320,6 +333,15 @@ function toConfig(e: Env) {
     restBasePaths: e.REST_BASE_PATHS,
     nonA2A: e.NON_A2A,
     maxInflightBodyBytes: e.MAX_INFLIGHT_BODY_BYTES,
+    /** What one caller may hold of what every caller shares (proxy/callers.ts). */
+    perCaller: {
+      inflightBodyBytes: Math.min(e.MAX_INFLIGHT_BODY_BYTES_PER_CALLER ?? Math.max(32 * 1024 * 1024, e.MAX_BODY_BYTES), e.MAX_INFLIGHT_BODY_BYTES),
+      bodyMinBytesPerSecond: e.BODY_MIN_BYTES_PER_SECOND,
+      maxCalls: e.MAX_CALLS_PER_CALLER,
+      guardianCalls: e.GUARDIAN_CALLS_PER_CALLER,
+      /** Calls per second and burst; undefined = no rate limit. */
+      rate: e.RATE_LIMIT_PER_SECOND === 0 ? undefined : { perSecond: e.RATE_LIMIT_PER_SECOND, burst: e.RATE_LIMIT_BURST ?? Math.max(1, e.RATE_LIMIT_PER_SECOND) },
+    },
     exposeGuardianReasoning: e.EXPOSE_GUARDIAN_REASONING,
     adminPort: e.ADMIN_PORT,
     adminHost: e.ADMIN_HOST,

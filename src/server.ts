@@ -14,6 +14,7 @@ import { Identities } from './aos/identity';
 import { createUpstream, proxyOwned } from './proxy/forward';
 import { createProxyHandler } from './proxy/pipeline';
 import { BodyBudget } from './proxy/body';
+import { createCallerLimits } from './proxy/callers';
 import type { createProxyServer } from 'http-proxy-3';
 import type { Duplex } from 'node:stream';
 import { Gate } from './aos/gate';
@@ -131,7 +132,9 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const identity = await setupIdentity(config, () => identities.observed('client'), logger, (outcome) => identityOutcomes.inc(outcome));
   const streams = new Set<() => void>();
   let draining = false;
-  const bodyBudget = new BodyBudget(config.maxInflightBodyBytes);
+  const bodyBudget = new BodyBudget(config.maxInflightBodyBytes, config.perCaller.inflightBodyBytes);
+  metrics.watchBodyBudget(() => bodyBudget.inFlight);
+  const callerLimits = await createCallerLimits(config, logger, metrics);
   const store = config.ownership.enabled ? await createOwnerStore(config.ownership, logger, (n) => metrics.ownershipEvictions.inc(n)) : undefined;
   const ownership = store === undefined ? undefined : new TaskOwnership({ store, failMode: config.failMode, logger, metrics });
   // The gRPC binding, when configured: its own HTTP/2 listener on the same hooks, identity and ownership.
@@ -141,15 +144,15 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     // Required here only: @grpc/grpc-js and the SDK's generated code load when gRPC is configured.
     const { startGrpcListener } = require('./proxy/grpc/server') as typeof import('./proxy/grpc/server');
     const listener = await startGrpcListener({
-      config, logger, metrics, identities, ...identity, ownership, tracer, decisionLog: opts.decisionLog, upstreamCard, bodyBudget, streamLine,
-      runHooks: createHookRunner({ config, guardian, identities, logger, metrics }),
+      config, logger, metrics, identities, ...identity, ownership, tracer, decisionLog: opts.decisionLog, upstreamCard, bodyBudget, streamLine, callerLimits,
+      runHooks: createHookRunner({ config, guardian, identities, logger, metrics, callerLimits }),
       cardRewrite: (authority: string | undefined) => grpcCardRewrite(effective, authority, () => server),
     }, logger);
     grpc = listener;
     // Cards served over HTTP name the port the gRPC listener got (GRPC_PORT=0 picks one).
     effective = { ...config, grpc: { ...config.grpc, port: listener.port } };
   }
-  const handler = createProxyHandler({ config: effective, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, upstreamCard, ...identity, ownership, tracer, decisionLog: opts.decisionLog, streamLine });
+  const handler = createProxyHandler({ config: effective, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, callerLimits, upstreamCard, ...identity, ownership, tracer, decisionLog: opts.decisionLog, streamLine });
 
   const tls = listenerTls(config.tls.listener, config.identity.refreshMs, logger);
   const serverOptions = { keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 };
@@ -291,6 +294,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
       tls?.close();
       await cardDispatcher?.close();
       await store?.close();
+      await callerLimits?.close();
       ws?.close();
       await tracer.shutdown();
     },

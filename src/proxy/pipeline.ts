@@ -31,7 +31,8 @@ import { cardRewrite, serveCard } from './card-route';
 import { Cancellation } from '../cancel';
 import type { CallerResult } from '../identity/caller';
 import { describeConnectError } from '../tls';
-import { ownerKey } from '../ownership/principal';
+import { ANONYMOUS, ownerKey } from '../ownership/principal';
+import { callerKey, type Admission } from './callers';
 import { callerTrace } from '../observe/tracing';
 import { finishCall, openExchange, type Exchange } from './call';
 import { callStages, END, runStages, type CallerPort, type CallFlow, type Stage, type Step } from './stages';
@@ -50,6 +51,10 @@ interface Arrival {
   body: Buffer | null;
   /** Set by an A2A call: its end, run by the request's one close listener. */
   onClose: (() => void) | undefined;
+  /** Set by admission: gives the caller's place back (its calls in flight). */
+  leave: (() => void) | undefined;
+  /** The request closed (the caller left, or its answer ended). */
+  closed: boolean;
 }
 
 /** An A2A call over HTTP: the binding-neutral flow plus the HTTP exchange and what the HTTP stages make. */
@@ -92,6 +97,7 @@ interface UpstreamRequest {
 export function createProxyHandler(deps: ProxyDeps): RequestListener {
   const { config, logger, metrics } = deps;
   const runHooks = createHookRunner(deps);
+  const bodyPace = { timeoutMs: config.bodyTimeoutMs, minBytesPerSecond: config.perCaller.bodyMinBytesPerSecond };
   const sides = HOOK_ORDER[config.role];
 
   /** An open stream: counted in the gauge and ended with an error event by a shutdown; returns the untrack function. */
@@ -129,6 +135,37 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     run: () => (deps.upstreamCard.current() === undefined ? deps.upstreamCard.pending(2000).then(() => undefined) : undefined),
   };
 
+  /**
+   * Admission before cost: the caller's identity (headers, client certificate) is verified before a
+   * byte of its body is read or held, and the caller is admitted within its own shares (calls in
+   * flight, rate; proxy/callers.ts). A body-carrying request of a caller that will be refused is
+   * refused now, unread. Bodiless requests (cards) stay public.
+   */
+  const admit: Stage<Arrival> = {
+    name: 'admit',
+    run: (a) => a.who.then((known) => admitCaller(a, known)),
+  };
+  function admitCaller(a: Arrival, known: CallerResult): Step | Promise<Step> {
+    const { req, res } = a;
+    const hint = () => refusalCodec(req.url ?? '/', options());
+    if (!known.ok && hasBody(req)) return refuse(res, proxyError('unauthenticated', known.message, { ...known.metadata }), null, hint());
+    const key = callerKey(known.ok ? ownerKey(known.identity) : ANONYMOUS, req.socket.remoteAddress);
+    a.lease.charge(key);
+    const limits = deps.callerLimits;
+    if (limits === undefined) return undefined;
+    const admitted = limits.admit(key);
+    const after = (r: Admission): Step => {
+      if (!r.ok) return refuse(res, r.error, null, hint());
+      if (a.closed) {
+        r.leave();
+        return END;
+      }
+      a.leave = r.leave;
+      return undefined;
+    };
+    return admitted instanceof Promise ? admitted.then(after) : after(admitted);
+  }
+
   /** The body, bounded in size and time, decoded (gzip...) and held against the in-flight budget. */
   const body: Stage<Arrival> = {
     name: 'body',
@@ -138,8 +175,11 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     const { req, res, lease } = a;
     // Refusals before classification answer in the form of the binding the path belongs to.
     const hint = () => refusalCodec(req.url ?? '/', options());
-    const read = await readBody(req, config.maxBodyBytes, config.bodyTimeoutMs, lease);
-    if (!read.ok) return refuse(res, read.error, null, hint());
+    const read = await readBody(req, config.maxBodyBytes, bodyPace, lease);
+    if (!read.ok) {
+      if (read.error.kind === 'limited') metrics.callerLimited.inc({ resource: 'bytes' });
+      return refuse(res, read.error, null, hint());
+    }
     const coding = headerText(req.headers['content-encoding']);
     // Nearly every body comes unencoded: no promise to wait for.
     const decoded = coding === undefined ? read : await decodeBody(read.body, coding, config.maxBodyBytes);
@@ -173,7 +213,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     },
   };
 
-  const arrival: readonly Stage<Arrival>[] = [cardKnown, body, route];
+  const arrival: readonly Stage<Arrival>[] = [cardKnown, admit, body, route];
 
   // ---- A2A call stages (after the binding-neutral ones) ----
 
@@ -227,11 +267,13 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (deps.draining()) res.setHeader('connection', 'close');
     const lease = deps.bodyBudget.lease();
-    // Identity checks and signing start now and run while the body arrives and the guardian is asked.
-    const a: Arrival = { req, res, lease, who: identifyCaller(req), assertion: signFor(), body: null, onClose: undefined };
-    // One close listener per request ('close' comes once): the body budget, then the call's end.
+    // Identity checks and signing start now; admission waits for the first, the forward for the second.
+    const a: Arrival = { req, res, lease, who: identifyCaller(req), assertion: signFor(), body: null, onClose: undefined, leave: undefined, closed: false };
+    // One close listener per request ('close' comes once): the body budget, the caller's place, then the call's end.
     res.on('close', () => {
+      a.closed = true;
       lease.release();
+      a.leave?.();
       a.onClose?.();
     });
     return runStages(arrival, a);

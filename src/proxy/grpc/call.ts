@@ -16,6 +16,7 @@ import { GRPC_STATUS, formatTimeout, frameMessage, isProblem, parseTimeout, supp
 import { Cancellation } from '../../cancel';
 import type { CallerResult } from '../../identity/caller';
 import { ownerKey } from '../../ownership/principal';
+import { callerKey } from '../callers';
 import type { JsonObject } from '../../aos/schemas';
 import { finishCall, openExchange } from '../call';
 import { callStages, END, runStages, type CallFlow, type Stage } from '../stages';
@@ -31,7 +32,7 @@ import type { ProxyDeps } from '../deps';
 
 /** What the gRPC adapter shares with the HTTP pipeline (ProxyDeps), and its own parts. */
 export interface GrpcDeps extends Pick<ProxyDeps,
-  'config' | 'logger' | 'metrics' | 'identities' | 'identify' | 'signAssertion' | 'ownership' | 'tracer' | 'decisionLog' | 'streams' | 'bodyBudget' | 'streamLine'> {
+  'config' | 'logger' | 'metrics' | 'identities' | 'identify' | 'signAssertion' | 'ownership' | 'tracer' | 'decisionLog' | 'streams' | 'bodyBudget' | 'streamLine' | 'callerLimits'> {
   /** The same hook runner the HTTP bindings use (proxy/hooks.ts). */
   readonly runHooks: (input: HookRunInput) => Promise<HookRun>;
   readonly upstream: GrpcUpstream;
@@ -133,14 +134,34 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     if (door.type === 'refuse') return refuse(caller, door.error, door.status, remoteAddress, door.extra);
     const { method, encoding, timeoutMs } = door;
 
-    // Identity checks and signing start now and run while the message arrives.
+    // Admission before cost: the caller is verified and admitted within its shares before a byte of its message is read.
     const who = identifyCaller(headers, stream);
     const assertion = signFor();
     const lease = deps.bodyBudget.lease();
-    stream.once('close', lease.release);
+    let leave: (() => void) | undefined;
+    let closed = false;
+    stream.once('close', () => {
+      closed = true;
+      lease.release();
+      leave?.();
+    });
+    const known = await who;
+    if (!known.ok) return refuse(caller, proxyError('unauthenticated', known.message, { ...known.metadata }), undefined, remoteAddress);
+    const key = callerKey(ownerKey(known.identity), remoteAddress);
+    lease.charge(key);
+    if (deps.callerLimits !== undefined) {
+      const admitted = await deps.callerLimits.admit(key);
+      if (!admitted.ok) return refuse(caller, admitted.error, undefined, remoteAddress);
+      if (closed) return admitted.leave();
+      leave = admitted.leave;
+    }
     const body = await readRequestMessage(stream, encoding, config.maxBodyBytes, config.bodyTimeoutMs, lease);
     if (body === 'gone') return;
-    if (body === 'overloaded') return refuse(caller, proxyError('overloaded'), undefined, remoteAddress);
+    if (body === 'overloaded') {
+      const refusal = lease.refusal();
+      if (refusal.kind === 'limited') deps.metrics.callerLimited.inc({ resource: 'bytes' });
+      return refuse(caller, refusal, undefined, remoteAddress);
+    }
     if (isProblem(body)) return refuse(caller, framingError(body), body.status, remoteAddress);
     // The frame bytes are dropped once read: hold what is kept.
     lease.resize(body.length);
@@ -158,9 +179,6 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     if (encoded === undefined) {
       return refuse(caller, proxyError('rejected', `request message holds values its JSON form cannot carry (an enum value ${method.request} does not define, a NaN or infinite number...)`), 'INVALID_ARGUMENT', remoteAddress);
     }
-    const known = await who;
-    if (!known.ok) return refuse(caller, proxyError('unauthenticated', known.message, { ...known.metadata }), undefined, remoteAddress);
-
     const id = `grpc-${randomUUID()}`;
     const request = canonicalRequest(method, params, id);
     const span = deps.tracer.startCall(headers, { method: method.op.aosMethod, wireMethod: method.name, binding: 'grpc', role: config.role, httpMethod: 'POST', path, remoteAddress });
