@@ -79,7 +79,7 @@ const VARIABLES = {
   MAX_INFLIGHT_BODY_BYTES_PER_CALLER: optional(whole(1, 64 * 1024 * 1024 * 1024)).describe('bytes one caller may hold of MAX_INFLIGHT_BODY_BYTES (default: 32 MiB, at least MAX_BODY_BYTES); beyond it its calls get 429 (-31429) and nobody else\'s do'),
   BODY_MIN_BYTES_PER_SECOND: int(1024, 0, 1024 * 1024 * 1024).describe('past its first 5 s a request body must arrive at this average rate, else it is cut (408); 0 = no rate rule'),
   MAX_CALLS_PER_CALLER: int(256, 0, 1_000_000).describe('calls (streams included) one caller may have in flight; more get 429 (-31429); 0 = no bound'),
-  GUARDIAN_CALLS_PER_CALLER: int(64, 0, 65_536).describe('guardian calls (request hooks, unary answers) one caller may have in flight; more wait in its own line; 0 = no bound'),
+  GUARDIAN_CALLS_PER_CALLER: optional(whole(0, 65_536)).describe('guardian calls (request hooks, unary answers) one caller may have in flight (default: a quarter of GUARDIAN_CALL_CONNECTIONS); more wait in its own line; 0 = no bound'),
   RATE_LIMIT_PER_SECOND: int(0, 0, 1_000_000).describe('calls per second per caller (token bucket; shared by replicas through TASK_STORE_URL when set); over it 429 (-31429) with Retry-After; 0 = no rate limit'),
   RATE_LIMIT_BURST: optional(whole(1, 10_000_000)).describe('calls a caller may make at once before RATE_LIMIT_PER_SECOND applies (default: one second of it)'),
   EXPOSE_GUARDIAN_REASONING: bool(false).describe('include the guardian\'s reasoning in errors sent to callers'),
@@ -338,7 +338,7 @@ function toConfig(e: Env) {
       inflightBodyBytes: Math.min(e.MAX_INFLIGHT_BODY_BYTES_PER_CALLER ?? Math.max(32 * 1024 * 1024, e.MAX_BODY_BYTES), e.MAX_INFLIGHT_BODY_BYTES),
       bodyMinBytesPerSecond: e.BODY_MIN_BYTES_PER_SECOND,
       maxCalls: e.MAX_CALLS_PER_CALLER,
-      guardianCalls: e.GUARDIAN_CALLS_PER_CALLER,
+      guardianCalls: e.GUARDIAN_CALLS_PER_CALLER ?? Math.max(1, Math.floor(e.GUARDIAN_CALL_CONNECTIONS / 4)),
       /** Calls per second and burst; undefined = no rate limit. */
       rate: e.RATE_LIMIT_PER_SECOND === 0 ? undefined : { perSecond: e.RATE_LIMIT_PER_SECOND, burst: e.RATE_LIMIT_BURST ?? Math.max(1, e.RATE_LIMIT_PER_SECOND) },
     },
