@@ -13,8 +13,11 @@ import type { Logger } from 'pino';
 
 export type CardJson = Record<string, unknown>;
 
-/** Candidate card locations for an agent base URL, as the SDK resolves them, plus the origin root. */
-export function cardUrls(given: URL): URL[] {
+/**
+ * Candidate card locations for an agent base URL, as the SDK resolves them, plus the origin root, then
+ * `paths` (CARD_PATHS, encoded) below the base's path, where the proxy forwards them.
+ */
+export function cardUrls(given: URL, paths: readonly string[] = []): URL[] {
   // Userinfo is never sent (calls go to the origin) and never logged: the URLs fetched and named are without it.
   const base = new URL(given.href);
   base.username = '';
@@ -22,7 +25,8 @@ export function cardUrls(given: URL): URL[] {
   if (base.pathname.endsWith('.json')) return [base];
   const withSlash = new URL(base.href);
   if (!withSlash.pathname.endsWith('/')) withSlash.pathname += '/';
-  const urls = [new URL('.well-known/agent-card.json', withSlash), new URL('/.well-known/agent-card.json', base)];
+  const prefix = base.pathname.replace(/\/+$/, '');
+  const urls = [new URL('.well-known/agent-card.json', withSlash), new URL('/.well-known/agent-card.json', base), ...paths.map((p) => new URL(prefix + p, base.origin))];
   return urls.filter((u, i) => urls.findIndex((v) => v.href === u.href) === i);
 }
 
@@ -36,6 +40,8 @@ export interface CardCacheOptions {
   readonly timeoutMs?: number;
   /** An undici dispatcher for TLS options (UPSTREAM_CA_FILE, ...); the global one when unset. */
   readonly dispatcher?: object;
+  /** More card paths (CARD_PATHS, encoded), tried after the standard locations. */
+  readonly paths?: readonly string[];
 }
 
 /**
@@ -96,7 +102,7 @@ export class CardCache {
 
   private async fetchOnce(): Promise<void> {
     const problems: string[] = [];
-    for (const url of cardUrls(this.opts.base)) {
+    for (const url of cardUrls(this.opts.base, this.opts.paths)) {
       try {
         const res = await this.get(url);
         if (res.status < 200 || res.status >= 300) {

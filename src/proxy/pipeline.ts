@@ -122,6 +122,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         cardKnown: card !== undefined || config.restBasePaths !== undefined,
         passthrough: config.passthroughPaths,
         forwardNonA2A: config.nonA2A === 'forward',
+        cardPaths: config.cardPaths,
       });
     }
     return classifyOptions;
