@@ -10,6 +10,7 @@
 import http from 'node:http';
 import { configFrom } from '../../../src/config';
 import { makeClient, sendReq, startAgent, textOf, type TestAgent } from '../../helpers/agent';
+import { endpointUrls } from '../../helpers/cards';
 import { startGuardian, type TestGuardian } from '../../helpers/guardian';
 import { handlerRecorder } from '../../helpers/handler-recorder';
 import { startTestProxy, type TestProxy } from '../proxy-harness';
@@ -56,12 +57,6 @@ function get(origin: string, path: string, method = 'GET', headers: Record<strin
   });
 }
 
-function endpointUrls(card: any): string[] {
-  const out: string[] = typeof card.url === 'string' ? [card.url] : [];
-  for (const key of ['supportedInterfaces', 'additionalInterfaces']) for (const i of card[key] ?? []) out.push(i.url);
-  return out;
-}
-
 describe('the card at a listed path', () => {
   test('the agent serves no standard card (as VoltAgent)', async () => {
     expect((await get(agent.origin, '/.well-known/agent-card.json')).status).toBe(404);
@@ -94,28 +89,19 @@ describe('the card at a listed path', () => {
   });
 
   test.each([
-    ['JSONRPC', '1.0'],
-    ['JSONRPC', '0.3'],
-    ['HTTP+JSON', '1.0'],
-    ['HTTP+JSON', '0.3'],
-  ] as const)('an SDK client resolving the card there calls through the proxy and its guardian (%s %s)', async (binding, version) => {
-    const c = await makeClient(listed.url, binding, version, { cardPath: CARD_PATH });
+    ['ROLE=server', 'JSONRPC', '1.0'],
+    ['ROLE=server', 'JSONRPC', '0.3'],
+    ['ROLE=server', 'HTTP+JSON', '1.0'],
+    ['ROLE=server', 'HTTP+JSON', '0.3'],
+    ['ROLE=client', 'JSONRPC', '1.0'],
+  ] as const)('%s: an SDK client resolving the card there through the proxy calls through it and its guardian (%s %s)', async (role, binding, version) => {
+    const c = await makeClient((role === 'ROLE=client' ? client : listed).url, binding, version, { cardPath: CARD_PATH });
     const result = await c.sendMessage(sendReq('hello via my card'));
     expect(textOf(result)).toContain('echo: hello via my card');
     expect(recorder.calls.map((k) => k.method)).toEqual(['sendMessage']);
     const calls = guardian.calls();
     expect(calls.map((e) => e.method)).toEqual(['message/send']);
     // The proxy read the agent's identity from the card at the listed path.
-    expect(calls[0].params.context.to.agent.name).toBe('My Agent');
-  });
-
-  test('ROLE=client: the caller resolves the remote card through its proxy at the listed path and calls through it', async () => {
-    const c = await makeClient(client.url, 'JSONRPC', '1.0', { cardPath: CARD_PATH });
-    const result = await c.sendMessage(sendReq('client side'));
-    expect(textOf(result)).toContain('echo: client side');
-    expect(recorder.calls.map((k) => k.method)).toEqual(['sendMessage']);
-    const calls = guardian.calls();
-    expect(calls.map((e) => e.method)).toEqual(['message/send']);
     expect(calls[0].params.context.to.agent.name).toBe('My Agent');
   });
 });
