@@ -5,7 +5,7 @@
  */
 import { isCarriedGrpcInterface } from './bindings/grpc/card';
 import { BoundedBytes } from '../core/bounded';
-import { asObject, fieldKey, fieldValue, type JsonObject } from '../core/json';
+import { asObject, fieldKey, fieldValue, findInObjects, isObject, type JsonObject } from '../core/json';
 import { monotonicMs } from '../core/clock';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
@@ -384,6 +384,40 @@ export function hostBoundCacheControl(agent: string | string[] | undefined): str
 
 export function weakEtag(body: Buffer): string {
   return `W/"${createHash('sha1').update(body).digest('base64url')}"`;
+}
+
+/** Members that say where to call an agent, as decoders read member names (fieldKey). */
+const ROUTE_KEYS: ReadonlySet<string> = new Set(['url', 'supportedinterfaces', 'additionalinterfaces']);
+/** Members only agent cards carry (the SDK takes an object with a string `url` and `protocolVersion` "0.3" as a v0.3 card). */
+const CARD_ONLY_KEYS: ReadonlySet<string> = new Set([
+  'supportedinterfaces', 'additionalinterfaces', 'preferredtransport', 'protocolversion', 'protocolversions', 'skills', 'capabilities',
+  'defaultinputmodes', 'defaultoutputmodes', 'supportsauthenticatedextendedcard', 'securityschemes', 'securityrequirements',
+]);
+
+/**
+ * An object a card reader would take as an agent card: a member naming where to call the agent (`url`,
+ * `supportedInterfaces`, `additionalInterfaces`, of any type: a first-match reader may see another value
+ * of it) and a member only cards carry, in any spelling a decoder reads (a C reader ends `url\u0000x` at the NUL).
+ */
+export function looksLikeCard(o: JsonObject): boolean {
+  let route = false;
+  let only = false;
+  for (const k of Object.keys(o)) {
+    const key = fieldKey(CONTROL.test(k) ? k.replace(/[\u0000-\u001f\u007f][\s\S]*$/, '') : k);
+    route ||= ROUTE_KEYS.has(key);
+    only ||= CARD_ONLY_KEYS.has(key);
+    if (route && only) return true;
+  }
+  return false;
+}
+
+/**
+ * Where a JSON value holds an agent card: the value itself (`top`), somewhere inside it (`nested`: in an
+ * array, or a member of another object), or nowhere. A card's own members are not searched.
+ */
+export function cardIn(value: unknown): 'top' | 'nested' | undefined {
+  if (isObject(value) && looksLikeCard(value)) return 'top';
+  return findInObjects(value, (o) => (looksLikeCard(o) ? 'nested' : undefined)) === undefined ? undefined : 'nested';
 }
 
 /** Card paths as lenient routers see them: any case, matrix parameters cut, one trailing slash. */

@@ -403,7 +403,7 @@ function parseBody(req: HttpRequestFacts): ParsedBody {
 }
 
 /** UTF-16/32 text by BOM or by the RFC 4627 NUL pattern of its first bytes, decoded; else undefined. */
-function wideDecode(b: Buffer): string | undefined {
+export function wideDecode(b: Buffer): string | undefined {
   if (b.length < 4) return undefined;
   const [b0, b1, b2, b3] = [b[0], b[1], b[2], b[3]];
   let enc: 'utf-16le' | 'utf-16be' | undefined;
