@@ -5,6 +5,8 @@
  */
 import type * as Z from 'zod';
 import { pathSegments } from './a2a/target';
+import { looksLikeRest } from './a2a/rest';
+import { looksLikeGrpc } from './a2a/bindings/grpc/methods';
 import { Rule, v, type Issue, type Out } from './env-rules';
 import { lookupEnv, serviceLinkHint, type EnvValue } from './env';
 import { ROLES } from './aos/hook-points';
@@ -30,6 +32,22 @@ function pathList(v: string, problem: (message: string) => void): string[][] {
   for (const raw of v.split(',').map((p) => p.trim()).filter((p) => p !== '')) {
     const segs = pathSegments(raw);
     if (!raw.startsWith('/') || segs === undefined) problem(`"${raw}" is not an absolute plain path`);
+    else out.push(segs);
+  }
+  return out;
+}
+
+/**
+ * CARD_PATHS: exact paths (no query) where the agent serves an agent card besides the standard one. A path
+ * that some router reads as an A2A REST route or gRPC method would be served as a public card, unjudged
+ * (`/v1/card` is the extended card, a judged call): refused at start.
+ */
+function cardPathList(v: string, problem: (message: string) => void): string[][] {
+  const out: string[][] = [];
+  for (const raw of v.split(',').map((p) => p.trim()).filter((p) => p !== '')) {
+    const segs = pathSegments(raw);
+    if (!raw.startsWith('/') || raw.includes('?') || segs === undefined || segs.length === 0) problem(`"${raw}" is not an absolute plain path without a query`);
+    else if (looksLikeRest(segs) || looksLikeGrpc(segs)) problem(`"${raw}" reads as an A2A route, which is judged, never served as a card`);
     else out.push(segs);
   }
   return out;
@@ -71,6 +89,7 @@ const VARIABLES = {
   BODY_TIMEOUT_MS: int(30_000, 1, 3_600_000).describe('a request body must arrive within this time'),
   CARD_TTL_MS: int(300_000, 0, 86_400_000).describe('how long a fetched agent card is cached'),
   CARD_SIGNATURES: v.enum(['strip', 'keep']).default('strip').describe('strip or keep the JWS signatures of rewritten cards'),
+  CARD_PATHS: v.string().default('').transform((v, problem) => cardPathList(v, problem)).describe("comma-separated paths where the agent serves its card besides /.well-known/agent-card.json (/.well-known/my-agent/agent-card.json): served rewritten, as the standard card"),
   PASSTHROUGH_PATHS: v.string().default('').transform((v, problem) => pathList(v, problem)).describe('comma-separated path prefixes of non-A2A routes the agent serves, forwarded unjudged (counted, logged)'),
   REST_BASE_PATHS: v.string().optional().transform((v, problem) => (v === undefined ? undefined : pathList(v, problem))).describe("comma-separated REST bases of the agent, instead of its card's HTTP+JSON interface URLs"),
   NON_A2A: v.enum(['refuse', 'forward']).default('refuse').describe('refuse everything that is not A2A (and not in PASSTHROUGH_PATHS), or forward it unjudged'),
@@ -327,6 +346,8 @@ function toConfig(e: Env) {
     bodyTimeoutMs: e.BODY_TIMEOUT_MS,
     cardTtlMs: e.CARD_TTL_MS,
     cardSignatures: e.CARD_SIGNATURES,
+    /** More card paths (decoded segments), served and rewritten as the standard card. */
+    cardPaths: e.CARD_PATHS,
     /** Path prefixes (decoded segments) of non-A2A routes forwarded unjudged. */
     passthroughPaths: e.PASSTHROUGH_PATHS,
     /** REST bases (decoded segments) that override the agent card's HTTP+JSON interfaces. */

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config';
 import { FastCounter, Metrics } from './admin/metrics';
 import { CardCache } from './a2a/card';
+import { encodePath } from './a2a/target';
 import { HttpGuardian, type Guardian } from './aos/guardian';
 import { Identities } from './aos/identity';
 import { createUpstream, proxyOwned } from './proxy/forward';
@@ -122,7 +123,8 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const upstreamTls = outboundTls(config.tls.upstream, 'UPSTREAM', config.identity.refreshMs, logger);
   // The card fetch uses the same TLS settings as the calls it describes.
   const cardDispatcher = upstreamTls.connect === undefined ? undefined : createAgent({ connect: upstreamTls.connect });
-  const upstreamCard = new CardCache({ base: config.upstreamUrl, ttlMs: config.cardTtlMs, logger, what: 'upstream', ...(cardDispatcher === undefined ? {} : { dispatcher: cardDispatcher }) });
+  // An agent whose card is only at a CARD_PATHS path (VoltAgent's /.well-known/{agentId}/agent-card.json) is read there.
+  const upstreamCard = new CardCache({ base: config.upstreamUrl, ttlMs: config.cardTtlMs, logger, what: 'upstream', paths: config.cardPaths.map((p) => encodePath(p)), ...(cardDispatcher === undefined ? {} : { dispatcher: cardDispatcher }) });
   const observedCard = config.observedAgentCardUrl === undefined || config.role === 'server'
     ? undefined
     : new CardCache({ base: config.observedAgentCardUrl, ttlMs: config.cardTtlMs, logger, what: 'observed client' });

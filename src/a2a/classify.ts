@@ -35,6 +35,8 @@ export interface ClassifyOptions {
   readonly passthrough: readonly (readonly string[])[];
   /** NON_A2A=forward: the escape hatch that forwards every non-A2A request unjudged. */
   readonly forwardNonA2A: boolean;
+  /** CARD_PATHS (decoded segments): more paths the agent serves its card at, served as the standard card. */
+  readonly cardPaths?: readonly (readonly string[])[];
 }
 
 export interface RestCall {
@@ -212,6 +214,9 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
     const n = t.segments.length;
     return { kind: 'card', target: encodePath([...t.segments.slice(0, n - 2), '.well-known', (t.segments[n - 1] as string).toLowerCase()]) };
   }
+  const cardPath = (verb === 'GET' || verb === 'HEAD') && opts.cardPaths !== undefined ? configuredCardPath(t, opts.cardPaths) : undefined;
+  // As configured, whatever case it was asked in (CARD_PATHS never reads as an A2A route: checked at start).
+  if (cardPath !== undefined) return { kind: 'card', target: encodePath(cardPath) };
 
   const body = parseBody(req);
   const rpc = body.kind === 'json' && isObject(body.value) && looksLikeRpc(body.value) ? body.value : undefined;
@@ -253,6 +258,7 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
     if (body.kind === 'json' && (typeof body.value !== 'object' || body.value === null)) return reject('parseError', 'Request body is not a JSON object', 'jsonrpc');
     return reject(malformed(version.value), 'Request is not a JSON-RPC 2.0 request object', 'jsonrpc');
   }
+  if ((verb === 'GET' || verb === 'HEAD') && cardShaped(t.segments)) return reject('notFound', CARD_PATH_UNLISTED, 'rest');
   return reject('notFound', 'Not an A2A endpoint; other routes must be listed in PASSTHROUGH_PATHS', 'rest');
 }
 
@@ -343,6 +349,20 @@ function printable(s: string): boolean {
   return true;
 }
 
+/** The listed card path `t` is (letter case aside, as lenient routers match), or undefined. */
+function configuredCardPath(t: Route, paths: readonly (readonly string[])[]): readonly string[] | undefined {
+  for (const p of paths) if (p.length === t.segments.length && isUnder(t.segments, p)) return p;
+  return undefined;
+}
+
+const CARD_PATH_UNLISTED = 'Not an A2A endpoint; an agent card served at this path must be listed in CARD_PATHS (it is then rewritten to point at the proxy)';
+
+/** A path an agent card could be served at besides the standard one (`/.well-known/my-agent/agent-card.json`). */
+function cardShaped(segs: readonly string[]): boolean {
+  const last = (segs[segs.length - 1] ?? '').toLowerCase();
+  return last.endsWith('agent-card.json') || last.endsWith('agent.json');
+}
+
 function isCardPath(segs: readonly string[]): boolean {
   const n = segs.length;
   if (n < 2 || (segs[n - 2] as string).toLowerCase() !== '.well-known') return false;
@@ -383,7 +403,7 @@ function parseBody(req: HttpRequestFacts): ParsedBody {
 }
 
 /** UTF-16/32 text by BOM or by the RFC 4627 NUL pattern of its first bytes, decoded; else undefined. */
-function wideDecode(b: Buffer): string | undefined {
+export function wideDecode(b: Buffer): string | undefined {
   if (b.length < 4) return undefined;
   const [b0, b1, b2, b3] = [b[0], b[1], b[2], b[3]];
   let enc: 'utf-16le' | 'utf-16be' | undefined;

@@ -28,6 +28,7 @@ import { createHookRunner } from './hooks';
 import type { AnswerHook } from './ownership';
 import { isEventStream, relayPlain, relayStreamInspected, relayUnaryInspected, sendError, type RelayContext } from './responses';
 import { cardRewrite, serveCard } from './card-route';
+import { readableCodings, relayPassthrough } from './passthrough-answer';
 import { Cancellation } from '../cancel';
 import type { CallerResult } from '../identity/caller';
 import { describeConnectError } from '../tls';
@@ -122,6 +123,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         cardKnown: card !== undefined || config.restBasePaths !== undefined,
         passthrough: config.passthroughPaths,
         forwardNonA2A: config.nonA2A === 'forward',
+        cardPaths: config.cardPaths,
       });
     }
     return classifyOptions;
@@ -369,6 +371,8 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     const log = f?.ex.log;
     // Answers that will be read (response hooks, card results) must come uncompressed.
     if (f !== undefined && (config.inspectResponses || f.ex.call.op.returnsCard || f.answerHook !== undefined)) headers['accept-encoding'] = 'identity';
+    // An unjudged answer is read for an agent card: only in codings the proxy can read.
+    if (f === undefined && headers['accept-encoding'] !== undefined) headers['accept-encoding'] = readableCodings(headers['accept-encoding']);
     const upSpan = f?.ex.call.span.upstream(up.verb, deps.upstream.url);
     if (upSpan?.headers !== undefined) {
       // The agent's span becomes a child of the proxy's upstream span.
@@ -470,6 +474,8 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         return undefined;
       },
     };
+    // Unjudged traffic: an answer that is an agent card is rewritten like the card, or refused.
+    if (f === undefined) return relayPassthrough(ctx, { method: req.method ?? 'GET', rewrite: () => cardRewrite(deps, req), hostBound: config.publicUrl === undefined, path: pathOnly(req.url ?? '/'), logger });
     if (ex === undefined || (ctx.inspect === undefined && ctx.rewriteCard === undefined && ctx.answerHook === undefined)) return relayPlain(ctx);
     // The operation, not the agent's label, says whether the answer is a stream: a unary answer labelled
     // text/event-stream is never read event by event (an SDK caller reads its JSON); relayUnaryInspected refuses it.

@@ -98,6 +98,8 @@ export interface AgentOptions {
   advertiseGrpc?: (address: string) => string;
   /** Serve gRPC over TLS with this certificate and key (PEM) instead of h2c. */
   grpcTls?: { cert: string; key: string };
+  /** Serve the card at this path instead of the standard one (as VoltAgent does: `/.well-known/{agentId}/agent-card.json`). */
+  cardPath?: string;
 }
 
 export interface TestAgent {
@@ -396,7 +398,7 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
   );
   opts.wrapRequestHandler?.(requestHandler);
   const legacyCompat = { enabled: true };
-  app.use(`/${sdk.AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler, legacyCompat }));
+  app.use(opts.cardPath ?? `/${sdk.AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler, legacyCompat }));
   app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
   app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
   if (grpcServer !== undefined) {
@@ -462,10 +464,10 @@ export const BINDING_VERSIONS: ReadonlyArray<readonly [Binding, A2AVersion]> = [
 /**
  * An SDK client for `cardBaseUrl` (agent or proxy origin) that uses `binding` in protocol
  * `version`. '0.3' forces the SDK's compat transports (v0.3 wire format, `A2A-Version: 0.3`).
- * The card is fetched from `<cardBaseUrl>/.well-known/agent-card.json`; the client then calls
- * the URL written in the card.
+ * The card is fetched from `<cardBaseUrl>/.well-known/agent-card.json` (or `opts.cardPath`); the
+ * client then calls the URL written in the card.
  */
-export async function makeClient(cardBaseUrl: string, binding: Binding, version: A2AVersion = '1.0', opts: { fetchImpl?: typeof fetch } = {}): Promise<Client> {
+export async function makeClient(cardBaseUrl: string, binding: Binding, version: A2AVersion = '1.0', opts: { fetchImpl?: typeof fetch; cardPath?: string } = {}): Promise<Client> {
   const { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } = sdkClient;
   // `fetchImpl`: e.g. a fetch over TLS with a test CA and client certificate, or one that adds a bearer token.
   const compat = { legacyCompat: { enabled: true }, ...(opts.fetchImpl === undefined ? {} : { fetchImpl: opts.fetchImpl }) };
@@ -476,7 +478,7 @@ export async function makeClient(cardBaseUrl: string, binding: Binding, version:
       transports: [new JsonRpcTransportFactory(compat), new RestTransportFactory(compat)],
     }),
   );
-  const card = await new DefaultAgentCardResolver(compat).resolve(cardBaseUrl);
+  const card = await new DefaultAgentCardResolver(compat).resolve(cardBaseUrl, opts.cardPath);
   const interfaces = card.supportedInterfaces.filter((i) => i.protocolVersion === version && i.protocolBinding === binding);
   if (interfaces.length === 0) throw new Error(`card at ${cardBaseUrl} has no ${binding} ${version} interface`);
   return factory.createFromAgentCard({ ...card, supportedInterfaces: interfaces });
