@@ -9,7 +9,10 @@ import { proxyError, type ProxyError } from '../core/errors';
 import { contentCodings } from '../core/http';
 import { zlibDecoders } from '../core/decoders';
 
-export type BodyResult = { readonly ok: true; readonly body: Buffer } | { readonly ok: false; readonly error: ProxyError };
+export type BodyResult =
+  | { readonly ok: true; readonly body: Buffer }
+  /** `partial`: the bytes read before a body was cut (too large, too slow), for the caller's id. */
+  | { readonly ok: false; readonly error: ProxyError; readonly partial?: Buffer };
 
 const overloaded = (): ProxyError => proxyError('overloaded', 'Too many request bytes in flight; retry later', {}, 503);
 
@@ -45,16 +48,16 @@ export function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: numb
       resolve(r);
     };
     const onData = (c: Buffer) => {
-      if (!body.push(c)) return finish({ ok: false, error: proxyError('rejected', `Request body larger than ${maxBytes} bytes`, { limit: String(maxBytes) }, 413) });
+      if (!body.push(c)) return finish({ ok: false, error: proxyError('rejected', `Request body larger than ${maxBytes} bytes`, { limit: String(maxBytes) }, 413), partial: body.buffer() });
       if (lease !== undefined && body.length > reserved) {
-        if (!lease.take(body.length - reserved)) return finish({ ok: false, error: overloaded() });
+        if (!lease.take(body.length - reserved)) return finish({ ok: false, error: overloaded(), partial: body.buffer() });
         reserved = body.length;
       }
     };
     const onEnd = () => finish({ ok: true, body: body.buffer() });
     const onError = (e: Error) => finish({ ok: false, error: proxyError('rejected', `Request body could not be read: ${e.message}`) });
     // Slow-loris: a body that trickles in forever holds a socket and memory; give it a deadline.
-    const timer = setTimeout(() => finish({ ok: false, error: proxyError('rejected', `Request body not received within ${timeoutMs} ms`, {}, 408) }), timeoutMs);
+    const timer = setTimeout(() => finish({ ok: false, error: proxyError('rejected', `Request body not received within ${timeoutMs} ms`, {}, 408), partial: body.buffer() }), timeoutMs);
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);

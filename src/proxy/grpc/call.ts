@@ -9,6 +9,7 @@ import http2 from 'node:http2';
 import type { Socket } from 'node:net';
 import { HOOK_ORDER } from '../../aos/hook-points';
 import type { RewriteOptions } from '../../a2a/card';
+import { uncarriedMember } from '../../a2a/classify';
 import { grpcMethodForPath, type GrpcMethod } from '../../a2a/bindings/grpc/methods';
 import { canonicalRequest, codecFor, encodeFromPayload, encodeProblem, faithfulEncoding, type MethodCodec } from '../../a2a/bindings/grpc/codec';
 import { grpcCodec } from '../../a2a/bindings/grpc/binding';
@@ -172,7 +173,7 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
       ex, port: caller, request, requestJson: undefined,
       reasoning: headerText(headers[config.reasoningHeader]),
       // A replacement must still be a message the agent can read.
-      validateModified: (p) => encodeProblem(codec.request, p, 'params'),
+      validateModified: (p) => uncarriedMember(p, 'gRPC') ?? encodeProblem(codec.request, p, 'params'),
       answerHook: undefined, approved: undefined,
       method, codec, encoded, decodedRequest: request, headers, caller, lease, assertion, timeoutMs, message: undefined, upReq: undefined,
     };
