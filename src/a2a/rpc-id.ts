@@ -5,20 +5,13 @@
  * as JSON-RPC 2.0 asks for a parse error. Pure.
  */
 import type { JsonRpcId } from '../core/json';
+import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, OPEN_ARRAY, OPEN_OBJECT, QUOTE } from '../core/json-bytes';
 
 /** A value a JSON-RPC answer can echo as the id: a string or a finite number; else null. */
 export function echoableId(id: unknown): JsonRpcId | null {
   return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
 }
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COLON = 0x3a;
-const COMMA = 0x2c;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_OBJECT = 0x7d;
-const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
 /** A value reached the end of the bytes (a body cut at the size limit, or still arriving). */
 const CUT = -1;
 
