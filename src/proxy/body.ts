@@ -10,7 +10,10 @@ import { monotonicMs } from '../core/clock';
 import { contentCodings } from '../core/http';
 import { zlibDecoders } from '../core/decoders';
 
-export type BodyResult = { readonly ok: true; readonly body: Buffer } | { readonly ok: false; readonly error: ProxyError };
+export type BodyResult =
+  | { readonly ok: true; readonly body: Buffer }
+  /** `partial`: the bytes read before a body was cut (too large, too slow), for the caller's id. */
+  | { readonly ok: false; readonly error: ProxyError; readonly partial?: Buffer };
 
 const overloaded = (): ProxyError => proxyError('overloaded', 'Too many request bytes in flight; retry later', {}, 503);
 
@@ -60,19 +63,19 @@ export function readBody(req: IncomingMessage, maxBytes: number, pace: BodyPace,
       resolve(r);
     };
     const onData = (c: Buffer) => {
-      if (lease !== undefined && !lease.take(c.length)) return finish({ ok: false, error: lease.refusal() });
-      if (!body.push(c)) return finish({ ok: false, error: proxyError('rejected', `Request body larger than ${maxBytes} bytes`, { limit: String(maxBytes) }, 413) });
+      if (lease !== undefined && !lease.take(c.length)) return finish({ ok: false, error: lease.refusal(), partial: body.buffer() });
+      if (!body.push(c)) return finish({ ok: false, error: proxyError('rejected', `Request body larger than ${maxBytes} bytes`, { limit: String(maxBytes) }, 413), partial: body.buffer() });
     };
     const onEnd = () => finish({ ok: true, body: body.buffer() });
     const onError = (e: Error) => finish({ ok: false, error: proxyError('rejected', `Request body could not be read: ${e.message}`) });
     // Slow-loris: a body that trickles in forever holds a socket and memory; give it a deadline.
-    const timer = setTimeout(() => finish({ ok: false, error: proxyError('rejected', `Request body not received within ${pace.timeoutMs} ms`, {}, 408) }), pace.timeoutMs);
+    const timer = setTimeout(() => finish({ ok: false, error: proxyError('rejected', `Request body not received within ${pace.timeoutMs} ms`, {}, 408), partial: body.buffer() }), pace.timeoutMs);
     const grace = pace.graceMs ?? RATE_GRACE_MS;
     const pacer = pace.minBytesPerSecond > 0 && pace.timeoutMs > grace
       ? setInterval(() => {
         const late = monotonicMs() - started - grace;
         if (late > 0 && body.length < (late / 1000) * pace.minBytesPerSecond) {
-          finish({ ok: false, error: proxyError('rejected', `Request body arrived slower than ${pace.minBytesPerSecond} bytes per second`, { minBytesPerSecond: String(pace.minBytesPerSecond) }, 408) });
+          finish({ ok: false, error: proxyError('rejected', `Request body arrived slower than ${pace.minBytesPerSecond} bytes per second`, { minBytesPerSecond: String(pace.minBytesPerSecond) }, 408), partial: body.buffer() });
         }
       }, 1000)
       : undefined;

@@ -12,6 +12,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { ProxyDeps } from './deps';
 import { classify, type Classified, type ClassifyOptions } from '../a2a/classify';
+import { leadingId } from '../a2a/rpc-id';
 import type { CardJson } from '../a2a/card';
 import type { ErrorShape, SseCodec } from '../a2a/binding';
 import { CODECS, jsonRpcCodec, restCodec } from '../a2a/bindings';
@@ -180,7 +181,9 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     const read = await readBody(req, config.maxBodyBytes, bodyPace, lease);
     if (!read.ok) {
       if (read.error.kind === 'limited') metrics.callerLimited.inc({ resource: 'bytes' });
-      return refuse(res, read.error, null, hint());
+      // A body cut at the size limit, its deadline or a budget may have named its id already.
+      const codec = hint();
+      return refuse(res, read.error, codec === jsonRpcCodec && read.partial !== undefined ? leadingId(read.partial) : null, codec);
     }
     const coding = headerText(req.headers['content-encoding']);
     // Nearly every body comes unencoded: no promise to wait for.
@@ -188,7 +191,11 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     if (!decoded.ok) return refuse(res, decoded.error, null, hint());
     // The raw bytes are dropped once decoded: hold what is kept (a decoded body must fit the budget too).
     const over = holdDecoded(lease, read.body.length, decoded.body.length);
-    if (over !== undefined) return refuse(res, over, null, hint());
+    if (over !== undefined) {
+      // The whole body is here: a JSON-RPC refusal carries the caller's id.
+      const codec = hint();
+      return refuse(res, over, codec === jsonRpcCodec ? leadingId(decoded.body) : null, codec);
+    }
     a.body = decoded.body;
     return undefined;
   }
@@ -284,7 +291,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   /** PASSTHROUGH_PATHS or NON_A2A=forward: forwarded unjudged, counted and logged, to a verified caller where one is required. */
   async function passUnjudged(a: Arrival, c: Extract<Classified, { kind: 'other' }>): Promise<Step> {
     const known = await a.who;
-    if (!known.ok) return refuse(a.res, proxyError('unauthenticated', known.message, { ...known.metadata }), null, c.method === undefined ? restCodec : jsonRpcCodec);
+    if (!known.ok) return refuse(a.res, proxyError('unauthenticated', known.message, { ...known.metadata }), c.id ?? null, c.method === undefined ? restCodec : jsonRpcCodec);
     const verb = a.req.method ?? 'GET';
     metrics.call(c.why === 'passthrough' ? 'passthrough' : 'other', 'forwarded');
     logger.info({ path: c.target.split('?')[0], verb, why: c.why, ...(c.method === undefined ? {} : { method: c.method.slice(0, 64) }) }, c.why === 'passthrough' ? 'passthrough forwarded unjudged' : 'non-A2A request forwarded unjudged (NON_A2A=forward)');

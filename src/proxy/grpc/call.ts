@@ -9,9 +9,11 @@ import http2 from 'node:http2';
 import type { Socket } from 'node:net';
 import { HOOK_ORDER } from '../../aos/hook-points';
 import type { RewriteOptions } from '../../a2a/card';
+import { uncarriedMember } from '../../a2a/classify';
 import { grpcMethodForPath, type GrpcMethod } from '../../a2a/bindings/grpc/methods';
 import { canonicalRequest, codecFor, encodeFromPayload, encodeProblem, faithfulEncoding, type MethodCodec } from '../../a2a/bindings/grpc/codec';
 import { grpcCodec } from '../../a2a/bindings/grpc/binding';
+import { unreadFieldMessage } from '../../a2a/bindings/grpc/unread';
 import { GRPC_STATUS, formatTimeout, frameMessage, isProblem, parseTimeout, supportedEncoding, SUPPORTED_ENCODINGS } from '../../a2a/bindings/grpc/framing';
 import { Cancellation } from '../../cancel';
 import type { CallerResult } from '../../identity/caller';
@@ -169,7 +171,10 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     let decoded: unknown;
     let params: JsonObject;
     try {
-      decoded = codec.request.decode(body);
+      const read = codec.request.decodeNoting(body);
+      // A field the generated code skips would not reach the agent: refused by number, never dropped.
+      if (read.unread !== undefined) return refuse(caller, proxyError('rejected', unreadFieldMessage(read.unread, method.request)), 'INVALID_ARGUMENT', remoteAddress);
+      decoded = read.message;
       params = codec.request.toJson(decoded);
     } catch (err) {
       return refuse(caller, proxyError('invalidRequest', `request message does not decode as ${method.request}: ${(err as Error).message}`), 'INVALID_ARGUMENT', remoteAddress);
@@ -190,7 +195,7 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
       ex, port: caller, request, requestJson: undefined,
       reasoning: headerText(headers[config.reasoningHeader]),
       // A replacement must still be a message the agent can read.
-      validateModified: (p) => encodeProblem(codec.request, p, 'params'),
+      validateModified: (p) => uncarriedMember(p, 'gRPC') ?? encodeProblem(codec.request, p, 'params'),
       answerHook: undefined, approved: undefined,
       method, codec, encoded, decodedRequest: request, headers, caller, lease, assertion, timeoutMs, message: undefined, upReq: undefined,
     };

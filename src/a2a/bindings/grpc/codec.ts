@@ -11,11 +11,14 @@ import type * as A2A from '@a2a-js/sdk' with { 'resolution-mode': 'import' };
 import type * as A2AGrpc from '@a2a-js/sdk/server/grpc' with { 'resolution-mode': 'import' };
 import type { JsonObject } from '../../../core/json';
 import { GRPC_METHODS, type GrpcMessageType, type GrpcMethod } from './methods';
+import { SkipNotingReader, type UnreadField } from './unread';
 
 /** One message type: wire bytes <-> JSON. Every function throws on input it cannot read. */
 export interface MessageCodec {
   /** Read wire bytes into the generated code's object (unknown fields are skipped). */
   decode(bytes: Uint8Array): unknown;
+  /** As decode, noting the first field the generated code skipped (unknown, or known under another wire type). */
+  decodeNoting(bytes: Uint8Array): { readonly message: unknown; readonly unread: UnreadField | undefined };
   /** That object as the protobuf JSON mapping. */
   toJson(message: unknown): JsonObject;
   /** JSON (as the guardian approved or replaced it) into the generated code's object. */
@@ -51,6 +54,11 @@ function messageCodec(type: GrpcMessageType, serialize: Serialize, deserialize: 
   if (json === undefined || typeof json.toJSON !== 'function') throw new Error(`@a2a-js/sdk exports no JSON mapping for ${type}`);
   return {
     decode: (bytes) => deserialize(Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)),
+    decodeNoting(bytes) {
+      // The generated decode reads from a BinaryReader it is handed, as it is.
+      const reader = new SkipNotingReader(bytes);
+      return { message: deserialize(reader as unknown as Buffer), unread: reader.unread };
+    },
     // JSON.parse(JSON.stringify()) drops undefined members: the guardian gets plain JSON.
     toJson: (message) => asObject(JSON.parse(JSON.stringify(json.toJSON(message as never))), type),
     fromJson: (value) => json.fromJSON(value as never),
@@ -59,6 +67,9 @@ function messageCodec(type: GrpcMessageType, serialize: Serialize, deserialize: 
 }
 
 let loaded: ReadonlyMap<string, MethodCodec> | undefined;
+
+/** Field 1000, varint 1: no A2A message defines it. */
+const UNKNOWN_FIELD = Uint8Array.of(0xc0, 0x3e, 0x01);
 
 /** The codec of every method (by `:path`), built from the SDK on first use. */
 export function grpcCodecs(): ReadonlyMap<string, MethodCodec> {
@@ -73,10 +84,10 @@ export function grpcCodecs(): ReadonlyMap<string, MethodCodec> {
   for (const m of GRPC_METHODS.values()) {
     const def = service[lowerFirst(m.name)];
     if (def === undefined || def.path !== m.path) throw new Error(`@a2a-js/sdk's A2AService has no ${m.path}`);
-    out.set(m.path, {
-      request: messageCodec(m.request, def.requestSerialize, def.requestDeserialize, sdk),
-      response: messageCodec(m.response, def.responseSerialize, def.responseDeserialize, sdk),
-    });
+    const request = messageCodec(m.request, def.requestSerialize, def.requestDeserialize, sdk);
+    // A decoder that does not take the proxy's reader as one (another copy of @bufbuild/protobuf) would read nothing.
+    if (request.decodeNoting(UNKNOWN_FIELD).unread?.field !== 1000) throw new Error(`@a2a-js/sdk's ${m.request} decoder does not read through the proxy's reader`);
+    out.set(m.path, { request, response: messageCodec(m.response, def.responseSerialize, def.responseDeserialize, sdk) });
   }
   loaded = out;
   return out;
