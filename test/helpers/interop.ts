@@ -88,6 +88,8 @@ const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
 const ISO_TIME = /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})/g;
 const ORIGIN = /http:\/\/127\.0\.0\.1:\d+/g;
 const HOSTPORT = /127\.0\.0\.1:\d+/g;
+/** Millisecond clock readings used as ids (Date.now()). */
+const EPOCH_MS = /(?<!\d)1[6-9]\d{11}(?!\d)/g;
 
 /** A value with ids, times and local origins replaced by placeholders, as plain JSON data. */
 export function normalise(x: unknown): unknown {
@@ -97,7 +99,7 @@ export function normalise(x: unknown): unknown {
     if (v instanceof Uint8Array) return Buffer.from(v).toString('base64');
     return v;
   });
-  return JSON.parse(text.replace(UUID, '<uuid>').replace(ISO_TIME, '<time>').replace(ORIGIN, '<origin>').replace(HOSTPORT, '<host>')) as unknown;
+  return JSON.parse(text.replace(UUID, '<uuid>').replace(ISO_TIME, '<time>').replace(ORIGIN, '<origin>').replace(HOSTPORT, '<host>').replace(EPOCH_MS, '<ms>')) as unknown;
 }
 
 /** An Error from any realm (jest runs tests in their own; fetch throws from Node's). */
