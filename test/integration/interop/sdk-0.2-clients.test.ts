@@ -5,7 +5,7 @@
  */
 import { interopSuite, sdkAgent, type InteropSuite } from '../../helpers/interop';
 import { startLegacySdkAgent } from '../../helpers/interop-agents';
-import { startAgent } from '../../helpers/agent';
+import { collect, startAgent } from '../../helpers/agent';
 import { handlerRecorder } from '../../helpers/handler-recorder';
 
 export type A2AClient02 = {
@@ -22,12 +22,6 @@ const { A2AClient } = require('a2a-sdk-02/client') as { A2AClient: new (base: st
 
 const msg = (text: string) => ({ kind: 'message', role: 'user', messageId: crypto.randomUUID(), parts: [{ kind: 'text', text }] });
 
-async function all(it: AsyncIterable<unknown>): Promise<unknown[]> {
-  const out: unknown[] = [];
-  for await (const e of it) out.push(e);
-  return out;
-}
-
 /** Every operation of the 0.2.5 client, registered on `suite`; `cardPath` is where the agent serves its card. */
 function clientOps(suite: InteropSuite, cardPath: string): void {
   const client = (base: string): A2AClient02 => new A2AClient(base, cardPath);
@@ -37,7 +31,7 @@ function clientOps(suite: InteropSuite, cardPath: string): void {
   suite.op('getAgentCard', async ({ base }) => client(base).getAgentCard());
   suite.op('sendMessage (task)', async ({ base }) => client(base).sendMessage({ message: msg('hello') }));
   suite.op('sendMessage (message reply)', async ({ base }) => client(base).sendMessage({ message: msg('reply please') }));
-  suite.op('sendMessageStream', async ({ base }) => all(client(base).sendMessageStream({ message: msg('stream me') })));
+  suite.op('sendMessageStream', async ({ base }) => collect(client(base).sendMessageStream({ message: msg('stream me') })));
   suite.op('getTask', async ({ base }) => {
     const c = client(base);
     const sent = await c.sendMessage({ message: msg('keep me') });

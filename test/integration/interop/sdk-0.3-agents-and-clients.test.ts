@@ -6,7 +6,7 @@
  */
 import { interopSuite, sdkAgent, type InteropSuite } from '../../helpers/interop';
 import { startLegacySdkAgent } from '../../helpers/interop-agents';
-import { startAgent } from '../../helpers/agent';
+import { collect, startAgent } from '../../helpers/agent';
 import { handlerRecorder } from '../../helpers/handler-recorder';
 
 type Client03 = {
@@ -53,12 +53,6 @@ async function client(base: string, transport: Transport): Promise<Client03> {
 
 const msg = (text: string) => ({ kind: 'message', role: 'user', messageId: crypto.randomUUID(), parts: [{ kind: 'text', text }] });
 
-async function all(it: AsyncIterable<unknown>): Promise<unknown[]> {
-  const out: unknown[] = [];
-  for await (const e of it) out.push(e);
-  return out;
-}
-
 function clientOps(suite: InteropSuite, transport: Transport, opts: { pushRefusedDirectly?: boolean } = {}): void {
   const t = transport;
   const running = async (c: Client03): Promise<string> => (await c.sendMessage({ message: msg('wait-for-cancel'), configuration: { blocking: false, acceptedOutputModes: ['text'] } })).id;
@@ -66,7 +60,7 @@ function clientOps(suite: InteropSuite, transport: Transport, opts: { pushRefuse
   suite.op(`${t}: getAgentCard`, async ({ base }) => (await client(base, t)).getAgentCard());
   suite.op(`${t}: sendMessage (task)`, async ({ base }) => (await client(base, t)).sendMessage({ message: msg('hello') }));
   suite.op(`${t}: sendMessage (message reply)`, async ({ base }) => (await client(base, t)).sendMessage({ message: msg('reply please') }));
-  suite.op(`${t}: sendMessageStream`, async ({ base }) => all((await client(base, t)).sendMessageStream({ message: msg('stream me') })));
+  suite.op(`${t}: sendMessageStream`, async ({ base }) => collect((await client(base, t)).sendMessageStream({ message: msg('stream me') })));
   suite.op(`${t}: getTask`, async ({ base }) => {
     const c = await client(base, t);
     const sent = await c.sendMessage({ message: msg('keep me') });
