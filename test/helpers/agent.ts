@@ -154,7 +154,7 @@ function headerRecord(h: http.IncomingHttpHeaders): Record<string, string> {
  * while the SDK's own express.json() still reads the untouched stream. This keeps the SDK's
  * exact behaviour (content-type checks, -32700 on bad JSON, 100 KB limit / 413, strict mode).
  */
-function tapRequest(req: http.IncomingMessage, into: ReceivedRequest[]): void {
+export function tapRequest(req: http.IncomingMessage, into: ReceivedRequest[]): void {
   const rec: ReceivedRequest = {
     method: req.method ?? '',
     path: req.url ?? '',
