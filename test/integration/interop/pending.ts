@@ -29,8 +29,6 @@ const BOTH = ['server', 'client'] as const;
 const on = (impl: string, fix: Fix, ...ops: string[]): Pending[] => ops.map((op) => ({ impl, op, paths: BOTH, fix }));
 
 export const KNOWN_PENDING: readonly Pending[] = [
-  ...on('voltagent', 'card-paths', 'card', 'sdk 0.2 client: getAgentCard', 'sdk 0.2 client: sendMessage', 'sdk 0.2 client: sendMessageStream', 'sdk 0.2 client: getTask', 'sdk 0.2 client: cancelTask of a finished task'),
-  ...on('voltagent', 'members', 'message/send with a top-level context member'),
 ];
 
 /** The fix a case waits for, or undefined when it must match now. */

@@ -5,7 +5,7 @@
  * charset, the version, a query, a member name, the depth and value bounds, a body over MAX_BODY_BYTES
  * or past BODY_TIMEOUT_MS (its id read from what arrived), a body over the in-flight budget. Only a body
  * that is not JSON, or was never read (an unverified caller on a passthrough route), answers
- * `"id": null` (an unverified caller's body is never read). Nothing reaches the SDK agent's request handler.
+ * `"id": null`. Nothing reaches the SDK agent's request handler.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
