@@ -41,6 +41,9 @@ import { callStages, END, runStages, type CallerPort, type CallFlow, type Stage,
 
 type A2ACall = Extract<Classified, { kind: 'a2a' }>;
 
+/** Copies of a request's size a call holds at once while it is judged (README "Memory sizing": measured by npm run bench:hostile). */
+const HELD_COPIES = Number(process.env['A2A_GUARD_HELD_COPIES'] ?? 3);
+
 /** A request before it is classified. */
 interface Arrival {
   readonly req: IncomingMessage;
@@ -305,6 +308,15 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     const codec = CODECS[c.binding];
     const known = await a.who;
     if (!known.ok) return refuse(res, proxyError('unauthenticated', known.message, { ...known.metadata }), c.id, codec);
+    // What the call holds while it is judged and forwarded (the parsed request, its JSON text, the guardian's
+    // envelope, the rebuilt body: each about the request's size) is counted, so the budget bounds memory.
+    const requestJson = JSON.stringify(c.request);
+    a.lease.resize(requestJson.length);
+    if (!a.lease.take(requestJson.length * (HELD_COPIES - 1))) {
+      const err = a.lease.refusal();
+      if (err.kind === 'limited') metrics.callerLimited.inc({ resource: 'bytes' });
+      return refuse(res, err, c.id, codec);
+    }
     const wireMethod = String(c.request.method);
     const remoteAddress = req.socket.remoteAddress;
     const span = deps.tracer.startCall(req.headers, {
@@ -335,9 +347,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       endUpstream(flow);
       finishCall(deps, ex, res.writableFinished);
     };
-    const requestJson = JSON.stringify(c.request);
     flow.requestJson = requestJson;
-    a.lease.resize(requestJson.length);
     await runStages(callStageList, flow);
     return END;
   }
