@@ -65,11 +65,7 @@ export type Classified =
     }
   | { readonly kind: 'card'; readonly target: string }
   /** Not A2A and allowed through unjudged (PASSTHROUGH_PATHS, or NON_A2A=forward). */
-  | {
-      readonly kind: 'other'; readonly target: string; readonly body: Buffer | null; readonly why: 'passthrough' | 'non-a2a';
-      /** A JSON-RPC body's method and id (a refusal of the call, e.g. an unverified caller, carries the id). */
-      readonly method?: string; readonly id?: JsonRpcId | null;
-    }
+  | { readonly kind: 'other'; readonly target: string; readonly body: Buffer | null; readonly why: 'passthrough' | 'non-a2a'; readonly method?: string }
   | { readonly kind: 'reject'; readonly error: ProxyError; readonly id: JsonRpcId | null; readonly binding: Binding };
 
 /** Headers whose meaning classification reads: a hop-by-hop removal would change the call behind the guardian's back. */
@@ -298,10 +294,10 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions, memo: Body
   return reject('notFound', 'Not an A2A endpoint; other routes must be listed in PASSTHROUGH_PATHS', 'rest');
 }
 
-function other(req: HttpRequestFacts, t: Route, body: ParsedBody, why: 'passthrough' | 'non-a2a', rpc?: { method: string; id: JsonRpcId | null }): Classified {
+function other(req: HttpRequestFacts, t: Route, body: ParsedBody, why: 'passthrough' | 'non-a2a', method?: string): Classified {
   const forwarded = body.kind === 'json' ? canonical(body.value) : req.body;
   const target = encodeParsedPath(req.path, t) + encodeQuery(t.query);
-  return { kind: 'other', target, body: forwarded, why, ...rpc };
+  return { kind: 'other', target, body: forwarded, why, ...(method === undefined ? {} : { method }) };
 }
 
 function passthrough(t: Route, opts: ClassifyOptions): boolean {
@@ -582,9 +578,9 @@ function classifyJsonRpc(req: HttpRequestFacts, verb: string, t: Route, opts: Cl
   const op = operationForMethod(method);
   if (op === undefined) {
     if (operationForLooseMethod(method) === undefined) {
-      if (passthrough(t, opts)) return other(req, t, { kind: 'json', value: v }, 'passthrough', { method, id: safeId });
+      if (passthrough(t, opts)) return other(req, t, { kind: 'json', value: v }, 'passthrough', method);
       // As for other bodies: NON_A2A=forward never forwards to a path a router could read as an A2A route.
-      if (opts.forwardNonA2A && !restShaped(t) && !grpcShaped(t)) return other(req, t, { kind: 'json', value: v }, 'non-a2a', { method, id: safeId });
+      if (opts.forwardNonA2A && !restShaped(t) && !grpcShaped(t)) return other(req, t, { kind: 'json', value: v }, 'non-a2a', method);
     }
     return reject('methodNotFound', `Method not found: ${method.slice(0, 64)} is not an A2A operation`, 'jsonrpc', safeId);
   }

@@ -294,7 +294,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   /** PASSTHROUGH_PATHS or NON_A2A=forward: forwarded unjudged, counted and logged, to a verified caller where one is required. */
   async function passUnjudged(a: Arrival, c: Extract<Classified, { kind: 'other' }>): Promise<Step> {
     const known = await a.who;
-    if (!known.ok) return refuse(a.res, proxyError('unauthenticated', known.message, { ...known.metadata }), c.id ?? null, c.method === undefined ? restCodec : jsonRpcCodec);
+    if (!known.ok) return refuse(a.res, proxyError('unauthenticated', known.message, { ...known.metadata }), null, c.method === undefined ? restCodec : jsonRpcCodec);
     const verb = a.req.method ?? 'GET';
     metrics.call(c.why === 'passthrough' ? 'passthrough' : 'other', 'forwarded');
     logger.info({ path: c.target.split('?')[0], verb, why: c.why, ...(c.method === undefined ? {} : { method: c.method.slice(0, 64) }) }, c.why === 'passthrough' ? 'passthrough forwarded unjudged' : 'non-A2A request forwarded unjudged (NON_A2A=forward)');

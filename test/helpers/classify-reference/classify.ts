@@ -194,10 +194,10 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
   return reject('notFound', 'Not an A2A endpoint; other routes must be listed in PASSTHROUGH_PATHS', 'rest');
 }
 
-function other(req: HttpRequestFacts, t: Target, body: ParsedBody, why: 'passthrough' | 'non-a2a', rpc?: { method: string; id: JsonRpcId | null }): Classified {
+function other(req: HttpRequestFacts, t: Target, body: ParsedBody, why: 'passthrough' | 'non-a2a', method?: string): Classified {
   const forwarded = body.kind === 'json' ? canonical(body.value) : req.body;
   const target = encodePath(t.segments, t.trailingSlash) + encodeQuery(t.query);
-  return { kind: 'other', target, body: forwarded, why, ...rpc };
+  return { kind: 'other', target, body: forwarded, why, ...(method === undefined ? {} : { method }) };
 }
 
 function passthrough(t: Target, opts: ClassifyOptions): boolean {
@@ -443,9 +443,9 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
   const op = operationForMethod(method);
   if (op === undefined) {
     if (operationForLooseMethod(method) === undefined) {
-      if (passthrough(t, opts)) return other(req, t, { kind: 'json', value: v }, 'passthrough', { method, id: safeId });
+      if (passthrough(t, opts)) return other(req, t, { kind: 'json', value: v }, 'passthrough', method);
       // As for other bodies: NON_A2A=forward never forwards to a path a router could read as an A2A route.
-      if (opts.forwardNonA2A && !looksLikeRest(t.segments) && !grpcMethodPath(t.segments)) return other(req, t, { kind: 'json', value: v }, 'non-a2a', { method, id: safeId });
+      if (opts.forwardNonA2A && !looksLikeRest(t.segments) && !grpcMethodPath(t.segments)) return other(req, t, { kind: 'json', value: v }, 'non-a2a', method);
     }
     return reject('methodNotFound', `Method not found: ${method.slice(0, 64)} is not an A2A operation`, 'jsonrpc', safeId);
   }

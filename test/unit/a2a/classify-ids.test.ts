@@ -56,11 +56,6 @@ describe('JSON-RPC refusals carry the caller\'s id', () => {
     expect(refusedId(send({ not: 'an id' }))).toBeNull();
   });
 
-  test('a JSON-RPC call to a passthrough path refused later (an unverified caller) keeps the id it was classified with', () => {
-    const c = classify({ verb: 'POST', path: '/hook', headers: V1, body: Buffer.from('{"jsonrpc":"2.0","id":"h","method":"custom/x"}') }, classifyOptions({ passthrough: [['hook']] }));
-    expect(c).toMatchObject({ kind: 'other', method: 'custom/x', id: 'h' });
-  });
-
   test('a REST refusal has no id to carry', () => {
     const c = expectRefusal(classify({ verb: 'POST', path: '/a2a/rest/message:send?x=1', headers: V1, body: Buffer.from('{"message":{}}') }, A2A_OPTIONS), 'rejected', 'rest');
     expect(c.error.message).toMatch(/query parameter x is not accepted/);
