@@ -20,6 +20,7 @@
  * BENCH_ONLY (comma-separated scenario names).
  */
 import http from 'node:http';
+import { setMaxListeners } from 'node:events';
 import net from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -188,6 +189,8 @@ const tally = (xs: string[]): Record<string, number> => xs.reduce<Record<string,
 function flood(stack: Stack, attacker: Caller, n: number, text: () => string): () => Promise<Record<string, number>> {
   let stopped = false;
   const ac = new AbortController();
+  // Every call of the flood listens on the one signal.
+  setMaxListeners(0, ac.signal);
   const outcomes: string[] = [];
   const loops = Array.from({ length: n }, async () => {
     while (!stopped) outcomes.push(await attackerCall(stack, attacker, text(), ac.signal));
