@@ -3,7 +3,7 @@
  *
  * Real parts on 127.0.0.1: the Cake Baker (a real @a2a-js/sdk agent), an HTTP guardian that allows
  * everything (and is slow to judge what says "judge me slowly", as an LLM guardian is on large
- * input), and a2a-guard (ROLE=server, IDENTITY_POLICY=required) in this process. Two verified
+ * input), and a2a-guard (ROLE=server, IDENTITY_POLICY=required) in its own process. Two verified
  * callers, each with its own assertion key: the victim, a real SDK client making ordinary
  * `sendMessage` calls one after the other, and the attacker, working one resource at a time:
  *
@@ -11,12 +11,15 @@
  *   body-share        12 connections send 9 MiB bodies at ~64 KiB/s
  *   calls-in-flight   400 concurrent slow tasks (a wedding cake each)
  *   guardian-share    200 concurrent calls slow to judge, GUARDIAN_CALL_CONNECTIONS=32
- *   rate              as many calls as it can, RATE_LIMIT_PER_SECOND=200
+ *   rate              as many calls as it can, RATE_LIMIT_PER_SECOND=50
  *   guardian-work     9 MiB `1 1 1 ...` messages to the embedded reference guardian, back to back
  *
  * For each: the victim's success rate and p99 latency alone, then while the attacker works, and
  * their ratio (the goal: every victim call succeeds, p99 within 2x), the attacker's outcomes, and
- * the worst event-loop stall of the proxy's process. Options (env): BENCH_VICTIM_CALLS (default 80),
+ * the worst event-loop delay of the proxy's process (its nodejs_eventloop_lag_max_seconds while the
+ * victim runs). The victim, the attacker, the agent and the guardian share this process and the
+ * machine's cores with the proxy: a CPU-bound attack slows every process here, which the ratio shows
+ * too. Options (env): BENCH_VICTIM_CALLS (default 80),
  * BENCH_ONLY (comma-separated scenario names).
  */
 import http from 'node:http';
@@ -26,16 +29,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { configFrom } from '../src/config';
-import { createLogger } from '../src/log';
-import { startProxy, type ProxyInstance } from '../src/server';
+import { spawn } from 'node:child_process';
 import { generateAssertionKey } from '../src/identity/keygen';
 import { parseSigningKey } from '../src/identity/keys';
 import { AssertionSigner, ASSERTION_HEADER } from '../src/identity/assertion';
 import { startCakeBaker, type CakeBaker } from '../src/demo/cake-baker';
 import { sdkClient, type Message } from '../src/demo/sdk';
-import { embeddedGuardian } from '../src/guardian/embedded';
 
 const num = (name: string, def: number): number => (process.env[name] ? Number(process.env[name]) : def);
 const VICTIM_CALLS = num('BENCH_VICTIM_CALLS', 80);
@@ -94,11 +93,11 @@ const freePort = (): Promise<number> => new Promise((resolve) => {
 const message = (text: string): Message => ({ messageId: `m-${Math.random()}`, role: 1, parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }], contextId: '', taskId: '', referenceTaskIds: [], extensions: [], metadata: undefined } as unknown as Message);
 
 interface Stack {
-  readonly proxy: ProxyInstance;
+  readonly url: string;
+  readonly admin: string;
   readonly audience: string;
   close(): Promise<void>;
 }
-
 /** Percentile of sorted numbers. */
 const pct = (xs: number[], p: number): number => (xs.length === 0 ? NaN : (xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] as number));
 
@@ -119,7 +118,7 @@ async function victimRun(stack: Stack, victim: Caller, calls: number): Promise<V
     return fetch(input, { ...init, headers });
   }) as typeof fetch;
   const resolver = new DefaultAgentCardResolver({ fetchImpl });
-  const card = await resolver.resolve(stack.proxy.url);
+  const card = await resolver.resolve(stack.url);
   const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { cardResolver: resolver, preferredTransports: ['JSONRPC'], transports: [new sdkClient.JsonRpcTransportFactory({ fetchImpl })] }));
   const client = await factory.createFromAgentCard(card);
   const times: number[] = [];
@@ -141,7 +140,7 @@ async function victimRun(stack: Stack, victim: Caller, calls: number): Promise<V
 
 /** Raw HTTP from the attacker: headers (with a fresh assertion when `signed`), then `body` as `write` paces it. */
 function rawPost(stack: Stack, attacker: Caller | undefined, announced: number, write: (s: net.Socket) => void): Promise<net.Socket> {
-  const u = new URL(stack.proxy.url);
+  const u = new URL(stack.url);
   return (async () => {
     const assertion = attacker === undefined ? undefined : await attacker.signer.sign({ id: attacker.id, name: attacker.id, url: `https://${attacker.id}.example`, version: '1' }, stack.audience);
     return new Promise<net.Socket>((resolve) => {
@@ -160,7 +159,7 @@ function rawPost(stack: Stack, attacker: Caller | undefined, announced: number, 
 async function attackerCall(stack: Stack, attacker: Caller, text: string, signal?: AbortSignal): Promise<string> {
   const assertion = await attacker.signer.sign({ id: attacker.id, name: attacker.id, url: `https://${attacker.id}.example`, version: '1' }, stack.audience);
   try {
-    const r = await fetch(`${stack.proxy.url}/a2a/jsonrpc`, {
+    const r = await fetch(`${stack.url}/a2a/jsonrpc`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'a2a-version': '1.0', [ASSERTION_HEADER]: assertion },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: `a-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }] } } }),
@@ -243,7 +242,7 @@ const SCENARIOS: Scenario[] = [
   },
   {
     name: 'rate',
-    env: { RATE_LIMIT_PER_SECOND: '200', RATE_LIMIT_BURST: '200' },
+    env: { RATE_LIMIT_PER_SECOND: '50', RATE_LIMIT_BURST: '50' },
     async attack(stack, attacker) {
       return flood(stack, attacker, 16, () => 'hello');
     },
@@ -259,7 +258,6 @@ const SCENARIOS: Scenario[] = [
 ];
 
 async function main(): Promise<void> {
-  const logger = createLogger('silent');
   const victim = await caller('victim-agent');
   const attacker = await caller('attacker-agent');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'a2a-guard-fairness-'));
@@ -269,17 +267,40 @@ async function main(): Promise<void> {
   const guardian = await startGuardian(2000);
   const policy = path.resolve(__dirname, '../../config/policy.json');
 
+  /** The proxy as operators run it: its own process (dist/a2a-guard.js), configured by variables. */
   async function stackFor(s: Scenario): Promise<Stack> {
-    const port = await freePort();
+    const [port, adminPort] = [await freePort(), await freePort()];
     const audience = `http://127.0.0.1:${port}`;
-    const config = configFrom({
-      PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: '0', ADMIN_HOST: '127.0.0.1', UPSTREAM_URL: baker.origin, LOG_LEVEL: 'silent',
-      ...(s.embedded === true ? {} : { GUARDIAN_URL: guardian.url }),
-      IDENTITY_POLICY: 'required', ASSERTION_TRUST_JWKS_FILE: jwks, ASSERTION_AUDIENCE: audience, ...s.env,
+    const child = spawn(process.execPath, [path.resolve(__dirname, '../a2a-guard.js')], {
+      env: {
+        PATH: process.env['PATH'] ?? '/usr/bin:/bin', PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), ADMIN_HOST: '127.0.0.1', UPSTREAM_URL: baker.origin, LOG_LEVEL: 'error',
+        ...(s.embedded === true ? { POLICY_FILE: policy } : { GUARDIAN_URL: guardian.url }),
+        IDENTITY_POLICY: 'required', ASSERTION_TRUST_JWKS_FILE: jwks, ASSERTION_AUDIENCE: audience, ...s.env,
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
     });
-    const proxy = await startProxy({ config, logger, ...(s.embedded === true ? { guardian: embeddedGuardian(policy, { logger }) } : {}) });
-    return { proxy, audience, close: () => proxy.close() };
+    const admin = `http://127.0.0.1:${adminPort}`;
+    for (let i = 0; ; i++) {
+      if (child.exitCode !== null) throw new Error(`the proxy exited (${child.exitCode})`);
+      const up = await fetch(`${admin}/readyz`).then((r) => r.ok, () => false);
+      if (up) break;
+      if (i > 300) throw new Error('the proxy did not become ready');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return {
+      url: audience, admin, audience,
+      close: () => new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+    };
   }
+
+  /** The proxy's worst event-loop delay since the last scrape (prom-client resets it at each). */
+  const loopMaxMs = async (stack: Stack): Promise<number> => {
+    const text = await (await fetch(`${stack.admin}/metrics`)).text();
+    return Number(/^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text)?.[1] ?? NaN) * 1000;
+  };
 
   const rows: string[] = [];
   console.log(`a2a-guard fairness: victim ${VICTIM_CALLS} sequential SDK sendMessage calls, alone and while the attacker works (node ${process.version}, ${os.cpus().length} cores)`);
@@ -291,13 +312,12 @@ async function main(): Promise<void> {
       const alone = await victimRun(stack, victim.caller, VICTIM_CALLS);
       const stop = await s.attack(stack, attacker.caller);
       await new Promise((r) => setTimeout(r, 500));
-      const stall = monitorEventLoopDelay({ resolution: 10 });
-      stall.enable();
+      await loopMaxMs(stack);
       const attacked = await victimRun(stack, victim.caller, VICTIM_CALLS);
-      stall.disable();
+      const stallMs = await loopMaxMs(stack);
       const got = await stop();
       const ratio = attacked.p99 / alone.p99;
-      const row = `${s.name.padEnd(17)} victim ok ${attacked.ok}/${VICTIM_CALLS} (alone ${alone.ok}/${VICTIM_CALLS})  p99 ${attacked.p99.toFixed(1)} ms vs ${alone.p99.toFixed(1)} ms alone = ${ratio.toFixed(2)}x  p50 ${attacked.p50.toFixed(1)} vs ${alone.p50.toFixed(1)} ms  worst loop stall ${(stall.max / 1e6).toFixed(1)} ms  attacker ${JSON.stringify(got)}`;
+      const row = `${s.name.padEnd(17)} victim ok ${attacked.ok}/${VICTIM_CALLS} (alone ${alone.ok}/${VICTIM_CALLS})  p99 ${attacked.p99.toFixed(1)} ms vs ${alone.p99.toFixed(1)} ms alone = ${ratio.toFixed(2)}x  p50 ${attacked.p50.toFixed(1)} vs ${alone.p50.toFixed(1)} ms  worst loop stall ${stallMs.toFixed(1)} ms  attacker ${JSON.stringify(got)}`;
       console.log(row);
       if (attacked.errors.length > 0) console.log(`  victim errors: ${attacked.errors.join(' | ')}`);
       rows.push(row);
