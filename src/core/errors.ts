@@ -61,6 +61,7 @@ export const ERROR_CODES = {
   rejected: KINDS.rejected.code,
   upstreamUnavailable: KINDS.upstreamUnavailable.code,
   overloaded: KINDS.overloaded.code,
+  limited: KINDS.limited.code,
   unauthenticated: KINDS.unauthenticated.code,
 } as const;
 

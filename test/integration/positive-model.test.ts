@@ -228,7 +228,7 @@ describe('bounded work per request', () => {
   });
 
   test('over MAX_INFLIGHT_BODY_BYTES: "overloaded" (-31429, HTTP 503) at once; the budget is returned when calls end', async () => {
-    const p = await stack.proxy({ ROLE: 'server', MAX_INFLIGHT_BODY_BYTES: String(96 * 1024) });
+    const p = await stack.proxy({ ROLE: 'server', MAX_INFLIGHT_BODY_BYTES: String(200 * 1024) });
     await p.upstreamCard.ready();
     guardian.script(() => ({ decision: 'allow', delayMs: 800 }));
     const big = (id: number) => v03Send(id, 'x'.repeat(30 * 1024)); // ~60 KiB on the wire (the text is also in the messageId)
