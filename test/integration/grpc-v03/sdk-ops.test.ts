@@ -139,3 +139,17 @@ test('an unknown task: the same gRPC status as directly, and the agent was asked
   const b = await grpcFailure(viaProxy.getTask({ tenant: '', id: 'no-such-task', historyLength: undefined }));
   expect(b).toEqual(a);
 });
+
+test("the proxy's card: the v0.3 gRPC interface, in supportedInterfaces and in the v0.3 additionalInterfaces, is the proxy's listener; without GRPC_PORT there is none", async () => {
+  type Card = { supportedInterfaces: Array<{ url: string; protocolBinding: string }>; additionalInterfaces?: Array<{ url: string; transport: string }> };
+  const grpcUrls = (c: Card) => [
+    ...c.supportedInterfaces.filter((i) => i.protocolBinding === 'GRPC').map((i) => i.url),
+    ...(c.additionalInterfaces ?? []).filter((i) => i.transport === 'GRPC').map((i) => i.url),
+  ];
+  const agentCard = (await (await fetch(`${s.agent.url}/.well-known/agent-card.json`)).json()) as Card;
+  expect(grpcUrls(agentCard)).toEqual([s.agent.grpcAddress, s.agent.grpcAddress]);
+  const card = (await (await fetch(`${proxy.url}/.well-known/agent-card.json`)).json()) as Card;
+  expect(grpcUrls(card)).toEqual([proxy.grpcAddress, proxy.grpcAddress]);
+  const plain = await s.proxy({});
+  expect(grpcUrls((await (await fetch(`${plain.url}/.well-known/agent-card.json`)).json()) as Card)).toEqual([]);
+});
