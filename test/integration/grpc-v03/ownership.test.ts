@@ -22,7 +22,9 @@ beforeEach(() => rec.clear());
 const as = (who: 'A' | 'B') => ({ serviceParameters: fx.ids.headersAs(who) });
 
 test("message/send and message/stream bind their tasks to the caller; B's calls on them are NOT_FOUND and reach nothing", async () => {
-  const { client } = await makeGrpcClient(fx.proxy.url, { legacy: true });
+  const { client, grpcUrl } = await makeGrpcClient(fx.proxy.url, { legacy: true });
+  // The client's calls go to the proxy's gRPC listener (not a JSON-RPC interface of the card).
+  expect(grpcUrl).toBe(fx.proxy.grpcAddress);
   const unary = (await client.sendMessage(sendReq('A unary'), as('A'))) as { id: string; contextId: string };
   const events = await collect(client.sendMessageStream(sendReq('A stream'), as('A')));
   const values = events.map((e) => (e as { payload?: { value?: { id?: string; taskId?: string } } }).payload?.value);
