@@ -171,29 +171,29 @@ function partFromJson(j: JsonObject): Proto {
   }
 }
 
+/** The parts, metadata and extensions a Message (parts in `content`) and an Artifact share. */
+function contentToJson(parts: unknown, x: Proto): JsonObject {
+  return { parts: (parts as Proto[]).map(partToJson), metadata: x.metadata, extensions: optList(x.extensions as string[]) };
+}
+
+function contentFromJson(j: JsonObject): { parts: Proto[]; metadata: Proto | undefined; extensions: string[] } {
+  return { parts: list(j.parts, 'parts').map((p, i) => partFromJson(obj(p, `parts[${i}]`))), metadata: struct(j.metadata, 'metadata'), extensions: strings(j.extensions, 'extensions') };
+}
+
 function messageToJson(m: Proto): JsonObject {
   return {
     kind: 'message',
     messageId: m.messageId,
     role: enumName(ROLES, m.role, 'role'),
-    parts: (m.content as Proto[]).map(partToJson),
     contextId: opt(m.contextId),
     taskId: opt(m.taskId),
-    metadata: m.metadata,
-    extensions: optList(m.extensions as string[]),
+    ...contentToJson(m.content, m),
   };
 }
 
 function messageFromJson(j: JsonObject): Proto {
-  return {
-    messageId: str(j.messageId, 'messageId'),
-    contextId: str(j.contextId, 'contextId'),
-    taskId: str(j.taskId, 'taskId'),
-    role: enumNumber(ROLES, j.role, 'role'),
-    content: list(j.parts, 'parts').map((p, i) => partFromJson(obj(p, `parts[${i}]`))),
-    metadata: struct(j.metadata, 'metadata'),
-    extensions: strings(j.extensions, 'extensions'),
-  };
+  const { parts, ...rest } = contentFromJson(j);
+  return { messageId: str(j.messageId, 'messageId'), contextId: str(j.contextId, 'contextId'), taskId: str(j.taskId, 'taskId'), role: enumNumber(ROLES, j.role, 'role'), content: parts, ...rest };
 }
 
 function statusToJson(s: Proto): JsonObject {
@@ -215,9 +215,7 @@ function artifactToJson(a: Proto): JsonObject {
     artifactId: a.artifactId,
     name: opt(a.name),
     description: opt(a.description),
-    parts: (a.parts as Proto[]).map(partToJson),
-    metadata: a.metadata,
-    extensions: optList(a.extensions as string[]),
+    ...contentToJson(a.parts, a),
   };
 }
 
@@ -226,9 +224,7 @@ function artifactFromJson(j: JsonObject): Proto {
     artifactId: str(j.artifactId, 'artifactId'),
     name: str(j.name, 'name'),
     description: str(j.description, 'description'),
-    parts: list(j.parts, 'parts').map((p, i) => partFromJson(obj(p, `parts[${i}]`))),
-    metadata: struct(j.metadata, 'metadata'),
-    extensions: strings(j.extensions, 'extensions'),
+    ...contentFromJson(j),
   };
 }
 
