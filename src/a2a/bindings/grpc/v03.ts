@@ -606,6 +606,11 @@ function normalized(v: unknown): unknown {
   return out;
 }
 
+/** Two v0.3 JSON forms say the same (see `normalized`). */
+export function sameV03Json(a: unknown, b: unknown): boolean {
+  return JSON.stringify(normalized(a)) === JSON.stringify(normalized(b));
+}
+
 /** The JSON form of a decoded v0.3 message (throws when it has none). Plain JSON: undefined members dropped. */
 export function v03ToJson(type: GrpcV03MessageType, message: unknown): unknown {
   const json = FORMS[type].toJson(message as Proto);
@@ -624,6 +629,6 @@ export function v03FromJson(type: GrpcV03MessageType, json: unknown): unknown {
   } catch (err) {
     fail(`it has no v0.3 protobuf form: ${(err as Error).message}`);
   }
-  if (JSON.stringify(normalized(again)) !== JSON.stringify(normalized(json))) fail(`it is not the v0.3 JSON-RPC form of ${type} (a member v0.3 protobuf does not hold, or a value spelled another way)`);
+  if (!sameV03Json(again, json)) fail(`it is not the v0.3 JSON-RPC form of ${type} (a member v0.3 protobuf does not hold, or a value spelled another way)`);
   return message;
 }
