@@ -113,6 +113,12 @@ export async function makeClientV03(cardBaseUrl: string): Promise<{ client: Clie
   return { client: await factory.createFromAgentCard(card), grpcUrl: card.url };
 }
 
+/** The native v0.3 gRPC transport itself at host:port (GetAgentCard, which the client answers from the card it has). */
+export function grpcTransportV03(address: string): A2A03GrpcClient.GrpcTransport {
+  const { GrpcTransport } = require('a2a-sdk-03/client/grpc') as typeof A2A03GrpcClient;
+  return new GrpcTransport({ endpoint: address });
+}
+
 /** A v0.3 user message. */
 export const userMsgV03 = (text: string, extra: Partial<MessageV03> = {}): MessageV03 => ({
   kind: 'message', messageId: `m-${Math.random().toString(36).slice(2)}`, role: 'user', parts: [{ kind: 'text', text }], ...extra,

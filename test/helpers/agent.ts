@@ -102,6 +102,8 @@ export interface AgentOptions {
    */
   grpcVersions?: ReadonlyArray<'1.0' | '0.3'>;
   advertiseGrpc?: (address: string) => string;
+  /** More interfaces for the card's supportedInterfaces (another endpoint of the agent, say). */
+  extraInterfaces?: AgentCard['supportedInterfaces'];
   /** Serve gRPC over TLS with this certificate and key (PEM) instead of h2c. */
   grpcTls?: { cert: string; key: string };
   /** Serve the card at this path instead of the standard one (as VoltAgent does: `/.well-known/{agentId}/agent-card.json`). */
@@ -373,7 +375,8 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
         { url: `${pub}/a2a/rest`, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '1.0' },
       ],
       ['JSONRPC', 'HTTP+JSON'],
-    ).concat(grpcAddress === undefined ? [] : grpcVersions.map((protocolVersion) => ({ url: opts.advertiseGrpc ? opts.advertiseGrpc(grpcAddress as string) : (grpcAddress as string), protocolBinding: 'GRPC', tenant: '', protocolVersion }))),
+    ).concat(grpcAddress === undefined ? [] : grpcVersions.map((protocolVersion) => ({ url: opts.advertiseGrpc ? opts.advertiseGrpc(grpcAddress as string) : (grpcAddress as string), protocolBinding: 'GRPC', tenant: '', protocolVersion })))
+      .concat(opts.extraInterfaces ?? []),
     capabilities: {
       streaming: opts.streaming ?? true,
       pushNotifications: opts.pushNotifications ?? true,

@@ -100,7 +100,7 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
       if (!caller.open) return END;
       let upReq: http2.ClientHttp2Stream;
       try {
-        upReq = deps.upstream.request(outHeaders);
+        upReq = deps.upstream.request(outHeaders, f.method.version);
       } catch (err) {
         ex.log.error = (err as Error).message;
         caller.fail(proxyError('upstreamUnavailable', 'Upstream agent unavailable: no gRPC endpoint known'));

@@ -8,9 +8,9 @@
  */
 import type * as A2AServer from '@a2a-js/sdk/server' with { 'resolution-mode': 'import' };
 import { handlerRecorder } from '../../helpers/handler-recorder';
-import { makeClientV03, startAgentV03, userMsgV03, type AgentV03, type ClientV03 } from '../../helpers/agent-v03';
-import { collect } from '../../helpers/agent';
-import { grpcFailure } from '../../helpers/grpc';
+import { grpcTransportV03, makeClientV03, startAgentV03, userMsgV03, type AgentV03, type ClientV03 } from '../../helpers/agent-v03';
+import { collect, sendReq, startAgent } from '../../helpers/agent';
+import { grpcFailure, makeGrpcClient } from '../../helpers/grpc';
 import { startGuardian, type TestGuardian } from '../../helpers/guardian';
 import { startTestProxy, type TestProxy } from '../proxy-harness';
 import { sameV03Json } from '../../../src/a2a/bindings/grpc/v03';
@@ -140,12 +140,32 @@ test('modify: the handler acts on the replacement; deny: it acts on nothing', as
 });
 
 test("GetAgentCard: the card the caller gets names the proxy's gRPC listener", async () => {
-  const { GrpcTransport } = require('a2a-sdk-03/client/grpc') as typeof import('a2a-sdk-03/client/grpc');
-  const card = await new GrpcTransport({ endpoint: proxy.grpcAddress as string }).getExtendedAgentCard();
+  const card = await grpcTransportV03(proxy.grpcAddress as string).getExtendedAgentCard();
   // The 0.3.14 gRPC server answers GetAgentCard with the agent's card.
   expect(card.name).toBe('Native v0.3 Agent');
   expect(card.url).toBe(proxy.grpcAddress);
   expect(card.additionalInterfaces).toEqual([{ url: proxy.grpcAddress, transport: 'GRPC' }]);
   expect(JSON.stringify(card)).not.toContain(agent.grpcAddress);
   expect(requests()[0]?.method).toBe('agent/getAuthenticatedExtendedCard');
+});
+
+test("an agent whose card names its v0.3 gRPC service at another endpoint than its v1.0 one: each version's calls go to its own", async () => {
+  const recV1 = handlerRecorder();
+  const v1 = await startAgent({ grpc: true, grpcVersions: ['1.0'], wrapRequestHandler: recV1.wrap, extraInterfaces: [{ url: agent.grpcAddress, protocolBinding: 'GRPC', tenant: '', protocolVersion: '0.3' }] });
+  try {
+    const p = await startTestProxy({ UPSTREAM_URL: v1.origin, GUARDIAN_URL: guardian.url, GRPC_PORT: '0' });
+    try {
+      await grpcTransportV03(p.grpcAddress as string).sendMessage({ message: userMsgV03('to the v0.3 endpoint') });
+      expect(rec.calls.map((c) => c.method)).toEqual(['sendMessage']);
+      expect(recV1.calls).toEqual([]);
+      const { client } = await makeGrpcClient(p.url);
+      await client.sendMessage(sendReq('to the v1.0 endpoint'));
+      expect(recV1.calls.map((c) => c.method)).toEqual(['sendMessage']);
+      expect(rec.calls).toHaveLength(1);
+    } finally {
+      await p.close();
+    }
+  } finally {
+    await v1.close();
+  }
 });

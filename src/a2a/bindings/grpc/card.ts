@@ -24,6 +24,13 @@ export function grpcUrl(raw: string, defaultProtocol: 'http:' | 'https:'): URL |
   return u.protocol === 'http:' || u.protocol === 'https:' ? new URL(u.origin) : undefined;
 }
 
+export type GrpcVersion = '1.0' | '0.3';
+
+/** The service version an interface names (none given: the v1.0 card form). */
+function versionOf(entry: Readonly<Record<string, unknown>>): GrpcVersion {
+  return /^0\.3(\.|$)/.test(String(entry.protocolVersion ?? '')) ? '0.3' : '1.0';
+}
+
 /** A card's gRPC interfaces: v1.0 `supportedInterfaces`, v0.3 `url` with `preferredTransport` GRPC and `additionalInterfaces` (the card's version). */
 function grpcEntries(card: Readonly<Record<string, unknown>>): Record<string, unknown>[] {
   const v03 = card.protocolVersion === undefined ? {} : { protocolVersion: card.protocolVersion };
@@ -38,11 +45,13 @@ function grpcEntries(card: Readonly<Record<string, unknown>>): Record<string, un
  * not send the proxy's approved calls, its signed assertion and its client certificate anywhere else (another
  * service on the same host, a metadata address); GRPC_UPSTREAM_URL names another endpoint explicitly.
  */
-export function grpcTargetFromCard(card: Readonly<Record<string, unknown>> | undefined, agentUrl: URL, sameOriginOnly = false): URL | undefined {
+export function grpcTargetFromCard(card: Readonly<Record<string, unknown>> | undefined, agentUrl: URL, sameOriginOnly = false, version?: GrpcVersion): URL | undefined {
   if (card === undefined) return undefined;
-  for (const entry of grpcEntries(card)) {
-    if (typeof entry.url !== 'string' || !isCarriedGrpcInterface(entry)) continue;
-    const u = grpcUrl(entry.url, agentUrl.protocol === 'https:' ? 'https:' : 'http:');
+  const carried = grpcEntries(card).filter((e) => typeof e.url === 'string' && isCarriedGrpcInterface(e));
+  // The interface of the call's protocol version first; else any (one endpoint often serves both services).
+  const ordered = version === undefined ? carried : [...carried.filter((e) => versionOf(e) === version), ...carried.filter((e) => versionOf(e) !== version)];
+  for (const entry of ordered) {
+    const u = grpcUrl(entry.url as string, agentUrl.protocol === 'https:' ? 'https:' : 'http:');
     if (u !== undefined && (!sameOriginOnly || u.origin === agentUrl.origin)) return u;
   }
   return undefined;

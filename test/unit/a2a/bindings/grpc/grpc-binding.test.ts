@@ -206,6 +206,11 @@ describe('card', () => {
     // The agent's own v0.3 gRPC endpoint, from either place.
     expect(grpcTargetFromCard(v03, new URL('http://agent:9000'))?.href).toBe('http://agent:50052/');
     expect(grpcTargetFromCard({ protocolVersion: '0.3.0', url: 'http://agent:9000/a2a', additionalInterfaces: [{ url: 'agent:50053', transport: 'GRPC' }] }, new URL('http://agent:9000'))?.href).toBe('http://agent:50053/');
+    // Each service version's own interface first; else the one the card has.
+    const agentUrl = new URL('http://agent:9000');
+    expect(grpcTargetFromCard(card, agentUrl, false, '0.3')?.href).toBe('http://agent:50052/');
+    expect(grpcTargetFromCard(card, agentUrl, false, '1.0')?.href).toBe('http://agent:50051/');
+    expect(grpcTargetFromCard(v03, agentUrl, false, '1.0')?.href).toBe('http://agent:50052/');
   });
 
   test("the agent's gRPC endpoint from its card", () => {
