@@ -84,3 +84,21 @@ test("a push config whose own resource name is A's task, under B's task as paren
   });
   expect(rec.calls.map((c) => c.method)).toEqual(['createTaskPushNotificationConfig']);
 });
+
+test("a guardian modify that re-targets B's call at A's task is NOT_FOUND; a page token the proxy did not seal is INVALID_ARGUMENT; the agent never acts", async () => {
+  const { client } = await makeGrpcClient(fx.proxy.url, { legacy: true });
+  const a = (await client.sendMessage(sendReq('A secret'), as('A'))) as { id: string };
+  const b = (await client.sendMessage(sendReq('B own'), as('B'))) as { id: string };
+  s.guardian.script((env) => (env.params?.payload?.method === 'tasks/get'
+    ? { decision: 'modify', modifiedPayload: { ...env.params.payload, params: { ...env.params.payload.params, id: a.id } } }
+    : { decision: 'allow' }));
+  rec.clear();
+  expect((await grpcFailure(client.getTask({ tenant: '', id: b.id, historyLength: undefined }, as('B')))).name).toMatch(/TaskNotFoundError$/);
+  s.guardian.reset();
+  const m = grpcMethodForPath('/a2a.v1.A2AService/ListTaskPushNotificationConfig');
+  if (m === undefined) throw new Error('no v0.3 ListTaskPushNotificationConfig');
+  const list = codecFor(m).request;
+  const forged = await rawGrpc(fx.proxy.grpcAddress as string, m.path, grpcFrame(list.encode(list.fromJson({ id: b.id, pageToken: 'not-sealed-here' }))), fx.ids.headersAs('B'));
+  expect(forged.grpcStatus).toBe(3);
+  expect(rec.calls).toEqual([]);
+});
