@@ -611,10 +611,24 @@ export function sameV03Json(a: unknown, b: unknown): boolean {
   return JSON.stringify(normalized(a)) === JSON.stringify(normalized(b));
 }
 
-/** The JSON form of a decoded v0.3 message (throws when it has none). Plain JSON: undefined members dropped. */
+/** Whether a JSON value holds a null anywhere inside it. */
+function holdsNull(v: unknown): boolean {
+  if (v === null) return true;
+  if (Array.isArray(v)) return v.some(holdsNull);
+  return isObject(v) && Object.values(v).some(holdsNull);
+}
+
+/**
+ * The JSON form of a decoded v0.3 message (throws when it has none). Plain JSON: undefined members dropped.
+ * A null inside it (a Struct's NULL_VALUE in metadata or data) has no one meaning: the v0.3 SDK for
+ * JavaScript (@a2a-js/sdk 0.3.x) reads it as 0, other readers as null.
+ */
 export function v03ToJson(type: GrpcV03MessageType, message: unknown): unknown {
   const json = FORMS[type].toJson(message as Proto);
-  return json === null ? null : JSON.parse(JSON.stringify(json));
+  if (json === null) return null;
+  const plain: unknown = JSON.parse(JSON.stringify(json));
+  if (holdsNull(plain)) fail('a null value (a Struct NULL_VALUE, or a number JSON cannot hold) is read as 0 by some v0.3 readers');
+  return plain;
 }
 
 /**

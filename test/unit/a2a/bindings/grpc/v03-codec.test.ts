@@ -22,7 +22,7 @@ function roundTrip(c: MessageCodec, json: unknown): void {
 }
 
 const message = {
-  kind: 'message', messageId: 'm1', role: 'user', contextId: 'c1', taskId: 't1', metadata: { k: ['v', 1, true, null] }, extensions: ['urn:x'],
+  kind: 'message', messageId: 'm1', role: 'user', contextId: 'c1', taskId: 't1', metadata: { k: ['v', 1, true, { n: -1 }] }, extensions: ['urn:x'],
   parts: [
     { kind: 'text', text: 'hi' },
     { kind: 'file', file: { uri: 'https://files.example/a.pdf', mimeType: 'application/pdf' } },
@@ -130,10 +130,18 @@ describe('what the guardian sees of the wire', () => {
     expect(() => c.toJson(decoded)).toThrow();
   });
 
-  test('a value JSON cannot carry (a NaN in metadata) is not faithful (refused)', () => {
+  test('a null in a Struct (the v0.3 JS SDK reads it as 0) has no one meaning (refused)', () => {
     const c = codecs('SendMessage').request;
-    const decoded = c.decode(c.encode({ request: { ...wire, metadata: { n: NaN } } }));
-    expect(faithfulEncoding(c, decoded, c.toJson(decoded))).toBeUndefined();
+    const decoded = c.decode(c.encode({ request: { ...wire, metadata: { amount: null } } }));
+    expect(() => c.toJson(decoded)).toThrow(/null/);
+    expect(encodeProblem(c, { params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'data', data: { a: null } }] } } }, 'params')).toBeDefined();
+  });
+
+  test('values JSON cannot carry (NaN, infinities, -0 in metadata) have no JSON form or are not faithful (refused)', () => {
+    const c = codecs('SendMessage').request;
+    for (const n of [NaN, Infinity, -Infinity]) expect(() => c.toJson(c.decode(c.encode({ request: { ...wire, metadata: { n } } })))).toThrow();
+    const negativeZero = c.decode(c.encode({ request: { ...wire, metadata: { n: -0 } } }));
+    expect(faithfulEncoding(c, negativeZero, c.toJson(negativeZero))).toBeUndefined();
   });
 
   test('a configId other than the config id, empty included, is shown', () => {
