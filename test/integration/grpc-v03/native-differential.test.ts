@@ -1,8 +1,8 @@
 /**
  * The v0.3 gRPC differential, with the native v0.3 SDK (@a2a-js/sdk 0.3.14) as the agent: generated
  * SendMessage requests with odd values (roles, NaN and -0 in Structs, empty and missing ids, file
- * parts by uri and by bytes, unknown fields, the request message given twice, which protobuf readers
- * merge and ts-proto replaces) go raw through a proxy with an allow-all guardian and one with a
+ * parts by uri and by bytes, unknown fields (refused), the request message given twice, which protobuf
+ * readers merge and ts-proto replaces) go raw through a proxy with an allow-all guardian and one with a
  * deny-all guardian. Oracle at the agent's request handler, which acts on the v0.3 JSON-RPC objects
  * its gRPC server reads from the bytes it gets:
  *   allow-all: every call it acts on is exactly (absent = null = "" = []) a request the guardian approved;
@@ -76,7 +76,7 @@ const sendCase = fc.record({
   message,
   configuration: fc.option(fc.record({ acceptedOutputModes: fc.constantFrom([], ['text']), pushNotification: fc.constant(undefined), historyLength: fc.constant(0), blocking: fc.boolean() }), { nil: undefined }),
   metadata: fc.option(fc.dictionary(fc.constant('m'), structValue, { maxKeys: 1 }), { nil: undefined }),
-  unknownField: fc.boolean(),
+  unknownField: fc.constantFrom(false, false, false, true),
   second: fc.option(message, { nil: undefined }),
 });
 type SendCase = typeof sendCase extends fc.Arbitrary<infer T> ? T : never;
@@ -112,7 +112,7 @@ test('allow-all: the native agent acts on exactly what the guardian approved; de
     { numRuns: CASES, ...(SEED === undefined ? {} : { seed: SEED }) },
   );
   // Not vacuous: calls went through and calls were refused.
-  expect(passed).toBeGreaterThan(CASES / 5);
+  expect(passed).toBeGreaterThan(CASES / 10);
   expect(refused).toBeGreaterThan(0);
 });
 

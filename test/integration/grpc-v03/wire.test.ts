@@ -47,18 +47,32 @@ test.each([
   expect(s.guardian.calls()).toEqual([]);
 });
 
-test('unknown fields and a oneof set twice: the agent acts on exactly what the guardian saw', async () => {
-  // Message: a Part whose text is given twice (the last one counts) and an unknown field 99, then one at the top.
+test('a oneof set twice and the request message given twice: the agent acts on exactly what the guardian saw', async () => {
+  // A Part whose text is given twice (the last one counts), in a Message given twice (ts-proto keeps the last; other readers merge).
   const part = new BinaryWriter().uint32(10).string('EVIL').uint32(10).string('benign').finish();
-  const msg = new BinaryWriter().uint32(10).string('wire-2').uint32(32).int32(1).uint32(42).bytes(part).uint32((99 << 3) | 2).string('SMUGGLE').finish();
-  const bytes = Buffer.concat([new BinaryWriter().uint32(10).bytes(msg).finish(), new BinaryWriter().uint32((98 << 3) | 2).string('SMUGGLE').finish()]);
+  const msg = (id: string) => new BinaryWriter().uint32(10).string(id).uint32(32).int32(1).uint32(42).bytes(part).finish();
+  const bytes = Buffer.concat([new BinaryWriter().uint32(10).bytes(msg('wire-evil')).finish(), new BinaryWriter().uint32(10).bytes(msg('wire-2')).finish()]);
   const a = await rawGrpc(proxy.grpcAddress as string, '/a2a.v1.A2AService/SendMessage', grpcFrame(bytes));
   expect(a.grpcStatus).toBe(0);
   const seen = s.guardian.calls()[0]?.params.payload.params;
   expect(seen).toEqual({ message: { kind: 'message', messageId: 'wire-2', role: 'user', parts: [{ kind: 'text', text: 'benign' }] } });
   expect(rec.calls.map((c) => c.method)).toEqual(['sendMessage']);
   expect(textOf(rec.calls[0]?.params)).toBe('benign');
-  expect(JSON.stringify(rec.calls[0]?.live)).not.toMatch(/SMUGGLE|EVIL/);
+  expect(JSON.stringify(rec.calls[0]?.live)).not.toMatch(/EVIL|wire-evil/);
+});
+
+test('a field the v0.3 decoder does not read, at the top or nested: INVALID_ARGUMENT naming it; nothing asked or sent', async () => {
+  const msg = new BinaryWriter().uint32(10).string('wire-3').uint32(32).int32(1).uint32((99 << 3) | 2).string('SMUGGLE').finish();
+  for (const bytes of [
+    Buffer.from(new BinaryWriter().uint32(10).bytes(msg).finish()),
+    Buffer.concat([send(message()).bytes, new BinaryWriter().uint32((98 << 3) | 2).string('SMUGGLE').finish()]),
+  ]) {
+    const a = await rawGrpc(proxy.grpcAddress as string, '/a2a.v1.A2AService/SendMessage', grpcFrame(bytes));
+    expect(a.grpcStatus).toBe(3);
+    expect(a.grpcMessage).toMatch(/field 9[89] \(wire type 2\)/);
+  }
+  expect(rec.calls).toEqual([]);
+  expect(s.guardian.calls()).toEqual([]);
 });
 
 test('the v0.3 service on the HTTP port is still refused (gRPC-Web, Connect): only the gRPC port carries it', async () => {
