@@ -347,7 +347,9 @@ export function rewriteCard(given: CardJson, opts: RewriteOptions): CardJson {
       // A gRPC entry left pointing at the agent would lead around the proxy: it names the proxy's gRPC
       // listener when there is one (and the proxy carries that protocol version), else it goes.
       if (/^grpc$/i.test(String(e.protocolBinding ?? e.transport ?? ''))) {
-        return opts.grpcAddress !== undefined && key === 'supportedInterfaces' && isCarriedGrpcInterface(e) ? [{ ...e, url: opts.grpcAddress }] : [];
+        // A v0.3 card's additionalInterfaces carry no version of their own: the card's is theirs.
+        const version = key === 'additionalInterfaces' && card.protocolVersion !== undefined ? { protocolVersion: card.protocolVersion } : {};
+        return opts.grpcAddress !== undefined && isCarriedGrpcInterface({ ...version, ...e }) ? [{ ...e, url: opts.grpcAddress }] : [];
       }
       const u = rewriteEndpoint(e.url, opts);
       // An interface the proxy cannot carry (gRPC) is removed: leaving it would be a way around the proxy.
@@ -356,7 +358,11 @@ export function rewriteCard(given: CardJson, opts: RewriteOptions): CardJson {
   }
   const mainIsGrpc = /^grpc$/i.test(String(card.preferredTransport ?? ''));
   const mainUnusable = typeof card.url === 'string' ? mainIsGrpc || rewriteEndpoint(card.url, opts) === undefined : 'url' in card;
-  if (mainUnusable) {
+  const grpcMain = { transport: 'GRPC', ...(card.protocolVersion === undefined ? {} : { protocolVersion: card.protocolVersion }) };
+  if (mainIsGrpc && typeof card.url === 'string' && opts.grpcAddress !== undefined && isCarriedGrpcInterface(grpcMain)) {
+    // v0.3 main endpoint on gRPC, which the proxy carries: its own gRPC listener.
+    out.url = opts.grpcAddress;
+  } else if (mainUnusable) {
     // v0.3 main endpoint on a binding the proxy does not carry (gRPC host:port): point it at the
     // first HTTP interface instead, so a client cannot be steered around the proxy.
     const alt = (Array.isArray(out.additionalInterfaces) ? out.additionalInterfaces : []).map(asObject).find((e) => typeof e?.url === 'string');

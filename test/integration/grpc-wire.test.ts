@@ -56,7 +56,8 @@ describe('refused before the guardian, never relayed', () => {
   test.each([
     ['an unknown method', '/lf.a2a.v1.A2AService/DropTables'],
     ['another case', '/lf.a2a.v1.A2AService/sendMessage'],
-    ['another service', '/a2a.v1.A2AService/SendMessage'],
+    ['another service', '/a2a.v2.A2AService/SendMessage'],
+    ['a v1.0 method under the v0.3 service', '/a2a.v1.A2AService/SubscribeToTask'],
     ['gRPC reflection', '/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo'],
     ['a health check', '/grpc.health.v1.Health/Check'],
     ['a trailing slash', `${SEND}/`],

@@ -20,6 +20,7 @@ import type { CallerResult } from '../../identity/caller';
 import { ownerKey } from '../../ownership/principal';
 import { callerKey } from '../callers';
 import type { JsonObject } from '../../aos/schemas';
+import { isObject } from '../../core/json';
 import { finishCall, openExchange } from '../call';
 import { callStages, END, runStages, type CallFlow, type Stage } from '../stages';
 import { proxyError, type ProxyError } from '../../core/errors';
@@ -42,8 +43,9 @@ export interface GrpcDeps extends Pick<ProxyDeps,
   readonly cardRewrite: (authority: string | undefined) => RewriteOptions;
 }
 
-/** gRPC has no v0.3 shapes and no error-as-event: its errors are statuses. */
-const NO_SHAPE = Object.freeze({ v03: false, errorAsEvent: false });
+/** gRPC errors are statuses in either version: no error-as-event. */
+const V1_SHAPE = Object.freeze({ v03: false, errorAsEvent: false });
+const V03_SHAPE = Object.freeze({ v03: true, errorAsEvent: false });
 
 /** A gRPC call: the binding-neutral flow plus the HTTP/2 stream and what the gRPC stages make. */
 interface GrpcFlow extends CallFlow {
@@ -98,7 +100,7 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
       if (!caller.open) return END;
       let upReq: http2.ClientHttp2Stream;
       try {
-        upReq = deps.upstream.request(outHeaders);
+        upReq = deps.upstream.request(outHeaders, f.method.version);
       } catch (err) {
         ex.log.error = (err as Error).message;
         caller.fail(proxyError('upstreamUnavailable', 'Upstream agent unavailable: no gRPC endpoint known'));
@@ -175,7 +177,9 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
       // A field the generated code skips would not reach the agent: refused by number, never dropped.
       if (read.unread !== undefined) return refuse(caller, proxyError('rejected', unreadFieldMessage(read.unread, method.request)), 'INVALID_ARGUMENT', remoteAddress);
       decoded = read.message;
-      params = codec.request.toJson(decoded);
+      const json = codec.request.toJson(decoded);
+      if (!isObject(json)) throw new Error('params are not an object');
+      params = json;
     } catch (err) {
       return refuse(caller, proxyError('invalidRequest', `request message does not decode as ${method.request}: ${(err as Error).message}`), 'INVALID_ARGUMENT', remoteAddress);
     }
@@ -188,7 +192,7 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     const request = canonicalRequest(method, params, id);
     const span = deps.tracer.startCall(headers, { method: method.op.aosMethod, wireMethod: method.name, binding: 'grpc', role: config.role, httpMethod: 'POST', path, remoteAddress });
     const ex = openExchange({
-      started, codec: grpcCodec, op: method.op, wireMethod: method.name, id, shape: NO_SHAPE, caller: new Cancellation(),
+      started, codec: grpcCodec, op: method.op, wireMethod: method.name, id, shape: method.version === '0.3' ? V03_SHAPE : V1_SHAPE, caller: new Cancellation(),
       identity: known.identity, callerPeer: known.peer, owner: ownerKey(known.identity), span, remoteAddress,
     });
     const flow: GrpcFlow = {

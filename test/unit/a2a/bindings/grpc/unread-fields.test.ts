@@ -33,9 +33,21 @@ describe('fields the generated decoder skips', () => {
       SubscribeToTask: { id: 't1' },
       CreateTaskPushNotificationConfig: { taskId: 't1', url: 'https://hook.example', token: 'tok' },
     };
+    // v0.3's service (its v0.3 JSON-RPC form).
+    const samplesV03: Record<string, unknown> = {
+      SendMessage: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'hi' }, { kind: 'data', data: { a: [1, 'x', true] } }], metadata: { k: 'v' } }, configuration: { acceptedOutputModes: ['text/plain'], historyLength: 2, blocking: true }, metadata: { n: 1 } },
+      SendStreamingMessage: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'hi' }] } },
+      GetTask: { id: 't1', historyLength: 3 },
+      CancelTask: { id: 't1' },
+      TaskSubscription: { id: 't1' },
+      CreateTaskPushNotificationConfig: { taskId: 't1', pushNotificationConfig: { id: 'c', url: 'https://hook.example', token: 'tok' } },
+      GetTaskPushNotificationConfig: { id: 't1', pushNotificationConfigId: 'c' },
+      ListTaskPushNotificationConfig: { id: 't1', pageSize: 2 },
+      DeleteTaskPushNotificationConfig: { id: 't1', pushNotificationConfigId: 'c' },
+    };
     for (const m of GRPC_METHODS.values()) {
       const c = codecFor(m).request;
-      const bytes = c.encode(c.fromJson((samples[m.name] ?? {}) as never));
+      const bytes = c.encode(c.fromJson(((m.version === '1.0' ? samples : samplesV03)[m.name] ?? {}) as never));
       const read = c.decodeNoting(bytes);
       expect([m.name, read.unread]).toEqual([m.name, undefined]);
       expect(c.toJson(read.message)).toEqual(c.toJson(c.decode(bytes)));
