@@ -51,7 +51,7 @@ const VARIABLES = {
   FAIL_MODE: v.enum(['closed', 'open']).default('closed').describe('without a valid guardian answer: closed refuses (-31503), open forwards marked and counted'),
   INSPECT_RESPONSES: bool(false).describe('run response hooks on unary answers and on every stream event'),
   STREAM_INSPECT_WINDOW: int(16, 1, 1024).describe('stream events judged by the guardian at once, per stream (1 = one at a time); released to the caller in order regardless'),
-  GUARDIAN_CALL_CONNECTIONS: int(256, 1, 65_536).describe('connections to the guardian for the checks of each call: request hooks, unary answers (and pings)'),
+  GUARDIAN_CALL_CONNECTIONS: int(256, 1, 65_536).describe('connections to the guardian for the checks of each call: request hooks, unary answers (pings have two of their own)'),
   GUARDIAN_STREAM_CONNECTIONS: int(256, 1, 65_536).describe('connections to the guardian for stream events: a budget of their own, so request checks never wait behind stream events'),
   REASONING_HEADER: v.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be a valid HTTP header name').default('x-aos-reasoning').transform((h) => h.toLowerCase()).describe('request header carrying the agent\'s reasoning (removed before forwarding)'),
   OBSERVED_AGENT_NAME: v.string().optional().describe('the observed agent\'s name (default: from its agent card)'),
