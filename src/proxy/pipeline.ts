@@ -43,8 +43,7 @@ interface Arrival {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
   readonly lease: BodyLease;
-  /** The caller's identity and this proxy's assertion (undefined: no signing key), checked and signed while the body arrives. */
-  readonly who: Promise<CallerResult>;
+  /** This proxy's assertion (undefined: no signing key), signed while the body arrives. */
   readonly assertion: Promise<string | undefined> | undefined;
   /** Set by the body stage: the decoded body, or null. */
   body: Buffer | null;
@@ -227,8 +226,8 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (deps.draining()) res.setHeader('connection', 'close');
     const lease = deps.bodyBudget.lease();
-    // Identity checks and signing start now and run while the body arrives and the guardian is asked.
-    const a: Arrival = { req, res, lease, who: identifyCaller(req), assertion: signFor(), body: null, onClose: undefined };
+    // Signing starts now and runs while the body arrives and the guardian is asked.
+    const a: Arrival = { req, res, lease, assertion: signFor(), body: null, onClose: undefined };
     // One close listener per request ('close' comes once): the body budget, then the call's end.
     res.on('close', () => {
       lease.release();
@@ -239,7 +238,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
 
   /** PASSTHROUGH_PATHS or NON_A2A=forward: forwarded unjudged, counted and logged, to a verified caller where one is required. */
   async function passUnjudged(a: Arrival, c: Extract<Classified, { kind: 'other' }>): Promise<Step> {
-    const known = await a.who;
+    const known = await identifyCaller(a.req);
     if (!known.ok) return refuse(a.res, proxyError('unauthenticated', known.message, { ...known.metadata }), null, c.method === undefined ? restCodec : jsonRpcCodec);
     const verb = a.req.method ?? 'GET';
     metrics.call(c.why === 'passthrough' ? 'passthrough' : 'other', 'forwarded');
@@ -252,7 +251,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   async function startCall(a: Arrival, c: A2ACall): Promise<Step> {
     const { req, res } = a;
     const codec = CODECS[c.binding];
-    const known = await a.who;
+    const known = await identifyCaller(req);
     if (!known.ok) return refuse(res, proxyError('unauthenticated', known.message, { ...known.metadata }), c.id, codec);
     const wireMethod = String(c.request.method);
     const remoteAddress = req.socket.remoteAddress;
@@ -291,6 +290,10 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     return END;
   }
 
+  /**
+   * Who is calling: checked once the request routes to an A2A operation or a forwarded route, so a
+   * refusal (a 404, say) spends no assertion id (identity/replay.ts) and costs no signature check.
+   */
   function identifyCaller(req: IncomingMessage): Promise<CallerResult> {
     return deps.identify(req.headers, req.socket).catch((err: unknown) => {
       logger.error({ err: (err as Error).message }, 'caller identity could not be checked');

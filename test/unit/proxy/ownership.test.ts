@@ -14,6 +14,10 @@ const down: OwnerStore = {
   kind: 'redis',
   owners: () => Promise.reject(new Error('Connection is closed.')),
   claim: () => Promise.reject(new Error('Connection is closed.')),
+  provisional: () => Promise.reject(new Error('Connection is closed.')),
+  renew: () => Promise.reject(new Error('Connection is closed.')),
+  release: () => Promise.reject(new Error('Connection is closed.')),
+  held: () => undefined,
   sharedSecret: () => Promise.reject(new Error('Connection is closed.')),
   close: () => Promise.resolve(),
 };
