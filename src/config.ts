@@ -72,7 +72,7 @@ const VARIABLES = {
   FAIL_MODE: v.enum(['closed', 'open']).default('closed').describe('without a valid guardian answer: closed refuses (-31503), open forwards marked and counted'),
   INSPECT_RESPONSES: bool(false).describe('run response hooks on unary answers and on every stream event'),
   STREAM_INSPECT_WINDOW: int(16, 1, 1024).describe('stream events judged by the guardian at once, per stream (1 = one at a time); released to the caller in order regardless'),
-  GUARDIAN_CALL_CONNECTIONS: int(256, 1, 65_536).describe('connections to the guardian for the checks of each call: request hooks, unary answers (and pings)'),
+  GUARDIAN_CALL_CONNECTIONS: int(256, 1, 65_536).describe('connections to the guardian for the checks of each call: request hooks, unary answers (pings have two of their own)'),
   GUARDIAN_STREAM_CONNECTIONS: int(256, 1, 65_536).describe('connections to the guardian for stream events: a budget of their own, so request checks never wait behind stream events'),
   REASONING_HEADER: v.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be a valid HTTP header name').default('x-aos-reasoning').transform((h) => h.toLowerCase()).describe('request header carrying the agent\'s reasoning (removed before forwarding)'),
   OBSERVED_AGENT_NAME: v.string().optional().describe('the observed agent\'s name (default: from its agent card)'),
@@ -115,6 +115,9 @@ const VARIABLES = {
   TASK_STORE_PREFIX: v.string().min(1).max(256).default('a2a-guard:tasks:').describe('prefix of every Redis key of the owner store'),
   TASK_STORE_TIMEOUT_MS: int(250, 1, 60_000).describe('an owner-store read or write that takes longer fails and follows FAIL_MODE'),
   TASK_STORE_MAX_ENTRIES: int(100_000, 100, 100_000_000).describe('in-memory owner store: bindings kept (past it the largest holder\'s oldest is evicted)'),
+  TASK_STORE_MAX_BYTES: int(32 * 1024 * 1024, 64 * 1024, 64 * 1024 * 1024 * 1024).describe('in-memory owner store: accounted bytes of its bindings (past it the largest holder\'s oldest is evicted)'),
+  TASK_STORE_MAX_PER_CALLER: int(50_000, 10, 100_000_000).describe('bindings one caller may hold; past it the caller\'s new messages are refused (-31429) until some expire'),
+  TASK_STORE_ALLOW_EVICTION: bool(false).describe('start with a Redis whose maxmemory-policy evicts keys (an evicted binding is a lost task)'),
   TASK_OWNERSHIP_TTL_SECONDS: int(7 * 24 * 3600, 60, 366 * 24 * 3600).describe('how long a task stays bound to its owner'),
   // Verified identities (README "Identity")
   IDENTITY_POLICY: v.enum(['required', 'optional', 'claims']).default('optional').describe('ROLE=server, a caller without a verified identity: required (refused), optional (from is unknown), claims (believe X-AOS-Agent-*)'),
@@ -421,6 +424,9 @@ function toConfig(e: Env) {
       prefix: e.TASK_STORE_PREFIX,
       timeoutMs: e.TASK_STORE_TIMEOUT_MS,
       maxEntries: e.TASK_STORE_MAX_ENTRIES,
+      maxBytes: e.TASK_STORE_MAX_BYTES,
+      maxPerCaller: e.TASK_STORE_MAX_PER_CALLER,
+      allowEviction: e.TASK_STORE_ALLOW_EVICTION,
       ttlSeconds: e.TASK_OWNERSHIP_TTL_SECONDS,
     },
     /** The gRPC binding (GRPC_PORT), or undefined when off (nothing of it is loaded then). */

@@ -26,6 +26,8 @@ import { setupIdentity } from './identity/setup';
 import { describeConnectError, listenerTls, outboundTls } from './tls';
 import { TaskOwnership } from './proxy/ownership';
 import { createOwnerStore } from './ownership/create';
+import { RedisOwnerStore } from './ownership/redis';
+import { ReplayCache, SharedReplayGuard } from './identity/replay';
 import { createTracer, type Tracer } from './observe/tracing';
 import type { AuditRecord } from './observe/audit';
 import type { ChainLink } from './observe/decision-log';
@@ -131,14 +133,24 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const identities = new Identities({ overrides: config.observedAgent, role: config.role, upstreamCard, upstreamUrl: config.upstreamUrl, observedCard });
   const upstream = createUpstream(config.upstreamUrl, upstreamTls.connect);
   const identityOutcomes = new FastCounter('a2a_guard_caller_identities_total', 'Callers by how their identity was established (assertion, mtls, oidc, local, unverified, claimed, refused)', ['outcome'], metrics.registry);
-  const identity = await setupIdentity(config, () => identities.observed('client'), logger, (outcome) => identityOutcomes.inc(outcome));
+  const store = config.ownership.enabled ? await createOwnerStore(config.ownership, logger, (n) => metrics.ownershipEvictions.inc(n)) : undefined;
+  // With TASK_STORE_URL, assertion ids are kept in the same Redis: one use across every replica.
+  const replay = store instanceof RedisOwnerStore
+    ? new SharedReplayGuard((kid, jti, exp, share) => store.replay(kid, jti, exp, share), new ReplayCache(), config.failMode, logger)
+    : undefined;
+  let identity: Awaited<ReturnType<typeof setupIdentity>>;
+  try {
+    identity = await setupIdentity(config, () => identities.observed('client'), logger, (outcome) => identityOutcomes.inc(outcome), replay);
+  } catch (err) {
+    await store?.close();
+    throw err;
+  }
   const streams = new Set<() => void>();
   let draining = false;
   const bodyBudget = new BodyBudget(config.maxInflightBodyBytes, config.perCaller.inflightBodyBytes);
   metrics.watchBodyBudget(() => bodyBudget.inFlight);
   const callerLimits = await createCallerLimits(config, logger, metrics);
-  const store = config.ownership.enabled ? await createOwnerStore(config.ownership, logger, (n) => metrics.ownershipEvictions.inc(n)) : undefined;
-  const ownership = store === undefined ? undefined : new TaskOwnership({ store, failMode: config.failMode, logger, metrics });
+  const ownership = store === undefined ? undefined : new TaskOwnership({ store, failMode: config.failMode, logger, metrics, maxPerCaller: config.ownership.maxPerCaller });
   // The gRPC binding, when configured: its own HTTP/2 listener on the same hooks, identity and ownership.
   let grpc: GrpcListener | undefined;
   let effective = config;

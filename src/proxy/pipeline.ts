@@ -52,8 +52,14 @@ interface Arrival {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
   readonly lease: BodyLease;
-  /** The caller's identity and this proxy's assertion (undefined: no signing key), checked and signed while the body arrives. */
-  readonly who: Promise<CallerResult>;
+  /**
+   * The caller's identity. A request with a body is verified before its body is read (admission before
+   * cost); one without (a card, a GET) only once it routes to an A2A operation or a forwarded route, so
+   * probes of other paths record no assertion id. Either way an assertion's id goes to its signer's own
+   * share of the replay cache (identity/replay.ts).
+   */
+  who: Promise<CallerResult> | undefined;
+  /** This proxy's assertion (undefined: no signing key), signed while the body arrives. */
   readonly assertion: Promise<string | undefined> | undefined;
   /** Set by the body stage: the decoded body, or null. */
   body: Buffer | null;
@@ -152,13 +158,18 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
    */
   const admit: Stage<Arrival> = {
     name: 'admit',
-    run: (a) => a.who.then((known) => admitCaller(a, known)),
+    run: (a) => {
+      // Without a body there is no cost to protect before routing: admitted by its address.
+      if (!hasBody(a.req)) return admitCaller(a, undefined);
+      a.who = identifyCaller(a.req);
+      return a.who.then((known) => admitCaller(a, known));
+    },
   };
-  function admitCaller(a: Arrival, known: CallerResult): Step | Promise<Step> {
+  function admitCaller(a: Arrival, known: CallerResult | undefined): Step | Promise<Step> {
     const { req, res } = a;
     const hint = () => refusalCodec(req.url ?? '/', options());
-    if (!known.ok && hasBody(req)) return refuse(res, proxyError('unauthenticated', known.message, { ...known.metadata }), null, hint());
-    const key = callerKey(known.ok ? ownerKey(known.identity) : ANONYMOUS, req.socket.remoteAddress);
+    if (known?.ok === false) return refuse(res, proxyError('unauthenticated', known.message, { ...known.metadata }), null, hint());
+    const key = callerKey(known?.ok === true ? ownerKey(known.identity) : ANONYMOUS, req.socket.remoteAddress);
     a.lease.charge(key);
     const limits = deps.callerLimits;
     if (limits === undefined) return undefined;
@@ -283,7 +294,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     if (deps.draining()) res.setHeader('connection', 'close');
     const lease = deps.bodyBudget.lease();
     // Identity checks and signing start now; admission waits for the first, the forward for the second.
-    const a: Arrival = { req, res, lease, who: identifyCaller(req), assertion: signFor(), body: null, onClose: undefined, leave: undefined, closed: false };
+    const a: Arrival = { req, res, lease, who: undefined, assertion: signFor(), body: null, onClose: undefined, leave: undefined, closed: false };
     // One close listener per request ('close' comes once): the body budget, the caller's place, then the call's end.
     res.on('close', () => {
       a.closed = true;
@@ -296,7 +307,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
 
   /** PASSTHROUGH_PATHS or NON_A2A=forward: forwarded unjudged, counted and logged, to a verified caller where one is required. */
   async function passUnjudged(a: Arrival, c: Extract<Classified, { kind: 'other' }>): Promise<Step> {
-    const known = await a.who;
+    const known = await (a.who ?? identifyCaller(a.req));
     if (!known.ok) return refuse(a.res, proxyError('unauthenticated', known.message, { ...known.metadata }), null, c.method === undefined ? restCodec : jsonRpcCodec);
     const verb = a.req.method ?? 'GET';
     metrics.call(c.why === 'passthrough' ? 'passthrough' : 'other', 'forwarded');
@@ -309,7 +320,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   async function startCall(a: Arrival, c: A2ACall): Promise<Step> {
     const { req, res } = a;
     const codec = CODECS[c.binding];
-    const known = await a.who;
+    const known = await (a.who ?? identifyCaller(a.req));
     if (!known.ok) return refuse(res, proxyError('unauthenticated', known.message, { ...known.metadata }), c.id, codec);
     // What the call holds while it is judged and forwarded (the parsed request, its JSON text, the guardian's
     // envelope, the rebuilt body: each about the request's size) is counted, so the budget bounds memory.
@@ -355,6 +366,10 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     return END;
   }
 
+  /**
+   * Who is calling: checked once the request routes to an A2A operation or a forwarded route, so a
+   * refusal (a 404, say) spends no assertion id (identity/replay.ts) and costs no signature check.
+   */
   function identifyCaller(req: IncomingMessage): Promise<CallerResult> {
     return deps.identify(req.headers, req.socket).catch((err: unknown) => {
       logger.error({ err: (err as Error).message }, 'caller identity could not be checked');
