@@ -5,8 +5,8 @@
  * FAIL_MODE=open the call went on unmasked (an e-mail address the policy masks reached the agent);
  * the standalone guardian answered a JSON-RPC error, the same. The detectors are linear scans now and
  * decide on such a text; a policy's own pattern that cannot walk the content still denies it, as
- * content nested too deep is. Real SDK agent, the embedded reference guardian with config/policy.json,
- * the proxy in between.
+ * content nested too deep is. Real SDK agent, the embedded reference guardian with config/policy.json
+ * (this envelope is judged on its worker thread), the proxy in between.
  */
 import path from 'node:path';
 import { startAgent, type TestAgent } from '../helpers/agent';
