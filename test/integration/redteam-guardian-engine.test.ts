@@ -48,7 +48,8 @@ describe('reference guardian engine on content its patterns cannot walk', () => 
     let proxy: TestProxy;
     beforeAll(async () => {
       agent = await startAgent();
-      proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, ROLE: 'server', FAIL_MODE: 'open' }, embeddedGuardian(POLICY));
+      // A budget for a loaded test machine: the worker compiles its TypeScript under ts-jest.
+      proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, ROLE: 'server', FAIL_MODE: 'open' }, embeddedGuardian(POLICY, { timeoutMs: 60_000 }));
       await proxy.upstreamCard.ready();
     });
     afterAll(async () => {
