@@ -89,7 +89,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
   let guardian: Guardian;
   let embedded: EmbeddedGuardian | undefined;
   try {
-    if (config.guardianUrl === undefined) guardian = embedded = loadEmbeddedGuardian(config.policyFile, { logger, events: { onReload } });
+    if (config.guardianUrl === undefined) guardian = embedded = loadEmbeddedGuardian(config.policyFile, { logger, events: { onReload }, timeoutMs: config.guardianTimeoutMs });
     else guardian = createGuardian(config, logger);
   } catch (err) {
     fail(isPolicyError(err) ? err.problems.map((p) => `configuration error: ${config.policyFile}: ${p}`) : [`configuration error: ${(err as Error).message}`], logDestination);

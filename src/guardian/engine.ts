@@ -12,6 +12,7 @@ import type { Phase, Side } from '../aos/hook-points';
 import type { AgentContext, Envelope, JsonObject, SuccessResult } from '../aos/schemas';
 import { isObject } from '../core/json';
 import { classifyUrl } from './address';
+import { DETECTORS, work } from './detectors';
 import { keySet, readField } from './keys';
 import {
   normaliseKey,
@@ -61,8 +62,8 @@ function decide(policy: Policy, rulesFor: ScopeLookup, envelope: Envelope): Succ
     if (err instanceof PayloadTooDeep) {
       return denyAnswer(`Payload nesting exceeds ${MAX_DEPTH} levels.`, ['PAYLOAD_TOO_DEEP']);
     }
-    // A pattern that runs out of backtrack stack (V8 throws RangeError on a text of ~8.4 million digits
-    // in the card detector): a throw would be "no valid answer", which FAIL_MODE=open passes unmasked.
+    // A policy pattern that runs out of backtrack stack (V8 throws RangeError): a throw would be
+    // "no valid answer", which FAIL_MODE=open passes unmasked.
     if (err instanceof RangeError) return denyAnswer('Payload content too complex to inspect.', ['PAYLOAD_TOO_COMPLEX']);
     throw err;
   }
@@ -394,13 +395,14 @@ function findDenyMatch(payload: JsonObject, deny: DenySet): SuccessResult | unde
   for (const key in payload) {
     if (ENVELOPE_KEYS.has(key)) continue;
     path.push(key);
-    const hit = matchKey(key, deny, path) ?? scanValue(key, payload[key], deny, path, 1, CONTENT_KEYS.has(key));
+    const hit = matchKey(key, deny, path) ?? scanValue(key, payload[key], deny, path, 1, CONTENT_KEYS.has(key), false);
     if (hit !== undefined) return hit;
     path.pop();
   }
   return undefined;
 }
 
+/** `inJoin`: inside an array whose joined text was checked already (the text its nested arrays join into is part of it). */
 function scanValue(
   key: string,
   value: unknown,
@@ -408,6 +410,7 @@ function scanValue(
   path: PathSegment[],
   depth: number,
   inContent: boolean,
+  inJoin: boolean,
 ): SuccessResult | undefined {
   if (typeof value === 'string') return !inContent && BINARY_KEYS.has(key) ? undefined : matchText(value, deny, path);
   // The SDK turns a number in a text field into its digits.
@@ -415,14 +418,15 @@ function scanValue(
   if (typeof value !== 'object' || value === null) return undefined;
   if (depth > MAX_DEPTH) throw new PayloadTooDeep();
   if (Array.isArray(value)) {
-    const joined = !inContent && TEXT_KEYS.has(key) ? joinedText(value, depth) : undefined;
+    const joins = !inContent && TEXT_KEYS.has(key);
+    const joined = joins && !inJoin ? joinedText(value, depth) : undefined;
     if (joined !== undefined) {
       const hit = matchText(joined, deny, path);
       if (hit !== undefined) return hit;
     }
     for (let i = 0; i < value.length; i++) {
       path.push(i);
-      const hit = scanValue(key, value[i], deny, path, depth + 1, inContent);
+      const hit = scanValue(key, value[i], deny, path, depth + 1, inContent, joins);
       if (hit !== undefined) return hit;
       path.pop();
     }
@@ -432,7 +436,7 @@ function scanValue(
   for (const childKey in obj) {
     path.push(childKey);
     const childInContent = inContent || CONTENT_KEYS.has(childKey);
-    const hit = matchKey(childKey, deny, path) ?? scanValue(childKey, obj[childKey], deny, path, depth + 1, childInContent);
+    const hit = matchKey(childKey, deny, path) ?? scanValue(childKey, obj[childKey], deny, path, depth + 1, childInContent, false);
     if (hit !== undefined) return hit;
     path.pop();
   }
@@ -441,24 +445,27 @@ function scanValue(
 
 /**
  * `String(array)` as JavaScript computes it (elements joined by ",", nested arrays flattened,
- * null as ""), depth-bounded; undefined when the array holds no text to check.
+ * null as ""), depth-bounded, built in one pass; undefined when the array holds no text to check.
  */
 function joinedText(array: readonly unknown[], depth: number): string | undefined {
-  let hasText = false;
-  const join = (items: readonly unknown[], d: number): string => {
-    if (d > MAX_DEPTH) throw new PayloadTooDeep();
-    return items
-      .map((item) => {
-        if (Array.isArray(item)) return join(item, d + 1);
-        if (item === null || item === undefined) return '';
-        if (typeof item === 'object') return '[object Object]';
-        if (typeof item === 'string' || typeof item === 'number') hasText = true;
-        return String(item);
-      })
-      .join(',');
-  };
-  const text = join(array, depth);
-  return hasText ? text : undefined;
+  const joined = { text: '', hasText: false };
+  joinInto(array, depth, joined);
+  return joined.hasText ? joined.text : undefined;
+}
+
+function joinInto(items: readonly unknown[], depth: number, out: { text: string; hasText: boolean }): void {
+  if (depth > MAX_DEPTH) throw new PayloadTooDeep();
+  for (let i = 0; i < items.length; i++) {
+    if (i > 0) out.text += ',';
+    const item = items[i];
+    if (Array.isArray(item)) joinInto(item, depth + 1, out);
+    else if (item === null || item === undefined) continue;
+    else if (typeof item === 'object') out.text += '[object Object]';
+    else {
+      if (typeof item === 'string' || typeof item === 'number') out.hasText = true;
+      out.text += String(item);
+    }
+  }
 }
 
 function matchKey(key: string, deny: DenySet, path: readonly PathSegment[]): SuccessResult | undefined {
@@ -470,6 +477,7 @@ function matchKey(key: string, deny: DenySet, path: readonly PathSegment[]): Suc
 
 function matchText(text: string, deny: DenySet, path: readonly PathSegment[]): SuccessResult | undefined {
   const normalised = normaliseText(text);
+  work.denyChars += normalised.length;
   if (!deny.gates.some((gate) => gate.test(normalised))) return undefined;
   // Something matched: find the first rule, in policy order.
   for (const rule of deny.rules) {
@@ -518,20 +526,22 @@ function maskPayload(payload: JsonObject, mask: MaskSet): MaskOutcome {
   return { payload: out, changedRules: mask.rules.filter((r) => changed.has(r)) };
 }
 
-function maskValue(key: string, value: unknown, mask: MaskSet, changed: Set<MaskRule>, inContent: boolean, depth: number): unknown {
+/** `inJoin`: inside an array whose joined text is masked as a whole (see scanValue). */
+function maskValue(key: string, value: unknown, mask: MaskSet, changed: Set<MaskRule>, inContent: boolean, depth: number, inJoin: boolean): unknown {
   if (typeof value === 'string') return !inContent && BINARY_KEYS.has(key) ? value : maskText(value, mask.textRules, changed);
   if (typeof value === 'number') return maskNumber(value, mask.textRules, changed);
   if (typeof value !== 'object' || value === null) return value;
   if (depth > MAX_DEPTH) throw new PayloadTooDeep();
   if (Array.isArray(value)) {
+    const joins = !inContent && TEXT_KEYS.has(key);
     let copy: unknown[] | undefined;
     for (let i = 0; i < value.length; i++) {
-      const next = maskValue(key, value[i], mask, changed, inContent, depth + 1);
+      const next = maskValue(key, value[i], mask, changed, inContent, depth + 1, joins);
       if (next !== value[i]) (copy ??= value.slice())[i] = next;
     }
     const out = copy ?? value;
     // Fragments that only form something to mask once joined are replaced by the masked text.
-    const joined = !inContent && TEXT_KEYS.has(key) ? joinedText(out, depth) : undefined;
+    const joined = joins && !inJoin ? joinedText(out, depth) : undefined;
     if (joined !== undefined) {
       const masked = maskText(joined, mask.textRules, changed);
       if (masked !== joined) return masked;
@@ -551,7 +561,7 @@ function maskObject(obj: JsonObject, mask: MaskSet, changed: Set<MaskRule>, inCo
     const next =
       keyRule !== undefined
         ? maskWholeValue(value, keyRule.replacement ?? REDACTED, keyRule, changed)
-        : maskValue(key, value, mask, changed, inContent || CONTENT_KEYS.has(key), depth);
+        : maskValue(key, value, mask, changed, inContent || CONTENT_KEYS.has(key), depth, false);
     if (next !== value) setOwn((copy ??= { ...obj }), key, next);
     // Keys of user data reach the agent as much as values do.
     const nextKey = inContent ? maskKey(key, mask, changed) : key;
@@ -570,12 +580,22 @@ function maskKey(key: string, mask: MaskSet, changed: Set<MaskRule>): string {
   return masked;
 }
 
-/** Rebuild an object in order; a masked key that collides gets a "#2", "#3", ... suffix. */
+/**
+ * Rebuild an object in order; a masked key that collides gets a "#2", "#3", ... suffix. The next
+ * suffix to try is kept per name, so n keys masked to one name cost n tries, not n^2/2.
+ */
 function fromEntriesUnique(entries: ReadonlyArray<readonly [string, unknown]>): JsonObject {
   const out: JsonObject = {};
+  const nextSuffix = new Map<string, number>();
   for (const [key, value] of entries) {
     let unique = key;
-    for (let n = 2; Object.prototype.hasOwnProperty.call(out, unique); n++) unique = `${key}#${n}`;
+    work.keyNames++;
+    if (Object.prototype.hasOwnProperty.call(out, unique)) {
+      let n = nextSuffix.get(key) ?? 2;
+      for (unique = `${key}#${n}`; Object.prototype.hasOwnProperty.call(out, unique); unique = `${key}#${n}`) n++;
+      work.keyNames += n - (nextSuffix.get(key) ?? 2) + 1;
+      nextSuffix.set(key, n + 1);
+    }
     setOwn(out, unique, value);
   }
   return out;
@@ -613,6 +633,7 @@ function maskNumber(value: number, rules: readonly MaskRule[], changed: Set<Mask
 }
 
 function maskText(text: string, rules: readonly MaskRule[], changed: Set<MaskRule>): string {
+  work.maskChars += text.length;
   let out = text;
   for (const rule of rules) {
     const before = out;
@@ -652,7 +673,7 @@ function setOwn(obj: JsonObject, key: string, value: unknown): void {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Detectors. Lookbehinds anchor every match at a token start, so scans stay linear.
+// Detectors: linear scans (./detectors)
 // ---------------------------------------------------------------------------------------------
 
 export const REDACTED = '[REDACTED]';
@@ -663,69 +684,6 @@ const DETECTOR_TOKENS: Readonly<Record<Detector, string>> = {
   card: '[CARD]',
   nationalId: '[NATIONAL_ID]',
 };
-
-const HAS_DIGIT = /\d/;
-const EMAIL = /(?<![\w.%+-])[\w.%+-]+@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w-])/g;
-/** Digits with single space/dash separators: candidate card numbers, checked in code. */
-const DIGIT_RUN = /(?<![\d-])\d(?:[ -]?\d)*/g;
-const DIGIT_GROUP = /\d+/g;
-const US_SSN = /(?<![\w-])(\d{3})-(\d{2})-(\d{4})(?![\w-])/g;
-const UK_NINO = /(?<![A-Za-z0-9])(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])/g;
-/** "+" and 8-15 digits, with spaces, dots, dashes or parentheses between them. */
-const PHONE_INTL = /(?<![\w+])\+\d(?:[ .\-()]{0,2}\d){7,14}(?!\d)/g;
-/** National forms that need separators, so bare numbers, dates and ids do not match. */
-const PHONE_NATIONAL = new RegExp(
-  '(?<![\\w+.-])(?:' +
-    '\\(\\d{2,4}\\)[ .-]?\\d{3,4}[ .-]?\\d{4}' + // (555) 123-4567
-    '|\\d{3}[.-]\\d{3}[.-]\\d{4}' + // 555-123-4567, 555.123.4567
-    '|0\\d(?:[ .-]\\d{2}){4}' + // 01 23 45 67 89
-    '|0\\d{2,4} \\d{3,4} ?\\d{3,4}' + // 020 7946 0958, 07700 900123
-    ')(?![\\w-])',
-  'g',
-);
-
-const DETECTORS: Readonly<Record<Detector, (text: string, replacement: string) => string>> = {
-  email: (text, rep) => (text.includes('@') ? text.replace(EMAIL, () => rep) : text),
-  card: (text, rep) => (HAS_DIGIT.test(text) ? text.replace(DIGIT_RUN, (run) => maskCardRun(run, rep)) : text),
-  nationalId: (text, rep) =>
-    HAS_DIGIT.test(text)
-      ? text.replace(US_SSN, (m: string, area: string, group: string, serial: string) => (isPlausibleSsn(area, group, serial) ? rep : m)).replace(UK_NINO, () => rep)
-      : text,
-  phone: (text, rep) => (HAS_DIGIT.test(text) ? text.replace(PHONE_INTL, () => rep).replace(PHONE_NATIONAL, () => rep) : text),
-};
-
-/** Area 000, 666 and 9xx, group 00 and serial 0000 are never issued. */
-function isPlausibleSsn(area: string, group: string, serial: string): boolean {
-  return area !== '000' && area !== '666' && !area.startsWith('9') && group !== '00' && serial !== '0000';
-}
-
-/**
- * Mask a card number in a run of digit groups: the whole run when it is 13-19 digits passing
- * Luhn, else the longest window of whole groups that is ("ref 12 4111 1111 1111 1111").
- */
-function maskCardRun(run: string, replacement: string): string {
-  const digits = run.replace(/[ -]/g, '');
-  if (digits.length < 13) return run;
-  if (isCardNumber(digits)) return replacement;
-  const groups = [...run.matchAll(DIGIT_GROUP)].map((m) => ({ start: m.index, text: m[0] }));
-  if (groups.length < 2) return run;
-  let best: { from: number; to: number; length: number } | undefined;
-  for (let i = 0; i < groups.length; i++) {
-    let window = '';
-    for (let j = i; j < groups.length; j++) {
-      window += groups[j]?.text ?? '';
-      if (window.length > 19) break;
-      if ((best === undefined || window.length > best.length) && isCardNumber(window)) {
-        best = { from: i, to: j, length: window.length };
-      }
-    }
-  }
-  if (best === undefined) return run;
-  const first = groups[best.from];
-  const last = groups[best.to];
-  if (first === undefined || last === undefined) return run;
-  return run.slice(0, first.start) + replacement + run.slice(last.start + last.text.length);
-}
 
 /**
  * 13-19 digits passing Luhn. No card network issues numbers starting with 0 or 1 (UATP aside),

@@ -9,6 +9,7 @@
  *   deny              DenyRule[]   patterns over every string in the A2A payload -> deny
  *   mask              MaskRule[]   keys / detectors / patterns rewritten -> modify
  */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import * as z from 'zod';
 import { operationForMethod } from '../a2a/operations';
@@ -146,19 +147,29 @@ export class PolicyError extends Error {
 
 /** Read, validate and compile a policy file. Throws PolicyError listing every problem. */
 export function loadPolicy(path: string): Policy {
-  let text: string;
+  return policyFromText(readPolicyFile(path).text, path);
+}
+
+/** A policy file's text and the SHA-256 of its bytes, from one read. Throws PolicyError when it cannot be read. */
+export function readPolicyFile(path: string): { readonly text: string; readonly sha256: string } {
+  let bytes: Buffer;
   try {
-    text = readFileSync(path, 'utf8');
+    bytes = readFileSync(path);
   } catch (err) {
     throw new PolicyError(path, [`cannot read the file: ${errorMessage(err)}`]);
   }
+  return { text: bytes.toString('utf8'), sha256: createHash('sha256').update(bytes).digest('hex') };
+}
+
+/** Validate and compile a policy file's text (`source` names it in problems). Throws PolicyError. */
+export function policyFromText(text: string, source: string): Policy {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new PolicyError(path, [`not valid JSON: ${errorMessage(err)}`]);
+    throw new PolicyError(source, [`not valid JSON: ${errorMessage(err)}`]);
   }
-  return parsePolicy(json, path);
+  return parsePolicy(json, source);
 }
 
 /** Validate and compile an already-parsed policy document. Throws PolicyError. */

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createEngine, type Engine } from './engine';
-import { loadPolicy, PolicyError } from './policy';
+import { policyFromText, PolicyError, readPolicyFile } from './policy';
 
 export type ReloadResult =
   | { readonly ok: true; readonly changed: boolean; readonly sha256: string }
@@ -18,6 +18,9 @@ export interface ReloadEvents {
   /** After every attempt (for logs and counters). */
   onReload?(result: ReloadResult, reason: string): void;
 }
+
+/** Told of every policy swapped in, with the text it was compiled from (the embedded guardian's worker compiles the same). */
+export type PolicySwap = (text: string) => void;
 
 function fileHash(file: string): string | undefined {
   try {
@@ -30,13 +33,16 @@ function fileHash(file: string): string | undefined {
 export class ReloadablePolicy {
   private engine: Engine;
   private hash: string;
+  private source: string;
   private watcher: fs.FSWatcher | undefined;
   private pending: NodeJS.Timeout | undefined;
 
   /** Loads the file at once; throws PolicyError when it is invalid (a start-up error). */
-  constructor(readonly file: string, private readonly events: ReloadEvents = {}) {
-    this.engine = createEngine(loadPolicy(file));
-    this.hash = fileHash(file) ?? '';
+  constructor(readonly file: string, private readonly events: ReloadEvents = {}, private readonly onSwap?: PolicySwap) {
+    const { text, sha256 } = readPolicyFile(file);
+    this.engine = createEngine(policyFromText(text, file));
+    this.hash = sha256;
+    this.source = text;
   }
 
   current(): Engine {
@@ -47,6 +53,11 @@ export class ReloadablePolicy {
     return this.hash;
   }
 
+  /** The text of the policy in force. */
+  get text(): string {
+    return this.source;
+  }
+
   reload(reason: string): ReloadResult {
     const result = this.tryLoad();
     this.events.onReload?.(result, reason);
@@ -54,16 +65,18 @@ export class ReloadablePolicy {
   }
 
   private tryLoad(): ReloadResult {
-    const hash = fileHash(this.file);
-    let engine: Engine;
+    let loaded: { engine: Engine; text: string; sha256: string };
     try {
-      engine = createEngine(loadPolicy(this.file));
+      const { text, sha256 } = readPolicyFile(this.file);
+      loaded = { engine: createEngine(policyFromText(text, this.file)), text, sha256 };
     } catch (err) {
       return { ok: false, problems: err instanceof PolicyError ? err.problems : [(err as Error).message] };
     }
-    const changed = hash !== this.hash;
-    this.engine = engine;
-    this.hash = hash ?? '';
+    const changed = loaded.sha256 !== this.hash;
+    this.engine = loaded.engine;
+    this.hash = loaded.sha256;
+    this.source = loaded.text;
+    this.onSwap?.(loaded.text);
     return { ok: true, changed, sha256: this.hash };
   }
 

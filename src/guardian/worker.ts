@@ -1,0 +1,37 @@
+/**
+ * The embedded guardian's worker thread (./off-loop): decides on an envelope's JSON text, as the
+ * standalone guardian does, with the policy text the proxy's thread validated and swapped in.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { Envelope } from '../aos/schemas';
+import { createEngine } from './engine';
+import { policyFromText } from './policy';
+import type { ToWorker, WorkerInit } from './off-loop';
+
+const init = workerData as WorkerInit;
+let engine = createEngine(policyFromText(init.policy, init.source));
+const port = parentPort;
+
+/** The envelope being received: its id and its text so far (bytes decoded as they come, a character split between parts included). */
+let current = { id: 0, text: [] as string[], decoder: new TextDecoder() };
+
+port?.on('message', (m: ToWorker) => {
+  if (m.type === 'policy') {
+    engine = createEngine(policyFromText(m.text, init.source));
+    return;
+  }
+  // Parts of an envelope the proxy's thread abandoned are dropped when the next one begins.
+  if (m.id !== current.id) current = { id: m.id, text: [], decoder: new TextDecoder() };
+  if (m.type === 'part') {
+    current.text.push(typeof m.part === 'string' ? m.part : current.decoder.decode(m.part, { stream: true }));
+    return;
+  }
+  const text = current.text.join('') + current.decoder.decode();
+  current = { id: 0, text: [], decoder: new TextDecoder() };
+  try {
+    const envelope = JSON.parse(text) as Envelope;
+    port.postMessage({ id: m.id, result: engine.decide(envelope) });
+  } catch (err) {
+    port.postMessage({ id: m.id, error: err instanceof Error ? err.message : String(err) });
+  }
+});

@@ -1,0 +1,160 @@
+/**
+ * The embedded guardian judges large envelopes on a worker thread: the proxy's event loop keeps
+ * turning and a small call asked meanwhile is answered first; the worker decides as the engine does
+ * (the envelope's text or its bytes), with the policy a reload swapped in; a decision that runs for
+ * its whole budget is denied as too complex (never "no answer", which FAIL_MODE=open would pass) and
+ * the worker replaced; a full queue is denied as busy at once; a caller that leaves is dropped.
+ * Ordering and outcomes only: nothing here asserts a duration.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { JsonObject } from '../../src/aos/schemas';
+import { envelopeBytes } from '../../src/aos/envelope';
+import type { GuardianOutcome } from '../../src/aos/outcome';
+import { Cancellation } from '../../src/cancel';
+import { embeddedGuardian, INLINE_MAX_CHARS, type EmbeddedGuardian } from '../../src/guardian/embedded';
+import { createEngine } from '../../src/guardian/engine';
+import { parsePolicy } from '../../src/guardian/policy';
+import { requestEnvelope } from './fixtures/envelopes';
+
+jest.setTimeout(60_000);
+
+const POLICY = {
+  deny: [{ id: 'forbidden', message: 'forbidden content', patterns: ['forbidden\\W+plan'] }],
+  mask: [{ id: 'pii', detectors: ['email', 'card'] }],
+};
+
+let dir: string;
+const guardians: EmbeddedGuardian[] = [];
+
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'a2a-guard-off-loop-'));
+});
+afterAll(() => {
+  for (const g of guardians) g.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function policyFile(name: string, policy: unknown): string {
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, JSON.stringify(policy));
+  return file;
+}
+
+function guardian(file: string, opts: Parameters<typeof embeddedGuardian>[1] = {}): EmbeddedGuardian {
+  const g = embeddedGuardian(file, { timeoutMs: 30_000, ...opts });
+  guardians.push(g);
+  return g;
+}
+
+const send = (text: string): JsonObject => ({
+  jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text }] } },
+});
+
+/** An envelope as the proxy hands it over: the object and its JSON text. */
+function call(text: string): { envelope: ReturnType<typeof requestEnvelope>; body: string } {
+  const envelope = requestEnvelope(send(text));
+  return { envelope, body: JSON.stringify(envelope) };
+}
+
+const LARGE = `write to eve@example.com, card 4111 1111 1111 1111; ${'1 '.repeat(INLINE_MAX_CHARS)}`;
+
+const decision = (o: GuardianOutcome): string => (o.ok ? o.result.decision : `failed:${o.kind}`);
+
+/** Ask for a decision and count the event loop's turns until it is answered. */
+async function turnsWhile<T>(pending: Promise<T>): Promise<{ value: T; turns: number }> {
+  let turns = 0;
+  let waiting = true;
+  const turn = (): void => {
+    if (!waiting) return;
+    turns++;
+    setImmediate(turn);
+  };
+  setImmediate(turn);
+  const value = await pending;
+  waiting = false;
+  return { value, turns };
+}
+
+/** A decision judged off the loop: the loop turned while it was pending. */
+async function offLoop(pending: Promise<GuardianOutcome>): Promise<GuardianOutcome> {
+  const { value, turns } = await turnsWhile(pending);
+  expect(turns).toBeGreaterThan(1);
+  return value;
+}
+
+describe('large envelopes are judged off the event loop', () => {
+  it('the loop turns while a large envelope is judged, and a small call asked meanwhile is answered first', async () => {
+    const g = guardian(policyFile('order.json', POLICY));
+    const big = call(LARGE);
+    const small = call('hello');
+    const order: string[] = [];
+    const bigDone = g.decide(big.envelope, big.body).then((o) => (order.push('large'), o));
+    const smallDone = g.decide(small.envelope, small.body).then((o) => (order.push('small'), o));
+    const bigOutcome = await offLoop(bigDone);
+    expect(order).toEqual(['small', 'large']);
+    expect(decision(await smallDone)).toBe('allow');
+    // The worker's answer is the engine's.
+    const engine = createEngine(parsePolicy(POLICY, 'test'));
+    expect(bigOutcome).toEqual({ ok: true, result: engine.decide(big.envelope) });
+    expect(decision(bigOutcome)).toBe('modify');
+  });
+
+  it('decides on the bytes the proxy sends for a large payload, as on the text', async () => {
+    const g = guardian(policyFile('bytes.json', POLICY));
+    const { envelope, body } = call(LARGE);
+    const bytes = envelopeBytes(envelope, Buffer.from(JSON.stringify(envelope.params.payload), 'utf8'), JSON.stringify(envelope.params.context));
+    expect(Buffer.concat(bytes.chunks).toString('utf8')).toBe(body);
+    const fromBytes = await offLoop(g.decide(envelope, bytes));
+    expect(fromBytes).toEqual(await offLoop(g.decide(envelope, body)));
+    expect(decision(fromBytes)).toBe('modify');
+  });
+
+  it('a policy reload reaches the worker before the next decision', async () => {
+    const file = policyFile('reload.json', POLICY);
+    const g = guardian(file);
+    const { envelope, body } = call(`the forbidden plan ${LARGE}`);
+    expect(decision(await offLoop(g.decide(envelope, body)))).toBe('deny');
+    fs.writeFileSync(file, JSON.stringify({ mask: POLICY.mask }));
+    expect(g.policy.reload('test')).toMatchObject({ ok: true, changed: true });
+    expect(decision(await offLoop(g.decide(envelope, body)))).toBe('modify');
+    // An invalid file keeps the policy in force, there as here.
+    fs.writeFileSync(file, '{ not json');
+    expect(g.policy.reload('test').ok).toBe(false);
+    expect(decision(await offLoop(g.decide(envelope, body)))).toBe('modify');
+  });
+});
+
+describe('bounded work on the worker', () => {
+  it('a decision that runs for its whole budget is denied as too complex, and the next one is answered by a new worker', async () => {
+    // A policy pattern that backtracks for hours on 40 letters and a '!'.
+    const file = policyFile('stuck.json', { deny: [{ id: 'stuck', message: 'stuck', patterns: ['^(a+)+$'] }] });
+    const g = guardian(file, { inlineMaxChars: 0, timeoutMs: 15_000 });
+    // The worker is started (and, under ts-jest, compiled) outside the budget of the decisions below.
+    expect(decision(await g.decide(call('warm up').envelope, call('warm up').body))).toBe('allow');
+    const stuck = call(`${'a'.repeat(40)}!`);
+    const first = g.decide(stuck.envelope, stuck.body);
+    const next = g.decide(call('hello').envelope, call('hello').body);
+    expect(await first).toEqual({ ok: true, result: expect.objectContaining({ decision: 'deny', reasonCode: ['PAYLOAD_TOO_COMPLEX'] }) });
+    expect(decision(await next)).toMatch(/^(allow|deny)$/);
+    expect(decision(await g.decide(call('hello').envelope, call('hello').body))).toBe('allow');
+  });
+
+  it('a full queue is denied as busy at once; a caller that leaves is dropped from the queue', async () => {
+    const g = guardian(policyFile('queue.json', POLICY), { maxQueue: 1 });
+    const a = call(`${LARGE} a`);
+    const b = call(`${LARGE} b`);
+    const c = call(`${LARGE} c`);
+    const leaving = new Cancellation();
+    const first = g.decide(a.envelope, a.body); // being decided
+    const second = g.decide(b.envelope, b.body, leaving); // waiting
+    const third = await g.decide(c.envelope, c.body); // no room
+    expect(third).toEqual({ ok: true, result: expect.objectContaining({ decision: 'deny', reasonCode: ['GUARDIAN_BUSY'] }) });
+    leaving.cancel();
+    expect(await second).toMatchObject({ ok: false, kind: 'cancelled' });
+    expect(decision(await first)).toBe('modify');
+    // The place the caller left is free again.
+    expect(decision(await g.decide(c.envelope, c.body))).toBe('modify');
+  });
+});
