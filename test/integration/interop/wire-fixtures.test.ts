@@ -12,7 +12,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { interopSuite, sdkAgent, streamed, unary } from '../../helpers/interop';
-import { startAgent } from '../../helpers/agent';
+import { startAgent, type TestAgent } from '../../helpers/agent';
+import { sleep, waitFor } from '../../helpers/net';
 import { handlerRecorder } from '../../helpers/handler-recorder';
 
 interface Fixture {
@@ -35,10 +36,12 @@ const fixtures: Array<{ file: string; f: Fixture }> = fs
 const v1 = (method: string, params: unknown) => ({ jsonrpc: '2.0', id: 1, method, params });
 
 /** The task a fixture works on (through the same path as the fixture), by its setup kind. */
-async function setup(base: string, kind: Fixture['setup']): Promise<{ taskId: string; contextId: string }> {
+async function setup(base: string, kind: Fixture['setup'], subscribe = false): Promise<{ taskId: string; contextId: string }> {
   if (kind === 'none') return { taskId: '', contextId: '' };
   const headers = { 'A2A-Version': '1.0' };
-  const message = { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: kind === 'done' ? 'done' : 'slow' }] };
+  // A stream fixture subscribes to a task that runs until the test cancels it: its events never depend on the machine's speed.
+  const text = kind === 'done' ? 'done' : subscribe ? 'wait-for-cancel' : 'slow';
+  const message = { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text }] };
   const sent = await unary(`${base}/a2a/jsonrpc`, v1('SendMessage', { message, configuration: { returnImmediately: kind !== 'done' } }), headers);
   const task = (sent.body as { result?: { task?: { id?: string; contextId?: string } } }).result?.task;
   if (task?.id === undefined || task.contextId === undefined) throw new Error(`setup: no task in ${JSON.stringify(sent)}`);
@@ -54,18 +57,33 @@ beforeAll(() => {
 });
 afterAll(() => jest.restoreAllMocks());
 
+let agent: TestAgent | undefined;
 const suite = interopSuite('wire fixtures', async () => {
   const recorder = handlerRecorder();
-  return sdkAgent(await startAgent({ wrapRequestHandler: recorder.wrap, slowMs: 300, stepMs: 20 }), recorder);
+  agent = await startAgent({ wrapRequestHandler: recorder.wrap, slowMs: 300, stepMs: 20 });
+  return sdkAgent(agent, recorder);
 });
+
+/** Cancel `taskId` (through the same path) once its subscription reached the agent and had time to be set up. */
+async function cancelOnceSubscribed(base: string, taskId: string): Promise<void> {
+  const a = agent as TestAgent;
+  const subscribed = () => a.received.some((r) => (r.path.includes(taskId) && !r.path.includes(':cancel')) || (r.bodyText.includes(taskId) && !r.bodyText.includes('ancel')));
+  await waitFor(subscribed, 20_000, 'the subscription at the agent');
+  await sleep(500);
+  await unary(`${base}/a2a/jsonrpc`, v1('CancelTask', { id: taskId }), { 'A2A-Version': '1.0' });
+}
 
 for (const { file, f } of fixtures) {
   suite.op(file, async ({ base }) => {
-    const vars = { ...(await setup(base, f.setup)), messageId: crypto.randomUUID(), requestId: crypto.randomUUID() };
+    const subscribe = f.stream && f.setup === 'task';
+    const vars = { ...(await setup(base, f.setup, subscribe)), messageId: crypto.randomUUID(), requestId: crypto.randomUUID() };
     const url = `${base}${f.binding === 'jsonrpc' ? '/a2a/jsonrpc' : '/a2a/rest'}${fill(f.request.path, vars)}`;
     const body = f.request.body === null ? undefined : fill(f.request.body, vars);
     // Header values as the SDK sends them; no Content-Type when the SDK sends no body.
     const headers: Record<string, string | undefined> = { 'content-type': undefined, accept: undefined, ...Object.fromEntries(Object.entries(f.request.headers).map(([k, v]) => [k.toLowerCase(), v])) };
-    return f.stream ? streamed(url, body, headers, f.request.method) : unary(url, body, headers, f.request.method);
+    if (!f.stream) return unary(url, body, headers, f.request.method);
+    const outcome = streamed(url, body, headers, f.request.method);
+    if (subscribe) await cancelOnceSubscribed(base, vars.taskId);
+    return outcome;
   });
 }
