@@ -12,9 +12,8 @@ import type { Guardian, TraceContext } from '../aos/guardian';
 import type { EnvelopeBytes } from '../aos/envelope';
 import type { Envelope } from '../aos/schemas';
 import type { GuardianOutcome } from '../aos/outcome';
-import type { Cancellation } from '../cancel';
 import { logDecision, traceIdOf } from './decision-log';
-import { OffLoopDecider } from './off-loop';
+import { OffLoopDecider, type Leaving } from './off-loop';
 import { ReloadablePolicy, type ReloadEvents } from './reload';
 
 /** Envelopes of this many characters (bytes) or more are judged on the worker thread. */
@@ -48,7 +47,7 @@ export function embeddedGuardian(policyFile: string, opts: EmbeddedOptions = {})
   return {
     policy,
     describe: `embedded (${policyFile})`,
-    decide(envelope: Envelope, body: string | EnvelopeBytes, caller?: Cancellation, trace?: TraceContext): Promise<GuardianOutcome> {
+    decide(envelope: Envelope, body: string | EnvelopeBytes, caller?: Leaving, trace?: TraceContext): Promise<GuardianOutcome> {
       const started = performance.now();
       if (body.length >= inlineMax) {
         offLoop ??= new OffLoopDecider({

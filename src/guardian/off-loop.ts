@@ -15,10 +15,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Worker } from 'node:worker_threads';
-import type { Cancellation } from '../cancel';
 import type { EnvelopeBytes } from '../aos/envelope';
 import type { GuardianOutcome } from '../aos/outcome';
 import type { SuccessResult } from '../aos/schemas';
+
+/** A caller that may go away (the proxy's Cancellation). */
+export interface Leaving {
+  onCancel(fn: () => void): () => void;
+}
 
 /** What the worker starts with. */
 export interface WorkerInit {
@@ -83,7 +87,7 @@ export class OffLoopDecider {
 
   constructor(private readonly opts: OffLoopOptions) {}
 
-  decide(body: string | EnvelopeBytes, caller?: Cancellation): Promise<GuardianOutcome> {
+  decide(body: string | EnvelopeBytes, caller?: Leaving): Promise<GuardianOutcome> {
     if (this.closed) return Promise.resolve({ ok: false, kind: 'internal', detail: 'the embedded guardian is closed' });
     if (this.queue.length >= this.opts.maxQueue) return Promise.resolve(BUSY(`${this.queue.length} waiting`));
     return new Promise((resolve) => {
