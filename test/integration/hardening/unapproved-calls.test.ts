@@ -123,9 +123,8 @@ describe('HTTP probes: the agent acts on some directly; through the proxy, a den
     expect(direct.get('canonical v1.0 SendMessage')).toEqual(['sendMessage']);
     expect(direct.get('canonical v0.3 message/send')).toEqual(['sendMessage']);
     expect(direct.get('REST v1.0 message:send')).toEqual(['sendMessage']);
-    // Which probes the agent itself acts on (for the report; each is a real call when it does).
-    // eslint-disable-next-line no-console
-    console.log([...direct].filter(([, m]) => m.length > 0).map(([n]) => n).join('\n'));
+    // Each of these is a real call when sent directly: the agent acts on it.
+    for (const n of ['application/json; charset=utf-16le body', 'a gzip body', 'a br body', 'the JSON-RPC path in upper case', 'REST in upper case', 'REST v1.0 message:send as a2a+json']) expect([n, direct.get(n)]).toEqual([n, ['sendMessage']]);
   });
 
   test.each(names)('%s: strict proxy and NON_A2A=forward, deny-all: the handler acts on nothing', async (name) => {
@@ -360,41 +359,47 @@ describe('a card on a passthrough path does not lead the SDK client around the p
     await closeServer(front);
   });
 
-  test.each(Object.keys(cards))('%s: PASSTHROUGH_PATHS and NON_A2A=forward, deny-all: the SDK client reaches no handler', async (name) => {
-    const proxies = [await s.proxy({ UPSTREAM_URL: frontOrigin, PASSTHROUGH_PATHS: '/static' }), await s.proxy({ UPSTREAM_URL: frontOrigin, NON_A2A: 'forward' })];
+  /** Under deny-all, through a PASSTHROUGH_PATHS proxy and a NON_A2A=forward one: a client made from the card at `/static/{name}` sends one message. */
+  const steer = async (name: string, sendWith: (proxyUrl: string, cardPath: string) => Promise<unknown>): Promise<void> => {
+    const proxies = { passthrough: await s.proxy({ UPSTREAM_URL: frontOrigin, PASSTHROUGH_PATHS: '/static' }), forward: await s.proxy({ UPSTREAM_URL: frontOrigin, NON_A2A: 'forward' }) };
     s.guardian.script(denyAll);
-    for (const proxy of proxies) {
+    for (const [role, proxy] of Object.entries(proxies)) {
       rec.clear();
-      let client;
-      try {
-        client = await makeClient(proxy.url, 'JSONRPC', '0.3', { cardPath: `static/${encodeURIComponent(name)}` });
-      } catch {
-        continue; // refused, or no usable interface: the client goes nowhere
-      }
-      await client.sendMessage(sendReq(`steered ${MARK}`)).catch(() => undefined);
-      expect({ name, acted: acted() }).toEqual({ name, acted: [] });
+      // A card refused (or one with no usable interface) leads the client nowhere.
+      await sendWith(proxy.url, `static/${encodeURIComponent(name)}`).catch(() => undefined);
+      expect({ name, role, acted: acted() }).toEqual({ name, role, acted: [] });
     }
-  });
+  };
 
-  test.each(Object.keys(cards))('%s: the 0.3 SDK\'s A2AClient, deny-all: reaches no handler', async (name) => {
-    const proxies = [await s.proxy({ UPSTREAM_URL: frontOrigin, PASSTHROUGH_PATHS: '/static' }), await s.proxy({ UPSTREAM_URL: frontOrigin, NON_A2A: 'forward' })];
-    s.guardian.script(denyAll);
-    for (const proxy of proxies) {
-      rec.clear();
-      let client;
-      try {
-        client = await sdk03Client.A2AClient.fromCardUrl(`${proxy.url}/static/${encodeURIComponent(name)}`);
-      } catch {
-        continue; // refused: the client goes nowhere
-      }
-      await client.sendMessage({ message: { kind: 'message', messageId: `s-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text: `steered ${MARK}` }] } }).catch(() => undefined);
-      expect({ name, proxy: proxies.indexOf(proxy), acted: acted() }).toEqual({ name, proxy: proxies.indexOf(proxy), acted: [] });
-    }
-  });
+  test.each(Object.keys(cards))('%s: the SDK client, deny-all: reaches no handler', (name) =>
+    steer(name, async (url, cardPath) => (await makeClient(url, 'JSONRPC', '0.3', { cardPath })).sendMessage(sendReq(`steered ${MARK}`))));
+
+  test.each(Object.keys(cards))('%s: the 0.3 SDK\'s A2AClient, deny-all: reaches no handler', (name) =>
+    steer(name, async (url, cardPath) => (await sdk03Client.A2AClient.fromCardUrl(`${url}/${cardPath}`)).sendMessage({ message: { kind: 'message', messageId: `s-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text: `steered ${MARK}` }] } })));
 
   test('control: the 0.3 SDK\'s A2AClient follows a name-and-url card sent directly', async () => {
     const client = await sdk03Client.A2AClient.fromCardUrl(`${frontOrigin}/static/${encodeURIComponent('name and url only')}`);
     await client.sendMessage({ message: { kind: 'message', messageId: 'direct-card', role: 'user', parts: [{ kind: 'text', text: 'direct' }] } });
     expect(acted()).toEqual(['sendMessage']);
+  });
+});
+
+describe('per-caller limits and the body budget: a refusal forwards nothing', () => {
+  test('rate limit, calls in flight and a small body budget: the handler acts on no more calls than the guardian approved', async () => {
+    const proxy = await s.proxy({ RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '2', MAX_CALLS_PER_CALLER: '1', MAX_BODY_BYTES: '4096', MAX_INFLIGHT_BODY_BYTES_PER_CALLER: '4096', FAIL_MODE: 'open' });
+    let approved = 0;
+    s.guardian.script(async (env) => {
+      await new Promise((r) => setTimeout(r, 100));
+      const d = denyMarker(env);
+      if (d.decision === 'allow') approved++;
+      return d;
+    });
+    const texts = Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? MARK : `fine ${i} ${'x'.repeat(i * 600)}`));
+    const outs = await Promise.all(texts.map((t) => send(portOf(proxy.url), { name: 'flood', target: '/a2a/jsonrpc', headers: [CT('application/json'), V1], body: Buffer.from(json(v1Send(t))) })));
+    expect(outs.every((o) => o.kind === 'answer')).toBe(true);
+    expect(outs.some((o) => o.kind === 'answer' && o.status === 429)).toBe(true);
+    expect(carriesMark()).toEqual([]);
+    expect(rec.calls.length).toBeLessThanOrEqual(approved);
+    expect(rec.calls.filter((c) => c.headers['x-aos-unchecked'] !== undefined)).toEqual([]);
   });
 });
