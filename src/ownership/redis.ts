@@ -368,16 +368,24 @@ function ownerOf(value: string): Owner {
   return m === null ? value : value.slice(m[0].length);
 }
 
-export async function createRedisStore(opts: RedisStoreOptions): Promise<RedisOwnerStore> {
+/**
+ * A client of the proxy's Redis (TASK_STORE_URL): every command fails after `timeoutMs`, and fails at
+ * once while the connection is down (no offline queue), so no call waits on an outage.
+ */
+export function redisClient(url: string, timeoutMs: number): IORedis.Redis {
   const { Redis } = require('ioredis') as typeof IORedis;
-  const client = new Redis(opts.url, {
+  return new Redis(url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
-    commandTimeout: opts.timeoutMs,
-    connectTimeout: Math.max(1000, opts.timeoutMs),
+    commandTimeout: timeoutMs,
+    connectTimeout: Math.max(1000, timeoutMs),
     // Reconnect quickly after an outage, at most every 2 s.
     retryStrategy: (times: number) => Math.min(50 * 2 ** Math.min(times, 6), 2000),
   });
+}
+
+export async function createRedisStore(opts: RedisStoreOptions): Promise<RedisOwnerStore> {
+  const client = redisClient(opts.url, opts.timeoutMs);
   const store = new RedisOwnerStore(client, opts);
   // Start-up waits briefly for the first connection; after that the store's state is what FAIL_MODE acts on.
   const wait = opts.connectWaitMs ?? 3000;
