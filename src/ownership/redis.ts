@@ -317,14 +317,24 @@ export class RedisOwnerStore implements OwnerStore {
    * Record assertion `jti` of key `kid` until `expiresAt` (epoch s), one use across every replica;
    * the key may hold `share` live ids (identity/replay.ts).
    */
-  async replay(kid: string, jti: string, expiresAt: number, share: number): Promise<'fresh' | 'replayed' | 'full'> {
+  async recordAssertion(kid: string, jti: string, expiresAt: number, share: number): Promise<'fresh' | 'replayed' | 'full'> {
     this.usable();
     const now = Date.now() / 1000;
     const ttl = Math.max(1, Math.ceil(expiresAt - now));
     const counters = sliceCounters(`${this.opts.prefix}rn:${digest(kid)}:`, now, REPLAY_WINDOW_S);
-    const verdict = await this.scripts.replay([`${this.opts.prefix}r:${digest(JSON.stringify([kid, jti]))}`, ...counters.keys], [ttl, share, counters.ttlSeconds]);
+    const verdict = await this.scripts.replay([this.assertionKey(kid, jti), ...counters.keys], [ttl, share, counters.ttlSeconds]);
     if (verdict !== 'fresh' && verdict !== 'replayed' && verdict !== 'full') throw new Error('replay store returned an unexpected reply');
     return verdict;
+  }
+
+  /** Assertion `jti` of key `kid` was recorded and has not expired. */
+  async assertionSeen(kid: string, jti: string): Promise<boolean> {
+    this.usable();
+    return (await this.client.exists(this.assertionKey(kid, jti))) === 1;
+  }
+
+  private assertionKey(kid: string, jti: string): string {
+    return `${this.opts.prefix}r:${digest(JSON.stringify([kid, jti]))}`;
   }
 
   sharedSecret(refresh: boolean): Promise<Buffer> {
