@@ -70,18 +70,24 @@ async function main(): Promise<void> {
   const size = Number(process.env.BODY_MIB ?? 9) * MiB;
   const body = call('x'.repeat(size - 200));
   for (const budget of [String(64 * 1024 * MiB), String(256 * MiB)]) {
-    const proxy = await start({ MAX_BODY_BYTES: String(16 * MiB), MAX_INFLIGHT_BODY_BYTES: budget });
+    // One client address: its share is the whole budget here (the per-caller share is measured by bench:fairness).
+    const proxy = await start({ MAX_BODY_BYTES: String(16 * MiB), MAX_INFLIGHT_BODY_BYTES: budget, MAX_INFLIGHT_BODY_BYTES_PER_CALLER: budget });
     global.gc?.();
     const before = process.memoryUsage().rss;
     let peak = before;
-    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+    let peakHeld = 0;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, process.memoryUsage().rss);
+      peakHeld = Math.max(peakHeld, proxy.metrics.bodyBytesInFlight());
+    }, 20);
     const statuses = await Promise.all(Array.from({ length: calls }, () => post(`${proxy.url}/a2a/jsonrpc`, body)));
     clearInterval(sampler);
     const admitted = statuses.filter((s) => s === 200).length;
     const inFlight = admitted * body.length;
     console.log(`in-flight memory, budget ${Number(budget) / MiB} MiB: ${calls} x ${(body.length / MiB).toFixed(1)} MiB calls, ${admitted} admitted, ${calls - admitted} told to retry (503); ` +
       `peak RSS +${((peak - before) / MiB).toFixed(0)} MiB for ${(inFlight / MiB).toFixed(0)} MiB admitted = ${((peak - before) / Math.max(1, inFlight)).toFixed(2)} bytes of RSS per in-flight byte ` +
-      `(the client's own copies of the bodies included: ${((calls * body.length) / MiB).toFixed(0)} MiB)`);
+      `(the client's own copies of the bodies included: ${((calls * body.length) / MiB).toFixed(0)} MiB); ` +
+      `peak budget held ${(peakHeld / MiB).toFixed(0)} MiB = ${((peak - before) / Math.max(1, peakHeld)).toFixed(2)} bytes of RSS per budget byte`);
     await proxy.close();
   }
 

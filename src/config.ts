@@ -5,6 +5,8 @@
  */
 import type * as Z from 'zod';
 import { pathSegments } from './a2a/target';
+import { looksLikeRest } from './a2a/rest';
+import { looksLikeGrpc } from './a2a/bindings/grpc/methods';
 import { Rule, v, type Issue, type Out } from './env-rules';
 import { lookupEnv, serviceLinkHint, type EnvValue } from './env';
 import { ROLES } from './aos/hook-points';
@@ -15,6 +17,9 @@ const bool = (def: boolean) =>
 const int = (def: number, min: number, max: number) =>
   v.string().regex(/^\d+$/, 'must be a whole number').default(String(def)).transform(Number)
     .pipe(v.int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+/** A whole number without a default (an optional variable whose absence means something). */
+const whole = (min: number, max: number) =>
+  v.string().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(v.int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
 const httpUrl = v.string().refine((u) => /^https?:\/\//i.test(u) && URL.canParse(u), 'must be an absolute http(s) URL');
 const optional = <T>(r: Rule<T>) => r.optional();
 const file = v.string().min(1).optional();
@@ -27,6 +32,22 @@ function pathList(v: string, problem: (message: string) => void): string[][] {
   for (const raw of v.split(',').map((p) => p.trim()).filter((p) => p !== '')) {
     const segs = pathSegments(raw);
     if (!raw.startsWith('/') || segs === undefined) problem(`"${raw}" is not an absolute plain path`);
+    else out.push(segs);
+  }
+  return out;
+}
+
+/**
+ * CARD_PATHS: exact paths (no query) where the agent serves an agent card besides the standard one. A path
+ * that some router reads as an A2A REST route or gRPC method would be served as a public card, unjudged
+ * (`/v1/card` is the extended card, a judged call): refused at start.
+ */
+function cardPathList(v: string, problem: (message: string) => void): string[][] {
+  const out: string[][] = [];
+  for (const raw of v.split(',').map((p) => p.trim()).filter((p) => p !== '')) {
+    const segs = pathSegments(raw);
+    if (!raw.startsWith('/') || raw.includes('?') || segs === undefined || segs.length === 0) problem(`"${raw}" is not an absolute plain path without a query`);
+    else if (looksLikeRest(segs) || looksLikeGrpc(segs)) problem(`"${raw}" reads as an A2A route, which is judged, never served as a card`);
     else out.push(segs);
   }
   return out;
@@ -51,7 +72,7 @@ const VARIABLES = {
   FAIL_MODE: v.enum(['closed', 'open']).default('closed').describe('without a valid guardian answer: closed refuses (-31503), open forwards marked and counted'),
   INSPECT_RESPONSES: bool(false).describe('run response hooks on unary answers and on every stream event'),
   STREAM_INSPECT_WINDOW: int(16, 1, 1024).describe('stream events judged by the guardian at once, per stream (1 = one at a time); released to the caller in order regardless'),
-  GUARDIAN_CALL_CONNECTIONS: int(256, 1, 65_536).describe('connections to the guardian for the checks of each call: request hooks, unary answers (and pings)'),
+  GUARDIAN_CALL_CONNECTIONS: int(256, 1, 65_536).describe('connections to the guardian for the checks of each call: request hooks, unary answers (pings have two of their own)'),
   GUARDIAN_STREAM_CONNECTIONS: int(256, 1, 65_536).describe('connections to the guardian for stream events: a budget of their own, so request checks never wait behind stream events'),
   REASONING_HEADER: v.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be a valid HTTP header name').default('x-aos-reasoning').transform((h) => h.toLowerCase()).describe('request header carrying the agent\'s reasoning (removed before forwarding)'),
   OBSERVED_AGENT_NAME: v.string().optional().describe('the observed agent\'s name (default: from its agent card)'),
@@ -68,10 +89,18 @@ const VARIABLES = {
   BODY_TIMEOUT_MS: int(30_000, 1, 3_600_000).describe('a request body must arrive within this time'),
   CARD_TTL_MS: int(300_000, 0, 86_400_000).describe('how long a fetched agent card is cached'),
   CARD_SIGNATURES: v.enum(['strip', 'keep']).default('strip').describe('strip or keep the JWS signatures of rewritten cards'),
+  CARD_PATHS: v.string().default('').transform((v, problem) => cardPathList(v, problem)).describe("comma-separated paths where the agent serves its card besides /.well-known/agent-card.json (/.well-known/my-agent/agent-card.json): served rewritten, as the standard card"),
   PASSTHROUGH_PATHS: v.string().default('').transform((v, problem) => pathList(v, problem)).describe('comma-separated path prefixes of non-A2A routes the agent serves, forwarded unjudged (counted, logged)'),
   REST_BASE_PATHS: v.string().optional().transform((v, problem) => (v === undefined ? undefined : pathList(v, problem))).describe("comma-separated REST bases of the agent, instead of its card's HTTP+JSON interface URLs"),
   NON_A2A: v.enum(['refuse', 'forward']).default('refuse').describe('refuse everything that is not A2A (and not in PASSTHROUGH_PATHS), or forward it unjudged'),
   MAX_INFLIGHT_BODY_BYTES: int(256 * 1024 * 1024, 1, 64 * 1024 * 1024 * 1024).describe('bytes held across all calls at once (request bodies, answers and stream events held for the guardian); beyond it new calls get -31429'),
+  // Fair shares per caller (README "Limits and fairness"): a caller is its verified identity, else its address.
+  MAX_INFLIGHT_BODY_BYTES_PER_CALLER: optional(whole(1, 64 * 1024 * 1024 * 1024)).describe('bytes one caller may hold of MAX_INFLIGHT_BODY_BYTES (default: 32 MiB, at least MAX_BODY_BYTES); beyond it its calls get 429 (-31429) and nobody else\'s do'),
+  BODY_MIN_BYTES_PER_SECOND: int(1024, 0, 1024 * 1024 * 1024).describe('past its first 5 s a request body must arrive at this average rate, else it is cut (408); 0 = no rate rule'),
+  MAX_CALLS_PER_CALLER: int(256, 0, 1_000_000).describe('calls (streams included) one caller may have in flight; more get 429 (-31429); 0 = no bound'),
+  GUARDIAN_CALLS_PER_CALLER: optional(whole(0, 65_536)).describe('guardian calls (request hooks, unary answers) one caller may have in flight (default: a quarter of GUARDIAN_CALL_CONNECTIONS); more wait in its own line; 0 = no bound'),
+  RATE_LIMIT_PER_SECOND: int(0, 0, 1_000_000).describe('calls per second per caller (token bucket; shared by replicas through TASK_STORE_URL when set); over it 429 (-31429) with Retry-After; 0 = no rate limit'),
+  RATE_LIMIT_BURST: optional(whole(1, 10_000_000)).describe('calls a caller may make at once before RATE_LIMIT_PER_SECOND applies (default: one second of it)'),
   EXPOSE_GUARDIAN_REASONING: bool(false).describe('include the guardian\'s reasoning in errors sent to callers'),
   ADMIN_PORT: int(9090, 0, 65535).describe('admin server port: /healthz, /readyz, /metrics'),
   ADMIN_HOST: v.string().min(1).default('0.0.0.0').describe('admin server listen address'),
@@ -86,6 +115,9 @@ const VARIABLES = {
   TASK_STORE_PREFIX: v.string().min(1).max(256).default('a2a-guard:tasks:').describe('prefix of every Redis key of the owner store'),
   TASK_STORE_TIMEOUT_MS: int(250, 1, 60_000).describe('an owner-store read or write that takes longer fails and follows FAIL_MODE'),
   TASK_STORE_MAX_ENTRIES: int(100_000, 100, 100_000_000).describe('in-memory owner store: bindings kept (past it the largest holder\'s oldest is evicted)'),
+  TASK_STORE_MAX_BYTES: int(32 * 1024 * 1024, 64 * 1024, 64 * 1024 * 1024 * 1024).describe('in-memory owner store: accounted bytes of its bindings (past it the largest holder\'s oldest is evicted)'),
+  TASK_STORE_MAX_PER_CALLER: int(50_000, 10, 100_000_000).describe('bindings one caller may hold; past it the caller\'s new messages are refused (-31429) until some expire'),
+  TASK_STORE_ALLOW_EVICTION: bool(false).describe('start with a Redis whose maxmemory-policy evicts keys (an evicted binding is a lost task)'),
   TASK_OWNERSHIP_TTL_SECONDS: int(7 * 24 * 3600, 60, 366 * 24 * 3600).describe('how long a task stays bound to its owner'),
   // Verified identities (README "Identity")
   IDENTITY_POLICY: v.enum(['required', 'optional', 'claims']).default('optional').describe('ROLE=server, a caller without a verified identity: required (refused), optional (from is unknown), claims (believe X-AOS-Agent-*)'),
@@ -123,7 +155,7 @@ const VARIABLES = {
   UPSTREAM_SERVER_NAME: optional(v.string().min(1)).describe("the name the agent's certificate must carry (and SNI)"),
   // Observability and operations (README "Observability and operations")
   SHUTDOWN_DELAY_MS: int(5000, 0, 600_000).describe('on SIGTERM: keep accepting calls this long with /readyz already 503, then close the listener'),
-  TERMINATION_GRACE_PERIOD_SECONDS: v.string().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(v.int().min(1, 'must be at least 1').max(86_400, 'must be at most 86400')).optional()
+  TERMINATION_GRACE_PERIOD_SECONDS: whole(1, 86_400).optional()
     .describe('the pod\'s terminationGracePeriodSeconds: when set, the drain deadline is what is left of it after SHUTDOWN_DELAY_MS, less 1 s'),
   READINESS_REQUIRES: v.string().default('').transform((v) => v.split(',').map((p) => p.trim()).filter((p) => p !== ''))
     .pipe(v.array(v.enum(READINESS_PARTS, `lists guardian and/or upstream, comma-separated`)))
@@ -162,6 +194,9 @@ function crossRules(e: Env, problem: (name: keyof Env, message: string) => void)
   const trusts = e.ASSERTION_TRUST_JWKS_FILE !== undefined || e.ASSERTION_TRUST_JWKS_URL !== undefined;
   if (trusts && e.ROLE === 'server' && e.ASSERTION_AUDIENCE === undefined && e.PUBLIC_URL === undefined) {
     problem('ASSERTION_AUDIENCE', 'is required with a trusted JWKS (or PUBLIC_URL): the URL callers use to reach this proxy, which their assertions must name');
+  }
+  if (e.MAX_INFLIGHT_BODY_BYTES_PER_CALLER !== undefined && e.MAX_INFLIGHT_BODY_BYTES_PER_CALLER < e.MAX_BODY_BYTES) {
+    problem('MAX_INFLIGHT_BODY_BYTES_PER_CALLER', `must be at least MAX_BODY_BYTES (${e.MAX_BODY_BYTES}): a caller's largest request must fit its share`);
   }
   if (e.OIDC_ISSUER !== undefined && e.OIDC_AUDIENCE === undefined) problem('OIDC_AUDIENCE', 'is required with OIDC_ISSUER');
   if (e.OIDC_ISSUER === undefined && (e.OIDC_AUDIENCE !== undefined || e.OIDC_JWKS_URL !== undefined)) problem('OIDC_ISSUER', 'is required with OIDC_AUDIENCE / OIDC_JWKS_URL');
@@ -314,12 +349,23 @@ function toConfig(e: Env) {
     bodyTimeoutMs: e.BODY_TIMEOUT_MS,
     cardTtlMs: e.CARD_TTL_MS,
     cardSignatures: e.CARD_SIGNATURES,
+    /** More card paths (decoded segments), served and rewritten as the standard card. */
+    cardPaths: e.CARD_PATHS,
     /** Path prefixes (decoded segments) of non-A2A routes forwarded unjudged. */
     passthroughPaths: e.PASSTHROUGH_PATHS,
     /** REST bases (decoded segments) that override the agent card's HTTP+JSON interfaces. */
     restBasePaths: e.REST_BASE_PATHS,
     nonA2A: e.NON_A2A,
     maxInflightBodyBytes: e.MAX_INFLIGHT_BODY_BYTES,
+    /** What one caller may hold of what every caller shares (proxy/callers.ts). */
+    perCaller: {
+      inflightBodyBytes: Math.min(e.MAX_INFLIGHT_BODY_BYTES_PER_CALLER ?? Math.max(32 * 1024 * 1024, e.MAX_BODY_BYTES), e.MAX_INFLIGHT_BODY_BYTES),
+      bodyMinBytesPerSecond: e.BODY_MIN_BYTES_PER_SECOND,
+      maxCalls: e.MAX_CALLS_PER_CALLER,
+      guardianCalls: e.GUARDIAN_CALLS_PER_CALLER ?? Math.max(1, Math.floor(e.GUARDIAN_CALL_CONNECTIONS / 4)),
+      /** Calls per second and burst; undefined = no rate limit. */
+      rate: e.RATE_LIMIT_PER_SECOND === 0 ? undefined : { perSecond: e.RATE_LIMIT_PER_SECOND, burst: e.RATE_LIMIT_BURST ?? Math.max(1, e.RATE_LIMIT_PER_SECOND) },
+    },
     exposeGuardianReasoning: e.EXPOSE_GUARDIAN_REASONING,
     adminPort: e.ADMIN_PORT,
     adminHost: e.ADMIN_HOST,
@@ -378,6 +424,9 @@ function toConfig(e: Env) {
       prefix: e.TASK_STORE_PREFIX,
       timeoutMs: e.TASK_STORE_TIMEOUT_MS,
       maxEntries: e.TASK_STORE_MAX_ENTRIES,
+      maxBytes: e.TASK_STORE_MAX_BYTES,
+      maxPerCaller: e.TASK_STORE_MAX_PER_CALLER,
+      allowEviction: e.TASK_STORE_ALLOW_EVICTION,
       ttlSeconds: e.TASK_OWNERSHIP_TTL_SECONDS,
     },
     /** The gRPC binding (GRPC_PORT), or undefined when off (nothing of it is loaded then). */

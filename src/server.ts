@@ -9,11 +9,13 @@ import type { Logger } from 'pino';
 import type { Config } from './config';
 import { FastCounter, Metrics } from './admin/metrics';
 import { CardCache } from './a2a/card';
+import { encodePath } from './a2a/target';
 import { HttpGuardian, type Guardian } from './aos/guardian';
 import { Identities } from './aos/identity';
 import { createUpstream, proxyOwned } from './proxy/forward';
 import { createProxyHandler } from './proxy/pipeline';
 import { BodyBudget } from './proxy/body';
+import { createCallerLimits } from './proxy/callers';
 import type { createProxyServer } from 'http-proxy-3';
 import type { Duplex } from 'node:stream';
 import { Gate } from './aos/gate';
@@ -24,6 +26,8 @@ import { setupIdentity } from './identity/setup';
 import { describeConnectError, listenerTls, outboundTls } from './tls';
 import { TaskOwnership } from './proxy/ownership';
 import { createOwnerStore } from './ownership/create';
+import { RedisOwnerStore } from './ownership/redis';
+import { ReplayCache, SharedReplayGuard } from './identity/replay';
 import { createTracer, type Tracer } from './observe/tracing';
 import type { AuditRecord } from './observe/audit';
 import type { ChainLink } from './observe/decision-log';
@@ -121,19 +125,32 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const upstreamTls = outboundTls(config.tls.upstream, 'UPSTREAM', config.identity.refreshMs, logger);
   // The card fetch uses the same TLS settings as the calls it describes.
   const cardDispatcher = upstreamTls.connect === undefined ? undefined : createAgent({ connect: upstreamTls.connect });
-  const upstreamCard = new CardCache({ base: config.upstreamUrl, ttlMs: config.cardTtlMs, logger, what: 'upstream', ...(cardDispatcher === undefined ? {} : { dispatcher: cardDispatcher }) });
+  // An agent whose card is only at a CARD_PATHS path (VoltAgent's /.well-known/{agentId}/agent-card.json) is read there.
+  const upstreamCard = new CardCache({ base: config.upstreamUrl, ttlMs: config.cardTtlMs, logger, what: 'upstream', paths: config.cardPaths.map((p) => encodePath(p)), ...(cardDispatcher === undefined ? {} : { dispatcher: cardDispatcher }) });
   const observedCard = config.observedAgentCardUrl === undefined || config.role === 'server'
     ? undefined
     : new CardCache({ base: config.observedAgentCardUrl, ttlMs: config.cardTtlMs, logger, what: 'observed client' });
   const identities = new Identities({ overrides: config.observedAgent, role: config.role, upstreamCard, upstreamUrl: config.upstreamUrl, observedCard });
   const upstream = createUpstream(config.upstreamUrl, upstreamTls.connect);
   const identityOutcomes = new FastCounter('a2a_guard_caller_identities_total', 'Callers by how their identity was established (assertion, mtls, oidc, local, unverified, claimed, refused)', ['outcome'], metrics.registry);
-  const identity = await setupIdentity(config, () => identities.observed('client'), logger, (outcome) => identityOutcomes.inc(outcome));
+  const store = config.ownership.enabled ? await createOwnerStore(config.ownership, logger, (n) => metrics.ownershipEvictions.inc(n)) : undefined;
+  // With TASK_STORE_URL, assertion ids are kept in the same Redis: one use across every replica.
+  const replay = store instanceof RedisOwnerStore
+    ? new SharedReplayGuard((kid, jti, exp, share) => store.replay(kid, jti, exp, share), new ReplayCache(), config.failMode, logger)
+    : undefined;
+  let identity: Awaited<ReturnType<typeof setupIdentity>>;
+  try {
+    identity = await setupIdentity(config, () => identities.observed('client'), logger, (outcome) => identityOutcomes.inc(outcome), replay);
+  } catch (err) {
+    await store?.close();
+    throw err;
+  }
   const streams = new Set<() => void>();
   let draining = false;
-  const bodyBudget = new BodyBudget(config.maxInflightBodyBytes);
-  const store = config.ownership.enabled ? await createOwnerStore(config.ownership, logger, (n) => metrics.ownershipEvictions.inc(n)) : undefined;
-  const ownership = store === undefined ? undefined : new TaskOwnership({ store, failMode: config.failMode, logger, metrics });
+  const bodyBudget = new BodyBudget(config.maxInflightBodyBytes, config.perCaller.inflightBodyBytes);
+  metrics.watchBodyBudget(() => bodyBudget.inFlight);
+  const callerLimits = await createCallerLimits(config, logger, metrics);
+  const ownership = store === undefined ? undefined : new TaskOwnership({ store, failMode: config.failMode, logger, metrics, maxPerCaller: config.ownership.maxPerCaller });
   // The gRPC binding, when configured: its own HTTP/2 listener on the same hooks, identity and ownership.
   let grpc: GrpcListener | undefined;
   let effective = config;
@@ -141,15 +158,15 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     // Required here only: @grpc/grpc-js and the SDK's generated code load when gRPC is configured.
     const { startGrpcListener } = require('./proxy/grpc/server') as typeof import('./proxy/grpc/server');
     const listener = await startGrpcListener({
-      config, logger, metrics, identities, ...identity, ownership, tracer, decisionLog: opts.decisionLog, upstreamCard, bodyBudget, streamLine,
-      runHooks: createHookRunner({ config, guardian, identities, logger, metrics }),
+      config, logger, metrics, identities, ...identity, ownership, tracer, decisionLog: opts.decisionLog, upstreamCard, bodyBudget, streamLine, callerLimits,
+      runHooks: createHookRunner({ config, guardian, identities, logger, metrics, callerLimits }),
       cardRewrite: (authority: string | undefined) => grpcCardRewrite(effective, authority, () => server),
     }, logger);
     grpc = listener;
     // Cards served over HTTP name the port the gRPC listener got (GRPC_PORT=0 picks one).
     effective = { ...config, grpc: { ...config.grpc, port: listener.port } };
   }
-  const handler = createProxyHandler({ config: effective, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, upstreamCard, ...identity, ownership, tracer, decisionLog: opts.decisionLog, streamLine });
+  const handler = createProxyHandler({ config: effective, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, callerLimits, upstreamCard, ...identity, ownership, tracer, decisionLog: opts.decisionLog, streamLine });
 
   const tls = listenerTls(config.tls.listener, config.identity.refreshMs, logger);
   const serverOptions = { keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 };
@@ -291,6 +308,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
       tls?.close();
       await cardDispatcher?.close();
       await store?.close();
+      await callerLimits?.close();
       ws?.close();
       await tracer.shutdown();
     },

@@ -5,7 +5,7 @@
  */
 import { isCarriedGrpcInterface } from './bindings/grpc/card';
 import { BoundedBytes } from '../core/bounded';
-import { asObject, fieldKey, fieldValue, type JsonObject } from '../core/json';
+import { asObject, fieldKey, fieldValue, findInObjects, isObject, type JsonObject } from '../core/json';
 import { monotonicMs } from '../core/clock';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
@@ -13,8 +13,11 @@ import type { Logger } from 'pino';
 
 export type CardJson = Record<string, unknown>;
 
-/** Candidate card locations for an agent base URL, as the SDK resolves them, plus the origin root. */
-export function cardUrls(given: URL): URL[] {
+/**
+ * Candidate card locations for an agent base URL, as the SDK resolves them, plus the origin root, then
+ * `paths` (CARD_PATHS, encoded) below the base's path, where the proxy forwards them.
+ */
+export function cardUrls(given: URL, paths: readonly string[] = []): URL[] {
   // Userinfo is never sent (calls go to the origin) and never logged: the URLs fetched and named are without it.
   const base = new URL(given.href);
   base.username = '';
@@ -22,7 +25,8 @@ export function cardUrls(given: URL): URL[] {
   if (base.pathname.endsWith('.json')) return [base];
   const withSlash = new URL(base.href);
   if (!withSlash.pathname.endsWith('/')) withSlash.pathname += '/';
-  const urls = [new URL('.well-known/agent-card.json', withSlash), new URL('/.well-known/agent-card.json', base)];
+  const prefix = base.pathname.replace(/\/+$/, '');
+  const urls = [new URL('.well-known/agent-card.json', withSlash), new URL('/.well-known/agent-card.json', base), ...paths.map((p) => new URL(prefix + p, base.origin))];
   return urls.filter((u, i) => urls.findIndex((v) => v.href === u.href) === i);
 }
 
@@ -36,6 +40,8 @@ export interface CardCacheOptions {
   readonly timeoutMs?: number;
   /** An undici dispatcher for TLS options (UPSTREAM_CA_FILE, ...); the global one when unset. */
   readonly dispatcher?: object;
+  /** More card paths (CARD_PATHS, encoded), tried after the standard locations. */
+  readonly paths?: readonly string[];
 }
 
 /**
@@ -96,7 +102,7 @@ export class CardCache {
 
   private async fetchOnce(): Promise<void> {
     const problems: string[] = [];
-    for (const url of cardUrls(this.opts.base)) {
+    for (const url of cardUrls(this.opts.base, this.opts.paths)) {
       try {
         const res = await this.get(url);
         if (res.status < 200 || res.status >= 300) {
@@ -341,7 +347,9 @@ export function rewriteCard(given: CardJson, opts: RewriteOptions): CardJson {
       // A gRPC entry left pointing at the agent would lead around the proxy: it names the proxy's gRPC
       // listener when there is one (and the proxy carries that protocol version), else it goes.
       if (/^grpc$/i.test(String(e.protocolBinding ?? e.transport ?? ''))) {
-        return opts.grpcAddress !== undefined && key === 'supportedInterfaces' && isCarriedGrpcInterface(e) ? [{ ...e, url: opts.grpcAddress }] : [];
+        // A v0.3 card's additionalInterfaces carry no version of their own: the card's is theirs.
+        const version = key === 'additionalInterfaces' && card.protocolVersion !== undefined ? { protocolVersion: card.protocolVersion } : {};
+        return opts.grpcAddress !== undefined && isCarriedGrpcInterface({ ...version, ...e }) ? [{ ...e, url: opts.grpcAddress }] : [];
       }
       const u = rewriteEndpoint(e.url, opts);
       // An interface the proxy cannot carry (gRPC) is removed: leaving it would be a way around the proxy.
@@ -350,7 +358,11 @@ export function rewriteCard(given: CardJson, opts: RewriteOptions): CardJson {
   }
   const mainIsGrpc = /^grpc$/i.test(String(card.preferredTransport ?? ''));
   const mainUnusable = typeof card.url === 'string' ? mainIsGrpc || rewriteEndpoint(card.url, opts) === undefined : 'url' in card;
-  if (mainUnusable) {
+  const grpcMain = { transport: 'GRPC', ...(card.protocolVersion === undefined ? {} : { protocolVersion: card.protocolVersion }) };
+  if (mainIsGrpc && typeof card.url === 'string' && opts.grpcAddress !== undefined && isCarriedGrpcInterface(grpcMain)) {
+    // v0.3 main endpoint on gRPC, which the proxy carries: its own gRPC listener.
+    out.url = opts.grpcAddress;
+  } else if (mainUnusable) {
     // v0.3 main endpoint on a binding the proxy does not carry (gRPC host:port): point it at the
     // first HTTP interface instead, so a client cannot be steered around the proxy.
     const alt = (Array.isArray(out.additionalInterfaces) ? out.additionalInterfaces : []).map(asObject).find((e) => typeof e?.url === 'string');
@@ -378,6 +390,40 @@ export function hostBoundCacheControl(agent: string | string[] | undefined): str
 
 export function weakEtag(body: Buffer): string {
   return `W/"${createHash('sha1').update(body).digest('base64url')}"`;
+}
+
+/** Members that say where to call an agent, as decoders read member names (fieldKey). */
+const ROUTE_KEYS: ReadonlySet<string> = new Set(['url', 'supportedinterfaces', 'additionalinterfaces']);
+/** Members only agent cards carry (the SDK takes an object with a string `url` and `protocolVersion` "0.3" as a v0.3 card). */
+const CARD_ONLY_KEYS: ReadonlySet<string> = new Set([
+  'supportedinterfaces', 'additionalinterfaces', 'preferredtransport', 'protocolversion', 'protocolversions', 'skills', 'capabilities',
+  'defaultinputmodes', 'defaultoutputmodes', 'supportsauthenticatedextendedcard', 'securityschemes', 'securityrequirements',
+]);
+
+/**
+ * An object a card reader would take as an agent card: a member naming where to call the agent (`url`,
+ * `supportedInterfaces`, `additionalInterfaces`, of any type: a first-match reader may see another value
+ * of it) and a member only cards carry, in any spelling a decoder reads (a C reader ends `url\u0000x` at the NUL).
+ */
+export function looksLikeCard(o: JsonObject): boolean {
+  let route = false;
+  let only = false;
+  for (const k of Object.keys(o)) {
+    const key = fieldKey(CONTROL.test(k) ? k.replace(/[\u0000-\u001f\u007f][\s\S]*$/, '') : k);
+    route ||= ROUTE_KEYS.has(key);
+    only ||= CARD_ONLY_KEYS.has(key);
+    if (route && only) return true;
+  }
+  return false;
+}
+
+/**
+ * Where a JSON value holds an agent card: the value itself (`top`), somewhere inside it (`nested`: in an
+ * array, or a member of another object), or nowhere. A card's own members are not searched.
+ */
+export function cardIn(value: unknown): 'top' | 'nested' | undefined {
+  if (isObject(value) && looksLikeCard(value)) return 'top';
+  return findInObjects(value, (o) => (looksLikeCard(o) ? 'nested' : undefined)) === undefined ? undefined : 'nested';
 }
 
 /** Card paths as lenient routers see them: any case, matrix parameters cut, one trailing slash. */

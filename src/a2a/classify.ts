@@ -13,6 +13,7 @@ import { isLegacyVersion, looksLikeRest, matchRest, restHasBody, restToJsonRpc, 
 import { encodePath, encodeParsedPath, encodeQuery, isUnder, parseTarget, type Target } from './target';
 import type { AgentEndpoints } from './endpoints';
 import { misspelledField } from './fields';
+import { echoableId, leadingId } from './rpc-id';
 import { looksLikeGrpc } from './bindings/grpc/methods';
 import { fieldKey, findInObjects, fold, isObject, type JsonObject, type JsonRpcId } from '../core/json';
 import { proxyError, type ProxyError, type ProxyErrorKind } from '../core/errors';
@@ -35,6 +36,8 @@ export interface ClassifyOptions {
   readonly passthrough: readonly (readonly string[])[];
   /** NON_A2A=forward: the escape hatch that forwards every non-A2A request unjudged. */
   readonly forwardNonA2A: boolean;
+  /** CARD_PATHS (decoded segments): more paths the agent serves its card at, served as the standard card. */
+  readonly cardPaths?: readonly (readonly string[])[];
 }
 
 export interface RestCall {
@@ -126,13 +129,44 @@ function reject(kind: ProxyErrorKind, message: string, binding: Binding, id: Jso
   return { kind: 'reject', error: proxyError(kind, message), id, binding };
 }
 
+/** The body as parsed, once per request (a refusal reads the caller's id from it). */
+interface BodyMemo {
+  parsed?: ParsedBody;
+}
+
 export function classify(req: HttpRequestFacts, opts: ClassifyOptions): Classified {
+  const memo: BodyMemo = {};
+  let c: Classified;
   try {
-    return contentTypeFirst(req, classifyUnsafe(req, opts));
+    c = contentTypeFirst(req, classifyUnsafe(req, opts, memo));
   } catch (err) {
     // JSON nested deeper than the engine's stack (or similar hostile input): refuse, never crash.
-    return reject('rejected', `Request could not be processed: ${(err as Error).name}`, 'jsonrpc');
+    c = reject('rejected', `Request could not be processed: ${(err as Error).name}`, 'jsonrpc');
   }
+  try {
+    return withCallerId(req, memo, c);
+  } catch {
+    return c;
+  }
+}
+
+function parsedBody(req: HttpRequestFacts, memo: BodyMemo): ParsedBody {
+  return (memo.parsed ??= parseBody(req));
+}
+
+/**
+ * A JSON-RPC refusal carries the caller's id wherever the body could be read far enough to find it: a header,
+ * media type or version refusal comes before the body is parsed, and a body over the depth or value bounds is
+ * never parsed (its id is read from its top level). A body that is not JSON answers `"id": null`, as JSON-RPC asks.
+ */
+function withCallerId(req: HttpRequestFacts, memo: BodyMemo, c: Classified): Classified {
+  if (c.kind !== 'reject' || c.binding !== 'jsonrpc' || c.id !== null || req.body === null) return c;
+  const body = parsedBody(req, memo);
+  let id: JsonRpcId | null = null;
+  if (body.kind === 'json') id = isObject(body.value) ? echoableId(body.value.id) : null;
+  // Too complex to parse: its top level, read without parsing the rest.
+  else if (body.kind === 'tooComplex') id = leadingId(req.body);
+  return id === null ? c : { ...c, id };
 }
 
 /** A readable request target, and answers classification asks of it: they follow from the path and the options alone. */
@@ -197,7 +231,7 @@ function grpcShaped(t: Route): boolean {
 
 const GRPC_PATH = 'A2A gRPC methods are served on the gRPC port only (gRPC-Web and Connect are not carried)';
 
-function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classified {
+function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions, memo: BodyMemo): Classified {
   const read = readTarget(req.path, opts);
   if (!read.ok) return reject('rejected', `Request target refused: ${read.why}`, 'rest');
   const t = read.route;
@@ -212,8 +246,11 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
     const n = t.segments.length;
     return { kind: 'card', target: encodePath([...t.segments.slice(0, n - 2), '.well-known', (t.segments[n - 1] as string).toLowerCase()]) };
   }
+  const cardPath = (verb === 'GET' || verb === 'HEAD') && opts.cardPaths !== undefined ? configuredCardPath(t, opts.cardPaths) : undefined;
+  // As configured, whatever case it was asked in (CARD_PATHS never reads as an A2A route: checked at start).
+  if (cardPath !== undefined) return { kind: 'card', target: encodePath(cardPath) };
 
-  const body = parseBody(req);
+  const body = parsedBody(req, memo);
   const rpc = body.kind === 'json' && isObject(body.value) && looksLikeRpc(body.value) ? body.value : undefined;
 
   const underRest = (t.restBases ??= restBasesAbove(t, opts));
@@ -246,13 +283,14 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
   const f = flavour(req, t, opts, body);
   if (f === 'jsonrpc') {
     if (body.kind === 'none' || body.kind === 'opaque') {
-      if (!isMediaType(req.headers, JSON_ONLY)) return reject('contentTypeNotSupported', 'Content type not supported; expected application/json', 'jsonrpc');
+      if (!isMediaType(req.headers, JSON_RPC_TYPES)) return reject('contentTypeNotSupported', `Content type not supported; expected ${JSON_RPC_TYPES.join(' or ')}`, 'jsonrpc');
       return reject('parseError', 'Request body is not JSON', 'jsonrpc');
     }
     // A top-level JSON scalar is a parse error to a strict JSON body parser (the SDK's express.json()).
     if (body.kind === 'json' && (typeof body.value !== 'object' || body.value === null)) return reject('parseError', 'Request body is not a JSON object', 'jsonrpc');
     return reject(malformed(version.value), 'Request is not a JSON-RPC 2.0 request object', 'jsonrpc');
   }
+  if ((verb === 'GET' || verb === 'HEAD') && cardShaped(t.segments)) return reject('notFound', CARD_PATH_UNLISTED, 'rest');
   return reject('notFound', 'Not an A2A endpoint; other routes must be listed in PASSTHROUGH_PATHS', 'rest');
 }
 
@@ -343,6 +381,20 @@ function printable(s: string): boolean {
   return true;
 }
 
+/** The listed card path `t` is (letter case aside, as lenient routers match), or undefined. */
+function configuredCardPath(t: Route, paths: readonly (readonly string[])[]): readonly string[] | undefined {
+  for (const p of paths) if (p.length === t.segments.length && isUnder(t.segments, p)) return p;
+  return undefined;
+}
+
+const CARD_PATH_UNLISTED = 'Not an A2A endpoint; an agent card served at this path must be listed in CARD_PATHS (it is then rewritten to point at the proxy)';
+
+/** A path an agent card could be served at besides the standard one (`/.well-known/my-agent/agent-card.json`). */
+function cardShaped(segs: readonly string[]): boolean {
+  const last = (segs[segs.length - 1] ?? '').toLowerCase();
+  return last.endsWith('agent-card.json') || last.endsWith('agent.json');
+}
+
 function isCardPath(segs: readonly string[]): boolean {
   const n = segs.length;
   if (n < 2 || (segs[n - 2] as string).toLowerCase() !== '.well-known') return false;
@@ -355,6 +407,11 @@ function isCardPath(segs: readonly string[]): boolean {
 const JSON_TYPE = 'application/json';
 const JSON_ONLY: readonly string[] = [JSON_TYPE];
 const JSON_OR_A2A: readonly string[] = [JSON_TYPE, 'application/a2a+json'];
+/**
+ * JSON-RPC bodies: A2A specifies application/json; application/a2a+json is the A2A media type, and the Python SDK's
+ * server reads either (any, in fact). The agent gets application/json whichever came (the JS SDK takes only that).
+ */
+const JSON_RPC_TYPES = JSON_OR_A2A;
 
 /** Could a lenient parser (JSON5, comments, BOM, NaN...) read JSON out of these bytes? */
 function mightBeJson(text: string): boolean {
@@ -383,7 +440,7 @@ function parseBody(req: HttpRequestFacts): ParsedBody {
 }
 
 /** UTF-16/32 text by BOM or by the RFC 4627 NUL pattern of its first bytes, decoded; else undefined. */
-function wideDecode(b: Buffer): string | undefined {
+export function wideDecode(b: Buffer): string | undefined {
   if (b.length < 4) return undefined;
   const [b0, b1, b2, b3] = [b[0], b[1], b[2], b[3]];
   let enc: 'utf-16le' | 'utf-16be' | undefined;
@@ -503,19 +560,17 @@ const AFTER_CONTENT_TYPE: ReadonlySet<ProxyErrorKind> = new Set<ProxyErrorKind>(
  * a body it would refuse too is answered -32005 there (the proxy's own refusals, -31400, keep their code).
  */
 function contentTypeFirst(req: HttpRequestFacts, c: Classified): Classified {
-  if (c.kind !== 'reject' || c.binding !== 'jsonrpc' || !AFTER_CONTENT_TYPE.has(c.error.kind) || !refusedMediaType(req.headers, JSON_ONLY)) return c;
-  return reject('contentTypeNotSupported', 'Content type not supported; expected application/json', 'jsonrpc');
+  if (c.kind !== 'reject' || c.binding !== 'jsonrpc' || !AFTER_CONTENT_TYPE.has(c.error.kind) || !refusedMediaType(req.headers, JSON_RPC_TYPES)) return c;
+  return reject('contentTypeNotSupported', `Content type not supported; expected ${JSON_RPC_TYPES.join(' or ')}`, 'jsonrpc', c.id);
 }
 
 /** `verb`: req.verb upper-cased. */
 function classifyJsonRpc(req: HttpRequestFacts, verb: string, t: Route, opts: ClassifyOptions, v: JsonObject, version: string | undefined): Classified {
   const id = v.id;
-  const safeId: JsonRpcId | null = typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
+  const safeId = echoableId(id);
   const keys = Object.keys(v);
-  for (const k of keys) {
-    // Some decoders (Go's encoding/json) match member names without regard to case.
-    if (!RPC_MEMBERS.has(k) && RPC_MEMBERS.has(fold(k))) return reject('rejected', `JSON-RPC member names must be exact (${k.slice(0, 32)})`, 'jsonrpc', safeId);
-  }
+  const named = rpcMemberProblem(keys);
+  if (named !== undefined) return reject('rejected', named, 'jsonrpc', safeId);
   const method = v.method;
   if (v.jsonrpc !== '2.0') return reject(malformed(version), 'JSON-RPC version must be "2.0"', 'jsonrpc', safeId);
   if (!validId(id)) return reject(malformed(version), 'JSON-RPC id must be a string, an integer or null', 'jsonrpc', typeof id === 'number' ? id : null);
@@ -532,8 +587,8 @@ function classifyJsonRpc(req: HttpRequestFacts, verb: string, t: Route, opts: Cl
   if (verb !== 'POST') return reject('invalidRequest', `A2A JSON-RPC calls must use POST, not ${req.verb.slice(0, 16)}`, 'jsonrpc', safeId);
   if (restShaped(t)) return reject('rejected', 'A JSON-RPC call on a path that reads as an A2A REST route is ambiguous', 'jsonrpc', safeId);
   if (grpcShaped(t)) return reject('rejected', 'A JSON-RPC call on a path that reads as an A2A gRPC method is ambiguous', 'jsonrpc', safeId);
-  if (!isMediaType(req.headers, JSON_ONLY)) {
-    return reject('contentTypeNotSupported', `Content type not supported: ${String(req.headers['content-type'] ?? '(none)').slice(0, 64)}; expected application/json`, 'jsonrpc');
+  if (!isMediaType(req.headers, JSON_RPC_TYPES)) {
+    return reject('contentTypeNotSupported', `Content type not supported: ${String(req.headers['content-type'] ?? '(none)').slice(0, 64)}; expected ${JSON_RPC_TYPES.join(' or ')}`, 'jsonrpc', safeId);
   }
   const params = v.params;
   // As the SDK: params is an object without empty member names (the extended-card call may omit it).
@@ -546,18 +601,72 @@ function classifyJsonRpc(req: HttpRequestFacts, verb: string, t: Route, opts: Cl
   if (miss !== undefined) return reject('rejected', `Member ${miss.slice(0, 32)} is not spelled as A2A spells it`, 'jsonrpc', safeId);
   const foreign = foreignMessageShape(isObject(params) ? params : undefined, false);
   if (foreign !== undefined) return reject('invalidParams', foreign, 'jsonrpc', safeId);
-  // What the guardian sees is what the agent gets: the four members, nothing else.
-  // (In the caller's member order, so a canonical request is forwarded byte for byte.)
-  const request: JsonObject = {};
-  for (const k of keys) if (RPC_MEMBERS.has(k)) request[k] = v[k] as JsonObject[string];
+  const extra = keys.length > 4 || !keys.every(isRpcMember) ? extraMemberProblem(v, keys) : undefined;
+  if (extra !== undefined) return reject('rejected', extra, 'jsonrpc', safeId);
   // A JSON-RPC call is its body: query parameters would reach the agent unjudged (a framework may read
   // `?access_token=` or `?tenant=`), and the envelope has no place for them. A2A-Version is read above.
   // The one exception: exactly the query the agent's card publishes for its JSON-RPC endpoint.
-  const query = t.query.length === 0 ? '' : encodeQuery(t.query.filter(([k]) => k.toLowerCase() !== 'a2a-version'));
+  const kept = t.query.length === 0 ? t.query : t.query.filter(([k]) => k.toLowerCase() !== 'a2a-version');
+  const query = kept.length === 0 ? '' : encodeQuery(kept);
   if (query !== '' && opts.endpoints.jsonrpcQueries?.includes(query) !== true) {
-    return reject('invalidRequest', 'A2A JSON-RPC calls take no query parameters (the guardian would not see them)', 'jsonrpc', safeId);
+    return reject('invalidRequest', `A2A JSON-RPC calls take no query parameters (${queryNames(kept)}): the guardian would not see them`, 'jsonrpc', safeId);
   }
-  return { kind: 'a2a', binding: 'jsonrpc', op, request, id: safeId, version, target: encodeParsedPath(req.path, t) + query };
+  // What the guardian sees is what the agent gets: the whole request, members beside the four included (in the
+  // caller's member order, so a canonical request is forwarded byte for byte).
+  return { kind: 'a2a', binding: 'jsonrpc', op, request: v, id: safeId, version, target: encodeParsedPath(req.path, t) + query };
+}
+
+/** The names of query parameters, for an error message. */
+function queryNames(query: readonly (readonly [string, string])[]): string {
+  const names = [...new Set(query.map(([k]) => k.slice(0, 32)))];
+  return names.length > 3 ? `${names.slice(0, 3).join(', ')}, ...` : names.join(', ');
+}
+
+const isRpcMember = (k: string): boolean => RPC_MEMBERS.has(k);
+
+/** Members that make a JSON-RPC message a response: a request carrying one reads as an answer to some routers. */
+const RESPONSE_MEMBERS: ReadonlySet<string> = new Set(['result', 'error']);
+
+/**
+ * Why the top-level member names of a JSON-RPC request cannot be carried to the agent, or undefined. Members
+ * beside the four (VoltAgent reads `context`) are carried as sent. A name that folds onto one of the four without
+ * being it (`Params`, `ID`, `i_d`) is that member to a decoder matching names loosely (Go's encoding/json);
+ * `result` and `error` make a response of it; `__proto__` is the prototype to a JavaScript agent copying the request.
+ */
+export function rpcMemberProblem(keys: readonly string[]): string | undefined {
+  for (const k of keys) {
+    if (RPC_MEMBERS.has(k)) continue;
+    const f = fieldKey(k);
+    if (RPC_MEMBERS.has(f)) return `JSON-RPC member names must be exact (${k.slice(0, 32)})`;
+    if (RESPONSE_MEMBERS.has(f)) return `A JSON-RPC request carries no ${k.slice(0, 32)} member`;
+    if (k === '__proto__') return 'Member __proto__ is not accepted (a JavaScript agent copying the request reads it as the prototype)';
+  }
+  return undefined;
+}
+
+/**
+ * Why a member beside the four cannot be carried: two names in it that one decoder or another reads as the same
+ * (`userId` and `UserId`), as in params. The guardian sees the whole member; the agent must read one value.
+ */
+function extraMemberProblem(v: JsonObject, keys: readonly string[]): string | undefined {
+  for (const k of keys) {
+    if (RPC_MEMBERS.has(k)) continue;
+    const amb = ambiguousKey(v[k]);
+    if (amb !== undefined) return `Ambiguous member names in ${k.slice(0, 32)} (${amb.slice(0, 32)})`;
+  }
+  return undefined;
+}
+
+/** Why a JSON-RPC request (a guardian's modify) cannot be forwarded as it is: the rules classification applies to the caller's. */
+export function rpcRequestProblem(v: JsonObject): string | undefined {
+  const keys = Object.keys(v);
+  return rpcMemberProblem(keys) ?? extraMemberProblem(v, keys);
+}
+
+/** A member beside the four in a guardian's modify of a call whose binding carries only `params` (REST, gRPC), which would drop it. */
+export function uncarriedMember(v: JsonObject, binding: string): string | undefined {
+  const k = Object.keys(v).find((name) => !RPC_MEMBERS.has(name));
+  return k === undefined ? undefined : `member ${k.slice(0, 32)} cannot be carried by an A2A ${binding} call (only params)`;
 }
 
 // ---- REST ----

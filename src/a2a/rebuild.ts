@@ -1,11 +1,11 @@
 /**
  * The request the agent receives, built by the proxy from the approved call (design section 2):
- * JSON-RPC gets the approved canonical JSON on the classified path; REST gets its path rebuilt from
- * the route template and the approved parameters, its query or body from the rest of them. Nothing
- * of the caller's bytes is relayed. Pure.
+ * JSON-RPC gets the approved canonical JSON on the classified path (members beside the four included);
+ * REST gets its path rebuilt from the route template and the approved parameters, its query or body
+ * from the rest of them. Nothing of the caller's bytes is relayed. Pure.
  */
 import type { JsonObject } from '../core/json';
-import type { Classified } from './classify';
+import { rpcRequestProblem, uncarriedMember, type Classified } from './classify';
 import { jsonRpcToRest } from './rest';
 import { encodePath } from './target';
 
@@ -26,7 +26,14 @@ type A2ACall = Extract<Classified, { kind: 'a2a' }>;
  * `payloadBytes` its UTF-8 bytes when the hooks already made them (a large payload: not encoded twice).
  */
 export function rebuildRequest(c: A2ACall, verb: string, payload: JsonObject, payloadJson: string, payloadBytes?: Buffer): RebuiltRequest | string {
-  if (c.rest === undefined) return { verb: 'POST', path: c.target, body: payloadBytes ?? Buffer.from(payloadJson, 'utf8'), version: c.version };
+  if (c.rest === undefined) {
+    // The caller's request passed these rules when classified; a modify must pass them too.
+    const problem = rpcRequestProblem(payload);
+    if (problem !== undefined) return problem;
+    return { verb: 'POST', path: c.target, body: payloadBytes ?? Buffer.from(payloadJson, 'utf8'), version: c.version };
+  }
+  const extra = uncarriedMember(payload, 'REST');
+  if (extra !== undefined) return extra;
   const parts = jsonRpcToRest(c.rest.match, payload, c.version);
   if (typeof parts === 'string') return parts;
   const base = encodePath(c.rest.base);

@@ -204,8 +204,11 @@ function queryToParams(query: readonly (readonly [string, string])[]): JsonObjec
  * field naming another task or tenant than the path).
  */
 export function restToJsonRpc(m: RestMatch, query: readonly (readonly [string, string])[], body: JsonObject | undefined, id: string): JsonObject | string {
+  // The body's members and the query's parameters are all carried (in params, to the guardian) or refused by name.
+  if (restHasBody(m) && query.length > 0) return `query parameter ${(query[0] as readonly [string, string])[0].slice(0, 32)} is not accepted on A2A REST routes that carry a body (the guardian would not see it)`;
+  // A query parser drops it or reads it as the prototype (and so would the params built here).
+  if ((body !== undefined && Object.hasOwn(body, '__proto__')) || query.some(([k]) => k === '__proto__')) return 'member __proto__ is not accepted (a JavaScript agent reads it as the prototype)';
   const extra: JsonObject = restHasBody(m) ? { ...(body ?? {}) } : queryToParams(query);
-  if (restHasBody(m) && query.length > 0) return 'query parameters are not accepted on A2A REST routes that carry a body';
   for (const [k, v] of Object.entries(m.pathParams)) {
     if (k in extra && extra[k] !== v) return `${restHasBody(m) ? 'body' : 'query'} field "${k}" contradicts the request path`;
   }
@@ -250,6 +253,7 @@ export function jsonRpcToRest(m: RestMatch, payload: JsonObject, a2aVersion: str
     if (p[k] !== v) return `modify changed the path parameter ${k}`;
   }
   if (m.tenant !== undefined && p.tenant !== m.tenant) return 'modify changed the path tenant';
+  if (Object.hasOwn(p, '__proto__')) return 'member __proto__ cannot be carried in a REST body or query';
   const rest: JsonObject = {};
   for (const [k, v] of Object.entries(p)) {
     if (k in m.pathParams) continue;

@@ -61,6 +61,12 @@ export class Metrics {
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });
+  readonly callerLimited = new Counter({
+    name: 'a2a_guard_caller_limited_total',
+    help: 'Calls refused because their caller was at its own share (calls in flight, rate, request bytes), by resource',
+    labelNames: ['resource'] as const,
+    registers: [this.registry],
+  });
   readonly failOpenPasses = new Counter({
     name: 'a2a_guard_fail_open_passes_total',
     help: 'Requests or events passed without a valid guardian decision (FAIL_MODE=open)',
@@ -100,6 +106,28 @@ export class Metrics {
     help: 'Batches of spans the OTLP exporter could not deliver',
     registers: [this.registry],
   });
+  private bodyBytes: () => number = () => 0;
+  /** Bytes held now of MAX_INFLIGHT_BODY_BYTES (request bodies, answers and events held for the guardian). */
+  readonly inflightBodyBytes = (() => {
+    const metrics = this;
+    return new Gauge({
+      name: 'a2a_guard_inflight_body_bytes', help: 'Bytes held now of MAX_INFLIGHT_BODY_BYTES (request bodies, answers and stream events held for the guardian)', registers: [this.registry],
+      collect() {
+        this.set(metrics.bodyBytes());
+      },
+    });
+  })();
+
+  /** Read the in-flight body bytes from this function (the proxy's budget). */
+  watchBodyBudget(read: () => number): void {
+    this.bodyBytes = read;
+  }
+
+  /** The in-flight body bytes now, as the gauge reports them. */
+  bodyBytesInFlight(): number {
+    return this.bodyBytes();
+  }
+
   private health: () => HealthView = () => ({ ready: true, draining: false, guardian: { up: undefined }, upstream: { up: undefined } });
   readonly healthGauges = (() => {
     const metrics = this;

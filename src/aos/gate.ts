@@ -19,6 +19,11 @@ export class Gate {
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`gate size must be a positive integer, got ${size}`);
   }
 
+  /** Nobody holds or waits for a place. */
+  get idle(): boolean {
+    return this.held === 0 && this.waiters === 0;
+  }
+
   /** Calls waiting for a place now. */
   get waiting(): number {
     return this.waiters;

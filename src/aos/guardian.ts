@@ -4,6 +4,12 @@
  * one retry on connection failure inside that budget, and a circuit breaker so a dead guardian
  * costs a fast "unavailable" rather than a timeout per request.
  *
+ * The breaker measures the guardian, not what callers send it: connection failures, 5xx and answers
+ * that are not valid AOS count against it; a call that times out does not by itself (a large or
+ * slow-to-judge payload takes long on a healthy guardian, and any caller can send one). A timeout
+ * sends an AOS ping on a connection of its own; only when that ping gets no answer either does the
+ * breaker open.
+ *
  * Two connection budgets: the checks of each call (request hooks, unary answers) and the checks of
  * stream events. A stream can ask for thousands of decisions; a call never waits for a connection
  * behind them, whatever the streams do. (The stream relay lets at most as many stream events go to
@@ -58,7 +64,7 @@ export interface HttpGuardianOptions {
   readonly breakerCooldownMs?: number;
   /** TLS towards the guardian (GUARDIAN_CA_FILE, ...; see src/tls.ts); undici's default when unset. */
   readonly connect?: Pool.Options['connect'];
-  /** Connections for the checks of calls: request hooks, unary answers, pings; default 256. */
+  /** Connections for the checks of calls: request hooks, unary answers; default 256. */
   readonly callConnections?: number;
   /** Connections for stream-event checks; default 256. */
   readonly streamConnections?: number;
@@ -75,6 +81,9 @@ interface RawReply {
   readonly body: string;
 }
 
+/** Connections of the pings (readiness and the breaker's probes): never queued behind calls. */
+const PING_CONNECTIONS = 2;
+
 class TransportError extends Error {
   constructor(readonly kind: GuardianFailureKind, message: string, readonly socketError?: unknown) {
     super(message);
@@ -87,6 +96,7 @@ const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
 export class HttpGuardian implements Guardian {
   private readonly pools: Record<GuardianBudget, Pool>;
+  private readonly pingPool: Pool;
   private readonly origin: string;
   private readonly path: string;
   private headers: string[];
@@ -95,6 +105,8 @@ export class HttpGuardian implements Guardian {
   private openUntil = 0;
   /** Half-open: after the cooldown exactly one trial call is let through; the rest fail fast until it ends. */
   private trialInFlight = false;
+  /** The ping a timed-out call sent, while it runs (timeouts meanwhile wait for the same one). */
+  private probing: Promise<boolean> | undefined;
   readonly describe: string;
 
   constructor(private readonly opts: HttpGuardianOptions) {
@@ -103,6 +115,7 @@ export class HttpGuardian implements Guardian {
     // Keep-alive connections; our own deadline bounds each call, so undici's timeouts are off.
     const pool = (connections: number) => createPool(this.origin, { connections, pipelining: 1, keepAliveTimeout: 4000, headersTimeout: 0, bodyTimeout: 0, ...(opts.connect === undefined ? {} : { connect: opts.connect }) });
     this.pools = { call: pool(opts.callConnections ?? 256), stream: pool(opts.streamConnections ?? 256) };
+    this.pingPool = pool(PING_CONNECTIONS);
     this.headers = HttpGuardian.headersFor(opts.token);
     this.describe = `${opts.url.origin}${opts.url.pathname}`;
   }
@@ -144,24 +157,32 @@ export class HttpGuardian implements Guardian {
       reply = await this.post(this.pools[budget], body, now + this.opts.timeoutMs, caller, trace === undefined ? this.headers : this.withTrace(trace), 1);
     } catch (err) {
       const e = err instanceof TransportError ? err : new TransportError('connect', (err as Error).message, err);
-      if (halfOpen) this.trialInFlight = false;
       if (e.kind === 'connect') this.reportFailure(e.socketError ?? e);
+      if (e.kind === 'timeout') {
+        // The payload may be what took long: a ping decides (a trial stays in flight until it has).
+        this.probe(halfOpen);
+        return { ok: false, kind: e.kind, detail: e.message };
+      }
+      if (halfOpen) this.trialInFlight = false;
       // A caller that went away says nothing about the guardian's health.
       if (e.kind === 'cancelled') return { ok: false, kind: 'cancelled', detail: e.message };
-      this.noteFailure();
+      this.noteFailure(e.kind);
       return { ok: false, kind: e.kind, detail: e.message };
     }
-    this.consecutiveFailures = 0;
-    this.openUntil = 0;
-    this.trialInFlight = false;
-    return interpret(reply, envelope.id);
+    const outcome = interpret(reply, envelope.id);
+    if (unhealthy(reply, outcome)) {
+      if (halfOpen) this.trialInFlight = false;
+      this.noteFailure(outcome.ok ? 'http' : outcome.kind);
+    } else {
+      this.noteHealthy();
+    }
+    return outcome;
   }
 
   async ping(timeoutMs = this.opts.timeoutMs): Promise<boolean> {
     const id = randomUUID();
-    const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'ping', params: { timestamp: new Date().toISOString(), timeout: timeoutMs } });
     try {
-      const reply = await this.post(this.pools.call, body, monotonicMs() + timeoutMs, undefined);
+      const reply = await this.post(this.pingPool, HttpGuardian.pingBody(id, timeoutMs), monotonicMs() + timeoutMs, undefined);
       if (reply.status < 200 || reply.status >= 300) return false;
       const answer = pingAnswer(JSON.parse(reply.body));
       return answer !== undefined && answer.id === id && answer.status === 'connected';
@@ -171,12 +192,36 @@ export class HttpGuardian implements Guardian {
     }
   }
 
+  private static pingBody(id: string, timeoutMs: number): string {
+    return JSON.stringify({ jsonrpc: '2.0', id, method: 'ping', params: { timestamp: new Date().toISOString(), timeout: timeoutMs } });
+  }
+
+  /**
+   * After a timed-out call: does the guardian answer a ping within the time budget? Any answer below
+   * 500 counts (a guardian without `ping` answers it with an error, quickly): the question is whether
+   * it responds, not what it says. A failed ping opens the breaker; a trial call's ping closes it.
+   */
+  private probe(trial: boolean): void {
+    const running = (this.probing ??= this.post(this.pingPool, HttpGuardian.pingBody(randomUUID(), this.opts.timeoutMs), monotonicMs() + this.opts.timeoutMs, undefined)
+      .then((reply) => reply.status < 500, () => false)
+      .finally(() => {
+        this.probing = undefined;
+      }));
+    void running.then((up) => {
+      if (up) {
+        if (trial) this.noteHealthy();
+        return;
+      }
+      this.open('a call timed out and a ping got no answer either');
+    });
+  }
+
   queued(): Record<GuardianBudget, number> {
     return { call: this.pools.call.stats.queued, stream: this.pools.stream.stats.queued };
   }
 
   close(): void {
-    for (const p of [this.pools.call, this.pools.stream]) p.destroy().catch(() => undefined);
+    for (const p of [this.pools.call, this.pools.stream, this.pingPool]) p.destroy().catch(() => undefined);
     this.opts.onClose?.();
   }
 
@@ -186,13 +231,24 @@ export class HttpGuardian implements Guardian {
     return h;
   }
 
-  private noteFailure(): void {
+  private noteHealthy(): void {
+    this.consecutiveFailures = 0;
+    this.openUntil = 0;
+    this.trialInFlight = false;
+  }
+
+  private noteFailure(kind: string): void {
     this.consecutiveFailures++;
-    if (this.consecutiveFailures >= (this.opts.breakerThreshold ?? 5)) {
-      this.openUntil = monotonicMs() + (this.opts.breakerCooldownMs ?? 2000);
-      // Half-open: after the cooldown one call goes through; its failure re-opens the breaker at once.
-      this.consecutiveFailures = (this.opts.breakerThreshold ?? 5) - 1;
-    }
+    if (this.consecutiveFailures >= (this.opts.breakerThreshold ?? 5)) this.open(`${this.consecutiveFailures} failed calls in a row (last: ${kind})`);
+  }
+
+  private open(why: string): void {
+    // Said once per outage: a failed half-open trial re-opens it quietly.
+    if (this.openUntil === 0) this.opts.logger?.warn({ guardian: this.describe, why, cooldownMs: this.opts.breakerCooldownMs ?? 2000 }, 'guardian circuit breaker open: calls fail fast until a trial call succeeds');
+    this.openUntil = monotonicMs() + (this.opts.breakerCooldownMs ?? 2000);
+    this.trialInFlight = false;
+    // Half-open: after the cooldown one call goes through; its failure re-opens the breaker at once.
+    this.consecutiveFailures = (this.opts.breakerThreshold ?? 5) - 1;
   }
 
   /** Text or one buffer as is; several buffers go out one after the other under their total content-length. */
@@ -302,6 +358,16 @@ export function describeError(err: unknown): string {
 function schemas(): typeof import('./schemas') {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   return require('./schemas') as typeof import('./schemas');
+}
+
+/**
+ * An answer that speaks against the guardian's health: a 5xx, or a body that is not a valid AOS
+ * answer (not JSON, fails the schema, another id). A 4xx or a JSON-RPC error is the guardian
+ * declining this one envelope (too large, input it cannot walk): it answered, so it is up.
+ */
+function unhealthy(reply: RawReply, outcome: GuardianOutcome): boolean {
+  if (reply.status >= 500) return true;
+  return !outcome.ok && (outcome.kind === 'json' || outcome.kind === 'schema' || outcome.kind === 'id');
 }
 
 /** Turn a raw guardian reply into an outcome: the "no valid answer" kinds of design section 5. */

@@ -6,7 +6,7 @@
 import type { JsonRpcId } from './json';
 
 export type ProxyErrorKind =
-  | 'denied' | 'guardianUnavailable' | 'rejected' | 'upstreamUnavailable' | 'overloaded' | 'unauthenticated'
+  | 'denied' | 'guardianUnavailable' | 'rejected' | 'upstreamUnavailable' | 'overloaded' | 'limited' | 'unauthenticated'
   // Refusals of what the agent would refuse too: the binding's standard codes, with the proxy's ErrorInfo.
   | 'parseError' | 'invalidRequest' | 'invalidParams' | 'methodNotFound' | 'notFound' | 'contentTypeNotSupported' | 'versionNotSupported'
   // Task ownership: another caller's task is answered exactly as a task that does not exist; the owner store is down.
@@ -27,6 +27,8 @@ const KINDS: Record<ProxyErrorKind, KindInfo> = {
   upstreamUnavailable: { code: -31502, reason: 'UPSTREAM_UNAVAILABLE', httpStatus: 502, grpcStatus: 'UNAVAILABLE', defaultMessage: 'Upstream agent unavailable' },
   // Too many request bytes held at once (MAX_INFLIGHT_BODY_BYTES): a clear "try later", not unbounded memory.
   overloaded: { code: -31429, reason: 'PROXY_OVERLOADED', httpStatus: 503, grpcStatus: 'RESOURCE_EXHAUSTED', defaultMessage: 'Proxy overloaded, retry later' },
+  // One caller at its own share (calls, bytes, rate): its answer alone, with Retry-After; nobody else notices.
+  limited: { code: -31429, reason: 'CALLER_LIMITED', httpStatus: 429, grpcStatus: 'RESOURCE_EXHAUSTED', defaultMessage: 'Caller over its share, retry later' },
   parseError: { code: -32700, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'INVALID_ARGUMENT', defaultMessage: 'Invalid JSON payload' },
   invalidRequest: { code: -32600, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'INVALID_ARGUMENT', defaultMessage: 'Invalid request' },
   invalidParams: { code: -32602, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'INVALID_ARGUMENT', defaultMessage: 'Invalid params' },
@@ -59,8 +61,16 @@ export const ERROR_CODES = {
   rejected: KINDS.rejected.code,
   upstreamUnavailable: KINDS.upstreamUnavailable.code,
   overloaded: KINDS.overloaded.code,
+  limited: KINDS.limited.code,
   unauthenticated: KINDS.unauthenticated.code,
 } as const;
+
+/** A caller at its share: `retryAfterSeconds` goes out as Retry-After (HTTP) and in the ErrorInfo metadata. */
+export function callerLimited(resource: string, retryAfterSeconds: number, message?: string): ProxyError {
+  const seconds = String(Math.max(1, Math.ceil(retryAfterSeconds)));
+  // HTTP 429 in every binding, as gateways answer a limit: the request was not read, a JSON-RPC id is not known.
+  return proxyError('limited', message ?? `Too many ${resource} for this caller; retry later`, { resource, retryAfterSeconds: seconds }, 429);
+}
 
 export interface ProxyError {
   readonly kind: ProxyErrorKind;

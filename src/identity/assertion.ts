@@ -8,7 +8,7 @@
  *
  * A ROLE=server proxy verifies it against its trusted keys: signature (only the algorithms above,
  * only keys in the trust set, named by `kid`), explicit type, audience = one of its own URLs, not
- * expired, at most 60 s of lifetime, never seen before (jti), and an agent the key may assert (a key
+ * expired, at most 60 s of lifetime, never seen before (jti, per key: replay.ts), and an agent the key may assert (a key
  * whose JWK names `agents` asserts only those; see keys.ts TrustIndex). `from` is then built from
  * the verified `agent` only.
  */
@@ -17,7 +17,7 @@ import type { Logger } from 'pino';
 import { WatchedFile } from '../files';
 import { ASSERTION_ALGORITHMS, CLOCK_TOLERANCE_S, type JSONWebKeySet, type JWTVerifyGetKey, jose, joseProblem } from './jose';
 import { parseSigningKey, parseTrustedJwks, startupKeyError, trustIndex, type SigningKey } from './keys';
-import { ReplayCache } from './replay';
+import { ReplayCache, type ReplayGuard } from './replay';
 import { type AgentFields, type CredentialCheck, fieldValue } from './types';
 
 export { ASSERTION_HEADER } from './types';
@@ -87,15 +87,18 @@ export interface TrustedKeys {
 export interface VerifierOptions {
   /** Accepted audiences, normalised (see normaliseAudience). */
   readonly audiences: readonly string[];
+  /** Ids remembered at once, divided equally among the trusted keys (each key's share). */
   readonly replayCacheSize: number;
+  /** Where ids are remembered (Redis with TASK_STORE_URL); default this process's cache. */
+  readonly replay?: ReplayGuard;
 }
 
 /** Verifies assertions against a trust set; one per ROLE=server proxy (the replay cache is its state). */
 export class AssertionVerifier {
-  private readonly replay: ReplayCache;
+  private readonly replay: ReplayGuard;
 
   constructor(private readonly trust: () => TrustedKeys, private readonly opts: VerifierOptions) {
-    this.replay = new ReplayCache(opts.replayCacheSize);
+    this.replay = opts.replay ?? new ReplayCache();
   }
 
   /** Trust from ASSERTION_TRUST_JWKS_FILE (re-read when it changes) or ASSERTION_TRUST_JWKS_URL (fetched, cached, refreshed). */
@@ -165,10 +168,13 @@ export class AssertionVerifier {
     const set = trust.set();
     const scope = set === undefined ? 'refused' : trustIndex(set).scope(kid, agent.id);
     if (scope === 'refused') return fail('is signed by a key the trusted keys do not let assert this agent');
-    // Recorded only now, after the signature and claims verified: outsiders cannot fill the cache.
-    const seen = this.replay.add(`${kid}\n${jti}`, exp + CLOCK_TOLERANCE_S);
+    // Recorded only now, after the signature and claims verified: outsiders cannot fill the cache. Each
+    // trusted key has its share of it, so one signer filling its own never refuses another's assertions.
+    const share = Math.max(1, Math.floor(this.opts.replayCacheSize / Math.max(1, set?.keys.length ?? 1)));
+    const seen = await this.replay.add(kid, jti, exp + CLOCK_TOLERANCE_S, share);
     if (seen === 'replayed') return fail('was already used (replayed)');
-    if (seen === 'full') return fail('cannot be checked for replay now (replay cache full)');
+    if (seen === 'full') return fail("cannot be checked for replay now (this key's share of the replay cache is full)");
+    if (seen === 'unavailable') return fail('cannot be checked for replay now (replay store unavailable)');
     // A key bound to the agent speaks for the agent itself: its tasks stay its own when the key rotates.
     return { ok: true, identity: { source: 'assertion', subject: agent.id, issuer: kid, agent, ...(scope === 'bound' ? { stableSubject: true } : {}) } };
   }

@@ -1,43 +1,101 @@
 /**
- * Assertion ids seen, each kept until its assertion expires: a second use is a replay. Bounded:
- * only assertions whose signature verified are recorded (so only holders of a trusted key can fill
- * it), and when it is full of live entries a new id is refused rather than an old one forgotten
- * (forgetting would let that one be replayed). Per process: replicas do not share it (README).
+ * Assertion ids seen, each kept until its assertion expires: a second use is a replay.
+ *
+ * - Only assertions whose signature and claims verified are recorded (when a request arrives, before
+ *   its body is read: proxy/pipeline.ts): outsiders cannot fill it.
+ * - Per signer (the key, `kid`): each trusted key may hold `share` live ids (ASSERTION_REPLAY_CACHE_SIZE
+ *   divided among the trusted keys). A signer whose share is full has its new assertions refused
+ *   rather than an old id forgotten (forgetting would let that one be replayed); other signers are
+ *   unaffected.
+ * - `ReplayCache` is this process's; with TASK_STORE_URL the ids are kept in Redis instead
+ *   (ownership/redis.ts), so an assertion is used once across every replica. Redis not answering:
+ *   FAIL_MODE=closed refuses the assertion, open checks it against this replica's cache.
  */
-export class ReplayCache {
-  /** id -> expiry (epoch seconds), in insertion order. */
-  private readonly seen = new Map<string, number>();
+import type { Logger } from 'pino';
 
-  constructor(private readonly max: number, private readonly nowSeconds: () => number = () => Date.now() / 1000) {}
+export type ReplayVerdict = 'fresh' | 'replayed' | 'full' | 'unavailable';
 
+export interface ReplayGuard {
+  /** Record `id` of `signer` until `expiresAt` (epoch seconds), holding at most `share` live ids per signer. */
+  add(signer: string, id: string, expiresAt: number, share: number): ReplayVerdict | Promise<ReplayVerdict>;
+}
+
+/** This process's cache: per signer, id -> expiry (epoch seconds) in insertion order. */
+export class ReplayCache implements ReplayGuard {
+  private readonly bySigner = new Map<string, Map<string, number>>();
+
+  constructor(private readonly nowSeconds: () => number = () => Date.now() / 1000) {}
+
+  /** Live and not yet swept ids, all signers. */
   get size(): number {
-    return this.seen.size;
+    let n = 0;
+    for (const ids of this.bySigner.values()) n += ids.size;
+    return n;
   }
 
-  /**
-   * Record `id` until `expiresAt` (epoch seconds). 'fresh' the first time, 'replayed' when it is
-   * already recorded and not yet expired, 'full' when the cache cannot remember another id.
-   */
-  add(id: string, expiresAt: number): 'fresh' | 'replayed' | 'full' {
+  add(signer: string, id: string, expiresAt: number, share: number): 'fresh' | 'replayed' | 'full' {
     const now = this.nowSeconds();
-    const prior = this.seen.get(id);
+    let seen = this.bySigner.get(signer);
+    const prior = seen?.get(id);
     if (prior !== undefined && prior >= now) return 'replayed';
-    if (prior !== undefined) this.seen.delete(id);
-    this.dropExpiredHead(now);
-    if (this.seen.size >= this.max) {
-      // Lifetimes differ per signer, so expired entries can hide behind live ones: sweep all.
-      for (const [k, exp] of this.seen) if (exp < now) this.seen.delete(k);
-      if (this.seen.size >= this.max) return 'full';
+    if (seen === undefined) this.bySigner.set(signer, (seen = new Map()));
+    if (prior !== undefined) seen.delete(id);
+    dropExpiredHead(seen, now);
+    if (seen.size >= share) {
+      // Lifetimes may differ within a signer, so expired entries can hide behind live ones: sweep them all.
+      for (const [k, exp] of seen) if (exp < now) seen.delete(k);
+      if (seen.size >= share) return 'full';
     }
-    this.seen.set(id, expiresAt);
+    seen.set(id, expiresAt);
+    if (this.bySigner.size > 1) this.dropIdleSigners(now, signer);
     return 'fresh';
   }
 
-  /** Entries arrive roughly in expiry order: drop expired ones from the front (amortised O(1)). */
-  private dropExpiredHead(now: number): void {
-    for (const [k, exp] of this.seen) {
-      if (exp >= now) return;
-      this.seen.delete(k);
+  /** Signers whose ids all expired (a key rotated out) leave no map behind. */
+  private dropIdleSigners(now: number, current: string): void {
+    for (const [s, ids] of this.bySigner) {
+      if (s === current) continue;
+      dropExpiredHead(ids, now);
+      if (ids.size === 0) this.bySigner.delete(s);
+    }
+  }
+}
+
+/** Entries arrive roughly in expiry order: drop expired ones from the front (amortised O(1)). */
+function dropExpiredHead(seen: Map<string, number>, now: number): void {
+  for (const [k, exp] of seen) {
+    if (exp >= now) return;
+    seen.delete(k);
+  }
+}
+
+/**
+ * Ids kept where every replica sees them (`shared`, Redis). When it fails: FAIL_MODE=closed answers
+ * 'unavailable' (the assertion is refused), open asks this replica's cache, logged once per outage.
+ */
+export class SharedReplayGuard implements ReplayGuard {
+  private down = false;
+
+  constructor(
+    private readonly shared: (signer: string, id: string, expiresAt: number, share: number) => Promise<'fresh' | 'replayed' | 'full'>,
+    private readonly local: ReplayCache,
+    private readonly failMode: 'closed' | 'open',
+    private readonly logger: Logger,
+  ) {}
+
+  async add(signer: string, id: string, expiresAt: number, share: number): Promise<ReplayVerdict> {
+    try {
+      const verdict = await this.shared(signer, id, expiresAt, share);
+      this.down = false;
+      return verdict;
+    } catch (err) {
+      if (!this.down) {
+        this.down = true;
+        this.logger.warn({ err: (err as Error).message, failMode: this.failMode }, this.failMode === 'closed'
+          ? 'assertion replay store unavailable: assertions are refused until it answers (FAIL_MODE=closed)'
+          : 'assertion replay store unavailable: each replica checks replays alone until it answers (FAIL_MODE=open)');
+      }
+      return this.failMode === 'closed' ? 'unavailable' : this.local.add(signer, id, expiresAt, share);
     }
   }
 }

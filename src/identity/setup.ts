@@ -9,6 +9,7 @@ import type { Agent } from '../aos/schemas';
 import { AssertionSigner, AssertionVerifier } from './assertion';
 import { type CallerIdentifier, type CallerSources, createCallerIdentifier } from './caller';
 import { OidcVerifier } from './oidc';
+import type { ReplayGuard } from './replay';
 
 export interface IdentityRuntime {
   readonly identify: CallerIdentifier;
@@ -21,6 +22,7 @@ export async function setupIdentity(
   observedClient: () => Agent,
   logger: Logger,
   onOutcome?: CallerSources['onOutcome'],
+  replay?: ReplayGuard,
 ): Promise<IdentityRuntime> {
   const id = config.identity;
   const signs = config.role !== 'server';
@@ -47,7 +49,7 @@ export async function setupIdentity(
     logger.warn('ROLE=%s: the caller is this proxy\'s own agent; ASSERTION_TRUST_JWKS_*, OIDC_* and IDENTITY_POLICY apply to ROLE=server only', config.role);
   }
   const assertions = verifies && trusts
-    ? AssertionVerifier.open({ file: id.trustJwksFile, url: id.trustJwksUrl, audiences: id.audiences, replayCacheSize: id.replayCacheSize, refreshMs: id.refreshMs, logger })
+    ? AssertionVerifier.open({ file: id.trustJwksFile, url: id.trustJwksUrl, audiences: id.audiences, replayCacheSize: id.replayCacheSize, ...(replay === undefined ? {} : { replay }), refreshMs: id.refreshMs, logger })
     : undefined;
   const oidc = verifies && id.oidc !== undefined
     ? new OidcVerifier({ issuer: id.oidc.issuer, audiences: id.oidc.audiences, jwksUrl: id.oidc.jwksUrl, claims: id.oidc.claims, refreshMs: id.refreshMs, logger })

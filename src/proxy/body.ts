@@ -5,11 +5,15 @@
 import type { IncomingMessage } from 'node:http';
 import type zlib from 'node:zlib';
 import { BoundedBytes } from '../core/bounded';
-import { proxyError, type ProxyError } from '../core/errors';
+import { callerLimited, proxyError, type ProxyError } from '../core/errors';
+import { monotonicMs } from '../core/clock';
 import { contentCodings } from '../core/http';
 import { zlibDecoders } from '../core/decoders';
 
-export type BodyResult = { readonly ok: true; readonly body: Buffer } | { readonly ok: false; readonly error: ProxyError };
+export type BodyResult =
+  | { readonly ok: true; readonly body: Buffer }
+  /** `partial`: the bytes read before a body was cut (too large, too slow), for the caller's id. */
+  | { readonly ok: false; readonly error: ProxyError; readonly partial?: Buffer };
 
 const overloaded = (): ProxyError => proxyError('overloaded', 'Too many request bytes in flight; retry later', {}, 503);
 
@@ -20,24 +24,38 @@ export function hasBody(req: IncomingMessage): boolean {
   return len !== undefined && len !== '0';
 }
 
-export function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: number, lease?: BodyLease): Promise<BodyResult> {
+/** How a body must arrive: whole within `timeoutMs`, and past the first `graceMs` at `minBytesPerSecond` on average. */
+export interface BodyPace {
+  readonly timeoutMs: number;
+  /** 0 = no rate rule. */
+  readonly minBytesPerSecond: number;
+  readonly graceMs?: number;
+}
+
+/** The first seconds of a body are never judged by its rate: a connection's slow start, a caller's pause before writing. */
+const RATE_GRACE_MS = 5000;
+
+/**
+ * Read a request body. The lease grows with the bytes that arrived, never with the declared length:
+ * a caller that announces a large body and sends nothing holds nothing of the shared budget. A body
+ * that stalls or trickles below the minimum rate is cut (408), so a slow sender cannot keep its
+ * bytes and its socket for the whole timeout.
+ */
+export function readBody(req: IncomingMessage, maxBytes: number, pace: BodyPace, lease?: BodyLease): Promise<BodyResult> {
   return new Promise((resolve) => {
     const declared = Number(req.headers['content-length'] ?? NaN);
     if (declared > maxBytes) {
       req.resume();
       return resolve({ ok: false, error: proxyError('rejected', `Request body larger than ${maxBytes} bytes`, { limit: String(maxBytes) }, 413) });
     }
-    if (lease !== undefined && Number.isFinite(declared) && !lease.take(declared)) {
-      req.resume();
-      return resolve({ ok: false, error: overloaded() });
-    }
-    let reserved = Number.isFinite(declared) ? declared : 0;
     const body = new BoundedBytes(maxBytes);
+    const started = monotonicMs();
     let done = false;
     const finish = (r: BodyResult) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
+      if (pacer !== undefined) clearInterval(pacer);
       req.removeListener('data', onData);
       req.removeListener('end', onEnd);
       req.removeListener('error', onError);
@@ -45,16 +63,23 @@ export function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: numb
       resolve(r);
     };
     const onData = (c: Buffer) => {
-      if (!body.push(c)) return finish({ ok: false, error: proxyError('rejected', `Request body larger than ${maxBytes} bytes`, { limit: String(maxBytes) }, 413) });
-      if (lease !== undefined && body.length > reserved) {
-        if (!lease.take(body.length - reserved)) return finish({ ok: false, error: overloaded() });
-        reserved = body.length;
-      }
+      if (lease !== undefined && !lease.take(c.length)) return finish({ ok: false, error: lease.refusal(), partial: body.buffer() });
+      if (!body.push(c)) return finish({ ok: false, error: proxyError('rejected', `Request body larger than ${maxBytes} bytes`, { limit: String(maxBytes) }, 413), partial: body.buffer() });
     };
     const onEnd = () => finish({ ok: true, body: body.buffer() });
     const onError = (e: Error) => finish({ ok: false, error: proxyError('rejected', `Request body could not be read: ${e.message}`) });
     // Slow-loris: a body that trickles in forever holds a socket and memory; give it a deadline.
-    const timer = setTimeout(() => finish({ ok: false, error: proxyError('rejected', `Request body not received within ${timeoutMs} ms`, {}, 408) }), timeoutMs);
+    const timer = setTimeout(() => finish({ ok: false, error: proxyError('rejected', `Request body not received within ${pace.timeoutMs} ms`, {}, 408), partial: body.buffer() }), pace.timeoutMs);
+    const grace = pace.graceMs ?? RATE_GRACE_MS;
+    const pacer = pace.minBytesPerSecond > 0 && pace.timeoutMs > grace
+      ? setInterval(() => {
+        const late = monotonicMs() - started - grace;
+        if (late > 0 && body.length < (late / 1000) * pace.minBytesPerSecond) {
+          finish({ ok: false, error: proxyError('rejected', `Request body arrived slower than ${pace.minBytesPerSecond} bytes per second`, { minBytesPerSecond: String(pace.minBytesPerSecond) }, 408), partial: body.buffer() });
+        }
+      }, 1000)
+      : undefined;
+    pacer?.unref();
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
@@ -113,39 +138,67 @@ export function holdDecoded(lease: BodyLease, held: number, decoded: number): Pr
 /**
  * One budget of the bytes held across all calls (MAX_INFLIGHT_BODY_BYTES): request bodies, and the
  * agent's answers held for inspection. A call that would go over it is answered "overloaded" at once
- * instead of growing the process without bound.
+ * instead of growing the process without bound. Each caller (its verified identity, else its
+ * address: proxy/callers.ts) holds at most `perCaller` of it, so one caller's bytes never refuse
+ * another's: past its share it is answered "limited" (429), alone.
  */
 export class BodyBudget {
   private used = 0;
-  constructor(readonly limit: number) {}
+  private readonly byCaller = new Map<string, number>();
+
+  constructor(readonly limit: number, readonly perCaller: number = limit) {}
 
   get inFlight(): number {
     return this.used;
   }
 
-  /** A lease for one call; `take` grows it (false: over budget, nothing taken), `release` ends it. */
-  lease(): BodyLease {
+  /** Bytes `caller` holds now. */
+  heldBy(caller: string): number {
+    return this.byCaller.get(caller) ?? 0;
+  }
+
+  /** Callers holding bytes now (a bound check for tests: an idle caller leaves no entry). */
+  get callers(): number {
+    return this.byCaller.size;
+  }
+
+  /**
+   * A lease for one call of `caller`; `take` grows it (false: over the budget or the caller's share,
+   * nothing taken; `refusal()` says which), `release` ends it. The caller may be named later
+   * (`charge`), while the lease holds nothing: a call is admitted before its caller is known.
+   */
+  lease(caller = ''): BodyLease {
     let held = 0;
+    let who = caller;
+    let refusedBy: 'budget' | 'caller' = 'budget';
+    const add = (n: number) => {
+      this.used += n;
+      const mine = (this.byCaller.get(who) ?? 0) + n;
+      if (mine <= 0) this.byCaller.delete(who);
+      else this.byCaller.set(who, mine);
+      held += n;
+    };
     return {
       take: (n: number) => {
-        if (this.used + n > this.limit) return false;
-        this.used += n;
-        held += n;
+        if (this.used + n > this.limit) {
+          refusedBy = 'budget';
+          return false;
+        }
+        if ((this.byCaller.get(who) ?? 0) + n > this.perCaller) {
+          refusedBy = 'caller';
+          return false;
+        }
+        add(n);
         return true;
       },
-      resize: (n: number) => {
-        this.used += n - held;
-        held = n;
+      resize: (n: number) => add(n - held),
+      give: (n: number) => add(-Math.min(n, held)),
+      release: () => add(-held),
+      charge: (c: string) => {
+        if (held !== 0) throw new Error('a lease names its caller before it holds bytes');
+        who = c;
       },
-      give: (n: number) => {
-        const k = Math.min(n, held);
-        this.used -= k;
-        held -= k;
-      },
-      release: () => {
-        this.used -= held;
-        held = 0;
-      },
+      refusal: () => (refusedBy === 'caller' ? callerLimited('request bytes in flight', 1) : overloaded()),
     };
   }
 }
@@ -157,4 +210,8 @@ export interface BodyLease {
   /** Return n of the bytes held (never more than are held). */
   give(n: number): void;
   release(): void;
+  /** Name the caller whose share the lease counts against (only while it holds nothing). */
+  charge(caller: string): void;
+  /** The error for the last refused `take`: the shared budget is full (503), or the caller's share (429). */
+  refusal(): ProxyError;
 }

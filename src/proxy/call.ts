@@ -78,6 +78,8 @@ export interface CallLog {
 export interface Exchange {
   readonly call: Call;
   readonly log: CallLog;
+  /** What the call holds until it ends (task ownership's provisional holds), let go by finishCall. */
+  onEnd?: () => void;
 }
 
 export function openExchange(call: Call): Exchange {
@@ -91,8 +93,9 @@ export interface FinishDeps extends AuditLineDeps {
   readonly config: { readonly role: string };
 }
 
-/** The call is over: one audit line (and decision-log record), its outcome and added latency counted, its span ended. */
+/** The call is over: what it held let go, one audit line (and decision-log record), its outcome and added latency counted, its span ended. */
 export function finishCall(deps: FinishDeps, ex: Exchange, finished: boolean): void {
+  ex.onEnd?.();
   const { call, log } = ex;
   const now = performance.now();
   const upstreamMs = log.upstreamSentAt === undefined ? undefined : (log.upstreamEndedAt ?? now) - log.upstreamSentAt;

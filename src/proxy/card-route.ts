@@ -1,6 +1,6 @@
 /**
- * GET /.well-known/agent-card.json (and the pre-0.3 agent.json): fetched from the agent and
- * returned with every endpoint URL pointing at this proxy (design section 7).
+ * GET /.well-known/agent-card.json (and the pre-0.3 agent.json, and CARD_PATHS): fetched from the agent
+ * and returned with every endpoint URL pointing at this proxy (design section 7).
  */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { hostBoundCacheControl, rewriteCard, weakEtag, type CardJson, type RewriteOptions } from '../a2a/card';
@@ -33,7 +33,7 @@ export function cardRewrite(deps: ProxyDeps, req: IncomingMessage): RewriteOptio
   return { publicBase: base, upstreamBase: deps.upstream.url, signatures: deps.config.cardSignatures, grpcAddress: grpcPublicAddress(deps.config.grpc, base.hostname) };
 }
 
-/** `target` is the canonical card path the proxy classified; HEAD is answered from the rewritten GET. */
+/** `target` is the canonical card path the proxy classified (or the CARD_PATHS entry); HEAD is answered from the rewritten GET. */
 export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse, target: string): void {
   const headers = forwardRequestHeaders(req.headers, {
     role: deps.config.role,
@@ -73,13 +73,7 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
             const card = !kept.overflowed && !isEncoded(upRes.headers['content-encoding']) ? parseCard(raw) : undefined;
             if (card === undefined) return unavailable('agent card: not a readable JSON object (too large, encoded or malformed)');
             body = Buffer.from(JSON.stringify(rewriteCard(card, cardRewrite(deps, req))));
-            out.etag = weakEtag(body);
-            delete out['content-encoding'];
-            if (deps.config.publicUrl === undefined) {
-              // Rewritten from this request's Host: another Host gets other URLs, so no shared cache may keep it.
-              out['cache-control'] = hostBoundCacheControl(upRes.headers['cache-control']);
-              out.vary = [headerText(out.vary as string | string[] | undefined), 'Host'].filter((v) => v !== undefined && v !== '').join(', ');
-            }
+            rewrittenCardHeaders(out, body, deps.config.publicUrl === undefined);
           }
           out['content-length'] = body.length;
           if (req.method === 'HEAD') {
@@ -100,6 +94,20 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
     deps.logger.warn({ why }, 'agent card not served');
     if (res.headersSent) return void res.destroy();
     sendError(res, restCodec, proxyError('upstreamUnavailable', 'Agent card unavailable'), null);
+  }
+}
+
+/**
+ * The agent's headers (a copy without its length, digests and validators) made right for a card the proxy
+ * rewrote into `body`: its own ETag, no coding, and with `hostBound` (PUBLIC_URL unset) kept out of shared caches.
+ */
+export function rewrittenCardHeaders(out: OutgoingHttpHeaders, body: Buffer, hostBound: boolean): void {
+  out.etag = weakEtag(body);
+  delete out['content-encoding'];
+  if (hostBound) {
+    // Rewritten from this request's Host: another Host gets other URLs, so no shared cache may keep it.
+    out['cache-control'] = hostBoundCacheControl(out['cache-control'] as string | string[] | undefined);
+    out.vary = [headerText(out.vary as string | string[] | undefined), 'Host'].filter((v) => v !== undefined && v !== '').join(', ');
   }
 }
 

@@ -9,6 +9,7 @@ import type { CardCache } from '../a2a/card';
 import type { Guardian } from '../aos/guardian';
 import type { Identities } from '../aos/identity';
 import type { BodyBudget } from './body';
+import type { CallerLimits } from './callers';
 import type { Upstream } from './forward';
 import type { CallerIdentifier } from '../identity/caller';
 import type { TaskOwnership } from './ownership';
@@ -30,6 +31,8 @@ export interface ProxyDeps {
   readonly draining: () => boolean;
   /** Request-body bytes held across all calls (MAX_INFLIGHT_BODY_BYTES). */
   readonly bodyBudget: BodyBudget;
+  /** What one caller may hold of what every caller shares: calls in flight, rate, guardian calls (proxy/callers.ts). */
+  readonly callerLimits?: CallerLimits | undefined;
   /** The agent's card: names its REST and JSON-RPC endpoints. */
   readonly upstreamCard: CardCache;
   /** Who is calling (verified sources, then IDENTITY_POLICY); see src/identity/caller.ts. */

@@ -9,7 +9,10 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Metrics } from '../admin/metrics';
-import type { Guardian, GuardianBudget } from '../aos/guardian';
+import type { Guardian, GuardianBudget, TraceContext } from '../aos/guardian';
+import type { GuardianOutcome } from '../aos/outcome';
+import type { Envelope } from '../aos/schemas';
+import { callerKey, type CallerLimits } from './callers';
 import { type Identities, hookContext } from '../aos/identity';
 import type { Phase, Side } from '../aos/hook-points';
 import { buildEnvelope, envelopeBytes, envelopeJson, type EnvelopeBytes } from '../aos/envelope';
@@ -24,6 +27,8 @@ export interface HookDeps {
   readonly identities: Identities;
   readonly logger: Logger;
   readonly metrics: Metrics;
+  /** Per-caller shares (the guardian calls one caller may have in flight); undefined = none. */
+  readonly callerLimits?: CallerLimits | undefined;
 }
 
 export type { HookRecord } from './call';
@@ -105,6 +110,23 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     return made;
   }
 
+  /**
+   * The guardian's answer, asked once the caller holds a place of its own share (GUARDIAN_CALLS_PER_CALLER):
+   * a caller with many slow calls waits in its own line, and the connections stay free for the others.
+   * Stream events have their own line (the windows' shared places) and are not counted here.
+   */
+  async function decideInShare(ex: Exchange, envelope: Envelope, body: string | EnvelopeBytes, headers: TraceContext | undefined, budget: GuardianBudget): Promise<GuardianOutcome> {
+    const limits = deps.callerLimits;
+    if (limits === undefined || budget !== 'call') return deps.guardian.decide(envelope, body, ex.call.caller, headers, budget);
+    const place = limits.guardianPlace(callerKey(ex.call.owner, ex.call.remoteAddress), ex.call.caller);
+    if (place.entered !== true && !(await place.entered)) return { ok: false, kind: 'cancelled', detail: 'caller went away while waiting for its share of the guardian' };
+    try {
+      return await deps.guardian.decide(envelope, body, ex.call.caller, headers, budget);
+    } finally {
+      place.leave();
+    }
+  }
+
   async function one(input: HookRunInput, side: Side, payload: JsonObject, payloadJson: string, payloadBytes: Buffer | undefined): Promise<HookAction> {
     const { ex, phase } = input;
     const { context, json: ctxJson } = callContext(ex, side, phase);
@@ -114,7 +136,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     const body: string | EnvelopeBytes = payloadBytes === undefined ? envelopeJson(envelope, payloadJson, ctxJson) : envelopeBytes(envelope, payloadBytes, ctxJson);
     const span = ex.call.span.hook({ method: ex.call.op.aosMethod, side, phase, envelopeId });
     const t0 = performance.now();
-    const outcome = await deps.guardian.decide(envelope, body, ex.call.caller, span.headers, input.budget ?? 'call');
+    const outcome = await decideInShare(ex, envelope, body, span.headers, input.budget ?? 'call');
     const guardianMs = performance.now() - t0;
     const action = enforce({
       op: ex.call.op, payload, phase, envelopeId, outcome, failMode: config.failMode, shadow: config.shadowMode,

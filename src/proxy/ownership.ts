@@ -7,7 +7,11 @@
  *   is answered "task not found", exactly as the agent answers an unknown task, so a task's
  *   existence does not leak. A task id the store does not know (never seen, expired, evicted) is
  *   refused the same way: the proxy cannot show that the caller owns it. An unknown context id is
- *   a new context (clients may choose context ids), claimed for the caller there and then.
+ *   a new context (clients may choose context ids), held for the caller while the call runs
+ *   (provisionally: store.ts) and bound for good only by the agent's answer.
+ * - Ids longer than MAX_ID_BYTES are refused as invalid parameters, and a caller holding
+ *   TASK_STORE_MAX_PER_CALLER bindings has its new messages refused (-31429): no caller fills the
+ *   store for others.
  * - Answers to message/send and every event of message/stream bind the tasks and contexts they
  *   name to the caller (first owner wins) before they go out.
  * - tasks/list answers keep only the caller's own tasks.
@@ -69,19 +73,67 @@ export interface OwnershipDeps {
   readonly failMode: 'closed' | 'open';
   readonly logger: Logger;
   readonly metrics: Metrics;
+  /** Bindings one caller may hold (TASK_STORE_MAX_PER_CALLER); default unbounded. */
+  readonly maxPerCaller?: number;
   /** How long a sealed page token opens (default 24 h). */
   readonly pageTokenLifetimeSeconds?: number;
+  /** How long a provisional hold lives unless renewed (default 60 s; renewed every third of it while its call runs). */
+  readonly provisionalSeconds?: number;
 }
 
 const PAGE_TOKEN_LIFETIME_S = 24 * 3600;
+const PROVISIONAL_S = 60;
+
+/** The longest task or context id, in UTF-8 bytes (SDKs use UUIDs: 36). */
+export const MAX_ID_BYTES = 1024;
+
+/** Contexts one caller may hold provisionally at once on this replica (one or two per call in flight). */
+const MAX_PENDING_PER_CALLER = 1024;
+
+/** Operations whose answers bind new tasks and contexts: refused to a caller that holds its share. */
+const CREATES: ReadonlySet<string> = new Set(['message/send', 'message/stream']);
 
 const PASS: AnswerCheck = Object.freeze({ type: 'pass' });
 
 /** The longest id echoed in a "task not found" message. */
 const MAX_ECHOED_ID = 256;
 
+/**
+ * The contexts one call holds provisionally: renewed while it runs, let go when it ends (`end`, at
+ * the call's end whatever its outcome; those its answer confirmed are bound already and stay).
+ */
+export class CallHolds {
+  private readonly keys: string[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private ended = false;
+
+  constructor(private readonly owner: Owner, private readonly ownership: TaskOwnership) {}
+
+  /** Held now (the store answered): counted for the caller until `end`. */
+  add(keys: readonly string[]): void {
+    this.keys.push(...keys);
+    this.ownership.pendingChange(this.owner, keys.length);
+    if (this.ended) return this.end();
+    const every = this.ownership.provisionalSeconds * 1000 / 3;
+    this.timer ??= setInterval(() => this.ownership.renew(this.keys, this.owner), every);
+    this.timer.unref();
+  }
+
+  end(): void {
+    this.ended = true;
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    if (this.keys.length === 0) return;
+    const keys = this.keys.splice(0);
+    this.ownership.pendingChange(this.owner, -keys.length);
+    this.ownership.release(keys, this.owner);
+  }
+}
+
 export class TaskOwnership {
   private readonly pageTokens: PageTokens;
+  /** Per caller, the contexts its calls in flight on this replica hold provisionally. */
+  private readonly pending = new Map<Owner, number>();
 
   constructor(private readonly deps: OwnershipDeps) {
     this.pageTokens = new PageTokens({ secret: (refresh) => deps.store.sharedSecret(refresh), lifetimeSeconds: deps.pageTokenLifetimeSeconds ?? PAGE_TOKEN_LIFETIME_S });
@@ -91,8 +143,38 @@ export class TaskOwnership {
     return this.deps.store;
   }
 
-  /** Before the guardian and the agent: may `owner` make this call, and with which request (page tokens unsealed)? */
-  async checkRequest(owner: Owner, op: Operation, request: JsonObject, origin: RequestOrigin = 'caller'): Promise<RequestVerdict> {
+  get provisionalSeconds(): number {
+    return this.deps.provisionalSeconds ?? PROVISIONAL_S;
+  }
+
+  /** What one call of `owner` will hold provisionally; `end()` it when the call ends. */
+  holdsFor(owner: Owner): CallHolds {
+    return new CallHolds(owner, this);
+  }
+
+  /** @internal CallHolds' count of a caller's provisional holds. */
+  pendingChange(owner: Owner, n: number): void {
+    const now = (this.pending.get(owner) ?? 0) + n;
+    if (now <= 0) this.pending.delete(owner);
+    else this.pending.set(owner, now);
+  }
+
+  /** @internal Keep a long call's holds alive; a failure is left to the hold's TTL. */
+  renew(keys: readonly string[], owner: Owner): void {
+    if (keys.length > 0) this.deps.store.renew(keys, owner, this.provisionalSeconds).catch((err: unknown) => this.deps.logger.debug({ err: (err as Error).message }, 'task ownership: provisional holds not renewed'));
+  }
+
+  /** @internal Let go of a call's holds; a failure is left to the hold's TTL. */
+  release(keys: readonly string[], owner: Owner): void {
+    this.deps.store.release(keys, owner).catch((err: unknown) => this.deps.logger.debug({ err: (err as Error).message }, 'task ownership: provisional holds not released (they expire)'));
+  }
+
+  /**
+   * Before the guardian and the agent: may `owner` make this call, and with which request (page tokens
+   * unsealed)? A context nobody holds is held for the caller in `holds()` (released when the call ends;
+   * without it nothing stays held: the check alone).
+   */
+  async checkRequest(owner: Owner, op: Operation, request: JsonObject, origin: RequestOrigin = 'caller', holds?: () => CallHolds): Promise<RequestVerdict> {
     // A member spelled another way (`TaskId`, `ID`) in a guardian's modify (classification refused the caller's; gRPC
     // decodes to the exact names): an agent decoding names case-insensitively would act on a task ownership never checked.
     const misspelled = origin === 'guardian' ? misspelledField(request.params) : undefined;
@@ -106,7 +188,17 @@ export class TaskOwnership {
       request = opened.request;
     }
     const refs = namedByRequest(op, request);
+    // A message that continues no task may start one. The count is known without asking the store
+    // (memory: exact; Redis: from this caller's last binding); a caller's own tasks stay open to it.
+    const held = origin === 'caller' && refs.tasks.length === 0 && CREATES.has(op.aosMethod) ? this.deps.store.held(owner) : undefined;
+    if (held !== undefined && held >= (this.deps.maxPerCaller ?? Infinity)) return this.overQuota(op, owner, 'bindings');
     if (refs.tasks.length === 0 && refs.contexts.length === 0) return { type: 'pass', state: 'none', refs, request };
+    // Every id the caller sends may end up as a key in the store: bounded, as the agent's parser would reject nothing.
+    const long = [...refs.tasks, ...refs.contexts].find((id) => id.length > MAX_ID_BYTES / 3 && Buffer.byteLength(id) > MAX_ID_BYTES);
+    if (long !== undefined) {
+      this.deps.metrics.ownershipOutcome(op.aosMethod, 'refused_long_id');
+      return { type: 'refuse', error: proxyError('invalidParams', `Task or context id longer than ${MAX_ID_BYTES} bytes`) };
+    }
     const keys = [...refs.tasks.map(taskKey), ...refs.contexts.map(contextKey)];
     let owners: (Owner | undefined)[];
     try {
@@ -116,18 +208,23 @@ export class TaskOwnership {
       return failed === undefined ? { type: 'pass', state: 'unchecked', refs, request } : { type: 'refuse', error: failed };
     }
     const nTasks = refs.tasks.length;
-    // A context nobody holds yet is claimed now, before the guardian and the agent see the call: bound only
-    // by the answer, a context a caller opened would be anyone's while its first call runs (a blocking
-    // message answers when its task is done), and another caller naming it would join the conversation.
+    // A context nobody holds yet is held for the caller now, before the guardian and the agent see the call:
+    // unheld, a context a caller opened would be anyone's while its first call runs (a blocking message
+    // answers when its task is done), and another caller naming it would join the conversation. Held only
+    // provisionally: the agent's answer binds it; a call denied, refused or failed lets it go.
     const fresh = keys.filter((k, i) => i >= nTasks && owners[i] === undefined);
     if (fresh.length > 0) {
+      if ((this.pending.get(owner) ?? 0) + fresh.length > MAX_PENDING_PER_CALLER) return this.overQuota(op, owner, 'pending');
       let claimed: Owner[];
       try {
-        claimed = await this.deps.store.claim(fresh, owner);
+        claimed = await this.deps.store.provisional(fresh, owner, this.provisionalSeconds);
       } catch (err) {
         const failed = this.storeFailed(op, 'bind', err);
         return failed === undefined ? { type: 'pass', state: 'unchecked', refs, request } : { type: 'refuse', error: failed };
       }
+      const mine = fresh.filter((_, j) => claimed[j] === owner);
+      if (holds === undefined) this.release(mine, owner);
+      else holds().add(mine);
       fresh.forEach((k, j) => {
         owners[keys.indexOf(k)] = claimed[j];
       });
@@ -146,6 +243,18 @@ export class TaskOwnership {
     }
     this.deps.metrics.ownershipOutcome(op.aosMethod, 'owned');
     return { type: 'pass', state: 'owned', refs, request };
+  }
+
+  /** The caller holds its share of the store: its new work waits until some of its bindings expire. */
+  private overQuota(op: Operation, owner: Owner, what: 'bindings' | 'pending'): RequestVerdict {
+    this.deps.metrics.ownershipOutcome(op.aosMethod, 'refused_quota');
+    this.deps.logger.info({ method: op.aosMethod, owner, what }, 'task ownership: caller holds its share of the owner store; call refused');
+    return {
+      type: 'refuse',
+      error: what === 'bindings'
+        ? proxyError('overloaded', 'Caller holds the most tasks the proxy keeps per caller (TASK_STORE_MAX_PER_CALLER); retry once some expire', { limit: 'TASK_STORE_MAX_PER_CALLER' })
+        : proxyError('overloaded', 'Caller opens too many new contexts at once; retry later', { limit: 'new contexts in flight' }),
+    };
   }
 
   /** The caller's page tokens, unsealed: the agent gets back only tokens it gave this caller. */

@@ -12,6 +12,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { ProxyDeps } from './deps';
 import { classify, type Classified, type ClassifyOptions } from '../a2a/classify';
+import { leadingId } from '../a2a/rpc-id';
 import type { CardJson } from '../a2a/card';
 import type { ErrorShape, SseCodec } from '../a2a/binding';
 import { CODECS, jsonRpcCodec, restCodec } from '../a2a/bindings';
@@ -28,28 +29,46 @@ import { createHookRunner } from './hooks';
 import type { AnswerHook } from './ownership';
 import { isEventStream, relayPlain, relayStreamInspected, relayUnaryInspected, sendError, type RelayContext } from './responses';
 import { cardRewrite, serveCard } from './card-route';
+import { readableCodings, relayPassthrough } from './passthrough-answer';
 import { Cancellation } from '../cancel';
 import type { CallerResult } from '../identity/caller';
 import { describeConnectError } from '../tls';
-import { ownerKey } from '../ownership/principal';
+import { ANONYMOUS, ownerKey } from '../ownership/principal';
+import { callerKey, type Admission } from './callers';
 import { callerTrace } from '../observe/tracing';
 import { finishCall, openExchange, type Exchange } from './call';
 import { callStages, END, runStages, type CallerPort, type CallFlow, type Stage, type Step } from './stages';
 
 type A2ACall = Extract<Classified, { kind: 'a2a' }>;
 
+/**
+ * Copies of a request's size a call holds at once while it is judged. Counted so, 20 concurrent 9 MiB
+ * calls peaked at 1.6 bytes of RSS per budget byte (npm run bench:hostile; 5.2 when only the JSON text counted).
+ */
+const HELD_COPIES = 3;
+
 /** A request before it is classified. */
 interface Arrival {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
   readonly lease: BodyLease;
-  /** The caller's identity and this proxy's assertion (undefined: no signing key), checked and signed while the body arrives. */
-  readonly who: Promise<CallerResult>;
+  /**
+   * The caller's identity. A request with a body is verified before its body is read (admission before
+   * cost); one without (a card, a GET) only once it routes to an A2A operation or a forwarded route, so
+   * probes of other paths record no assertion id. Either way an assertion's id goes to its signer's own
+   * share of the replay cache (identity/replay.ts).
+   */
+  who: Promise<CallerResult> | undefined;
+  /** This proxy's assertion (undefined: no signing key), signed while the body arrives. */
   readonly assertion: Promise<string | undefined> | undefined;
   /** Set by the body stage: the decoded body, or null. */
   body: Buffer | null;
   /** Set by an A2A call: its end, run by the request's one close listener. */
   onClose: (() => void) | undefined;
+  /** Set by admission: gives the caller's place back (its calls in flight). */
+  leave: (() => void) | undefined;
+  /** The request closed (the caller left, or its answer ended). */
+  closed: boolean;
 }
 
 /** An A2A call over HTTP: the binding-neutral flow plus the HTTP exchange and what the HTTP stages make. */
@@ -92,6 +111,7 @@ interface UpstreamRequest {
 export function createProxyHandler(deps: ProxyDeps): RequestListener {
   const { config, logger, metrics } = deps;
   const runHooks = createHookRunner(deps);
+  const bodyPace = { timeoutMs: config.bodyTimeoutMs, minBytesPerSecond: config.perCaller.bodyMinBytesPerSecond };
   const sides = HOOK_ORDER[config.role];
 
   /** An open stream: counted in the gauge and ended with an error event by a shutdown; returns the untrack function. */
@@ -116,6 +136,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         cardKnown: card !== undefined || config.restBasePaths !== undefined,
         passthrough: config.passthroughPaths,
         forwardNonA2A: config.nonA2A === 'forward',
+        cardPaths: config.cardPaths,
       });
     }
     return classifyOptions;
@@ -129,6 +150,42 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     run: () => (deps.upstreamCard.current() === undefined ? deps.upstreamCard.pending(2000).then(() => undefined) : undefined),
   };
 
+  /**
+   * Admission before cost: the caller's identity (headers, client certificate) is verified before a
+   * byte of its body is read or held, and the caller is admitted within its own shares (calls in
+   * flight, rate; proxy/callers.ts). A body-carrying request of a caller that will be refused is
+   * refused now, unread. Bodiless requests (cards) stay public.
+   */
+  const admit: Stage<Arrival> = {
+    name: 'admit',
+    run: (a) => {
+      // Without a body there is no cost to protect before routing: admitted by its address.
+      if (!hasBody(a.req)) return admitCaller(a, undefined);
+      a.who = identifyCaller(a.req);
+      return a.who.then((known) => admitCaller(a, known));
+    },
+  };
+  function admitCaller(a: Arrival, known: CallerResult | undefined): Step | Promise<Step> {
+    const { req, res } = a;
+    const hint = () => refusalCodec(req.url ?? '/', options());
+    if (known?.ok === false) return refuse(res, proxyError('unauthenticated', known.message, { ...known.metadata }), null, hint());
+    const key = callerKey(known?.ok === true ? ownerKey(known.identity) : ANONYMOUS, req.socket.remoteAddress);
+    a.lease.charge(key);
+    const limits = deps.callerLimits;
+    if (limits === undefined) return undefined;
+    const admitted = limits.admit(key);
+    const after = (r: Admission): Step => {
+      if (!r.ok) return refuse(res, r.error, null, hint());
+      if (a.closed) {
+        r.leave();
+        return END;
+      }
+      a.leave = r.leave;
+      return undefined;
+    };
+    return admitted instanceof Promise ? admitted.then(after) : after(admitted);
+  }
+
   /** The body, bounded in size and time, decoded (gzip...) and held against the in-flight budget. */
   const body: Stage<Arrival> = {
     name: 'body',
@@ -138,15 +195,24 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     const { req, res, lease } = a;
     // Refusals before classification answer in the form of the binding the path belongs to.
     const hint = () => refusalCodec(req.url ?? '/', options());
-    const read = await readBody(req, config.maxBodyBytes, config.bodyTimeoutMs, lease);
-    if (!read.ok) return refuse(res, read.error, null, hint());
+    const read = await readBody(req, config.maxBodyBytes, bodyPace, lease);
+    if (!read.ok) {
+      if (read.error.kind === 'limited') metrics.callerLimited.inc({ resource: 'bytes' });
+      // A body cut at the size limit, its deadline or a budget may have named its id already.
+      const codec = hint();
+      return refuse(res, read.error, codec === jsonRpcCodec && read.partial !== undefined ? leadingId(read.partial) : null, codec);
+    }
     const coding = headerText(req.headers['content-encoding']);
     // Nearly every body comes unencoded: no promise to wait for.
     const decoded = coding === undefined ? read : await decodeBody(read.body, coding, config.maxBodyBytes);
     if (!decoded.ok) return refuse(res, decoded.error, null, hint());
     // The raw bytes are dropped once decoded: hold what is kept (a decoded body must fit the budget too).
     const over = holdDecoded(lease, read.body.length, decoded.body.length);
-    if (over !== undefined) return refuse(res, over, null, hint());
+    if (over !== undefined) {
+      // The whole body is here: a JSON-RPC refusal carries the caller's id.
+      const codec = hint();
+      return refuse(res, over, codec === jsonRpcCodec ? leadingId(decoded.body) : null, codec);
+    }
     a.body = decoded.body;
     return undefined;
   }
@@ -173,7 +239,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     },
   };
 
-  const arrival: readonly Stage<Arrival>[] = [cardKnown, body, route];
+  const arrival: readonly Stage<Arrival>[] = [cardKnown, admit, body, route];
 
   // ---- A2A call stages (after the binding-neutral ones) ----
 
@@ -227,11 +293,13 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (deps.draining()) res.setHeader('connection', 'close');
     const lease = deps.bodyBudget.lease();
-    // Identity checks and signing start now and run while the body arrives and the guardian is asked.
-    const a: Arrival = { req, res, lease, who: identifyCaller(req), assertion: signFor(), body: null, onClose: undefined };
-    // One close listener per request ('close' comes once): the body budget, then the call's end.
+    // Identity checks and signing start now; admission waits for the first, the forward for the second.
+    const a: Arrival = { req, res, lease, who: undefined, assertion: signFor(), body: null, onClose: undefined, leave: undefined, closed: false };
+    // One close listener per request ('close' comes once): the body budget, the caller's place, then the call's end.
     res.on('close', () => {
+      a.closed = true;
       lease.release();
+      a.leave?.();
       a.onClose?.();
     });
     return runStages(arrival, a);
@@ -239,7 +307,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
 
   /** PASSTHROUGH_PATHS or NON_A2A=forward: forwarded unjudged, counted and logged, to a verified caller where one is required. */
   async function passUnjudged(a: Arrival, c: Extract<Classified, { kind: 'other' }>): Promise<Step> {
-    const known = await a.who;
+    const known = await (a.who ?? identifyCaller(a.req));
     if (!known.ok) return refuse(a.res, proxyError('unauthenticated', known.message, { ...known.metadata }), null, c.method === undefined ? restCodec : jsonRpcCodec);
     const verb = a.req.method ?? 'GET';
     metrics.call(c.why === 'passthrough' ? 'passthrough' : 'other', 'forwarded');
@@ -252,8 +320,17 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   async function startCall(a: Arrival, c: A2ACall): Promise<Step> {
     const { req, res } = a;
     const codec = CODECS[c.binding];
-    const known = await a.who;
+    const known = await (a.who ?? identifyCaller(a.req));
     if (!known.ok) return refuse(res, proxyError('unauthenticated', known.message, { ...known.metadata }), c.id, codec);
+    // What the call holds while it is judged and forwarded (the parsed request, its JSON text, the guardian's
+    // envelope, the rebuilt body: each about the request's size) is counted, so the budget bounds memory.
+    const requestJson = JSON.stringify(c.request);
+    a.lease.resize(requestJson.length);
+    if (!a.lease.take(requestJson.length * (HELD_COPIES - 1))) {
+      const err = a.lease.refusal();
+      if (err.kind === 'limited') metrics.callerLimited.inc({ resource: 'bytes' });
+      return refuse(res, err, c.id, codec);
+    }
     const wireMethod = String(c.request.method);
     const remoteAddress = req.socket.remoteAddress;
     const span = deps.tracer.startCall(req.headers, {
@@ -284,13 +361,15 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       endUpstream(flow);
       finishCall(deps, ex, res.writableFinished);
     };
-    const requestJson = JSON.stringify(c.request);
     flow.requestJson = requestJson;
-    a.lease.resize(requestJson.length);
     await runStages(callStageList, flow);
     return END;
   }
 
+  /**
+   * Who is calling: checked once the request routes to an A2A operation or a forwarded route, so a
+   * refusal (a 404, say) spends no assertion id (identity/replay.ts) and costs no signature check.
+   */
   function identifyCaller(req: IncomingMessage): Promise<CallerResult> {
     return deps.identify(req.headers, req.socket).catch((err: unknown) => {
       logger.error({ err: (err as Error).message }, 'caller identity could not be checked');
@@ -327,6 +406,8 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     const log = f?.ex.log;
     // Answers that will be read (response hooks, card results) must come uncompressed.
     if (f !== undefined && (config.inspectResponses || f.ex.call.op.returnsCard || f.answerHook !== undefined)) headers['accept-encoding'] = 'identity';
+    // An unjudged answer is read for an agent card: only in codings the proxy can read.
+    if (f === undefined && headers['accept-encoding'] !== undefined) headers['accept-encoding'] = readableCodings(headers['accept-encoding']);
     const upSpan = f?.ex.call.span.upstream(up.verb, deps.upstream.url);
     if (upSpan?.headers !== undefined) {
       // The agent's span becomes a child of the proxy's upstream span.
@@ -428,6 +509,8 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         return undefined;
       },
     };
+    // Unjudged traffic: an answer that is an agent card is rewritten like the card, or refused.
+    if (f === undefined) return relayPassthrough(ctx, { method: req.method ?? 'GET', rewrite: () => cardRewrite(deps, req), hostBound: config.publicUrl === undefined, path: pathOnly(req.url ?? '/'), logger });
     if (ex === undefined || (ctx.inspect === undefined && ctx.rewriteCard === undefined && ctx.answerHook === undefined)) return relayPlain(ctx);
     // The operation, not the agent's label, says whether the answer is a stream: a unary answer labelled
     // text/event-stream is never read event by event (an SDK caller reads its JSON); relayUnaryInspected refuses it.

@@ -27,12 +27,15 @@ const SHUTDOWN = () => proxyError('upstreamUnavailable', 'Proxy is shutting down
 export function sendError(res: ServerResponse, codec: Codec, err: ProxyError, id: JsonRpcId | null, shape?: ErrorShape): void {
   const { status, headers: answerHeaders, body } = codec.errorAnswer(err, id, shape);
   const headers: OutgoingHttpHeaders = { ...answerHeaders, 'content-length': Buffer.byteLength(body) };
-  // 413 / 408 / overloaded: the rest of the body was not read, so this connection cannot carry another request.
-  const unread = err.httpStatus === 413 || err.httpStatus === 408 || err.kind === 'overloaded';
+  // 413 / 408 / overloaded, or refused before its body was read (admission): the rest of the body was not
+  // read, so this connection cannot carry another request.
+  const unread = err.httpStatus === 413 || err.httpStatus === 408 || err.kind === 'overloaded' || err.kind === 'limited' || res.req?.complete === false;
   const httpStatus = unread ? (err.httpStatus ?? status) : status;
   if (unread) headers.connection = 'close';
   // RFC 9110 11.6.1: a 401 names how to authenticate.
   if (httpStatus === 401) headers['www-authenticate'] = 'Bearer realm="a2a-guard"';
+  const retryAfter = err.metadata['retryAfterSeconds'];
+  if (retryAfter !== undefined) headers['retry-after'] = retryAfter;
   res.writeHead(httpStatus, headers);
   res.end(body);
 }

@@ -15,7 +15,7 @@ import type { Config } from '../config';
 import type { Side } from '../aos/hook-points';
 import type { Exchange } from './call';
 import { summarize, type HookRun, type HookRunInput } from './hooks';
-import { withTaskOwnership, type AnswerHook, type TaskOwnership } from './ownership';
+import { withTaskOwnership, type AnswerHook, type CallHolds, type TaskOwnership } from './ownership';
 
 /** A stage's word: END stops the run (the call is answered or gone); anything else hands it on. */
 export const END = Symbol('end');
@@ -57,6 +57,8 @@ export interface CallFlow {
   readonly validateModified: (replacement: JsonObject) => string | undefined;
   /** Set by the ownership stage: task ownership's checks of the agent's answer. */
   answerHook: AnswerHook | undefined;
+  /** Set by the ownership stages: the new contexts the call holds provisionally. */
+  holds?: CallHolds;
   /** Set by the request-hook stage: the approved (or replaced) request. */
   approved: Extract<HookRun, { type: 'pass' }> | undefined;
 }
@@ -72,8 +74,14 @@ export interface StageDeps {
 function refuse(flow: CallFlow, err: ProxyError): typeof END {
   // Counted (outcome refused) with the call's audit line when it closes.
   flow.ex.log.decision = 'refused';
-  flow.port.fail(err);
+  fail(flow, err);
   return END;
+}
+
+/** Answer with an error: the new contexts the call held are let go first, so they are free once the caller reads it. */
+function fail(flow: CallFlow, err: ProxyError): void {
+  flow.holds?.end();
+  flow.port.fail(err);
 }
 
 /** Task ownership: another caller's task is "not found", before the guardian or the agent sees the call. */
@@ -82,7 +90,7 @@ export function ownRequest(ownership: TaskOwnership, deps: StageDeps): Stage<Cal
     name: 'ownership',
     async run(flow) {
       const { call, log } = flow.ex;
-      const owned = await ownership.checkRequest(call.owner, call.op, flow.request);
+      const owned = await ownership.checkRequest(call.owner, call.op, flow.request, 'caller', () => holdsOf(ownership, flow));
       if (!flow.port.open) return END;
       if (owned.type === 'refuse') return refuse(flow, owned.error);
       if (owned.request !== flow.request) {
@@ -114,7 +122,7 @@ export function judgeRequest(deps: StageDeps): Stage<CallFlow> {
       if (!flow.port.open || ex.call.caller.cancelled) return END;
       if (run.type === 'block') {
         ex.log.decision = run.decision;
-        flow.port.fail(run.error);
+        fail(flow, run.error);
         return END;
       }
       flow.approved = run;
@@ -138,11 +146,21 @@ export function ownModified(ownership: TaskOwnership): Stage<CallFlow> {
   async function recheck(flow: CallFlow, payload: JsonObject): Promise<Step> {
     const { call } = flow.ex;
     // The guardian's payload carries the agent's own page tokens (it saw them unsealed).
-    const again = await ownership.checkRequest(call.owner, call.op, payload, 'guardian');
+    const again = await ownership.checkRequest(call.owner, call.op, payload, 'guardian', () => holdsOf(ownership, flow));
     if (!flow.port.open) return END;
     if (again.type === 'refuse') return refuse(flow, again.error);
     return undefined;
   }
+}
+
+/** The call's provisional holds of new contexts: made once, let go when the call ends (finishCall). */
+function holdsOf(ownership: TaskOwnership, flow: CallFlow): CallHolds {
+  if (flow.holds === undefined) {
+    const holds = ownership.holdsFor(flow.ex.call.owner);
+    flow.holds = holds;
+    flow.ex.onEnd = () => holds.end();
+  }
+  return flow.holds;
 }
 
 /** The binding-neutral middle of every call, in order (task ownership's stages only when it is on). */

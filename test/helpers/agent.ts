@@ -26,6 +26,7 @@ import type * as A2AExpress from '@a2a-js/sdk/server/express' with { 'resolution
 import type * as A2ACompat from '@a2a-js/sdk/compat/v0_3' with { 'resolution-mode': 'import' };
 import type * as A2AClient from '@a2a-js/sdk/client' with { 'resolution-mode': 'import' };
 import type * as A2AGrpcServer from '@a2a-js/sdk/server/grpc' with { 'resolution-mode': 'import' };
+import type * as A2AGrpcServerV03 from '@a2a-js/sdk/compat/v0_3/server/grpc' with { 'resolution-mode': 'import' };
 import type * as GrpcJs from '@grpc/grpc-js';
 import { closeServer, listen } from './net';
 
@@ -95,9 +96,18 @@ export interface AgentOptions {
    * same request handler, with a v1.0 GRPC interface in the card (`advertiseGrpc` maps its host:port).
    */
   grpc?: boolean;
+  /**
+   * The gRPC services served (with `grpc: true`) and named in the card, each as a GRPC interface of its
+   * protocolVersion: '1.0' `lf.a2a.v1.A2AService`, '0.3' `a2a.v1.A2AService` (the SDK's legacyGrpcService). Default ['1.0'].
+   */
+  grpcVersions?: ReadonlyArray<'1.0' | '0.3'>;
   advertiseGrpc?: (address: string) => string;
+  /** More interfaces for the card's supportedInterfaces (another endpoint of the agent, say). */
+  extraInterfaces?: AgentCard['supportedInterfaces'];
   /** Serve gRPC over TLS with this certificate and key (PEM) instead of h2c. */
   grpcTls?: { cert: string; key: string };
+  /** Serve the card at this path instead of the standard one (as VoltAgent does: `/.well-known/{agentId}/agent-card.json`). */
+  cardPath?: string;
 }
 
 export interface TestAgent {
@@ -152,7 +162,7 @@ function headerRecord(h: http.IncomingHttpHeaders): Record<string, string> {
  * while the SDK's own express.json() still reads the untouched stream. This keeps the SDK's
  * exact behaviour (content-type checks, -32700 on bad JSON, 100 KB limit / 413, strict mode).
  */
-function tapRequest(req: http.IncomingMessage, into: ReceivedRequest[]): void {
+export function tapRequest(req: http.IncomingMessage, into: ReceivedRequest[]): void {
   const rec: ReceivedRequest = {
     method: req.method ?? '',
     path: req.url ?? '',
@@ -335,6 +345,7 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
   const origin = await listen(server);
   const pub = (opts.advertise ? opts.advertise(origin) : origin).replace(/\/+$/, '');
   const grpcServer = opts.grpc === true ? new (require('@grpc/grpc-js') as typeof GrpcJs).Server() : undefined;
+  const grpcVersions = opts.grpcVersions ?? ['1.0'];
   let grpcAddress: string | undefined;
   const grpcCancelled: string[] = [];
   if (grpcServer !== undefined) {
@@ -364,7 +375,8 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
         { url: `${pub}/a2a/rest`, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '1.0' },
       ],
       ['JSONRPC', 'HTTP+JSON'],
-    ).concat(grpcAddress === undefined ? [] : [{ url: opts.advertiseGrpc ? opts.advertiseGrpc(grpcAddress) : grpcAddress, protocolBinding: 'GRPC', tenant: '', protocolVersion: '1.0' }]),
+    ).concat(grpcAddress === undefined ? [] : grpcVersions.map((protocolVersion) => ({ url: opts.advertiseGrpc ? opts.advertiseGrpc(grpcAddress as string) : (grpcAddress as string), protocolBinding: 'GRPC', tenant: '', protocolVersion })))
+      .concat(opts.extraInterfaces ?? []),
     capabilities: {
       streaming: opts.streaming ?? true,
       pushNotifications: opts.pushNotifications ?? true,
@@ -396,18 +408,21 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
   );
   opts.wrapRequestHandler?.(requestHandler);
   const legacyCompat = { enabled: true };
-  app.use(`/${sdk.AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler, legacyCompat }));
+  app.use(opts.cardPath ?? `/${sdk.AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler, legacyCompat }));
   app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
   app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
   if (grpcServer !== undefined) {
     const sdkGrpc = require('@a2a-js/sdk/server/grpc') as typeof A2AGrpcServer;
-    const impl = sdkGrpc.grpcService({ requestHandler, userBuilder: sdkGrpc.UserBuilder.noAuthentication });
     // Record calls the caller cancelled (RST_STREAM CANCEL reaches grpc-js as 'cancelled').
-    const wrapped = Object.fromEntries(Object.entries(impl).map(([name, fn]) => [name, (call: GrpcJs.ServerUnaryCall<unknown, unknown>, ...rest: unknown[]) => {
+    const recorded = <T extends object>(impl: T): T => Object.fromEntries(Object.entries(impl).map(([name, fn]) => [name, (call: GrpcJs.ServerUnaryCall<unknown, unknown>, ...rest: unknown[]) => {
       call.on('cancelled', () => grpcCancelled.push(name));
       return (fn as (...a: unknown[]) => unknown)(call, ...rest);
-    }]));
-    grpcServer.addService(sdkGrpc.A2AService, wrapped as unknown as typeof impl);
+    }])) as T;
+    if (grpcVersions.includes('1.0')) grpcServer.addService(sdkGrpc.A2AService, recorded(sdkGrpc.grpcService({ requestHandler, userBuilder: sdkGrpc.UserBuilder.noAuthentication })));
+    if (grpcVersions.includes('0.3')) {
+      const legacy = require('@a2a-js/sdk/compat/v0_3/server/grpc') as typeof A2AGrpcServerV03;
+      grpcServer.addService(legacy.LegacyA2AService, recorded(legacy.legacyGrpcService({ requestHandler, userBuilder: sdkGrpc.UserBuilder.noAuthentication })));
+    }
   }
 
   let closing: Promise<void> | undefined;
@@ -462,10 +477,10 @@ export const BINDING_VERSIONS: ReadonlyArray<readonly [Binding, A2AVersion]> = [
 /**
  * An SDK client for `cardBaseUrl` (agent or proxy origin) that uses `binding` in protocol
  * `version`. '0.3' forces the SDK's compat transports (v0.3 wire format, `A2A-Version: 0.3`).
- * The card is fetched from `<cardBaseUrl>/.well-known/agent-card.json`; the client then calls
- * the URL written in the card.
+ * The card is fetched from `<cardBaseUrl>/.well-known/agent-card.json` (or `opts.cardPath`); the
+ * client then calls the URL written in the card.
  */
-export async function makeClient(cardBaseUrl: string, binding: Binding, version: A2AVersion = '1.0', opts: { fetchImpl?: typeof fetch } = {}): Promise<Client> {
+export async function makeClient(cardBaseUrl: string, binding: Binding, version: A2AVersion = '1.0', opts: { fetchImpl?: typeof fetch; cardPath?: string } = {}): Promise<Client> {
   const { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } = sdkClient;
   // `fetchImpl`: e.g. a fetch over TLS with a test CA and client certificate, or one that adds a bearer token.
   const compat = { legacyCompat: { enabled: true }, ...(opts.fetchImpl === undefined ? {} : { fetchImpl: opts.fetchImpl }) };
@@ -476,7 +491,7 @@ export async function makeClient(cardBaseUrl: string, binding: Binding, version:
       transports: [new JsonRpcTransportFactory(compat), new RestTransportFactory(compat)],
     }),
   );
-  const card = await new DefaultAgentCardResolver(compat).resolve(cardBaseUrl);
+  const card = await new DefaultAgentCardResolver(compat).resolve(cardBaseUrl, opts.cardPath);
   const interfaces = card.supportedInterfaces.filter((i) => i.protocolVersion === version && i.protocolBinding === binding);
   if (interfaces.length === 0) throw new Error(`card at ${cardBaseUrl} has no ${binding} ${version} interface`);
   return factory.createFromAgentCard({ ...card, supportedInterfaces: interfaces });

@@ -6,6 +6,7 @@ import http2 from 'node:http2';
 import type * as A2AClient from '@a2a-js/sdk/client' with { 'resolution-mode': 'import' };
 import type * as A2AGrpcClient from '@a2a-js/sdk/client/grpc' with { 'resolution-mode': 'import' };
 import type * as A2AErrorsGrpc from '@a2a-js/sdk/errors/grpc' with { 'resolution-mode': 'import' };
+import type * as A2AGrpcClientV03 from '@a2a-js/sdk/compat/v0_3/client/grpc' with { 'resolution-mode': 'import' };
 import type * as GrpcJs from '@grpc/grpc-js';
 import type { AgentCard, Client } from './agent';
 
@@ -13,21 +14,32 @@ const sdkClient: typeof A2AClient = require('@a2a-js/sdk/client');
 const sdkGrpcClient: typeof A2AGrpcClient = require('@a2a-js/sdk/client/grpc');
 export const sdkGrpcErrors: typeof A2AErrorsGrpc = require('@a2a-js/sdk/errors/grpc');
 
-/** An SDK client preferring gRPC, created from the card at `cardBaseUrl` (it calls the GRPC URL the card names). */
+/**
+ * An SDK client preferring gRPC, created from the card at `cardBaseUrl` (it calls the GRPC URL the card names).
+ * `legacy`: the SDK's v0.3 compat layer is on, so a v0.3 GRPC interface gets its v0.3 transport (`a2a.v1.A2AService`).
+ */
 export async function makeGrpcClient(
   cardBaseUrl: string,
-  opts: { fetchImpl?: typeof fetch; credentials?: GrpcJs.ChannelCredentials } = {},
+  opts: { fetchImpl?: typeof fetch; credentials?: GrpcJs.ChannelCredentials; legacy?: boolean } = {},
 ): Promise<{ client: Client; card: AgentCard; grpcUrl: string | undefined }> {
   const { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver } = sdkClient;
-  const card = await new DefaultAgentCardResolver(opts.fetchImpl === undefined ? {} : { fetchImpl: opts.fetchImpl }).resolve(cardBaseUrl);
+  const legacyCompat = opts.legacy === true ? { legacyCompat: { enabled: true } } : {};
+  const card = await new DefaultAgentCardResolver({ ...(opts.fetchImpl === undefined ? {} : { fetchImpl: opts.fetchImpl }), ...legacyCompat }).resolve(cardBaseUrl);
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
       preferredTransports: ['GRPC'],
-      transports: [new sdkGrpcClient.GrpcTransportFactory(opts.credentials === undefined ? undefined : { grpcChannelCredentials: opts.credentials })],
+      transports: [new sdkGrpcClient.GrpcTransportFactory({ ...(opts.credentials === undefined ? {} : { grpcChannelCredentials: opts.credentials }), ...legacyCompat })],
     }),
   );
   const client = await factory.createFromAgentCard(card);
-  return { client, card, grpcUrl: card.supportedInterfaces.find((i) => i.protocolBinding === 'GRPC')?.url };
+  const grpc = card.supportedInterfaces.filter((i) => i.protocolBinding === 'GRPC');
+  return { client, card, grpcUrl: (grpc.find((i) => i.protocolVersion === (opts.legacy === true ? '0.3' : '1.0')) ?? grpc[0])?.url };
+}
+
+/** The SDK's v0.3 gRPC transport itself (`a2a.v1.A2AService`) at host:port: every v0.3 RPC, GetAgentCard included. */
+export function legacyGrpcTransport(address: string): A2AGrpcClientV03.LegacyGrpcTransport {
+  const { LegacyGrpcTransport } = require('@a2a-js/sdk/compat/v0_3/client/grpc') as typeof A2AGrpcClientV03;
+  return new LegacyGrpcTransport({ endpoint: address });
 }
 
 export interface RawGrpcAnswer {

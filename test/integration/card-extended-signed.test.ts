@@ -20,6 +20,7 @@ import type * as A2AExpress from '@a2a-js/sdk/server/express' with { 'resolution
 import type * as A2ACompat from '@a2a-js/sdk/compat/v0_3' with { 'resolution-mode': 'import' };
 import type * as A2AClient from '@a2a-js/sdk/client' with { 'resolution-mode': 'import' };
 import { makeClient, rawRpc, type AgentCard } from '../helpers/agent';
+import { endpointUrls } from '../helpers/cards';
 import { startGuardian, type TestGuardian } from '../helpers/guardian';
 import { closeServer, listen } from '../helpers/net';
 import { startTestProxy } from './proxy-harness';
@@ -94,14 +95,6 @@ async function startCardAgent(opts: { sign?: { privateKey: KeyObject } }): Promi
   app.use('/a2a/jsonrpc', sdkExpress.jsonRpcHandler({ requestHandler, userBuilder: sdkExpress.UserBuilder.noAuthentication, legacyCompat }));
   app.use('/a2a/rest', sdkExpress.restHandler({ requestHandler, userBuilder: sdkExpress.UserBuilder.noAuthentication, legacyCompat }));
   return { origin, received, close: () => closeServer(server) };
-}
-
-/** Every endpoint URL of a card as JSON (v1 supportedInterfaces, v0.3 url and additionalInterfaces) or SDK object. */
-function endpointUrls(card: any): string[] {
-  const out: string[] = [];
-  if (typeof card?.url === 'string') out.push(card.url);
-  for (const key of ['supportedInterfaces', 'additionalInterfaces']) for (const i of card?.[key] ?? []) out.push(i.url);
-  return out;
 }
 
 function expectAtProxy(urls: string[], proxyUrl: string): void {

@@ -17,6 +17,7 @@
 import http from 'node:http';
 import { weakEtag } from '../../src/a2a/card';
 import { makeClient, sendReq, startAgent, textOf, type ReceivedRequest, type TestAgent } from '../helpers/agent';
+import { endpointUrls } from '../helpers/cards';
 import { type TestGuardian } from '../helpers/guardian';
 import { closeServer, listen } from '../helpers/net';
 import { type TestProxy, startTestProxy, useStack } from './proxy-harness';
@@ -77,14 +78,6 @@ function get(origin: string, path: string, headers: Record<string, string> = {})
     req.on('error', reject);
     req.end();
   });
-}
-
-/** Every endpoint URL of a card (v1 supportedInterfaces, v0.3 url and additionalInterfaces). */
-function endpointUrls(card: any): string[] {
-  const out: string[] = [];
-  if (typeof card.url === 'string') out.push(card.url);
-  for (const key of ['supportedInterfaces', 'additionalInterfaces']) for (const i of card[key] ?? []) out.push(i.url);
-  return out;
 }
 
 /** The card without its endpoint URLs (and signatures), to compare everything else. */

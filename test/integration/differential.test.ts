@@ -18,6 +18,7 @@
  * - standard codes: where the SDK agent itself refuses a request (-32700, -32600, -32601, -32005;
  *   REST 400/404), the caller of the allow-all proxy gets the same code: from the proxy, with its
  *   ErrorInfo (REQUEST_REJECTED, domain a2a-guard), or from the agent after a judged forward.
+ *   (Not for application/a2a+json on JSON-RPC, which the JS SDK agent refuses and the proxy takes.)
  *
  * Each search first runs every case once and sorts what it saw into classes; each class is then
  * replayed from its first batch and shrunk by fast-check to a minimal request, printed with the
@@ -535,6 +536,9 @@ function agentRefusal(d: Defect, o: WireOutcome): { code: number; id: unknown } 
 function codeProblem(d: Defect, direct: WireOutcome, proxied: WireOutcome): Violation | undefined {
   const want = agentRefusal(d, direct);
   if (want === undefined) return undefined; // the agent does not refuse it with a standard code: nothing to compare
+  // The A2A media type on JSON-RPC: the JS SDK agent refuses it, the proxy takes it (as the Python SDK's agent does)
+  // and forwards application/json; what the agent then acts on is the allow-all oracle's to check.
+  if (d.binding === 'jsonrpc' && want.code === -32005 && (header(d.wire.headers, 'content-type') ?? '').split(';')[0]?.trim().toLowerCase() === 'application/a2a+json') return undefined;
   const v = (got: string, detail: string): Violation => ({ kind: 'code', sig: `code: ${d.binding} agent ${want.code}, proxy ${got}`, detail });
   if (proxied.kind !== 'answer') return v('no answer', `proxy: ${proxied.kind}`);
   const json = jsonOf(proxied.body);

@@ -56,7 +56,8 @@ describe('refused before the guardian, never relayed', () => {
   test.each([
     ['an unknown method', '/lf.a2a.v1.A2AService/DropTables'],
     ['another case', '/lf.a2a.v1.A2AService/sendMessage'],
-    ['another service', '/a2a.v1.A2AService/SendMessage'],
+    ['another service', '/a2a.v2.A2AService/SendMessage'],
+    ['a v1.0 method under the v0.3 service', '/a2a.v1.A2AService/SubscribeToTask'],
     ['gRPC reflection', '/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo'],
     ['a health check', '/grpc.health.v1.Health/Check'],
     ['a trailing slash', `${SEND}/`],
@@ -165,9 +166,17 @@ describe('what the agent receives (a byte-recording HTTP/2 agent)', () => {
     seen.length = 0;
   });
 
-  test('unknown fields never reach the agent; metadata passes minus proxy-owned headers; the deadline shrinks', async () => {
+  test('a field the SDK\'s decoder does not know is refused by number, never dropped on the way to the agent', async () => {
     const hostile = Buffer.concat([sendBytes('hello with extras'), unknownField('SMUGGLED-FIELD')]);
-    const a = await rawGrpc(relay.grpcAddress as string, SEND, grpcFrame(hostile), {
+    const a = await rawGrpc(relay.grpcAddress as string, SEND, grpcFrame(hostile), V1);
+    expect(a.grpcStatus).toBe(3);
+    expect(a.grpcMessage).toMatch(/field 99 \(wire type 2\)/);
+    expect(seen).toHaveLength(0);
+    expect(s.guardian.calls()).toHaveLength(0);
+  });
+
+  test('metadata passes minus proxy-owned headers; the deadline shrinks', async () => {
+    const a = await rawGrpc(relay.grpcAddress as string, SEND, grpcFrame(sendBytes('hello with extras')), {
       ...V1, 'grpc-timeout': '5S', 'x-custom': 'passes', authorization: 'Bearer abc', 'x-aos-reasoning': 'secret reasoning', 'x-aos-agent-name': 'claimed',
       'x-aos-unchecked': 'true', 'grpc-encoding': 'identity', 'grpc-accept-encoding': 'gzip', 'user-agent': 'grpc-node-js/test',
     });

@@ -1,7 +1,8 @@
 /**
  * Guardian faults (README "Enforcement and errors", design section 5): a bounded time budget per
  * call, one retry on a connection failure inside that same budget, a circuit breaker (5 consecutive
- * failures -> open 2 s -> one half-open trial), FAIL_MODE=open and SHADOW_MODE. Real sockets: a real
+ * failures, or a timeout whose ping fails too -> open 2 s -> one half-open trial), FAIL_MODE=open and
+ * SHADOW_MODE. Real sockets: a real
  * SDK agent, a real HTTP guardian with injected faults, the proxy in-process.
  *
  * The breaker is asserted by counting guardian connections and calls, never by timing: once it is
@@ -165,6 +166,8 @@ describe('one retry on connection failure, inside the same time budget', () => {
     guardian.script(() => ({ fault: 'hang' }));
     expectUnavailable(await call(p, 'r-6', 'x'), 'r-6');
     expect(guardian.calls()).toHaveLength(1);
+    // The timeout sends one ping (the breaker's probe): awaited, so no connection of it outlives the test.
+    await waitFor(() => guardian.envelopes.filter((e) => e.method === 'ping').length === 1, 10_000, "the breaker's ping");
   });
 });
 
@@ -190,13 +193,20 @@ describe('circuit breaker', () => {
     expect(await metric(p, 'a2a_guard_guardian_failures_total', { kind: 'breakerOpen' })).toBe(10);
   });
 
-  test('a hanging guardian: 5 timeouts open the breaker, then no further guardian calls', async () => {
+  test('a hanging guardian (calls and pings): a timeout and the ping after it open the breaker, then no further guardian calls', async () => {
     const p = await proxyWith({ GUARDIAN_TIMEOUT_MS: '200' });
     guardian.script(() => ({ fault: 'hang' }));
-    for (let i = 0; i < 5; i++) expect(expectUnavailable(await call(p, `h-${i}`, 'x'), `h-${i}`)).toBe('timeout');
-    expect(guardian.calls()).toHaveLength(5);
+    guardian.scriptPing(() => ({ fault: 'hang' }));
+    expect(expectUnavailable(await call(p, 'h-0', 'x'), 'h-0')).toBe('timeout');
+    const seen: string[] = [];
+    await waitFor(async () => {
+      seen.push(expectUnavailable(await call(p, `h-${seen.length + 1}`, 'x'), `h-${seen.length + 1}`));
+      return seen[seen.length - 1] === 'breakerOpen';
+    }, 10_000, 'the breaker opened');
+    expect(seen.slice(0, -1).every((f) => f === 'timeout')).toBe(true);
+    const asked = guardian.calls().length;
     for (let i = 0; i < 5; i++) expect(expectUnavailable(await call(p, `h2-${i}`, 'x'), `h2-${i}`)).toBe('breakerOpen');
-    expect(guardian.calls()).toHaveLength(5);
+    expect(guardian.calls()).toHaveLength(asked);
   });
 
   test('recovers by itself: after the cooldown exactly one trial call reaches the guardian, then calls flow', async () => {
@@ -270,7 +280,9 @@ describe('circuit breaker', () => {
     // the guardian at all: that burst must have put exactly one call (the trial) through.
     const p = await proxyWith({ GUARDIAN_TIMEOUT_MS: '400' });
     guardian.script(() => ({ fault: 'hang' }));
-    for (let i = 0; i < 5; i++) expect(expectUnavailable(await call(p, `ho-${i}`, 'x'), `ho-${i}`)).toBe('timeout');
+    guardian.scriptPing(() => ({ fault: 'hang' }));
+    let n = 0;
+    await waitFor(async () => expectUnavailable(await call(p, `ho-${++n}`, 'x'), `ho-${n}`) === 'breakerOpen', 10_000, 'the breaker opened');
     let through = 0;
     let failures: string[] = [];
     await waitFor(async () => {

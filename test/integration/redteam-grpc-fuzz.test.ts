@@ -26,7 +26,7 @@ const CASES = Number(process.env.GRPC_FUZZ_CASES ?? 80);
 const SEED = process.env.GRPC_FUZZ_SEED === undefined ? undefined : Number(process.env.GRPC_FUZZ_SEED);
 
 const rec = handlerRecorder();
-const s = useStack({ grpc: true, wrapRequestHandler: rec.wrap, stepMs: 10, pushNotifications: true, extendedAgentCard: true });
+const s = useStack({ grpc: true, grpcVersions: ['1.0', '0.3'], wrapRequestHandler: rec.wrap, stepMs: 10, pushNotifications: true, extendedAgentCard: true });
 
 /** A valid request of each RPC (JSON form), the seed every mutation starts from. */
 const SEEDS: Record<string, Record<string, unknown>> = {
@@ -43,7 +43,23 @@ const SEEDS: Record<string, Record<string, unknown>> = {
   GetExtendedAgentCard: {},
 };
 
-const METHODS: readonly GrpcMethod[] = [...GRPC_METHODS.values()];
+/** The same for v0.3's `a2a.v1.A2AService` (its v0.3 JSON-RPC form). */
+const SEEDS_V03: Record<string, unknown> = {
+  SendMessage: { message: { kind: 'message', messageId: 'fz', role: 'user', parts: [{ kind: 'text', text: 'fuzz' }], metadata: { a: 1 } }, configuration: { acceptedOutputModes: ['text/plain'], blocking: true } },
+  SendStreamingMessage: { message: { kind: 'message', messageId: 'fz', role: 'user', parts: [{ kind: 'text', text: 'fuzz' }] } },
+  GetTask: { id: 'fuzz-task', historyLength: 2 },
+  CancelTask: { id: 'fuzz-task' },
+  TaskSubscription: { id: 'fuzz-task' },
+  CreateTaskPushNotificationConfig: { taskId: 'fuzz-task', pushNotificationConfig: { id: 'cfg', url: 'https://hooks.example/x', token: 't' } },
+  GetTaskPushNotificationConfig: { id: 'fuzz-task', pushNotificationConfigId: 'cfg' },
+  ListTaskPushNotificationConfig: { id: 'fuzz-task' },
+  DeleteTaskPushNotificationConfig: { id: 'fuzz-task', pushNotificationConfigId: 'cfg' },
+  GetAgentCard: {},
+};
+
+/** Both services' RPCs (deny-all); the allow-all oracle encodes what the handler acted on as a v1.0 request, so it runs on v1.0's. */
+const ALL_METHODS: readonly GrpcMethod[] = [...GRPC_METHODS.values()];
+const METHODS: readonly GrpcMethod[] = ALL_METHODS.filter((m) => m.version === '1.0');
 
 type Mutation =
   | { readonly k: 'flip'; readonly at: number; readonly xor: number }
@@ -72,16 +88,16 @@ const mutationArb: fc.Arbitrary<Mutation> = fc.oneof(
   fc.record({ k: fc.constant('wrongWire' as const), field: fc.integer({ min: 1, max: 8 }) }),
 );
 
-const caseArb: fc.Arbitrary<Case> = fc.record({
-  method: fc.nat({ max: METHODS.length - 1 }),
+const caseArb = (methods: readonly GrpcMethod[]): fc.Arbitrary<Case> => fc.record({
+  method: fc.nat({ max: methods.length - 1 }),
   mutations: fc.array(mutationArb, { maxLength: 2 }),
   meta: fc.constantFrom<MetaMutation>('none', 'none', 'none', 'dupVersion', 'version03', 'timeoutSpace', 'encodingCase', 'encodingList', 'dupExtensions'),
 });
 
-function wireOf(c: Case): { method: GrpcMethod; body: Buffer; headers: Record<string, string | string[]> } {
-  const method = METHODS[c.method] as GrpcMethod;
+function wireOf(c: Case, methods: readonly GrpcMethod[]): { method: GrpcMethod; body: Buffer; headers: Record<string, string | string[]> } {
+  const method = methods[c.method] as GrpcMethod;
   const codec = codecFor(method).request;
-  let msg = codec.encode(codec.fromJson(SEEDS[method.name] ?? {}));
+  let msg = codec.encode(codec.fromJson((method.version === '1.0' ? SEEDS : SEEDS_V03)[method.name] ?? {}));
   let frame: Buffer | undefined;
   let flag = 0;
   let lie = 0;
@@ -127,20 +143,20 @@ async function stillServes(proxy: TestProxy, expected: number): Promise<void> {
   expect(a.grpcStatus).toBe(expected);
 }
 
-async function run(proxy: TestProxy, plain: number, check: (c: Case, status: number | undefined) => void): Promise<{ passed: number; methods: Set<string> }> {
+async function run(proxy: TestProxy, plain: number, check: (c: Case, status: number | undefined) => void, methods_ = METHODS): Promise<{ passed: number; methods: Set<string> }> {
   let passed = 0;
   const methods = new Set<string>();
   await fc.assert(
-    fc.asyncProperty(caseArb, async (c) => {
+    fc.asyncProperty(caseArb(methods_), async (c) => {
       rec.clear();
       s.guardian.clear();
-      const w = wireOf(c);
+      const w = wireOf(c, methods_);
       const a = await rawGrpc(proxy.grpcAddress as string, w.method.path, w.body, w.headers as Record<string, string>);
       // Every call ends with a status (no hang: the test's timeout would catch one).
       expect(a.grpcStatus).toBeDefined();
       // Went through: the agent's handler acted on it (its answer may still be an error, e.g. an unknown task).
       if (rec.calls.length > 0) passed++;
-      methods.add(w.method.name);
+      methods.add(w.method.path);
       check(c, a.grpcStatus);
     }),
     { numRuns: CASES, ...(SEED === undefined ? {} : { seed: SEED }) },
@@ -150,10 +166,11 @@ async function run(proxy: TestProxy, plain: number, check: (c: Case, status: num
 }
 
 describe('gRPC fuzz, every RPC', () => {
-  test('deny-all: the agent acts on nothing, every call gets a status', async () => {
+  test('deny-all, both services (v1.0 and v0.3): the agent acts on nothing, every call gets a status', async () => {
     const proxy = await s.proxy({ GRPC_PORT: '0' });
     s.guardian.script(() => ({ decision: 'deny' }));
-    await run(proxy, 7, () => expect(rec.calls).toEqual([]));
+    const { methods } = await run(proxy, 7, () => expect(rec.calls).toEqual([]), ALL_METHODS);
+    expect([...methods].some((p) => p.startsWith('/a2a.v1.'))).toBe(true);
   });
 
   test('allow-all: every call the agent acts on encodes exactly as a request the guardian approved', async () => {

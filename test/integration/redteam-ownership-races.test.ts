@@ -4,8 +4,9 @@
  * anyone. A client may choose its context ids, and a blocking SendMessage answers only when its task
  * is done: for that whole time the context A opened was nobody's, and B, naming it, had its message
  * delivered into A's conversation (the agent keeps a conversation per context) before A's answer
- * bound it. Now a context the store does not know is claimed for the caller that names it, before
- * the guardian and the agent see the call: the second caller to name it is told "not found".
+ * bound it. Now a context the store does not know is held for the caller that names it (provisionally,
+ * until the answer binds it), before the guardian and the agent see the call: the second caller to name
+ * it is told "not found".
  * Real SDK agent (JSON-RPC and gRPC), real guardian, OIDC callers A and B, ROLE=server.
  */
 import { handlerRecorder } from '../helpers/handler-recorder';

@@ -37,7 +37,7 @@ const v03Send = (id: number, text: string) => ({
 
 describe('MAX_INFLIGHT_BODY_BYTES', () => {
   test('a gzip body counts with its decoded size: a second call over the budget is "overloaded" (503, -31429), as a plain one is', async () => {
-    const p = await stack.proxy({ ROLE: 'server', MAX_INFLIGHT_BODY_BYTES: String(96 * 1024) });
+    const p = await stack.proxy({ ROLE: 'server', MAX_INFLIGHT_BODY_BYTES: String(200 * 1024) });
     await p.upstreamCard.ready();
     guardian.script(() => ({ decision: 'allow', delayMs: 800 }));
     // ~60 KiB of JSON, a few hundred bytes once gzipped.

@@ -9,14 +9,18 @@ import http2 from 'node:http2';
 import type { Socket } from 'node:net';
 import { HOOK_ORDER } from '../../aos/hook-points';
 import type { RewriteOptions } from '../../a2a/card';
+import { uncarriedMember } from '../../a2a/classify';
 import { grpcMethodForPath, type GrpcMethod } from '../../a2a/bindings/grpc/methods';
 import { canonicalRequest, codecFor, encodeFromPayload, encodeProblem, faithfulEncoding, type MethodCodec } from '../../a2a/bindings/grpc/codec';
 import { grpcCodec } from '../../a2a/bindings/grpc/binding';
+import { unreadFieldMessage } from '../../a2a/bindings/grpc/unread';
 import { GRPC_STATUS, formatTimeout, frameMessage, isProblem, parseTimeout, supportedEncoding, SUPPORTED_ENCODINGS } from '../../a2a/bindings/grpc/framing';
 import { Cancellation } from '../../cancel';
 import type { CallerResult } from '../../identity/caller';
 import { ownerKey } from '../../ownership/principal';
+import { callerKey } from '../callers';
 import type { JsonObject } from '../../aos/schemas';
+import { isObject } from '../../core/json';
 import { finishCall, openExchange } from '../call';
 import { callStages, END, runStages, type CallFlow, type Stage } from '../stages';
 import { proxyError, type ProxyError } from '../../core/errors';
@@ -31,7 +35,7 @@ import type { ProxyDeps } from '../deps';
 
 /** What the gRPC adapter shares with the HTTP pipeline (ProxyDeps), and its own parts. */
 export interface GrpcDeps extends Pick<ProxyDeps,
-  'config' | 'logger' | 'metrics' | 'identities' | 'identify' | 'signAssertion' | 'ownership' | 'tracer' | 'decisionLog' | 'streams' | 'bodyBudget' | 'streamLine'> {
+  'config' | 'logger' | 'metrics' | 'identities' | 'identify' | 'signAssertion' | 'ownership' | 'tracer' | 'decisionLog' | 'streams' | 'bodyBudget' | 'streamLine' | 'callerLimits'> {
   /** The same hook runner the HTTP bindings use (proxy/hooks.ts). */
   readonly runHooks: (input: HookRunInput) => Promise<HookRun>;
   readonly upstream: GrpcUpstream;
@@ -39,8 +43,9 @@ export interface GrpcDeps extends Pick<ProxyDeps,
   readonly cardRewrite: (authority: string | undefined) => RewriteOptions;
 }
 
-/** gRPC has no v0.3 shapes and no error-as-event: its errors are statuses. */
-const NO_SHAPE = Object.freeze({ v03: false, errorAsEvent: false });
+/** gRPC errors are statuses in either version: no error-as-event. */
+const V1_SHAPE = Object.freeze({ v03: false, errorAsEvent: false });
+const V03_SHAPE = Object.freeze({ v03: true, errorAsEvent: false });
 
 /** A gRPC call: the binding-neutral flow plus the HTTP/2 stream and what the gRPC stages make. */
 interface GrpcFlow extends CallFlow {
@@ -95,7 +100,7 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
       if (!caller.open) return END;
       let upReq: http2.ClientHttp2Stream;
       try {
-        upReq = deps.upstream.request(outHeaders);
+        upReq = deps.upstream.request(outHeaders, f.method.version);
       } catch (err) {
         ex.log.error = (err as Error).message;
         caller.fail(proxyError('upstreamUnavailable', 'Upstream agent unavailable: no gRPC endpoint known'));
@@ -133,14 +138,34 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     if (door.type === 'refuse') return refuse(caller, door.error, door.status, remoteAddress, door.extra);
     const { method, encoding, timeoutMs } = door;
 
-    // Identity checks and signing start now and run while the message arrives.
+    // Admission before cost: the caller is verified and admitted within its shares before a byte of its message is read.
     const who = identifyCaller(headers, stream);
     const assertion = signFor();
     const lease = deps.bodyBudget.lease();
-    stream.once('close', lease.release);
+    let leave: (() => void) | undefined;
+    let closed = false;
+    stream.once('close', () => {
+      closed = true;
+      lease.release();
+      leave?.();
+    });
+    const known = await who;
+    if (!known.ok) return refuse(caller, proxyError('unauthenticated', known.message, { ...known.metadata }), undefined, remoteAddress);
+    const key = callerKey(ownerKey(known.identity), remoteAddress);
+    lease.charge(key);
+    if (deps.callerLimits !== undefined) {
+      const admitted = await deps.callerLimits.admit(key);
+      if (!admitted.ok) return refuse(caller, admitted.error, undefined, remoteAddress);
+      if (closed) return admitted.leave();
+      leave = admitted.leave;
+    }
     const body = await readRequestMessage(stream, encoding, config.maxBodyBytes, config.bodyTimeoutMs, lease);
     if (body === 'gone') return;
-    if (body === 'overloaded') return refuse(caller, proxyError('overloaded'), undefined, remoteAddress);
+    if (body === 'overloaded') {
+      const refusal = lease.refusal();
+      if (refusal.kind === 'limited') deps.metrics.callerLimited.inc({ resource: 'bytes' });
+      return refuse(caller, refusal, undefined, remoteAddress);
+    }
     if (isProblem(body)) return refuse(caller, framingError(body), body.status, remoteAddress);
     // The frame bytes are dropped once read: hold what is kept.
     lease.resize(body.length);
@@ -148,8 +173,13 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     let decoded: unknown;
     let params: JsonObject;
     try {
-      decoded = codec.request.decode(body);
-      params = codec.request.toJson(decoded);
+      const read = codec.request.decodeNoting(body);
+      // A field the generated code skips would not reach the agent: refused by number, never dropped.
+      if (read.unread !== undefined) return refuse(caller, proxyError('rejected', unreadFieldMessage(read.unread, method.request)), 'INVALID_ARGUMENT', remoteAddress);
+      decoded = read.message;
+      const json = codec.request.toJson(decoded);
+      if (!isObject(json)) throw new Error('params are not an object');
+      params = json;
     } catch (err) {
       return refuse(caller, proxyError('invalidRequest', `request message does not decode as ${method.request}: ${(err as Error).message}`), 'INVALID_ARGUMENT', remoteAddress);
     }
@@ -158,21 +188,18 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     if (encoded === undefined) {
       return refuse(caller, proxyError('rejected', `request message holds values its JSON form cannot carry (an enum value ${method.request} does not define, a NaN or infinite number...)`), 'INVALID_ARGUMENT', remoteAddress);
     }
-    const known = await who;
-    if (!known.ok) return refuse(caller, proxyError('unauthenticated', known.message, { ...known.metadata }), undefined, remoteAddress);
-
     const id = `grpc-${randomUUID()}`;
     const request = canonicalRequest(method, params, id);
     const span = deps.tracer.startCall(headers, { method: method.op.aosMethod, wireMethod: method.name, binding: 'grpc', role: config.role, httpMethod: 'POST', path, remoteAddress });
     const ex = openExchange({
-      started, codec: grpcCodec, op: method.op, wireMethod: method.name, id, shape: NO_SHAPE, caller: new Cancellation(),
+      started, codec: grpcCodec, op: method.op, wireMethod: method.name, id, shape: method.version === '0.3' ? V03_SHAPE : V1_SHAPE, caller: new Cancellation(),
       identity: known.identity, callerPeer: known.peer, owner: ownerKey(known.identity), span, remoteAddress,
     });
     const flow: GrpcFlow = {
       ex, port: caller, request, requestJson: undefined,
       reasoning: headerText(headers[config.reasoningHeader]),
       // A replacement must still be a message the agent can read.
-      validateModified: (p) => encodeProblem(codec.request, p, 'params'),
+      validateModified: (p) => uncarriedMember(p, 'gRPC') ?? encodeProblem(codec.request, p, 'params'),
       answerHook: undefined, approved: undefined,
       method, codec, encoded, decodedRequest: request, headers, caller, lease, assertion, timeoutMs, message: undefined, upReq: undefined,
     };

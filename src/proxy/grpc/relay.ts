@@ -226,7 +226,7 @@ export function relayAnswer(
     const bytes = await readMessage(raw, upEncoding, config.maxBodyBytes);
     if (isProblem(bytes)) return { stop: { error: framingError(bytes), why: `agent answer: ${bytes.message}`, status: bytes.status, outcome: 'answer_refused' } };
     let decoded: unknown;
-    let result: JsonObject;
+    let result: unknown;
     try {
       decoded = codec.decode(bytes);
       result = codec.toJson(decoded);
@@ -235,7 +235,7 @@ export function relayAnswer(
     }
     let changed = false;
     if (method.op.returnsCard) {
-      result = rewriteCard(result as CardJson, deps.cardRewrite(authority)) as JsonObject;
+      result = rewriteCard(result as CardJson, deps.cardRewrite(authority));
       changed = true;
     }
     if (answerHook !== undefined) {
@@ -243,7 +243,7 @@ export function relayAnswer(
       const check = await answerCheck(answerHook, method.streaming, result);
       if (check.type === 'refuse') return { stop: { error: check.error, why: 'task ownership refused the answer', refused: true } };
       if (check.type === 'replace') {
-        result = check.body as JsonObject;
+        result = check.body;
         changed = true;
       }
     }
@@ -290,7 +290,7 @@ function trackStream(deps: RelayDeps, terminate: () => void): () => void {
 }
 
 /** Task ownership's check of one answer message: a stream's events, or the unary answer. */
-function answerCheck(hook: AnswerHook, streaming: boolean, payload: JsonObject): AnswerCheck | Promise<AnswerCheck> {
+function answerCheck(hook: AnswerHook, streaming: boolean, payload: unknown): AnswerCheck | Promise<AnswerCheck> {
   if (streaming && hook.event !== undefined) return hook.event(payload);
   return hook.unary?.(payload, true) ?? { type: 'pass' };
 }

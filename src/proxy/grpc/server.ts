@@ -36,7 +36,7 @@ export async function startGrpcListener(deps: GrpcListenerDeps, logger: Logger):
   const fixed = grpc.upstreamUrl;
   // ROLE=client's upstream is a remote agent: its card may only name UPSTREAM_URL's own host and port for gRPC.
   const remoteCard = config.role !== 'server';
-  const upstream = createGrpcUpstream(() => fixed ?? grpcTargetFromCard(deps.upstreamCard.current(), config.upstreamUrl, remoteCard), config.tls.upstream);
+  const upstream = createGrpcUpstream((version) => fixed ?? grpcTargetFromCard(deps.upstreamCard.current(), config.upstreamUrl, remoteCard, version), config.tls.upstream);
   const streams = new Set<() => void>();
   const handler = createGrpcHandler({ ...deps, upstream, streams });
   const tls = listenerTls(config.tls.listener, config.identity.refreshMs, logger);
@@ -65,7 +65,7 @@ export async function startGrpcListener(deps: GrpcListenerDeps, logger: Logger):
   });
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address === '0.0.0.0' ? '127.0.0.1' : addr.address;
-  if (upstream.target() === undefined) logger.warn(`GRPC_PORT is set but no gRPC endpoint of the agent is known yet (GRPC_UPSTREAM_URL, or a GRPC interface in its card${remoteCard ? " on UPSTREAM_URL's host" : ''}): calls get UNAVAILABLE until one is`);
+  if (upstream.target('1.0') === undefined) logger.warn(`GRPC_PORT is set but no gRPC endpoint of the agent is known yet (GRPC_UPSTREAM_URL, or a GRPC interface in its card${remoteCard ? " on UPSTREAM_URL's host" : ''}): calls get UNAVAILABLE until one is`);
   logger.info({ port: addr.port, tls: tls !== undefined }, 'gRPC listener started');
   return {
     address: `${host}:${addr.port}`,

@@ -1,7 +1,8 @@
 /**
- * HTTP/2 towards the agent's gRPC endpoint: one session, reopened when it closes or the target
- * changes (a new card). h2c for http://, TLS for https:// with the UPSTREAM_* TLS files (read when
- * a session opens, so a rotated file is used by the next session).
+ * HTTP/2 towards the agent's gRPC endpoint, per service version (v1.0 and v0.3 may be served at
+ * different endpoints; mostly they are one): one session per endpoint, reopened when it closes,
+ * dropped when no version's target names it any more (a new card). h2c for http://, TLS for https://
+ * with the UPSTREAM_* TLS files (read when a session opens, so a rotated file is used by the next session).
  */
 import fs from 'node:fs';
 import http2 from 'node:http2';
@@ -9,23 +10,26 @@ import net from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { Duplex } from 'node:stream';
 import type { OutboundTls } from '../../config';
+import type { GrpcVersion } from '../../a2a/bindings/grpc/card';
+
+const VERSIONS: readonly GrpcVersion[] = ['1.0', '0.3'];
 
 export interface GrpcUpstream {
-  /** The current target, or undefined when none is known (no variable, no gRPC interface in the card). */
-  target(): URL | undefined;
-  /** Open a stream to the agent; throws when no target is known. */
-  request(headers: http2.OutgoingHttpHeaders): http2.ClientHttp2Stream;
+  /** The current target of a service version, or undefined when none is known (no variable, no gRPC interface in the card). */
+  target(version: GrpcVersion): URL | undefined;
+  /** Open a stream to the agent's endpoint for the call's service version; throws when no target is known. */
+  request(headers: http2.OutgoingHttpHeaders, version: GrpcVersion): http2.ClientHttp2Stream;
   /**
-   * Reachable: the session to the current target (opened if need be, and kept for calls) connects and
+   * Reachable: the session to every current target (opened if need be, and kept for calls) connects and
    * answers a PING within `timeoutMs`. False when no target is known.
    */
   probe(timeoutMs: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
-export function createGrpcUpstream(target: () => URL | undefined, tls: OutboundTls): GrpcUpstream {
-  let session: http2.ClientHttp2Session | undefined;
-  let sessionOrigin: string | undefined;
+export function createGrpcUpstream(target: (version: GrpcVersion) => URL | undefined, tls: OutboundTls): GrpcUpstream {
+  /** Open sessions by origin. */
+  const sessions = new Map<string, http2.ClientHttp2Session>();
 
   const material = () => ({
     ...(tls.caFile === undefined ? {} : { ca: fs.readFileSync(tls.caFile) }),
@@ -48,7 +52,7 @@ export function createGrpcUpstream(target: () => URL | undefined, tls: OutboundT
   function open(url: URL): http2.ClientHttp2Session {
     const s = http2.connect(url.origin, { createConnection: () => connection(url) });
     const forget = () => {
-      if (session === s) session = undefined;
+      if (sessions.get(url.origin) === s) sessions.delete(url.origin);
     };
     s.on('error', forget);
     s.on('close', forget);
@@ -58,67 +62,77 @@ export function createGrpcUpstream(target: () => URL | undefined, tls: OutboundT
     return s;
   }
 
-  /** The session to `url`: the open one, or a new one when it closed or the target changed. */
+  /** The session to `url`: the open one, or a new one when it closed (sessions to endpoints no target names are closed then). */
   function current(url: URL): http2.ClientHttp2Session {
-    if (session === undefined || session.closed || session.destroyed || sessionOrigin !== url.origin) {
-      session?.close();
-      session = open(url);
-      sessionOrigin = url.origin;
+    const open_ = sessions.get(url.origin);
+    if (open_ !== undefined && !open_.closed && !open_.destroyed) return open_;
+    const named = new Set(VERSIONS.map((v) => target(v)?.origin));
+    for (const [origin, s] of sessions) {
+      if (!named.has(origin)) {
+        sessions.delete(origin);
+        s.close();
+      }
     }
-    return session;
+    const s = open(url);
+    sessions.set(url.origin, s);
+    return s;
+  }
+
+  function probeOne(url: URL, timeoutMs: number): Promise<boolean> {
+    let s: http2.ClientHttp2Session;
+    try {
+      s = current(url);
+    } catch {
+      return Promise.resolve(false); // unreadable UPSTREAM_* TLS files
+    }
+    return new Promise<boolean>((resolve) => {
+      const done = (up: boolean) => {
+        clearTimeout(timer);
+        s.off('error', down);
+        s.off('close', down);
+        s.off('connect', ping);
+        resolve(up);
+      };
+      const down = () => done(false);
+      const ping = () => {
+        try {
+          if (!s.ping((err) => done(err === null))) done(false);
+        } catch {
+          done(false); // the session went away in between
+        }
+      };
+      const timer = setTimeout(down, timeoutMs);
+      timer.unref();
+      s.once('error', down);
+      s.once('close', down);
+      // A PING sent while the session connects is cancelled: send it once connected.
+      if (s.connecting) s.once('connect', ping);
+      else ping();
+    });
   }
 
   return {
     target,
-    request(headers) {
-      const url = target();
+    request(headers, version) {
+      const url = target(version);
       if (url === undefined) throw new Error('no gRPC endpoint of the agent is known (GRPC_UPSTREAM_URL, or a GRPC interface in its card; a remote card, ROLE=client, only at UPSTREAM_URL itself)');
       return current(url).request({ ...headers, ':scheme': url.protocol.slice(0, -1), ':authority': url.host });
     },
-    probe(timeoutMs) {
-      const url = target();
-      if (url === undefined) return Promise.resolve(false);
-      let s: http2.ClientHttp2Session;
-      try {
-        s = current(url);
-      } catch {
-        return Promise.resolve(false); // unreadable UPSTREAM_* TLS files
-      }
-      return new Promise<boolean>((resolve) => {
-        const done = (up: boolean) => {
-          clearTimeout(timer);
-          s.off('error', down);
-          s.off('close', down);
-          s.off('connect', ping);
-          resolve(up);
-        };
-        const down = () => done(false);
-        const ping = () => {
-          try {
-            if (!s.ping((err) => done(err === null))) done(false);
-          } catch {
-            done(false); // the session went away in between
-          }
-        };
-        const timer = setTimeout(down, timeoutMs);
-        timer.unref();
-        s.once('error', down);
-        s.once('close', down);
-        // A PING sent while the session connects is cancelled: send it once connected.
-        if (s.connecting) s.once('connect', ping);
-        else ping();
-      });
+    async probe(timeoutMs) {
+      const urls = [...new Map(VERSIONS.map((v) => target(v)).filter((u): u is URL => u !== undefined).map((u) => [u.origin, u])).values()];
+      if (urls.length === 0) return false;
+      return (await Promise.all(urls.map((u) => probeOne(u, timeoutMs)))).every((up) => up);
     },
     close: () =>
-      new Promise<void>((resolve) => {
-        const s = session;
-        session = undefined;
-        if (s === undefined || s.closed) return resolve();
-        s.close(() => resolve());
-        setTimeout(() => {
-          s.destroy();
-          resolve();
-        }, 1000).unref();
-      }),
+      Promise.all([...sessions.values()].map((s) =>
+        new Promise<void>((resolve) => {
+          if (s.closed) return resolve();
+          s.close(() => resolve());
+          setTimeout(() => {
+            s.destroy();
+            resolve();
+          }, 1000).unref();
+        }),
+      )).then(() => sessions.clear()),
   };
 }

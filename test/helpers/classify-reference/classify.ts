@@ -1,5 +1,7 @@
 // Reference copy, verbatim but for import paths, of src/a2a/classify.ts as of main 8de3f8d (before the
 // classify fast-path work): test/unit/a2a/classify-reference.test.ts holds the current code to it.
+// Rule changes since, written here the plain way: JSON-RPC members beside the four are carried (or refused
+// by name), JSON-RPC takes application/a2a+json too, and JSON-RPC refusals carry the caller's id where readable.
 /**
  * HTTP request -> what it is, in a positive model (design section 2): an A2A call (JSON-RPC on any
  * path, or a REST route below the agent's REST base), the agent card, an operator-listed passthrough
@@ -16,6 +18,7 @@ import { encodePath, encodeQuery, isUnder, parseTarget, type Target } from './ta
 import type { AgentEndpoints } from '../../../src/a2a/endpoints';
 import { isObject, type JsonObject, type JsonRpcId } from '../../../src/core/json';
 import { A2A_FREE_FORM_MEMBERS, A2A_MEMBER_NAMES } from '../../../src/a2a/fields';
+import { echoableId, leadingId } from '../../../src/a2a/rpc-id';
 import { proxyError, type ProxyError, type ProxyErrorKind } from '../../../src/core/errors';
 
 export interface HttpRequestFacts {
@@ -114,12 +117,22 @@ function reject(kind: ProxyErrorKind, message: string, binding: Binding, id: Jso
 }
 
 export function classify(req: HttpRequestFacts, opts: ClassifyOptions): Classified {
+  let c: Classified;
   try {
-    return contentTypeFirst(req, classifyUnsafe(req, opts));
+    c = contentTypeFirst(req, classifyUnsafe(req, opts));
   } catch (err) {
     // JSON nested deeper than the engine's stack (or similar hostile input): refuse, never crash.
-    return reject('rejected', `Request could not be processed: ${(err as Error).name}`, 'jsonrpc');
+    c = reject('rejected', `Request could not be processed: ${(err as Error).name}`, 'jsonrpc');
   }
+  return c.kind === 'reject' && c.binding === 'jsonrpc' && c.id === null ? { ...c, id: readableId(req) } : c;
+}
+
+/** The caller's id as a refusal carries it: from the parsed body, or from the top level of one too complex to parse; none for a body that is not JSON. */
+function readableId(req: HttpRequestFacts): JsonRpcId | null {
+  if (req.body === null) return null;
+  const body = parseBody(req);
+  if (body.kind === 'json') return isObject(body.value) ? echoableId(body.value.id) : null;
+  return body.kind === 'tooComplex' ? leadingId(req.body) : null;
 }
 
 function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classified {
@@ -171,7 +184,7 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
   const f = flavour(req, t, opts, body);
   if (f === 'jsonrpc') {
     if (body.kind === 'none' || body.kind === 'opaque') {
-      if (!isMediaType(req.headers, ['application/json'])) return reject('contentTypeNotSupported', 'Content type not supported; expected application/json', 'jsonrpc');
+      if (!isMediaType(req.headers, JSON_RPC_TYPES)) return reject('contentTypeNotSupported', 'Content type not supported; expected application/json or application/a2a+json', 'jsonrpc');
       return reject('parseError', 'Request body is not JSON', 'jsonrpc');
     }
     // A top-level JSON scalar is a parse error to a strict JSON body parser (the SDK's express.json()).
@@ -328,6 +341,7 @@ function refusedMediaType(h: IncomingHttpHeaders, accepted: readonly string[]): 
 // ---- JSON-RPC ----
 
 const RPC_MEMBERS = new Set(['jsonrpc', 'method', 'params', 'id']);
+const JSON_RPC_TYPES = ['application/json', 'application/a2a+json'];
 /** Unicode-aware case fold (ſ -> s, K (Kelvin) -> k), as case-insensitive JSON decoders do. */
 const fold = (k: string): string => k.toUpperCase().toLowerCase();
 /** ASCII letters and digits: folding is lower-casing, and there is no separator to drop. */
@@ -408,16 +422,19 @@ const AFTER_CONTENT_TYPE: ReadonlySet<ProxyErrorKind> = new Set<ProxyErrorKind>(
  * a body it would refuse too is answered -32005 there (the proxy's own refusals, -31400, keep their code).
  */
 function contentTypeFirst(req: HttpRequestFacts, c: Classified): Classified {
-  if (c.kind !== 'reject' || c.binding !== 'jsonrpc' || !AFTER_CONTENT_TYPE.has(c.error.kind) || !refusedMediaType(req.headers, ['application/json'])) return c;
-  return reject('contentTypeNotSupported', 'Content type not supported; expected application/json', 'jsonrpc');
+  if (c.kind !== 'reject' || c.binding !== 'jsonrpc' || !AFTER_CONTENT_TYPE.has(c.error.kind) || !refusedMediaType(req.headers, JSON_RPC_TYPES)) return c;
+  return reject('contentTypeNotSupported', 'Content type not supported; expected application/json or application/a2a+json', 'jsonrpc', c.id);
 }
 
 function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions, v: JsonObject, version: string | undefined): Classified {
   const id = v.id;
   const safeId: JsonRpcId | null = typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
   for (const k of Object.keys(v)) {
-    // Some decoders (Go's encoding/json) match member names without regard to case.
-    if (!RPC_MEMBERS.has(k) && RPC_MEMBERS.has(fold(k))) return reject('rejected', `JSON-RPC member names must be exact (${k.slice(0, 32)})`, 'jsonrpc', safeId);
+    // Some decoders (Go's encoding/json) match member names without regard to case (or separators).
+    if (RPC_MEMBERS.has(k)) continue;
+    if (RPC_MEMBERS.has(fieldKey(k))) return reject('rejected', `JSON-RPC member names must be exact (${k.slice(0, 32)})`, 'jsonrpc', safeId);
+    if (fieldKey(k) === 'result' || fieldKey(k) === 'error') return reject('rejected', `A JSON-RPC request carries no ${k.slice(0, 32)} member`, 'jsonrpc', safeId);
+    if (k === '__proto__') return reject('rejected', 'Member __proto__ is not accepted (a JavaScript agent copying the request reads it as the prototype)', 'jsonrpc', safeId);
   }
   const method = v.method;
   if (v.jsonrpc !== '2.0') return reject(malformed(version), 'JSON-RPC version must be "2.0"', 'jsonrpc', safeId);
@@ -435,8 +452,8 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
   if (req.verb.toUpperCase() !== 'POST') return reject('invalidRequest', `A2A JSON-RPC calls must use POST, not ${req.verb.slice(0, 16)}`, 'jsonrpc', safeId);
   if (looksLikeRest(t.segments)) return reject('rejected', 'A JSON-RPC call on a path that reads as an A2A REST route is ambiguous', 'jsonrpc', safeId);
   if (grpcMethodPath(t.segments)) return reject('rejected', 'A JSON-RPC call on a path that reads as an A2A gRPC method is ambiguous', 'jsonrpc', safeId);
-  if (!isMediaType(req.headers, ['application/json'])) {
-    return reject('contentTypeNotSupported', `Content type not supported: ${String(req.headers['content-type'] ?? '(none)').slice(0, 64)}; expected application/json`, 'jsonrpc');
+  if (!isMediaType(req.headers, JSON_RPC_TYPES)) {
+    return reject('contentTypeNotSupported', `Content type not supported: ${String(req.headers['content-type'] ?? '(none)').slice(0, 64)}; expected application/json or application/a2a+json`, 'jsonrpc', safeId);
   }
   const params = v.params;
   // As the SDK: params is an object without empty member names (the extended-card call may omit it).
@@ -448,16 +465,22 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
   if (miss !== undefined) return reject('rejected', `Member ${miss.slice(0, 32)} is not spelled as A2A spells it`, 'jsonrpc', safeId);
   const foreign = foreignMessageShape(isObject(params) ? params : undefined, false);
   if (foreign !== undefined) return reject('invalidParams', foreign, 'jsonrpc', safeId);
-  // What the guardian sees is what the agent gets: the four members, nothing else.
-  // (In the caller's member order, so a canonical request is forwarded byte for byte.)
-  const request: JsonObject = {};
-  for (const k of Object.keys(v)) if (RPC_MEMBERS.has(k)) request[k] = v[k] as JsonObject[string];
+  for (const k of Object.keys(v)) {
+    if (RPC_MEMBERS.has(k)) continue;
+    const extraAmb = ambiguousKey(v[k]);
+    if (extraAmb !== undefined) return reject('rejected', `Ambiguous member names in ${k.slice(0, 32)} (${extraAmb.slice(0, 32)})`, 'jsonrpc', safeId);
+  }
+  // What the guardian sees is what the agent gets: the whole request, in the caller's member order.
+  const request: JsonObject = v;
   // A JSON-RPC call is its body: query parameters would reach the agent unjudged (a framework may read
   // `?access_token=` or `?tenant=`), and the envelope has no place for them. A2A-Version is read above.
   // The one exception: exactly the query the agent's card publishes for its JSON-RPC endpoint.
-  const query = t.query.length === 0 ? '' : encodeQuery(t.query.filter(([k]) => k.toLowerCase() !== 'a2a-version'));
+  const kept = t.query.filter(([k]) => k.toLowerCase() !== 'a2a-version');
+  const query = kept.length === 0 ? '' : encodeQuery(kept);
   if (query !== '' && opts.endpoints.jsonrpcQueries?.includes(query) !== true) {
-    return reject('invalidRequest', 'A2A JSON-RPC calls take no query parameters (the guardian would not see them)', 'jsonrpc', safeId);
+    const names = [...new Set(kept.map(([k]) => k.slice(0, 32)))];
+    const named = names.length > 3 ? `${names.slice(0, 3).join(', ')}, ...` : names.join(', ');
+    return reject('invalidRequest', `A2A JSON-RPC calls take no query parameters (${named}): the guardian would not see them`, 'jsonrpc', safeId);
   }
   return { kind: 'a2a', binding: 'jsonrpc', op, request, id: safeId, version, target: encodePath(t.segments, t.trailingSlash) + query };
 }

@@ -177,8 +177,9 @@ function queryToParams(query: readonly (readonly [string, string])[]): JsonObjec
  * field naming another task or tenant than the path).
  */
 export function restToJsonRpc(m: RestMatch, query: readonly (readonly [string, string])[], body: JsonObject | undefined, id: string): JsonObject | string {
+  if (restHasBody(m) && query.length > 0) return `query parameter ${(query[0] as readonly [string, string])[0].slice(0, 32)} is not accepted on A2A REST routes that carry a body (the guardian would not see it)`;
+  if ((body !== undefined && Object.keys(body).includes('__proto__')) || query.some(([k]) => k === '__proto__')) return 'member __proto__ is not accepted (a JavaScript agent reads it as the prototype)';
   const extra: JsonObject = restHasBody(m) ? { ...(body ?? {}) } : queryToParams(query);
-  if (restHasBody(m) && query.length > 0) return 'query parameters are not accepted on A2A REST routes that carry a body';
   for (const [k, v] of Object.entries(m.pathParams)) {
     if (k in extra && extra[k] !== v) return `${restHasBody(m) ? 'body' : 'query'} field "${k}" contradicts the request path`;
   }

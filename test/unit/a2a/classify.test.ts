@@ -113,10 +113,33 @@ describe('A2A JSON-RPC calls', () => {
     expectA2a(run(req(` \n\t${rpc('message/send')}\r\n `)), 'message/send');
   });
 
-  test('what the guardian sees (and the agent gets) is the four JSON-RPC members, nothing else', () => {
-    const c = expectA2a(run(req(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x' }, extra: { hidden: true } }))), 'tasks/get');
-    expect(c.request).toEqual({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x' } });
-    expect(Object.keys(c.request)).toEqual(['jsonrpc', 'id', 'method', 'params']);
+  test('what the guardian sees (and the agent gets) is the whole request: members beside the four are carried, in order', () => {
+    const c = expectA2a(run(req(JSON.stringify({ context: { userId: 'u1' }, jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x' }, extra: { hidden: true } }))), 'tasks/get');
+    expect(c.request).toEqual({ context: { userId: 'u1' }, jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x' }, extra: { hidden: true } });
+    expect(Object.keys(c.request)).toEqual(['context', 'jsonrpc', 'id', 'method', 'params', 'extra']);
+  });
+
+  test.each([
+    ['a JSON-RPC member in another case', '"Params":{}', /member names must be exact \(Params\)/],
+    ['a JSON-RPC member with a separator', '"i_d":2', /member names must be exact \(i_d\)/],
+    ['a JSON-RPC member with a Unicode case fold', '"jſonrpc":"2.0"', /member names must be exact/],
+    ['a response member', '"result":{}', /carries no result member/],
+    ['a response member in another case', '"Error":null', /carries no Error member/],
+    ['__proto__', '"__proto__":{"context":{"userId":"admin"}}', /__proto__ is not accepted/],
+    ['two names in a carried member that a decoder reads as one', '"context":{"userId":"a","user_id":"b"}', /Ambiguous member names in context \(user_id\)/],
+  ])('a top-level member that cannot be carried as it is (%s) is refused by name, with the caller\'s id', (_n, member, why) => {
+    const body = `{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"x"},${member}}`;
+    for (const opts of [A2A_OPTIONS, OPEN_OPTIONS]) {
+      const r = expectRefusal(run(req(body), opts), 'rejected', 'jsonrpc');
+      expect(r.error.message).toMatch(why);
+      expect(r.id).toBe(7);
+    }
+  });
+
+  test('a query on a JSON-RPC call is refused naming the parameter (VoltAgent\'s ?context=)', () => {
+    const r = expectRefusal(run(req(rpc('GetTask'), { path: '/a2a/jsonrpc?context=%7B%7D&a2a-version=1.0' })), 'invalidRequest', 'jsonrpc');
+    expect(r.error.message).toMatch(/take no query parameters \(context\)/);
+    expect(r.id).toBe(1);
   });
 
   test('jsonrpc member absent or wrong: refused as the SDK refuses it (v0.3: -32600, v1.0: -32602), never forwarded unjudged', () => {
@@ -280,13 +303,23 @@ describe('content type and charset (the agent parses only what its body parser a
     expect(bare.kind === 'reject' ? bare.error.kind : bare.kind).not.toMatch(/^(contentTypeNotSupported|a2a|other)$/);
   });
 
-  test.each(['text/plain', 'application/octet-stream', 'application/x-www-form-urlencoded', 'application/a2a+json', 'image/png', 'application/jsonx'])(
-    'A2A JSON-RPC body with content-type %p -> content type not supported (-32005), never forwarded', (ct) => {
+  test.each(['text/plain', 'application/octet-stream', 'application/x-www-form-urlencoded', 'image/png', 'application/jsonx', 'application/a2a+jsonx'])(
+    'A2A JSON-RPC body with content-type %p -> content type not supported (-32005) with the caller\'s id, never forwarded', (ct) => {
       for (const opts of [A2A_OPTIONS, OPEN_OPTIONS]) {
-        expectRefusal(run(req(rpc('tasks/cancel'), { headers: { 'content-type': ct } }), opts), 'contentTypeNotSupported', 'jsonrpc');
+        expect(expectRefusal(run(req(rpc('tasks/cancel', 'c-1'), { headers: { 'content-type': ct } }), opts), 'contentTypeNotSupported', 'jsonrpc').id).toBe('c-1');
       }
     },
   );
+
+  test.each(['application/a2a+json', 'application/a2a+json; charset=utf-8', 'Application/A2A+JSON', 'application/a2a+json;charset="UTF-8"'])(
+    'A2A JSON-RPC body with content-type %p is A2A (the A2A media type, which the Python SDK\'s server reads)', (ct) => {
+      for (const method of ['tasks/cancel', 'CancelTask']) expectA2a(run(req(rpc(method), { headers: { 'content-type': ct } })), 'tasks/cancel');
+    },
+  );
+
+  test('application/a2a+json in another charset is refused as application/json is', () => {
+    expectRefusal(run(req(rpc('tasks/cancel'), { headers: { 'content-type': 'application/a2a+json; charset=utf-16' } })), 'rejected');
+  });
 
   test('no content-type at all -> content type not supported (-32005)', () => {
     expectRefusal(run(req(rpc('GetTask'), { headers: {} })), 'contentTypeNotSupported', 'jsonrpc');

@@ -28,7 +28,21 @@ describe('JSON-RPC', () => {
     const raw = '{ "jsonrpc" : "2.0", "id" : 1, "method" : "message/send", "params" : {"message": {"text": "\\u0068i"}}, "extra": true }';
     const c = a2a({ path: '/a2a/%6Asonrpc/?A2A-Version=0.3', headers: { 'content-type': 'application/json; charset=utf-8', 'a2a-version': '0.3' }, body: raw }, 'message/send', 'jsonrpc');
     const r = rebuilt(c, 'POST');
-    expect(r).toEqual({ verb: 'POST', path: '/a2a/jsonrpc/', body: Buffer.from('{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"text":"hi"}}}'), version: '0.3' });
+    expect(r).toEqual({ verb: 'POST', path: '/a2a/jsonrpc/', body: Buffer.from('{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"text":"hi"}},"extra":true}'), version: '0.3' });
+  });
+
+  test('a modify is held to the rules the caller\'s request passed: members beside the four are carried, misspelled or unsafe ones are not', () => {
+    const c = a2a({ body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { text: 'hi' } }, context: { userId: 'u1' } }) }, 'message/send', 'jsonrpc');
+    const carried = { ...c.request, context: { userId: 'u2' }, added: 1 };
+    expect(rebuilt(c, 'POST', carried).body?.toString('utf8')).toBe(JSON.stringify(carried));
+    const problems: Array<[JsonObject, RegExp]> = [
+      [{ ...c.request, Params: {} }, /member names must be exact \(Params\)/],
+      [{ ...c.request, i_d: 2 }, /member names must be exact \(i_d\)/],
+      [{ ...c.request, result: {} }, /carries no result member/],
+      [JSON.parse(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{},"__proto__":{"context":{}}}`) as JsonObject, /__proto__ is not accepted/],
+      [{ ...c.request, context: { userId: 'u2', UserId: 'u3' } }, /Ambiguous member names in context \(UserId\)/],
+    ];
+    for (const [payload, why] of problems) expect(rebuildRequest(c, 'POST', payload, JSON.stringify(payload))).toMatch(why);
   });
 
   test('the body is exactly the serialization the guardian saw (made once, reused)', () => {

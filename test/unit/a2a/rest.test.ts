@@ -205,7 +205,7 @@ describe('restToJsonRpc: the JSON-RPC request the guardian sees', () => {
   });
 
   test('query parameters on a route that carries a body are refused (the guardian would not see them)', () => {
-    expect(restToJsonRpc(match('POST', '/message:send'), [['configuration', 'x']], {}, 'i')).toMatch(/query parameters are not accepted/);
+    expect(restToJsonRpc(match('POST', '/message:send'), [['configuration', 'x']], {}, 'i')).toMatch(/query parameter configuration is not accepted/);
   });
 
   describe('tenant contradictions', () => {
@@ -235,7 +235,7 @@ describe('restToJsonRpc: the JSON-RPC request the guardian sees', () => {
     // The SDK reads the tenant of POST cancel/subscribe from the query, the spec from the body: only the path is unambiguous.
     test.each(['/tasks/abc:cancel', '/tasks/abc:subscribe'])('POST %s takes its tenant from the path only', (path) => {
       expect(restToJsonRpc(match('POST', path), [], { tenant: 'x' }, 'i')).toMatch(/takes its tenant from the path only/);
-      expect(restToJsonRpc(match('POST', path), [['tenant', 'x']], undefined, 'i')).toMatch(/query parameters are not accepted/);
+      expect(restToJsonRpc(match('POST', path), [['tenant', 'x']], undefined, 'i')).toMatch(/query parameter tenant is not accepted/);
       expect(call(match('POST', `/x${path}`), [], { tenant: 'x' }).params).toEqual({ tenant: 'x', id: 'abc' });
       expect(restToJsonRpc(match('POST', `/x${path}`), [], { tenant: 'y' }, 'i')).toMatch(/contradicts the path tenant/);
     });

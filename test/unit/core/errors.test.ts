@@ -13,6 +13,7 @@ const OWN: Array<[ProxyErrorKind, number, string, number, string]> = [
   ['rejected', -31400, 'REQUEST_REJECTED', 400, 'INVALID_ARGUMENT'],
   ['upstreamUnavailable', -31502, 'UPSTREAM_UNAVAILABLE', 502, 'UNAVAILABLE'],
   ['overloaded', -31429, 'PROXY_OVERLOADED', 503, 'RESOURCE_EXHAUSTED'],
+  ['limited', -31429, 'CALLER_LIMITED', 429, 'RESOURCE_EXHAUSTED'],
   ['unauthenticated', -31401, 'UNAUTHENTICATED', 401, 'UNAUTHENTICATED'],
 ];
 

@@ -162,7 +162,15 @@ describe('refused assertions', () => {
   test('a full replay cache refuses rather than forgets', async () => {
     const v = verifierFor([es], [AUD], 100);
     for (let i = 0; i < 100; i++) expect((await v.verify(await signAssertion(es, AGENT, AUD))).ok).toBe(true);
-    expect(await problemOf(v, await signAssertion(es, AGENT, AUD))).toBe('cannot be checked for replay now (replay cache full)');
+    expect(await problemOf(v, await signAssertion(es, AGENT, AUD))).toBe("cannot be checked for replay now (this key's share of the replay cache is full)");
+  });
+
+  test("each trusted key has its share of the cache: one key filling its own does not refuse another's assertions", async () => {
+    const other = await makeKey('other-signer');
+    const v = verifierFor([es, other], [AUD], 100);
+    for (let i = 0; i < 50; i++) expect((await v.verify(await signAssertion(es, AGENT, AUD))).ok).toBe(true);
+    expect(await problemOf(v, await signAssertion(es, AGENT, AUD))).toMatch(/share of the replay cache is full/);
+    for (let i = 0; i < 50; i++) expect((await v.verify(await signAssertion(other, AGENT, AUD))).ok).toBe(true);
   });
 });
 
@@ -297,20 +305,34 @@ describe('trusted JWKS checks', () => {
 describe('ReplayCache', () => {
   test('an id is refused until its expiry, then accepted again; the cache drops expired entries', () => {
     let now = 1000;
-    const c = new ReplayCache(3, () => now);
-    expect(c.add('a', 1010)).toBe('fresh');
-    expect(c.add('a', 1010)).toBe('replayed');
-    expect(c.add('b', 1005)).toBe('fresh');
-    expect(c.add('c', 1020)).toBe('fresh');
-    expect(c.add('d', 1020)).toBe('full');
+    const c = new ReplayCache(() => now);
+    const add = (id: string, exp: number) => c.add('k1', id, exp, 3);
+    expect(add('a', 1010)).toBe('fresh');
+    expect(add('a', 1010)).toBe('replayed');
+    expect(add('b', 1005)).toBe('fresh');
+    expect(add('c', 1020)).toBe('fresh');
+    expect(add('d', 1020)).toBe('full');
     now = 1006; // b expired (behind a, which is still live): a full sweep finds it
-    expect(c.add('d', 1020)).toBe('fresh');
+    expect(add('d', 1020)).toBe('fresh');
     expect(c.size).toBe(3);
     now = 1011;
-    expect(c.add('a', 1030)).toBe('fresh'); // a's entry expired with its assertion (which itself no longer verifies)
+    expect(add('a', 1030)).toBe('fresh'); // a's entry expired with its assertion (which itself no longer verifies)
     now = 2000;
-    expect(c.add('e', 2010)).toBe('fresh');
+    expect(add('e', 2010)).toBe('fresh');
+    expect(c.size).toBe(1);
+  });
+
+  test("per signer: one key's full share never refuses another key's ids, and the same id under two keys is two ids", () => {
+    let now = 1000;
+    const c = new ReplayCache(() => now);
+    for (let i = 0; i < 3; i++) expect(c.add('flooder', `f${i}`, 1050, 3)).toBe('fresh');
+    expect(c.add('flooder', 'f3', 1050, 3)).toBe('full');
+    expect(c.add('other', 'o1', 1050, 3)).toBe('fresh');
+    expect(c.add('other', 'f0', 1050, 3)).toBe('fresh');
+    expect(c.add('other', 'f0', 1050, 3)).toBe('replayed');
+    // A signer whose ids all expired leaves nothing behind.
+    now = 1100;
+    expect(c.add('other', 'o2', 1150, 3)).toBe('fresh');
     expect(c.size).toBe(1);
   });
 });
-

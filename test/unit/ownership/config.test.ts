@@ -22,9 +22,9 @@ test('off by default; on by default for ROLE=server with IDENTITY_POLICY=require
   expect(cfg({ ROLE: 'client', IDENTITY_POLICY: 'required' }).enabled).toBe(false);
 });
 
-test('defaults: in memory, 100,000 bindings, 7 days, 250 ms, one prefix', () => {
+test('defaults: in memory, 100,000 bindings in 32 MiB, 50,000 per caller, 7 days, 250 ms, one prefix, no eviction', () => {
   expect(cfg({ TASK_OWNERSHIP: 'true' })).toEqual({
-    enabled: true, storeUrl: undefined, prefix: 'a2a-guard:tasks:', timeoutMs: 250, maxEntries: 100_000, ttlSeconds: 604_800,
+    enabled: true, storeUrl: undefined, prefix: 'a2a-guard:tasks:', timeoutMs: 250, maxEntries: 100_000, maxBytes: 32 * 1024 * 1024, maxPerCaller: 50_000, allowEviction: false, ttlSeconds: 604_800,
   });
   expect(cfg({ TASK_OWNERSHIP: 'true', TASK_STORE_URL: 'rediss://:pw@redis.internal:6380/2' }).storeUrl).toBe('rediss://:pw@redis.internal:6380/2');
 });

@@ -171,6 +171,7 @@ describe('task ownership and page tokens', () => {
     const memory = new MemoryOwnerStore({ ttlSeconds: 60, maxEntries: 1000 });
     const noSecret: OwnerStore = {
       kind: 'redis', owners: (k) => memory.owners(k), claim: (k, o) => memory.claim(k, o), close: () => memory.close(),
+      provisional: (k, o, t) => memory.provisional(k, o, t), renew: (k, o, t) => memory.renew(k, o, t), release: (k, o) => memory.release(k, o), held: (o) => memory.held(o),
       sharedSecret: () => Promise.reject(new Error('Connection is closed.')),
     };
     // Looks like a sealed token (version byte first): opening it needs the secret.

@@ -1,7 +1,9 @@
 /** The owner stores: in memory (TTL, bound, oldest out) and Redis (a real redis-server on 127.0.0.1). */
+import { createHash } from 'node:crypto';
 import pino from 'pino';
-import { MemoryOwnerStore, type OwnerStore } from '../../../src/ownership/store';
-import { createRedisStore, redactUrl, type RedisOwnerStore } from '../../../src/ownership/redis';
+import { StartupError } from '../../../src/files';
+import { bindingBytes, MemoryOwnerStore, type OwnerStore } from '../../../src/ownership/store';
+import { createRedisStore, redactUrl, sliceCounters, type RedisOwnerStore } from '../../../src/ownership/redis';
 import { startRedis, type TestRedis } from '../../helpers/redis';
 
 const silent = pino({ level: 'silent' });
@@ -69,6 +71,82 @@ describe('MemoryOwnerStore', () => {
     await s.claim(['t:3'], 'A');
     expect(await s.owners(['t:1', 't:2', 't:3'])).toEqual([undefined, 'A', 'A']);
   });
+
+  test('bounded in bytes: long keys of a flooder evict its own oldest, never the bindings of a caller holding less', async () => {
+    const long = (i: number) => `c:${String(i).padStart(4, '0')}${'x'.repeat(1000)}`;
+    const maxBytes = 10 * bindingBytes(long(0));
+    const s = new MemoryOwnerStore({ ttlSeconds: 60, maxEntries: 1000, maxBytes });
+    await s.claim(['t:a', 'c:a'], 'A');
+    for (let i = 0; i < 50; i++) await s.claim([long(i)], 'F');
+    expect(s.bytes).toBeLessThanOrEqual(maxBytes);
+    expect(await s.owners(['t:a', 'c:a'])).toEqual(['A', 'A']);
+    expect(await s.owners([long(0), long(49)])).toEqual([undefined, 'F']);
+    expect(s.held('A')).toBe(2);
+  });
+
+  test('held: the bindings of an owner, provisional ones included; bytes come back when bindings go', async () => {
+    const s = new MemoryOwnerStore({ ttlSeconds: 60, maxEntries: 100 });
+    await s.claim(['t:1', 'c:1'], 'A');
+    await s.provisional(['c:2'], 'A', 5);
+    expect(s.held('A')).toBe(3);
+    expect(s.held('B')).toBe(0);
+    await s.release(['c:2'], 'A');
+    expect(s.held('A')).toBe(2);
+    expect(s.bytes).toBe(bindingBytes('t:1') + bindingBytes('c:1'));
+  });
+
+  test('a provisional hold expires with its TTL unless renewed', async () => {
+    let now = 0;
+    const s = new MemoryOwnerStore({ ttlSeconds: 600, maxEntries: 100, now: () => now });
+    await s.provisional(['c:p', 'c:q'], 'A', 10);
+    now = 8000;
+    await s.renew(['c:p'], 'A', 10);
+    now = 12_000;
+    expect(await s.owners(['c:p', 'c:q'])).toEqual(['A', undefined]);
+  });
+});
+
+/** What both stores do with provisional holds (store.ts): the same contract in memory and in Redis. */
+function provisionalContract(make: () => Promise<OwnerStore>): void {
+  test('a provisional hold is its owner\'s for everyone; released by its only call, the key is free again', async () => {
+    const s = await make();
+    expect(await s.provisional(['c:p1'], 'A', 30)).toEqual(['A']);
+    expect(await s.owners(['c:p1'])).toEqual(['A']);
+    expect(await s.provisional(['c:p1'], 'B', 30)).toEqual(['A']);
+    expect(await s.claim(['c:p1'], 'B')).toEqual(['A']);
+    // Another owner's release is no release.
+    await s.release(['c:p1'], 'B');
+    expect(await s.owners(['c:p1'])).toEqual(['A']);
+    await s.release(['c:p1'], 'A');
+    expect(await s.owners(['c:p1'])).toEqual([undefined]);
+    expect(await s.claim(['c:p1'], 'B')).toEqual(['B']);
+  });
+
+  test('two calls of one owner hold a key: it stays held until both let go', async () => {
+    const s = await make();
+    await s.provisional(['c:p2'], 'A', 30);
+    await s.provisional(['c:p2'], 'A', 30);
+    await s.release(['c:p2'], 'A');
+    expect(await s.owners(['c:p2'])).toEqual(['A']);
+    await s.release(['c:p2'], 'A');
+    expect(await s.owners(['c:p2'])).toEqual([undefined]);
+  });
+
+  test('the answer confirms a hold: a release after it leaves the binding', async () => {
+    const s = await make();
+    await s.provisional(['c:p3'], 'A', 30);
+    expect(await s.claim(['c:p3', 't:p3'], 'A')).toEqual(['A', 'A']);
+    await s.release(['c:p3'], 'A');
+    expect(await s.owners(['c:p3', 't:p3'])).toEqual(['A', 'A']);
+    // A confirmed binding is no hold: a later call's hold of it is a plain lookup.
+    expect(await s.provisional(['c:p3'], 'A', 30)).toEqual(['A']);
+    await s.release(['c:p3'], 'A');
+    expect(await s.owners(['c:p3'])).toEqual(['A']);
+  });
+}
+
+describe('provisional holds: in memory', () => {
+  provisionalContract(() => Promise.resolve(new MemoryOwnerStore({ ttlSeconds: 60, maxEntries: 100 })));
 });
 
 describe('RedisOwnerStore (real redis-server)', () => {
@@ -168,6 +246,88 @@ describe('RedisOwnerStore (real redis-server)', () => {
     expect(s4.equals(s1)).toBe(false);
     expect((await r2.sharedSecret(false)).equals(s1)).toBe(true);
     expect((await r2.sharedSecret(true)).equals(s4)).toBe(true);
+  });
+
+  describe('provisional holds: in Redis', () => {
+    provisionalContract(() => store('prov:'));
+
+    test('a hold lives the short TTL, renewed while its call runs; the answer gives it the full TTL', async () => {
+      const s = await store('prov-ttl:');
+      await s.provisional(['c:t'], 'A', 20);
+      expect(await redis.command('GET', 'prov-ttl:c:t')).toBe('~1~A');
+      expect(Number(await redis.command('TTL', 'prov-ttl:c:t'))).toBeLessThanOrEqual(20);
+      await s.renew(['c:t'], 'A', 40);
+      expect(Number(await redis.command('TTL', 'prov-ttl:c:t'))).toBeGreaterThan(20);
+      await s.claim(['c:t'], 'A');
+      expect(await redis.command('GET', 'prov-ttl:c:t')).toBe('A');
+      expect(Number(await redis.command('TTL', 'prov-ttl:c:t'))).toBeGreaterThan(50);
+    });
+  });
+
+  test("held: each confirmed binding is counted for its owner (per slice of the TTL), not another's", async () => {
+    const s = await store('held:');
+    expect(s.held('A')).toBeUndefined();
+    await s.claim(['t:1', 'c:1'], 'A');
+    await s.claim(['t:1'], 'A');
+    await s.provisional(['c:2'], 'A', 30);
+    await s.claim(['t:2'], 'B');
+    expect(s.held('A')).toBe(2);
+    await s.claim(['c:2'], 'A');
+    expect(s.held('A')).toBe(3);
+    expect(s.held('B')).toBe(1);
+    // Another replica learns the count from its own next binding of that owner.
+    const other = await store('held:');
+    await other.claim(['t:3'], 'A');
+    expect(other.held('A')).toBe(4);
+  });
+
+  test('slice counters: the current slice first, then the ones the window still overlaps', () => {
+    expect(sliceCounters('o:A:', 1000, 80)).toEqual({ keys: ['o:A:100', 'o:A:99', 'o:A:98', 'o:A:97', 'o:A:96', 'o:A:95', 'o:A:94', 'o:A:93', 'o:A:92'], ttlSeconds: 100 });
+  });
+
+  describe('maxmemory-policy', () => {
+    afterEach(async () => {
+      await redis.command('CONFIG', 'SET', 'maxmemory-policy', 'noeviction');
+    });
+
+    test.each(['allkeys-lru', 'volatile-lru', 'volatile-ttl', 'allkeys-random'])('%s evicts bindings: refused at start unless TASK_STORE_ALLOW_EVICTION', async (policy) => {
+      await redis.command('CONFIG', 'SET', 'maxmemory-policy', policy);
+      const err = await createRedisStore({ url: redis.url, prefix: 'evict:', ttlSeconds: 60, timeoutMs: 500, logger: silent }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(StartupError);
+      expect(String(err)).toContain(`maxmemory-policy is ${policy}`);
+      const allowed = await createRedisStore({ url: redis.url, prefix: 'evict:', ttlSeconds: 60, timeoutMs: 500, logger: silent, allowEviction: true });
+      stores.push(allowed);
+      expect(await allowed.claim(['t:e'], 'A')).toEqual(['A']);
+    });
+
+    test('a server that turns evicting later: its commands are refused (FAIL_MODE decides) until it is noeviction again', async () => {
+      const s = await store('later:');
+      await redis.command('CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lfu');
+      expect(await s.checkEviction()).toBe('allkeys-lfu');
+      await expect(s.owners(['t:x'])).rejects.toThrow(/maxmemory-policy allkeys-lfu/);
+      await redis.command('CONFIG', 'SET', 'maxmemory-policy', 'noeviction');
+      expect(await s.checkEviction()).toBe('noeviction');
+      expect(await s.owners(['t:x'])).toEqual([undefined]);
+    });
+  });
+
+  test('assertion ids: one use across replicas; a key whose share is full is refused, another key is not', async () => {
+    const r1 = await store('replay:');
+    const r2 = await store('replay:');
+    const exp = Date.now() / 1000 + 30;
+    expect(await r1.replay('k1', 'jti-1', exp, 3)).toBe('fresh');
+    expect(await r2.replay('k1', 'jti-1', exp, 3)).toBe('replayed');
+    // The same jti under another key is another id.
+    expect(await r2.replay('k2', 'jti-1', exp, 3)).toBe('fresh');
+    expect(await r1.replay('k1', 'jti-2', exp, 3)).toBe('fresh');
+    expect(await r2.replay('k1', 'jti-3', exp, 3)).toBe('fresh');
+    expect(await r1.replay('k1', 'jti-4', exp, 3)).toBe('full');
+    expect(await r1.replay('k2', 'jti-4', exp, 3)).toBe('fresh');
+    // Kept for the assertion's remaining lifetime, under a digest of its key id and jti.
+    const key = `replay:r:${createHash('sha256').update(JSON.stringify(['k1', 'jti-1'])).digest('base64url')}`;
+    const ttl = Number(await redis.command('TTL', key));
+    expect(ttl).toBeGreaterThan(20);
+    expect(ttl).toBeLessThanOrEqual(31);
   });
 
   test('a URL with credentials is logged without them', () => {

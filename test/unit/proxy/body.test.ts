@@ -11,7 +11,7 @@ function okBody(r: BodyResult): Buffer {
   return r.body;
 }
 
-function refused(r: BodyResult, kind: 'rejected' | 'overloaded' = 'rejected') {
+function refused(r: BodyResult, kind: 'rejected' | 'overloaded' | 'limited' = 'rejected') {
   if (r.ok) throw new Error('expected a refusal');
   expect(r.error.kind).toBe(kind);
   return r.error;
@@ -167,21 +167,59 @@ function request(chunks: Buffer[], headers: Record<string, string> = {}): Incomi
   return r;
 }
 
+const PACE = { timeoutMs: 5000, minBytesPerSecond: 0 };
+
 describe('readBody with the in-flight budget', () => {
-  test('a declared length is reserved up front; over the budget the call is "overloaded" (HTTP 503) before any byte is read', async () => {
+  test('a declared length holds nothing: bytes are held as they arrive, and at the budget the call is "overloaded" (HTTP 503)', async () => {
     const budget = new BodyBudget(1000);
     const held = budget.lease();
     expect(held.take(900)).toBe(true);
     const lease = budget.lease();
-    const e = refused(await readBody(request([Buffer.alloc(200)], { 'content-length': '200' }), MAX, 5000, lease), 'overloaded');
+    // A caller that announces a large body holds none of the budget until its bytes come.
+    const stalled = new Readable({ read() {} }) as unknown as IncomingMessage;
+    (stalled as { headers: Record<string, string> }).headers = { 'content-length': '1000000' };
+    const waiting = readBody(stalled, 10_000_000, { timeoutMs: 5000, minBytesPerSecond: 0 }, budget.lease());
+    expect(budget.inFlight).toBe(900);
+    (stalled as unknown as Readable).push(null);
+    await waiting;
+    const e = refused(await readBody(request([Buffer.alloc(200)], { 'content-length': '200' }), MAX, PACE, lease), 'overloaded');
     expect(e.httpStatus).toBe(503);
     expect(budget.inFlight).toBe(900);
+  });
+
+  test("a caller's share: past it only that caller is refused (429 with Retry-After), another caller's body is read", async () => {
+    const budget = new BodyBudget(1000, 300);
+    const a = budget.lease('caller-a');
+    expect(a.take(250)).toBe(true);
+    const e = refused(await readBody(request([Buffer.alloc(100)], { 'content-length': '100' }), MAX, PACE, (() => {
+      const l = budget.lease();
+      l.charge('caller-a');
+      return l;
+    })()), 'limited');
+    expect(e.metadata['retryAfterSeconds']).toBe('1');
+    const b = budget.lease('caller-b');
+    expect(okBody(await readBody(request([Buffer.alloc(300)], { 'content-length': '300' }), MAX, PACE, b)).length).toBe(300);
+    expect(budget.heldBy('caller-a')).toBe(250);
+    expect(budget.heldBy('caller-b')).toBe(300);
+    a.release();
+    b.release();
+    expect(budget.callers).toBe(0);
+  });
+
+  test('a body that trickles below the minimum rate is cut (408), whatever its timeout', async () => {
+    const trickle = new Readable({ read() {} });
+    (trickle as unknown as { headers: Record<string, string> }).headers = { 'content-length': '100000' };
+    trickle.push(Buffer.alloc(10));
+    const e = refused(await readBody(trickle as unknown as IncomingMessage, MAX, { timeoutMs: 60_000, minBytesPerSecond: 1000, graceMs: 0 }));
+    expect(e.httpStatus).toBe(408);
+    expect(e.message).toContain('slower than 1000 bytes per second');
+    trickle.destroy();
   });
 
   test('a chunked body grows its lease as it arrives and is refused at the budget', async () => {
     const budget = new BodyBudget(1000);
     const lease = budget.lease();
-    refused(await readBody(request([Buffer.alloc(600), Buffer.alloc(600)], { 'transfer-encoding': 'chunked' }), MAX, 5000, lease), 'overloaded');
+    refused(await readBody(request([Buffer.alloc(600), Buffer.alloc(600)], { 'transfer-encoding': 'chunked' }), MAX, PACE, lease), 'overloaded');
     expect(budget.inFlight).toBe(600);
     lease.release();
     expect(budget.inFlight).toBe(0);
@@ -190,7 +228,7 @@ describe('readBody with the in-flight budget', () => {
   test('a body within the budget is read whole; its lease holds its size until released', async () => {
     const budget = new BodyBudget(1000);
     const lease = budget.lease();
-    const body = okBody(await readBody(request([Buffer.from('ab'), Buffer.from('cd')], { 'transfer-encoding': 'chunked' }), MAX, 5000, lease));
+    const body = okBody(await readBody(request([Buffer.from('ab'), Buffer.from('cd')], { 'transfer-encoding': 'chunked' }), MAX, PACE, lease));
     expect(body.toString()).toBe('abcd');
     expect(budget.inFlight).toBe(4);
     lease.release();
@@ -198,7 +236,7 @@ describe('readBody with the in-flight budget', () => {
   });
 
   test('MAX_BODY_BYTES is still 413, declared or streamed', async () => {
-    expect(refused(await readBody(request([Buffer.alloc(20)], { 'content-length': '20' }), 10, 5000)).httpStatus).toBe(413);
-    expect(refused(await readBody(request([Buffer.alloc(6), Buffer.alloc(6)], { 'transfer-encoding': 'chunked' }), 10, 5000)).httpStatus).toBe(413);
+    expect(refused(await readBody(request([Buffer.alloc(20)], { 'content-length': '20' }), 10, PACE)).httpStatus).toBe(413);
+    expect(refused(await readBody(request([Buffer.alloc(6), Buffer.alloc(6)], { 'transfer-encoding': 'chunked' }), 10, PACE)).httpStatus).toBe(413);
   });
 });

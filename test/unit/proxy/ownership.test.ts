@@ -14,6 +14,10 @@ const down: OwnerStore = {
   kind: 'redis',
   owners: () => Promise.reject(new Error('Connection is closed.')),
   claim: () => Promise.reject(new Error('Connection is closed.')),
+  provisional: () => Promise.reject(new Error('Connection is closed.')),
+  renew: () => Promise.reject(new Error('Connection is closed.')),
+  release: () => Promise.reject(new Error('Connection is closed.')),
+  held: () => undefined,
   sharedSecret: () => Promise.reject(new Error('Connection is closed.')),
   close: () => Promise.resolve(),
 };
@@ -66,6 +70,61 @@ describe('checkRequest', () => {
     expect(await open.metrics.registry.getSingleMetricAsString('a2a_guard_fail_open_passes_total')).toMatch(/ 1$/m);
     // Calls that name no task never touch the store.
     expect(await closed.own.checkRequest('A', op('message/send'), call('message/send', { message: {} }))).toMatchObject({ type: 'pass', state: 'none' });
+  });
+});
+
+describe('what a caller may put in the store', () => {
+  const send = (message: object) => call('SendMessage', { message: { messageId: 'm', ...message } });
+
+  test('a new context is held for the call (others are told "not found") and let go when it ends, unless the answer bound it', async () => {
+    const { own } = setup();
+    const holds = own.holdsFor('A');
+    expect(await own.checkRequest('A', op('SendMessage'), send({ contextId: 'c-new' }), 'caller', () => holds)).toMatchObject({ type: 'pass', state: 'owned' });
+    expect(await own.checkRequest('B', op('SendMessage'), send({ contextId: 'c-new' }))).toEqual({ type: 'refuse', error: taskNotFound('c-new') });
+    holds.end();
+    expect(await own.checkRequest('B', op('SendMessage'), send({ contextId: 'c-new' }))).toMatchObject({ type: 'pass' });
+
+    const confirmed = own.holdsFor('A');
+    await own.checkRequest('A', op('SendMessage'), send({ contextId: 'c-kept' }), 'caller', () => confirmed);
+    await own.answerHook('A', op('message/send'), jsonRpcCodec)?.unary?.({ jsonrpc: '2.0', id: 1, result: { kind: 'task', id: 't-kept', contextId: 'c-kept' } }, true);
+    confirmed.end();
+    expect(await own.checkRequest('B', op('SendMessage'), send({ contextId: 'c-kept' }))).toEqual({ type: 'refuse', error: taskNotFound('c-kept') });
+  });
+
+  test('a long call keeps its hold: renewed while it runs, however long the agent takes', async () => {
+    jest.useFakeTimers();
+    try {
+      const store = new MemoryOwnerStore({ ttlSeconds: 3600, maxEntries: 100, now: () => Date.now() });
+      const { own } = setup('closed', store);
+      const holds = own.holdsFor('A');
+      await own.checkRequest('A', op('SendMessage'), send({ contextId: 'c-long' }), 'caller', () => holds);
+      for (let i = 0; i < 10; i++) await jest.advanceTimersByTimeAsync(30_000);
+      expect(await store.owners(['c:c-long'])).toEqual(['A']);
+      holds.end();
+      expect(await store.owners(['c:c-long'])).toEqual([undefined]);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  test('ids over 1024 bytes are invalid params, before any store access', async () => {
+    const { own, store, metrics } = setup();
+    expect(await own.checkRequest('A', op('SendMessage'), send({ contextId: 'x'.repeat(1025) }))).toMatchObject({ type: 'refuse', error: { kind: 'invalidParams', message: 'Task or context id longer than 1024 bytes' } });
+    expect(await own.checkRequest('A', op('tasks/get'), call('tasks/get', { id: '€'.repeat(342) }))).toMatchObject({ type: 'refuse', error: { kind: 'invalidParams' } });
+    expect((store as MemoryOwnerStore).size).toBe(0);
+    expect(await count(metrics, 'refused_long_id')).toBe(2);
+  });
+
+  test('a caller holding its share is refused new tasks (-31429); its own tasks and other callers are not', async () => {
+    const store = new MemoryOwnerStore({ ttlSeconds: 60, maxEntries: 1000 });
+    const metrics = new Metrics();
+    const own = new TaskOwnership({ store, failMode: 'closed', logger: silent, metrics, maxPerCaller: 2 });
+    expect(await created(own)).toEqual({ type: 'pass' });
+    expect(await own.checkRequest('A', op('SendMessage'), send({}))).toMatchObject({ type: 'refuse', error: { kind: 'overloaded', metadata: { limit: 'TASK_STORE_MAX_PER_CALLER' } } });
+    expect(await own.checkRequest('A', op('SendMessage'), send({ taskId: 't-1', contextId: 'c-1' }))).toMatchObject({ type: 'pass', state: 'owned' });
+    expect(await own.checkRequest('A', op('tasks/get'), call('tasks/get', { id: 't-1' }))).toMatchObject({ type: 'pass' });
+    expect(await own.checkRequest('B', op('SendMessage'), send({}))).toMatchObject({ type: 'pass' });
+    expect(await count(metrics, 'refused_quota')).toBe(1);
   });
 });
 

@@ -9,17 +9,22 @@
  */
 import type * as A2A from '@a2a-js/sdk' with { 'resolution-mode': 'import' };
 import type * as A2AGrpc from '@a2a-js/sdk/server/grpc' with { 'resolution-mode': 'import' };
+import type * as A2AGrpcV03 from '@a2a-js/sdk/compat/v0_3/server/grpc' with { 'resolution-mode': 'import' };
 import type { JsonObject } from '../../../core/json';
-import { GRPC_METHODS, type GrpcMessageType, type GrpcMethod } from './methods';
+import { GRPC_METHODS, type GrpcMessageType, type GrpcMethod, type GrpcV03MessageType } from './methods';
+import { SkipNotingReader, type UnreadField } from './unread';
+import { v03FromJson, v03ToJson } from './v03';
 
 /** One message type: wire bytes <-> JSON. Every function throws on input it cannot read. */
 export interface MessageCodec {
   /** Read wire bytes into the generated code's object (unknown fields are skipped). */
   decode(bytes: Uint8Array): unknown;
-  /** That object as the protobuf JSON mapping. */
-  toJson(message: unknown): JsonObject;
+  /** As decode, noting the first field the generated code skipped (unknown, or known under another wire type). */
+  decodeNoting(bytes: Uint8Array): { readonly message: unknown; readonly unread: UnreadField | undefined };
+  /** That object as the guardian sees it: v1.0, the protobuf JSON mapping; v0.3, the v0.3 JSON-RPC form (v03.ts). */
+  toJson(message: unknown): unknown;
   /** JSON (as the guardian approved or replaced it) into the generated code's object. */
-  fromJson(json: JsonObject): unknown;
+  fromJson(json: unknown): unknown;
   encode(message: unknown): Buffer;
 }
 
@@ -44,21 +49,50 @@ function asObject(v: unknown, what: string): JsonObject {
   return v as JsonObject;
 }
 
+/** A message type's wire reading, plain and noting the fields its generated decode skips. */
+function decoders(deserialize: Deserialize): Pick<MessageCodec, 'decode' | 'decodeNoting'> {
+  return {
+    decode: (bytes) => deserialize(Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)),
+    decodeNoting(bytes) {
+      // The generated decode reads from a BinaryReader it is handed, as it is.
+      const reader = new SkipNotingReader(bytes);
+      return { message: deserialize(reader as unknown as Buffer), unread: reader.unread };
+    },
+  };
+}
+
 const EMPTY_JSON: JsonFns = { fromJSON: () => ({}), toJSON: () => ({}) };
 
 function messageCodec(type: GrpcMessageType, serialize: Serialize, deserialize: Deserialize, sdk: typeof A2A): MessageCodec {
   const json = type === 'Empty' ? EMPTY_JSON : (sdk as unknown as Record<string, JsonFns | undefined>)[type];
   if (json === undefined || typeof json.toJSON !== 'function') throw new Error(`@a2a-js/sdk exports no JSON mapping for ${type}`);
   return {
-    decode: (bytes) => deserialize(Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)),
+    ...decoders(deserialize),
     // JSON.parse(JSON.stringify()) drops undefined members: the guardian gets plain JSON.
     toJson: (message) => asObject(JSON.parse(JSON.stringify(json.toJSON(message as never))), type),
-    fromJson: (value) => json.fromJSON(value as never),
+    fromJson: (value) => json.fromJSON(asObject(value, type) as never),
     encode: (message) => serialize(message as never),
   };
 }
 
+/** A v0.3 message type: the SDK's v0.3 wire code, and the v0.3 JSON-RPC form both ways (v03.ts). */
+function v03MessageCodec(type: GrpcV03MessageType, serialize: Serialize, deserialize: Deserialize): MessageCodec {
+  return {
+    ...decoders(deserialize),
+    toJson: (message) => v03ToJson(type, message),
+    fromJson: (value) => v03FromJson(type, value),
+    encode: (message) => serialize(message as never),
+  };
+}
+
+type ServiceDefs = Record<string, {
+  path: string; requestSerialize: Serialize; requestDeserialize: Deserialize; responseSerialize: Serialize; responseDeserialize: Deserialize;
+} | undefined>;
+
 let loaded: ReadonlyMap<string, MethodCodec> | undefined;
+
+/** Field 1000, varint 1: no A2A message defines it. */
+const UNKNOWN_FIELD = Uint8Array.of(0xc0, 0x3e, 0x01);
 
 /** The codec of every method (by `:path`), built from the SDK on first use. */
 export function grpcCodecs(): ReadonlyMap<string, MethodCodec> {
@@ -66,17 +100,18 @@ export function grpcCodecs(): ReadonlyMap<string, MethodCodec> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const sdk = require('@a2a-js/sdk') as typeof A2A;
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const service = (require('@a2a-js/sdk/server/grpc') as typeof A2AGrpc).A2AService as unknown as Record<string, {
-    path: string; requestSerialize: Serialize; requestDeserialize: Deserialize; responseSerialize: Serialize; responseDeserialize: Deserialize;
-  } | undefined>;
+  const service = (require('@a2a-js/sdk/server/grpc') as typeof A2AGrpc).A2AService as unknown as ServiceDefs;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const legacy = (require('@a2a-js/sdk/compat/v0_3/server/grpc') as typeof A2AGrpcV03).LegacyA2AService as unknown as ServiceDefs;
   const out = new Map<string, MethodCodec>();
   for (const m of GRPC_METHODS.values()) {
-    const def = service[lowerFirst(m.name)];
-    if (def === undefined || def.path !== m.path) throw new Error(`@a2a-js/sdk's A2AService has no ${m.path}`);
-    out.set(m.path, {
-      request: messageCodec(m.request, def.requestSerialize, def.requestDeserialize, sdk),
-      response: messageCodec(m.response, def.responseSerialize, def.responseDeserialize, sdk),
-    });
+    const def = (m.version === '1.0' ? service : legacy)[lowerFirst(m.name)];
+    if (def === undefined || def.path !== m.path) throw new Error(`@a2a-js/sdk's ${m.version === '1.0' ? 'A2AService' : 'LegacyA2AService'} has no ${m.path}`);
+    const request = m.version === '1.0' ? messageCodec(m.request, def.requestSerialize, def.requestDeserialize, sdk) : v03MessageCodec(m.request, def.requestSerialize, def.requestDeserialize);
+    // A decoder that does not take the proxy's reader as one (another copy of @bufbuild/protobuf) would read nothing.
+    if (request.decodeNoting(UNKNOWN_FIELD).unread?.field !== 1000) throw new Error(`@a2a-js/sdk's ${m.request} decoder does not read through the proxy's reader`);
+    const response = m.version === '1.0' ? messageCodec(m.response, def.responseSerialize, def.responseDeserialize, sdk) : v03MessageCodec(m.response, def.responseSerialize, def.responseDeserialize);
+    out.set(m.path, { request, response });
   }
   loaded = out;
   return out;
@@ -95,7 +130,7 @@ export function codecFor(method: GrpcMethod): MethodCodec {
  * kind not at all): the guardian would judge one message and the agent decode another. Returns the
  * message's encoding when faithful, undefined when not.
  */
-export function faithfulEncoding(codec: MessageCodec, decoded: unknown, json: JsonObject): Buffer | undefined {
+export function faithfulEncoding(codec: MessageCodec, decoded: unknown, json: unknown): Buffer | undefined {
   const bytes = codec.encode(decoded);
   let again: Buffer;
   try {
@@ -106,13 +141,13 @@ export function faithfulEncoding(codec: MessageCodec, decoded: unknown, json: Js
   return bytes.equals(again) ? bytes : undefined;
 }
 
-/** The canonical JSON-RPC request the guardian sees for a gRPC call (v1.0 method name, minted id). */
+/** The canonical JSON-RPC request the guardian sees for a gRPC call (its service's JSON-RPC method name, minted id). */
 export function canonicalRequest(method: GrpcMethod, params: JsonObject, id: string): JsonObject {
-  return { jsonrpc: '2.0', id, method: method.name, params };
+  return { jsonrpc: '2.0', id, method: method.jsonRpcMethod, params };
 }
 
 /** The canonical JSON-RPC response (or stream event) for an answer message. */
-export function canonicalResponse(id: string, result: JsonObject): JsonObject {
+export function canonicalResponse(id: string, result: unknown): JsonObject {
   return { jsonrpc: '2.0', id, result };
 }
 
@@ -121,7 +156,8 @@ export function canonicalResponse(id: string, result: JsonObject): JsonObject {
  * an answer. Throws when it is not an object or the generated code cannot read it.
  */
 export function encodeFromPayload(codec: MessageCodec, payload: JsonObject, member: 'params' | 'result'): Buffer {
-  return codec.encode(codec.fromJson(asObject(payload[member], member)));
+  // `result` may be a list or null (v0.3 push config answers): each codec checks its own form.
+  return codec.encode(codec.fromJson(member === 'params' ? asObject(payload[member], member) : payload[member]));
 }
 
 /** A problem string when a replacement payload does not encode, for enforce's "no valid answer". */

@@ -1,12 +1,15 @@
 /**
- * The A2A v1.0 gRPC service (`lf.a2a.v1.A2AService`, a2a.proto) mapped onto the operation table.
- * Its RPC names are the v1.0 JSON-RPC method names, so each row is found through operations.ts;
- * what gRPC adds is the request and response message types. Pure: no protobuf code is loaded here.
+ * The A2A gRPC services mapped onto the operation table: v1.0's `lf.a2a.v1.A2AService` (a2a.proto),
+ * whose RPC names are the v1.0 JSON-RPC method names, and v0.3's `a2a.v1.A2AService`, whose calls the
+ * guardian sees as the v0.3 JSON-RPC request (v03.ts). What gRPC adds is the request and response
+ * message types. Pure: no protobuf code is loaded here.
  */
-import { operationForMethod, type Operation } from '../../operations';
+import { OPERATIONS, operationForMethod, type Operation } from '../../operations';
 import { routeFold } from '../../target';
 
 export const GRPC_SERVICE = 'lf.a2a.v1.A2AService';
+/** A2A v0.3's service (its package is `a2a.v1`; the v1.0 service moved to `lf.a2a.v1`). */
+export const GRPC_SERVICE_V03 = 'a2a.v1.A2AService';
 
 /** Message type names as the SDK's generated code exports them (`Empty` has no fields). */
 export type GrpcMessageType =
@@ -15,17 +18,28 @@ export type GrpcMessageType =
   | 'ListTaskPushNotificationConfigsRequest' | 'ListTaskPushNotificationConfigsResponse' | 'DeleteTaskPushNotificationConfigRequest'
   | 'GetExtendedAgentCardRequest' | 'AgentCard' | 'Empty';
 
-export interface GrpcMethod {
-  /** RPC name, e.g. `SendMessage` (also the v1.0 JSON-RPC method the guardian sees). */
+/** v0.3 message type names (a2a.proto of A2A v0.3, package a2a.v1). */
+export type GrpcV03MessageType =
+  | 'SendMessageRequest' | 'SendMessageResponse' | 'StreamResponse' | 'GetTaskRequest' | 'Task' | 'CancelTaskRequest' | 'TaskSubscriptionRequest'
+  | 'CreateTaskPushNotificationConfigRequest' | 'TaskPushNotificationConfig' | 'GetTaskPushNotificationConfigRequest'
+  | 'ListTaskPushNotificationConfigRequest' | 'ListTaskPushNotificationConfigResponse' | 'DeleteTaskPushNotificationConfigRequest'
+  | 'GetAgentCardRequest' | 'AgentCard' | 'Empty';
+
+interface MethodBase {
+  /** RPC name, e.g. `SendMessage`. */
   readonly name: string;
   /** HTTP/2 `:path`: `/lf.a2a.v1.A2AService/SendMessage`. */
   readonly path: string;
   readonly op: Operation;
   /** Server-streaming (the request side is always one message). */
   readonly streaming: boolean;
-  readonly request: GrpcMessageType;
-  readonly response: GrpcMessageType;
+  /** The JSON-RPC method the guardian sees: the v1.0 name (v1.0 service), the v0.3 name (v0.3 service). */
+  readonly jsonRpcMethod: string;
 }
+
+export type GrpcMethod =
+  | (MethodBase & { readonly version: '1.0'; readonly request: GrpcMessageType; readonly response: GrpcMessageType })
+  | (MethodBase & { readonly version: '0.3'; readonly request: GrpcV03MessageType; readonly response: GrpcV03MessageType });
 
 /** RPC -> request and response message types (a2a.proto, v1.0). */
 const MESSAGES: Readonly<Record<string, readonly [GrpcMessageType, GrpcMessageType]>> = {
@@ -42,13 +56,34 @@ const MESSAGES: Readonly<Record<string, readonly [GrpcMessageType, GrpcMessageTy
   GetExtendedAgentCard: ['GetExtendedAgentCardRequest', 'AgentCard'],
 };
 
+/** v0.3 RPC -> the AOS method of its operation, and its request and response message types (a2a.proto, v0.3). */
+const MESSAGES_V03: Readonly<Record<string, readonly [string, GrpcV03MessageType, GrpcV03MessageType]>> = {
+  SendMessage: ['message/send', 'SendMessageRequest', 'SendMessageResponse'],
+  SendStreamingMessage: ['message/stream', 'SendMessageRequest', 'StreamResponse'],
+  GetTask: ['tasks/get', 'GetTaskRequest', 'Task'],
+  CancelTask: ['tasks/cancel', 'CancelTaskRequest', 'Task'],
+  TaskSubscription: ['tasks/resubscribe', 'TaskSubscriptionRequest', 'StreamResponse'],
+  CreateTaskPushNotificationConfig: ['tasks/pushNotificationConfig/set', 'CreateTaskPushNotificationConfigRequest', 'TaskPushNotificationConfig'],
+  GetTaskPushNotificationConfig: ['tasks/pushNotificationConfig/get', 'GetTaskPushNotificationConfigRequest', 'TaskPushNotificationConfig'],
+  ListTaskPushNotificationConfig: ['tasks/pushNotificationConfig/list', 'ListTaskPushNotificationConfigRequest', 'ListTaskPushNotificationConfigResponse'],
+  DeleteTaskPushNotificationConfig: ['tasks/pushNotificationConfig/delete', 'DeleteTaskPushNotificationConfigRequest', 'Empty'],
+  // v0.3's GetAgentCard answers the card a JSON-RPC caller gets with agent/getAuthenticatedExtendedCard (REST: GET /v1/card).
+  GetAgentCard: ['agent/getAuthenticatedExtendedCard', 'GetAgentCardRequest', 'AgentCard'],
+};
+
 function buildTable(): ReadonlyMap<string, GrpcMethod> {
   const table = new Map<string, GrpcMethod>();
   for (const [name, [request, response]] of Object.entries(MESSAGES)) {
     const op = operationForMethod(name);
     if (op === undefined || op.v1Method !== name) throw new Error(`gRPC method ${name} has no row in the operation table`);
     const path = `/${GRPC_SERVICE}/${name}`;
-    table.set(path, { name, path, op, streaming: op.streaming, request, response });
+    table.set(path, { version: '1.0', name, path, op, streaming: op.streaming, jsonRpcMethod: name, request, response });
+  }
+  for (const [name, [aosMethod, request, response]] of Object.entries(MESSAGES_V03)) {
+    const op = OPERATIONS.find((o) => o.aosMethod === aosMethod);
+    if (op === undefined || op.v03Method === null) throw new Error(`v0.3 gRPC method ${name} has no v0.3 row in the operation table`);
+    const path = `/${GRPC_SERVICE_V03}/${name}`;
+    table.set(path, { version: '0.3', name, path, op, streaming: op.streaming, jsonRpcMethod: op.v03Method, request, response });
   }
   return table;
 }
@@ -80,7 +115,4 @@ export function looksLikeGrpc(segments: readonly string[]): boolean {
 
 const SERVICE_SUFFIX = 'a2aservice';
 /** The RPC names of the v1.0 service and of v0.3's `a2a.v1.A2AService`, lower-cased. */
-const GRPC_METHOD_NAMES: ReadonlySet<string> = new Set([
-  ...Object.keys(MESSAGES),
-  'TaskSubscription', 'GetAgentCard', 'ListTaskPushNotificationConfig',
-].map((m) => m.toLowerCase()));
+const GRPC_METHOD_NAMES: ReadonlySet<string> = new Set([...Object.keys(MESSAGES), ...Object.keys(MESSAGES_V03)].map((m) => m.toLowerCase()));

@@ -6,6 +6,7 @@
 import zlib from 'node:zlib';
 import { BinaryWriter } from '@bufbuild/protobuf/wire';
 import type * as A2AGrpc from '@a2a-js/sdk/server/grpc' with { 'resolution-mode': 'import' };
+import type * as A2AGrpcV03 from '@a2a-js/sdk/compat/v0_3/server/grpc' with { 'resolution-mode': 'import' };
 import { GRPC_METHODS, grpcMethodForPath } from '../../../../../src/a2a/bindings/grpc/methods';
 import { codecFor, encodeFromPayload } from '../../../../../src/a2a/bindings/grpc/codec';
 import { MessageReader, formatTimeout, frameMessage, isProblem, parseTimeout, readMessage } from '../../../../../src/a2a/bindings/grpc/framing';
@@ -17,6 +18,7 @@ import { OPERATIONS } from '../../../../../src/a2a/operations';
 import { sdkGrpcErrors } from '../../../../helpers/grpc';
 
 const sdkGrpc: typeof A2AGrpc = require('@a2a-js/sdk/server/grpc');
+const sdkGrpcV03: typeof A2AGrpcV03 = require('@a2a-js/sdk/compat/v0_3/server/grpc');
 
 const method = (name: string) => {
   const m = grpcMethodForPath(`/lf.a2a.v1.A2AService/${name}`);
@@ -35,8 +37,8 @@ const sendBytes = (text: string): Buffer => {
 };
 
 describe('method table', () => {
-  test("is exactly the SDK's A2AService, each method on its operation-table row", () => {
-    const sdkPaths = Object.values(sdkGrpc.A2AService as unknown as Record<string, { path: string; responseStream: boolean }>);
+  test("is exactly the SDK's A2AService and its v0.3 LegacyA2AService, each method on its operation-table row", () => {
+    const sdkPaths = [sdkGrpc.A2AService, sdkGrpcV03.LegacyA2AService].flatMap((svc) => Object.values(svc as unknown as Record<string, { path: string; responseStream: boolean }>));
     expect([...GRPC_METHODS.keys()].sort()).toEqual(sdkPaths.map((d) => d.path).sort());
     for (const d of sdkPaths) expect(grpcMethodForPath(d.path)?.streaming).toBe(d.responseStream);
     // Every operation of the table is reachable over gRPC.
@@ -46,7 +48,11 @@ describe('method table', () => {
   test('matches the exact path only (no case folding, no other service)', () => {
     expect(grpcMethodForPath('/lf.a2a.v1.A2AService/sendmessage')).toBeUndefined();
     expect(grpcMethodForPath('/lf.a2a.v1.a2aservice/SendMessage')).toBeUndefined();
-    expect(grpcMethodForPath('/a2a.v1.A2AService/SendMessage')).toBeUndefined();
+    expect(grpcMethodForPath('/a2a.v1.A2AService/SendMessage')?.version).toBe('0.3');
+    expect(grpcMethodForPath('/a2a.v1.A2AService/ListTasks')).toBeUndefined();
+    expect(grpcMethodForPath('/a2a.v1.A2AService/GetExtendedAgentCard')).toBeUndefined();
+    expect(grpcMethodForPath('/lf.a2a.v1.A2AService/TaskSubscription')).toBeUndefined();
+    expect(grpcMethodForPath('/a2a.v1.a2aservice/SendMessage')).toBeUndefined();
     expect(grpcMethodForPath('/lf.a2a.v1.A2AService/SendMessage/')).toBeUndefined();
     expect(grpcMethodForPath('//lf.a2a.v1.A2AService/SendMessage')).toBeUndefined();
   });
@@ -170,15 +176,41 @@ describe('card', () => {
   };
   const opts = { publicBase: new URL('http://proxy:8080/'), upstreamBase: new URL('http://agent:9000/'), signatures: 'strip' as const };
 
-  test('gRPC interfaces are removed unless the proxy serves gRPC; then v1.0 ones name the proxy', () => {
+  test('gRPC interfaces are removed unless the proxy serves gRPC; then v1.0 and v0.3 ones name the proxy', () => {
     const without = rewriteCard(card, opts);
     expect(JSON.stringify(without)).not.toContain('agent:5005');
     const withGrpc = rewriteCard(card, { ...opts, grpcAddress: 'proxy:9443' });
     expect(withGrpc.supportedInterfaces).toEqual([
       { url: 'http://proxy:8080/a2a/jsonrpc', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
       { url: 'proxy:9443', protocolBinding: 'GRPC', protocolVersion: '1.0' },
+      { url: 'proxy:9443', protocolBinding: 'GRPC', protocolVersion: '0.3' },
     ]);
+    expect(withGrpc.additionalInterfaces).toEqual([{ url: 'proxy:9443', transport: 'GRPC' }]);
     expect(JSON.stringify(withGrpc)).not.toContain('agent:5005');
+  });
+
+  test('a v0.3 card: its gRPC main endpoint and additional interfaces name the proxy; versions the proxy does not carry go', () => {
+    const v03 = {
+      protocolVersion: '0.3.0', url: 'agent:50052', preferredTransport: 'GRPC',
+      additionalInterfaces: [{ url: 'agent:50052', transport: 'GRPC' }, { url: 'http://agent:9000/a2a/jsonrpc', transport: 'JSONRPC' }],
+    };
+    expect(rewriteCard(v03, { ...opts, grpcAddress: 'proxy:9443' })).toEqual({
+      protocolVersion: '0.3.0', url: 'proxy:9443', preferredTransport: 'GRPC',
+      additionalInterfaces: [{ url: 'proxy:9443', transport: 'GRPC' }, { url: 'http://proxy:8080/a2a/jsonrpc', transport: 'JSONRPC' }],
+    });
+    // Without a gRPC listener the main endpoint becomes the first HTTP interface.
+    expect(rewriteCard(v03, opts)).toEqual({ protocolVersion: '0.3.0', url: 'http://proxy:8080/a2a/jsonrpc', preferredTransport: 'JSONRPC', additionalInterfaces: [{ url: 'http://proxy:8080/a2a/jsonrpc', transport: 'JSONRPC' }] });
+    // A 0.2 card's gRPC service is not one the proxy carries.
+    const v02 = rewriteCard({ ...v03, protocolVersion: '0.2.5' }, { ...opts, grpcAddress: 'proxy:9443' });
+    expect(JSON.stringify(v02)).not.toMatch(/agent:5005|proxy:9443/);
+    // The agent's own v0.3 gRPC endpoint, from either place.
+    expect(grpcTargetFromCard(v03, new URL('http://agent:9000'))?.href).toBe('http://agent:50052/');
+    expect(grpcTargetFromCard({ protocolVersion: '0.3.0', url: 'http://agent:9000/a2a', additionalInterfaces: [{ url: 'agent:50053', transport: 'GRPC' }] }, new URL('http://agent:9000'))?.href).toBe('http://agent:50053/');
+    // Each service version's own interface first; else the one the card has.
+    const agentUrl = new URL('http://agent:9000');
+    expect(grpcTargetFromCard(card, agentUrl, false, '0.3')?.href).toBe('http://agent:50052/');
+    expect(grpcTargetFromCard(card, agentUrl, false, '1.0')?.href).toBe('http://agent:50051/');
+    expect(grpcTargetFromCard(v03, agentUrl, false, '1.0')?.href).toBe('http://agent:50052/');
   });
 
   test("the agent's gRPC endpoint from its card", () => {

@@ -1,0 +1,336 @@
+/**
+ * `npm run bench:fairness`: can one caller hurt another through what every caller shares?
+ *
+ * Real parts on 127.0.0.1: the Cake Baker (a real @a2a-js/sdk agent), an HTTP guardian that allows
+ * everything (and is slow to judge what says "judge me slowly", as an LLM guardian is on large
+ * input), and a2a-guard (ROLE=server, IDENTITY_POLICY=required) in its own process. Two verified
+ * callers, each with its own assertion key: the victim, a real SDK client making ordinary
+ * `sendMessage` calls one after the other, and the attacker, working one resource at a time:
+ *
+ *   declared-lengths  40 connections announce 9 MiB bodies and send nothing (half without credentials)
+ *   body-share        12 connections send 9 MiB bodies at ~64 KiB/s
+ *   calls-in-flight   400 concurrent slow tasks (a wedding cake each)
+ *   guardian-share    200 concurrent calls slow to judge, GUARDIAN_CALL_CONNECTIONS=32
+ *   rate              as many calls as it can, RATE_LIMIT_PER_SECOND=50
+ *   guardian-work     9 MiB `1 1 1 ...` messages to the embedded reference guardian, back to back
+ *
+ * For each: the victim's success rate and p99 latency alone, then while the attacker works, and
+ * their ratio (the goal: every victim call succeeds, p99 within 2x), the attacker's outcomes, and
+ * the worst event-loop delay of the proxy's process (its nodejs_eventloop_lag_max_seconds while the
+ * victim runs). The victim, the attacker, the agent and the guardian share this process and the
+ * machine's cores with the proxy: a CPU-bound attack slows every process here, which the ratio shows
+ * too. Options (env): BENCH_VICTIM_CALLS (default 80),
+ * BENCH_ONLY (comma-separated scenario names).
+ */
+import http from 'node:http';
+import { setMaxListeners } from 'node:events';
+import net from 'node:net';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { spawn } from 'node:child_process';
+import { generateAssertionKey } from '../src/identity/keygen';
+import { parseSigningKey } from '../src/identity/keys';
+import { AssertionSigner, ASSERTION_HEADER } from '../src/identity/assertion';
+import { startCakeBaker, type CakeBaker } from '../src/demo/cake-baker';
+import { sdkClient, type Message } from '../src/demo/sdk';
+
+const num = (name: string, def: number): number => (process.env[name] ? Number(process.env[name]) : def);
+const VICTIM_CALLS = num('BENCH_VICTIM_CALLS', 80);
+const ONLY = process.env['BENCH_ONLY']?.split(',').map((s) => s.trim()).filter((s) => s !== '');
+const MiB = 1024 * 1024;
+
+interface Caller {
+  readonly id: string;
+  readonly signer: AssertionSigner;
+}
+
+async function caller(id: string): Promise<{ caller: Caller; jwk: object }> {
+  const { privateJwk, publicJwks } = await generateAssertionKey(`${id}-key`, 'ES256', [id]);
+  const key = await parseSigningKey(JSON.stringify(privateJwk));
+  return { caller: { id, signer: AssertionSigner.fromKey(key, 30) }, jwk: publicJwks.keys[0] as object };
+}
+
+/** Allow-all guardian over HTTP; what asks to be judged slowly waits `slowMs`. */
+async function startGuardian(slowMs: number): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const env = JSON.parse(text) as { id: string; method: string };
+      const result = env.method === 'ping'
+        ? { status: 'connected', timestamp: new Date().toISOString(), version: 'bench' }
+        : { decision: 'allow', message: 'allowed', reasonCode: ['ALLOWED'] };
+      const answer = () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id: env.id, result }));
+      };
+      if (text.includes('judge me slowly')) setTimeout(answer, slowMs);
+      else answer();
+    });
+  });
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((r) => {
+      server.closeAllConnections();
+      server.close(() => r());
+    }),
+  };
+}
+
+const freePort = (): Promise<number> => new Promise((resolve) => {
+  const s = net.createServer();
+  s.listen(0, '127.0.0.1', () => {
+    const { port } = s.address() as AddressInfo;
+    s.close(() => resolve(port));
+  });
+});
+
+const message = (text: string): Message => ({ messageId: `m-${Math.random()}`, role: 1, parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }], contextId: '', taskId: '', referenceTaskIds: [], extensions: [], metadata: undefined } as unknown as Message);
+
+interface Stack {
+  readonly url: string;
+  readonly admin: string;
+  readonly audience: string;
+  close(): Promise<void>;
+}
+/** Percentile of sorted numbers. */
+const pct = (xs: number[], p: number): number => (xs.length === 0 ? NaN : (xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] as number));
+
+interface VictimRun {
+  readonly ok: number;
+  readonly failed: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly errors: string[];
+}
+
+/** The victim: a real SDK client (JSON-RPC), one call after the other, each with a fresh assertion. */
+async function victimRun(stack: Stack, victim: Caller, calls: number): Promise<VictimRun> {
+  const { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver } = sdkClient;
+  const fetchImpl = (async (input: string | URL | Request, init?: RequestInit) => {
+    const headers = new Headers(init?.headers);
+    headers.set(ASSERTION_HEADER, await victim.signer.sign({ id: victim.id, name: victim.id, url: `https://${victim.id}.example`, version: '1' }, stack.audience));
+    return fetch(input, { ...init, headers });
+  }) as typeof fetch;
+  const resolver = new DefaultAgentCardResolver({ fetchImpl });
+  const card = await resolver.resolve(stack.url);
+  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { cardResolver: resolver, preferredTransports: ['JSONRPC'], transports: [new sdkClient.JsonRpcTransportFactory({ fetchImpl })] }));
+  const client = await factory.createFromAgentCard(card);
+  const times: number[] = [];
+  const errors: string[] = [];
+  let ok = 0;
+  for (let i = 0; i < calls; i++) {
+    const t0 = performance.now();
+    try {
+      await client.sendMessage({ tenant: '', message: message(`how to prepare a cheese cake? (${i})`), configuration: undefined, metadata: undefined } as never);
+      ok++;
+    } catch (err) {
+      if (errors.length < 3) errors.push((err as Error).message.slice(0, 160));
+    }
+    times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  return { ok, failed: calls - ok, p50: pct(times, 50), p99: pct(times, 99), errors };
+}
+
+/** Raw HTTP from the attacker: headers (with a fresh assertion when `signed`), then `body` as `write` paces it. */
+function rawPost(stack: Stack, attacker: Caller | undefined, announced: number, write: (s: net.Socket) => void): Promise<net.Socket> {
+  const u = new URL(stack.url);
+  return (async () => {
+    const assertion = attacker === undefined ? undefined : await attacker.signer.sign({ id: attacker.id, name: attacker.id, url: `https://${attacker.id}.example`, version: '1' }, stack.audience);
+    return new Promise<net.Socket>((resolve) => {
+      const s = net.connect(Number(u.port), u.hostname, () => {
+        s.write(`POST /a2a/jsonrpc HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\nContent-Length: ${announced}\r\n${assertion === undefined ? '' : `${ASSERTION_HEADER}: ${assertion}\r\n`}\r\n`);
+        write(s);
+        resolve(s);
+      });
+      s.on('error', () => undefined);
+      s.on('data', () => undefined);
+    });
+  })();
+}
+
+/** A JSON-RPC SendMessage from the attacker through undici's fetch; resolves to the HTTP status and JSON-RPC code. */
+async function attackerCall(stack: Stack, attacker: Caller, text: string, signal?: AbortSignal): Promise<string> {
+  const assertion = await attacker.signer.sign({ id: attacker.id, name: attacker.id, url: `https://${attacker.id}.example`, version: '1' }, stack.audience);
+  try {
+    const r = await fetch(`${stack.url}/a2a/jsonrpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0', [ASSERTION_HEADER]: assertion },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: `a-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }] } } }),
+      ...(signal === undefined ? {} : { signal }),
+    });
+    const body = await r.text();
+    const code = /"code":(-?\d+)/.exec(body)?.[1];
+    return code === undefined ? `${r.status}` : `${r.status} ${code}`;
+  } catch (err) {
+    return (err as Error).name === 'AbortError' ? 'aborted' : 'error';
+  }
+}
+
+interface Scenario {
+  readonly name: string;
+  readonly env?: Record<string, string>;
+  /** Use the embedded reference guardian instead of the HTTP one. */
+  readonly embedded?: boolean;
+  /** Start the attack; resolves to a function that stops it and says what the attacker got. */
+  attack(stack: Stack, attacker: Caller): Promise<() => Promise<Record<string, number>>>;
+}
+
+const tally = (xs: string[]): Record<string, number> => xs.reduce<Record<string, number>>((m, x) => ((m[x] = (m[x] ?? 0) + 1), m), {});
+
+/** `n` attacker calls at once, again and again until stopped. */
+function flood(stack: Stack, attacker: Caller, n: number, text: () => string): () => Promise<Record<string, number>> {
+  let stopped = false;
+  const ac = new AbortController();
+  // Every call of the flood listens on the one signal.
+  setMaxListeners(0, ac.signal);
+  const outcomes: string[] = [];
+  const loops = Array.from({ length: n }, async () => {
+    while (!stopped) outcomes.push(await attackerCall(stack, attacker, text(), ac.signal));
+  });
+  return async () => {
+    stopped = true;
+    ac.abort();
+    await Promise.allSettled(loops);
+    return tally(outcomes);
+  };
+}
+
+const SCENARIOS: Scenario[] = [
+  {
+    name: 'declared-lengths',
+    async attack(stack, attacker) {
+      const sockets = await Promise.all(Array.from({ length: 40 }, (_v, i) => rawPost(stack, i % 2 === 0 ? attacker : undefined, 9 * MiB, () => undefined)));
+      return async () => {
+        for (const s of sockets) s.destroy();
+        return { connections: sockets.length };
+      };
+    },
+  },
+  {
+    name: 'body-share',
+    async attack(stack, attacker) {
+      const timers: NodeJS.Timeout[] = [];
+      const sockets = await Promise.all(Array.from({ length: 12 }, () => rawPost(stack, attacker, 9 * MiB, (s) => {
+        timers.push(setInterval(() => s.write(Buffer.alloc(64 * 1024, 0x20)), 1000));
+      })));
+      return async () => {
+        for (const t of timers) clearInterval(t);
+        for (const s of sockets) s.destroy();
+        return { connections: sockets.length };
+      };
+    },
+  },
+  {
+    name: 'calls-in-flight',
+    async attack(stack, attacker) {
+      return flood(stack, attacker, 400, () => 'Please bake a three-tier wedding cake for Saturday.');
+    },
+  },
+  {
+    name: 'guardian-share',
+    env: { GUARDIAN_CALL_CONNECTIONS: '32', GUARDIAN_TIMEOUT_MS: '30000' },
+    async attack(stack, attacker) {
+      return flood(stack, attacker, 200, () => 'judge me slowly: a large document');
+    },
+  },
+  {
+    name: 'rate',
+    env: { RATE_LIMIT_PER_SECOND: '50', RATE_LIMIT_BURST: '50' },
+    async attack(stack, attacker) {
+      return flood(stack, attacker, 16, () => 'hello');
+    },
+  },
+  {
+    name: 'guardian-work',
+    embedded: true,
+    async attack(stack, attacker) {
+      const big = '1 '.repeat(4.5 * MiB);
+      return flood(stack, attacker, 2, () => big);
+    },
+  },
+];
+
+async function main(): Promise<void> {
+  const victim = await caller('victim-agent');
+  const attacker = await caller('attacker-agent');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'a2a-guard-fairness-'));
+  const jwks = path.join(dir, 'trusted.jwks.json');
+  fs.writeFileSync(jwks, JSON.stringify({ keys: [victim.jwk, attacker.jwk] }));
+  const baker: CakeBaker = await startCakeBaker({ slowMs: 20_000 });
+  const guardian = await startGuardian(2000);
+  const policy = path.resolve(__dirname, '../../config/policy.json');
+
+  /** The proxy as operators run it: its own process (dist/a2a-guard.js), configured by variables. */
+  async function stackFor(s: Scenario): Promise<Stack> {
+    const [port, adminPort] = [await freePort(), await freePort()];
+    const audience = `http://127.0.0.1:${port}`;
+    const child = spawn(process.execPath, [path.resolve(__dirname, '../a2a-guard.js')], {
+      env: {
+        PATH: process.env['PATH'] ?? '/usr/bin:/bin', PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), ADMIN_HOST: '127.0.0.1', UPSTREAM_URL: baker.origin, LOG_LEVEL: 'error',
+        ...(s.embedded === true ? { POLICY_FILE: policy } : { GUARDIAN_URL: guardian.url }),
+        IDENTITY_POLICY: 'required', ASSERTION_TRUST_JWKS_FILE: jwks, ASSERTION_AUDIENCE: audience, ...s.env,
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    const admin = `http://127.0.0.1:${adminPort}`;
+    for (let i = 0; ; i++) {
+      if (child.exitCode !== null) throw new Error(`the proxy exited (${child.exitCode})`);
+      const up = await fetch(`${admin}/readyz`).then((r) => r.ok, () => false);
+      if (up) break;
+      if (i > 300) throw new Error('the proxy did not become ready');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return {
+      url: audience, admin, audience,
+      close: () => new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+    };
+  }
+
+  /** The proxy's worst event-loop delay since the last scrape (prom-client resets it at each). */
+  const loopMaxMs = async (stack: Stack): Promise<number> => {
+    const text = await (await fetch(`${stack.admin}/metrics`)).text();
+    return Number(/^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text)?.[1] ?? NaN) * 1000;
+  };
+
+  const rows: string[] = [];
+  console.log(`a2a-guard fairness: victim ${VICTIM_CALLS} sequential SDK sendMessage calls, alone and while the attacker works (node ${process.version}, ${os.cpus().length} cores)`);
+  for (const s of SCENARIOS) {
+    if (ONLY !== undefined && !ONLY.includes(s.name)) continue;
+    const stack = await stackFor(s);
+    try {
+      await victimRun(stack, victim.caller, 10);
+      const alone = await victimRun(stack, victim.caller, VICTIM_CALLS);
+      const stop = await s.attack(stack, attacker.caller);
+      await new Promise((r) => setTimeout(r, 500));
+      await loopMaxMs(stack);
+      const attacked = await victimRun(stack, victim.caller, VICTIM_CALLS);
+      const stallMs = await loopMaxMs(stack);
+      const got = await stop();
+      const ratio = attacked.p99 / alone.p99;
+      const row = `${s.name.padEnd(17)} victim ok ${attacked.ok}/${VICTIM_CALLS} (alone ${alone.ok}/${VICTIM_CALLS})  p99 ${attacked.p99.toFixed(1)} ms vs ${alone.p99.toFixed(1)} ms alone = ${ratio.toFixed(2)}x  p50 ${attacked.p50.toFixed(1)} vs ${alone.p50.toFixed(1)} ms  worst loop stall ${stallMs.toFixed(1)} ms  attacker ${JSON.stringify(got)}`;
+      console.log(row);
+      if (attacked.errors.length > 0) console.log(`  victim errors: ${attacked.errors.join(' | ')}`);
+      rows.push(row);
+    } finally {
+      await stack.close();
+    }
+  }
+  await guardian.close();
+  await baker.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+main().then(() => process.exit(0), (err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

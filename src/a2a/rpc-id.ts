@@ -1,0 +1,120 @@
+/**
+ * The caller's JSON-RPC id for a refusal: a JSON-RPC error carries the request's id wherever the request
+ * could be read far enough to find it (an SDK client drops an answer whose id is not its request's, and
+ * reports "ID mismatch" instead of the refusal). Only a body that is not JSON at all answers `"id": null`,
+ * as JSON-RPC 2.0 asks for a parse error. Pure.
+ */
+import type { JsonRpcId } from '../core/json';
+import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, OPEN_ARRAY, OPEN_OBJECT, QUOTE } from '../core/json-bytes';
+
+/** A value a JSON-RPC answer can echo as the id: a string or a finite number; else null. */
+export function echoableId(id: unknown): JsonRpcId | null {
+  return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
+}
+
+/** A value reached the end of the bytes (a body cut at the size limit, or still arriving). */
+const CUT = -1;
+
+/**
+ * The top-level `id` of a JSON object, read from its bytes without parsing the rest: a body too large,
+ * too deep or not yet whole (over MAX_BODY_BYTES, past its deadline, over the in-flight budget) still
+ * names its id when the members before it were read. Members are read in order and a later `id` wins,
+ * as JSON.parse reads them; a body cut short answers the last id read before the cut. Returns null
+ * when the bytes are not a JSON object up to there (the contents of strings and nested values are not
+ * checked), or name no id it can echo. One pass, no recursion.
+ */
+export function leadingId(b: Buffer): JsonRpcId | null {
+  let i = skipSpace(b, 0);
+  if (b[i] !== OPEN_OBJECT) return null;
+  let found: JsonRpcId | null = null;
+  i = skipSpace(b, i + 1);
+  if (b[i] === CLOSE_OBJECT) return null;
+  for (;;) {
+    if (i >= b.length) return found;
+    if (b[i] !== QUOTE) return null;
+    const keyEnd = stringEnd(b, i);
+    if (keyEnd === CUT) return found;
+    const key = token(b, i, keyEnd);
+    if (typeof key !== 'string') return null;
+    i = skipSpace(b, keyEnd);
+    if (i >= b.length) return found;
+    if (b[i] !== COLON) return null;
+    i = skipSpace(b, i + 1);
+    if (i >= b.length) return found;
+    const valueEnd = skipValue(b, i);
+    if (valueEnd === CUT) return found;
+    const c0 = b[i];
+    // A number or literal must be one (strings and nested values are skipped unchecked).
+    if (key !== 'id' && c0 !== QUOTE && c0 !== OPEN_OBJECT && c0 !== OPEN_ARRAY && token(b, i, valueEnd) === undefined) return null;
+    if (key === 'id') {
+      // An object or array id is read as one (and echoed as none); a scalar must be a JSON token.
+      if (c0 === OPEN_OBJECT || c0 === OPEN_ARRAY) found = null;
+      else {
+        const v = token(b, i, valueEnd);
+        if (v === undefined) return null;
+        found = echoableId(v);
+      }
+    }
+    i = skipSpace(b, valueEnd);
+    if (i >= b.length) return found;
+    if (b[i] === CLOSE_OBJECT) return found;
+    if (b[i] !== COMMA) return null;
+    i = skipSpace(b, i + 1);
+  }
+}
+
+/** JSON whitespace only (a byte order mark or NUL is not). */
+function skipSpace(b: Buffer, i: number): number {
+  while (i < b.length) {
+    const c = b[i];
+    if (c !== 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) return i;
+    i++;
+  }
+  return i;
+}
+
+/** Index after the string starting at `i` (a quote), or CUT. */
+function stringEnd(b: Buffer, i: number): number {
+  for (let j = i + 1; j < b.length; j++) {
+    const c = b[j];
+    if (c === BACKSLASH) j++;
+    else if (c === QUOTE) return j + 1;
+  }
+  return CUT;
+}
+
+/** Index after the value starting at `i`, or CUT. Nested values are skipped by counting brackets outside strings. */
+function skipValue(b: Buffer, i: number): number {
+  const c = b[i];
+  if (c === QUOTE) return stringEnd(b, i);
+  if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+    let depth = 0;
+    for (let j = i; j < b.length; j++) {
+      const d = b[j];
+      if (d === QUOTE) {
+        j = stringEnd(b, j);
+        if (j === CUT) return CUT;
+        j--;
+      } else if (d === OPEN_OBJECT || d === OPEN_ARRAY) depth++;
+      else if (d === CLOSE_OBJECT || d === CLOSE_ARRAY) {
+        if (--depth === 0) return j + 1;
+      }
+    }
+    return CUT;
+  }
+  // A number or literal ends at a delimiter; one that reaches the end of the bytes may have been cut.
+  for (let j = i; j < b.length; j++) {
+    const d = b[j];
+    if (d === COMMA || d === CLOSE_OBJECT || d === CLOSE_ARRAY || d === 0x20 || d === 0x09 || d === 0x0a || d === 0x0d) return j;
+  }
+  return CUT;
+}
+
+/** The JSON value of bytes [start, end), or undefined when they are not one. */
+function token(b: Buffer, start: number, end: number): unknown {
+  try {
+    return JSON.parse(b.toString('utf8', start, end)) as unknown;
+  } catch {
+    return undefined;
+  }
+}

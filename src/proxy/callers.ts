@@ -1,0 +1,258 @@
+/**
+ * Fair shares (README "Limits and fairness"): what one caller may hold of what every caller shares.
+ * A caller is its verified identity, else its remote address. Each bound is checked before the cost
+ * it protects: calls in flight and the rate when the call arrives (before its body is read), body
+ * bytes as they arrive (proxy/body.ts), guardian calls in flight before a guardian connection is
+ * taken. A caller at a bound gets its own answer (429 / -31429 with Retry-After); no other caller
+ * waits or is refused for it.
+ */
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Config } from '../config';
+import type { Metrics } from '../admin/metrics';
+import { Gate } from '../aos/gate';
+import type { Cancellation } from '../cancel';
+import { callerLimited, type ProxyError } from '../core/errors';
+import { monotonicMs } from '../core/clock';
+import { ANONYMOUS, type Owner } from '../ownership/principal';
+
+/** The key a caller's shares are counted under: its verified identity's owner key, else its address. */
+export function callerKey(owner: Owner, remoteAddress: string | undefined): string {
+  if (owner !== ANONYMOUS) return owner;
+  const addr = remoteAddress ?? 'unknown';
+  // An IPv4 client on a dual-stack socket is the same client as on an IPv4 one.
+  return `addr:${addr.startsWith('::ffff:') && addr.includes('.') ? addr.slice(7) : addr}`;
+}
+
+/** One caller's allowance of calls: `retryAfterMs` 0 = allowed now. */
+export interface RateStore {
+  readonly kind: 'memory' | 'redis';
+  take(key: string): number | Promise<number>;
+}
+
+/**
+ * Token buckets in memory: `burst` calls at once, refilled at `perSecond`. Bounded: at most
+ * `maxKeys` buckets; past it, full buckets (callers idle long enough to be back at `burst`) go first,
+ * then the oldest, which only ever makes a caller's allowance larger, never another's smaller.
+ */
+export class MemoryRateStore implements RateStore {
+  readonly kind = 'memory';
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+
+  constructor(private readonly perSecond: number, private readonly burst: number, private readonly maxKeys = 100_000, private readonly now: () => number = monotonicMs) {}
+
+  take(key: string): number {
+    const now = this.now();
+    let b = this.buckets.get(key);
+    if (b === undefined) {
+      if (this.buckets.size >= this.maxKeys) this.sweep(now);
+      b = { tokens: this.burst, at: now };
+      this.buckets.set(key, b);
+    } else {
+      b.tokens = Math.min(this.burst, b.tokens + ((now - b.at) / 1000) * this.perSecond);
+      b.at = now;
+    }
+    if (b.tokens >= 1) {
+      b.tokens -= 1;
+      return 0;
+    }
+    return Math.ceil(((1 - b.tokens) / this.perSecond) * 1000);
+  }
+
+  get size(): number {
+    return this.buckets.size;
+  }
+
+  private sweep(now: number): void {
+    const fullAfterMs = (this.burst / this.perSecond) * 1000;
+    for (const [k, b] of this.buckets) if (now - b.at >= fullAfterMs) this.buckets.delete(k);
+    // Still full of active callers: drop the oldest half (their buckets start again full).
+    if (this.buckets.size >= this.maxKeys) {
+      let drop = Math.ceil(this.buckets.size / 2);
+      for (const k of this.buckets.keys()) {
+        if (drop-- <= 0) break;
+        this.buckets.delete(k);
+      }
+    }
+  }
+}
+
+/**
+ * The same buckets in Redis, shared by every replica: one Lua script per call (atomic, one round
+ * trip), Redis's clock, a key per caller that expires once the bucket would be full again. When
+ * Redis does not answer, the replica's own buckets decide (each replica then limits alone).
+ */
+const TAKE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local b = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(b[1]) or burst
+local at = tonumber(b[2]) or now
+tokens = math.min(burst, tokens + math.max(0, now - at) / 1000 * rate)
+local wait = 0
+if tokens >= 1 then tokens = tokens - 1 else wait = math.ceil((1 - tokens) / rate * 1000) end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+return wait
+`;
+
+export class RedisRateStore implements RateStore {
+  readonly kind = 'redis';
+
+  constructor(
+    private readonly client: Pick<Redis, 'eval'>, private readonly prefix: string, private readonly perSecond: number, private readonly burst: number,
+    private readonly fallback: MemoryRateStore, private readonly onFailure: (err: unknown) => void,
+  ) {}
+
+  async take(key: string): Promise<number> {
+    try {
+      return Number(await this.client.eval(TAKE, 1, `${this.prefix}rate:${key}`, String(this.perSecond), String(this.burst)));
+    } catch (err) {
+      this.onFailure(err);
+      return this.fallback.take(key);
+    }
+  }
+}
+
+export interface CallerLimitsOptions {
+  /** Calls (HTTP requests and gRPC calls, streams included) one caller may have in flight; 0 = no bound. */
+  readonly maxCalls: number;
+  /** Guardian calls one caller may have in flight; more wait in the caller's own line. */
+  readonly guardianCalls: number;
+  /** Calls per second and burst per caller; undefined = no rate limit. */
+  readonly rate?: RateStore;
+  readonly ratePerSecond?: number;
+  /** Counted per refusal: the resource a caller was at its share of. */
+  readonly onLimited?: (resource: 'calls' | 'rate' | 'bytes') => void;
+}
+
+/** An admitted call: `leave()` once it is over (idempotent). */
+export type Admission = { readonly ok: true; leave(): void } | { readonly ok: false; readonly error: ProxyError };
+
+const NOTHING = (): void => undefined;
+
+export class CallerLimits {
+  private readonly inFlight = new Map<string, number>();
+  private readonly guardianLines = new Map<string, Gate>();
+
+  constructor(private readonly opts: CallerLimitsOptions) {}
+
+  /** Calls in flight of `key` now. */
+  callsOf(key: string): number {
+    return this.inFlight.get(key) ?? 0;
+  }
+
+  /** Callers with something counted now (bounded by the callers in flight). */
+  get tracked(): number {
+    return this.inFlight.size + this.guardianLines.size;
+  }
+
+  /** Admit one call of `key`: within its calls in flight, then within its rate. */
+  admit(key: string): Admission | Promise<Admission> {
+    const { maxCalls, rate } = this.opts;
+    const now = this.inFlight.get(key) ?? 0;
+    if (maxCalls > 0 && now >= maxCalls) {
+      this.opts.onLimited?.('calls');
+      return { ok: false, error: callerLimited('calls in flight', 1, `Too many calls in flight for this caller (at most ${maxCalls}); retry later`) };
+    }
+    if (rate === undefined) return this.enter(key);
+    const wait = rate.take(key);
+    return typeof wait === 'number' ? this.afterRate(key, wait) : wait.then((w) => this.afterRate(key, w));
+  }
+
+  private afterRate(key: string, waitMs: number): Admission {
+    if (waitMs <= 0) return this.enter(key);
+    this.opts.onLimited?.('rate');
+    return { ok: false, error: callerLimited('calls per second', waitMs / 1000, `Over this caller's rate of ${this.opts.ratePerSecond ?? '?'} calls per second; retry later`) };
+  }
+
+  private enter(key: string): Admission {
+    const { maxCalls } = this.opts;
+    const now = this.inFlight.get(key) ?? 0;
+    // Checked again: a rate look-up in Redis let other calls of the caller in meanwhile.
+    if (maxCalls > 0 && now >= maxCalls) {
+      this.opts.onLimited?.('calls');
+      return { ok: false, error: callerLimited('calls in flight', 1, `Too many calls in flight for this caller (at most ${maxCalls}); retry later`) };
+    }
+    this.inFlight.set(key, now + 1);
+    let left = false;
+    return {
+      ok: true,
+      leave: () => {
+        if (left) return;
+        left = true;
+        const n = (this.inFlight.get(key) ?? 1) - 1;
+        if (n <= 0) this.inFlight.delete(key);
+        else this.inFlight.set(key, n);
+      },
+    };
+  }
+
+  /**
+   * A place for one guardian call of `key`: true at once, or a promise (true once placed, false if the
+   * call ended first). Calls past the caller's share wait in the caller's own line, never in front of
+   * another caller's: the guardian's connections stay free for everyone else.
+   */
+  guardianPlace(key: string, caller?: Cancellation): { entered: true | Promise<boolean>; leave: () => void } {
+    if (this.opts.guardianCalls <= 0) return { entered: true, leave: NOTHING };
+    let gate = this.guardianLines.get(key);
+    if (gate === undefined) {
+      gate = new Gate(this.opts.guardianCalls);
+      this.guardianLines.set(key, gate);
+    }
+    const g = gate;
+    const entered = g.enter(caller);
+    let left = false;
+    const leave = () => {
+      if (left) return;
+      left = true;
+      g.leave();
+      if (g.idle) this.guardianLines.delete(key);
+    };
+    if (entered === true) return { entered, leave };
+    return {
+      entered: entered.then((ok) => {
+        if (!ok) {
+          left = true;
+          if (g.idle) this.guardianLines.delete(key);
+        }
+        return ok;
+      }),
+      leave,
+    };
+  }
+}
+
+/** The per-caller limits the configuration names, or undefined when every one is off. */
+export async function createCallerLimits(config: Config, logger: Logger, metrics: Metrics): Promise<(CallerLimits & { close(): Promise<void> }) | undefined> {
+  const { maxCalls, guardianCalls, rate } = config.perCaller;
+  if (maxCalls === 0 && guardianCalls === 0 && rate === undefined) return undefined;
+  let store: RateStore | undefined;
+  let client: Redis | undefined;
+  if (rate !== undefined) {
+    const local = new MemoryRateStore(rate.perSecond, rate.burst);
+    store = local;
+    const url = config.ownership.storeUrl;
+    if (url !== undefined) {
+      const { Redis: RedisClient } = require('ioredis') as typeof import('ioredis');
+      const timeoutMs = config.ownership.timeoutMs;
+      client = new RedisClient(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: timeoutMs, connectTimeout: Math.max(1000, timeoutMs), retryStrategy: (times: number) => Math.min(50 * 2 ** Math.min(times, 6), 2000) });
+      client.on('error', () => undefined);
+      let lastWarn = -Infinity;
+      store = new RedisRateStore(client, config.ownership.prefix, rate.perSecond, rate.burst, local, (err) => {
+        // Each replica then limits on its own; said at most every 30 s.
+        if (monotonicMs() - lastWarn < 30_000) return;
+        lastWarn = monotonicMs();
+        logger.warn({ err: (err as Error).message }, 'rate limit store (Redis) did not answer; this replica limits alone until it does');
+      });
+    }
+    logger.info({ perSecond: rate.perSecond, burst: rate.burst, store: store.kind }, 'per-caller rate limit on');
+  }
+  const limits = new CallerLimits({
+    maxCalls, guardianCalls, ...(store === undefined ? {} : { rate: store, ratePerSecond: rate?.perSecond }),
+    onLimited: (resource) => metrics.callerLimited.inc({ resource }),
+  });
+  return Object.assign(limits, { close: async () => void (await client?.quit().catch(() => undefined)) });
+}

@@ -1,0 +1,109 @@
+/** Fair shares without sockets: caller keys, token buckets (bounded), calls in flight and guardian places per caller. */
+import { Cancellation } from '../../../src/cancel';
+import { CallerLimits, MemoryRateStore, RedisRateStore, callerKey, type Admission } from '../../../src/proxy/callers';
+
+const ok = (a: Admission | Promise<Admission>): Extract<Admission, { ok: true }> => {
+  if (a instanceof Promise || !a.ok) throw new Error('expected an admission');
+  return a;
+};
+
+describe('callerKey', () => {
+  test("a verified caller is its owner key; an unverified one its address, IPv4 the same on a dual-stack socket", () => {
+    expect(callerKey('oidc:https%3A//idp:agent-a', '10.0.0.1')).toBe('oidc:https%3A//idp:agent-a');
+    expect(callerKey('anonymous', '::ffff:10.0.0.1')).toBe(callerKey('anonymous', '10.0.0.1'));
+    expect(callerKey('anonymous', '::1')).toBe('addr:::1');
+    // An address key can never be a verified caller's (owner keys are source:issuer:subject).
+    expect(callerKey('anonymous', undefined)).toBe('addr:unknown');
+  });
+});
+
+describe('MemoryRateStore', () => {
+  test('burst at once, then the rate; each caller has its own bucket', () => {
+    let now = 0;
+    const r = new MemoryRateStore(2, 3, 100, () => now);
+    expect([r.take('a'), r.take('a'), r.take('a')]).toEqual([0, 0, 0]);
+    expect(r.take('a')).toBe(500);
+    expect(r.take('b')).toBe(0);
+    now += 500;
+    expect(r.take('a')).toBe(0);
+    expect(r.take('a')).toBe(500);
+  });
+
+  test('bounded: past maxKeys, idle buckets go first, and a dropped bucket only ever starts full again', () => {
+    let now = 0;
+    const r = new MemoryRateStore(1, 2, 10, () => now);
+    for (let i = 0; i < 10; i++) r.take(`k${i}`);
+    now += 5000;
+    r.take('late');
+    expect(r.size).toBe(1);
+    for (let i = 0; i < 1000; i++) r.take(`flood${i}`);
+    expect(r.size).toBeLessThanOrEqual(10);
+  });
+});
+
+describe('RedisRateStore', () => {
+  test('a Redis that does not answer falls back to the replica\'s own buckets, and says so', async () => {
+    const failures: unknown[] = [];
+    const local = new MemoryRateStore(1, 1);
+    const r = new RedisRateStore({ eval: () => Promise.reject(new Error('down')) } as never, 'p:', 1, 1, local, (e) => failures.push(e));
+    expect(await r.take('a')).toBe(0);
+    expect(await r.take('a')).toBeGreaterThan(0);
+    expect(failures).toHaveLength(2);
+  });
+});
+
+describe('CallerLimits', () => {
+  test('calls in flight per caller: the next one is refused (429, Retry-After), another caller is admitted; leaving gives the place back once', () => {
+    const limited: string[] = [];
+    const l = new CallerLimits({ maxCalls: 2, guardianCalls: 0, onLimited: (r) => limited.push(r) });
+    const [a1, a2] = [ok(l.admit('a')), ok(l.admit('a'))];
+    const third = l.admit('a') as Admission;
+    expect(third.ok).toBe(false);
+    if (!third.ok) {
+      expect(third.error.kind).toBe('limited');
+      expect(third.error.httpStatus).toBe(429);
+      expect(third.error.metadata['retryAfterSeconds']).toBe('1');
+    }
+    expect(ok(l.admit('b'))).toBeDefined();
+    a1.leave();
+    a1.leave();
+    expect(l.callsOf('a')).toBe(1);
+    a2.leave();
+    expect(l.callsOf('a')).toBe(0);
+    expect(limited).toEqual(['calls']);
+  });
+
+  test('the rate: refused with the seconds until the next token', () => {
+    const l = new CallerLimits({ maxCalls: 0, guardianCalls: 0, rate: new MemoryRateStore(0.5, 1), ratePerSecond: 0.5 });
+    ok(l.admit('a'));
+    const r = l.admit('a') as Admission;
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.error.metadata['retryAfterSeconds']).toBe('2');
+  });
+
+  test("guardian places: a caller's calls past its share wait in its own line; another caller enters at once; idle callers leave no entry", async () => {
+    const l = new CallerLimits({ maxCalls: 0, guardianCalls: 1 });
+    const first = l.guardianPlace('a');
+    expect(first.entered).toBe(true);
+    const second = l.guardianPlace('a');
+    expect(second.entered).not.toBe(true);
+    const other = l.guardianPlace('b');
+    expect(other.entered).toBe(true);
+    other.leave();
+    first.leave();
+    expect(await second.entered).toBe(true);
+    second.leave();
+    expect(l.tracked).toBe(0);
+  });
+
+  test('a waiting guardian call whose caller leaves gives up its turn', async () => {
+    const l = new CallerLimits({ maxCalls: 0, guardianCalls: 1 });
+    const first = l.guardianPlace('a');
+    const gone = new Cancellation();
+    const waiting = l.guardianPlace('a', gone);
+    gone.cancel();
+    expect(await waiting.entered).toBe(false);
+    first.leave();
+    expect(l.tracked).toBe(0);
+  });
+});
