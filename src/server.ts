@@ -28,6 +28,7 @@ import { TaskOwnership } from './proxy/ownership';
 import { createOwnerStore } from './ownership/create';
 import { RedisOwnerStore } from './ownership/redis';
 import { ReplayCache, SharedReplayGuard } from './identity/replay';
+import { spent } from './identity/caller';
 import { createTracer, type Tracer } from './observe/tracing';
 import type { AuditRecord } from './observe/audit';
 import type { ChainLink } from './observe/decision-log';
@@ -136,7 +137,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const store = config.ownership.enabled ? await createOwnerStore(config.ownership, logger, (n) => metrics.ownershipEvictions.inc(n)) : undefined;
   // With TASK_STORE_URL, assertion ids are kept in the same Redis: one use across every replica.
   const replay = store instanceof RedisOwnerStore
-    ? new SharedReplayGuard((kid, jti, exp, share) => store.replay(kid, jti, exp, share), new ReplayCache(), config.failMode, logger)
+    ? new SharedReplayGuard({ add: (kid, jti, exp, share) => store.recordAssertion(kid, jti, exp, share), seen: (kid, jti) => store.assertionSeen(kid, jti) }, new ReplayCache(), config.failMode, logger)
     : undefined;
   let identity: Awaited<ReturnType<typeof setupIdentity>>;
   try {
@@ -150,7 +151,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const bodyBudget = new BodyBudget(config.maxInflightBodyBytes, config.perCaller.inflightBodyBytes);
   metrics.watchBodyBudget(() => bodyBudget.inFlight);
   const callerLimits = await createCallerLimits(config, logger, metrics);
-  const ownership = store === undefined ? undefined : new TaskOwnership({ store, failMode: config.failMode, logger, metrics, maxPerCaller: config.ownership.maxPerCaller });
+  const ownership = store === undefined ? undefined : new TaskOwnership({ store, failMode: config.failMode, logger, metrics, maxPerCaller: config.ownership.maxPerCaller, ttlSeconds: config.ownership.ttlSeconds });
   // The gRPC binding, when configured: its own HTTP/2 listener on the same hooks, identity and ownership.
   let grpc: GrpcListener | undefined;
   let effective = config;
@@ -217,7 +218,8 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
       return;
     }
     // Uninspected, but not unidentified: IDENTITY_POLICY and bad credentials apply as to any call.
-    void identity.identify(req.headers, req.socket).then((who) => {
+    // A forwarded route: the caller's one-use credentials (an assertion) are used up.
+    void identity.identify(req.headers, req.socket).then(spent).then((who) => {
       if (!who.ok) {
         logger.info({ path: req.url, reason: who.message }, 'refused an HTTP upgrade');
         socket.end('HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer realm="a2a-guard"\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');

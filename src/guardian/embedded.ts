@@ -21,6 +21,8 @@ export const INLINE_MAX_CHARS = 16 * 1024;
 
 export interface EmbeddedGuardian extends Guardian {
   readonly policy: ReloadablePolicy;
+  /** Resolves when its worker thread (if one started) has stopped. */
+  close(): Promise<void>;
 }
 
 export interface EmbeddedOptions {
@@ -67,7 +69,7 @@ export function embeddedGuardian(policyFile: string, opts: EmbeddedOptions = {})
     ping: () => Promise.resolve(true),
     close: () => {
       policy.unwatch();
-      offLoop?.close();
+      return offLoop?.close() ?? Promise.resolve();
     },
   };
 }

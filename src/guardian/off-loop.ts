@@ -107,12 +107,13 @@ export class OffLoopDecider {
     this.worker?.postMessage({ type: 'policy', text } satisfies ToWorker);
   }
 
-  close(): void {
+  /** Settles every call still waiting; resolves when the worker has stopped. */
+  close(): Promise<void> {
     this.closed = true;
     for (const job of [...this.queue, ...(this.running === undefined ? [] : [this.running])]) {
       this.settle(job, { ok: false, kind: 'internal', detail: 'the embedded guardian is closed' });
     }
-    this.stopWorker();
+    return this.stopWorker();
   }
 
   private settle(job: Job, outcome: GuardianOutcome): void {
@@ -133,21 +134,20 @@ export class OffLoopDecider {
 
   /** The worker is stuck or dead: drop it; the next decision starts a new one. */
   private restart(why: string): void {
-    this.stopWorker();
+    void this.stopWorker();
     this.opts.onWorkerEnd?.(why);
     this.pump();
   }
 
-  private stopWorker(): void {
+  private stopWorker(): Promise<void> {
     const worker = this.worker;
     this.worker = undefined;
     this.running = undefined;
     if (this.runTimer !== undefined) clearTimeout(this.runTimer);
     this.runTimer = undefined;
-    if (worker !== undefined) {
-      worker.removeAllListeners();
-      void worker.terminate();
-    }
+    if (worker === undefined) return Promise.resolve();
+    worker.removeAllListeners();
+    return worker.terminate().then(() => undefined);
   }
 
   private pump(): void {

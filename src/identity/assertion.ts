@@ -24,6 +24,7 @@ export { ASSERTION_HEADER } from './types';
 /** Explicit typing (RFC 8725 3.11): no other JWT (an OIDC token, say) passes as an assertion. */
 export const ASSERTION_TYP = 'aos-agent+jwt';
 export const MAX_ASSERTION_LIFETIME_S = 60;
+const REPLAYED = 'was already used (replayed)';
 /** An assertion is a few hundred bytes; anything much larger is not one. */
 const MAX_ASSERTION_BYTES = 8192;
 
@@ -168,15 +169,19 @@ export class AssertionVerifier {
     const set = trust.set();
     const scope = set === undefined ? 'refused' : trustIndex(set).scope(kid, agent.id);
     if (scope === 'refused') return fail('is signed by a key the trusted keys do not let assert this agent');
-    // Recorded only now, after the signature and claims verified: outsiders cannot fill the cache. Each
-    // trusted key has its share of it, so one signer filling its own never refuses another's assertions.
+    // One used already is refused now, before the request's body is read; it is recorded only when spent.
+    if ((await this.replay.seen(kid, jti)) === true) return fail(REPLAYED);
+    // Each trusted key has its share of the cache, so one signer filling its own never refuses another's.
     const share = Math.max(1, Math.floor(this.opts.replayCacheSize / Math.max(1, set?.keys.length ?? 1)));
-    const seen = await this.replay.add(kid, jti, exp + CLOCK_TOLERANCE_S, share);
-    if (seen === 'replayed') return fail('was already used (replayed)');
-    if (seen === 'full') return fail("cannot be checked for replay now (this key's share of the replay cache is full)");
-    if (seen === 'unavailable') return fail('cannot be checked for replay now (replay store unavailable)');
+    const spend = async (): Promise<string | undefined> => {
+      const verdict = await this.replay.add(kid, jti, exp + CLOCK_TOLERANCE_S, share);
+      if (verdict === 'replayed') return REPLAYED;
+      if (verdict === 'full') return "cannot be checked for replay now (this key's share of the replay cache is full)";
+      if (verdict === 'unavailable') return 'cannot be checked for replay now (replay store unavailable)';
+      return undefined;
+    };
     // A key bound to the agent speaks for the agent itself: its tasks stay its own when the key rotates.
-    return { ok: true, identity: { source: 'assertion', subject: agent.id, issuer: kid, agent, ...(scope === 'bound' ? { stableSubject: true } : {}) } };
+    return { ok: true, identity: { source: 'assertion', subject: agent.id, issuer: kid, agent, ...(scope === 'bound' ? { stableSubject: true } : {}) }, spend };
   }
 }
 

@@ -26,8 +26,17 @@ import { ASSERTION_HEADER, type AgentFields, type CredentialCheck, type Credenti
 export type IdentityPolicy = 'required' | 'optional' | 'claims';
 
 export type CallerResult =
-  | { readonly ok: true; readonly identity: VerifiedIdentity | undefined; readonly peer: PartialAgent }
+  | {
+      readonly ok: true; readonly identity: VerifiedIdentity | undefined; readonly peer: PartialAgent;
+      /** The caller presented a credential good for one use (an assertion): use it up, once the request routes somewhere. */
+      readonly spend?: () => Promise<CallerResult>;
+    }
   | { readonly ok: false; readonly message: string; readonly metadata: Readonly<Record<string, string>> };
+
+/** The caller of a request that routes to an A2A operation or a forwarded route: its one-use credentials spent. */
+export function spent(result: CallerResult): CallerResult | Promise<CallerResult> {
+  return result.ok && result.spend !== undefined ? result.spend() : result;
+}
 
 export interface CallerSources {
   readonly role: Role;
@@ -103,10 +112,24 @@ export function createCallerIdentifier(src: CallerSources): CallerIdentifier {
     const identity = pick(checks);
     if (identity !== undefined) {
       count(identity.source);
-      return { ok: true, identity, peer: verifiedPeer(identity) };
+      const result: CallerResult = { ok: true, identity, peer: verifiedPeer(identity) };
+      const spends = checks.flatMap((c) => (c.ok && c.spend !== undefined ? [c.spend] : []));
+      return spends.length === 0 ? result : { ...result, spend: () => spendAll(spends, result) };
     }
     return unidentified(headers);
   };
+
+  /** Every one-use credential of the call used up; one used already refuses the call, as at its check. */
+  async function spendAll(spends: readonly (() => Promise<string | undefined>)[], result: CallerResult): Promise<CallerResult> {
+    for (const spend of spends) {
+      const problem = await spend();
+      if (problem !== undefined) {
+        count('refused');
+        return refusal('assertion', problem);
+      }
+    }
+    return result;
+  }
 
   /** A caller with no verified identity, under IDENTITY_POLICY. */
   function unidentified(headers: IncomingHttpHeaders): CallerResult {

@@ -1,8 +1,9 @@
 /**
  * Assertion ids seen, each kept until its assertion expires: a second use is a replay.
  *
- * - Only assertions whose signature and claims verified are recorded (when a request arrives, before
- *   its body is read: proxy/pipeline.ts): outsiders cannot fill it.
+ * - Only assertions whose signature and claims verified are recorded, and only when their request
+ *   routes to an A2A operation or a forwarded route (the assertion is spent: proxy/pipeline.ts); a
+ *   request refused before (a 404) only looks: outsiders and refused requests cannot fill it.
  * - Per signer (the key, `kid`): each trusted key may hold `share` live ids (ASSERTION_REPLAY_CACHE_SIZE
  *   divided among the trusted keys). A signer whose share is full has its new assertions refused
  *   rather than an old id forgotten (forgetting would let that one be replayed); other signers are
@@ -18,6 +19,8 @@ export type ReplayVerdict = 'fresh' | 'replayed' | 'full' | 'unavailable';
 export interface ReplayGuard {
   /** Record `id` of `signer` until `expiresAt` (epoch seconds), holding at most `share` live ids per signer. */
   add(signer: string, id: string, expiresAt: number, share: number): ReplayVerdict | Promise<ReplayVerdict>;
+  /** Recorded already and not expired (a look, nothing recorded; undefined: cannot tell now). */
+  seen(signer: string, id: string): boolean | undefined | Promise<boolean | undefined>;
 }
 
 /** This process's cache: per signer, id -> expiry (epoch seconds) in insertion order. */
@@ -31,6 +34,11 @@ export class ReplayCache implements ReplayGuard {
     let n = 0;
     for (const ids of this.bySigner.values()) n += ids.size;
     return n;
+  }
+
+  seen(signer: string, id: string): boolean {
+    const exp = this.bySigner.get(signer)?.get(id);
+    return exp !== undefined && exp >= this.nowSeconds();
   }
 
   add(signer: string, id: string, expiresAt: number, share: number): 'fresh' | 'replayed' | 'full' {
@@ -69,6 +77,12 @@ function dropExpiredHead(seen: Map<string, number>, now: number): void {
   }
 }
 
+/** Where every replica sees the ids (ownership/redis.ts). */
+export interface SharedReplayStore {
+  add(signer: string, id: string, expiresAt: number, share: number): Promise<'fresh' | 'replayed' | 'full'>;
+  seen(signer: string, id: string): Promise<boolean>;
+}
+
 /**
  * Ids kept where every replica sees them (`shared`, Redis). When it fails: FAIL_MODE=closed answers
  * 'unavailable' (the assertion is refused), open asks this replica's cache, logged once per outage.
@@ -77,7 +91,7 @@ export class SharedReplayGuard implements ReplayGuard {
   private down = false;
 
   constructor(
-    private readonly shared: (signer: string, id: string, expiresAt: number, share: number) => Promise<'fresh' | 'replayed' | 'full'>,
+    private readonly shared: SharedReplayStore,
     private readonly local: ReplayCache,
     private readonly failMode: 'closed' | 'open',
     private readonly logger: Logger,
@@ -85,17 +99,30 @@ export class SharedReplayGuard implements ReplayGuard {
 
   async add(signer: string, id: string, expiresAt: number, share: number): Promise<ReplayVerdict> {
     try {
-      const verdict = await this.shared(signer, id, expiresAt, share);
+      const verdict = await this.shared.add(signer, id, expiresAt, share);
       this.down = false;
       return verdict;
     } catch (err) {
-      if (!this.down) {
-        this.down = true;
-        this.logger.warn({ err: (err as Error).message, failMode: this.failMode }, this.failMode === 'closed'
-          ? 'assertion replay store unavailable: assertions are refused until it answers (FAIL_MODE=closed)'
-          : 'assertion replay store unavailable: each replica checks replays alone until it answers (FAIL_MODE=open)');
-      }
+      this.failed(err);
       return this.failMode === 'closed' ? 'unavailable' : this.local.add(signer, id, expiresAt, share);
     }
+  }
+
+  async seen(signer: string, id: string): Promise<boolean | undefined> {
+    try {
+      return await this.shared.seen(signer, id);
+    } catch (err) {
+      this.failed(err);
+      // `add` decides when the request routes somewhere (refused there under FAIL_MODE=closed).
+      return this.failMode === 'closed' ? undefined : this.local.seen(signer, id);
+    }
+  }
+
+  private failed(err: unknown): void {
+    if (this.down) return;
+    this.down = true;
+    this.logger.warn({ err: (err as Error).message, failMode: this.failMode }, this.failMode === 'closed'
+      ? 'assertion replay store unavailable: assertions are refused until it answers (FAIL_MODE=closed)'
+      : 'assertion replay store unavailable: each replica checks replays alone until it answers (FAIL_MODE=open)');
   }
 }

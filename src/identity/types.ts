@@ -40,9 +40,13 @@ export interface VerifiedIdentity {
 /** The three credential kinds a caller can present, as named in refusals. */
 export type CredentialKind = 'assertion' | 'client certificate' | 'bearer token';
 
-/** One presented credential, checked. */
+/**
+ * One presented credential, checked. `spend`: a credential good for one use (an assertion) is used
+ * up only when its request routes somewhere (proxy/pipeline.ts): resolves with a problem when it
+ * was used already, else undefined.
+ */
 export type CredentialCheck =
-  | { readonly ok: true; readonly identity: VerifiedIdentity }
+  | { readonly ok: true; readonly identity: VerifiedIdentity; readonly spend?: () => Promise<string | undefined> }
   | { readonly ok: false; readonly credential: CredentialKind; readonly problem: string };
 
 /** The header a ROLE=client/both proxy sends its signed assertion in (removed before any agent sees it). */

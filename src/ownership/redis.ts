@@ -317,14 +317,24 @@ export class RedisOwnerStore implements OwnerStore {
    * Record assertion `jti` of key `kid` until `expiresAt` (epoch s), one use across every replica;
    * the key may hold `share` live ids (identity/replay.ts).
    */
-  async replay(kid: string, jti: string, expiresAt: number, share: number): Promise<'fresh' | 'replayed' | 'full'> {
+  async recordAssertion(kid: string, jti: string, expiresAt: number, share: number): Promise<'fresh' | 'replayed' | 'full'> {
     this.usable();
     const now = Date.now() / 1000;
     const ttl = Math.max(1, Math.ceil(expiresAt - now));
     const counters = sliceCounters(`${this.opts.prefix}rn:${digest(kid)}:`, now, REPLAY_WINDOW_S);
-    const verdict = await this.scripts.replay([`${this.opts.prefix}r:${digest(JSON.stringify([kid, jti]))}`, ...counters.keys], [ttl, share, counters.ttlSeconds]);
+    const verdict = await this.scripts.replay([this.assertionKey(kid, jti), ...counters.keys], [ttl, share, counters.ttlSeconds]);
     if (verdict !== 'fresh' && verdict !== 'replayed' && verdict !== 'full') throw new Error('replay store returned an unexpected reply');
     return verdict;
+  }
+
+  /** Assertion `jti` of key `kid` was recorded and has not expired. */
+  async assertionSeen(kid: string, jti: string): Promise<boolean> {
+    this.usable();
+    return (await this.client.exists(this.assertionKey(kid, jti))) === 1;
+  }
+
+  private assertionKey(kid: string, jti: string): string {
+    return `${this.opts.prefix}r:${digest(JSON.stringify([kid, jti]))}`;
   }
 
   sharedSecret(refresh: boolean): Promise<Buffer> {
@@ -368,16 +378,24 @@ function ownerOf(value: string): Owner {
   return m === null ? value : value.slice(m[0].length);
 }
 
-export async function createRedisStore(opts: RedisStoreOptions): Promise<RedisOwnerStore> {
+/**
+ * A client of the proxy's Redis (TASK_STORE_URL): every command fails after `timeoutMs`, and fails at
+ * once while the connection is down (no offline queue), so no call waits on an outage.
+ */
+export function redisClient(url: string, timeoutMs: number): IORedis.Redis {
   const { Redis } = require('ioredis') as typeof IORedis;
-  const client = new Redis(opts.url, {
+  return new Redis(url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
-    commandTimeout: opts.timeoutMs,
-    connectTimeout: Math.max(1000, opts.timeoutMs),
+    commandTimeout: timeoutMs,
+    connectTimeout: Math.max(1000, timeoutMs),
     // Reconnect quickly after an outage, at most every 2 s.
     retryStrategy: (times: number) => Math.min(50 * 2 ** Math.min(times, 6), 2000),
   });
+}
+
+export async function createRedisStore(opts: RedisStoreOptions): Promise<RedisOwnerStore> {
+  const client = redisClient(opts.url, opts.timeoutMs);
   const store = new RedisOwnerStore(client, opts);
   // Start-up waits briefly for the first connection; after that the store's state is what FAIL_MODE acts on.
   const wait = opts.connectWaitMs ?? 3000;

@@ -55,7 +55,6 @@ export function readBody(req: IncomingMessage, maxBytes: number, pace: BodyPace,
       if (done) return;
       done = true;
       clearTimeout(timer);
-      if (pacer !== undefined) clearInterval(pacer);
       req.removeListener('data', onData);
       req.removeListener('end', onEnd);
       req.removeListener('error', onError);
@@ -69,17 +68,20 @@ export function readBody(req: IncomingMessage, maxBytes: number, pace: BodyPace,
     const onEnd = () => finish({ ok: true, body: body.buffer() });
     const onError = (e: Error) => finish({ ok: false, error: proxyError('rejected', `Request body could not be read: ${e.message}`) });
     // Slow-loris: a body that trickles in forever holds a socket and memory; give it a deadline.
-    const timer = setTimeout(() => finish({ ok: false, error: proxyError('rejected', `Request body not received within ${pace.timeoutMs} ms`, {}, 408), partial: body.buffer() }), pace.timeoutMs);
+    // One timer per body: it fires at the deadline, or first at the end of the grace period and then each
+    // second to check the rate (a body that arrives at once never sees it fire).
+    const deadline = started + pace.timeoutMs;
     const grace = pace.graceMs ?? RATE_GRACE_MS;
-    const pacer = pace.minBytesPerSecond > 0 && pace.timeoutMs > grace
-      ? setInterval(() => {
-        const late = monotonicMs() - started - grace;
-        if (late > 0 && body.length < (late / 1000) * pace.minBytesPerSecond) {
-          finish({ ok: false, error: proxyError('rejected', `Request body arrived slower than ${pace.minBytesPerSecond} bytes per second`, { minBytesPerSecond: String(pace.minBytesPerSecond) }, 408), partial: body.buffer() });
-        }
-      }, 1000)
-      : undefined;
-    pacer?.unref();
+    const pacing = pace.minBytesPerSecond > 0 && pace.timeoutMs > grace;
+    const check = (): void => {
+      const now = monotonicMs();
+      if (now >= deadline) return finish({ ok: false, error: proxyError('rejected', `Request body not received within ${pace.timeoutMs} ms`, {}, 408), partial: body.buffer() });
+      if (pacing && body.length < ((now - started - grace) / 1000) * pace.minBytesPerSecond) {
+        return finish({ ok: false, error: proxyError('rejected', `Request body arrived slower than ${pace.minBytesPerSecond} bytes per second`, { minBytesPerSecond: String(pace.minBytesPerSecond) }, 408), partial: body.buffer() });
+      }
+      timer = setTimeout(check, pacing ? Math.min(1000, deadline - now) : deadline - now);
+    };
+    let timer = setTimeout(check, pacing ? grace : pace.timeoutMs);
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);

@@ -15,6 +15,7 @@ import type { Cancellation } from '../cancel';
 import { callerLimited, type ProxyError } from '../core/errors';
 import { monotonicMs } from '../core/clock';
 import { ANONYMOUS, type Owner } from '../ownership/principal';
+import { redisClient } from '../ownership/redis';
 
 /** The key a caller's shares are counted under: its verified identity's owner key, else its address. */
 export function callerKey(owner: Owner, remoteAddress: string | undefined): string {
@@ -236,9 +237,7 @@ export async function createCallerLimits(config: Config, logger: Logger, metrics
     store = local;
     const url = config.ownership.storeUrl;
     if (url !== undefined) {
-      const { Redis: RedisClient } = require('ioredis') as typeof import('ioredis');
-      const timeoutMs = config.ownership.timeoutMs;
-      client = new RedisClient(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: timeoutMs, connectTimeout: Math.max(1000, timeoutMs), retryStrategy: (times: number) => Math.min(50 * 2 ** Math.min(times, 6), 2000) });
+      client = redisClient(url, config.ownership.timeoutMs);
       client.on('error', () => undefined);
       let lastWarn = -Infinity;
       store = new RedisRateStore(client, config.ownership.prefix, rate.perSecond, rate.burst, local, (err) => {

@@ -33,7 +33,7 @@ import {
   answerPageTokens, createdByAnswer, filterListed, isPaged, listedTasks, namedByPushConfigAnswer, namedByRequest, namedByTaskAnswer, overstatesTotal,
   requestPageTokens, withAnswerPageTokens, withRequestPageTokens, type AnswerForm, type PageTokenAt, type TaskRefs,
 } from '../ownership/tasks';
-import { proxyError, type ProxyError } from '../core/errors';
+import { callerLimited, proxyError, type ProxyError } from '../core/errors';
 import { misspelledAnswer, misspelledField } from '../a2a/fields';
 import { isObject } from '../core/json';
 
@@ -75,6 +75,8 @@ export interface OwnershipDeps {
   readonly metrics: Metrics;
   /** Bindings one caller may hold (TASK_STORE_MAX_PER_CALLER); default unbounded. */
   readonly maxPerCaller?: number;
+  /** How long a binding lives (TASK_OWNERSHIP_TTL_SECONDS): when a caller at its share may try again. */
+  readonly ttlSeconds?: number;
   /** How long a sealed page token opens (default 24 h). */
   readonly pageTokenLifetimeSeconds?: number;
   /** How long a provisional hold lives unless renewed (default 60 s; renewed every third of it while its call runs). */
@@ -245,15 +247,19 @@ export class TaskOwnership {
     return { type: 'pass', state: 'owned', refs, request };
   }
 
-  /** The caller holds its share of the store: its new work waits until some of its bindings expire. */
+  /**
+   * The caller holds its share of the store: its new work waits until some of its bindings expire (Redis
+   * counts them in eighths of the TTL, so an eighth is when its count can first go down).
+   */
   private overQuota(op: Operation, owner: Owner, what: 'bindings' | 'pending'): RequestVerdict {
     this.deps.metrics.ownershipOutcome(op.aosMethod, 'refused_quota');
+    this.deps.metrics.callerLimited.inc({ resource: what === 'bindings' ? 'tasks' : 'contexts' });
     this.deps.logger.info({ method: op.aosMethod, owner, what }, 'task ownership: caller holds its share of the owner store; call refused');
     return {
       type: 'refuse',
       error: what === 'bindings'
-        ? proxyError('overloaded', 'Caller holds the most tasks the proxy keeps per caller (TASK_STORE_MAX_PER_CALLER); retry once some expire', { limit: 'TASK_STORE_MAX_PER_CALLER' })
-        : proxyError('overloaded', 'Caller opens too many new contexts at once; retry later', { limit: 'new contexts in flight' }),
+        ? callerLimited('task bindings held', (this.deps.ttlSeconds ?? 3600) / 8, `Too many tasks held by this caller (at most ${String(this.deps.maxPerCaller)} bindings); retry once some expire`)
+        : callerLimited('new contexts in flight', 1, `Too many new contexts in flight for this caller (at most ${MAX_PENDING_PER_CALLER}); retry later`),
     };
   }
 

@@ -31,7 +31,7 @@ import { isEventStream, relayPlain, relayStreamInspected, relayUnaryInspected, s
 import { cardRewrite, serveCard } from './card-route';
 import { readableCodings, relayPassthrough } from './passthrough-answer';
 import { Cancellation } from '../cancel';
-import type { CallerResult } from '../identity/caller';
+import { spent, type CallerResult } from '../identity/caller';
 import { describeConnectError } from '../tls';
 import { ANONYMOUS, ownerKey } from '../ownership/principal';
 import { callerKey, type Admission } from './callers';
@@ -54,9 +54,9 @@ interface Arrival {
   readonly lease: BodyLease;
   /**
    * The caller's identity. A request with a body is verified before its body is read (admission before
-   * cost); one without (a card, a GET) only once it routes to an A2A operation or a forwarded route, so
-   * probes of other paths record no assertion id. Either way an assertion's id goes to its signer's own
-   * share of the replay cache (identity/replay.ts).
+   * cost); one without (a card, a GET) only once it routes to an A2A operation or a forwarded route.
+   * Either way an assertion is spent (its id recorded, in its signer's own share of the replay cache:
+   * identity/replay.ts) only once the request routes there: a refused request records nothing.
    */
   who: Promise<CallerResult> | undefined;
   /** This proxy's assertion (undefined: no signing key), signed while the body arrives. */
@@ -307,7 +307,8 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
 
   /** PASSTHROUGH_PATHS or NON_A2A=forward: forwarded unjudged, counted and logged, to a verified caller where one is required. */
   async function passUnjudged(a: Arrival, c: Extract<Classified, { kind: 'other' }>): Promise<Step> {
-    const known = await (a.who ?? identifyCaller(a.req));
+    // Routed: the caller's one-use credentials (an assertion) are used up now.
+    const known = await spent(await (a.who ?? identifyCaller(a.req)));
     if (!known.ok) return refuse(a.res, proxyError('unauthenticated', known.message, { ...known.metadata }), null, c.method === undefined ? restCodec : jsonRpcCodec);
     const verb = a.req.method ?? 'GET';
     metrics.call(c.why === 'passthrough' ? 'passthrough' : 'other', 'forwarded');
@@ -320,7 +321,8 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
   async function startCall(a: Arrival, c: A2ACall): Promise<Step> {
     const { req, res } = a;
     const codec = CODECS[c.binding];
-    const known = await (a.who ?? identifyCaller(a.req));
+    // Routed: the caller's one-use credentials (an assertion) are used up now.
+    const known = await spent(await (a.who ?? identifyCaller(a.req)));
     if (!known.ok) return refuse(res, proxyError('unauthenticated', known.message, { ...known.metadata }), c.id, codec);
     // What the call holds while it is judged and forwarded (the parsed request, its JSON text, the guardian's
     // envelope, the rebuilt body: each about the request's size) is counted, so the budget bounds memory.
@@ -366,10 +368,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     return END;
   }
 
-  /**
-   * Who is calling: checked once the request routes to an A2A operation or a forwarded route, so a
-   * refusal (a 404, say) spends no assertion id (identity/replay.ts) and costs no signature check.
-   */
+  /** Who is calling: every credential presented checked (one-use ones not spent yet: see `who`). */
   function identifyCaller(req: IncomingMessage): Promise<CallerResult> {
     return deps.identify(req.headers, req.socket).catch((err: unknown) => {
       logger.error({ err: (err as Error).message }, 'caller identity could not be checked');

@@ -31,8 +31,8 @@ const guardians: EmbeddedGuardian[] = [];
 beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'a2a-guard-off-loop-'));
 });
-afterAll(() => {
-  for (const g of guardians) g.close();
+afterAll(async () => {
+  await Promise.all(guardians.map((g) => g.close()));
   fs.rmSync(dir, { recursive: true, force: true });
 });
 

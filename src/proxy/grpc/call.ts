@@ -16,7 +16,7 @@ import { grpcCodec } from '../../a2a/bindings/grpc/binding';
 import { unreadFieldMessage } from '../../a2a/bindings/grpc/unread';
 import { GRPC_STATUS, formatTimeout, frameMessage, isProblem, parseTimeout, supportedEncoding, SUPPORTED_ENCODINGS } from '../../a2a/bindings/grpc/framing';
 import { Cancellation } from '../../cancel';
-import type { CallerResult } from '../../identity/caller';
+import { spent, type CallerResult } from '../../identity/caller';
 import { ownerKey } from '../../ownership/principal';
 import { callerKey } from '../callers';
 import type { JsonObject } from '../../aos/schemas';
@@ -149,7 +149,8 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
       lease.release();
       leave?.();
     });
-    const known = await who;
+    // An A2A method: the caller's one-use credentials (an assertion) are used up now.
+    const known = await spent(await who);
     if (!known.ok) return refuse(caller, proxyError('unauthenticated', known.message, { ...known.metadata }), undefined, remoteAddress);
     const key = callerKey(ownerKey(known.identity), remoteAddress);
     lease.charge(key);

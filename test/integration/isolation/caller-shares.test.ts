@@ -43,11 +43,15 @@ function announce(proxy: TestProxy, bytes: number, headers: Record<string, strin
 
 describe('the in-flight body budget', () => {
   test('connections that announce large bodies and send nothing hold none of it: a verified caller is served', async () => {
-    const proxy = await stack.proxy({ ...ids.env, MAX_INFLIGHT_BODY_BYTES: String(64 * 1024 * 1024), MAX_BODY_BYTES: String(9 * 1024 * 1024), MAX_INFLIGHT_BODY_BYTES_PER_CALLER: String(16 * 1024 * 1024) });
+    // Six announced bodies would fill the budget exactly if announcing held bytes; the attacker's share is
+    // the whole budget here, so only the rule under test stands between it and the victim.
+    const budget = String(6 * 9 * 1024 * 1024);
+    const proxy = await stack.proxy({ ...ids.env, MAX_INFLIGHT_BODY_BYTES: budget, MAX_INFLIGHT_BODY_BYTES_PER_CALLER: budget, MAX_BODY_BYTES: String(9 * 1024 * 1024) });
     // With credentials (a verified caller holding sockets open), and without (refused unread).
     const sockets = await Promise.all(Array.from({ length: 12 }, (_v, i) => announce(proxy, 9 * 1024 * 1024, i % 2 === 0 ? ids.headersAs('A') : {})));
     try {
       await sleep(100);
+      expect(proxy.metrics.bodyBytesInFlight()).toBe(0);
       const victim = await clientAs(proxy, 'B');
       for (let i = 0; i < 3; i++) expect(textOf(await victim.sendMessage(sendReq(`hello ${i}`)))).toContain(`hello ${i}`);
     } finally {

@@ -126,7 +126,7 @@ describe('each caller holds at most TASK_STORE_MAX_PER_CALLER bindings', () => {
     rec.clear();
     s.guardian.clear();
     const refused = await send(proxy, 'A', 'one more');
-    expect({ code: refused.body.error?.code, limit: refused.body.error?.data?.[0]?.metadata?.limit }).toEqual({ code: -31429, limit: 'TASK_STORE_MAX_PER_CALLER' });
+    expect({ status: refused.status, code: refused.body.error?.code, resource: refused.body.error?.data?.[0]?.metadata?.resource }).toEqual({ status: 429, code: -31429, resource: 'task bindings held' });
     expect(s.guardian.calls()).toEqual([]);
     // Another caller is not affected, and A keeps what it has.
     expect((await send(proxy, 'B', 'B is served')).body.error).toBeUndefined();

@@ -74,6 +74,25 @@ test('fresh assertions sent to a path that is not A2A (404) spend nothing: the s
   expect(acted()).toEqual(['after the 404s']);
 });
 
+test('fresh assertions on requests with a body that route nowhere are checked but not spent: the same key\'s next call is still verified', async () => {
+  const p = await replica();
+  // Verified before the body is read (admission), then refused by route: a POST to no route, a JSON-RPC method A2A lacks.
+  for (let i = 0; i < 60; i++) {
+    const nowhere = await fetch(`${p.url}/not-an-a2a-route`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-aos-agent-assertion': await assertionOf('flooder') }, body: '{}' });
+    expect(nowhere.status).toBeGreaterThanOrEqual(200);
+    const unknown = await rawRpc(`${p.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: i, method: 'no/such/method', params: {} }, { 'x-aos-agent-assertion': await assertionOf('flooder') });
+    expect(unknown.json?.error?.code).toBe(-32601);
+  }
+  const ok = await send(p, await assertionOf('flooder'), 'after the refusals');
+  expect({ error: ok.json?.error, text: textOf(ok.json) }).toEqual({ error: undefined, text: 'echo: after the refusals' });
+  // A used assertion is refused on such a request too (checked, before its body is read).
+  const used = await assertionOf('flooder');
+  expect((await send(p, used, 'first use')).json?.error).toBeUndefined();
+  const again = await fetch(`${p.url}/not-an-a2a-route`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-aos-agent-assertion': used }, body: '{}' });
+  expect((await again.json() as { error?: { code?: number } }).error?.code).toBe(-31401);
+  expect(acted()).toEqual(['after the refusals', 'first use']);
+});
+
 test("one key filling its share of the cache with real calls never refuses another key's callers", async () => {
   const p = await replica();
   // Two trusted keys, 100 ids: 50 each. The flooder's calls past its share are refused as its own problem.

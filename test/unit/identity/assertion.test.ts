@@ -46,7 +46,7 @@ describe('AssertionSigner -> AssertionVerifier', () => {
     expect((claims.exp as number) - (claims.iat as number)).toBe(30);
     expect(typeof claims.jti).toBe('string');
     const r = await verifierFor([es, ed]).verify(token);
-    expect(r).toEqual({ ok: true, identity: { source: 'assertion', subject: AGENT.id, issuer: key.kid, agent: AGENT } });
+    expect(r).toEqual({ ok: true, identity: { source: 'assertion', subject: AGENT.id, issuer: key.kid, agent: AGENT }, spend: expect.any(Function) });
   });
 
   test('every assertion has its own id, so two calls are never a replay of each other', async () => {
@@ -80,6 +80,13 @@ async function problemOf(v: AssertionVerifier, token: string): Promise<string> {
   if (r.ok) throw new Error('expected a refusal');
   expect(r.credential).toBe('assertion');
   return r.problem;
+}
+
+/** Verified and spent, as for a request that routes to an A2A operation: the problem, or undefined. */
+async function spendProblem(v: AssertionVerifier, token: string): Promise<string | undefined> {
+  const r = await v.verify(token);
+  if (!r.ok) return r.problem;
+  return r.spend?.();
 }
 
 describe('refused assertions', () => {
@@ -118,11 +125,16 @@ describe('refused assertions', () => {
     expect((await v.verify(await signAssertion(es, AGENT, 'https://baker.internal'))).ok).toBe(true);
   });
 
-  test('replayed: the same assertion a second time', async () => {
+  test('replayed: the same assertion a second time, once it was spent (checked again, not spent, it still verifies)', async () => {
     const v = verifierFor([es]);
     const token = await signAssertion(es, AGENT, AUD);
     expect((await v.verify(token)).ok).toBe(true);
+    expect(await spendProblem(v, token)).toBeUndefined();
     expect(await problemOf(v, token)).toBe('was already used (replayed)');
+    // Two checks of it before either spends it: the second spend loses.
+    const twice = await signAssertion(es, AGENT, AUD);
+    const [a, b] = [await v.verify(twice), await v.verify(twice)];
+    expect([a.ok && (await a.spend?.()), b.ok && (await b.spend?.())]).toEqual([undefined, 'was already used (replayed)']);
   });
 
   test('a lifetime over 60 s', async () => {
@@ -161,16 +173,16 @@ describe('refused assertions', () => {
 
   test('a full replay cache refuses rather than forgets', async () => {
     const v = verifierFor([es], [AUD], 100);
-    for (let i = 0; i < 100; i++) expect((await v.verify(await signAssertion(es, AGENT, AUD))).ok).toBe(true);
-    expect(await problemOf(v, await signAssertion(es, AGENT, AUD))).toBe("cannot be checked for replay now (this key's share of the replay cache is full)");
+    for (let i = 0; i < 100; i++) expect(await spendProblem(v, await signAssertion(es, AGENT, AUD))).toBeUndefined();
+    expect(await spendProblem(v, await signAssertion(es, AGENT, AUD))).toBe("cannot be checked for replay now (this key's share of the replay cache is full)");
   });
 
   test("each trusted key has its share of the cache: one key filling its own does not refuse another's assertions", async () => {
     const other = await makeKey('other-signer');
     const v = verifierFor([es, other], [AUD], 100);
-    for (let i = 0; i < 50; i++) expect((await v.verify(await signAssertion(es, AGENT, AUD))).ok).toBe(true);
-    expect(await problemOf(v, await signAssertion(es, AGENT, AUD))).toMatch(/share of the replay cache is full/);
-    for (let i = 0; i < 50; i++) expect((await v.verify(await signAssertion(other, AGENT, AUD))).ok).toBe(true);
+    for (let i = 0; i < 50; i++) expect(await spendProblem(v, await signAssertion(es, AGENT, AUD))).toBeUndefined();
+    expect(await spendProblem(v, await signAssertion(es, AGENT, AUD))).toMatch(/share of the replay cache is full/);
+    for (let i = 0; i < 50; i++) expect(await spendProblem(v, await signAssertion(other, AGENT, AUD))).toBeUndefined();
   });
 });
 
@@ -213,7 +225,7 @@ describe('keys bound to agents ("agents" in the trusted JWK)', () => {
     const v = verifierFor([oldKey, newKey], [AUD], 1000, { 'assistant-2026-01': [AGENT.id], 'assistant-2026-02': [AGENT.id] });
     const r = await v.verify(await signAssertion(oldKey, AGENT, AUD));
     // The guardian still sees which key signed.
-    expect(r).toEqual({ ok: true, identity: { source: 'assertion', subject: AGENT.id, issuer: 'assistant-2026-01', stableSubject: true, agent: AGENT } });
+    expect(r).toEqual({ ok: true, identity: { source: 'assertion', subject: AGENT.id, issuer: 'assistant-2026-01', stableSubject: true, agent: AGENT }, spend: expect.any(Function) });
     expect(await ownerOf(v, oldKey)).toBe('assertion::cooking-assistant');
     expect(await ownerOf(v, newKey)).toBe('assertion::cooking-assistant');
   });

@@ -6,7 +6,7 @@
 import type { Socket } from 'node:net';
 import pino from 'pino';
 import { parseClaimMap, type ClaimMap } from '../../../src/config';
-import { claimedPeer, createCallerIdentifier, verifiedPeer, type CallerSources } from '../../../src/identity/caller';
+import { claimedPeer, createCallerIdentifier, spent, verifiedPeer, type CallerSources } from '../../../src/identity/caller';
 import { jose } from '../../../src/identity/jose';
 import { identityFromCertificate, isSpiffeId, parseSubjectAltName, tlsPeerIdentity } from '../../../src/identity/mtls';
 import { agentFromClaims, bearerToken, OidcVerifier } from '../../../src/identity/oidc';
@@ -178,6 +178,22 @@ describe('the policy over the sources', () => {
       metadata: { identity: { verified: true, source: 'assertion', subject: 'cooking-assistant', issuer: 'k1' } } });
     const none = await identify(claimHeaders, plain);
     expect(none).toEqual({ ok: true, identity: undefined, peer: { url: 'unknown', name: 'unknown', version: 'unknown', metadata: { identity: { verified: false } } } });
+  });
+
+  test('a one-use credential is spent only when asked (the request routes somewhere); spent twice, the second refuses the call', async () => {
+    let spends = 0;
+    const spend = async () => (++spends > 1 ? 'was already used (replayed)' : undefined);
+    const outcomes: string[] = [];
+    const identify = createCallerIdentifier(base({ assertions: fakeVerifier({ ok: true, identity: ASSERTED, spend }), oidc: fakeVerifier({ ok: true, identity: OIDC }), onOutcome: (o) => outcomes.push(o) }));
+    const headers = { 'x-aos-agent-assertion': 'a.b.c', authorization: 'Bearer x.y.z' };
+    const checked = await identify(headers, plain);
+    expect(spends).toBe(0);
+    expect(await spent(checked)).toEqual({ ok: true, identity: ASSERTED, peer: verifiedPeer(ASSERTED) });
+    expect(await spent(await identify(headers, plain))).toEqual({ ok: false, message: 'Caller identity not verified: the assertion was already used (replayed)', metadata: { credential: 'assertion', problem: 'was already used (replayed)' } });
+    expect(outcomes).toEqual(['assertion', 'assertion', 'refused']);
+    // Nothing to spend: the result itself.
+    const none = await createCallerIdentifier(base({}))({}, plain);
+    expect(spent(none)).toBe(none);
   });
 
   test('required: nothing verified is refused, naming what would have been accepted', async () => {

@@ -315,14 +315,15 @@ describe('RedisOwnerStore (real redis-server)', () => {
     const r1 = await store('replay:');
     const r2 = await store('replay:');
     const exp = Date.now() / 1000 + 30;
-    expect(await r1.replay('k1', 'jti-1', exp, 3)).toBe('fresh');
-    expect(await r2.replay('k1', 'jti-1', exp, 3)).toBe('replayed');
+    expect(await r1.recordAssertion('k1', 'jti-1', exp, 3)).toBe('fresh');
+    expect(await r2.recordAssertion('k1', 'jti-1', exp, 3)).toBe('replayed');
     // The same jti under another key is another id.
-    expect(await r2.replay('k2', 'jti-1', exp, 3)).toBe('fresh');
-    expect(await r1.replay('k1', 'jti-2', exp, 3)).toBe('fresh');
-    expect(await r2.replay('k1', 'jti-3', exp, 3)).toBe('fresh');
-    expect(await r1.replay('k1', 'jti-4', exp, 3)).toBe('full');
-    expect(await r1.replay('k2', 'jti-4', exp, 3)).toBe('fresh');
+    expect(await r2.recordAssertion('k2', 'jti-1', exp, 3)).toBe('fresh');
+    expect(await r1.recordAssertion('k1', 'jti-2', exp, 3)).toBe('fresh');
+    expect(await r2.recordAssertion('k1', 'jti-3', exp, 3)).toBe('fresh');
+    expect(await r1.recordAssertion('k1', 'jti-4', exp, 3)).toBe('full');
+    expect(await r1.recordAssertion('k2', 'jti-4', exp, 3)).toBe('fresh');
+    expect([await r2.assertionSeen('k1', 'jti-2'), await r2.assertionSeen('k1', 'jti-4'), await r2.assertionSeen('k3', 'jti-1')]).toEqual([true, false, false]);
     // Kept for the assertion's remaining lifetime, under a digest of its key id and jti.
     const key = `replay:r:${createHash('sha256').update(JSON.stringify(['k1', 'jti-1'])).digest('base64url')}`;
     const ttl = Number(await redis.command('TTL', key));

@@ -120,7 +120,7 @@ describe('what a caller may put in the store', () => {
     const metrics = new Metrics();
     const own = new TaskOwnership({ store, failMode: 'closed', logger: silent, metrics, maxPerCaller: 2 });
     expect(await created(own)).toEqual({ type: 'pass' });
-    expect(await own.checkRequest('A', op('SendMessage'), send({}))).toMatchObject({ type: 'refuse', error: { kind: 'overloaded', metadata: { limit: 'TASK_STORE_MAX_PER_CALLER' } } });
+    expect(await own.checkRequest('A', op('SendMessage'), send({}))).toMatchObject({ type: 'refuse', error: { kind: 'limited', metadata: { resource: 'task bindings held' } } });
     expect(await own.checkRequest('A', op('SendMessage'), send({ taskId: 't-1', contextId: 'c-1' }))).toMatchObject({ type: 'pass', state: 'owned' });
     expect(await own.checkRequest('A', op('tasks/get'), call('tasks/get', { id: 't-1' }))).toMatchObject({ type: 'pass' });
     expect(await own.checkRequest('B', op('SendMessage'), send({}))).toMatchObject({ type: 'pass' });
