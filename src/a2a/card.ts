@@ -400,6 +400,9 @@ const CARD_ONLY_KEYS: ReadonlySet<string> = new Set([
   'defaultinputmodes', 'defaultoutputmodes', 'supportsauthenticatedextendedcard', 'securityschemes', 'securityrequirements',
 ]);
 
+/** A member name as decoders read it (a C reader ends `url\u0000x` at the NUL). */
+const cardKey = (k: string): string => fieldKey(CONTROL.test(k) ? k.replace(/[\u0000-\u001f\u007f][\s\S]*$/, '') : k);
+
 /**
  * An object a card reader would take as an agent card: a member naming where to call the agent (`url`,
  * `supportedInterfaces`, `additionalInterfaces`, of any type: a first-match reader may see another value
@@ -409,7 +412,7 @@ export function looksLikeCard(o: JsonObject): boolean {
   let route = false;
   let only = false;
   for (const k of Object.keys(o)) {
-    const key = fieldKey(CONTROL.test(k) ? k.replace(/[\u0000-\u001f\u007f][\s\S]*$/, '') : k);
+    const key = cardKey(k);
     route ||= ROUTE_KEYS.has(key);
     only ||= CARD_ONLY_KEYS.has(key);
     if (route && only) return true;
@@ -418,11 +421,53 @@ export function looksLikeCard(o: JsonObject): boolean {
 }
 
 /**
- * Where a JSON value holds an agent card: the value itself (`top`), somewhere inside it (`nested`: in an
- * array, or a member of another object), or nowhere. A card's own members are not searched.
+ * The least a v0.3 card reader follows (the SDK's A2AClient takes any object with a `url`): a `name`,
+ * the member every card version has, and a route member naming the agent itself (`atAgent`), so JSON
+ * that links elsewhere passes as it came.
  */
-export function cardIn(value: unknown): 'top' | 'nested' | undefined {
-  if (isObject(value) && looksLikeCard(value)) return 'top';
+function looksLikeMinimalCard(o: JsonObject, atAgent: (url: string) => boolean): boolean {
+  let route = false;
+  let name = false;
+  for (const [k, v] of Object.entries(o)) {
+    const key = cardKey(k);
+    name ||= key === 'name';
+    if (!ROUTE_KEYS.has(key)) continue;
+    const urls = Array.isArray(v) ? v.map((e) => (isObject(e) ? Object.entries(e).find(([ek]) => cardKey(ek) === 'url')?.[1] : undefined)) : [v];
+    route ||= urls.some((u) => typeof u === 'string' && atAgent(u));
+  }
+  return route && name;
+}
+
+/**
+ * Whether a URL could name the agent behind the proxy: the upstream's host, or an address only a
+ * neighbour reaches (loopback, a private IP, a one-label or cluster-internal name). A link to a public
+ * host that is not the upstream is taken as a link.
+ */
+export function agentAddress(raw: string, upstream: URL): boolean {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return false;
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return false;
+  const h = u.hostname.toLowerCase().replace(/\.$/, '');
+  if (h === upstream.hostname.toLowerCase()) return true;
+  return INTERNAL_HOST.some((re) => re.test(h));
+}
+
+const INTERNAL_HOST: readonly RegExp[] = [
+  /^localhost$/, /^127\./, /^0\.0\.0\.0$/, /^10\./, /^192\.168\./, /^172\.(1[6-9]|2\d|3[01])\./, /^169\.254\./,
+  /^\[(::1?|f[cd][0-9a-f]{0,2}:.*|fe80:.*|::ffff:.*)\]$/, /^[^.]+$/, /\.(svc|cluster\.local|internal|local|localhost)$/,
+];
+
+/**
+ * Where a JSON value holds an agent card: the value itself (`top`), somewhere inside it (`nested`: in an
+ * array, or a member of another object), or nowhere. A card's own members are not searched. `atAgent`
+ * says which URLs name the agent, for the minimal card.
+ */
+export function cardIn(value: unknown, atAgent: (url: string) => boolean = () => false): 'top' | 'nested' | undefined {
+  if (isObject(value) && (looksLikeCard(value) || looksLikeMinimalCard(value, atAgent))) return 'top';
   return findInObjects(value, (o) => (looksLikeCard(o) ? 'nested' : undefined)) === undefined ? undefined : 'nested';
 }
 

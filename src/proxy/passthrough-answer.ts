@@ -10,7 +10,7 @@
 import type { Transform } from 'node:stream';
 import type * as Zlib from 'node:zlib';
 import type { Logger } from 'pino';
-import { cardIn, rewriteCard, type CardJson, type RewriteOptions } from '../a2a/card';
+import { agentAddress, cardIn, rewriteCard, type CardJson, type RewriteOptions } from '../a2a/card';
 import { wideDecode } from '../a2a/classify';
 import { restCodec } from '../a2a/bindings/rest';
 import { BoundedBytes } from '../core/bounded';
@@ -273,14 +273,15 @@ class PassthroughReader {
     const wide = wideDecode(plain);
     const text = wide ?? plain.toString('utf8', plain[0] === 0xef && plain[1] === 0xbb && plain[2] === 0xbf ? 3 : 0);
     const read = readJson(text);
-    const found = read === undefined ? undefined : cardIn(read.value);
+    const rewrite = opts.rewrite();
+    const found = read === undefined ? undefined : cardIn(read.value, (u) => agentAddress(u, rewrite.upstreamBase));
     if (found === undefined) return this.pass(raw);
     // Only a well-formed UTF-8 answer that is itself a card is rewritten; any other card is one the proxy cannot vouch for.
     if (found !== 'top' || !(read as JsonRead).whole || wide !== undefined || mislabelled) {
       const how = found !== 'top' ? 'inside another value' : wide !== undefined ? 'in UTF-16/32' : mislabelled ? `not encoded as its coding (${this.coding as string}) says` : 'followed by more text';
       return refuse(ctx, opts, `answer holds an agent card ${how}`);
     }
-    const body = Buffer.from(JSON.stringify(rewriteCard((read as JsonRead).value as CardJson, opts.rewrite())), 'utf8');
+    const body = Buffer.from(JSON.stringify(rewriteCard((read as JsonRead).value as CardJson, rewrite)), 'utf8');
     const headers = dropAgentBytes({ ...ctx.upRes.headers });
     rewrittenCardHeaders(headers, body, opts.hostBound);
     headers['content-length'] = body.length;

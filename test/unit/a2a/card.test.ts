@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { cardUrls, getJson, hostBoundCacheControl, identityFromCard, isCardPath, rewriteCard, rewriteEndpoint, weakEtag, type CardJson, type RewriteOptions } from '../../../src/a2a/card';
+import { agentAddress, cardIn, cardUrls, getJson, hostBoundCacheControl, identityFromCard, isCardPath, rewriteCard, rewriteEndpoint, weakEtag, type CardJson, type RewriteOptions } from '../../../src/a2a/card';
 
 const opts = (publicBase: string, upstreamBase: string, signatures: 'strip' | 'keep' = 'strip'): RewriteOptions => ({
   publicBase: new URL(publicBase),
@@ -311,5 +311,30 @@ describe('getJson: which redirects are followed', () => {
     const r = await follow(from, to);
     expect(r.asked).toHaveLength(followed ? 2 : 1);
     expect(r.outcome.startsWith('refused')).toBe(!followed);
+  });
+});
+
+describe('a minimal card (what the v0.3 A2AClient follows) on an unjudged answer', () => {
+  const upstream = new URL('http://agent.example:8080/');
+  const atAgent = (u: string) => agentAddress(u, upstream);
+  test.each([
+    ['the upstream host', { name: 'a', url: 'http://agent.example:9999/rpc' }],
+    ['a loopback address', { name: 'a', url: 'http://127.0.0.1:41000/' }],
+    ['a private address', { name: 'a', url: 'https://10.1.2.3/' }],
+    ['an IPv6 loopback', { name: 'a', url: 'http://[::1]:80/' }],
+    ['a cluster-internal name', { name: 'a', url: 'http://agent.default.svc.cluster.local/' }],
+    ['a one-label name', { name: 'a', url: 'http://agent/' }],
+    ['another spelling of url', { Name: 'a', URL: 'http://127.0.0.1/' }],
+    ['an interface list', { name: 'a', supported_interfaces: [{ url: 'http://127.0.0.1/' }] }],
+  ])('%s is a card', (_n, o) => {
+    expect(cardIn(o, atAgent)).toBe('top');
+  });
+  test.each([
+    ['a public link', { name: 'docs', url: 'https://docs.example/x' }],
+    ['no name', { url: 'http://127.0.0.1/' }],
+    ['not http', { name: 'a', url: 'ftp://127.0.0.1/' }],
+    ['nested', { items: [{ name: 'a', url: 'http://127.0.0.1/' }] }],
+  ])('%s is not', (_n, o) => {
+    expect(cardIn(o, atAgent)).toBeUndefined();
   });
 });

@@ -160,12 +160,53 @@ export function encodeFromPayload(codec: MessageCodec, payload: JsonObject, memb
   return codec.encode(codec.fromJson(member === 'params' ? asObject(payload[member], member) : payload[member]));
 }
 
-/** A problem string when a replacement payload does not encode, for enforce's "no valid answer". */
+/** A problem string when a replacement payload does not encode as written, for enforce's "no valid answer". */
 export function encodeProblem(codec: MessageCodec, payload: JsonObject, member: 'params' | 'result'): string | undefined {
   try {
-    encodeFromPayload(codec, payload, member);
-    return undefined;
+    const json = member === 'params' ? asObject(payload[member], member) : payload[member];
+    const message = codec.fromJson(json);
+    codec.encode(message);
+    const lost = lostInEncoding(json, codec.toJson(message));
+    return lost === undefined ? undefined : `modified ${member} do not encode as written: ${lost}`;
   } catch (err) {
     return `modified ${member} do not encode: ${(err as Error).message}`;
   }
+}
+
+/** A surrogate not in a pair (String.prototype.isWellFormed, which this TypeScript lib does not declare). */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const wellFormed = (s: string): boolean => !LONE_SURROGATE.test(s);
+
+/** A value proto3 JSON leaves out (a default), so its absence from the read-back loses nothing. */
+function isDefault(v: unknown): boolean {
+  if (v === null || v === '' || v === 0 || v === false) return true;
+  if (typeof v === 'string') return v.endsWith('_UNSPECIFIED');
+  if (Array.isArray(v)) return v.length === 0;
+  return typeof v === 'object' && Object.keys(v as object).length === 0;
+}
+
+/**
+ * What of a replacement the agent would not get, read against the message's own JSON form: a string that is
+ * not well-formed UTF-16 (protobuf carries UTF-8: a lone surrogate arrives as U+FFFD), or a member with a value
+ * the generated code does not read (dropped on encoding). Without recursion (the guardian's answer is bounded).
+ */
+export function lostInEncoding(written: unknown, readBack: unknown): string | undefined {
+  const todo: Array<[unknown, unknown, string]> = [[written, readBack, '']];
+  for (let next = todo.pop(); next !== undefined; next = todo.pop()) {
+    const [w, r, at] = next;
+    if (typeof w === 'string') {
+      if (!wellFormed(w)) return `a string at ${at || '/'} is not well-formed Unicode`;
+    } else if (Array.isArray(w)) {
+      const rs = Array.isArray(r) && r.length === w.length ? r : undefined;
+      w.forEach((x, i) => todo.push([x, rs?.[i], `${at}/${i}`]));
+    } else if (typeof w === 'object' && w !== null) {
+      const ro = typeof r === 'object' && r !== null && !Array.isArray(r) ? (r as Record<string, unknown>) : undefined;
+      for (const [k, x] of Object.entries(w)) {
+        if (!wellFormed(k)) return `a member name at ${at || '/'} is not well-formed Unicode`;
+        if (ro !== undefined && !Object.hasOwn(ro, k) && !isDefault(x)) return `member ${at}/${k.slice(0, 32)} is not carried`;
+        todo.push([x, ro?.[k], `${at}/${k.slice(0, 32)}`]);
+      }
+    }
+  }
+  return undefined;
 }

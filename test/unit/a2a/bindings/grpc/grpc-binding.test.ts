@@ -8,7 +8,7 @@ import { BinaryWriter } from '@bufbuild/protobuf/wire';
 import type * as A2AGrpc from '@a2a-js/sdk/server/grpc' with { 'resolution-mode': 'import' };
 import type * as A2AGrpcV03 from '@a2a-js/sdk/compat/v0_3/server/grpc' with { 'resolution-mode': 'import' };
 import { GRPC_METHODS, grpcMethodForPath } from '../../../../../src/a2a/bindings/grpc/methods';
-import { codecFor, encodeFromPayload } from '../../../../../src/a2a/bindings/grpc/codec';
+import { codecFor, encodeFromPayload, encodeProblem } from '../../../../../src/a2a/bindings/grpc/codec';
 import { MessageReader, formatTimeout, frameMessage, isProblem, parseTimeout, readMessage } from '../../../../../src/a2a/bindings/grpc/framing';
 import { encodeGrpcMessage, statusDetailsBin } from '../../../../../src/a2a/bindings/grpc/status';
 import { grpcTargetFromCard, grpcUrl } from '../../../../../src/a2a/bindings/grpc/card';
@@ -260,5 +260,28 @@ describe('door checks (before the body is read)', () => {
   test('a deadline is read in ms', () => {
     const d = doorCheck({ ...ok, 'grpc-timeout': '3S' });
     expect(d.type === 'pass' ? d.timeoutMs : undefined).toBe(3000);
+  });
+});
+
+describe('a replacement protobuf cannot carry as written is no valid answer', () => {
+  const send = codecFor(method('SendMessage')).request;
+  const msg = (extra: Record<string, unknown>) => ({ params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'hi' }], ...extra } } });
+
+  test.each([
+    ['a lone surrogate in a text', msg({ parts: [{ text: 'a\ud800' }] }), /not well-formed Unicode/],
+    ['a lone surrogate in a metadata key', msg({ metadata: { '\udc00': 1 } }), /member name .* not well-formed/],
+    ['a member the type does not read', msg({ approvedBy: 'nobody' }), /member \/message\/approvedBy is not carried/],
+    ['both members of a oneof', msg({ parts: [{ text: 'a', url: 'https://x.example/' }] }), /is not carried/],
+  ])('%s', (_n, payload, why) => {
+    expect(encodeProblem(send, payload, 'params')).toMatch(why);
+  });
+
+  test.each([
+    ['defaults written out', msg({ contextId: '', taskId: '', extensions: [], metadata: {} })],
+    ['an enum at its default', msg({ role: 'ROLE_UNSPECIFIED' })],
+    ['a surrogate pair', msg({ parts: [{ text: 'emoji \ud83d\ude00' }] })],
+    ['null and nested values in metadata', msg({ metadata: { a: null, b: { c: [1, 'x', true] } } })],
+  ])('%s still encodes', (_n, payload) => {
+    expect(encodeProblem(send, payload, 'params')).toBeUndefined();
   });
 });
