@@ -23,7 +23,7 @@ import { startGuardian, type TestGuardian } from './guardian';
 import type { HandlerRecorder } from './handler-recorder';
 import { rawRpc, rawSse, type TestAgent } from './agent';
 import { approvedReading, differences, handlerFacts, type ApprovedReading } from './a2a-facts';
-import { startTestProxy, type TestProxy } from '../integration/proxy-harness';
+import { startTestProxy, type TestProxy } from './proxy-harness';
 import { pendingFix, FIXES } from '../integration/interop/pending';
 
 export type Path = 'direct' | 'server' | 'client';

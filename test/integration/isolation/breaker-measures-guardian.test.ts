@@ -11,7 +11,7 @@ import { rawRpc, textOf, type RawResponse } from '../../helpers/agent';
 import { handlerRecorder } from '../../helpers/handler-recorder';
 import { textIn } from '../../helpers/guardian';
 import { waitFor } from '../../helpers/net';
-import { useStack, type TestProxy } from '../proxy-harness';
+import { useStack, type TestProxy } from '../../helpers/proxy-harness';
 
 const recorder = handlerRecorder();
 const stack = useStack({ wrapRequestHandler: recorder.wrap });
