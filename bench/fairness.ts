@@ -21,7 +21,7 @@
  * queue in front of the victim's client; the victim, the agent and the guardian share this process.
  * All share the machine's cores with the proxy: a CPU-bound attack slows every process, which the
  * ratio shows too. Options (env): BENCH_VICTIM_CALLS (default 80),
- * BENCH_ONLY (comma-separated scenario names).
+ * BENCH_ONLY (comma-separated scenario names), BENCH_PROXY_NODE_ARGS (e.g. `--cpu-prof`, for the proxy's process).
  */
 import http from 'node:http';
 import { setMaxListeners } from 'node:events';
@@ -304,7 +304,8 @@ async function main(): Promise<void> {
   async function stackFor(s: Scenario): Promise<Stack> {
     const [port, adminPort] = [await freePort(), await freePort()];
     const audience = `http://127.0.0.1:${port}`;
-    const child = spawn(process.execPath, [path.resolve(__dirname, '../a2a-guard.js')], {
+    const nodeArgs = process.env['BENCH_PROXY_NODE_ARGS']?.split(' ').filter((a) => a !== '') ?? [];
+    const child = spawn(process.execPath, [...nodeArgs, path.resolve(__dirname, '../a2a-guard.js')], {
       env: {
         PATH: process.env['PATH'] ?? '/usr/bin:/bin', PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), ADMIN_HOST: '127.0.0.1', UPSTREAM_URL: baker.origin, LOG_LEVEL: 'error',
         ...(s.embedded === true ? { POLICY_FILE: policy } : { GUARDIAN_URL: guardian.url }),
