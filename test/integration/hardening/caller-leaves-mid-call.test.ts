@@ -47,17 +47,19 @@ beforeEach(() => rec.clear());
 const V1 = { 'a2a-version': '1.0' };
 const message = (text: string) => ({ messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }] });
 
-/** A JSON-RPC call the caller abandons after `ms`. */
-async function abandonHttp(body: unknown, ms: number): Promise<void> {
+/** Resolves once `stage` holds (the call reached the stage the caller leaves in), however slow the machine. */
+const reached = (stage: () => boolean): Promise<void> => waitFor(stage, 25_000, 'the stage the caller leaves in');
+
+/** A JSON-RPC call the caller abandons once `stage` holds. */
+async function abandonHttp(body: unknown, stage: () => boolean): Promise<void> {
   const ac = new AbortController();
-  const t = setTimeout(() => ac.abort(), ms);
+  void reached(stage).then(() => ac.abort());
   await fetch(`${proxy.url}/a2a/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json', ...V1, ...ids.headersAs('A') }, body: JSON.stringify(body), signal: ac.signal })
     .then((r) => r.text()).catch(() => undefined);
-  clearTimeout(t);
 }
 
-/** A gRPC call the caller resets (RST_STREAM CANCEL) after `ms`. */
-function abandonGrpc(rpc: string, params: Record<string, unknown>, ms: number): Promise<void> {
+/** A gRPC call the caller resets (RST_STREAM CANCEL) once `stage` holds. */
+function abandonGrpc(rpc: string, params: Record<string, unknown>, stage: () => boolean): Promise<void> {
   const m = grpcMethodForPath(`/lf.a2a.v1.A2AService/${rpc}`);
   if (m === undefined) throw new Error(rpc);
   const c = codecFor(m).request;
@@ -68,29 +70,30 @@ function abandonGrpc(rpc: string, params: Record<string, unknown>, ms: number): 
     req.on('error', () => undefined);
     req.on('data', () => undefined);
     req.end(grpcFrame(c.encode(c.fromJson(params))));
-    setTimeout(() => {
+    void reached(stage).then(() => {
       req.close(http2.constants.NGHTTP2_CANCEL);
       session.close();
       resolve();
-    }, ms);
+    });
   });
 }
 
 async function lastLine(before: number): Promise<Record<string, any>> {
-  await waitFor(() => calls().length > before, 5000, 'the audit line');
+  await waitFor(() => calls().length > before, 20_000, 'the audit line');
   return calls()[calls().length - 1] as Record<string, any>;
 }
 
 describe.each(['jsonrpc', 'grpc'] as const)('%s', (binding) => {
-  const abandon = (rpc: string, params: Record<string, unknown>, ms: number) =>
-    (binding === 'grpc' ? abandonGrpc(rpc, params, ms) : abandonHttp({ jsonrpc: '2.0', id: 1, method: rpc, params }, ms));
+  const abandon = (rpc: string, params: Record<string, unknown>, stage: () => boolean) =>
+    (binding === 'grpc' ? abandonGrpc(rpc, params, stage) : abandonHttp({ jsonrpc: '2.0', id: 1, method: rpc, params }, stage));
 
   test('left while the guardian decides: the agent never acts; the audit line says cancelled, not forwarded', async () => {
-    s.guardian.script(() => ({ decision: 'allow', delayMs: 600 }));
+    s.guardian.script(() => ({ decision: 'allow', delayMs: 1500 }));
     const before = calls().length;
-    await abandon('SendMessage', { message: message('never') }, 150);
+    const judged = s.guardian.calls().length;
+    await abandon('SendMessage', { message: message('never') }, () => s.guardian.calls().length > judged);
     const line = await lastLine(before);
-    await new Promise((r) => setTimeout(r, 800));
+    await new Promise((r) => setTimeout(r, 2000));
     expect(rec.calls).toEqual([]);
     expect(line).toMatchObject({ binding, outcome: 'cancelled' });
     expect(line.upstreamMs).toBeUndefined();
@@ -100,7 +103,7 @@ describe.each(['jsonrpc', 'grpc'] as const)('%s', (binding) => {
     s.guardian.script(() => ({ decision: 'allow' }));
     s.agent.clear();
     const before = calls().length;
-    await abandon('SendStreamingMessage', { message: message('slow') }, 400);
+    await abandon('SendStreamingMessage', { message: message('slow') }, () => rec.calls.length > 0);
     const line = await lastLine(before);
     expect(rec.calls.map((c) => c.method)).toEqual(['sendMessageStream']);
     expect(line).toMatchObject({ binding, outcome: 'cancelled' });
