@@ -381,7 +381,7 @@ describe('the Helm chart', () => {
   });
 
   test('bad values stop the render with a message that names them', () => {
-    expect(renderFails([...DEMO_ARGS, '--set', 'agents[0].role=middle'])).toMatch(/agents\[cake-baker\]\.role must be server or client/);
+    expect(renderFails([...DEMO_ARGS, '--set', 'agents[0].role=middle'])).toMatch(/at '\/agents\/0\/role': value must be one of 'server', 'client'/);
     expect(renderFails(['--set', 'guardian.enabled=false'])).toMatch(/set guardianUrl, or guardian\.enabled=true/);
     expect(renderFails([...DEMO_ARGS, '--set', 'agents[1].upstreamUrl='])).toMatch(/agents\[cooking-assistant\]\.upstreamUrl is required/);
   });
