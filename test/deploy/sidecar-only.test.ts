@@ -138,7 +138,7 @@ describe('the example values (role server, an external guardian, the token in a 
     expect(sidecar['restartPolicy']).toBe('Always');
     const cfg = configOf(sidecar, objects);
     expect({
-      role: cfg.role, upstream: cfg.upstreamUrl.href, guardian: cfg.guardianUrl.href, token: cfg.guardianToken, failMode: cfg.failMode,
+      role: cfg.role, upstream: cfg.upstreamUrl.href, guardian: cfg.guardianUrl?.href, token: cfg.guardianToken, failMode: cfg.failMode,
       publicUrl: cfg.publicUrl?.href, observed: cfg.observedAgent?.id,
     }).toEqual({
       role: 'server', upstream: 'http://127.0.0.1:8000/', guardian: 'https://guardian.example/aos', token: 'a-long-guardian-token', failMode: 'closed',
@@ -193,7 +193,7 @@ describe('variations', () => {
       'PodDisruptionBudget/a2a-guard-guardian', 'Secret/a2a-guard-guardian-token', 'Service/a2a-guard-guardian', 'Service/my-agent',
     ]);
     const cfg = configOf(sidecarOf(patched(patchOf(objects), 'reference-guardian')), objects);
-    expect(cfg.guardianUrl.href).toBe('http://a2a-guard-guardian:7070/');
+    expect(cfg.guardianUrl?.href).toBe('http://a2a-guard-guardian:7070/');
     expect(cfg.guardianToken).toMatch(/^[A-Za-z0-9]{40}$/);
   }, 60_000);
 
