@@ -8,6 +8,7 @@
  */
 import { join } from 'node:path';
 import * as ts from 'typescript';
+import { helmBinary, helmTemplate } from '../../scripts/k8s-render';
 import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { Job } from 'kubernetes-models/batch/v1';
@@ -140,3 +141,21 @@ export function selects(service: Obj, workload: Obj): boolean {
   const labels = (((podTemplate(workload) ?? {})['metadata'] as Obj | undefined)?.['labels'] as Record<string, string> | undefined) ?? {};
   return Object.keys(selector).length > 0 && Object.entries(selector).every(([k, v]) => labels[k] === v);
 }
+
+let helmPath: string | undefined;
+/** The pinned helm (installed once by scripts/install-helm.sh from an npm package). */
+export const helm = (): string => (helmPath ??= helmBinary());
+
+/** What a command that must fail printed (stdout, then stderr), or '' when it did not fail. */
+export function failureOf(run: () => unknown): string {
+  try {
+    run();
+    return '';
+  } catch (err) {
+    const e = err as { stderr?: unknown; stdout?: unknown };
+    return `${String(e.stdout ?? '')}${String(e.stderr ?? err)}`;
+  }
+}
+
+/** What `helm template` printed when it refused these arguments, or '' when it rendered them. */
+export const renderFailure = (args: readonly string[]): string => failureOf(() => helmTemplate(helm(), args));

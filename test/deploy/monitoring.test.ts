@@ -12,12 +12,10 @@ import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { Metrics } from '../../src/admin/metrics';
 import { CALL_OUTCOMES } from '../../src/observe/audit';
-import { CHART, DEMO_ARGS, ROOT, helmBinary, helmTemplate } from '../../scripts/k8s-render';
+import { CHART, DEMO_ARGS, ROOT, helmTemplate } from '../../scripts/k8s-render';
 import { parseManifests } from '../../scripts/k8s-podman';
-import { type Obj, allContainersOf, nameOf, podTemplate, selects } from './manifests';
+import { type Obj, allContainersOf, helm, nameOf, podTemplate, selects } from './manifests';
 
-let helmPath: string | undefined;
-const helm = (): string => (helmPath ??= helmBinary());
 beforeAll(() => void helm(), 180_000);
 
 const dir = mkdtempSync(join(tmpdir(), 'a2a-guard-monitoring-'));

@@ -11,14 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dump, load } from 'js-yaml';
 import { loadConfig, type Config } from '../../src/config';
-import { ROOT, helmBinary, helmTemplate } from '../../scripts/k8s-render';
+import { helmTemplate } from '../../scripts/k8s-render';
 import { parseManifests } from '../../scripts/k8s-podman';
-import { type Obj, containersOf, envOf, initContainersOf, nameOf, podSpec, schemaProblems, selects, unknownFieldProblems } from './manifests';
+import { type Obj, containersOf, envOf, helm, initContainersOf, nameOf, podSpec, renderFailure, schemaProblems, selects, unknownFieldProblems } from './manifests';
 
 const EXAMPLE = 'deploy/helm/sidecar-only-values.yaml';
 
-let helmPath: string | undefined;
-const helm = (): string => (helmPath ??= helmBinary());
 beforeAll(() => void helm(), 180_000);
 
 const dir = mkdtempSync(join(tmpdir(), 'a2a-guard-sidecar-only-'));
@@ -225,14 +223,7 @@ describe('variations', () => {
   }, 60_000);
 
   test('missing or contradictory values stop the render with a message that names them', () => {
-    const fails = (args: readonly string[]): string => {
-      try {
-        helmTemplate(helm(), args);
-        return '';
-      } catch (err) {
-        return String((err as { stderr?: unknown }).stderr ?? err);
-      }
-    };
+    const fails = renderFailure;
     expect(fails([...base, '--set', 'workload.name='])).toMatch(/set workload\.name/);
     expect(fails([...base, '--set', 'workload.port=0'])).toMatch(/workload\.port is required for role server/);
     expect(fails([...base, '--set', 'workload.selectorLabels=null'])).toMatch(/workload\.selectorLabels is required/);

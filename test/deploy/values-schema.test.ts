@@ -8,10 +8,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dump, load } from 'js-yaml';
-import { CHART, DEMO_ARGS, DEMO_VALUES, ROOT, helmBinary, helmTemplate } from '../../scripts/k8s-render';
+import { CHART, DEMO_ARGS, DEMO_VALUES, ROOT, helmTemplate } from '../../scripts/k8s-render';
+import { failureOf, helm } from './manifests';
 
-let helmPath: string | undefined;
-const helm = (): string => (helmPath ??= helmBinary());
 beforeAll(() => void helm(), 180_000);
 
 const dir = mkdtempSync(join(tmpdir(), 'a2a-guard-values-'));
@@ -24,16 +23,7 @@ function valuesFile(name: string, values: unknown): string {
   return file;
 }
 
-/** The output of a helm command that must fail (its stderr and stdout), or '' when it passed. */
-function failure(args: readonly string[], run: (args: readonly string[]) => string): string {
-  try {
-    run(args);
-    return '';
-  } catch (err) {
-    const e = err as { stderr?: unknown; stdout?: unknown };
-    return `${String(e.stdout ?? '')}${String(e.stderr ?? err)}`;
-  }
-}
+const failure = (args: readonly string[], run: (args: readonly string[]) => string): string => failureOf(() => run(args));
 const lint = (args: readonly string[]): string => execFileSync(helm(), ['lint', CHART, ...args], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 const template = (args: readonly string[]): string => helmTemplate(helm(), args);
 
