@@ -229,6 +229,8 @@ describe('variations', () => {
     expect(fails([...base, '--set', 'workload.selectorLabels=null'])).toMatch(/workload\.selectorLabels is required/);
     expect(fails([...base, '--set', 'agents[0].name=other', '--set', 'agents[0].role=server', '--set', 'agents[0].image.repository=x'])).toMatch(/agents must be empty/);
     expect(fails([...base, '--set', 'workload.role=client', '--set', 'workload.port=0'])).toMatch(/workload\.upstreamUrl is required for role client/);
+    expect(fails([...base, '--set', 'workload.port=8080'])).toMatch(/workload\.port and workload\.grpcPort must differ from sidecar\.port \(8080\)/);
+    expect(fails([...base, '--set', 'workload.grpcPort=9090'])).toMatch(/must differ from sidecar\.adminPort \(9090\)/);
   }, 60_000);
 });
 
