@@ -14,7 +14,7 @@ import { Metrics } from '../../src/admin/metrics';
 import { CALL_OUTCOMES } from '../../src/observe/audit';
 import { CHART, DEMO_ARGS, ROOT, helmTemplate } from '../../scripts/k8s-render';
 import { parseManifests } from '../../scripts/k8s-podman';
-import { type Obj, allContainersOf, helm, nameOf, podTemplate, selects } from './manifests';
+import { type Obj, allContainersOf, helm, nameOf, podTemplate, schemaProblems, selects } from './manifests';
 
 beforeAll(() => void helm(), 180_000);
 
@@ -112,6 +112,7 @@ describe('objects', () => {
     expect(Object.entries((smSpec['selector'] as Obj)['matchLabels'] as Record<string, string>).every(([k, v]) => svcLabels[k] === v)).toBe(true);
     expect(smSpec['endpoints']).toEqual([{ port: port['name'], path: '/metrics', interval: '30s', scrapeTimeout: '10s' }]);
     expect(sm['apiVersion']).toBe('monitoring.coreos.com/v1');
+    expect(schemaProblems(objects.filter((d) => d['apiVersion'] !== 'monitoring.coreos.com/v1'))).toEqual([]);
   });
 
   test('sidecar-only: the metrics Service selects the workload\'s pods', () => {
