@@ -117,6 +117,19 @@ export function renderMetrics(metrics: readonly RegisteredMetric[]): string {
     '|---|---|---|---|',
     ...sorted.map((m) => `| \`${m.name}\` | ${m.type} | ${(m.labelNames ?? []).map((l) => `\`${l}\``).join(', ')} | ${cell(m.help)} |`),
     '',
+    '## Label values',
+    '',
+    '- `operation`: the AOS method of the call ([wire rules](wire-rules.md)); on `a2a_guard_requests_total` also `refused`',
+    '  (refused before any hook), `passthrough` (`PASSTHROUGH_PATHS`) and `other`/`unknown` (forwarded non-A2A traffic).',
+    '- `outcome` of `a2a_guard_requests_total`: the audit line\'s outcome, counted once per call when it ends; of',
+    '  `a2a_guard_guardian_latency_seconds`: the decision or the failure kind.',
+    '- `kind` of `a2a_guard_guardian_failures_total`: the audit line\'s `failure` kinds (`connect`, `timeout`, `http`, ...).',
+    '- `resource` of `a2a_guard_caller_limited_total`: `calls`, `rate`, `bytes`, `tasks` (task bindings held), `contexts`',
+    '  (new contexts held at once).',
+    '- `budget` of `a2a_guard_guardian_queued_calls`: `call` (request hooks, unary answers) or `stream` (stream events).',
+    '- `state` of `a2a_guard_guardian_breaker_state`: `closed`, `open`, `half_open`.',
+    '- `outcome` of `a2a_guard_caller_identities_total`: `assertion`, `mtls`, `oidc`, `local`, `unverified`, `claimed`, `refused`.',
+    '',
   ].join('\n');
 }
 
