@@ -333,7 +333,7 @@ export class FastHistogramVec {
   readonly aggregator = 'sum' as const;
   private readonly cells: LabelCells<{ labels: Record<string, string>; counts: number[]; sum: number; count: number }>;
 
-  constructor(readonly name: string, readonly help: string, labelNames: readonly string[], private readonly bounds: readonly number[], registry: Registry) {
+  constructor(readonly name: string, readonly help: string, readonly labelNames: readonly string[], private readonly bounds: readonly number[], registry: Registry) {
     this.cells = new LabelCells(labelNames, (labels) => ({ labels, counts: bounds.map(() => 0), sum: 0, count: 0 }));
     registry.registerMetric(this as unknown as Parameters<Registry['registerMetric']>[0]);
   }
@@ -380,7 +380,7 @@ export class FastCounter {
   readonly aggregator = 'sum' as const;
   private readonly cells: LabelCells<{ labels: Record<string, string>; value: number }>;
 
-  constructor(readonly name: string, readonly help: string, labelNames: readonly string[], registry: Registry) {
+  constructor(readonly name: string, readonly help: string, readonly labelNames: readonly string[], registry: Registry) {
     this.cells = new LabelCells(labelNames, (labels) => ({ labels, value: 0 }));
     registry.registerMetric(this as unknown as Parameters<Registry['registerMetric']>[0]);
   }

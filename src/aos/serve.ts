@@ -44,7 +44,7 @@ export interface GuardianServiceOptions {
    */
   readonly token?: string | undefined;
   /** Larger bodies are refused with -32600 (default 32 MiB: a2a-guard's 10 MiB limit plus the envelope). */
-  readonly maxBodyBytes?: number;
+  readonly maxBodyBytes?: number | undefined;
   /** Reported by `ping` and `/healthz`. */
   readonly version?: string;
   readonly logger?: GuardianLogger;
@@ -54,9 +54,9 @@ export interface GuardianServiceOptions {
 
 export interface ServeOptions extends GuardianServiceOptions {
   /** Default 7070. 0 picks a free port. */
-  readonly port?: number;
-  /** Default 0.0.0.0. */
-  readonly host?: string;
+  readonly port?: number | undefined;
+  /** Default 0.0.0.0. `undefined` (an unset `process.env.HOST`) means the default too. */
+  readonly host?: string | undefined;
   /** On SIGTERM / SIGINT: stop accepting, let busy connections finish (2 s at most), exit 0. Default true. */
   readonly exitOnSignal?: boolean;
 }

@@ -11,6 +11,20 @@ export function readme(): string {
   return fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
 }
 
+/** A document of the repository by its path (`docs/reference/errors.md`). */
+export function doc(file: string): string {
+  return fs.readFileSync(path.join(ROOT, file), 'utf8');
+}
+
+/** README.md and every page under docs/, concatenated: to ask which names the documentation gives. */
+export function allDocs(): string {
+  const walk = (dir: string): string[] => fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    return e.isDirectory() ? walk(p) : e.name.endsWith('.md') ? [p] : [];
+  });
+  return [path.join(ROOT, 'README.md'), ...walk(path.join(ROOT, 'docs'))].map((f) => fs.readFileSync(f, 'utf8')).join('\n');
+}
+
 /**
  * The body rows of the Markdown table whose header line starts with `header`, as trimmed cells
  * (`\|` inside a cell is a literal `|`). Throws when there is no such table, so a renamed header
@@ -18,12 +32,15 @@ export function readme(): string {
  */
 export function tableRows(text: string, header: string): string[][] {
   const lines = text.split('\n');
-  const start = lines.findIndex((l) => l.startsWith(header));
-  if (start < 0) throw new Error(`README: no table starting with ${header}`);
+  const starts = lines.flatMap((l, i) => (l.startsWith(header) ? [i] : []));
+  if (starts.length === 0) throw new Error(`no table starting with ${header}`);
   const rows: string[][] = [];
-  for (let i = start + 2; i < lines.length && (lines[i] as string).startsWith('|'); i++) {
-    const cells = (lines[i] as string).split(/(?<!\\)\|/).slice(1, -1).map((c) => c.trim().replace(/\\\|/g, '|'));
-    rows.push(cells);
+  // Every table with this header (a reference page splits one list into sections).
+  for (const start of starts) {
+    for (let i = start + 2; i < lines.length && (lines[i] as string).startsWith('|'); i++) {
+      const cells = (lines[i] as string).split(/(?<!\\)\|/).slice(1, -1).map((c) => c.trim().replace(/\\\|/g, '|'));
+      rows.push(cells);
+    }
   }
   return rows;
 }

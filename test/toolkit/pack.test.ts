@@ -5,7 +5,7 @@
  * and a real HTTP client calls it: ping, allow, deny, modify; SIGTERM stops it with exit code 0.
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
@@ -14,7 +14,7 @@ const ROOT = join(__dirname, '..', '..');
 const run = promisify(execFile);
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
-/** The guardian of the README's toolkit section, verbatim. */
+/** The TypeScript guardian of the README and docs/guides/writing-a-guardian.md, verbatim. */
 export const GUARDIAN_TS = `import { acceptsModify, allow, deny, modify, serveGuardian, type Envelope, type SuccessResult } from 'a2a-guard';
 
 const WEAPONS = /\\b(molotov|explosives?)\\b/i;
@@ -87,6 +87,16 @@ beforeAll(async () => {
   writeFileSync(join(consumer, 'src', 'wrong.ts'), WRONG_TS);
   writeFileSync(join(consumer, 'esm-check.mjs'), ESM_CHECK);
   await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', tarball], { cwd: consumer });
+
+  // A second project as `tsc --init` makes it (strict, exactOptionalPropertyTypes, nodenext, verbatimModuleSyntax),
+  // an ES module package using the installed toolkit and @types/node.
+  const initProject = join(dir, 'init');
+  execFileSync('mkdir', ['-p', join(initProject, 'node_modules', '@types')]);
+  writeFileSync(join(initProject, 'package.json'), JSON.stringify({ name: 'my-guardian', version: '1.0.0', private: true, type: 'module' }));
+  await run(process.execPath, [TSC, '--init'], { cwd: initProject });
+  symlinkSync(join(consumer, 'node_modules', 'a2a-guard'), join(initProject, 'node_modules', 'a2a-guard'));
+  symlinkSync(join(ROOT, 'node_modules', '@types', 'node'), join(initProject, 'node_modules', '@types', 'node'));
+  writeFileSync(join(initProject, 'guardian.ts'), GUARDIAN_TS);
 }, 180_000);
 
 afterAll(() => {
@@ -103,8 +113,8 @@ describe('npm pack', () => {
     expect(readFileSync(join(ROOT, 'LICENSE'), 'utf8')).toMatch(/Apache License\s+Version 2\.0, January 2004/);
   });
 
-  test('the README shows this test\'s guardian verbatim', () => {
-    expect(readFileSync(join(ROOT, 'README.md'), 'utf8')).toContain(`\`\`\`ts\n${GUARDIAN_TS}\`\`\``);
+  test('the README and the guardian guide show this test\'s guardian verbatim', () => {
+    for (const doc of ['README.md', 'docs/guides/writing-a-guardian.md']) expect([doc, readFileSync(join(ROOT, doc), 'utf8')]).toEqual([doc, expect.stringContaining(`\`\`\`ts\n${GUARDIAN_TS}\`\`\``)]);
   });
 
   test('package.json: public, an exports map whose every target is in the tarball', () => {
@@ -127,6 +137,12 @@ describe('a guardian written against the installed package', () => {
     expect(errors.filter((l) => !l.startsWith('src/wrong.ts'))).toEqual([]);
     expect(out).toMatch(/"maybe"/);
     expect(readFileSync(join(consumer(), 'dist', 'guardian.js'), 'utf8')).toMatch(/serveGuardian/);
+  }, 60_000);
+
+  test('compiles under the configuration `tsc --init` writes (strict, exact optional properties), as an ES module', async () => {
+    const out = await run(process.execPath, [TSC, '-p', 'tsconfig.json'], { cwd: join(dir, 'init') }).then(() => 'no errors', (err: { stdout?: string }) => String(err.stdout));
+    expect(out).toBe('no errors');
+    expect(readFileSync(join(dir, 'init', 'tsconfig.json'), 'utf8')).toMatch(/"exactOptionalPropertyTypes": true/);
   }, 60_000);
 
   test('loads as ESM too (named exports, the schemas and reference-guardian entries)', async () => {

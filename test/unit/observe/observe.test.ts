@@ -1,6 +1,6 @@
 /**
  * The pure parts of observability and operations: the audit record and call outcomes, readiness,
- * the shutdown plan, the command line, the variable list (and that the README documents every
+ * the shutdown plan, the command line, the variable list (and that the configuration reference documents every
  * variable), secret masking, the OTel settings derived from OTEL_*, trace-context parsing, error
  * descriptions, and the decision-log chain.
  */
@@ -13,7 +13,7 @@ import { callerTrace, NOOP_TRACER } from '../../../src/observe/tracing';
 import { describeError } from '../../../src/aos/guardian';
 import { verifyDecisionLog } from '../../../src/observe/decision-log';
 import { Metrics } from '../../../src/admin/metrics';
-import { codeSpans, readme, sourceText, tableRows } from '../../helpers/readme';
+import { allDocs, codeSpans, doc, sourceText, tableRows } from '../../helpers/readme';
 
 const facts = (over: Partial<CallFacts> = {}): CallFacts => ({
   method: 'message/send', wireMethod: 'SendMessage', binding: 'jsonrpc', role: 'server', decision: 'allow',
@@ -160,8 +160,8 @@ describe('command line', () => {
     expect(parseArgs(['start'])).toMatchObject({ kind: 'error', message: expect.stringContaining('unknown argument: start') });
   });
 
-  test('every variable has a meaning and a row in the README\'s variable table, with the same default; the table names no other', () => {
-    const text = readme();
+  test('every variable has a meaning and a row in the configuration reference, with the same default; it names no other', () => {
+    const text = doc('docs/reference/configuration.md');
     // First column: `NAME`, or `OBSERVED_AGENT_NAME`, `_ID`, ... (short for OBSERVED_AGENT_ID, ...).
     const rows = new Map<string, string[]>();
     for (const row of tableRows(text, '| variable | default | meaning |')) {
@@ -191,8 +191,8 @@ describe('command line', () => {
     for (const v of vars) expect([v.name, v.default]).not.toEqual([v.name, expect.stringContaining('[object')]);
   });
 
-  test('the README\'s metrics table names every a2a_guard_ metric with its type and labels, and no other', () => {
-    const rows = new Map(tableRows(readme(), '| name | type | labels | meaning |').map((r) => [codeSpans(r[0] as string)[0] as string, r]));
+  test('the metrics reference names every a2a_guard_ metric with its type and labels, and no other', () => {
+    const rows = new Map(tableRows(doc('docs/reference/metrics.md'), '| name | type | labels | meaning |').map((r) => [codeSpans(r[0] as string)[0] as string, r]));
     const metrics = new Metrics().registry.getMetricsAsArray().filter((m) => m.name.startsWith('a2a_guard_'));
     expect(metrics.length).toBeGreaterThan(15);
     for (const m of metrics) {
@@ -202,9 +202,9 @@ describe('command line', () => {
       const declared = (m as unknown as { labelNames?: readonly string[] }).labelNames;
       if (declared !== undefined) expect([m.name, codeSpans(row?.[2] ?? '')]).toEqual([m.name, [...declared]]);
     }
-    // Every name the README gives is registered somewhere in src/ (a few, like the identity counter, outside Metrics).
+    // Every name the documentation gives is registered somewhere in src/ (a few, like the identity counter, outside Metrics).
     const source = sourceText();
-    for (const name of new Set([...readme().matchAll(/a2a_guard_[a-z_]+/g)].map((m) => m[0]))) {
+    for (const name of new Set([...allDocs().matchAll(/a2a_guard_[a-z_]+/g)].map((m) => m[0]))) {
       expect([name, source.includes(`'${name}'`)]).toEqual([name, true]);
     }
     for (const name of new Set([...source.matchAll(/'(a2a_guard_[a-z_]+)'/g)].map((m) => m[1] as string))) expect([name, rows.has(name)]).toEqual([name, true]);
