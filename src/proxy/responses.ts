@@ -11,10 +11,9 @@ import { isEncoded } from '../core/http';
 import { proxyError, type ProxyError } from '../core/errors';
 import { dropAgentBytes, headerText, headersForOwnBody, type UpstreamAnswer } from './forward';
 import { decodeBody } from './body';
-import type { GuardianBudget } from '../aos/guardian';
-import { answerFlow, runAnswerStages, UNARY_ANSWER, type AnswerFlow, type AnswerRoad } from './answers';
+import { answerFlow, runAnswerStages, UNARY_ANSWER, type AnswerFlow } from './answers';
 import { relayStreamInspected as relayPipelined } from './relay/stream';
-import type { RelayContext } from './relay/context';
+import { answerRoad, type RelayContext } from './relay/context';
 
 export type { RelayContext } from './relay/context';
 
@@ -154,15 +153,6 @@ function uninspectable(ctx: RelayContext, why: string, pass: () => void): void {
   const err = ctx.onUninspectable(why);
   if (err === undefined) return pass();
   sendError(ctx.res, ctx.codec, err, ctx.id);
-}
-
-/** What a call's answers go through (answers.ts), from the relay's context. */
-export function answerRoad(ctx: RelayContext, notAnObject: string, budget?: GuardianBudget): AnswerRoad {
-  const inspect = ctx.inspect;
-  return {
-    card: ctx.rewriteCard, answerHook: ctx.answerHook, unreadable: ctx.onUninspectable, notAnObject, spelling: true,
-    judge: inspect === undefined ? undefined : (payload, payloadJson) => inspect(payload, payloadJson, budget),
-  };
 }
 
 /** A unary answer read in full: decoded, run through the answer stages, and written as they left it. */

@@ -8,7 +8,7 @@ import type { SseEvent } from '../../a2a/sse';
 import { SseParser, formatSseEvent } from '../../a2a/sse';
 import { proxyError, type ProxyError } from '../../core/errors';
 import { headersForOwnBody } from '../forward';
-import type { RelayContext } from './context';
+import { answerRoad, type RelayContext } from './context';
 import { isObject } from '../../core/json';
 import { answerFlow, runAnswerStages, STREAM_ANSWER, type AnswerFlow, type AnswerRoad } from '../answers';
 import { OrderedWindow, STREAM_WINDOW_MAX_BYTES, type Verdict } from './window';
@@ -108,13 +108,7 @@ function fieldsOf(ev: SseEvent): { readonly event?: 'error' } {
 export function relayStreamInspected(ctx: RelayContext, inspect: Inspect | undefined): void {
   const { res, upRes, codec, id, ex } = ctx;
   // Stream events use their own guardian connections: a call's checks never wait behind them.
-  const road: AnswerRoad = {
-    card: undefined, answerHook: ctx.answerHook, unreadable: ctx.onUninspectable, notAnObject: 'SSE event data is not a JSON object', spelling: true,
-    judge: inspect === undefined ? undefined : (payload, payloadJson) => {
-      if (ex !== undefined) ex.log.events++;
-      return inspect(payload, payloadJson, 'stream');
-    },
-  };
+  const road = answerRoad(ctx, 'SSE event data is not a JSON object', 'stream', ex === undefined ? undefined : () => ex.log.events++);
   const errorEvent = (err: ProxyError): Buffer => codec.streamError(err, id).frame;
   // Every event leaves as the proxy wrote it: the agent's length would frame the caller's connection wrongly.
   res.writeHead(upRes.statusCode, headersForOwnBody(upRes.headers));
