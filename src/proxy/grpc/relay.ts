@@ -2,7 +2,7 @@
  * The agent's answer to one gRPC call, relayed to the caller. Unjudged answers go through as bytes
  * with backpressure both ways. Judged ones (INSPECT_RESPONSES, a card to rewrite, task ownership)
  * go through an OrderedWindow (relay/window.ts, whose ordering rules apply as written there): each
- * message is decoded, checked and judged in the window's `decide`; a stream's messages are judged
+ * message is decoded, run through the answer stages (answers.ts) and re-encoded in the window's `decide`; a stream's messages are judged
  * up to STREAM_INSPECT_WINDOW at once on the guardian's stream budget and places (a unary answer's one
  * message on the call budget), and leave in the agent's order, each once its own decision is known.
  * A stop at message k ends the call with its error status after messages 1..k-1 and cancels the
@@ -25,7 +25,8 @@ import type { CallOutcome } from '../../observe/audit';
 import { proxyError, type ProxyError } from '../../core/errors';
 import type { HookRun, HookRunInput } from '../hooks';
 import type { AnswerHook } from '../ownership';
-import { answerFlow, runAnswerStages, STREAM_ANSWER, UNARY_ANSWER, type AnswerRoad } from '../answers';
+import { answerFlow, runAnswerStages, STREAM_ANSWER, UNARY_ANSWER, type AnswerFlow, type AnswerRoad } from '../answers';
+import type { Stage } from '../stages';
 import { OrderedWindow, STREAM_WINDOW_MAX_BYTES, type Line, type Verdict } from '../relay/window';
 import { framingError, type CallerSide } from './caller';
 import type { Exchange } from '../call';
@@ -239,42 +240,58 @@ export function relayAnswer(
   const road: AnswerRoad = {
     ...NO_STAGES, card: method.op.returnsCard ? deps.cardRewrite(authority) : undefined, answerHook, judge: hooks((p) => encodeProblem(codec, p, 'result')),
   };
-  const stages = method.streaming ? STREAM_ANSWER : UNARY_ANSWER;
+  const messages: MessageRoad = { road, stages: method.streaming ? STREAM_ANSWER : UNARY_ANSWER, ex, codec, id: String(call.id), maxBodyBytes: config.maxBodyBytes };
+  /** One message of the answer (the window decides them after relayAnswer returned: `messages` is set by then). */
+  function judgeMessage(raw: RawMessage): Promise<Verdict<Stop>> {
+    return answerMessage(messages, raw, upEncoding);
+  }
+}
 
-  /** One answer message: decoded, run through the answer stages, re-encoded and framed; or the stop it causes. */
-  async function judgeMessage(raw: RawMessage): Promise<Verdict<Stop>> {
-    const bytes = await readMessage(raw, upEncoding, config.maxBodyBytes);
-    if (isProblem(bytes)) return { stop: { error: framingError(bytes), why: `agent answer: ${bytes.message}`, status: bytes.status, outcome: 'answer_refused' } };
-    let decoded: unknown;
-    let result: unknown;
-    try {
-      decoded = codec.decode(bytes);
-      result = codec.toJson(decoded);
-    } catch (err) {
-      return { stop: { error: proxyError('upstreamUnavailable', 'Upstream agent answer does not decode'), why: `agent answer: ${(err as Error).message}`, status: 'INTERNAL', outcome: 'answer_refused' } };
-    }
-    // Task ownership reads the message as the gRPC codec gives it (the result itself).
-    const flow = answerFlow(road, ex, grpcCodec, String(call.id), true, result);
-    await runAnswerStages(stages, flow);
-    const end = flow.end;
-    // Every message decoded is readable: an end is a refusal.
-    if (end !== undefined) {
-      const error = end.type === 'refuse' ? end.error : proxyError('upstreamUnavailable', 'Upstream agent answer cannot be inspected');
-      const why = end.type === 'refuse' ? end.why : 'agent answer cannot be inspected';
-      return { stop: { error, why, ...(end.type === 'refuse' && end.refused === true ? { refused: true } : {}) } };
-    }
-    const judged = flow.judged;
-    try {
-      if (flow.changed || judged?.modified === true) return { pass: frameMessage(encodeFromPayload(codec, judged?.payload ?? canonicalResponse(String(call.id), flow.body), 'result')) };
-      if (judged === undefined) return { pass: frameMessage(bytes) };
-      // A judged answer carries only what the guardian saw (unknown fields are not re-encoded), and all of it
-      // (a value its JSON form cannot carry, an unknown enum number or a NaN, is not passed as something else).
-      const encoded = faithfulEncoding(codec, decoded, result);
-      if (encoded !== undefined) return { pass: frameMessage(encoded) };
-      return { stop: { error: proxyError('upstreamUnavailable', 'Upstream agent answer holds values its JSON form cannot carry'), why: 'agent answer: not faithful to its JSON form', status: 'INTERNAL', outcome: 'answer_refused' } };
-    } catch (err) {
-      return { stop: { error: proxyError('upstreamUnavailable', 'Answer cannot be re-encoded'), why: (err as Error).message, status: 'INTERNAL', outcome: 'answer_refused' } };
-    }
+/** What one call's answer messages go through. */
+interface MessageRoad {
+  readonly road: AnswerRoad;
+  readonly stages: readonly Stage<AnswerFlow>[];
+  readonly ex: Exchange;
+  readonly codec: MessageCodec;
+  /** The id the guardian sees in each message's payload. */
+  readonly id: string;
+  readonly maxBodyBytes: number;
+}
+
+/** One answer message: decoded, run through the answer stages, re-encoded and framed; or the stop it causes. */
+async function answerMessage(m: MessageRoad, raw: RawMessage, encoding: string | undefined): Promise<Verdict<Stop>> {
+  const { codec } = m;
+  const bytes = await readMessage(raw, encoding, m.maxBodyBytes);
+  if (isProblem(bytes)) return { stop: { error: framingError(bytes), why: `agent answer: ${bytes.message}`, status: bytes.status, outcome: 'answer_refused' } };
+  let decoded: unknown;
+  let result: unknown;
+  try {
+    decoded = codec.decode(bytes);
+    result = codec.toJson(decoded);
+  } catch (err) {
+    return { stop: { error: proxyError('upstreamUnavailable', 'Upstream agent answer does not decode'), why: `agent answer: ${(err as Error).message}`, status: 'INTERNAL', outcome: 'answer_refused' } };
+  }
+  // Task ownership reads the message as the gRPC codec gives it (the result itself).
+  const flow = answerFlow(m.road, m.ex, grpcCodec, m.id, true, result);
+  await runAnswerStages(m.stages, flow);
+  const end = flow.end;
+  // Every message decoded is readable: an end is a refusal.
+  if (end !== undefined) {
+    const error = end.type === 'refuse' ? end.error : proxyError('upstreamUnavailable', 'Upstream agent answer cannot be inspected');
+    const why = end.type === 'refuse' ? end.why : 'agent answer cannot be inspected';
+    return { stop: { error, why, ...(end.type === 'refuse' && end.refused === true ? { refused: true } : {}) } };
+  }
+  const judged = flow.judged;
+  try {
+    if (flow.changed || judged?.modified === true) return { pass: frameMessage(encodeFromPayload(codec, judged?.payload ?? canonicalResponse(m.id, flow.body), 'result')) };
+    if (judged === undefined) return { pass: frameMessage(bytes) };
+    // A judged answer carries only what the guardian saw (unknown fields are not re-encoded), and all of it
+    // (a value its JSON form cannot carry, an unknown enum number or a NaN, is not passed as something else).
+    const encoded = faithfulEncoding(codec, decoded, result);
+    if (encoded !== undefined) return { pass: frameMessage(encoded) };
+    return { stop: { error: proxyError('upstreamUnavailable', 'Upstream agent answer holds values its JSON form cannot carry'), why: 'agent answer: not faithful to its JSON form', status: 'INTERNAL', outcome: 'answer_refused' } };
+  } catch (err) {
+    return { stop: { error: proxyError('upstreamUnavailable', 'Answer cannot be re-encoded'), why: (err as Error).message, status: 'INTERNAL', outcome: 'answer_refused' } };
   }
 }
 
