@@ -16,6 +16,7 @@ import { HOOK_ORDER } from '../../aos/hook-points';
 import type { JsonObject } from '../../aos/schemas';
 import type { RewriteOptions } from '../../a2a/card';
 import { grpcCodec } from '../../a2a/bindings/grpc/binding';
+import type { Codec } from '../../a2a/binding';
 import { jsonRpcCodec } from '../../a2a/bindings/jsonrpc';
 import { canonicalResponse, encodeFromPayload, encodeProblem, faithfulEncoding, type MessageCodec } from '../../a2a/bindings/grpc/codec';
 import { agentStatusJson, statusProblem, statusTrailers } from '../../a2a/bindings/grpc/status';
@@ -272,7 +273,7 @@ async function answerMessage(m: MessageRoad, raw: RawMessage, encoding: string |
     return { stop: { error: proxyError('upstreamUnavailable', 'Upstream agent answer does not decode'), why: `agent answer: ${(err as Error).message}`, status: 'INTERNAL', outcome: 'answer_refused' } };
   }
   // Task ownership reads the message as the gRPC codec gives it (the result itself).
-  const flow = answerFlow(m.road, m.ex, grpcCodec, m.id, true, result);
+  const flow = answerFlow(m.road, m.ex, DECODED, m.id, true, result);
   await runAnswerStages(m.stages, flow);
   const end = flow.end;
   // Every message decoded is readable: an end is a refusal.
@@ -294,6 +295,9 @@ async function answerMessage(m: MessageRoad, raw: RawMessage, encoding: string |
     return { stop: { error: proxyError('upstreamUnavailable', 'Answer cannot be re-encoded'), why: (err as Error).message, status: 'INTERNAL', outcome: 'answer_refused' } };
   }
 }
+
+/** A message the method's codec decoded is a result, whatever its JSON form (a v0.3 push config answer may be a list or null). */
+const DECODED: Codec = { ...grpcCodec, toPayload: (id, answer) => canonicalResponse(String(id), answer) };
 
 /**
  * A gRPC answer's road without its per-call parts: a message that does not decode never reaches the

@@ -243,8 +243,8 @@ describe('response hooks', () => {
   test('REST and gRPC answers are judged as the JSON-RPC response they stand for', async () => {
     const g = scripted(() => 'allow');
     await run(UNARY_ANSWER, answerFlow(road({ judge: g.judge }), undefined, restCodec, 7, true, task('t').result));
-    await run(UNARY_ANSWER, answerFlow(road({ judge: g.judge, spelling: false }), undefined, grpcCodec, '7', true, null));
-    expect(g.seen.map((s) => JSON.parse(s) as unknown)).toEqual([{ jsonrpc: '2.0', id: 7, result: task('t').result }, { jsonrpc: '2.0', id: '7', result: null }]);
+    await run(UNARY_ANSWER, answerFlow(road({ judge: g.judge, spelling: false }), undefined, grpcCodec, '7', true, task('t').result));
+    expect(g.seen.map((s) => JSON.parse(s) as unknown)).toEqual([{ jsonrpc: '2.0', id: 7, result: task('t').result }, { jsonrpc: '2.0', id: '7', result: task('t').result }]);
   });
 
   test('a deny refuses the answer with the guardian\'s error; a modify replaces it', async () => {

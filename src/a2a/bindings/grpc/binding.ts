@@ -25,8 +25,7 @@ export function grpcErrorStatus(err: Parameters<typeof grpcErrorParts>[0], statu
 
 export const grpcCodec: Codec = {
   name: 'grpc',
-  // Every message is a result (a v0.3 push config answer may be a list or null): the codec decoded it.
-  toPayload: (id, answer) => ({ jsonrpc: '2.0', id, result: answer as JsonObject }),
+  toPayload: (id, answer) => (isObject(answer) ? { jsonrpc: '2.0', id, result: answer } : undefined),
   fromPayload: (payload) => JSON.stringify(payload.result),
   resultOf: (answer) => answer,
   withResult: (_answer, result) => result as JsonObject,
