@@ -53,8 +53,34 @@ export interface Codec {
   streamError(err: ProxyError, id: JsonRpcId | null): { readonly frame: Buffer } | { readonly trailers: Readonly<Record<string, string>> };
 }
 
+/**
+ * One answer message's bytes and its JSON form, the form the answer stages work on (proxy/answers.ts):
+ * HTTP bindings, a JSON body or one SSE event's data; gRPC, one protobuf message (grpc/codec.ts
+ * messageAnswers).
+ */
+export interface AnswerCodec {
+  /** The JSON form of one answer message; throws when the bytes are not one. */
+  decodeAnswer(bytes: Buffer): unknown;
+  /** The bytes of an answer message the proxy writes (a card rewritten, a list filtered). */
+  encodeAnswer(json: unknown): Buffer;
+}
+
+/**
+ * An HTTP answer as JSON, read as an SDK caller's `response.json()` reads it: UTF-8 with one leading
+ * byte order mark dropped (WHATWG "UTF-8 decode"); no bytes at all read as null. JSON.parse alone
+ * refuses the mark, and an answer the proxy could not read but the caller can would pass unjudged.
+ */
+export const JSON_ANSWERS: AnswerCodec = {
+  decodeAnswer(raw) {
+    if (raw.length === 0) return null;
+    const bom = raw.length >= 3 && raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf;
+    return JSON.parse(raw.toString('utf8', bom ? 3 : 0));
+  },
+  encodeAnswer: (json) => Buffer.from(JSON.stringify(json), 'utf8'),
+};
+
 /** A binding over HTTP/1.1 whose streams are SSE: an error under way is an `event: error` frame. */
-export interface SseCodec extends Codec {
+export interface SseCodec extends Codec, AnswerCodec {
   readonly name: 'jsonrpc' | 'rest';
   streamError(err: ProxyError, id: JsonRpcId | null): { readonly frame: Buffer };
 }

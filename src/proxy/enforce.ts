@@ -81,3 +81,15 @@ export function enforce(input: EnforceInput): HookAction {
   return { type: 'block', error: err, decision: 'failClosed', outcome: failure };
 }
 
+
+/** What happens to an agent answer the proxy cannot read (not JSON, compressed, misspelled, ...). */
+export type UnreadableAction = { readonly type: 'refuse'; readonly error: ProxyError } | { readonly type: 'pass' };
+
+/**
+ * An answer the response hooks cannot read is refused (FAIL_MODE=closed), or passed unjudged
+ * (FAIL_MODE=open, or SHADOW_MODE, which never blocks).
+ */
+export function unreadableAnswer(why: string, failMode: 'closed' | 'open', shadow: boolean): UnreadableAction {
+  if (failMode === 'closed' && !shadow) return { type: 'refuse', error: proxyError('upstreamUnavailable', `Agent answer cannot be inspected: ${why}`) };
+  return { type: 'pass' };
+}

@@ -26,6 +26,7 @@ import { decodeBody, hasBody, holdDecoded, readBody, type BodyLease } from './bo
 import { proxyError, type ProxyError } from '../core/errors';
 import { abortOnClientClose, callUpstream, forwardRequestHeaders, headerText, type UpstreamAnswer, type UpstreamHandle } from './forward';
 import { createHookRunner } from './hooks';
+import { unreadableAnswer } from './enforce';
 import type { AnswerHook } from './ownership';
 import { isEventStream, relayPlain, relayStreamInspected, relayUnaryInspected, sendError, type RelayContext } from './responses';
 import { cardRewrite, serveCard } from './card-route';
@@ -497,10 +498,11 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       streamWindow: config.streamInspectWindow,
       streamLine: deps.streamLine,
       onUninspectable: (why) => {
-        if (config.failMode === 'closed' && !config.shadowMode) {
+        const action = unreadableAnswer(why, config.failMode, config.shadowMode);
+        if (action.type === 'refuse') {
           if (ex !== undefined) ex.log.outcome = 'answer_refused';
           logger.warn({ method: ex?.call.op.aosMethod, why }, 'agent answer cannot be inspected; refused (FAIL_MODE=closed)');
-          return proxyError('upstreamUnavailable', `Agent answer cannot be inspected: ${why}`);
+          return action.error;
         }
         if (ex !== undefined) ex.log.outcome = 'forwarded_unchecked';
         metrics.failOpenPasses.inc();

@@ -4,24 +4,22 @@
  * response hooks, and SSE events through them pipelined and in order (relay/stream.ts).
  */
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { JsonObject, JsonRpcId } from '../aos/schemas';
-import { rewriteCard, type CardJson } from '../a2a/card';
-import type { Codec, ErrorShape } from '../a2a/binding';
-import { isObject } from '../core/json';
+import type { JsonRpcId } from '../aos/schemas';
+import type { Codec, ErrorShape, SseCodec } from '../a2a/binding';
 import { BoundedBytes } from '../core/bounded';
 import { isEncoded } from '../core/http';
 import { proxyError, type ProxyError } from '../core/errors';
 import { dropAgentBytes, headerText, headersForOwnBody, type UpstreamAnswer } from './forward';
 import { decodeBody } from './body';
-import { misspelledAnswer } from '../a2a/fields';
-import type { AnswerCheck } from './ownership';
+import { answerFlow, runAnswerStages, UNARY_ANSWER, type AnswerFlow } from './answers';
 import { relayStreamInspected as relayPipelined } from './relay/stream';
-import type { RelayContext } from './relay/context';
+import { answerRoad, type RelayContext } from './relay/context';
 
 export type { RelayContext } from './relay/context';
 
 
 const SHUTDOWN = () => proxyError('upstreamUnavailable', 'Proxy is shutting down');
+const cardUnreadable = () => proxyError('upstreamUnavailable', 'Agent card unavailable: the answer cannot be read');
 
 /** The binding's error answer for a call the agent does not answer (refused, denied, unreachable...). */
 export function sendError(res: ServerResponse, codec: Codec, err: ProxyError, id: JsonRpcId | null, shape?: ErrorShape): void {
@@ -140,7 +138,7 @@ function unaryLabelledStream(ctx: RelayContext): void {
   if (ctx.rewriteCard !== undefined && ok) {
     ctx.upReq.abort();
     ctx.onUpstreamFailure('agent card result cannot be read');
-    return sendError(ctx.res, ctx.codec, proxyError('upstreamUnavailable', 'Agent card unavailable: the answer cannot be read'), ctx.id);
+    return sendError(ctx.res, ctx.codec, cardUnreadable(), ctx.id);
   }
   // Nothing here reads this answer (card rewrite and task ownership read 2xx ones only): it goes as it is.
   if (ctx.inspect === undefined && !(ok && ctx.answerHook?.unary !== undefined)) return relayPlain(ctx);
@@ -157,84 +155,44 @@ function uninspectable(ctx: RelayContext, why: string, pass: () => void): void {
   sendError(ctx.res, ctx.codec, err, ctx.id);
 }
 
+/** A unary answer read in full: decoded, run through the answer stages, and written as they left it. */
 async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   const { res, upRes, codec, id } = ctx;
   const status = upRes.statusCode;
   const ok = status >= 200 && status < 300;
-  // Task ownership reads 2xx answers (binds what they name, filters lists).
-  const ownershipRead = ctx.answerHook?.unary !== undefined && ok;
   const headers: OutgoingHttpHeaders = { ...upRes.headers };
   const original = raw;
-  // An agent-card result that cannot be read and rewritten is never relayed, whatever FAIL_MODE says:
-  // its URLs would lead around the proxy (the card route refuses the same way).
-  const cardAnswer = ctx.rewriteCard !== undefined && ok;
-  const refuseCard = () => {
-    ctx.onUpstreamFailure('agent card result cannot be read');
-    sendError(res, codec, proxyError('upstreamUnavailable', 'Agent card unavailable: the answer cannot be read'), id);
-  };
   if (isEncoded(upRes.headers['content-encoding'])) {
     const encoding = headerText(upRes.headers['content-encoding']) as string;
     // Asked for identity, got a compressed answer anyway: read it before judging it, never pass it unread.
     const decoded = await decodeBody(raw, encoding, ctx.maxBodyBytes);
-    if (!decoded.ok && cardAnswer) return refuseCard();
+    if (!decoded.ok && ctx.rewriteCard !== undefined && ok) {
+      ctx.onUpstreamFailure('agent card result cannot be read');
+      return sendError(res, codec, cardUnreadable(), id);
+    }
     if (!decoded.ok) return uninspectable(ctx, 'agent answer has an encoding the proxy cannot read', () => send(res, status, headers, original));
     raw = decoded.body;
     delete headers['content-encoding'];
   }
   let body: unknown;
+  let unread: string | undefined;
   try {
-    body = raw.length === 0 ? null : parseJsonBody(raw);
+    body = codec.decodeAnswer(raw);
   } catch {
-    if (cardAnswer) return refuseCard();
-    const owned = await checkAnswer(ctx, undefined, status);
-    if (res.destroyed) return;
-    if (owned.type === 'refuse') return sendError(res, codec, owned.error, id);
-    // Not JSON (an HTML error page, say): no A2A answer the hooks could judge. A 2xx one that task ownership
-    // should have read is not passed unread either: a laxer reader (NaN, comments) could find a task in it.
-    if (ctx.inspect === undefined && !ownershipRead) return send(res, status, headers, original);
-    return uninspectable(ctx, 'agent answer is not JSON', () => send(res, status, headers, original));
+    // Not JSON (an HTML error page, say): no A2A answer the hooks could judge.
+    unread = 'agent answer is not JSON';
   }
-  let out = raw;
-  if (cardAnswer && ctx.rewriteCard !== undefined) {
-    const rewritten = rewriteCardResult(codec, body, ctx.rewriteCard);
-    // An error answer (JSON-RPC: 200 with an error) carries no card; anything else that is not a card object is refused.
-    if (rewritten === undefined && !isErrorAnswer(codec, id, body)) return refuseCard();
-    if (rewritten !== undefined) {
-      body = rewritten;
-      out = Buffer.from(JSON.stringify(body), 'utf8');
-    }
-  }
-  const owned = await checkAnswer(ctx, body, status);
+  const flow = answerFlow(answerRoad(ctx, 'agent answer is not a JSON object'), ctx.ex, codec, id, ok, body, unread);
+  await runAnswerStages(UNARY_ANSWER, flow);
   if (res.destroyed) return;
-  if (owned.type === 'refuse') return sendError(res, codec, owned.error, id);
-  if (owned.type === 'replace') {
-    body = owned.body;
-    out = Buffer.from(JSON.stringify(body), 'utf8');
+  const end = flow.end;
+  if (end?.type === 'refuse') {
+    if (end.agentFailed === true) ctx.onUpstreamFailure(end.why);
+    return sendError(res, codec, end.error, id);
   }
-  if (ctx.inspect !== undefined) {
-    const payload = codec.toPayload(id, body, ok);
-    // An A2A member spelled another way (`Tasks`): what the guardian reads past, a case-insensitive caller acts on.
-    // (Task ownership already refused such a result, whatever FAIL_MODE says: walked once.)
-    const unread = payload === undefined ? 'agent answer is not a JSON object' : ok && !ownershipRead ? misspelledAnswer(body) : undefined;
-    if (unread !== undefined || payload === undefined) {
-      const err = ctx.onUninspectable(unread ?? 'agent answer is not a JSON object');
-      if (err !== undefined) return sendError(res, codec, err, id);
-    } else {
-      // The guardian reads the proxy's serialization of the answer, never the agent's text: that text could
-      // mean one thing to a last-wins reader and another to a first-match one (a member given twice).
-      const payloadJson = JSON.stringify(payload);
-      const run = await ctx.inspect(payload, payloadJson);
-      if (res.destroyed) return;
-      if (run.type === 'block') return sendError(res, codec, run.error, id);
-      if (run.modified) out = Buffer.from(codec.fromPayload(run.payload, body), 'utf8');
-      else out = approvedBytes(codec, payload, payloadJson, body, out, raw);
-    }
-  }
-  if (out === raw && ownershipRead && ctx.inspect === undefined && body !== null) {
-    // The caller gets what task ownership read: the agent's text could give a member twice, and a
-    // first-match reader would take the one ownership did not bind or filter.
-    out = sameText(raw, JSON.stringify(body));
-  }
+  // Passed unjudged as it came (FAIL_MODE=open, or nothing reads it).
+  if (end !== undefined && unread !== undefined) return send(res, status, headers, original);
+  const out = unaryBytes(flow, codec, raw, end === undefined && ctx.inspect === undefined && ctx.answerHook?.unary !== undefined && ok);
   if (out === raw) return send(res, status, headers, out);
   // Bytes the proxy wrote: none of the agent's digests or validators (send sets the length), no encoding.
   dropAgentBytes(headers);
@@ -242,47 +200,28 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   send(res, status, headers, out);
 }
 
+/**
+ * What the caller gets of a unary answer: what the guardian judged, re-serialized (a modify's
+ * replacement as written); else what the stages changed; else, when task ownership read it, what it
+ * read (the agent's text could give a member twice, and a first-match reader would take the one
+ * ownership did not bind or filter). The agent's own bytes when they already are that text, so ETags
+ * survive the common case.
+ */
+function unaryBytes(flow: AnswerFlow, codec: SseCodec, raw: Buffer, ownershipRead: boolean): Buffer {
+  const { judged, body } = flow;
+  const out = flow.changed ? codec.encodeAnswer(body) : raw;
+  if (judged !== undefined) {
+    if (judged.modified) return Buffer.from(codec.fromPayload(judged.payload, body), 'utf8');
+    if (out === raw && raw.length === 0 && body === null) return raw;
+    return sameText(out, codec.fromPayload(judged.payload, body, judged.payloadJson));
+  }
+  if (out === raw && ownershipRead && body !== null) return sameText(raw, JSON.stringify(body));
+  return out;
+}
+
 /** `bytes` when they already are `text` (so the agent's ETag survives the common case), else `text`'s bytes. */
 function sameText(bytes: Buffer, text: string): Buffer {
   return bytes.length === Buffer.byteLength(text) && bytes.toString('utf8') === text ? bytes : Buffer.from(text, 'utf8');
-}
-
-/**
- * What the caller gets of an approved answer: exactly what the guardian judged, re-serialized (the agent's own
- * bytes when they already are that text, so ETags survive the common case).
- */
-function approvedBytes(codec: Codec, payload: JsonObject, payloadJson: string, body: unknown, out: Buffer, raw: Buffer): Buffer {
-  if (out === raw && raw.length === 0 && body === null) return raw;
-  return sameText(out, codec.fromPayload(payload, body, payloadJson));
-}
-
-const PASS: AnswerCheck = { type: 'pass' };
-
-/** Task ownership's check of a unary answer (PASS when the call has none). */
-function checkAnswer(ctx: RelayContext, body: unknown, status: number): AnswerCheck | Promise<AnswerCheck> {
-  const unary = ctx.answerHook?.unary;
-  return unary === undefined ? PASS : unary(body, status >= 200 && status < 300);
-}
-
-function rewriteCardResult(codec: Codec, body: unknown, opts: Parameters<typeof rewriteCard>[1]): unknown {
-  const card = codec.resultOf(body);
-  return isObject(card) ? codec.withResult(body, rewriteCard(card as CardJson, opts)) : undefined;
-}
-
-/** A 2xx answer that is an error in the binding's terms (JSON-RPC's error member). */
-function isErrorAnswer(codec: Codec, id: JsonRpcId | null, body: unknown): boolean {
-  const payload = codec.toPayload(id, body, true);
-  return payload !== undefined && 'error' in payload && !('result' in payload);
-}
-
-/**
- * The agent's answer body as JSON, read as an SDK caller's `response.json()` reads it: UTF-8 with one
- * leading byte order mark dropped (WHATWG "UTF-8 decode"). JSON.parse alone refuses the mark, and an
- * answer the proxy could not read but the caller can would pass unjudged.
- */
-function parseJsonBody(raw: Buffer): unknown {
-  const bom = raw.length >= 3 && raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf;
-  return JSON.parse(raw.toString('utf8', bom ? 3 : 0));
 }
 
 function send(res: ServerResponse, status: number, headers: OutgoingHttpHeaders, body: Buffer): void {

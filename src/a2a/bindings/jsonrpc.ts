@@ -1,5 +1,5 @@
 /** The JSON-RPC binding's answer side: its answers already are JSON-RPC responses. */
-import type { SseCodec } from '../binding';
+import { JSON_ANSWERS, type SseCodec } from '../binding';
 import { isObject, type JsonObject } from '../../core/json';
 import { jsonRpcErrorObject } from '../../core/errors';
 import { formatSseErrorEvent } from '../sse';
@@ -8,6 +8,7 @@ const JSON_HEADERS = Object.freeze({ 'content-type': 'application/json' });
 const SSE_HEADERS = Object.freeze({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
 
 export const jsonRpcCodec: SseCodec = {
+  ...JSON_ANSWERS,
   name: 'jsonrpc',
   toPayload: (_id, answer) => (isObject(answer) ? answer : undefined),
   fromPayload: (payload, _original, payloadJson) => payloadJson ?? JSON.stringify(payload),

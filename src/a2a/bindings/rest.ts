@@ -1,5 +1,5 @@
 /** The HTTP+JSON (REST) binding's answer side: a REST body stands for a JSON-RPC result or error. */
-import type { SseCodec } from '../binding';
+import { JSON_ANSWERS, type SseCodec } from '../binding';
 import { isObject } from '../../core/json';
 import { errorCode, restErrorObject, restHttpStatus } from '../../core/errors';
 import { formatSseErrorEvent } from '../sse';
@@ -9,6 +9,7 @@ const JSON_HEADERS = Object.freeze({ 'content-type': 'application/json' });
 const A2A_JSON_HEADERS = Object.freeze({ 'content-type': 'application/a2a+json' });
 
 export const restCodec: SseCodec = {
+  ...JSON_ANSWERS,
   name: 'rest',
   toPayload(id, answer, ok) {
     if (ok) return { jsonrpc: '2.0', id, result: answer ?? null };

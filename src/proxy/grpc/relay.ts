@@ -2,7 +2,7 @@
  * The agent's answer to one gRPC call, relayed to the caller. Unjudged answers go through as bytes
  * with backpressure both ways. Judged ones (INSPECT_RESPONSES, a card to rewrite, task ownership)
  * go through an OrderedWindow (relay/window.ts, whose ordering rules apply as written there): each
- * message is decoded, checked and judged in the window's `decide`; a stream's messages are judged
+ * message is decoded, run through the answer stages (answers.ts) and re-encoded in the window's `decide`; a stream's messages are judged
  * up to STREAM_INSPECT_WINDOW at once on the guardian's stream budget and places (a unary answer's one
  * message on the call budget), and leave in the agent's order, each once its own decision is known.
  * A stop at message k ends the call with its error status after messages 1..k-1 and cancels the
@@ -14,7 +14,10 @@ import type { Config } from '../../config';
 import type { Metrics } from '../../admin/metrics';
 import { HOOK_ORDER } from '../../aos/hook-points';
 import type { JsonObject } from '../../aos/schemas';
-import { rewriteCard, type CardJson, type RewriteOptions } from '../../a2a/card';
+import type { RewriteOptions } from '../../a2a/card';
+import { grpcCodec } from '../../a2a/bindings/grpc/binding';
+import type { Codec } from '../../a2a/binding';
+import { jsonRpcCodec } from '../../a2a/bindings/jsonrpc';
 import { canonicalResponse, encodeFromPayload, encodeProblem, faithfulEncoding, type MessageCodec } from '../../a2a/bindings/grpc/codec';
 import { agentStatusJson, statusProblem, statusTrailers } from '../../a2a/bindings/grpc/status';
 import { GRPC_STATUS, MessageReader, frameMessage, isProblem, readMessage, type RawMessage } from '../../a2a/bindings/grpc/framing';
@@ -22,7 +25,9 @@ import { headerText } from '../forward';
 import type { CallOutcome } from '../../observe/audit';
 import { proxyError, type ProxyError } from '../../core/errors';
 import type { HookRun, HookRunInput } from '../hooks';
-import type { AnswerCheck, AnswerHook } from '../ownership';
+import type { AnswerHook } from '../ownership';
+import { answerFlow, runAnswerStages, STREAM_ANSWER, UNARY_ANSWER, type AnswerFlow, type AnswerRoad } from '../answers';
+import type { Stage } from '../stages';
 import { OrderedWindow, STREAM_WINDOW_MAX_BYTES, type Line, type Verdict } from '../relay/window';
 import { framingError, type CallerSide } from './caller';
 import type { Exchange } from '../call';
@@ -180,18 +185,29 @@ export function relayAnswer(
     });
   }
 
+  /** An error status is an error answer message (the JSON-RPC error it stands for), judged by the response hooks alone. */
   async function judgeStatus(h: http2.IncomingHttpHeaders, relayed: http2.OutgoingHttpHeaders): Promise<void> {
     const payload: JsonObject = { jsonrpc: '2.0', id: call.id, error: agentStatusJson(h) };
-    const run = await deps.runHooks({
-      ex, sides: HOOK_ORDER[config.role].response, phase: 'response', payload, payloadJson: JSON.stringify(payload), reasoning: undefined,
-      ...(method.streaming ? { budget: 'stream' as const } : {}),
-      validateModified: (p) => ('result' in p || !('error' in p) ? 'an error status stays an error' : statusProblem(p.error)),
-    });
+    const road: AnswerRoad = { ...NO_STAGES, judge: hooks((p) => ('result' in p || !('error' in p) ? 'an error status stays an error' : statusProblem(p.error))) };
+    const flow = answerFlow(road, ex, jsonRpcCodec, call.id, false, payload);
+    await runAnswerStages(UNARY_ANSWER, flow);
     if (!caller.open) return;
-    if (run.type === 'block') return endWith({ error: run.error, why: `response hook: ${run.decision}` });
+    if (flow.end?.type === 'refuse') return endWith({ error: flow.end.error, why: flow.end.why });
+    const approved = flow.judged?.payload ?? payload;
     // The agent's own status members give way to the approved ones (a member it had that the approval lacks is gone too).
     const rest = Object.fromEntries(Object.entries(relayed).filter(([k]) => !STATUS_MEMBERS.has(k)));
-    caller.end({ ...rest, ...statusTrailers(run.payload.error as JsonObject) });
+    caller.end({ ...rest, ...statusTrailers(approved.error as JsonObject) });
+  }
+
+  /** The response hooks on one answer message, with the binding's check of a modify. */
+  function hooks(validateModified: (p: JsonObject) => string | undefined): AnswerRoad['judge'] {
+    if (!config.inspectResponses) return undefined;
+    return (payload, payloadJson) => deps.runHooks({
+      ex, sides: HOOK_ORDER[config.role].response, phase: 'response', payload, payloadJson, reasoning: undefined,
+      // Stream messages use the guardian's stream connections, never ahead of a call's checks (as over HTTP).
+      ...(method.streaming ? { budget: 'stream' as const } : {}),
+      validateModified,
+    });
   }
 
   /** The window a judged answer's messages go through. */
@@ -221,61 +237,77 @@ export function relayAnswer(
     return w;
   }
 
-  /** One answer message: decoded, checked, judged, re-encoded and framed; or the stop it causes. */
-  async function judgeMessage(raw: RawMessage): Promise<Verdict<Stop>> {
-    const bytes = await readMessage(raw, upEncoding, config.maxBodyBytes);
-    if (isProblem(bytes)) return { stop: { error: framingError(bytes), why: `agent answer: ${bytes.message}`, status: bytes.status, outcome: 'answer_refused' } };
-    let decoded: unknown;
-    let result: unknown;
-    try {
-      decoded = codec.decode(bytes);
-      result = codec.toJson(decoded);
-    } catch (err) {
-      return { stop: { error: proxyError('upstreamUnavailable', 'Upstream agent answer does not decode'), why: `agent answer: ${(err as Error).message}`, status: 'INTERNAL', outcome: 'answer_refused' } };
-    }
-    let changed = false;
-    if (method.op.returnsCard) {
-      result = rewriteCard(result as CardJson, deps.cardRewrite(authority));
-      changed = true;
-    }
-    if (answerHook !== undefined) {
-      // Task ownership reads the message as the gRPC codec gives it (the result itself).
-      const check = await answerCheck(answerHook, method.streaming, result);
-      if (check.type === 'refuse') return { stop: { error: check.error, why: 'task ownership refused the answer', refused: true } };
-      if (check.type === 'replace') {
-        result = check.body;
-        changed = true;
-      }
-    }
-    let payload = canonicalResponse(String(call.id), result);
-    if (config.inspectResponses) {
-      // Past a stop or a caller gone, no guardian call starts (the window ignores this answer anyway).
-      if (call.caller.cancelled) return { stop: { error: proxyError('upstreamUnavailable', 'Call ended'), why: 'call ended' } };
-      const run = await deps.runHooks({
-        ex, sides: HOOK_ORDER[config.role].response, phase: 'response', payload, payloadJson: JSON.stringify(payload), reasoning: undefined,
-        // Stream messages use the guardian's stream connections, never ahead of a call's checks (as over HTTP).
-        ...(method.streaming ? { budget: 'stream' as const } : {}),
-        validateModified: (p) => encodeProblem(codec, p, 'result'),
-      });
-      if (run.type === 'block') return { stop: { error: run.error, why: `response hook: ${run.decision}` } };
-      if (run.modified) {
-        payload = run.payload;
-        changed = true;
-      }
-    }
-    try {
-      if (changed) return { pass: frameMessage(encodeFromPayload(codec, payload, 'result')) };
-      if (!config.inspectResponses) return { pass: frameMessage(bytes) };
-      // A judged answer carries only what the guardian saw (unknown fields are not re-encoded), and all of it
-      // (a value its JSON form cannot carry, an unknown enum number or a NaN, is not passed as something else).
-      const encoded = faithfulEncoding(codec, decoded, result);
-      if (encoded !== undefined) return { pass: frameMessage(encoded) };
-      return { stop: { error: proxyError('upstreamUnavailable', 'Upstream agent answer holds values its JSON form cannot carry'), why: 'agent answer: not faithful to its JSON form', status: 'INTERNAL', outcome: 'answer_refused' } };
-    } catch (err) {
-      return { stop: { error: proxyError('upstreamUnavailable', 'Answer cannot be re-encoded'), why: (err as Error).message, status: 'INTERNAL', outcome: 'answer_refused' } };
-    }
+  /** What each answer message goes through (answers.ts); a modify must encode as written. */
+  const road: AnswerRoad = {
+    ...NO_STAGES, card: method.op.returnsCard ? deps.cardRewrite(authority) : undefined, answerHook, judge: hooks((p) => encodeProblem(codec, p, 'result')),
+  };
+  const messages: MessageRoad = { road, stages: method.streaming ? STREAM_ANSWER : UNARY_ANSWER, ex, codec, id: String(call.id), maxBodyBytes: config.maxBodyBytes };
+  /** One message of the answer (the window decides them after relayAnswer returned: `messages` is set by then). */
+  function judgeMessage(raw: RawMessage): Promise<Verdict<Stop>> {
+    return answerMessage(messages, raw, upEncoding);
   }
 }
+
+/** What one call's answer messages go through. */
+interface MessageRoad {
+  readonly road: AnswerRoad;
+  readonly stages: readonly Stage<AnswerFlow>[];
+  readonly ex: Exchange;
+  readonly codec: MessageCodec;
+  /** The id the guardian sees in each message's payload. */
+  readonly id: string;
+  readonly maxBodyBytes: number;
+}
+
+/** One answer message: decoded, run through the answer stages, re-encoded and framed; or the stop it causes. */
+async function answerMessage(m: MessageRoad, raw: RawMessage, encoding: string | undefined): Promise<Verdict<Stop>> {
+  const { codec } = m;
+  const bytes = await readMessage(raw, encoding, m.maxBodyBytes);
+  if (isProblem(bytes)) return { stop: { error: framingError(bytes), why: `agent answer: ${bytes.message}`, status: bytes.status, outcome: 'answer_refused' } };
+  let decoded: unknown;
+  let result: unknown;
+  try {
+    decoded = codec.decode(bytes);
+    result = codec.toJson(decoded);
+  } catch (err) {
+    return { stop: { error: proxyError('upstreamUnavailable', 'Upstream agent answer does not decode'), why: `agent answer: ${(err as Error).message}`, status: 'INTERNAL', outcome: 'answer_refused' } };
+  }
+  // Task ownership reads the message as the gRPC codec gives it (the result itself).
+  const flow = answerFlow(m.road, m.ex, DECODED, m.id, true, result);
+  await runAnswerStages(m.stages, flow);
+  const end = flow.end;
+  // Every message decoded is readable: an end is a refusal.
+  if (end !== undefined) {
+    const error = end.type === 'refuse' ? end.error : proxyError('upstreamUnavailable', 'Upstream agent answer cannot be inspected');
+    const why = end.type === 'refuse' ? end.why : 'agent answer cannot be inspected';
+    return { stop: { error, why, ...(end.type === 'refuse' && end.refused === true ? { refused: true } : {}) } };
+  }
+  const judged = flow.judged;
+  try {
+    if (flow.changed || judged?.modified === true) return { pass: frameMessage(encodeFromPayload(codec, judged?.payload ?? canonicalResponse(m.id, flow.body), 'result')) };
+    if (judged === undefined) return { pass: frameMessage(bytes) };
+    // A judged answer carries only what the guardian saw (unknown fields are not re-encoded), and all of it
+    // (a value its JSON form cannot carry, an unknown enum number or a NaN, is not passed as something else).
+    const encoded = faithfulEncoding(codec, decoded, result);
+    if (encoded !== undefined) return { pass: frameMessage(encoded) };
+    return { stop: { error: proxyError('upstreamUnavailable', 'Upstream agent answer holds values its JSON form cannot carry'), why: 'agent answer: not faithful to its JSON form', status: 'INTERNAL', outcome: 'answer_refused' } };
+  } catch (err) {
+    return { stop: { error: proxyError('upstreamUnavailable', 'Answer cannot be re-encoded'), why: (err as Error).message, status: 'INTERNAL', outcome: 'answer_refused' } };
+  }
+}
+
+/** A message the method's codec decoded is a result, whatever its JSON form (a v0.3 push config answer may be a list or null). */
+const DECODED: Codec = { ...grpcCodec, toPayload: (id, answer) => canonicalResponse(String(id), answer) };
+
+/**
+ * A gRPC answer's road without its per-call parts: a message that does not decode never reaches the
+ * stages (it is refused whatever FAIL_MODE says), and protobuf JSON is the proxy's codec's own writing
+ * (no member spelled otherwise).
+ */
+const NO_STAGES: AnswerRoad = {
+  card: undefined, answerHook: undefined, judge: undefined, spelling: false, notAnObject: 'agent answer is not a JSON object',
+  unreadable: (why) => proxyError('upstreamUnavailable', `Agent answer cannot be inspected: ${why}`),
+};
 
 /** An open stream: counted in the gauge and ended by a shutdown; returns the untrack function. */
 function trackStream(deps: RelayDeps, terminate: () => void): () => void {
@@ -287,12 +319,6 @@ function trackStream(deps: RelayDeps, terminate: () => void): () => void {
     done = true;
     if (deps.streams.delete(terminate)) deps.metrics.openStreams.dec();
   };
-}
-
-/** Task ownership's check of one answer message: a stream's events, or the unary answer. */
-function answerCheck(hook: AnswerHook, streaming: boolean, payload: unknown): AnswerCheck | Promise<AnswerCheck> {
-  if (streaming && hook.event !== undefined) return hook.event(payload);
-  return hook.unary?.(payload, true) ?? { type: 'pass' };
 }
 
 /** The agent's response headers or trailers as relayed: pseudo and hop-by-hop headers dropped; re-encoded answers lose grpc-encoding. */

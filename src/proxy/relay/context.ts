@@ -13,6 +13,7 @@ import type { HookRun } from '../hooks';
 import type { Exchange } from '../call';
 import type { AnswerHook } from '../ownership';
 import type { Line } from './window';
+import type { AnswerRoad } from '../answers';
 import type { BodyLease } from '../body';
 
 export interface RelayContext {
@@ -50,4 +51,19 @@ export interface RelayContext {
   readonly streamWindow?: number;
   /** Places shared by all streams' events going to the guardian (one per stream-budget connection). */
   readonly streamLine?: Line;
+}
+
+/**
+ * What a call's answers go through (answers.ts), from the relay's context: `notAnObject` names the
+ * framing; `judged` counts each message shown to the guardian.
+ */
+export function answerRoad(ctx: RelayContext, notAnObject: string, budget?: GuardianBudget, judged?: () => void): AnswerRoad {
+  const inspect = ctx.inspect;
+  return {
+    card: ctx.rewriteCard, answerHook: ctx.answerHook, unreadable: ctx.onUninspectable, notAnObject, spelling: true,
+    judge: inspect === undefined ? undefined : (payload, payloadJson) => {
+      judged?.();
+      return inspect(payload, payloadJson, budget);
+    },
+  };
 }

@@ -8,9 +8,9 @@ import type { SseEvent } from '../../a2a/sse';
 import { SseParser, formatSseEvent } from '../../a2a/sse';
 import { proxyError, type ProxyError } from '../../core/errors';
 import { headersForOwnBody } from '../forward';
-import type { RelayContext } from './context';
+import { answerRoad, type RelayContext } from './context';
 import { isObject } from '../../core/json';
-import { misspelledAnswer } from '../../a2a/fields';
+import { answerFlow, runAnswerStages, STREAM_ANSWER, type AnswerFlow, type AnswerRoad } from '../answers';
 import { OrderedWindow, STREAM_WINDOW_MAX_BYTES, type Verdict } from './window';
 
 /** Default number of events judged at once per stream (STREAM_INSPECT_WINDOW). */
@@ -19,9 +19,6 @@ export const DEFAULT_STREAM_WINDOW = 16;
 const SHUTDOWN = () => proxyError('upstreamUnavailable', 'Proxy is shutting down');
 
 type Inspect = NonNullable<RelayContext['inspect']>;
-type OwnEvent = NonNullable<NonNullable<RelayContext['answerHook']>['event']>;
-
-const isPromise = <T>(v: T | Promise<T>): v is Promise<T> => typeof (v as { then?: unknown }).then === 'function';
 
 /** What a block without data becomes: a bare comment, which keeps an idle connection alive and nothing else. */
 const KEEP_ALIVE = Buffer.from(':\n\n', 'latin1');
@@ -34,59 +31,46 @@ function onlyLineEnds(raw: Buffer): boolean {
 }
 
 /**
- * One event's verdict: a data event is bound by task ownership (when the call has it), then judged
- * by the response hooks (when inspection is on). The caller gets only bytes the proxy wrote: a block
- * without data (comments, `retry:`, `id:` or `event:` alone, lines the WHATWG rules ignore) leaves as
- * a bare keep-alive, never as the agent's text. A laxer parser (one that splits lines at U+2028 or
- * reads `DATA:` or `data :`) could find an event in that text that the proxy never read.
+ * One event's verdict: a data event goes through the answer stages (answers.ts: task ownership when
+ * the call has it, the response hooks when inspection is on). The caller gets only bytes the proxy
+ * wrote: a block without data (comments, `retry:`, `id:` or `event:` alone, lines the WHATWG rules
+ * ignore) leaves as a bare keep-alive, never as the agent's text. A laxer parser (one that splits
+ * lines at U+2028 or reads `DATA:` or `data :`) could find an event in that text that the proxy never read.
  */
-function decideEvent(ctx: RelayContext, inspect: Inspect | undefined, ownEvent: OwnEvent | undefined, ev: SseEvent): Verdict | Promise<Verdict> {
+function decideEvent(ctx: RelayContext, road: AnswerRoad, ev: SseEvent): Verdict | Promise<Verdict> {
   if (ev.commentOnly || !ev.hasData) return { pass: onlyLineEnds(ev.raw) ? NOTHING : KEEP_ALIVE };
   // `data:` with nothing after it: WHATWG clients dispatch no event, the SDK's parser neither.
   if (ev.data === '') return { pass: KEEP_ALIVE };
   let data: unknown;
+  let unread: string | undefined;
   try {
+    // The event's data is already text (the SSE parser decoded it): parsed as a caller's JSON.parse reads it.
     data = JSON.parse(ev.data);
   } catch {
     // Neither task ownership nor the hooks can read it; a laxer JSON reader (NaN, comments) might.
-    return unreadable(ctx, ev, 'SSE event data is not JSON');
+    unread = 'SSE event data is not JSON';
   }
-  // Task ownership: bind the tasks an event names before it goes out, whatever its name (JSON-RPC clients
-  // read an `event: error` event's data as any other's).
-  if (ownEvent === undefined) return judge(ctx, inspect, ev, data);
-  const owned = ownEvent(data, ev.event === 'error');
-  if (!isPromise(owned)) return owned.type === 'refuse' ? { stop: ctx.codec.streamError(owned.error, ctx.id).frame } : judge(ctx, inspect, ev, data);
-  return owned.then((o) => (o.type === 'refuse' ? { stop: ctx.codec.streamError(o.error, ctx.id).frame } : judge(ctx, inspect, ev, data)));
+  // Task ownership binds the tasks an event names whatever its name (JSON-RPC clients read an
+  // `event: error` event's data as any other's); the hooks are told it is an error.
+  const errorEvent = ev.event === 'error';
+  const failed = errorEvent || (isObject(data) && 'error' in data && !('result' in data));
+  const flow = answerFlow(road, ctx.ex, ctx.codec, ctx.id, !failed, data, unread, errorEvent);
+  const ran = runAnswerStages(STREAM_ANSWER, flow);
+  return ran === undefined ? verdict(ctx, flow, ev) : ran.then(() => verdict(ctx, flow, ev));
 }
 
-/** The response hooks' verdict on one parsed event (a pass when inspection is off). */
-function judge(ctx: RelayContext, inspect: Inspect | undefined, ev: SseEvent, data: unknown): Verdict | Promise<Verdict> {
-  // Task ownership read the parsed data: the caller gets that, not the agent's text (a member given twice reads otherwise first-match).
-  if (inspect === undefined) return { pass: formatSseEvent({ data: noLineSeparators(JSON.stringify(data)), ...fieldsOf(ev) }) };
-  const { codec, id } = ctx;
-  const failed = ev.event === 'error' || (isObject(data) && 'error' in data && !('result' in data));
-  const payload = codec.toPayload(id, data, !failed);
-  if (payload === undefined) return unreadable(ctx, ev, 'SSE event data is not a JSON object');
-  // Task ownership already refused such an event (whatever FAIL_MODE says): walked once.
-  const miss = ctx.answerHook?.event === undefined ? misspelledAnswer(data, failed) : undefined;
-  if (miss !== undefined) return unreadable(ctx, ev, miss);
-  if (ctx.ex !== undefined) ctx.ex.log.events++;
-  // Stream events use their own guardian connections: a call's checks never wait behind them.
-  // The guardian reads the proxy's serialization of the event, and the caller gets that same text: never the
-  // agent's, which could mean one thing to a last-wins reader and another to a first-match one.
-  const payloadJson = JSON.stringify(payload);
-  return inspect(payload, payloadJson, 'stream').then((run): Verdict => {
-    if (run.type === 'block') return { stop: codec.streamError(run.error, id).frame };
-    // A modify replaces this event's data only; an error event stays one (so does an allowed one).
-    const out = run.modified ? codec.fromPayload(run.payload, data) : codec.fromPayload(payload, data, payloadJson);
-    return { pass: formatSseEvent({ data: noLineSeparators(out), ...fieldsOf(ev) }) };
-  });
-}
-
-/** An event the hooks cannot read: passed (FAIL_MODE=open, counted) or the end of the stream. */
-function unreadable(ctx: RelayContext, ev: SseEvent, why: string): Verdict {
-  const err = ctx.onUninspectable(why);
-  return err === undefined ? { pass: asParsed(ev) } : { stop: ctx.codec.streamError(err, ctx.id).frame };
+/**
+ * What leaves for a data event: the error that ends the stream, the event as parsed (passed
+ * unjudged), or the proxy's serialization of what task ownership read and the guardian judged (a
+ * modify replaces this event's data only; an error event stays one). Never the agent's text, which
+ * could mean one thing to a last-wins reader and another to a first-match one.
+ */
+function verdict(ctx: RelayContext, flow: AnswerFlow, ev: SseEvent): Verdict {
+  const { end, judged } = flow;
+  if (end?.type === 'refuse') return { stop: ctx.codec.streamError(end.error, ctx.id).frame };
+  if (end !== undefined) return { pass: asParsed(ev) };
+  const out = judged === undefined ? JSON.stringify(flow.body) : judged.modified ? ctx.codec.fromPayload(judged.payload, flow.body) : ctx.codec.fromPayload(judged.payload, flow.body, judged.payloadJson);
+  return { pass: formatSseEvent({ data: noLineSeparators(out), ...fieldsOf(ev) }) };
 }
 
 /**
@@ -122,8 +106,9 @@ function fieldsOf(ev: SseEvent): { readonly event?: 'error' } {
 }
 
 export function relayStreamInspected(ctx: RelayContext, inspect: Inspect | undefined): void {
-  const ownEvent = ctx.answerHook?.event;
-  const { res, upRes, codec, id } = ctx;
+  const { res, upRes, codec, id, ex } = ctx;
+  // Stream events use their own guardian connections: a call's checks never wait behind them.
+  const road = answerRoad(ctx, 'SSE event data is not a JSON object', 'stream', ex === undefined ? undefined : () => ex.log.events++);
   const errorEvent = (err: ProxyError): Buffer => codec.streamError(err, id).frame;
   // Every event leaves as the proxy wrote it: the agent's length would frame the caller's connection wrongly.
   res.writeHead(upRes.statusCode, headersForOwnBody(upRes.headers));
@@ -146,7 +131,7 @@ export function relayStreamInspected(ctx: RelayContext, inspect: Inspect | undef
   };
   // Guardian places (streamLine) are shared only by events that go to the guardian.
   const window = new OrderedWindow({
-    decide: (ev) => decideEvent(ctx, inspect, ownEvent, ev),
+    decide: (ev) => decideEvent(ctx, road, ev),
     bytes: (ev) => ev.raw.length,
     write: (bytes) => {
       if (res.destroyed || res.writableEnded) return true;
