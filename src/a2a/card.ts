@@ -10,6 +10,7 @@ import { monotonicMs } from '../core/clock';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { Logger } from 'pino';
+import type { CardSigning } from './card-signature';
 
 export type CardJson = Record<string, unknown>;
 
@@ -256,7 +257,9 @@ export interface RewriteOptions {
   readonly publicBase: URL;
   /** The upstream base URL the proxy forwards to. */
   readonly upstreamBase: URL;
-  readonly signatures: 'strip' | 'keep';
+  readonly signatures: 'strip' | 'keep' | 'require';
+  /** Card signing and the agent's signatures checked (CARD_SIGNING_KEY_FILE, CARD_SIGNATURES=require); undefined: neither. */
+  readonly signing?: CardSigning | undefined;
   /** host:port of the proxy's gRPC listener when it serves gRPC (GRPC_PORT); undefined: gRPC interfaces are removed. */
   readonly grpcAddress?: string | undefined;
 }
@@ -371,8 +374,17 @@ export function rewriteCard(given: CardJson, opts: RewriteOptions): CardJson {
       if (typeof alt.transport === 'string') out.preferredTransport = alt.transport;
     } else delete out.url;
   }
-  if (opts.signatures === 'strip' && 'signatures' in out) delete out.signatures;
+  if (opts.signatures !== 'keep' && 'signatures' in out) delete out.signatures;
   return out;
+}
+
+/**
+ * The card a caller is served: rewritten to point at the proxy, then signed by the proxy (or checked
+ * first: CARD_SIGNATURES=require). undefined: refused (the agent's signature does not verify).
+ */
+export function cardToServe(given: CardJson, opts: RewriteOptions): CardJson | undefined {
+  const out = rewriteCard(given, opts);
+  return opts.signing === undefined ? out : opts.signing.vouch(given, out, opts.publicBase);
 }
 
 /**

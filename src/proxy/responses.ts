@@ -5,7 +5,7 @@
  */
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { JsonObject, JsonRpcId } from '../aos/schemas';
-import { rewriteCard, type CardJson } from '../a2a/card';
+import { cardToServe, type CardJson, type RewriteOptions } from '../a2a/card';
 import type { Codec, ErrorShape } from '../a2a/binding';
 import { isObject } from '../core/json';
 import { BoundedBytes } from '../core/bounded';
@@ -202,6 +202,8 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
     if (rewritten !== undefined) {
       body = rewritten;
       out = Buffer.from(JSON.stringify(body), 'utf8');
+      // The extended card is the caller's own: no cache may hand it to another caller.
+      headers['cache-control'] = 'private, no-store';
     }
   }
   const owned = await checkAnswer(ctx, body, status);
@@ -264,9 +266,10 @@ function checkAnswer(ctx: RelayContext, body: unknown, status: number): AnswerCh
   return unary === undefined ? PASS : unary(body, status >= 200 && status < 300);
 }
 
-function rewriteCardResult(codec: Codec, body: unknown, opts: Parameters<typeof rewriteCard>[1]): unknown {
+function rewriteCardResult(codec: Codec, body: unknown, opts: RewriteOptions): unknown {
   const card = codec.resultOf(body);
-  return isObject(card) ? codec.withResult(body, rewriteCard(card as CardJson, opts)) : undefined;
+  const served = isObject(card) ? cardToServe(card as CardJson, opts) : undefined;
+  return served === undefined ? undefined : codec.withResult(body, served);
 }
 
 /** A 2xx answer that is an error in the binding's terms (JSON-RPC's error member). */

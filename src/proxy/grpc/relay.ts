@@ -14,7 +14,7 @@ import type { Config } from '../../config';
 import type { Metrics } from '../../admin/metrics';
 import { HOOK_ORDER } from '../../aos/hook-points';
 import type { JsonObject } from '../../aos/schemas';
-import { rewriteCard, type CardJson, type RewriteOptions } from '../../a2a/card';
+import { cardToServe, type CardJson, type RewriteOptions } from '../../a2a/card';
 import { canonicalResponse, encodeFromPayload, encodeProblem, faithfulEncoding, type MessageCodec } from '../../a2a/bindings/grpc/codec';
 import { agentStatusJson, statusProblem, statusTrailers } from '../../a2a/bindings/grpc/status';
 import { GRPC_STATUS, MessageReader, frameMessage, isProblem, readMessage, type RawMessage } from '../../a2a/bindings/grpc/framing';
@@ -235,7 +235,9 @@ export function relayAnswer(
     }
     let changed = false;
     if (method.op.returnsCard) {
-      result = rewriteCard(result as CardJson, deps.cardRewrite(authority));
+      const served = cardToServe(result as CardJson, deps.cardRewrite(authority));
+      if (served === undefined) return { stop: { error: proxyError('upstreamUnavailable', 'Agent card unavailable'), why: 'agent card: its signature does not verify (CARD_SIGNATURES=require)', status: 'UNAVAILABLE', outcome: 'answer_refused' } };
+      result = served;
       changed = true;
     }
     if (answerHook !== undefined) {
