@@ -1,0 +1,56 @@
+/**
+ * The canonical JSON card signatures are made over (RFC 8785, empty members dropped), held to an
+ * independent implementation (a sorted copy serialised by JSON.stringify) on generated JSON values.
+ */
+import fc from 'fast-check';
+import { canonicalJson, cardPayload } from '../../../src/a2a/card-signature';
+
+/** Independent: drop empties, sort members into a fresh object, let JSON.stringify write it. */
+function reference(v: unknown): string | undefined {
+  const clean = (x: unknown): unknown => {
+    if (x === '' || x === null || x === undefined) return undefined;
+    if (Array.isArray(x)) {
+      const a = x.map(clean).filter((y) => y !== undefined);
+      return a.length > 0 ? a : undefined;
+    }
+    if (typeof x === 'object') {
+      const out = new Map<string, unknown>();
+      for (const k of Object.keys(x as object).sort()) {
+        const c = clean((x as Record<string, unknown>)[k]);
+        if (c !== undefined) out.set(k, c);
+      }
+      return out.size > 0 ? out : undefined;
+    }
+    return x;
+  };
+  const write = (x: unknown): string => {
+    if (x instanceof Map) return `{${[...x].map(([k, y]) => `${JSON.stringify(k)}:${write(y)}`).join(',')}}`;
+    if (Array.isArray(x)) return `[${x.map(write).join(',')}]`;
+    return JSON.stringify(x);
+  };
+  const c = clean(v);
+  return c === undefined ? undefined : write(c);
+}
+
+test('generated JSON values: the same canonical text as the reference, whatever the member order', () => {
+  fc.assert(
+    fc.property(fc.jsonValue(), (v) => {
+      expect(canonicalJson(v)).toBe(reference(v));
+      const reordered = JSON.parse(JSON.stringify(v, (_k, x) => (x !== null && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).reverse()) : x)));
+      expect(canonicalJson(reordered)).toBe(canonicalJson(v));
+    }),
+    { numRuns: 2000 },
+  );
+});
+
+test('RFC 8785 number and string forms; UTF-16 member order; a __proto__ member is a member', () => {
+  expect(canonicalJson({ n: [1e21, 1e-7, -0, 0.1, 123456789012345680000, 4.5] })).toBe('{"n":[1e+21,1e-7,0,0.1,123456789012345680000,4.5]}');
+  expect(canonicalJson({ '\u20ac': 1, '\r': 2, '\ud83d\ude00': 3, '\ufb33': 4, '1': 5 })).toBe('{"\\r":2,"1":5,"\u20ac":1,"\ud83d\ude00":3,"\ufb33":4}');
+  expect(canonicalJson({ s: 'a\u0001"\\\u2028' })).toBe('{"s":"a\\u0001\\"\\\\\u2028"}');
+  expect(canonicalJson(JSON.parse('{"__proto__":{"x":1},"a":1}'))).toBe('{"__proto__":{"x":1},"a":1}');
+});
+
+test('the payload of a card: signatures left out, empty members dropped (A2A v1.0 section 8.4)', () => {
+  const card = { name: 'A', description: '', signatures: [{ protected: 'p', signature: 's' }], capabilities: { streaming: false, extensions: [] }, skills: [{ id: 's', tags: [] }] };
+  expect(cardPayload(card)).toBe('{"capabilities":{"streaming":false},"name":"A","skills":[{"id":"s"}]}');
+});
