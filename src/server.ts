@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config';
 import { FastCounter, Metrics } from './admin/metrics';
 import { CardCache } from './a2a/card';
-import { CardSigning } from './a2a/card-signature';
+import { CardSigning } from './identity/card-signing';
 import { encodePath } from './a2a/target';
 import { HttpGuardian, type Guardian } from './aos/guardian';
 import { Identities } from './aos/identity';

@@ -10,7 +10,6 @@ import { monotonicMs } from '../core/clock';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { Logger } from 'pino';
-import type { CardSigning } from './card-signature';
 
 export type CardJson = Record<string, unknown>;
 
@@ -252,6 +251,12 @@ export function identityFromCard(card: CardJson | undefined): CardIdentity {
   return Object.fromEntries(Object.entries(id).filter(([, v]) => v !== undefined));
 }
 
+/** Signs a rewritten card, or refuses the agent's (identity/card-signing.ts). */
+export interface CardVouch {
+  /** The card served from the agent's `given` and its rewrite `out`; undefined: refused. */
+  vouch(given: CardJson, out: CardJson, publicBase: URL): CardJson | undefined;
+}
+
 export interface RewriteOptions {
   /** Public base URL of the proxy (scheme, host, optional path prefix). */
   readonly publicBase: URL;
@@ -259,7 +264,7 @@ export interface RewriteOptions {
   readonly upstreamBase: URL;
   readonly signatures: 'strip' | 'keep' | 'require';
   /** Card signing and the agent's signatures checked (CARD_SIGNING_KEY_FILE, CARD_SIGNATURES=require); undefined: neither. */
-  readonly signing?: CardSigning | undefined;
+  readonly signing?: CardVouch | undefined;
   /** host:port of the proxy's gRPC listener when it serves gRPC (GRPC_PORT); undefined: gRPC interfaces are removed. */
   readonly grpcAddress?: string | undefined;
 }

@@ -5,7 +5,8 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { cardToServe, hostBoundCacheControl, weakEtag, type CardJson, type RewriteOptions } from '../a2a/card';
 import { grpcPublicAddress } from '../a2a/bindings/grpc/card';
-import { CARD_JWKS_PATH, type CardSigning } from '../a2a/card-signature';
+import { CARD_JWKS_PATH } from '../a2a/card-signature';
+import type { CardSigning } from '../identity/card-signing';
 import { BoundedBytes } from '../core/bounded';
 import { isEncoded } from '../core/http';
 import { isObject } from '../core/json';

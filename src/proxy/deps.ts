@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Metrics } from '../admin/metrics';
 import type { CardCache } from '../a2a/card';
-import type { CardSigning } from '../a2a/card-signature';
+import type { CardSigning } from '../identity/card-signing';
 import type { Guardian } from '../aos/guardian';
 import type { Identities } from '../aos/identity';
 import type { BodyBudget } from './body';

@@ -5,13 +5,15 @@
  * flattenedVerify over a payload this file canonicalises itself (A2A v1.0 section 8.4: the card
  * without `signatures`, empty members removed, RFC 8785), and the SDK's verifyAgentCardSignature.
  */
-import { generateKeyPairSync } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { join } from 'node:path';
 import type * as A2A from '@a2a-js/sdk' with { 'resolution-mode': 'import' };
 import type * as A2AClient from '@a2a-js/sdk/client' with { 'resolution-mode': 'import' };
-import { makeClient, rawRpc, startAgent, type AgentCard, type TestAgent } from '../../helpers/agent';
+import { makeClient, rawRpc, startAgent, userMsg, type AgentCard, type TestAgent } from '../../helpers/agent';
 import { endpointUrls } from '../../helpers/cards';
 import { makeGrpcClient } from '../../helpers/grpc';
 import { startGuardian, type TestGuardian } from '../../helpers/guardian';
@@ -59,8 +61,8 @@ async function joseVerify(card: any, jwks: { keys: JWK[] }): Promise<string> {
   return header.kid as string;
 }
 
-async function publicKeyOf(jwks: { keys: JWK[] }, kid: string) {
-  return jose().importJWK(jwks.keys.find((k) => k.kid === kid) as JWK, 'ES256');
+async function publicKeyOf(jwks: { keys: JWK[] }, kid: string): Promise<KeyObject> {
+  return createPublicKey({ key: jwks.keys.find((k) => k.kid === kid) as JsonWebKey, format: 'jwk' });
 }
 
 /** The agent's extended card: its card under another name (served to any caller). */
@@ -155,6 +157,28 @@ describe('cards signed by the proxy (CARD_SIGNING_KEY_FILE)', () => {
     await expect(sdk.verifyAgentCardSignature(async (kid) => publicKeyOf(jwks, kid))(card)).resolves.toBeUndefined();
   });
 
+  test('ROLE=client, the card at a CARD_PATHS path: signed by the proxy, verifies; an SDK client built from it calls the proxy', async () => {
+    const CARD_PATH = '/.well-known/remote/agent-card.json';
+    const remote = await startAgent({ cardPath: CARD_PATH, signCards: { key: agentKeys.privateKey, kid: 'agent-key' } });
+    const client = await startTestProxy({ UPSTREAM_URL: remote.origin, GUARDIAN_URL: guardian.url, ROLE: 'client', OBSERVED_AGENT_NAME: 'caller', CARD_PATHS: CARD_PATH, CARD_SIGNING_KEY_FILE: await writeSigningKey(dir, proxyKey, 'client.jwk.json') });
+    try {
+      for (const headers of [{ 'a2a-version': '1.0' }, {}] as Array<Record<string, string>>) {
+        const card: any = await (await fetch(`${client.url}${CARD_PATH}`, { headers })).json();
+        expectAtProxy(card, client.url);
+        expect(await joseVerify(card, jwks)).toBe('proxy-card-key');
+      }
+      const sdkCard = await new sdkClient.DefaultAgentCardResolver().resolve(client.url, CARD_PATH);
+      await expect(sdk.verifyAgentCardSignature(async (kid) => publicKeyOf(jwks, kid))(sdkCard)).resolves.toBeUndefined();
+      remote.received.length = 0;
+      const c = await makeClient(client.url, 'JSONRPC', '1.0', { cardPath: CARD_PATH });
+      await c.sendMessage({ message: userMsg('hello') });
+      expect(remote.received.some((r) => r.method === 'POST' && r.headers['x-forwarded-host'] === new URL(client.url).host)).toBe(true);
+    } finally {
+      await client.close();
+      await remote.close();
+    }
+  });
+
   test('a rotated key signs the next card; the JWKS publishes the new and the previous key', async () => {
     const rotated = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, CARD_SIGNING_KEY_FILE: await writeSigningKey(dir, proxyKey, 'rotating.jwk.json'), CREDENTIALS_REFRESH_MS: '100' });
     try {
@@ -183,6 +207,7 @@ describe('CARD_SIGNATURES=require: the agent\'s signature checked before the rew
   let trusted: TestProxy;
   let untrusted: TestProxy;
   let noSignatures: TestProxy;
+  const logged: Array<{ msg?: string; problem?: string }> = [];
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'card-require-'));
@@ -197,7 +222,8 @@ describe('CARD_SIGNATURES=require: the agent\'s signature checked before the rew
     guardian = await startGuardian();
     const proxyKey = await writeSigningKey(dir, await makeKey('proxy-card-key'));
     trusted = await startTestProxy({ UPSTREAM_URL: signed.origin, GUARDIAN_URL: guardian.url, CARD_SIGNATURES: 'require', CARD_TRUST_JWKS_FILE: trust, CARD_SIGNING_KEY_FILE: proxyKey });
-    untrusted = await startTestProxy({ UPSTREAM_URL: signed.origin, GUARDIAN_URL: guardian.url, CARD_SIGNATURES: 'require', CARD_TRUST_JWKS_FILE: await writeJwks(dir, [other]) });
+    const sink = new Writable({ write(chunk: Buffer, _e, cb) { logged.push(JSON.parse(chunk.toString('utf8'))); cb(); } });
+    untrusted = await startTestProxy({ UPSTREAM_URL: signed.origin, GUARDIAN_URL: guardian.url, CARD_SIGNATURES: 'require', CARD_TRUST_JWKS_FILE: await writeJwks(dir, [other]) }, undefined, pino({ level: 'info' }, sink));
     noSignatures = await startTestProxy({ UPSTREAM_URL: unsigned.origin, GUARDIAN_URL: guardian.url, CARD_SIGNATURES: 'require', CARD_TRUST_JWKS_FILE: trust });
   });
   afterAll(async () => {
@@ -232,5 +258,12 @@ describe('CARD_SIGNATURES=require: the agent\'s signature checked before the rew
     expect(rpc.json.result).toBeUndefined();
     const rest = await fetch(`${p.url}/a2a/rest/extendedAgentCard`, { headers: { 'a2a-version': '1.0' } });
     expect(rest.status).toBe(502);
+  });
+
+  test('the refusal is logged with the reason (the key is not trusted)', async () => {
+    logged.length = 0;
+    expect((await fetch(`${untrusted.url}${CARD}`, { headers: { 'a2a-version': '1.0' } })).status).toBe(502);
+    const line = logged.find((l) => l.msg?.startsWith('agent card refused') === true);
+    expect(line?.problem).toBe('key "agent-key" is not trusted');
   });
 });
