@@ -13,7 +13,7 @@ import pino from 'pino';
 import { join } from 'node:path';
 import type * as A2A from '@a2a-js/sdk' with { 'resolution-mode': 'import' };
 import type * as A2AClient from '@a2a-js/sdk/client' with { 'resolution-mode': 'import' };
-import { makeClient, rawRpc, startAgent, userMsg, type AgentCard, type TestAgent } from '../../helpers/agent';
+import { makeClient, rawRpc, sendReq, startAgent, type AgentCard, type TestAgent } from '../../helpers/agent';
 import { endpointUrls } from '../../helpers/cards';
 import { makeGrpcClient } from '../../helpers/grpc';
 import { startGuardian, type TestGuardian } from '../../helpers/guardian';
@@ -171,7 +171,7 @@ describe('cards signed by the proxy (CARD_SIGNING_KEY_FILE)', () => {
       await expect(sdk.verifyAgentCardSignature(async (kid) => publicKeyOf(jwks, kid))(sdkCard)).resolves.toBeUndefined();
       remote.received.length = 0;
       const c = await makeClient(client.url, 'JSONRPC', '1.0', { cardPath: CARD_PATH });
-      await c.sendMessage({ message: userMsg('hello') });
+      await c.sendMessage(sendReq('hello'));
       expect(remote.received.some((r) => r.method === 'POST' && r.headers['x-forwarded-host'] === new URL(client.url).host)).toBe(true);
     } finally {
       await client.close();
