@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import type * as A2A from '@a2a-js/sdk' with { 'resolution-mode': 'import' };
 import type * as A2AClient from '@a2a-js/sdk/client' with { 'resolution-mode': 'import' };
 import { makeClient, rawRpc, sendReq, startAgent, type AgentCard, type TestAgent } from '../../helpers/agent';
-import { endpointUrls } from '../../helpers/cards';
+import { endpointUrls, referenceCanonical } from '../../helpers/cards';
 import { makeGrpcClient } from '../../helpers/grpc';
 import { startGuardian, type TestGuardian } from '../../helpers/guardian';
 import { makeKey, writeJwks, writeSigningKey, type TestKey } from '../../helpers/keys';
@@ -27,22 +27,10 @@ const sdkClient: typeof A2AClient = require('@a2a-js/sdk/client');
 const CARD = '/.well-known/agent-card.json';
 const JWKS = '/.well-known/a2a-guard/jwks.json';
 
-/** The signed payload as a verifier builds it: empties ("", null, [], {}) dropped at any depth, `signatures` left out, keys sorted, no whitespace. */
+/** The signed payload as a verifier builds it: the card without `signatures`, canonical (this file's own code, not the proxy's). */
 function payloadOf(card: Record<string, unknown>): string {
-  const clean = (v: unknown): unknown => {
-    if (v === '' || v === null || v === undefined) return undefined;
-    if (Array.isArray(v)) {
-      const a = v.map(clean).filter((x) => x !== undefined);
-      return a.length > 0 ? a : undefined;
-    }
-    if (typeof v === 'object') {
-      const entries = Object.entries(v as object).map(([k, x]) => [k, clean(x)] as const).filter(([, x]) => x !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-      return entries.length > 0 ? Object.fromEntries(entries) : undefined;
-    }
-    return v;
-  };
   const { signatures: _s, ...rest } = card;
-  return JSON.stringify(clean(rest) ?? {});
+  return referenceCanonical(rest) ?? '{}';
 }
 
 /** Verify a card's signatures with jose against a JWKS: the kid of the one that verified. */

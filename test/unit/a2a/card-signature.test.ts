@@ -4,33 +4,7 @@
  */
 import fc from 'fast-check';
 import { canonicalJson, cardPayload } from '../../../src/a2a/card-signature';
-
-/** Independent: drop empties, sort members into a fresh object, let JSON.stringify write it. */
-function reference(v: unknown): string | undefined {
-  const clean = (x: unknown): unknown => {
-    if (x === '' || x === null || x === undefined) return undefined;
-    if (Array.isArray(x)) {
-      const a = x.map(clean).filter((y) => y !== undefined);
-      return a.length > 0 ? a : undefined;
-    }
-    if (typeof x === 'object') {
-      const out = new Map<string, unknown>();
-      for (const k of Object.keys(x as object).sort()) {
-        const c = clean((x as Record<string, unknown>)[k]);
-        if (c !== undefined) out.set(k, c);
-      }
-      return out.size > 0 ? out : undefined;
-    }
-    return x;
-  };
-  const write = (x: unknown): string => {
-    if (x instanceof Map) return `{${[...x].map(([k, y]) => `${JSON.stringify(k)}:${write(y)}`).join(',')}}`;
-    if (Array.isArray(x)) return `[${x.map(write).join(',')}]`;
-    return JSON.stringify(x);
-  };
-  const c = clean(v);
-  return c === undefined ? undefined : write(c);
-}
+import { referenceCanonical as reference } from '../../helpers/cards';
 
 test('generated JSON values: the same canonical text as the reference, whatever the member order', () => {
   fc.assert(
