@@ -114,7 +114,13 @@ export function cardSignatureProblem(card: CardJson, trust: ReadonlyMap<string, 
     const how = ALGORITHMS[trusted.alg] as (typeof ALGORITHMS)[string];
     const input = Buffer.from(`${e.protected}.${payload}`, 'ascii');
     const sig = Buffer.from(e.signature, 'base64url');
-    if (verify(how.hash, input, how.p1363 ? { key: trusted.key, dsaEncoding: 'ieee-p1363' } : trusted.key, sig)) return undefined;
+    let ok = false;
+    try {
+      ok = verify(how.hash, input, how.p1363 ? { key: trusted.key, dsaEncoding: 'ieee-p1363' } : trusted.key, sig);
+    } catch {
+      // A signature of the wrong length or form: it does not verify.
+    }
+    if (ok) return undefined;
     problems.push(`key ${header.kid as string}: the signature does not verify`);
   }
   return problems.join('; ');
