@@ -88,7 +88,10 @@ const VARIABLES = {
   MAX_BODY_BYTES: int(10 * 1024 * 1024, 1, 1024 * 1024 * 1024).describe('larger requests are refused (-31400 / HTTP 413); also the limit for inspected answers'),
   BODY_TIMEOUT_MS: int(30_000, 1, 3_600_000).describe('a request body must arrive within this time'),
   CARD_TTL_MS: int(300_000, 0, 86_400_000).describe('how long a fetched agent card is cached'),
-  CARD_SIGNATURES: v.enum(['strip', 'keep']).default('strip').describe('strip or keep the JWS signatures of rewritten cards'),
+  CARD_SIGNATURES: v.enum(['strip', 'keep', 'require']).default('strip').describe("the agent's JWS card signatures: strip, keep (they no longer verify), or require one that verifies with CARD_TRUST_JWKS_FILE (else the card is refused)"),
+  CARD_SIGNING_KEY_FILE: file.describe('private key (JWK or PEM) the proxy signs every card it serves with, replacing the agent\'s signatures; public keys at /.well-known/a2a-guard/jwks.json'),
+  CARD_SIGNING_KEY_ID: optional(v.string().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1-128 printable ASCII characters')).describe("key id of card signatures (default: the JWK's kid or thumbprint)"),
+  CARD_TRUST_JWKS_FILE: file.describe('CARD_SIGNATURES=require: public keys (JWKS) the agent\'s card signatures must verify with'),
   CARD_PATHS: v.string().default('').transform((v, problem) => cardPathList(v, problem)).describe("comma-separated paths where the agent serves its card besides /.well-known/agent-card.json (/.well-known/my-agent/agent-card.json): served rewritten, as the standard card"),
   PASSTHROUGH_PATHS: v.string().default('').transform((v, problem) => pathList(v, problem)).describe('comma-separated path prefixes of non-A2A routes the agent serves, forwarded unjudged (counted, logged)'),
   REST_BASE_PATHS: v.string().optional().transform((v, problem) => (v === undefined ? undefined : pathList(v, problem))).describe("comma-separated REST bases of the agent, instead of its card's HTTP+JSON interface URLs"),
@@ -199,6 +202,7 @@ function crossRules(e: Env, problem: (name: keyof Env, message: string) => void)
     problem('MAX_INFLIGHT_BODY_BYTES_PER_CALLER', `must be at least MAX_BODY_BYTES (${e.MAX_BODY_BYTES}): a caller's largest request must fit its share`);
   }
   if (e.OIDC_ISSUER !== undefined && e.OIDC_AUDIENCE === undefined) problem('OIDC_AUDIENCE', 'is required with OIDC_ISSUER');
+  if (e.CARD_SIGNATURES === 'require' && e.CARD_TRUST_JWKS_FILE === undefined) problem('CARD_TRUST_JWKS_FILE', 'is required with CARD_SIGNATURES=require');
   if (e.OIDC_ISSUER === undefined && (e.OIDC_AUDIENCE !== undefined || e.OIDC_JWKS_URL !== undefined)) problem('OIDC_ISSUER', 'is required with OIDC_AUDIENCE / OIDC_JWKS_URL');
   if (e.IDENTITY_POLICY === 'required' && e.ROLE === 'server' && !trusts && e.TLS_CLIENT_CA_FILE === undefined && e.OIDC_ISSUER === undefined) {
     problem('IDENTITY_POLICY', 'required needs an identity source: ASSERTION_TRUST_JWKS_FILE/_URL, TLS_CLIENT_CA_FILE or OIDC_ISSUER');
@@ -349,6 +353,8 @@ function toConfig(e: Env) {
     bodyTimeoutMs: e.BODY_TIMEOUT_MS,
     cardTtlMs: e.CARD_TTL_MS,
     cardSignatures: e.CARD_SIGNATURES,
+    /** Card signing (CARD_SIGNING_KEY_FILE) and the agent's signatures checked (CARD_TRUST_JWKS_FILE). */
+    cardSigning: { keyFile: e.CARD_SIGNING_KEY_FILE, keyId: e.CARD_SIGNING_KEY_ID, trustJwksFile: e.CARD_TRUST_JWKS_FILE },
     /** More card paths (decoded segments), served and rewritten as the standard card. */
     cardPaths: e.CARD_PATHS,
     /** Path prefixes (decoded segments) of non-A2A routes forwarded unjudged. */

@@ -100,8 +100,10 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
   }
   if (config.passthroughPaths.some((p) => p.length === 0)) logger.warn('PASSTHROUGH_PATHS contains "/": every request that is not A2A is forwarded to the agent unjudged');
   if (config.nonA2A === 'forward') logger.warn('NON_A2A=forward: requests that are not A2A are forwarded to the agent unjudged; list the routes your agent serves in PASSTHROUGH_PATHS instead');
-  if (config.cardSignatures === 'keep') logger.warn('CARD_SIGNATURES=keep: rewritten agent cards keep signatures that no longer verify (the URLs changed)');
-  else logger.info('CARD_SIGNATURES=strip: agent card signatures are removed, because rewriting the card URLs invalidates them');
+  if (config.cardSigning.keyFile !== undefined) {
+    if (config.cardSignatures === 'keep') logger.warn('CARD_SIGNATURES=keep has no effect with CARD_SIGNING_KEY_FILE: served cards carry the proxy\'s signature only');
+  } else if (config.cardSignatures === 'keep') logger.warn('CARD_SIGNATURES=keep: rewritten agent cards keep signatures that no longer verify (the URLs changed)');
+  else logger.info(`CARD_SIGNATURES=${config.cardSignatures}: agent card signatures are removed, because rewriting the card URLs invalidates them (CARD_SIGNING_KEY_FILE signs them anew)`);
   if (config.failMode === 'open') logger.warn('FAIL_MODE=open: calls are forwarded unchecked when the guardian gives no valid answer');
   if (config.shadowMode) logger.warn('SHADOW_MODE=true: guardian decisions are logged and counted, never enforced');
   if (config.grpc !== undefined && config.grpc.upstreamUrl === undefined && config.role !== 'server') {

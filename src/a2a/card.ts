@@ -251,12 +251,20 @@ export function identityFromCard(card: CardJson | undefined): CardIdentity {
   return Object.fromEntries(Object.entries(id).filter(([, v]) => v !== undefined));
 }
 
+/** Signs a rewritten card, or refuses the agent's (identity/card-signing.ts). */
+export interface CardVouch {
+  /** The card served from the agent's `given` and its rewrite `out`; undefined: refused. */
+  vouch(given: CardJson, out: CardJson, publicBase: URL): CardJson | undefined;
+}
+
 export interface RewriteOptions {
   /** Public base URL of the proxy (scheme, host, optional path prefix). */
   readonly publicBase: URL;
   /** The upstream base URL the proxy forwards to. */
   readonly upstreamBase: URL;
-  readonly signatures: 'strip' | 'keep';
+  readonly signatures: 'strip' | 'keep' | 'require';
+  /** Card signing and the agent's signatures checked (CARD_SIGNING_KEY_FILE, CARD_SIGNATURES=require); undefined: neither. */
+  readonly signing?: CardVouch | undefined;
   /** host:port of the proxy's gRPC listener when it serves gRPC (GRPC_PORT); undefined: gRPC interfaces are removed. */
   readonly grpcAddress?: string | undefined;
 }
@@ -371,8 +379,17 @@ export function rewriteCard(given: CardJson, opts: RewriteOptions): CardJson {
       if (typeof alt.transport === 'string') out.preferredTransport = alt.transport;
     } else delete out.url;
   }
-  if (opts.signatures === 'strip' && 'signatures' in out) delete out.signatures;
+  if (opts.signatures !== 'keep' && 'signatures' in out) delete out.signatures;
   return out;
+}
+
+/**
+ * The card a caller is served: rewritten to point at the proxy, then signed by the proxy (or checked
+ * first: CARD_SIGNATURES=require). undefined: refused (the agent's signature does not verify).
+ */
+export function cardToServe(given: CardJson, opts: RewriteOptions): CardJson | undefined {
+  const out = rewriteCard(given, opts);
+  return opts.signing === undefined ? out : opts.signing.vouch(given, out, opts.publicBase);
 }
 
 /**

@@ -16,7 +16,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { WatchedFile } from '../files';
 import { ASSERTION_ALGORITHMS, CLOCK_TOLERANCE_S, type JSONWebKeySet, type JWTVerifyGetKey, jose, joseProblem } from './jose';
-import { parseSigningKey, parseTrustedJwks, startupKeyError, trustIndex, type SigningKey } from './keys';
+import { parseTrustedJwks, startupKeyError, trustIndex, watchSigningKey, type SigningKey } from './keys';
 import { ReplayCache, type ReplayGuard } from './replay';
 import { type AgentFields, type CredentialCheck, fieldValue } from './types';
 
@@ -34,23 +34,15 @@ export class AssertionSigner {
 
   static async open(opts: { file: string; kid: string | undefined; ttlSeconds: number; refreshMs: number; logger: Logger }): Promise<AssertionSigner> {
     const { logger } = opts;
-    const file = WatchedFile.open(opts.file, { variable: 'ASSERTION_SIGNING_KEY_FILE', intervalMs: opts.refreshMs, onProblem: (m) => logger.warn(m) });
-    let key: SigningKey;
-    try {
-      key = await parseSigningKey(file.text(), opts.kid);
-    } catch (err) {
-      throw startupKeyError('ASSERTION_SIGNING_KEY_FILE', opts.file, err);
-    }
-    const signer = new AssertionSigner(key, Math.min(opts.ttlSeconds, MAX_ASSERTION_LIFETIME_S));
-    file.onChange((content) => {
-      parseSigningKey(content.toString('utf8'), opts.kid).then(
-        (next) => {
-          signer.key = next;
-          logger.info({ kid: next.kid, alg: next.alg }, 'assertion signing key changed: new assertions use it');
-        },
-        (err: unknown) => logger.warn({ problem: (err as Error).message }, 'ASSERTION_SIGNING_KEY_FILE changed but does not load; the previous key stays in use'),
-      );
+    let signer: AssertionSigner | undefined;
+    const key = await watchSigningKey({
+      file: opts.file, variable: 'ASSERTION_SIGNING_KEY_FILE', kid: opts.kid, refreshMs: opts.refreshMs, logger,
+      onKey: (next) => {
+        if (signer !== undefined) signer.key = next;
+        logger.info({ kid: next.kid, alg: next.alg }, 'assertion signing key changed: new assertions use it');
+      },
     });
+    signer = new AssertionSigner(key, Math.min(opts.ttlSeconds, MAX_ASSERTION_LIFETIME_S));
     logger.info({ kid: key.kid, alg: key.alg, ttlSeconds: signer.ttlSeconds }, 'identity assertions: signing the observed agent for the upstream');
     return signer;
   }

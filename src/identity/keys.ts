@@ -10,7 +10,8 @@
  * Rotation: the trust set holds the old and the new key while signers switch (README "Key rotation").
  */
 import { createPrivateKey, createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
-import { StartupError } from '../files';
+import type { Logger } from 'pino';
+import { StartupError, WatchedFile } from '../files';
 import { ASSERTION_ALGORITHMS, type CryptoKeyLike, type JSONWebKeySet, type JWK, jose } from './jose';
 import { fieldValue } from './types';
 
@@ -22,6 +23,8 @@ export interface SigningKey {
   readonly alg: AssertionAlgorithm;
   /** The public half as a JWK (kid, alg, use), for a trust set. */
   readonly publicJwk: JWK;
+  /** The same key for node:crypto's synchronous sign (agent cards). */
+  readonly privateKey: KeyObject;
 }
 
 /** Which algorithm a key supports; undefined for key types assertions do not use. */
@@ -62,7 +65,26 @@ export async function parseSigningKey(text: string, kidOverride?: string): Promi
   const privateJwk = privateKey.export({ format: 'jwk' }) as JWK;
   // A CryptoKey signs faster with jose than a KeyObject it converts on every call.
   const key = await j.importJWK({ ...privateJwk, alg }, alg);
-  return { key, kid, alg, publicJwk: { ...publicJwk, kid, alg, use: 'sig' } };
+  return { key, kid, alg, publicJwk: { ...publicJwk, kid, alg, use: 'sig' }, privateKey };
+}
+
+/**
+ * The signing key in `file` (named `variable` in messages), re-read when the file changes: `onKey` gets
+ * each new key; a change that does not load is logged and the previous key stays in use.
+ */
+export async function watchSigningKey(opts: { file: string; variable: string; kid: string | undefined; refreshMs: number; logger: Logger; onKey: (key: SigningKey) => void }): Promise<SigningKey> {
+  const { logger, variable } = opts;
+  const file = WatchedFile.open(opts.file, { variable, intervalMs: opts.refreshMs, onProblem: (m) => logger.warn(m) });
+  let key: SigningKey;
+  try {
+    key = await parseSigningKey(file.text(), opts.kid);
+  } catch (err) {
+    throw startupKeyError(variable, opts.file, err);
+  }
+  file.onChange((content) => {
+    parseSigningKey(content.toString('utf8'), opts.kid).then(opts.onKey, (err: unknown) => logger.warn({ problem: (err as Error).message }, `${variable} changed but does not load; the previous key stays in use`));
+  });
+  return key;
 }
 
 /**

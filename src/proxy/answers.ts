@@ -9,7 +9,7 @@
  */
 import type { JsonObject, JsonRpcId } from '../core/json';
 import type { Codec } from '../a2a/binding';
-import { rewriteCard, type CardJson, type RewriteOptions } from '../a2a/card';
+import { cardToServe, type CardJson, type RewriteOptions } from '../a2a/card';
 import { misspelledAnswer } from '../a2a/fields';
 import { isObject } from '../core/json';
 import { proxyError, type ProxyError } from '../core/errors';
@@ -99,8 +99,8 @@ function unreadable(flow: AnswerFlow, why: string): typeof END {
 }
 
 /**
- * An agent-card result is rewritten so its URLs lead through the proxy; one that cannot be read and
- * rewritten is never relayed, whatever FAIL_MODE says (the card route refuses the same way). An error
+ * An agent-card result is rewritten so its URLs lead through the proxy (and signed by it, with a key);
+ * one that cannot be read and rewritten, or whose own signature fails CARD_SIGNATURES=require, is never relayed, whatever FAIL_MODE says (the card route refuses the same way). An error
  * answer (JSON-RPC: 200 with an error) carries no card.
  */
 export const rewriteCardAnswer: Stage<AnswerFlow> = {
@@ -110,7 +110,11 @@ export const rewriteCardAnswer: Stage<AnswerFlow> = {
     if (opts === undefined || !flow.ok) return undefined;
     const card = flow.unread === undefined ? flow.codec.resultOf(flow.body) : undefined;
     if (isObject(card)) {
-      flow.body = flow.codec.withResult(flow.body, rewriteCard(card as CardJson, opts));
+      const served = cardToServe(card as CardJson, opts);
+      if (served === undefined) {
+        return endWith(flow, { type: 'refuse', error: proxyError('upstreamUnavailable', 'Agent card unavailable'), why: 'agent card: its signature does not verify (CARD_SIGNATURES=require)', agentFailed: true });
+      }
+      flow.body = flow.codec.withResult(flow.body, served);
       flow.changed = true;
       return undefined;
     }

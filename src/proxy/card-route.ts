@@ -3,8 +3,10 @@
  * and returned with every endpoint URL pointing at this proxy (design section 7).
  */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { hostBoundCacheControl, rewriteCard, weakEtag, type CardJson, type RewriteOptions } from '../a2a/card';
+import { cardToServe, hostBoundCacheControl, weakEtag, type CardJson, type RewriteOptions } from '../a2a/card';
 import { grpcPublicAddress } from '../a2a/bindings/grpc/card';
+import { CARD_JWKS_PATH } from '../a2a/card-signature';
+import type { CardSigning } from '../identity/card-signing';
 import { BoundedBytes } from '../core/bounded';
 import { isEncoded } from '../core/http';
 import { isObject } from '../core/json';
@@ -30,7 +32,7 @@ export function publicBase(deps: ProxyDeps, req: IncomingMessage): URL {
 /** How served cards (and extended-card answers) are rewritten for this request: its public base and, with GRPC_PORT, the gRPC address. */
 export function cardRewrite(deps: ProxyDeps, req: IncomingMessage): RewriteOptions {
   const base = publicBase(deps, req);
-  return { publicBase: base, upstreamBase: deps.upstream.url, signatures: deps.config.cardSignatures, grpcAddress: grpcPublicAddress(deps.config.grpc, base.hostname) };
+  return { publicBase: base, upstreamBase: deps.upstream.url, signatures: deps.config.cardSignatures, signing: deps.cardSigning, grpcAddress: grpcPublicAddress(deps.config.grpc, base.hostname) };
 }
 
 /** `target` is the canonical card path the proxy classified (or the CARD_PATHS entry); HEAD is answered from the rewritten GET. */
@@ -72,7 +74,9 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
             // A card that cannot be rewritten is never relayed: its URLs would lead around the proxy.
             const card = !kept.overflowed && !isEncoded(upRes.headers['content-encoding']) ? parseCard(raw) : undefined;
             if (card === undefined) return unavailable('agent card: not a readable JSON object (too large, encoded or malformed)');
-            body = Buffer.from(JSON.stringify(rewriteCard(card, cardRewrite(deps, req))));
+            const served = cardToServe(card, cardRewrite(deps, req));
+            if (served === undefined) return unavailable('agent card: its signature does not verify (CARD_SIGNATURES=require)');
+            body = Buffer.from(JSON.stringify(served));
             rewrittenCardHeaders(out, body, deps.config.publicUrl === undefined);
           }
           out['content-length'] = body.length;
@@ -109,6 +113,17 @@ export function rewrittenCardHeaders(out: OutgoingHttpHeaders, body: Buffer, hos
     out['cache-control'] = hostBoundCacheControl(out['cache-control'] as string | string[] | undefined);
     out.vary = [headerText(out.vary as string | string[] | undefined), 'Host'].filter((v) => v !== undefined && v !== '').join(', ');
   }
+}
+
+/** GET/HEAD of CARD_JWKS_PATH (below PUBLIC_URL's path too): the JWKS of the proxy's card signatures. False: not that path. */
+export function serveCardJwks(signing: CardSigning, req: IncomingMessage, res: ServerResponse): boolean {
+  const path = (req.url ?? '/').split('?')[0] as string;
+  if (!path.endsWith(CARD_JWKS_PATH) || (req.method !== 'GET' && req.method !== 'HEAD')) return false;
+  const body = Buffer.from(JSON.stringify(signing.jwks()));
+  // Short-lived: after a key rotation callers find the new key soon (the previous one stays published).
+  res.writeHead(200, { 'content-type': 'application/jwk-set+json', 'content-length': body.length, 'cache-control': 'public, max-age=300', etag: weakEtag(body) });
+  res.end(req.method === 'HEAD' ? undefined : body);
+  return true;
 }
 
 function parseCard(raw: Buffer): CardJson | undefined {

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Metrics } from '../admin/metrics';
 import type { CardCache } from '../a2a/card';
+import type { CardSigning } from '../identity/card-signing';
 import type { Guardian } from '../aos/guardian';
 import type { Identities } from '../aos/identity';
 import type { BodyBudget } from './body';
@@ -35,6 +36,8 @@ export interface ProxyDeps {
   readonly callerLimits?: CallerLimits | undefined;
   /** The agent's card: names its REST and JSON-RPC endpoints. */
   readonly upstreamCard: CardCache;
+  /** Cards served signed by the proxy, or the agent's signature checked first (a2a/card-signature.ts); undefined: neither. */
+  readonly cardSigning?: CardSigning | undefined;
   /** Who is calling (verified sources, then IDENTITY_POLICY); see src/identity/caller.ts. */
   readonly identify: CallerIdentifier;
   /** ROLE=client/both with a signing key: a fresh identity assertion for the upstream. */

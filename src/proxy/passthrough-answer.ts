@@ -10,7 +10,7 @@
 import type { Transform } from 'node:stream';
 import type * as Zlib from 'node:zlib';
 import type { Logger } from 'pino';
-import { agentAddress, cardIn, rewriteCard, type CardJson, type RewriteOptions } from '../a2a/card';
+import { agentAddress, cardIn, cardToServe, type CardJson, type RewriteOptions } from '../a2a/card';
 import { wideDecode } from '../a2a/classify';
 import { restCodec } from '../a2a/bindings/rest';
 import { BoundedBytes } from '../core/bounded';
@@ -281,7 +281,9 @@ class PassthroughReader {
       const how = found !== 'top' ? 'inside another value' : wide !== undefined ? 'in UTF-16/32' : mislabelled ? `not encoded as its coding (${this.coding as string}) says` : 'followed by more text';
       return refuse(ctx, opts, `answer holds an agent card ${how}`);
     }
-    const body = Buffer.from(JSON.stringify(rewriteCard((read as JsonRead).value as CardJson, rewrite)), 'utf8');
+    const served = cardToServe((read as JsonRead).value as CardJson, rewrite);
+    if (served === undefined) return refuse(ctx, opts, 'answer is an agent card whose signature does not verify (CARD_SIGNATURES=require)');
+    const body = Buffer.from(JSON.stringify(served), 'utf8');
     const headers = dropAgentBytes({ ...ctx.upRes.headers });
     rewrittenCardHeaders(headers, body, opts.hostBound);
     headers['content-length'] = body.length;

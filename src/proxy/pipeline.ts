@@ -29,7 +29,7 @@ import { createHookRunner } from './hooks';
 import { unreadableAnswer } from './enforce';
 import type { AnswerHook } from './ownership';
 import { isEventStream, relayPlain, relayStreamInspected, relayUnaryInspected, sendError, type RelayContext } from './responses';
-import { cardRewrite, serveCard } from './card-route';
+import { cardRewrite, serveCard, serveCardJwks } from './card-route';
 import { readableCodings, relayPassthrough } from './passthrough-answer';
 import { Cancellation } from '../cancel';
 import { spent, type CallerResult } from '../identity/caller';
@@ -240,7 +240,12 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     },
   };
 
-  const arrival: readonly Stage<Arrival>[] = [cardKnown, admit, body, route];
+  /** The public keys of the proxy's card signatures (CARD_SIGNING_KEY_FILE), before any A2A route. */
+  const jwks: Stage<Arrival> = {
+    name: 'jwks',
+    run: (a) => (deps.cardSigning !== undefined && serveCardJwks(deps.cardSigning, a.req, a.res) ? END : undefined),
+  };
+  const arrival: readonly Stage<Arrival>[] = [jwks, cardKnown, admit, body, route];
 
   // ---- A2A call stages (after the binding-neutral ones) ----
 

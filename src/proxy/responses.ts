@@ -192,6 +192,8 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
   }
   // Passed unjudged as it came (FAIL_MODE=open, or nothing reads it).
   if (end !== undefined && unread !== undefined) return send(res, status, headers, original);
+  // The extended card is the caller's own: no cache may hand it to another caller.
+  if (ctx.rewriteCard !== undefined && ok) headers['cache-control'] = 'private, no-store';
   const out = unaryBytes(flow, codec, raw, end === undefined && ctx.inspect === undefined && ctx.answerHook?.unary !== undefined && ok);
   if (out === raw) return send(res, status, headers, out);
   // Bytes the proxy wrote: none of the agent's digests or validators (send sets the length), no encoding.

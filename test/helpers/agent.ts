@@ -106,6 +106,13 @@ export interface AgentOptions {
   extraInterfaces?: AgentCard['supportedInterfaces'];
   /** Serve gRPC over TLS with this certificate and key (PEM) instead of h2c. */
   grpcTls?: { cert: string; key: string };
+  /** Sign every card the agent serves (its own and the extended one) with the SDK's generateAgentCardSignature (ES256). */
+  signCards?: { key: Parameters<typeof sdk.generateAgentCardSignature>[0]; kid: string };
+  /**
+   * The extended card per caller: the agent names its caller by the `sub` of the caller's bearer token
+   * (read, not verified: the proxy verified it) and serves the card this returns (given the SDK caller's user name).
+   */
+  extendedCardFor?: (caller: string | undefined, card: AgentCard) => AgentCard;
   /** Serve the card at this path instead of the standard one (as VoltAgent does: `/.well-known/{agentId}/agent-card.json`). */
   cardPath?: string;
 }
@@ -404,13 +411,21 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
     undefined,
     new InMemoryPushNotificationStore(),
     pushSender,
-    opts.extendedAgentCard === true ? { ...card, name: `${card.name} (extended)` } : undefined,
+    opts.extendedCardFor !== undefined
+      ? async (context?: A2AServer.ServerCallContext) => (opts.extendedCardFor as NonNullable<AgentOptions['extendedCardFor']>)(context?.user?.isAuthenticated ? context.user.userName : undefined, card)
+      : opts.extendedAgentCard === true ? { ...card, name: `${card.name} (extended)` } : undefined,
+    opts.signCards === undefined ? undefined : sdk.generateAgentCardSignature(opts.signCards.key, { alg: 'ES256', kid: opts.signCards.kid, typ: 'JOSE' }),
   );
+  // Callers named by their bearer token's subject (for extendedCardFor); anonymous without one.
+  const userBuilder = opts.extendedCardFor === undefined ? UserBuilder.noAuthentication : async (req: express.Request) => {
+    const sub = bearerSubject(req.headers.authorization);
+    return sub === undefined ? new sdkServer.UnauthenticatedUser() : { isAuthenticated: true, userName: sub };
+  };
   opts.wrapRequestHandler?.(requestHandler);
   const legacyCompat = { enabled: true };
   app.use(opts.cardPath ?? `/${sdk.AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler, legacyCompat }));
-  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
-  app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
+  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder, legacyCompat }));
+  app.use('/a2a/rest', restHandler({ requestHandler, userBuilder, legacyCompat }));
   if (grpcServer !== undefined) {
     const sdkGrpc = require('@a2a-js/sdk/server/grpc') as typeof A2AGrpcServer;
     // Record calls the caller cancelled (RST_STREAM CANCEL reaches grpc-js as 'cancelled').
@@ -480,6 +495,17 @@ export const BINDING_VERSIONS: ReadonlyArray<readonly [Binding, A2AVersion]> = [
  * The card is fetched from `<cardBaseUrl>/.well-known/agent-card.json` (or `opts.cardPath`); the
  * client then calls the URL written in the card.
  */
+/** The `sub` of a bearer JWT, read without verifying it. */
+function bearerSubject(authorization: string | undefined): string | undefined {
+  const token = /^Bearer (\S+)$/i.exec(authorization ?? '')?.[1];
+  try {
+    const sub: unknown = JSON.parse(Buffer.from(token?.split('.')[1] ?? '', 'base64url').toString('utf8')).sub;
+    return typeof sub === 'string' ? sub : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function makeClient(cardBaseUrl: string, binding: Binding, version: A2AVersion = '1.0', opts: { fetchImpl?: typeof fetch; cardPath?: string } = {}): Promise<Client> {
   const { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } = sdkClient;
   // `fetchImpl`: e.g. a fetch over TLS with a test CA and client certificate, or one that adds a bearer token.

@@ -5,3 +5,33 @@ export function endpointUrls(card: any): string[] {
   for (const key of ['supportedInterfaces', 'additionalInterfaces']) for (const i of card?.[key] ?? []) out.push(i.url);
   return out;
 }
+
+/**
+ * Canonical JSON as an agent card verifier builds it (A2A v1.0 section 8.4: empties dropped, RFC 8785),
+ * written apart from the proxy's: members sorted into a Map, scalars written by JSON.stringify.
+ */
+export function referenceCanonical(v: unknown): string | undefined {
+  const clean = (x: unknown): unknown => {
+    if (x === '' || x === null || x === undefined) return undefined;
+    if (Array.isArray(x)) {
+      const a = x.map(clean).filter((y) => y !== undefined);
+      return a.length > 0 ? a : undefined;
+    }
+    if (typeof x === 'object') {
+      const out = new Map<string, unknown>();
+      for (const k of Object.keys(x as object).sort()) {
+        const c = clean((x as Record<string, unknown>)[k]);
+        if (c !== undefined) out.set(k, c);
+      }
+      return out.size > 0 ? out : undefined;
+    }
+    return x;
+  };
+  const write = (x: unknown): string => {
+    if (x instanceof Map) return `{${[...x].map(([k, y]) => `${JSON.stringify(k)}:${write(y)}`).join(',')}}`;
+    if (Array.isArray(x)) return `[${x.map(write).join(',')}]`;
+    return JSON.stringify(x);
+  };
+  const c = clean(v);
+  return c === undefined ? undefined : write(c);
+}

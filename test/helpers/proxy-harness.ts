@@ -2,13 +2,14 @@
 import { startAgent, type TestAgent } from './agent';
 import { startGuardian, type TestGuardian } from './guardian';
 import { configFrom, type Config } from '../../src/config';
+import type { Logger } from 'pino';
 import { createLogger } from '../../src/log';
 import { startProxy, type ProxyInstance } from '../../src/server';
 import type { Guardian } from '../../src/aos/guardian';
 
-export async function startTestProxy(env: Record<string, string | undefined>, guardian?: Guardian): Promise<ProxyInstance & { config: Config }> {
+export async function startTestProxy(env: Record<string, string | undefined>, guardian?: Guardian, logger?: Logger): Promise<ProxyInstance & { config: Config }> {
   const config = configFrom({ PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', ...env });
-  const proxy = await startProxy({ config, logger: createLogger(config.logLevel), ...(guardian === undefined ? {} : { guardian }) });
+  const proxy = await startProxy({ config, logger: logger ?? createLogger(config.logLevel), ...(guardian === undefined ? {} : { guardian }) });
   return { ...proxy, config };
 }
 
