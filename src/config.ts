@@ -10,6 +10,7 @@ import { looksLikeGrpc } from './a2a/bindings/grpc/methods';
 import { Rule, v, type Issue, type Out } from './env-rules';
 import { lookupEnv, serviceLinkHint, type EnvValue } from './env';
 import { ROLES } from './aos/hook-points';
+import { DEFAULT_POLICY_FILE } from './version';
 import type { ObservedAgentOverrides } from './aos/identity';
 
 const bool = (def: boolean) =>
@@ -107,7 +108,7 @@ const VARIABLES = {
   DRAIN_TIMEOUT_MS: int(10_000, 0, 600_000).describe('after the listener closes: in-flight calls may finish until then; open streams then end with an error event'),
   SHADOW_MODE: bool(false).describe('ask the guardian, log and count what it would have done, always forward'),
   ALLOW_WEBSOCKETS: bool(false).describe('forward HTTP upgrades (uninspected) instead of refusing them'),
-  POLICY_FILE: v.string().min(1).default('config/policy.json').describe('policy of the embedded guardian (GUARDIAN_URL unset)'),
+  POLICY_FILE: v.string().min(1).optional().describe("policy of the embedded guardian (GUARDIAN_URL unset); unset: the package's demo policy, config/policy.json"),
   LOG_LEVEL: v.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino level'),
   // Task ownership (README "Task ownership")
   TASK_OWNERSHIP: optional(v.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes')).describe('only the verified caller that created a task may use it (default: on with ROLE=server and IDENTITY_POLICY=required)'),
@@ -376,7 +377,7 @@ function toConfig(e: Env) {
     readinessRequires: { guardian: e.READINESS_REQUIRES.includes('guardian'), upstream: e.READINESS_REQUIRES.includes('upstream') },
     shadowMode: e.SHADOW_MODE,
     allowWebSockets: e.ALLOW_WEBSOCKETS,
-    policyFile: e.POLICY_FILE,
+    policyFile: e.POLICY_FILE ?? DEFAULT_POLICY_FILE,
     policyWatch: e.POLICY_WATCH,
     decisionLogFile: e.DECISION_LOG_FILE,
     decisionLogKeyFile: e.DECISION_LOG_KEY_FILE,

@@ -200,7 +200,7 @@ describe('policy reload', () => {
     const failed = run.lines().filter((l) => l.msg === 'policy reload failed; the previous policy stays in force');
     expect(failed).toHaveLength(2);
     expect(failed.map((l) => l.problem)).toEqual([expect.stringMatching(/^deny\[0\]\.patterns\[0\]: invalid regular expression/), expect.stringMatching(/^deny\[1\]\.patterns\[0\]/)]);
-    expect(failed[0]?.level).toBe(50);
+    expect(failed[0]?.level).toBe('error');
     expect((await rawRpc(url, send('d', 'say beta'))).json.error.code).toBe(-31403);
     const m = await scrape(run);
     expect(sample(m, 'a2a_guard_policy_reloads_total', { result: 'ok' })).toBe(1);
