@@ -17,10 +17,11 @@
  * For each: the victim's success rate and p99 latency alone, then while the attacker works, and
  * their ratio (the goal: every victim call succeeds, p99 within 2x), the attacker's outcomes, and
  * the worst event-loop delay of the proxy's process (its nodejs_eventloop_lag_max_seconds while the
- * victim runs). The victim, the attacker, the agent and the guardian share this process and the
- * machine's cores with the proxy: a CPU-bound attack slows every process here, which the ratio shows
- * too. Options (env): BENCH_VICTIM_CALLS (default 80),
- * BENCH_ONLY (comma-separated scenario names).
+ * victim runs). The attacker runs in a process of its own (this file, forked), so its work does not
+ * queue in front of the victim's client; the victim, the agent and the guardian share this process.
+ * All share the machine's cores with the proxy: a CPU-bound attack slows every process, which the
+ * ratio shows too. Options (env): BENCH_VICTIM_CALLS (default 80),
+ * BENCH_ONLY (comma-separated scenario names), BENCH_PROXY_NODE_ARGS (e.g. `--cpu-prof`, for the proxy's process).
  */
 import http from 'node:http';
 import { setMaxListeners } from 'node:events';
@@ -29,7 +30,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { spawn } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { generateAssertionKey } from '../src/identity/keygen';
 import { parseSigningKey } from '../src/identity/keys';
 import { AssertionSigner, ASSERTION_HEADER } from '../src/identity/assertion';
@@ -46,10 +47,13 @@ interface Caller {
   readonly signer: AssertionSigner;
 }
 
-async function caller(id: string): Promise<{ caller: Caller; jwk: object }> {
+async function caller(id: string): Promise<{ caller: Caller; jwk: object; privateJwk: string }> {
   const { privateJwk, publicJwks } = await generateAssertionKey(`${id}-key`, 'ES256', [id]);
-  const key = await parseSigningKey(JSON.stringify(privateJwk));
-  return { caller: { id, signer: AssertionSigner.fromKey(key, 30) }, jwk: publicJwks.keys[0] as object };
+  return { caller: await callerFromKey(id, JSON.stringify(privateJwk)), jwk: publicJwks.keys[0] as object, privateJwk: JSON.stringify(privateJwk) };
+}
+
+async function callerFromKey(id: string, privateJwk: string): Promise<Caller> {
+  return { id, signer: AssertionSigner.fromKey(await parseSigningKey(privateJwk), 30) };
 }
 
 /** Allow-all guardian over HTTP; what asks to be judged slowly waits `slowMs`. */
@@ -257,6 +261,35 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 
+/** The attacker's own process: start the scenario's attack, stop it when told, report what it got. */
+async function attackerMain(name: string): Promise<void> {
+  const scenario = SCENARIOS.find((x) => x.name === name);
+  if (scenario === undefined) throw new Error(`no scenario ${name}`);
+  const stack = JSON.parse(process.env['BENCH_STACK'] as string) as Stack;
+  const attacker = await callerFromKey('attacker-agent', process.env['BENCH_KEY'] as string);
+  const stop = await scenario.attack(stack, attacker);
+  process.once('message', () => {
+    void stop().then((got) => process.send?.(got, () => process.exit(0)));
+  });
+  process.send?.('started');
+}
+
+/** Fork the attacker for `s`; resolves once it attacks, to a function that stops it and returns its tally. */
+async function forkAttacker(s: Scenario, stack: Stack, privateJwk: string): Promise<() => Promise<Record<string, number>>> {
+  const child: ChildProcess = fork(__filename, [], {
+    env: { ...process.env, BENCH_ATTACKER: s.name, BENCH_STACK: JSON.stringify({ url: stack.url, admin: stack.admin, audience: stack.audience }), BENCH_KEY: privateJwk },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.once('message', () => resolve());
+    child.once('exit', (code) => reject(new Error(`the attacker exited (${code})`)));
+  });
+  return () => new Promise((resolve) => {
+    child.once('message', (got) => resolve(got as Record<string, number>));
+    child.send('stop');
+  });
+}
+
 async function main(): Promise<void> {
   const victim = await caller('victim-agent');
   const attacker = await caller('attacker-agent');
@@ -271,7 +304,8 @@ async function main(): Promise<void> {
   async function stackFor(s: Scenario): Promise<Stack> {
     const [port, adminPort] = [await freePort(), await freePort()];
     const audience = `http://127.0.0.1:${port}`;
-    const child = spawn(process.execPath, [path.resolve(__dirname, '../a2a-guard.js')], {
+    const nodeArgs = process.env['BENCH_PROXY_NODE_ARGS']?.split(' ').filter((a) => a !== '') ?? [];
+    const child = spawn(process.execPath, [...nodeArgs, path.resolve(__dirname, '../a2a-guard.js')], {
       env: {
         PATH: process.env['PATH'] ?? '/usr/bin:/bin', PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), ADMIN_HOST: '127.0.0.1', UPSTREAM_URL: baker.origin, LOG_LEVEL: 'error',
         ...(s.embedded === true ? { POLICY_FILE: policy } : { GUARDIAN_URL: guardian.url }),
@@ -310,14 +344,17 @@ async function main(): Promise<void> {
     try {
       await victimRun(stack, victim.caller, 10);
       const alone = await victimRun(stack, victim.caller, VICTIM_CALLS);
-      const stop = await s.attack(stack, attacker.caller);
+      const directAlone = await victimRun({ ...stack, url: baker.origin }, victim.caller, VICTIM_CALLS);
+      const stop = await forkAttacker(s, stack, attacker.privateJwk);
       await new Promise((r) => setTimeout(r, 500));
       await loopMaxMs(stack);
       const attacked = await victimRun(stack, victim.caller, VICTIM_CALLS);
       const stallMs = await loopMaxMs(stack);
+      // The same victim straight to the agent, under the same attack: what the agent and the machine cost it.
+      const direct = await victimRun({ ...stack, url: baker.origin }, victim.caller, VICTIM_CALLS);
       const got = await stop();
       const ratio = attacked.p99 / alone.p99;
-      const row = `${s.name.padEnd(17)} victim ok ${attacked.ok}/${VICTIM_CALLS} (alone ${alone.ok}/${VICTIM_CALLS})  p99 ${attacked.p99.toFixed(1)} ms vs ${alone.p99.toFixed(1)} ms alone = ${ratio.toFixed(2)}x  p50 ${attacked.p50.toFixed(1)} vs ${alone.p50.toFixed(1)} ms  worst loop stall ${stallMs.toFixed(1)} ms  attacker ${JSON.stringify(got)}`;
+      const row = `${s.name.padEnd(17)} victim ok ${attacked.ok}/${VICTIM_CALLS} (alone ${alone.ok}/${VICTIM_CALLS})  p99 ${attacked.p99.toFixed(1)} ms vs ${alone.p99.toFixed(1)} ms alone = ${ratio.toFixed(2)}x  p50 ${attacked.p50.toFixed(1)} vs ${alone.p50.toFixed(1)} ms  direct to the agent under attack p99 ${direct.p99.toFixed(1)} ms (alone ${directAlone.p99.toFixed(1)})  worst loop stall ${stallMs.toFixed(1)} ms  attacker ${JSON.stringify(got)}`;
       console.log(row);
       if (attacked.errors.length > 0) console.log(`  victim errors: ${attacked.errors.join(' | ')}`);
       rows.push(row);
@@ -330,7 +367,8 @@ async function main(): Promise<void> {
   fs.rmSync(dir, { recursive: true, force: true });
 }
 
-main().then(() => process.exit(0), (err: unknown) => {
+const role = process.env['BENCH_ATTACKER'];
+(role === undefined ? main() : attackerMain(role)).then(() => role === undefined && process.exit(0), (err: unknown) => {
   console.error(err);
   process.exit(1);
 });

@@ -17,10 +17,10 @@ import { loadConfig, type Config } from '../../src/config';
 import { parseEnvFile } from '../../src/demo/envfile';
 import { readGuardianConfig } from '../../src/guardian/main';
 import { parsePolicy } from '../../src/guardian/policy';
-import { CHART, DEMO_ARGS, helmBinary, helmTemplate, plainFiles, readPlainFiles } from '../../scripts/k8s-render';
+import { CHART, DEMO_ARGS, helmTemplate, plainFiles, readPlainFiles } from '../../scripts/k8s-render';
 import { parseManifests, toPodman } from '../../scripts/k8s-podman';
 import {
-  type Obj, allContainersOf, containersOf, envOf, initContainersOf, nameOf, podSpec, podTemplate, schemaProblems, selects, unknownFieldProblems,
+  type Obj, allContainersOf, containersOf, envOf, helm, initContainersOf, nameOf, podSpec, podTemplate, renderFailure, schemaProblems, selects, unknownFieldProblems,
 } from './manifests';
 
 const ROOT = join(__dirname, '..', '..');
@@ -67,9 +67,6 @@ function listeners(w: Obj): Array<{ container: string; port: number; host: strin
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
 
-/** The pinned helm (installed once by scripts/install-helm.sh from an npm package). */
-let helmPath: string | undefined;
-const helm = (): string => (helmPath ??= helmBinary());
 const render = (args: readonly string[]): Obj[] => parseManifests(helmTemplate(helm(), args));
 const DEFAULTS: readonly string[] = [];
 const EXTERNAL_GUARDIAN = [...DEMO_ARGS, '--set', 'guardianUrl=https://guardian.example/aos', '--set', 'guardian.enabled=false', '--set', 'guardianToken.existingSecret=my-token'];
@@ -273,14 +270,7 @@ describe('deploy/kubernetes: what the manifests promise', () => {
 });
 
 describe('the Helm chart', () => {
-  const renderFails = (args: readonly string[]): string => {
-    try {
-      helmTemplate(helm(), args);
-      return '';
-    } catch (err) {
-      return String((err as { stderr?: unknown }).stderr ?? err);
-    }
-  };
+  const renderFails = renderFailure;
 
   test('helm lint passes with the default and the demo values', () => {
     for (const args of [[], DEMO_ARGS]) {
@@ -381,7 +371,7 @@ describe('the Helm chart', () => {
   });
 
   test('bad values stop the render with a message that names them', () => {
-    expect(renderFails([...DEMO_ARGS, '--set', 'agents[0].role=middle'])).toMatch(/agents\[cake-baker\]\.role must be server or client/);
+    expect(renderFails([...DEMO_ARGS, '--set', 'agents[0].role=middle'])).toMatch(/at '\/agents\/0\/role': value must be one of 'server', 'client'/);
     expect(renderFails(['--set', 'guardian.enabled=false'])).toMatch(/set guardianUrl, or guardian\.enabled=true/);
     expect(renderFails([...DEMO_ARGS, '--set', 'agents[1].upstreamUrl='])).toMatch(/agents\[cooking-assistant\]\.upstreamUrl is required/);
   });

@@ -8,10 +8,12 @@
  */
 import { join } from 'node:path';
 import * as ts from 'typescript';
+import { helmBinary, helmTemplate } from '../../scripts/k8s-render';
 import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { Job } from 'kubernetes-models/batch/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 
 export type Obj = Record<string, unknown>;
 
@@ -31,6 +33,7 @@ const KINDS: Record<string, Kind> = {
   'apps/v1/Deployment': { validate: (d) => new Deployment(d as never).validate(), module: 'kubernetes-models/apps/v1/Deployment', type: 'IDeployment' },
   'batch/v1/Job': { validate: (d) => new Job(d as never).validate(), module: 'kubernetes-models/batch/v1/Job', type: 'IJob' },
   'policy/v1/PodDisruptionBudget': { validate: (d) => new PodDisruptionBudget(d as never).validate(), module: 'kubernetes-models/policy/v1/PodDisruptionBudget', type: 'IPodDisruptionBudget' },
+  'networking.k8s.io/v1/NetworkPolicy': { validate: (d) => new NetworkPolicy(d as never).validate(), module: 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy', type: 'INetworkPolicy' },
 };
 
 const kindOf = (doc: Obj): string => `${String(doc['apiVersion'])}/${String(doc['kind'])}`;
@@ -101,9 +104,19 @@ export const containersOf = (doc: Obj): Obj[] => (podSpec(doc)['containers'] as 
 export const initContainersOf = (doc: Obj): Obj[] => (podSpec(doc)['initContainers'] as Obj[] | undefined) ?? [];
 export const allContainersOf = (doc: Obj): Obj[] => [...initContainersOf(doc), ...containersOf(doc)];
 
-/** A container's environment with Secret references resolved from the given Secrets. */
-export function envOf(container: Obj, secrets: readonly Obj[]): Record<string, string> {
+/**
+ * A container's environment with Secret references resolved from the given Secrets and envFrom
+ * ConfigMaps from the given ConfigMaps (env wins over envFrom, as in Kubernetes).
+ */
+export function envOf(container: Obj, secrets: readonly Obj[], configMaps: readonly Obj[] = []): Record<string, string> {
   const env: Record<string, string> = {};
+  for (const from of (container['envFrom'] as Obj[] | undefined) ?? []) {
+    const ref = from['configMapRef'] as Obj | undefined;
+    if (ref === undefined) throw new Error('envFrom: only configMapRef is used');
+    const cm = configMaps.find((c) => nameOf(c) === ref['name']);
+    if (cm === undefined) throw new Error(`envFrom: ConfigMap ${String(ref['name'])} does not exist`);
+    Object.assign(env, (cm['data'] as Record<string, string> | undefined) ?? {});
+  }
   for (const e of (container['env'] as Obj[] | undefined) ?? []) {
     const name = String(e['name']);
     if (typeof e['value'] === 'string') {
@@ -128,3 +141,21 @@ export function selects(service: Obj, workload: Obj): boolean {
   const labels = (((podTemplate(workload) ?? {})['metadata'] as Obj | undefined)?.['labels'] as Record<string, string> | undefined) ?? {};
   return Object.keys(selector).length > 0 && Object.entries(selector).every(([k, v]) => labels[k] === v);
 }
+
+let helmPath: string | undefined;
+/** The pinned helm (installed once by scripts/install-helm.sh from an npm package). */
+export const helm = (): string => (helmPath ??= helmBinary());
+
+/** What a command that must fail printed (stdout, then stderr), or '' when it did not fail. */
+export function failureOf(run: () => unknown): string {
+  try {
+    run();
+    return '';
+  } catch (err) {
+    const e = err as { stderr?: unknown; stdout?: unknown };
+    return `${String(e.stdout ?? '')}${String(e.stderr ?? err)}`;
+  }
+}
+
+/** What `helm template` printed when it refused these arguments, or '' when it rendered them. */
+export const renderFailure = (args: readonly string[]): string => failureOf(() => helmTemplate(helm(), args));

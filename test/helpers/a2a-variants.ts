@@ -1,6 +1,6 @@
 /**
  * fast-check generators of real A2A calls and of the ways their bytes can be bent, for the
- * differential test (test/integration/differential.test.ts).
+ * differential test (test/integration/bindings/differential.test.ts).
  *
  * A case is a real call (JSON-RPC or REST, A2A v1.0 or v0.3, any of the 11 operations, or an
  * agent-card read) plus a short list of mutations, rendered to exact wire bytes (wire.ts). Every

@@ -15,7 +15,6 @@
  *   const suite = interopSuite('voltagent', startVoltAgent);
  *   suite.op('message/send', async ({ base }) => client(base).sendMessage(...));
  *
- * Cases listed in test/integration/interop/pending.ts are skipped (INTEROP_RUN_PENDING=1 runs them).
  * INTEROP_REPORT=<file> appends one JSON line per case and path: {impl, op, path, result}.
  */
 import fs from 'node:fs';
@@ -23,8 +22,7 @@ import { startGuardian, type TestGuardian } from './guardian';
 import type { HandlerRecorder } from './handler-recorder';
 import { rawRpc, rawSse, type TestAgent } from './agent';
 import { approvedReading, differences, handlerFacts, type ApprovedReading } from './a2a-facts';
-import { startTestProxy, type TestProxy } from '../integration/proxy-harness';
-import { pendingFix, FIXES } from '../integration/interop/pending';
+import { startTestProxy, type TestProxy } from './proxy-harness';
 
 export type Path = 'direct' | 'server' | 'client';
 export const PATHS: readonly Path[] = ['direct', 'server', 'client'];
@@ -69,7 +67,6 @@ export interface InteropSuite {
   op(name: string, run: (ctx: OpContext) => Promise<unknown>, opts?: OpOptions): void;
 }
 
-const RUN_PENDING = process.env.INTEROP_RUN_PENDING === '1';
 const REPORT = process.env.INTEROP_REPORT;
 
 /** The ROLE=client proxy's observed agent (the caller). */
@@ -190,7 +187,7 @@ export const isRpc = (b: unknown): boolean => typeof b === 'object' && b !== nul
 /* Suites                                                                                     */
 /* ------------------------------------------------------------------------------------------ */
 
-export type CaseResult = 'pass' | 'fail' | 'pending' | 'refused';
+export type CaseResult = 'pass' | 'fail' | 'refused';
 
 function report(impl: string, op: string, path: Path, result: CaseResult, detail?: string): void {
   if (REPORT === undefined || REPORT === '') return;
@@ -260,11 +257,8 @@ export function interopSuite(impl: string, start: () => Promise<InteropAgent>, o
           expect(d).toHaveProperty(opOpts.expectError === true ? 'error' : 'ok');
         });
         for (const path of ['server', 'client'] as const) {
-          const fix = pendingFix(impl, name, path);
-          const skip = fix !== undefined && !RUN_PENDING;
-          if (skip) report(impl, name, path, 'pending', FIXES[fix]);
           const what = opOpts.refusedByProxy === undefined ? 'matches direct' : 'is refused by the proxy, nothing reaches the agent';
-          (skip ? test.skip : test)(`ROLE=${path} ${what}${fix === undefined ? '' : ` (pending ${FIXES[fix]})`}`, async () => {
+          test(`ROLE=${path} ${what}`, async () => {
             const d = await directOutcome();
             const got = await runOn(path);
             if (opOpts.refusedByProxy !== undefined) {

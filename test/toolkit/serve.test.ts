@@ -7,7 +7,7 @@
 import type { AddressInfo } from 'node:net';
 import { acceptsModify, allow, deny, isA2AMethod, modify, serveGuardian, type DecisionEvent, type Envelope, type RunningGuardian } from '../../src/index';
 import { makeClient, postsTo, sendReq, startAgent, type TestAgent } from '../helpers/agent';
-import { startTestProxy, type TestProxy } from '../integration/proxy-harness';
+import { startTestProxy, type TestProxy } from '../helpers/proxy-harness';
 import { callError } from '../../src/demo/cooking-assistant';
 
 const TOKEN = 'toolkit-test-token';

@@ -263,7 +263,7 @@ describe('PASSTHROUGH_PATHS, REST_BASE_PATHS, NON_A2A, MAX_INFLIGHT_BODY_BYTES',
   });
 });
 
-describe('misspelled variables stop the start (issue 10: GAURDIAN_URL left the demo policy deciding)', () => {
+describe('misspelled variables stop the start (GAURDIAN_URL left the demo policy deciding)', () => {
   test.each([
     ['GAURDIAN_URL', 'GUARDIAN_URL'],
     ['GUARDIAN_URI', 'GUARDIAN_URL'],

@@ -13,7 +13,7 @@ import { makeClient, sendReq, startAgent, textOf, type TestAgent } from '../../h
 import { endpointUrls } from '../../helpers/cards';
 import { startGuardian, type TestGuardian } from '../../helpers/guardian';
 import { handlerRecorder } from '../../helpers/handler-recorder';
-import { startTestProxy, type TestProxy } from '../proxy-harness';
+import { startTestProxy, type TestProxy } from '../../helpers/proxy-harness';
 
 const CARD_PATH = '/.well-known/my-agent/agent-card.json';
 

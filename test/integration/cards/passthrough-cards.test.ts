@@ -15,7 +15,7 @@ import { endpointUrls } from '../../helpers/cards';
 import { startGuardian, type TestGuardian } from '../../helpers/guardian';
 import { answer, useHostileAgent } from '../../helpers/hostile-agent';
 import { closeServer, listen } from '../../helpers/net';
-import { startTestProxy, type TestProxy } from '../proxy-harness';
+import { startTestProxy, type TestProxy } from '../../helpers/proxy-harness';
 
 const sdkClient: typeof A2AClient = require('@a2a-js/sdk/client');
 

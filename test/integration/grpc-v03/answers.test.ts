@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { BinaryWriter } from '@bufbuild/protobuf/wire';
 import { startGuardian, isResponseEnvelope, type TestGuardian } from '../../helpers/guardian';
 import { grpcFrame, rawGrpc } from '../../helpers/grpc';
-import { startTestProxy, type TestProxy } from '../proxy-harness';
+import { startTestProxy, type TestProxy } from '../../helpers/proxy-harness';
 import { codecFor, type MessageCodec } from '../../../src/a2a/bindings/grpc/codec';
 import { grpcMethodForPath } from '../../../src/a2a/bindings/grpc/methods';
 

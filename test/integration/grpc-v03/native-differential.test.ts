@@ -18,7 +18,7 @@ import { handlerRecorder } from '../../helpers/handler-recorder';
 import { startAgentV03, type AgentV03 } from '../../helpers/agent-v03';
 import { grpcFrame, rawGrpc } from '../../helpers/grpc';
 import { isResponseEnvelope, startGuardian, type TestGuardian } from '../../helpers/guardian';
-import { startTestProxy, type TestProxy } from '../proxy-harness';
+import { startTestProxy, type TestProxy } from '../../helpers/proxy-harness';
 import { codecFor } from '../../../src/a2a/bindings/grpc/codec';
 import { grpcMethodForPath } from '../../../src/a2a/bindings/grpc/methods';
 import { sameV03Json } from '../../../src/a2a/bindings/grpc/v03';

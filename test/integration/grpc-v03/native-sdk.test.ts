@@ -12,7 +12,7 @@ import { grpcTransportV03, makeClientV03, startAgentV03, userMsgV03, type AgentV
 import { collect, sendReq, startAgent } from '../../helpers/agent';
 import { grpcFailure, makeGrpcClient } from '../../helpers/grpc';
 import { startGuardian, type TestGuardian } from '../../helpers/guardian';
-import { startTestProxy, type TestProxy } from '../proxy-harness';
+import { startTestProxy, type TestProxy } from '../../helpers/proxy-harness';
 import { sameV03Json } from '../../../src/a2a/bindings/grpc/v03';
 
 jest.setTimeout(30_000);

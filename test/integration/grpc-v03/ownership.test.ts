@@ -7,8 +7,8 @@
 import { collect, sendReq } from '../../helpers/agent';
 import { handlerRecorder } from '../../helpers/handler-recorder';
 import { grpcFailure, grpcFrame, makeGrpcClient, rawGrpc } from '../../helpers/grpc';
-import { useIdentityProxy } from '../ownership-identities';
-import { useStack } from '../proxy-harness';
+import { useIdentityProxy } from '../../helpers/identities';
+import { useStack } from '../../helpers/proxy-harness';
 import { codecFor } from '../../../src/a2a/bindings/grpc/codec';
 import { grpcMethodForPath } from '../../../src/a2a/bindings/grpc/methods';
 

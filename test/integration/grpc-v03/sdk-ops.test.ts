@@ -8,7 +8,7 @@
 import { collect, sendReq, textOf, type Client } from '../../helpers/agent';
 import { handlerRecorder } from '../../helpers/handler-recorder';
 import { grpcFailure, legacyGrpcTransport, makeGrpcClient } from '../../helpers/grpc';
-import { useStack, type TestProxy } from '../proxy-harness';
+import { useStack, type TestProxy } from '../../helpers/proxy-harness';
 
 jest.setTimeout(30_000);
 

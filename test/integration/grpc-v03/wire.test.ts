@@ -7,7 +7,7 @@ import { BinaryWriter } from '@bufbuild/protobuf/wire';
 import { handlerRecorder } from '../../helpers/handler-recorder';
 import { grpcFrame, rawGrpc } from '../../helpers/grpc';
 import { textOf } from '../../helpers/agent';
-import { useStack, type TestProxy } from '../proxy-harness';
+import { useStack, type TestProxy } from '../../helpers/proxy-harness';
 import { codecFor, type MessageCodec } from '../../../src/a2a/bindings/grpc/codec';
 import { grpcMethodForPath } from '../../../src/a2a/bindings/grpc/methods';
 

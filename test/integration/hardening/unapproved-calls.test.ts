@@ -15,7 +15,7 @@ import type * as A2A03Client from 'a2a-sdk-03/client' with { 'resolution-mode': 
 import { handlerRecorder } from '../../helpers/handler-recorder';
 import { grpcFrame, rawGrpc } from '../../helpers/grpc';
 import { exchange, type WireOutcome } from '../../helpers/wire';
-import { startTestProxy, useStack, type TestProxy } from '../proxy-harness';
+import { startTestProxy, useStack, type TestProxy } from '../../helpers/proxy-harness';
 import { embeddedGuardian } from '../../../src/guardian/embedded';
 import { codecFor, type MessageCodec } from '../../../src/a2a/bindings/grpc/codec';
 import { grpcMethodForPath } from '../../../src/a2a/bindings/grpc/methods';

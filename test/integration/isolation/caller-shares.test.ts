@@ -9,8 +9,8 @@ import net from 'node:net';
 import { makeClient, rawRpc, sendReq, textOf, type Client } from '../../helpers/agent';
 import { sleep, waitFor } from '../../helpers/net';
 import { startRedis, type TestRedis } from '../../helpers/redis';
-import { useStack, type TestProxy } from '../proxy-harness';
-import { startIdentities, type Caller, type TestIdentities } from '../ownership-identities';
+import { useStack, type TestProxy } from '../../helpers/proxy-harness';
+import { startIdentities, type Caller, type TestIdentities } from '../../helpers/identities';
 
 const stack = useStack({ name: 'Shared Agent', version: '1.0.0' });
 let ids: TestIdentities;

@@ -15,7 +15,7 @@ import { rawRpc, textOf, type RawResponse } from '../../helpers/agent';
 import { handlerRecorder } from '../../helpers/handler-recorder';
 import { makeKey, signAssertion, writeJwks, type TestKey } from '../../helpers/keys';
 import { startRedis, type TestRedis } from '../../helpers/redis';
-import { useStack, type TestProxy } from '../proxy-harness';
+import { useStack, type TestProxy } from '../../helpers/proxy-harness';
 
 jest.setTimeout(60_000);
 

@@ -16,7 +16,7 @@ import { freePort } from '../../helpers/net';
 import { ensureBuilt, reapAll, startProxyProcess, type ProxyRun } from '../../helpers/proxy-process';
 import { startRedis, type TestRedis } from '../../helpers/redis';
 import { runtimes } from '../../helpers/runtimes';
-import { startIdentities, type TestIdentities } from '../ownership-identities';
+import { startIdentities, type TestIdentities } from '../../helpers/identities';
 
 const STEPS = 6;
 

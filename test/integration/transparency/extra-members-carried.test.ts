@@ -11,7 +11,7 @@ import { BinaryWriter } from '@bufbuild/protobuf/wire';
 import { postsTo, rawRpc, rawSse } from '../../helpers/agent';
 import { handlerRecorder } from '../../helpers/handler-recorder';
 import { grpcFrame, rawGrpc } from '../../helpers/grpc';
-import { useStack, type TestProxy } from '../proxy-harness';
+import { useStack, type TestProxy } from '../../helpers/proxy-harness';
 import { codecFor } from '../../../src/a2a/bindings/grpc/codec';
 import { grpcMethodForPath } from '../../../src/a2a/bindings/grpc/methods';
 

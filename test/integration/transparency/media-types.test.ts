@@ -7,7 +7,7 @@
  */
 import { postsTo, rawRpc, rawSse } from '../../helpers/agent';
 import { handlerRecorder } from '../../helpers/handler-recorder';
-import { useStack, type TestProxy } from '../proxy-harness';
+import { useStack, type TestProxy } from '../../helpers/proxy-harness';
 
 const rec = handlerRecorder();
 const stack = useStack({ wrapRequestHandler: rec.wrap });

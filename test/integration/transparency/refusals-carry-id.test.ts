@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { handlerRecorder } from '../../helpers/handler-recorder';
 import { makeKey, writeJwks } from '../../helpers/keys';
 import { exchange, type WireOutcome } from '../../helpers/wire';
-import { useStack, type TestProxy } from '../proxy-harness';
+import { useStack, type TestProxy } from '../../helpers/proxy-harness';
 
 jest.setTimeout(60_000);
 

@@ -167,7 +167,7 @@ describe('rewriteCard', () => {
       url: 42,
     };
     const out = rewriteCard(card, opts('http://p', 'http://a'));
-    // SDK clients String() a url: ["http://elsewhere/a2a"] is that address to them (red team 2026-11-23).
+    // SDK clients String() a url: ["http://elsewhere/a2a"] is that address to them.
     expect(out).toEqual({ supportedInterfaces: [{ protocolBinding: 'JSONRPC' }, 'junk', null] });
   });
 

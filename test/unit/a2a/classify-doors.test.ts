@@ -1,5 +1,5 @@
 /**
- * Doors found in review and in issue 10: request targets, headers and JSON member names that some
+ * Known doors: request targets, headers and JSON member names that some
  * servers read differently from the proxy. Each must be refused (or judged), never forwarded
  * unjudged, whatever PASSTHROUGH_PATHS or NON_A2A say.
  */
@@ -71,7 +71,7 @@ describe('request targets', () => {
   });
 });
 
-describe('issue 10: the examples of the class', () => {
+describe('the examples of the bypass class', () => {
   test.each(['GET', 'DELETE'])('%s /tasks/{t}/pushNotificationConfigs/cfg:cancel matches no route and is refused (REST 404), never forwarded', (verb) => {
     for (const opts of [...BOTH, classifyOptions({ passthrough: [['a2a']] })]) {
       expectRefusal(call(verb, '/a2a/rest/tasks/t1/pushNotificationConfigs/cfg:cancel', V1, opts), 'notFound', 'rest');

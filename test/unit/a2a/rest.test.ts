@@ -126,7 +126,7 @@ describe('matchRest: custom verbs win over bare ids', () => {
     ['GET', '/tasks/abc:cancel'], ['GET', '/tasks/abc:CANCEL'], ['GET', '/tasks/abc:send'], ['GET', '/tasks/abc:stream'],
     ['GET', '/tasks/t/pushNotificationConfigs/cfg:cancel'], ['DELETE', '/tasks/t/pushNotificationConfigs/cfg:cancel'],
     ['DELETE', '/acme/tasks/t/pushNotificationConfigs/cfg:subscribe'], ['POST', '/tasks/:cancel'],
-  ])('%s %s: an id ending in a verb matches no route (issue 10: the agent\'s router served it as that id)', (verb, path) => {
+  ])('%s %s: an id ending in a verb matches no route (the agent\'s router served it as that id)', (verb, path) => {
     expect(matchRest(verb, segs(path), V1)).toBeUndefined();
     expect(matchRest(verb, segs(path), undefined)).toBeUndefined();
   });

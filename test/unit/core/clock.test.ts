@@ -1,7 +1,7 @@
 /**
  * Deadlines, back-offs and cache ages run on a clock that only moves forward (src/core/clock.ts):
  * a wall clock stepped back (NTP, a resumed VM) must not stretch them by the size of the step.
- * The breaker's case is in test/integration/hardening-guardian.test.ts; the card cache's is here,
+ * The breaker's case is in test/integration/hardening/guardian-faults.test.ts; the card cache's is here,
  * against a real HTTP server on 127.0.0.1.
  */
 import http from 'node:http';

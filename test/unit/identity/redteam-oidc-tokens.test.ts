@@ -1,5 +1,5 @@
 /**
- * Red team 5, OIDC bearer tokens: the classic ways to make a verifier accept a `from` the caller does
+ * OIDC bearer tokens: the classic ways to make a verifier accept a `from` the caller does
  * not own, each against the real jose verifier the proxy uses (OidcVerifier over the issuer's JWKS):
  * algorithm confusion (none, HS256 keyed with the issuer's public key, an algorithm the key is not
  * for), key tricks (a trusted kid on an attacker key, an embedded `jwk`, `jku`/`x5u` headers, no kid),

@@ -1,5 +1,5 @@
 /**
- * Red team 2026-11-23: a ROLE=client sidecar with ASSERTION_SIGNING_KEY_FILE signs "this is agent X"
+ * A ROLE=client sidecar with ASSERTION_SIGNING_KEY_FILE signs "this is agent X"
  * for whoever reaches its listener, and HOST defaults to 0.0.0.0: with the defaults, any host that
  * can reach the sidecar's port is verified upstream as the observed agent (and owns its tasks).
  * README asks for HOST=127.0.0.1; nothing said so at start. Now a warning names it.

@@ -1,5 +1,5 @@
 /**
- * Red team 2026-11-23: the decision log's hash chain is unkeyed (sha256 of each line and the previous
+ * The decision log's hash chain is unkeyed (sha256 of each line and the previous
  * hash). Whoever can write the file can change a record and recompute every hash after it, or cut
  * the last records off: `--verify-log` then reports an intact chain. README promises it names "the
  * first changed, removed, inserted or reordered record". Fixed: DECISION_LOG_KEY_FILE (HMAC chain) and

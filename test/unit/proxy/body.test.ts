@@ -69,7 +69,7 @@ describe('decodeBody: supported codings', () => {
 });
 
 describe('decodeBody: refusals', () => {
-  // Each layer costs a pass: 600 stored gzip layers held the event loop for seconds (issue 10).
+  // Each layer costs a pass: 600 stored gzip layers held the event loop for seconds.
   test.each(['gzip, gzip', 'deflate, gzip, br', 'gzip,gzip', 'br, br', 'gzip, identity, gzip', Array(600).fill('gzip').join(', ')])(
     'more than one coding (%p) is refused before anything is decoded', async (ce) => {
       const e = refused(await decodeBody(zlib.gzipSync(zlib.gzipSync(JSON_BODY)), ce, MAX));

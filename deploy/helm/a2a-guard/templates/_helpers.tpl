@@ -210,3 +210,52 @@ the sidecar keeps accepting (SHUTDOWN_DELAY_MS) and drains (DRAIN_TIMEOUT_MS), p
 {{- if ne .agent.role "client" }}{{ $preStop = .agent.preStopSleepSeconds | default 0 }}{{ end }}
 {{- add $preStop (.agent.stopSeconds | default 10) $drain 5 }}
 {{- end }}
+
+{{/*
+mode: sidecar-only: the sidecar container with its plain variables moved to a ConfigMap (envFrom)
+and only the Secret references left in env, so re-applying the patch after an upgrade leaves no
+stale variable behind (a strategic merge keeps env entries the patch no longer names).
+*/}}
+{{- define "a2a-guard.workloadSidecar" -}}
+{{- $c := include "a2a-guard.sidecar" (dict "root" . "agent" .Values.workload) | fromYamlArray | first }}
+{{- $plain := dict }}
+{{- $refs := list }}
+{{- range $c.env }}
+{{- if hasKey . "valueFrom" }}{{ $refs = append $refs . }}{{ else }}{{ $_ := set $plain .name .value }}{{ end }}
+{{- end }}
+{{- $_ := set $c "env" $refs }}
+{{- $_ := set $c "envFrom" (list (dict "configMapRef" (dict "name" (printf "%s-a2a-guard-env" .Values.workload.name)))) }}
+{{- dict "container" $c "vars" $plain | toYaml }}
+{{- end }}
+
+{{/*
+The strategic-merge patch that adds the sidecar to the workload's pods. Lists with a merge key
+(initContainers by name) merge, so the agent's own containers stay as they are; the checksum
+restarts the pods when the sidecar's configuration changed.
+*/}}
+{{- define "a2a-guard.workloadPatch" -}}
+{{- $w := .Values.workload }}
+{{- $sc := include "a2a-guard.workloadSidecar" . | fromYaml }}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ $w.name }}
+spec:
+  template:
+    metadata:
+      annotations:
+        a2a-guard/config-checksum: {{ toJson $sc | sha256sum }}
+    spec:
+      initContainers:
+        {{- list $sc.container | toYaml | nindent 8 }}
+{{- end }}
+
+{{/* The pods whose sidecars the metrics Service selects. */}}
+{{- define "a2a-guard.sidecarPodSelector" -}}
+{{- if eq .Values.mode "sidecar-only" }}
+{{- toYaml .Values.workload.selectorLabels }}
+{{- else }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: agent
+{{- end }}
+{{- end }}

@@ -1,0 +1,166 @@
+/**
+ * The proxy as an operator starts it (design section 8, 11): `node dist/src/main.js` configured only by
+ * environment variables.
+ *   - invalid configuration stops the process at start: exit code 2, one stderr line per problem, each
+ *     naming its variable, nothing listening;
+ *   - a good configuration serves an A2A call through the guardian, and SIGTERM ends it with exit code 0.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { rawRpc, startAgent, textOf, type TestAgent } from '../../helpers/agent';
+import { startGuardian, type TestGuardian } from '../../helpers/guardian';
+import { reap } from '../../helpers/process';
+import { closeServer, listen, sleep, unrefSleep } from '../../helpers/net';
+import { freePort } from '../../helpers/net';
+
+const ROOT = path.resolve(__dirname, '../../..');
+const MAIN = path.join(ROOT, 'dist/src/main.js');
+
+const children = new Set<ChildProcess>();
+
+beforeAll(() => {
+  if (!fs.existsSync(MAIN)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+}, 180_000);
+
+afterEach(async () => {
+  await Promise.all([...children].map(reap));
+  children.clear();
+});
+
+/** A port that was free a moment ago (bound on 127.0.0.1:0, then released). */
+
+interface Run {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Spawn the proxy with exactly `env` (plus PATH): nothing leaks in from the test runner's environment. */
+function start(env: Record<string, string>): Run {
+  const child = spawn(process.execPath, [MAIN], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString('utf8')));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString('utf8')));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Wait for exit, at most `ms` (a process that keeps running is killed and reported as such). */
+async function exitWithin(run: Run, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  const timer = unrefSleep(ms).then(() => 'timeout' as const);
+  const r = await Promise.race([run.exited, timer]);
+  if (r === 'timeout') {
+    run.child.kill('SIGKILL');
+    throw new Error(`process still running after ${ms} ms\nstdout: ${run.stdout()}\nstderr: ${run.stderr()}`);
+  }
+  return r;
+}
+
+describe('invalid configuration: exit code 2, one stderr line per problem', () => {
+  let ports: { PORT: string; ADMIN_PORT: string };
+  beforeAll(async () => {
+    // Should a bad value be accepted by mistake, the process must not grab 8080/9090.
+    ports = { PORT: String(await freePort()), ADMIN_PORT: String(await freePort()) };
+  });
+  const base = () => ({ UPSTREAM_URL: 'http://127.0.0.1:9/', HOST: '127.0.0.1', ADMIN_HOST: '127.0.0.1', ...ports });
+
+  test.each<[string, (b: Record<string, string>) => Record<string, string>, string[]]>([
+    ['UPSTREAM_URL missing', ({ UPSTREAM_URL: _u, ...rest }) => rest, ['UPSTREAM_URL']],
+    ['ROLE=banana', (b) => ({ ...b, ROLE: 'banana' }), ['ROLE']],
+    ['PORT=abc', (b) => ({ ...b, PORT: 'abc' }), ['PORT']],
+    ['FAIL_MODE=x', (b) => ({ ...b, FAIL_MODE: 'x' }), ['FAIL_MODE']],
+    ['GUARDIAN_URL=not-a-url', (b) => ({ ...b, GUARDIAN_URL: 'not-a-url' }), ['GUARDIAN_URL']],
+    ['UPSTREAM_URL=not-a-url', (b) => ({ ...b, UPSTREAM_URL: 'not-a-url' }), ['UPSTREAM_URL']],
+    ['GUARDIAN_TIMEOUT_MS=soon', (b) => ({ ...b, GUARDIAN_TIMEOUT_MS: 'soon' }), ['GUARDIAN_TIMEOUT_MS']],
+    [
+      'several at once',
+      ({ UPSTREAM_URL: _u, ...rest }) => ({ ...rest, ROLE: 'banana', PORT: 'abc', FAIL_MODE: 'x', GUARDIAN_URL: 'not-a-url' }),
+      ['UPSTREAM_URL', 'ROLE', 'PORT', 'FAIL_MODE', 'GUARDIAN_URL'],
+    ],
+  ])('%s', async (_name, make, vars) => {
+    const run = start(make(base()));
+    const { code } = await exitWithin(run, 20_000);
+    expect({ code, stderr: run.stderr() }).toEqual({ code: 2, stderr: expect.any(String) });
+    const lines = run.stderr().split('\n').filter((l) => l.trim() !== '');
+    expect(lines).toHaveLength(vars.length);
+    for (const v of vars) {
+      const naming = lines.filter((l) => new RegExp(`(^|[^A-Z_])${v}([^A-Z_]|$)`).test(l));
+      expect({ variable: v, lines: naming }).toEqual({ variable: v, lines: [expect.any(String)] });
+    }
+    expect(run.stdout()).not.toMatch(/listening/i);
+  });
+});
+
+describe('a good configuration', () => {
+  let agent: TestAgent;
+  let guardian: TestGuardian;
+  beforeAll(async () => {
+    agent = await startAgent({ name: 'CLI Agent' });
+    guardian = await startGuardian();
+  });
+  afterAll(async () => {
+    await agent?.close();
+    await guardian?.close();
+  });
+
+  test('serves a call through the guardian, then SIGTERM -> exit code 0', async () => {
+    const port = await freePort();
+    const adminPort = await freePort();
+    const run = start({
+      UPSTREAM_URL: agent.origin,
+      GUARDIAN_URL: guardian.url,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ADMIN_PORT: String(adminPort),
+      ADMIN_HOST: '127.0.0.1',
+      ROLE: 'server',
+      DRAIN_TIMEOUT_MS: '5000',
+      LOG_LEVEL: 'info',
+    });
+    const base = `http://127.0.0.1:${port}`;
+    // Up when the proxy serves the (rewritten) agent card.
+    const deadline = Date.now() + 20_000;
+    let card: any;
+    while (card === undefined) {
+      if (run.child.exitCode !== null) throw new Error(`proxy exited early (${run.child.exitCode}): ${run.stderr()}`);
+      if (Date.now() > deadline) throw new Error(`proxy did not come up\nstdout: ${run.stdout()}\nstderr: ${run.stderr()}`);
+      try {
+        const r = await fetch(`${base}/.well-known/agent-card.json`, { headers: { 'a2a-version': '1.0' } });
+        if (r.ok) card = await r.json();
+      } catch {
+        await sleep(100);
+      }
+    }
+    expect(card.name).toBe('CLI Agent');
+    for (const i of card.supportedInterfaces) expect(new URL(i.url).origin).toBe(base);
+
+    const res = await rawRpc(`${base}/a2a/jsonrpc`, {
+      jsonrpc: '2.0',
+      id: 'cli-1',
+      method: 'message/send',
+      params: { message: { kind: 'message', messageId: 'cli', role: 'user', parts: [{ kind: 'text', text: 'from the command line' }] } },
+    });
+    expect(res.json).toMatchObject({ jsonrpc: '2.0', id: 'cli-1', result: { kind: 'task' } });
+    expect(textOf(res.json)).toBe('echo: from the command line');
+    expect(guardian.calls().map((e) => e.method)).toEqual(['message/send']);
+    expect(agent.received.filter((r) => r.method === 'POST')).toHaveLength(1);
+
+    const health = await fetch(`http://127.0.0.1:${adminPort}/healthz`);
+    expect(health.status).toBe(200);
+    await health.body?.cancel();
+
+    run.child.kill('SIGTERM');
+    const { code, signal } = await exitWithin(run, 20_000);
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+    expect(run.stderr()).not.toMatch(/configuration error/);
+  });
+});

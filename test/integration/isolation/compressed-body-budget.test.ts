@@ -1,0 +1,57 @@
+/**
+ * Resource exhaustion: MAX_INFLIGHT_BODY_BYTES bounds the request-body bytes
+ * held across all calls. A compressed body took only its compressed size from that budget; the
+ * decoded body (up to MAX_BODY_BYTES per call, 1000x larger for a run of zeros) was then held
+ * without asking the budget, so a handful of small gzip bodies held many times the budget.
+ * Real SDK agent, real guardian, the proxy in between.
+ */
+import zlib from 'node:zlib';
+import type { TestAgent } from '../../helpers/agent';
+import type { TestGuardian } from '../../helpers/guardian';
+import { useStack } from '../../helpers/proxy-harness';
+
+const stack = useStack();
+let agent: TestAgent;
+let guardian: TestGuardian;
+beforeAll(() => {
+  ({ agent, guardian } = stack);
+});
+
+/** POST raw bytes; the answer's status and parsed JSON. */
+async function post(url: string, body: Buffer, headers: Record<string, string>): Promise<{ status: number; json: any }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, json };
+}
+
+const v03Send = (id: number, text: string) => ({
+  jsonrpc: '2.0', id, method: 'message/send',
+  params: { message: { kind: 'message', messageId: `m-${id}`, role: 'user', parts: [{ kind: 'text', text }] } },
+});
+
+describe('MAX_INFLIGHT_BODY_BYTES', () => {
+  test('a gzip body counts with its decoded size: a second call over the budget is "overloaded" (503, -31429), as a plain one is', async () => {
+    const p = await stack.proxy({ ROLE: 'server', MAX_INFLIGHT_BODY_BYTES: String(200 * 1024) });
+    await p.upstreamCard.ready();
+    guardian.script(() => ({ decision: 'allow', delayMs: 800 }));
+    // ~60 KiB of JSON, a few hundred bytes once gzipped.
+    const bomb = (id: number) => zlib.gzipSync(Buffer.from(JSON.stringify(v03Send(id, 'x'.repeat(60 * 1024)))));
+    expect(bomb(1).length).toBeLessThan(1024);
+    const headers = { 'content-encoding': 'gzip' };
+    const first = post(`${p.url}/a2a/jsonrpc`, bomb(1), headers);
+    await new Promise((r) => setTimeout(r, 250)); // the first call waits on the guardian, its decoded body held
+    const second = await post(`${p.url}/a2a/jsonrpc`, bomb(2), headers);
+    expect({ status: second.status, code: second.json?.error?.code }).toEqual({ status: 503, code: -31429 });
+    expect((await first).json?.result).toBeDefined();
+    // The budget is returned when calls end.
+    guardian.script(() => ({ decision: 'allow' }));
+    expect((await post(`${p.url}/a2a/jsonrpc`, bomb(3), headers)).json?.result).toBeDefined();
+    expect(agent.received.filter((r) => r.method === 'POST')).toHaveLength(2);
+  });
+});
