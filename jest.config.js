@@ -10,6 +10,8 @@ module.exports = {
   },
   transformIgnorePatterns: ['/node_modules/(?!jose/)'],
   testTimeout: 30000,
+  // Libraries' console lines the tests provoke on purpose (test/helpers/quiet-libraries.ts).
+  setupFiles: ['<rootDir>/test/helpers/quiet-libraries.ts'],
   // Integration tests start real servers; two workers suit the 2-core machines.
   maxWorkers: 2,
 };

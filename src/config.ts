@@ -9,7 +9,9 @@ import { looksLikeRest } from './a2a/rest';
 import { looksLikeGrpc } from './a2a/bindings/grpc/methods';
 import { Rule, v, type Issue, type Out } from './env-rules';
 import { lookupEnv, serviceLinkHint, type EnvValue } from './env';
+import type { ConfigFile } from './config-file';
 import { ROLES } from './aos/hook-points';
+import { DEFAULT_POLICY_FILE } from './version';
 import type { ObservedAgentOverrides } from './aos/identity';
 
 const bool = (def: boolean) =>
@@ -110,7 +112,7 @@ const VARIABLES = {
   DRAIN_TIMEOUT_MS: int(10_000, 0, 600_000).describe('after the listener closes: in-flight calls may finish until then; open streams then end with an error event'),
   SHADOW_MODE: bool(false).describe('ask the guardian, log and count what it would have done, always forward'),
   ALLOW_WEBSOCKETS: bool(false).describe('forward HTTP upgrades (uninspected) instead of refusing them'),
-  POLICY_FILE: v.string().min(1).default('config/policy.json').describe('policy of the embedded guardian (GUARDIAN_URL unset)'),
+  POLICY_FILE: v.string().min(1).optional().describe("policy of the embedded guardian (GUARDIAN_URL unset); unset: the package's demo policy, config/policy.json"),
   LOG_LEVEL: v.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino level'),
   // Task ownership (README "Task ownership")
   TASK_OWNERSHIP: optional(v.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes')).describe('only the verified caller that created a task may use it (default: on with ROLE=server and IDENTITY_POLICY=required)'),
@@ -288,17 +290,22 @@ export type { ObservedAgentOverrides } from './aos/identity';
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
 
 /**
- * Parse the environment. Every variable may also be given as `A2A_GUARD_<NAME>`, which wins
- * (src/env.ts). Empty strings count as unset, as in most container runtimes' env files.
+ * Parse the environment (and the --config file, which it overrides). Every variable may also be given
+ * as `A2A_GUARD_<NAME>`, which wins (src/env.ts). Empty strings count as unset, as in most container
+ * runtimes' env files.
  */
-export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
+export function loadConfig(env: NodeJS.ProcessEnv, file?: ConfigFile): ConfigResult {
   const input: Record<string, string> = {};
   const found: Record<string, EnvValue> = {};
   for (const key of NAMES) {
     const found1 = lookupEnv(env, key);
-    if (found1 === undefined) continue;
-    input[key] = found1.value;
-    found[key] = found1;
+    if (found1 !== undefined) {
+      input[key] = found1.value;
+      found[key] = found1;
+    } else if (file?.values[key] !== undefined) {
+      input[key] = file.values[key];
+      found[key] = { value: file.values[key], from: `${file.file}: ${key}` };
+    }
   }
   const misspelled = misspelledVariables(env, NAMES);
   const parsed = parseVariables(input);
@@ -382,7 +389,7 @@ function toConfig(e: Env) {
     readinessRequires: { guardian: e.READINESS_REQUIRES.includes('guardian'), upstream: e.READINESS_REQUIRES.includes('upstream') },
     shadowMode: e.SHADOW_MODE,
     allowWebSockets: e.ALLOW_WEBSOCKETS,
-    policyFile: e.POLICY_FILE,
+    policyFile: e.POLICY_FILE ?? DEFAULT_POLICY_FILE,
     policyWatch: e.POLICY_WATCH,
     decisionLogFile: e.DECISION_LOG_FILE,
     decisionLogKeyFile: e.DECISION_LOG_KEY_FILE,
@@ -647,14 +654,49 @@ export function describeVariables(): VariableInfo[] {
   });
 }
 
-/** The raw values an environment gives the schema's variables (src/env.ts: A2A_GUARD_<NAME> wins; empty counts as unset). */
-export function schemaInput(env: NodeJS.ProcessEnv): Record<string, string> {
+/** The raw values an environment (over a --config file) gives the schema's variables (src/env.ts: A2A_GUARD_<NAME> wins; empty counts as unset). */
+export function schemaInput(env: NodeJS.ProcessEnv, file?: ConfigFile): Record<string, string> {
   const input: Record<string, string> = {};
   for (const key of NAMES) {
-    const found = lookupEnv(env, key);
-    if (found !== undefined) input[key] = found.value;
+    const found = lookupEnv(env, key)?.value ?? file?.values[key];
+    if (found !== undefined) input[key] = found;
   }
   return input;
+}
+
+/** The variables' names, in the table's order. */
+export function variableNames(): readonly string[] {
+  return NAMES;
+}
+
+/**
+ * The JSON Schema of a --config file, from the same rules (their zod forms' input side): each name
+ * with its description and default; a value may be written as the variable's text or, where the
+ * rule reads one, as a YAML/JSON number, boolean or list. zod is the caller's, as for envSchema.
+ */
+export function configFileSchema(z: typeof Z): Record<string, unknown> {
+  const properties: Record<string, unknown> = {};
+  for (const name of NAMES) {
+    const rule = VARIABLES[name] as Rule<unknown>;
+    const text = z.toJSONSchema(rule.zod(z), { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+    delete text.$schema;
+    const { description, default: def, ...asText } = text;
+    const forms: Record<string, unknown>[] = [asText];
+    const values = asText.enum as string[] | undefined;
+    if (values?.includes('true') === true) forms.unshift({ type: 'boolean' });
+    if (asText.pattern === '^\\d+$') forms.unshift({ type: 'integer', minimum: 0 });
+    if (name === 'OTEL_TRACES_SAMPLER_ARG') forms.unshift({ type: 'number', minimum: 0, maximum: 1 });
+    if (/comma-separated/.test(rule.description)) forms.push({ type: 'array', items: values === undefined ? { type: 'string' } : { enum: values } });
+    properties[name] = { description, ...(def === undefined ? {} : { default: def }), anyOf: [...forms, { type: 'null' }] };
+  }
+  return {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    title: 'a2a-guard --config file',
+    description: 'The variables of a2a-guard (a2a-guard --help) as one YAML or JSON mapping; a variable set in the environment wins over the file.',
+    type: 'object',
+    additionalProperties: false,
+    properties,
+  };
 }
 
 /** Test and embedding convenience: a full config from a partial env. Throws on problems. */

@@ -8,8 +8,17 @@ import pino, { type Logger } from 'pino';
 /** The one base binding of every logger here; writeLine writes it itself. */
 const SERVICE = 'a2a-guard';
 
+/**
+ * Every line's time as ISO-8601 UTC and its level by name ("info", not 30): what log pipelines and
+ * people read without a lookup table. The proxy's and the reference guardian's loggers share them.
+ */
+export const LINE_FORMAT = {
+  timestamp: pino.stdTimeFunctions.isoTime,
+  formatters: { level: (label: string) => ({ level: label }) },
+} satisfies pino.LoggerOptions;
+
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
-  const logger = pino({ level, base: { service: SERVICE } }, destination);
+  const logger = pino({ level, base: { service: SERVICE }, ...LINE_FORMAT }, destination);
   if (destination !== undefined) known.set(logger, destination);
   return logger;
 }
@@ -112,7 +121,7 @@ export function lineStart(level: 'info' | 'warn'): string {
   const now = Date.now();
   if (now !== start.at) {
     start.at = now;
-    start.text = `{"level":${level === 'info' ? 30 : 40},"time":${now},"service":"${SERVICE}"`;
+    start.text = `{"level":"${level}","time":"${new Date(now).toISOString()}","service":"${SERVICE}"`;
   }
   return start.text;
 }

@@ -9,7 +9,8 @@
  */
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { loadConfig, type Config } from './config';
+import { loadConfig, misspelledVariables, variableNames, type Config } from './config';
+import { readConfigFile, type ConfigFile } from './config-file';
 import { createLogger, stdoutDestination, type Logger, type LogSink } from './log';
 import { startProxy, createGuardian, type ProxyInstance } from './server';
 import { createAdminServer } from './admin/server';
@@ -72,11 +73,17 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
       break;
   }
 
-  const loaded = loadConfig(env);
+  let file: ConfigFile | undefined;
+  if (cmd.config !== undefined) {
+    const read = readConfigFile(cmd.config, variableNames(), (names) => misspelledVariables(names, variableNames()));
+    if (!read.ok) fail(read.problems.map((p) => `configuration error: ${p}`));
+    file = read.config;
+  }
+  const loaded = loadConfig(env, file);
   if (!loaded.ok) fail(loaded.problems.map((p) => `configuration error: ${p}`));
   const config = loaded.config;
 
-  if (cmd.kind === 'check') return check(config, env);
+  if (cmd.kind === 'check') return check(config, env, file, cmd.probe === true);
 
   lateParserTierUp();
   noPretenuring();
@@ -215,8 +222,11 @@ function reportReload(logger: Logger, file: string, r: ReloadResult, reason: str
   for (const problem of r.problems) logger.error({ policyFile: file, reason, problem }, 'policy reload failed; the previous policy stays in force');
 }
 
-/** --check: the configuration is valid (and the policy, when the embedded guardian is used). */
-function check(config: Config, env: NodeJS.ProcessEnv): never {
+/**
+ * --check: the configuration is valid (and the policy, when the embedded guardian is used); exit 0.
+ * --probe: then the guardian, the agent's card and the task store are tried; exit 1 when one does not answer.
+ */
+async function check(config: Config, env: NodeJS.ProcessEnv, file: ConfigFile | undefined, probe: boolean): Promise<never> {
   if (config.guardianUrl === undefined) {
     try {
       loadEmbeddedGuardian(config.policyFile).close();
@@ -228,10 +238,16 @@ function check(config: Config, env: NodeJS.ProcessEnv): never {
     `# a2a-guard ${VERSION}: configuration is valid`,
     `# guardian: ${config.guardianUrl === undefined ? `embedded, policy ${config.policyFile} (valid)` : config.guardianUrl.origin}`,
     `# tracing: ${config.otel === undefined ? 'off' : `on, ${config.otel.protocol} to ${config.otel.tracesUrl}`}`,
-    ...effectiveConfiguration(env),
+    ...(file === undefined ? [] : [`# config file: ${file.file} (variables set in the environment win)`]),
+    ...effectiveConfiguration(env, file),
   ];
   process.stdout.write(`${out.join('\n')}\n`);
-  return process.exit(0);
+  if (!probe) return process.exit(0);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { probeDependencies }: typeof import('./probe') = require('./probe');
+  const results = await probeDependencies(config);
+  process.stdout.write(`${results.map((r) => `# probe ${r.what}: ${r.ok ? 'ok' : 'FAILED'}: ${r.detail}`).join('\n')}\n`);
+  return process.exit(results.every((r) => r.ok) ? 0 : 1);
 }
 
 /** The decision log's HMAC key: the file's bytes, at least 32 (a short secret could be guessed offline). */

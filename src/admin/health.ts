@@ -1,8 +1,11 @@
 /**
- * Readiness means "this replica can serve": the listener is up, the configuration is loaded, and it
- * is not draining. The guardian and the agent are probed and reported (in /readyz's body and in
- * metrics) but only fail readiness when READINESS_REQUIRES names them: a guardian that misses a
- * ping is every replica's problem at once, and taking them all out of the Service would turn
+ * Readiness means "this replica can serve": the listener is up, the configuration is loaded, it is
+ * not draining, and its guardian has answered a ping since start. A guardian that never answered is
+ * this replica's configuration (a wrong GUARDIAN_URL, a token it refuses, a guardian not deployed):
+ * such a replica must not take traffic, so a rollout with it stalls while the old replicas serve.
+ * The guardian and the agent are probed and reported (in /readyz's body and in metrics); later
+ * misses fail readiness only when READINESS_REQUIRES names them: a guardian that misses a ping after
+ * answering is every replica's problem at once, and taking them all out of the Service would turn
  * FAIL_MODE=open into an outage and FAIL_MODE=closed's fast -31503 into connection errors.
  * With GRPC_PORT set, "the agent" is its card and its gRPC endpoint: both must answer.
  */
@@ -38,7 +41,8 @@ export interface Readiness {
   readonly listening: boolean;
   readonly configured: true;
   readonly draining: boolean;
-  readonly guardian: DependencyState & { readonly breaker: BreakerState; readonly failMode: 'closed' | 'open' };
+  /** `answered`: it has answered a ping since start (a replica is not ready before). */
+  readonly guardian: DependencyState & { readonly answered: boolean; readonly breaker: BreakerState; readonly failMode: 'closed' | 'open' };
   /** `card` and `grpc` (GRPC_PORT set only): the two parts of `up`. */
   readonly upstream: DependencyState & { readonly card?: boolean | undefined; readonly grpc?: boolean | undefined };
 }
@@ -56,12 +60,12 @@ export interface UpstreamParts {
 
 /** Pure: what /readyz says for these facts. */
 export function readiness(
-  facts: { listening: boolean; draining: boolean; guardianUp: boolean | undefined; upstreamUp: boolean | undefined; breaker: BreakerState; upstreamParts?: UpstreamParts | undefined },
+  facts: { listening: boolean; draining: boolean; guardianUp: boolean | undefined; guardianAnswered: boolean; upstreamUp: boolean | undefined; breaker: BreakerState; upstreamParts?: UpstreamParts | undefined },
   settings: HealthSettings,
   checkedAt: { guardian: string | undefined; upstream: string | undefined } = { guardian: undefined, upstream: undefined },
 ): Readiness {
   const required = settings.requires;
-  const ready = facts.listening && !facts.draining
+  const ready = facts.listening && !facts.draining && facts.guardianAnswered
     && (!required.guardian || facts.guardianUp === true)
     && (!required.upstream || facts.upstreamUp === true);
   return {
@@ -69,7 +73,7 @@ export function readiness(
     listening: facts.listening,
     configured: true,
     draining: facts.draining,
-    guardian: { up: facts.guardianUp, required: required.guardian, checkedAt: checkedAt.guardian, breaker: facts.breaker, failMode: settings.failMode },
+    guardian: { up: facts.guardianUp, required: required.guardian, checkedAt: checkedAt.guardian, answered: facts.guardianAnswered, breaker: facts.breaker, failMode: settings.failMode },
     upstream: { up: facts.upstreamUp, required: required.upstream, checkedAt: checkedAt.upstream, ...facts.upstreamParts },
   };
 }
@@ -81,6 +85,7 @@ export class Health {
   private readonly guardian: Probe = { up: undefined, at: undefined };
   private readonly upstream: Probe = { up: undefined, at: undefined };
   private parts: UpstreamParts | undefined;
+  private guardianAnswered = false;
 
   constructor(
     private readonly sources: HealthSources,
@@ -125,7 +130,7 @@ export class Health {
     const iso = (t: number | undefined) => (t === undefined ? undefined : new Date(t).toISOString());
     return readiness(
       {
-        listening: this.sources.listening(), draining: this.sources.draining(), guardianUp: this.guardian.up, upstreamUp: this.upstream.up, breaker: this.sources.breaker(),
+        listening: this.sources.listening(), draining: this.sources.draining(), guardianUp: this.guardian.up, guardianAnswered: this.guardianAnswered, upstreamUp: this.upstream.up, breaker: this.sources.breaker(),
         upstreamParts: this.sources.probeGrpcUpstream === undefined ? undefined : this.parts ?? { card: undefined, grpc: undefined },
       },
       this.settings,
@@ -136,6 +141,7 @@ export class Health {
   private note(what: 'guardian' | 'upstream', probe: Probe, up: boolean): void {
     const before = probe.up;
     probe.up = up;
+    if (what === 'guardian' && up) this.guardianAnswered = true;
     probe.at = Date.now();
     if (before !== up) this.onChange({ what, up, ...(what === 'upstream' && this.parts !== undefined ? { parts: this.parts } : {}) });
   }

@@ -3,8 +3,8 @@
  * `a2a-guard-guardian` / `npm run guardian`: the reference guardian as a standalone AOS service.
  * Flags: --help, --version, --check. SIGHUP (and, with POLICY_WATCH, a change of the file) reloads
  * the policy: an invalid new policy keeps the old one and logs one line per problem.
- *   GUARDIAN_PORT (7070), GUARDIAN_HOST (0.0.0.0), POLICY_FILE (config/policy.json, against the
- *   working directory), GUARDIAN_TOKEN (unset: no token required), LOG_LEVEL (info).
+ *   GUARDIAN_PORT (7070), GUARDIAN_HOST (0.0.0.0), POLICY_FILE (against the working directory;
+ *   default: the package's config/policy.json), GUARDIAN_TOKEN (unset: no token required), LOG_LEVEL (info).
  * Each may also be given as A2A_GUARD_<NAME>, which wins (src/env.ts): a Kubernetes Service named
  * `guardian` injects GUARDIAN_PORT=tcp://... into every pod that has service links on.
  * A bad policy or variable prints one line per problem on stderr and exits with code 2.
@@ -13,12 +13,14 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import pino from 'pino';
+import { LINE_FORMAT } from '../log';
 import { lookupEnv, serviceLinkHint } from '../env';
 import { PolicyError } from './policy';
 import { ReloadablePolicy, type ReloadResult } from './reload';
 import { parseArgs, variableLines } from '../cli';
 import { serveGuardian } from '../aos/serve';
 import { referenceGuardian, GUARDIAN_VERSION } from './server';
+import { DEFAULT_POLICY_FILE } from '../version';
 
 export interface GuardianConfig {
   readonly port: number;
@@ -52,7 +54,8 @@ export function readGuardianConfig(
   const hostVar = lookupEnv(env, 'GUARDIAN_HOST');
   const host = hostVar?.value ?? '0.0.0.0';
   if (host.trim() === '') problems.push(`${hostVar?.from ?? 'GUARDIAN_HOST'}: must not be empty`);
-  const policyFile = resolve(cwd, lookupEnv(env, 'POLICY_FILE')?.value ?? 'config/policy.json');
+  const given = lookupEnv(env, 'POLICY_FILE')?.value;
+  const policyFile = given === undefined ? DEFAULT_POLICY_FILE : resolve(cwd, given);
   const token = lookupEnv(env, 'GUARDIAN_TOKEN')?.value;
   const watchText = (lookupEnv(env, 'POLICY_WATCH')?.value ?? 'true').toLowerCase();
   if (!['true', 'false', '1', '0', 'yes', 'no'].includes(watchText)) problems.push(`POLICY_WATCH: expected true or false, got "${watchText}"`);
@@ -64,7 +67,7 @@ export function readGuardianConfig(
 export const GUARDIAN_VARIABLES = [
   { name: 'GUARDIAN_PORT', default: '7070', description: 'port the guardian listens on', secret: false },
   { name: 'GUARDIAN_HOST', default: '0.0.0.0', description: 'listen address', secret: false },
-  { name: 'POLICY_FILE', default: 'config/policy.json', description: 'the policy (against the working directory)', secret: false },
+  { name: 'POLICY_FILE', default: 'unset', description: "the policy (against the working directory); unset: the package's demo policy, config/policy.json", secret: false },
   { name: 'POLICY_WATCH', default: 'true', description: 'reload the policy when the file changes (SIGHUP reloads it too)', secret: false },
   { name: 'GUARDIAN_TOKEN', default: 'unset', description: 'when set, every AOS request must carry Authorization: Bearer <token>; never logged', secret: true },
   { name: 'LOG_LEVEL', default: 'info', description: `pino level: ${LOG_LEVELS.join(', ')}`, secret: false },
@@ -104,7 +107,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
   const { config, problems } = readGuardianConfig(env);
   if (problems.length > 0) failConfig(problems);
 
-  const logger = pino({ level: config.logLevel, base: { service: 'a2a-guard-guardian' } });
+  const logger = pino({ level: config.logLevel, base: { service: 'a2a-guard-guardian' }, ...LINE_FORMAT });
   const policy = loadPolicyOrExit(config.policyFile, (r, reason) => {
     if (r.ok) logger.info({ policyFile: config.policyFile, reason, sha256: r.sha256, changed: r.changed }, 'policy reloaded');
     else for (const problem of r.problems) logger.error({ policyFile: config.policyFile, reason, problem }, 'policy reload failed; the previous policy stays in force');

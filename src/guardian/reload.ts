@@ -22,6 +22,9 @@ export interface ReloadEvents {
 /** Told of every policy swapped in, with the text it was compiled from (the embedded guardian's worker compiles the same). */
 export type PolicySwap = (text: string) => void;
 
+/** `tried` of a file that could not be read. */
+const MISSING = 'missing';
+
 function fileHash(file: string): string | undefined {
   try {
     return createHash('sha256').update(fs.readFileSync(file)).digest('hex');
@@ -36,12 +39,19 @@ export class ReloadablePolicy {
   private source: string;
   private watcher: fs.FSWatcher | undefined;
   private pending: NodeJS.Timeout | undefined;
+  /**
+   * The bytes last tried (their hash; MISSING when the file could not be read), valid or not: the
+   * watcher reloads when the file differs from them, so an invalid file is reported once per change,
+   * not again on every event of its directory.
+   */
+  private tried: string | undefined;
 
   /** Loads the file at once; throws PolicyError when it is invalid (a start-up error). */
   constructor(readonly file: string, private readonly events: ReloadEvents = {}, private readonly onSwap?: PolicySwap) {
     const { text, sha256 } = readPolicyFile(file);
     this.engine = createEngine(policyFromText(text, file));
     this.hash = sha256;
+    this.tried = sha256;
     this.source = text;
   }
 
@@ -59,6 +69,7 @@ export class ReloadablePolicy {
   }
 
   reload(reason: string): ReloadResult {
+    this.tried = fileHash(this.file) ?? MISSING;
     const result = this.tryLoad();
     this.events.onReload?.(result, reason);
     return result;
@@ -83,7 +94,8 @@ export class ReloadablePolicy {
   /**
    * Reload when the file changes. The directory is watched, not the file: editors and Kubernetes
    * ConfigMap updates replace the file (a rename or a symlink swap), which a watch on the old inode
-   * would miss. Bursts of events are coalesced, and a reload happens only when the bytes changed.
+   * would miss. Bursts of events are coalesced, and a reload happens only when the bytes differ from
+   * the bytes last tried (other files changing in the directory retry nothing).
    */
   watch(debounceMs = 200): void {
     if (this.watcher !== undefined) return;
@@ -93,8 +105,7 @@ export class ReloadablePolicy {
         if (this.pending !== undefined) clearTimeout(this.pending);
         this.pending = setTimeout(() => {
           this.pending = undefined;
-          const hash = fileHash(this.file);
-          if (hash === undefined || hash !== this.hash) this.reload('file change');
+          if ((fileHash(this.file) ?? MISSING) !== this.tried) this.reload('file change');
         }, debounceMs);
         this.pending.unref();
       });

@@ -19,9 +19,9 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 afterEach(() => jest.restoreAllMocks());
 
 describe('readGuardianConfig', () => {
-  it('has the documented defaults', () => {
+  it('has the documented defaults (the policy: the package\'s own, whatever the working directory)', () => {
     expect(readGuardianConfig({}, '/srv/app')).toEqual({
-      config: { port: 7070, host: '0.0.0.0', policyFile: '/srv/app/config/policy.json', policyWatch: true, logLevel: 'info' },
+      config: { port: 7070, host: '0.0.0.0', policyFile: resolve(__dirname, '../../config/policy.json'), policyWatch: true, logLevel: 'info' },
       problems: [],
     });
   });

@@ -40,10 +40,10 @@ export interface ChildRun {
   exitWithin(ms: number): Promise<Exit>;
 }
 
-/** Spawn `script` with exactly `env` (plus PATH) and `args`, on `node` (default: the Node running the tests). */
-export function spawnNode(script: string, env: Record<string, string>, args: readonly string[] = [], node: string = process.execPath): ChildRun {
+/** Spawn `script` with exactly `env` (plus PATH) and `args`, on `node` (default: the Node running the tests), in `cwd` (default: the checkout). */
+export function spawnNode(script: string, env: Record<string, string>, args: readonly string[] = [], node: string = process.execPath, cwd: string = ROOT): ChildRun {
   const child = spawn(node, [script, ...args], {
-    cwd: ROOT,
+    cwd,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -76,11 +76,11 @@ export interface ProxyRun extends ChildRun {
   readonly port: number;
 }
 
-/** Start the proxy (on `node`, default the Node running the tests) and wait until its admin server and its listener answer. */
-export async function startProxyProcess(env: Record<string, string>, node?: string): Promise<ProxyRun> {
+/** Start the proxy (on `node`, default the Node running the tests; in `cwd`, default the checkout; with `args`) and wait until its admin server and its listener answer. */
+export async function startProxyProcess(env: Record<string, string>, node?: string, cwd?: string, args: readonly string[] = []): Promise<ProxyRun> {
   const port = await freePort();
   const adminPort = await freePort();
-  const run = spawnNode(MAIN, { PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), ADMIN_HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, [], node);
+  const run = spawnNode(MAIN, { PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), ADMIN_HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, args, node, cwd);
   const proxy: ProxyRun = { ...run, base: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}`, port };
   await waitFor(async () => {
     if (run.child.exitCode !== null) throw new Error(`proxy exited early (${run.child.exitCode}): ${run.stdout()}${run.stderr()}`);

@@ -106,7 +106,7 @@ afterAll(() => {
 
 describe('npm pack', () => {
   test('ships the compiled code, its declarations and the documents; no sources, tests, bench, demo, maps or deploy files', () => {
-    for (const f of ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'SECURITY.md', 'config/policy.json', 'dist/src/index.js', 'dist/src/index.d.ts',
+    for (const f of ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'SECURITY.md', 'config/policy.json', 'config/config.schema.json', 'dist/src/index.js', 'dist/src/index.d.ts',
       'dist/src/aos/serve.js', 'dist/src/aos/schemas.d.ts', 'dist/src/guardian/index.js', 'dist/src/main.js']) expect(files).toContain(f);
     const unwanted = files.filter((f) => /^(src|test|bench|deploy|scripts|docs|dist\/bench|dist\/scripts|dist\/test|dist\/src\/demo)\/|\.map$|\.ts$(?<!\.d\.ts)|tsbuildinfo/.test(f));
     expect(unwanted).toEqual([]);

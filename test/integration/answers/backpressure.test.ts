@@ -19,6 +19,11 @@
  * 4 MB in the client leg, the rest in the upstream leg); RSS grew by 20-28 MB, both with inspection off and on.
  * Last test: with several events per chunk and a paused reader, the inspected relay must wait for one
  * 'drain' at a time rather than add a listener per held-back event.
+ * Nothing here depends on the machine's speed: the stall is a state (the upstream blocked on 'drain',
+ * the proxy's response full, no byte acknowledged over 30 event-loop turns), the bounds are on bytes,
+ * a starved guardian is waited for (GUARDIAN_TIMEOUT_MS at its maximum: a timed-out event check would
+ * end the stream, which is not what this file tests), and every wait has one generous bound (WAIT_MS)
+ * that only catches a hang: a loaded machine makes the tests slower, never wrong.
  * Set REPORT_MEASUREMENTS=1 to print the figures.
  */
 import http from 'node:http';
@@ -33,6 +38,10 @@ const TOTAL_BYTES = 200 * 1024 * 1024;
 const MAX_ACKED = 16 * 1024 * 1024;
 const MAX_RSS_DELTA = 150 * 1024 * 1024;
 const MB = 1024 * 1024;
+/** Bound of every wait: a hang guard, far above any loaded machine's time. */
+const WAIT_MS = 120_000;
+/** A test's few waits in a row, each bounded by WAIT_MS. */
+const TEST_MS = 4 * WAIT_MS;
 
 interface Producer {
   handed: number;
@@ -105,10 +114,10 @@ beforeAll(async () => {
   });
   const upstreamUrl = await listen(upstream);
   guardian = await startGuardian();
-  const base = { UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server' };
+  const base = { UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', GUARDIAN_TIMEOUT_MS: '600000' };
   on = await startTestProxy({ ...base, INSPECT_RESPONSES: 'true' });
   off = await startTestProxy({ ...base, INSPECT_RESPONSES: 'false' });
-});
+}, WAIT_MS);
 afterAll(async () => {
   for (const c of clients) c.destroy();
   await on?.close();
@@ -165,10 +174,10 @@ describe.each([
     });
     res.pause(); // read nothing
     expect(res.statusCode).toBe(200);
-    await waitFor(() => producer !== undefined, 10_000, 'upstream producing');
+    await waitFor(() => producer !== undefined, WAIT_MS, 'upstream producing');
     const p = producer!;
 
-    await stalled(p, 30, 60_000, () => proxyRes?.writableNeedDrain === true);
+    await stalled(p, 30, WAIT_MS, () => proxyRes?.writableNeedDrain === true);
     proxy().server.off('request', onRequest);
     const rss1 = process.memoryUsage().rss;
     const acked = p.acked;
@@ -194,13 +203,13 @@ describe.each([
       received += c.length;
     });
     res.resume();
-    await waitFor(() => p.acked >= acked + 4 * MB, 30_000, 'upstream writes again once the client reads');
+    await waitFor(() => p.acked >= acked + 4 * MB, WAIT_MS, 'upstream writes again once the client reads');
     expect(received).toBeGreaterThan(4 * MB);
 
     req.destroy();
-    await waitFor(() => p.closed, 10_000, 'upstream response closed after the client left');
+    await waitFor(() => p.closed, WAIT_MS, 'upstream response closed after the client left');
     expect(p.finished).toBe(false);
-  });
+  }, TEST_MS);
 });
 
 test('inspection on, paused reader, several events per chunk: the proxy waits for one \'drain\' at a time', async () => {
@@ -237,9 +246,9 @@ test('inspection on, paused reader, several events per chunk: the proxy waits fo
       req.end(body);
     });
     res.pause();
-    await waitFor(() => producer !== undefined, 10_000, 'upstream producing');
+    await waitFor(() => producer !== undefined, WAIT_MS, 'upstream producing');
     const p = producer!;
-    await stalled(p, 30, 60_000, () => proxyRes?.writableNeedDrain === true);
+    await stalled(p, 30, WAIT_MS, () => proxyRes?.writableNeedDrain === true);
     sample();
     if (process.env.REPORT_MEASUREMENTS) {
       // eslint-disable-next-line no-console
@@ -248,9 +257,9 @@ test('inspection on, paused reader, several events per chunk: the proxy waits fo
     expect(p.acked).toBeLessThan(MAX_ACKED);
     expect(maxDrain).toBeLessThanOrEqual(1);
     req.destroy();
-    await waitFor(() => p.closed, 10_000, 'upstream response closed after the client left');
+    await waitFor(() => p.closed, WAIT_MS, 'upstream response closed after the client left');
   } finally {
     clearInterval(sampler);
     on.server.off('request', onRequest);
   }
-});
+}, TEST_MS);

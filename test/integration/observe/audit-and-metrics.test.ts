@@ -17,13 +17,14 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import pino from 'pino';
+import type pino from 'pino';
 import { rawRpc, startAgent } from '../../helpers/agent';
 import { deadGuardianUrl, type GuardianReply } from '../../helpers/guardian';
 import { closeServer, waitFor } from '../../helpers/net';
 import { sample } from '../../helpers/proxy-process';
 import { useStack } from '../../helpers/proxy-harness';
 import { configFrom } from '../../../src/config';
+import { createLogger } from '../../../src/log';
 import { startProxy, type ProxyInstance } from '../../../src/server';
 import { embeddedGuardian } from '../../../src/guardian/embedded';
 import type { Guardian } from '../../../src/aos/guardian';
@@ -50,7 +51,7 @@ interface Audited {
   metrics(): Promise<string>;
 }
 
-/** A pino logger whose lines are kept, parsed. */
+/** The proxy's logger (src/log.ts, its lines' format) whose lines are kept, parsed. */
 function capture(): { logger: pino.Logger; lines: Array<Record<string, any>> } {
   const lines: Array<Record<string, any>> = [];
   const sink = new Writable({
@@ -59,7 +60,7 @@ function capture(): { logger: pino.Logger; lines: Array<Record<string, any>> } {
       done();
     },
   });
-  return { logger: pino({ level: 'info', base: { service: 'a2a-guard' } }, sink), lines };
+  return { logger: createLogger('info', sink), lines };
 }
 
 async function audited(env: Record<string, string> = {}, opts: { guardian?: Guardian; decisionLog?: DecisionLog; log?: ReturnType<typeof capture> } = {}): Promise<Audited> {
@@ -109,7 +110,7 @@ describe('decisions', () => {
     expect(json.result).toBeDefined();
     const envelope = stack.guardian.calls()[0];
     expect(line).toMatchObject({
-      level: 30, method: 'message/send', wireMethod: 'message/send', binding: 'jsonrpc', role: 'server', outcome: 'forwarded', decision: 'allow',
+      level: 'info', method: 'message/send', wireMethod: 'message/send', binding: 'jsonrpc', role: 'server', outcome: 'forwarded', decision: 'allow',
       reasonCode: ['ALLOWED'], guardianMessage: 'Fine by policy.',
       peer: { name: 'Cooking assistant', url: 'https://cooking.example/a2a', version: '2.1.0', verified: false },
       remoteAddress: '127.0.0.1', traceId: TRACE, upstreamStatus: 200, a2aId: 'a-1', envelopeId: envelope.id,
@@ -132,7 +133,7 @@ describe('decisions', () => {
     const m0 = await a.metrics();
     const { json, line } = await call(a, 'd-1', 'molotov');
     expect(json.error.code).toBe(-31403);
-    expect(line).toMatchObject({ level: 30, outcome: 'denied', decision: 'deny', reasonCode: ['DENY_PATTERN:weapons', 'HARMFUL_CONTENT'], guardianMessage: 'No weapons.', upstreamStatus: null });
+    expect(line).toMatchObject({ level: 'info', outcome: 'denied', decision: 'deny', reasonCode: ['DENY_PATTERN:weapons', 'HARMFUL_CONTENT'], guardianMessage: 'No weapons.', upstreamStatus: null });
     expect(line.upstreamMs).toBeUndefined();
     expect(JSON.stringify(a.lines())).not.toContain('secret chain of thought');
     expect(JSON.stringify(a.lines())).not.toContain('molotov');
@@ -191,7 +192,7 @@ describe('guardian failures', () => {
     stack.guardian.script(() => reply);
     const { json, line } = await call(a, `f-${kind}`);
     expect(json.error.code).toBe(-31503);
-    expect(line).toMatchObject({ level: 40, outcome: 'guardian_unavailable', decision: 'failClosed', failure: kind });
+    expect(line).toMatchObject({ level: 'warn', outcome: 'guardian_unavailable', decision: 'failClosed', failure: kind });
     expect(line.failureDetail).toMatch(detail);
     expect(line.hooks).toEqual([expect.objectContaining({ side: 'server', phase: 'request', decision: 'failClosed', failure: kind, detail: line.failureDetail })]);
     const m = await a.metrics();
@@ -203,7 +204,7 @@ describe('guardian failures', () => {
   test('a dead guardian: connect failure with the socket error; after 5 failures the breaker opens (breakerOpen, breaker state open)', async () => {
     const a = await audited({ GUARDIAN_URL: await deadGuardianUrl() });
     const first = await call(a, 'dead-0');
-    expect(first.line).toMatchObject({ level: 40, outcome: 'guardian_unavailable', failure: 'connect' });
+    expect(first.line).toMatchObject({ level: 'warn', outcome: 'guardian_unavailable', failure: 'connect' });
     expect(first.line.failureDetail).toMatch(/ECONNREFUSED/);
     for (let i = 1; i < 5; i++) await call(a, `dead-${i}`);
     const open = await call(a, 'dead-5');
@@ -218,7 +219,7 @@ describe('guardian failures', () => {
     stack.guardian.script(() => ({ fault: 'http500' }));
     const { json, line } = await call(a, 'open-1');
     expect(json.result).toBeDefined();
-    expect(line).toMatchObject({ level: 40, outcome: 'forwarded_unchecked', decision: 'failOpen', failure: 'http', failureDetail: 'HTTP 500', upstreamStatus: 200 });
+    expect(line).toMatchObject({ level: 'warn', outcome: 'forwarded_unchecked', decision: 'failOpen', failure: 'http', failureDetail: 'HTTP 500', upstreamStatus: 200 });
     const m = await a.metrics();
     expect(outcomes(m, 'forwarded_unchecked')).toBe(1);
     expect(sample(m, 'a2a_guard_fail_open_passes_total')).toBe(1);
@@ -235,7 +236,7 @@ describe('guardian failures', () => {
       const a = await audited({ GUARDIAN_URL: `https://127.0.0.1:${port}` });
       const { json, line } = await call(a, 'tls-1');
       expect(json.error.code).toBe(-31503);
-      expect(line).toMatchObject({ level: 40, failure: 'connect' });
+      expect(line).toMatchObject({ level: 'warn', failure: 'connect' });
       expect(line.failureDetail).toMatch(/self[- ]signed certificate/i);
     } finally {
       await closeServer(tls as unknown as import('node:http').Server);
@@ -250,7 +251,7 @@ test('the agent down: outcome upstream_error at warn, with the error', async () 
   stack.guardian.reset();
   const { json, line } = await call(a, 'up-1');
   expect(json.error.code).toBe(-31502);
-  expect(line).toMatchObject({ level: 40, outcome: 'upstream_error', decision: 'allow', upstreamStatus: null, error: expect.stringMatching(/ECONNREFUSED|connect/) });
+  expect(line).toMatchObject({ level: 'warn', outcome: 'upstream_error', decision: 'allow', upstreamStatus: null, error: expect.stringMatching(/ECONNREFUSED|connect/) });
   expect(outcomes(await a.metrics(), 'upstream_error')).toBe(1);
 });
 

@@ -1,8 +1,9 @@
 /**
  * Operating the real processes (README "Observability" and "Signals"): `node dist/a2a-guard.js` and
  * `node dist/src/guardian/main.js` in front of a real SDK agent.
- *   - /readyz means "this replica can serve": 200 with the guardian down under either FAIL_MODE (its
- *     state in the body and in a2a_guard_guardian_up), 503 only when READINESS_REQUIRES asks;
+ *   - /readyz means "this replica can serve": 503 until the guardian has answered a ping once (a wrong
+ *     GUARDIAN_URL is never ready, under either FAIL_MODE); later misses keep it 200 (the state in the
+ *     body and in a2a_guard_guardian_up), 503 only when READINESS_REQUIRES asks;
  *   - SIGTERM: /readyz 503 at once, calls (also on new connections) still served during
  *     SHUTDOWN_DELAY_MS, then the listener closes, the in-flight call finishes, exit 0;
  *   - SIGHUP (and a change of the file) reloads the embedded guardian's policy while calls flow: no
@@ -71,24 +72,35 @@ function postFresh(url: string, body: unknown): Promise<{ status: number; json: 
 }
 
 describe('readiness means "this replica can serve"', () => {
-  test.each(['closed', 'open'])('FAIL_MODE=%s with the guardian down: /readyz 200, the guardian reported down in the body and the metrics', async (failMode) => {
-    const run = await startProxyProcess({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: await deadGuardianUrl(), FAIL_MODE: failMode });
+  test.each([
+    ['closed', 'nothing listening', async () => deadGuardianUrl()],
+    ['open', 'nothing listening', async () => deadGuardianUrl()],
+    ['closed', 'the agent itself (not a guardian)', async () => agent.origin],
+  ])('FAIL_MODE=%s, GUARDIAN_URL at %s: never ready (the guardian never answered), reported down in the body and the metrics', async (failMode, _what, url) => {
+    const run = await startProxyProcess({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: await url(), FAIL_MODE: failMode });
     const r = await readyz(run.admin);
     expect(r).toEqual({
-      status: 200,
+      status: 503,
       body: {
-        ready: true, listening: true, configured: true, draining: false,
-        guardian: { up: false, required: false, checkedAt: expect.any(String), breaker: 'closed', failMode },
+        ready: false, listening: true, configured: true, draining: false,
+        guardian: { up: false, required: false, checkedAt: expect.any(String), answered: false, breaker: expect.any(String), failMode },
         upstream: { up: true, required: false, checkedAt: expect.any(String) },
       },
     });
     const m = await scrape(run);
     expect(sample(m, 'a2a_guard_guardian_up')).toBe(0);
     expect(sample(m, 'a2a_guard_upstream_up')).toBe(1);
-    expect(sample(m, 'a2a_guard_ready')).toBe(1);
+    expect(sample(m, 'a2a_guard_ready')).toBe(0);
     // One warn line for the state change, not one per probe.
     await readyz(run.admin);
     expect(run.lines().filter((l) => l.msg === 'guardian did not answer ping')).toHaveLength(1);
+  }, 30_000);
+
+  test('a guardian that answered once and then misses pings: still ready (no READINESS_REQUIRES), reported down', async () => {
+    const run = await startProxyProcess({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url });
+    expect(await readyz(run.admin)).toMatchObject({ status: 200, body: { ready: true, guardian: { up: true, answered: true } } });
+    guardian.scriptPing(() => ({ fault: 'http500' }));
+    expect(await readyz(run.admin)).toMatchObject({ status: 200, body: { ready: true, guardian: { up: false, answered: true } } });
   }, 30_000);
 
   test('READINESS_REQUIRES=guardian,upstream: 503 while the guardian is down, 200 once it answers', async () => {
@@ -200,7 +212,7 @@ describe('policy reload', () => {
     const failed = run.lines().filter((l) => l.msg === 'policy reload failed; the previous policy stays in force');
     expect(failed).toHaveLength(2);
     expect(failed.map((l) => l.problem)).toEqual([expect.stringMatching(/^deny\[0\]\.patterns\[0\]: invalid regular expression/), expect.stringMatching(/^deny\[1\]\.patterns\[0\]/)]);
-    expect(failed[0]?.level).toBe(50);
+    expect(failed[0]?.level).toBe('error');
     expect((await rawRpc(url, send('d', 'say beta'))).json.error.code).toBe(-31403);
     const m = await scrape(run);
     expect(sample(m, 'a2a_guard_policy_reloads_total', { result: 'ok' })).toBe(1);

@@ -120,7 +120,7 @@ test('trace-level logs and /metrics of both sidecars carry no secret, key, token
   const metrics = (await Promise.all(proxies.map((p) => p.metrics.registry.metrics()))).join('\n');
   const logs = logText.join('');
   // The capture works and says what happened.
-  expect(logs).toContain('"level":20'); // debug lines were captured (LOG_LEVEL=trace lets everything through)
+  expect(logs).toContain('"level":"debug"'); // debug lines were captured (LOG_LEVEL=trace lets everything through)
   expect(logs).toContain('"msg":"guardian exchange"'); // debug: the full envelope
   expect(logs).toContain('"caller":"cooking-assistant","callerSource":"assertion"');
   expect(logs).toContain('Caller identity not verified: the assertion was already used (replayed)');

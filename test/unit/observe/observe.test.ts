@@ -78,8 +78,9 @@ describe('call outcome and audit record', () => {
 
 describe('readiness', () => {
   const settings = (guardian: boolean, upstream: boolean) => ({ requires: { guardian, upstream }, failMode: 'closed' as const });
-  const base = { listening: true, draining: false, guardianUp: false, upstreamUp: false, breaker: 'open' as const };
-  test('ready = listening and not draining; dependencies only when required', () => {
+  const base = { listening: true, draining: false, guardianUp: false, guardianAnswered: true, upstreamUp: false, breaker: 'open' as const };
+  test('ready = listening, not draining, the guardian answered since start; dependencies only when required', () => {
+    expect(readiness({ ...base, guardianAnswered: false }, settings(false, false)).ready).toBe(false);
     expect(readiness(base, settings(false, false)).ready).toBe(true);
     expect(readiness({ ...base, draining: true }, settings(false, false)).ready).toBe(false);
     expect(readiness({ ...base, listening: false }, settings(false, false)).ready).toBe(false);
@@ -87,7 +88,7 @@ describe('readiness', () => {
     expect(readiness({ ...base, guardianUp: true }, settings(true, false)).ready).toBe(true);
     expect(readiness({ ...base, guardianUp: true }, settings(true, true)).ready).toBe(false);
     expect(readiness({ ...base, guardianUp: undefined }, settings(true, false)).ready).toBe(false);
-    expect(readiness(base, settings(false, true)).guardian).toEqual({ up: false, required: false, checkedAt: undefined, breaker: 'open', failMode: 'closed' });
+    expect(readiness(base, settings(false, true)).guardian).toEqual({ up: false, required: false, checkedAt: undefined, answered: true, breaker: 'open', failMode: 'closed' });
   });
 
   test('GRPC_PORT: the agent is up only when its card and its gRPC endpoint both answer; the gRPC probe runs after the card\'s', async () => {

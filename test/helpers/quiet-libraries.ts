@@ -1,0 +1,24 @@
+/**
+ * Jest setup (jest.config.js setupFiles): the libraries the tests run as agents and clients log what
+ * the tests provoke on purpose (a refused stream, an unknown task) on the console, with stacks. Their
+ * own switches where they have one; otherwise only their known lines of that kind are dropped, so
+ * anything else (and every test failure) still shows. TEST_LIBRARY_LOGS=1 shows them all.
+ */
+if (process.env.TEST_LIBRARY_LOGS === undefined) {
+  // The AI SDK's own switch for its warnings (VoltAgent and a2a-ai-provider run on it).
+  (globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false;
+  const expected: Record<'error' | 'warn' | 'debug', readonly RegExp[]> = {
+    // @a2a-js/sdk's express handler, on a stream the agent refuses (an unknown or finished task).
+    error: [/^Pre-stream error for request /, /^Error during SSE streaming \(request /],
+    warn: [/^AI SDK Warning/],
+    // @ag-ui/a2a-middleware traces every message it sends and receives.
+    debug: [/^sending message to a2a agent/, /^newMessage From a2a agent/],
+  };
+  for (const level of ['error', 'warn', 'debug'] as const) {
+    const original = console[level].bind(console);
+    console[level] = (...args: unknown[]) => {
+      if (typeof args[0] === 'string' && expected[level].some((re) => re.test(args[0] as string))) return;
+      original(...args);
+    };
+  }
+}
