@@ -108,7 +108,10 @@ interface UpstreamRequest {
   readonly rebuilt: { readonly version: string | undefined; readonly json: boolean } | undefined;
 }
 
-export function createProxyHandler(deps: ProxyDeps): RequestListener {
+/** The request handler, and the classifier options it routes with (the upgrade route classifies with the same). */
+export type ProxyHandler = RequestListener & { readonly classifyOptions: () => ClassifyOptions };
+
+export function createProxyHandler(deps: ProxyDeps): ProxyHandler {
   const { config, logger, metrics } = deps;
   const runHooks = createHookRunner(deps);
   const bodyPace = { timeoutMs: config.bodyTimeoutMs, minBytesPerSecond: config.perCaller.bodyMinBytesPerSecond };
@@ -281,7 +284,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
 
   const callStageList: readonly Stage<HttpFlow>[] = [...callStages({ config, ownership: deps.ownership, runHooks, requestSides: sides.request }), rebuild, forwardCall];
 
-  return (req, res) => {
+  const listener: RequestListener = (req, res) => {
     handle(req, res).catch((err: unknown) => {
       // Nothing may escape a request handler: answer what can still be answered, then log.
       logger.error({ err }, 'internal error while handling a request');
@@ -289,6 +292,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       else res.destroy();
     });
   };
+  return Object.assign(listener, { classifyOptions: options });
 
   function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (deps.draining()) res.setHeader('connection', 'close');
