@@ -37,6 +37,14 @@ function pathList(v: string, problem: (message: string) => void): string[][] {
   return out;
 }
 
+/** A2A_VERSIONS, A2A_EXTENSIONS: values without spaces; an empty list would refuse every call, so it is a problem. */
+function tokenList(v: string, what: string, problem: (message: string) => void): string[] {
+  const out = v.split(',').map((t) => t.trim()).filter((t) => t !== '');
+  for (const t of out) if (!/^[\x21-\x7e]+$/.test(t)) problem(`"${t}" is not a ${what}`);
+  if (out.length === 0) problem(`lists no ${what}`);
+  return out;
+}
+
 /** UPGRADE_PATHS: a prefix that reads as an A2A route could only ever be refused at run time: said at start. */
 function upgradePathList(v: string, problem: (message: string) => void): string[][] {
   const out = pathList(v, problem);
@@ -114,6 +122,8 @@ const VARIABLES = {
   DRAIN_TIMEOUT_MS: int(10_000, 0, 600_000).describe('after the listener closes: in-flight calls may finish until then; open streams then end with an error event'),
   SHADOW_MODE: bool(false).describe('ask the guardian, log and count what it would have done, always forward'),
   ALLOW_WEBSOCKETS: bool(false).describe('forward HTTP upgrades (uninspected) to the UPGRADE_PATHS prefixes instead of refusing them; needs UPGRADE_PATHS'),
+  A2A_VERSIONS: optional(v.string().transform((v, problem) => tokenList(v, 'version', problem))).describe('comma-separated A2A versions callers may use (a call without A2A-Version is 0.3); others get VersionNotSupportedError (default: any)'),
+  A2A_EXTENSIONS: optional(v.string().transform((v, problem) => tokenList(v, 'extension URI', problem))).describe('comma-separated extension URIs callers may request (A2A-Extensions); others get invalid params (default: any)'),
   UPGRADE_PATHS: v.string().default('').transform((v, problem) => upgradePathList(v, problem)).describe('comma-separated path prefixes where a WebSocket upgrade is forwarded (needs ALLOW_WEBSOCKETS=true); A2A routes and cards below them stay refused'),
   POLICY_FILE: v.string().min(1).default('config/policy.json').describe('policy of the embedded guardian (GUARDIAN_URL unset)'),
   LOG_LEVEL: v.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino level'),
@@ -388,6 +398,8 @@ function toConfig(e: Env) {
     shadowMode: e.SHADOW_MODE,
     allowWebSockets: e.ALLOW_WEBSOCKETS,
     upgradePaths: e.UPGRADE_PATHS,
+    a2aVersions: e.A2A_VERSIONS,
+    a2aExtensions: e.A2A_EXTENSIONS,
     policyFile: e.POLICY_FILE,
     policyWatch: e.POLICY_WATCH,
     decisionLogFile: e.DECISION_LOG_FILE,

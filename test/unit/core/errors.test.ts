@@ -1,7 +1,7 @@
 import {
   ERROR_CODES, errorCode, jsonRpcErrorBody, jsonRpcErrorObject, proxyError, restErrorObject, restHttpStatus, type ProxyErrorKind,
 } from '../../../src/core/errors';
-import { codeSpans, readme, sourceText, tableRows } from '../../helpers/readme';
+import { codeSpans, documentedRows, readme, sourceText, tableRows } from '../../helpers/readme';
 
 const INFO = 'type.googleapis.com/google.rpc.ErrorInfo';
 const META = { envelopeId: 'e-1', reasonCode: 'R1,R2' };
@@ -117,7 +117,7 @@ test('the JSON-RPC body is a single line of JSON', () => {
 describe('the README\'s error table', () => {
   const KINDS: ProxyErrorKind[] = [...OWN.map(([k]) => k), ...STANDARD.map(([k]) => k), 'taskNotFound', 'taskStoreUnavailable'];
   const STATUS_NAMES = new Set(['PERMISSION_DENIED', 'UNAVAILABLE', 'INVALID_ARGUMENT', 'RESOURCE_EXHAUSTED', 'UNAUTHENTICATED', 'NOT_FOUND', 'UNIMPLEMENTED', 'DEADLINE_EXCEEDED', 'INTERNAL']);
-  const rows = tableRows(readme(), '| code | ErrorInfo reason | meaning | REST form |');
+  const rows = documentedRows('| code | ErrorInfo reason | meaning | REST form |');
   /** What a caller gets for a kind: the JSON-RPC code, the ErrorInfo reasons, the REST status and its name. */
   const form = (kind: ProxyErrorKind) => {
     const e = proxyError(kind);

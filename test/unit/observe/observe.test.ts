@@ -13,7 +13,7 @@ import { callerTrace, NOOP_TRACER } from '../../../src/observe/tracing';
 import { describeError } from '../../../src/aos/guardian';
 import { verifyDecisionLog } from '../../../src/observe/decision-log';
 import { Metrics } from '../../../src/admin/metrics';
-import { codeSpans, readme, sourceText, tableRows } from '../../helpers/readme';
+import { codeSpans, documentedRows, readme, sourceText, tableRows } from '../../helpers/readme';
 
 const facts = (over: Partial<CallFacts> = {}): CallFacts => ({
   method: 'message/send', wireMethod: 'SendMessage', binding: 'jsonrpc', role: 'server', decision: 'allow',
@@ -164,7 +164,7 @@ describe('command line', () => {
     const text = readme();
     // First column: `NAME`, or `OBSERVED_AGENT_NAME`, `_ID`, ... (short for OBSERVED_AGENT_ID, ...).
     const rows = new Map<string, string[]>();
-    for (const row of tableRows(text, '| variable | default | meaning |')) {
+    for (const row of documentedRows('| variable | default | meaning |')) {
       let stem = '';
       for (const name of codeSpans(row[0] as string)) {
         if (!name.startsWith('_')) stem = name.slice(0, name.lastIndexOf('_') + 1);
@@ -192,7 +192,7 @@ describe('command line', () => {
   });
 
   test('the README\'s metrics table names every a2a_guard_ metric with its type and labels, and no other', () => {
-    const rows = new Map(tableRows(readme(), '| name | type | labels | meaning |').map((r) => [codeSpans(r[0] as string)[0] as string, r]));
+    const rows = new Map(documentedRows('| name | type | labels | meaning |').map((r) => [codeSpans(r[0] as string)[0] as string, r]));
     const metrics = new Metrics().registry.getMetricsAsArray().filter((m) => m.name.startsWith('a2a_guard_'));
     expect(metrics.length).toBeGreaterThan(15);
     for (const m of metrics) {
