@@ -106,6 +106,8 @@ export interface AgentOptions {
   extraInterfaces?: AgentCard['supportedInterfaces'];
   /** Serve gRPC over TLS with this certificate and key (PEM) instead of h2c. */
   grpcTls?: { cert: string; key: string };
+  /** capabilities.extensions: URIs the agent declares (the SDK keeps only declared ones in requestedExtensions). */
+  extensions?: readonly string[];
   /** Serve the card at this path instead of the standard one (as VoltAgent does: `/.well-known/{agentId}/agent-card.json`). */
   cardPath?: string;
 }
@@ -380,7 +382,7 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
     capabilities: {
       streaming: opts.streaming ?? true,
       pushNotifications: opts.pushNotifications ?? true,
-      extensions: [],
+      extensions: (opts.extensions ?? []).map((uri) => ({ uri, description: 'test extension', required: false, params: undefined })),
       extendedAgentCard: opts.extendedAgentCard ?? false,
     },
     securitySchemes: {},
