@@ -7,38 +7,25 @@
 import net from 'node:net';
 import { makeClient, sendReq, startAgent, type TestAgent } from '../../helpers/agent';
 import { handlerRecorder } from '../../helpers/handler-recorder';
-import { startGuardian, type TestGuardian } from '../../helpers/guardian';
 import { echoWebSocket, wsExchange } from '../../helpers/websocket';
-import { startTestProxy, type TestProxy } from '../proxy-harness';
+import { startTestProxy, useStack, type TestProxy } from '../proxy-harness';
 
 const SECRET = 'webhook-secret-token';
 const rec = handlerRecorder();
-let agent: TestAgent;
-let guardian: TestGuardian;
+const s = useStack({ extendedAgentCard: true, wrapRequestHandler: rec.wrap });
 let proxy: TestProxy;
 let taskId: string;
 
 beforeAll(async () => {
-  agent = await startAgent({ extendedAgentCard: true, wrapRequestHandler: rec.wrap });
-  guardian = await startGuardian();
   // Another caller's task and webhook, made at the agent directly.
-  const direct = await makeClient(agent.origin, 'HTTP+JSON');
+  const direct = await makeClient(s.agent.origin, 'HTTP+JSON');
   const task = (await direct.sendMessage(sendReq('private recipe', false))) as { id: string };
   taskId = task.id;
   await direct.createTaskPushNotificationConfig({ tenant: '', id: 'cfg-a', taskId, url: 'https://hooks.example/a', token: SECRET, authentication: undefined });
   // The broadest listing: every path the classifier does not read as A2A or a card.
-  proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ALLOW_WEBSOCKETS: 'true', UPGRADE_PATHS: '/' });
+  proxy = await s.proxy({ ALLOW_WEBSOCKETS: 'true', UPGRADE_PATHS: '/' });
 });
-afterAll(async () => {
-  await proxy?.close();
-  await agent?.close();
-  await guardian?.close();
-});
-beforeEach(() => {
-  rec.clear();
-  agent.clear();
-  guardian.clear();
-});
+beforeEach(() => rec.clear());
 
 /** What reached the agent besides the proxy's own card reads. */
 const reachedAgent = (a: TestAgent) => a.received.filter((r) => r.headers['user-agent'] !== 'a2a-guard (agent card)');
@@ -62,8 +49,8 @@ test.each([
   expect(out.head).not.toContain(SECRET);
   expect(out.head).not.toContain('(extended)');
   expect(rec.calls).toEqual([]);
-  expect(reachedAgent(agent)).toEqual([]);
-  expect(guardian.calls()).toEqual([]);
+  expect(reachedAgent(s.agent)).toEqual([]);
+  expect(s.guardian.calls()).toEqual([]);
 });
 
 test('a listed path the agent answers without switching protocols: its answer is dropped, the caller gets 502, the drop is counted', async () => {
@@ -73,7 +60,7 @@ test('a listed path the agent answers without switching protocols: its answer is
   expect(out.head).toMatch(/^HTTP\/1\.1 502 /);
   expect(out.head).not.toMatch(/Cannot GET/);
   // It did reach the agent (a listed path), as a request its router answered.
-  expect(reachedAgent(agent).map((r) => r.path)).toEqual(['/status-page']);
+  expect(reachedAgent(s.agent).map((r) => r.path)).toEqual(['/status-page']);
   expect(await upgrades(proxy)).toMatch(/outcome="not_switched"\} 1/);
 });
 
@@ -86,7 +73,7 @@ test('a POST upgrade (a body a tunnel would carry) is refused before the agent',
     s.on('error', () => resolve(text));
   });
   expect(out).toMatch(/^HTTP\/1\.1 403 /);
-  expect(reachedAgent(agent)).toEqual([]);
+  expect(reachedAgent(s.agent)).toEqual([]);
 });
 
 describe('a real WebSocket on a listed prefix', () => {
@@ -96,7 +83,7 @@ describe('a real WebSocket on a listed prefix', () => {
   beforeAll(async () => {
     wsAgent = await startAgent();
     echo = echoWebSocket(wsAgent.server, '/live/');
-    wsProxy = await startTestProxy({ UPSTREAM_URL: wsAgent.origin, GUARDIAN_URL: guardian.url, ALLOW_WEBSOCKETS: 'true', UPGRADE_PATHS: '/live' });
+    wsProxy = await startTestProxy({ UPSTREAM_URL: wsAgent.origin, GUARDIAN_URL: s.guardian.url, ALLOW_WEBSOCKETS: 'true', UPGRADE_PATHS: '/live' });
   });
   afterAll(async () => {
     await wsProxy?.close();
