@@ -5,7 +5,7 @@
  * request as an ordinary GET, and that answer (a task, a task list, an extended card) was never judged.
  */
 import http from 'node:http';
-import https from 'node:https';
+import type https from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
 import { classify, type ClassifyOptions } from '../a2a/classify';
@@ -63,7 +63,8 @@ export function relayUpgrade(
   out.host = upstream.host;
   out.connection = 'Upgrade';
   const basePath = upstream.pathname.replace(/\/+$/, '');
-  const lib = upstream.protocol === 'https:' ? https : http;
+  // node:https (and tls) load only for an https agent: the default start loads neither.
+  const lib: typeof http | typeof https = upstream.protocol === 'https:' ? (require('node:https') as typeof https) : http;
   const up = lib.request({ hostname: upstream.hostname.replace(/^\[|\]$/g, ''), port: upstream.port || undefined, method: 'GET', path: basePath + target, headers: out });
   let settled = false;
   const settle = (outcome: UpgradeOutcome, status?: number): boolean => {
