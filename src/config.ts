@@ -39,6 +39,21 @@ function pathList(v: string, problem: (message: string) => void): string[][] {
   return out;
 }
 
+/** A2A_VERSIONS, A2A_EXTENSIONS: values without spaces; an empty list would refuse every call, so it is a problem. */
+function tokenList(v: string, what: string, problem: (message: string) => void): string[] {
+  const out = v.split(',').map((t) => t.trim()).filter((t) => t !== '');
+  for (const t of out) if (!/^[\x21-\x7e]+$/.test(t)) problem(`"${t}" is not a ${what}`);
+  if (out.length === 0) problem(`lists no ${what}`);
+  return out;
+}
+
+/** UPGRADE_PATHS: a prefix that reads as an A2A route could only ever be refused at run time: said at start. */
+function upgradePathList(v: string, problem: (message: string) => void): string[][] {
+  const out = pathList(v, problem);
+  for (const segs of out) if (looksLikeRest(segs) || looksLikeGrpc(segs)) problem(`"/${segs.join('/')}" reads as an A2A route, which is never upgraded`);
+  return out;
+}
+
 /**
  * CARD_PATHS: exact paths (no query) where the agent serves an agent card besides the standard one. A path
  * that some router reads as an A2A REST route or gRPC method would be served as a public card, unjudged
@@ -111,7 +126,10 @@ const VARIABLES = {
   ADMIN_HOST: v.string().min(1).default('0.0.0.0').describe('admin server listen address'),
   DRAIN_TIMEOUT_MS: int(10_000, 0, 600_000).describe('after the listener closes: in-flight calls may finish until then; open streams then end with an error event'),
   SHADOW_MODE: bool(false).describe('ask the guardian, log and count what it would have done, always forward'),
-  ALLOW_WEBSOCKETS: bool(false).describe('forward HTTP upgrades (uninspected) instead of refusing them'),
+  ALLOW_WEBSOCKETS: bool(false).describe('forward HTTP upgrades (uninspected) to the UPGRADE_PATHS prefixes instead of refusing them; needs UPGRADE_PATHS'),
+  A2A_VERSIONS: optional(v.string().transform((v, problem) => tokenList(v, 'version', problem))).describe('comma-separated A2A versions callers may use (a call without A2A-Version is 0.3); others get VersionNotSupportedError (default: any)'),
+  A2A_EXTENSIONS: optional(v.string().transform((v, problem) => tokenList(v, 'extension URI', problem))).describe('comma-separated extension URIs callers may request (A2A-Extensions); others get invalid params (default: any)'),
+  UPGRADE_PATHS: v.string().default('').transform((v, problem) => upgradePathList(v, problem)).describe('comma-separated path prefixes where a WebSocket upgrade is forwarded (needs ALLOW_WEBSOCKETS=true); A2A routes and cards below them stay refused'),
   POLICY_FILE: v.string().min(1).optional().describe("policy of the embedded guardian (GUARDIAN_URL unset); unset: the package's demo policy, config/policy.json"),
   LOG_LEVEL: v.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino level'),
   // Task ownership (README "Task ownership")
@@ -191,6 +209,9 @@ function crossRules(e: Env, problem: (name: keyof Env, message: string) => void)
     if ((e[a] === undefined) !== (e[b] === undefined)) problem(e[a] === undefined ? a : b, `must be set together with ${e[a] === undefined ? b : a}`);
   };
   pair('TLS_CERT_FILE', 'TLS_KEY_FILE');
+  // Two switches on purpose: an upgrade is uninspected traffic, so both the opt-in and where it applies are said.
+  if (e.ALLOW_WEBSOCKETS && e.UPGRADE_PATHS.length === 0) problem('UPGRADE_PATHS', 'is required with ALLOW_WEBSOCKETS=true: list the path prefixes where upgrades are forwarded');
+  if (!e.ALLOW_WEBSOCKETS && e.UPGRADE_PATHS.length > 0) problem('ALLOW_WEBSOCKETS', 'must be true for UPGRADE_PATHS to forward upgrades');
   pair('GUARDIAN_CERT_FILE', 'GUARDIAN_KEY_FILE');
   pair('UPSTREAM_CERT_FILE', 'UPSTREAM_KEY_FILE');
   if (e.TLS_CLIENT_CA_FILE !== undefined && e.TLS_CERT_FILE === undefined) problem('TLS_CLIENT_CA_FILE', 'needs TLS_CERT_FILE and TLS_KEY_FILE (client certificates need a TLS listener)');
@@ -389,6 +410,9 @@ function toConfig(e: Env) {
     readinessRequires: { guardian: e.READINESS_REQUIRES.includes('guardian'), upstream: e.READINESS_REQUIRES.includes('upstream') },
     shadowMode: e.SHADOW_MODE,
     allowWebSockets: e.ALLOW_WEBSOCKETS,
+    upgradePaths: e.UPGRADE_PATHS,
+    a2aVersions: e.A2A_VERSIONS,
+    a2aExtensions: e.A2A_EXTENSIONS,
     policyFile: e.POLICY_FILE ?? DEFAULT_POLICY_FILE,
     policyWatch: e.POLICY_WATCH,
     decisionLogFile: e.DECISION_LOG_FILE,

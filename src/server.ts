@@ -17,7 +17,7 @@ import { createUpstream, proxyOwned } from './proxy/forward';
 import { createProxyHandler } from './proxy/pipeline';
 import { BodyBudget } from './proxy/body';
 import { createCallerLimits } from './proxy/callers';
-import type { createProxyServer } from 'http-proxy-3';
+import { refuseUpgrade, relayUpgrade, upgradeRoutes, upgradeTarget, type UpgradeOutcome } from './proxy/upgrade';
 import type { Duplex } from 'node:stream';
 import { Gate } from './aos/gate';
 import { createAgent } from './undici-pool';
@@ -213,40 +213,39 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     sockets.add(s);
     s.once('close', () => sockets.delete(s));
   });
+  const upgradeOptions = upgradeRoutes(config.upgradePaths);
   server.on('upgrade', (req, socket, head) => {
-    if (!config.allowWebSockets) {
-      // WebSocket upgrades would carry traffic the guardian never sees.
-      logger.warn({ path: req.url }, 'refused an HTTP upgrade (ALLOW_WEBSOCKETS=false)');
-      socket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
-      return;
-    }
-    // Uninspected, but not unidentified: IDENTITY_POLICY and bad credentials apply as to any call.
-    // A forwarded route: the caller's one-use credentials (an assertion) are used up.
-    void identity.identify(req.headers, req.socket).then(spent).then((who) => {
-      if (!who.ok) {
-        logger.info({ path: req.url, reason: who.message }, 'refused an HTTP upgrade');
-        socket.end('HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer realm="a2a-guard"\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
-        return;
-      }
-      logger.warn({ path: req.url }, 'forwarding an HTTP upgrade uninspected (ALLOW_WEBSOCKETS=true)');
-      // As for every forwarded request: the proxy's own headers, in any spelling, and the reasoning header never go on.
-      for (const h of Object.keys(req.headers)) if (proxyOwned(h, config.reasoningHeader)) delete req.headers[h];
-      wsProxy().ws(req, socket, head);
+    const refused = (outcome: UpgradeOutcome, status: 401 | 403, why: string, extra?: string) => {
+      metrics.upgrades.inc({ outcome });
+      logger.warn({ path: req.url?.slice(0, 256), reason: why }, 'refused an HTTP upgrade');
+      refuseUpgrade(socket, status, why, extra);
+    };
+    // WebSocket upgrades carry traffic the guardian never sees: only where the operator listed them.
+    if (!config.allowWebSockets) return refused('refused_path', 403, 'HTTP upgrades are refused (ALLOW_WEBSOCKETS=false)');
+    // The card names the agent's A2A endpoints: an upgrade waits for it briefly, as a call does (without it,
+    // REST-shaped paths are refused; and whatever the path, only a 101 ever reaches the caller).
+    const cardRead = upstreamCard.current() === undefined ? upstreamCard.pending(2000) : Promise.resolve();
+    void cardRead.then(() => {
+      const where = upgradeTarget(req, upgradeOptions(handler.classifyOptions()));
+      if (!where.ok) return refused('refused_path', 403, where.why);
+      // Uninspected, but not unidentified: IDENTITY_POLICY and bad credentials apply as to any call.
+      // A forwarded route: the caller's one-use credentials (an assertion) are used up.
+      return identity.identify(req.headers, req.socket).then(spent).then((who) => {
+        if (!who.ok) return refused('refused_identity', 401, who.message, 'www-authenticate: Bearer realm="a2a-guard"\r\n');
+        logger.warn({ path: where.target.slice(0, 256) }, 'forwarding an HTTP upgrade uninspected (ALLOW_WEBSOCKETS=true)');
+        // As for every forwarded request: the proxy's own headers, in any spelling, and the reasoning header never go on.
+        const headers = { ...req.headers };
+        for (const h of Object.keys(headers)) if (proxyOwned(h, config.reasoningHeader)) delete headers[h];
+        relayUpgrade(socket, head, config.upstreamUrl, where.target, headers, (outcome, status) => {
+          metrics.upgrades.inc({ outcome });
+          if (outcome === 'not_switched') logger.warn({ path: where.target.slice(0, 256), status }, 'the agent answered an upgrade without switching protocols: answer dropped');
+        });
+      });
+    }).catch((err: unknown) => {
+      logger.error({ err }, 'internal error while handling an upgrade');
+      socket.destroy();
     });
   });
-  let ws: ReturnType<typeof createProxyServer> | undefined;
-  const wsProxy = () => {
-    if (ws === undefined) {
-      // Loaded on the first upgrade: only ALLOW_WEBSOCKETS=true ever gets here.
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const httpProxy: typeof import('http-proxy-3') = require('http-proxy-3');
-      ws = httpProxy.createProxyServer({ target: config.upstreamUrl.href, changeOrigin: true });
-      ws.on('error', (_err, _req, sock) => {
-        if (sock !== undefined && 'destroy' in sock) sock.destroy();
-      });
-    }
-    return ws;
-  };
   server.on('clientError', (_err, socket) => {
     // Bytes that do not parse after a request on the same connection (a body sent without a length, a pipelined
     // request that is not HTTP): that request is still being judged. A 400 now would reach the caller as the answer
@@ -314,7 +313,6 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
       await cardDispatcher?.close();
       await store?.close();
       await callerLimits?.close();
-      ws?.close();
       await tracer.shutdown();
     },
   };

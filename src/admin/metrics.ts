@@ -78,6 +78,12 @@ export class Metrics {
     labelNames: ['decision'] as const,
     registers: [this.registry],
   });
+  readonly upgrades = new Counter({
+    name: 'a2a_guard_upgrades_total',
+    help: 'HTTP upgrade requests by outcome: forwarded (101), refused_path, refused_identity, not_switched (the agent answered without 101: dropped), failed',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
   readonly upstreamErrors = new Counter({
     name: 'a2a_guard_upstream_errors_total',
     help: 'Upstream agent failures (refused, reset, failed before answering)',

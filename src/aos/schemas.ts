@@ -44,7 +44,11 @@ export const PartialAgentContext = z.object({ agent: PartialAgent, role: A2ARole
 export const AgentContext = z.union([FullAgentContext, PartialAgentContext]);
 export type AgentContext = z.infer<typeof AgentContext>;
 
-export const A2AContext = z.object({ from: AgentContext, to: AgentContext });
+/** The A2A service parameters of a request (a2a-guard's member of the context; the AOS schema leaves it open). */
+export const ServiceParametersView = z.object({ 'A2A-Version': z.string(), 'A2A-Extensions': z.array(z.string()) });
+export type ServiceParametersView = z.infer<typeof ServiceParametersView>;
+
+export const A2AContext = z.object({ from: AgentContext, to: AgentContext, serviceParameters: ServiceParametersView.optional() });
 export type A2AContext = z.infer<typeof A2AContext>;
 
 /** AOS A2A request / response hook (spec 4.8 / 4.9). */

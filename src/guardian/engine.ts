@@ -22,6 +22,7 @@ import {
   type MaskRule,
   type PeerPolicy,
   type Policy,
+  type ServiceParameterPolicy,
   type PushPolicy,
   type RuleScope,
 } from './policy';
@@ -42,6 +43,7 @@ function decide(policy: Policy, rulesFor: ScopeLookup, envelope: Envelope): Succ
   try {
     const denial =
       checkPeer(policy.peers, hook.peer) ??
+      (hook.phase === 'request' ? checkServiceParameters(policy.serviceParameters, hook.peer, envelope.params.context) : undefined) ??
       (hook.phase === 'request' ? checkPushUrls(policy.push, hook.operation, payload) : undefined) ??
       findDenyMatch(payload, rules.deny);
     if (denial !== undefined) return denial;
@@ -244,11 +246,9 @@ function buildMaskSet(rules: readonly MaskRule[]): MaskSet {
  */
 function checkPeer(peers: PeerPolicy, peer: PeerView): SuccessResult | undefined {
   if (peers.block.length === 0 && peers.allow.length === 0 && peers.allowUnknown) return undefined;
-  const forms = [peer.name, canonicalName(peer.name), peer.url, canonicalUrl(peer.url), ...(peer.id === undefined ? [] : [peer.id])];
+  const forms = peerForms(peer);
   const matches = (re: RegExp): boolean => forms.some((form) => re.test(form));
-  // A sidecar assertion proves its agent id (the key is bound to ids); its name and URL are the signer's
-  // words, so another agent's key could write an allowed name. Allow rules read the id alone there.
-  const proven = peer.role === 'client' && peer.source === 'assertion' ? (peer.id === undefined ? [] : [peer.id]) : forms;
+  const proven = provenForms(peer, forms);
   const allowed = (re: RegExp): boolean => proven.some((form) => re.test(form));
   const label = `"${peer.name}" (${peer.url})`;
   if (peers.block.some(matches)) return denyAnswer(`Peer agent ${label} is blocked by policy.`, ['PEER_BLOCKED']);
@@ -261,6 +261,41 @@ function checkPeer(peers: PeerPolicy, peer: PeerView): SuccessResult | undefined
   if (peers.allow.length > 0 && !peers.allow.some(allowed)) {
     return denyAnswer(`Peer agent ${label} is not in the allowed list.`, ['PEER_NOT_ALLOWED']);
   }
+  return undefined;
+}
+
+function peerForms(peer: PeerView): string[] {
+  return [peer.name, canonicalName(peer.name), peer.url, canonicalUrl(peer.url), ...(peer.id === undefined ? [] : [peer.id])];
+}
+
+/**
+ * What allow rules may match: a sidecar assertion proves its agent id (the key is bound to ids); its name
+ * and URL are the signer's words, so another agent's key could write an allowed name. The id alone there.
+ */
+function provenForms(peer: PeerView, forms: readonly string[]): readonly string[] {
+  return peer.role === 'client' && peer.source === 'assertion' ? (peer.id === undefined ? [] : [peer.id]) : forms;
+}
+
+/**
+ * The request's A2A version and extensions (`context.serviceParameters`, as a2a-guard shows them) against
+ * the peer's rule (the first `serviceParameters.peers` entry that matches it, else the defaults). Per-peer
+ * rules are allowances, so they match as allow rules do (a caller's claim does not match).
+ */
+function checkServiceParameters(sp: ServiceParameterPolicy, peer: PeerView, context: unknown): SuccessResult | undefined {
+  if (sp.versions === undefined && sp.extensions === undefined && sp.peers.length === 0) return undefined;
+  const shown = isObject(context) ? context.serviceParameters : undefined;
+  // Rules it cannot check are not passed: a request without them may carry anything.
+  if (!isObject(shown)) return denyAnswer('The request does not show its A2A service parameters.', ['SERVICE_PARAMETERS_UNKNOWN']);
+  const proven = peer.role === 'client' && !peer.verified ? [] : provenForms(peer, peerForms(peer));
+  const rule = sp.peers.find((r) => r.match.some((re) => proven.some((form) => re.test(form)))) ?? sp;
+  const version = shown['A2A-Version'];
+  if (rule.versions !== undefined && (typeof version !== 'string' || !rule.versions.includes(version))) {
+    return denyAnswer(`A2A version ${JSON.stringify(String(version)).slice(0, 40)} is not allowed for this peer.`, ['VERSION_NOT_ALLOWED']);
+  }
+  const extensions = shown['A2A-Extensions'];
+  const list = Array.isArray(extensions) ? extensions : [];
+  const refused = rule.extensions === undefined ? undefined : list.find((e) => typeof e !== 'string' || !rule.extensions?.includes(e));
+  if (refused !== undefined) return denyAnswer(`Extension ${JSON.stringify(String(refused)).slice(0, 260)} is not allowed for this peer.`, ['EXTENSION_NOT_ALLOWED']);
   return undefined;
 }
 

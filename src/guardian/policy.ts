@@ -6,6 +6,7 @@
  *   messages          { allow?, modify? }  answer texts for allow / modify decisions
  *   peers             { allow?: string[], block?: string[], allowUnknown?: boolean }
  *   pushNotifications { allowHttp?: boolean, allowPrivate?: boolean, allowHosts?: string[] }
+ *   serviceParameters { versions?: string[], extensions?: string[], peers?: [{ match: string[], versions?, extensions? }] }
  *   deny              DenyRule[]   patterns over every string in the A2A payload -> deny
  *   mask              MaskRule[]   keys / detectors / patterns rewritten -> modify
  */
@@ -73,6 +74,12 @@ export const PolicyFile = z.strictObject({
     block: z.array(nonEmpty).optional(),
     allowUnknown: z.boolean().optional(),
   }).optional(),
+  serviceParameters: z.strictObject({
+    versions: z.array(nonEmpty).optional(),
+    extensions: z.array(nonEmpty).optional(),
+    // Per peer (globs as in peers.allow), the first that matches wins over the defaults above.
+    peers: z.array(z.strictObject({ match: z.array(nonEmpty).min(1), versions: z.array(nonEmpty).optional(), extensions: z.array(nonEmpty).optional() })).optional(),
+  }).optional(),
   pushNotifications: z.strictObject({
     allowHttp: z.boolean().optional(),
     allowPrivate: z.boolean().optional(),
@@ -126,9 +133,20 @@ export interface PushPolicy {
   readonly allowHosts: readonly RegExp[];
 }
 
+/** A2A versions and extensions a request may carry (undefined: any). */
+export interface ServiceParameterRule {
+  readonly versions: readonly string[] | undefined;
+  readonly extensions: readonly string[] | undefined;
+}
+
+export interface ServiceParameterPolicy extends ServiceParameterRule {
+  readonly peers: readonly (ServiceParameterRule & { readonly match: readonly RegExp[] })[];
+}
+
 export interface Policy {
   readonly messages: { readonly allow: string; readonly modify: string };
   readonly peers: PeerPolicy;
+  readonly serviceParameters: ServiceParameterPolicy;
   readonly push: PushPolicy;
   readonly deny: readonly DenyRule[];
   readonly mask: readonly MaskRule[];
@@ -197,6 +215,11 @@ function compilePolicy(file: PolicyFile, problems: string[]): Policy {
       block: (file.peers?.block ?? []).map((g) => globToRegExp(g)),
       // Unknown peers pass by default, but not past an explicit allow list.
       allowUnknown: file.peers?.allowUnknown ?? allowList.length === 0,
+    },
+    serviceParameters: {
+      versions: file.serviceParameters?.versions,
+      extensions: file.serviceParameters?.extensions,
+      peers: (file.serviceParameters?.peers ?? []).map((p) => ({ match: p.match.map((g) => globToRegExp(g)), versions: p.versions, extensions: p.extensions })),
     },
     push: {
       allowHttp: file.pushNotifications?.allowHttp ?? false,

@@ -16,6 +16,7 @@ import type { Owner } from '../ownership/principal';
 import type { AuditHook, CallOutcome } from '../observe/audit';
 import type { CallSpan, UpstreamSpan } from '../observe/tracing';
 import type { HookDecision } from './enforce';
+import type { ServiceParameters } from '../a2a/service-parameters';
 import { writeAuditLine, type AuditLineDeps } from './audit-line';
 
 export interface Call {
@@ -41,6 +42,8 @@ export interface Call {
   /** The call's trace span (a no-op when tracing is off). */
   readonly span: CallSpan;
   readonly remoteAddress: string | undefined;
+  /** The caller's A2A service parameters, as request hooks show them (undefined: not read for this call). */
+  readonly serviceParameters?: ServiceParameters;
 }
 
 /** One hook's outcome: the audit record's hook, with enforce's decision. */

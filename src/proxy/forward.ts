@@ -51,6 +51,8 @@ function connectionTokens(headers: IncomingHttpHeaders): Set<string> {
   return extra === undefined ? HOP_BY_HOP : new Set([...HOP_BY_HOP, ...extra]);
 }
 
+import { extensionHeaders, type ServiceParameters } from '../a2a/service-parameters';
+
 export interface RequestHeaderRules {
   readonly role: Role;
   readonly reasoningHeader: string;
@@ -70,6 +72,8 @@ export interface RequestHeaderRules {
    * the caller's. Undefined for passthrough traffic, whose Content-Type is kept.
    */
   readonly rebuilt?: { readonly version: string | undefined; readonly json: boolean };
+  /** A judged call: the approved extensions replace the caller's extension headers (both spellings). */
+  readonly serviceParameters?: ServiceParameters | undefined;
 }
 
 /** A header name as CGI-style servers read it: `X_AOS_Reasoning` is X-AOS-Reasoning to them. */
@@ -102,6 +106,10 @@ export function forwardRequestHeaders(incoming: IncomingHttpHeaders, rules: Requ
       case 'a2a-version':
         if (rules.rebuilt !== undefined) continue;
         break;
+      case 'a2a-extensions':
+      case 'x-a2a-extensions':
+        if (rules.serviceParameters !== undefined) continue;
+        break;
       default:
         if (proxyOwned(name, rules.reasoningHeader)) continue; // reasoning never leaks to the remote agent
     }
@@ -114,6 +122,7 @@ export function forwardRequestHeaders(incoming: IncomingHttpHeaders, rules: Requ
     if (rules.rebuilt.json && rules.bodyLength !== null && rules.bodyLength > 0) out['content-type'] = 'application/json';
     if (rules.rebuilt.version !== undefined) out['a2a-version'] = rules.rebuilt.version;
   }
+  if (rules.serviceParameters !== undefined) Object.assign(out, extensionHeaders(rules.serviceParameters));
   if (rules.announce !== undefined) {
     out[AGENT_HEADERS.name] = encodeAgentHeader(rules.announce.name);
     out[AGENT_HEADERS.url] = encodeAgentHeader(rules.announce.url);

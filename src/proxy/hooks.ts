@@ -20,6 +20,7 @@ import type { A2AContext, Agent, JsonObject, PartialAgent } from '../aos/schemas
 import { enforce, type HookAction, type HookDecision } from './enforce';
 import { proxyError, type ProxyError } from '../core/errors';
 import type { Exchange, HookPointContext, HookRecord } from './call';
+import { serviceParametersView, type ServiceParameters } from '../a2a/service-parameters';
 
 export interface HookDeps {
   readonly config: Config;
@@ -39,6 +40,8 @@ export type HookRun =
     /** UTF-8 bytes of payloadJson when the run made (or was given) them; forward these rather than encoding again. */
     readonly payloadBytes: Buffer | undefined;
     readonly modified: boolean; readonly unchecked: boolean;
+    /** The service parameters approved for the agent (request runs of calls that read them). */
+    readonly serviceParameters?: ServiceParameters | undefined;
   }
   | { readonly type: 'block'; readonly error: ProxyError; readonly decision: HookDecision };
 
@@ -54,6 +57,8 @@ export interface HookRunInput {
   readonly budget?: GuardianBudget;
   readonly reasoning: string | undefined;
   readonly validateModified?: (replacement: JsonObject) => string | undefined;
+  /** Request hooks: the service parameters shown to the guardian (each side sees an earlier side's modify). */
+  readonly serviceParameters?: ServiceParameters | undefined;
 }
 
 /** The run of a call whose caller left before every side was asked (nobody is answered with it). */
@@ -127,9 +132,15 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     }
   }
 
-  async function one(input: HookRunInput, side: Side, payload: JsonObject, payloadJson: string, payloadBytes: Buffer | undefined): Promise<HookAction> {
+  async function one(input: HookRunInput, side: Side, payload: JsonObject, payloadJson: string, payloadBytes: Buffer | undefined, sp: ServiceParameters | undefined): Promise<HookAction> {
     const { ex, phase } = input;
-    const { context, json: ctxJson } = callContext(ex, side, phase);
+    let { context, json: ctxJson } = callContext(ex, side, phase);
+    if (sp !== undefined) {
+      // Per call, after the shared context: spliced into its JSON as the last member.
+      const view = serviceParametersView(sp);
+      context = { ...context, serviceParameters: view };
+      ctxJson = `${ctxJson.slice(0, -1)},"serviceParameters":${JSON.stringify(view)}}`;
+    }
     const reasoning = side === 'client' && phase === 'request' ? input.reasoning : undefined;
     const envelope = buildEnvelope({ method: ex.call.op.aosMethod, payload, context, reasoning });
     const envelopeId = envelope.id as string;
@@ -141,6 +152,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     const action = enforce({
       op: ex.call.op, payload, phase, envelopeId, outcome, failMode: config.failMode, shadow: config.shadowMode,
       exposeReasoning: config.exposeGuardianReasoning, validateModified: input.validateModified,
+      serviceParameters: sp, allowedExtensions: config.a2aExtensions,
     });
     const o = action.outcome;
     // One literal per shape (a spread of the failure fields cost an object and a copy per hook).
@@ -187,10 +199,12 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     let payloadBytes = input.payloadBytes;
     let modified = false;
     let unchecked = false;
+    let sp = input.serviceParameters;
     for (const side of input.sides) {
       if (payloadBytes === undefined && payloadJson.length >= SPLICE_BYTES) payloadBytes = Buffer.from(payloadJson, 'utf8');
-      const action = await one(input, side, payload, payloadJson, payloadBytes);
+      const action = await one(input, side, payload, payloadJson, payloadBytes, sp);
       if (action.type === 'block') return { type: 'block', error: action.error, decision: action.decision };
+      sp = action.serviceParameters ?? sp;
       if (action.decision === 'failOpen' || (action.decision === 'shadow' && !action.outcome.ok)) unchecked = true;
       if (action.payload !== payload) {
         payload = action.payload;
@@ -201,7 +215,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
       // The caller left: the later sides are not asked, and a run they did not judge approves nothing.
       if (input.ex.call.caller.cancelled) return CALLER_GONE;
     }
-    return { type: 'pass', payload, payloadJson, payloadBytes, modified, unchecked };
+    return { type: 'pass', payload, payloadJson, payloadBytes, modified, unchecked, serviceParameters: sp };
   };
 }
 

@@ -38,6 +38,7 @@ import { ANONYMOUS, ownerKey } from '../ownership/principal';
 import { callerKey, type Admission } from './callers';
 import { callerTrace } from '../observe/tracing';
 import { finishCall, openExchange, type Exchange } from './call';
+import { allowListRefusal, readServiceParameters, type ServiceParameters } from '../a2a/service-parameters';
 import { callStages, END, runStages, type CallerPort, type CallFlow, type Stage, type Step } from './stages';
 
 type A2ACall = Extract<Classified, { kind: 'a2a' }>;
@@ -107,9 +108,14 @@ interface UpstreamRequest {
   readonly body: Buffer | null;
   readonly unchecked: boolean;
   readonly rebuilt: { readonly version: string | undefined; readonly json: boolean } | undefined;
+  /** A judged call's approved service parameters (undefined for unjudged traffic). */
+  readonly serviceParameters?: ServiceParameters | undefined;
 }
 
-export function createProxyHandler(deps: ProxyDeps): RequestListener {
+/** The request handler, and the classifier options it routes with (the upgrade route classifies with the same). */
+export type ProxyHandler = RequestListener & { readonly classifyOptions: () => ClassifyOptions };
+
+export function createProxyHandler(deps: ProxyDeps): ProxyHandler {
   const { config, logger, metrics } = deps;
   const runHooks = createHookRunner(deps);
   const bodyPace = { timeoutMs: config.bodyTimeoutMs, minBytesPerSecond: config.perCaller.bodyMinBytesPerSecond };
@@ -262,7 +268,9 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
         f.port.fail(proxyError('rejected', `Request cannot be rebuilt: ${rebuilt}`));
         return END;
       }
-      f.upstreamRequest = { verb: rebuilt.verb, path: rebuilt.path, body: rebuilt.body, unchecked: run.unchecked, rebuilt: { version: rebuilt.version, json: true } };
+      f.upstreamRequest = {
+        verb: rebuilt.verb, path: rebuilt.path, body: rebuilt.body, unchecked: run.unchecked, rebuilt: { version: rebuilt.version, json: true }, serviceParameters: run.serviceParameters,
+      };
       return undefined;
     },
   };
@@ -287,7 +295,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
 
   const callStageList: readonly Stage<HttpFlow>[] = [...callStages({ config, ownership: deps.ownership, runHooks, requestSides: sides.request }), rebuild, forwardCall];
 
-  return (req, res) => {
+  const listener: RequestListener = (req, res) => {
     handle(req, res).catch((err: unknown) => {
       // Nothing may escape a request handler: answer what can still be answered, then log.
       logger.error({ err }, 'internal error while handling a request');
@@ -295,6 +303,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       else res.destroy();
     });
   };
+  return Object.assign(listener, { classifyOptions: options });
 
   function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (deps.draining()) res.setHeader('connection', 'close');
@@ -330,6 +339,10 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     // Routed: the caller's one-use credentials (an assertion) are used up now.
     const known = await spent(await (a.who ?? identifyCaller(a.req)));
     if (!known.ok) return refuse(res, proxyError('unauthenticated', known.message, { ...known.metadata }), c.id, codec);
+    const serviceParameters = readServiceParameters(req.headers, c.version);
+    if ('problem' in serviceParameters) return refuse(res, proxyError('rejected', serviceParameters.problem), c.id, codec);
+    const notAllowed = allowListRefusal(serviceParameters, config.a2aVersions, config.a2aExtensions);
+    if (notAllowed !== undefined) return refuse(res, notAllowed, c.id, codec);
     // What the call holds while it is judged and forwarded (the parsed request, its JSON text, the guardian's
     // envelope, the rebuilt body: each about the request's size) is counted, so the budget bounds memory.
     const requestJson = JSON.stringify(c.request);
@@ -346,7 +359,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
     });
     const ex = openExchange({
       started: performance.now(), codec, op: c.op, wireMethod, id: c.id, shape: errorShape(c), caller: new Cancellation(),
-      identity: known.identity, callerPeer: known.peer, owner: ownerKey(known.identity), span, remoteAddress,
+      identity: known.identity, callerPeer: known.peer, owner: ownerKey(known.identity), span, remoteAddress, serviceParameters,
     });
     const flow: HttpFlow = {
       ex, req, res, lease: a.lease, classified: c, codec, assertion: a.assertion,
@@ -407,6 +420,7 @@ export function createProxyHandler(deps: ProxyDeps): RequestListener {
       remoteAddress: req.socket.remoteAddress,
       encrypted: 'encrypted' in req.socket,
       rebuilt: up.rebuilt,
+      serviceParameters: up.serviceParameters,
     });
     const log = f?.ex.log;
     // Answers that will be read (response hooks, card results) must come uncompressed.

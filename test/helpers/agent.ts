@@ -113,6 +113,8 @@ export interface AgentOptions {
    * (read, not verified: the proxy verified it) and serves the card this returns (given the SDK caller's user name).
    */
   extendedCardFor?: (caller: string | undefined, card: AgentCard) => AgentCard;
+  /** capabilities.extensions: URIs the agent declares (the SDK keeps only declared ones in requestedExtensions). */
+  extensions?: readonly string[];
   /** Serve the card at this path instead of the standard one (as VoltAgent does: `/.well-known/{agentId}/agent-card.json`). */
   cardPath?: string;
 }
@@ -275,7 +277,14 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
     for (const id of [...sleepers.keys()]) wakeTask(id);
   };
 
+  /** Tasks a "release <taskId>" message let go on (see "ask-input" in run). */
+  const released = new Set<string>();
   const run = async (taskId: string, contextId: string, input: string, first: Task, bus: ExecutionEventBus) => {
+    const release = /\brelease (\S+)/.exec(input);
+    if (release !== null) {
+      released.add(release[1] as string);
+      wakeTask(release[1] as string);
+    }
     const publishStatus = (state: TaskStateT): void =>
       bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: status(state), metadata: undefined }));
     const publishArtifact = (text: string, append: boolean, lastChunk: boolean): void =>
@@ -306,6 +315,13 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
     }
 
     publishStatus(sdk.TaskState.TASK_STATE_WORKING);
+    // "ask-input" / "ask-auth": the task asks its caller, then waits until a later message says "release <taskId>".
+    const ask = /\bask-(input|auth)\b/.exec(input);
+    if (ask !== null) {
+      publishStatus(ask[1] === 'input' ? sdk.TaskState.TASK_STATE_INPUT_REQUIRED : sdk.TaskState.TASK_STATE_AUTH_REQUIRED);
+      while (!closed && !cancelled.has(taskId) && !released.has(taskId)) await nap(taskId, stepMs);
+      released.delete(taskId);
+    }
     if (input.includes('wait-for-cancel')) {
       while (!closed && !cancelled.has(taskId)) await nap(taskId, stepMs);
     } else if (input.includes('slow')) {
@@ -387,7 +403,7 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
     capabilities: {
       streaming: opts.streaming ?? true,
       pushNotifications: opts.pushNotifications ?? true,
-      extensions: [],
+      extensions: (opts.extensions ?? []).map((uri) => ({ uri, description: 'test extension', required: false, params: undefined })),
       extendedAgentCard: opts.extendedAgentCard ?? false,
     },
     securitySchemes: {},

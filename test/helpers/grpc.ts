@@ -20,7 +20,7 @@ export const sdkGrpcErrors: typeof A2AErrorsGrpc = require('@a2a-js/sdk/errors/g
  */
 export async function makeGrpcClient(
   cardBaseUrl: string,
-  opts: { fetchImpl?: typeof fetch; credentials?: GrpcJs.ChannelCredentials; legacy?: boolean } = {},
+  opts: { fetchImpl?: typeof fetch; credentials?: GrpcJs.ChannelCredentials; legacy?: boolean; /** with `legacy`: use the card's v0.3 GRPC interface even when it names a 1.0 one */ only03?: boolean } = {},
 ): Promise<{ client: Client; card: AgentCard; grpcUrl: string | undefined }> {
   const { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver } = sdkClient;
   const legacyCompat = opts.legacy === true ? { legacyCompat: { enabled: true } } : {};
@@ -31,7 +31,7 @@ export async function makeGrpcClient(
       transports: [new sdkGrpcClient.GrpcTransportFactory({ ...(opts.credentials === undefined ? {} : { grpcChannelCredentials: opts.credentials }), ...legacyCompat })],
     }),
   );
-  const client = await factory.createFromAgentCard(card);
+  const client = await factory.createFromAgentCard(opts.only03 === true ? { ...card, supportedInterfaces: card.supportedInterfaces.filter((i) => i.protocolBinding !== 'GRPC' || i.protocolVersion === '0.3') } : card);
   const grpc = card.supportedInterfaces.filter((i) => i.protocolBinding === 'GRPC');
   return { client, card, grpcUrl: (grpc.find((i) => i.protocolVersion === (opts.legacy === true ? '0.3' : '1.0')) ?? grpc[0])?.url };
 }

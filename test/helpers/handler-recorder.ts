@@ -34,6 +34,8 @@ export interface HandlerCall {
   readonly contextTenant: string | undefined;
   /** ServerCallContext.requestedVersion (the A2A-Version header the agent saw). */
   readonly requestedVersion: string | undefined;
+  /** ServerCallContext.requestedExtensions: the extensions the SDK read from the call's service parameters. */
+  readonly requestedExtensions: readonly string[] | undefined;
   /** Request headers the agent saw (lower-case names), from the context state. */
   readonly headers: Readonly<Record<string, string>>;
 }
@@ -45,7 +47,7 @@ export interface HandlerRecorder {
   clear(): void;
 }
 
-type Context = { tenant?: unknown; requestedVersion?: unknown; state?: unknown } | undefined;
+type Context = { tenant?: unknown; requestedVersion?: unknown; requestedExtensions?: unknown; state?: unknown } | undefined;
 
 function jsonSafe(v: unknown): unknown {
   try {
@@ -88,6 +90,7 @@ export function handlerRecorder(): HandlerRecorder {
           // The JSON-RPC transport puts params.tenant into the context unchecked: keep a non-string one visible.
           contextTenant: ctx?.tenant === undefined || ctx.tenant === null ? undefined : typeof ctx.tenant === 'string' ? ctx.tenant : JSON.stringify(ctx.tenant),
           requestedVersion: typeof ctx?.requestedVersion === 'string' ? ctx.requestedVersion : undefined,
+          requestedExtensions: Array.isArray(ctx?.requestedExtensions) ? [...(ctx.requestedExtensions as string[])] : undefined,
           headers: headersOf(ctx),
         });
         return (original as (...a: unknown[]) => unknown).apply(handler, args);

@@ -45,6 +45,24 @@ export function tableRows(text: string, header: string): string[][] {
   return rows;
 }
 
+/**
+ * The body rows of every table whose header line starts with `header`, in README.md and then in the
+ * Markdown files under docs/ (a reference page may hold the rows of its own feature). Throws when the
+ * README has no such table.
+ */
+export function documentedRows(header: string): string[][] {
+  const rows = tableRows(readme(), header);
+  const walk = (dir: string): string[] => (fs.existsSync(dir) ? fs.readdirSync(dir, { withFileTypes: true }) : []).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    return e.isDirectory() ? walk(p) : e.name.endsWith('.md') ? [p] : [];
+  });
+  for (const file of walk(path.join(ROOT, 'docs')).sort()) {
+    const text = fs.readFileSync(file, 'utf8');
+    if (text.split('\n').some((l) => l.startsWith(header))) rows.push(...tableRows(text, header));
+  }
+  return rows;
+}
+
 /** The `code` spans of a cell (or any text). */
 export function codeSpans(text: string): string[] {
   return [...text.matchAll(/`([^`]+)`/g)].map((m) => m[1] as string);

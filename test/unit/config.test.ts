@@ -450,3 +450,18 @@ describe('identity and TLS variables', () => {
     expect(problems({ ...BASE, GUARDIAN_TOKEN: 'tok-secret', GUARDIAN_TOKEN_FILE: '/x' }).join('\n')).not.toContain('tok-secret');
   });
 });
+
+describe('ALLOW_WEBSOCKETS and UPGRADE_PATHS', () => {
+  test('ALLOW_WEBSOCKETS=true alone is a start error naming UPGRADE_PATHS', () => {
+    expect(problems({ ...BASE, ALLOW_WEBSOCKETS: 'true' })).toEqual([expect.stringMatching(/^UPGRADE_PATHS.*required with ALLOW_WEBSOCKETS=true/)]);
+  });
+  test('UPGRADE_PATHS without ALLOW_WEBSOCKETS=true is a start error', () => {
+    expect(problems({ ...BASE, UPGRADE_PATHS: '/socket' })).toEqual([expect.stringMatching(/^ALLOW_WEBSOCKETS.*must be true/)]);
+  });
+  test('a prefix that reads as an A2A route is refused at start', () => {
+    expect(problems({ ...BASE, ALLOW_WEBSOCKETS: 'true', UPGRADE_PATHS: '/ws,/tasks' })).toEqual([expect.stringContaining('"/tasks" reads as an A2A route')]);
+  });
+  test('both set: the prefixes are read as decoded segments', () => {
+    expect(ok({ ...BASE, ALLOW_WEBSOCKETS: 'true', UPGRADE_PATHS: '/ws, /live/feed' }).upgradePaths).toEqual([['ws'], ['live', 'feed']]);
+  });
+});

@@ -32,6 +32,7 @@ import { grpcErrorStatus } from '../../a2a/bindings/grpc/binding';
 import { relayAnswer } from './relay';
 import type { GrpcUpstream } from './upstream';
 import type { ProxyDeps } from '../deps';
+import { allowListRefusal, readServiceParameters, type ServiceParameters } from '../../a2a/service-parameters';
 
 /** What the gRPC adapter shares with the HTTP pipeline (ProxyDeps), and its own parts. */
 export interface GrpcDeps extends Pick<ProxyDeps,
@@ -96,7 +97,7 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     async run(f) {
       const { ex, caller, timeoutMs } = f;
       const run = f.approved as NonNullable<GrpcFlow['approved']>;
-      const outHeaders = upstreamHeaders(f.headers, caller.stream, run.unchecked, await f.assertion, timeoutMs === undefined ? undefined : timeoutMs - (performance.now() - ex.call.started));
+      const outHeaders = upstreamHeaders(f.headers, caller.stream, run.unchecked, await f.assertion, timeoutMs === undefined ? undefined : timeoutMs - (performance.now() - ex.call.started), run.serviceParameters);
       if (!caller.open) return END;
       let upReq: http2.ClientHttp2Stream;
       try {
@@ -152,6 +153,12 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     // An A2A method: the caller's one-use credentials (an assertion) are used up now.
     const known = await spent(await who);
     if (!known.ok) return refuse(caller, proxyError('unauthenticated', known.message, { ...known.metadata }), undefined, remoteAddress);
+    // gRPC metadata carries the same service parameters as HTTP headers (A2A-Version absent: 0.3).
+    const version = headerText(headers['a2a-version'])?.trim();
+    const serviceParameters = readServiceParameters(headers, version === '' ? undefined : version);
+    if ('problem' in serviceParameters) return refuse(caller, proxyError('rejected', serviceParameters.problem), 'INVALID_ARGUMENT', remoteAddress);
+    const notAllowed = allowListRefusal(serviceParameters, config.a2aVersions, config.a2aExtensions);
+    if (notAllowed !== undefined) return refuse(caller, notAllowed, undefined, remoteAddress);
     const key = callerKey(ownerKey(known.identity), remoteAddress);
     lease.charge(key);
     if (deps.callerLimits !== undefined) {
@@ -194,7 +201,7 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     const span = deps.tracer.startCall(headers, { method: method.op.aosMethod, wireMethod: method.name, binding: 'grpc', role: config.role, httpMethod: 'POST', path, remoteAddress });
     const ex = openExchange({
       started, codec: grpcCodec, op: method.op, wireMethod: method.name, id, shape: method.version === '0.3' ? V03_SHAPE : V1_SHAPE, caller: new Cancellation(),
-      identity: known.identity, callerPeer: known.peer, owner: ownerKey(known.identity), span, remoteAddress,
+      identity: known.identity, callerPeer: known.peer, owner: ownerKey(known.identity), span, remoteAddress, serviceParameters,
     });
     const flow: GrpcFlow = {
       ex, port: caller, request, requestJson: undefined,
@@ -249,7 +256,9 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
    * The agent's request headers: the caller's metadata under the same rules as HTTP headers (reasoning
    * removed, X-AOS-Agent-* the proxy's, assertion, unchecked marker), transport headers the proxy's own.
    */
-  function upstreamHeaders(incoming: http2.IncomingHttpHeaders, stream: http2.ServerHttp2Stream, unchecked: boolean, signed: string | undefined, leftMs: number | undefined): http2.OutgoingHttpHeaders {
+  function upstreamHeaders(
+    incoming: http2.IncomingHttpHeaders, stream: http2.ServerHttp2Stream, unchecked: boolean, signed: string | undefined, leftMs: number | undefined, serviceParameters: ServiceParameters | undefined,
+  ): http2.OutgoingHttpHeaders {
     const metadata: http2.IncomingHttpHeaders = {};
     for (const [k, v] of Object.entries(incoming)) {
       if (k.startsWith(':') || TRANSPORT_HEADERS.has(k)) continue;
@@ -259,7 +268,7 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
       role: config.role, reasoningHeader: config.reasoningHeader,
       announce: config.role === 'server' ? undefined : deps.identities.clientAsPeer(),
       assertion: signed, unchecked, bodyLength: null, upstreamHost: '', remoteAddress: stream.session?.socket.remoteAddress,
-      encrypted: stream.session?.encrypted === true,
+      encrypted: stream.session?.encrypted === true, serviceParameters,
     });
     delete out.host;
     delete out['x-forwarded-host'];

@@ -58,7 +58,8 @@ function expectRpcError(res: { status: number; json: any }, id: unknown, code: n
 describe('headers pass through untouched', () => {
   const H = {
     'A2A-Extensions': 'https://ext.example/a/v1, https://ext.example/b/v2',
-    'X-A2A-Extensions': 'urn:legacy:ext',
+    // Both spellings with one list: two different lists are refused (docs/reference/service-parameters.md).
+    'X-A2A-Extensions': 'https://ext.example/a/v1, https://ext.example/b/v2',
     Authorization: 'Bearer abc.DEF-123_xyz',
   };
   const sent = (version?: string) => ({ ...H, ...(version === undefined ? {} : { 'A2A-Version': version }) });

@@ -136,7 +136,8 @@ function shapeProblems(seed: any, env: any, observedSide: 'from' | 'to', expectR
   const seedParams = keys(seed.params).filter((k) => k !== 'reasoning' || expectReasoning);
   if (expectReasoning && !seedParams.includes('reasoning')) seedParams.push('reasoning');
   same('params', seedParams.sort(), keys(env.params));
-  same('context', keys(seed.params.context), keys(env.params?.context));
+  // a2a-guard adds the request's service parameters to the context (docs/reference/service-parameters.md).
+  same('context', keys(seed.params.context), keys(env.params?.context).filter((k) => k !== 'serviceParameters'));
   for (const side of ['from', 'to'] as const) {
     const s = seed.params.context[side];
     const a = env.params?.context?.[side];

@@ -656,7 +656,7 @@ describe('WebSocket and other HTTP upgrades', () => {
       socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n');
     });
     const upUrl = await listen(up);
-    const ws = await startTestProxy({ UPSTREAM_URL: upUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', ALLOW_WEBSOCKETS: 'true' });
+    const ws = await startTestProxy({ UPSTREAM_URL: upUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', ALLOW_WEBSOCKETS: 'true', UPGRADE_PATHS: '/socket' });
     try {
       const wsPort = Number(new URL(ws.url).port);
       const out = await rawRoundTrip(wsPort, upgrade('GET', '/socket', 'websocket'), 5_000);
@@ -671,7 +671,7 @@ describe('WebSocket and other HTTP upgrades', () => {
 
 describe('ALLOW_WEBSOCKETS=true still carries no uninspected A2A call to the agent', () => {
   test.each(['POST', 'GET'])('%s with Upgrade: websocket and an A2A body', async (verb) => {
-    const ws = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', ALLOW_WEBSOCKETS: 'true' });
+    const ws = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', ALLOW_WEBSOCKETS: 'true', UPGRADE_PATHS: '/' });
     try {
       const wsPort = Number(new URL(ws.url).port);
       const body = JSON.stringify(msg('ws-open', 'forbidden through an upgrade'));

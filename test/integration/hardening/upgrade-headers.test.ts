@@ -28,7 +28,7 @@ test('ROLE=client, ALLOW_WEBSOCKETS=true: no proxy-owned header in any spelling 
     socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n');
   });
   const upUrl = await listen(up);
-  const proxy = await startTestProxy({ UPSTREAM_URL: upUrl, GUARDIAN_URL: guardian.url, ROLE: 'client', ALLOW_WEBSOCKETS: 'true' });
+  const proxy = await startTestProxy({ UPSTREAM_URL: upUrl, GUARDIAN_URL: guardian.url, ROLE: 'client', ALLOW_WEBSOCKETS: 'true', UPGRADE_PATHS: '/socket' });
   try {
     const { port } = new URL(proxy.url);
     const head = [

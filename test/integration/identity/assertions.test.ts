@@ -185,7 +185,7 @@ describe('WebSocket upgrades (ALLOW_WEBSOCKETS=true) are uninspected, not uniden
     try {
       const port = await freePort();
       const aud = `http://127.0.0.1:${port}`;
-      await proxy({ ROLE: 'server', UPSTREAM_URL: upUrl, PORT: String(port), ASSERTION_AUDIENCE: aud, ALLOW_WEBSOCKETS: 'true', IDENTITY_POLICY: 'required',
+      await proxy({ ROLE: 'server', UPSTREAM_URL: upUrl, PORT: String(port), ASSERTION_AUDIENCE: aud, ALLOW_WEBSOCKETS: 'true', UPGRADE_PATHS: '/socket', IDENTITY_POLICY: 'required',
         ASSERTION_TRUST_JWKS_FILE: await writeJwks(dir, [k1], 'ws.jwks.json') });
       const upgrade = async (extra: string) => new Promise<string>((resolve) => {
         const s = net.connect(port, '127.0.0.1', () => s.write(
