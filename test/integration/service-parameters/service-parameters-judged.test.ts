@@ -8,7 +8,7 @@ import { makeClient, rawRpc, sendReq, type Client } from '../../helpers/agent';
 import { grpcFailure, makeGrpcClient } from '../../helpers/grpc';
 import { handlerRecorder } from '../../helpers/handler-recorder';
 import { validateAosRequest } from '../../helpers/schema';
-import { useStack, type TestProxy } from '../proxy-harness';
+import { useStack, type TestProxy } from '../../helpers/proxy-harness';
 
 jest.setTimeout(30_000);
 

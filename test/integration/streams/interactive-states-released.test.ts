@@ -8,7 +8,7 @@
 import { makeClient, sendReq, TaskState, type Client, type StreamResponse } from '../../helpers/agent';
 import { makeGrpcClient } from '../../helpers/grpc';
 import { handlerRecorder } from '../../helpers/handler-recorder';
-import { useStack, type TestProxy } from '../proxy-harness';
+import { useStack, type TestProxy } from '../../helpers/proxy-harness';
 
 jest.setTimeout(30_000);
 

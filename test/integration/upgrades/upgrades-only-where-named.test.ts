@@ -8,7 +8,7 @@ import net from 'node:net';
 import { makeClient, sendReq, startAgent, type TestAgent } from '../../helpers/agent';
 import { handlerRecorder } from '../../helpers/handler-recorder';
 import { echoWebSocket, wsExchange } from '../../helpers/websocket';
-import { startTestProxy, useStack, type TestProxy } from '../proxy-harness';
+import { startTestProxy, useStack, type TestProxy } from '../../helpers/proxy-harness';
 
 const SECRET = 'webhook-secret-token';
 const rec = handlerRecorder();
