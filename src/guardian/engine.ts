@@ -494,8 +494,8 @@ function scanValue(
   return undefined;
 }
 
-/** Arrays of message / artifact parts: an agent reads their texts joined. */
-const PARTS_KEYS = keySet(['parts']);
+/** Arrays of message / artifact parts (`content` in v0.3 REST): an agent reads their texts joined. */
+const PARTS_KEYS = keySet(['parts', 'content']);
 /** How agents join the texts of a message's parts (`parts.map(p => p.text).join(sep)`): both are judged. */
 const PART_SEPARATORS = ['', ' '];
 
@@ -605,19 +605,21 @@ function maskValue(key: string, value: unknown, mask: MaskSet, changed: Set<Mask
   if (depth > MAX_DEPTH) throw new PayloadTooDeep();
   if (Array.isArray(value)) {
     const joins = !inContent && TEXT_KEYS.has(key);
+    // Parts joined first: a part masked alone may no longer show what spans it and the next.
+    const items = !inContent && PARTS_KEYS.has(key) ? maskJoinedParts(value, mask, changed, depth) : value;
     let copy: unknown[] | undefined;
-    for (let i = 0; i < value.length; i++) {
-      const next = maskValue(key, value[i], mask, changed, inContent, depth + 1, joins);
-      if (next !== value[i]) (copy ??= value.slice())[i] = next;
+    for (let i = 0; i < items.length; i++) {
+      const next = maskValue(key, items[i], mask, changed, inContent, depth + 1, joins);
+      if (next !== items[i]) (copy ??= items.slice())[i] = next;
     }
-    const out = copy ?? value;
+    const out = copy ?? items;
     // Fragments that only form something to mask once joined are replaced by the masked text.
     const joined = joins && !inJoin ? joinedText(out, depth) : undefined;
     if (joined !== undefined) {
       const masked = maskText(joined, mask.textRules, changed);
       if (masked !== joined) return masked;
     }
-    return !inContent && PARTS_KEYS.has(key) ? maskJoinedParts(out, mask, changed, depth) : out;
+    return out;
   }
   return maskObject(value as JsonObject, mask, changed, inContent, depth + 1);
 }
