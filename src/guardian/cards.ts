@@ -22,44 +22,29 @@ const SKILL_LISTS = ['examples', 'tags'];
 /** The card with its text fields masked (the card itself when nothing changed). */
 export function maskCard(card: JsonObject, rules: readonly MaskRule[], changed: Set<MaskRule>): JsonObject {
   if (rules.length === 0) return card;
-  let copy: JsonObject | undefined;
-  const set = (key: string, value: unknown): void => {
-    copy ??= { ...card };
-    Object.defineProperty(copy, key, { value, writable: true, enumerable: true, configurable: true });
-  };
-  for (const key of CARD_TEXT) {
-    const value = card[key];
-    if (typeof value !== 'string') continue;
-    const masked = maskText(value, rules, changed);
-    if (masked !== value) set(key, masked);
-  }
+  const out = maskFields(card, CARD_TEXT, [], rules, changed);
   const skills = card['skills'];
-  if (Array.isArray(skills)) {
-    let skillsCopy: unknown[] | undefined;
-    skills.forEach((skill, i) => {
-      if (!isObject(skill)) return;
-      const masked = maskSkill(skill, rules, changed);
-      if (masked !== skill) (skillsCopy ??= skills.slice())[i] = masked;
-    });
-    if (skillsCopy !== undefined) set('skills', skillsCopy);
-  }
-  return copy ?? card;
+  if (!Array.isArray(skills)) return out;
+  let skillsCopy: unknown[] | undefined;
+  skills.forEach((skill, i) => {
+    if (!isObject(skill)) return;
+    const masked = maskFields(skill, SKILL_TEXT, SKILL_LISTS, rules, changed);
+    if (masked !== skill) (skillsCopy ??= skills.slice())[i] = masked;
+  });
+  return skillsCopy === undefined ? out : withMember(out === card ? { ...card } : out, 'skills', skillsCopy);
 }
 
-function maskSkill(skill: JsonObject, rules: readonly MaskRule[], changed: Set<MaskRule>): JsonObject {
+/** `obj` with its string members `texts` and the strings in its list members `lists` masked (copied when something changed). */
+function maskFields(obj: JsonObject, texts: readonly string[], lists: readonly string[], rules: readonly MaskRule[], changed: Set<MaskRule>): JsonObject {
   let copy: JsonObject | undefined;
-  const set = (key: string, value: unknown): void => {
-    copy ??= { ...skill };
-    Object.defineProperty(copy, key, { value, writable: true, enumerable: true, configurable: true });
-  };
-  for (const key of SKILL_TEXT) {
-    const value = skill[key];
+  for (const key of texts) {
+    const value = obj[key];
     if (typeof value !== 'string') continue;
     const masked = maskText(value, rules, changed);
-    if (masked !== value) set(key, masked);
+    if (masked !== value) copy = withMember(copy ?? { ...obj }, key, masked);
   }
-  for (const key of SKILL_LISTS) {
-    const list = skill[key];
+  for (const key of lists) {
+    const list = obj[key];
     if (!Array.isArray(list)) continue;
     let listCopy: unknown[] | undefined;
     list.forEach((item, i) => {
@@ -67,9 +52,15 @@ function maskSkill(skill: JsonObject, rules: readonly MaskRule[], changed: Set<M
       const masked = maskText(item, rules, changed);
       if (masked !== item) (listCopy ??= list.slice())[i] = masked;
     });
-    if (listCopy !== undefined) set(key, listCopy);
+    if (listCopy !== undefined) copy = withMember(copy ?? { ...obj }, key, listCopy);
   }
-  return copy ?? skill;
+  return copy ?? obj;
+}
+
+/** Sets a member as data (a "__proto__" member stays a member). */
+function withMember(obj: JsonObject, key: string, value: unknown): JsonObject {
+  Object.defineProperty(obj, key, { value, writable: true, enumerable: true, configurable: true });
+  return obj;
 }
 
 /** What a change is judged on: the skills, and where the card sends callers (every interface, v0.3 and v1.0). */
