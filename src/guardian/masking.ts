@@ -65,7 +65,15 @@ export function maskText(original: string, rules: readonly MaskRule[], changed: 
 }
 
 /** A policy pattern as a pass: its matches as `String.prototype.replace` finds them (global, an empty match steps on by one). */
+const patternPasses = new WeakMap<RegExp, DetectorPass>();
+
 function patternPass(re: RegExp): DetectorPass {
+  let pass = patternPasses.get(re);
+  if (pass === undefined) patternPasses.set(re, (pass = makePatternPass(re)));
+  return pass;
+}
+
+function makePatternPass(re: RegExp): DetectorPass {
   return (text, out) => {
     re.lastIndex = 0;
     for (let m = re.exec(text); m !== null; m = re.exec(text)) {
@@ -156,7 +164,8 @@ class MaskRun {
  * Spans so far and a pass's new ones, in order: a new span takes in the spans inside it (their text was
  * part of what it matched); spans that only share a piece are joined, their texts in order.
  */
-function mergeSpans(old: readonly MaskSpan[], added: readonly MaskSpan[]): MaskSpan[] {
+function mergeSpans(old: readonly MaskSpan[], added: MaskSpan[]): MaskSpan[] {
+  if (old.length === 0) return added;
   const out: MaskSpan[] = [];
   const isNew = new Set<MaskSpan>(added);
   const push = (span: MaskSpan): void => {

@@ -77,6 +77,18 @@ const MAX_PIECE = 31;
 
 const NON_ASCII = /[^\x00-\x7f]/;
 
+/** NFKC of one BMP code point, remembered (most pieces are one character; ICU per call costs more than the lookup). */
+const foldedBmp: (string | undefined)[] = [];
+
+function foldOne(ch: string): string {
+  const c = ch.charCodeAt(0);
+  if (c < 0x80) return ch;
+  if (ch.length > 1) return ch.normalize('NFKC');
+  let folded = foldedBmp[c];
+  if (folded === undefined) foldedBmp[c] = folded = ch.normalize('NFKC');
+  return folded;
+}
+
 /** The normalised text alone (deny rules). */
 export function normalise(text: string): string {
   return NON_ASCII.test(text) ? normaliseMapped(text).text : text;
@@ -120,7 +132,7 @@ export function normaliseMapped(text: string): MappedText {
   };
   const flush = (): void => {
     if (pieceStart < 0) return;
-    const folded = piece.length === 1 && piece.charCodeAt(0) < 0x80 ? piece : piece.normalize('NFKC');
+    const folded = pieceCodePoints === 1 ? foldOne(piece) : piece.normalize('NFKC');
     for (let k = 0; k < folded.length; ) {
       const cp = folded.codePointAt(k)!;
       const size = cp > 0xffff ? 2 : 1;
