@@ -15,7 +15,7 @@ import { classifyUrl } from './address';
 import { CardBaselines, CARD_METHOD, cardFingerprint, maskCard } from './cards';
 import { work } from './detectors';
 import { applySpans, findMaskSpans, maskText, REDACTED, type MaskSpan } from './masking';
-import { normalise } from './normalise';
+import { forgetNormalised, normalise } from './normalise';
 import { keySet, readField } from './keys';
 import {
   normaliseKey,
@@ -36,7 +36,16 @@ export interface Engine {
 export function createEngine(policy: Policy): Engine {
   const rulesFor = createScopeCache(policy);
   const baselines = new CardBaselines();
-  return { decide: (envelope) => decide(policy, rulesFor, baselines, envelope) };
+  return {
+    decide: (envelope) => {
+      try {
+        return decide(policy, rulesFor, baselines, envelope);
+      } finally {
+        // The deny and mask passes of one envelope share their normalised texts; nothing is kept past it.
+        forgetNormalised();
+      }
+    },
+  };
 }
 
 function decide(policy: Policy, rulesFor: ScopeLookup, baselines: CardBaselines, envelope: Envelope): SuccessResult {

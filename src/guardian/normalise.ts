@@ -77,16 +77,32 @@ const MAX_PIECE = 31;
 
 const NON_ASCII = /[^\x00-\x7f]/;
 
-/** NFKC of one BMP code point, remembered (most pieces are one character; ICU per call costs more than the lookup). */
-const foldedBmp: (string | undefined)[] = [];
+/**
+ * What one BMP code point alone becomes (NFKC, then ignorables dropped and digits read as ASCII), as UTF-16
+ * units, remembered: most pieces are one character, and ICU per call costs more than the lookup.
+ */
+const unitsBmp: (Uint16Array | undefined)[] = [];
 
-function foldOne(ch: string): string {
-  const c = ch.charCodeAt(0);
-  if (c < 0x80) return ch;
-  if (ch.length > 1) return ch.normalize('NFKC');
-  let folded = foldedBmp[c];
-  if (folded === undefined) foldedBmp[c] = folded = ch.normalize('NFKC');
-  return folded;
+function unitsOf(folded: string): Uint16Array {
+  const out: number[] = [];
+  for (let k = 0; k < folded.length; ) {
+    const cp = folded.codePointAt(k)!;
+    const size = cp > 0xffff ? 2 : 1;
+    const c = classOf(cp);
+    if (c === DIGIT) out.push(asciiDigit(cp));
+    else if (c !== IGNORED) {
+      out.push(folded.charCodeAt(k));
+      if (size === 2) out.push(folded.charCodeAt(k + 1));
+    }
+    k += size;
+  }
+  return Uint16Array.from(out);
+}
+
+function bmpUnits(c: number): Uint16Array {
+  let units = unitsBmp[c];
+  if (units === undefined) unitsBmp[c] = units = unitsOf(String.fromCharCode(c).normalize('NFKC'));
+  return units;
 }
 
 /** The normalised text alone (deny rules). */
@@ -101,71 +117,130 @@ export interface MappedText {
   readonly to: Int32Array | undefined;
 }
 
-/** The normalised text and where each of its units came from. */
+/** The one unit a BMP code point alone becomes, or -1 (none, several, or a surrogate): remembered. */
+const singleBmp = new Int32Array(0x10000).fill(-2);
+
+function singleUnit(c: number): number {
+  let u = singleBmp[c]!;
+  if (u === -2) {
+    const units = c >= 0xd800 && c <= 0xdfff ? undefined : bmpUnits(c);
+    singleBmp[c] = u = units !== undefined && units.length === 1 ? units[0]! : -1;
+  }
+  return u;
+}
+
+/** A BMP character that never joins the piece before it, nor lets a later one join (not a mark, not ignorable, no surrogate). */
+function isFree(c: number): boolean {
+  if (c >= 0xd800 && c <= 0xdfff) return false;
+  const k = classOf(c);
+  return k === OTHER || k === DIGIT;
+}
+
+/** UTF-16 units to a string, in slices small enough for fromCharCode's argument list. */
+function unitsToString(units: Uint16Array): string {
+  let out = '';
+  for (let i = 0; i < units.length; i += 8192) out += String.fromCharCode.apply(null, units.subarray(i, i + 8192) as unknown as number[]);
+  return out;
+}
+
+/** The normalised units and their origins, grown as needed (NFKC can lengthen a piece: up to 18 units for U+FDFA). */
+class MappedUnits {
+  buf: Uint16Array;
+  from: Int32Array;
+  to: Int32Array;
+  length = 0;
+
+  constructor(capacity: number) {
+    this.buf = new Uint16Array(capacity);
+    this.from = new Int32Array(capacity);
+    this.to = new Int32Array(capacity);
+  }
+
+  one(unit: number, start: number, end: number): void {
+    if (this.length === this.buf.length) this.grow();
+    const k = this.length++;
+    this.buf[k] = unit;
+    this.from[k] = start;
+    this.to[k] = end;
+  }
+
+  all(units: Uint16Array, start: number, end: number): void {
+    for (let k = 0; k < units.length; k++) this.one(units[k]!, start, end);
+  }
+
+  private grow(): void {
+    const cap = this.buf.length * 2;
+    const b = new Uint16Array(cap);
+    b.set(this.buf);
+    this.buf = b;
+    const f = new Int32Array(cap);
+    f.set(this.from);
+    this.from = f;
+    const t = new Int32Array(cap);
+    t.set(this.to);
+    this.to = t;
+  }
+}
+
+/** The last text normalised (deny rules and masks read the same strings one after the other). */
+let last: { readonly text: string; readonly mapped: MappedText } | undefined;
+
+/** Let go of the last normalised text (a large one holds ten bytes per unit). */
+export function forgetNormalised(): void {
+  last = undefined;
+}
+
+/**
+ * The normalised text and where each of its units came from. The output is written as UTF-16 units into
+ * typed arrays (no string per character: a 9 MiB text made that the garbage collector's work).
+ */
 export function normaliseMapped(text: string): MappedText {
   if (!NON_ASCII.test(text)) return { text, from: undefined, to: undefined };
+  if (last !== undefined && last.text === text) return last.mapped;
   const n = text.length;
-  // NFKC can lengthen a piece (up to 18 units for U+FDFA): grow the maps as needed.
-  let from = new Int32Array(n + 16);
-  let to = new Int32Array(n + 16);
-  let out = '';
-  let length = 0;
-  let pieceStart = -1;
-  let pieceEnd = -1;
-  let piece = '';
-  let pieceCodePoints = 0;
-
-  const emit = (unit: string, start: number, end: number): void => {
-    if (length === from.length) {
-      const grown = Math.max(16, from.length * 2);
-      const f = new Int32Array(grown);
-      f.set(from);
-      from = f;
-      const t = new Int32Array(grown);
-      t.set(to);
-      to = t;
-    }
-    out += unit;
-    from[length] = start;
-    to[length] = end;
-    length++;
-  };
-  const flush = (): void => {
-    if (pieceStart < 0) return;
-    const folded = pieceCodePoints === 1 ? foldOne(piece) : piece.normalize('NFKC');
-    for (let k = 0; k < folded.length; ) {
-      const cp = folded.codePointAt(k)!;
-      const size = cp > 0xffff ? 2 : 1;
-      const c = classOf(cp);
-      if (c === DIGIT) emit(String.fromCharCode(asciiDigit(cp)), pieceStart, pieceEnd);
-      else if (c !== IGNORED) {
-        emit(folded[k]!, pieceStart, pieceEnd);
-        if (size === 2) emit(folded[k + 1]!, pieceStart, pieceEnd);
-      }
-      k += size;
-    }
-    pieceStart = -1;
-    piece = '';
-  };
-
+  const out = new MappedUnits(n + 16);
   for (let i = 0; i < n; ) {
+    // The common case: a BMP character that becomes one unit alone, before one that cannot join it.
+    const c0 = text.charCodeAt(i);
+    const u = c0 < 0x80 ? c0 : singleUnit(c0);
+    if (u >= 0) {
+      const next = i + 1 < n ? text.charCodeAt(i + 1) : 0x20;
+      if (next < 0x80 || isFree(next)) {
+        out.one(u, i, i + 1);
+        i++;
+        continue;
+      }
+    }
     const cp = text.codePointAt(i)!;
     const size = cp > 0xffff ? 2 : 1;
-    const c = classOf(cp);
-    if (c === IGNORED) {
+    if (classOf(cp) === IGNORED) {
       i += size;
       continue;
     }
-    if (c !== EXTENDS || pieceStart < 0 || pieceCodePoints === MAX_PIECE) {
-      flush();
-      pieceStart = i;
-      pieceCodePoints = 0;
+    // The piece: this character and the characters after it that can compose with it (ignorables skipped).
+    let end = i + size;
+    let extra = '';
+    let count = 1;
+    for (let k = end; k < n && count < MAX_PIECE; ) {
+      const cp2 = text.codePointAt(k)!;
+      const size2 = cp2 > 0xffff ? 2 : 1;
+      const c2 = classOf(cp2);
+      if (c2 === EXTENDS) {
+        extra += text.slice(k, k + size2);
+        count++;
+        end = k + size2;
+      } else if (c2 !== IGNORED) break;
+      k += size2;
     }
-    piece += size === 2 ? text.slice(i, i + 2) : text[i];
-    pieceCodePoints++;
-    pieceEnd = i + size;
-    i += size;
+    if (count === 1 && size === 1) out.all(cp < 0x80 ? asciiUnit(cp) : bmpUnits(cp), i, end);
+    else out.all(unitsOf((text.slice(i, i + size) + extra).normalize('NFKC')), i, end);
+    i = end;
   }
-  flush();
-  return { text: out, from: from.subarray(0, length), to: to.subarray(0, length) };
+  const mapped = { text: unitsToString(out.buf.subarray(0, out.length)), from: out.from.subarray(0, out.length), to: out.to.subarray(0, out.length) };
+  last = { text, mapped };
+  return mapped;
 }
+
+/** An ASCII character's one unit (ASCII is its own normal form). */
+const ASCII_UNITS: readonly Uint16Array[] = Array.from({ length: 0x80 }, (_, c) => Uint16Array.of(c));
+const asciiUnit = (c: number): Uint16Array => ASCII_UNITS[c]!;
