@@ -78,14 +78,19 @@ function nextStart(start: RegExp, text: string, from: number): number {
   return at;
 }
 
+/** Where a scan reports its matches: start and end indices, in order, not overlapping. */
+export interface MatchSink {
+  match(start: number, end: number): void;
+}
+
 /** Text out of a scan: the input's slices with replacements, built only when something is replaced. */
-class Rewrite {
+class Rewrite implements MatchSink {
   private out = '';
   private from = 0;
   private changed = false;
-  constructor(private readonly text: string) {}
-  replace(start: number, end: number, replacement: string): void {
-    this.out += this.text.slice(this.from, start) + replacement;
+  constructor(private readonly text: string, private readonly replacement: string) {}
+  match(start: number, end: number): void {
+    this.out += this.text.slice(this.from, start) + this.replacement;
     this.from = end;
     this.changed = true;
   }
@@ -109,10 +114,10 @@ class Rewrite {
  * then the top-level test over the letters of one label), and passed once by the search for '@':
  * <= 6 per character.
  */
-function scanEmail(text: string, replacement: string): string {
+function scanEmail(text: string, out: MatchSink): void {
   let q = text.indexOf('@');
-  if (q === -1) return text;
-  const out = new Rewrite(text);
+  if (q === -1) return;
+
   let steps = q + 1;
   let from = 0;
   while (q !== -1) {
@@ -126,14 +131,13 @@ function scanEmail(text: string, replacement: string): string {
     steps += domain.steps;
     const next = domain.end < 0 ? q + 1 : domain.end;
     if (domain.end >= 0) {
-      out.replace(p, domain.end, replacement);
+      out.match(p, domain.end);
       from = domain.end;
     }
     q = text.indexOf('@', next);
     steps += (q === -1 ? text.length : q) - next + 1;
   }
   work.steps += steps;
-  return out.result();
 }
 
 const NO_DOMAIN = { end: -1, steps: 0 };
@@ -205,9 +209,8 @@ const groupSumOdd = new Int32Array(RING);
  * separator, and 19 windows per group, a group and its separator being 2 characters at least: <= 12
  * per character.
  */
-function scanCard(text: string, replacement: string): string {
+function scanCard(text: string, out: MatchSink): void {
   const n = text.length;
-  const out = new Rewrite(text);
   let steps = 0;
   skipped = 0;
   let i = nextStart(CARD_START, text, 0);
@@ -286,10 +289,9 @@ function scanCard(text: string, replacement: string): string {
       i = nextStart(CARD_START, text, e);
       break;
     }
-    if (bestStart >= 0) out.replace(bestStart, bestEnd, replacement);
+    if (bestStart >= 0) out.match(bestStart, bestEnd);
   }
   work.steps += steps + skipped;
-  return out.result();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -302,9 +304,8 @@ function scanCard(text: string, replacement: string): string {
  * only, and the next start comes after the character that stopped it, so attempts read disjoint
  * stretches: <= 3 per character.
  */
-function scanSsn(text: string, replacement: string): string {
+function scanSsn(text: string, out: MatchSink): void {
   const n = text.length;
-  const out = new Rewrite(text);
   let steps = 0;
   skipped = 0;
   let i = nextStart(SSN_START, text, 0);
@@ -328,11 +329,10 @@ function scanSsn(text: string, replacement: string): string {
     const area = text.slice(i, i + 3);
     // Area 000, 666 and 9xx, group 00 and serial 0000 are never issued: kept, and skipped as a match.
     const issued = area !== '000' && area !== '666' && area[0] !== '9' && text.slice(i + 4, i + 6) !== '00' && text.slice(i + 7, i + 11) !== '0000';
-    if (issued) out.replace(i, end, replacement);
+    if (issued) out.match(i, end);
     i = nextStart(SSN_START, text, end);
   }
   work.steps += steps + skipped;
-  return out.result();
 }
 
 /** A digit after no word character or '-'. */
@@ -349,9 +349,8 @@ const NINO_BARRED = new Set(['BG', 'GB', 'NK', 'KN', 'TN', 'NT', 'ZZ']);
  * and only one other start (the letter after the last optional space) lies among them: <= 5 per
  * character.
  */
-function scanNino(text: string, replacement: string): string {
+function scanNino(text: string, out: MatchSink): void {
   const n = text.length;
-  const out = new Rewrite(text);
   let steps = 0;
   skipped = 0;
   let i = nextStart(NINO_START, text, 0);
@@ -363,11 +362,10 @@ function scanNino(text: string, replacement: string): string {
       i = nextStart(NINO_START, text, i + 1);
       continue;
     }
-    out.replace(i, end, replacement);
+    out.match(i, end);
     i = nextStart(NINO_START, text, end);
   }
   work.steps += steps + skipped;
-  return out.result();
 }
 
 /** A capital letter after no letter or digit. */
@@ -407,9 +405,8 @@ const iterationEnds = new Int32Array(15);
  * only (a '+' stops it, so attempts read disjoint stretches) and tests at most 8 ends, with a start
  * at every second character at most: <= 6 per character.
  */
-function scanPhoneIntl(text: string, replacement: string): string {
+function scanPhoneIntl(text: string, out: MatchSink): void {
   const n = text.length;
-  const out = new Rewrite(text);
   let steps = 0;
   skipped = 0;
   let i = nextStart(INTL_START, text, 0);
@@ -445,11 +442,10 @@ function scanPhoneIntl(text: string, replacement: string): string {
       i = nextStart(INTL_START, text, i + 1);
       continue;
     }
-    out.replace(i, end, replacement);
+    out.match(i, end);
     i = nextStart(INTL_START, text, end);
   }
   work.steps += steps + skipped;
-  return out.result();
 }
 
 /** A '+' after no word character or '+'. */
@@ -535,9 +531,8 @@ function nationalD(text: string, i: number): number {
  * characters (the four forms, with their back-offs, within the next 20), and reads far only over
  * digits, where no start is: <= 17 per character, with the international scan's 6 under 24.
  */
-function scanPhoneNational(text: string, replacement: string): string {
+function scanPhoneNational(text: string, out: MatchSink): void {
   const n = text.length;
-  const out = new Rewrite(text);
   let steps = 0;
   skipped = 0;
   let i = nextStart(NATIONAL_START, text, 0);
@@ -552,11 +547,10 @@ function scanPhoneNational(text: string, replacement: string): string {
       i = nextStart(NATIONAL_START, text, i + 1);
       continue;
     }
-    out.replace(i, end, replacement);
+    out.match(i, end);
     i = nextStart(NATIONAL_START, text, end);
   }
   work.steps += steps + skipped;
-  return out.result();
 }
 
 /** A digit or '(' after no word character, '+', '.' or '-'. */
@@ -566,9 +560,41 @@ const NATIONAL_START = /(?<![\w+.-])[\d(]/g;
 
 const HAS_DIGIT = /\d/;
 
+/** One pass of a detector over a text: reports its matches. */
+export type DetectorPass = (text: string, out: MatchSink) => void;
+
+const digits = (scan: DetectorPass): DetectorPass => (text, out) => {
+  if (HAS_DIGIT.test(text)) scan(text, out);
+};
+
+/**
+ * Each detector as its passes, in order: a pass reads the text the previous one left (its matches
+ * replaced). The engine runs them on normalised text, where every decimal digit is an ASCII one, so
+ * the ASCII digit tests here match a digit of any script.
+ */
+export const DETECTOR_PASSES: Readonly<Record<Detector, readonly DetectorPass[]>> = {
+  email: [scanEmail],
+  card: [digits(scanCard)],
+  nationalId: [digits(scanSsn), digits(scanNino)],
+  phone: [digits(scanPhoneIntl), digits(scanPhoneNational)],
+};
+
+/** A detector over raw text: its passes in turn, each match replaced by `replacement`. */
+function rewriteWith(passes: readonly DetectorPass[]): (text: string, replacement: string) => string {
+  return (text, replacement) => {
+    let out = text;
+    for (const pass of passes) {
+      const rewrite = new Rewrite(out, replacement);
+      pass(out, rewrite);
+      out = rewrite.result();
+    }
+    return out;
+  };
+}
+
 export const DETECTORS: Readonly<Record<Detector, (text: string, replacement: string) => string>> = {
-  email: scanEmail,
-  card: (text, rep) => (HAS_DIGIT.test(text) ? scanCard(text, rep) : text),
-  nationalId: (text, rep) => (HAS_DIGIT.test(text) ? scanNino(scanSsn(text, rep), rep) : text),
-  phone: (text, rep) => (HAS_DIGIT.test(text) ? scanPhoneNational(scanPhoneIntl(text, rep), rep) : text),
+  email: rewriteWith(DETECTOR_PASSES.email),
+  card: rewriteWith(DETECTOR_PASSES.card),
+  nationalId: rewriteWith(DETECTOR_PASSES.nationalId),
+  phone: rewriteWith(DETECTOR_PASSES.phone),
 };

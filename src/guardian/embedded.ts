@@ -12,6 +12,7 @@ import type { Guardian, TraceContext } from '../aos/guardian';
 import type { EnvelopeBytes } from '../aos/envelope';
 import type { Envelope } from '../aos/schemas';
 import type { GuardianOutcome } from '../aos/outcome';
+import { CARD_METHOD } from './policy';
 import { logDecision, traceIdOf } from './decision-log';
 import { OffLoopDecider, type Leaving } from './off-loop';
 import { ReloadablePolicy, type ReloadEvents } from './reload';
@@ -51,7 +52,8 @@ export function embeddedGuardian(policyFile: string, opts: EmbeddedOptions = {})
     describe: `embedded (${policyFile})`,
     decide(envelope: Envelope, body: string | EnvelopeBytes, caller?: Leaving, trace?: TraceContext): Promise<GuardianOutcome> {
       const started = performance.now();
-      if (body.length >= inlineMax) {
+      // Card hooks stay in place: the approved versions of cards live in this thread's engine.
+      if (body.length >= inlineMax && envelope.method !== CARD_METHOD) {
         offLoop ??= new OffLoopDecider({
           policy: () => policy.text, source: policyFile, timeoutMs: opts.timeoutMs ?? 5000, maxQueue: opts.maxQueue ?? 64,
           onWorkerEnd: (why) => opts.logger?.warn({ why }, 'guardian: embedded worker replaced'),

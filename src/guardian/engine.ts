@@ -12,7 +12,10 @@ import type { Phase, Side } from '../aos/hook-points';
 import type { AgentContext, Envelope, JsonObject, SuccessResult } from '../aos/schemas';
 import { isObject } from '../core/json';
 import { classifyUrl } from './address';
-import { DETECTORS, work } from './detectors';
+import { CardBaselines, CARD_METHOD, cardFingerprint, maskCard } from './cards';
+import { work } from './detectors';
+import { applySpans, findMaskSpans, maskText, REDACTED, type MaskSpan } from './masking';
+import { forgetNormalised, normalise } from './normalise';
 import { keySet, readField } from './keys';
 import {
   normaliseKey,
@@ -33,14 +36,25 @@ export interface Engine {
 
 export function createEngine(policy: Policy): Engine {
   const rulesFor = createScopeCache(policy);
-  return { decide: (envelope) => decide(policy, rulesFor, envelope) };
+  const baselines = new CardBaselines();
+  return {
+    decide: (envelope) => {
+      try {
+        return decide(policy, rulesFor, baselines, envelope);
+      } finally {
+        // The deny and mask passes of one envelope share their normalised texts; nothing is kept past it.
+        forgetNormalised();
+      }
+    },
+  };
 }
 
-function decide(policy: Policy, rulesFor: ScopeLookup, envelope: Envelope): SuccessResult {
+function decide(policy: Policy, rulesFor: ScopeLookup, baselines: CardBaselines, envelope: Envelope): SuccessResult {
   const hook = describeHook(envelope);
   const payload = envelope.params.payload;
   const rules = rulesFor(hook);
   try {
+    if (hook.method === CARD_METHOD) return decideCard(policy, rules, baselines, envelope, hook);
     const denial =
       checkPeer(policy.peers, hook.peer) ??
       (hook.phase === 'request' ? checkServiceParameters(policy.serviceParameters, hook.peer, envelope.params.context) : undefined) ??
@@ -70,6 +84,46 @@ function decide(policy: Policy, rulesFor: ScopeLookup, envelope: Envelope): Succ
     throw err;
   }
   return { decision: 'allow', message: policy.messages.allow, reasonCode: ['ALLOWED'] };
+}
+
+/**
+ * A card hook: peers, then deny rules over every string of the card, then the change rule, then masks
+ * over the card's text (./cards). The approved version of the agent's card becomes this one when it
+ * passes.
+ */
+function decideCard(policy: Policy, rules: ScopedRules, baselines: CardBaselines, envelope: Envelope, hook: HookView): SuccessResult {
+  const card = envelope.params.payload;
+  const denial = checkPeer(policy.peers, hook.peer) ?? findDenyMatch(card, rules.deny, false);
+  if (denial !== undefined) return denial;
+  const codes: string[] = [];
+  const rule = policy.cards.changes;
+  if (rule !== undefined) {
+    const agent = cardOwner(envelope);
+    const print = cardFingerprint(card);
+    const changed = baselines.changes(agent, print);
+    if (changed.length > 0 && rule.action === 'deny') return denyAnswer(rule.message, [rule.reasonCode], { changed });
+    if (changed.length > 0) codes.push(rule.reasonCode);
+    baselines.approve(agent, print);
+  }
+  const changedRules = new Set<MaskRule>();
+  const masked = maskCard(card, rules.mask.textRules, changedRules);
+  if (masked !== card) {
+    const maskedRules = rules.mask.rules.filter((r) => changedRules.has(r));
+    return {
+      decision: 'modify',
+      message: policy.messages.modify,
+      reasonCode: [...maskReasonCodes(maskedRules), ...codes],
+      modifiedRequest: { ...envelope, params: { ...envelope.params, payload: masked } },
+    };
+  }
+  return { decision: 'allow', message: policy.messages.allow, reasonCode: ['ALLOWED', ...codes] };
+}
+
+/** The agent a card describes: the server side of the hook's context. */
+function cardOwner(envelope: Envelope): string {
+  const { from, to } = envelope.params.context;
+  const owner = from.role === 'server' ? from : to.role === 'server' ? to : from;
+  return owner.agent.url;
 }
 
 function canModify(operation: Operation | undefined): boolean {
@@ -117,7 +171,8 @@ export function describeHook(envelope: Envelope): HookView {
   return {
     method: operation?.aosMethod ?? envelope.method,
     operation,
-    phase: phaseOf(payload, context.from.role),
+    // A card is what the agent serves: a response, whatever members it holds.
+    phase: envelope.method === CARD_METHOD ? 'response' : phaseOf(payload, context.from.role),
     side: observed.role,
     peer: peerView(peer),
   };
@@ -191,8 +246,8 @@ function createScopeCache(policy: Policy): ScopeLookup {
       deny: buildDenySet(policy.deny.filter((r) => inScope(r.scope, hook))),
       mask: buildMaskSet(policy.mask.filter((r) => inScope(r.scope, hook))),
     };
-    // Only table methods are cached, so arbitrary method names cannot grow the map.
-    if (hook.operation !== undefined) cache.set(key, scoped);
+    // Only known methods are cached, so arbitrary method names cannot grow the map.
+    if (hook.operation !== undefined || hook.method === CARD_METHOD) cache.set(key, scoped);
     return scoped;
   };
 }
@@ -304,9 +359,9 @@ function isUnknownValue(value: string): boolean {
   return v === '' || v === 'unknown';
 }
 
-/** Globs see a peer name as written and folded (NFKC, no invisible characters, single spaces). */
+/** Globs see a peer name as written and folded (./normalise, single spaces). */
 function canonicalName(name: string): string {
-  return normaliseText(name).trim().replace(/\s+/g, ' ');
+  return normalise(name).trim().replace(/\s+/g, ' ');
 }
 
 /** ... and a peer URL as written and as the WHATWG parser writes it (case, default port, trailing dot). */
@@ -424,11 +479,12 @@ const TEXT_KEYS = keySet(['text', 'url', 'uri', 'fileWithUri', 'filename', 'name
 
 type PathSegment = string | number;
 
-function findDenyMatch(payload: JsonObject, deny: DenySet): SuccessResult | undefined {
+/** `jsonRpc`: the payload is a JSON-RPC message, whose envelope members are not content (a card's are). */
+function findDenyMatch(payload: JsonObject, deny: DenySet, jsonRpc = true): SuccessResult | undefined {
   if (deny.rules.length === 0) return undefined;
   const path: PathSegment[] = [];
   for (const key in payload) {
-    if (ENVELOPE_KEYS.has(key)) continue;
+    if (jsonRpc && ENVELOPE_KEYS.has(key)) continue;
     path.push(key);
     const hit = matchKey(key, deny, path) ?? scanValue(key, payload[key], deny, path, 1, CONTENT_KEYS.has(key), false);
     if (hit !== undefined) return hit;
@@ -459,6 +515,10 @@ function scanValue(
       const hit = matchText(joined, deny, path);
       if (hit !== undefined) return hit;
     }
+    if (!inContent && PARTS_KEYS.has(key)) {
+      const hit = matchJoinedParts(value, deny, path, depth);
+      if (hit !== undefined) return hit;
+    }
     for (let i = 0; i < value.length; i++) {
       path.push(i);
       const hit = scanValue(key, value[i], deny, path, depth + 1, inContent, joins);
@@ -474,6 +534,34 @@ function scanValue(
     const hit = matchKey(childKey, deny, path) ?? scanValue(childKey, obj[childKey], deny, path, depth + 1, childInContent, false);
     if (hit !== undefined) return hit;
     path.pop();
+  }
+  return undefined;
+}
+
+/** Arrays of message / artifact parts (`content` in v0.3 REST): an agent reads their texts joined. */
+const PARTS_KEYS = keySet(['parts', 'content']);
+/** How agents join the texts of a message's parts (`parts.map(p => p.text).join(sep)`): both are judged. */
+const PART_SEPARATORS = ['', ' '];
+
+/** The texts of the parts that carry one, as the SDK reads them (a number as its digits, an array as `String(array)`). */
+function partTexts(parts: readonly unknown[], depth: number): { readonly index: number; readonly text: string }[] {
+  const out: { index: number; text: string }[] = [];
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i];
+    if (!isObject(part)) continue;
+    const text = part['text'];
+    const read = typeof text === 'string' ? text : typeof text === 'number' ? String(text) : Array.isArray(text) ? joinedText(text, depth + 2) : undefined;
+    if (read !== undefined) out.push({ index: i, text: read });
+  }
+  return out;
+}
+
+function matchJoinedParts(parts: readonly unknown[], deny: DenySet, path: readonly PathSegment[], depth: number): SuccessResult | undefined {
+  const texts = partTexts(parts, depth);
+  if (texts.length < 2) return undefined;
+  for (const separator of PART_SEPARATORS) {
+    const hit = matchText(texts.map((t) => t.text).join(separator), deny, path);
+    if (hit !== undefined) return hit;
   }
   return undefined;
 }
@@ -511,7 +599,7 @@ function matchKey(key: string, deny: DenySet, path: readonly PathSegment[]): Suc
 }
 
 function matchText(text: string, deny: DenySet, path: readonly PathSegment[]): SuccessResult | undefined {
-  const normalised = normaliseText(text);
+  const normalised = normalise(text);
   work.denyChars += normalised.length;
   if (!deny.gates.some((gate) => gate.test(normalised))) return undefined;
   // Something matched: find the first rule, in policy order.
@@ -526,14 +614,6 @@ function matchText(text: string, deny: DenySet, path: readonly PathSegment[]): S
     }
   }
   return undefined;
-}
-
-const NON_ASCII = /[^\x00-\x7f]/;
-const INVISIBLE = /[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]/g;
-
-/** Fold compatibility forms (full-width letters, ligatures) and drop invisible characters. */
-function normaliseText(text: string): string {
-  return NON_ASCII.test(text) ? text.normalize('NFKC').replace(INVISIBLE, '') : text;
 }
 
 function formatPath(path: readonly PathSegment[]): string {
@@ -569,12 +649,14 @@ function maskValue(key: string, value: unknown, mask: MaskSet, changed: Set<Mask
   if (depth > MAX_DEPTH) throw new PayloadTooDeep();
   if (Array.isArray(value)) {
     const joins = !inContent && TEXT_KEYS.has(key);
+    // Parts joined first: a part masked alone may no longer show what spans it and the next.
+    const items = !inContent && PARTS_KEYS.has(key) ? maskJoinedParts(value, mask, changed, depth) : value;
     let copy: unknown[] | undefined;
-    for (let i = 0; i < value.length; i++) {
-      const next = maskValue(key, value[i], mask, changed, inContent, depth + 1, joins);
-      if (next !== value[i]) (copy ??= value.slice())[i] = next;
+    for (let i = 0; i < items.length; i++) {
+      const next = maskValue(key, items[i], mask, changed, inContent, depth + 1, joins);
+      if (next !== items[i]) (copy ??= items.slice())[i] = next;
     }
-    const out = copy ?? value;
+    const out = copy ?? items;
     // Fragments that only form something to mask once joined are replaced by the masked text.
     const joined = joins && !inJoin ? joinedText(out, depth) : undefined;
     if (joined !== undefined) {
@@ -584,6 +666,54 @@ function maskValue(key: string, value: unknown, mask: MaskSet, changed: Set<Mask
     return out;
   }
   return maskObject(value as JsonObject, mask, changed, inContent, depth + 1);
+}
+
+/**
+ * What only the parts' texts joined show (a card number split over two parts) is masked in each part
+ * that holds a piece of it. A part whose text was an array or a number gets the masked text.
+ */
+function maskJoinedParts(parts: readonly unknown[], mask: MaskSet, changed: Set<MaskRule>, depth: number): readonly unknown[] {
+  const texts = partTexts(parts, depth);
+  if (texts.length < 2 || mask.textRules.length === 0) return parts;
+  let current = texts.map((t) => t.text);
+  const found = new Set<MaskRule>();
+  for (const separator of PART_SEPARATORS) {
+    const spans = findMaskSpans(current.join(separator), mask.textRules, found);
+    if (spans.length > 0) current = splitSpans(current, separator, spans);
+  }
+  let copy: unknown[] | undefined;
+  texts.forEach(({ index, text }, k) => {
+    const next = current[k]!;
+    if (next === text) return;
+    const part = parts[index] as JsonObject;
+    const masked = { ...part };
+    setOwn(masked, 'text', next);
+    (copy ??= parts.slice())[index] = masked;
+  });
+  if (copy === undefined) return parts;
+  for (const rule of found) changed.add(rule);
+  return copy;
+}
+
+/** Spans of the joined texts applied to each text: each piece of a span inside a text is replaced by the span's text. */
+function splitSpans(texts: readonly string[], separator: string, spans: readonly MaskSpan[]): string[] {
+  const out: string[] = [];
+  let offset = 0;
+  let s = 0;
+  for (const text of texts) {
+    const end = offset + text.length;
+    const local: MaskSpan[] = [];
+    while (s < spans.length && spans[s]!.end <= offset) s++;
+    for (let k = s; k < spans.length && spans[k]!.start < end; k++) {
+      const span = spans[k]!;
+      const start = Math.max(span.start, offset) - offset;
+      const stop = Math.min(span.end, end) - offset;
+      if (stop > start) local.push({ start, end: stop, text: span.text });
+    }
+    out.push(applySpans(text, local));
+    offset = end + separator.length;
+  }
+  return out;
 }
 
 function maskObject(obj: JsonObject, mask: MaskSet, changed: Set<MaskRule>, inContent: boolean, depth: number): JsonObject {
@@ -667,20 +797,6 @@ function maskNumber(value: number, rules: readonly MaskRule[], changed: Set<Mask
   return masked === text ? value : masked;
 }
 
-function maskText(text: string, rules: readonly MaskRule[], changed: Set<MaskRule>): string {
-  work.maskChars += text.length;
-  let out = text;
-  for (const rule of rules) {
-    const before = out;
-    for (const detector of rule.detectors) out = DETECTORS[detector](out, rule.replacement ?? DETECTOR_TOKENS[detector]);
-    const replacement = rule.replacement ?? REDACTED;
-    // A function replacer, so "$&" in a replacement is literal text.
-    for (const re of rule.patterns) out = out.replace(re, () => replacement);
-    if (out !== before) changed.add(rule);
-  }
-  return out;
-}
-
 function maskReasonCodes(rules: readonly MaskRule[]): string[] {
   const codes: string[] = [];
   for (const rule of rules) {
@@ -711,15 +827,6 @@ function setOwn(obj: JsonObject, key: string, value: unknown): void {
 // Detectors: linear scans (./detectors)
 // ---------------------------------------------------------------------------------------------
 
-export const REDACTED = '[REDACTED]';
-
-const DETECTOR_TOKENS: Readonly<Record<Detector, string>> = {
-  email: '[EMAIL]',
-  phone: '[PHONE]',
-  card: '[CARD]',
-  nationalId: '[NATIONAL_ID]',
-};
-
 /**
  * 13-19 digits passing Luhn. No card network issues numbers starting with 0 or 1 (UATP aside),
  * and excluding them keeps epoch-millisecond timestamps, which pass Luhn one time in ten, unmasked.
@@ -743,7 +850,10 @@ export function luhnValid(digits: string): boolean {
   return sum % 10 === 0;
 }
 
-/** Exposed for tests and for guardian authors who want the same detectors. */
-export function applyDetector(detector: Detector, text: string, replacement = DETECTOR_TOKENS[detector]): string {
-  return DETECTORS[detector](text, replacement);
+/** Exposed for tests and for guardian authors who want the same detectors (on normalised text, as the engine runs them). */
+export function applyDetector(detector: Detector, text: string, replacement?: string): string {
+  const rule: MaskRule = { id: detector, reasonCode: undefined, keys: new Set(), detectors: [detector], patterns: [], replacement, scope: ANYWHERE };
+  return maskText(text, [rule], new Set());
 }
+
+const ANYWHERE: RuleScope = { methods: undefined, sides: undefined, phases: undefined };

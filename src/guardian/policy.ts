@@ -9,6 +9,7 @@
  *   serviceParameters { versions?: string[], extensions?: string[], peers?: [{ match: string[], versions?, extensions? }] }
  *   deny              DenyRule[]   patterns over every string in the A2A payload -> deny
  *   mask              MaskRule[]   keys / detectors / patterns rewritten -> modify
+ *   cards             { changes?: { action: 'deny' | 'flag', message?, reasonCode? } }  card hooks (./cards)
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -19,6 +20,9 @@ import { PHASES, SIDES, type Phase, type Side } from '../aos/hook-points';
 export type Detector = 'email' | 'phone' | 'card' | 'nationalId';
 
 const DETECTORS = ['email', 'card', 'nationalId', 'phone'] as const;
+
+/** The card hook's method (./cards; kept here so the policy compiles without the engine). */
+export const CARD_METHOD = 'agent/card';
 
 /** Keys whose values are protocol structure, never content: masking must not touch them. */
 export const PROTECTED_KEYS: ReadonlySet<string> = new Set([
@@ -87,6 +91,13 @@ export const PolicyFile = z.strictObject({
   }).optional(),
   deny: z.array(DenyRuleFile).optional(),
   mask: z.array(MaskRuleFile).optional(),
+  cards: z.strictObject({
+    changes: z.strictObject({
+      action: z.enum(['deny', 'flag']),
+      message: nonEmpty.optional(),
+      reasonCode: nonEmpty.optional(),
+    }).optional(),
+  }).optional(),
 });
 export type PolicyFile = z.infer<typeof PolicyFile>;
 
@@ -143,6 +154,17 @@ export interface ServiceParameterPolicy extends ServiceParameterRule {
   readonly peers: readonly (ServiceParameterRule & { readonly match: readonly RegExp[] })[];
 }
 
+/** A card whose skills or interfaces changed since the approved version: refused, or passed with the reason code. */
+export interface CardChangeRule {
+  readonly action: 'deny' | 'flag';
+  readonly message: string;
+  readonly reasonCode: string;
+}
+
+export interface CardPolicy {
+  readonly changes: CardChangeRule | undefined;
+}
+
 export interface Policy {
   readonly messages: { readonly allow: string; readonly modify: string };
   readonly peers: PeerPolicy;
@@ -150,6 +172,7 @@ export interface Policy {
   readonly push: PushPolicy;
   readonly deny: readonly DenyRule[];
   readonly mask: readonly MaskRule[];
+  readonly cards: CardPolicy;
 }
 
 export const DEFAULT_ALLOW_MESSAGE = 'Allowed by policy.';
@@ -228,6 +251,16 @@ function compilePolicy(file: PolicyFile, problems: string[]): Policy {
     },
     deny: (file.deny ?? []).map((rule, i) => compileDenyRule(rule, `deny[${i}]`, problems)),
     mask: (file.mask ?? []).map((rule, i) => compileMaskRule(rule, `mask[${i}]`, problems)),
+    cards: {
+      changes:
+        file.cards?.changes === undefined
+          ? undefined
+          : {
+              action: file.cards.changes.action,
+              message: file.cards.changes.message ?? 'Agent card refused: its skills or interfaces changed since the approved version.',
+              reasonCode: file.cards.changes.reasonCode ?? 'CARD_CHANGED',
+            },
+    },
   };
 }
 
@@ -278,6 +311,10 @@ function compileScope(
     const known = new Set<string>();
     rule.methods.forEach((name, i) => {
       // v1.0 names (SendMessage) are accepted and stored as the AOS name (message/send).
+      if (name === CARD_METHOD) {
+        known.add(CARD_METHOD);
+        return;
+      }
       const op = operationForMethod(name);
       if (op === undefined) problems.push(`${at}.methods[${i}]: unknown A2A method "${name}"`);
       else known.add(op.aosMethod);
