@@ -191,7 +191,12 @@ async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
     return sendError(res, codec, end.error, id);
   }
   // Passed unjudged as it came (FAIL_MODE=open, or nothing reads it).
-  if (end !== undefined && unread !== undefined) return send(res, status, headers, original);
+  if (end !== undefined && unread !== undefined) {
+    if (raw === original) return send(res, status, headers, original);
+    // Decoded above (its content-encoding is gone): the decoded bytes, without the agent's digests of the encoded ones.
+    dropAgentBytes(headers);
+    return send(res, status, headers, raw);
+  }
   // The extended card is the caller's own: no cache may hand it to another caller.
   if (ctx.rewriteCard !== undefined && ok) headers['cache-control'] = 'private, no-store';
   const out = unaryBytes(flow, codec, raw, end === undefined && ctx.inspect === undefined && ctx.answerHook?.unary !== undefined && ok);

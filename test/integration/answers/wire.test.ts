@@ -525,4 +525,23 @@ describe('inspection on: a gzip-encoded answer is not passed on unread', () => {
     const text = await res.text().catch((e: unknown) => `(unreadable: ${String(e)})`);
     expect(text).not.toContain(SECRET);
   });
+
+  test('FAIL_MODE=open: a gzip answer that is not JSON passes readable, as the agent meant it', async () => {
+    const open = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', INSPECT_RESPONSES: 'true', FAIL_MODE: 'open' });
+    try {
+      const PAGE = '<html><body>upstream maintenance</body></html>';
+      handler = ({ res }) => {
+        res.writeHead(503, { 'content-type': 'text/html', 'content-encoding': 'gzip' });
+        res.end(zlib.gzipSync(PAGE));
+      };
+      const res = await fetch(`${open.url}/a2a/jsonrpc`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'a2a-version': '1.0', 'accept-encoding': 'gzip, deflate' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 'gz-3', method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'hi' }] } } }),
+      });
+      expect({ status: res.status, text: await res.text() }).toEqual({ status: 503, text: PAGE });
+    } finally {
+      await open.close();
+    }
+  });
 });
