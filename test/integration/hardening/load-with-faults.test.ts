@@ -86,6 +86,8 @@ const textOfPayload = (p: any): string => String(p?.params?.message?.parts?.[0]?
 beforeAll(async () => {
   guardianServer = http.createServer(async (req, res) => {
     const env = JSON.parse(await readBody(req));
+    // Pings (the breaker measuring the guardian) are answered: the faults are in what it says of calls.
+    if (env.method === 'ping') return sendJson(res, { jsonrpc: '2.0', id: env.id, result: { status: 'connected', timestamp: new Date().toISOString(), version: 'test' } });
     const n = ++guardianCalls;
     const answer: Answer = n % 3 === 0 ? FAULTS[Math.floor(random() * FAULTS.length)]! : 'allow';
     const text = textOfPayload(env.params?.payload);
@@ -258,8 +260,8 @@ test(`${TOTAL} calls, ${CONCURRENCY} at a time, guardian failing every 3rd call:
   expect(received.filter(([, n]) => n !== 1)).toEqual([]);
   expect(received.map(([t]) => t).sort()).toEqual(allowed);
 
-  // The run really exercised both paths. (Hangs pile up on 20 lanes, so the circuit breaker opens
-  // now and then and fast-fails a good share of calls: that is part of what is checked above.)
+  // The run really exercised both paths. (Hangs no longer open the breaker, since the pings answer; five
+  // faulty answers in a row still may, and a fast-failed call is part of what is checked above.)
   const unavailable = TOTAL - allowed.length;
   expect(unavailable).toBeGreaterThan(TOTAL / 10);
   expect(allowed.length).toBeGreaterThan(TOTAL / 10);
