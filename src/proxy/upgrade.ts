@@ -10,7 +10,7 @@ import type { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
 import { classify, type ClassifyOptions } from '../a2a/classify';
 
-export type UpgradeOutcome = 'forwarded' | 'refused_path' | 'refused_identity' | 'not_switched' | 'failed';
+export type UpgradeOutcome = 'forwarded' | 'refused_path' | 'refused_identity' | 'refused_limit' | 'not_switched' | 'failed';
 
 /** The classifier options of an upgrade: the upgrade prefixes stand where PASSTHROUGH_PATHS stand for requests. */
 export function upgradeRoutes(upgradePaths: readonly (readonly string[])[]): (base: ClassifyOptions) => ClassifyOptions {
@@ -45,8 +45,8 @@ export function upgradeTarget(req: http.IncomingMessage, opts: ClassifyOptions):
 const isWebSocket = (v: string | undefined): boolean => v !== undefined && v.trim().toLowerCase() === 'websocket';
 
 /** A refusal on the raw socket, closing it. */
-export function refuseUpgrade(socket: Duplex, status: 403 | 401 | 502 | 503, message: string, extra = ''): void {
-  const reason = { 401: 'Unauthorized', 403: 'Forbidden', 502: 'Bad Gateway', 503: 'Service Unavailable' }[status];
+export function refuseUpgrade(socket: Duplex, status: 403 | 401 | 429 | 502 | 503, message: string, extra = ''): void {
+  const reason = { 401: 'Unauthorized', 403: 'Forbidden', 429: 'Too Many Requests', 502: 'Bad Gateway', 503: 'Service Unavailable' }[status];
   const body = `${message}\n`;
   if (socket.writable) {
     socket.end(`HTTP/1.1 ${status} ${reason}\r\n${extra}content-type: text/plain; charset=utf-8\r\nconnection: close\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
