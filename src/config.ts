@@ -106,7 +106,7 @@ const VARIABLES = {
   BODY_TIMEOUT_MS: int(30_000, 1, 3_600_000).describe('a request body must arrive within this time'),
   CARD_TTL_MS: int(300_000, 0, 86_400_000).describe('how long a fetched agent card is cached'),
   CARD_SIGNATURES: v.enum(['strip', 'keep', 'require']).default('strip').describe("the agent's JWS card signatures: strip, keep (they no longer verify), or require one that verifies with CARD_TRUST_JWKS_FILE (else the card is refused)"),
-  CARD_SIGNING_KEY_FILE: file.describe('private key (JWK or PEM) the proxy signs every card it serves with, replacing the agent\'s signatures; public keys at /.well-known/a2a-guard/jwks.json'),
+  CARD_SIGNING_KEY_FILE: file.describe('private key (JWK or PEM) the proxy signs every card it serves with, replacing the agent\'s signatures; public keys at /.well-known/a2a-guard/jwks.json; needs PUBLIC_URL'),
   CARD_SIGNING_KEY_ID: optional(v.string().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1-128 printable ASCII characters')).describe("key id of card signatures (default: the JWK's kid or thumbprint)"),
   CARD_TRUST_JWKS_FILE: file.describe('CARD_SIGNATURES=require: public keys (JWKS) the agent\'s card signatures must verify with'),
   CARD_PATHS: v.string().default('').transform((v, problem) => cardPathList(v, problem)).describe("comma-separated paths where the agent serves its card besides /.well-known/agent-card.json (/.well-known/my-agent/agent-card.json): served rewritten, as the standard card"),
@@ -225,6 +225,8 @@ function crossRules(e: Env, problem: (name: keyof Env, message: string) => void)
     problem('MAX_INFLIGHT_BODY_BYTES_PER_CALLER', `must be at least MAX_BODY_BYTES (${e.MAX_BODY_BYTES}): a caller's largest request must fit its share`);
   }
   if (e.OIDC_ISSUER !== undefined && e.OIDC_AUDIENCE === undefined) problem('OIDC_AUDIENCE', 'is required with OIDC_ISSUER');
+  // Without it, a card's URLs come from the caller's Host: the proxy would sign a card pointing wherever a caller names.
+  if (e.CARD_SIGNING_KEY_FILE !== undefined && e.PUBLIC_URL === undefined) problem('PUBLIC_URL', 'is required with CARD_SIGNING_KEY_FILE: signed cards name it (from the request\'s Host, any caller could get a card signed that points anywhere)');
   if (e.CARD_SIGNATURES === 'require' && e.CARD_TRUST_JWKS_FILE === undefined) problem('CARD_TRUST_JWKS_FILE', 'is required with CARD_SIGNATURES=require');
   if (e.OIDC_ISSUER === undefined && (e.OIDC_AUDIENCE !== undefined || e.OIDC_JWKS_URL !== undefined)) problem('OIDC_ISSUER', 'is required with OIDC_AUDIENCE / OIDC_JWKS_URL');
   if (e.IDENTITY_POLICY === 'required' && e.ROLE === 'server' && !trusts && e.TLS_CLIENT_CA_FILE === undefined && e.OIDC_ISSUER === undefined) {

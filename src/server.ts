@@ -16,7 +16,8 @@ import { Identities } from './aos/identity';
 import { createUpstream, proxyOwned } from './proxy/forward';
 import { createProxyHandler } from './proxy/pipeline';
 import { BodyBudget } from './proxy/body';
-import { createCallerLimits } from './proxy/callers';
+import { callerKey, createCallerLimits } from './proxy/callers';
+import { ownerKey } from './ownership/principal';
 import { refuseUpgrade, relayUpgrade, upgradeRoutes, upgradeTarget, type UpgradeOutcome } from './proxy/upgrade';
 import type { Duplex } from 'node:stream';
 import { Gate } from './aos/gate';
@@ -215,7 +216,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   });
   const upgradeOptions = upgradeRoutes(config.upgradePaths);
   server.on('upgrade', (req, socket, head) => {
-    const refused = (outcome: UpgradeOutcome, status: 401 | 403, why: string, extra?: string) => {
+    const refused = (outcome: UpgradeOutcome, status: 401 | 403 | 429, why: string, extra?: string) => {
       metrics.upgrades.inc({ outcome });
       logger.warn({ path: req.url?.slice(0, 256), reason: why }, 'refused an HTTP upgrade');
       refuseUpgrade(socket, status, why, extra);
@@ -230,8 +231,15 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
       if (!where.ok) return refused('refused_path', 403, where.why);
       // Uninspected, but not unidentified: IDENTITY_POLICY and bad credentials apply as to any call.
       // A forwarded route: the caller's one-use credentials (an assertion) are used up.
-      return identity.identify(req.headers, req.socket).then(spent).then((who) => {
+      return identity.identify(req.headers, req.socket).then(spent).then(async (who) => {
         if (!who.ok) return refused('refused_identity', 401, who.message, 'www-authenticate: Bearer realm="a2a-guard"\r\n');
+        // An open upgraded connection is one of its caller's calls in flight, as a stream is.
+        const admitted = callerLimits === undefined ? undefined : await callerLimits.admit(callerKey(ownerKey(who.identity), req.socket.remoteAddress));
+        if (admitted !== undefined && !admitted.ok) return refused('refused_limit', 429, admitted.error.message, `retry-after: ${admitted.error.metadata.retryAfterSeconds ?? '1'}\r\n`);
+        if (admitted !== undefined) {
+          if (socket.destroyed) return admitted.leave();
+          socket.once('close', () => admitted.leave());
+        }
         logger.warn({ path: where.target.slice(0, 256) }, 'forwarding an HTTP upgrade uninspected (ALLOW_WEBSOCKETS=true)');
         // As for every forwarded request: the proxy's own headers, in any spelling, and the reasoning header never go on.
         const headers = { ...req.headers };

@@ -80,7 +80,7 @@ export class Metrics {
   });
   readonly upgrades = new Counter({
     name: 'a2a_guard_upgrades_total',
-    help: 'HTTP upgrade requests by outcome: forwarded (101), refused_path, refused_identity, not_switched (the agent answered without 101: dropped), failed',
+    help: 'HTTP upgrade requests by outcome: forwarded (101), refused_path, refused_identity, refused_limit (over MAX_CALLS_PER_CALLER or the rate), not_switched (the agent answered without 101: dropped), failed',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });

@@ -10,7 +10,7 @@ import type { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
 import { classify, type ClassifyOptions } from '../a2a/classify';
 
-export type UpgradeOutcome = 'forwarded' | 'refused_path' | 'refused_identity' | 'not_switched' | 'failed';
+export type UpgradeOutcome = 'forwarded' | 'refused_path' | 'refused_identity' | 'refused_limit' | 'not_switched' | 'failed';
 
 /** The classifier options of an upgrade: the upgrade prefixes stand where PASSTHROUGH_PATHS stand for requests. */
 export function upgradeRoutes(upgradePaths: readonly (readonly string[])[]): (base: ClassifyOptions) => ClassifyOptions {
@@ -31,6 +31,8 @@ export function upgradeRoutes(upgradePaths: readonly (readonly string[])[]): (ba
  */
 export function upgradeTarget(req: http.IncomingMessage, opts: ClassifyOptions): { ok: true; target: string } | { ok: false; why: string } {
   if ((req.method ?? '').toUpperCase() !== 'GET') return { ok: false, why: 'only a GET (WebSocket handshake) is upgraded' };
+  // Another protocol (h2c above all) would turn the connection into one that reaches every route of the agent.
+  if (!isWebSocket(req.headers.upgrade)) return { ok: false, why: 'only a WebSocket upgrade (Upgrade: websocket) is forwarded' };
   const length = req.headers['content-length'];
   if (req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')) return { ok: false, why: 'an upgrade request carries no body' };
   const c = classify({ verb: 'GET', path: req.url ?? '/', headers: req.headers, body: null }, opts);
@@ -39,9 +41,12 @@ export function upgradeTarget(req: http.IncomingMessage, opts: ClassifyOptions):
   return { ok: false, why: 'not below an UPGRADE_PATHS prefix' };
 }
 
+/** The Upgrade header names exactly one protocol, WebSocket. */
+const isWebSocket = (v: string | undefined): boolean => v !== undefined && v.trim().toLowerCase() === 'websocket';
+
 /** A refusal on the raw socket, closing it. */
-export function refuseUpgrade(socket: Duplex, status: 403 | 401 | 502 | 503, message: string, extra = ''): void {
-  const reason = { 401: 'Unauthorized', 403: 'Forbidden', 502: 'Bad Gateway', 503: 'Service Unavailable' }[status];
+export function refuseUpgrade(socket: Duplex, status: 403 | 401 | 429 | 502 | 503, message: string, extra = ''): void {
+  const reason = { 401: 'Unauthorized', 403: 'Forbidden', 429: 'Too Many Requests', 502: 'Bad Gateway', 503: 'Service Unavailable' }[status];
   const body = `${message}\n`;
   if (socket.writable) {
     socket.end(`HTTP/1.1 ${status} ${reason}\r\n${extra}content-type: text/plain; charset=utf-8\r\nconnection: close\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
@@ -87,6 +92,12 @@ export function relayUpgrade(
     if (settle('not_switched', res.statusCode)) refuseUpgrade(socket, 502, 'the agent did not switch protocols; its answer to an upgrade is not relayed');
   });
   up.on('upgrade', (res, upSocket: Socket, upHead: Buffer) => {
+    // Switched to something other than what was asked for and checked: not relayed.
+    if (!isWebSocket(res.headers.upgrade)) {
+      upSocket.destroy();
+      if (settle('not_switched', res.statusCode)) refuseUpgrade(socket, 502, 'the agent switched to another protocol than WebSocket; not relayed');
+      return;
+    }
     if (!settle('forwarded', 101)) return void upSocket.destroy();
     const lines = ['HTTP/1.1 101 Switching Protocols'];
     for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) lines.push(`${res.rawHeaders[i]}: ${res.rawHeaders[i + 1]}`);

@@ -35,6 +35,8 @@ function readFrame(buf: Buffer): string | undefined {
 export function echoWebSocket(server: http.Server, prefix: string): { readonly handshakes: string[] } {
   const handshakes: string[] = [];
   server.on('upgrade', (req: http.IncomingMessage, socket: net.Socket) => {
+    // Other protocols are another listener's (a test may add one on the same server).
+    if (!/^\s*websocket\s*$/i.test(String(req.headers.upgrade))) return;
     const key = req.headers['sec-websocket-key'];
     if (!(req.url ?? '').startsWith(prefix) || typeof key !== 'string') return void socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
     handshakes.push(req.url ?? '');

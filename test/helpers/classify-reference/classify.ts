@@ -72,6 +72,8 @@ export type Classified =
 export const CLASSIFYING_HEADERS = [
   'a2a-version', 'content-type', 'content-encoding', 'content-length', 'transfer-encoding', 'host',
   'x-http-method-override', 'x-http-method', 'x-method-override',
+  // Service parameters the guardian is shown: `A2A_Extensions` is the same header to CGI-style servers.
+  'a2a-extensions', 'x-a2a-extensions',
 ];
 const CLASSIFYING = new Set(CLASSIFYING_HEADERS);
 const OVERRIDE_HEADERS = ['x-http-method-override', 'x-http-method', 'x-method-override'];

@@ -18,6 +18,7 @@ import { endpointUrls, referenceCanonical } from '../../helpers/cards';
 import { makeGrpcClient } from '../../helpers/grpc';
 import { startGuardian, type TestGuardian } from '../../helpers/guardian';
 import { makeKey, writeJwks, writeSigningKey, type TestKey } from '../../helpers/keys';
+import { freePort } from '../../helpers/net';
 import { startTestProxy, type TestProxy } from '../../helpers/proxy-harness';
 import { jose, type JWK } from '../../../src/identity/jose';
 
@@ -53,6 +54,12 @@ async function publicKeyOf(jwks: { keys: JWK[] }, kid: string): Promise<KeyObjec
   return createPublicKey({ key: jwks.keys.find((k) => k.kid === kid) as JsonWebKey, format: 'jwk' });
 }
 
+/** A proxy that signs cards names its PUBLIC_URL in them: a port chosen first, so the URL is known at start. */
+async function atPublicUrl(): Promise<{ PORT: string; PUBLIC_URL: string }> {
+  const port = await freePort();
+  return { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` };
+}
+
 /** The agent's extended card: its card under another name (served to any caller). */
 const extendedName = (_caller: string | undefined, card: AgentCard): AgentCard => ({ ...card, name: `${card.name} (extended)` });
 
@@ -79,7 +86,7 @@ describe('cards signed by the proxy (CARD_SIGNING_KEY_FILE)', () => {
     proxyKey = await makeKey('proxy-card-key');
     agent = await startAgent({ extendedAgentCard: true, extendedCardFor: extendedName, grpc: true, signCards: { key: agentKeys.privateKey, kid: 'agent-key' } });
     guardian = await startGuardian();
-    proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GRPC_UPSTREAM_URL: `http://${agent.grpcAddress as string}`, GRPC_PORT: '0', GUARDIAN_URL: guardian.url, CARD_SIGNING_KEY_FILE: await writeSigningKey(dir, proxyKey) });
+    proxy = await startTestProxy({ ...(await atPublicUrl()), UPSTREAM_URL: agent.origin, GRPC_UPSTREAM_URL: `http://${agent.grpcAddress as string}`, GRPC_PORT: '0', GUARDIAN_URL: guardian.url, CARD_SIGNING_KEY_FILE: await writeSigningKey(dir, proxyKey) });
     await proxy.upstreamCard.ready();
     jwks = (await (await fetch(`${proxy.url}${JWKS}`)).json()) as { keys: JWK[] };
   });
@@ -148,7 +155,7 @@ describe('cards signed by the proxy (CARD_SIGNING_KEY_FILE)', () => {
   test('ROLE=client, the card at a CARD_PATHS path: signed by the proxy, verifies; an SDK client built from it calls the proxy', async () => {
     const CARD_PATH = '/.well-known/remote/agent-card.json';
     const remote = await startAgent({ cardPath: CARD_PATH, signCards: { key: agentKeys.privateKey, kid: 'agent-key' } });
-    const client = await startTestProxy({ UPSTREAM_URL: remote.origin, GUARDIAN_URL: guardian.url, ROLE: 'client', OBSERVED_AGENT_NAME: 'caller', CARD_PATHS: CARD_PATH, CARD_SIGNING_KEY_FILE: await writeSigningKey(dir, proxyKey, 'client.jwk.json') });
+    const client = await startTestProxy({ ...(await atPublicUrl()), UPSTREAM_URL: remote.origin, GUARDIAN_URL: guardian.url, ROLE: 'client', OBSERVED_AGENT_NAME: 'caller', CARD_PATHS: CARD_PATH, CARD_SIGNING_KEY_FILE: await writeSigningKey(dir, proxyKey, 'client.jwk.json') });
     try {
       for (const headers of [{ 'a2a-version': '1.0' }, {}] as Array<Record<string, string>>) {
         const card: any = await (await fetch(`${client.url}${CARD_PATH}`, { headers })).json();
@@ -168,7 +175,7 @@ describe('cards signed by the proxy (CARD_SIGNING_KEY_FILE)', () => {
   });
 
   test('a rotated key signs the next card; the JWKS publishes the new and the previous key', async () => {
-    const rotated = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, CARD_SIGNING_KEY_FILE: await writeSigningKey(dir, proxyKey, 'rotating.jwk.json'), CREDENTIALS_REFRESH_MS: '100' });
+    const rotated = await startTestProxy({ ...(await atPublicUrl()), UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, CARD_SIGNING_KEY_FILE: await writeSigningKey(dir, proxyKey, 'rotating.jwk.json'), CREDENTIALS_REFRESH_MS: '100' });
     try {
       const next = await makeKey('next-card-key');
       await writeSigningKey(dir, next, 'rotating.jwk.json');
@@ -209,7 +216,7 @@ describe('CARD_SIGNATURES=require: the agent\'s signature checked before the rew
     unsigned = await startAgent({ extendedAgentCard: true });
     guardian = await startGuardian();
     const proxyKey = await writeSigningKey(dir, await makeKey('proxy-card-key'));
-    trusted = await startTestProxy({ UPSTREAM_URL: signed.origin, GUARDIAN_URL: guardian.url, CARD_SIGNATURES: 'require', CARD_TRUST_JWKS_FILE: trust, CARD_SIGNING_KEY_FILE: proxyKey });
+    trusted = await startTestProxy({ ...(await atPublicUrl()), UPSTREAM_URL: signed.origin, GUARDIAN_URL: guardian.url, CARD_SIGNATURES: 'require', CARD_TRUST_JWKS_FILE: trust, CARD_SIGNING_KEY_FILE: proxyKey });
     const sink = new Writable({ write(chunk: Buffer, _e, cb) { logged.push(JSON.parse(chunk.toString('utf8'))); cb(); } });
     untrusted = await startTestProxy({ UPSTREAM_URL: signed.origin, GUARDIAN_URL: guardian.url, CARD_SIGNATURES: 'require', CARD_TRUST_JWKS_FILE: await writeJwks(dir, [other]) }, undefined, pino({ level: 'info' }, sink));
     noSignatures = await startTestProxy({ UPSTREAM_URL: unsigned.origin, GUARDIAN_URL: guardian.url, CARD_SIGNATURES: 'require', CARD_TRUST_JWKS_FILE: trust });
