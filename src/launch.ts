@@ -3,8 +3,8 @@
  * dist/a2a-guard.js, what `npm start` and the image run (scripts/bundle.ts builds it from this file):
  * runs the bundled proxy, dist/a2a-guard.bundle.js, with the V8 code cache the build made beside it
  * (dist/a2a-guard.bundle.cache: the bytecode of the functions a start runs, from a `--check` run).
- * V8 then deserialises that code instead of parsing and compiling it: ~30 ms less CPU to the first
- * served call (of ~350 ms; measured on the bench machine, medians of 7 alternate runs). A cache that
+ * V8 then deserialises that code instead of parsing and compiling it: A/B in one `npm run bench`
+ * (2026-11-29, docs/performance.md), CPU to the first served call 340 ms with it, 370 ms without (8 %). A cache that
  * is missing, or made by another node or with other V8 flags, is ignored by V8: the bundle is then
  * compiled as usual.
  */
