@@ -1,3 +1,5 @@
+// Its declarations name node types: a consumer with @types/node installed needs no `types` entry for them.
+/// <reference types="node" preserve="true" />
 /**
  * Build AOS envelopes (spec 4.8 request hooks, 4.9 response hooks). Pure. The serialized form
  * splices the already-serialized payload in, so the payload is stringified once per hook and the

@@ -1,3 +1,5 @@
+// Its declarations name node types: a consumer with @types/node installed needs no `types` entry for them.
+/// <reference types="node" preserve="true" />
 /**
  * Serve a guardian written as a typed function: `(envelope) => decision`, plus one call.
  *
