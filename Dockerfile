@@ -28,17 +28,23 @@ ARG NODE_IMAGE=docker.io/library/node:24-bookworm-slim
 # ---- build: all dependencies, TypeScript -> JavaScript -------------------------------------
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
+# The npm workspace: the proxy and the toolkit package it depends on (packages/toolkit).
 COPY package.json package-lock.json ./
+COPY packages/toolkit/package.json ./packages/toolkit/package.json
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY packages/toolkit/tsconfig.json ./packages/toolkit/tsconfig.json
+COPY packages/toolkit/src ./packages/toolkit/src
 COPY src ./src
 COPY scripts/bundle.ts ./scripts/bundle.ts
 # The code cache is made by a --check run that validates the embedded guardian's default policy.
 COPY config/policy.json ./config/policy.json
-# out/prod: the programs (and the bundled proxy); out/demo: the demo agents. JavaScript only (no declarations, no maps).
+# out/prod: the programs (and the bundled proxy); out/demo: the demo agents; out/toolkit: the toolkit package the
+# unbundled programs require. JavaScript only (no declarations, no maps).
 RUN npm run build \
- && mkdir -p out/prod out/demo \
+ && mkdir -p out/prod out/demo out/toolkit/dist \
  && cp -r dist/src out/prod/src \
+ && cp packages/toolkit/package.json out/toolkit/ && cp packages/toolkit/dist/*.js out/toolkit/dist/ \
  && cp dist/a2a-guard.js dist/a2a-guard.bundle.js dist/a2a-guard.bundle.cache out/prod/ \
  && mv out/prod/src/demo out/demo/demo \
  && find out -name '*.d.ts' -delete -o -name '*.map' -delete
@@ -47,6 +53,8 @@ RUN npm run build \
 FROM ${NODE_IMAGE} AS prod-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+# node_modules/@a2a-guard/toolkit is a link to packages/toolkit, which the runtime image has.
+COPY packages/toolkit/package.json ./packages/toolkit/package.json
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && find node_modules \( -name '*.md' -o -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' -o -name '*.map' \) -type f -delete
 
@@ -73,6 +81,7 @@ ENV PATH=/usr/local/bin NODE_ENV=production
 WORKDIR /app
 COPY package.json LICENSE ./
 COPY --from=prod-deps /app/node_modules ./node_modules
+COPY --from=build /app/out/toolkit ./packages/toolkit
 COPY --from=build /app/out/prod/src ./dist/src
 # The code cache was made by the build stage's node, the same binary as this image's (V8 ignores a cache from another).
 COPY --from=build /app/out/prod/a2a-guard.js /app/out/prod/a2a-guard.bundle.js /app/out/prod/a2a-guard.bundle.cache ./dist/

@@ -9,6 +9,11 @@ module.exports = {
     '^.+/node_modules/jose/.+\\.js$': ['ts-jest', { tsconfig: 'tsconfig.test.json' }],
   },
   transformIgnorePatterns: ['/node_modules/(?!jose/)'],
+  // The toolkit workspace from its sources (as tsconfig.json's paths): no build of it needed to run a test.
+  moduleNameMapper: {
+    '^@a2a-guard/toolkit$': '<rootDir>/packages/toolkit/src/index.ts',
+    '^@a2a-guard/toolkit/([a-z-]+)$': '<rootDir>/packages/toolkit/src/$1.ts',
+  },
   testTimeout: 30000,
   // Libraries' console lines the tests provoke on purpose (test/helpers/quiet-libraries.ts).
   setupFiles: ['<rootDir>/test/helpers/quiet-libraries.ts'],

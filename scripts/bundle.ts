@@ -31,8 +31,12 @@ export const LAUNCH = join(ROOT, 'dist', 'a2a-guard.js');
 export const BUNDLE = join(ROOT, 'dist', 'a2a-guard.bundle.js');
 const CODE_CACHE = join(ROOT, 'dist', 'a2a-guard.bundle.cache');
 
-/** Dependencies the proxy loads at start with the default configuration: bundled. */
-const LOADED_AT_START = new Set(['pino', 'prom-client', '@opentelemetry/api', 'undici', 'zod', 'ipaddr.js']);
+/**
+ * Dependencies the proxy loads at start with the default configuration: bundled. The toolkit (a
+ * workspace package) is bundled from its TypeScript through tsconfig.json's `paths`, as the proxy's
+ * own code is, so that its `import * as z` lets esbuild drop the parts of zod it does not use.
+ */
+const LOADED_AT_START = new Set(['@a2a-guard/toolkit', 'pino', 'prom-client', '@opentelemetry/api', 'undici', 'zod', 'ipaddr.js']);
 
 /** undici files it requires only when needed: kept out of the bundle, loaded from node_modules then. */
 const UNDICI_ON_DEMAND = /^lib\/(llhttp\/llhttp(_simd)?-wasm\.js|web\/fetch\/body\.js)$/;

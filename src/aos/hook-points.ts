@@ -1,15 +1,11 @@
 /**
- * The hook points (AOS spec 4.8 / 4.9): a side (which agent the proxy observes) times a phase, and
- * the order they run in for each ROLE. Declared here once; the config schema, the policy file
- * schema, the AOS context schema and the proxy all take them from here. Imports nothing.
+ * The proxy's ROLE and the order its hooks run in. The hook points themselves (sides, phases) are
+ * AOS vocabulary and live in the toolkit; the config schema, the policy file schema and the proxy
+ * take all of them from here.
  */
+import type { Phase, Side } from '@a2a-guard/toolkit/hook-points';
 
-/** The observed agent's role in the exchange: the caller (client) or the callee (server). */
-export const SIDES = ['client', 'server'] as const;
-export type Side = (typeof SIDES)[number];
-
-export const PHASES = ['request', 'response'] as const;
-export type Phase = (typeof PHASES)[number];
+export { PHASES, SIDES, type Phase, type Side } from '@a2a-guard/toolkit/hook-points';
 
 /** ROLE: which side(s) one proxy observes; `both` is one proxy between two observed agents. */
 export const ROLES = ['client', 'server', 'both'] as const;

@@ -19,7 +19,8 @@ export const GUARDIAN_MAIN = path.join(ROOT, 'dist/src/guardian/main.js');
 const children = new Set<ChildProcess>();
 
 export function ensureBuilt(): void {
-  if (!fs.existsSync(MAIN) || !fs.existsSync(path.join(ROOT, 'dist/src/observe/tracing.js'))) {
+  const outputs = [MAIN, path.join(ROOT, 'dist/src/observe/tracing.js'), path.join(ROOT, 'packages/toolkit/dist/index.js')];
+  if (!outputs.every((f) => fs.existsSync(f))) {
     execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
   }
 }
