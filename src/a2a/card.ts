@@ -10,6 +10,7 @@ import { monotonicMs } from '../core/clock';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { Logger } from 'pino';
+import type { Cancellation } from '../cancel';
 
 export type CardJson = Record<string, unknown>;
 
@@ -251,11 +252,35 @@ export function identityFromCard(card: CardJson | undefined): CardIdentity {
   return Object.fromEntries(Object.entries(id).filter(([, v]) => v !== undefined));
 }
 
-/** Signs a rewritten card, or refuses the agent's (identity/card-signing.ts). */
+/** Signs a rewritten card, or refuses the agent's (identity/card-signing.ts). `caller`: whose share of the remembered signatures. */
 export interface CardVouch {
   /** The card served from the agent's `given` and its rewrite `out`; undefined: refused. */
-  vouch(given: CardJson, out: CardJson, publicBase: URL): CardJson | undefined;
+  vouch(given: CardJson, out: CardJson, publicBase: URL, caller?: string): CardJson | undefined;
+  /** Why the agent's card is refused (its signature is required and does not verify), else undefined. */
+  refusal(given: CardJson): string | undefined;
+  /** `out` as served: the proxy's signature in place of any other (none without a key). */
+  sign(out: CardJson, publicBase: URL, caller?: string): CardJson;
 }
+
+/** Shows a card to the guardian before it is served (INSPECT_CARDS; proxy/card-judge.ts). */
+export interface CardGate {
+  serve(given: CardJson, opts: RewriteOptions, viewer: CardViewer): Promise<CardVerdict>;
+}
+
+/** Who a card is served to. */
+export interface CardViewer {
+  /** The caller's key (proxy/callers.ts callerKey): its identity, else its address. */
+  readonly key: string;
+  /** The caller as the guardian sees it. */
+  readonly peer: { readonly url: string; readonly name: string; readonly version: string; readonly id?: string | undefined; readonly metadata?: Record<string, unknown> | undefined };
+  /** The caller's request: once it left, no guardian call starts for it. */
+  readonly caller?: Cancellation | undefined;
+}
+
+/** A card served (`unchecked`: passed without a guardian decision, FAIL_MODE=open), or refused with the reason for the audit line. */
+export type CardVerdict =
+  | { readonly type: 'serve'; readonly card: CardJson; readonly unchecked: boolean }
+  | { readonly type: 'refuse'; readonly why: string; readonly cause: 'signature' | 'denied' | 'guardian' };
 
 export interface RewriteOptions {
   /** Public base URL of the proxy (scheme, host, optional path prefix). */
@@ -267,6 +292,8 @@ export interface RewriteOptions {
   readonly signing?: CardVouch | undefined;
   /** host:port of the proxy's gRPC listener when it serves gRPC (GRPC_PORT); undefined: gRPC interfaces are removed. */
   readonly grpcAddress?: string | undefined;
+  /** INSPECT_CARDS: the guardian judges the card before it is served; undefined: not judged. */
+  readonly judge?: CardGate | undefined;
 }
 
 /**
