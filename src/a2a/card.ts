@@ -413,10 +413,11 @@ export function rewriteCard(given: CardJson, opts: RewriteOptions): CardJson {
 /**
  * The card a caller is served: rewritten to point at the proxy, then signed by the proxy (or checked
  * first: CARD_SIGNATURES=require). undefined: refused (the agent's signature does not verify).
+ * `caller`: whose share of the remembered signatures a new signature takes.
  */
-export function cardToServe(given: CardJson, opts: RewriteOptions): CardJson | undefined {
+export function cardToServe(given: CardJson, opts: RewriteOptions, caller?: string): CardJson | undefined {
   const out = rewriteCard(given, opts);
-  return opts.signing === undefined ? out : opts.signing.vouch(given, out, opts.publicBase);
+  return opts.signing === undefined ? out : opts.signing.vouch(given, out, opts.publicBase, caller);
 }
 
 /**

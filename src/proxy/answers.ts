@@ -113,7 +113,8 @@ export const rewriteCardAnswer: Stage<AnswerFlow> = {
     if (opts === undefined || !flow.ok) return undefined;
     const card = flow.unread === undefined ? flow.codec.resultOf(flow.body) : undefined;
     if (isObject(card)) {
-      const verdict = cardVerdict(card as CardJson, opts, async () => answerViewer(flow));
+      const viewer = answerViewer(flow);
+      const verdict = cardVerdict(card as CardJson, opts, viewer.key, async () => viewer);
       return verdict instanceof Promise ? verdict.then((v) => cardServed(flow, v)) : cardServed(flow, verdict);
     }
     if (flow.unread === undefined && isErrorAnswer(flow)) return undefined;

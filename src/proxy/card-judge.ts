@@ -221,12 +221,12 @@ export function leadsAroundProxy(replacement: JsonObject, shown: CardJson): stri
 
 /**
  * The card to serve from the agent's `given`: judged first when the options carry a judge (INSPECT_CARDS),
- * else rewritten and signed at once. `viewer` is asked only when the card is judged.
+ * else rewritten and signed at once (`caller`: its share of the remembered signatures). `viewer` is asked only when the card is judged.
  */
-export function cardVerdict(given: CardJson, opts: RewriteOptions, viewer: () => Promise<CardViewer>): CardVerdict | Promise<CardVerdict> {
+export function cardVerdict(given: CardJson, opts: RewriteOptions, caller: string, viewer: () => Promise<CardViewer>): CardVerdict | Promise<CardVerdict> {
   const judge = opts.judge;
   if (judge !== undefined) return viewer().then((v) => judge.serve(given, opts, v));
-  const card = cardToServe(given, opts);
+  const card = cardToServe(given, opts, caller);
   return card === undefined ? { type: 'refuse', why: 'agent card: its signature does not verify (CARD_SIGNATURES=require)', cause: 'signature' } : { type: 'serve', card, unchecked: false };
 }
 

@@ -5,6 +5,8 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { hostBoundCacheControl, weakEtag, type CardJson, type CardVerdict, type RewriteOptions } from '../a2a/card';
 import { cardRefusal, cardVerdict, cardViewer } from './card-judge';
+import { callerKey } from './callers';
+import { ANONYMOUS } from '../ownership/principal';
 import { grpcPublicAddress } from '../a2a/bindings/grpc/card';
 import { CARD_JWKS_PATH } from '../a2a/card-signature';
 import type { CardSigning } from '../identity/card-signing';
@@ -74,7 +76,7 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
           // A card that cannot be rewritten is never relayed: its URLs would lead around the proxy.
           const card = !kept.overflowed && !isEncoded(upRes.headers['content-encoding']) ? parseCard(raw) : undefined;
           if (card === undefined) return unavailable('agent card: not a readable JSON object (too large, encoded or malformed)');
-          const verdict = cardVerdict(card, cardRewrite(deps, req), () => cardViewer(deps.identify, req, res));
+          const verdict = cardVerdict(card, cardRewrite(deps, req), callerKey(ANONYMOUS, req.socket.remoteAddress), () => cardViewer(deps.identify, req, res));
           if (!(verdict instanceof Promise)) return served(verdict);
           verdict.then(served, (err: unknown) => unavailable(`agent card: ${(err as Error).message}`));
 

@@ -1,3 +1,4 @@
+import { jose, type JWK } from '../../src/identity/jose';
 /** Every endpoint URL of an agent card as JSON (v1 supportedInterfaces, v0.3 url and additionalInterfaces) or as an SDK object. */
 export function endpointUrls(card: any): string[] {
   const out: string[] = [];
@@ -42,14 +43,13 @@ export function referenceCanonical(v: unknown): string | undefined {
  * verified. Throws when the card has not exactly one signature, its key is not in the set, or it does not verify.
  */
 export async function joseVerifyCard(card: any, jwks: { keys: Array<Record<string, unknown>> }): Promise<Record<string, unknown>> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const j = require('jose') as typeof import('jose');
+  const j = jose();
   if (!Array.isArray(card?.signatures) || card.signatures.length !== 1) throw new Error('the card does not carry exactly one signature');
   const sig = card.signatures[0];
   const header = j.decodeProtectedHeader(sig);
   const jwk = jwks.keys.find((k) => k['kid'] === header.kid);
   if (jwk === undefined) throw new Error(`key ${String(header.kid)} is not in the JWKS`);
-  const key = await j.importJWK(jwk as import('jose').JWK, header.alg);
+  const key = await j.importJWK(jwk as JWK, header.alg);
   const { signatures: _s, ...rest } = card;
   const payload = j.base64url.encode(new TextEncoder().encode(referenceCanonical(rest) ?? '{}'));
   await j.flattenedVerify({ payload, protected: sig.protected, signature: sig.signature }, key, { algorithms: ['ES256', 'ES384', 'EdDSA'] });

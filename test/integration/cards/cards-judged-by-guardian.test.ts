@@ -6,6 +6,7 @@
  * replacement is served only if it still leads to the proxy, and signed by the proxy's key (checked with
  * jose). Decisions are remembered per card content and caller. Real SDK agents and clients, a real HTTP guardian.
  */
+import http from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -261,5 +262,47 @@ describe('ROLE=client: the remote agent\'s card is judged before the caller sees
     remote.card.description = 'a new remote card';
     await expect(makeClient(proxy.url, 'JSONRPC', '1.0')).rejects.toThrow();
     await expect(makeClient(proxy.url, 'HTTP+JSON', '0.3')).rejects.toThrow();
+  });
+});
+
+describe('the signatures the proxy remembers: a share per caller', () => {
+  let dir: string;
+  let agent: TestAgent;
+  let guardian: TestGuardian;
+  let proxy: TestProxy;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'card-memo-'));
+    agent = await startAgent();
+    guardian = await startGuardian();
+    proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, CARD_SIGNING_KEY_FILE: await writeSigningKey(dir, await makeKey('proxy-card-key')) });
+    await proxy.upstreamCard.ready();
+  });
+  afterAll(async () => {
+    await proxy?.close();
+    await agent?.close();
+    await guardian?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** The card's signature as served to a caller at `from` naming the proxy `host`. */
+  function signatureFor(from: string, host: string): Promise<string> {
+    const port = new URL(proxy.url).port;
+    return new Promise((resolve, reject) => {
+      const req = http.get({ host: '127.0.0.1', port, path: CARD, localAddress: from, headers: { host, 'a2a-version': '1.0' } }, (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString('utf8')));
+        res.on('end', () => resolve(JSON.parse(text).signatures[0].signature as string));
+      });
+      req.on('error', reject);
+    });
+  }
+
+  test('a caller naming the proxy by 300 Host names does not evict the signature remembered for another caller', async () => {
+    const host = new URL(proxy.url).host;
+    const first = await signatureFor('127.0.0.1', host);
+    // ECDSA signatures differ each time: the same one again means it was remembered.
+    expect(await signatureFor('127.0.0.1', host)).toBe(first);
+    for (let i = 0; i < 300; i++) await signatureFor('127.0.0.2', `name-${i}.example:${new URL(proxy.url).port}`);
+    expect(await signatureFor('127.0.0.1', host)).toBe(first);
   });
 });
