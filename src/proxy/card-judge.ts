@@ -44,6 +44,8 @@ type Decided =
   | { readonly type: 'serve'; readonly replacement: CardJson | undefined; readonly unchecked: boolean }
   | { readonly type: 'refuse'; readonly why: string; readonly cause: 'denied' | 'guardian' };
 
+const CALLER_GONE = 'agent card: the caller went away';
+
 interface Asked {
   readonly decided: Decided;
   /** A decision the guardian gave (not a failure, not a caller gone): remembered. */
@@ -73,7 +75,7 @@ export class CardJudge implements CardGate {
     return { type: 'serve', card: signing.sign(card, opts.publicBase, viewer.key), unchecked: decided.unchecked };
   }
 
-  private async decide(shown: CardJson, viewer: CardViewer): Promise<Decided> {
+  private async decide(shown: CardJson, viewer: CardViewer, retried = false): Promise<Decided> {
     const json = JSON.stringify(shown);
     const hash = createHash('sha256').update(json).digest('base64url');
     const known = this.remembered.get(viewer.key, hash);
@@ -86,6 +88,8 @@ export class CardJudge implements CardGate {
     }
     const a = await asked;
     if (a.remember) this.remembered.set(viewer.key, hash, a.decided);
+    // A question another fetch of this caller started, and left: this fetch asks for itself.
+    if (a.decided.type === 'refuse' && a.decided.why === CALLER_GONE && viewer.caller?.cancelled !== true && !retried) return this.decide(shown, viewer, true);
     return a.decided;
   }
 
@@ -114,13 +118,13 @@ export class CardJudge implements CardGate {
     { readonly type: 'allow' | 'unchecked' } | { readonly type: 'modify'; readonly card: CardJson } | { readonly type: 'refuse'; readonly why: string; readonly cause: 'denied' | 'guardian' }
   > {
     const { config, guardian, identities, metrics, logger } = this.deps;
-    if (viewer.caller?.cancelled === true) return { type: 'refuse', why: 'agent card: the caller went away', cause: 'guardian' };
+    if (viewer.caller?.cancelled === true) return { type: 'refuse', why: CALLER_GONE, cause: 'guardian' };
     const peer = side === 'client' ? identities.upstreamPeer() : viewer.peer;
     const envelope = buildEnvelope({ method: CARD_METHOD, payload: card as JsonObject, context: hookContext(side, 'response', identities.observed(side), peer) });
     const t0 = performance.now();
     const outcome = await this.inShare(viewer, () => guardian.decide(envelope, envelopeJson(envelope, json), viewer.caller, undefined, 'call'));
     metrics.guardianCall(CARD_METHOD, outcome.ok ? outcome.result.decision : outcome.kind, (performance.now() - t0) / 1000);
-    if (!outcome.ok && outcome.kind === 'cancelled') return { type: 'refuse', why: 'agent card: the caller went away', cause: 'guardian' };
+    if (!outcome.ok && outcome.kind === 'cancelled') return { type: 'refuse', why: CALLER_GONE, cause: 'guardian' };
     let failure: GuardianOutcome = outcome;
     if (outcome.ok) {
       const r = outcome.result;
