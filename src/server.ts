@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config';
 import { FastCounter, Metrics } from './admin/metrics';
 import { CardCache } from './a2a/card';
-import { CardJudge } from './proxy/card-judge';
+import { CardJudge, type CardServing } from './proxy/card-judge';
 import { CardSigning } from './identity/card-signing';
 import { encodePath } from './a2a/target';
 import { HttpGuardian, type Guardian } from './aos/guardian';
@@ -36,7 +36,6 @@ import type { AuditRecord } from './observe/audit';
 import type { ChainLink } from './observe/decision-log';
 import { VERSION } from './version';
 import { createHookRunner } from './proxy/hooks';
-import type { RewriteOptions } from './a2a/card';
 import type { GrpcListener } from './proxy/grpc/server';
 import { grpcPublicAddress } from './a2a/bindings/grpc/card';
 
@@ -324,7 +323,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
  * Card rewrite for gRPC GetExtendedAgentCard answers: HTTP URLs name PUBLIC_URL, else the host the
  * caller used with the HTTP listener's port; gRPC interfaces name the gRPC address.
  */
-function grpcCardRewrite(config: Config, authority: string | undefined, server: () => http.Server, signing: CardSigning | undefined, judge: CardJudge | undefined): RewriteOptions {
+function grpcCardRewrite(config: Config, authority: string | undefined, server: () => http.Server, signing: CardSigning | undefined, judge: CardJudge | undefined): CardServing {
   let host = '127.0.0.1';
   try {
     if (authority !== undefined) host = new URL(`http://${authority}`).hostname;

@@ -10,7 +10,6 @@ import { monotonicMs } from '../core/clock';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { Logger } from 'pino';
-import type { Cancellation } from '../cancel';
 
 export type CardJson = Record<string, unknown>;
 
@@ -262,26 +261,6 @@ export interface CardVouch {
   sign(out: CardJson, publicBase: URL, caller?: string): CardJson;
 }
 
-/** Shows a card to the guardian before it is served (INSPECT_CARDS; proxy/card-judge.ts). */
-export interface CardGate {
-  serve(given: CardJson, opts: RewriteOptions, viewer: CardViewer): Promise<CardVerdict>;
-}
-
-/** Who a card is served to. */
-export interface CardViewer {
-  /** The caller's key (proxy/callers.ts callerKey): its identity, else its address. */
-  readonly key: string;
-  /** The caller as the guardian sees it. */
-  readonly peer: { readonly url: string; readonly name: string; readonly version: string; readonly id?: string | undefined; readonly metadata?: Record<string, unknown> | undefined };
-  /** The caller's request: once it left, no guardian call starts for it. */
-  readonly caller?: Cancellation | undefined;
-}
-
-/** A card served (`unchecked`: passed without a guardian decision, FAIL_MODE=open), or refused with the reason for the audit line. */
-export type CardVerdict =
-  | { readonly type: 'serve'; readonly card: CardJson; readonly unchecked: boolean }
-  | { readonly type: 'refuse'; readonly why: string; readonly cause: 'signature' | 'denied' | 'guardian' };
-
 export interface RewriteOptions {
   /** Public base URL of the proxy (scheme, host, optional path prefix). */
   readonly publicBase: URL;
@@ -292,8 +271,6 @@ export interface RewriteOptions {
   readonly signing?: CardVouch | undefined;
   /** host:port of the proxy's gRPC listener when it serves gRPC (GRPC_PORT); undefined: gRPC interfaces are removed. */
   readonly grpcAddress?: string | undefined;
-  /** INSPECT_CARDS: the guardian judges the card before it is served; undefined: not judged. */
-  readonly judge?: CardGate | undefined;
 }
 
 /**

@@ -9,9 +9,9 @@
  */
 import type { JsonObject, JsonRpcId } from '../core/json';
 import type { Codec } from '../a2a/binding';
-import type { CardJson, CardVerdict, CardViewer, RewriteOptions } from '../a2a/card';
+import type { CardJson } from '../a2a/card';
 import { UNVERIFIED } from '../identity/caller';
-import { cardRefusal, cardVerdict } from './card-judge';
+import { cardRefusal, cardVerdict, type CardServing, type CardVerdict, type CardViewer } from './card-judge';
 import { callerKey } from './callers';
 import { misspelledAnswer } from '../a2a/fields';
 import { isObject } from '../core/json';
@@ -67,7 +67,7 @@ export interface AnswerFlow {
 /** What a call's answers go through, fixed when its answer arrives. */
 export interface AnswerRoad {
   /** Rewrite agent-card results with these options (operations that return a card). */
-  readonly card: RewriteOptions | undefined;
+  readonly card: CardServing | undefined;
   /** Task ownership's checks of this call's answers. */
   readonly answerHook: AnswerHook | undefined;
   /**

@@ -16,8 +16,8 @@ import { hookContext, type Identities } from '../aos/identity';
 import { buildEnvelope, envelopeJson } from '../aos/envelope';
 import { CARD_METHOD, HOOK_ORDER, type Side } from '../aos/hook-points';
 import type { GuardianOutcome } from '../aos/outcome';
-import type { JsonObject } from '../aos/schemas';
-import { cardToServe, rewriteCard, type CardGate, type CardJson, type CardVerdict, type CardViewer, type RewriteOptions } from '../a2a/card';
+import type { JsonObject, PartialAgent } from '../aos/schemas';
+import { cardToServe, rewriteCard, type CardJson, type RewriteOptions } from '../a2a/card';
 import { CallerShares } from '../core/caller-shares';
 import { fieldKey, isObject } from '../core/json';
 import { Cancellation } from '../cancel';
@@ -25,6 +25,29 @@ import { proxyError, type ProxyError } from '../core/errors';
 import { UNVERIFIED, type CallerIdentifier, type CallerResult } from '../identity/caller';
 import { ANONYMOUS, ownerKey } from '../ownership/principal';
 import { callerKey, type CallerLimits } from './callers';
+
+/** Shows a card to the guardian before it is served (INSPECT_CARDS; proxy/card-judge.ts). */
+export interface CardGate {
+  serve(given: CardJson, opts: RewriteOptions, viewer: CardViewer): Promise<CardVerdict>;
+}
+
+/** Who a card is served to. */
+export interface CardViewer {
+  /** The caller's key (proxy/callers.ts callerKey): its identity, else its address. */
+  readonly key: string;
+  /** The caller as the guardian sees it. */
+  readonly peer: PartialAgent;
+  /** The caller's request: once it left, no guardian call starts for it. */
+  readonly caller?: Cancellation | undefined;
+}
+
+/** A card served (`unchecked`: passed without a guardian decision, FAIL_MODE=open), or refused with the reason for the audit line. */
+export type CardVerdict =
+  | { readonly type: 'serve'; readonly card: CardJson; readonly unchecked: boolean }
+  | { readonly type: 'refuse'; readonly why: string; readonly cause: 'signature' | 'denied' | 'guardian' };
+
+/** How a card is served: rewritten (and signed) per these options, and judged first when `judge` is set (INSPECT_CARDS). */
+export type CardServing = RewriteOptions & { readonly judge?: CardGate | undefined };
 
 export interface CardJudgeDeps {
   readonly config: Config;
@@ -227,7 +250,7 @@ export function leadsAroundProxy(replacement: JsonObject, shown: CardJson): stri
  * The card to serve from the agent's `given`: judged first when the options carry a judge (INSPECT_CARDS),
  * else rewritten and signed at once (`caller`: its share of the remembered signatures). `viewer` is asked only when the card is judged.
  */
-export function cardVerdict(given: CardJson, opts: RewriteOptions, caller: string, viewer: () => Promise<CardViewer>): CardVerdict | Promise<CardVerdict> {
+export function cardVerdict(given: CardJson, opts: CardServing, caller: string, viewer: () => Promise<CardViewer>): CardVerdict | Promise<CardVerdict> {
   const judge = opts.judge;
   if (judge !== undefined) return viewer().then((v) => judge.serve(given, opts, v));
   const card = cardToServe(given, opts, caller);

@@ -3,8 +3,8 @@
  * and returned with every endpoint URL pointing at this proxy (design section 7).
  */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { hostBoundCacheControl, weakEtag, type CardJson, type CardVerdict, type RewriteOptions } from '../a2a/card';
-import { cardRefusal, cardVerdict, cardViewer } from './card-judge';
+import { hostBoundCacheControl, weakEtag, type CardJson } from '../a2a/card';
+import { cardRefusal, cardVerdict, cardViewer, type CardServing, type CardVerdict } from './card-judge';
 import { callerKey } from './callers';
 import { ANONYMOUS } from '../ownership/principal';
 import { grpcPublicAddress } from '../a2a/bindings/grpc/card';
@@ -33,7 +33,7 @@ export function publicBase(deps: ProxyDeps, req: IncomingMessage): URL {
 }
 
 /** How served cards (and extended-card answers) are rewritten for this request: its public base and, with GRPC_PORT, the gRPC address. */
-export function cardRewrite(deps: ProxyDeps, req: IncomingMessage): RewriteOptions {
+export function cardRewrite(deps: ProxyDeps, req: IncomingMessage): CardServing {
   const base = publicBase(deps, req);
   return { publicBase: base, upstreamBase: deps.upstream.url, signatures: deps.config.cardSignatures, signing: deps.cardSigning, judge: deps.cardJudge, grpcAddress: grpcPublicAddress(deps.config.grpc, base.hostname) };
 }

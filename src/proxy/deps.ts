@@ -5,7 +5,8 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Metrics } from '../admin/metrics';
-import type { CardCache, CardGate } from '../a2a/card';
+import type { CardCache } from '../a2a/card';
+import type { CardGate } from './card-judge';
 import type { CardSigning } from '../identity/card-signing';
 import type { Guardian } from '../aos/guardian';
 import type { Identities } from '../aos/identity';
