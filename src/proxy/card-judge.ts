@@ -8,11 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Logger } from 'pino';
-import type { Config } from '../config';
-import type { Metrics } from '../admin/metrics';
-import type { Guardian } from '../aos/guardian';
-import { hookContext, type Identities } from '../aos/identity';
+import { hookContext } from '../aos/identity';
 import { buildEnvelope, envelopeJson } from '../aos/envelope';
 import { CARD_METHOD, HOOK_ORDER, type Side } from '../aos/hook-points';
 import type { GuardianOutcome } from '../aos/outcome';
@@ -24,9 +20,10 @@ import { Cancellation } from '../cancel';
 import { proxyError, type ProxyError } from '../core/errors';
 import { UNVERIFIED, type CallerIdentifier, type CallerResult } from '../identity/caller';
 import { ANONYMOUS, ownerKey } from '../ownership/principal';
-import { callerKey, type CallerLimits } from './callers';
+import { callerKey } from './callers';
+import type { HookDeps } from './hooks';
 
-/** Shows a card to the guardian before it is served (INSPECT_CARDS; proxy/card-judge.ts). */
+/** Shows a card to the guardian before it is served (INSPECT_CARDS). */
 export interface CardGate {
   serve(given: CardJson, opts: RewriteOptions, viewer: CardViewer): Promise<CardVerdict>;
 }
@@ -49,14 +46,8 @@ export type CardVerdict =
 /** How a card is served: rewritten (and signed) per these options, and judged first when `judge` is set (INSPECT_CARDS). */
 export type CardServing = RewriteOptions & { readonly judge?: CardGate | undefined };
 
-export interface CardJudgeDeps {
-  readonly config: Config;
-  readonly guardian: Guardian;
-  readonly identities: Identities;
-  readonly logger: Logger;
-  readonly metrics: Metrics;
-  readonly callerLimits?: CallerLimits | undefined;
-}
+/** What the card judge needs: what the hook runner does (hooks.ts). */
+export type CardJudgeDeps = HookDeps;
 
 /** Decisions remembered per caller, and callers remembered. */
 const DECISIONS_PER_CALLER = 64;
