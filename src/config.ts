@@ -88,6 +88,7 @@ const VARIABLES = {
   ROLE: v.enum(ROLES).default('server').describe('client, server or both'),
   FAIL_MODE: v.enum(['closed', 'open']).default('closed').describe('without a valid guardian answer: closed refuses (-31503), open forwards marked and counted'),
   INSPECT_RESPONSES: bool(false).describe('run response hooks on unary answers and on every stream event'),
+  INSPECT_CARDS: v.enum(['true', 'false', '1', '0', 'yes', 'no']).optional().describe('show every agent card the proxy serves (public, extended, a remote agent\'s) to the guardian as an `agent/card` hook before it is served; default: INSPECT_RESPONSES'),
   STREAM_INSPECT_WINDOW: int(16, 1, 1024).describe('stream events judged by the guardian at once, per stream (1 = one at a time); released to the caller in order regardless'),
   GUARDIAN_CALL_CONNECTIONS: int(256, 1, 65_536).describe('connections to the guardian for the checks of each call: request hooks, unary answers (pings have two of their own)'),
   GUARDIAN_STREAM_CONNECTIONS: int(256, 1, 65_536).describe('connections to the guardian for stream events: a budget of their own, so request checks never wait behind stream events'),
@@ -370,6 +371,8 @@ function toConfig(e: Env) {
     role: e.ROLE,
     failMode: e.FAIL_MODE,
     inspectResponses: e.INSPECT_RESPONSES,
+    /** Cards shown to the guardian (`agent/card` hooks) before they are served. */
+    inspectCards: e.INSPECT_CARDS === undefined ? e.INSPECT_RESPONSES : ['true', '1', 'yes'].includes(e.INSPECT_CARDS),
     /** Stream events judged by the guardian at once, per stream. */
     streamInspectWindow: e.STREAM_INSPECT_WINDOW,
     /** Guardian connections for the checks of calls (request hooks, unary answers), and apart from them for stream events. */

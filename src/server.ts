@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config';
 import { FastCounter, Metrics } from './admin/metrics';
 import { CardCache } from './a2a/card';
+import { CardJudge, type CardServing } from './proxy/card-judge';
 import { CardSigning } from './identity/card-signing';
 import { encodePath } from './a2a/target';
 import { HttpGuardian, type Guardian } from './aos/guardian';
@@ -36,7 +37,6 @@ import type { AuditRecord } from './observe/audit';
 import type { ChainLink } from './observe/decision-log';
 import { VERSION } from './version';
 import { createHookRunner } from './proxy/hooks';
-import type { RewriteOptions } from './a2a/card';
 import type { GrpcListener } from './proxy/grpc/server';
 import { grpcPublicAddress } from './a2a/bindings/grpc/card';
 
@@ -155,6 +155,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const bodyBudget = new BodyBudget(config.maxInflightBodyBytes, config.perCaller.inflightBodyBytes);
   metrics.watchBodyBudget(() => bodyBudget.inFlight);
   const callerLimits = await createCallerLimits(config, logger, metrics);
+  const cardJudge = config.inspectCards ? new CardJudge({ config, guardian, identities, logger, metrics, callerLimits }) : undefined;
   const ownership = store === undefined ? undefined : new TaskOwnership({ store, failMode: config.failMode, logger, metrics, maxPerCaller: config.ownership.maxPerCaller, ttlSeconds: config.ownership.ttlSeconds });
   // The gRPC binding, when configured: its own HTTP/2 listener on the same hooks, identity and ownership.
   let grpc: GrpcListener | undefined;
@@ -165,13 +166,13 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     const listener = await startGrpcListener({
       config, logger, metrics, identities, ...identity, ownership, tracer, decisionLog: opts.decisionLog, upstreamCard, bodyBudget, streamLine, callerLimits,
       runHooks: createHookRunner({ config, guardian, identities, logger, metrics, callerLimits }),
-      cardRewrite: (authority: string | undefined) => grpcCardRewrite(effective, authority, () => server, cardSigning),
+      cardRewrite: (authority: string | undefined) => grpcCardRewrite(effective, authority, () => server, cardSigning, cardJudge),
     }, logger);
     grpc = listener;
     // Cards served over HTTP name the port the gRPC listener got (GRPC_PORT=0 picks one).
     effective = { ...config, grpc: { ...config.grpc, port: listener.port } };
   }
-  const handler = createProxyHandler({ config: effective, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, callerLimits, upstreamCard, cardSigning, ...identity, ownership, tracer, decisionLog: opts.decisionLog, streamLine });
+  const handler = createProxyHandler({ config: effective, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, callerLimits, upstreamCard, cardSigning, cardJudge, ...identity, ownership, tracer, decisionLog: opts.decisionLog, streamLine });
 
   const tls = listenerTls(config.tls.listener, config.identity.refreshMs, logger);
   const serverOptions = { keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 };
@@ -330,7 +331,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
  * Card rewrite for gRPC GetExtendedAgentCard answers: HTTP URLs name PUBLIC_URL, else the host the
  * caller used with the HTTP listener's port; gRPC interfaces name the gRPC address.
  */
-function grpcCardRewrite(config: Config, authority: string | undefined, server: () => http.Server, signing: CardSigning | undefined): RewriteOptions {
+function grpcCardRewrite(config: Config, authority: string | undefined, server: () => http.Server, signing: CardSigning | undefined, judge: CardJudge | undefined): CardServing {
   let host = '127.0.0.1';
   try {
     if (authority !== undefined) host = new URL(`http://${authority}`).hostname;
@@ -340,5 +341,5 @@ function grpcCardRewrite(config: Config, authority: string | undefined, server: 
   const tls = config.tls.listener !== undefined;
   const port = (server().address() as AddressInfo | null)?.port ?? config.port;
   const publicBase = config.publicUrl ?? new URL(`${tls ? 'https' : 'http'}://${host}:${port}/`);
-  return { publicBase, upstreamBase: config.upstreamUrl, signatures: config.cardSignatures, signing, grpcAddress: grpcPublicAddress(config.grpc, config.publicUrl?.hostname ?? host) };
+  return { publicBase, upstreamBase: config.upstreamUrl, signatures: config.cardSignatures, signing, judge, grpcAddress: grpcPublicAddress(config.grpc, config.publicUrl?.hostname ?? host) };
 }

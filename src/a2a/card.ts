@@ -252,10 +252,14 @@ export function identityFromCard(card: CardJson | undefined): CardIdentity {
   return Object.fromEntries(Object.entries(id).filter(([, v]) => v !== undefined));
 }
 
-/** Signs a rewritten card, or refuses the agent's (identity/card-signing.ts). */
+/** Signs a rewritten card, or refuses the agent's (identity/card-signing.ts). `caller`: whose share of the remembered signatures. */
 export interface CardVouch {
   /** The card served from the agent's `given` and its rewrite `out`; undefined: refused. */
-  vouch(given: CardJson, out: CardJson, publicBase: URL): CardJson | undefined;
+  vouch(given: CardJson, out: CardJson, publicBase: URL, caller?: string): CardJson | undefined;
+  /** Why the agent's card is refused (its signature is required and does not verify), else undefined. */
+  refusal(given: CardJson): string | undefined;
+  /** `out` as served: the proxy's signature in place of any other (none without a key). */
+  sign(out: CardJson, publicBase: URL, caller?: string): CardJson;
 }
 
 export interface RewriteOptions {
@@ -387,10 +391,11 @@ export function rewriteCard(given: CardJson, opts: RewriteOptions): CardJson {
 /**
  * The card a caller is served: rewritten to point at the proxy, then signed by the proxy (or checked
  * first: CARD_SIGNATURES=require). undefined: refused (the agent's signature does not verify).
+ * `caller`: whose share of the remembered signatures a new signature takes.
  */
-export function cardToServe(given: CardJson, opts: RewriteOptions): CardJson | undefined {
+export function cardToServe(given: CardJson, opts: RewriteOptions, caller?: string): CardJson | undefined {
   const out = rewriteCard(given, opts);
-  return opts.signing === undefined ? out : opts.signing.vouch(given, out, opts.publicBase);
+  return opts.signing === undefined ? out : opts.signing.vouch(given, out, opts.publicBase, caller);
 }
 
 /**

@@ -21,3 +21,6 @@ export const HOOK_ORDER: { readonly [R in Role]: { readonly [P in Phase]: readon
   server: { request: ['server'], response: ['server'] },
   both: { request: ['client', 'server'], response: ['server', 'client'] },
 };
+
+/** The card hook's method: the envelope whose payload is an agent card the proxy is about to serve. */
+export const CARD_METHOD = 'agent/card';

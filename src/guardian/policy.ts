@@ -15,14 +15,13 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import * as z from 'zod';
 import { operationForMethod } from '../a2a/operations';
-import { PHASES, SIDES, type Phase, type Side } from '../aos/hook-points';
+import { CARD_METHOD, PHASES, SIDES, type Phase, type Side } from '../aos/hook-points';
 
 export type Detector = 'email' | 'phone' | 'card' | 'nationalId';
 
 const DETECTORS = ['email', 'card', 'nationalId', 'phone'] as const;
 
-/** The card hook's method (./cards; kept here so the policy compiles without the engine). */
-export const CARD_METHOD = 'agent/card';
+export { CARD_METHOD };
 
 /** Keys whose values are protocol structure, never content: masking must not touch them. */
 export const PROTECTED_KEYS: ReadonlySet<string> = new Set([

@@ -53,7 +53,8 @@ export interface CallerSources {
 
 export type CallerIdentifier = (headers: IncomingHttpHeaders, socket: Socket) => Promise<CallerResult>;
 
-const UNVERIFIED: PartialAgent = Object.freeze({ url: UNKNOWN_FIELD, name: UNKNOWN_FIELD, version: UNKNOWN_FIELD, metadata: { identity: { verified: false } } });
+/** A caller with no verified identity, as the guardian sees it. */
+export const UNVERIFIED: PartialAgent = Object.freeze({ url: UNKNOWN_FIELD, name: UNKNOWN_FIELD, version: UNKNOWN_FIELD, metadata: { identity: { verified: false } } });
 const UNVERIFIED_RESULT: CallerResult = Object.freeze({ ok: true, identity: undefined, peer: UNVERIFIED });
 
 /** The caller as the guardian sees it: the verified agent fields and how they were verified. */

@@ -3,6 +3,7 @@
  * agent's card signatures must verify with (CARD_TRUST_JWKS_FILE); the signature format is a2a/card-signature.ts.
  */
 import { createHash, createPublicKey, type JsonWebKey } from 'node:crypto';
+import { CallerShares } from '../core/caller-shares';
 import type { Logger } from 'pino';
 import type { CardJson, CardVouch } from '../a2a/card';
 import { CARD_JWKS_PATH, cardPayload, cardSignatureProblem, signCard, type CardSignature, type TrustedCardKey } from '../a2a/card-signature';
@@ -21,8 +22,13 @@ export function cardTrust(text: string): ReadonlyMap<string, TrustedCardKey> {
   return out;
 }
 
-/** Signatures made per signing input, remembered: a card served again costs a hash, not a signature. */
-const REMEMBERED = 256;
+/**
+ * Signatures made per signing input, remembered: a card served again costs a hash, not a signature.
+ * Each caller has a share (the public URL comes from its Host header, so one caller can make any
+ * number of distinct inputs): it recycles its own entries, never another's.
+ */
+const REMEMBERED_PER_CALLER = 32;
+const REMEMBERED_CALLERS = 256;
 
 /**
  * What the proxy does with card signatures: sign the cards it serves (CARD_SIGNING_KEY_FILE, re-read
@@ -33,7 +39,7 @@ export class CardSigning implements CardVouch {
   /** The key before the last change, still published: cards signed with it may be cached by callers. */
   private previous: JWK | undefined;
   private trust: ReadonlyMap<string, TrustedCardKey> | undefined;
-  private readonly made = new Map<string, CardSignature>();
+  private readonly made = new CallerShares<CardSignature>(REMEMBERED_PER_CALLER, REMEMBERED_CALLERS);
 
   private constructor(private readonly logger: Logger) {}
 
@@ -84,26 +90,35 @@ export class CardSigning implements CardVouch {
    * The card a caller is served, from the agent's card `given` and the proxy's rewrite of it `out`:
    * undefined when the agent's signature is required and does not verify (logged); else `out` signed
    * by the proxy, or without signatures when the proxy has no key (the agent's no longer verify).
+   * `caller`: whose share of the remembered signatures a new one takes.
    */
-  vouch(given: CardJson, out: CardJson, publicBase: URL): CardJson | undefined {
-    if (this.trust !== undefined) {
-      const problem = cardSignatureProblem(given, this.trust);
-      if (problem !== undefined) {
-        this.logger.warn({ card: typeof given.name === 'string' ? given.name.slice(0, 128) : undefined, problem }, 'agent card refused: CARD_SIGNATURES=require and its signature does not verify');
-        return undefined;
-      }
+  vouch(given: CardJson, out: CardJson, publicBase: URL, caller = ''): CardJson | undefined {
+    if (this.refusal(given) !== undefined) return undefined;
+    return this.sign(out, publicBase, caller);
+  }
+
+  /** Why the agent's card is refused (CARD_SIGNATURES=require and no signature verifies; logged), else undefined. */
+  refusal(given: CardJson): string | undefined {
+    if (this.trust === undefined) return undefined;
+    const problem = cardSignatureProblem(given, this.trust);
+    if (problem !== undefined) {
+      this.logger.warn({ card: typeof given.name === 'string' ? given.name.slice(0, 128) : undefined, problem }, 'agent card refused: CARD_SIGNATURES=require and its signature does not verify');
     }
+    return problem;
+  }
+
+  /** `out` without its signatures, and with the proxy's own when it has a key. */
+  sign(out: CardJson, publicBase: URL, caller = ''): CardJson {
     const card: CardJson = {};
     for (const [k, val] of Object.entries(out)) if (k !== 'signatures') Object.defineProperty(card, k, { value: val, enumerable: true, writable: true, configurable: true });
     const key = this.key;
     if (key === undefined) return card;
     const jku = new URL(`${publicBase.pathname.replace(/\/+$/, '')}${CARD_JWKS_PATH}`, publicBase).href;
     const memo = createHash('sha256').update(jku).update('\n').update(cardPayload(card)).digest('base64url');
-    let sig = this.made.get(memo);
+    let sig = this.made.get(caller, memo);
     if (sig === undefined) {
       sig = signCard(card, key, jku);
-      if (this.made.size >= REMEMBERED) this.made.delete(this.made.keys().next().value as string);
-      this.made.set(memo, sig);
+      this.made.set(caller, memo, sig);
     }
     card.signatures = [sig];
     return card;

@@ -9,7 +9,10 @@
  */
 import type { JsonObject, JsonRpcId } from '../core/json';
 import type { Codec } from '../a2a/binding';
-import { cardToServe, type CardJson, type RewriteOptions } from '../a2a/card';
+import type { CardJson } from '../a2a/card';
+import { UNVERIFIED } from '../identity/caller';
+import { cardRefusal, cardVerdict, type CardServing, type CardVerdict, type CardViewer } from './card-judge';
+import { callerKey } from './callers';
 import { misspelledAnswer } from '../a2a/fields';
 import { isObject } from '../core/json';
 import { proxyError, type ProxyError } from '../core/errors';
@@ -64,7 +67,7 @@ export interface AnswerFlow {
 /** What a call's answers go through, fixed when its answer arrives. */
 export interface AnswerRoad {
   /** Rewrite agent-card results with these options (operations that return a card). */
-  readonly card: RewriteOptions | undefined;
+  readonly card: CardServing | undefined;
   /** Task ownership's checks of this call's answers. */
   readonly answerHook: AnswerHook | undefined;
   /**
@@ -110,18 +113,28 @@ export const rewriteCardAnswer: Stage<AnswerFlow> = {
     if (opts === undefined || !flow.ok) return undefined;
     const card = flow.unread === undefined ? flow.codec.resultOf(flow.body) : undefined;
     if (isObject(card)) {
-      const served = cardToServe(card as CardJson, opts);
-      if (served === undefined) {
-        return endWith(flow, { type: 'refuse', error: proxyError('upstreamUnavailable', 'Agent card unavailable'), why: 'agent card: its signature does not verify (CARD_SIGNATURES=require)', agentFailed: true });
-      }
-      flow.body = flow.codec.withResult(flow.body, served);
-      flow.changed = true;
-      return undefined;
+      const viewer = answerViewer(flow);
+      const verdict = cardVerdict(card as CardJson, opts, viewer.key, async () => viewer);
+      return verdict instanceof Promise ? verdict.then((v) => cardServed(flow, v)) : cardServed(flow, verdict);
     }
     if (flow.unread === undefined && isErrorAnswer(flow)) return undefined;
     return endWith(flow, { type: 'refuse', error: proxyError('upstreamUnavailable', 'Agent card unavailable: the answer cannot be read'), why: CARD_UNREADABLE, agentFailed: true });
   },
 };
+
+function cardServed(flow: AnswerFlow, v: CardVerdict): Step {
+  if (v.type === 'refuse') return endWith(flow, { type: 'refuse', error: cardRefusal(v), why: v.why, ...(v.cause === 'signature' ? { agentFailed: true } : {}) });
+  flow.body = flow.codec.withResult(flow.body, v.card);
+  flow.changed = true;
+  return undefined;
+}
+
+/** The caller of an extended-card call, as the card judge keys and shows it. */
+function answerViewer(flow: AnswerFlow): CardViewer {
+  const call = flow.ex?.call;
+  if (call === undefined) return { key: 'unknown', peer: UNVERIFIED };
+  return { key: callerKey(call.owner, call.remoteAddress), peer: call.callerPeer, caller: call.caller };
+}
 
 /** A 2xx answer that is an error in the binding's terms (JSON-RPC's error member). */
 function isErrorAnswer(flow: AnswerFlow): boolean {

@@ -3,7 +3,10 @@
  * and returned with every endpoint URL pointing at this proxy (design section 7).
  */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { cardToServe, hostBoundCacheControl, weakEtag, type CardJson, type RewriteOptions } from '../a2a/card';
+import { hostBoundCacheControl, weakEtag, type CardJson } from '../a2a/card';
+import { cardRefusal, cardVerdict, cardViewer, type CardServing, type CardVerdict } from './card-judge';
+import { callerKey } from './callers';
+import { ANONYMOUS } from '../ownership/principal';
 import { grpcPublicAddress } from '../a2a/bindings/grpc/card';
 import { CARD_JWKS_PATH } from '../a2a/card-signature';
 import type { CardSigning } from '../identity/card-signing';
@@ -30,9 +33,9 @@ export function publicBase(deps: ProxyDeps, req: IncomingMessage): URL {
 }
 
 /** How served cards (and extended-card answers) are rewritten for this request: its public base and, with GRPC_PORT, the gRPC address. */
-export function cardRewrite(deps: ProxyDeps, req: IncomingMessage): RewriteOptions {
+export function cardRewrite(deps: ProxyDeps, req: IncomingMessage): CardServing {
   const base = publicBase(deps, req);
-  return { publicBase: base, upstreamBase: deps.upstream.url, signatures: deps.config.cardSignatures, signing: deps.cardSigning, grpcAddress: grpcPublicAddress(deps.config.grpc, base.hostname) };
+  return { publicBase: base, upstreamBase: deps.upstream.url, signatures: deps.config.cardSignatures, signing: deps.cardSigning, judge: deps.cardJudge, grpcAddress: grpcPublicAddress(deps.config.grpc, base.hostname) };
 }
 
 /** `target` is the canonical card path the proxy classified (or the CARD_PATHS entry); HEAD is answered from the rewritten GET. */
@@ -69,29 +72,40 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
           // below, so the agent's length, digests and validators do not describe it.
           const card2xx = upRes.statusCode >= 200 && upRes.statusCode < 300;
           const out: OutgoingHttpHeaders = card2xx ? headersForOwnBody(upRes.headers) : { ...upRes.headers };
-          let body = raw;
-          if (card2xx) {
-            // A card that cannot be rewritten is never relayed: its URLs would lead around the proxy.
-            const card = !kept.overflowed && !isEncoded(upRes.headers['content-encoding']) ? parseCard(raw) : undefined;
-            if (card === undefined) return unavailable('agent card: not a readable JSON object (too large, encoded or malformed)');
-            const served = cardToServe(card, cardRewrite(deps, req));
-            if (served === undefined) return unavailable('agent card: its signature does not verify (CARD_SIGNATURES=require)');
-            body = Buffer.from(JSON.stringify(served));
+          if (!card2xx) return send(raw);
+          // A card that cannot be rewritten is never relayed: its URLs would lead around the proxy.
+          const card = !kept.overflowed && !isEncoded(upRes.headers['content-encoding']) ? parseCard(raw) : undefined;
+          if (card === undefined) return unavailable('agent card: not a readable JSON object (too large, encoded or malformed)');
+          const verdict = cardVerdict(card, cardRewrite(deps, req), callerKey(ANONYMOUS, req.socket.remoteAddress), () => cardViewer(deps.identify, req, res));
+          if (!(verdict instanceof Promise)) return served(verdict);
+          verdict.then(served, (err: unknown) => unavailable(`agent card: ${(err as Error).message}`));
+
+          function served(v: CardVerdict): void {
+            if (res.writableEnded || res.destroyed) return;
+            if (v.type === 'refuse') return refuse(v);
+            const body = Buffer.from(JSON.stringify(v.card));
+            // Passed without a guardian decision (FAIL_MODE=open): marked, as a request forwarded so is.
+            if (v.unchecked) out['x-aos-unchecked'] = 'true';
             rewrittenCardHeaders(out, body, deps.config.publicUrl === undefined);
+            send(body);
           }
-          out['content-length'] = body.length;
-          if (req.method === 'HEAD') {
+          function send(body: Buffer): void {
+            out['content-length'] = body.length;
             res.writeHead(upRes.statusCode, out);
-            return void res.end();
+            res.end(req.method === 'HEAD' ? undefined : body);
           }
-          res.writeHead(upRes.statusCode, out);
-          res.end(body);
         },
       });
     },
     (err) => unavailable(`agent card: upstream agent unreachable (${err.message})`),
   );
   abortOnClientClose(res, upReq);
+
+  function refuse(v: Extract<CardVerdict, { type: 'refuse' }>): void {
+    if (v.cause === 'signature') return unavailable(v.why);
+    deps.logger.warn({ why: v.why }, 'agent card not served');
+    sendError(res, restCodec, cardRefusal(v), null);
+  }
 
   function unavailable(why: string): void {
     deps.metrics.upstreamErrors.inc();

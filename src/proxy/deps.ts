@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Metrics } from '../admin/metrics';
 import type { CardCache } from '../a2a/card';
+import type { CardGate } from './card-judge';
 import type { CardSigning } from '../identity/card-signing';
 import type { Guardian } from '../aos/guardian';
 import type { Identities } from '../aos/identity';
@@ -38,6 +39,8 @@ export interface ProxyDeps {
   readonly upstreamCard: CardCache;
   /** Cards served signed by the proxy, or the agent's signature checked first (a2a/card-signature.ts); undefined: neither. */
   readonly cardSigning?: CardSigning | undefined;
+  /** INSPECT_CARDS: every card served is judged by the guardian first (card-judge.ts); undefined: not judged. */
+  readonly cardJudge?: CardGate | undefined;
   /** Who is calling (verified sources, then IDENTITY_POLICY); see src/identity/caller.ts. */
   readonly identify: CallerIdentifier;
   /** ROLE=client/both with a signing key: a fresh identity assertion for the upstream. */

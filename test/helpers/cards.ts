@@ -1,3 +1,4 @@
+import { jose, type JWK } from '../../src/identity/jose';
 /** Every endpoint URL of an agent card as JSON (v1 supportedInterfaces, v0.3 url and additionalInterfaces) or as an SDK object. */
 export function endpointUrls(card: any): string[] {
   const out: string[] = [];
@@ -34,4 +35,23 @@ export function referenceCanonical(v: unknown): string | undefined {
   };
   const c = clean(v);
   return c === undefined ? undefined : write(c);
+}
+
+/**
+ * Verify a card's single signature with `jose` (not the proxy's code) against a JWKS, over the payload a
+ * verifier builds (A2A v1.0 section 8.4, referenceCanonical): the protected header of the signature that
+ * verified. Throws when the card has not exactly one signature, its key is not in the set, or it does not verify.
+ */
+export async function joseVerifyCard(card: any, jwks: { keys: Array<Record<string, unknown>> }): Promise<Record<string, unknown>> {
+  const j = jose();
+  if (!Array.isArray(card?.signatures) || card.signatures.length !== 1) throw new Error('the card does not carry exactly one signature');
+  const sig = card.signatures[0];
+  const header = j.decodeProtectedHeader(sig);
+  const jwk = jwks.keys.find((k) => k['kid'] === header.kid);
+  if (jwk === undefined) throw new Error(`key ${String(header.kid)} is not in the JWKS`);
+  const key = await j.importJWK(jwk as JWK, header.alg);
+  const { signatures: _s, ...rest } = card;
+  const payload = j.base64url.encode(new TextEncoder().encode(referenceCanonical(rest) ?? '{}'));
+  await j.flattenedVerify({ payload, protected: sig.protected, signature: sig.signature }, key, { algorithms: ['ES256', 'ES384', 'EdDSA'] });
+  return header as Record<string, unknown>;
 }

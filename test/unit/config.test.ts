@@ -465,3 +465,11 @@ describe('ALLOW_WEBSOCKETS and UPGRADE_PATHS', () => {
     expect(ok({ ...BASE, ALLOW_WEBSOCKETS: 'true', UPGRADE_PATHS: '/ws, /live/feed' }).upgradePaths).toEqual([['ws'], ['live', 'feed']]);
   });
 });
+
+test('INSPECT_CARDS follows INSPECT_RESPONSES unless set', () => {
+  const base = { UPSTREAM_URL: 'http://127.0.0.1:9999', GUARDIAN_URL: 'http://127.0.0.1:9998' };
+  expect(configFrom(base).inspectCards).toBe(false);
+  expect(configFrom({ ...base, INSPECT_RESPONSES: 'true' }).inspectCards).toBe(true);
+  expect(configFrom({ ...base, INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false' }).inspectCards).toBe(false);
+  expect(configFrom({ ...base, INSPECT_CARDS: 'yes' }).inspectCards).toBe(true);
+});

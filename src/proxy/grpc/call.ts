@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import http2 from 'node:http2';
 import type { Socket } from 'node:net';
 import { HOOK_ORDER } from '../../aos/hook-points';
-import type { RewriteOptions } from '../../a2a/card';
+import type { CardServing } from '../card-judge';
 import { uncarriedMember } from '../../a2a/classify';
 import { grpcMethodForPath, type GrpcMethod } from '../../a2a/bindings/grpc/methods';
 import { canonicalRequest, codecFor, encodeFromPayload, encodeProblem, faithfulEncoding, type MethodCodec } from '../../a2a/bindings/grpc/codec';
@@ -41,7 +41,7 @@ export interface GrpcDeps extends Pick<ProxyDeps,
   readonly runHooks: (input: HookRunInput) => Promise<HookRun>;
   readonly upstream: GrpcUpstream;
   /** Card rewrite for GetExtendedAgentCard answers, given the `:authority` the caller used. */
-  readonly cardRewrite: (authority: string | undefined) => RewriteOptions;
+  readonly cardRewrite: (authority: string | undefined) => CardServing;
 }
 
 /** gRPC errors are statuses in either version: no error-as-event. */

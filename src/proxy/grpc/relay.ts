@@ -14,7 +14,7 @@ import type { Config } from '../../config';
 import type { Metrics } from '../../admin/metrics';
 import { HOOK_ORDER } from '../../aos/hook-points';
 import type { JsonObject } from '../../aos/schemas';
-import type { RewriteOptions } from '../../a2a/card';
+import type { CardServing } from '../card-judge';
 import { grpcCodec } from '../../a2a/bindings/grpc/binding';
 import type { Codec } from '../../a2a/binding';
 import { jsonRpcCodec } from '../../a2a/bindings/jsonrpc';
@@ -40,7 +40,7 @@ export interface RelayDeps {
   readonly runHooks: (input: HookRunInput) => Promise<HookRun>;
   /** Open streams, ended with UNAVAILABLE when the proxy shuts down. */
   readonly streams: Set<() => void>;
-  readonly cardRewrite: (authority: string | undefined) => RewriteOptions;
+  readonly cardRewrite: (authority: string | undefined) => CardServing;
   /** Places for stream messages going to the guardian, shared with the HTTP bindings' streams (relay/window.ts). */
   readonly streamLine?: Line | undefined;
 }

@@ -263,7 +263,7 @@ function rawSees(proxyUrl: string, c: Case): Promise<string> {
 
 async function run(mode: 'allow' | 'deny'): Promise<{ acted: number }> {
   const guardian: TestGuardian = await startGuardian();
-  const proxy: TestProxy = await startTestProxy({ ROLE: 'client', UPSTREAM_URL: origin, GUARDIAN_URL: guardian.url, INSPECT_RESPONSES: process.env.RESP_DIFF_UNINSPECTED === '1' ? 'false' : 'true' });
+  const proxy: TestProxy = await startTestProxy({ ROLE: 'client', UPSTREAM_URL: origin, GUARDIAN_URL: guardian.url, INSPECT_RESPONSES: process.env.RESP_DIFF_UNINSPECTED === '1' ? 'false' : 'true', INSPECT_CARDS: 'false' });
   let acted = 0;
   try {
     guardian.script((e) => (mode === 'deny' && isResponseEnvelope(e) ? { decision: 'deny' } : { decision: 'allow' }));
@@ -301,8 +301,8 @@ test('deny-all: the client acts on no word of the remote', async () => {
 
 test('FAIL_MODE=open: a unary answer labelled text/event-stream passes as it is, unjudged and counted; closed refuses it before reading it', async () => {
   const guardian: TestGuardian = await startGuardian();
-  const open = await startTestProxy({ ROLE: 'client', UPSTREAM_URL: origin, GUARDIAN_URL: guardian.url, INSPECT_RESPONSES: 'true', FAIL_MODE: 'open' });
-  const closed = await startTestProxy({ ROLE: 'client', UPSTREAM_URL: origin, GUARDIAN_URL: guardian.url, INSPECT_RESPONSES: 'true', FAIL_MODE: 'closed' });
+  const open = await startTestProxy({ ROLE: 'client', UPSTREAM_URL: origin, GUARDIAN_URL: guardian.url, INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false', FAIL_MODE: 'open' });
+  const closed = await startTestProxy({ ROLE: 'client', UPSTREAM_URL: origin, GUARDIAN_URL: guardian.url, INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false', FAIL_MODE: 'closed' });
   const c: UnaryCase = { kind: 'unary', trick: 'plain', ctype: 'sse', coding: 'none', status: 200, framing: 'length' };
   const counted = async (p: TestProxy): Promise<string> => (await p.metrics.registry.metrics()).split('\n').filter((l) => l.startsWith('a2a_guard_fail_open_passes_total')).join();
   try {

@@ -63,7 +63,7 @@ beforeAll(async () => {
     res.once('finish', () => (r.answered = true));
     res.once('close', () => (r.aborted = !res.writableFinished));
   });
-  const base = { ROLE: 'server', INSPECT_RESPONSES: 'true', STREAM_INSPECT_WINDOW: String(WINDOW) };
+  const base = { ROLE: 'server', INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false', STREAM_INSPECT_WINDOW: String(WINDOW) };
   closed = await stack.proxy({ ...base, FAIL_MODE: 'closed' });
   open = await stack.proxy({ ...base, FAIL_MODE: 'open' });
 });
@@ -339,7 +339,7 @@ describe('a fast agent writing 16 KiB events (hand-made, so it can outrun any so
         pump();
       });
     });
-    proxy = await stack.proxy({ UPSTREAM_URL: await listen(upstream), ROLE: 'server', INSPECT_RESPONSES: 'true', STREAM_INSPECT_WINDOW: String(WINDOW) });
+    proxy = await stack.proxy({ UPSTREAM_URL: await listen(upstream), ROLE: 'server', INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false', STREAM_INSPECT_WINDOW: String(WINDOW) });
   });
   afterAll(async () => {
     await closeServer(upstream);
@@ -436,7 +436,7 @@ test('a call\'s checks (request hook and unary answer) are served while thousand
   // Two connections for stream events, the guardian holding each stream-event call: the two places
   // are taken, and the three 1,000-event streams (about 3,000 events) wait for one.
   const busy = await stack.proxy({
-    ROLE: 'server', INSPECT_RESPONSES: 'true', STREAM_INSPECT_WINDOW: '1024', GUARDIAN_STREAM_CONNECTIONS: '2', GUARDIAN_CALL_CONNECTIONS: '2', GUARDIAN_TIMEOUT_MS: '120000',
+    ROLE: 'server', INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false', STREAM_INSPECT_WINDOW: '1024', GUARDIAN_STREAM_CONNECTIONS: '2', GUARDIAN_CALL_CONNECTIONS: '2', GUARDIAN_TIMEOUT_MS: '120000',
   });
   let release: () => void = () => undefined;
   const held = new Promise<void>((r) => (release = r));

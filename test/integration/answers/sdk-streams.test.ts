@@ -69,9 +69,9 @@ beforeAll(async () => {
     });
   });
   const base = { UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server' };
-  on = await startTestProxy({ ...base, INSPECT_RESPONSES: 'true' });
+  on = await startTestProxy({ ...base, INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false' });
   off = await startTestProxy({ ...base, INSPECT_RESPONSES: 'false' });
-  open = await startTestProxy({ ...base, INSPECT_RESPONSES: 'true', FAIL_MODE: 'open' });
+  open = await startTestProxy({ ...base, INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false', FAIL_MODE: 'open' });
   direct = await makeClient(agent.origin, 'JSONRPC', '1.0');
 });
 afterAll(async () => {

@@ -81,10 +81,10 @@ function tapAnswers(server: http.Server): void {
 beforeAll(async () => {
   ({ agent, guardian } = stack);
   tapAnswers(agent.server);
-  on = await stack.proxy({ ROLE: 'server', INSPECT_RESPONSES: 'true' });
+  on = await stack.proxy({ ROLE: 'server', INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false' });
   both = await stack.proxy({
     ROLE: 'both',
-    INSPECT_RESPONSES: 'true',
+    INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false',
     OBSERVED_AGENT_ID: 'c-1',
     OBSERVED_AGENT_NAME: 'Cooking assistant',
     OBSERVED_AGENT_URL: 'https://cooking.example/a2a',

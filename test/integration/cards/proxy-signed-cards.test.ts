@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import type * as A2A from '@a2a-js/sdk' with { 'resolution-mode': 'import' };
 import type * as A2AClient from '@a2a-js/sdk/client' with { 'resolution-mode': 'import' };
 import { makeClient, rawRpc, sendReq, startAgent, type AgentCard, type TestAgent } from '../../helpers/agent';
-import { endpointUrls, referenceCanonical } from '../../helpers/cards';
+import { endpointUrls, joseVerifyCard } from '../../helpers/cards';
 import { makeGrpcClient } from '../../helpers/grpc';
 import { startGuardian, type TestGuardian } from '../../helpers/guardian';
 import { makeKey, writeJwks, writeSigningKey, type TestKey } from '../../helpers/keys';
@@ -28,24 +28,9 @@ const sdkClient: typeof A2AClient = require('@a2a-js/sdk/client');
 const CARD = '/.well-known/agent-card.json';
 const JWKS = '/.well-known/a2a-guard/jwks.json';
 
-/** The signed payload as a verifier builds it: the card without `signatures`, canonical (this file's own code, not the proxy's). */
-function payloadOf(card: Record<string, unknown>): string {
-  const { signatures: _s, ...rest } = card;
-  return referenceCanonical(rest) ?? '{}';
-}
-
-/** Verify a card's signatures with jose against a JWKS: the kid of the one that verified. */
+/** Verify a card's one signature with jose against a JWKS (test/helpers/cards.ts): the kid of the one that verified. */
 async function joseVerify(card: any, jwks: { keys: JWK[] }): Promise<string> {
-  const j = jose();
-  expect(Array.isArray(card.signatures)).toBe(true);
-  expect(card.signatures).toHaveLength(1);
-  const sig = card.signatures[0];
-  const header = j.decodeProtectedHeader(sig);
-  const jwk = jwks.keys.find((k) => k.kid === header.kid) as JWK;
-  expect(jwk).toBeDefined();
-  const key = await j.importJWK(jwk, header.alg);
-  const payload = j.base64url.encode(new TextEncoder().encode(payloadOf(card)));
-  await j.flattenedVerify({ payload, protected: sig.protected, signature: sig.signature }, key, { algorithms: ['ES256', 'ES384', 'EdDSA'] });
+  const header = await joseVerifyCard(card, jwks as unknown as { keys: Array<Record<string, unknown>> });
   expect(header.typ).toBe('JOSE');
   return header.kid as string;
 }

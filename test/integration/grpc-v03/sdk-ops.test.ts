@@ -21,7 +21,7 @@ let direct: Client;
 let grpcUrl: string | undefined;
 
 beforeAll(async () => {
-  proxy = await s.proxy({ GRPC_PORT: '0', INSPECT_RESPONSES: 'true' });
+  proxy = await s.proxy({ GRPC_PORT: '0', INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false' });
   ({ client: viaProxy, grpcUrl } = await makeGrpcClient(proxy.url, { legacy: true }));
   ({ client: direct } = await makeGrpcClient(s.agent.url, { legacy: true }));
 });

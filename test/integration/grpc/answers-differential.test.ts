@@ -132,7 +132,7 @@ afterAll(async () => {
 
 async function run(mode: 'allow' | 'deny'): Promise<number> {
   const guardian = await startGuardian();
-  const proxy = await startTestProxy({ ROLE: 'client', UPSTREAM_URL: cardOrigin, GRPC_PORT: '0', GRPC_UPSTREAM_URL: `http://${grpcAddress}`, GUARDIAN_URL: guardian.url, INSPECT_RESPONSES: 'true' });
+  const proxy = await startTestProxy({ ROLE: 'client', UPSTREAM_URL: cardOrigin, GRPC_PORT: '0', GRPC_UPSTREAM_URL: `http://${grpcAddress}`, GUARDIAN_URL: guardian.url, INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false' });
   let acted = 0;
   try {
     guardian.script((e) => (mode === 'deny' && isResponseEnvelope(e) ? { decision: 'deny' } : { decision: 'allow' }));

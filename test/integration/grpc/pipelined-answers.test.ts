@@ -29,7 +29,7 @@ let proxy: TestProxy;
 let client: Client;
 
 beforeAll(async () => {
-  proxy = await s.proxy({ GRPC_PORT: '0', INSPECT_RESPONSES: 'true', STREAM_INSPECT_WINDOW: String(WINDOW) });
+  proxy = await s.proxy({ GRPC_PORT: '0', INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false', STREAM_INSPECT_WINDOW: String(WINDOW) });
   client = (await makeGrpcClient(proxy.url)).client;
 });
 
@@ -139,7 +139,7 @@ async function streamQueueGauge(p: TestProxy): Promise<number> {
 }
 
 test("gRPC and HTTP streams share the guardian's stream places (GUARDIAN_STREAM_CONNECTIONS): a stream's next message waits in the line, not in the guardian pool", async () => {
-  const shared = await s.proxy({ GRPC_PORT: '0', INSPECT_RESPONSES: 'true', STREAM_INSPECT_WINDOW: String(WINDOW), GUARDIAN_STREAM_CONNECTIONS: '2' });
+  const shared = await s.proxy({ GRPC_PORT: '0', INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false', STREAM_INSPECT_WINDOW: String(WINDOW), GUARDIAN_STREAM_CONNECTIONS: '2' });
   let release: () => void = () => undefined;
   const held = new Promise<void>((r) => (release = r));
   s.guardian.script(async (env) => {

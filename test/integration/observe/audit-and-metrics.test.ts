@@ -152,7 +152,7 @@ describe('decisions', () => {
   });
 
   test('a response denied (INSPECT_RESPONSES=true): outcome denied, with the response hook\'s reason codes', async () => {
-    const r = await audited({ INSPECT_RESPONSES: 'true' });
+    const r = await audited({ INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false' });
     stack.guardian.script((env) => (env.params.payload.method === undefined
       ? { decision: 'deny', message: 'Answer leaks data.', reasonCode: ['RESPONSE_LEAK'] }
       : { decision: 'allow', message: 'Fine.' }));

@@ -140,9 +140,9 @@ beforeAll(async () => {
   await startRawUpstream();
   rawScript = (s) => s.destroy();
   plain = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest' });
-  inspected = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', INSPECT_RESPONSES: 'true' });
+  inspected = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false' });
   rawPlain = await startTestProxy({ UPSTREAM_URL: rawUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest' });
-  rawInspected = await startTestProxy({ UPSTREAM_URL: rawUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', INSPECT_RESPONSES: 'true' });
+  rawInspected = await startTestProxy({ UPSTREAM_URL: rawUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false' });
 });
 
 afterAll(async () => {
@@ -624,7 +624,7 @@ describe('status codes', () => {
   );
 
   test('an answer too large to inspect (abort from inside the data callback): -31502 at once, the next call works', async () => {
-    const p = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', INSPECT_RESPONSES: 'true', MAX_BODY_BYTES: String(64 * 1024) });
+    const p = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false', MAX_BODY_BYTES: String(64 * 1024) });
     extra.push(p);
     handler = (_req, res, body) => {
       const text = JSON.stringify({ jsonrpc: '2.0', id: rpcId(body), result: { kind: 'message', messageId: 'big', role: 'agent', parts: [{ kind: 'text', text: 'y'.repeat(1024 * 1024) }] } });
