@@ -1,11 +1,12 @@
 /**
- * The command line of `a2a-guard` (and, through the same helpers, `a2a-guard-guardian`): flags are
+ * The command line of `a2a-guard` (the flags it shares with `a2a-guard-guardian` are in core/command-line.ts): flags are
  * few, every setting is an environment variable. The variable list of --help and the effective
  * configuration of --check come from the zod schema in config.ts, so neither is written twice.
  */
 import { describeVariables, maskValue, schemaInput, type VariableInfo } from './config';
 import { parseHead, type ChainLink } from './observe/decision-log';
 import type { ConfigFile } from './config-file';
+import { parseBasicArgs, variableLines } from './core/command-line';
 
 export type Command =
   | { readonly kind: 'run'; readonly config?: string }
@@ -16,14 +17,14 @@ export type Command =
   | { readonly kind: 'verifyLog'; readonly file: string; readonly head?: ChainLink }
   | { readonly kind: 'error'; readonly message: string };
 
-/** argv without node and the script; `allowVerifyLog`: the proxy's own flags (--verify-log, --config, --probe). */
-export function parseArgs(argv: readonly string[], allowVerifyLog = true): Command {
+/** argv without node and the script: the shared flags, plus the proxy's own (--config, --check --probe, --verify-log). */
+export function parseArgs(argv: readonly string[]): Command {
   // --config FILE may stand anywhere before or after running/--check.
   let config: string | undefined;
   const args: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
-    if (!allowVerifyLog || a !== '--config') {
+    if (a !== '--config') {
       args.push(a);
       continue;
     }
@@ -33,28 +34,18 @@ export function parseArgs(argv: readonly string[], allowVerifyLog = true): Comma
     config = file;
     i++;
   }
-  const withFile = <C extends Command>(c: C): Command => {
+  const withFile = (c: Command): Command => {
     if (config === undefined) return c;
     return c.kind === 'run' || c.kind === 'check' ? { ...c, config } : { kind: 'error', message: '--config goes with running the proxy or --check' };
   };
-  if (args.length === 0) return withFile({ kind: 'run' });
   const [flag, ...rest] = args;
-  const alone = (c: Command): Command => (rest.length === 0 ? c : { kind: 'error', message: `${flag} takes no arguments (got ${rest.join(' ')})` });
   switch (flag) {
-    case '-h':
-    case '--help':
-      return alone({ kind: 'help' });
-    case '-v':
-    case '--version':
-      return alone({ kind: 'version' });
     case '--check':
-      if (allowVerifyLog && rest.length === 1 && rest[0] === '--probe') return withFile({ kind: 'check', probe: true });
-      return withFile(alone({ kind: 'check' }));
-    case '--probe':
-      if (allowVerifyLog) return { kind: 'error', message: '--probe goes with --check (a2a-guard --check --probe)' };
+      if (rest.length === 1 && rest[0] === '--probe') return withFile({ kind: 'check', probe: true });
       break;
-    case '--verify-log':
-      if (!allowVerifyLog) break;
+    case '--probe':
+      return { kind: 'error', message: '--probe goes with --check (a2a-guard --check --probe)' };
+    case '--verify-log': {
       if (config !== undefined) return { kind: 'error', message: '--config goes with running the proxy or --check' };
       if (rest.length === 3 && rest[1] === '--head') {
         const head = parseHead(rest[2] as string);
@@ -63,17 +54,11 @@ export function parseArgs(argv: readonly string[], allowVerifyLog = true): Comma
       }
       if (rest.length !== 1 || rest[0] === '') return { kind: 'error', message: '--verify-log takes one file name (and optionally --head SEQ:HASH)' };
       return { kind: 'verifyLog', file: rest[0] as string };
+    }
     default:
       break;
   }
-  return { kind: 'error', message: `unknown argument: ${flag ?? ''} (try --help)` };
-}
-
-/** Variables as aligned text lines: name, default, meaning. */
-export function variableLines(vars: readonly VariableInfo[]): string[] {
-  const width = Math.max(...vars.map((v) => v.name.length));
-  const dwidth = Math.min(24, Math.max(...vars.map((v) => v.default.length)));
-  return vars.map((v) => `  ${v.name.padEnd(width)}  ${v.default.padEnd(dwidth)}  ${v.description}`);
+  return withFile(parseBasicArgs(args));
 }
 
 export function proxyHelp(version: string): string {

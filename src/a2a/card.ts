@@ -6,6 +6,7 @@
 import { isCarriedGrpcInterface } from './bindings/grpc/card';
 import { BoundedBytes } from '../core/bounded';
 import { asObject, fieldKey, fieldValue, findInObjects, isObject, type JsonObject } from '../core/json';
+import { classifyUrl } from '../core/address';
 import { monotonicMs } from '../core/clock';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
@@ -468,15 +469,9 @@ export function agentAddress(raw: string, upstream: URL): boolean {
     return false;
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return false;
-  const h = u.hostname.toLowerCase().replace(/\.$/, '');
-  if (h === upstream.hostname.toLowerCase()) return true;
-  return INTERNAL_HOST.some((re) => re.test(h));
+  const verdict = classifyUrl(u);
+  return verdict.host.toLowerCase() === upstream.hostname.toLowerCase().replace(/\.+$/, '') || verdict.class !== 'public';
 }
-
-const INTERNAL_HOST: readonly RegExp[] = [
-  /^localhost$/, /^127\./, /^0\.0\.0\.0$/, /^10\./, /^192\.168\./, /^172\.(1[6-9]|2\d|3[01])\./, /^169\.254\./,
-  /^\[(::1?|f[cd][0-9a-f]{0,2}:.*|fe80:.*|::ffff:.*)\]$/, /^[^.]+$/, /\.(svc|cluster\.local|internal|local|localhost)$/,
-];
 
 /**
  * Where a JSON value holds an agent card: the value itself (`top`), somewhere inside it (`nested`: in an

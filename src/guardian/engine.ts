@@ -11,7 +11,7 @@ import { acceptsDecision, operationForMethod, type Operation } from '../a2a/oper
 import type { Phase, Side } from '../aos/hook-points';
 import type { AgentContext, Envelope, JsonObject, SuccessResult } from '../aos/schemas';
 import { isObject } from '../core/json';
-import { classifyUrl } from './address';
+import { classifyUrl } from '../core/address';
 import { CardBaselines, CARD_METHOD, cardFingerprint, maskCard } from './cards';
 import { work } from './detectors';
 import { applySpans, findMaskSpans, maskText, REDACTED, type MaskSpan } from './masking';

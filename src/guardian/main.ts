@@ -17,7 +17,7 @@ import { LINE_FORMAT } from '../log';
 import { lookupEnv, serviceLinkHint } from '../env';
 import { PolicyError } from './policy';
 import { ReloadablePolicy, type ReloadResult } from './reload';
-import { parseArgs, variableLines } from '../cli';
+import { parseBasicArgs, variableLines } from '../core/command-line';
 import { serveGuardian } from '../aos/serve';
 import { referenceGuardian, GUARDIAN_VERSION } from './server';
 import { DEFAULT_POLICY_FILE } from '../version';
@@ -94,7 +94,7 @@ function help(): string {
 
 /** Start the guardian; resolves once it listens. Exits the process on bad configuration. */
 export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly string[] = []): Promise<Server> {
-  const cmd = parseArgs(argv, false);
+  const cmd = parseBasicArgs(argv);
   if (cmd.kind === 'error') failConfig([cmd.message]);
   if (cmd.kind === 'help') {
     process.stdout.write(help());

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import ipaddr from 'ipaddr.js';
 import type { JsonObject } from '../../src/aos/schemas';
-import { classifyUrl, type HostClass } from '../../src/guardian/address';
+import { classifyUrl, type HostClass } from '../../src/core/address';
 import { createEngine } from '../../src/guardian/engine';
 import { parsePolicy } from '../../src/guardian/policy';
 import { requestEnvelope } from './fixtures/envelopes';

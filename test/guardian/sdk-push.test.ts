@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import type { JsonObject } from '../../src/aos/schemas';
-import { classifyUrl } from '../../src/guardian/address';
+import { classifyUrl } from '../../src/core/address';
 import { createEngine } from '../../src/guardian/engine';
 import { parsePolicy } from '../../src/guardian/policy';
 import { startAgent, type TestAgent } from '../helpers/agent';

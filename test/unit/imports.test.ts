@@ -77,7 +77,7 @@ const RULES: readonly { readonly module: string; readonly mayNotImport: readonly
   { module: 'core', mayNotImport: ['*'], why: 'core/ is the bottom layer: json types, the error table' },
   { module: 'a2a', mayNotImport: ['*', '!core'], why: 'protocol knowledge (a2a/) imports only core/' },
   { module: 'aos', mayNotImport: ['proxy', 'guardian', 'ownership', 'observe', 'admin', 'identity'], why: 'aos/ is protocol knowledge: it never imports plumbing' },
-  { module: 'guardian', mayNotImport: ['proxy', 'ownership', 'admin', 'server.ts', 'main.ts'], why: 'the reference guardian never imports the proxy' },
+  { module: 'guardian', mayNotImport: ['proxy', 'ownership', 'admin', 'server.ts', 'main.ts', 'cli.ts', 'config.ts', 'config-file.ts', 'env-rules.ts'], why: 'the reference guardian never imports the proxy, its configuration or its command line' },
 ];
 
 export function violations(edges: readonly Edge[]): string[] {

@@ -90,6 +90,14 @@ const streamArb: fc.Arbitrary<StreamCase> = fc.record({
   ctype: fc.constantFrom<StreamCase['ctype']>('sse', 'sse', 'sseCharset', 'sseUpper', 'json'),
 });
 
+/** Answers every proxy must relay under allow-all, run before the generated ones: the oracle is never vacuous. */
+const VALID: readonly Case[] = [
+  { kind: 'unary', trick: 'plain', ctype: 'json', coding: 'none', status: 200, framing: 'length' },
+  { kind: 'unary', trick: 'plain', ctype: 'json', coding: 'gzip', status: 200, framing: 'chunked' },
+  { kind: 'stream', lineEnd: 'lf', tricks: ['plain'], lax: 0, bom: false, lastBlank: true, ctype: 'sse' },
+  { kind: 'stream', lineEnd: 'crlf', tricks: ['plain', 'comment'], lax: 0, bom: false, lastBlank: true, ctype: 'sse' },
+];
+
 const MARK = /W\d+x\d+/g;
 const markers = (text: string): string[] => [...new Set(text.match(MARK) ?? [])];
 
@@ -269,10 +277,10 @@ async function run(mode: 'allow' | 'deny'): Promise<{ acted: number }> {
         const inBytes = markers(await rawSees(proxy.url, c));
         const approved = new Set(markers(guardian.approved().join(' ')));
         const unjudged = (words: string[]) => (mode === 'deny' ? words : words.filter((m) => !approved.has(m)));
-        if (seen.length > 0) acted++;
+        if (seen.length > 0 && n <= VALID.length) acted++;
         expect({ case: c, unseen: unjudged(seen), inBytes: unjudged(inBytes) }).toEqual({ case: c, unseen: [], inBytes: [] });
       }),
-      { numRuns: CASES, ...(SEED === undefined ? {} : { seed: SEED }) },
+      { numRuns: CASES, examples: VALID.map((c) => [c] as [Case]), ...(SEED === undefined ? {} : { seed: SEED }) },
     );
   } finally {
     await proxy.close();
@@ -283,8 +291,8 @@ async function run(mode: 'allow' | 'deny'): Promise<{ acted: number }> {
 
 test('allow-all: every word the client acts on is in an answer the guardian approved', async () => {
   const { acted } = await run('allow');
-  // Not vacuous: many answers carried words to the client.
-  expect(acted).toBeGreaterThan(CASES / 10);
+  // Not vacuous: the client acted on each known-valid answer.
+  expect(acted).toBe(VALID.length);
 });
 
 test('deny-all: the client acts on no word of the remote', async () => {

@@ -5,65 +5,27 @@
  *     naming its variable, nothing listening;
  *   - a good configuration serves an A2A call through the guardian, and SIGTERM ends it with exit code 0.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { rawRpc, startAgent, textOf, type TestAgent } from '../../helpers/agent';
 import { startGuardian, type TestGuardian } from '../../helpers/guardian';
-import { reap } from '../../helpers/process';
-import { closeServer, listen, sleep, unrefSleep } from '../../helpers/net';
+import { ensureBuilt, reapAll, ROOT, spawnNode, type ChildRun, type Exit } from '../../helpers/proxy-process';
+import { closeServer, listen, sleep } from '../../helpers/net';
 import { freePort } from '../../helpers/net';
 
-const ROOT = path.resolve(__dirname, '../../..');
 const MAIN = path.join(ROOT, 'dist/src/main.js');
 
-const children = new Set<ChildProcess>();
-
-beforeAll(() => {
-  if (!fs.existsSync(MAIN)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
-}, 180_000);
+beforeAll(() => ensureBuilt(), 180_000);
 
 afterEach(async () => {
-  await Promise.all([...children].map(reap));
-  children.clear();
+  await reapAll();
 });
 
-/** A port that was free a moment ago (bound on 127.0.0.1:0, then released). */
-
-interface Run {
-  child: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
 /** Spawn the proxy with exactly `env` (plus PATH): nothing leaks in from the test runner's environment. */
-function start(env: Record<string, string>): Run {
-  const child = spawn(process.execPath, [MAIN], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  let out = '';
-  let err = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString('utf8')));
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString('utf8')));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  return { child, stdout: () => out, stderr: () => err, exited };
-}
+const start = (env: Record<string, string>): ChildRun => spawnNode(MAIN, env);
 
 /** Wait for exit, at most `ms` (a process that keeps running is killed and reported as such). */
-async function exitWithin(run: Run, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  const timer = unrefSleep(ms).then(() => 'timeout' as const);
-  const r = await Promise.race([run.exited, timer]);
-  if (r === 'timeout') {
-    run.child.kill('SIGKILL');
-    throw new Error(`process still running after ${ms} ms\nstdout: ${run.stdout()}\nstderr: ${run.stderr()}`);
-  }
-  return r;
-}
+const exitWithin = (run: ChildRun, ms: number): Promise<Exit> => run.exitWithin(ms);
 
 describe('invalid configuration: exit code 2, one stderr line per problem', () => {
   let ports: { PORT: string; ADMIN_PORT: string };

@@ -51,6 +51,9 @@ const caseArb: fc.Arbitrary<Case> = fc.record({
   details: fc.boolean(),
 });
 
+/** Answers every proxy must relay under allow-all, run before the generated ones: the oracle is never vacuous. */
+const VALID: readonly Case[] = (['plain', 'compressed', 'unknownField'] as const).map((trick, i) => ({ trick, ending: 'ok' as const, code: 1 + i, details: false }));
+
 const MARK = /W\d+x\d+/g;
 const markers = (text: string): string[] => [...new Set(text.match(MARK) ?? [])];
 
@@ -154,12 +157,12 @@ async function run(mode: 'allow' | 'deny'): Promise<number> {
         // Direct to the remote nothing is judged: only hangs are compared.
         if (process.env.GRPC_RESP_DIRECT === '1') return;
         const seen = markers(seenText);
-        if (seen.length > 0) acted++;
+        if (seen.length > 0 && n <= VALID.length) acted++;
         const approved = new Set(markers(guardian.approved().join(' ')));
         const unseen = mode === 'deny' ? seen : seen.filter((m) => !approved.has(m));
         expect({ case: c, unseen }).toEqual({ case: c, unseen: [] });
       }),
-      { numRuns: CASES, ...(SEED === undefined ? {} : { seed: SEED }) },
+      { numRuns: CASES, examples: VALID.map((c) => [c] as [Case]), ...(SEED === undefined ? {} : { seed: SEED }) },
     );
   } finally {
     await proxy.close();
@@ -169,7 +172,8 @@ async function run(mode: 'allow' | 'deny'): Promise<number> {
 }
 
 test('allow-all: every word the SDK gRPC client acts on is in an answer the guardian approved', async () => {
-  expect(await run('allow')).toBeGreaterThan(CASES / 10);
+  // The oracle is not vacuous: the client acted on each known-valid answer.
+  expect(await run('allow')).toBe(VALID.length);
 });
 
 test('deny-all: the SDK gRPC client acts on no word of the remote', async () => {

@@ -9,32 +9,28 @@
  *             process metrics; names are checked and counts must move.
  * Also: the proxy pings the guardian at start and periodically.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
 import { openSse, rawRpc, startAgent, type TestAgent } from '../../helpers/agent';
 import { startGuardian, textIn, type TestGuardian } from '../../helpers/guardian';
 import { closeServer, listen, sleep, waitFor } from '../../helpers/net';
 import { freePort } from '../../helpers/net';
-import { sample } from '../../helpers/proxy-process';
+import { ensureBuilt, reapAll, ROOT, sample, spawnNode } from '../../helpers/proxy-process';
 
-const ROOT = path.resolve(__dirname, '../../..');
 const MAIN = path.join(ROOT, 'dist/src/main.js');
 
-const children = new Set<ChildProcess>();
 let guardian: TestGuardian;
 
 beforeAll(async () => {
-  if (!fs.existsSync(MAIN)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+  ensureBuilt();
   guardian = await startGuardian();
 }, 180_000);
 
 afterAll(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await reapAll();
   await guardian?.close();
 });
-
 
 interface Run {
   child: ChildProcess;
@@ -47,30 +43,21 @@ interface Run {
 async function startProcess(upstream: string, env: Record<string, string>, preload?: string): Promise<Run> {
   const port = await freePort();
   const adminPort = await freePort();
-  const args = preload === undefined ? [MAIN] : ['-e', `${preload}\nrequire(${JSON.stringify(MAIN)}).main().catch((e) => { console.error(e); process.exit(1); });`];
-  const child = spawn(process.execPath, args, {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      UPSTREAM_URL: upstream,
-      GUARDIAN_URL: guardian.url,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      ADMIN_PORT: String(adminPort),
-      ADMIN_HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString('utf8')));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString('utf8')));
-  const run: Run = { child, base: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}`, output: () => out };
+  const [script, args] = preload === undefined ? [MAIN, []] : ['-e', [`${preload}\nrequire(${JSON.stringify(MAIN)}).main().catch((e) => { console.error(e); process.exit(1); });`]];
+  const child = spawnNode(script, {
+    UPSTREAM_URL: upstream,
+    GUARDIAN_URL: guardian.url,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    ADMIN_PORT: String(adminPort),
+    ADMIN_HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    ...env,
+  }, args);
+  const run: Run = { child: child.child, base: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}`, output: () => child.stdout() + child.stderr() };
   // Up = /healthz answers (never /readyz here: it pings the guardian, which some tests count).
   await waitFor(async () => {
-    if (child.exitCode !== null) throw new Error(`proxy exited early (${child.exitCode}): ${out}`);
+    if (run.child.exitCode !== null) throw new Error(`proxy exited early (${run.child.exitCode}): ${run.output()}`);
     try {
       const h = await fetch(`${run.admin}/healthz`);
       await h.body?.cancel();

@@ -6,72 +6,55 @@
  * 2.5 s slow call), and the
  * process exits 0.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { openSse, rawRpc, startAgent, textOf, type SseEvent, type TestAgent } from '../../helpers/agent';
 import { startGuardian, type TestGuardian } from '../../helpers/guardian';
-import { reap } from '../../helpers/process';
-import { closeServer, listen, sleep, unrefSleep, waitFor } from '../../helpers/net';
+import { closeServer, listen, sleep, waitFor } from '../../helpers/net';
 import { freePort } from '../../helpers/net';
-import { tryConnect } from '../../helpers/proxy-process';
+import { ensureBuilt, reapAll, ROOT, spawnNode, tryConnect, type ChildRun, type Exit } from '../../helpers/proxy-process';
 
-const ROOT = path.resolve(__dirname, '../../..');
 const MAIN = path.join(ROOT, 'dist/src/main.js');
 
 let agent: TestAgent;
 let guardian: TestGuardian;
-const children = new Set<ChildProcess>();
 
 beforeAll(async () => {
-  if (!fs.existsSync(MAIN)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+  ensureBuilt();
   agent = await startAgent({ name: 'Draining Agent', slowMs: 2500, stepMs: 50 });
   guardian = await startGuardian();
 }, 180_000);
 
 afterAll(async () => {
-  await Promise.all([...children].map(reap));
+  await reapAll();
   await agent?.close();
   await guardian?.close();
 });
 
 
-interface Run {
-  child: ChildProcess;
+interface Run extends ChildRun {
   base: string;
   admin: string;
   port: number;
   output: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 async function startProcess(env: Record<string, string>): Promise<Run> {
   const port = await freePort();
   const adminPort = await freePort();
-  const child = spawn(process.execPath, [MAIN], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      UPSTREAM_URL: agent.origin,
-      GUARDIAN_URL: guardian.url,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      ADMIN_PORT: String(adminPort),
-      ADMIN_HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const child = spawnNode(MAIN, {
+    UPSTREAM_URL: agent.origin,
+    GUARDIAN_URL: guardian.url,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    ADMIN_PORT: String(adminPort),
+    ADMIN_HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    ...env,
   });
-  children.add(child);
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString('utf8')));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString('utf8')));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  const run: Run = { child, base: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}`, port, output: () => out, exited };
+  const run: Run = { ...child, base: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}`, port, output: () => child.stdout() + child.stderr() };
   await waitFor(async () => {
-    if (child.exitCode !== null) throw new Error(`proxy exited early (${child.exitCode}): ${out}`);
+    if (run.child.exitCode !== null) throw new Error(`proxy exited early (${run.child.exitCode}): ${run.output()}`);
     try {
       const [h, c] = await Promise.all([fetch(`${run.admin}/healthz`), fetch(`${run.base}/.well-known/agent-card.json`)]);
       await Promise.all([h.body?.cancel(), c.body?.cancel()]);
@@ -83,14 +66,7 @@ async function startProcess(env: Record<string, string>): Promise<Run> {
   return run;
 }
 
-async function exitWithin(run: Run, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  const r = await Promise.race([run.exited, unrefSleep(ms).then(() => 'timeout' as const)]);
-  if (r === 'timeout') {
-    run.child.kill('SIGKILL');
-    throw new Error(`process still running after ${ms} ms\n${run.output()}`);
-  }
-  return r;
-}
+const exitWithin = (run: Run, ms: number): Promise<Exit> => run.exitWithin(ms);
 
 async function status(url: string): Promise<number> {
   try {

@@ -8,6 +8,7 @@ import { auditRecord, callOutcome, reasonCodes, type CallFacts } from '../../../
 import { Health, readiness, type HealthChange } from '../../../src/admin/health';
 import { shutdownPlan } from '../../../src/main';
 import { parseArgs, effectiveConfiguration } from '../../../src/cli';
+import { parseBasicArgs } from '../../../src/core/command-line';
 import { configFrom, describeVariables, isSecretVariable, keyValues, maskValue } from '../../../src/config';
 import { callerTrace, NOOP_TRACER } from '../../../src/observe/tracing';
 import { describeError } from '../../../src/aos/guardian';
@@ -156,7 +157,10 @@ describe('command line', () => {
     expect(parseArgs(['--verify-log', 'd.log', '--head', `3:${'e'.repeat(64)}`])).toEqual({ kind: 'verifyLog', file: 'd.log', head: { seq: 3, hash: 'e'.repeat(64) } });
     expect(parseArgs(['--verify-log', 'd.log', '--head', '3:e'])).toMatchObject({ kind: 'error' });
     expect(parseArgs(['--verify-log'])).toMatchObject({ kind: 'error' });
-    expect(parseArgs(['--verify-log', 'd.log'], false)).toMatchObject({ kind: 'error' });
+    // The guardian's command line has the shared flags only.
+    expect(parseBasicArgs(['--verify-log', 'd.log'])).toMatchObject({ kind: 'error' });
+    expect(parseBasicArgs(['--config', 'f.yaml'])).toMatchObject({ kind: 'error' });
+    expect(parseBasicArgs(['--check'])).toEqual({ kind: 'check' });
     expect(parseArgs(['--check', 'extra'])).toMatchObject({ kind: 'error', message: expect.stringContaining('takes no arguments') });
     expect(parseArgs(['start'])).toMatchObject({ kind: 'error', message: expect.stringContaining('unknown argument: start') });
   });

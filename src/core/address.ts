@@ -1,5 +1,6 @@
 /**
- * Which hosts a webhook may target. A URL is parsed with WHATWG `URL`, as `fetch` parses it when
+ * Which kind of host a URL names (public, private or a cloud metadata endpoint), for the webhooks
+ * the reference guardian admits and the card links the proxy treats as the agent's. A URL is parsed with WHATWG `URL`, as `fetch` parses it when
  * the agent later POSTs the notification, so every spelling of a host (2130706433, 0x7f.1,
  * 0177.0.0.1, %31%32%37.0.0.1, full-width digits, userinfo@, trailing dots, [::ffff:7f00:1])
  * is classified as the address it will connect to. Address ranges come from ipaddr.js: only its
