@@ -1,7 +1,7 @@
 /**
  * One delivery to a caller's webhook, as the SDK's push sender makes it (POST, the delivered JSON,
  * `X-A2A-Notification-Token: <token>` or `Authorization: <scheme> <credentials>`), with the host
- * resolved now and every address it resolves to classified (guardian/address.ts): loopback,
+ * resolved now and every address it resolves to classified (core/address.ts): loopback,
  * private, link-local and metadata addresses are refused unless allowed (metadata never). The
  * connection goes to the address that was checked (undici's `connect.lookup` pinned to it), so a
  * name cannot resolve elsewhere between the check and the connect.
@@ -9,7 +9,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
-import { classifyUrl } from '../../guardian/address';
+import { classifyUrl } from '../../core/address';
 import type { CallerWebhook } from './configs';
 
 /** Resolve a host name to all its addresses (injectable: tests change the answer between set and delivery). */

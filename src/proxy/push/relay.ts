@@ -41,7 +41,7 @@ import type { CallFlow, Stage } from '../stages';
 import { END } from '../stages';
 import { deliveredTaskId, relayedConfigs, restoreConfig, rewriteRequest, webhooksOf } from './configs';
 import { deliver, systemResolver, type DeliveryResult, type Resolver } from './deliver';
-import type { PushRecord, PushStore } from './store';
+import { configName, type PushRecord, type PushStore } from './store';
 
 export interface PushRelayDeps {
   readonly config: Config;
@@ -131,6 +131,7 @@ export class PushRelay {
         const op = flow.ex.call.op;
         if (SHOWS_CONFIGS.has(op.aosMethod)) flow.answerHook = this.withRestore(flow.answerHook, flow.ex);
         const approved = flow.approved;
+        if (approved !== undefined && op.aosMethod === 'tasks/pushNotificationConfig/delete') flow.answerHook = this.withForget(flow.answerHook, flow.ex, op, approved.payload);
         if (approved === undefined || !CARRIES_CONFIGS.has(op.aosMethod)) return undefined;
         const hooks = webhooksOf(op, approved.payload);
         if (hooks.length === 0) return undefined;
@@ -191,11 +192,33 @@ export class PushRelay {
         if (rec === undefined || rec.owner !== ex.call.owner) {
           return { type: 'refuse', error: proxyError('upstreamUnavailable', 'Agent answer names a push config the proxy cannot show') };
         }
+        if (rec.taskId !== undefined && typeof c.id === 'string') await this.deps.store.alias(configName(rec.owner, rec.taskId, c.id), this.keyOf(c.url as string)).catch(() => undefined);
         restoreConfig(c, rec.webhook);
       }
       return { type: 'replace', body: copy };
     };
     return { ...inner, unary: restore };
+  }
+
+  /** A delete the agent answered without an error ends the config's record: no delivery for it goes through any more. */
+  private withForget(inner: AnswerHook | undefined, ex: Exchange, op: Operation, request: JsonObject): AnswerHook {
+    const params = isObject(request.params) ? request.params : {};
+    const v1 = request.method === op.v1Method;
+    const taskId = v1 ? params.taskId : params.id;
+    // v0.3 without a config id names the config whose id is the task's (the SDK's default).
+    const configId = v1 ? params.id : (params.pushNotificationConfigId ?? params.id);
+    const forget = async (body: unknown, ok: boolean): Promise<AnswerCheck> => {
+      const first = inner?.unary === undefined ? { type: 'pass' as const } : await inner.unary(body, ok);
+      if (first.type === 'refuse' || !ok || (isObject(body) && 'error' in body) || typeof taskId !== 'string' || typeof configId !== 'string') return first;
+      try {
+        const key = await this.deps.store.named(configName(ex.call.owner, taskId, configId));
+        if (key !== undefined) await this.deps.store.delete(key);
+      } catch (err) {
+        this.deps.logger.warn({ err: (err as Error).message }, 'push relay: config store unavailable; a deleted config keeps its record until it expires');
+      }
+      return first;
+    };
+    return { ...inner, unary: forget };
   }
 
   // ---- the relay listener ----

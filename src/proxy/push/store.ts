@@ -28,8 +28,15 @@ export interface PushStore {
   /** The record's task: its own, else `taskId` pinned now (first delivery wins). */
   pin(token: string, taskId: string): Promise<string | undefined>;
   delete(token: string): Promise<void>;
+  /** Name a record by its caller, task and config id (what a delete names), for the record's lifetime. */
+  alias(name: string, token: string): Promise<void>;
+  /** The record key a name stands for. */
+  named(name: string): Promise<string | undefined>;
   close(): Promise<void>;
 }
+
+/** The name of a config as a delete call names it. */
+export const configName = (owner: string, taskId: string, configId: string): string => JSON.stringify([owner, taskId, configId]);
 
 interface Held {
   record: PushRecord;
@@ -39,6 +46,7 @@ interface Held {
 export class MemoryPushStore implements PushStore {
   private readonly records = new Map<string, Held>();
   private readonly perCallerCount = new Map<string, number>();
+  private readonly names = new Map<string, string>();
 
   constructor(private readonly ttlSeconds: number, private readonly perCaller: number, private readonly now: () => number = Date.now) {}
 
@@ -73,12 +81,25 @@ export class MemoryPushStore implements PushStore {
     if (held !== undefined) this.drop(token, held);
   }
 
+  async alias(name: string, token: string): Promise<void> {
+    if (this.records.has(token)) this.names.set(name, token);
+  }
+
+  async named(name: string): Promise<string | undefined> {
+    const token = this.names.get(name);
+    if (token !== undefined && !this.records.has(token)) this.names.delete(name);
+    return token !== undefined && this.records.has(token) ? token : undefined;
+  }
+
   async close(): Promise<void> {
     this.records.clear();
+    this.names.clear();
   }
 
   private drop(token: string, held: Held): void {
     this.records.delete(token);
+    // A name of a dropped record goes with it (names are few: one per config shown).
+    for (const [name, t] of this.names) if (t === token) this.names.delete(name);
     const n = (this.perCallerCount.get(held.record.caller) ?? 1) - 1;
     if (n <= 0) this.perCallerCount.delete(held.record.caller);
     else this.perCallerCount.set(held.record.caller, n);
@@ -139,6 +160,14 @@ export class RedisPushStore implements PushStore {
 
   async delete(token: string): Promise<void> {
     await this.client.del(this.key(token));
+  }
+
+  async alias(name: string, token: string): Promise<void> {
+    await this.client.set(`${this.prefix}push-name:${name}`, token, 'EX', this.ttlSeconds);
+  }
+
+  async named(name: string): Promise<string | undefined> {
+    return (await this.client.get(`${this.prefix}push-name:${name}`)) ?? undefined;
   }
 
   async close(): Promise<void> {

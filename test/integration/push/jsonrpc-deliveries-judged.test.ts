@@ -187,6 +187,18 @@ describe('the relay refuses what is not a judged delivery to a checked address',
     expect(hook.received).toEqual([]);
   });
 
+  it('forgets a deleted config: the agent can no longer deliver through it', async () => {
+    const proxy = await stack.proxy(RELAYED);
+    const started = await rpc(proxy.url, 'SendMessage', { message: v1Message('slow'), configuration: { returnImmediately: true } }, '1.0');
+    const taskId = started.result.task.id as string;
+    const set = await rpc(proxy.url, 'CreateTaskPushNotificationConfig', { taskId, url: `${hook.origin}/hooks/deleted`, token: 't' }, '1.0');
+    const relayUrl = urlsTheAgentGot().find((u) => u.startsWith(`${proxy.pushRelayUrl}/`)) as string;
+    const deleted = await rpc(proxy.url, 'DeleteTaskPushNotificationConfig', { taskId, id: set.result.id }, '1.0');
+    expect(deleted.error).toBeUndefined();
+    const late = await fetch(relayUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ task: { id: taskId, contextId: 'c', status: { state: 'TASK_STATE_COMPLETED' } } }) });
+    expect(late.status).toBe(404);
+  });
+
   it('resolves the webhook host at delivery and refuses a name that now points at loopback', async () => {
     const answers = new Map<string, string>([['hooks.example.com', '93.184.216.34']]);
     const proxy = await stack.proxy({ INSPECT_RESPONSES: 'true' }, { pushResolve: async (host) => [{ address: answers.get(host) ?? '0.0.0.0', family: 4 }] });
@@ -210,3 +222,17 @@ describe('the relay refuses what is not a judged delivery to a checked address',
     expect(hook.received.every((r) => r.headers.host === `pinned.invalid:${hook.port}`)).toBe(true);
   });
 });
+
+describe('retries', () => {
+  it('retries a webhook that failed with back-off, and delivers once it takes it', async () => {
+    const proxy = await stack.proxy({ ...RELAYED, PUSH_RETRIES: '3' }, { pushRetryBaseMs: 20 });
+    hook.failNext(503, 503);
+    await rpc(proxy.url, 'SendMessage', { message: v1Message('hello retry'), configuration: { taskPushNotificationConfig: { url: `${hook.origin}/hooks/retry`, token: 'r' } } }, '1.0');
+    await waitFor(() => hook.received.some((r) => r.text.includes('TASK_STATE_COMPLETED')), 5000, 'the completed task at the webhook');
+    const metric = await proxy.metrics.registry.getSingleMetricAsString('a2a_guard_push_deliveries_total');
+    expect(metric).toMatch(/outcome="retried"} 2\n/);
+    // Nothing lost, nothing twice: every judged delivery arrived once, in order.
+    expect(hook.received.map((r) => r.text)).toEqual(deliveries().map((e) => JSON.stringify(e.params.payload.result)));
+  });
+});
+
