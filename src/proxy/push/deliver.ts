@@ -29,6 +29,7 @@ export interface DeliverOptions {
   readonly resolve: Resolver;
   readonly timeoutMs: number;
   readonly tokenHeader?: string;
+  readonly dispatchers: PinnedDispatchers;
 }
 
 /** The address to connect to, checked; or why the webhook is refused. */
@@ -77,17 +78,7 @@ export async function deliver(hook: CallerWebhook, body: string, contentType: st
   }
   const checked = await checkedAddress(url, opts.allowPrivate, opts.resolve);
   if ('refused' in checked) return { type: 'refused', why: checked.refused };
-  const pinned = new Agent({
-    connect: {
-      lookup: (_host, options, cb) => {
-        // undici asks with all: true on some paths: answer in the form asked for.
-        if ((options as { all?: boolean }).all === true) (cb as unknown as (e: null, a: LookupAddress[]) => void)(null, [{ address: checked.address, family: checked.family }]);
-        else cb(null, checked.address, checked.family);
-      },
-    },
-    connections: 1,
-    pipelining: 0,
-  });
+  const pinned = opts.dispatchers.pinned(url, checked.address, checked.family);
   try {
     const res = await request(url, {
       method: 'POST',
@@ -103,7 +94,50 @@ export async function deliver(hook: CallerWebhook, body: string, contentType: st
     return { type: 'failed', why: `webhook answered HTTP ${status}`, status, retry: status >= 500 || status === 429 || status === 408 };
   } catch (err) {
     return { type: 'failed', why: `webhook unreachable (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, retry: true };
-  } finally {
-    void pinned.close();
+  }
+}
+
+/**
+ * Connections per webhook origin and checked address, kept alive between deliveries (a new TCP and TLS
+ * handshake per notification would be most of its cost). An agent connects only to the address it was
+ * made for, so reuse never skips the check; the least recently used go past `max`.
+ */
+export class PinnedDispatchers {
+  private readonly agents = new Map<string, Agent>();
+
+  constructor(private readonly max = 64) {}
+
+  pinned(url: URL, address: string, family: number): Agent {
+    const key = `${url.origin}|${address}`;
+    let agent = this.agents.get(key);
+    if (agent !== undefined) {
+      this.agents.delete(key);
+      this.agents.set(key, agent);
+      return agent;
+    }
+    agent = new Agent({
+      connect: {
+        lookup: (_host, options, cb) => {
+          // undici asks with all: true on some paths: answer in the form asked for.
+          if ((options as { all?: boolean }).all === true) (cb as unknown as (e: null, a: LookupAddress[]) => void)(null, [{ address, family }]);
+          else cb(null, address, family);
+        },
+      },
+      connections: 4,
+      keepAliveTimeout: 10_000,
+    });
+    this.agents.set(key, agent);
+    if (this.agents.size > this.max) {
+      const [oldest, old] = this.agents.entries().next().value as [string, Agent];
+      this.agents.delete(oldest);
+      void old.close();
+    }
+    return agent;
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.agents.values()];
+    this.agents.clear();
+    await Promise.all(all.map((a) => a.destroy()));
   }
 }

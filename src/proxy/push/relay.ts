@@ -40,7 +40,7 @@ import type { AnswerCheck, AnswerHook } from '../ownership';
 import type { CallFlow, Stage } from '../stages';
 import { END } from '../stages';
 import { deliveredTaskId, relayedConfigs, restoreConfig, rewriteRequest, webhooksOf } from './configs';
-import { deliver, systemResolver, type DeliveryResult, type Resolver } from './deliver';
+import { deliver, PinnedDispatchers, systemResolver, type DeliveryResult, type Resolver } from './deliver';
 import { configName, type PushRecord, type PushStore } from './store';
 
 export interface PushRelayDeps {
@@ -78,6 +78,7 @@ export class PushRelay {
   private readonly chains = new Map<string, Promise<void>>();
   private readonly streamOp: Operation;
   private closed = false;
+  private readonly dispatchers = new PinnedDispatchers();
 
   constructor(private readonly deps: PushRelayDeps) {
     this.streamOp = operationForMethod('message/stream') as Operation;
@@ -111,6 +112,7 @@ export class PushRelay {
 
   async close(): Promise<void> {
     this.closed = true;
+    await this.dispatchers.close();
     const server = this.server;
     if (server === undefined) return;
     server.closeAllConnections();
@@ -346,7 +348,7 @@ export class PushRelay {
       }
       const upSpan = url === undefined ? undefined : ex.call.span.upstream('POST', url);
       ex.log.upstreamSentAt ??= performance.now();
-      result = await deliver(record.webhook, json, contentType, { allowPrivate: config.push.allowPrivate, resolve, timeoutMs: DELIVERY_TIMEOUT_MS });
+      result = await deliver(record.webhook, json, contentType, { allowPrivate: config.push.allowPrivate, resolve, timeoutMs: DELIVERY_TIMEOUT_MS, dispatchers: this.dispatchers });
       upSpan?.end(result.type === 'delivered' ? result.status : result.type === 'failed' ? result.status : undefined, result.type === 'delivered' ? undefined : result.why);
       if (result.type !== 'failed' || !result.retry) break;
     }

@@ -74,7 +74,7 @@ describe('JSON-RPC v1.0: an inline webhook of SendMessage', () => {
     }
     expect(hook.received.some((r) => JSON.stringify(r.body).includes('echo: hello push'))).toBe(true);
     // Each delivery was judged first: a schema-valid message/stream response envelope carrying exactly what arrived.
-    const judged = deliveries();
+    const judged = deliveries().filter((e) => e.params.context.to.agent.metadata.pushDelivery.taskId === task.id);
     expect(judged.length).toBe(hook.received.length);
     for (const env of judged) {
       expect(validateAosRequest(env, 'message/stream', { fullSide: 'from' })).toEqual([]);
@@ -145,12 +145,12 @@ describe('JSON-RPC v0.3: tasks/pushNotificationConfig/set', () => {
     const listed = await rpc(proxy.url, 'tasks/pushNotificationConfig/list', { id: taskId }, '0.3');
     expect(listed.result.map((c: { pushNotificationConfig: { url: string } }) => c.pushNotificationConfig.url)).toEqual([webhook]);
     await waitFor(() => hook.received.some((r) => r.text.includes('"completed"')), 5000, 'the completed v0.3 task at the webhook');
-    for (const r of hook.received) {
+    for (const r of hook.received.filter((x) => x.path === '/hooks/v03')) {
       expect(r.headers['x-a2a-notification-token']).toBe('tok-03');
       expect((r.body as { kind?: string }).kind).toBeDefined();
     }
-    const judged = deliveries();
-    expect(judged.length).toBe(hook.received.length);
+    const judged = deliveries().filter((e) => e.params.context.to.agent.metadata.pushDelivery.taskId === taskId);
+    expect(judged.length).toBe(hook.received.filter((r) => r.path === '/hooks/v03').length);
     for (const env of judged) expect(validateAosRequest(env, 'message/stream', { fullSide: 'from' })).toEqual([]);
     expect(urlsTheAgentGot().some((u) => u.includes(hook.origin))).toBe(false);
   });
@@ -232,7 +232,8 @@ describe('retries', () => {
     const metric = await proxy.metrics.registry.getSingleMetricAsString('a2a_guard_push_deliveries_total');
     expect(metric).toMatch(/outcome="retried"} 2\n/);
     // Nothing lost, nothing twice: every judged delivery arrived once, in order.
-    expect(hook.received.map((r) => r.text)).toEqual(deliveries().map((e) => JSON.stringify(e.params.payload.result)));
+    const judged = deliveries().filter((e) => e.params.context.to.agent.metadata.pushDelivery.webhook === `${hook.origin}/hooks/retry`);
+    expect(hook.received.filter((r) => r.path === '/hooks/retry').map((r) => r.text)).toEqual(judged.map((e) => JSON.stringify(e.params.payload.result)));
   });
 });
 

@@ -54,9 +54,12 @@ describe.each(CLIENTS)('%s', (_name, client) => {
     const acted = rec.calls.filter((x) => x.method === 'createTaskPushNotificationConfig').map((x) => (x.params as { url: string }).url);
     expect(acted).toHaveLength(1);
     expect(acted[0]?.startsWith(`${proxy.pushRelayUrl}/`)).toBe(true);
-    await waitFor(() => hook.received.some((r) => /TASK_STATE_COMPLETED|"completed"/.test(r.text)), 5000, 'the completed task at the webhook');
-    for (const r of hook.received) expect(r.headers['x-a2a-notification-token']).toBe('tok-binding');
-    expect(deliveries().map((e) => JSON.stringify(e.params.payload.result))).toEqual(hook.received.map((r) => r.text));
+    // Only this task's: a notification of an earlier test's task may still be on its way.
+    const mine = () => hook.received.filter((r) => r.path === new URL(webhook).pathname);
+    await waitFor(() => mine().some((r) => /TASK_STATE_COMPLETED|"completed"/.test(r.text)), 5000, 'the completed task at the webhook');
+    for (const r of mine()) expect(r.headers['x-a2a-notification-token']).toBe('tok-binding');
+    const judged = deliveries().filter((e) => e.params.context.to.agent.metadata.pushDelivery.taskId === task.id);
+    expect(judged.map((e) => JSON.stringify(e.params.payload.result))).toEqual(mine().map((r) => r.text));
   });
 
   it('drops denied deliveries of an inline config of a streamed message', async () => {
