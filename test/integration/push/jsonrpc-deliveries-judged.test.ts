@@ -10,6 +10,8 @@ import { sleep, waitFor } from '../../helpers/net';
 import { validateAosRequest } from '../../helpers/schema';
 import type { Envelope } from '../../helpers/guardian';
 
+jest.setTimeout(60_000);
+
 const stack = useStack({ sdkPushSender: true, slowMs: 600, stepMs: 50 });
 let hook: Webhook;
 beforeAll(async () => {
@@ -21,6 +23,9 @@ afterAll(async () => {
 beforeEach(() => {
   hook.received.length = 0;
 });
+
+/** What the webhook received at one path (each test has its own: a notification of an earlier test's task may still arrive). */
+const at = (path: string) => hook.received.filter((r) => r.path === path);
 
 const RELAYED = { INSPECT_RESPONSES: 'true', PUSH_ALLOW_PRIVATE_WEBHOOKS: 'true' };
 
@@ -60,7 +65,7 @@ describe('JSON-RPC v1.0: an inline webhook of SendMessage', () => {
     const answer = await rpc(proxy.url, 'SendMessage', { message: v1Message('hello push'), configuration: { taskPushNotificationConfig: { url: webhook, token: 'caller-token-1' } } }, '1.0');
     const task = answer.result.task;
     expect(task.status.state).toBe('TASK_STATE_COMPLETED');
-    await waitFor(() => hook.received.some((r) => JSON.stringify(r.body).includes('TASK_STATE_COMPLETED')), 5000, 'the completed task at the webhook');
+    await waitFor(() => hook.received.some((r) => JSON.stringify(r.body).includes('TASK_STATE_COMPLETED')), 15_000, 'the completed task at the webhook');
     // The agent was given the relay, never the caller's webhook.
     const given = urlsTheAgentGot();
     expect(given.length).toBeGreaterThan(0);
@@ -89,10 +94,10 @@ describe('JSON-RPC v1.0: an inline webhook of SendMessage', () => {
     stack.guardian.script((env) => (env.params?.context?.to?.agent?.metadata?.pushDelivery === undefined ? { decision: 'allow' } : { decision: 'deny', message: 'no deliveries' }));
     const answer = await rpc(proxy.url, 'SendMessage', { message: v1Message('hello deny'), configuration: { taskPushNotificationConfig: { url: `${hook.origin}/hooks/deny`, token: 't' } } }, '1.0');
     expect(answer.result.task.status.state).toBe('TASK_STATE_COMPLETED');
-    await waitFor(async () => /outcome="denied"} [2-9]/.test(await proxy.metrics.registry.getSingleMetricAsString('a2a_guard_push_deliveries_total')), 5000, 'denied deliveries');
+    await waitFor(async () => /outcome="denied"} [2-9]/.test(await proxy.metrics.registry.getSingleMetricAsString('a2a_guard_push_deliveries_total')), 15_000, 'denied deliveries');
     await sleep(200);
     expect(deliveries().length).toBeGreaterThanOrEqual(2);
-    expect(hook.received).toEqual([]);
+    expect(at('/hooks/deny')).toEqual([]);
   });
 
   it('delivers a masked notification masked', async () => {
@@ -103,8 +108,8 @@ describe('JSON-RPC v1.0: an inline webhook of SendMessage', () => {
       return text.includes('alice@example.com') ? { decision: 'modify', modifiedPayload: JSON.parse(text.replaceAll('alice@example.com', '[email]')) } : { decision: 'allow' };
     });
     await rpc(proxy.url, 'SendMessage', { message: v1Message('mail alice@example.com'), configuration: { taskPushNotificationConfig: { url: `${hook.origin}/hooks/mask`, token: 't' } } }, '1.0');
-    await waitFor(() => hook.received.some((r) => r.text.includes('TASK_STATE_COMPLETED')), 5000, 'the completed task at the webhook');
-    const all = hook.received.map((r) => r.text).join('\n');
+    await waitFor(() => at('/hooks/mask').some((r) => r.text.includes('TASK_STATE_COMPLETED')), 15_000, 'the completed task at the webhook');
+    const all = at('/hooks/mask').map((r) => r.text).join('\n');
     expect(all).toContain('[email]');
     expect(all).not.toContain('alice@example.com');
   });
@@ -126,8 +131,8 @@ describe('JSON-RPC v1.0: an inline webhook of SendMessage', () => {
     const answers = stack.guardian.calls().filter((e) => e.method === 'tasks/pushNotificationConfig/get' || e.method === 'tasks/pushNotificationConfig/list');
     expect(JSON.stringify(answers)).not.toContain(proxy.pushRelayUrl as string);
     // The agent delivers the rest of the slow task: with the caller's authentication, as the SDK sends it.
-    await waitFor(() => hook.received.some((r) => r.text.includes('TASK_STATE_COMPLETED')), 5000, 'the completed task at the webhook');
-    for (const r of hook.received) expect(r.headers.authorization).toBe('Bearer caller-secret');
+    await waitFor(() => at('/hooks/v1-config').some((r) => r.text.includes('TASK_STATE_COMPLETED')), 15_000, 'the completed task at the webhook');
+    for (const r of at('/hooks/v1-config')) expect(r.headers.authorization).toBe('Bearer caller-secret');
     expect(urlsTheAgentGot().some((u) => u.includes(hook.origin))).toBe(false);
   });
 });
@@ -144,7 +149,7 @@ describe('JSON-RPC v0.3: tasks/pushNotificationConfig/set', () => {
     expect(got.result.pushNotificationConfig.url).toBe(webhook);
     const listed = await rpc(proxy.url, 'tasks/pushNotificationConfig/list', { id: taskId }, '0.3');
     expect(listed.result.map((c: { pushNotificationConfig: { url: string } }) => c.pushNotificationConfig.url)).toEqual([webhook]);
-    await waitFor(() => hook.received.some((r) => r.text.includes('"completed"')), 5000, 'the completed v0.3 task at the webhook');
+    await waitFor(() => at('/hooks/v03').some((r) => r.text.includes('"completed"')), 15_000, 'the completed v0.3 task at the webhook');
     for (const r of hook.received.filter((x) => x.path === '/hooks/v03')) {
       expect(r.headers['x-a2a-notification-token']).toBe('tok-03');
       expect((r.body as { kind?: string }).kind).toBeDefined();
@@ -160,9 +165,9 @@ describe('JSON-RPC v0.3: tasks/pushNotificationConfig/set', () => {
     stack.guardian.script((env) => (env.params?.context?.to?.agent?.metadata?.pushDelivery === undefined ? { decision: 'allow' } : { decision: 'deny' }));
     const answer = await rpc(proxy.url, 'message/send', { message: v03Message('hello'), configuration: { blocking: true, pushNotificationConfig: { url: `${hook.origin}/hooks/v03-inline`, token: 'x' } } }, '0.3');
     expect(answer.result.status.state).toBe('completed');
-    await waitFor(async () => /outcome="denied"} [1-9]/.test(await proxy.metrics.registry.getSingleMetricAsString('a2a_guard_push_deliveries_total')), 5000, 'denied deliveries');
+    await waitFor(async () => /outcome="denied"} [1-9]/.test(await proxy.metrics.registry.getSingleMetricAsString('a2a_guard_push_deliveries_total')), 15_000, 'denied deliveries');
     await sleep(200);
-    expect(hook.received).toEqual([]);
+    expect(at('/hooks/v03-inline')).toEqual([]);
   });
 });
 
@@ -174,7 +179,7 @@ describe('the relay refuses what is not a judged delivery to a checked address',
     await rpc(proxy.url, 'CreateTaskPushNotificationConfig', { taskId, url: `${hook.origin}/hooks/keys`, token: 't' }, '1.0');
     const relayUrl = urlsTheAgentGot().find((u) => u.startsWith(`${proxy.pushRelayUrl}/`)) as string;
     expect(relayUrl).toBeDefined();
-    await waitFor(() => hook.received.some((r) => r.text.includes('TASK_STATE_COMPLETED')), 5000, 'the slow task done');
+    await waitFor(() => at('/hooks/keys').some((r) => r.text.includes('TASK_STATE_COMPLETED')), 15_000, 'the slow task done');
     hook.received.length = 0;
     const post = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const unknown = await post(`${proxy.pushRelayUrl}/a2a-guard/push/${'A'.repeat(43)}`, { task: { id: taskId, contextId: 'c', status: { state: 'TASK_STATE_COMPLETED' } } });
@@ -184,7 +189,7 @@ describe('the relay refuses what is not a judged delivery to a checked address',
     const notA2A = await post(relayUrl, { hello: 'world' });
     expect(notA2A.status).toBe(400);
     await sleep(200);
-    expect(hook.received).toEqual([]);
+    expect(at('/hooks/keys')).toEqual([]);
   });
 
   it('forgets a deleted config: the agent can no longer deliver through it', async () => {
@@ -209,17 +214,17 @@ describe('the relay refuses what is not a judged delivery to a checked address',
     expect(set.result.url).toBe(`http://hooks.example.com:${hook.port}/hooks/rebind`);
     // ... loopback when the agent delivers.
     answers.set('hooks.example.com', '127.0.0.1');
-    await waitFor(async () => /outcome="refused_address"} [1-9]/.test(await proxy.metrics.registry.getSingleMetricAsString('a2a_guard_push_deliveries_total')), 5000, 'a refused delivery');
+    await waitFor(async () => /outcome="refused_address"} [1-9]/.test(await proxy.metrics.registry.getSingleMetricAsString('a2a_guard_push_deliveries_total')), 15_000, 'a refused delivery');
     await sleep(200);
-    expect(hook.received).toEqual([]);
+    expect(at('/hooks/rebind')).toEqual([]);
   });
 
   it('connects to the address it checked, not to what the name resolves to elsewhere', async () => {
     // The name exists only in the injected resolver: a delivery arriving proves the connection went to the checked address.
     const proxy = await stack.proxy(RELAYED, { pushResolve: async () => [{ address: '127.0.0.1', family: 4 }] });
     await rpc(proxy.url, 'SendMessage', { message: v1Message('hello pinned'), configuration: { taskPushNotificationConfig: { url: `http://pinned.invalid:${hook.port}/hooks/pinned`, token: 'pin' } } }, '1.0');
-    await waitFor(() => hook.received.some((r) => r.text.includes('TASK_STATE_COMPLETED')), 5000, 'the completed task at the webhook');
-    expect(hook.received.every((r) => r.headers.host === `pinned.invalid:${hook.port}`)).toBe(true);
+    await waitFor(() => at('/hooks/pinned').some((r) => r.text.includes('TASK_STATE_COMPLETED')), 15_000, 'the completed task at the webhook');
+    expect(at('/hooks/pinned').every((r) => r.headers.host === `pinned.invalid:${hook.port}`)).toBe(true);
   });
 });
 
@@ -228,7 +233,7 @@ describe('retries', () => {
     const proxy = await stack.proxy({ ...RELAYED, PUSH_RETRIES: '3' }, { pushRetryBaseMs: 20 });
     hook.failNext(503, 503);
     await rpc(proxy.url, 'SendMessage', { message: v1Message('hello retry'), configuration: { taskPushNotificationConfig: { url: `${hook.origin}/hooks/retry`, token: 'r' } } }, '1.0');
-    await waitFor(() => hook.received.some((r) => r.text.includes('TASK_STATE_COMPLETED')), 5000, 'the completed task at the webhook');
+    await waitFor(() => at('/hooks/retry').some((r) => r.text.includes('TASK_STATE_COMPLETED')), 15_000, 'the completed task at the webhook');
     const metric = await proxy.metrics.registry.getSingleMetricAsString('a2a_guard_push_deliveries_total');
     expect(metric).toMatch(/outcome="retried"} 2\n/);
     // Nothing lost, nothing twice: every judged delivery arrived once, in order.

@@ -51,7 +51,7 @@ it('a config set through one replica is shown and delivered through the other, n
   expect(got.result).toMatchObject({ url: webhook, token: 'tok-a' });
   const other = await rpc(r2, 'B', 'GetTaskPushNotificationConfig', { taskId, id: set.result.id });
   expect(other.error?.code).toBe(-32001);
-  await waitFor(() => hook.received.some((r) => r.text.includes('TASK_STATE_COMPLETED')), 5000, 'the completed task at the webhook');
+  await waitFor(() => hook.received.some((r) => r.text.includes('TASK_STATE_COMPLETED')), 15_000, 'the completed task at the webhook');
   expect(hook.received.every((r) => r.headers['x-a2a-notification-token'] === 'tok-a')).toBe(true);
   // The relay URL the agent got is r1's; r2's own relay reads the same record from Redis.
   const relayUrl = JSON.stringify(stack.agent.received.map((r) => r.body)).match(/"url":"(http:\/\/127\.0\.0\.1:\d+\/a2a-guard\/push\/[A-Za-z0-9_-]+)"/)?.[1] as string;
