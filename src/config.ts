@@ -131,6 +131,15 @@ const VARIABLES = {
   A2A_VERSIONS: optional(v.string().transform((v, problem) => tokenList(v, 'version', problem))).describe('comma-separated A2A versions callers may use (a call without A2A-Version is 0.3); others get VersionNotSupportedError (default: any)'),
   A2A_EXTENSIONS: optional(v.string().transform((v, problem) => tokenList(v, 'extension URI', problem))).describe('comma-separated extension URIs callers may request (A2A-Extensions); others get invalid params (default: any)'),
   UPGRADE_PATHS: v.string().default('').transform((v, problem) => upgradePathList(v, problem)).describe('comma-separated path prefixes where a WebSocket upgrade is forwarded (needs ALLOW_WEBSOCKETS=true); A2A routes and cards below them stay refused'),
+  // Push deliveries through the proxy (docs/guides/push-deliveries.md)
+  PUSH_DELIVERIES: optional(v.enum(['relay', 'direct'])).describe('relay: webhooks callers configure are rewritten to the proxy\'s push relay, every delivery judged and sent on by the proxy; direct: the agent posts to them unjudged (default: relay with INSPECT_RESPONSES=true and ROLE server or both)'),
+  PUSH_RELAY_PORT: int(8090, 0, 65535).describe('port of the push relay, where the agent delivers notifications (0 = any free port)'),
+  PUSH_RELAY_HOST: v.string().min(1).default('127.0.0.1').describe('listen address of the push relay (only the agent needs to reach it)'),
+  PUSH_RELAY_URL: optional(httpUrl).describe('URL the agent uses to reach the push relay (default: http://PUSH_RELAY_HOST:PUSH_RELAY_PORT)'),
+  PUSH_ALLOW_PRIVATE_WEBHOOKS: bool(false).describe('deliver to webhooks that resolve to loopback, private or link-local addresses (metadata addresses stay refused)'),
+  PUSH_QUEUE_PER_CALLER: int(64, 1, 100_000).describe('push deliveries one caller may have waiting or retrying; more are refused (the agent gets 429)'),
+  PUSH_RETRIES: int(3, 0, 20).describe('retries of a push delivery the webhook failed (5xx, 429, no connection), with doubling back-off from 500 ms'),
+  PUSH_CONFIGS_PER_CALLER: int(1000, 1, 1_000_000).describe('rewritten webhook configs one caller may hold; more push configs are refused (-31429)'),
   POLICY_FILE: v.string().min(1).optional().describe("policy of the embedded guardian (GUARDIAN_URL unset); unset: the package's demo policy, config/policy.json"),
   LOG_LEVEL: v.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino level'),
   // Task ownership (README "Task ownership")
@@ -213,6 +222,7 @@ function crossRules(e: Env, problem: (name: keyof Env, message: string) => void)
   // Two switches on purpose: an upgrade is uninspected traffic, so both the opt-in and where it applies are said.
   if (e.ALLOW_WEBSOCKETS && e.UPGRADE_PATHS.length === 0) problem('UPGRADE_PATHS', 'is required with ALLOW_WEBSOCKETS=true: list the path prefixes where upgrades are forwarded');
   if (!e.ALLOW_WEBSOCKETS && e.UPGRADE_PATHS.length > 0) problem('ALLOW_WEBSOCKETS', 'must be true for UPGRADE_PATHS to forward upgrades');
+  if (e.PUSH_DELIVERIES === 'relay' && e.ROLE === 'client') problem('PUSH_DELIVERIES', 'relay needs ROLE=server or both: the push relay stands next to the agent that delivers');
   pair('GUARDIAN_CERT_FILE', 'GUARDIAN_KEY_FILE');
   pair('UPSTREAM_CERT_FILE', 'UPSTREAM_KEY_FILE');
   if (e.TLS_CLIENT_CA_FILE !== undefined && e.TLS_CERT_FILE === undefined) problem('TLS_CLIENT_CA_FILE', 'needs TLS_CERT_FILE and TLS_KEY_FILE (client certificates need a TLS listener)');
@@ -454,6 +464,17 @@ function toConfig(e: Env) {
         : { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE, clientCaFile: e.TLS_CLIENT_CA_FILE, clientCert: e.TLS_CLIENT_CERT },
       guardian: outboundTls(e.GUARDIAN_CA_FILE, e.GUARDIAN_CERT_FILE, e.GUARDIAN_KEY_FILE, e.GUARDIAN_SERVER_NAME),
       upstream: outboundTls(e.UPSTREAM_CA_FILE, e.UPSTREAM_CERT_FILE, e.UPSTREAM_KEY_FILE, e.UPSTREAM_SERVER_NAME),
+    },
+    /** Push deliveries: relayed through the proxy (judged), or direct from the agent (unjudged). */
+    push: {
+      relay: (e.PUSH_DELIVERIES ?? (e.INSPECT_RESPONSES && e.ROLE !== 'client' ? 'relay' : 'direct')) === 'relay',
+      port: e.PUSH_RELAY_PORT,
+      host: e.PUSH_RELAY_HOST,
+      url: url(e.PUSH_RELAY_URL),
+      allowPrivate: e.PUSH_ALLOW_PRIVATE_WEBHOOKS,
+      queuePerCaller: e.PUSH_QUEUE_PER_CALLER,
+      retries: e.PUSH_RETRIES,
+      configsPerCaller: e.PUSH_CONFIGS_PER_CALLER,
     },
     ownership: {
       /**

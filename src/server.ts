@@ -39,6 +39,8 @@ import { VERSION } from './version';
 import { createHookRunner } from './proxy/hooks';
 import type { GrpcListener } from './proxy/grpc/server';
 import { grpcPublicAddress } from './a2a/bindings/grpc/card';
+import { startPushRelay } from './proxy/push/start';
+import type { Resolver } from './proxy/push/deliver';
 
 export interface ProxyInstance {
   readonly server: http.Server;
@@ -49,6 +51,8 @@ export interface ProxyInstance {
   readonly tracer: Tracer;
   /** host:port of the gRPC listener, when GRPC_PORT is set. */
   readonly grpcAddress: string | undefined;
+  /** Where the agent delivers push notifications (PUSH_DELIVERIES=relay), else undefined. */
+  readonly pushRelayUrl: string | undefined;
   /** When GRPC_PORT is set: the agent's gRPC endpoint answers an HTTP/2 PING within `timeoutMs`. */
   readonly probeGrpcUpstream: ((timeoutMs: number) => Promise<boolean>) | undefined;
   /**
@@ -71,6 +75,10 @@ export interface StartOptions {
   readonly tracer?: Tracer;
   /** Receives every finished call's audit record (the decision log). */
   readonly decisionLog?: (record: AuditRecord) => ChainLink;
+  /** Resolves webhook hosts at push delivery time (tests; default: the system resolver). */
+  readonly pushResolve?: Resolver;
+  /** First push retry delay in ms (tests). */
+  readonly pushRetryBaseMs?: number;
 }
 
 /**
@@ -157,6 +165,9 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const callerLimits = await createCallerLimits(config, logger, metrics);
   const cardJudge = config.inspectCards ? new CardJudge({ config, guardian, identities, logger, metrics, callerLimits }) : undefined;
   const ownership = store === undefined ? undefined : new TaskOwnership({ store, failMode: config.failMode, logger, metrics, maxPerCaller: config.ownership.maxPerCaller, ttlSeconds: config.ownership.ttlSeconds });
+  const push = config.push.relay && config.role !== 'client'
+    ? await startPushRelay({ config, logger, metrics, tracer, owners: store, decisionLog: opts.decisionLog, resolve: opts.pushResolve, retryBaseMs: opts.pushRetryBaseMs, runHooks: createHookRunner({ config, guardian, identities, logger, metrics, callerLimits }) }, store)
+    : undefined;
   // The gRPC binding, when configured: its own HTTP/2 listener on the same hooks, identity and ownership.
   let grpc: GrpcListener | undefined;
   let effective = config;
@@ -164,7 +175,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     // Required here only: @grpc/grpc-js and the SDK's generated code load when gRPC is configured.
     const { startGrpcListener } = require('./proxy/grpc/server') as typeof import('./proxy/grpc/server');
     const listener = await startGrpcListener({
-      config, logger, metrics, identities, ...identity, ownership, tracer, decisionLog: opts.decisionLog, upstreamCard, bodyBudget, streamLine, callerLimits,
+      config, logger, metrics, identities, ...identity, ownership, tracer, decisionLog: opts.decisionLog, upstreamCard, bodyBudget, streamLine, callerLimits, push,
       runHooks: createHookRunner({ config, guardian, identities, logger, metrics, callerLimits }),
       cardRewrite: (authority: string | undefined) => grpcCardRewrite(effective, authority, () => server, cardSigning, cardJudge),
     }, logger);
@@ -172,7 +183,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     // Cards served over HTTP name the port the gRPC listener got (GRPC_PORT=0 picks one).
     effective = { ...config, grpc: { ...config.grpc, port: listener.port } };
   }
-  const handler = createProxyHandler({ config: effective, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, callerLimits, upstreamCard, cardSigning, cardJudge, ...identity, ownership, tracer, decisionLog: opts.decisionLog, streamLine });
+  const handler = createProxyHandler({ config: effective, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, callerLimits, upstreamCard, cardSigning, cardJudge, ...identity, ownership, tracer, decisionLog: opts.decisionLog, streamLine, push });
 
   const tls = listenerTls(config.tls.listener, config.identity.refreshMs, logger);
   const serverOptions = { keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 };
@@ -273,6 +284,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   }).catch(async (err: unknown) => {
     // The gRPC listener is up already: a port the HTTP listener cannot bind must not leave it running.
     await grpc?.close();
+    await push?.close();
     throw err;
   });
   const addr = server.address() as AddressInfo;
@@ -280,6 +292,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   return {
     server,
     grpcAddress: grpc?.address,
+    pushRelayUrl: push?.url,
     probeGrpcUpstream: grpc?.probeUpstream,
     url: `${tls === undefined ? 'http' : 'https'}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${addr.port}`,
     metrics,
@@ -315,6 +328,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
         for (const s of sockets) s.destroy();
       });
       await grpc?.close();
+      await push?.close();
       guardian.close();
       await upstream.close();
       upstreamTls.close();

@@ -100,6 +100,12 @@ export class Metrics {
     help: 'Task owner bindings evicted from the in-memory store to make room (TASK_STORE_MAX_ENTRIES)',
     registers: [this.registry],
   });
+  readonly pushDeliveries = new Counter({
+    name: 'a2a_guard_push_deliveries_total',
+    help: 'Push notifications the agent delivered to the push relay, by outcome (delivered, denied, refused_address, refused_key, refused_task, refused_queue, failed, retried, ...)',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
   readonly openStreams = new Gauge({ name: 'a2a_guard_open_streams', help: 'SSE streams in flight', registers: [this.registry] });
   readonly policyReloads = new Counter({
     name: 'a2a_guard_policy_reloads_total',

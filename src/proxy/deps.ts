@@ -19,6 +19,7 @@ import type { Tracer } from '../observe/tracing';
 import type { AuditRecord } from '../observe/audit';
 import type { ChainLink } from '../observe/decision-log';
 import type { Line } from './relay/window';
+import type { PushRelay } from './push/relay';
 
 export interface ProxyDeps {
   readonly config: Config;
@@ -52,4 +53,6 @@ export interface ProxyDeps {
   readonly decisionLog?: ((record: AuditRecord) => ChainLink) | undefined;
   /** Places for stream events going to the guardian, shared by all streams (relay/window.ts). */
   readonly streamLine?: Line;
+  /** Push deliveries through the proxy (PUSH_DELIVERIES=relay), or undefined. */
+  readonly push?: PushRelay | undefined;
 }

@@ -293,7 +293,7 @@ export function createProxyHandler(deps: ProxyDeps): ProxyHandler {
     return undefined;
   }
 
-  const callStageList: readonly Stage<HttpFlow>[] = [...callStages({ config, ownership: deps.ownership, runHooks, requestSides: sides.request }), rebuild, forwardCall];
+  const callStageList: readonly Stage<HttpFlow>[] = [...callStages({ config, ownership: deps.ownership, runHooks, requestSides: sides.request, push: deps.push }), rebuild, forwardCall];
 
   const listener: RequestListener = (req, res) => {
     handle(req, res).catch((err: unknown) => {

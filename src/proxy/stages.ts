@@ -69,6 +69,8 @@ export interface StageDeps {
   readonly runHooks: (input: HookRunInput) => Promise<HookRun>;
   /** Hook sides of a request, in the order they run (client side first). */
   readonly requestSides: readonly Side[];
+  /** Push deliveries through the proxy: its stage rewrites approved webhook configs (push/relay.ts). */
+  readonly push?: { stage(): Stage<CallFlow> } | undefined;
 }
 
 function refuse(flow: CallFlow, err: ProxyError): typeof END {
@@ -166,5 +168,6 @@ function holdsOf(ownership: TaskOwnership, flow: CallFlow): CallHolds {
 /** The binding-neutral middle of every call, in order (task ownership's stages only when it is on). */
 export function callStages(deps: StageDeps): readonly Stage<CallFlow>[] {
   const own = deps.ownership;
-  return own === undefined ? [judgeRequest(deps)] : [ownRequest(own, deps), judgeRequest(deps), ownModified(own)];
+  const judged = own === undefined ? [judgeRequest(deps)] : [ownRequest(own, deps), judgeRequest(deps), ownModified(own)];
+  return deps.push === undefined ? judged : [...judged, deps.push.stage()];
 }

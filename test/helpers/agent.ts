@@ -84,6 +84,8 @@ export interface AgentOptions {
   streaming?: boolean;
   /** capabilities.pushNotifications (default true; configs are stored, deliveries are only recorded). */
   pushNotifications?: boolean;
+  /** Deliver push notifications over the network with the SDK's own sender (v1.0 and v0.3 serializers), besides recording them. */
+  sdkPushSender?: boolean;
   /** capabilities.extendedAgentCard with a provider serving this card plus an "(extended)" name (default false). */
   extendedAgentCard?: boolean;
   /**
@@ -415,9 +417,14 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
     ],
   };
 
+  const pushStore = new InMemoryPushNotificationStore();
+  const sdkSender = opts.sdkPushSender === true
+    ? (require('@a2a-js/sdk/compat/v0_3/server') as typeof import('@a2a-js/sdk/compat/v0_3/server', { with: { 'resolution-mode': 'import' } })).createLegacyAwarePushNotificationSender(pushStore)
+    : undefined;
   const pushSender: A2AServer.PushNotificationSender = {
-    send: async (streamResponse) => {
+    send: async (streamResponse, ...rest) => {
       pushed.push(streamResponse);
+      await sdkSender?.send(streamResponse, ...rest);
     },
   };
   const requestHandler = new DefaultRequestHandler(
@@ -425,7 +432,7 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
     makeTaskStore(),
     executor,
     undefined,
-    new InMemoryPushNotificationStore(),
+    pushStore,
     pushSender,
     opts.extendedCardFor !== undefined
       ? async (context?: A2AServer.ServerCallContext) => (opts.extendedCardFor as NonNullable<AgentOptions['extendedCardFor']>)(context?.user?.isAuthenticated ? context.user.userName : undefined, card)

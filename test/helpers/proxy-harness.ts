@@ -4,12 +4,15 @@ import { startGuardian, type TestGuardian } from './guardian';
 import { configFrom, type Config } from '../../src/config';
 import type { Logger } from 'pino';
 import { createLogger } from '../../src/log';
-import { startProxy, type ProxyInstance } from '../../src/server';
+import { startProxy, type ProxyInstance, type StartOptions } from '../../src/server';
 import type { Guardian } from '../../src/aos/guardian';
 
-export async function startTestProxy(env: Record<string, string | undefined>, guardian?: Guardian, logger?: Logger): Promise<ProxyInstance & { config: Config }> {
-  const config = configFrom({ PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', ...env });
-  const proxy = await startProxy({ config, logger: logger ?? createLogger(config.logLevel), ...(guardian === undefined ? {} : { guardian }) });
+/** Start options besides the configuration (a push resolver, say). */
+export type TestProxyOptions = Partial<Pick<StartOptions, 'pushResolve' | 'pushRetryBaseMs'>>;
+
+export async function startTestProxy(env: Record<string, string | undefined>, guardian?: Guardian, logger?: Logger, more: TestProxyOptions = {}): Promise<ProxyInstance & { config: Config }> {
+  const config = configFrom({ PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', PUSH_RELAY_PORT: '0', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', ...env });
+  const proxy = await startProxy({ config, logger: logger ?? createLogger(config.logLevel), ...(guardian === undefined ? {} : { guardian }), ...more });
   return { ...proxy, config };
 }
 
@@ -20,7 +23,7 @@ export interface Stack {
   readonly agent: TestAgent;
   readonly guardian: TestGuardian;
   /** A proxy in front of the stack's agent, asking the stack's guardian (env may override both); closed after the file. */
-  proxy(env?: Record<string, string | undefined>): Promise<TestProxy>;
+  proxy(env?: Record<string, string | undefined>, more?: TestProxyOptions): Promise<TestProxy>;
 }
 
 /**
@@ -56,8 +59,8 @@ export function useStack(agentOptions?: Parameters<typeof startAgent>[0]): Stack
     get guardian() {
       return must(guardian, 'the guardian');
     },
-    async proxy(env = {}) {
-      const p = await startTestProxy({ UPSTREAM_URL: must(agent, 'the agent').origin, GUARDIAN_URL: must(guardian, 'the guardian').url, ...env });
+    async proxy(env = {}, more = {}) {
+      const p = await startTestProxy({ UPSTREAM_URL: must(agent, 'the agent').origin, GUARDIAN_URL: must(guardian, 'the guardian').url, ...env }, undefined, undefined, more);
       proxies.push(p);
       return p;
     },

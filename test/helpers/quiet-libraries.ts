@@ -7,14 +7,17 @@
 if (process.env.TEST_LIBRARY_LOGS === undefined) {
   // The AI SDK's own switch for its warnings (VoltAgent and a2a-ai-provider run on it).
   (globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false;
-  const expected: Record<'error' | 'warn' | 'debug', readonly RegExp[]> = {
+  const expected: Record<'error' | 'warn' | 'debug' | 'info', readonly RegExp[]> = {
     // @a2a-js/sdk's express handler, on a stream the agent refuses (an unknown or finished task).
-    error: [/^Pre-stream error for request /, /^Error during SSE streaming \(request /],
+    // Its push sender, on a delivery the push relay refuses on purpose (denied, wrong task).
+    error: [/^Pre-stream error for request /, /^Error during SSE streaming \(request /, /^Error sending push notification for task_id=/],
     warn: [/^AI SDK Warning/],
     // @ag-ui/a2a-middleware traces every message it sends and receives.
     debug: [/^sending message to a2a agent/, /^newMessage From a2a agent/],
+    // @a2a-js/sdk's push sender, on every delivery.
+    info: [/^Push notification sent for task_id=/],
   };
-  for (const level of ['error', 'warn', 'debug'] as const) {
+  for (const level of ['error', 'warn', 'debug', 'info'] as const) {
     const original = console[level].bind(console);
     console[level] = (...args: unknown[]) => {
       if (typeof args[0] === 'string' && expected[level].some((re) => re.test(args[0] as string))) return;

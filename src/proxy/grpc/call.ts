@@ -36,7 +36,7 @@ import { allowListRefusal, readServiceParameters, type ServiceParameters } from 
 
 /** What the gRPC adapter shares with the HTTP pipeline (ProxyDeps), and its own parts. */
 export interface GrpcDeps extends Pick<ProxyDeps,
-  'config' | 'logger' | 'metrics' | 'identities' | 'identify' | 'signAssertion' | 'ownership' | 'tracer' | 'decisionLog' | 'streams' | 'bodyBudget' | 'streamLine' | 'callerLimits'> {
+  'config' | 'logger' | 'metrics' | 'identities' | 'identify' | 'signAssertion' | 'ownership' | 'tracer' | 'decisionLog' | 'streams' | 'bodyBudget' | 'streamLine' | 'callerLimits' | 'push'> {
   /** The same hook runner the HTTP bindings use (proxy/hooks.ts). */
   readonly runHooks: (input: HookRunInput) => Promise<HookRun>;
   readonly upstream: GrpcUpstream;
@@ -118,7 +118,7 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
     },
   };
 
-  const stages: readonly Stage<GrpcFlow>[] = [...callStages({ config, ownership: deps.ownership, runHooks: deps.runHooks, requestSides: HOOK_ORDER[config.role].request }), encode, forward];
+  const stages: readonly Stage<GrpcFlow>[] = [...callStages({ config, ownership: deps.ownership, runHooks: deps.runHooks, requestSides: HOOK_ORDER[config.role].request, push: deps.push }), encode, forward];
 
   return (stream, headers) => {
     const caller = new CallerSide(stream);

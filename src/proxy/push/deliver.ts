@@ -1,0 +1,143 @@
+/**
+ * One delivery to a caller's webhook, as the SDK's push sender makes it (POST, the delivered JSON,
+ * `X-A2A-Notification-Token: <token>` or `Authorization: <scheme> <credentials>`), with the host
+ * resolved now and every address it resolves to classified (core/address.ts): loopback,
+ * private, link-local and metadata addresses are refused unless allowed (metadata never). The
+ * connection goes to the address that was checked (undici's `connect.lookup` pinned to it), so a
+ * name cannot resolve elsewhere between the check and the connect.
+ */
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP } from 'node:net';
+import { Agent, request } from 'undici';
+import { classifyUrl } from '../../core/address';
+import type { CallerWebhook } from './configs';
+
+/** Resolve a host name to all its addresses (injectable: tests change the answer between set and delivery). */
+export type Resolver = (host: string) => Promise<readonly LookupAddress[]>;
+
+export const systemResolver: Resolver = (host) =>
+  new Promise((resolve, reject) => dnsLookup(host, { all: true, verbatim: true }, (err, addrs) => (err ? reject(err) : resolve(addrs))));
+
+export type DeliveryResult =
+  | { readonly type: 'delivered'; readonly status: number; readonly address: string }
+  | { readonly type: 'refused'; readonly why: string }
+  /** `retry`: the webhook may take it later (5xx, 429, no connection). */
+  | { readonly type: 'failed'; readonly why: string; readonly status?: number; readonly retry: boolean };
+
+export interface DeliverOptions {
+  readonly allowPrivate: boolean;
+  readonly resolve: Resolver;
+  readonly timeoutMs: number;
+  readonly tokenHeader?: string;
+  readonly dispatchers: PinnedDispatchers;
+}
+
+/** The address to connect to, checked; or why the webhook is refused. */
+export async function checkedAddress(url: URL, allowPrivate: boolean, resolve: Resolver): Promise<{ address: string; family: number } | { refused: string }> {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { refused: `scheme ${url.protocol} is not http(s)` };
+  if (url.username !== '' || url.password !== '') return { refused: 'webhook URL carries credentials' };
+  const named = classifyUrl(url);
+  if (named.class === 'metadata') return { refused: `host is a metadata endpoint (${named.range})` };
+  if (named.class === 'private' && !allowPrivate) return { refused: `host is ${named.range}` };
+  const host = named.host;
+  let addrs: readonly LookupAddress[];
+  if (isIP(host) !== 0) addrs = [{ address: host, family: isIP(host) }];
+  else {
+    try {
+      addrs = await resolve(host);
+    } catch (err) {
+      return { refused: `host does not resolve (${(err as NodeJS.ErrnoException).code ?? 'error'})` };
+    }
+  }
+  if (addrs.length === 0) return { refused: 'host resolves to no address' };
+  // Every address the name has now is checked: a name that also points inside is refused, whichever the connect would take.
+  for (const a of addrs) {
+    const v = classifyUrl(new URL(`http://${a.family === 6 ? `[${a.address}]` : a.address}/`));
+    if (v.class === 'metadata') return { refused: `host resolves to a metadata address (${a.address})` };
+    if (v.class === 'private' && !allowPrivate) return { refused: `host resolves to a ${v.range} address (${a.address})` };
+  }
+  const first = addrs[0] as LookupAddress;
+  return { address: first.address, family: first.family };
+}
+
+/** The headers the SDK's push sender sets for a config: authentication first, else the token. */
+export function authHeaders(hook: CallerWebhook, tokenHeader = 'x-a2a-notification-token'): Record<string, string> {
+  const scheme = hook.authentication?.scheme;
+  const credentials = hook.authentication?.credentials;
+  if (typeof scheme === 'string' && scheme !== '' && typeof credentials === 'string' && credentials !== '') return { authorization: `${scheme} ${credentials}` };
+  if (hook.token !== undefined) return { [tokenHeader]: hook.token };
+  return {};
+}
+
+export async function deliver(hook: CallerWebhook, body: string, contentType: string, opts: DeliverOptions): Promise<DeliveryResult> {
+  let url: URL;
+  try {
+    url = new URL(hook.url);
+  } catch {
+    return { type: 'refused', why: 'webhook URL does not parse' };
+  }
+  const checked = await checkedAddress(url, opts.allowPrivate, opts.resolve);
+  if ('refused' in checked) return { type: 'refused', why: checked.refused };
+  const pinned = opts.dispatchers.pinned(url, checked.address, checked.family);
+  try {
+    const res = await request(url, {
+      method: 'POST',
+      dispatcher: pinned,
+      headers: { 'content-type': contentType, ...authHeaders(hook, opts.tokenHeader) },
+      body,
+      headersTimeout: opts.timeoutMs,
+      bodyTimeout: opts.timeoutMs,
+    });
+    await res.body.dump();
+    const status = res.statusCode;
+    if (status >= 200 && status < 300) return { type: 'delivered', status, address: checked.address };
+    return { type: 'failed', why: `webhook answered HTTP ${status}`, status, retry: status >= 500 || status === 429 || status === 408 };
+  } catch (err) {
+    return { type: 'failed', why: `webhook unreachable (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, retry: true };
+  }
+}
+
+/**
+ * Connections per webhook origin and checked address, kept alive between deliveries (a new TCP and TLS
+ * handshake per notification would be most of its cost). An agent connects only to the address it was
+ * made for, so reuse never skips the check; the least recently used go past `max`.
+ */
+export class PinnedDispatchers {
+  private readonly agents = new Map<string, Agent>();
+
+  constructor(private readonly max = 64) {}
+
+  pinned(url: URL, address: string, family: number): Agent {
+    const key = `${url.origin}|${address}`;
+    let agent = this.agents.get(key);
+    if (agent !== undefined) {
+      this.agents.delete(key);
+      this.agents.set(key, agent);
+      return agent;
+    }
+    agent = new Agent({
+      connect: {
+        lookup: (_host, options, cb) => {
+          // undici asks with all: true on some paths: answer in the form asked for.
+          if ((options as { all?: boolean }).all === true) (cb as unknown as (e: null, a: LookupAddress[]) => void)(null, [{ address, family }]);
+          else cb(null, address, family);
+        },
+      },
+      connections: 4,
+      keepAliveTimeout: 10_000,
+    });
+    this.agents.set(key, agent);
+    if (this.agents.size > this.max) {
+      const [oldest, old] = this.agents.entries().next().value as [string, Agent];
+      this.agents.delete(oldest);
+      void old.close();
+    }
+    return agent;
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.agents.values()];
+    this.agents.clear();
+    await Promise.all(all.map((a) => a.destroy()));
+  }
+}
