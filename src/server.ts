@@ -16,6 +16,7 @@ import { Identities } from './aos/identity';
 import { createUpstream, proxyOwned } from './proxy/forward';
 import { createProxyHandler } from './proxy/pipeline';
 import { BodyBudget } from './proxy/body';
+import { createFairTurns } from './proxy/fair';
 import { createCallerLimits } from './proxy/callers';
 import { refuseUpgrade, relayUpgrade, upgradeRoutes, upgradeTarget, type UpgradeOutcome } from './proxy/upgrade';
 import type { Duplex } from 'node:stream';
@@ -154,6 +155,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const bodyBudget = new BodyBudget(config.maxInflightBodyBytes, config.perCaller.inflightBodyBytes);
   metrics.watchBodyBudget(() => bodyBudget.inFlight);
   const callerLimits = await createCallerLimits(config, logger, metrics);
+  const fair = createFairTurns(config);
   const ownership = store === undefined ? undefined : new TaskOwnership({ store, failMode: config.failMode, logger, metrics, maxPerCaller: config.ownership.maxPerCaller, ttlSeconds: config.ownership.ttlSeconds });
   // The gRPC binding, when configured: its own HTTP/2 listener on the same hooks, identity and ownership.
   let grpc: GrpcListener | undefined;
@@ -170,7 +172,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     // Cards served over HTTP name the port the gRPC listener got (GRPC_PORT=0 picks one).
     effective = { ...config, grpc: { ...config.grpc, port: listener.port } };
   }
-  const handler = createProxyHandler({ config: effective, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, callerLimits, upstreamCard, cardSigning, ...identity, ownership, tracer, decisionLog: opts.decisionLog, streamLine });
+  const handler = createProxyHandler({ config: effective, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, callerLimits, fair, upstreamCard, cardSigning, ...identity, ownership, tracer, decisionLog: opts.decisionLog, streamLine });
 
   const tls = listenerTls(config.tls.listener, config.identity.refreshMs, logger);
   const serverOptions = { keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 };

@@ -8,6 +8,7 @@ import type { Metrics } from '../admin/metrics';
 import type { CardCache } from '../a2a/card';
 import type { CardSigning } from '../identity/card-signing';
 import type { Guardian } from '../aos/guardian';
+import type { FairTurns } from './fair';
 import type { Identities } from '../aos/identity';
 import type { BodyBudget } from './body';
 import type { CallerLimits } from './callers';
@@ -34,6 +35,8 @@ export interface ProxyDeps {
   readonly bodyBudget: BodyBudget;
   /** What one caller may hold of what every caller shares: calls in flight, rate, guardian calls (proxy/callers.ts). */
   readonly callerLimits?: CallerLimits | undefined;
+  /** Turns of the CPU stages, round-robin per caller (proxy/fair.ts); undefined: first come, first served. */
+  readonly fair?: FairTurns | undefined;
   /** The agent's card: names its REST and JSON-RPC endpoints. */
   readonly upstreamCard: CardCache;
   /** Cards served signed by the proxy, or the agent's signature checked first (a2a/card-signature.ts); undefined: neither. */
