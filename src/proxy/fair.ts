@@ -64,18 +64,28 @@ export function claimedCallerKey(req: IncomingMessage): string {
 
 function bearerKid(headers: IncomingHttpHeaders): string | undefined {
   const h = headers.authorization;
-  return typeof h === 'string' && h.length > 7 && h.slice(0, 7).toLowerCase() === 'bearer ' ? jwtKid(h.slice(7)) : undefined;
+  if (typeof h !== 'string' || h.length <= 7 || h.slice(0, 7).toLowerCase() !== 'bearer ') return undefined;
+  // One identity provider's key signs every caller's token: the subject names the caller.
+  const payload = segment(h.slice(7), 1);
+  return typeof payload?.['sub'] === 'string' && payload['sub'].length <= 256 ? `sub:${String(payload['iss']).slice(0, 256)}:${payload['sub']}` : undefined;
 }
 
-/** The `kid` of a compact JWS's protected header, read without verifying (bounded: a short header only). */
+/** The `kid` of a compact JWS's protected header, read without verifying. */
 function jwtKid(token: string | string[] | undefined): string | undefined {
   if (typeof token !== 'string') return undefined;
-  const dot = token.indexOf('.');
-  if (dot <= 0 || dot > 1024) return undefined;
+  const kid = segment(token, 0)?.['kid'];
+  return typeof kid === 'string' && kid.length <= 256 ? `kid:${kid}` : undefined;
+}
+
+/** Segment `n` of a compact JWS as a JSON object, unverified (bounded: short segments only). */
+function segment(token: string, n: 0 | 1): Record<string, unknown> | undefined {
+  const first = token.indexOf('.');
+  const start = n === 0 ? 0 : first + 1;
+  const end = n === 0 ? first : token.indexOf('.', start);
+  if (first <= 0 || end <= start || end - start > 4096) return undefined;
   try {
-    const header = JSON.parse(Buffer.from(token.slice(0, dot), 'base64url').toString('utf8')) as unknown;
-    const kid = typeof header === 'object' && header !== null ? (header as { kid?: unknown }).kid : undefined;
-    return typeof kid === 'string' && kid.length <= 256 ? kid : undefined;
+    const v = JSON.parse(Buffer.from(token.slice(start, end), 'base64url').toString('utf8')) as unknown;
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
   } catch {
     return undefined;
   }
