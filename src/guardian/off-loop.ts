@@ -45,18 +45,7 @@ export type ToWorker =
  */
 export const PART_SIZE = 256 * 1024;
 
-/** A decision (a modify as its JSON text), or why there is none. */
-type FromWorker = { readonly id: number; readonly result: SuccessResult } | { readonly id: number; readonly json: string } | { readonly id: number; readonly error: string };
-
-function outcomeOf(m: FromWorker): GuardianOutcome {
-  if ('result' in m) return { ok: true, result: m.result };
-  if ('error' in m) return { ok: false, kind: 'internal', detail: m.error };
-  try {
-    return { ok: true, result: JSON.parse(m.json) as SuccessResult };
-  } catch (err) {
-    return { ok: false, kind: 'internal', detail: (err as Error).message };
-  }
-}
+type FromWorker = { readonly id: number; readonly result: SuccessResult } | { readonly id: number; readonly error: string };
 
 export interface OffLoopOptions {
   /** The policy text in force and its file (named in problems). */
@@ -218,7 +207,7 @@ export class OffLoopDecider {
     worker.on('message', (m: FromWorker) => {
       const job = this.running;
       if (job === undefined || job.id !== m.id) return;
-      this.settle(job, outcomeOf(m));
+      this.settle(job, 'result' in m ? { ok: true, result: m.result } : { ok: false, kind: 'internal', detail: m.error });
       this.next();
     });
     // A worker that dies while deciding (out of memory, say) died of that envelope.

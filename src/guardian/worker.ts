@@ -30,11 +30,7 @@ port?.on('message', (m: ToWorker) => {
   current = { id: 0, text: [], decoder: new TextDecoder() };
   try {
     const envelope = JSON.parse(text) as Envelope;
-    const result = engine.decide(envelope);
-    // A modify's payload can be a graph of hundreds of thousands of objects: cloned back, it is rebuilt on the
-    // proxy's thread in one long task; its JSON text crosses as one flat copy (parsed there, several times faster).
-    if (result.decision === 'modify') port.postMessage({ id: m.id, json: JSON.stringify(result) });
-    else port.postMessage({ id: m.id, result });
+    port.postMessage({ id: m.id, result: engine.decide(envelope) });
   } catch (err) {
     port.postMessage({ id: m.id, error: err instanceof Error ? err.message : String(err) });
   }
