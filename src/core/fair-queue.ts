@@ -4,12 +4,13 @@
  * one. A stage that costs CPU (verifying a credential, parsing, building an envelope) first asks for a
  * turn under its caller's key:
  *
- * - while nobody waits and the loop has spent less than `sliceMs` on turns since it last polled for
- *   I/O, the turn is taken at once (no promise, no cost on an idle proxy);
- * - otherwise the work waits in its caller's own queue, and turns are handed out one per loop
- *   iteration (I/O is polled between two), round-robin over the callers that wait: a caller flooding
- *   the proxy waits behind its own queue, and another caller's work runs after at most one turn of
- *   each other waiting caller;
+ * - while the loop has spent less than `sliceMs` on turns taken at once since it last polled for I/O,
+ *   a turn is taken at once (no promise, no cost on an idle proxy) when nobody waits, and, while some
+ *   callers wait, by a caller with nothing waiting that has had no turn in this iteration;
+ * - otherwise the work waits in its caller's own queue; once per loop iteration (I/O is polled between
+ *   two) each waiting caller is granted one turn, in round-robin order: a caller flooding the proxy
+ *   waits behind its own queue, and another caller's work runs after at most one turn of each other
+ *   waiting caller;
  * - a caller whose queue holds `maxQueuedPerCaller` turns is refused the next one (its caller answers
  *   429 / -31429); a caller that leaves is dropped from its queue.
  *
@@ -48,6 +49,9 @@ export class FairQueue {
   private dispatching = false;
   /** When the loop began spending its current slice on turns taken at once (undefined: not yet this iteration). */
   private sliceStart: number | undefined;
+  /** Callers that had a turn since the loop last polled for I/O. */
+  private readonly served = new Set<string>();
+  private resetScheduled = false;
   private readonly now: () => number;
   private readonly defer: (fn: () => void) => void;
 
@@ -68,7 +72,11 @@ export class FairQueue {
 
   /** A turn for `key`; `caller` going away drops a waiting turn (its promise resolves false). */
   turn(key: string, caller?: Leaving): Turn {
-    if (this.waiting === 0 && this.withinSlice()) return true;
+    // While nobody waits, the slice is anyone's; while some wait, a caller gets one turn per iteration at once.
+    if (!this.queues.has(key) && (this.waiting === 0 || !this.served.has(key)) && this.withinSlice()) {
+      this.served.add(key);
+      return true;
+    }
     let q = this.queues.get(key);
     if (q !== undefined && q.length >= this.opts.maxQueuedPerCaller) return 'full';
     if (this.opts.maxQueuedPerCaller <= 0) return 'full';
@@ -95,39 +103,46 @@ export class FairQueue {
 
   /** Turns taken at once count against the slice until the loop next polls for I/O. */
   private withinSlice(): boolean {
-    if (this.dispatching) return false;
     const now = this.now();
     if (this.sliceStart === undefined) {
       this.sliceStart = now;
-      this.defer(() => {
-        this.sliceStart = undefined;
-      });
+      this.endOfIteration();
       return true;
     }
     return now - this.sliceStart < this.opts.sliceMs;
   }
 
+  /** Once the loop has polled for I/O, the slice and the round start again. */
+  private endOfIteration(): void {
+    if (this.resetScheduled) return;
+    this.resetScheduled = true;
+    this.defer(() => {
+      this.resetScheduled = false;
+      this.sliceStart = undefined;
+      this.served.clear();
+    });
+  }
+
   private schedule(): void {
     if (this.dispatching) return;
     this.dispatching = true;
-    this.defer(() => this.grantNext());
+    this.defer(() => this.grantRound());
   }
 
-  /** One turn, to the caller first in line, which then goes to the back of the line. */
-  private grantNext(): void {
-    const first = this.queues.entries().next();
-    if (first.done === true) {
-      this.dispatching = false;
-      return;
+  /** One turn to each waiting caller, in round-robin order; the next round after the loop polled for I/O. */
+  private grantRound(): void {
+    for (const [key, queue] of [...this.queues]) {
+      const w = queue.shift() as Waiter;
+      this.waiting--;
+      // To the back of the line: the round after this one begins with the callers not served first now.
+      this.queues.delete(key);
+      if (queue.length > 0) this.queues.set(key, queue);
+      this.served.add(key);
+      w.unsubscribe?.();
+      w.resolve(true);
     }
-    const [key, queue] = first.value;
-    const w = queue.shift() as Waiter;
-    this.waiting--;
-    this.queues.delete(key);
-    if (queue.length > 0) this.queues.set(key, queue);
-    w.unsubscribe?.();
-    w.resolve(true);
-    if (this.waiting > 0) this.defer(() => this.grantNext());
+    this.endOfIteration();
+    if (this.waiting > 0) this.defer(() => this.grantRound());
     else this.dispatching = false;
   }
 }
