@@ -10,17 +10,10 @@ import { makeClient, sendReq, textOf } from '../../helpers/agent';
 import { textIn } from '../../helpers/guardian';
 import { waitFor } from '../../helpers/net';
 import { useStack } from '../../helpers/proxy-harness';
-import { startIdentities, type Caller, type TestIdentities } from '../../helpers/identities';
+import { useIdentityProxy, type Caller } from '../../helpers/identities';
 
 const stack = useStack({ name: 'Shared Agent', version: '1.0.0' });
-let ids: TestIdentities;
-
-beforeAll(async () => {
-  ids = await startIdentities();
-});
-afterAll(async () => {
-  await ids?.close();
-});
+const shared = useIdentityProxy(stack, { GUARDIAN_CALLS_PER_CALLER: '0', GUARDIAN_TIMEOUT_MS: '60000', FAIR_SLICE_MS: '1' });
 
 const ATTACK_CALLS = 100;
 /** Each attack call costs the proxy a parse, a serialisation and an envelope of this many characters. */
@@ -33,7 +26,7 @@ const ATTACK_TEXT = 80 * 1024;
 async function heldCall(url: string, who: Caller, text: string, id: number): Promise<{ release(): void; answer: Promise<string> }> {
   const u = new URL(url);
   const body = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id, method: 'SendMessage', params: { message: { messageId: `m-${id}`, role: 'ROLE_USER', parts: [{ text }] } } }));
-  const headers = Object.entries({ ...ids.headersAs(who), 'a2a-version': '1.0', 'content-type': 'application/json', 'content-length': String(body.length), connection: 'close' })
+  const headers = Object.entries({ ...shared.ids.headersAs(who), 'a2a-version': '1.0', 'content-type': 'application/json', 'content-length': String(body.length), connection: 'close' })
     .map(([k, v]) => `${k}: ${v}\r\n`).join('');
   const s = net.connect(Number(u.port), u.hostname);
   let got = '';
@@ -45,7 +38,7 @@ async function heldCall(url: string, who: Caller, text: string, id: number): Pro
 }
 
 test("a caller flooding the proxy with costly calls waits behind its own queue: the victim's calls are judged between them and all succeed", async () => {
-  const proxy = await stack.proxy({ ...ids.env, GUARDIAN_CALLS_PER_CALLER: '0', GUARDIAN_TIMEOUT_MS: '60000', FAIR_SLICE_MS: '1' });
+  const { ids, proxy } = shared;
   const victim = await makeClient(proxy.url, 'JSONRPC', '1.0', { fetchImpl: ids.fetchAs('B') });
   // Warm: the victim's first call costs its client and the proxy's caches what later ones do not.
   expect(textOf(await victim.sendMessage(sendReq('warm-up')))).toContain('warm-up');
