@@ -124,7 +124,7 @@ export function renderMetrics(metrics: readonly RegisteredMetric[]): string {
     '- `outcome` of `a2a_guard_requests_total`: the audit line\'s outcome, counted once per call when it ends; of',
     '  `a2a_guard_guardian_latency_seconds`: the decision or the failure kind.',
     '- `kind` of `a2a_guard_guardian_failures_total`: the audit line\'s `failure` kinds (`connect`, `timeout`, `http`, ...).',
-    '- `resource` of `a2a_guard_caller_limited_total`: `calls`, `rate`, `bytes`, `tasks` (task bindings held), `contexts`',
+    '- `resource` of `a2a_guard_caller_limited_total`: `calls`, `rate`, `bytes`, `tasks` (task bindings held), `contexts`, `turns` (requests waiting for a turn of the CPU stages: FAIR_QUEUE_PER_CALLER)',
     '  (new contexts held at once).',
     '- `budget` of `a2a_guard_guardian_queued_calls`: `call` (request hooks, unary answers) or `stream` (stream events).',
     '- `state` of `a2a_guard_guardian_breaker_state`: `closed`, `open`, `half_open`.',

@@ -122,6 +122,8 @@ const VARIABLES = {
   GUARDIAN_CALLS_PER_CALLER: optional(whole(0, 65_536)).describe('guardian calls (request hooks, unary answers) one caller may have in flight (default: a quarter of GUARDIAN_CALL_CONNECTIONS); more wait in its own line; 0 = no bound'),
   RATE_LIMIT_PER_SECOND: int(0, 0, 1_000_000).describe('calls per second per caller (token bucket; shared by replicas through TASK_STORE_URL when set); over it 429 (-31429) with Retry-After; 0 = no rate limit'),
   RATE_LIMIT_BURST: optional(whole(1, 10_000_000)).describe('calls a caller may make at once before RATE_LIMIT_PER_SECOND applies (default: one second of it)'),
+  FAIR_QUEUE_PER_CALLER: int(256, 0, 1_000_000).describe("requests of one caller that may wait for a turn of the proxy's CPU while others are served (turns go round-robin across callers); more get 429 (-31429); 0 = first come, first served"),
+  FAIR_SLICE_MS: int(5, 1, 1000).describe('milliseconds of CPU work the proxy runs at once before polling for new requests while callers wait for turns'),
   EXPOSE_GUARDIAN_REASONING: bool(false).describe('include the guardian\'s reasoning in errors sent to callers'),
   ADMIN_PORT: int(9090, 0, 65535).describe('admin server port: /healthz, /readyz, /metrics'),
   ADMIN_HOST: v.string().min(1).default('0.0.0.0').describe('admin server listen address'),
@@ -414,6 +416,9 @@ function toConfig(e: Env) {
       guardianCalls: e.GUARDIAN_CALLS_PER_CALLER ?? Math.max(1, Math.floor(e.GUARDIAN_CALL_CONNECTIONS / 4)),
       /** Calls per second and burst; undefined = no rate limit. */
       rate: e.RATE_LIMIT_PER_SECOND === 0 ? undefined : { perSecond: e.RATE_LIMIT_PER_SECOND, burst: e.RATE_LIMIT_BURST ?? Math.max(1, e.RATE_LIMIT_PER_SECOND) },
+      /** Turns of the CPU stages waiting per caller (0: no fair queue) and the slice run at once. */
+      fairQueue: e.FAIR_QUEUE_PER_CALLER,
+      fairSliceMs: e.FAIR_SLICE_MS,
     },
     exposeGuardianReasoning: e.EXPOSE_GUARDIAN_REASONING,
     adminPort: e.ADMIN_PORT,

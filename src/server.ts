@@ -17,6 +17,7 @@ import { Identities } from './aos/identity';
 import { createUpstream, proxyOwned } from './proxy/forward';
 import { createProxyHandler } from './proxy/pipeline';
 import { BodyBudget } from './proxy/body';
+import { createFairTurns } from './proxy/fair';
 import { callerKey, createCallerLimits } from './proxy/callers';
 import { ownerKey } from './ownership/principal';
 import { refuseUpgrade, relayUpgrade, upgradeRoutes, upgradeTarget, type UpgradeOutcome } from './proxy/upgrade';
@@ -164,6 +165,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   metrics.watchBodyBudget(() => bodyBudget.inFlight);
   const callerLimits = await createCallerLimits(config, logger, metrics);
   const cardJudge = config.inspectCards ? new CardJudge({ config, guardian, identities, logger, metrics, callerLimits }) : undefined;
+  const fair = createFairTurns(config);
   const ownership = store === undefined ? undefined : new TaskOwnership({ store, failMode: config.failMode, logger, metrics, maxPerCaller: config.ownership.maxPerCaller, ttlSeconds: config.ownership.ttlSeconds });
   const push = config.push.relay && config.role !== 'client'
     ? await startPushRelay({ config, logger, metrics, tracer, owners: store, decisionLog: opts.decisionLog, resolve: opts.pushResolve, retryBaseMs: opts.pushRetryBaseMs, runHooks: createHookRunner({ config, guardian, identities, logger, metrics, callerLimits }) }, store)
@@ -183,7 +185,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     // Cards served over HTTP name the port the gRPC listener got (GRPC_PORT=0 picks one).
     effective = { ...config, grpc: { ...config.grpc, port: listener.port } };
   }
-  const handler = createProxyHandler({ config: effective, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, callerLimits, upstreamCard, cardSigning, cardJudge, ...identity, ownership, tracer, decisionLog: opts.decisionLog, streamLine, push });
+  const handler = createProxyHandler({ config: effective, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, callerLimits, fair, upstreamCard, cardSigning, cardJudge, ...identity, ownership, tracer, decisionLog: opts.decisionLog, streamLine, push });
 
   const tls = listenerTls(config.tls.listener, config.identity.refreshMs, logger);
   const serverOptions = { keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 };

@@ -9,6 +9,7 @@ import type { CardCache } from '../a2a/card';
 import type { CardGate } from './card-judge';
 import type { CardSigning } from '../identity/card-signing';
 import type { Guardian } from '../aos/guardian';
+import type { FairTurns } from './fair';
 import type { Identities } from '../aos/identity';
 import type { BodyBudget } from './body';
 import type { CallerLimits } from './callers';
@@ -36,6 +37,8 @@ export interface ProxyDeps {
   readonly bodyBudget: BodyBudget;
   /** What one caller may hold of what every caller shares: calls in flight, rate, guardian calls (proxy/callers.ts). */
   readonly callerLimits?: CallerLimits | undefined;
+  /** Turns of the CPU stages, round-robin per caller (proxy/fair.ts); undefined: first come, first served. */
+  readonly fair?: FairTurns | undefined;
   /** The agent's card: names its REST and JSON-RPC endpoints. */
   readonly upstreamCard: CardCache;
   /** Cards served signed by the proxy, or the agent's signature checked first (a2a/card-signature.ts); undefined: neither. */

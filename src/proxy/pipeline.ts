@@ -36,6 +36,7 @@ import { spent, type CallerResult } from '../identity/caller';
 import { describeConnectError } from '../tls';
 import { ANONYMOUS, ownerKey } from '../ownership/principal';
 import { callerKey, type Admission } from './callers';
+import { claimedCallerKey, responseClosing, takeTurn, turnsFull, turnStage } from './fair';
 import { callerTrace } from '../observe/tracing';
 import { finishCall, openExchange, type Exchange } from './call';
 import { allowListRefusal, readServiceParameters, type ServiceParameters } from '../a2a/service-parameters';
@@ -71,6 +72,8 @@ interface Arrival {
   leave: (() => void) | undefined;
   /** The request closed (the caller left, or its answer ended). */
   closed: boolean;
+  /** Set by admission: the key the caller's shares and turns are counted under. */
+  key?: string;
 }
 
 /** An A2A call over HTTP: the binding-neutral flow plus the HTTP exchange and what the HTTP stages make. */
@@ -177,6 +180,7 @@ export function createProxyHandler(deps: ProxyDeps): ProxyHandler {
     const hint = () => refusalCodec(req.url ?? '/', options());
     if (known?.ok === false) return refuse(res, proxyError('unauthenticated', known.message, { ...known.metadata }), null, hint());
     const key = callerKey(known?.ok === true ? ownerKey(known.identity) : ANONYMOUS, req.socket.remoteAddress);
+    a.key = key;
     a.lease.charge(key);
     const limits = deps.callerLimits;
     if (limits === undefined) return undefined;
@@ -251,7 +255,15 @@ export function createProxyHandler(deps: ProxyDeps): ProxyHandler {
     name: 'jwks',
     run: (a) => (deps.cardSigning !== undefined && serveCardJwks(deps.cardSigning, a.req, a.res) ? END : undefined),
   };
-  const arrival: readonly Stage<Arrival>[] = [jwks, cardKnown, admit, body, route];
+  // Verifying a credential and classifying a body take turns per caller (proxy/fair.ts).
+  const turnBy = (keyOf: (a: Arrival) => string): Stage<Arrival> => ({
+    name: 'turn',
+    run: (a) => takeTurn(deps.fair, keyOf(a), responseClosing(a.res), () => {
+      metrics.callerLimited.inc({ resource: 'turns' });
+      return refuse(a.res, turnsFull(config.perCaller.fairQueue), null, refusalCodec(a.req.url ?? '/', options()));
+    }),
+  });
+  const arrival: readonly Stage<Arrival>[] = [jwks, cardKnown, turnBy((a) => claimedCallerKey(a.req)), admit, body, turnBy((a) => a.key ?? claimedCallerKey(a.req)), route];
 
   // ---- A2A call stages (after the binding-neutral ones) ----
 
@@ -293,7 +305,8 @@ export function createProxyHandler(deps: ProxyDeps): ProxyHandler {
     return undefined;
   }
 
-  const callStageList: readonly Stage<HttpFlow>[] = [...callStages({ config, ownership: deps.ownership, runHooks, requestSides: sides.request, push: deps.push }), rebuild, forwardCall];
+  const approvedTurn: readonly Stage<HttpFlow>[] = deps.fair === undefined ? [] : [turnStage(deps.fair, metrics, config.perCaller.fairQueue)];
+  const callStageList: readonly Stage<HttpFlow>[] = [...callStages({ config, ownership: deps.ownership, runHooks, requestSides: sides.request, push: deps.push }), ...approvedTurn, rebuild, forwardCall];
 
   const listener: RequestListener = (req, res) => {
     handle(req, res).catch((err: unknown) => {

@@ -1,0 +1,148 @@
+/**
+ * Turns on the event loop, shared fairly between callers. Node runs ready callbacks first come, first
+ * served: a caller with 400 requests in flight puts 400 pieces of work in front of another caller's
+ * one. A stage that costs CPU (verifying a credential, parsing, building an envelope) first asks for a
+ * turn under its caller's key:
+ *
+ * - while the loop has spent less than `sliceMs` on turns taken at once since it last polled for I/O,
+ *   a turn is taken at once (no promise, no cost on an idle proxy) when nobody waits, and, while some
+ *   callers wait, by a caller with nothing waiting that has had no turn in this iteration;
+ * - otherwise the work waits in its caller's own queue; once per loop iteration (I/O is polled between
+ *   two) each waiting caller is granted one turn, in round-robin order: a caller flooding the proxy
+ *   waits behind its own queue, and another caller's work runs after at most one turn of each other
+ *   waiting caller;
+ * - a caller whose queue holds `maxQueuedPerCaller` turns is refused the next one (its caller answers
+ *   429 / -31429); a caller that leaves is dropped from its queue.
+ *
+ * A turn is the work that runs from the grant to its next wait on real I/O (its promise chain runs
+ * before the loop polls again).
+ */
+import { monotonicMs } from './clock';
+
+/** A caller that may go away (the proxy's Cancellation). */
+export interface Leaving {
+  onCancel(fn: () => void): () => void;
+}
+
+export interface FairQueueOptions {
+  /** Turns one caller may have waiting; the next is refused. */
+  readonly maxQueuedPerCaller: number;
+  /** Time the loop spends on turns taken at once before the next ones wait for I/O to be polled. */
+  readonly sliceMs: number;
+  readonly now?: () => number;
+  /** Runs `fn` once the loop has polled for I/O (setImmediate). */
+  readonly defer?: (fn: () => void) => void;
+}
+
+/** true: the turn is now; a promise: true once granted, false when the caller left first; 'full': refused. */
+export type Turn = true | Promise<boolean> | 'full';
+
+interface Waiter {
+  readonly resolve: (granted: boolean) => void;
+  unsubscribe: (() => void) | undefined;
+}
+
+export class FairQueue {
+  /** Callers with turns waiting, in round-robin order (the next to serve first). */
+  private readonly queues = new Map<string, Waiter[]>();
+  private waiting = 0;
+  private dispatching = false;
+  /** When the loop began spending its current slice on turns taken at once (undefined: not yet this iteration). */
+  private sliceStart: number | undefined;
+  /** Callers that had a turn since the loop last polled for I/O. */
+  private readonly served = new Set<string>();
+  private resetScheduled = false;
+  private readonly now: () => number;
+  private readonly defer: (fn: () => void) => void;
+
+  constructor(private readonly opts: FairQueueOptions) {
+    this.now = opts.now ?? monotonicMs;
+    this.defer = opts.defer ?? ((fn) => void setImmediate(fn));
+  }
+
+  /** Turns waiting now, across callers. */
+  get size(): number {
+    return this.waiting;
+  }
+
+  /** Turns waiting now for `key`. */
+  queuedFor(key: string): number {
+    return this.queues.get(key)?.length ?? 0;
+  }
+
+  /** A turn for `key`; `caller` going away drops a waiting turn (its promise resolves false). */
+  turn(key: string, caller?: Leaving): Turn {
+    // While nobody waits, the slice is anyone's; while some wait, a caller gets one turn per iteration at once.
+    if (!this.queues.has(key) && (this.waiting === 0 || !this.served.has(key)) && this.withinSlice()) {
+      this.served.add(key);
+      return true;
+    }
+    let q = this.queues.get(key);
+    if (q !== undefined && q.length >= this.opts.maxQueuedPerCaller) return 'full';
+    if (this.opts.maxQueuedPerCaller <= 0) return 'full';
+    if (q === undefined) {
+      q = [];
+      this.queues.set(key, q);
+    }
+    const queue = q;
+    return new Promise<boolean>((resolve) => {
+      const w: Waiter = { resolve, unsubscribe: undefined };
+      queue.push(w);
+      this.waiting++;
+      w.unsubscribe = caller?.onCancel(() => {
+        const i = queue.indexOf(w);
+        if (i === -1) return;
+        queue.splice(i, 1);
+        this.waiting--;
+        if (queue.length === 0 && this.queues.get(key) === queue) this.queues.delete(key);
+        resolve(false);
+      });
+      this.schedule();
+    });
+  }
+
+  /** Turns taken at once count against the slice until the loop next polls for I/O. */
+  private withinSlice(): boolean {
+    const now = this.now();
+    if (this.sliceStart === undefined) {
+      this.sliceStart = now;
+      this.endOfIteration();
+      return true;
+    }
+    return now - this.sliceStart < this.opts.sliceMs;
+  }
+
+  /** Once the loop has polled for I/O, the slice and the round start again. */
+  private endOfIteration(): void {
+    if (this.resetScheduled) return;
+    this.resetScheduled = true;
+    this.defer(() => {
+      this.resetScheduled = false;
+      this.sliceStart = undefined;
+      this.served.clear();
+    });
+  }
+
+  private schedule(): void {
+    if (this.dispatching) return;
+    this.dispatching = true;
+    this.defer(() => this.grantRound());
+  }
+
+  /** One turn to each waiting caller, in round-robin order; the next round after the loop polled for I/O. */
+  private grantRound(): void {
+    for (const [key, queue] of [...this.queues]) {
+      const w = queue.shift() as Waiter;
+      this.waiting--;
+      // To the back of the line: the round after this one begins with the callers not served first now.
+      this.queues.delete(key);
+      if (queue.length > 0) this.queues.set(key, queue);
+      this.served.add(key);
+      w.unsubscribe?.();
+      w.resolve(true);
+    }
+    this.endOfIteration();
+    if (this.waiting > 0) this.defer(() => this.grantRound());
+    else this.dispatching = false;
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * The proxy's CPU stages take turns per caller (core/fair-queue.ts): verifying a credential, parsing
+ * and classifying a body, building and posting the guardian's envelope, rebuilding the approved
+ * request. A caller is keyed as its shares are (proxy/callers.ts): the verified identity, else the
+ * remote address. Before its credential is verified, a request is keyed by its address and the key
+ * its credential names (unverified): callers behind one address take turns too, and a request that
+ * claims another caller's key only shares that caller's turns if it also comes from its address.
+ */
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { Config } from '../config';
+import type { Metrics } from '../admin/metrics';
+import { FairQueue, type Leaving } from '../core/fair-queue';
+import { callerLimited, type ProxyError } from '../core/errors';
+import { ASSERTION_HEADER } from '../identity/types';
+import { ANONYMOUS } from '../ownership/principal';
+import { callerKey } from './callers';
+import { END, type CallFlow, type Stage, type Step } from './stages';
+
+export type FairTurns = FairQueue;
+
+/** The scheduler FAIR_QUEUE_PER_CALLER asks for, or undefined (0: first come, first served). */
+export function createFairTurns(config: Pick<Config, 'perCaller'>): FairTurns | undefined {
+  const { fairQueue, fairSliceMs } = config.perCaller;
+  return fairQueue > 0 ? new FairQueue({ maxQueuedPerCaller: fairQueue, sliceMs: fairSliceMs }) : undefined;
+}
+
+/** The answer to a caller whose turns waiting are at FAIR_QUEUE_PER_CALLER. */
+export function turnsFull(max: number): ProxyError {
+  return callerLimited('requests waiting', 1, `Too many requests of this caller waiting for the proxy (at most ${max}); retry later`);
+}
+
+/**
+ * Wait for `key`'s turn: undefined to go on, END once `refuse` answered (queue full) or the caller left.
+ * Synchronous (no promise) when the turn is now.
+ */
+export function takeTurn(fair: FairTurns | undefined, key: string, caller: Leaving, refuse: () => typeof END): Step | Promise<Step> {
+  if (fair === undefined) return undefined;
+  const t = fair.turn(key, caller);
+  if (t === true) return undefined;
+  if (t === 'full') return refuse();
+  return t.then((granted) => (granted ? undefined : END));
+}
+
+/** An HTTP request's caller going away (its response closing). */
+export function responseClosing(res: ServerResponse): Leaving {
+  return {
+    onCancel(fn) {
+      if (res.closed) {
+        fn();
+        return () => undefined;
+      }
+      res.once('close', fn);
+      return () => void res.off('close', fn);
+    },
+  };
+}
+
+/** A request's key before its credential is verified: its address, and the key its credential names. */
+export function claimedCallerKey(req: IncomingMessage): string {
+  const addr = callerKey(ANONYMOUS, req.socket.remoteAddress);
+  const named = jwtKid(req.headers[ASSERTION_HEADER]) ?? bearerKid(req.headers);
+  return named === undefined ? addr : `${addr}|${named}`;
+}
+
+function bearerKid(headers: IncomingHttpHeaders): string | undefined {
+  const h = headers.authorization;
+  if (typeof h !== 'string' || h.length <= 7 || h.slice(0, 7).toLowerCase() !== 'bearer ') return undefined;
+  // One identity provider's key signs every caller's token: the subject names the caller.
+  const payload = segment(h.slice(7), 1);
+  return typeof payload?.['sub'] === 'string' && payload['sub'].length <= 256 ? `sub:${String(payload['iss']).slice(0, 256)}:${payload['sub']}` : undefined;
+}
+
+/** The `kid` of a compact JWS's protected header, read without verifying. */
+function jwtKid(token: string | string[] | undefined): string | undefined {
+  if (typeof token !== 'string') return undefined;
+  const kid = segment(token, 0)?.['kid'];
+  return typeof kid === 'string' && kid.length <= 256 ? `kid:${kid}` : undefined;
+}
+
+/** Segment `n` of a compact JWS as a JSON object, unverified (bounded: short segments only). */
+function segment(token: string, n: 0 | 1): Record<string, unknown> | undefined {
+  const first = token.indexOf('.');
+  const start = n === 0 ? 0 : first + 1;
+  const end = n === 0 ? first : token.indexOf('.', start);
+  if (first <= 0 || end <= start || end - start > 4096) return undefined;
+  try {
+    const v = JSON.parse(Buffer.from(token.slice(start, end), 'base64url').toString('utf8')) as unknown;
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A call stage: the call's caller waits for its turn (its verified key) before the stages after it run. */
+export function turnStage<F extends CallFlow>(fair: FairTurns, metrics: Pick<Metrics, 'callerLimited'>, max: number): Stage<F> {
+  return {
+    name: 'turn',
+    run(flow) {
+      const { call } = flow.ex;
+      return takeTurn(fair, callerKey(call.owner, call.remoteAddress), call.caller, () => {
+        metrics.callerLimited.inc({ resource: 'turns' });
+        flow.ex.log.decision = 'refused';
+        flow.holds?.end();
+        flow.port.fail(turnsFull(max));
+        return END;
+      });
+    },
+  };
+}
