@@ -9,15 +9,15 @@ import type { CardCache } from '../a2a/card';
 import type { CardSigning } from '../identity/card-signing';
 import type { Guardian } from '../aos/guardian';
 import type { Identities } from '../aos/identity';
-import type { BodyBudget } from './body';
+import type { BodyBudget } from './http/body';
 import type { CallerLimits } from './callers';
-import type { Upstream } from './forward';
+import type { Upstream } from './http/forward';
 import type { CallerIdentifier } from '../identity/caller';
 import type { TaskOwnership } from './ownership';
 import type { Tracer } from '../observe/tracing';
 import type { AuditRecord } from '../observe/audit';
 import type { ChainLink } from '../observe/decision-log';
-import type { Line } from './relay/window';
+import type { Line } from './window';
 
 export interface ProxyDeps {
   readonly config: Config;
@@ -47,6 +47,6 @@ export interface ProxyDeps {
   readonly tracer: Tracer;
   /** Appends each finished call's audit record to DECISION_LOG_FILE and says where it is in the chain (when configured). */
   readonly decisionLog?: ((record: AuditRecord) => ChainLink) | undefined;
-  /** Places for stream events going to the guardian, shared by all streams (relay/window.ts). */
+  /** Places for stream events going to the guardian, shared by all streams (window.ts). */
   readonly streamLine?: Line;
 }
