@@ -13,7 +13,7 @@
  * Two connection budgets: the checks of each call (request hooks, unary answers) and the checks of
  * stream events. A stream can ask for thousands of decisions; a call never waits for a connection
  * behind them, whatever the streams do. (The stream relay lets at most as many stream events go to
- * the guardian at once as the stream budget has connections: see proxy/relay/window.ts.)
+ * the guardian at once as the stream budget has connections: see proxy/window.ts.)
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';

@@ -2,7 +2,7 @@
  * Assertion ids seen, each kept until its assertion expires: a second use is a replay.
  *
  * - Only assertions whose signature and claims verified are recorded, and only when their request
- *   routes to an A2A operation or a forwarded route (the assertion is spent: proxy/pipeline.ts); a
+ *   routes to an A2A operation or a forwarded route (the assertion is spent: proxy/http/pipeline.ts); a
  *   request refused before (a 404) only looks: outsiders and refused requests cannot fill it.
  * - Per signer (the key, `kid`): each trusted key may hold `share` live ids (ASSERTION_REPLAY_CACHE_SIZE
  *   divided among the trusted keys). A signer whose share is full has its new assertions refused

@@ -42,7 +42,7 @@ export type CredentialKind = 'assertion' | 'client certificate' | 'bearer token'
 
 /**
  * One presented credential, checked. `spend`: a credential good for one use (an assertion) is used
- * up only when its request routes somewhere (proxy/pipeline.ts): resolves with a problem when it
+ * up only when its request routes somewhere (proxy/http/pipeline.ts): resolves with a problem when it
  * was used already, else undefined.
  */
 export type CredentialCheck =

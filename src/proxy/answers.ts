@@ -4,7 +4,7 @@
  * through the card rewrite, task ownership, the unreadable-answer policy, the spelling rule and the
  * response hooks, on every binding alike. A stage hands the message on, or ends it with `flow.end`:
  * refused (the caller gets an error instead), or passed unjudged (FAIL_MODE=open). What the caller then
- * gets is the binding's to write (responses.ts, relay/stream.ts, grpc/relay.ts): the agent's bytes when
+ * gets is the binding's to write (http/responses.ts, http/relay/stream.ts, grpc/relay.ts): the agent's bytes when
  * nothing changed them, else the proxy's encoding of `flow.body` or of the judged payload.
  */
 import type { JsonObject, JsonRpcId } from '../core/json';

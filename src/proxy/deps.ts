@@ -11,15 +11,15 @@ import type { CardSigning } from '../identity/card-signing';
 import type { Guardian } from '../aos/guardian';
 import type { FairTurns } from './fair';
 import type { Identities } from '../aos/identity';
-import type { BodyBudget } from './body';
+import type { BodyBudget } from './http/body';
 import type { CallerLimits } from './callers';
-import type { Upstream } from './forward';
+import type { Upstream } from './http/forward';
 import type { CallerIdentifier } from '../identity/caller';
 import type { TaskOwnership } from './ownership';
 import type { Tracer } from '../observe/tracing';
 import type { AuditRecord } from '../observe/audit';
 import type { ChainLink } from '../observe/decision-log';
-import type { Line } from './relay/window';
+import type { Line } from './window';
 import type { PushRelay } from './push/relay';
 
 export interface ProxyDeps {
@@ -54,7 +54,7 @@ export interface ProxyDeps {
   readonly tracer: Tracer;
   /** Appends each finished call's audit record to DECISION_LOG_FILE and says where it is in the chain (when configured). */
   readonly decisionLog?: ((record: AuditRecord) => ChainLink) | undefined;
-  /** Places for stream events going to the guardian, shared by all streams (relay/window.ts). */
+  /** Places for stream events going to the guardian, shared by all streams (window.ts). */
   readonly streamLine?: Line;
   /** Push deliveries through the proxy (PUSH_DELIVERIES=relay), or undefined. */
   readonly push?: PushRelay | undefined;

@@ -26,7 +26,7 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-/** Relative specifier -> file below src/ ('proxy/pipeline.ts'), or undefined for packages and node: modules. */
+/** Relative specifier -> file below src/ ('proxy/http/pipeline.ts'), or undefined for packages and node: modules. */
 function resolve(fromFile: string, spec: string): string | undefined {
   if (!spec.startsWith('.')) return undefined;
   const base = path.resolve(path.dirname(fromFile), spec);
@@ -151,7 +151,7 @@ const edges = sourceFiles(SRC).flatMap((f) => importsOf(f, fs.readFileSync(f, 'u
 describe('import direction in src/', () => {
   it('reads the imports (the parser finds the edges the layers are made of)', () => {
     const has = (from: string, to: string) => edges.some((e) => e.from === from && e.to === to);
-    expect(has('proxy/pipeline.ts', 'a2a/classify.ts')).toBe(true);
+    expect(has('proxy/http/pipeline.ts', 'a2a/classify.ts')).toBe(true);
     expect(has('main.ts', 'server.ts') || has('main.ts', 'config.ts')).toBe(true);
     expect(edges.length).toBeGreaterThan(200);
   });
@@ -170,7 +170,7 @@ describe('import direction in src/', () => {
 
   it('the binding-neutral middle knows no binding and no transport: call.ts and stages.ts import no adapter, no codec module, no socket module', () => {
     const neutral = ['proxy/call.ts', 'proxy/stages.ts'];
-    const adapters = /^(proxy\/(pipeline|responses|forward|card-route)\.ts|proxy\/grpc\/|proxy\/relay\/|a2a\/bindings\/|a2a\/(classify|rest|rebuild|sse)\.ts)/;
+    const adapters = /^(proxy\/http\/|proxy\/grpc\/|a2a\/bindings\/|a2a\/(classify|rest|rebuild|sse)\.ts)/;
     expect(edges.filter((e) => neutral.includes(e.from) && adapters.test(e.to)).map((e) => `${e.from} -> ${e.to}`)).toEqual([]);
     for (const f of neutral) {
       const text = fs.readFileSync(path.join(SRC, f), 'utf8');
@@ -209,12 +209,12 @@ describe('the import checker itself', () => {
   it('reads static, type-only, re-export and lazy imports', () => {
     const file = path.join(SRC, 'proxy', 'probe.ts');
     const text = [
-      "import { a } from './pipeline';", "import type { B } from '../a2a/classify';", "export { c } from '../core/errors';",
-      "import fs from 'node:fs';", "function f() { return require('../observe/otel'); }", "type T = typeof import('./forward');",
+      "import { a } from './http/pipeline';", "import type { B } from '../a2a/classify';", "export { c } from '../core/errors';",
+      "import fs from 'node:fs';", "function f() { return require('../observe/otel'); }", "type T = typeof import('./http/forward');",
     ].join('\n');
     expect(importsOf(file, text)).toEqual([
-      edge('proxy/probe.ts', 'proxy/pipeline.ts'), edge('proxy/probe.ts', 'a2a/classify.ts'), edge('proxy/probe.ts', 'core/errors.ts'),
-      edge('proxy/probe.ts', 'observe/otel.ts', true), edge('proxy/probe.ts', 'proxy/forward.ts'),
+      edge('proxy/probe.ts', 'proxy/http/pipeline.ts'), edge('proxy/probe.ts', 'a2a/classify.ts'), edge('proxy/probe.ts', 'core/errors.ts'),
+      edge('proxy/probe.ts', 'observe/otel.ts', true), edge('proxy/probe.ts', 'proxy/http/forward.ts'),
     ]);
   });
 });

@@ -1,7 +1,7 @@
 /**
  * The agent's answer to one gRPC call, relayed to the caller. Unjudged answers go through as bytes
  * with backpressure both ways. Judged ones (INSPECT_RESPONSES, a card to rewrite, task ownership)
- * go through an OrderedWindow (relay/window.ts, whose ordering rules apply as written there): each
+ * go through an OrderedWindow (window.ts, whose ordering rules apply as written there): each
  * message is decoded, run through the answer stages (answers.ts) and re-encoded in the window's `decide`; a stream's messages are judged
  * up to STREAM_INSPECT_WINDOW at once on the guardian's stream budget and places (a unary answer's one
  * message on the call budget), and leave in the agent's order, each once its own decision is known.
@@ -21,17 +21,17 @@ import { jsonRpcCodec } from '../../a2a/bindings/jsonrpc';
 import { canonicalResponse, encodeFromPayload, encodeProblem, faithfulEncoding, type MessageCodec } from '../../a2a/bindings/grpc/codec';
 import { agentStatusJson, statusProblem, statusTrailers } from '../../a2a/bindings/grpc/status';
 import { GRPC_STATUS, MessageReader, frameMessage, isProblem, readMessage, type RawMessage } from '../../a2a/bindings/grpc/framing';
-import { headerText } from '../forward';
+import { headerText } from '../http/forward';
 import type { CallOutcome } from '../../observe/audit';
 import { proxyError, type ProxyError } from '../../core/errors';
 import type { HookRun, HookRunInput } from '../hooks';
 import type { AnswerHook } from '../ownership';
 import { answerFlow, runAnswerStages, STREAM_ANSWER, UNARY_ANSWER, type AnswerFlow, type AnswerRoad } from '../answers';
 import type { Stage } from '../stages';
-import { OrderedWindow, STREAM_WINDOW_MAX_BYTES, type Line, type Verdict } from '../relay/window';
+import { OrderedWindow, STREAM_WINDOW_MAX_BYTES, type Line, type Verdict } from '../window';
 import { framingError, type CallerSide } from './caller';
 import type { Exchange } from '../call';
-import type { BodyLease } from '../body';
+import type { BodyLease } from '../http/body';
 import type { GrpcMethod } from '../../a2a/bindings/grpc/methods';
 
 export interface RelayDeps {
@@ -41,7 +41,7 @@ export interface RelayDeps {
   /** Open streams, ended with UNAVAILABLE when the proxy shuts down. */
   readonly streams: Set<() => void>;
   readonly cardRewrite: (authority: string | undefined) => CardServing;
-  /** Places for stream messages going to the guardian, shared with the HTTP bindings' streams (relay/window.ts). */
+  /** Places for stream messages going to the guardian, shared with the HTTP bindings' streams (window.ts). */
   readonly streamLine?: Line | undefined;
 }
 

@@ -1,5 +1,5 @@
 /**
- * Pipelined stream inspection (ordering rules in src/proxy/relay/window.ts), with a real
+ * Pipelined stream inspection (ordering rules in src/proxy/window.ts), with a real
  * @a2a-js/sdk agent streaming "stream N" (a task, N artifact updates "chunk 0".."chunk N-1", a final
  * status), a real HTTP guardian, raw node:http callers, and a proxy with STREAM_INSPECT_WINDOW=8:
  *   - a guardian that answers out of order (random delays): every event arrives once, in order, and

@@ -1,5 +1,5 @@
 /**
- * Pipelined inspection of gRPC server-streaming answers (the ordering rules of src/proxy/relay/window.ts,
+ * Pipelined inspection of gRPC server-streaming answers (the ordering rules of src/proxy/window.ts,
  * as over HTTP), with a real @a2a-js/sdk agent serving gRPC ("stream N": a task, N artifact updates
  * "chunk 0".."chunk N-1", a final status), the SDK's gRPC client, a real HTTP guardian, and a proxy with
  * GRPC_PORT, INSPECT_RESPONSES=true and STREAM_INSPECT_WINDOW=8:

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
-import { BodyBudget, decodeBody, readBody, type BodyResult } from '../../../src/proxy/body';
+import { BodyBudget, decodeBody, readBody, type BodyResult } from '../../../src/proxy/http/body';
 
 const JSON_BODY = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { parts: [{ kind: 'text', text: 'héllo ✓' }] } } }));
 const MAX = 1024 * 1024;

@@ -10,12 +10,12 @@
 import type { Transform } from 'node:stream';
 import type * as Zlib from 'node:zlib';
 import type { Logger } from 'pino';
-import { agentAddress, cardIn, cardToServe, type CardJson, type RewriteOptions } from '../a2a/card';
-import { wideDecode } from '../a2a/classify';
-import { restCodec } from '../a2a/bindings/rest';
-import { BoundedBytes } from '../core/bounded';
-import { contentCodings } from '../core/http';
-import { proxyError, type ProxyError } from '../core/errors';
+import { agentAddress, cardIn, cardToServe, type CardJson, type RewriteOptions } from '../../a2a/card';
+import { wideDecode } from '../../a2a/classify';
+import { restCodec } from '../../a2a/bindings/rest';
+import { BoundedBytes } from '../../core/bounded';
+import { contentCodings } from '../../core/http';
+import { proxyError, type ProxyError } from '../../core/errors';
 import { decodeBody } from './body';
 import { dropAgentBytes, UpstreamAnswer } from './forward';
 import { relayPlain, sendError, type RelayContext } from './responses';

@@ -4,11 +4,11 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type zlib from 'node:zlib';
-import { BoundedBytes } from '../core/bounded';
-import { callerLimited, proxyError, type ProxyError } from '../core/errors';
-import { monotonicMs } from '../core/clock';
-import { contentCodings } from '../core/http';
-import { zlibDecoders } from '../core/decoders';
+import { BoundedBytes } from '../../core/bounded';
+import { callerLimited, proxyError, type ProxyError } from '../../core/errors';
+import { monotonicMs } from '../../core/clock';
+import { contentCodings } from '../../core/http';
+import { zlibDecoders } from '../../core/decoders';
 
 export type BodyResult =
   | { readonly ok: true; readonly body: Buffer }

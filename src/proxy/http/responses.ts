@@ -4,14 +4,14 @@
  * response hooks, and SSE events through them pipelined and in order (relay/stream.ts).
  */
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { JsonRpcId } from '../aos/schemas';
-import type { Codec, ErrorShape, SseCodec } from '../a2a/binding';
-import { BoundedBytes } from '../core/bounded';
-import { isEncoded } from '../core/http';
-import { proxyError, type ProxyError } from '../core/errors';
+import type { JsonRpcId } from '../../aos/schemas';
+import type { Codec, ErrorShape, SseCodec } from '../../a2a/binding';
+import { BoundedBytes } from '../../core/bounded';
+import { isEncoded } from '../../core/http';
+import { proxyError, type ProxyError } from '../../core/errors';
 import { dropAgentBytes, headerText, headersForOwnBody, type UpstreamAnswer } from './forward';
 import { decodeBody } from './body';
-import { answerFlow, runAnswerStages, UNARY_ANSWER, type AnswerFlow } from './answers';
+import { answerFlow, runAnswerStages, UNARY_ANSWER, type AnswerFlow } from '../answers';
 import { relayStreamInspected as relayPipelined } from './relay/stream';
 import { answerRoad, type RelayContext } from './relay/context';
 

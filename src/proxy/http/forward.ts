@@ -3,13 +3,13 @@
  * ClientRequest/IncomingMessage streams per call, a fraction of node:http's CPU), the header rules
  * of design section 6, and the agent's answer handed on chunk by chunk, never buffered here.
  */
-import type { Role } from '../aos/hook-points';
+import type { Role } from '../../aos/hook-points';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Pool } from 'undici';
-import { createPool, dispatchRaw, headerNameOf } from '../undici-pool';
-import type { PartialAgent } from '../aos/schemas';
-import { AGENT_HEADERS, encodeAgentHeader } from '../aos/identity';
-import { ASSERTION_HEADER } from '../identity/types';
+import { createPool, dispatchRaw, headerNameOf } from '../../undici-pool';
+import type { PartialAgent } from '../../aos/schemas';
+import { AGENT_HEADERS, encodeAgentHeader } from '../../aos/identity';
+import { ASSERTION_HEADER } from '../../identity/types';
 
 export interface Upstream {
   readonly url: URL;
@@ -51,7 +51,7 @@ function connectionTokens(headers: IncomingHttpHeaders): Set<string> {
   return extra === undefined ? HOP_BY_HOP : new Set([...HOP_BY_HOP, ...extra]);
 }
 
-import { extensionHeaders, type ServiceParameters } from '../a2a/service-parameters';
+import { extensionHeaders, type ServiceParameters } from '../../a2a/service-parameters';
 
 export interface RequestHeaderRules {
   readonly role: Role;

@@ -3,17 +3,17 @@
  * pipeline and responses.ts / relay/stream.ts). Its own module, so neither relay imports the other for it.
  */
 import type { ServerResponse } from 'node:http';
-import type { JsonObject, JsonRpcId } from '../../aos/schemas';
-import type { GuardianBudget } from '../../aos/guardian';
-import type { rewriteCard } from '../../a2a/card';
-import type { SseCodec } from '../../a2a/binding';
-import type { ProxyError } from '../../core/errors';
+import type { JsonObject, JsonRpcId } from '../../../aos/schemas';
+import type { GuardianBudget } from '../../../aos/guardian';
+import type { rewriteCard } from '../../../a2a/card';
+import type { SseCodec } from '../../../a2a/binding';
+import type { ProxyError } from '../../../core/errors';
 import type { UpstreamAnswer, UpstreamHandle } from '../forward';
-import type { HookRun } from '../hooks';
-import type { Exchange } from '../call';
-import type { AnswerHook } from '../ownership';
-import type { Line } from './window';
-import type { AnswerRoad } from '../answers';
+import type { HookRun } from '../../hooks';
+import type { Exchange } from '../../call';
+import type { AnswerHook } from '../../ownership';
+import type { Line } from '../../window';
+import type { AnswerRoad } from '../../answers';
 import type { BodyLease } from '../body';
 
 export interface RelayContext {

@@ -5,7 +5,7 @@
  * (grpc/relay.ts); what passes is bytes, and a stop is the binding's end of the stream with an error
  * (an SSE error frame; a gRPC error status in trailers), written "error frame" below.
  *
- * Ordering rules (test/unit/proxy/relay/window.test.ts checks each one):
+ * Ordering rules (test/unit/proxy/window.test.ts checks each one):
  *  1. Order. Events leave in the order the agent sent them. Event k leaves only after every event
  *     before it has left and once event k's own decision is known; a later event decided sooner
  *     waits for the ones before it.
@@ -34,8 +34,8 @@
  *     cancelled, the upstream aborted.
  * A decision that throws or rejects is a stop with `failure()`'s frame (never a pass).
  */
-import type { SseEvent } from '../../a2a/sse';
-import { Cancellation } from '../../cancel';
+import type { SseEvent } from '../a2a/sse';
+import { Cancellation } from '../cancel';
 
 /** What leaves for one event: its bytes (pass), or the error that ends the stream (stop; an SSE error frame by default). */
 export type Verdict<S = Buffer> = { readonly pass: Buffer } | { readonly stop: S };
@@ -62,7 +62,7 @@ export interface WindowIo<T = SseEvent, S = Buffer> {
 export const STREAM_WINDOW_MAX_BYTES = 4 * 1024 * 1024;
 
 /**
- * Bytes held across all calls (the in-flight budget, proxy/body.ts): an admitted event holds its
+ * Bytes held across all calls (the in-flight budget, proxy/http/body.ts): an admitted event holds its
  * bytes there until it leaves. An event the budget cannot take is not judged: the stream stops there
  * with `refused()` (after the events before it have left), as a request over the budget is refused.
  */

@@ -1,11 +1,11 @@
 /**
- * The ordering core of an inspected stream (src/proxy/relay/window.ts), without sockets: each rule
+ * The ordering core of an inspected stream (src/proxy/window.ts), without sockets: each rule
  * written at the top of window.ts, with decisions that a test resolves in any order.
  */
 import fc from 'fast-check';
-import { OrderedWindow, type Verdict, type WindowBudget, type WindowIo } from '../../../../src/proxy/relay/window';
-import { Gate } from '../../../../src/aos/gate';
-import type { SseEvent } from '../../../../src/a2a/sse';
+import { OrderedWindow, type Verdict, type WindowBudget, type WindowIo } from '../../../src/proxy/window';
+import { Gate } from '../../../src/aos/gate';
+import type { SseEvent } from '../../../src/a2a/sse';
 
 const ev = (n: number, bytes = 0): SseEvent => {
   const text = `data: {"n":${n}}\n\n`;

@@ -4,14 +4,14 @@
  * caller in stream order once its own decision is known. The ordering rules are those of
  * OrderedWindow (window.ts); this module connects it to the sockets and turns hook runs into verdicts.
  */
-import type { SseEvent } from '../../a2a/sse';
-import { SseParser, formatSseEvent } from '../../a2a/sse';
-import { proxyError, type ProxyError } from '../../core/errors';
+import type { SseEvent } from '../../../a2a/sse';
+import { SseParser, formatSseEvent } from '../../../a2a/sse';
+import { proxyError, type ProxyError } from '../../../core/errors';
 import { headersForOwnBody } from '../forward';
 import { answerRoad, type RelayContext } from './context';
-import { isObject } from '../../core/json';
-import { answerFlow, runAnswerStages, STREAM_ANSWER, type AnswerFlow, type AnswerRoad } from '../answers';
-import { OrderedWindow, STREAM_WINDOW_MAX_BYTES, type Verdict } from './window';
+import { isObject } from '../../../core/json';
+import { answerFlow, runAnswerStages, STREAM_ANSWER, type AnswerFlow, type AnswerRoad } from '../../answers';
+import { OrderedWindow, STREAM_WINDOW_MAX_BYTES, type Verdict } from '../../window';
 
 /** Default number of events judged at once per stream (STREAM_INSPECT_WINDOW). */
 export const DEFAULT_STREAM_WINDOW = 16;

@@ -3,21 +3,21 @@
  * and returned with every endpoint URL pointing at this proxy (design section 7).
  */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { hostBoundCacheControl, weakEtag, type CardJson } from '../a2a/card';
-import { cardRefusal, cardVerdict, cardViewer, type CardServing, type CardVerdict } from './card-judge';
-import { callerKey } from './callers';
-import { ANONYMOUS } from '../ownership/principal';
-import { grpcPublicAddress } from '../a2a/bindings/grpc/card';
-import { CARD_JWKS_PATH } from '../a2a/card-signature';
-import type { CardSigning } from '../identity/card-signing';
-import { BoundedBytes } from '../core/bounded';
-import { isEncoded } from '../core/http';
-import { isObject } from '../core/json';
-import type { ProxyDeps } from './deps';
+import { hostBoundCacheControl, weakEtag, type CardJson } from '../../a2a/card';
+import { cardRefusal, cardVerdict, cardViewer, type CardServing, type CardVerdict } from '../card-judge';
+import { callerKey } from '../callers';
+import { ANONYMOUS } from '../../ownership/principal';
+import { grpcPublicAddress } from '../../a2a/bindings/grpc/card';
+import { CARD_JWKS_PATH } from '../../a2a/card-signature';
+import type { CardSigning } from '../../identity/card-signing';
+import { BoundedBytes } from '../../core/bounded';
+import { isEncoded } from '../../core/http';
+import { isObject } from '../../core/json';
+import type { ProxyDeps } from '../deps';
 import { callUpstream, forwardRequestHeaders, abortOnClientClose, headerText, headersForOwnBody } from './forward';
-import { proxyError } from '../core/errors';
+import { proxyError } from '../../core/errors';
 import { sendError } from './responses';
-import { restCodec } from '../a2a/bindings/rest';
+import { restCodec } from '../../a2a/bindings/rest';
 
 const MAX_CARD_BYTES = 1024 * 1024;
 

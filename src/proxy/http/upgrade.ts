@@ -8,7 +8,7 @@ import http from 'node:http';
 import type https from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
-import { classify, type ClassifyOptions } from '../a2a/classify';
+import { classify, type ClassifyOptions } from '../../a2a/classify';
 
 export type UpgradeOutcome = 'forwarded' | 'refused_path' | 'refused_identity' | 'refused_limit' | 'not_switched' | 'failed';
 
