@@ -2,7 +2,7 @@
  * Fair shares (README "Limits and fairness"): what one caller may hold of what every caller shares.
  * A caller is its verified identity, else its remote address. Each bound is checked before the cost
  * it protects: calls in flight and the rate when the call arrives (before its body is read), body
- * bytes as they arrive (proxy/http/body.ts), guardian calls in flight before a guardian connection is
+ * bytes as they arrive (proxy/budget.ts), guardian calls in flight before a guardian connection is
  * taken. A caller at a bound gets its own answer (429 / -31429 with Retry-After); no other caller
  * waits or is refused for it.
  */

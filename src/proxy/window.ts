@@ -62,7 +62,7 @@ export interface WindowIo<T = SseEvent, S = Buffer> {
 export const STREAM_WINDOW_MAX_BYTES = 4 * 1024 * 1024;
 
 /**
- * Bytes held across all calls (the in-flight budget, proxy/http/body.ts): an admitted event holds its
+ * Bytes held across all calls (the in-flight budget, proxy/budget.ts): an admitted event holds its
  * bytes there until it leaves. An event the budget cannot take is not judged: the stream stops there
  * with `refused()` (after the events before it have left), as a request over the budget is refused.
  */

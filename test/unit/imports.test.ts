@@ -80,6 +80,27 @@ const RULES: readonly { readonly module: string; readonly mayNotImport: readonly
   { module: 'guardian', mayNotImport: ['proxy', 'ownership', 'admin', 'server.ts', 'main.ts', 'cli.ts', 'config.ts', 'config-file.ts', 'env-rules.ts'], why: 'the reference guardian never imports the proxy, its configuration or its command line' },
 ];
 
+/** The proxy's inbound adapters: each frames its transport over the shared middle (the files at the root of proxy/). */
+const ADAPTERS = ['proxy/http/', 'proxy/grpc/'] as const;
+
+function adapterOf(file: string): string | undefined {
+  return ADAPTERS.find((a) => file.startsWith(a));
+}
+
+/** An adapter never imports another adapter; the middle (proxy/*.ts) imports no adapter. */
+export function adapterViolations(edges: readonly Edge[]): string[] {
+  const out: string[] = [];
+  for (const e of edges) {
+    if (!e.from.startsWith('proxy/')) continue;
+    const from = adapterOf(e.from);
+    const to = adapterOf(e.to);
+    if (to === undefined || from === to) continue;
+    if (from !== undefined) out.push(`${e.from} imports ${e.to}: one adapter never imports another (shared pieces live in proxy/*.ts)`);
+    else if (!e.from.slice('proxy/'.length).includes('/')) out.push(`${e.from} imports ${e.to}: the middle (proxy/*.ts) imports no adapter`);
+  }
+  return out;
+}
+
 export function violations(edges: readonly Edge[]): string[] {
   const out: string[] = [];
   for (const e of edges) {
@@ -160,6 +181,11 @@ describe('import direction in src/', () => {
     expect(violations(edges)).toEqual([]);
   });
 
+  it('the adapters (proxy/http/, proxy/grpc/) never import each other, and the middle (proxy/*.ts) imports neither', () => {
+    expect(edges.some((e) => e.from.startsWith('proxy/grpc/') && e.to.startsWith('proxy/') && adapterOf(e.to) === undefined)).toBe(true);
+    expect(adapterViolations(edges)).toEqual([]);
+  });
+
   it('has no import cycle between files (a lazy require() or import() is loaded on use and does not count)', () => {
     expect(cycles(graphOf(edges, (f) => f))).toEqual([]);
   });
@@ -198,6 +224,13 @@ describe('the import checker itself', () => {
     ];
     expect(violations(bad)).toHaveLength(bad.length);
     expect(violations([edge('a2a/classify.ts', 'core/json.ts'), edge('proxy/x.ts', 'a2a/y.ts'), edge('demo/a.ts', 'proxy/b.ts')])).toEqual([]);
+  });
+
+  it('flags an adapter importing the other, and the middle importing an adapter', () => {
+    const bad = [edge('proxy/grpc/call.ts', 'proxy/http/forward.ts'), edge('proxy/http/pipeline.ts', 'proxy/grpc/relay.ts'), edge('proxy/deps.ts', 'proxy/http/forward.ts')];
+    expect(adapterViolations(bad)).toHaveLength(bad.length);
+    const good = [edge('proxy/grpc/call.ts', 'proxy/headers.ts'), edge('proxy/http/pipeline.ts', 'proxy/http/body.ts'), edge('server.ts', 'proxy/http/server.ts'), edge('proxy/http/relay/stream.ts', 'proxy/http/forward.ts')];
+    expect(adapterViolations(good)).toEqual([]);
   });
 
   it('finds cycles, and ignores lazy edges', () => {

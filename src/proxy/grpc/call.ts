@@ -24,18 +24,18 @@ import { isObject } from '../../core/json';
 import { finishCall, openExchange } from '../call';
 import { callStages, END, runStages, type CallFlow, type Stage } from '../stages';
 import { proxyError, type ProxyError } from '../../core/errors';
-import { forwardRequestHeaders, headerText } from '../http/forward';
-import type { BodyLease } from '../http/body';
+import { forwardRequestHeaders, headerText } from '../headers';
+import type { BodyLease } from '../budget';
 import type { HookRun, HookRunInput } from '../hooks';
 import { CallerSide, framingError, readRequestMessage } from './caller';
 import { grpcErrorStatus } from '../../a2a/bindings/grpc/binding';
 import { relayAnswer } from './relay';
 import type { GrpcUpstream } from './upstream';
-import type { ProxyDeps } from '../deps';
+import type { SharedDeps } from '../deps';
 import { allowListRefusal, readServiceParameters, type ServiceParameters } from '../../a2a/service-parameters';
 
 /** What the gRPC adapter shares with the HTTP pipeline (ProxyDeps), and its own parts. */
-export interface GrpcDeps extends Pick<ProxyDeps,
+export interface GrpcDeps extends Pick<SharedDeps,
   'config' | 'logger' | 'metrics' | 'identities' | 'identify' | 'signAssertion' | 'ownership' | 'tracer' | 'decisionLog' | 'streams' | 'bodyBudget' | 'streamLine' | 'callerLimits' | 'push'> {
   /** The same hook runner the HTTP bindings use (proxy/hooks.ts). */
   readonly runHooks: (input: HookRunInput) => Promise<HookRun>;

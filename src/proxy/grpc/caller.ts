@@ -6,7 +6,7 @@
 import http2 from 'node:http2';
 import { GRPC_STATUS, MessageReader, isProblem, readMessage, type FramingProblem, type RawMessage } from '../../a2a/bindings/grpc/framing';
 import { grpcErrorStatus } from '../../a2a/bindings/grpc/binding';
-import type { BodyLease } from '../http/body';
+import type { BodyLease } from '../budget';
 import { proxyError, type ProxyError } from '../../core/errors';
 import type { CallerPort } from '../stages';
 

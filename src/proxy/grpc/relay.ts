@@ -21,7 +21,7 @@ import { jsonRpcCodec } from '../../a2a/bindings/jsonrpc';
 import { canonicalResponse, encodeFromPayload, encodeProblem, faithfulEncoding, type MessageCodec } from '../../a2a/bindings/grpc/codec';
 import { agentStatusJson, statusProblem, statusTrailers } from '../../a2a/bindings/grpc/status';
 import { GRPC_STATUS, MessageReader, frameMessage, isProblem, readMessage, type RawMessage } from '../../a2a/bindings/grpc/framing';
-import { headerText } from '../http/forward';
+import { headerText } from '../headers';
 import type { CallOutcome } from '../../observe/audit';
 import { proxyError, type ProxyError } from '../../core/errors';
 import type { HookRun, HookRunInput } from '../hooks';
@@ -31,7 +31,7 @@ import type { Stage } from '../stages';
 import { OrderedWindow, STREAM_WINDOW_MAX_BYTES, type Line, type Verdict } from '../window';
 import { framingError, type CallerSide } from './caller';
 import type { Exchange } from '../call';
-import type { BodyLease } from '../http/body';
+import type { BodyLease } from '../budget';
 import type { GrpcMethod } from '../../a2a/bindings/grpc/methods';
 
 export interface RelayDeps {

@@ -10,7 +10,7 @@
  * aos/guardian.ts and a2a/card.ts.
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import type { ProxyDeps } from '../deps';
+import type { ProxyDeps } from './deps';
 import { classify, type Classified, type ClassifyOptions } from '../../a2a/classify';
 import { leadingId } from '../../a2a/rpc-id';
 import type { CardJson } from '../../a2a/card';
@@ -22,9 +22,11 @@ import { looksLikeRest } from '../../a2a/rest';
 import { isUnder, parseTarget } from '../../a2a/target';
 import { HOOK_ORDER } from '../../aos/hook-points';
 import type { JsonRpcId } from '../../aos/schemas';
-import { decodeBody, hasBody, holdDecoded, readBody, type BodyLease } from './body';
+import { decodeBody, hasBody, readBody } from './body';
+import { holdDecoded, type BodyLease } from '../budget';
 import { proxyError, type ProxyError } from '../../core/errors';
-import { abortOnClientClose, callUpstream, forwardRequestHeaders, headerText, type UpstreamAnswer, type UpstreamHandle } from './forward';
+import { abortOnClientClose, callUpstream, type UpstreamAnswer, type UpstreamHandle } from './forward';
+import { forwardRequestHeaders, headerText } from '../headers';
 import { createHookRunner } from '../hooks';
 import { unreadableAnswer } from '../enforce';
 import type { AnswerHook } from '../ownership';

@@ -1,7 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
-import { BodyBudget, decodeBody, readBody, type BodyResult } from '../../../src/proxy/http/body';
+import { decodeBody, readBody, type BodyResult } from '../../../src/proxy/http/body';
+import { BodyBudget } from '../../../src/proxy/budget';
 
 const JSON_BODY = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { parts: [{ kind: 'text', text: 'héllo ✓' }] } } }));
 const MAX = 1024 * 1024;

@@ -1,7 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { callUpstream, createUpstream, endToEndHeaders, forwardRequestHeaders, type RequestHeaderRules } from '../../../src/proxy/http/forward';
+import { callUpstream, createUpstream, endToEndHeaders } from '../../../src/proxy/http/forward';
+import { forwardRequestHeaders, type RequestHeaderRules } from '../../../src/proxy/headers';
 
 const ANNOUNCE = { name: 'client-agent', url: 'http://client.example', version: '3.1' };
 

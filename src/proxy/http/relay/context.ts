@@ -14,7 +14,7 @@ import type { Exchange } from '../../call';
 import type { AnswerHook } from '../../ownership';
 import type { Line } from '../../window';
 import type { AnswerRoad } from '../../answers';
-import type { BodyLease } from '../body';
+import type { BodyLease } from '../../budget';
 
 export interface RelayContext {
   /** The binding the call came by: answers, payloads and errors in its terms. */

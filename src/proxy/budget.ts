@@ -1,0 +1,100 @@
+/**
+ * The bytes held across all calls (MAX_INFLIGHT_BODY_BYTES), whatever the binding: request bodies and
+ * messages, and the agent's answers held for inspection, each call holding a lease on it.
+ */
+import { callerLimited, proxyError, type ProxyError } from '../core/errors';
+
+const overloaded = (): ProxyError => proxyError('overloaded', 'Too many request bytes in flight; retry later', {}, 503);
+
+/**
+ * Hold a decoded body's size in the budget (`held`: the bytes read, already taken). A compressed
+ * body weighs what it decodes to: a few hundred gzip bytes can decode to MAX_BODY_BYTES, so
+ * counting only the wire bytes let a handful of small calls hold many times the budget.
+ * Returns the "overloaded" error when the growth does not fit.
+ */
+export function holdDecoded(lease: BodyLease, held: number, decoded: number): ProxyError | undefined {
+  if (decoded > held && !lease.take(decoded - held)) return overloaded();
+  lease.resize(decoded);
+  return undefined;
+}
+
+/**
+ * One budget of the bytes held across all calls (MAX_INFLIGHT_BODY_BYTES): request bodies, and the
+ * agent's answers held for inspection. A call that would go over it is answered "overloaded" at once
+ * instead of growing the process without bound. Each caller (its verified identity, else its
+ * address: proxy/callers.ts) holds at most `perCaller` of it, so one caller's bytes never refuse
+ * another's: past its share it is answered "limited" (429), alone.
+ */
+export class BodyBudget {
+  private used = 0;
+  private readonly byCaller = new Map<string, number>();
+
+  constructor(readonly limit: number, readonly perCaller: number = limit) {}
+
+  get inFlight(): number {
+    return this.used;
+  }
+
+  /** Bytes `caller` holds now. */
+  heldBy(caller: string): number {
+    return this.byCaller.get(caller) ?? 0;
+  }
+
+  /** Callers holding bytes now (a bound check for tests: an idle caller leaves no entry). */
+  get callers(): number {
+    return this.byCaller.size;
+  }
+
+  /**
+   * A lease for one call of `caller`; `take` grows it (false: over the budget or the caller's share,
+   * nothing taken; `refusal()` says which), `release` ends it. The caller may be named later
+   * (`charge`), while the lease holds nothing: a call is admitted before its caller is known.
+   */
+  lease(caller = ''): BodyLease {
+    let held = 0;
+    let who = caller;
+    let refusedBy: 'budget' | 'caller' = 'budget';
+    const add = (n: number) => {
+      this.used += n;
+      const mine = (this.byCaller.get(who) ?? 0) + n;
+      if (mine <= 0) this.byCaller.delete(who);
+      else this.byCaller.set(who, mine);
+      held += n;
+    };
+    return {
+      take: (n: number) => {
+        if (this.used + n > this.limit) {
+          refusedBy = 'budget';
+          return false;
+        }
+        if ((this.byCaller.get(who) ?? 0) + n > this.perCaller) {
+          refusedBy = 'caller';
+          return false;
+        }
+        add(n);
+        return true;
+      },
+      resize: (n: number) => add(n - held),
+      give: (n: number) => add(-Math.min(n, held)),
+      release: () => add(-held),
+      charge: (c: string) => {
+        if (held !== 0) throw new Error('a lease names its caller before it holds bytes');
+        who = c;
+      },
+      refusal: () => (refusedBy === 'caller' ? callerLimited('request bytes in flight', 1) : overloaded()),
+    };
+  }
+}
+
+export interface BodyLease {
+  take(n: number): boolean;
+  /** Hold exactly n bytes now (what is retained after parsing); never refused. */
+  resize(n: number): void;
+  /** Return n of the bytes held (never more than are held). */
+  give(n: number): void;
+  release(): void;
+  /** Name the caller whose share the lease counts against (only while it holds nothing). */
+  charge(caller: string): void;
+  /** The error for the last refused `take`: the shared budget is full (503), or the caller's share (429). */
+  refusal(): ProxyError;
+}
