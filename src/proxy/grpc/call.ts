@@ -15,13 +15,11 @@ import { canonicalRequest, codecFor, encodeFromPayload, encodeProblem, faithfulE
 import { grpcCodec } from '../../a2a/bindings/grpc/binding';
 import { unreadFieldMessage } from '../../a2a/bindings/grpc/unread';
 import { GRPC_STATUS, formatTimeout, frameMessage, isProblem, parseTimeout, supportedEncoding, SUPPORTED_ENCODINGS } from '../../a2a/bindings/grpc/framing';
-import { Cancellation } from '../../cancel';
-import { spent, type CallerResult } from '../../identity/caller';
-import { ownerKey } from '../../ownership/principal';
-import { callerKey } from '../callers';
+import { spent } from '../../identity/caller';
+import { createAdmit, type Admit, type Verified } from '../admit';
 import type { JsonObject } from '../../aos/schemas';
 import { isObject } from '../../core/json';
-import { finishCall, openExchange } from '../call';
+import { finishCall } from '../call';
 import { callStages, END, runStages, type CallFlow, type Stage } from '../stages';
 import { proxyError, type ProxyError } from '../../core/errors';
 import { forwardRequestHeaders, headerText } from '../headers';
@@ -32,7 +30,7 @@ import { grpcErrorStatus } from '../../a2a/bindings/grpc/binding';
 import { relayAnswer } from './relay';
 import type { GrpcUpstream } from './upstream';
 import type { SharedDeps } from '../deps';
-import { allowListRefusal, readServiceParameters, type ServiceParameters } from '../../a2a/service-parameters';
+import type { ServiceParameters } from '../../a2a/service-parameters';
 
 /** What the gRPC adapter shares with the HTTP pipeline (ProxyDeps), and its own parts. */
 export interface GrpcDeps extends Pick<SharedDeps,
@@ -59,7 +57,7 @@ interface GrpcFlow extends CallFlow {
   readonly headers: http2.IncomingHttpHeaders;
   readonly caller: CallerSide;
   readonly lease: BodyLease;
-  readonly assertion: Promise<string | undefined>;
+  readonly assertion: Promise<string | undefined> | undefined;
   readonly timeoutMs: number | undefined;
   /** Set by the encode stage: the message the agent receives. */
   message: Buffer | undefined;
@@ -73,31 +71,186 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 const TRANSPORT_HEADERS = new Set(['host', 'grpc-encoding', 'grpc-accept-encoding', 'grpc-timeout', 'content-length', 'te', 'content-type']);
 
 export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void {
-  const { config, logger, metrics } = deps;
-
-  function refuse(caller: CallerSide, err: ProxyError, status: string | undefined, remoteAddress: string | undefined, extra: http2.OutgoingHttpHeaders = {}): void {
-    metrics.call('refused', 'refused');
-    logger.info({ outcome: 'refused', binding: 'grpc', reason: err.message, remoteAddress }, 'request refused');
-    caller.end({ ...grpcErrorStatus(err, status), ...extra });
-  }
-
-  /** What the agent decodes is what the guardian approved: the decoded message (unknown fields dropped) or the replacement. */
-  const encode: Stage<GrpcFlow> = {
-    name: 'encode',
-    run(f) {
-      const run = f.approved as NonNullable<GrpcFlow['approved']>;
-      // Another payload (a modify, or task ownership's unsealed page token) is encoded from what the guardian saw.
-      f.message = run.modified || run.payload !== f.decodedRequest ? encodeFromPayload(f.codec.request, run.payload, 'params') : f.encoded;
-      return undefined;
-    },
+  const admit = createAdmit(deps);
+  const stages: readonly Stage<GrpcFlow>[] = [...callStages({ config: deps.config, ownership: deps.ownership, runHooks: deps.runHooks, requestSides: HOOK_ORDER[deps.config.role].request, push: deps.push }), encode, forwardStage(deps)];
+  return (stream, headers) => {
+    const caller = new CallerSide(stream);
+    // A stream error (a reset, a protocol error) only ends this call.
+    stream.on('error', () => undefined);
+    handle(deps, admit, stages, caller, headers).catch((err: unknown) => {
+      deps.logger.error({ err }, 'internal error while handling a gRPC call');
+      caller.fail(proxyError('rejected', 'Internal proxy error'), 'INTERNAL');
+    });
   };
+}
 
-  const forward: Stage<GrpcFlow> = {
+/** What admission made of a call before its message is read. */
+interface Admitted {
+  readonly started: number;
+  readonly caller: CallerSide;
+  readonly headers: http2.IncomingHttpHeaders;
+  readonly remoteAddress: string | undefined;
+  readonly door: Extract<Door, { type: 'pass' }>;
+  readonly known: Verified;
+  readonly serviceParameters: ServiceParameters;
+  readonly lease: BodyLease;
+  readonly assertion: Promise<string | undefined> | undefined;
+}
+
+/** The request message as the guardian judges it and the agent gets it. */
+interface Message {
+  readonly id: string;
+  readonly request: JsonObject;
+  readonly encoded: Buffer;
+}
+
+async function handle(deps: GrpcDeps, admit: Admit, stages: readonly Stage<GrpcFlow>[], caller: CallerSide, headers: http2.IncomingHttpHeaders): Promise<void> {
+  const remoteAddress = caller.stream.session?.socket.remoteAddress;
+  const refuse = (err: ProxyError, status?: string, extra: http2.OutgoingHttpHeaders = {}): void => {
+    admit.refused(err, { remoteAddress, binding: 'grpc' });
+    caller.end({ ...grpcErrorStatus(err, status), ...extra });
+  };
+  const a = await admitCall(deps, admit, caller, headers, remoteAddress, refuse);
+  if (a === undefined) return;
+  const message = await readCallMessage(deps, a, refuse);
+  if (message === undefined) return;
+  await runStages(stages, openFlow(deps, admit, a, message));
+}
+
+/**
+ * Door checks, then admission before cost: the caller is verified and admitted within its shares
+ * before a byte of its message is read. Undefined: refused, or gone.
+ */
+async function admitCall(
+  deps: GrpcDeps, admit: Admit, caller: CallerSide, headers: http2.IncomingHttpHeaders, remoteAddress: string | undefined,
+  refuse: (err: ProxyError, status?: string, extra?: http2.OutgoingHttpHeaders) => void,
+): Promise<Admitted | undefined> {
+  const started = performance.now();
+  const stream = caller.stream;
+  const door = doorCheck(headers);
+  if (door.type === 'refuse') return void refuse(door.error, door.status, door.extra);
+  const who = admit.identify(headers, stream.session?.socket as Socket);
+  const assertion = admit.sign();
+  const lease = deps.bodyBudget.lease();
+  let leave: (() => void) | undefined;
+  let closed = false;
+  stream.once('close', () => {
+    closed = true;
+    lease.release();
+    leave?.();
+  });
+  // An A2A method: the caller's one-use credentials (an assertion) are used up now.
+  const known = await spent(await who);
+  if (!known.ok) return void refuse(proxyError('unauthenticated', known.message, { ...known.metadata }));
+  // gRPC metadata carries the same service parameters as HTTP headers (A2A-Version absent: 0.3).
+  const version = headerText(headers['a2a-version'])?.trim();
+  const serviceParameters = admit.serviceParameters(headers, version === '' ? undefined : version);
+  if ('error' in serviceParameters) return void refuse(serviceParameters.error, serviceParameters.malformed ? 'INVALID_ARGUMENT' : undefined);
+  const entered = await admit.enter(lease, known, remoteAddress, () => closed);
+  if (entered === 'gone') return undefined;
+  if (!entered.ok) return void refuse(entered.error);
+  leave = entered.leave;
+  return { started, caller, headers, remoteAddress, door, known, serviceParameters, lease, assertion };
+}
+
+/** The one request message: bounded, decompressed, decoded, and carried whole by its JSON form. Undefined: refused, or gone. */
+async function readCallMessage(deps: GrpcDeps, a: Admitted, refuse: (err: ProxyError, status?: string) => void): Promise<Message | undefined> {
+  const { method, encoding } = a.door;
+  const { lease } = a;
+  const body = await readRequestMessage(a.caller.stream, encoding, deps.config.maxBodyBytes, deps.config.bodyTimeoutMs, lease);
+  if (body === 'gone') return undefined;
+  if (body === 'overloaded') {
+    const refusal = lease.refusal();
+    if (refusal.kind === 'limited') deps.metrics.callerLimited.inc({ resource: 'bytes' });
+    return void refuse(refusal);
+  }
+  if (isProblem(body)) return void refuse(framingError(body), body.status);
+  // The frame bytes are dropped once read: hold what is kept.
+  lease.resize(body.length);
+  const codec = codecFor(method);
+  let decoded: unknown;
+  let params: JsonObject;
+  try {
+    const read = codec.request.decodeNoting(body);
+    // A field the generated code skips would not reach the agent: refused by number, never dropped.
+    if (read.unread !== undefined) return void refuse(proxyError('rejected', unreadFieldMessage(read.unread, method.request)), 'INVALID_ARGUMENT');
+    decoded = read.message;
+    const json = codec.request.toJson(decoded);
+    if (!isObject(json)) throw new Error('params are not an object');
+    params = json;
+  } catch (err) {
+    return void refuse(proxyError('invalidRequest', `request message does not decode as ${method.request}: ${(err as Error).message}`), 'INVALID_ARGUMENT');
+  }
+  // The guardian judges the JSON form: a message it does not carry whole (an unknown enum number, a NaN) is refused.
+  const encoded = faithfulEncoding(codec.request, decoded, params);
+  if (encoded === undefined) {
+    return void refuse(proxyError('rejected', `request message holds values its JSON form cannot carry (an enum value ${method.request} does not define, a NaN or infinite number...)`), 'INVALID_ARGUMENT');
+  }
+  const id = `grpc-${randomUUID()}`;
+  return { id, request: canonicalRequest(method, params, id), encoded };
+}
+
+/** The call opened (span, exchange), its end and its deadline set. */
+function openFlow(deps: GrpcDeps, admit: Admit, a: Admitted, m: Message): GrpcFlow {
+  const { method, timeoutMs } = a.door;
+  const { caller, headers, started } = a;
+  const codec = codecFor(method);
+  const ex = admit.open(headers, {
+    started, codec: grpcCodec, op: method.op, wireMethod: method.name, id: m.id, shape: method.version === '0.3' ? V03_SHAPE : V1_SHAPE,
+    binding: 'grpc', httpMethod: 'POST', path: String(headers[':path'] ?? ''), remoteAddress: a.remoteAddress, caller: a.known, serviceParameters: a.serviceParameters,
+  });
+  const flow: GrpcFlow = {
+    ex, port: caller, request: m.request, requestJson: undefined,
+    reasoning: headerText(headers[deps.config.reasoningHeader]),
+    // A replacement must still be a message the agent can read.
+    validateModified: (p) => uncarriedMember(p, 'gRPC') ?? encodeProblem(codec.request, p, 'params'),
+    answerHook: undefined, approved: undefined,
+    method, codec, encoded: m.encoded, decodedRequest: m.request, headers, caller, lease: a.lease, assertion: a.assertion, timeoutMs, message: undefined, upReq: undefined,
+  };
+  let deadline: NodeJS.Timeout | undefined;
+  caller.stream.once('close', () => {
+    if (deadline !== undefined) clearTimeout(deadline);
+    if (!caller.finished) {
+      // The caller went away (or reset the stream): stop the guardian calls and the agent's call.
+      ex.call.caller.cancel();
+      flow.upReq?.close(http2.constants.NGHTTP2_CANCEL);
+    }
+    finishCall(deps, ex, caller.finished);
+  });
+  // A Node timer holds at most MAX_TIMER_MS and fires a longer one at once: a deadline past it (weeks away)
+  // is left to the agent, which gets it in grpc-timeout.
+  if (timeoutMs !== undefined && timeoutMs <= MAX_TIMER_MS) {
+    const left = timeoutMs - (performance.now() - started);
+    deadline = setTimeout(() => {
+      ex.log.error = 'deadline exceeded';
+      ex.log.outcome = 'cancelled';
+      caller.end({ 'grpc-status': String(GRPC_STATUS.DEADLINE_EXCEEDED), 'grpc-message': 'Deadline exceeded' });
+      ex.call.caller.cancel();
+      flow.upReq?.close(http2.constants.NGHTTP2_CANCEL);
+    }, Math.max(0, left));
+    deadline.unref();
+  }
+  return flow;
+}
+
+/** What the agent decodes is what the guardian approved: the decoded message (unknown fields dropped) or the replacement. */
+const encode: Stage<GrpcFlow> = {
+  name: 'encode',
+  run(f) {
+    const run = f.approved as NonNullable<GrpcFlow['approved']>;
+    // Another payload (a modify, or task ownership's unsealed page token) is encoded from what the guardian saw.
+    f.message = run.modified || run.payload !== f.decodedRequest ? encodeFromPayload(f.codec.request, run.payload, 'params') : f.encoded;
+    return undefined;
+  },
+};
+
+function forwardStage(deps: GrpcDeps): Stage<GrpcFlow> {
+  return {
     name: 'forward',
     async run(f) {
       const { ex, caller, timeoutMs } = f;
       const run = f.approved as NonNullable<GrpcFlow['approved']>;
-      const outHeaders = upstreamHeaders(f.headers, caller.stream, run.unchecked, await f.assertion, timeoutMs === undefined ? undefined : timeoutMs - (performance.now() - ex.call.started), run.serviceParameters);
+      const outHeaders = upstreamHeaders(deps, f.headers, caller.stream, run.unchecked, await f.assertion, timeoutMs === undefined ? undefined : timeoutMs - (performance.now() - ex.call.started), run.serviceParameters);
       if (!caller.open) return END;
       let upReq: http2.ClientHttp2Stream;
       try {
@@ -117,171 +270,38 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
       return undefined;
     },
   };
+}
 
-  const stages: readonly Stage<GrpcFlow>[] = [...callStages({ config, ownership: deps.ownership, runHooks: deps.runHooks, requestSides: HOOK_ORDER[config.role].request, push: deps.push }), encode, forward];
-
-  return (stream, headers) => {
-    const caller = new CallerSide(stream);
-    // A stream error (a reset, a protocol error) only ends this call.
-    stream.on('error', () => undefined);
-    handle(caller, headers).catch((err: unknown) => {
-      logger.error({ err }, 'internal error while handling a gRPC call');
-      caller.fail(proxyError('rejected', 'Internal proxy error'), 'INTERNAL');
-    });
+/**
+ * The agent's request headers: the caller's metadata under the same rules as HTTP headers (reasoning
+ * removed, X-AOS-Agent-* the proxy's, assertion, unchecked marker), transport headers the proxy's own.
+ */
+function upstreamHeaders(
+  deps: GrpcDeps, incoming: http2.IncomingHttpHeaders, stream: http2.ServerHttp2Stream, unchecked: boolean, signed: string | undefined, leftMs: number | undefined, serviceParameters: ServiceParameters | undefined,
+): http2.OutgoingHttpHeaders {
+  const { config } = deps;
+  const metadata: http2.IncomingHttpHeaders = {};
+  for (const [k, v] of Object.entries(incoming)) {
+    if (k.startsWith(':') || TRANSPORT_HEADERS.has(k)) continue;
+    metadata[k] = v;
+  }
+  const out = forwardRequestHeaders(metadata, {
+    role: config.role, reasoningHeader: config.reasoningHeader,
+    announce: config.role === 'server' ? undefined : deps.identities.clientAsPeer(),
+    assertion: signed, unchecked, bodyLength: null, upstreamHost: '', remoteAddress: stream.session?.socket.remoteAddress,
+    encrypted: stream.session?.encrypted === true, serviceParameters,
+  });
+  delete out.host;
+  delete out['x-forwarded-host'];
+  return {
+    ...out,
+    ':method': 'POST',
+    ':path': String(incoming[':path']),
+    'content-type': 'application/grpc',
+    te: 'trailers',
+    'grpc-accept-encoding': 'identity',
+    ...(leftMs === undefined ? {} : { 'grpc-timeout': formatTimeout(leftMs) }),
   };
-
-  async function handle(caller: CallerSide, headers: http2.IncomingHttpHeaders): Promise<void> {
-    const started = performance.now();
-    const stream = caller.stream;
-    const remoteAddress = stream.session?.socket.remoteAddress;
-    const path = String(headers[':path'] ?? '');
-    const door = doorCheck(headers);
-    if (door.type === 'refuse') return refuse(caller, door.error, door.status, remoteAddress, door.extra);
-    const { method, encoding, timeoutMs } = door;
-
-    // Admission before cost: the caller is verified and admitted within its shares before a byte of its message is read.
-    const who = identifyCaller(headers, stream);
-    const assertion = signFor();
-    const lease = deps.bodyBudget.lease();
-    let leave: (() => void) | undefined;
-    let closed = false;
-    stream.once('close', () => {
-      closed = true;
-      lease.release();
-      leave?.();
-    });
-    // An A2A method: the caller's one-use credentials (an assertion) are used up now.
-    const known = await spent(await who);
-    if (!known.ok) return refuse(caller, proxyError('unauthenticated', known.message, { ...known.metadata }), undefined, remoteAddress);
-    // gRPC metadata carries the same service parameters as HTTP headers (A2A-Version absent: 0.3).
-    const version = headerText(headers['a2a-version'])?.trim();
-    const serviceParameters = readServiceParameters(headers, version === '' ? undefined : version);
-    if ('problem' in serviceParameters) return refuse(caller, proxyError('rejected', serviceParameters.problem), 'INVALID_ARGUMENT', remoteAddress);
-    const notAllowed = allowListRefusal(serviceParameters, config.a2aVersions, config.a2aExtensions);
-    if (notAllowed !== undefined) return refuse(caller, notAllowed, undefined, remoteAddress);
-    const key = callerKey(ownerKey(known.identity), remoteAddress);
-    lease.charge(key);
-    if (deps.callerLimits !== undefined) {
-      const admitted = await deps.callerLimits.admit(key);
-      if (!admitted.ok) return refuse(caller, admitted.error, undefined, remoteAddress);
-      if (closed) return admitted.leave();
-      leave = admitted.leave;
-    }
-    const body = await readRequestMessage(stream, encoding, config.maxBodyBytes, config.bodyTimeoutMs, lease);
-    if (body === 'gone') return;
-    if (body === 'overloaded') {
-      const refusal = lease.refusal();
-      if (refusal.kind === 'limited') deps.metrics.callerLimited.inc({ resource: 'bytes' });
-      return refuse(caller, refusal, undefined, remoteAddress);
-    }
-    if (isProblem(body)) return refuse(caller, framingError(body), body.status, remoteAddress);
-    // The frame bytes are dropped once read: hold what is kept.
-    lease.resize(body.length);
-    const codec = codecFor(method);
-    let decoded: unknown;
-    let params: JsonObject;
-    try {
-      const read = codec.request.decodeNoting(body);
-      // A field the generated code skips would not reach the agent: refused by number, never dropped.
-      if (read.unread !== undefined) return refuse(caller, proxyError('rejected', unreadFieldMessage(read.unread, method.request)), 'INVALID_ARGUMENT', remoteAddress);
-      decoded = read.message;
-      const json = codec.request.toJson(decoded);
-      if (!isObject(json)) throw new Error('params are not an object');
-      params = json;
-    } catch (err) {
-      return refuse(caller, proxyError('invalidRequest', `request message does not decode as ${method.request}: ${(err as Error).message}`), 'INVALID_ARGUMENT', remoteAddress);
-    }
-    // The guardian judges the JSON form: a message it does not carry whole (an unknown enum number, a NaN) is refused.
-    const encoded = faithfulEncoding(codec.request, decoded, params);
-    if (encoded === undefined) {
-      return refuse(caller, proxyError('rejected', `request message holds values its JSON form cannot carry (an enum value ${method.request} does not define, a NaN or infinite number...)`), 'INVALID_ARGUMENT', remoteAddress);
-    }
-    const id = `grpc-${randomUUID()}`;
-    const request = canonicalRequest(method, params, id);
-    const span = deps.tracer.startCall(headers, { method: method.op.aosMethod, wireMethod: method.name, binding: 'grpc', role: config.role, httpMethod: 'POST', path, remoteAddress });
-    const ex = openExchange({
-      started, codec: grpcCodec, op: method.op, wireMethod: method.name, id, shape: method.version === '0.3' ? V03_SHAPE : V1_SHAPE, caller: new Cancellation(),
-      identity: known.identity, callerPeer: known.peer, owner: ownerKey(known.identity), span, remoteAddress, serviceParameters,
-    });
-    const flow: GrpcFlow = {
-      ex, port: caller, request, requestJson: undefined,
-      reasoning: headerText(headers[config.reasoningHeader]),
-      // A replacement must still be a message the agent can read.
-      validateModified: (p) => uncarriedMember(p, 'gRPC') ?? encodeProblem(codec.request, p, 'params'),
-      answerHook: undefined, approved: undefined,
-      method, codec, encoded, decodedRequest: request, headers, caller, lease, assertion, timeoutMs, message: undefined, upReq: undefined,
-    };
-    let deadline: NodeJS.Timeout | undefined;
-    stream.once('close', () => {
-      if (deadline !== undefined) clearTimeout(deadline);
-      if (!caller.finished) {
-        // The caller went away (or reset the stream): stop the guardian calls and the agent's call.
-        ex.call.caller.cancel();
-        flow.upReq?.close(http2.constants.NGHTTP2_CANCEL);
-      }
-      finishCall(deps, ex, caller.finished);
-    });
-    // A Node timer holds at most MAX_TIMER_MS and fires a longer one at once: a deadline past it (weeks away)
-    // is left to the agent, which gets it in grpc-timeout.
-    if (timeoutMs !== undefined && timeoutMs <= MAX_TIMER_MS) {
-      const left = timeoutMs - (performance.now() - started);
-      deadline = setTimeout(() => {
-        ex.log.error = 'deadline exceeded';
-        ex.log.outcome = 'cancelled';
-        caller.end({ 'grpc-status': String(GRPC_STATUS.DEADLINE_EXCEEDED), 'grpc-message': 'Deadline exceeded' });
-        ex.call.caller.cancel();
-        flow.upReq?.close(http2.constants.NGHTTP2_CANCEL);
-      }, Math.max(0, left));
-      deadline.unref();
-    }
-    await runStages(stages, flow);
-  }
-
-  function identifyCaller(headers: http2.IncomingHttpHeaders, stream: http2.ServerHttp2Stream): Promise<CallerResult> {
-    return deps.identify(headers, stream.session?.socket as Socket).catch((err: unknown) => {
-      logger.error({ err: (err as Error).message }, 'caller identity could not be checked');
-      return { ok: false as const, message: 'Caller identity could not be checked', metadata: {} };
-    });
-  }
-
-  function signFor(): Promise<string | undefined> {
-    if (deps.signAssertion === undefined) return Promise.resolve(undefined);
-    return deps.signAssertion().catch((err: unknown) => {
-      logger.error({ err: (err as Error).message }, 'could not sign the identity assertion; forwarding without it');
-      return undefined;
-    });
-  }
-
-  /**
-   * The agent's request headers: the caller's metadata under the same rules as HTTP headers (reasoning
-   * removed, X-AOS-Agent-* the proxy's, assertion, unchecked marker), transport headers the proxy's own.
-   */
-  function upstreamHeaders(
-    incoming: http2.IncomingHttpHeaders, stream: http2.ServerHttp2Stream, unchecked: boolean, signed: string | undefined, leftMs: number | undefined, serviceParameters: ServiceParameters | undefined,
-  ): http2.OutgoingHttpHeaders {
-    const metadata: http2.IncomingHttpHeaders = {};
-    for (const [k, v] of Object.entries(incoming)) {
-      if (k.startsWith(':') || TRANSPORT_HEADERS.has(k)) continue;
-      metadata[k] = v;
-    }
-    const out = forwardRequestHeaders(metadata, {
-      role: config.role, reasoningHeader: config.reasoningHeader,
-      announce: config.role === 'server' ? undefined : deps.identities.clientAsPeer(),
-      assertion: signed, unchecked, bodyLength: null, upstreamHost: '', remoteAddress: stream.session?.socket.remoteAddress,
-      encrypted: stream.session?.encrypted === true, serviceParameters,
-    });
-    delete out.host;
-    delete out['x-forwarded-host'];
-    return {
-      ...out,
-      ':method': 'POST',
-      ':path': String(incoming[':path']),
-      'content-type': 'application/grpc',
-      te: 'trailers',
-      'grpc-accept-encoding': 'identity',
-      ...(leftMs === undefined ? {} : { 'grpc-timeout': formatTimeout(leftMs) }),
-    };
-  }
 }
 
 type Door =

@@ -31,6 +31,7 @@ import type { Stage } from '../stages';
 import { OrderedWindow, STREAM_WINDOW_MAX_BYTES, type Line, type Verdict } from '../window';
 import { framingError, type CallerSide } from './caller';
 import type { Exchange } from '../call';
+import { trackStream } from '../admit';
 import type { BodyLease } from '../budget';
 import type { GrpcMethod } from '../../a2a/bindings/grpc/methods';
 
@@ -308,18 +309,6 @@ const NO_STAGES: AnswerRoad = {
   card: undefined, answerHook: undefined, judge: undefined, spelling: false, notAnObject: 'agent answer is not a JSON object',
   unreadable: (why) => proxyError('upstreamUnavailable', `Agent answer cannot be inspected: ${why}`),
 };
-
-/** An open stream: counted in the gauge and ended by a shutdown; returns the untrack function. */
-function trackStream(deps: RelayDeps, terminate: () => void): () => void {
-  deps.streams.add(terminate);
-  deps.metrics.openStreams.inc();
-  let done = false;
-  return () => {
-    if (done) return;
-    done = true;
-    if (deps.streams.delete(terminate)) deps.metrics.openStreams.dec();
-  };
-}
 
 /** The agent's response headers or trailers as relayed: pseudo and hop-by-hop headers dropped; re-encoded answers lose grpc-encoding. */
 function answerHeaders(h: http2.IncomingHttpHeaders, reencoded: boolean, trailers = false): http2.OutgoingHttpHeaders {

@@ -8,6 +8,7 @@ import type { GuardianBudget } from '../../../aos/guardian';
 import type { rewriteCard } from '../../../a2a/card';
 import type { SseCodec } from '../../../a2a/binding';
 import type { ProxyError } from '../../../core/errors';
+import type { CallOutcome } from '../../../observe/audit';
 import type { UpstreamAnswer, UpstreamHandle } from '../forward';
 import type { HookRun } from '../../hooks';
 import type { Exchange } from '../../call';
@@ -15,6 +16,8 @@ import type { AnswerHook } from '../../ownership';
 import type { Line } from '../../window';
 import type { AnswerRoad } from '../../answers';
 import type { BodyLease } from '../../budget';
+import { unreadableAnswer } from '../../enforce';
+import type { ProxyDeps } from '../deps';
 
 export interface RelayContext {
   /** The binding the call came by: answers, payloads and errors in its terms. */
@@ -65,5 +68,25 @@ export function answerRoad(ctx: RelayContext, notAnObject: string, budget?: Guar
       judged?.();
       return inspect(payload, payloadJson, budget);
     },
+  };
+}
+
+/**
+ * The unreadable-answer policy (FAIL_MODE) as a relay applies it: the error to send instead, or undefined
+ * to pass the answer on, logged and counted; `mark` records the outcome on the call, where there is one.
+ */
+export function uninspectable(deps: ProxyDeps, method: string | undefined, mark: (outcome: CallOutcome) => void): (why: string) => ProxyError | undefined {
+  const { config, logger, metrics } = deps;
+  return (why) => {
+    const action = unreadableAnswer(why, config.failMode, config.shadowMode);
+    if (action.type === 'refuse') {
+      mark('answer_refused');
+      logger.warn({ method, why }, 'agent answer cannot be inspected; refused (FAIL_MODE=closed)');
+      return action.error;
+    }
+    mark('forwarded_unchecked');
+    metrics.failOpenPasses.inc();
+    logger.warn({ method, why }, 'agent answer cannot be inspected; passed (FAIL_MODE=open)');
+    return undefined;
   };
 }
