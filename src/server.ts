@@ -3,8 +3,7 @@
  * `startProxy` is what main.ts and the tests call.
  */
 import http from 'node:http';
-import type https from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from './config';
 import { FastCounter, Metrics } from './admin/metrics';
@@ -15,25 +14,21 @@ import { encodePath } from './a2a/target';
 import { HttpGuardian, type Guardian } from './aos/guardian';
 import { Identities } from './aos/identity';
 import { createUpstream } from './proxy/http/forward';
-import { proxyOwned } from './proxy/headers';
 import { createProxyHandler } from './proxy/http/pipeline';
 import { BodyBudget } from './proxy/budget';
 import { createFairTurns } from './proxy/fair';
-import { callerKey, createCallerLimits } from './proxy/callers';
-import { ownerKey } from './ownership/principal';
-import { refuseUpgrade, relayUpgrade, upgradeRoutes, upgradeTarget, type UpgradeOutcome } from './proxy/http/upgrade';
-import type { Duplex } from 'node:stream';
+import { createCallerLimits } from './proxy/callers';
+import { startHttpListener } from './proxy/http/server';
 import { Gate } from './aos/gate';
 import { createAgent } from './undici-pool';
 import { WatchedFile } from './files';
 import { createLogger } from './log';
 import { setupIdentity } from './identity/setup';
-import { describeConnectError, listenerTls, outboundTls } from './tls';
+import { describeConnectError, outboundTls } from './tls';
 import { TaskOwnership } from './proxy/ownership';
 import { createOwnerStore } from './ownership/create';
 import { RedisOwnerStore } from './ownership/redis';
 import { ReplayCache, SharedReplayGuard } from './identity/replay';
-import { spent } from './identity/caller';
 import { createTracer, type Tracer } from './observe/tracing';
 import type { AuditRecord } from './observe/audit';
 import type { ChainLink } from './observe/decision-log';
@@ -173,6 +168,8 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     : undefined;
   // The gRPC binding, when configured: its own HTTP/2 listener on the same hooks, identity and ownership.
   let grpc: GrpcListener | undefined;
+  // The HTTP listener's server, once it listens: gRPC card answers name its port.
+  let httpServer: http.Server | undefined;
   let effective = config;
   if (config.grpc !== undefined) {
     // Required here only: @grpc/grpc-js and the SDK's generated code load when gRPC is configured.
@@ -180,7 +177,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     const listener = await startGrpcListener({
       config, logger, metrics, identities, ...identity, ownership, tracer, decisionLog: opts.decisionLog, upstreamCard, bodyBudget, streamLine, callerLimits, push,
       runHooks: createHookRunner({ config, guardian, identities, logger, metrics, callerLimits }),
-      cardRewrite: (authority: string | undefined) => grpcCardRewrite(effective, authority, () => server, cardSigning, cardJudge),
+      cardRewrite: (authority: string | undefined) => grpcCardRewrite(effective, authority, () => httpServer, cardSigning, cardJudge),
     }, logger);
     grpc = listener;
     // Cards served over HTTP name the port the gRPC listener got (GRPC_PORT=0 picks one).
@@ -188,116 +185,21 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   }
   const handler = createProxyHandler({ config: effective, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, callerLimits, fair, upstreamCard, cardSigning, cardJudge, ...identity, ownership, tracer, decisionLog: opts.decisionLog, streamLine, push });
 
-  const tls = listenerTls(config.tls.listener, config.identity.refreshMs, logger);
-  const serverOptions = { keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 };
-  // Per connection: its calls in flight, whether later bytes did not parse (clientError below), and
-  // one 'close' listener all its responses share. 'close' comes once per response (node guards it),
-  // so `on` serves: a closure and `once`'s wrapper per call cost ~1,400 instructions more (callgrind).
-  interface Connection { calls: number; bad: boolean; readonly ended: () => void }
-  const connections = new WeakMap<Socket, Connection>();
-  const counted: http.RequestListener = (req, res) => {
-    const socket = req.socket;
-    let conn = connections.get(socket);
-    if (conn === undefined) {
-      const c: Connection = {
-        calls: 0, bad: false,
-        ended: () => {
-          if (--c.calls === 0 && c.bad) badRequest(socket);
-        },
-      };
-      connections.set(socket, (conn = c));
-    }
-    conn.calls++;
-    res.on('close', conn.ended);
-    return handler(req, res);
-  };
-  const badRequest = (socket: Duplex): void => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
-    else socket.destroy();
-  };
-  // node:https is loaded only with a TLS listener.
-  const server: http.Server = tls === undefined ? http.createServer(serverOptions, counted) : (require('node:https') as typeof https).createServer({ ...tls.options, ...serverOptions }, counted);
-  if (tls !== undefined) {
-    tls.watch(server as https.Server, logger);
-    // A failed handshake never reaches the handler: say why here (no client certificate, an untrusted one, plain HTTP...).
-    server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: Socket) => {
-      logger.info({ remote: socket.remoteAddress, code: err.code ?? 'error', cause: err.message }, 'TLS handshake with a caller failed');
-    });
-  }
-  const sockets = new Set<Socket>();
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.once('close', () => sockets.delete(s));
-  });
-  const upgradeOptions = upgradeRoutes(config.upgradePaths);
-  server.on('upgrade', (req, socket, head) => {
-    const refused = (outcome: UpgradeOutcome, status: 401 | 403 | 429, why: string, extra?: string) => {
-      metrics.upgrades.inc({ outcome });
-      logger.warn({ path: req.url?.slice(0, 256), reason: why }, 'refused an HTTP upgrade');
-      refuseUpgrade(socket, status, why, extra);
-    };
-    // WebSocket upgrades carry traffic the guardian never sees: only where the operator listed them.
-    if (!config.allowWebSockets) return refused('refused_path', 403, 'HTTP upgrades are refused (ALLOW_WEBSOCKETS=false)');
-    // The card names the agent's A2A endpoints: an upgrade waits for it briefly, as a call does (without it,
-    // REST-shaped paths are refused; and whatever the path, only a 101 ever reaches the caller).
-    const cardRead = upstreamCard.current() === undefined ? upstreamCard.pending(2000) : Promise.resolve();
-    void cardRead.then(() => {
-      const where = upgradeTarget(req, upgradeOptions(handler.classifyOptions()));
-      if (!where.ok) return refused('refused_path', 403, where.why);
-      // Uninspected, but not unidentified: IDENTITY_POLICY and bad credentials apply as to any call.
-      // A forwarded route: the caller's one-use credentials (an assertion) are used up.
-      return identity.identify(req.headers, req.socket).then(spent).then(async (who) => {
-        if (!who.ok) return refused('refused_identity', 401, who.message, 'www-authenticate: Bearer realm="a2a-guard"\r\n');
-        // An open upgraded connection is one of its caller's calls in flight, as a stream is.
-        const admitted = callerLimits === undefined ? undefined : await callerLimits.admit(callerKey(ownerKey(who.identity), req.socket.remoteAddress));
-        if (admitted !== undefined && !admitted.ok) return refused('refused_limit', 429, admitted.error.message, `retry-after: ${admitted.error.metadata.retryAfterSeconds ?? '1'}\r\n`);
-        if (admitted !== undefined) {
-          if (socket.destroyed) return admitted.leave();
-          socket.once('close', () => admitted.leave());
-        }
-        logger.warn({ path: where.target.slice(0, 256) }, 'forwarding an HTTP upgrade uninspected (ALLOW_WEBSOCKETS=true)');
-        // As for every forwarded request: the proxy's own headers, in any spelling, and the reasoning header never go on.
-        const headers = { ...req.headers };
-        for (const h of Object.keys(headers)) if (proxyOwned(h, config.reasoningHeader)) delete headers[h];
-        relayUpgrade(socket, head, config.upstreamUrl, where.target, headers, (outcome, status) => {
-          metrics.upgrades.inc({ outcome });
-          if (outcome === 'not_switched') logger.warn({ path: where.target.slice(0, 256), status }, 'the agent answered an upgrade without switching protocols: answer dropped');
-        });
-      });
-    }).catch((err: unknown) => {
-      logger.error({ err }, 'internal error while handling an upgrade');
-      socket.destroy();
-    });
-  });
-  server.on('clientError', (_err, socket) => {
-    // Bytes that do not parse after a request on the same connection (a body sent without a length, a pipelined
-    // request that is not HTTP): that request is still being judged. A 400 now would reach the caller as the answer
-    // to it while the agent acts on it; answers keep their order: its answer first, then the 400 and the close.
-    const conn = connections.get(socket as Socket);
-    if (conn !== undefined && conn.calls > 0) return void (conn.bad = true);
-    badRequest(socket);
-  });
-
   // Learn identities while the listener opens: the first hooks wait for them (at most 3 s), the listener does not.
   identities.warmUp(3000);
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
-  }).catch(async (err: unknown) => {
+  const listener = await startHttpListener({ config, logger, metrics, handler, upstreamCard, identify: identity.identify, callerLimits }).catch(async (err: unknown) => {
     // The gRPC listener is up already: a port the HTTP listener cannot bind must not leave it running.
     await grpc?.close();
     await push?.close();
     throw err;
   });
-  const addr = server.address() as AddressInfo;
-  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  httpServer = listener.server;
   return {
-    server,
+    server: listener.server,
     grpcAddress: grpc?.address,
     pushRelayUrl: push?.url,
     probeGrpcUpstream: grpc?.probeUpstream,
-    url: `${tls === undefined ? 'http' : 'https'}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${addr.port}`,
+    url: listener.url,
     metrics,
     guardian,
     upstreamCard,
@@ -307,35 +209,18 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
       draining = true;
       if (acceptForMs > 0) await new Promise((r) => setTimeout(r, acceptForMs));
       const grpcClosed = grpc?.close(timeoutMs);
-      await new Promise<void>((resolve) => {
-        const deadline = setTimeout(() => {
-          for (const end of [...streams]) end();
-          // Give the error events a moment to leave, then cut what is left.
-          setTimeout(() => {
-            server.closeAllConnections();
-            resolve();
-          }, 100).unref();
-        }, timeoutMs);
-        deadline.unref();
-        server.close(() => {
-          clearTimeout(deadline);
-          resolve();
-        });
-        server.closeIdleConnections();
+      await listener.drain(timeoutMs, () => {
+        for (const end of [...streams]) end();
       });
       await grpcClosed;
     },
     close: async () => {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        for (const s of sockets) s.destroy();
-      });
+      await listener.close();
       await grpc?.close();
       await push?.close();
       guardian.close();
       await upstream.close();
       upstreamTls.close();
-      tls?.close();
       await cardDispatcher?.close();
       await store?.close();
       await callerLimits?.close();
@@ -348,7 +233,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
  * Card rewrite for gRPC GetExtendedAgentCard answers: HTTP URLs name PUBLIC_URL, else the host the
  * caller used with the HTTP listener's port; gRPC interfaces name the gRPC address.
  */
-function grpcCardRewrite(config: Config, authority: string | undefined, server: () => http.Server, signing: CardSigning | undefined, judge: CardJudge | undefined): CardServing {
+function grpcCardRewrite(config: Config, authority: string | undefined, server: () => http.Server | undefined, signing: CardSigning | undefined, judge: CardJudge | undefined): CardServing {
   let host = '127.0.0.1';
   try {
     if (authority !== undefined) host = new URL(`http://${authority}`).hostname;
@@ -356,7 +241,7 @@ function grpcCardRewrite(config: Config, authority: string | undefined, server: 
     // keep the loopback default
   }
   const tls = config.tls.listener !== undefined;
-  const port = (server().address() as AddressInfo | null)?.port ?? config.port;
+  const port = (server()?.address() as AddressInfo | null | undefined)?.port ?? config.port;
   const publicBase = config.publicUrl ?? new URL(`${tls ? 'https' : 'http'}://${host}:${port}/`);
   return { publicBase, upstreamBase: config.upstreamUrl, signatures: config.cardSignatures, signing, judge, grpcAddress: grpcPublicAddress(config.grpc, config.publicUrl?.hostname ?? host) };
 }
