@@ -261,7 +261,7 @@ async function streamPhase(agentOrigin: string): Promise<void> {
   const slowGuardian = await startChild('guardian-child.js', { PORT: '0', DELAY_MS: String(SLOW_GUARDIAN_MS) });
   const inspecting = await startChild('proxy-child.js', {
     UPSTREAM_URL: agentOrigin, GUARDIAN_URL: slowGuardian.url, PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', GRPC_PORT: '0',
-    INSPECT_RESPONSES: 'true', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+    INSPECT_RESPONSES: 'true', PUSH_RELAY_PORT: '0', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
   });
   const clients: Record<StreamPath, A2AClient.Client> = {
     'grpc direct': await client(agentOrigin, 'GRPC'),

@@ -230,7 +230,7 @@ async function main(): Promise<void> {
   const slowGuardian = await startChild('guardian@5ms', 'guardian-child.js', { PORT: '0', DELAY_MS: String(SLOW_GUARDIAN_MS) }, pin.guardian);
   const proxyEnv = (inspect: boolean, g: Child = guardian): Record<string, string> => ({
     PORT: '0', HOST: '127.0.0.1', UPSTREAM_URL: agent.url, GUARDIAN_URL: g.url, ROLE: 'server', LOG_LEVEL: logLevel,
-    ADMIN_PORT: '0', INSPECT_RESPONSES: inspect ? 'true' : 'false', FAIL_MODE: 'closed',
+    ADMIN_PORT: '0', PUSH_RELAY_PORT: '0', INSPECT_RESPONSES: inspect ? 'true' : 'false', FAIL_MODE: 'closed',
   });
   const baselineEnv = { PORT: '0', UPSTREAM_URL: agent.url, GUARDIAN_URL: guardian.url };
   const proxies = new Map<PathName, Child>();

@@ -124,7 +124,10 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
   } catch (err) {
     // Unreadable key, certificate or token files are configuration problems, not crashes.
     if (err instanceof StartupError) fail([`configuration error: ${err.message}`], logDestination);
-    const problem = listenProblem(err, `${config.host}:${config.port}`);
+    // Which listener: the error names its address and port (the push relay and gRPC listen on their own).
+    const e = err as { address?: string; port?: number };
+    const variable = e.port === config.push.port ? 'PUSH_RELAY_PORT' : e.port === config.grpc?.port ? 'GRPC_PORT' : 'PORT';
+    const problem = listenProblem(err, e.port === undefined ? `${config.host}:${config.port}` : `${e.address ?? config.host}:${e.port} (${variable})`);
     if (problem !== undefined) fail([problem], logDestination);
     throw err;
   }

@@ -1,4 +1,5 @@
 import { jose, type JWK } from '../../src/identity/jose';
+import { freePort } from './net';
 /** Every endpoint URL of an agent card as JSON (v1 supportedInterfaces, v0.3 url and additionalInterfaces) or as an SDK object. */
 export function endpointUrls(card: any): string[] {
   const out: string[] = [];
@@ -54,4 +55,10 @@ export async function joseVerifyCard(card: any, jwks: { keys: Array<Record<strin
   const payload = j.base64url.encode(new TextEncoder().encode(referenceCanonical(rest) ?? '{}'));
   await j.flattenedVerify({ payload, protected: sig.protected, signature: sig.signature }, key, { algorithms: ['ES256', 'ES384', 'EdDSA'] });
   return header as Record<string, unknown>;
+}
+
+/** A proxy that signs cards names its PUBLIC_URL in them: a port chosen first, so the URL is known at start. */
+export async function atPublicUrl(): Promise<{ PORT: string; PUBLIC_URL: string }> {
+  const port = await freePort();
+  return { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` };
 }

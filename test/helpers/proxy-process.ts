@@ -81,7 +81,7 @@ export interface ProxyRun extends ChildRun {
 export async function startProxyProcess(env: Record<string, string>, node?: string, cwd?: string, args: readonly string[] = []): Promise<ProxyRun> {
   const port = await freePort();
   const adminPort = await freePort();
-  const run = spawnNode(MAIN, { PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), ADMIN_HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, args, node, cwd);
+  const run = spawnNode(MAIN, { PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), ADMIN_HOST: '127.0.0.1', PUSH_RELAY_PORT: '0', LOG_LEVEL: 'info', ...env }, args, node, cwd);
   const proxy: ProxyRun = { ...run, base: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}`, port };
   await waitFor(async () => {
     if (run.child.exitCode !== null) throw new Error(`proxy exited early (${run.child.exitCode}): ${run.stdout()}${run.stderr()}`);

@@ -8,7 +8,10 @@
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
-import { Agent, request } from 'undici';
+import type { Agent } from 'undici';
+
+/** undici whole (its request API), loaded by the first delivery: a proxy without the push relay never loads it. */
+const undici = (): typeof import('undici') => require('undici') as typeof import('undici');
 import { classifyUrl } from '../../core/address';
 import type { CallerWebhook } from './configs';
 
@@ -80,7 +83,7 @@ export async function deliver(hook: CallerWebhook, body: string, contentType: st
   if ('refused' in checked) return { type: 'refused', why: checked.refused };
   const pinned = opts.dispatchers.pinned(url, checked.address, checked.family);
   try {
-    const res = await request(url, {
+    const res = await undici().request(url, {
       method: 'POST',
       dispatcher: pinned,
       headers: { 'content-type': contentType, ...authHeaders(hook, opts.tokenHeader) },
@@ -115,7 +118,7 @@ export class PinnedDispatchers {
       this.agents.set(key, agent);
       return agent;
     }
-    agent = new Agent({
+    agent = new (undici().Agent)({
       connect: {
         lookup: (_host, options, cb) => {
           // undici asks with all: true on some paths: answer in the form asked for.

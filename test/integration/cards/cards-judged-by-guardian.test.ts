@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import path from 'node:path';
 import type * as A2AClient from '@a2a-js/sdk/client' with { 'resolution-mode': 'import' };
 import { makeClient, startAgent, type AgentCard, type TestAgent } from '../../helpers/agent';
-import { endpointUrls, joseVerifyCard } from '../../helpers/cards';
+import { atPublicUrl, endpointUrls, joseVerifyCard } from '../../helpers/cards';
 import { grpcFailure, makeGrpcClient } from '../../helpers/grpc';
 import { startGuardian, type Envelope, type GuardianReply, type TestGuardian } from '../../helpers/guardian';
 import { startIdentities, type TestIdentities } from '../../helpers/identities';
@@ -74,7 +74,7 @@ describe('ROLE=server: public and extended cards judged', () => {
     guardian = await startGuardian();
     proxy = await startTestProxy({
       UPSTREAM_URL: agent.origin, GRPC_UPSTREAM_URL: `http://${agent.grpcAddress as string}`, GRPC_PORT: '0', GUARDIAN_URL: guardian.url,
-      INSPECT_RESPONSES: 'true', CARD_SIGNING_KEY_FILE: await writeSigningKey(dir, await makeKey('proxy-card-key')), ...ids.env, IDENTITY_POLICY: 'optional',
+      INSPECT_RESPONSES: 'true', CARD_SIGNING_KEY_FILE: await writeSigningKey(dir, await makeKey('proxy-card-key')), ...(await atPublicUrl()), ...ids.env, IDENTITY_POLICY: 'optional',
     });
     await proxy.upstreamCard.ready();
     jwks = (await (await fetch(`${proxy.url}${JWKS}`)).json()) as typeof jwks;
@@ -274,7 +274,7 @@ describe('the signatures the proxy remembers: a share per caller', () => {
     dir = await mkdtemp(join(tmpdir(), 'card-memo-'));
     agent = await startAgent();
     guardian = await startGuardian();
-    proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, CARD_SIGNING_KEY_FILE: await writeSigningKey(dir, await makeKey('proxy-card-key')) });
+    proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, CARD_SIGNING_KEY_FILE: await writeSigningKey(dir, await makeKey('proxy-card-key')), ...(await atPublicUrl()) });
     await proxy.upstreamCard.ready();
   });
   afterAll(async () => {

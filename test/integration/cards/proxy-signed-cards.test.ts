@@ -14,11 +14,10 @@ import { join } from 'node:path';
 import type * as A2A from '@a2a-js/sdk' with { 'resolution-mode': 'import' };
 import type * as A2AClient from '@a2a-js/sdk/client' with { 'resolution-mode': 'import' };
 import { makeClient, rawRpc, sendReq, startAgent, type AgentCard, type TestAgent } from '../../helpers/agent';
-import { endpointUrls, joseVerifyCard } from '../../helpers/cards';
+import { atPublicUrl, endpointUrls, joseVerifyCard } from '../../helpers/cards';
 import { makeGrpcClient } from '../../helpers/grpc';
 import { startGuardian, type TestGuardian } from '../../helpers/guardian';
 import { makeKey, writeJwks, writeSigningKey, type TestKey } from '../../helpers/keys';
-import { freePort } from '../../helpers/net';
 import { startTestProxy, type TestProxy } from '../../helpers/proxy-harness';
 import { jose, type JWK } from '../../../src/identity/jose';
 
@@ -37,12 +36,6 @@ async function joseVerify(card: any, jwks: { keys: JWK[] }): Promise<string> {
 
 async function publicKeyOf(jwks: { keys: JWK[] }, kid: string): Promise<KeyObject> {
   return createPublicKey({ key: jwks.keys.find((k) => k.kid === kid) as JsonWebKey, format: 'jwk' });
-}
-
-/** A proxy that signs cards names its PUBLIC_URL in them: a port chosen first, so the URL is known at start. */
-async function atPublicUrl(): Promise<{ PORT: string; PUBLIC_URL: string }> {
-  const port = await freePort();
-  return { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` };
 }
 
 /** The agent's extended card: its card under another name (served to any caller). */

@@ -28,7 +28,8 @@ let grpcUrl: string;
 beforeAll(async () => {
   agent = await startAgentV03({ wrapRequestHandler: (h) => rec.wrap(h as unknown as A2AServer.DefaultRequestHandler) });
   guardian = await startGuardian();
-  proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, GRPC_PORT: '0', INSPECT_RESPONSES: 'true' });
+  // Webhooks go direct: the push relay rewrites their URLs after approval by design (test/integration/push/).
+  proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, GRPC_PORT: '0', INSPECT_RESPONSES: 'true', PUSH_DELIVERIES: 'direct' });
   ({ client: viaProxy, grpcUrl } = await makeClientV03(proxy.url));
   ({ client: direct } = await makeClientV03(agent.origin));
 });
