@@ -33,12 +33,11 @@ import type * as A2ACompat from '@a2a-js/sdk/compat/v0_3' with { 'resolution-mod
 import { fail, serveIpc } from './ipc';
 
 /* The SDK is ESM-typed; at run time require() resolves its CJS build. */
-/* eslint-disable @typescript-eslint/no-require-imports */
 const sdk: typeof A2A = require('@a2a-js/sdk');
 const sdkServer: typeof A2AServer = require('@a2a-js/sdk/server');
 const sdkExpress: typeof A2AExpress = require('@a2a-js/sdk/server/express');
 const sdkCompat: typeof A2ACompat = require('@a2a-js/sdk/compat/v0_3');
-/* eslint-enable @typescript-eslint/no-require-imports */
+ 
 
 const STREAM_EVENTS = Number(process.env.STREAM_EVENTS ?? 100);
 const STREAM_GAP_MS = Number(process.env.STREAM_GAP_MS ?? 1);
@@ -46,11 +45,9 @@ const { TaskState } = sdk;
 const { AgentEvent, DefaultRequestHandler } = sdkServer;
 
 let executions = 0;
-/** Bumped by {t:'stop-ticks'}: every running tick stream ends at its next tick. */
-let tickGeneration = 0;
+/** {t:'stop-ticks'}: every running tick stream ends at its next tick. */
 process.on('message', (m: { t?: string }) => {
   if (m?.t !== 'stop-ticks') return;
-  tickGeneration++;
   stopHandTicks();
 });
 
@@ -111,10 +108,6 @@ function stopHandTicks(): void {
     slot.clear();
   }
 }
-const numberIn = (text: string, key: string): number | undefined => {
-  const m = new RegExp(`\\b${key}=(\\d+)`).exec(text);
-  return m?.[1] === undefined ? undefined : Number(m[1]);
-};
 
 const textPart = (t: string): A2A.Part => ({ content: { $case: 'text', value: t }, metadata: undefined, filename: '', mediaType: 'text/plain' });
 const status = (state: A2A.TaskState) => ({ state, message: undefined, timestamp: new Date().toISOString() });

@@ -38,14 +38,13 @@ import fs from 'node:fs';
 import type { ReadyMessage, StatsReply, StatsRequest } from './ipc';
 import { summarizeProfile } from './profile';
 
-/* eslint-disable @typescript-eslint/no-require-imports */
 const sdk: typeof A2A = require('@a2a-js/sdk');
 const sdkServer: typeof A2AServer = require('@a2a-js/sdk/server');
 const sdkExpress: typeof A2AExpress = require('@a2a-js/sdk/server/express');
 const sdkGrpcServer: typeof A2AGrpcServer = require('@a2a-js/sdk/server/grpc');
 const sdkClient: typeof A2AClient = require('@a2a-js/sdk/client');
 const sdkGrpcClient: typeof A2AGrpcClient = require('@a2a-js/sdk/client/grpc');
-/* eslint-enable @typescript-eslint/no-require-imports */
+ 
 
 const num = (name: string, def: number): number => (process.env[name] ? Number(process.env[name]) : def);
 const ROUNDS = num('BENCH_ROUNDS', 8);

@@ -30,7 +30,7 @@ import { embeddedGuardian, type EmbeddedOptions } from '../src/guardian/embedded
 import { createEngine } from '../src/guardian/engine';
 import { loadPolicy } from '../src/guardian/policy';
 import { buildEnvelope, envelopeBytes, envelopeJson } from '../src/aos/envelope';
-import type { A2AContext, Envelope, JsonObject } from '../src/aos/schemas';
+import type { A2AContext, JsonObject } from '../src/aos/schemas';
 
 const MiB = 1024 * 1024;
 const SIZE = Number(process.env.BENCH_MIB ?? 9) * MiB;

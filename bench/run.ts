@@ -98,7 +98,6 @@ type PathName = 'direct' | 'baseline' | 'a2a-guard' | 'a2a-guard+inspect' | 'a2a
 const COMPARE = env.BENCH_COMPARE !== undefined && env.BENCH_COMPARE !== '' ? path.resolve(env.BENCH_COMPARE) : undefined;
 const UNARY_PATHS: readonly PathName[] = ['direct', 'baseline', 'a2a-guard', 'a2a-guard+inspect', 'a2a-guard+otel', ...(COMPARE === undefined ? [] : ['a2a-guard@compare' as const])];
 const STREAM_PATHS: readonly PathName[] = ['direct', 'baseline', 'a2a-guard', 'a2a-guard+inspect', 'a2a-guard@5ms', 'a2a-guard+inspect@5ms'];
-const INSPECTED: ReadonlySet<PathName> = new Set(['a2a-guard+inspect', 'a2a-guard+inspect@5ms']);
 
 /* ------------------------------------------------------------------------------------------ */
 

@@ -29,7 +29,6 @@ export function readConfigFile(file: string, known: readonly string[], suggest: 
   } catch (err) {
     return { ok: false, problems: [`--config ${file}: cannot read it: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`] };
   }
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const yaml = require('yaml') as typeof YAML;
   // YAML 1.2 core schema: yes/no/on/off stay text; duplicate keys are errors, so no key means two things.
   const doc = yaml.parseDocument(text, { uniqueKeys: true, prettyErrors: false });

@@ -200,7 +200,7 @@ const VARIABLES = {
   DECISION_LOG_KEY_FILE: v.string().min(1).optional().describe('a file holding a secret of at least 32 bytes: the decision log\'s hashes become HMAC-SHA256 under it, so whoever can write the log but not read the key cannot re-link a rewritten record (--verify-log reads the same variable)'),
   GRPC_PORT: optional(v.string().regex(/^\d+$/, 'must be a port number').transform(Number).pipe(v.int().min(0).max(65535))).describe('serve the A2A gRPC binding on this port (same HOST and TLS_* as the HTTP listener); unset = no gRPC, and gRPC interfaces are removed from served cards'),
   GRPC_UPSTREAM_URL: optional(httpUrl).describe("the agent's gRPC endpoint: http:// for h2c, https:// for TLS (UPSTREAM_CA_FILE etc.); default: the GRPC interface of the agent's card"),
-  GRPC_PUBLIC_ADDRESS: optional(v.string().regex(/^[A-Za-z0-9.\-\[\]:]+:\d+$/, 'must be host:port')).describe("host:port clients use to reach the proxy's gRPC listener (agent card rewrite); default: the card request's host with GRPC_PORT"),
+  GRPC_PUBLIC_ADDRESS: optional(v.string().regex(/^[A-Za-z0-9.\-[\]:]+:\d+$/, 'must be host:port')).describe("host:port clients use to reach the proxy's gRPC listener (agent card rewrite); default: the card request's host with GRPC_PORT"),
   OTEL_SDK_DISABLED: bool(false).describe('true turns tracing off whatever else is set'),
   OTEL_TRACES_EXPORTER: v.enum(['otlp', 'none']).optional().describe('otlp turns tracing on (default endpoint http://localhost:4318); none turns it off; unset: on when an OTLP endpoint is set'),
   OTEL_EXPORTER_OTLP_ENDPOINT: optional(httpUrl).describe('OTLP/HTTP collector base URL (/v1/traces is appended); setting it turns tracing on'),
@@ -292,7 +292,7 @@ export function parseClaimMap(text: string): ClaimMap | string {
     const field = item.slice(0, eq).trim();
     if (eq < 0 || !(field in map)) return `"${item}": expected FIELD=claim[|claim...] with FIELD one of id, name, url, version`;
     const claims = item.slice(eq + 1).split('|').map((c) => c.trim());
-    if (claims.some((c) => !/^[A-Za-z0-9_:.\/-]+$/.test(c))) return `"${item}": claim names are letters, digits and _ : . / -`;
+    if (claims.some((c) => !/^[A-Za-z0-9_:./-]+$/.test(c))) return `"${item}": claim names are letters, digits and _ : . / -`;
     map[field as keyof typeof map] = claims;
   }
   if (map.id.length === 0) return 'must map id (e.g. id=sub)';

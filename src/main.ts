@@ -206,7 +206,6 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
 
 /** The reference guardian's engine is loaded only when it is used (GUARDIAN_URL unset). */
 function loadEmbeddedGuardian(...args: Parameters<typeof import('./guardian/embedded').embeddedGuardian>): EmbeddedGuardian {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { embeddedGuardian }: typeof import('./guardian/embedded') = require('./guardian/embedded');
   return embeddedGuardian(...args);
 }
@@ -246,7 +245,6 @@ async function check(config: Config, env: NodeJS.ProcessEnv, file: ConfigFile | 
   ];
   process.stdout.write(`${out.join('\n')}\n`);
   if (!probe) return process.exit(0);
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { probeDependencies }: typeof import('./probe') = require('./probe');
   const results = await probeDependencies(config);
   process.stdout.write(`${results.map((r) => `# probe ${r.what}: ${r.ok ? 'ok' : 'FAILED'}: ${r.detail}`).join('\n')}\n`);

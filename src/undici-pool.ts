@@ -12,7 +12,6 @@ import type { Agent, buildConnector, Dispatcher, Pool } from 'undici';
 
 type PoolClass = typeof Pool;
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const PoolCtor: PoolClass = require('undici/lib/dispatcher/pool');
 
 export function createPool(origin: string, options: Pool.Options): Pool {
@@ -21,14 +20,12 @@ export function createPool(origin: string, options: Pool.Options): Pool {
 
 /** undici's Agent (card fetches with TLS options), loaded on first use. */
 export function createAgent(options: Agent.Options): Agent {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const AgentCtor: typeof Agent = require('undici/lib/dispatcher/agent');
   return new AgentCtor(options);
 }
 
 /** undici's buildConnector (outbound TLS), loaded on first use. */
 export function leanBuildConnector(options: buildConnector.BuildOptions): buildConnector.connector {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const build: typeof buildConnector = require('undici/lib/core/connect');
   return build(options);
 }
@@ -59,7 +56,6 @@ export function dispatchRaw(pool: Dispatcher, options: Dispatcher.DispatchOption
   pool.dispatch(options, handler as unknown as Dispatcher.DispatchHandler);
 }
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const util = require('undici/lib/core/util') as { bufferToLowerCasedHeaderName(raw: Buffer): string };
 
 /** A raw response header name in lower case, as undici's own parsers name it (a lookup tree for the known names). */

@@ -176,7 +176,6 @@ export async function getJson(url: URL, timeoutMs: number, once: GetOnce = httpG
 
 /** node:http(s) rather than fetch, which would load a second HTTP client into the process (about 20 MB of resident memory) for one request per TTL. */
 function httpGetOnce(url: URL, timeoutMs: number): Promise<Fetched> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const client: typeof http = url.protocol === 'https:' ? require('node:https') : http;
   return new Promise<Fetched>((resolve, reject) => {
     const req = client.get(url, { headers: { accept: 'application/json', 'user-agent': CARD_USER_AGENT }, timeout: timeoutMs }, (res) => {

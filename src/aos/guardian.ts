@@ -356,7 +356,6 @@ export function describeError(err: unknown): string {
  * before the first served call, in-process marks on the bench machine).
  */
 function schemas(): typeof import('./schemas') {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   return require('./schemas') as typeof import('./schemas');
 }
 

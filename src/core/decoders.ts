@@ -19,7 +19,6 @@ let decoders: Decoders | undefined;
 
 export function zlibDecoders(): Decoders {
   if (decoders === undefined) {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const zlib = require('node:zlib') as typeof Zlib;
     decoders = {
       gunzip: promisify<Buffer, Zlib.ZlibOptions, Buffer>(zlib.gunzip),

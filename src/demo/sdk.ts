@@ -12,13 +12,12 @@ import type * as A2AExpress from '@a2a-js/sdk/server/express' with { 'resolution
 import type * as A2ACompat from '@a2a-js/sdk/compat/v0_3' with { 'resolution-mode': 'import' };
 import type * as A2AClient from '@a2a-js/sdk/client' with { 'resolution-mode': 'import' };
 
-/* eslint-disable @typescript-eslint/no-require-imports */
 export const sdk: typeof A2A = require('@a2a-js/sdk');
 export const sdkServer: typeof A2AServer = require('@a2a-js/sdk/server');
 export const sdkExpress: typeof A2AExpress = require('@a2a-js/sdk/server/express');
 export const sdkCompat: typeof A2ACompat = require('@a2a-js/sdk/compat/v0_3');
 export const sdkClient: typeof A2AClient = require('@a2a-js/sdk/client');
-/* eslint-enable @typescript-eslint/no-require-imports */
+ 
 
 export type AgentCard = A2A.AgentCard;
 export type Message = A2A.Message;

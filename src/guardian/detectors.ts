@@ -34,7 +34,6 @@ const L_PAREN = 40;
 const R_PAREN = 41;
 const DASH = 45;
 const DOT = 46;
-const AT = 64;
 const ZERO = 48;
 const NINE = 57;
 const UPPER_A = 65;

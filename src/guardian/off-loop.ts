@@ -196,7 +196,6 @@ export class OffLoopDecider {
 
   private start(): Worker {
     // Loaded on first use: a proxy that never sees a large envelope never loads worker_threads.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { Worker: WorkerThread }: typeof import('node:worker_threads') = require('node:worker_threads');
     const init: WorkerInit = { policy: this.opts.policy(), source: this.opts.source };
     const script = workerScript();

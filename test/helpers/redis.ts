@@ -112,7 +112,7 @@ function command(port: number, args: readonly string[]): Promise<string> {
     });
     s.on('data', (d) => {
       buf += d.toString();
-      const m = /^([+:\-])(.*)\r\n/.exec(buf) ?? /^\$(-1)\r\n/.exec(buf) ?? /^\$\d+\r\n(.*)\r\n/.exec(buf);
+      const m = /^([+:-])(.*)\r\n/.exec(buf) ?? /^\$(-1)\r\n/.exec(buf) ?? /^\$\d+\r\n(.*)\r\n/.exec(buf);
       if (m === null) return;
       clearTimeout(timer);
       s.end();

@@ -11,12 +11,10 @@ describe('undici-pool', () => {
     expect(agent).toBeInstanceOf(undici.Agent);
     await agent.close();
     expect(typeof leanBuildConnector({})).toBe('function');
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     expect(require('undici/lib/core/connect')).toBe(undici.buildConnector);
   });
 
   it('a RawHandler reaches the client as it is (not wrapped for the controller interface)', () => {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const UnwrapHandler = require('undici/lib/handler/unwrap-handler') as { unwrap(h: object): object };
     const h: RawHandler = { onConnect: () => undefined, onHeaders: () => true, onData: () => true, onComplete: () => undefined, onError: () => undefined };
     expect(UnwrapHandler.unwrap(h)).toBe(h);

@@ -183,7 +183,6 @@ class PassthroughReader {
   /** Decoded bytes for the verdict only: the answer goes on as the agent's bytes, or is held and decoded whole. */
   private feed(c: Buffer): void {
     if (this.decoder === undefined) {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
       const zlib = require('node:zlib') as typeof Zlib;
       const coding = this.coding as string;
       // As clients tell zlib-wrapped deflate from raw: by the first byte's compression method.

@@ -184,7 +184,6 @@ describe.each([
     const rssDelta = rss1 - rss0;
     const inspected = guardian.calls().filter((e) => e.params?.payload?.method === undefined).length;
     if (process.env.REPORT_MEASUREMENTS) {
-      // eslint-disable-next-line no-console
       console.log(`[backpressure] inspection ${mode}: upstream wrote ${(acked / MB).toFixed(2)} MB of ${TOTAL_BYTES / MB} MB (${acked / EVENT_BYTES} events; ` +
         `handed to res.write ${(p.handed / MB).toFixed(2)} MB); guardian inspected ${inspected} events; RSS delta ${(rssDelta / MB).toFixed(1)} MB ` +
         `(rss ${(rss0 / MB).toFixed(0)} -> ${(rss1 / MB).toFixed(0)} MB)`);
@@ -251,7 +250,6 @@ test('inspection on, paused reader, several events per chunk: the proxy waits fo
     await stalled(p, 30, WAIT_MS, () => proxyRes?.writableNeedDrain === true);
     sample();
     if (process.env.REPORT_MEASUREMENTS) {
-      // eslint-disable-next-line no-console
       console.log(`[backpressure] mixed events, inspection on: upstream wrote ${(p.acked / MB).toFixed(2)} MB; inspected ${guardian.calls().length - 1}; writableLength ${proxyRes?.writableLength} needDrain ${proxyRes?.writableNeedDrain}; max 'drain' listeners on the proxy's response: ${maxDrain}`);
     }
     expect(p.acked).toBeLessThan(MAX_ACKED);

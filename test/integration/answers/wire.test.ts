@@ -402,7 +402,6 @@ describe.each([
     await waitFor(async () => (await openStreamsGauge(proxy())) === 0, 10_000, 'open-stream gauge back to 0');
     await sleep(500);
     const after = forStream();
-    // eslint-disable-next-line no-console
     if (process.env.REPORT_MEASUREMENTS) console.log(`[disconnect] ${mode}: guardian calls at disconnect ${atDisconnect}, at upstream close ${atUpstreamClose}, 500 ms later ${after}; upstream wrote ${up.written()}`);
     if (mode === 'on') {
       expect(atDisconnect).toBeGreaterThanOrEqual(30);

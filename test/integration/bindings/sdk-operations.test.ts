@@ -451,7 +451,7 @@ const MODIFY: Partial<Record<OpKey, { edit: PayloadEdit; check: (result: unknown
       binding === 'JSONRPC'
         ? { ...p, params: version === '1.0' ? { ...p.params, taskId: f.other } : { ...p.params, id: f.other } }
         : { ...p, params: { ...p.params, pageSize: 1 } },
-    check: async (result, binding, version) => {
+    check: async (result, binding) => {
       const ids = (result as { configs: { id: string }[] }).configs.map((c) => c.id);
       // (REST: the SDK agent does not page push configs; the query the agent received is checked above.)
       if (binding === 'JSONRPC') expect(ids).toEqual(['cfg-o']);

@@ -5,12 +5,11 @@
  *     naming its variable, nothing listening;
  *   - a good configuration serves an A2A call through the guardian, and SIGTERM ends it with exit code 0.
  */
-import http from 'node:http';
 import path from 'node:path';
 import { rawRpc, startAgent, textOf, type TestAgent } from '../../helpers/agent';
 import { startGuardian, type TestGuardian } from '../../helpers/guardian';
 import { ensureBuilt, reapAll, ROOT, spawnNode, type ChildRun, type Exit } from '../../helpers/proxy-process';
-import { closeServer, listen, sleep } from '../../helpers/net';
+import { sleep } from '../../helpers/net';
 import { freePort } from '../../helpers/net';
 
 const MAIN = path.join(ROOT, 'dist/src/main.js');

@@ -14,7 +14,6 @@ import { deadGuardianUrl, type GuardianFault, type GuardianReply, type TestGuard
 import { type TestProxy, startTestProxy, useStack } from '../../helpers/proxy-harness';
 
 type Proxy = TestProxy;
-type FailMode = 'closed' | 'open';
 
 const stack = useStack({ name: 'Cake Baker', version: '2.0.0' });
 let agent: TestAgent;

@@ -29,7 +29,6 @@ import { waitFor } from '../../helpers/net';
 import { SEEDS_DIR, seedAosPayloads, stripTrailingCommas, validateAosRequest } from '../../helpers/schema';
 import { type TestProxy, useStack } from '../../helpers/proxy-harness';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const sdkClient: typeof A2AClient = require('@a2a-js/sdk/client');
 
 type Proxy = TestProxy;

@@ -10,11 +10,10 @@
  * Also: the proxy pings the guardian at start and periodically.
  */
 import type { ChildProcess } from 'node:child_process';
-import http from 'node:http';
 import path from 'node:path';
 import { openSse, rawRpc, startAgent, type TestAgent } from '../../helpers/agent';
 import { startGuardian, textIn, type TestGuardian } from '../../helpers/guardian';
-import { closeServer, listen, sleep, waitFor } from '../../helpers/net';
+import { sleep, waitFor } from '../../helpers/net';
 import { freePort } from '../../helpers/net';
 import { ensureBuilt, reapAll, ROOT, sample, spawnNode } from '../../helpers/proxy-process';
 

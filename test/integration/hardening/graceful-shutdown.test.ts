@@ -10,7 +10,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { openSse, rawRpc, startAgent, textOf, type SseEvent, type TestAgent } from '../../helpers/agent';
 import { startGuardian, type TestGuardian } from '../../helpers/guardian';
-import { closeServer, listen, sleep, waitFor } from '../../helpers/net';
+import { waitFor } from '../../helpers/net';
 import { freePort } from '../../helpers/net';
 import { ensureBuilt, reapAll, ROOT, spawnNode, tryConnect, type ChildRun, type Exit } from '../../helpers/proxy-process';
 

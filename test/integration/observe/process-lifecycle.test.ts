@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { rawRpc, startAgent, textOf, type TestAgent } from '../../helpers/agent';
 import { deadGuardianUrl, startGuardian, type TestGuardian } from '../../helpers/guardian';
-import { closeServer, freePort, listen, sleep, unrefSleep, waitFor } from '../../helpers/net';
+import { closeServer, freePort, listen, unrefSleep, waitFor } from '../../helpers/net';
 import { reap } from '../../helpers/process';
 import { ensureBuilt, GUARDIAN_MAIN, MAIN, reapAll, ROOT, sample, scrape, spawnNode, startProxyProcess, tryConnect } from '../../helpers/proxy-process';
 import { describeVariables } from '../../../src/config';

@@ -69,7 +69,7 @@ test('trace-level logs and /metrics of both sidecars carry no secret, key, token
   const port = await freePort();
   const serverUrl = `https://127.0.0.1:${port}`;
   const signFile = await writeSigningKey(dir, signing, 'secrets-sign.jwk.json');
-  const server = await start({
+  await start({
     ROLE: 'server', PORT: String(port), UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, GUARDIAN_TOKEN_FILE: tokenFile,
     TLS_CERT_FILE: serverCert.certFile, TLS_KEY_FILE: serverCert.keyFile, TLS_CLIENT_CA_FILE: pki.caFile, TLS_CLIENT_CERT: 'optional',
     ASSERTION_TRUST_JWKS_FILE: await writeJwks(dir, [signing, next], 'secrets.jwks.json'), ASSERTION_AUDIENCE: serverUrl,

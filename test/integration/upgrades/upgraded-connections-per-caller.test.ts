@@ -38,7 +38,9 @@ function openSocket(path: string): Promise<net.Socket> {
     let text = '';
     s.on('data', (c: Buffer) => {
       text += c.toString('latin1');
-      if (text.includes('\r\n\r\n')) (/^HTTP\/1\.1 101 /.test(text) ? resolve(s) : reject(new Error(text)));
+      if (!text.includes('\r\n\r\n')) return;
+      if (/^HTTP\/1\.1 101 /.test(text)) resolve(s);
+      else reject(new Error(text));
     });
     s.on('error', reject);
   });

@@ -806,7 +806,10 @@ describe('backpressure', () => {
     let still = 0;
     await waitFor(() => {
       if (acked === last) still++;
-      else (still = 0), (last = acked);
+      else {
+        still = 0;
+        last = acked;
+      }
       return still >= 30;
     }, 30_000, 'upstream stalls');
     expect(acked).toBeLessThan(16 * 1024 * 1024);

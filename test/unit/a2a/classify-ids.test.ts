@@ -5,7 +5,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { classify, MAX_JSON_DEPTH, MAX_JSON_VALUES, type ClassifyOptions } from '../../../src/a2a/classify';
-import { A2A_OPTIONS, classifyOptions, expectRefusal } from '../../helpers/classify';
+import { A2A_OPTIONS, expectRefusal } from '../../helpers/classify';
 
 const V1: IncomingHttpHeaders = { 'content-type': 'application/json', 'a2a-version': '1.0' };
 const send = (id: unknown, extra = ''): string =>

@@ -14,7 +14,6 @@ export function grpcErrorStatus(err: Parameters<typeof grpcErrorParts>[0], statu
   const parts = grpcErrorParts(err, statusOverride);
   const code = grpcStatusCode(parts.status);
   // status.ts loads the protobuf wire writer: only when a gRPC error is written (gRPC configured).
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { encodeGrpcMessage, statusDetailsBin } = require('./status') as typeof import('./status');
   return {
     'grpc-status': String(code),

@@ -97,11 +97,8 @@ const UNKNOWN_FIELD = Uint8Array.of(0xc0, 0x3e, 0x01);
 /** The codec of every method (by `:path`), built from the SDK on first use. */
 export function grpcCodecs(): ReadonlyMap<string, MethodCodec> {
   if (loaded !== undefined) return loaded;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const sdk = require('@a2a-js/sdk') as typeof A2A;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const service = (require('@a2a-js/sdk/server/grpc') as typeof A2AGrpc).A2AService as unknown as ServiceDefs;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const legacy = (require('@a2a-js/sdk/compat/v0_3/server/grpc') as typeof A2AGrpcV03).LegacyA2AService as unknown as ServiceDefs;
   const out = new Map<string, MethodCodec>();
   for (const m of GRPC_METHODS.values()) {
