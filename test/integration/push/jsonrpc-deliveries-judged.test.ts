@@ -242,3 +242,14 @@ describe('retries', () => {
   });
 });
 
+describe('the queue per caller', () => {
+  it('holds at most PUSH_QUEUE_PER_CALLER deliveries of a caller; past it the agent gets 429, counted, and nothing else is sent', async () => {
+    const proxy = await stack.proxy({ ...RELAYED, PUSH_QUEUE_PER_CALLER: '1', PUSH_RETRIES: '3' }, { pushRetryBaseMs: 3000 });
+    // The first delivery fails and waits for its retry, holding the caller's one place.
+    hook.failNext(503);
+    await rpc(proxy.url, 'SendMessage', { message: v1Message('hello queue'), configuration: { taskPushNotificationConfig: { url: `${hook.origin}/hooks/queue`, token: 'q' } } }, '1.0');
+    await waitFor(async () => /outcome="refused_queue"} [1-9]/.test(await proxy.metrics.registry.getSingleMetricAsString('a2a_guard_push_deliveries_total')), 15_000, 'a delivery refused by the full queue');
+    // While the one queued delivery waits, nothing reached the webhook.
+    expect(at('/hooks/queue')).toEqual([]);
+  });
+});
