@@ -19,7 +19,7 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true }],
       // require() only for what loads on first use, so a start without that feature never loads it:
       // gRPC, OTLP tracing, Redis, TLS, YAML, JWS, node modules off the hot path, and undici's own files
-      // (src/undici-pool.ts says why); everything else is an import.
+      // (src/net/undici-pool.ts says why); everything else is an import.
       '@typescript-eslint/no-require-imports': ['error', {
         allow: ['^@a2a-js/sdk', '^@grpc/', '^@opentelemetry/', '^ioredis$', '^jose$', '^yaml$', '^undici', '^node:', '^\\./'],
       }],

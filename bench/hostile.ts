@@ -14,8 +14,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { configFrom } from '../src/config';
-import { createLogger } from '../src/log';
+import { configFrom } from '../src/config/config';
+import { createLogger } from '../src/runtime/log';
 import { startProxy, type ProxyInstance } from '../src/server';
 
 const MiB = 1024 * 1024;

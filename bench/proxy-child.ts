@@ -6,11 +6,11 @@
  * process's own CPU time and RSS. The admin server (idle during the bench) and the 30 s guardian
  * ping of main.ts are left out.
  */
-import { configFrom } from '../src/config';
-import { createLogger, stdoutDestination } from '../src/log';
+import { configFrom } from '../src/config/config';
+import { createLogger, stdoutDestination } from '../src/runtime/log';
 import { startProxy } from '../src/server';
-import { lateParserTierUp } from '../src/undici-pool';
-import { noPretenuring } from '../src/heap';
+import { lateParserTierUp } from '../src/net/undici-pool';
+import { noPretenuring } from '../src/runtime/heap';
 import { fail, serveIpc } from './ipc';
 
 async function main(): Promise<void> {

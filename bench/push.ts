@@ -8,8 +8,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
-import { configFrom } from '../src/config';
-import { createLogger } from '../src/log';
+import { configFrom } from '../src/config/config';
+import { createLogger } from '../src/runtime/log';
 import { startProxy } from '../src/server';
 import { startAgent } from '../test/helpers/agent';
 import { startGuardian } from '../test/helpers/guardian';

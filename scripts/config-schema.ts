@@ -1,11 +1,11 @@
 /**
  * `npm run config:schema`: writes config/config.schema.json, the JSON Schema of a --config file, from
- * the variables' table (src/config.ts). test/unit/config-file.test.ts fails when the file is not current.
+ * the variables' table (src/config/config.ts). test/unit/config-file.test.ts fails when the file is not current.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import * as z from 'zod';
-import { configFileSchema } from '../src/config';
+import { configFileSchema } from '../src/config/config';
 
 export const SCHEMA_FILE = path.join('config', 'config.schema.json');
 

@@ -1,13 +1,13 @@
 /**
  * Writes docs/reference/configuration.md and docs/reference/metrics.md from their single sources:
- * the variable schema (src/config.ts describeVariables, src/guardian/main.ts GUARDIAN_VARIABLES) and
+ * the variable schema (src/config/config.ts describeVariables, src/guardian/main.ts GUARDIAN_VARIABLES) and
  * the metrics a running proxy registers. `npm run docs:reference` rewrites them; a test fails when
  * the files in the repository are not what this renders.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
-import { configFrom, describeVariables, type VariableInfo } from '../src/config';
+import { configFrom, describeVariables, type VariableInfo } from '../src/config/config';
 import { GUARDIAN_VARIABLES } from '../src/guardian/main';
 import { startProxy } from '../src/server';
 
@@ -47,7 +47,7 @@ export function renderConfiguration(): string {
     '',
     GENERATED,
     '',
-    'Source: the variable schema in [`src/config.ts`](../../src/config.ts) (`a2a-guard --help` prints the same list) and, for the',
+    'Source: the variable schema in [`src/config/config.ts`](../../src/config/config.ts) (`a2a-guard --help` prints the same list) and, for the',
     'standalone reference guardian, `GUARDIAN_VARIABLES` in [`src/guardian/main.ts`](../../src/guardian/main.ts).',
     '',
     'The proxy is configured by environment variables. A bad value stops it at start with one line per problem and exit',

@@ -2,11 +2,11 @@
  * The image's HEALTHCHECK (the image has no shell, curl or wget):
  *   node dist/src/healthcheck.js            the proxy: GET /healthz on its admin port
  *   node dist/src/healthcheck.js guardian   the reference guardian: GET /healthz on GUARDIAN_PORT
- * Reads the variables the checked process reads, with the same A2A_GUARD_ rule (src/env.ts).
+ * Reads the variables the checked process reads, with the same A2A_GUARD_ rule (src/core/env.ts).
  * Exits 0 when the answer is HTTP 200 within 2 s, 1 otherwise.
  */
 import { get } from 'node:http';
-import { envText } from './env';
+import { envText } from './core/env';
 
 export type HealthTarget = 'proxy' | 'guardian';
 

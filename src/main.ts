@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `a2a-guard` / `npm start`: configuration from the environment, the proxy, the admin server, signals.
- *   --help, --version, --check, --verify-log FILE: see src/cli.ts.
+ *   --help, --version, --check, --verify-log FILE: see src/cli/cli.ts.
  * A bad configuration (or a port that cannot be bound) prints one line per problem and exits 2.
  * SIGTERM: not ready at once, keep accepting for SHUTDOWN_DELAY_MS, then drain by the deadline.
  * SIGINT: the same without the delay (a second SIGINT/SIGTERM exits at once).
@@ -9,9 +9,9 @@
  */
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { loadConfig, misspelledVariables, variableNames, type Config } from './config';
-import { readConfigFile, type ConfigFile } from './config-file';
-import { createLogger, stdoutDestination, type Logger, type LogSink } from './log';
+import { loadConfig, misspelledVariables, variableNames, type Config } from './config/config';
+import { readConfigFile, type ConfigFile } from './config/file';
+import { createLogger, stdoutDestination, type Logger, type LogSink } from './runtime/log';
 import { startProxy, createGuardian, type ProxyInstance } from './server';
 import { createAdminServer } from './admin/server';
 import { Health } from './admin/health';
@@ -19,13 +19,13 @@ import type { Guardian } from './aos/guardian';
 import type { EmbeddedGuardian } from './guardian/embedded';
 import type { PolicyError } from './guardian/policy';
 import type { ReloadResult } from './guardian/reload';
-import { effectiveConfiguration, parseArgs, proxyHelp } from './cli';
-import { VERSION } from './version';
+import { effectiveConfiguration, parseArgs, proxyHelp } from './cli/cli';
+import { VERSION } from './runtime/version';
 import { DecisionLog, verifyDecisionLog, type ChainLink } from './observe/decision-log';
 import type { Metrics } from './admin/metrics';
-import { StartupError } from './files';
-import { lateParserTierUp } from './undici-pool';
-import { noPretenuring } from './heap';
+import { StartupError } from './credentials/files';
+import { lateParserTierUp } from './net/undici-pool';
+import { noPretenuring } from './runtime/heap';
 
 export const EXIT_CONFIG = 2;
 
@@ -245,7 +245,7 @@ async function check(config: Config, env: NodeJS.ProcessEnv, file: ConfigFile | 
   ];
   process.stdout.write(`${out.join('\n')}\n`);
   if (!probe) return process.exit(0);
-  const { probeDependencies }: typeof import('./probe') = require('./probe');
+  const { probeDependencies }: typeof import('./cli/probe') = require('./cli/probe');
   const results = await probeDependencies(config);
   process.stdout.write(`${results.map((r) => `# probe ${r.what}: ${r.ok ? 'ok' : 'FAILED'}: ${r.detail}`).join('\n')}\n`);
   return process.exit(results.every((r) => r.ok) ? 0 : 1);

@@ -3,7 +3,7 @@
  * arrival order. Nothing runs while a call waits (no timer, no socket), so a time budget can start
  * when the call gets its place; a waiter whose caller goes away leaves the line.
  */
-import type { Cancellation } from '../cancel';
+import type { Cancellation } from '../core/cancel';
 
 interface Waiter {
   admit: ((entered: boolean) => void) | undefined;

@@ -19,13 +19,13 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Dispatcher, Pool } from 'undici';
 import type { GuardianOutcome, GuardianFailureKind } from './outcome';
-import type { Cancellation } from '../cancel';
+import type { Cancellation } from '../core/cancel';
 import { BoundedBytes } from '../core/bounded';
 import type { Envelope, JsonRpcId } from './schemas';
 import type { EnvelopeBytes } from './envelope';
 import { guardianSuccess, pingAnswer } from './answer';
 import { duplicateKey } from './duplicate-keys';
-import { createPool, dispatchRaw } from '../undici-pool';
+import { createPool, dispatchRaw } from '../net/undici-pool';
 import { monotonicMs } from '../core/clock';
 
 /** Whose connections a guardian call uses: a call's own checks, or a stream's events. */
@@ -62,7 +62,7 @@ export interface HttpGuardianOptions {
   readonly breakerThreshold?: number;
   /** How long the breaker stays open before one trial call. */
   readonly breakerCooldownMs?: number;
-  /** TLS towards the guardian (GUARDIAN_CA_FILE, ...; see src/tls.ts); undici's default when unset. */
+  /** TLS towards the guardian (GUARDIAN_CA_FILE, ...; see src/credentials/tls.ts); undici's default when unset. */
   readonly connect?: Pool.Options['connect'];
   /** Connections for the checks of calls: request hooks, unary answers; default 256. */
   readonly callConnections?: number;
@@ -70,7 +70,7 @@ export interface HttpGuardianOptions {
   readonly streamConnections?: number;
   /** Where connection failures are reported with their cause (a certificate problem, say), once per cause and interval. */
   readonly logger?: Logger;
-  /** Explains a connection failure (src/tls.ts describeConnectError). */
+  /** Explains a connection failure (src/credentials/tls.ts describeConnectError). */
   readonly describeFailure?: (err: unknown) => { code: string; cause: string; hint?: string };
   /** Called by close() (file watchers of the token and TLS files). */
   readonly onClose?: () => void;

@@ -5,7 +5,7 @@
  * the policy: an invalid new policy keeps the old one and logs one line per problem.
  *   GUARDIAN_PORT (7070), GUARDIAN_HOST (0.0.0.0), POLICY_FILE (against the working directory;
  *   default: the package's config/policy.json), GUARDIAN_TOKEN (unset: no token required), LOG_LEVEL (info).
- * Each may also be given as A2A_GUARD_<NAME>, which wins (src/env.ts): a Kubernetes Service named
+ * Each may also be given as A2A_GUARD_<NAME>, which wins (src/core/env.ts): a Kubernetes Service named
  * `guardian` injects GUARDIAN_PORT=tcp://... into every pod that has service links on.
  * A bad policy or variable prints one line per problem on stderr and exits with code 2.
  */
@@ -13,14 +13,14 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import pino from 'pino';
-import { LINE_FORMAT } from '../log';
-import { lookupEnv, serviceLinkHint } from '../env';
+import { LINE_FORMAT } from '../runtime/log';
+import { lookupEnv, serviceLinkHint } from '../core/env';
 import { PolicyError } from './policy';
 import { ReloadablePolicy, type ReloadResult } from './reload';
 import { parseBasicArgs, variableLines } from '../core/command-line';
 import { serveGuardian } from '../aos/serve';
 import { referenceGuardian, GUARDIAN_VERSION } from './server';
-import { DEFAULT_POLICY_FILE } from '../version';
+import { DEFAULT_POLICY_FILE } from '../runtime/version';
 
 export interface GuardianConfig {
   readonly port: number;

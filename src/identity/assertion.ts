@@ -14,7 +14,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { WatchedFile } from '../files';
+import { WatchedFile } from '../credentials/files';
 import { ASSERTION_ALGORITHMS, CLOCK_TOLERANCE_S, type JSONWebKeySet, type JWTVerifyGetKey, jose, joseProblem } from './jose';
 import { parseTrustedJwks, startupKeyError, trustIndex, watchSigningKey, type SigningKey } from './keys';
 import { ReplayCache, type ReplayGuard } from './replay';

@@ -7,7 +7,7 @@ import { CallerShares } from '../core/caller-shares';
 import type { Logger } from 'pino';
 import type { CardJson, CardVouch } from '../a2a/card';
 import { CARD_JWKS_PATH, cardPayload, cardSignatureProblem, signCard, type CardSignature, type TrustedCardKey } from '../a2a/card-signature';
-import { WatchedFile } from '../files';
+import { WatchedFile } from '../credentials/files';
 import type { JWK } from './jose';
 import { algorithmOf, parseTrustedJwks, startupKeyError, watchSigningKey, type SigningKey } from './keys';
 

@@ -11,7 +11,7 @@
  */
 import { createPrivateKey, createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
-import { StartupError, WatchedFile } from '../files';
+import { StartupError, WatchedFile } from '../credentials/files';
 import { ASSERTION_ALGORITHMS, type CryptoKeyLike, type JSONWebKeySet, type JWK, jose } from './jose';
 import { fieldValue } from './types';
 

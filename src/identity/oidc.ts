@@ -6,7 +6,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
-import type { ClaimMap } from '../config';
+import type { ClaimMap } from '../config/config';
 import { isLoopback } from './assertion';
 import { monotonicMs } from '../core/clock';
 import { CLOCK_TOLERANCE_S, type JWTVerifyGetKey, jose, joseProblem, OIDC_ALGORITHMS } from './jose';

@@ -4,7 +4,7 @@
  * neither is set), with the start-up warnings an operator should see.
  */
 import type { Logger } from 'pino';
-import { type Config, normaliseAudience } from '../config';
+import { type Config, normaliseAudience } from '../config/config';
 import type { Agent } from '../aos/schemas';
 import { AssertionSigner, AssertionVerifier } from './assertion';
 import { type CallerIdentifier, type CallerSources, createCallerIdentifier } from './caller';

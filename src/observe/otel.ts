@@ -7,7 +7,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Attributes, Context, Span, TextMapGetter } from '@opentelemetry/api';
 import type { SpanExporter, ReadableSpan, Sampler } from '@opentelemetry/sdk-trace-base';
 import type { ExportResult } from '@opentelemetry/core';
-import type { OtelConfig } from '../config';
+import type { OtelConfig } from '../config/config';
 import type { CallSpan, CallStart, HookSpan, TraceHeaders, Tracer, TracerOptions, UpstreamSpan } from './trace-types';
 
 type Api = typeof import('@opentelemetry/api');

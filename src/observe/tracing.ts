@@ -8,7 +8,7 @@
  * and per upstream call, and injects W3C trace context naming those spans.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { OtelConfig } from '../config';
+import type { OtelConfig } from '../config/config';
 import type { HookSpan, CallSpan, TraceHeaders, Tracer, TracerOptions, UpstreamSpan } from './trace-types';
 
 export type { CallEnd, CallSpan, CallStart, HookEnd, HookSpan, HookStart, TraceHeaders, Tracer, TracerOptions, UpstreamSpan } from './trace-types';

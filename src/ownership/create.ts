@@ -1,6 +1,6 @@
 /** The owner store the configuration names: Redis with TASK_STORE_URL (ioredis is loaded only then), else in memory. */
 import type { Logger } from 'pino';
-import type { OwnershipConfig } from '../config';
+import type { OwnershipConfig } from '../config/config';
 import { MemoryOwnerStore, type OwnerStore } from './store';
 import { createRedisStore, redactUrl } from './redis';
 

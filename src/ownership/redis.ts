@@ -27,7 +27,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type * as IORedis from 'ioredis';
-import { StartupError } from '../files';
+import { StartupError } from '../credentials/files';
 import type { OwnerStore } from './store';
 import type { Owner } from './principal';
 import { monotonicMs } from '../core/clock';

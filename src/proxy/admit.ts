@@ -8,7 +8,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 import { allowListRefusal, readServiceParameters, type ServiceParameters } from '../a2a/service-parameters';
 import { proxyError, type ProxyError } from '../core/errors';
-import { Cancellation } from '../cancel';
+import { Cancellation } from '../core/cancel';
 import type { CallerResult } from '../identity/caller';
 import { ANONYMOUS, ownerKey } from '../ownership/principal';
 import type { BodyLease } from './budget';

@@ -8,7 +8,7 @@ import type { Metrics } from '../admin/metrics';
 import type { VerifiedIdentity } from '../identity/types';
 import { auditRecord, type AuditPeer, type AuditRecord, type CallFacts } from '../observe/audit';
 import type { ChainLink } from '../observe/decision-log';
-import { lineOut, lineStart, plainText, writeLine } from '../log';
+import { lineOut, lineStart, plainText, writeLine } from '../runtime/log';
 
 export interface AuditLineDeps {
   readonly logger: Logger;

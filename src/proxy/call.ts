@@ -10,7 +10,7 @@ import type { Codec, ErrorShape } from '../a2a/binding';
 import type { Operation } from '../a2a/operations';
 import type { Side } from '../aos/hook-points';
 import type { A2AContext, Agent, JsonRpcId, PartialAgent } from '../aos/schemas';
-import type { Cancellation } from '../cancel';
+import type { Cancellation } from '../core/cancel';
 import type { VerifiedIdentity } from '../identity/types';
 import type { Owner } from '../ownership/principal';
 import type { AuditHook, CallOutcome } from '../observe/audit';

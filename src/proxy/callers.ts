@@ -8,10 +8,10 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { Config } from '../config';
+import type { Config } from '../config/config';
 import type { Metrics } from '../admin/metrics';
 import { Gate } from '../aos/gate';
-import type { Cancellation } from '../cancel';
+import type { Cancellation } from '../core/cancel';
 import { callerLimited, type ProxyError } from '../core/errors';
 import { monotonicMs } from '../core/clock';
 import { ANONYMOUS, type Owner } from '../ownership/principal';

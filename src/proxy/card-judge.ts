@@ -16,7 +16,7 @@ import type { JsonObject, PartialAgent } from '../aos/schemas';
 import { cardToServe, rewriteCard, type CardJson, type RewriteOptions } from '../a2a/card';
 import { CallerShares } from '../core/caller-shares';
 import { fieldKey, isObject } from '../core/json';
-import { Cancellation } from '../cancel';
+import { Cancellation } from '../core/cancel';
 import { proxyError, type ProxyError } from '../core/errors';
 import { UNVERIFIED, type CallerIdentifier, type CallerResult } from '../identity/caller';
 import { ANONYMOUS, ownerKey } from '../ownership/principal';

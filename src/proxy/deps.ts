@@ -3,7 +3,7 @@
  * so that the middle (admission, stages) can name it without importing an adapter.
  */
 import type { Logger } from 'pino';
-import type { Config } from '../config';
+import type { Config } from '../config/config';
 import type { Metrics } from '../admin/metrics';
 import type { FairTurns } from './fair';
 import type { Identities } from '../aos/identity';

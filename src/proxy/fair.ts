@@ -7,7 +7,7 @@
  * claims another caller's key only shares that caller's turns if it also comes from its address.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import type { Config } from '../config';
+import type { Config } from '../config/config';
 import type { Metrics } from '../admin/metrics';
 import { FairQueue, type Leaving } from '../core/fair-queue';
 import { callerLimited, type ProxyError } from '../core/errors';

@@ -7,7 +7,7 @@
  * hands those same bytes back (`payloadBytes`), so forwarding them costs no further copy.
  */
 import type { Logger } from 'pino';
-import type { Config } from '../config';
+import type { Config } from '../config/config';
 import type { Metrics } from '../admin/metrics';
 import type { Guardian, GuardianBudget, TraceContext } from '../aos/guardian';
 import type { GuardianOutcome } from '../aos/outcome';

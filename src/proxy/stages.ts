@@ -11,7 +11,7 @@
  */
 import type { JsonObject } from '../core/json';
 import type { ProxyError } from '../core/errors';
-import type { Config } from '../config';
+import type { Config } from '../config/config';
 import type { Side } from '../aos/hook-points';
 import type { Exchange } from './call';
 import { summarize, type HookRun, type HookRunInput } from './hooks';

@@ -35,7 +35,7 @@
  * A decision that throws or rejects is a stop with `failure()`'s frame (never a pass).
  */
 import type { SseEvent } from '../a2a/sse';
-import { Cancellation } from '../cancel';
+import { Cancellation } from '../core/cancel';
 
 /** What leaves for one event: its bytes (pass), or the error that ends the stream (stop; an SSE error frame by default). */
 export type Verdict<S = Buffer> = { readonly pass: Buffer } | { readonly stop: S };

@@ -13,7 +13,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { join, relative } from 'node:path';
-import { loadConfig } from '../../src/config';
+import { loadConfig } from '../../src/config/config';
 import { readGuardianConfig } from '../../src/guardian/main';
 import { loadPolicy } from '../../src/guardian/policy';
 import { parseEnvFile } from '../../src/demo/envfile';

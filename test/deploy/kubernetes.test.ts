@@ -13,7 +13,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadAll, load } from 'js-yaml';
-import { loadConfig, type Config } from '../../src/config';
+import { loadConfig, type Config } from '../../src/config/config';
 import { parseEnvFile } from '../../src/demo/envfile';
 import { readGuardianConfig } from '../../src/guardian/main';
 import { parsePolicy } from '../../src/guardian/policy';

@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dump, load } from 'js-yaml';
-import { loadConfig, type Config } from '../../src/config';
+import { loadConfig, type Config } from '../../src/config/config';
 import { helmTemplate } from '../../scripts/k8s-render';
 import { parseManifests } from '../../scripts/k8s-podman';
 import { type Obj, containersOf, envOf, helm, initContainersOf, nameOf, podSpec, renderFailure, schemaProblems, selects, unknownFieldProblems } from './manifests';

@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { JsonObject } from '../../src/aos/schemas';
 import { envelopeBytes } from '../../src/aos/envelope';
 import type { GuardianOutcome } from '../../src/aos/outcome';
-import { Cancellation } from '../../src/cancel';
+import { Cancellation } from '../../src/core/cancel';
 import { embeddedGuardian, INLINE_MAX_CHARS, type EmbeddedGuardian } from '../../src/guardian/embedded';
 import { createEngine } from '../../src/guardian/engine';
 import { parsePolicy } from '../../src/guardian/policy';

@@ -1,9 +1,9 @@
 /** Start a2a-guard in-process in front of a test agent, with a test guardian. */
 import { startAgent, type TestAgent } from './agent';
 import { startGuardian, type TestGuardian } from './guardian';
-import { configFrom, type Config } from '../../src/config';
+import { configFrom, type Config } from '../../src/config/config';
 import type { Logger } from 'pino';
-import { createLogger } from '../../src/log';
+import { createLogger } from '../../src/runtime/log';
 import { startProxy, type ProxyInstance, type StartOptions } from '../../src/server';
 import type { Guardian } from '../../src/aos/guardian';
 

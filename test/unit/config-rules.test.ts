@@ -1,11 +1,11 @@
 /**
- * The plain rules the proxy parses its environment with at start (src/env-rules.ts) against their
+ * The plain rules the proxy parses its environment with at start (src/config/env-rules.ts) against their
  * zod form (the schema config.ts had before): for every environment, the same values or the same
  * problems, worded the same, in the same order.
  */
 import fc from 'fast-check';
 import * as z from 'zod';
-import { describeVariables, envSchema, parseVariables, type VariableProblem } from '../../src/config';
+import { describeVariables, envSchema, parseVariables, type VariableProblem } from '../../src/config/config';
 
 const schema = envSchema(z);
 const NAMES = describeVariables().map((d) => d.name);

@@ -1,9 +1,9 @@
 /**
  * misspelledVariables computes its edit distance in a band and stops early (start-up cost, see
- * src/config.ts editDistance); it must find exactly what the full optimal-string-alignment table finds.
+ * src/config/config.ts editDistance); it must find exactly what the full optimal-string-alignment table finds.
  */
 import fc from 'fast-check';
-import { describeVariables, FOREIGN_VARIABLES, misspelledVariables } from '../../src/config';
+import { describeVariables, FOREIGN_VARIABLES, misspelledVariables } from '../../src/config/config';
 
 /** The full table: the distance the banded walk must agree with wherever it is 2 or less. */
 function fullDistance(a: string, b: string): number {

@@ -1,4 +1,4 @@
-import { configFrom, loadConfig, misspelledVariables, type Config } from '../../src/config';
+import { configFrom, loadConfig, misspelledVariables, type Config } from '../../src/config/config';
 
 const BASE = { UPSTREAM_URL: 'http://127.0.0.1:4000' };
 

@@ -1,10 +1,10 @@
 /**
- * Every variable also as A2A_GUARD_<NAME>, and the prefixed form wins (src/env.ts), for the proxy
+ * Every variable also as A2A_GUARD_<NAME>, and the prefixed form wins (src/core/env.ts), for the proxy
  * (loadConfig) and the reference guardian (readGuardianConfig); the health check reads the same.
  * The case that motivated it: Kubernetes service links (`<SERVICE>_PORT=tcp://10.0.0.7:7070`).
  */
-import { loadConfig, type Config } from '../../src/config';
-import { ENV_PREFIX, lookupEnv } from '../../src/env';
+import { loadConfig, type Config } from '../../src/config/config';
+import { ENV_PREFIX, lookupEnv } from '../../src/core/env';
 import { readGuardianConfig } from '../../src/guardian/main';
 import { healthUrl } from '../../src/healthcheck';
 

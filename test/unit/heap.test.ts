@@ -1,7 +1,7 @@
-/** The V8 settings src/heap.ts and src/undici-pool.ts make are ones this node knows (V8 ignores an unknown one without a word). */
+/** The V8 settings src/runtime/heap.ts and src/net/undici-pool.ts make are ones this node knows (V8 ignores an unknown one without a word). */
 import { spawnSync } from 'node:child_process';
-import { PRETENURING_FLAG } from '../../src/heap';
-import { PARSER_TIERING_FLAG } from '../../src/undici-pool';
+import { PRETENURING_FLAG } from '../../src/runtime/heap';
+import { PARSER_TIERING_FLAG } from '../../src/net/undici-pool';
 
 describe('heap', () => {
   it('node accepts the pretenuring and parser tiering flags, and refuses a flag it does not know', () => {

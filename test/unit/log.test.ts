@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { LogSink, createLogger } from '../../src/log';
+import { LogSink, createLogger } from '../../src/runtime/log';
 import fc from 'fast-check';
 import { FastCounter, Metrics } from '../../src/admin/metrics';
 

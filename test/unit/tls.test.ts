@@ -6,8 +6,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { StartupError, WatchedFile } from '../../src/files';
-import { describeConnectError, listenerTls, outboundTls } from '../../src/tls';
+import { StartupError, WatchedFile } from '../../src/credentials/files';
+import { describeConnectError, listenerTls, outboundTls } from '../../src/credentials/tls';
 import { createPki, type Pki } from '../helpers/pki';
 import { waitFor } from '../helpers/net';
 

@@ -2,7 +2,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as undici from 'undici';
-import { LeanPool, createAgent, createPool, dispatchRaw, headerNameOf, leanBuildConnector, type RawHandler } from '../../src/undici-pool';
+import { LeanPool, createAgent, createPool, dispatchRaw, headerNameOf, leanBuildConnector, type RawHandler } from '../../src/net/undici-pool';
 
 describe('undici-pool', () => {
   it('Pool, Agent and buildConnector are the objects undici exports', async () => {

@@ -10,7 +10,7 @@
  * every message it sent was released.
  */
 import http2 from 'node:http2';
-import type { Config } from '../../config';
+import type { Config } from '../../config/config';
 import type { Metrics } from '../../admin/metrics';
 import { HOOK_ORDER } from '../../aos/hook-points';
 import type { JsonObject } from '../../aos/schemas';

@@ -7,11 +7,11 @@ import http2 from 'node:http2';
 import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
-import type { Config } from '../../config';
+import type { Config } from '../../config/config';
 import type { CardCache } from '../../a2a/card';
 import { grpcCodecs } from '../../a2a/bindings/grpc/codec';
 import { grpcTargetFromCard } from '../../a2a/bindings/grpc/card';
-import { listenerTls } from '../../tls';
+import { listenerTls } from '../../credentials/tls';
 import { createGrpcHandler, type GrpcDeps } from './call';
 import { createGrpcUpstream } from './upstream';
 

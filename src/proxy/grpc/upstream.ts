@@ -9,7 +9,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { Duplex } from 'node:stream';
-import type { OutboundTls } from '../../config';
+import type { OutboundTls } from '../../config/config';
 import type { GrpcVersion } from '../../a2a/bindings/grpc/card';
 
 const VERSIONS: readonly GrpcVersion[] = ['1.0', '0.3'];

@@ -5,7 +5,7 @@
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Pool } from 'undici';
-import { createPool, dispatchRaw, headerNameOf } from '../../undici-pool';
+import { createPool, dispatchRaw, headerNameOf } from '../../net/undici-pool';
 import { HOP_BY_HOP, namedByConnection, type ForwardHeaders } from '../headers';
 
 export interface Upstream {
@@ -16,7 +16,7 @@ export interface Upstream {
   close(): Promise<void>;
 }
 
-/** `connect`: the TLS connector for an https upstream (UPSTREAM_CA_FILE, ...; see src/tls.ts), else undici's default. */
+/** `connect`: the TLS connector for an https upstream (UPSTREAM_CA_FILE, ...; see src/credentials/tls.ts), else undici's default. */
 export function createUpstream(url: URL, connect?: Pool.Options['connect']): Upstream {
   // Agents close idle connections after ~5 s (Node's default); idle ones are dropped a little sooner.
   // Streams may be quiet for long: no undici timeouts, callers going away abort the call.

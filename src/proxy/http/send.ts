@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SseCodec } from '../../a2a/binding';
 import type { JsonRpcId } from '../../aos/schemas';
 import { proxyError } from '../../core/errors';
-import { describeConnectError } from '../../tls';
+import { describeConnectError } from '../../credentials/tls';
 import type { ServiceParameters } from '../../a2a/service-parameters';
 import type { BodyLease } from '../budget';
 import { forwardRequestHeaders, type ForwardHeaders } from '../headers';

@@ -8,7 +8,7 @@
  * route cannot be listed.
  */
 import http from 'node:http';
-import { configFrom } from '../../../src/config';
+import { configFrom } from '../../../src/config/config';
 import { makeClient, sendReq, startAgent, textOf, type TestAgent } from '../../helpers/agent';
 import { endpointUrls } from '../../helpers/cards';
 import { startGuardian, type TestGuardian } from '../../helpers/guardian';

@@ -23,7 +23,7 @@ import { Agent } from 'undici';
 import { startAgent, type TestAgent } from '../../helpers/agent';
 import { startGuardian, type TestGuardian } from '../../helpers/guardian';
 import { CardCache } from '../../../src/a2a/card';
-import { configFrom } from '../../../src/config';
+import { configFrom } from '../../../src/config/config';
 import { startProxy } from '../../../src/server';
 
 const silent = pino({ level: 'silent' });

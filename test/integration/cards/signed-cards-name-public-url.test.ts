@@ -15,7 +15,7 @@ import { startGuardian, type TestGuardian } from '../../helpers/guardian';
 import { makeKey, writeSigningKey } from '../../helpers/keys';
 import { freePort } from '../../helpers/net';
 import { startTestProxy, type TestProxy } from '../../helpers/proxy-harness';
-import { configFrom } from '../../../src/config';
+import { configFrom } from '../../../src/config/config';
 import type { JWK } from '../../../src/identity/jose';
 
 const sdk: typeof A2A = require('@a2a-js/sdk');

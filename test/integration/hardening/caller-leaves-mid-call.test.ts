@@ -13,7 +13,7 @@ import { grpcFrame } from '../../helpers/grpc';
 import { waitFor } from '../../helpers/net';
 import { startIdentities, type TestIdentities } from '../../helpers/identities';
 import { useStack } from '../../helpers/proxy-harness';
-import { configFrom } from '../../../src/config';
+import { configFrom } from '../../../src/config/config';
 import { startProxy, type ProxyInstance } from '../../../src/server';
 import { codecFor } from '../../../src/a2a/bindings/grpc/codec';
 import { grpcMethodForPath } from '../../../src/a2a/bindings/grpc/methods';

@@ -13,8 +13,8 @@ import type { TestGuardian } from '../../helpers/guardian';
 import { makeKey, writeJwks, writeSigningKey } from '../../helpers/keys';
 import { closeServer, freePort, waitFor } from '../../helpers/net';
 import { createPki, type Issued, type Pki } from '../../helpers/pki';
-import { configFrom } from '../../../src/config';
-import { createLogger } from '../../../src/log';
+import { configFrom } from '../../../src/config/config';
+import { createLogger } from '../../../src/runtime/log';
 import { startProxy, type ProxyInstance } from '../../../src/server';
 import { useStack } from '../../helpers/proxy-harness';
 

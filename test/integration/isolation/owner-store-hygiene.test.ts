@@ -15,7 +15,7 @@ import { useIdentityProxy, type Caller } from '../../helpers/identities';
 import { startTestProxy, useStack, type TestProxy } from '../../helpers/proxy-harness';
 import { codecFor } from '../../../src/a2a/bindings/grpc/codec';
 import { grpcMethodForPath } from '../../../src/a2a/bindings/grpc/methods';
-import { StartupError } from '../../../src/files';
+import { StartupError } from '../../../src/credentials/files';
 
 jest.setTimeout(60_000);
 

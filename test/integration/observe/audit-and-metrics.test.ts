@@ -23,8 +23,8 @@ import { deadGuardianUrl, type GuardianReply } from '../../helpers/guardian';
 import { closeServer, waitFor } from '../../helpers/net';
 import { sample } from '../../helpers/proxy-process';
 import { useStack } from '../../helpers/proxy-harness';
-import { configFrom } from '../../../src/config';
-import { createLogger } from '../../../src/log';
+import { configFrom } from '../../../src/config/config';
+import { createLogger } from '../../../src/runtime/log';
 import { startProxy, type ProxyInstance } from '../../../src/server';
 import { embeddedGuardian } from '../../../src/guardian/embedded';
 import type { Guardian } from '../../../src/aos/guardian';
@@ -51,7 +51,7 @@ interface Audited {
   metrics(): Promise<string>;
 }
 
-/** The proxy's logger (src/log.ts, its lines' format) whose lines are kept, parsed. */
+/** The proxy's logger (src/runtime/log.ts, its lines' format) whose lines are kept, parsed. */
 function capture(): { logger: pino.Logger; lines: Array<Record<string, any>> } {
   const lines: Array<Record<string, any>> = [];
   const sink = new Writable({

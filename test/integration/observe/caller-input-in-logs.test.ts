@@ -11,7 +11,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { startAgent, type TestAgent } from '../../helpers/agent';
 import { startGuardian, type TestGuardian } from '../../helpers/guardian';
-import { configFrom } from '../../../src/config';
+import { configFrom } from '../../../src/config/config';
 import { startProxy, type ProxyInstance } from '../../../src/server';
 
 let agent: TestAgent;

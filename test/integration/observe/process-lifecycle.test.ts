@@ -23,7 +23,7 @@ import { deadGuardianUrl, startGuardian, type TestGuardian } from '../../helpers
 import { closeServer, freePort, listen, unrefSleep, waitFor } from '../../helpers/net';
 import { reap } from '../../helpers/process';
 import { ensureBuilt, GUARDIAN_MAIN, MAIN, reapAll, ROOT, sample, scrape, spawnNode, startProxyProcess, tryConnect } from '../../helpers/proxy-process';
-import { describeVariables } from '../../../src/config';
+import { describeVariables } from '../../../src/config/config';
 
 let agent: TestAgent;
 let guardian: TestGuardian;

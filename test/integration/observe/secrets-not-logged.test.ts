@@ -11,8 +11,8 @@ import type { TestGuardian } from '../../helpers/guardian';
 import { makeKey, signAssertion, startIssuer, unsignedJwt, writeJwks, writeSigningKey, type Issuer, type TestKey } from '../../helpers/keys';
 import { freePort, waitFor } from '../../helpers/net';
 import { createPki, type Pki } from '../../helpers/pki';
-import { configFrom } from '../../../src/config';
-import { createLogger } from '../../../src/log';
+import { configFrom } from '../../../src/config/config';
+import { createLogger } from '../../../src/runtime/log';
 import { startProxy, type ProxyInstance } from '../../../src/server';
 import { useStack } from '../../helpers/proxy-harness';
 

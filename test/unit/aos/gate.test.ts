@@ -3,7 +3,7 @@
  * holders, the rest admitted in arrival order as places are given back, callers that leave skipped.
  */
 import { Gate } from '../../../src/aos/gate';
-import { Cancellation } from '../../../src/cancel';
+import { Cancellation } from '../../../src/core/cancel';
 
 const tick = () => new Promise<void>((r) => setImmediate(r));
 

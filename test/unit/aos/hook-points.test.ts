@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { HOOK_ORDER, PHASES, ROLES, SIDES } from '../../../src/aos/hook-points';
-import { configFrom } from '../../../src/config';
+import { configFrom } from '../../../src/config/config';
 import { PolicyFile } from '../../../src/guardian/policy';
 import { A2ARole } from '../../../src/aos/schemas';
 

@@ -1,5 +1,5 @@
 import { FairQueue, type Turn } from '../../../src/core/fair-queue';
-import { Cancellation } from '../../../src/cancel';
+import { Cancellation } from '../../../src/core/cancel';
 
 /** A queue whose loop iterations are run by hand: `tick()` runs what the loop would run once it polled for I/O. */
 function queue(maxQueuedPerCaller = 8, sliceMs = 5) {

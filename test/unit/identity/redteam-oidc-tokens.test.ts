@@ -10,7 +10,7 @@
  */
 import { createHmac, createPrivateKey, sign as cryptoSign, type JsonWebKey } from 'node:crypto';
 import pino from 'pino';
-import { parseClaimMap, type ClaimMap } from '../../../src/config';
+import { parseClaimMap, type ClaimMap } from '../../../src/config/config';
 import { jose } from '../../../src/identity/jose';
 import { OidcVerifier } from '../../../src/identity/oidc';
 import { makeKey, type TestKey } from '../../helpers/keys';

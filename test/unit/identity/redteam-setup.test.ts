@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { configFrom, type Config } from '../../../src/config';
+import { configFrom, type Config } from '../../../src/config/config';
 import { isLoopbackHost, setupIdentity } from '../../../src/identity/setup';
 import { makeKey, writeSigningKey } from '../../helpers/keys';
 

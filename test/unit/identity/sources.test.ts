@@ -5,7 +5,7 @@
  */
 import type { Socket } from 'node:net';
 import pino from 'pino';
-import { parseClaimMap, type ClaimMap } from '../../../src/config';
+import { parseClaimMap, type ClaimMap } from '../../../src/config/config';
 import { claimedPeer, createCallerIdentifier, spent, verifiedPeer, type CallerSources } from '../../../src/identity/caller';
 import { jose } from '../../../src/identity/jose';
 import { identityFromCertificate, isSpiffeId, parseSubjectAltName, tlsPeerIdentity } from '../../../src/identity/mtls';

@@ -7,9 +7,9 @@
 import { auditRecord, callOutcome, reasonCodes, type CallFacts } from '../../../src/observe/audit';
 import { Health, readiness, type HealthChange } from '../../../src/admin/health';
 import { shutdownPlan } from '../../../src/main';
-import { parseArgs, effectiveConfiguration } from '../../../src/cli';
+import { parseArgs, effectiveConfiguration } from '../../../src/cli/cli';
 import { parseBasicArgs } from '../../../src/core/command-line';
-import { configFrom, describeVariables, isSecretVariable, keyValues, maskValue } from '../../../src/config';
+import { configFrom, describeVariables, isSecretVariable, keyValues, maskValue } from '../../../src/config/config';
 import { callerTrace, NOOP_TRACER } from '../../../src/observe/tracing';
 import { describeError } from '../../../src/aos/guardian';
 import { verifyDecisionLog } from '../../../src/observe/decision-log';

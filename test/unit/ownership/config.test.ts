@@ -1,5 +1,5 @@
 /** Task ownership variables: the default rule, validation, and the store that would sit unused. */
-import { loadConfig } from '../../../src/config';
+import { loadConfig } from '../../../src/config/config';
 
 const base = { UPSTREAM_URL: 'http://127.0.0.1:9000' };
 const oidc = { OIDC_ISSUER: 'https://idp.example', OIDC_AUDIENCE: 'agent' };

@@ -1,7 +1,7 @@
 /** The owner stores: in memory (TTL, bound, oldest out) and Redis (a real redis-server on 127.0.0.1). */
 import { createHash } from 'node:crypto';
 import pino from 'pino';
-import { StartupError } from '../../../src/files';
+import { StartupError } from '../../../src/credentials/files';
 import { bindingBytes, MemoryOwnerStore, type OwnerStore } from '../../../src/ownership/store';
 import { createRedisStore, redactUrl, sliceCounters, type RedisOwnerStore } from '../../../src/ownership/redis';
 import { startRedis, type TestRedis } from '../../helpers/redis';

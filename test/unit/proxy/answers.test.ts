@@ -9,7 +9,7 @@ import { Metrics } from '../../../src/admin/metrics';
 import { operationForMethod, type Operation } from '../../../src/a2a/operations';
 import { grpcCodec, jsonRpcCodec, restCodec } from '../../../src/a2a/bindings';
 import type { Codec } from '../../../src/a2a/binding';
-import { Cancellation } from '../../../src/cancel';
+import { Cancellation } from '../../../src/core/cancel';
 import { proxyError } from '../../../src/core/errors';
 import type { JsonObject } from '../../../src/core/json';
 import { MemoryOwnerStore, taskKey } from '../../../src/ownership/store';

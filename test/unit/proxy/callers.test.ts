@@ -1,5 +1,5 @@
 /** Fair shares without sockets: caller keys, token buckets (bounded), calls in flight and guardian places per caller. */
-import { Cancellation } from '../../../src/cancel';
+import { Cancellation } from '../../../src/core/cancel';
 import { CallerLimits, MemoryRateStore, RedisRateStore, callerKey, type Admission } from '../../../src/proxy/callers';
 
 const ok = (a: Admission | Promise<Admission>): Extract<Admission, { ok: true }> => {

@@ -7,7 +7,7 @@ import pino from 'pino';
 import { Metrics } from '../../../src/admin/metrics';
 import { operationForMethod, type Operation } from '../../../src/a2a/operations';
 import { jsonRpcCodec } from '../../../src/a2a/bindings';
-import { Cancellation } from '../../../src/cancel';
+import { Cancellation } from '../../../src/core/cancel';
 import { proxyError, type ProxyError } from '../../../src/core/errors';
 import type { JsonObject } from '../../../src/core/json';
 import { MemoryOwnerStore, taskKey } from '../../../src/ownership/store';

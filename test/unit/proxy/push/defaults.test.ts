@@ -1,5 +1,5 @@
 /** When push notifications go through the relay by default, and what the variables refuse. */
-import { configFrom } from '../../../../src/config';
+import { configFrom } from '../../../../src/config/config';
 
 const base = { UPSTREAM_URL: 'http://127.0.0.1:1' };
 

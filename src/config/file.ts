@@ -1,5 +1,5 @@
 /**
- * `--config FILE`: the variables of src/config.ts as one YAML or JSON mapping (JSON is YAML), with the
+ * `--config FILE`: the variables of src/config/config.ts as one YAML or JSON mapping (JSON is YAML), with the
  * variables' names and rules; a variable set in the environment wins over the file. Values may be
  * strings, numbers, booleans or lists (joined with commas, as the variables write them); an empty
  * value counts as unset, as an empty variable does. Unknown names are errors, with the variables'
@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs';
 import type * as YAML from 'yaml';
-import { ENV_PREFIX } from './env';
+import { ENV_PREFIX } from '../core/env';
 
 export interface ConfigFile {
   readonly file: string;

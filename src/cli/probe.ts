@@ -3,14 +3,14 @@
  * with the same clients (TLS files, token, timeouts) the proxy would use: the guardian (AOS ping),
  * the agent's card, the task store (Redis PING). Nothing is sent to the agent but the card request.
  */
-import type { Config } from './config';
-import { CardCache } from './a2a/card';
-import { encodePath } from './a2a/target';
-import { createLogger } from './log';
-import { createGuardian } from './server';
-import { outboundTls } from './tls';
-import { createAgent } from './undici-pool';
-import { redactUrl, redisClient } from './ownership/redis';
+import type { Config } from '../config/config';
+import { CardCache } from '../a2a/card';
+import { encodePath } from '../a2a/target';
+import { createLogger } from '../runtime/log';
+import { createGuardian } from '../server';
+import { outboundTls } from '../credentials/tls';
+import { createAgent } from '../net/undici-pool';
+import { redactUrl, redisClient } from '../ownership/redis';
 
 export interface ProbeResult {
   readonly what: 'guardian' | 'agent card' | 'task store';

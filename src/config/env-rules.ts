@@ -1,5 +1,5 @@
 /**
- * The rules of the configuration's variables (src/config.ts), each written once and readable two
+ * The rules of the configuration's variables (src/config/config.ts), each written once and readable two
  * ways: `run`, plain code the proxy parses its environment with at start, and `zod()`, the same rule
  * as the zod schema it was before, the reference `test/unit/config-rules.test.ts` holds `run` to
  * (same values, same problems, same messages). Why not zod at start: building the ~95 variables'

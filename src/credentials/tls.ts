@@ -8,8 +8,8 @@ import type { Server as HttpsServer, ServerOptions } from 'node:https';
 import type { SecureContext, SecureContextOptions } from 'node:tls';
 import type { Logger } from 'pino';
 import type { buildConnector } from 'undici';
-import { leanBuildConnector } from './undici-pool';
-import type { OutboundTls, TlsConfig } from './config';
+import { leanBuildConnector } from '../net/undici-pool';
+import type { OutboundTls, TlsConfig } from '../config/config';
 import { StartupError, WatchedFile } from './files';
 
 /** What undici's Pool accepts as `connect`. */

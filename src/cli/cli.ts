@@ -3,10 +3,10 @@
  * few, every setting is an environment variable. The variable list of --help and the effective
  * configuration of --check come from the zod schema in config.ts, so neither is written twice.
  */
-import { describeVariables, maskValue, schemaInput } from './config';
-import { parseHead, type ChainLink } from './observe/decision-log';
-import type { ConfigFile } from './config-file';
-import { parseBasicArgs, variableLines } from './core/command-line';
+import { describeVariables, maskValue, schemaInput } from '../config/config';
+import { parseHead, type ChainLink } from '../observe/decision-log';
+import type { ConfigFile } from '../config/file';
+import { parseBasicArgs, variableLines } from '../core/command-line';
 
 export type Command =
   | { readonly kind: 'run'; readonly config?: string }

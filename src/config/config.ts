@@ -1,18 +1,18 @@
 /**
  * Configuration: environment variables only (design section 8), parsed once at start with the rules
- * of src/env-rules.ts (plain code; each rule also has its zod form, the reference the tests hold it to).
+ * of src/config/env-rules.ts (plain code; each rule also has its zod form, the reference the tests hold it to).
  * Every bad variable yields one line naming it; the caller prints them and exits 2.
  */
 import type * as Z from 'zod';
-import { pathSegments } from './a2a/target';
-import { looksLikeRest } from './a2a/rest';
-import { looksLikeGrpc } from './a2a/bindings/grpc/methods';
+import { pathSegments } from '../a2a/target';
+import { looksLikeRest } from '../a2a/rest';
+import { looksLikeGrpc } from '../a2a/bindings/grpc/methods';
 import { Rule, v, type Issue, type Out } from './env-rules';
-import { lookupEnv, serviceLinkHint, type EnvValue } from './env';
-import type { ConfigFile } from './config-file';
-import { ROLES } from './aos/hook-points';
-import { DEFAULT_POLICY_FILE } from './version';
-import type { ObservedAgentOverrides } from './aos/identity';
+import { lookupEnv, serviceLinkHint, type EnvValue } from '../core/env';
+import type { ConfigFile } from './file';
+import { ROLES } from '../aos/hook-points';
+import { DEFAULT_POLICY_FILE } from '../runtime/version';
+import type { ObservedAgentOverrides } from '../aos/identity';
 
 const bool = (def: boolean) =>
   v.enum(['true', 'false', '1', '0', 'yes', 'no']).default(def ? 'true' : 'false').transform((v) => v === 'true' || v === '1' || v === 'yes');
@@ -321,13 +321,13 @@ export type OutboundTls = TlsConfig['guardian'];
 export type OwnershipConfig = Config['ownership'];
 export type GrpcConfig = NonNullable<Config['grpc']>;
 export type OtelConfig = NonNullable<Config['otel']>;
-export type { ObservedAgentOverrides } from './aos/identity';
+export type { ObservedAgentOverrides } from '../aos/identity';
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
 
 /**
  * Parse the environment (and the --config file, which it overrides). Every variable may also be given
- * as `A2A_GUARD_<NAME>`, which wins (src/env.ts). Empty strings count as unset, as in most container
+ * as `A2A_GUARD_<NAME>`, which wins (src/core/env.ts). Empty strings count as unset, as in most container
  * runtimes' env files.
  */
 export function loadConfig(env: NodeJS.ProcessEnv, file?: ConfigFile): ConfigResult {
@@ -559,7 +559,7 @@ export function misspelledVariables(env: NodeJS.ProcessEnv, known: readonly stri
   }
   for (const name of Object.keys(env)) {
     if (knownSet.has(name) || env[name] === undefined || FOREIGN_VARIABLES.has(name)) continue;
-    // A2A_GUARD_<NAME> is the prefixed form of <NAME> (src/env.ts): check the name behind the prefix.
+    // A2A_GUARD_<NAME> is the prefixed form of <NAME> (src/core/env.ts): check the name behind the prefix.
     const prefixed = name.startsWith('A2A_GUARD_');
     if (prefixed && knownSet.has(name.slice('A2A_GUARD_'.length))) continue;
     const upper = (prefixed ? name.slice('A2A_GUARD_'.length) : name).toUpperCase();
@@ -709,7 +709,7 @@ export function describeVariables(): VariableInfo[] {
   });
 }
 
-/** The raw values an environment (over a --config file) gives the schema's variables (src/env.ts: A2A_GUARD_<NAME> wins; empty counts as unset). */
+/** The raw values an environment (over a --config file) gives the schema's variables (src/core/env.ts: A2A_GUARD_<NAME> wins; empty counts as unset). */
 export function schemaInput(env: NodeJS.ProcessEnv, file?: ConfigFile): Record<string, string> {
   const input: Record<string, string> = {};
   for (const key of NAMES) {
