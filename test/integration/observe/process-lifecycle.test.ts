@@ -269,8 +269,17 @@ describe('listen errors', () => {
   test('the proxy port in use: one clear line, exit 2, the log lines before it flushed', async () => {
     const run = spawnNode(MAIN, { UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, PORT: String(busy), HOST: '127.0.0.1', ADMIN_PORT: String(await freePort()), ADMIN_HOST: '127.0.0.1' });
     expect(await run.exitWithin(15_000)).toEqual({ code: 2, signal: null });
-    expect(run.stderr()).toBe(`a2a-guard: cannot listen on 127.0.0.1:${busy}: address already in use (EADDRINUSE)\n`);
+    expect(run.stderr()).toBe(`a2a-guard: cannot listen on 127.0.0.1:${busy} (PORT): address already in use (EADDRINUSE)\n`);
     expect(run.lines().some((l) => typeof l.msg === 'string' && l.msg.startsWith('CARD_SIGNATURES=strip'))).toBe(true);
+  }, 30_000);
+
+  test('the push relay port in use: one clear line naming PUSH_RELAY_PORT, exit 2', async () => {
+    const run = spawnNode(MAIN, {
+      UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, PORT: String(await freePort()), HOST: '127.0.0.1', ADMIN_PORT: String(await freePort()), ADMIN_HOST: '127.0.0.1',
+      INSPECT_RESPONSES: 'true', PUSH_RELAY_PORT: String(busy),
+    });
+    expect(await run.exitWithin(15_000)).toEqual({ code: 2, signal: null });
+    expect(run.stderr()).toBe(`a2a-guard: cannot listen on 127.0.0.1:${busy} (PUSH_RELAY_PORT): address already in use (EADDRINUSE)\n`);
   }, 30_000);
 
   test('the admin port in use: one clear line naming ADMIN_PORT, exit 2', async () => {
