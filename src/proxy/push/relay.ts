@@ -345,6 +345,8 @@ export class PushRelay {
       if (attempt > 0) {
         this.count('retried');
         await new Promise((r) => setTimeout(r, base * 2 ** (attempt - 1)).unref());
+        // Closed while waiting: no delivery after close.
+        if (this.closed) break;
       }
       const upSpan = url === undefined ? undefined : ex.call.span.upstream('POST', url);
       ex.log.upstreamSentAt ??= performance.now();

@@ -8,9 +8,9 @@ import { ensureBuilt, ROOT } from '../../helpers/proxy-process';
 jest.setTimeout(60_000);
 
 const PROBE = `
-const { configFrom } = require('./dist/src/config');
+const { configFrom } = require('./dist/src/config/config');
 const { startProxy } = require('./dist/src/server');
-const { createLogger } = require('./dist/src/log');
+const { createLogger } = require('./dist/src/runtime/log');
 (async () => {
   const env = { PORT: '0', HOST: '127.0.0.1', UPSTREAM_URL: 'http://127.0.0.1:9', GUARDIAN_URL: 'http://127.0.0.1:9', LOG_LEVEL: 'silent', CARD_TTL_MS: '0', ...JSON.parse(process.argv[1]) };
   const p = await startProxy({ config: configFrom(env), logger: createLogger('silent') });

@@ -381,7 +381,7 @@ describe('command line', () => {
   });
 
   test('tracing off: the proxy loads none of the OpenTelemetry SDK, exporter or resources', () => {
-    const script = `const { startProxy } = require('./dist/src/server'); const { configFrom } = require('./dist/src/config'); const { createLogger } = require('./dist/src/log');
+    const script = `const { startProxy } = require('./dist/src/server'); const { configFrom } = require('./dist/src/config/config'); const { createLogger } = require('./dist/src/runtime/log');
       const config = configFrom({ UPSTREAM_URL: 'http://127.0.0.1:9', GUARDIAN_URL: 'http://127.0.0.1:9', PORT: '0', HOST: '127.0.0.1', CARD_TTL_MS: '0' });
       startProxy({ config, logger: createLogger('silent') }).then(async (p) => {
         // @opentelemetry/api itself comes with prom-client (exemplars); the SDK and the exporter must not load.
