@@ -118,10 +118,10 @@ test('Redis stopped mid-run: FAIL_MODE=closed refuses calls that need the store,
   }
 
   // Back up (an empty Redis: bindings made before the outage are gone, so that task is refused to everyone).
-  await waitFor(async () => (await failure(get(a1, task.id)))?.message === `Task not found: ${task.id}`, 10_000, 'replica 1 to reach Redis again');
+  await waitFor(async () => (await failure(get(a1, task.id)))?.message === `Task not found: ${task.id}`, 40_000, 'replica 1 to reach Redis again');
   // Replica 2 runs FAIL_MODE=open: until it has reconnected too, it would pass B's call unchecked.
-  await waitFor(async () => (await failure(get(b2, task.id)))?.message === `Task not found: ${task.id}`, 10_000, 'replica 2 to reach Redis again');
+  await waitFor(async () => (await failure(get(b2, task.id)))?.message === `Task not found: ${task.id}`, 40_000, 'replica 2 to reach Redis again');
   const after = (await a1.sendMessage(sendReq('after the outage'))) as { id: string };
   expect(await get(a1, after.id)).toMatchObject({ id: after.id });
   expect((await failure(get(b2, after.id)))?.message).toBe(`Task not found: ${after.id}`);
-});
+}, 120_000);
