@@ -40,6 +40,39 @@ function urlObjects(node: unknown, out: JsonObject[], depth = 0): JsonObject[] {
   return out;
 }
 
+/**
+ * Why a request's webhook configs cannot be relayed: a `url` that is not a string (the SDK reads
+ * `["http://..."]` as that URL, so it would go to the agent unrewritten), or configs nested deeper
+ * than the walk reads. undefined: every config is readable.
+ */
+export function unreadableWebhook(op: Operation, request: JsonObject): string | undefined {
+  const params = request.params;
+  if (!isObject(params)) return undefined;
+  const check = (node: unknown, depth: number): string | undefined => {
+    if (depth > 16) return 'push notification config nested too deep';
+    if (Array.isArray(node)) {
+      for (const x of node) {
+        const why = check(x, depth + 1);
+        if (why !== undefined) return why;
+      }
+      return undefined;
+    }
+    if (!isObject(node)) return undefined;
+    if (Object.hasOwn(node, 'url') && typeof node.url !== 'string') return 'push notification config url must be a string';
+    for (const [k, v] of Object.entries(node)) {
+      if (k === 'url' || typeof v !== 'object' || v === null) continue;
+      const why = check(v, depth + 1);
+      if (why !== undefined) return why;
+    }
+    return undefined;
+  };
+  for (const r of roots(op, params)) {
+    const why = check(r, 0);
+    if (why !== undefined) return why;
+  }
+  return undefined;
+}
+
 /** The webhook configs a request carries (the caller's, as the guardian judged them). */
 export function webhooksOf(op: Operation, request: JsonObject): CallerWebhook[] {
   const params = request.params;

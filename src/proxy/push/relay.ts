@@ -39,7 +39,7 @@ import type { HookRun, HookRunInput } from '../hooks';
 import type { AnswerCheck, AnswerHook } from '../ownership';
 import type { CallFlow, Stage } from '../stages';
 import { END } from '../stages';
-import { deliveredTaskId, relayedConfigs, restoreConfig, rewriteRequest, webhooksOf } from './configs';
+import { deliveredTaskId, relayedConfigs, restoreConfig, rewriteRequest, unreadableWebhook, webhooksOf } from './configs';
 import { deliver, PinnedDispatchers, systemResolver, type DeliveryResult, type Resolver } from './deliver';
 import { configName, type PushRecord, type PushStore } from './store';
 
@@ -67,7 +67,7 @@ const DELIVERY_TIMEOUT_MS = 10_000;
 const KEY = /^[A-Za-z0-9_-]{43}$/;
 
 export type PushOutcome =
-  | 'delivered' | 'denied' | 'guardian_unavailable' | 'refused_address' | 'refused_key' | 'refused_task' | 'refused_body' | 'refused_queue' | 'failed' | 'retried';
+  | 'delivered' | 'denied' | 'guardian_unavailable' | 'refused_address' | 'refused_key' | 'refused_task' | 'refused_body' | 'refused_queue' | 'refused_config' | 'failed' | 'retried';
 
 export class PushRelay {
   private server: http.Server | undefined;
@@ -135,6 +135,14 @@ export class PushRelay {
         const approved = flow.approved;
         if (approved !== undefined && op.aosMethod === 'tasks/pushNotificationConfig/delete') flow.answerHook = this.withForget(flow.answerHook, flow.ex, op, approved.payload);
         if (approved === undefined || !CARRIES_CONFIGS.has(op.aosMethod)) return undefined;
+        // A config the walk cannot read would reach the agent unrewritten: refused, never passed.
+        const unreadable = unreadableWebhook(op, approved.payload);
+        if (unreadable !== undefined) {
+          this.count('refused_config');
+          flow.ex.log.decision = 'refused';
+          flow.port.fail(proxyError('invalidParams', unreadable));
+          return END;
+        }
         const hooks = webhooksOf(op, approved.payload);
         if (hooks.length === 0) return undefined;
         return this.rewrite(flow, op, approved, hooks);

@@ -253,3 +253,20 @@ describe('the queue per caller', () => {
     expect(at('/hooks/queue')).toEqual([]);
   });
 });
+
+describe('configs the relay cannot read are refused, never passed to the agent unrewritten', () => {
+  it.each([
+    ['v1.0 inline url as an array', '1.0', 'SendMessage', (url: string) => ({ message: v1Message('hi'), configuration: { taskPushNotificationConfig: { url: [url], token: 't' } } })],
+    ['v0.3 inline url as an array', '0.3', 'message/send', (url: string) => ({ message: v03Message('hi'), configuration: { pushNotificationConfig: { url: [url], token: 't' } } })],
+    ['v1.0 inline url as an object', '1.0', 'SendMessage', (url: string) => ({ message: v1Message('hi'), configuration: { taskPushNotificationConfig: { url: { toString: url }, token: 't' } } })],
+  ] as const)('%s: invalid params, the agent acts on nothing, nothing arrives', async (_name, version, method, params) => {
+    const proxy = await stack.proxy(RELAYED);
+    const path = `/hooks/unreadable-${version}-${Math.random().toString(36).slice(2)}`;
+    stack.agent.received.length = 0;
+    const answer = await rpc(proxy.url, method, params(`${hook.origin}${path}`), version);
+    expect(answer.error?.code).toBe(-32602);
+    expect(stack.agent.received.filter((r) => r.method === 'POST')).toEqual([]);
+    await sleep(300);
+    expect(at(path)).toEqual([]);
+  });
+});
