@@ -3,7 +3,7 @@
  * when it is a bare error object; ownership's request check only for a guardian's modify; the inspected paths skip
  * the spelling walk when ownership reads the answer), stream blank blocks / empty data / line separators, answers
  * whose status a client ignores.
- * A scripted hostile agent on a raw socket (as redteam-answer-forms). Each test FAILS on a finding.
+ * A scripted hostile agent on a raw socket. Each test FAILS on a finding.
  *
  * Oracle for task ownership: a lax reader (Go-style: names matched case-insensitively, the event name not
  * looked at; or splitlines-style SSE line ends) reads a context in the bytes A gets, and B then joins it.

@@ -123,7 +123,7 @@ describe('key and CA rotation: the caller keeps its tasks; another caller cannot
   type Agent = typeof assistant;
 
   async function withAssertionProxy(keys: TestKey[], run: (call: (key: TestKey, as: Agent, method: string, params: object) => Promise<any>) => Promise<void>): Promise<void> {
-    const dir = await mkdtemp(join(tmpdir(), 'redteam-rotation-'));
+    const dir = await mkdtemp(join(tmpdir(), 'key-rotation-'));
     const p = await startTestProxy({
       UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', IDENTITY_POLICY: 'required',
       ASSERTION_TRUST_JWKS_FILE: await writeJwks(dir, keys), ASSERTION_AUDIENCE: audience,

@@ -1,8 +1,8 @@
 /**
- * A ROLE=client sidecar with ASSERTION_SIGNING_KEY_FILE signs "this is agent X"
- * for whoever reaches its listener, and HOST defaults to 0.0.0.0: with the defaults, any host that
- * can reach the sidecar's port is verified upstream as the observed agent (and owns its tasks).
- * README asks for HOST=127.0.0.1; nothing said so at start. Now a warning names it.
+ * A ROLE=client sidecar with ASSERTION_SIGNING_KEY_FILE signs "this is agent X" for whoever reaches
+ * its listener, and HOST defaults to 0.0.0.0: any host that can reach the sidecar's port would be
+ * verified upstream as the observed agent (and own its tasks). The README asks for HOST=127.0.0.1;
+ * a warning at start names the exposure.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,7 +14,7 @@ import { isLoopbackHost, setupIdentity } from '../../../src/identity/setup';
 import { makeKey, writeSigningKey } from '../../helpers/keys';
 
 async function warningsFor(env: Record<string, string>): Promise<string[]> {
-  const dir = await mkdtemp(join(tmpdir(), 'redteam-setup-'));
+  const dir = await mkdtemp(join(tmpdir(), 'client-signer-'));
   try {
     const keyFile = await writeSigningKey(dir, await makeKey('k1'));
     const config: Config = configFrom({ UPSTREAM_URL: 'http://127.0.0.1:9', GUARDIAN_URL: 'http://127.0.0.1:9', ROLE: 'client', ASSERTION_SIGNING_KEY_FILE: keyFile, ...env });

@@ -1,9 +1,9 @@
 /**
- * The decision log's hash chain is unkeyed (sha256 of each line and the previous
- * hash). Whoever can write the file can change a record and recompute every hash after it, or cut
- * the last records off: `--verify-log` then reports an intact chain. README promises it names "the
- * first changed, removed, inserted or reordered record". Fixed: DECISION_LOG_KEY_FILE (HMAC chain) and
- * the head each audit line names (`--verify-log FILE --head SEQ:HASH`).
+ * An unkeyed hash chain (sha256 of each line and the previous hash) lets whoever can write the file
+ * change a record and recompute every hash after it, or cut the last records off, and `--verify-log`
+ * would report an intact chain. The README promises it names "the first changed, removed, inserted or
+ * reordered record": DECISION_LOG_KEY_FILE (an HMAC chain) and the head each audit line names
+ * (`--verify-log FILE --head SEQ:HASH`) make every such edit visible.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -30,7 +30,7 @@ function forge(text: string, edit: (record: Record<string, unknown>) => void, at
 const KEY = Buffer.alloc(32, 7);
 
 async function writeLog(records: number, key?: Buffer): Promise<{ text: string; head: ChainLink }> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redteam-dlog-'));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'decision-log-'));
   const file = path.join(dir, 'decisions.log');
   const log = new DecisionLog(file, key);
   let head: ChainLink = { seq: 0, hash: GENESIS };
