@@ -1,5 +1,5 @@
 /**
- * A hostile A2A agent on a raw TCP socket, for red-team tests: each test scripts the exact bytes of the
+ * A hostile A2A agent on a raw TCP socket, for tests of hostile answers: each test scripts the exact bytes of the
  * next answer (status line, repeated header lines, framing), and every call it got is kept. It serves
  * the card of a real SDK agent (JSON-RPC and REST, v1.0 and v0.3, extended card) pointed at itself.
  *
