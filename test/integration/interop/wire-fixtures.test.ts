@@ -36,11 +36,11 @@ const fixtures: Array<{ file: string; f: Fixture }> = fs
 const v1 = (method: string, params: unknown) => ({ jsonrpc: '2.0', id: 1, method, params });
 
 /** The task a fixture works on (through the same path as the fixture), by its setup kind. */
-async function setup(base: string, kind: Fixture['setup'], subscribe = false): Promise<{ taskId: string; contextId: string }> {
+async function setup(base: string, kind: Fixture['setup']): Promise<{ taskId: string; contextId: string }> {
   if (kind === 'none') return { taskId: '', contextId: '' };
   const headers = { 'A2A-Version': '1.0' };
-  // A stream fixture subscribes to a task that runs until the test cancels it: its events never depend on the machine's speed.
-  const text = kind === 'done' ? 'done' : subscribe ? 'wait-for-cancel' : 'slow';
+  // A task runs until it is cancelled (or the agent closes): what a fixture reads or cancels never depends on the machine's speed.
+  const text = kind === 'done' ? 'done' : 'wait-for-cancel';
   const message = { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text }] };
   const sent = await unary(`${base}/a2a/jsonrpc`, v1('SendMessage', { message, configuration: { returnImmediately: kind !== 'done' } }), headers);
   const task = (sent.body as { result?: { task?: { id?: string; contextId?: string } } }).result?.task;
@@ -76,7 +76,7 @@ async function cancelOnceSubscribed(base: string, taskId: string): Promise<void>
 for (const { file, f } of fixtures) {
   suite.op(file, async ({ base }) => {
     const subscribe = f.stream && f.setup === 'task';
-    const vars = { ...(await setup(base, f.setup, subscribe)), messageId: crypto.randomUUID(), requestId: crypto.randomUUID() };
+    const vars = { ...(await setup(base, f.setup)), messageId: crypto.randomUUID(), requestId: crypto.randomUUID() };
     const url = `${base}${f.binding === 'jsonrpc' ? '/a2a/jsonrpc' : '/a2a/rest'}${fill(f.request.path, vars)}`;
     const body = f.request.body === null ? undefined : fill(f.request.body, vars);
     // Header values as the SDK sends them; no Content-Type when the SDK sends no body.
