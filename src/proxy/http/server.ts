@@ -13,7 +13,7 @@ import type { Metrics } from '../../admin/metrics';
 import type { CardCache } from '../../a2a/card';
 import { spent, type CallerIdentifier } from '../../identity/caller';
 import { listenerTls } from '../../credentials/tls';
-import { proxyOwned } from '../headers';
+import { forwardRequestHeaders } from '../headers';
 import { admittedKey } from '../admit';
 import type { CallerLimits } from '../callers';
 import type { ProxyHandler } from './pipeline';
@@ -173,9 +173,12 @@ function upgradeListener(opts: HttpListenerOptions): (req: http.IncomingMessage,
           socket.once('close', () => admitted.leave());
         }
         logger.warn({ path: where.target.slice(0, 256) }, 'forwarding an HTTP upgrade uninspected (ALLOW_WEBSOCKETS=true)');
-        // As for every forwarded request: the proxy's own headers, in any spelling, and the reasoning header never go on.
-        const headers = { ...req.headers };
-        for (const h of Object.keys(headers)) if (proxyOwned(h, config.reasoningHeader)) delete headers[h];
+        // The rules of every forwarded request: hop-by-hop headers and those Connection names dropped, the proxy's
+        // own and the reasoning header never on, the caller's address appended to X-Forwarded-For.
+        const headers = forwardRequestHeaders(req.headers, {
+          role: config.role, reasoningHeader: config.reasoningHeader, announce: undefined, unchecked: false, bodyLength: null,
+          upstreamHost: config.upstreamUrl.host, remoteAddress: req.socket.remoteAddress, encrypted: 'encrypted' in req.socket,
+        });
         relayUpgrade(socket, head, config.upstreamUrl, where.target, headers, (outcome, status) => {
           metrics.upgrades.inc({ outcome });
           if (outcome === 'not_switched') logger.warn({ path: where.target.slice(0, 256), status }, 'the agent answered an upgrade without switching protocols: answer dropped');
