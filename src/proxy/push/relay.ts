@@ -246,19 +246,22 @@ export class PushRelay {
       req.resume();
       return answer(res, 404, 'no such push config');
     }
-    const body = await readLimited(req, this.deps.config.maxBodyBytes);
+    // The key first: a body is read (and held) only for a config that exists.
     let record: PushRecord | undefined;
     try {
       record = await this.deps.store.get(key);
     } catch (err) {
       this.deps.logger.warn({ err: (err as Error).message }, 'push relay: config store unavailable; delivery refused');
+      req.resume();
       return answer(res, 503, 'push config store unavailable');
     }
     if (record === undefined) {
       this.count('refused_key');
       this.deps.logger.info({ outcome: 'refused_key' }, 'push relay: delivery for an unknown config refused');
+      req.resume();
       return answer(res, 404, 'no such push config');
     }
+    const body = await readLimited(req, this.deps.config.maxBodyBytes);
     let delivered: unknown;
     try {
       delivered = body === undefined ? undefined : JSON.parse(body.toString('utf8'));
