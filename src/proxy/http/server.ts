@@ -146,19 +146,25 @@ function badRequest(socket: Duplex): void {
 function upgradeListener(opts: HttpListenerOptions): (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void {
   const { config, logger, metrics, upstreamCard, handler } = opts;
   const upgradeOptions = upgradeRoutes(config.upgradePaths);
+  const namedUpgradeOptions = upgradeRoutes(config.upgradePaths.filter((prefix) => prefix.length > 0));
   return (req, socket, head) => {
-    const refused = (outcome: UpgradeOutcome, status: 401 | 403 | 429, why: string, extra?: string) => {
+    const refused = (outcome: UpgradeOutcome, status: 401 | 403 | 429 | 503, why: string, extra?: string) => {
       metrics.upgrades.inc({ outcome });
       logger.warn({ path: req.url?.slice(0, 256), reason: why }, 'refused an HTTP upgrade');
       refuseUpgrade(socket, status, why, extra);
     };
     // WebSocket upgrades carry traffic the guardian never sees: only where the operator listed them.
     if (!config.allowWebSockets) return refused('refused_path', 403, 'HTTP upgrades are refused (ALLOW_WEBSOCKETS=false)');
-    // The card names the agent's A2A endpoints: an upgrade waits for it briefly, as a call does (without it,
-    // REST-shaped paths are refused; and whatever the path, only a 101 ever reaches the caller).
+    // The card names the agent's A2A endpoints: an upgrade waits for it briefly, as a call does, and is refused without it.
     const cardRead = upstreamCard.current() === undefined ? upstreamCard.pending(2000) : Promise.resolve();
     void cardRead.then(() => {
-      const where = upgradeTarget(req, upgradeOptions(handler.classifyOptions()));
+      // Without the card the agent's JSON-RPC endpoint (any path) is not known: `/` ("every path that is not A2A")
+      // would take it, so only the prefixes named below `/` are forwarded until the card is known.
+      const cardless = upstreamCard.current() === undefined;
+      const where = upgradeTarget(req, (cardless ? namedUpgradeOptions : upgradeOptions)(handler.classifyOptions()));
+      if (!where.ok && cardless && upgradeTarget(req, upgradeOptions(handler.classifyOptions())).ok) {
+        return refused('refused_path', 503, 'the agent card is not known yet: upgrades below / wait for it', 'retry-after: 5\r\n');
+      }
       if (!where.ok) return refused('refused_path', 403, where.why);
       // Uninspected, but not unidentified: IDENTITY_POLICY and bad credentials apply as to any call.
       // A forwarded route: the caller's one-use credentials (an assertion) are used up.
