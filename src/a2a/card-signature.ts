@@ -47,6 +47,34 @@ export function cardPayload(card: CardJson): string {
 
 const b64url = (b: Buffer | string): string => Buffer.from(b).toString('base64url');
 
+/**
+ * Where the card holds an empty entry in a list (`{}`, `[]`, `""`, null): the signing input drops it, so
+ * anyone on the way can add one to a signed card (`"security": [{}]`) and every signature still verifies.
+ * An empty member of an object means what its absence means; an empty entry of a list does not. (An entry
+ * that only empties out, `{"bearer": []}`, is uncovered too, but is how a requirement without scopes is
+ * written: refusing it would refuse honest cards; docs/guides say what a signature does not cover.)
+ */
+const isEmpty = (v: unknown): boolean =>
+  v === null || v === '' || (Array.isArray(v) ? v.length === 0 : typeof v === 'object' && Object.keys(v as object).length === 0);
+
+function emptyEntry(v: unknown, at: string, depth: number): string | undefined {
+  if (v === null || typeof v !== 'object' || depth > 64) return undefined;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      if (isEmpty(v[i])) return `${at}[${i}]`;
+      const inner = emptyEntry(v[i], `${at}[${i}]`, depth + 1);
+      if (inner !== undefined) return inner;
+    }
+    return undefined;
+  }
+  for (const [k, val] of Object.entries(v)) {
+    if (depth === 0 && k === 'signatures') continue;
+    const inner = emptyEntry(val, `${at}.${k}`, depth + 1);
+    if (inner !== undefined) return inner;
+  }
+  return undefined;
+}
+
 /** node:crypto's form of each JWS algorithm the proxy signs and verifies with (ECDSA as JWS wants it: r || s). */
 const ALGORITHMS: Readonly<Record<string, { hash: string | null; p1363: boolean }>> = {
   ES256: { hash: 'sha256', p1363: true },
@@ -82,6 +110,8 @@ export interface TrustedCardKey {
 export function cardSignatureProblem(card: CardJson, trust: ReadonlyMap<string, TrustedCardKey>): string | undefined {
   const list = card.signatures;
   if (!Array.isArray(list) || list.length === 0) return 'the card is not signed';
+  const uncovered = emptyEntry(card, 'card', 0);
+  if (uncovered !== undefined) return `${uncovered} is an empty entry, which no signature covers (an empty security requirement reads as "no authentication")`;
   let payload: string;
   try {
     payload = b64url(cardPayload(card));

@@ -59,6 +59,7 @@ function decide(policy: Policy, rulesFor: ScopeLookup, baselines: CardBaselines,
       checkPeer(policy.peers, hook.peer) ??
       (hook.phase === 'request' ? checkServiceParameters(policy.serviceParameters, hook.peer, envelope.params.context) : undefined) ??
       (hook.phase === 'request' ? checkPushUrls(policy.push, hook.operation, payload) : undefined) ??
+      checkDeliveryWebhook(policy.push, envelope) ??
       findDenyMatch(payload, rules.deny);
     if (denial !== undefined) return denial;
 
@@ -425,6 +426,23 @@ function collectConfigUrls(value: unknown, urls: unknown[], depth: number): void
     if (PUSH_CONFIG_KEYS.has(key) && isObject(child)) urls.push(...readField(child, 'url'));
     collectConfigUrls(child, urls, depth + 1);
   }
+}
+
+/**
+ * A push delivery (the proxy's relay judges each one as a response hook, the caller's side carrying
+ * `metadata.pushDelivery.webhook`) goes to the webhook under the same rules as the config that set it:
+ * a policy changed since, or a config that passed unjudged (FAIL_MODE=open), is caught here.
+ */
+function checkDeliveryWebhook(push: PushPolicy, envelope: Envelope): SuccessResult | undefined {
+  const { from, to } = envelope.params.context;
+  for (const side of [from, to]) {
+    const meta = (side.agent as { metadata?: unknown }).metadata;
+    const delivery = isObject(meta) ? meta['pushDelivery'] : undefined;
+    if (delivery === undefined) continue;
+    const denial = checkPushUrl(push, isObject(delivery) ? delivery['webhook'] : undefined);
+    if (denial !== undefined) return denial;
+  }
+  return undefined;
 }
 
 function checkPushUrl(push: PushPolicy, url: unknown): SuccessResult | undefined {

@@ -606,4 +606,30 @@ describe('push-notification URL rules', () => {
   it('accepts the push URL of the stream seed', () => {
     expect(engine.decide(asEnvelope(seeds.streamMessageClient)).decision).toBe('allow');
   });
+
+  describe('a push delivery (the relay\'s response hook) goes to its webhook under the same rules', () => {
+    /** As the relay builds it: a message/stream response, the caller's side naming the webhook in metadata.pushDelivery. */
+    const delivery = (webhook: unknown): Envelope => {
+      const env = responseEnvelope('message/stream', v1StatusUpdateEvent('working on it'));
+      const caller = env.params.context.to.agent as { metadata?: unknown };
+      caller.metadata = { pushDelivery: { taskId: 't-1', webhook } };
+      return env;
+    };
+
+    it.each(refused)('refuses a delivery to %s with %s', (url, code) => {
+      expect(engine.decide(delivery(url))).toMatchObject({ decision: 'deny', reasonCode: [code] });
+    });
+
+    it('allows a delivery to a public https webhook, and honours allowHosts', () => {
+      expect(engine.decide(delivery('https://hooks.example.com/a2a/cb')).decision).toBe('allow');
+      const listed = engineFor({ pushNotifications: { allowHosts: ['*.hooks.example.com'] } });
+      expect(listed.decide(delivery('https://a.hooks.example.com/cb')).decision).toBe('allow');
+      expect(listed.decide(delivery('https://evil.example.net/cb')).reasonCode).toEqual(['PUSH_URL_HOST_NOT_ALLOWED']);
+    });
+
+    it('refuses a delivery whose webhook is missing or not a string', () => {
+      expect(engine.decide(delivery(undefined)).reasonCode).toEqual(['PUSH_URL_INVALID']);
+      expect(engine.decide(delivery(['https://hooks.example.com/cb'])).reasonCode).toEqual(['PUSH_URL_INVALID']);
+    });
+  });
 });

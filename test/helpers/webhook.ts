@@ -15,6 +15,8 @@ export interface Webhook {
   readonly origin: string;
   readonly port: number;
   readonly received: Received[];
+  /** TCP connections accepted so far (kept-alive deliveries share one). */
+  readonly connections: number;
   /** Answer the next deliveries with these statuses (then 200). */
   failNext(...statuses: number[]): void;
   close(): Promise<void>;
@@ -39,9 +41,14 @@ export async function startWebhook(): Promise<Webhook> {
       res.writeHead(status).end();
     });
   });
+  let connections = 0;
+  server.on('connection', () => connections++);
   const origin = await listen(server);
   return {
     origin,
+    get connections() {
+      return connections;
+    },
     port: Number(new URL(origin).port),
     received,
     failNext: (...statuses) => failing.push(...statuses),

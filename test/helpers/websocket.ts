@@ -32,14 +32,16 @@ function readFrame(buf: Buffer): string | undefined {
 }
 
 /** Answer upgrades below `prefix` on `server` with a WebSocket that echoes each text frame; counts handshakes. */
-export function echoWebSocket(server: http.Server, prefix: string): { readonly handshakes: string[] } {
+export function echoWebSocket(server: http.Server, prefix: string): { readonly handshakes: string[]; readonly headers: http.IncomingHttpHeaders[] } {
   const handshakes: string[] = [];
+  const headers: http.IncomingHttpHeaders[] = [];
   server.on('upgrade', (req: http.IncomingMessage, socket: net.Socket) => {
     // Other protocols are another listener's (a test may add one on the same server).
     if (!/^\s*websocket\s*$/i.test(String(req.headers.upgrade))) return;
     const key = req.headers['sec-websocket-key'];
     if (!(req.url ?? '').startsWith(prefix) || typeof key !== 'string') return void socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
     handshakes.push(req.url ?? '');
+    headers.push(req.headers);
     socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept(key)}\r\n\r\n`);
     let buf = Buffer.alloc(0);
     socket.on('data', (c: Buffer) => {
@@ -54,7 +56,7 @@ export function echoWebSocket(server: http.Server, prefix: string): { readonly h
     // The proxy leaving ends the socket: close it, so the server can close.
     socket.on('end', () => socket.destroy());
   });
-  return { handshakes };
+  return { handshakes, headers };
 }
 
 export interface WsExchange {

@@ -13,7 +13,7 @@ import type { Metrics } from '../../admin/metrics';
 import type { CardCache } from '../../a2a/card';
 import { spent, type CallerIdentifier } from '../../identity/caller';
 import { listenerTls } from '../../credentials/tls';
-import { proxyOwned } from '../headers';
+import { forwardRequestHeaders } from '../headers';
 import { admittedKey } from '../admit';
 import type { CallerLimits } from '../callers';
 import type { ProxyHandler } from './pipeline';
@@ -146,19 +146,25 @@ function badRequest(socket: Duplex): void {
 function upgradeListener(opts: HttpListenerOptions): (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void {
   const { config, logger, metrics, upstreamCard, handler } = opts;
   const upgradeOptions = upgradeRoutes(config.upgradePaths);
+  const namedUpgradeOptions = upgradeRoutes(config.upgradePaths.filter((prefix) => prefix.length > 0));
   return (req, socket, head) => {
-    const refused = (outcome: UpgradeOutcome, status: 401 | 403 | 429, why: string, extra?: string) => {
+    const refused = (outcome: UpgradeOutcome, status: 401 | 403 | 429 | 503, why: string, extra?: string) => {
       metrics.upgrades.inc({ outcome });
       logger.warn({ path: req.url?.slice(0, 256), reason: why }, 'refused an HTTP upgrade');
       refuseUpgrade(socket, status, why, extra);
     };
     // WebSocket upgrades carry traffic the guardian never sees: only where the operator listed them.
     if (!config.allowWebSockets) return refused('refused_path', 403, 'HTTP upgrades are refused (ALLOW_WEBSOCKETS=false)');
-    // The card names the agent's A2A endpoints: an upgrade waits for it briefly, as a call does (without it,
-    // REST-shaped paths are refused; and whatever the path, only a 101 ever reaches the caller).
+    // The card names the agent's A2A endpoints: an upgrade waits for it briefly, as a call does, and is refused without it.
     const cardRead = upstreamCard.current() === undefined ? upstreamCard.pending(2000) : Promise.resolve();
     void cardRead.then(() => {
-      const where = upgradeTarget(req, upgradeOptions(handler.classifyOptions()));
+      // Without the card the agent's JSON-RPC endpoint (any path) is not known: `/` ("every path that is not A2A")
+      // would take it, so only the prefixes named below `/` are forwarded until the card is known.
+      const cardless = upstreamCard.current() === undefined;
+      const where = upgradeTarget(req, (cardless ? namedUpgradeOptions : upgradeOptions)(handler.classifyOptions()));
+      if (!where.ok && cardless && upgradeTarget(req, upgradeOptions(handler.classifyOptions())).ok) {
+        return refused('refused_path', 503, 'the agent card is not known yet: upgrades below / wait for it', 'retry-after: 5\r\n');
+      }
       if (!where.ok) return refused('refused_path', 403, where.why);
       // Uninspected, but not unidentified: IDENTITY_POLICY and bad credentials apply as to any call.
       // A forwarded route: the caller's one-use credentials (an assertion) are used up.
@@ -173,9 +179,12 @@ function upgradeListener(opts: HttpListenerOptions): (req: http.IncomingMessage,
           socket.once('close', () => admitted.leave());
         }
         logger.warn({ path: where.target.slice(0, 256) }, 'forwarding an HTTP upgrade uninspected (ALLOW_WEBSOCKETS=true)');
-        // As for every forwarded request: the proxy's own headers, in any spelling, and the reasoning header never go on.
-        const headers = { ...req.headers };
-        for (const h of Object.keys(headers)) if (proxyOwned(h, config.reasoningHeader)) delete headers[h];
+        // The rules of every forwarded request: hop-by-hop headers and those Connection names dropped, the proxy's
+        // own and the reasoning header never on, the caller's address appended to X-Forwarded-For.
+        const headers = forwardRequestHeaders(req.headers, {
+          role: config.role, reasoningHeader: config.reasoningHeader, announce: undefined, unchecked: false, bodyLength: null,
+          upstreamHost: config.upstreamUrl.host, remoteAddress: req.socket.remoteAddress, encrypted: 'encrypted' in req.socket,
+        });
         relayUpgrade(socket, head, config.upstreamUrl, where.target, headers, (outcome, status) => {
           metrics.upgrades.inc({ outcome });
           if (outcome === 'not_switched') logger.warn({ path: where.target.slice(0, 256), status }, 'the agent answered an upgrade without switching protocols: answer dropped');

@@ -61,12 +61,14 @@ const NOT_FORWARDED = new Set(['host', 'content-length', 'transfer-encoding', 'k
  */
 export function relayUpgrade(
   socket: Duplex, head: Buffer, upstream: URL, target: string,
-  headers: http.IncomingHttpHeaders, done: (outcome: UpgradeOutcome, status?: number) => void,
+  headers: http.OutgoingHttpHeaders, done: (outcome: UpgradeOutcome, status?: number) => void,
 ): void {
   const out: http.OutgoingHttpHeaders = {};
   for (const [k, v] of Object.entries(headers)) if (v !== undefined && !NOT_FORWARDED.has(k)) out[k] = v;
   out.host = upstream.host;
+  // Hop-by-hop, so dropped with the rest by the header rules: this hop's own, and only the protocol checked.
   out.connection = 'Upgrade';
+  out.upgrade = 'websocket';
   const basePath = upstream.pathname.replace(/\/+$/, '');
   // node:https (and tls) load only for an https agent: the default start loads neither.
   const lib: typeof http | typeof https = upstream.protocol === 'https:' ? (require('node:https') as typeof https) : http;

@@ -33,6 +33,8 @@ export interface DeliverOptions {
   readonly timeoutMs: number;
   readonly tokenHeader?: string;
   readonly dispatchers: PinnedDispatchers;
+  /** The caller's fairness key: its share of the kept connections. */
+  readonly caller: string;
 }
 
 /** The address to connect to, checked; or why the webhook is refused. */
@@ -81,7 +83,7 @@ export async function deliver(hook: CallerWebhook, body: string, contentType: st
   }
   const checked = await checkedAddress(url, opts.allowPrivate, opts.resolve);
   if ('refused' in checked) return { type: 'refused', why: checked.refused };
-  const pinned = opts.dispatchers.pinned(url, checked.address, checked.family);
+  const pinned = opts.dispatchers.pinned(url, checked.address, checked.family, opts.caller);
   try {
     const res = await undici().request(url, {
       method: 'POST',
@@ -103,19 +105,24 @@ export async function deliver(hook: CallerWebhook, body: string, contentType: st
 /**
  * Connections per webhook origin and checked address, kept alive between deliveries (a new TCP and TLS
  * handshake per notification would be most of its cost). An agent connects only to the address it was
- * made for, so reuse never skips the check; the least recently used go past `max`.
+ * made for, so reuse never skips the check. Each caller holds at most `perCaller` of them (its own least
+ * recently used go first), so one caller's many webhook origins never evict another's or take every
+ * socket; past `max` in all, the caller holding the most gives up its least recently used.
  */
 export class PinnedDispatchers {
-  private readonly agents = new Map<string, Agent>();
+  /** Per caller, its agents in least-recently-used order. */
+  private readonly byCaller = new Map<string, Map<string, Agent>>();
+  private total = 0;
 
-  constructor(private readonly max = 64) {}
+  constructor(private readonly max = 64, private readonly perCaller = 8) {}
 
-  pinned(url: URL, address: string, family: number): Agent {
+  pinned(url: URL, address: string, family: number, caller: string): Agent {
     const key = `${url.origin}|${address}`;
-    let agent = this.agents.get(key);
-    if (agent !== undefined) {
-      this.agents.delete(key);
-      this.agents.set(key, agent);
+    let mine = this.byCaller.get(caller);
+    let agent = mine?.get(key);
+    if (mine !== undefined && agent !== undefined) {
+      mine.delete(key);
+      mine.set(key, agent);
       return agent;
     }
     agent = new (undici().Agent)({
@@ -129,18 +136,43 @@ export class PinnedDispatchers {
       connections: 4,
       keepAliveTimeout: 10_000,
     });
-    this.agents.set(key, agent);
-    if (this.agents.size > this.max) {
-      const [oldest, old] = this.agents.entries().next().value as [string, Agent];
-      this.agents.delete(oldest);
-      void old.close();
+    if (mine === undefined) {
+      mine = new Map();
+      this.byCaller.set(caller, mine);
     }
+    if (mine.size >= this.perCaller) this.evictOldest(caller, mine);
+    else if (this.total >= this.max) this.evictFromLargest();
+    mine.set(key, agent);
+    this.total++;
     return agent;
   }
 
+  /** Agents a caller holds (the share that bounds it). */
+  held(caller: string): number {
+    return this.byCaller.get(caller)?.size ?? 0;
+  }
+
   async close(): Promise<void> {
-    const all = [...this.agents.values()];
-    this.agents.clear();
+    const all = [...this.byCaller.values()].flatMap((m) => [...m.values()]);
+    this.byCaller.clear();
+    this.total = 0;
     await Promise.all(all.map((a) => a.destroy()));
+  }
+
+  private evictFromLargest(): void {
+    let largest: [string, Map<string, Agent>] | undefined;
+    for (const entry of this.byCaller) if (largest === undefined || entry[1].size > largest[1].size) largest = entry;
+    if (largest !== undefined) this.evictOldest(largest[0], largest[1]);
+  }
+
+  private evictOldest(caller: string, mine: Map<string, Agent>): void {
+    const first = mine.entries().next();
+    if (first.done === true) return;
+    const [key, old] = first.value;
+    mine.delete(key);
+    this.total--;
+    if (mine.size === 0) this.byCaller.delete(caller);
+    // close(), not destroy(): a delivery already on it finishes.
+    void old.close();
   }
 }

@@ -79,6 +79,8 @@ export class PushRelay {
   private readonly streamOp: Operation;
   private closed = false;
   private readonly dispatchers = new PinnedDispatchers();
+  /** Retries waiting out their back-off: close() wakes them, so each ends with its audit line. */
+  private readonly sleepers = new Set<() => void>();
 
   constructor(private readonly deps: PushRelayDeps) {
     this.streamOp = operationForMethod('message/stream') as Operation;
@@ -112,7 +114,10 @@ export class PushRelay {
 
   async close(): Promise<void> {
     this.closed = true;
+    for (const wake of [...this.sleepers]) wake();
     await this.dispatchers.close();
+    // Every delivery accepted and not yet sent ends now, counted and audited as not delivered.
+    await Promise.allSettled([...this.chains.values()]);
     const server = this.server;
     if (server === undefined) return;
     server.closeAllConnections();
@@ -241,19 +246,22 @@ export class PushRelay {
       req.resume();
       return answer(res, 404, 'no such push config');
     }
-    const body = await readLimited(req, this.deps.config.maxBodyBytes);
+    // The key first: a body is read (and held) only for a config that exists.
     let record: PushRecord | undefined;
     try {
       record = await this.deps.store.get(key);
     } catch (err) {
       this.deps.logger.warn({ err: (err as Error).message }, 'push relay: config store unavailable; delivery refused');
+      req.resume();
       return answer(res, 503, 'push config store unavailable');
     }
     if (record === undefined) {
       this.count('refused_key');
       this.deps.logger.info({ outcome: 'refused_key' }, 'push relay: delivery for an unknown config refused');
+      req.resume();
       return answer(res, 404, 'no such push config');
     }
+    const body = await readLimited(req, this.deps.config.maxBodyBytes);
     let delivered: unknown;
     try {
       delivered = body === undefined ? undefined : JSON.parse(body.toString('utf8'));
@@ -348,18 +356,22 @@ export class PushRelay {
     } catch {
       url = undefined;
     }
-    let result: DeliveryResult = { type: 'refused', why: 'webhook URL does not parse' };
+    let result: DeliveryResult = url === undefined ? { type: 'refused', why: 'webhook URL does not parse' } : SHUT_DOWN;
     for (let attempt = 0; attempt <= config.push.retries && !this.closed; attempt++) {
       if (attempt > 0) {
         this.count('retried');
-        await new Promise((r) => setTimeout(r, base * 2 ** (attempt - 1)).unref());
-        // Closed while waiting: no delivery after close.
-        if (this.closed) break;
+        await this.backOff(base * 2 ** (attempt - 1));
+        // Closed while waiting: no delivery after close, and the audit line says why.
+        if (this.closed) {
+          result = { ...SHUT_DOWN, why: `${SHUT_DOWN.why}; last attempt: ${result.why}` };
+          break;
+        }
       }
-      const upSpan = url === undefined ? undefined : ex.call.span.upstream('POST', url);
+      if (url === undefined) break;
+      const upSpan = ex.call.span.upstream('POST', url);
       ex.log.upstreamSentAt ??= performance.now();
-      result = await deliver(record.webhook, json, contentType, { allowPrivate: config.push.allowPrivate, resolve, timeoutMs: DELIVERY_TIMEOUT_MS, dispatchers: this.dispatchers });
-      upSpan?.end(result.type === 'delivered' ? result.status : result.type === 'failed' ? result.status : undefined, result.type === 'delivered' ? undefined : result.why);
+      result = await deliver(record.webhook, json, contentType, { allowPrivate: config.push.allowPrivate, resolve, timeoutMs: DELIVERY_TIMEOUT_MS, dispatchers: this.dispatchers, caller: record.caller });
+      upSpan.end(result.type === 'delivered' ? result.status : result.type === 'failed' ? result.status : undefined, result.type === 'delivered' ? undefined : result.why);
       if (result.type !== 'failed' || !result.retry) break;
     }
     ex.log.upstreamEndedAt = performance.now();
@@ -377,6 +389,20 @@ export class PushRelay {
     this.finish(ex, outcome);
   }
 
+  /** A back-off wait that close() ends early. */
+  private backOff(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = (): void => {
+        clearTimeout(timer);
+        this.sleepers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      timer.unref();
+      this.sleepers.add(wake);
+    });
+  }
+
   private finish(ex: Exchange, outcome: PushOutcome): void {
     if (outcome !== 'delivered' && outcome !== 'denied' && outcome !== 'guardian_unavailable') ex.log.outcome = 'upstream_error';
     finishCall({ config: this.deps.config, logger: this.deps.logger, metrics: this.deps.metrics, decisionLog: this.deps.decisionLog }, ex, true);
@@ -386,6 +412,8 @@ export class PushRelay {
     this.deps.metrics.pushDeliveries.inc({ outcome });
   }
 }
+
+const SHUT_DOWN = { type: 'failed', why: 'proxy shut down before the delivery was sent', retry: false } as const satisfies DeliveryResult;
 
 function answer(res: http.ServerResponse, status: number, message: string): void {
   const body = JSON.stringify({ error: { code: status, message } });
