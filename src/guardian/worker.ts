@@ -2,6 +2,7 @@
  * The embedded guardian's worker thread (./off-loop): decides on an envelope's JSON text, as the
  * standalone guardian does, with the policy text the proxy's thread validated and swapped in.
  */
+import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Envelope } from '../aos/schemas';
 import { createEngine } from './engine';
@@ -9,6 +10,21 @@ import { policyFromText } from './policy';
 import type { ToWorker, WorkerInit } from './off-loop';
 
 const init = workerData as WorkerInit;
+
+/**
+ * How much lower this thread's CPU priority is than the proxy's (nice steps). The worker judges only
+ * large envelopes; when the cores are busy, a costly payload then waits for a core rather than the
+ * small calls of every other caller, which the proxy's own thread serves. Linux keeps the nice value
+ * per thread; elsewhere it is the whole process's, so this is left alone there.
+ */
+export const WORKER_NICE_STEPS = 10;
+if (process.platform === 'linux') {
+  try {
+    os.setPriority(0, Math.min(19, os.getPriority(0) + WORKER_NICE_STEPS));
+  } catch {
+    // Not permitted (a container without the capability to renice): judged at the proxy's priority.
+  }
+}
 let engine = createEngine(policyFromText(init.policy, init.source));
 const port = parentPort;
 

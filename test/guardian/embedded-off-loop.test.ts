@@ -158,3 +158,23 @@ describe('bounded work on the worker', () => {
     expect(decision(await g.decide(c.envelope, c.body))).toBe('modify');
   });
 });
+
+describe('the worker yields the cores to the proxy thread', () => {
+  /** Nice value of every thread of this process (Linux /proc). */
+  const threadNices = (): number[] =>
+    fs.readdirSync(`/proc/${process.pid}/task`).map((tid) => {
+      const stat = fs.readFileSync(`/proc/${process.pid}/task/${tid}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+    });
+
+  (process.platform === 'linux' ? it : it.skip)('the worker thread runs at a lower CPU priority than the proxy thread, which keeps its own', async () => {
+    const mine = os.getPriority(0);
+    const before = threadNices();
+    const g = guardian(policyFile('nice.json', POLICY));
+    const { envelope, body } = call(LARGE);
+    expect(decision(await offLoop(g.decide(envelope, body)))).toBe('modify');
+    expect(os.getPriority(0)).toBe(mine);
+    const lowered = Math.min(19, mine + 10);
+    expect(threadNices().filter((n) => n === lowered).length).toBe(before.filter((n) => n === lowered).length + 1);
+  });
+});
