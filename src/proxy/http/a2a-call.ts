@@ -25,6 +25,7 @@ import type { UpstreamAnswer, UpstreamHandle } from './forward';
 import { isEventStream, relayPlain, relayStreamInspected, relayUnaryInspected, sendError } from './responses';
 import { uninspectable, type RelayContext } from './relay/context';
 import { pathOnly, send, type Leg, type UpstreamRequest } from './send';
+import { nextTurn } from '../../core/turns';
 
 type A2ACall = Extract<Classified, { kind: 'a2a' }>;
 
@@ -80,7 +81,10 @@ async function startCall(h: HttpParts, stages: readonly Stage<HttpFlow>[], a: Ar
   if ('error' in serviceParameters) return h.refuse(res, serviceParameters.error, c.id, codec);
   // What the call holds while it is judged and forwarded (the parsed request, its JSON text, the guardian's
   // envelope, the rebuilt body: each about the request's size) is counted, so the budget bounds memory.
+  // A large request: its serialization, and the steps after it, each in a turn of its own (core/turns.ts).
+  if (a.large === true) await nextTurn();
   const requestJson = JSON.stringify(c.request);
+  if (a.large === true) await nextTurn();
   a.lease.resize(requestJson.length);
   if (!a.lease.take(requestJson.length * (HELD_COPIES - 1))) {
     const err = a.lease.refusal();
