@@ -48,7 +48,7 @@ export class JsonShapeScan {
       if (c === 0x7b || c === 0x5b) {
         if (++depth > limits.depth) return `JSON nested deeper than ${limits.depth}`;
         members[depth] = 0;
-        values++;
+        if (++values > limits.values) return `JSON with more than ${limits.values} members or elements`;
       } else if (c === 0x7d || c === 0x5d) {
         if (depth > 0) depth--;
       } else if (c === 0x3a) {

@@ -11,3 +11,14 @@ export const LARGE_BODY = 1024 * 1024;
 export function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
+
+/**
+ * A large body to write as slices, one per turn (no copy: views of `body`): a socket write of 9 MiB
+ * copies it all into the kernel at once (~100 ms on a busy machine).
+ */
+export async function* sliceInTurns(body: Buffer, slice = LARGE_BODY): AsyncGenerator<Buffer> {
+  for (let at = 0; at < body.length; at += slice) {
+    if (at > 0) await nextTurn();
+    yield body.subarray(at, at + slice);
+  }
+}

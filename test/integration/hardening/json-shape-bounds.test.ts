@@ -49,8 +49,8 @@ const rest = (body: unknown) => rawRpc(`${proxy.url}/a2a/rest/message:send`, bod
 
 test('an object at MAX_JSON_OBJECT_MEMBERS reaches the agent\'s handler intact (SDK client)', async () => {
   const client = await makeClient(proxy.url, 'JSONRPC');
-  const req = sendReq('hi');
-  req.message.parts.push({ content: { $case: 'data', value: wide(MEMBERS) }, metadata: undefined, filename: '', mediaType: 'application/json' });
+  const req = sendReq('hi', false, { parts: [] });
+  req.message?.parts.push({ content: { $case: 'data', value: wide(MEMBERS) }, metadata: undefined, filename: '', mediaType: 'application/json' });
   await client.sendMessage(req);
   expect(rec.calls.map((c) => c.method)).toEqual(['sendMessage']);
   expect(dataIn(rec.calls[0]?.params)).toEqual(wide(MEMBERS));
