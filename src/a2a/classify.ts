@@ -83,7 +83,7 @@ export const CLASSIFYING_HEADERS = [
 const CLASSIFYING = new Set(CLASSIFYING_HEADERS);
 
 type ParsedBody =
-  | { readonly kind: 'none' } | { readonly kind: 'json'; readonly value: unknown } | { readonly kind: 'opaque' }
+  | { readonly kind: 'none' } | { readonly kind: 'json'; readonly value: unknown; readonly text?: string } | { readonly kind: 'opaque' }
   | { readonly kind: 'bad'; readonly why: string } | { readonly kind: 'tooComplex'; readonly why: string };
 
 /** A body read ahead of classification (parseBodyInTurns). */
@@ -420,7 +420,8 @@ export async function parseBodyInTurns(req: HttpRequestFacts, limits: JsonLimits
   await turn();
   const parsed = parseText(req, text);
   await turn();
-  return parsed;
+  // The text stays with the value: a caller that sent the canonical serialization has its own bytes forwarded.
+  return parsed.kind === 'json' ? { ...parsed, text } : parsed;
 }
 
 const tooComplex = (why: string): ParsedBody => ({ kind: 'tooComplex', why: `Request body refused: ${why}` });

@@ -5,7 +5,7 @@
  */
 
 /** Bodies (JSON text, in bytes or characters) at least this large get a turn between the costly steps of their handling. */
-export const LARGE_BODY = 1024 * 1024;
+export const LARGE_BODY = 256 * 1024;
 
 /** Resolves once the event loop has polled for I/O (other callers' work runs first). */
 export function nextTurn(): Promise<void> {

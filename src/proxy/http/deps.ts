@@ -52,6 +52,8 @@ export interface Arrival {
   parsed?: PreparedBody;
   /** The body is large: its later costly steps get turns of their own too. */
   large?: boolean;
+  /** A large JSON body's bytes and their decoding, kept from routing to the call (its bytes are forwarded when canonical). */
+  raw?: { readonly text: string; readonly bytes: Buffer } | undefined;
   /** Set by an A2A call: its end, run by the request's one close listener. */
   onClose: (() => void) | undefined;
   /** Set by admission: gives the caller's place back (its calls in flight). */

@@ -198,6 +198,7 @@ function route(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival> {
     run(a) {
       const { req, res } = a;
       const c = classify({ verb: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, body: a.body, ...(a.parsed === undefined ? {} : { parsed: a.parsed }) }, options());
+      if (c.kind === 'a2a' && a.parsed?.kind === 'json' && a.parsed.text !== undefined && a.body !== null) a.raw = { text: a.parsed.text, bytes: a.body };
       a.body = null;
       a.parsed = undefined;
       switch (c.kind) {

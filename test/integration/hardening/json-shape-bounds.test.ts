@@ -102,3 +102,13 @@ describe.each([['a small body', 'hi'], ['a body over 1 MiB', BIG]])('%s', (_name
     expect(posted()).toHaveLength(1);
   });
 });
+
+test('a large body not in its canonical form reaches the guardian and the agent canonical, never as the caller spelled it', async () => {
+  const body = rpcSend('spelled-1', wide(3), BIG);
+  // Spacing and an escaped letter: the same value, other bytes.
+  const spelled = JSON.stringify(body, null, 1).replace('"k0"', '"\\u006b0"');
+  await rawRpc(`${proxy.url}/a2a/jsonrpc`, spelled, { 'a2a-version': '1.0' });
+  expect(posted()).toHaveLength(1);
+  expect(posted()[0]?.bodyText).toBe(JSON.stringify(body));
+  expect(JSON.stringify(s.guardian.calls()[0]?.params.payload)).toBe(JSON.stringify(body));
+});
