@@ -17,6 +17,7 @@ import { echoableId, leadingId } from './rpc-id';
 import { looksLikeGrpc } from './bindings/grpc/methods';
 import { fieldKey, findInObjects, fold, isObject, type JsonObject, type JsonRpcId } from '../core/json';
 import { proxyError, type ProxyError, type ProxyErrorKind } from '../core/errors';
+import { DEFAULT_JSON_LIMITS, JsonShapeScan, jsonTooComplex, surelyWithinBounds, type JsonLimits } from './json-shape';
 
 export interface HttpRequestFacts {
   readonly verb: string;
@@ -25,6 +26,8 @@ export interface HttpRequestFacts {
   readonly headers: IncomingHttpHeaders;
   /** Decoded body, or null when the request has none. */
   readonly body: Buffer | null;
+  /** The body already read (parseBodyInTurns: a large one), in place of reading it here. */
+  readonly parsed?: PreparedBody;
 }
 
 /** Never changed once classify has seen it (classify keeps what it read of a path under these options): new options are a new object. */
@@ -38,6 +41,8 @@ export interface ClassifyOptions {
   readonly forwardNonA2A: boolean;
   /** CARD_PATHS (decoded segments): more paths the agent serves its card at, served as the standard card. */
   readonly cardPaths?: readonly (readonly string[])[];
+  /** Bounds on a JSON body's shape (JSON_MAX_*; default DEFAULT_JSON_LIMITS). */
+  readonly jsonLimits?: JsonLimits;
 }
 
 export interface RestCall {
@@ -78,54 +83,15 @@ export const CLASSIFYING_HEADERS = [
 const CLASSIFYING = new Set(CLASSIFYING_HEADERS);
 
 type ParsedBody =
-  | { readonly kind: 'none' } | { readonly kind: 'json'; readonly value: unknown } | { readonly kind: 'opaque' }
+  | { readonly kind: 'none' } | { readonly kind: 'json'; readonly value: unknown; readonly text?: string } | { readonly kind: 'opaque' }
   | { readonly kind: 'bad'; readonly why: string } | { readonly kind: 'tooComplex'; readonly why: string };
 
-/**
- * Bounds on a JSON body's shape, checked on the bytes before JSON.parse: parsing (and walking) a
- * 10 MiB body of 300,000 keys or 500,000 nested arrays holds the event loop for seconds. A2A
- * requests are far below both.
- */
-export const MAX_JSON_DEPTH = 64;
-export const MAX_JSON_VALUES = 100_000;
+/** A body read ahead of classification (parseBodyInTurns). */
+export type PreparedBody = ParsedBody;
 
-/** Depth and value count of JSON text, read byte by byte (strings skipped); undefined when within bounds. */
-function jsonTooComplex(b: Buffer): string | undefined {
-  let depth = 0;
-  let values = 0;
-  let inString = false;
-  for (let i = 0; i < b.length; i++) {
-    const c = b[i];
-    if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped byte
-      else if (c === 0x22) inString = false;
-      continue;
-    }
-    if (c === 0x22) inString = true;
-    else if (c === 0x7b || c === 0x5b) {
-      if (++depth > MAX_JSON_DEPTH) return `JSON nested deeper than ${MAX_JSON_DEPTH}`;
-      values++;
-    } else if (c === 0x7d || c === 0x5d) depth--;
-    else if (c === 0x2c || c === 0x3a) {
-      if (++values > MAX_JSON_VALUES) return `JSON with more than ${MAX_JSON_VALUES} members or elements`;
-    }
-  }
-  return undefined;
-}
-
-/**
- * Bounds jsonTooComplex cannot find crossed, told without its byte loop: the depth never exceeds the
- * number of '{' and '[' (in strings or not), and each value it counts is a byte of its own. `text` is
- * the body's UTF-8 decoding, whose ASCII characters are its bytes below 0x80. String.indexOf hops
- * over the text: ~1k instructions for a unary call's body where the byte loop took ~5k (callgrind).
- */
-function surelyWithinBounds(text: string, bytes: number): boolean {
-  if (bytes > MAX_JSON_VALUES) return false;
-  let opens = 0;
-  for (let i = text.indexOf('{'); i !== -1; i = text.indexOf('{', i + 1)) if (++opens > MAX_JSON_DEPTH) return false;
-  for (let i = text.indexOf('['); i !== -1; i = text.indexOf('[', i + 1)) if (++opens > MAX_JSON_DEPTH) return false;
-  return true;
-}
+/** The default bounds on a JSON body's shape (JSON_MAX_DEPTH, JSON_MAX_VALUES: a2a/json-shape.ts). */
+export const MAX_JSON_DEPTH = DEFAULT_JSON_LIMITS.depth;
+export const MAX_JSON_VALUES = DEFAULT_JSON_LIMITS.values;
 
 function reject(kind: ProxyErrorKind, message: string, binding: Binding, id: JsonRpcId | null = null): Classified {
   return { kind: 'reject', error: proxyError(kind, message), id, binding };
@@ -146,14 +112,14 @@ export function classify(req: HttpRequestFacts, opts: ClassifyOptions): Classifi
     c = reject('rejected', `Request could not be processed: ${(err as Error).name}`, 'jsonrpc');
   }
   try {
-    return withCallerId(req, memo, c);
+    return withCallerId(req, opts, memo, c);
   } catch {
     return c;
   }
 }
 
-function parsedBody(req: HttpRequestFacts, memo: BodyMemo): ParsedBody {
-  return (memo.parsed ??= parseBody(req));
+function parsedBody(req: HttpRequestFacts, opts: ClassifyOptions, memo: BodyMemo): ParsedBody {
+  return (memo.parsed ??= req.parsed ?? parseBody(req, opts.jsonLimits ?? DEFAULT_JSON_LIMITS));
 }
 
 /**
@@ -161,9 +127,9 @@ function parsedBody(req: HttpRequestFacts, memo: BodyMemo): ParsedBody {
  * media type or version refusal comes before the body is parsed, and a body over the depth or value bounds is
  * never parsed (its id is read from its top level). A body that is not JSON answers `"id": null`, as JSON-RPC asks.
  */
-function withCallerId(req: HttpRequestFacts, memo: BodyMemo, c: Classified): Classified {
+function withCallerId(req: HttpRequestFacts, opts: ClassifyOptions, memo: BodyMemo, c: Classified): Classified {
   if (c.kind !== 'reject' || c.binding !== 'jsonrpc' || c.id !== null || req.body === null) return c;
-  const body = parsedBody(req, memo);
+  const body = parsedBody(req, opts, memo);
   let id: JsonRpcId | null = null;
   if (body.kind === 'json') id = isObject(body.value) ? echoableId(body.value.id) : null;
   // Too complex to parse: its top level, read without parsing the rest.
@@ -252,7 +218,7 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions, memo: Body
   // As configured, whatever case it was asked in (CARD_PATHS never reads as an A2A route: checked at start).
   if (cardPath !== undefined) return { kind: 'card', target: encodePath(cardPath) };
 
-  const body = parsedBody(req, memo);
+  const body = parsedBody(req, opts, memo);
   const rpc = body.kind === 'json' && isObject(body.value) && looksLikeRpc(body.value) ? body.value : undefined;
 
   const underRest = (t.restBases ??= restBasesAbove(t, opts));
@@ -421,18 +387,53 @@ function mightBeJson(text: string): boolean {
   return /^[[{/]/.test(s) || /jsonrpc|"method"|'method'|\bmethod\s*:/i.test(text);
 }
 
-function parseBody(req: HttpRequestFacts): ParsedBody {
+function parseBody(req: HttpRequestFacts, limits: JsonLimits): ParsedBody {
   if (req.body === null || req.body.length === 0) return { kind: 'none' };
-  if (!isUtf8(req.body)) {
-    const alt = wideDecode(req.body) ?? req.body.toString('latin1');
-    return looksTextual(req) || mightBeJson(alt) || mightBeJson(req.body.toString('utf8'))
-      ? { kind: 'bad', why: 'Request body is not valid UTF-8' }
-      : { kind: 'opaque' };
-  }
+  if (!isUtf8(req.body)) return notUtf8(req, req.body);
   // toString() without arguments is the UTF-8 decoding without Buffer's argument checks (~900 instructions a call).
   const text = req.body.toString(); // keeps a BOM, which JSON.parse then refuses
-  const complex = surelyWithinBounds(text, req.body.length) ? undefined : jsonTooComplex(req.body);
-  if (complex !== undefined) return { kind: 'tooComplex', why: `Request body refused: ${complex}` };
+  const complex = surelyWithinBounds(text, req.body.length, limits) ? undefined : jsonTooComplex(req.body, limits);
+  if (complex !== undefined) return tooComplex(complex);
+  return parseText(req, text);
+}
+
+/** Bytes of a large body read at once: each step of parseBodyInTurns holds the event loop about as long as this many bytes cost (~1 ms). */
+export const BODY_SLICE = 1024 * 1024;
+
+/**
+ * What classify reads of a large body, in turns of the event loop: its shape scanned a slice per turn,
+ * then its decoding and its JSON.parse in turns of their own (`turn` resolves on the next one). The same
+ * reading as classify's own, step for step.
+ */
+export async function parseBodyInTurns(req: HttpRequestFacts, limits: JsonLimits, turn: () => Promise<void>): Promise<PreparedBody> {
+  const body = req.body;
+  if (body === null || body.length === 0) return { kind: 'none' };
+  if (!isUtf8(body)) return notUtf8(req, body);
+  const scan = new JsonShapeScan(limits);
+  for (let at = 0; at < body.length;) {
+    const r = scan.run(body, at + BODY_SLICE);
+    if (typeof r === 'string') return tooComplex(r);
+    at = r;
+    await turn();
+  }
+  const text = body.toString();
+  await turn();
+  const parsed = parseText(req, text);
+  await turn();
+  // The text stays with the value: a caller that sent the canonical serialization has its own bytes forwarded.
+  return parsed.kind === 'json' ? { ...parsed, text } : parsed;
+}
+
+const tooComplex = (why: string): ParsedBody => ({ kind: 'tooComplex', why: `Request body refused: ${why}` });
+
+function notUtf8(req: HttpRequestFacts, body: Buffer): ParsedBody {
+  const alt = wideDecode(body) ?? body.toString('latin1');
+  return looksTextual(req) || mightBeJson(alt) || mightBeJson(body.toString('utf8'))
+    ? { kind: 'bad', why: 'Request body is not valid UTF-8' }
+    : { kind: 'opaque' };
+}
+
+function parseText(req: HttpRequestFacts, text: string): ParsedBody {
   try {
     return { kind: 'json', value: JSON.parse(text) };
   } catch {

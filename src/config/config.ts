@@ -104,6 +104,9 @@ const VARIABLES = {
   OBSERVED_AGENT_CARD_URL: optional(httpUrl).describe('ROLE=client/both: where the observed client agent\'s own card is'),
   PUBLIC_URL: optional(httpUrl).describe('URL clients use to reach this proxy (agent card rewrite); default: scheme + Host of the request'),
   MAX_BODY_BYTES: int(10 * 1024 * 1024, 1, 1024 * 1024 * 1024).describe('larger requests are refused (-31400 / HTTP 413); also the limit for inspected answers'),
+  MAX_JSON_DEPTH: int(64, 1, 10_000).describe('JSON request bodies nested deeper are refused (-31400 / HTTP 400) before they are parsed'),
+  MAX_JSON_VALUES: int(100_000, 1, 100_000_000).describe('JSON request bodies with more members and elements in all (a member counts twice) are refused before they are parsed'),
+  MAX_JSON_OBJECT_MEMBERS: int(10_000, 1, 100_000_000).describe('JSON request bodies with an object of more members are refused before they are parsed (V8 builds a wide object slowly, holding every call)'),
   BODY_TIMEOUT_MS: int(30_000, 1, 3_600_000).describe('a request body must arrive within this time'),
   CARD_TTL_MS: int(300_000, 0, 86_400_000).describe('how long a fetched agent card is cached'),
   CARD_SIGNATURES: v.enum(['strip', 'keep', 'require']).default('strip').describe("the agent's JWS card signatures: strip, keep (they no longer verify), or require one that verifies with CARD_TRUST_JWKS_FILE (else the card is refused)"),
@@ -395,6 +398,8 @@ function toConfig(e: Env) {
     observedAgentCardUrl: url(e.OBSERVED_AGENT_CARD_URL),
     publicUrl: url(e.PUBLIC_URL),
     maxBodyBytes: e.MAX_BODY_BYTES,
+    /** Bounds on a JSON request body's shape, checked before it is parsed (a2a/json-shape.ts). */
+    jsonLimits: { depth: e.MAX_JSON_DEPTH, values: e.MAX_JSON_VALUES, objectMembers: e.MAX_JSON_OBJECT_MEMBERS },
     bodyTimeoutMs: e.BODY_TIMEOUT_MS,
     cardTtlMs: e.CARD_TTL_MS,
     cardSignatures: e.CARD_SIGNATURES,

@@ -21,6 +21,7 @@ import { enforce, type HookAction, type HookDecision } from './enforce';
 import { proxyError, type ProxyError } from '../core/errors';
 import type { Exchange, HookPointContext, HookRecord } from './call';
 import { serviceParametersView, type ServiceParameters } from '../a2a/service-parameters';
+import { LARGE_BODY, nextTurn } from '../core/turns';
 
 export interface HookDeps {
   readonly config: Config;
@@ -149,6 +150,8 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     const t0 = performance.now();
     const outcome = await decideInShare(ex, envelope, body, span.headers, input.budget ?? 'call');
     const guardianMs = performance.now() - t0;
+    // A large modify's payload came in a task of its own (the worker's copy): its checks get the next turn.
+    if (payloadJson.length >= LARGE_BODY && outcome.ok && outcome.result.decision === 'modify') await nextTurn();
     const action = enforce({
       op: ex.call.op, payload, phase, envelopeId, outcome, failMode: config.failMode, shadow: config.shadowMode,
       exposeReasoning: config.exposeGuardianReasoning, validateModified: input.validateModified,
@@ -201,15 +204,25 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     let unchecked = false;
     let sp = input.serviceParameters;
     for (const side of input.sides) {
-      if (payloadBytes === undefined && payloadJson.length >= SPLICE_BYTES) payloadBytes = Buffer.from(payloadJson, 'utf8');
+      if (payloadBytes === undefined && payloadJson.length >= SPLICE_BYTES) {
+        payloadBytes = Buffer.from(payloadJson, 'utf8');
+        if (payloadJson.length >= LARGE_BODY) await nextTurn();
+      }
       const action = await one(input, side, payload, payloadJson, payloadBytes, sp);
       if (action.type === 'block') return { type: 'block', error: action.error, decision: action.decision };
       sp = action.serviceParameters ?? sp;
       if (action.decision === 'failOpen' || (action.decision === 'shadow' && !action.outcome.ok)) unchecked = true;
       if (action.payload !== payload) {
+        // A large modify: the guardian's payload arrived in a turn of its own (a worker's copy); its serialization gets another.
+        if (payloadJson.length >= LARGE_BODY) await nextTurn();
         payload = action.payload;
         payloadJson = JSON.stringify(payload);
         payloadBytes = undefined;
+        if (payloadJson.length >= LARGE_BODY) {
+          await nextTurn();
+          payloadBytes = Buffer.from(payloadJson, 'utf8');
+          await nextTurn();
+        }
         modified = true;
       }
       // The caller left: the later sides are not asked, and a run they did not judge approves nothing.

@@ -51,6 +51,8 @@ export interface CallFlow {
   request: JsonObject;
   /** Its serialization, when the adapter made it while classifying. */
   requestJson: string | undefined;
+  /** Its UTF-8 bytes, when they are the caller's own (a large body sent as its canonical serialization): not encoded again. */
+  requestBytes?: Buffer | undefined;
   /** The agent's reasoning (client-side request hooks only). */
   readonly reasoning: string | undefined;
   /** A guardian's replacement must still be one request with one meaning on this binding: a problem, or undefined. */
@@ -99,6 +101,7 @@ export function ownRequest(ownership: TaskOwnership, deps: StageDeps): Stage<Cal
         // Its page token unsealed: what the guardian judges and the agent receives.
         flow.request = owned.request;
         flow.requestJson = undefined;
+        flow.requestBytes = undefined;
       }
       // The answer checks read answers as the call's binding writes them.
       flow.answerHook = ownership.answerHook(call.owner, call.op, call.codec);
@@ -117,7 +120,7 @@ export function judgeRequest(deps: StageDeps): Stage<CallFlow> {
       const { ex } = flow;
       const run = await deps.runHooks({
         ex, sides: deps.requestSides, phase: 'request', payload: flow.request, payloadJson: flow.requestJson ?? JSON.stringify(flow.request),
-        reasoning: flow.reasoning, validateModified: flow.validateModified, serviceParameters: ex.call.serviceParameters,
+        ...(flow.requestBytes === undefined ? {} : { payloadBytes: flow.requestBytes }), reasoning: flow.reasoning, validateModified: flow.validateModified, serviceParameters: ex.call.serviceParameters,
       });
       // A run the caller's cancellation cut short skipped its later sides: never an approval, whatever
       // the port says (an adapter might cancel before its port notices).

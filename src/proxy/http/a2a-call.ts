@@ -25,6 +25,7 @@ import type { UpstreamAnswer, UpstreamHandle } from './forward';
 import { isEventStream, relayPlain, relayStreamInspected, relayUnaryInspected, sendError } from './responses';
 import { uninspectable, type RelayContext } from './relay/context';
 import { pathOnly, send, type Leg, type UpstreamRequest } from './send';
+import { nextTurn } from '../../core/turns';
 
 type A2ACall = Extract<Classified, { kind: 'a2a' }>;
 
@@ -80,7 +81,13 @@ async function startCall(h: HttpParts, stages: readonly Stage<HttpFlow>[], a: Ar
   if ('error' in serviceParameters) return h.refuse(res, serviceParameters.error, c.id, codec);
   // What the call holds while it is judged and forwarded (the parsed request, its JSON text, the guardian's
   // envelope, the rebuilt body: each about the request's size) is counted, so the budget bounds memory.
+  // A large request: its serialization, and the steps after it, each in a turn of its own (core/turns.ts).
+  if (a.large === true) await nextTurn();
   const requestJson = JSON.stringify(c.request);
+  // Sent as its canonical serialization: the caller's own bytes are those of requestJson, so they are what the guardian and the agent get.
+  const requestBytes = a.raw !== undefined && a.raw.text === requestJson ? a.raw.bytes : undefined;
+  a.raw = undefined;
+  if (a.large === true) await nextTurn();
   a.lease.resize(requestJson.length);
   if (!a.lease.take(requestJson.length * (HELD_COPIES - 1))) {
     const err = a.lease.refusal();
@@ -95,7 +102,7 @@ async function startCall(h: HttpParts, stages: readonly Stage<HttpFlow>[], a: Ar
   const flow: HttpFlow = {
     ex, arrival: a, classified: c, codec,
     port: new HttpPort(res, ex),
-    request: c.request, requestJson,
+    request: c.request, requestJson, requestBytes,
     reasoning: headerText(req.headers[deps.config.reasoningHeader]),
     // A modify must still rebuild to a request with one meaning (same route, same path parameters).
     validateModified: (p) => {

@@ -5,6 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CardCache } from '../../a2a/card';
 import type { SseCodec } from '../../a2a/binding';
+import type { PreparedBody } from '../../a2a/classify';
 import type { JsonRpcId } from '../../aos/schemas';
 import type { ProxyError } from '../../core/errors';
 import type { CallerResult } from '../../identity/caller';
@@ -47,6 +48,12 @@ export interface Arrival {
   readonly assertion: Promise<string | undefined> | undefined;
   /** Set by the body stage: the decoded body, or null. */
   body: Buffer | null;
+  /** Set by the body stage for a large body (LARGE_BODY): what classify reads of it, read in turns of the event loop. */
+  parsed?: PreparedBody;
+  /** The body is large: its later costly steps get turns of their own too. */
+  large?: boolean;
+  /** A large JSON body's bytes and their decoding, kept from routing to the call (its bytes are forwarded when canonical). */
+  raw?: { readonly text: string; readonly bytes: Buffer } | undefined;
   /** Set by an A2A call: its end, run by the request's one close listener. */
   onClose: (() => void) | undefined;
   /** Set by admission: gives the caller's place back (its calls in flight). */

@@ -4,8 +4,10 @@
  * answer handed on chunk by chunk, never buffered here (request header rules: ../headers.ts).
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
 import type { Pool } from 'undici';
 import { createPool, dispatchRaw, headerNameOf } from '../../net/undici-pool';
+import { LARGE_BODY, sliceInTurns } from '../../core/turns';
 import { HOP_BY_HOP, namedByConnection, type ForwardHeaders } from '../headers';
 
 export interface Upstream {
@@ -212,7 +214,7 @@ export function callUpstream(up: Upstream, call: UpstreamCall, onResponse: (answ
     // undici's own handler interface (undici-pool.ts): no wrapper objects, no trailers parsed.
     dispatchRaw(
       up.pool,
-      { path: up.basePath + call.path, method: call.verb, headers, body: call.body ?? (call.verb === 'GET' || call.verb === 'HEAD' ? null : noBody), headersTimeout: 0, bodyTimeout: 0 },
+      { path: up.basePath + call.path, method: call.verb, headers, body: call.body === null ? (call.verb === 'GET' || call.verb === 'HEAD' ? null : noBody) : call.body.length >= LARGE_BODY ? Readable.from(sliceInTurns(call.body), { objectMode: false }) : call.body, headersTimeout: 0, bodyTimeout: 0 },
       {
         onConnect: (a) => {
           abort = a;

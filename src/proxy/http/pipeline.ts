@@ -8,7 +8,7 @@
  * send.ts, aos/guardian.ts and a2a/card.ts.
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { classify, type ClassifyOptions } from '../../a2a/classify';
+import { classify, parseBodyInTurns, type ClassifyOptions } from '../../a2a/classify';
 import { leadingId } from '../../a2a/rpc-id';
 import type { CardJson } from '../../a2a/card';
 import type { SseCodec } from '../../a2a/binding';
@@ -17,6 +17,7 @@ import { endpointsFromCard, withRestBases } from '../../a2a/endpoints';
 import { looksLikeRest } from '../../a2a/rest';
 import { isUnder, parseTarget } from '../../a2a/target';
 import { proxyError } from '../../core/errors';
+import { LARGE_BODY, nextTurn } from '../../core/turns';
 import { spent, type CallerResult } from '../../identity/caller';
 import { callerTrace } from '../../observe/tracing';
 import { admittedKey, createAdmit } from '../admit';
@@ -102,6 +103,7 @@ function classifyOptionsOf(deps: ProxyDeps): () => ClassifyOptions {
         passthrough: config.passthroughPaths,
         forwardNonA2A: config.nonA2A === 'forward',
         cardPaths: config.cardPaths,
+        jsonLimits: config.jsonLimits,
       });
     }
     return classifyOptions;
@@ -181,6 +183,8 @@ function bodyStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival>
       return h.refuse(res, over, codec === jsonRpcCodec ? leadingId(decoded.body) : null, codec);
     }
     a.body = decoded.body;
+    if (a.body.length >= LARGE_BODY) a.large = true;
+    if (a.large === true) a.parsed = await parseBodyInTurns({ verb: req.method ?? 'POST', path: req.url ?? '/', headers: req.headers, body: a.body }, config.jsonLimits, nextTurn);
     return undefined;
   };
   return { name: 'body', run: (a) => (hasBody(a.req) ? readDecoded(a) : undefined) };
@@ -193,8 +197,10 @@ function route(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival> {
     name: 'route',
     run(a) {
       const { req, res } = a;
-      const c = classify({ verb: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, body: a.body }, options());
+      const c = classify({ verb: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, body: a.body, ...(a.parsed === undefined ? {} : { parsed: a.parsed }) }, options());
+      if (c.kind === 'a2a' && a.parsed?.kind === 'json' && a.parsed.text !== undefined && a.body !== null) a.raw = { text: a.parsed.text, bytes: a.body };
       a.body = null;
+      a.parsed = undefined;
       switch (c.kind) {
         case 'reject':
           return h.refuse(res, c.error, c.id, CODECS[c.binding]);
