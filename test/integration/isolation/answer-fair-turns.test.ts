@@ -9,8 +9,9 @@
  */
 import { makeClient, sendReq, textOf } from '../../helpers/agent';
 import { answer, useHostileAgent, type Req } from '../../helpers/hostile-agent';
-import { isResponseEnvelope, startGuardian, textIn, type TestGuardian } from '../../helpers/guardian';
+import { isResponseEnvelope, startGuardian, type TestGuardian } from '../../helpers/guardian';
 import { startIdentities, type TestIdentities } from '../../helpers/identities';
+import { expectServedBetween, sidesOf } from '../../helpers/fairness';
 import { waitFor } from '../../helpers/net';
 import { startTestProxy, type TestProxy } from '../../helpers/proxy-harness';
 
@@ -76,11 +77,7 @@ test("a caller whose many answers arrive at once waits behind its own queue: the
   const statuses = await Promise.all(attack);
 
   // The guardian judged the victim's answer before most of the attacker's: between them, not after them.
-  const order = guardian.calls().filter(isResponseEnvelope).map((e) => (textIn(e).startsWith('victim') ? 'victim' : textIn(e).startsWith('attack') ? 'attack' : 'other'));
-  const victimAt = order.indexOf('victim');
-  const attackSeen = order.filter((o) => o === 'attack').length;
-  expect(victimAt).toBeGreaterThanOrEqual(0);
-  expect(order.slice(0, victimAt).filter((o) => o === 'attack').length).toBeLessThan(attackSeen / 2);
+  expectServedBetween(sidesOf(guardian.calls().filter(isResponseEnvelope)));
   // The attacker was served too (or told to retry), never dropped.
   for (const status of statuses) expect([200, 429]).toContain(status);
 });
