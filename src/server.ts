@@ -175,7 +175,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     // Required here only: @grpc/grpc-js and the SDK's generated code load when gRPC is configured.
     const { startGrpcListener } = require('./proxy/grpc/server') as typeof import('./proxy/grpc/server');
     const listener = await startGrpcListener({
-      config, logger, metrics, identities, ...identity, ownership, tracer, decisionLog: opts.decisionLog, upstreamCard, bodyBudget, streamLine, callerLimits, push,
+      config, logger, metrics, identities, ...identity, ownership, tracer, decisionLog: opts.decisionLog, upstreamCard, bodyBudget, streamLine, callerLimits, push, fair,
       runHooks: createHookRunner({ config, guardian, identities, logger, metrics, callerLimits }),
       cardRewrite: (authority: string | undefined) => grpcCardRewrite(effective, authority, () => httpServer, cardSigning, cardJudge),
     }, logger);

@@ -6,7 +6,7 @@
  * its credential names (unverified): callers behind one address take turns too, and a request that
  * claims another caller's key only shares that caller's turns if it also comes from its address.
  */
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Config } from '../config/config';
 import type { Metrics } from '../admin/metrics';
 import { FairQueue, type Leaving } from '../core/fair-queue';
@@ -41,8 +41,15 @@ export function takeTurn(fair: FairTurns | undefined, key: string, caller: Leavi
   return t.then((granted) => (granted ? undefined : END));
 }
 
-/** An HTTP request's caller going away (its response closing). */
-export function responseClosing(res: ServerResponse): Leaving {
+/** What closes when a caller goes away: an HTTP response, a gRPC call's stream. */
+interface Closing {
+  readonly closed: boolean;
+  once(event: 'close', fn: () => void): unknown;
+  off(event: 'close', fn: () => void): unknown;
+}
+
+/** A caller going away (its response, or its gRPC stream, closing). */
+export function responseClosing(res: Closing): Leaving {
   return {
     onCancel(fn) {
       if (res.closed) {
@@ -57,8 +64,13 @@ export function responseClosing(res: ServerResponse): Leaving {
 
 /** A request's key before its credential is verified: its address, and the key its credential names. */
 export function claimedCallerKey(req: IncomingMessage): string {
-  const addr = callerKey(ANONYMOUS, req.socket.remoteAddress);
-  const named = jwtKid(req.headers[ASSERTION_HEADER]) ?? bearerKid(req.headers);
+  return claimedKey(req.headers, req.socket.remoteAddress);
+}
+
+/** The same from the headers (or gRPC metadata) and address alone. */
+export function claimedKey(headers: IncomingHttpHeaders, remoteAddress: string | undefined): string {
+  const addr = callerKey(ANONYMOUS, remoteAddress);
+  const named = jwtKid(headers[ASSERTION_HEADER]) ?? bearerKid(headers);
   return named === undefined ? addr : `${addr}|${named}`;
 }
 
@@ -89,6 +101,21 @@ function segment(token: string, n: 0 | 1): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Wait for `key`'s turn (as takeTurn), for an adapter outside the stages: true to go on; false once
+ * `refuse` answered the caller (queue full, counted) or the caller left.
+ */
+export async function turnOrRefuse(
+  fair: FairTurns | undefined, metrics: Pick<Metrics, 'callerLimited'>, max: number, key: string, caller: Leaving, refuse: (err: ProxyError) => void,
+): Promise<boolean> {
+  const step = takeTurn(fair, key, caller, () => {
+    metrics.callerLimited.inc({ resource: 'turns' });
+    refuse(turnsFull(max));
+    return END;
+  });
+  return (step instanceof Promise ? await step : step) !== END;
 }
 
 /** A call stage: the call's caller waits for its turn (its verified key) before the stages after it run. */

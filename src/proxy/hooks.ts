@@ -69,7 +69,7 @@ const CALLER_GONE: HookRun = Object.freeze({ type: 'block', error: proxyError('g
 export const SPLICE_BYTES = 16 * 1024;
 
 export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promise<HookRun> {
-  const { config, logger, metrics } = deps;
+  const { config, logger } = deps;
 
   /** Who the observed agent is talking to, for one hook side. */
   function peerOf(side: Side, ex: Exchange): PartialAgent {
@@ -116,23 +116,6 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     return made;
   }
 
-  /**
-   * The guardian's answer, asked once the caller holds a place of its own share (GUARDIAN_CALLS_PER_CALLER):
-   * a caller with many slow calls waits in its own line, and the connections stay free for the others.
-   * Stream events have their own line (the windows' shared places) and are not counted here.
-   */
-  async function decideInShare(ex: Exchange, envelope: Envelope, body: string | EnvelopeBytes, headers: TraceContext | undefined, budget: GuardianBudget): Promise<GuardianOutcome> {
-    const limits = deps.callerLimits;
-    if (limits === undefined || budget !== 'call') return deps.guardian.decide(envelope, body, ex.call.caller, headers, budget);
-    const place = limits.guardianPlace(callerKey(ex.call.owner, ex.call.remoteAddress), ex.call.caller);
-    if (place.entered !== true && !(await place.entered)) return { ok: false, kind: 'cancelled', detail: 'caller went away while waiting for its share of the guardian' };
-    try {
-      return await deps.guardian.decide(envelope, body, ex.call.caller, headers, budget);
-    } finally {
-      place.leave();
-    }
-  }
-
   async function one(input: HookRunInput, side: Side, payload: JsonObject, payloadJson: string, payloadBytes: Buffer | undefined, sp: ServiceParameters | undefined): Promise<HookAction> {
     const { ex, phase } = input;
     let { context, json: ctxJson } = callContext(ex, side, phase);
@@ -148,7 +131,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     const body: string | EnvelopeBytes = payloadBytes === undefined ? envelopeJson(envelope, payloadJson, ctxJson) : envelopeBytes(envelope, payloadBytes, ctxJson);
     const span = ex.call.span.hook({ method: ex.call.op.aosMethod, side, phase, envelopeId });
     const t0 = performance.now();
-    const outcome = await decideInShare(ex, envelope, body, span.headers, input.budget ?? 'call');
+    const outcome = await decideInShare(deps, ex, envelope, body, span.headers, input.budget ?? 'call');
     const guardianMs = performance.now() - t0;
     // A large modify's payload came in a task of its own (the worker's copy): its checks get the next turn.
     if (payloadJson.length >= LARGE_BODY && outcome.ok && outcome.result.decision === 'modify') await nextTurn();
@@ -163,34 +146,9 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
       ? { side, phase, decision: action.decision, envelopeId, guardianMs, reasonCode: o.result.reasonCode, message: o.result.message }
       : { side, phase, decision: action.decision, envelopeId, guardianMs, reasonCode: undefined, message: undefined, failure: o.kind, detail: o.detail };
     span.end({ decision: rec.decision, reasonCodes: rec.reasonCode, failureKind: rec.failure, failureDetail: rec.detail });
-    record(ex, rec, action);
+    record(deps, ex, rec, action);
     if (logger.isLevelEnabled('debug')) logger.debug({ envelope: typeof body === 'string' ? body : Buffer.concat(body.chunks).toString('utf8'), outcome }, 'guardian exchange');
     return action;
-  }
-
-  function record(ex: Exchange, rec: HookRecord, action: HookAction): void {
-    // Stream events are counted, not kept one by one: a long stream must not grow the record.
-    // A block is always kept (it ends the call), and so is the first failure: the audit line must say why.
-    if (rec.phase === 'request' || ex.log.hooks.length < 8 || action.type === 'block' || (rec.failure !== undefined && !ex.log.hooks.some((h) => h.failure !== undefined))) {
-      ex.log.hooks.push(rec);
-    }
-    // A call abandoned because the caller left (or a stream ended before its event) decided nothing.
-    if (!action.outcome.ok && action.outcome.kind === 'cancelled') return;
-    metrics.decision(ex.call.op.aosMethod, rec.side, rec.phase, rec.decision);
-    metrics.guardianCall(ex.call.op.aosMethod, rec.failure ?? (action.outcome.ok ? action.outcome.result.decision : 'error'), rec.guardianMs / 1000);
-    if (!action.outcome.ok) {
-      metrics.guardianFailures.inc({ kind: action.outcome.kind });
-      if (rec.decision === 'failOpen') {
-        metrics.failOpenPasses.inc();
-        logger.warn({ method: ex.call.op.aosMethod, side: rec.side, phase: rec.phase, failure: action.outcome.kind, detail: action.outcome.detail, envelopeId: rec.envelopeId },
-          'guardian gave no valid answer; passing anyway (FAIL_MODE=open)');
-      }
-    }
-    if (rec.decision === 'shadow') {
-      const would = action.outcome.ok ? action.outcome.result.decision : 'noAnswer';
-      metrics.shadowPasses.inc({ decision: would });
-      if (would !== 'allow') logger.info({ method: ex.call.op.aosMethod, side: rec.side, phase: rec.phase, wouldBe: would, envelopeId: rec.envelopeId }, 'shadow mode: not enforced');
-    }
   }
 
   return async (input) => {
@@ -230,6 +188,50 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     }
     return { type: 'pass', payload, payloadJson, payloadBytes, modified, unchecked, serviceParameters: sp };
   };
+}
+
+/**
+ * The guardian's answer, asked once the caller holds a place of its own share (GUARDIAN_CALLS_PER_CALLER):
+ * a caller with many slow calls waits in its own line, and the connections stay free for the others.
+ * Stream events have their own line (the windows' shared places) and are not counted here.
+ */
+async function decideInShare(deps: HookDeps, ex: Exchange, envelope: Envelope, body: string | EnvelopeBytes, headers: TraceContext | undefined, budget: GuardianBudget): Promise<GuardianOutcome> {
+  const limits = deps.callerLimits;
+  if (limits === undefined || budget !== 'call') return deps.guardian.decide(envelope, body, ex.call.caller, headers, budget);
+  const place = limits.guardianPlace(callerKey(ex.call.owner, ex.call.remoteAddress), ex.call.caller);
+  if (place.entered !== true && !(await place.entered)) return { ok: false, kind: 'cancelled', detail: 'caller went away while waiting for its share of the guardian' };
+  try {
+    return await deps.guardian.decide(envelope, body, ex.call.caller, headers, budget);
+  } finally {
+    place.leave();
+  }
+}
+
+/** One hook's record on the call, its metrics, and the log lines of passes the guardian did not approve. */
+function record(deps: HookDeps, ex: Exchange, rec: HookRecord, action: HookAction): void {
+  const { logger, metrics } = deps;
+  // Stream events are counted, not kept one by one: a long stream must not grow the record.
+  // A block is always kept (it ends the call), and so is the first failure: the audit line must say why.
+  if (rec.phase === 'request' || ex.log.hooks.length < 8 || action.type === 'block' || (rec.failure !== undefined && !ex.log.hooks.some((h) => h.failure !== undefined))) {
+    ex.log.hooks.push(rec);
+  }
+  // A call abandoned because the caller left (or a stream ended before its event) decided nothing.
+  if (!action.outcome.ok && action.outcome.kind === 'cancelled') return;
+  metrics.decision(ex.call.op.aosMethod, rec.side, rec.phase, rec.decision);
+  metrics.guardianCall(ex.call.op.aosMethod, rec.failure ?? (action.outcome.ok ? action.outcome.result.decision : 'error'), rec.guardianMs / 1000);
+  if (!action.outcome.ok) {
+    metrics.guardianFailures.inc({ kind: action.outcome.kind });
+    if (rec.decision === 'failOpen') {
+      metrics.failOpenPasses.inc();
+      logger.warn({ method: ex.call.op.aosMethod, side: rec.side, phase: rec.phase, failure: action.outcome.kind, detail: action.outcome.detail, envelopeId: rec.envelopeId },
+        'guardian gave no valid answer; passing anyway (FAIL_MODE=open)');
+    }
+  }
+  if (rec.decision === 'shadow') {
+    const would = action.outcome.ok ? action.outcome.result.decision : 'noAnswer';
+    metrics.shadowPasses.inc({ decision: would });
+    if (would !== 'allow') logger.info({ method: ex.call.op.aosMethod, side: rec.side, phase: rec.phase, wouldBe: would, envelopeId: rec.envelopeId }, 'shadow mode: not enforced');
+  }
 }
 
 /** The overall decision of a run: modify if any hook modified, failOpen/shadow if any hook passed unchecked. */

@@ -18,7 +18,8 @@ export interface Req {
   readonly json: Record<string, unknown> | undefined;
   readonly id: unknown;
 }
-export type Script = (r: Req) => Buffer;
+/** The answer's bytes; a promise holds the answer until it resolves. */
+export type Script = (r: Req) => Buffer | Promise<Buffer>;
 
 export /** A raw HTTP/1.1 answer: header lines as given (duplicates kept), then the body framed as asked. */
 function answer(status: number, headers: readonly (readonly [string, string])[], body: Buffer | string, framing: 'length' | 'chunked' | 'none' = 'length', reason = 'X'): Buffer {
@@ -87,7 +88,9 @@ export function useHostileAgent(): HostileAgent {
           return;
         }
         state.received.push(req);
-        sock.end(state.script === undefined ? answer(500, [], '') : state.script(req));
+        const out = state.script === undefined ? answer(500, [], '') : state.script(req);
+        if (out instanceof Promise) void out.then((b) => sock.end(b), () => sock.destroy());
+        else sock.end(out);
       });
     });
     await new Promise<void>((r) => remote?.listen(0, '127.0.0.1', r));

@@ -16,7 +16,8 @@ import { grpcCodec } from '../../a2a/bindings/grpc/binding';
 import { unreadFieldMessage } from '../../a2a/bindings/grpc/unread';
 import { GRPC_STATUS, formatTimeout, frameMessage, isProblem, parseTimeout, supportedEncoding, SUPPORTED_ENCODINGS } from '../../a2a/bindings/grpc/framing';
 import { spent } from '../../identity/caller';
-import { createAdmit, type Admit, type Verified } from '../admit';
+import { admittedKey, createAdmit, type Admit, type Verified } from '../admit';
+import { claimedKey, responseClosing, turnOrRefuse, turnStage } from '../fair';
 import type { JsonObject } from '../../aos/schemas';
 import { isObject } from '../../core/json';
 import { finishCall } from '../call';
@@ -34,7 +35,7 @@ import type { ServiceParameters } from '../../a2a/service-parameters';
 
 /** What the gRPC adapter shares with the HTTP pipeline (ProxyDeps), and its own parts. */
 export interface GrpcDeps extends Pick<SharedDeps,
-  'config' | 'logger' | 'metrics' | 'identities' | 'identify' | 'signAssertion' | 'ownership' | 'tracer' | 'decisionLog' | 'streams' | 'bodyBudget' | 'streamLine' | 'callerLimits' | 'push'> {
+  'config' | 'logger' | 'metrics' | 'identities' | 'identify' | 'signAssertion' | 'ownership' | 'tracer' | 'decisionLog' | 'streams' | 'bodyBudget' | 'streamLine' | 'callerLimits' | 'push' | 'fair'> {
   /** The same hook runner the HTTP bindings use (proxy/hooks.ts). */
   readonly runHooks: (input: HookRunInput) => Promise<HookRun>;
   readonly upstream: GrpcUpstream;
@@ -72,7 +73,12 @@ const TRANSPORT_HEADERS = new Set(['host', 'grpc-encoding', 'grpc-accept-encodin
 
 export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void {
   const admit = createAdmit(deps);
-  const stages: readonly Stage<GrpcFlow>[] = [...callStages({ config: deps.config, ownership: deps.ownership, runHooks: deps.runHooks, requestSides: HOOK_ORDER[deps.config.role].request, push: deps.push }), encode, forwardStage(deps)];
+  const { config, fair, metrics } = deps;
+  // The approved call is re-encoded in its caller's turn, as over HTTP (proxy/fair.ts).
+  const approvedTurn: readonly Stage<GrpcFlow>[] = fair === undefined ? [] : [turnStage(fair, metrics, config.perCaller.fairQueue)];
+  const stages: readonly Stage<GrpcFlow>[] = [
+    ...callStages({ config, ownership: deps.ownership, runHooks: deps.runHooks, requestSides: HOOK_ORDER[config.role].request, push: deps.push }), ...approvedTurn, encode, forwardStage(deps),
+  ];
   return (stream, headers) => {
     const caller = new CallerSide(stream);
     // A stream error (a reset, a protocol error) only ends this call.
@@ -129,6 +135,8 @@ async function admitCall(
   const stream = caller.stream;
   const door = doorCheck(headers);
   if (door.type === 'refuse') return void refuse(door.error, door.status, door.extra);
+  // Verifying a credential takes a turn under the key the call claims (proxy/fair.ts).
+  if (!(await callerTurn(deps, claimedKey(headers, remoteAddress), caller, refuse))) return undefined;
   const who = admit.identify(headers, stream.session?.socket as Socket);
   const assertion = admit.sign();
   const lease = deps.bodyBudget.lease();
@@ -167,6 +175,8 @@ async function readCallMessage(deps: GrpcDeps, a: Admitted, refuse: (err: ProxyE
   if (isProblem(body)) return void refuse(framingError(body), body.status);
   // The frame bytes are dropped once read: hold what is kept.
   lease.resize(body.length);
+  // Decoding the message, building its envelope: in the verified caller's turn.
+  if (!(await callerTurn(deps, admittedKey(a.known, a.remoteAddress), a.caller, refuse))) return undefined;
   const codec = codecFor(method);
   let decoded: unknown;
   let params: JsonObject;
@@ -188,6 +198,11 @@ async function readCallMessage(deps: GrpcDeps, a: Admitted, refuse: (err: ProxyE
   }
   const id = `grpc-${randomUUID()}`;
   return { id, request: canonicalRequest(method, params, id), encoded };
+}
+
+/** Wait for `key`'s turn (proxy/fair.ts): false once refused (at FAIR_QUEUE_PER_CALLER) or gone. */
+function callerTurn(deps: GrpcDeps, key: string, caller: CallerSide, refuse: (err: ProxyError) => void): Promise<boolean> {
+  return turnOrRefuse(deps.fair, deps.metrics, deps.config.perCaller.fairQueue, key, responseClosing(caller.stream), refuse);
 }
 
 /** The call opened (span, exchange), its end and its deadline set. */

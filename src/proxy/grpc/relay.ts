@@ -26,9 +26,11 @@ import type { CallOutcome } from '../../observe/audit';
 import { proxyError, type ProxyError } from '../../core/errors';
 import type { HookRun, HookRunInput } from '../hooks';
 import type { AnswerHook } from '../ownership';
-import { answerFlow, runAnswerStages, STREAM_ANSWER, UNARY_ANSWER, type AnswerFlow, type AnswerRoad } from '../answers';
+import { answerFlow, STREAM_ANSWER, UNARY_ANSWER, type AnswerFlow, type AnswerRoad } from '../answers';
 import type { Stage } from '../stages';
-import { OrderedWindow, STREAM_WINDOW_MAX_BYTES, type Line, type Verdict } from '../window';
+import { STREAM_WINDOW_MAX_BYTES, type Line, type OrderedWindow, type Verdict } from '../window';
+import { answerVerdict, answerWindow, type AnswerChannel, type AnswerTurns, type Decoded } from '../relay-core';
+import type { FairTurns } from '../fair';
 import { framingError, type CallerSide } from './caller';
 import type { Exchange } from '../call';
 import { trackStream } from '../admit';
@@ -44,6 +46,8 @@ export interface RelayDeps {
   readonly cardRewrite: (authority: string | undefined) => CardServing;
   /** Places for stream messages going to the guardian, shared with the HTTP bindings' streams (window.ts). */
   readonly streamLine?: Line | undefined;
+  /** Judging answers takes per-caller turns (relay-core.ts), as the request stages do. */
+  readonly fair?: FairTurns | undefined;
 }
 
 /** How a judged answer ends early: the caller's error status, and what the audit line says. */
@@ -67,110 +71,140 @@ export function relayAnswer(
   deps: RelayDeps, ex: Exchange, method: GrpcMethod, caller: CallerSide, upReq: http2.ClientHttp2Stream, codec: MessageCodec, answerHook: AnswerHook | undefined, authority: string | undefined,
   lease: Pick<BodyLease, 'take' | 'give'>,
 ): void {
-  const { config, metrics } = deps;
-  const { call, log } = ex;
-  const inspect = config.inspectResponses || method.op.returnsCard || answerHook !== undefined;
-  let upTrailers: http2.IncomingHttpHeaders | undefined;
-  let upEncoding: string | undefined;
-  let responded = false;
-  let untrack: (() => void) | undefined;
-  let upEnded = false;
-  const reader = new MessageReader(config.maxBodyBytes);
+  new GrpcAnswer(deps, ex, method, caller, upReq, codec, answerHook, authority, lease).start();
+}
 
-  const stopUpstream = () => upReq.close(http2.constants.NGHTTP2_CANCEL);
+/** The framing of one call's answer: reads the agent's HTTP/2 stream, writes frames and trailers; judged messages go through the relay core. */
+class GrpcAnswer {
+  private upTrailers: http2.IncomingHttpHeaders | undefined;
+  private upEncoding: string | undefined;
+  private responded = false;
+  private untrack: (() => void) | undefined;
+  private upEnded = false;
+  private messages = 0;
+  private readonly inspect: boolean;
+  private readonly reader: MessageReader;
+  private readonly window: OrderedWindow<RawMessage, Stop> | undefined;
+  private readonly turns: AnswerTurns;
+
+  constructor(
+    private readonly deps: RelayDeps, private readonly ex: Exchange, private readonly method: GrpcMethod, private readonly caller: CallerSide,
+    private readonly upReq: http2.ClientHttp2Stream, private readonly codec: MessageCodec, private readonly answerHook: AnswerHook | undefined,
+    private readonly authority: string | undefined, private readonly lease: Pick<BodyLease, 'take' | 'give'>,
+  ) {
+    this.inspect = deps.config.inspectResponses || method.op.returnsCard || answerHook !== undefined;
+    this.turns = { fair: deps.fair, metrics: deps.metrics, max: deps.config.perCaller.fairQueue };
+    this.reader = new MessageReader(deps.config.maxBodyBytes);
+    this.window = this.inspect ? this.judgedWindow() : undefined;
+  }
+
+  start(): void {
+    const { upReq, caller, ex } = this;
+    upReq.on('error', (err) => {
+      if (caller.finished) return;
+      this.upstreamFailed({ error: proxyError('upstreamUnavailable', 'Upstream agent unavailable'), why: `upstream: ${(err as NodeJS.ErrnoException).code ?? err.message}` });
+    });
+    upReq.on('response', (h) => this.onResponse(h));
+    upReq.on('trailers', (t) => {
+      this.upTrailers = t;
+    });
+    caller.stream.once('close', () => {
+      this.untrack?.();
+      // The caller went away: no more writes, no new decisions, the ones under way cancelled, the agent's stream cut.
+      this.window?.close();
+    });
+    upReq.on('data', (chunk: Buffer) => (this.window === undefined ? this.passBytes(chunk) : this.readMessages(this.window, chunk)));
+    upReq.on('end', () => {
+      this.upEnded = true;
+      ex.log.upstreamEndedAt = performance.now();
+      if (this.window === undefined) return this.finish();
+      // The agent's trailers (or the error of an answer cut inside a message) once every message before them has left.
+      this.window.upstreamEnded(this.reader.clean ? undefined : () => ({
+        error: proxyError('upstreamUnavailable', 'Upstream agent answer ended inside a message'), why: 'truncated answer', status: 'INTERNAL', outcome: 'answer_refused',
+      }));
+    });
+    upReq.on('close', () => {
+      if (this.upEnded || caller.finished) return;
+      ex.log.upstreamEndedAt = performance.now();
+      this.upstreamFailed({ error: proxyError('upstreamUnavailable', 'Upstream agent ended the call without a status'), why: `upstream closed (code ${upReq.rstCode ?? '?'})` });
+    });
+  }
+
+  private stopUpstream(): void {
+    this.upReq.close(http2.constants.NGHTTP2_CANCEL);
+  }
+
   /** End the call with an error status and stop the agent's stream. */
-  const endWith = (s: Stop): void => {
+  private endWith(s: Stop): void {
+    const { log } = this.ex;
     log.error ??= s.why;
     if (s.outcome !== undefined) log.outcome = s.outcome;
     if (s.refused === true) log.decision = 'refused';
-    caller.fail(s.error, s.status);
-    stopUpstream();
-  };
-  const window = inspect ? judgedAnswer() : undefined;
+    this.caller.fail(s.error, s.status);
+    this.stopUpstream();
+  }
+
   /** Fail now; a window also cancels the decisions under way. */
-  const failAnswer = (s: Stop): void => (window === undefined ? endWith(s) : window.stop(s));
+  private failAnswer(s: Stop): void {
+    if (this.window === undefined) this.endWith(s);
+    else this.window.stop(s);
+  }
+
   /** The agent's stream broke: a window first releases the messages received before the break. */
-  const upstreamFailed = (s: Stop): void => (window === undefined ? endWith(s) : window.upstreamEnded(() => s));
+  private upstreamFailed(s: Stop): void {
+    if (this.window === undefined) this.endWith(s);
+    else this.window.upstreamEnded(() => s);
+  }
 
-  upReq.on('error', (err) => {
-    if (caller.finished) return;
-    upstreamFailed({ error: proxyError('upstreamUnavailable', 'Upstream agent unavailable'), why: `upstream: ${(err as NodeJS.ErrnoException).code ?? err.message}` });
-  });
-  upReq.on('response', (h) => {
+  private onResponse(h: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader): void {
+    const { ex, method } = this;
     const status = Number(h[':status']);
-    log.upstreamStatus = status;
-    metrics.upstreamCall(method.op.aosMethod, (performance.now() - (log.upstreamSentAt as number)) / 1000);
-    if (status !== 200) return failAnswer({ error: proxyError('upstreamUnavailable', `Upstream agent answered HTTP ${status}`), why: `upstream HTTP ${status}` });
-    if (h['grpc-status'] !== undefined) {
-      // Trailers-only: the agent's status (an error, or an empty answer).
-      relayStatus(h, false);
-      return;
-    }
-    upEncoding = headerText(h['grpc-encoding']);
-    responded = true;
-    caller.respond(answerHeaders(h, inspect));
+    ex.log.upstreamStatus = status;
+    this.deps.metrics.upstreamCall(method.op.aosMethod, (performance.now() - (ex.log.upstreamSentAt as number)) / 1000);
+    if (status !== 200) return this.failAnswer({ error: proxyError('upstreamUnavailable', `Upstream agent answered HTTP ${status}`), why: `upstream HTTP ${status}` });
+    // Trailers-only: the agent's status (an error, or an empty answer).
+    if (h['grpc-status'] !== undefined) return this.relayStatus(h, false);
+    this.upEncoding = headerText(h['grpc-encoding']);
+    this.responded = true;
+    this.caller.respond(answerHeaders(h, this.inspect));
     if (method.streaming) {
-      untrack = trackStream(deps, () => failAnswer({ error: proxyError('upstreamUnavailable', 'Proxy shutting down'), why: 'proxy shutdown', status: 'UNAVAILABLE' }));
+      this.untrack = trackStream(this.deps, () => this.failAnswer({ error: proxyError('upstreamUnavailable', 'Proxy shutting down'), why: 'proxy shutdown', status: 'UNAVAILABLE' }));
     }
-  });
-  upReq.on('trailers', (t) => {
-    upTrailers = t;
-  });
-  caller.stream.once('close', () => {
-    untrack?.();
-    // The caller went away: no more writes, no new decisions, the ones under way cancelled, the agent's stream cut.
-    window?.close();
-  });
+  }
 
-  if (window === undefined) {
-    // Nothing reads the answer: its bytes go through as they come, with backpressure both ways.
-    upReq.on('data', (chunk: Buffer) => {
-      if (!caller.open) return;
-      if (!caller.stream.write(chunk)) {
-        upReq.pause();
-        caller.stream.once('drain', () => upReq.resume());
-      }
-    });
-  } else {
-    let messages = 0;
-    upReq.on('data', (chunk: Buffer) => {
-      const got = reader.push(chunk);
-      if (!isProblem(got)) {
-        messages += got.length;
-        // A unary answer is one message: a second one is not an answer the caller can read one way (grpc-js waits forever).
-        if (!method.streaming && messages > 1) {
-          window.push(got.slice(0, Math.max(0, 1 - (messages - got.length))));
-          window.upstreamEnded(() => ({ error: proxyError('upstreamUnavailable', 'Upstream agent sent more than one message for a unary call'), why: 'agent answer: two messages for a unary call', status: 'INTERNAL', outcome: 'answer_refused' }));
-          return stopUpstream();
-        }
-        return window.push(got);
-      }
+  /** Nothing reads the answer: its bytes go through as they come, with backpressure both ways. */
+  private passBytes(chunk: Buffer): void {
+    const { caller, upReq } = this;
+    if (!caller.open) return;
+    if (!caller.stream.write(chunk)) {
+      upReq.pause();
+      caller.stream.once('drain', () => upReq.resume());
+    }
+  }
+
+  private readMessages(window: OrderedWindow<RawMessage, Stop>, chunk: Buffer): void {
+    const got = this.reader.push(chunk);
+    if (isProblem(got)) {
       // A malformed frame is never passed unread: the messages before it go out, then the error status.
       window.upstreamEnded(() => ({ error: framingError(got), why: `agent answer: ${got.message}`, status: got.status, outcome: 'answer_refused' }));
-      stopUpstream();
-    });
+      return this.stopUpstream();
+    }
+    this.messages += got.length;
+    // A unary answer is one message: a second one is not an answer the caller can read one way (grpc-js waits forever).
+    if (!this.method.streaming && this.messages > 1) {
+      window.push(got.slice(0, Math.max(0, 1 - (this.messages - got.length))));
+      window.upstreamEnded(() => ({ error: proxyError('upstreamUnavailable', 'Upstream agent sent more than one message for a unary call'), why: 'agent answer: two messages for a unary call', status: 'INTERNAL', outcome: 'answer_refused' }));
+      return this.stopUpstream();
+    }
+    window.push(got);
   }
-  upReq.on('end', () => {
-    upEnded = true;
-    log.upstreamEndedAt = performance.now();
-    if (window === undefined) return finish();
-    // The agent's trailers (or the error of an answer cut inside a message) once every message before them has left.
-    window.upstreamEnded(reader.clean ? undefined : () => ({
-      error: proxyError('upstreamUnavailable', 'Upstream agent answer ended inside a message'), why: 'truncated answer', status: 'INTERNAL', outcome: 'answer_refused',
-    }));
-  });
-  upReq.on('close', () => {
-    if (upEnded || caller.finished) return;
-    log.upstreamEndedAt = performance.now();
-    upstreamFailed({ error: proxyError('upstreamUnavailable', 'Upstream agent ended the call without a status'), why: `upstream closed (code ${upReq.rstCode ?? '?'})` });
-  });
 
   /** The agent's trailers, once every message before them has gone out. */
-  function finish(): void {
-    if (caller.finished || !responded) return;
-    untrack?.();
-    if (upTrailers === undefined) return caller.end({ 'grpc-status': String(GRPC_STATUS.INTERNAL), 'grpc-message': 'agent sent no status' });
-    relayStatus(upTrailers, true);
+  private finish(): void {
+    if (this.caller.finished || !this.responded) return;
+    this.untrack?.();
+    if (this.upTrailers === undefined) return this.caller.end({ 'grpc-status': String(GRPC_STATUS.INTERNAL), 'grpc-message': 'agent sent no status' });
+    this.relayStatus(this.upTrailers, true);
   }
 
   /**
@@ -178,75 +212,89 @@ export function relayAnswer(
    * other (over HTTP the agent's JSON-RPC error or REST error body is judged): the hooks see it as
    * the JSON-RPC error it stands for, and the caller gets the status rebuilt from what was approved.
    */
-  function relayStatus(h: http2.IncomingHttpHeaders, trailers: boolean): void {
+  private relayStatus(h: http2.IncomingHttpHeaders, trailers: boolean): void {
     const relayed = answerHeaders(h, false, trailers);
-    if (!config.inspectResponses || headerText(h['grpc-status']) === '0') return caller.end(relayed);
-    judgeStatus(h, relayed).catch((err: unknown) => {
-      endWith({ error: proxyError('guardianUnavailable', 'Answer inspection failed'), why: `answer inspection failed: ${err instanceof Error ? err.message : String(err)}` });
-    });
+    if (!this.deps.config.inspectResponses || headerText(h['grpc-status']) === '0') return this.caller.end(relayed);
+    this.judgeStatus(h, relayed).catch((err: unknown) => this.endWith(inspectionFailed(err)));
   }
 
-  /** An error status is an error answer message (the JSON-RPC error it stands for), judged by the response hooks alone. */
-  async function judgeStatus(h: http2.IncomingHttpHeaders, relayed: http2.OutgoingHttpHeaders): Promise<void> {
-    const payload: JsonObject = { jsonrpc: '2.0', id: call.id, error: agentStatusJson(h) };
-    const road: AnswerRoad = { ...NO_STAGES, judge: hooks((p) => ('result' in p || !('error' in p) ? 'an error status stays an error' : statusProblem(p.error))) };
-    const flow = answerFlow(road, ex, jsonRpcCodec, call.id, false, payload);
-    await runAnswerStages(UNARY_ANSWER, flow);
+  /** An error status is an error answer message (the JSON-RPC error it stands for), judged by the response hooks alone, in the core's order. */
+  private async judgeStatus(h: http2.IncomingHttpHeaders, relayed: http2.OutgoingHttpHeaders): Promise<void> {
+    const { ex, caller } = this;
+    const payload: JsonObject = { jsonrpc: '2.0', id: ex.call.id, error: agentStatusJson(h) };
+    const road: AnswerRoad = { ...NO_STAGES, judge: this.hooks((p) => ('result' in p || !('error' in p) ? 'an error status stays an error' : statusProblem(p.error))) };
+    let flow: AnswerFlow | undefined;
+    const status: AnswerChannel<JsonObject, Stop> = {
+      stages: UNARY_ANSWER,
+      decode: () => ({ flow: (flow = answerFlow(road, ex, jsonRpcCodec, ex.call.id, false, payload)) }),
+      // No frame: the trailers are rebuilt below from what the flow approved.
+      encode: ({ flow: f }) => (f.end?.type === 'refuse' ? { stop: { error: f.end.error, why: f.end.why } } : { pass: NO_FRAME }),
+      refused: turnsRefused,
+    };
+    const v = await answerVerdict(status, this.turns, ex, payload);
     if (!caller.open) return;
-    if (flow.end?.type === 'refuse') return endWith({ error: flow.end.error, why: flow.end.why });
-    const approved = flow.judged?.payload ?? payload;
+    if ('stop' in v) return this.endWith(v.stop);
+    const approved = flow?.judged?.payload ?? payload;
     // The agent's own status members give way to the approved ones (a member it had that the approval lacks is gone too).
     const rest = Object.fromEntries(Object.entries(relayed).filter(([k]) => !STATUS_MEMBERS.has(k)));
     caller.end({ ...rest, ...statusTrailers(approved.error as JsonObject) });
   }
 
   /** The response hooks on one answer message, with the binding's check of a modify. */
-  function hooks(validateModified: (p: JsonObject) => string | undefined): AnswerRoad['judge'] {
-    if (!config.inspectResponses) return undefined;
+  private hooks(validateModified: (p: JsonObject) => string | undefined): AnswerRoad['judge'] {
+    const { deps, ex, method } = this;
+    if (!deps.config.inspectResponses) return undefined;
     return (payload, payloadJson) => deps.runHooks({
-      ex, sides: HOOK_ORDER[config.role].response, phase: 'response', payload, payloadJson, reasoning: undefined,
+      ex, sides: HOOK_ORDER[deps.config.role].response, phase: 'response', payload, payloadJson, reasoning: undefined,
       // Stream messages use the guardian's stream connections, never ahead of a call's checks (as over HTTP).
       ...(method.streaming ? { budget: 'stream' as const } : {}),
       validateModified,
     });
   }
 
-  /** The window a judged answer's messages go through. */
-  function judgedAnswer(): OrderedWindow<RawMessage, Stop> {
-    const w = new OrderedWindow<RawMessage, Stop>({
-      decide: judgeMessage,
+  /** The window a judged answer's messages go through (the relay core). */
+  private judgedWindow(): OrderedWindow<RawMessage, Stop> {
+    const { deps, ex, method, caller } = this;
+    const { config } = deps;
+    /** What each answer message goes through (answers.ts); a modify must encode as written. */
+    const road: AnswerRoad = {
+      ...NO_STAGES, card: method.op.returnsCard ? deps.cardRewrite(this.authority) : undefined, answerHook: this.answerHook, judge: this.hooks((p) => encodeProblem(this.codec, p, 'result')),
+    };
+    const channel = messageChannel({ road, stages: method.streaming ? STREAM_ANSWER : UNARY_ANSWER, ex, codec: this.codec, id: String(ex.call.id), maxBodyBytes: config.maxBodyBytes }, () => this.upEncoding);
+    const w: OrderedWindow<RawMessage, Stop> = answerWindow(channel, this.turns, ex, {
       bytes: (m) => m.data.length,
       write: (frame) => {
-        log.events++;
+        ex.log.events++;
         return caller.write(frame, () => w.drained());
       },
-      end: (s) => (s === undefined ? finish() : endWith(s)),
-      flow: (reading) => (reading ? upReq.resume() : upReq.pause()),
+      end: (s) => (s === undefined ? this.finish() : this.endWith(s)),
+      flow: (reading) => (reading ? this.upReq.resume() : this.upReq.pause()),
       abort: () => {
-        stopUpstream();
+        this.stopUpstream();
         // The exchange is over: guardian calls still in flight for later messages are cancelled.
-        call.caller.cancel();
+        ex.call.caller.cancel();
       },
-      failure: (err) => ({ error: proxyError('guardianUnavailable', 'Answer inspection failed'), why: `answer inspection failed: ${err instanceof Error ? err.message : String(err)}` }),
-    },
-    // A stream's messages are judged several at once; a unary answer's one message as a call's check.
-    method.streaming ? config.streamInspectWindow : 1, STREAM_WINDOW_MAX_BYTES,
-    // Guardian places are shared only by stream messages that go to the guardian.
-    method.streaming && config.inspectResponses ? deps.streamLine : undefined,
-    // Messages held for judging count against the in-flight budget: many calls cannot grow memory without bound.
-    { take: (n) => lease.take(n), give: (n) => lease.give(n), refused: () => ({ error: proxyError('overloaded'), why: 'answer over the in-flight budget', outcome: 'answer_refused' }) });
+      failure: inspectionFailed,
+    }, {
+      // A stream's messages are judged several at once; a unary answer's one message as a call's check.
+      size: method.streaming ? config.streamInspectWindow : 1, maxBytes: STREAM_WINDOW_MAX_BYTES,
+      // Guardian places are shared only by stream messages that go to the guardian.
+      line: method.streaming && config.inspectResponses ? deps.streamLine : undefined,
+      // Messages held for judging count against the in-flight budget: many calls cannot grow memory without bound.
+      budget: { take: (n) => this.lease.take(n), give: (n) => this.lease.give(n), refused: () => ({ error: proxyError('overloaded'), why: 'answer over the in-flight budget', outcome: 'answer_refused' }) },
+    });
     return w;
   }
+}
 
-  /** What each answer message goes through (answers.ts); a modify must encode as written. */
-  const road: AnswerRoad = {
-    ...NO_STAGES, card: method.op.returnsCard ? deps.cardRewrite(authority) : undefined, answerHook, judge: hooks((p) => encodeProblem(codec, p, 'result')),
-  };
-  const messages: MessageRoad = { road, stages: method.streaming ? STREAM_ANSWER : UNARY_ANSWER, ex, codec, id: String(call.id), maxBodyBytes: config.maxBodyBytes };
-  /** One message of the answer (the window decides them after relayAnswer returned: `messages` is set by then). */
-  function judgeMessage(raw: RawMessage): Promise<Verdict<Stop>> {
-    return answerMessage(messages, raw, upEncoding);
-  }
+const NO_FRAME = Buffer.alloc(0);
+
+function turnsRefused(error: ProxyError): Stop {
+  return { error, why: 'answer refused: caller turns full' };
+}
+
+function inspectionFailed(err: unknown): Stop {
+  return { error: proxyError('guardianUnavailable', 'Answer inspection failed'), why: `answer inspection failed: ${err instanceof Error ? err.message : String(err)}` };
 }
 
 /** What one call's answer messages go through. */
@@ -260,22 +308,40 @@ interface MessageRoad {
   readonly maxBodyBytes: number;
 }
 
-/** One answer message: decoded, run through the answer stages, re-encoded and framed; or the stop it causes. */
-async function answerMessage(m: MessageRoad, raw: RawMessage, encoding: string | undefined): Promise<Verdict<Stop>> {
+/** A message decoded: its bytes, the generated code's message and its JSON form. */
+interface DecodedMessage extends Decoded {
+  readonly bytes: Buffer;
+  readonly decoded: unknown;
+  readonly result: unknown;
+}
+
+/** The gRPC answer channel: a message is decompressed and decoded, judged, re-encoded and framed. */
+function messageChannel(m: MessageRoad, encoding: () => string | undefined): AnswerChannel<RawMessage, Stop, DecodedMessage> {
+  return {
+    stages: m.stages,
+    decode: (raw) => decodeMessage(m, raw, encoding()),
+    encode: (d) => encodeMessage(m, d),
+    refused: turnsRefused,
+  };
+}
+
+async function decodeMessage(m: MessageRoad, raw: RawMessage, encoding: string | undefined): Promise<DecodedMessage | Verdict<Stop>> {
   const { codec } = m;
   const bytes = await readMessage(raw, encoding, m.maxBodyBytes);
   if (isProblem(bytes)) return { stop: { error: framingError(bytes), why: `agent answer: ${bytes.message}`, status: bytes.status, outcome: 'answer_refused' } };
-  let decoded: unknown;
-  let result: unknown;
   try {
-    decoded = codec.decode(bytes);
-    result = codec.toJson(decoded);
+    const decoded = codec.decode(bytes);
+    const result = codec.toJson(decoded);
+    // Task ownership reads the message as the gRPC codec gives it (the result itself).
+    return { flow: answerFlow(m.road, m.ex, DECODED, m.id, true, result), bytes, decoded, result };
   } catch (err) {
     return { stop: { error: proxyError('upstreamUnavailable', 'Upstream agent answer does not decode'), why: `agent answer: ${(err as Error).message}`, status: 'INTERNAL', outcome: 'answer_refused' } };
   }
-  // Task ownership reads the message as the gRPC codec gives it (the result itself).
-  const flow = answerFlow(m.road, m.ex, DECODED, m.id, true, result);
-  await runAnswerStages(m.stages, flow);
+}
+
+/** One answer message judged: re-encoded and framed, or the stop it causes. */
+function encodeMessage(m: MessageRoad, { flow, bytes, decoded, result }: DecodedMessage): Verdict<Stop> {
+  const { codec } = m;
   const end = flow.end;
   // Every message decoded is readable: an end is a refusal.
   if (end !== undefined) {

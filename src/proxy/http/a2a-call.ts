@@ -236,6 +236,7 @@ function relayAnswer(h: HttpParts, req: Arrival['req'], res: ServerResponse, upR
     trackStream: h.admit.trackStream,
     streamWindow: config.streamInspectWindow,
     streamLine: deps.streamLine,
+    turns: { fair: deps.fair, metrics, max: config.perCaller.fairQueue },
     onUninspectable: uninspectable(deps, ex.call.op.aosMethod, (outcome) => {
       ex.log.outcome = outcome;
     }),

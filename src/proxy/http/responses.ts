@@ -12,7 +12,9 @@ import { proxyError, type ProxyError } from '../../core/errors';
 import { dropAgentBytes, headersForOwnBody, type UpstreamAnswer } from './forward';
 import { headerText } from '../headers';
 import { decodeBody } from './body';
-import { answerFlow, runAnswerStages, UNARY_ANSWER, type AnswerFlow } from '../answers';
+import { answerFlow, UNARY_ANSWER, type AnswerFlow } from '../answers';
+import { answerWindow, type AnswerChannel, type Decoded } from '../relay-core';
+import type { Verdict } from '../window';
 import { relayStreamInspected as relayPipelined } from './relay/stream';
 import { answerRoad, type RelayContext } from './relay/context';
 
@@ -122,7 +124,7 @@ export function relayUnaryInspected(ctx: RelayContext): void {
         ctx.onUpstreamFailure('upstream closed mid-response');
         return sendError(res, codec, proxyError('upstreamUnavailable', 'Upstream agent failed before answering'), id);
       }
-      void finishUnary(ctx, kept.buffer()).catch(() => res.destroy());
+      judgeUnary(ctx, kept.buffer());
     },
   });
 }
@@ -149,63 +151,112 @@ function unaryLabelledStream(ctx: RelayContext): void {
   sendError(ctx.res, ctx.codec, err, ctx.id);
 }
 
-/** Fail closed (send the error) or open (run `pass`) on an answer the hooks cannot read. */
-function uninspectable(ctx: RelayContext, why: string, pass: () => void): void {
-  const err = ctx.onUninspectable(why);
-  if (err === undefined) return pass();
-  sendError(ctx.res, ctx.codec, err, ctx.id);
+/** How a unary answer ends instead: the binding's error answer, or the connection destroyed (an internal failure). */
+type UnaryStop = { readonly error: ProxyError } | 'destroy';
+
+/** The one message of a unary answer, as the agent sent it, and the status and headers the caller gets with it. */
+interface UnaryAnswer {
+  readonly status: number;
+  readonly ok: boolean;
+  readonly headers: OutgoingHttpHeaders;
+  readonly original: Buffer;
+  /** The bytes the stages read (decoded from the agent's content-encoding). */
+  raw: Buffer;
 }
 
-/** A unary answer read in full: decoded, run through the answer stages, and written as they left it. */
-async function finishUnary(ctx: RelayContext, raw: Buffer): Promise<void> {
+/** A unary answer read in full: one message through the relay core (a window of size 1), written as it left it. */
+function judgeUnary(ctx: RelayContext, original: Buffer): void {
   const { res, upRes, codec, id } = ctx;
   const status = upRes.statusCode;
-  const ok = status >= 200 && status < 300;
-  const headers: OutgoingHttpHeaders = { ...upRes.headers };
-  const original = raw;
-  if (isEncoded(upRes.headers['content-encoding'])) {
-    const encoding = headerText(upRes.headers['content-encoding']) as string;
-    // Asked for identity, got a compressed answer anyway: read it before judging it, never pass it unread.
-    const decoded = await decodeBody(raw, encoding, ctx.maxBodyBytes);
-    if (!decoded.ok && ctx.rewriteCard !== undefined && ok) {
-      ctx.onUpstreamFailure('agent card result cannot be read');
-      return sendError(res, codec, cardUnreadable(), id);
-    }
-    if (!decoded.ok) return uninspectable(ctx, 'agent answer has an encoding the proxy cannot read', () => send(res, status, headers, original));
-    raw = decoded.body;
-    delete headers['content-encoding'];
+  const a: UnaryAnswer = { status, ok: status >= 200 && status < 300, headers: { ...upRes.headers }, original, raw: original };
+  const window = answerWindow(unaryChannel(ctx, a), ctx.turns, ctx.ex, {
+    bytes: (raw) => raw.length,
+    write: (body) => {
+      send(res, status, a.headers, body);
+      return true;
+    },
+    end: (stop) => {
+      if (stop === 'destroy') res.destroy();
+      else if (stop !== undefined) sendError(res, codec, stop.error, id);
+    },
+    // Read in full already; the upstream request is the call's to end.
+    flow: () => undefined,
+    abort: () => undefined,
+    failure: (): UnaryStop => 'destroy',
+  }, { size: 1 });
+  res.once('close', () => {
+    if (!res.writableFinished) window.close();
+  });
+  window.push([original]);
+  window.upstreamEnded();
+}
+
+/** The HTTP unary answer channel: the body decoded (content-encoding, then JSON), judged, and the bytes the caller gets. */
+function unaryChannel(ctx: RelayContext, a: UnaryAnswer): AnswerChannel<Buffer, UnaryStop> {
+  return {
+    stages: UNARY_ANSWER,
+    decode: () => (isEncoded(ctx.upRes.headers['content-encoding']) ? decodeEncoded(ctx, a) : decodeUnary(ctx, a)),
+    encode: ({ flow }) => encodeUnary(ctx, a, flow),
+    refused: (error) => ({ error }),
+  };
+}
+
+/** Asked for identity, got a compressed answer anyway: read it before judging it, never pass it unread. */
+async function decodeEncoded(ctx: RelayContext, a: UnaryAnswer): Promise<Decoded | Verdict<UnaryStop>> {
+  const encoding = headerText(ctx.upRes.headers['content-encoding']) as string;
+  const decoded = await decodeBody(a.raw, encoding, ctx.maxBodyBytes);
+  if (!decoded.ok && ctx.rewriteCard !== undefined && a.ok) {
+    ctx.onUpstreamFailure('agent card result cannot be read');
+    return { stop: { error: cardUnreadable() } };
   }
+  if (!decoded.ok) {
+    // Fail closed (the error), or open (the agent's bytes as they came).
+    const err = ctx.onUninspectable('agent answer has an encoding the proxy cannot read');
+    return err === undefined ? { pass: a.original } : { stop: { error: err } };
+  }
+  a.raw = decoded.body;
+  delete a.headers['content-encoding'];
+  return decodeUnary(ctx, a);
+}
+
+function decodeUnary(ctx: RelayContext, a: UnaryAnswer): Decoded {
   let body: unknown;
   let unread: string | undefined;
   try {
-    body = codec.decodeAnswer(raw);
+    body = ctx.codec.decodeAnswer(a.raw);
   } catch {
     // Not JSON (an HTML error page, say): no A2A answer the hooks could judge.
     unread = 'agent answer is not JSON';
   }
-  const flow = answerFlow(answerRoad(ctx, 'agent answer is not a JSON object'), ctx.ex, codec, id, ok, body, unread);
-  await runAnswerStages(UNARY_ANSWER, flow);
-  if (res.destroyed) return;
+  return { flow: answerFlow(answerRoad(ctx, 'agent answer is not a JSON object'), ctx.ex, ctx.codec, ctx.id, a.ok, body, unread) };
+}
+
+/** What leaves once the stages ran: the error, or the bytes (and their headers). */
+function encodeUnary(ctx: RelayContext, a: UnaryAnswer, flow: AnswerFlow): Verdict<UnaryStop> {
+  const { raw, original, headers } = a;
+  // The caller left: nothing is written, nothing counted.
+  if (ctx.res.destroyed) return { stop: 'destroy' };
   const end = flow.end;
   if (end?.type === 'refuse') {
     if (end.agentFailed === true) ctx.onUpstreamFailure(end.why);
-    return sendError(res, codec, end.error, id);
+    return { stop: { error: end.error } };
   }
   // Passed unjudged as it came (FAIL_MODE=open, or nothing reads it).
-  if (end !== undefined && unread !== undefined) {
-    if (raw === original) return send(res, status, headers, original);
+  if (end !== undefined && flow.unread !== undefined) {
+    if (raw === original) return { pass: original };
     // Decoded above (its content-encoding is gone): the decoded bytes, without the agent's digests of the encoded ones.
     dropAgentBytes(headers);
-    return send(res, status, headers, raw);
+    return { pass: raw };
   }
   // The extended card is the caller's own: no cache may hand it to another caller.
-  if (ctx.rewriteCard !== undefined && ok) headers['cache-control'] = 'private, no-store';
-  const out = unaryBytes(flow, codec, raw, end === undefined && ctx.inspect === undefined && ctx.answerHook?.unary !== undefined && ok);
-  if (out === raw) return send(res, status, headers, out);
-  // Bytes the proxy wrote: none of the agent's digests or validators (send sets the length), no encoding.
-  dropAgentBytes(headers);
-  delete headers['content-encoding'];
-  send(res, status, headers, out);
+  if (ctx.rewriteCard !== undefined && a.ok) headers['cache-control'] = 'private, no-store';
+  const out = unaryBytes(flow, ctx.codec, raw, end === undefined && ctx.inspect === undefined && ctx.answerHook?.unary !== undefined && a.ok);
+  if (out !== raw) {
+    // Bytes the proxy wrote: none of the agent's digests or validators (send sets the length), no encoding.
+    dropAgentBytes(headers);
+    delete headers['content-encoding'];
+  }
+  return { pass: out };
 }
 
 /**

@@ -15,6 +15,7 @@ import type { Exchange } from '../../call';
 import type { AnswerHook } from '../../ownership';
 import type { Line } from '../../window';
 import type { AnswerRoad } from '../../answers';
+import type { AnswerTurns } from '../../relay-core';
 import type { BodyLease } from '../../budget';
 import { unreadableAnswer } from '../../enforce';
 import type { ProxyDeps } from '../deps';
@@ -54,6 +55,8 @@ export interface RelayContext {
   readonly streamWindow?: number;
   /** Places shared by all streams' events going to the guardian (one per stream-budget connection). */
   readonly streamLine?: Line;
+  /** Judging the answer takes per-caller turns (relay-core.ts). */
+  readonly turns?: AnswerTurns;
 }
 
 /**

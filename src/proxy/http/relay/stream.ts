@@ -1,8 +1,8 @@
 /**
  * An SSE answer through the response hooks, pipelined: the agent's stream is parsed event by event,
  * up to STREAM_INSPECT_WINDOW events are judged by the guardian at once, and each leaves for the
- * caller in stream order once its own decision is known. The ordering rules are those of
- * OrderedWindow (window.ts); this module connects it to the sockets and turns hook runs into verdicts.
+ * caller in stream order once its own decision is known. The order and the judging are the relay
+ * core's (relay-core.ts, window.ts); this module is the framing: parse events, write them, end with an error event.
  */
 import type { SseEvent } from '../../../a2a/sse';
 import { SseParser, formatSseEvent } from '../../../a2a/sse';
@@ -10,8 +10,9 @@ import { proxyError, type ProxyError } from '../../../core/errors';
 import { headersForOwnBody } from '../forward';
 import { answerRoad, type RelayContext } from './context';
 import { isObject } from '../../../core/json';
-import { answerFlow, runAnswerStages, STREAM_ANSWER, type AnswerFlow, type AnswerRoad } from '../../answers';
-import { OrderedWindow, STREAM_WINDOW_MAX_BYTES, type Verdict } from '../../window';
+import { answerFlow, STREAM_ANSWER, type AnswerFlow, type AnswerRoad } from '../../answers';
+import { STREAM_WINDOW_MAX_BYTES, type Verdict } from '../../window';
+import { answerWindow, type AnswerChannel, type Decoded } from '../../relay-core';
 
 /** Default number of events judged at once per stream (STREAM_INSPECT_WINDOW). */
 export const DEFAULT_STREAM_WINDOW = 16;
@@ -31,13 +32,22 @@ function onlyLineEnds(raw: Buffer): boolean {
 }
 
 /**
- * One event's verdict: a data event goes through the answer stages (answers.ts: task ownership when
- * the call has it, the response hooks when inspection is on). The caller gets only bytes the proxy
- * wrote: a block without data (comments, `retry:`, `id:` or `event:` alone, lines the WHATWG rules
- * ignore) leaves as a bare keep-alive, never as the agent's text. A laxer parser (one that splits
- * lines at U+2028 or reads `DATA:` or `data :`) could find an event in that text that the proxy never read.
+ * The SSE answer channel (relay-core.ts): a data event goes through the answer stages (answers.ts:
+ * task ownership when the call has it, the response hooks when inspection is on). The caller gets only
+ * bytes the proxy wrote: a block without data (comments, `retry:`, `id:` or `event:` alone, lines the
+ * WHATWG rules ignore) leaves as a bare keep-alive, never as the agent's text. A laxer parser (one that
+ * splits lines at U+2028 or reads `DATA:` or `data :`) could find an event in that text that the proxy never read.
  */
-function decideEvent(ctx: RelayContext, road: AnswerRoad, ev: SseEvent): Verdict | Promise<Verdict> {
+function eventChannel(ctx: RelayContext, road: AnswerRoad): AnswerChannel<SseEvent, Buffer> {
+  return {
+    stages: STREAM_ANSWER,
+    decode: (ev) => decodeEvent(ctx, road, ev),
+    encode: ({ flow }, ev) => verdict(ctx, flow, ev),
+    refused: (err) => ctx.codec.streamError(err, ctx.id).frame,
+  };
+}
+
+function decodeEvent(ctx: RelayContext, road: AnswerRoad, ev: SseEvent): Decoded | Verdict {
   if (ev.commentOnly || !ev.hasData) return { pass: onlyLineEnds(ev.raw) ? NOTHING : KEEP_ALIVE };
   // `data:` with nothing after it: WHATWG clients dispatch no event, the SDK's parser neither.
   if (ev.data === '') return { pass: KEEP_ALIVE };
@@ -54,9 +64,7 @@ function decideEvent(ctx: RelayContext, road: AnswerRoad, ev: SseEvent): Verdict
   // `event: error` event's data as any other's); the hooks are told it is an error.
   const errorEvent = ev.event === 'error';
   const failed = errorEvent || (isObject(data) && 'error' in data && !('result' in data));
-  const flow = answerFlow(road, ctx.ex, ctx.codec, ctx.id, !failed, data, unread, errorEvent);
-  const ran = runAnswerStages(STREAM_ANSWER, flow);
-  return ran === undefined ? verdict(ctx, flow, ev) : ran.then(() => verdict(ctx, flow, ev));
+  return { flow: answerFlow(road, ctx.ex, ctx.codec, ctx.id, !failed, data, unread, errorEvent) };
 }
 
 /**
@@ -130,8 +138,7 @@ export function relayStreamInspected(ctx: RelayContext, inspect: Inspect | undef
     res.uncork();
   };
   // Guardian places (streamLine) are shared only by events that go to the guardian.
-  const window = new OrderedWindow({
-    decide: (ev) => decideEvent(ctx, road, ev),
+  const window = answerWindow(eventChannel(ctx, road), ctx.turns, ctx.ex, {
     bytes: (ev) => ev.raw.length,
     write: (bytes) => {
       if (res.destroyed || res.writableEnded) return true;
@@ -161,11 +168,10 @@ export function relayStreamInspected(ctx: RelayContext, inspect: Inspect | undef
       ctx.ex?.call.caller.cancel();
     },
     failure: () => errorEvent(proxyError('guardianUnavailable', 'Stream inspection failed')),
-  }, ctx.streamWindow ?? DEFAULT_STREAM_WINDOW, STREAM_WINDOW_MAX_BYTES, inspect === undefined ? undefined : ctx.streamLine, {
+  }, {
+    size: ctx.streamWindow ?? DEFAULT_STREAM_WINDOW, maxBytes: STREAM_WINDOW_MAX_BYTES, line: inspect === undefined ? undefined : ctx.streamLine,
     // Events held for judging count against the in-flight budget: many streams cannot grow memory without bound.
-    take: (n) => ctx.lease.take(n),
-    give: (n) => ctx.lease.give(n),
-    refused: () => errorEvent(proxyError('overloaded')),
+    budget: { take: (n) => ctx.lease.take(n), give: (n) => ctx.lease.give(n), refused: () => errorEvent(proxyError('overloaded')) },
   });
 
   const parser = new SseParser();
