@@ -70,50 +70,7 @@ export const SPLICE_BYTES = 16 * 1024;
 export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promise<HookRun> {
   const { config, logger, metrics } = deps;
 
-  /** Who the observed agent is talking to, for one hook side. */
-  function peerOf(side: Side, ex: Exchange): PartialAgent {
-    // Server side: the caller as identified for this call (ROLE=both: its own observed client).
-    return side === 'client' ? deps.identities.upstreamPeer() : ex.call.callerPeer;
-  }
-
-  // Context JSON per observed agent (a new object whenever its card changes), side, phase and peer:
-  // the same few strings serve every call.
-  const contextJsonCache = new WeakMap<Agent, Map<string, string>>();
-  function contextJson(observed: Agent, side: Side, phase: Phase, peer: PartialAgent, context: A2AContext): string {
-    let byPeer = contextJsonCache.get(observed);
-    if (byPeer === undefined) contextJsonCache.set(observed, (byPeer = new Map()));
-    // A caller's identity marker (metadata) is part of what the guardian sees, so part of the key.
-    const key = `${side}\n${phase}\n${peer.url}\n${peer.name}\n${peer.version}${peer.metadata === undefined ? '' : `\n${peer.id ?? ''}\n${JSON.stringify(peer.metadata)}`}`;
-    let json = byPeer.get(key);
-    if (json === undefined) {
-      json = JSON.stringify(context);
-      if (byPeer.size >= 1024) byPeer.clear(); // callers' claims are unbounded; the cache is not
-      byPeer.set(key, json);
-    }
-    return json;
-  }
-
-  // The last context made per hook point, with its peer: an unverified caller and the upstream agent
-  // are one object on every call, so most calls reuse it without building the cache key above.
-  const lastMade: Array<{ readonly peer: PartialAgent; readonly made: HookPointContext } | undefined> = [];
-
-  /** The context of one hook point of a call: made at its first hook, reused by every stream event after it. */
-  function callContext(ex: Exchange, side: Side, phase: Phase): HookPointContext {
-    const observed = deps.identities.observed(side);
-    const at = (side === 'client' ? 0 : 2) + (phase === 'request' ? 0 : 1);
-    const contexts = (ex.log.contexts ??= []);
-    const known = contexts[at];
-    if (known !== undefined && known.observed === observed) return known;
-    // Once per side and call: a stream's events all go to the same peer.
-    const peer = (ex.log.peers[side] ??= peerOf(side, ex));
-    const last = lastMade[at];
-    if (last !== undefined && last.peer === peer && last.made.observed === observed) return (contexts[at] = last.made);
-    const context = hookContext(side, phase, observed, peer);
-    const made: HookPointContext = { observed, context, json: contextJson(observed, side, phase, peer, context) };
-    contexts[at] = made;
-    lastMade[at] = { peer, made };
-    return made;
-  }
+  const callContext = createCallContexts(deps.identities);
 
   /**
    * The guardian's answer, asked once the caller holds a place of its own share (GUARDIAN_CALLS_PER_CALLER):
@@ -160,34 +117,9 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
       ? { side, phase, decision: action.decision, envelopeId, guardianMs, reasonCode: o.result.reasonCode, message: o.result.message }
       : { side, phase, decision: action.decision, envelopeId, guardianMs, reasonCode: undefined, message: undefined, failure: o.kind, detail: o.detail };
     span.end({ decision: rec.decision, reasonCodes: rec.reasonCode, failureKind: rec.failure, failureDetail: rec.detail });
-    record(ex, rec, action);
+    recordHook(metrics, logger, ex, rec, action);
     if (logger.isLevelEnabled('debug')) logger.debug({ envelope: typeof body === 'string' ? body : Buffer.concat(body.chunks).toString('utf8'), outcome }, 'guardian exchange');
     return action;
-  }
-
-  function record(ex: Exchange, rec: HookRecord, action: HookAction): void {
-    // Stream events are counted, not kept one by one: a long stream must not grow the record.
-    // A block is always kept (it ends the call), and so is the first failure: the audit line must say why.
-    if (rec.phase === 'request' || ex.log.hooks.length < 8 || action.type === 'block' || (rec.failure !== undefined && !ex.log.hooks.some((h) => h.failure !== undefined))) {
-      ex.log.hooks.push(rec);
-    }
-    // A call abandoned because the caller left (or a stream ended before its event) decided nothing.
-    if (!action.outcome.ok && action.outcome.kind === 'cancelled') return;
-    metrics.decision(ex.call.op.aosMethod, rec.side, rec.phase, rec.decision);
-    metrics.guardianCall(ex.call.op.aosMethod, rec.failure ?? (action.outcome.ok ? action.outcome.result.decision : 'error'), rec.guardianMs / 1000);
-    if (!action.outcome.ok) {
-      metrics.guardianFailures.inc({ kind: action.outcome.kind });
-      if (rec.decision === 'failOpen') {
-        metrics.failOpenPasses.inc();
-        logger.warn({ method: ex.call.op.aosMethod, side: rec.side, phase: rec.phase, failure: action.outcome.kind, detail: action.outcome.detail, envelopeId: rec.envelopeId },
-          'guardian gave no valid answer; passing anyway (FAIL_MODE=open)');
-      }
-    }
-    if (rec.decision === 'shadow') {
-      const would = action.outcome.ok ? action.outcome.result.decision : 'noAnswer';
-      metrics.shadowPasses.inc({ decision: would });
-      if (would !== 'allow') logger.info({ method: ex.call.op.aosMethod, side: rec.side, phase: rec.phase, wouldBe: would, envelopeId: rec.envelopeId }, 'shadow mode: not enforced');
-    }
   }
 
   return async (input) => {
@@ -217,6 +149,82 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     }
     return { type: 'pass', payload, payloadJson, payloadBytes, modified, unchecked, serviceParameters: sp };
   };
+}
+
+/** Each call's hook point contexts (and their JSON), shared between calls wherever observed agent and peer are the same. */
+function createCallContexts(identities: Identities): (ex: Exchange, side: Side, phase: Phase) => HookPointContext {
+  /** Who the observed agent is talking to, for one hook side. */
+  function peerOf(side: Side, ex: Exchange): PartialAgent {
+    // Server side: the caller as identified for this call (ROLE=both: its own observed client).
+    return side === 'client' ? identities.upstreamPeer() : ex.call.callerPeer;
+  }
+
+  // Context JSON per observed agent (a new object whenever its card changes), side, phase and peer:
+  // the same few strings serve every call.
+  const contextJsonCache = new WeakMap<Agent, Map<string, string>>();
+  function contextJson(observed: Agent, side: Side, phase: Phase, peer: PartialAgent, context: A2AContext): string {
+    let byPeer = contextJsonCache.get(observed);
+    if (byPeer === undefined) contextJsonCache.set(observed, (byPeer = new Map()));
+    // A caller's identity marker (metadata) is part of what the guardian sees, so part of the key.
+    const key = `${side}\n${phase}\n${peer.url}\n${peer.name}\n${peer.version}${peer.metadata === undefined ? '' : `\n${peer.id ?? ''}\n${JSON.stringify(peer.metadata)}`}`;
+    let json = byPeer.get(key);
+    if (json === undefined) {
+      json = JSON.stringify(context);
+      if (byPeer.size >= 1024) byPeer.clear(); // callers' claims are unbounded; the cache is not
+      byPeer.set(key, json);
+    }
+    return json;
+  }
+
+  // The last context made per hook point, with its peer: an unverified caller and the upstream agent
+  // are one object on every call, so most calls reuse it without building the cache key above.
+  const lastMade: Array<{ readonly peer: PartialAgent; readonly made: HookPointContext } | undefined> = [];
+
+  /** The context of one hook point of a call: made at its first hook, reused by every stream event after it. */
+  function callContext(ex: Exchange, side: Side, phase: Phase): HookPointContext {
+    const observed = identities.observed(side);
+    const at = (side === 'client' ? 0 : 2) + (phase === 'request' ? 0 : 1);
+    const contexts = (ex.log.contexts ??= []);
+    const known = contexts[at];
+    if (known !== undefined && known.observed === observed) return known;
+    // Once per side and call: a stream's events all go to the same peer.
+    const peer = (ex.log.peers[side] ??= peerOf(side, ex));
+    const last = lastMade[at];
+    if (last !== undefined && last.peer === peer && last.made.observed === observed) return (contexts[at] = last.made);
+    const context = hookContext(side, phase, observed, peer);
+    const made: HookPointContext = { observed, context, json: contextJson(observed, side, phase, peer, context) };
+    contexts[at] = made;
+    lastMade[at] = { peer, made };
+    return made;
+  }
+
+  return callContext;
+}
+
+/** One hook's record on the call, its metrics, and the log lines of passes the guardian did not approve. */
+function recordHook(metrics: Metrics, logger: Logger, ex: Exchange, rec: HookRecord, action: HookAction): void {
+  // Stream events are counted, not kept one by one: a long stream must not grow the record.
+  // A block is always kept (it ends the call), and so is the first failure: the audit line must say why.
+  if (rec.phase === 'request' || ex.log.hooks.length < 8 || action.type === 'block' || (rec.failure !== undefined && !ex.log.hooks.some((h) => h.failure !== undefined))) {
+    ex.log.hooks.push(rec);
+  }
+  // A call abandoned because the caller left (or a stream ended before its event) decided nothing.
+  if (!action.outcome.ok && action.outcome.kind === 'cancelled') return;
+  metrics.decision(ex.call.op.aosMethod, rec.side, rec.phase, rec.decision);
+  metrics.guardianCall(ex.call.op.aosMethod, rec.failure ?? (action.outcome.ok ? action.outcome.result.decision : 'error'), rec.guardianMs / 1000);
+  if (!action.outcome.ok) {
+    metrics.guardianFailures.inc({ kind: action.outcome.kind });
+    if (rec.decision === 'failOpen') {
+      metrics.failOpenPasses.inc();
+      logger.warn({ method: ex.call.op.aosMethod, side: rec.side, phase: rec.phase, failure: action.outcome.kind, detail: action.outcome.detail, envelopeId: rec.envelopeId },
+        'guardian gave no valid answer; passing anyway (FAIL_MODE=open)');
+    }
+  }
+  if (rec.decision === 'shadow') {
+    const would = action.outcome.ok ? action.outcome.result.decision : 'noAnswer';
+    metrics.shadowPasses.inc({ decision: would });
+    if (would !== 'allow') logger.info({ method: ex.call.op.aosMethod, side: rec.side, phase: rec.phase, wouldBe: would, envelopeId: rec.envelopeId }, 'shadow mode: not enforced');
+  }
 }
 
 /** The overall decision of a run: modify if any hook modified, failOpen/shadow if any hook passed unchecked. */
