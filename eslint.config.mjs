@@ -2,6 +2,8 @@
 import js from '@eslint/js';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
+// Last in the list: turns off the stylistic rules Prettier owns, so the two never disagree.
+import eslintConfigPrettier from 'eslint-config-prettier/flat';
 
 export default tseslint.config(
   { ignores: ['dist/**', '**/dist/**', 'node_modules/**', 'coverage/**'] },
@@ -30,4 +32,5 @@ export default tseslint.config(
     files: ['test/**', 'bench/**', 'scripts/**', 'packages/*/test/**'],
     rules: { '@typescript-eslint/no-explicit-any': 'off', '@typescript-eslint/no-require-imports': 'off' },
   },
+  eslintConfigPrettier,
 );

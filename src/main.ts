@@ -101,6 +101,49 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
   } catch (err) {
     fail(isPolicyError(err) ? err.problems.map((p) => `configuration error: ${config.policyFile}: ${p}`) : [`configuration error: ${(err as Error).message}`], logDestination);
   }
+  warnAboutSettings(config, logger, embedded);
+
+  const decisionLog = config.decisionLogFile === undefined ? undefined : new DecisionLog(config.decisionLogFile, readLogKey(config.decisionLogKeyFile, logDestination));
+  const proxy = await startProxyOrFail(config, logger, guardian, decisionLog, logDestination);
+  metrics = proxy.metrics;
+  proxy.metrics.countLogDrops(() => logDestination.dropped);
+  logger.info({
+    url: proxy.url, upstream: config.upstreamUrl.origin, guardian: guardian.describe, role: config.role, failMode: config.failMode,
+    tracing: config.otel === undefined ? 'off' : config.otel.tracesUrl, version: VERSION, pid: process.pid,
+  }, 'a2a-guard listening');
+
+  const health = watchHealth(config, logger, guardian, proxy);
+  void guardian.ping().then((ok) => health.noteGuardian(ok));
+  const pinger = setInterval(() => {
+    void health.check();
+  }, 30_000);
+  pinger.unref();
+
+  const admin = createAdminServer(proxy.metrics, health);
+  admin.once('error', (err) => {
+    fail([listenProblem(err, `${config.adminHost}:${config.adminPort} (ADMIN_PORT)`) ?? `admin server: ${(err as Error).message}`], logDestination);
+  });
+  admin.listen(config.adminPort, config.adminHost, () => {
+    logger.info({ port: (admin.address() as AddressInfo).port }, 'admin server listening (/healthz, /readyz, /metrics)');
+  });
+
+  const shutdown = shutdownOnce(config, logger, logDestination, async (plan) => {
+    await proxy.drain(plan.drainMs, plan.delayMs);
+    clearInterval(pinger);
+    admin.close();
+    guardian.close();
+    await Promise.all([proxy.tracer.shutdown(2000), decisionLog?.close()]);
+  });
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGHUP', () => {
+    if (embedded === undefined) logger.info('SIGHUP: nothing to reload here (GUARDIAN_URL is set: the guardian reloads its own policy)');
+    else embedded.policy.reload('SIGHUP');
+  });
+}
+
+/** Settings that weaken or change what is judged, said once at start. */
+function warnAboutSettings(config: Config, logger: Logger, embedded: EmbeddedGuardian | undefined): void {
   if (embedded !== undefined) {
     logger.warn({ policyFile: config.policyFile, sha256: embedded.policy.sha256, watch: config.policyWatch }, 'GUARDIAN_URL is unset: the embedded reference guardian decides with POLICY_FILE (a demo policy unless you wrote one)');
     if (config.policyWatch) embedded.policy.watch();
@@ -116,11 +159,12 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
   if (config.grpc !== undefined && config.grpc.upstreamUrl === undefined && config.role !== 'server') {
     logger.warn({ upstream: config.upstreamUrl.origin }, 'GRPC_PORT without GRPC_UPSTREAM_URL: gRPC calls go only to a GRPC interface the remote card names at UPSTREAM_URL itself (set GRPC_UPSTREAM_URL when the remote serves gRPC on another port)');
   }
+}
 
-  const decisionLog = config.decisionLogFile === undefined ? undefined : new DecisionLog(config.decisionLogFile, readLogKey(config.decisionLogKeyFile, logDestination));
-  let proxy: ProxyInstance;
+/** The proxy's listeners; unreadable credential files and ports that cannot be bound exit 2 naming the variable. */
+async function startProxyOrFail(config: Config, logger: Logger, guardian: Guardian, decisionLog: DecisionLog | undefined, logDestination: LogSink): Promise<ProxyInstance> {
   try {
-    proxy = await startProxy({ config, logger, guardian, processMetrics: true, ...(decisionLog === undefined ? {} : { decisionLog: (r) => decisionLog.append(r.fields) }) });
+    return await startProxy({ config, logger, guardian, processMetrics: true, ...(decisionLog === undefined ? {} : { decisionLog: (r) => decisionLog.append(r.fields) }) });
   } catch (err) {
     // Unreadable key, certificate or token files are configuration problems, not crashes.
     if (err instanceof StartupError) fail([`configuration error: ${err.message}`], logDestination);
@@ -131,14 +175,11 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
     if (problem !== undefined) fail([problem], logDestination);
     throw err;
   }
-  metrics = proxy.metrics;
-  proxy.metrics.countLogDrops(() => logDestination.dropped);
-  logger.info({
-    url: proxy.url, upstream: config.upstreamUrl.origin, guardian: guardian.describe, role: config.role, failMode: config.failMode,
-    tracing: config.otel === undefined ? 'off' : config.otel.tracesUrl, version: VERSION, pid: process.pid,
-  }, 'a2a-guard listening');
+}
 
-  const health = new Health(
+/** Readiness from the guardian's ping and the agent's card (and gRPC endpoint); changes are logged. */
+function watchHealth(config: Config, logger: Logger, guardian: Guardian, proxy: ProxyInstance): Health {
+  return new Health(
     {
       pingGuardian: (ms) => guardian.ping(ms),
       probeUpstream: () => proxy.upstreamCard.probe(),
@@ -161,22 +202,12 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
       else logger.warn('upstream agent card unreachable');
     },
   );
-  void guardian.ping().then((ok) => health.noteGuardian(ok));
-  const pinger = setInterval(() => {
-    void health.check();
-  }, 30_000);
-  pinger.unref();
+}
 
-  const admin = createAdminServer(proxy.metrics, health);
-  admin.once('error', (err) => {
-    fail([listenProblem(err, `${config.adminHost}:${config.adminPort} (ADMIN_PORT)`) ?? `admin server: ${(err as Error).message}`], logDestination);
-  });
-  admin.listen(config.adminPort, config.adminHost, () => {
-    logger.info({ port: (admin.address() as AddressInfo).port }, 'admin server listening (/healthz, /readyz, /metrics)');
-  });
-
+/** The signal handler: the first signal drains by the plan and exits 0; a second one exits 1 at once. */
+function shutdownOnce(config: Config, logger: Logger, logDestination: LogSink, drain: (plan: { delayMs: number; drainMs: number }) => Promise<void>): (signal: string) => void {
   let stopping = false;
-  const shutdown = (signal: string) => {
+  return (signal) => {
     if (stopping) {
       logger.warn({ signal }, 'second signal while draining: exiting now');
       logDestination.flushSync();
@@ -186,22 +217,12 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
     const plan = shutdownPlan(config, signal);
     logger.info({ signal, acceptMs: plan.delayMs, drainMs: plan.drainMs },
       plan.delayMs > 0 ? 'shutting down: not ready; still accepting until the delay ends, then draining' : 'draining: new connections refused, in-flight calls finish');
-    void proxy.drain(plan.drainMs, plan.delayMs).then(async () => {
-      clearInterval(pinger);
-      admin.close();
-      guardian.close();
-      await Promise.all([proxy.tracer.shutdown(2000), decisionLog?.close()]);
+    void drain(plan).then(() => {
       logger.info('stopped');
       logDestination.flushSync();
       process.exit(0);
     });
   };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
-  process.on('SIGHUP', () => {
-    if (embedded === undefined) logger.info('SIGHUP: nothing to reload here (GUARDIAN_URL is set: the guardian reloads its own policy)');
-    else embedded.policy.reload('SIGHUP');
-  });
 }
 
 /** The reference guardian's engine is loaded only when it is used (GUARDIAN_URL unset). */

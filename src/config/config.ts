@@ -413,18 +413,7 @@ function toConfig(e: Env) {
     restBasePaths: e.REST_BASE_PATHS,
     nonA2A: e.NON_A2A,
     maxInflightBodyBytes: e.MAX_INFLIGHT_BODY_BYTES,
-    /** What one caller may hold of what every caller shares (proxy/callers.ts). */
-    perCaller: {
-      inflightBodyBytes: Math.min(e.MAX_INFLIGHT_BODY_BYTES_PER_CALLER ?? Math.max(32 * 1024 * 1024, e.MAX_BODY_BYTES), e.MAX_INFLIGHT_BODY_BYTES),
-      bodyMinBytesPerSecond: e.BODY_MIN_BYTES_PER_SECOND,
-      maxCalls: e.MAX_CALLS_PER_CALLER,
-      guardianCalls: e.GUARDIAN_CALLS_PER_CALLER ?? Math.max(1, Math.floor(e.GUARDIAN_CALL_CONNECTIONS / 4)),
-      /** Calls per second and burst; undefined = no rate limit. */
-      rate: e.RATE_LIMIT_PER_SECOND === 0 ? undefined : { perSecond: e.RATE_LIMIT_PER_SECOND, burst: e.RATE_LIMIT_BURST ?? Math.max(1, e.RATE_LIMIT_PER_SECOND) },
-      /** Turns of the CPU stages waiting per caller (0: no fair queue) and the slice run at once. */
-      fairQueue: e.FAIR_QUEUE_PER_CALLER,
-      fairSliceMs: e.FAIR_SLICE_MS,
-    },
+    perCaller: perCallerConfig(e),
     exposeGuardianReasoning: e.EXPOSE_GUARDIAN_REASONING,
     adminPort: e.ADMIN_PORT,
     adminHost: e.ADMIN_HOST,
@@ -446,27 +435,7 @@ function toConfig(e: Env) {
     /** OpenTelemetry tracing, or undefined when it is off (nothing of it is loaded then). */
     otel: otelConfig(e),
     guardianTokenFile: e.GUARDIAN_TOKEN_FILE,
-    identity: {
-      /** What a caller without a verified identity gets (ROLE=server). */
-      policy: e.IDENTITY_POLICY,
-      signingKeyFile: e.ASSERTION_SIGNING_KEY_FILE,
-      signingKeyId: e.ASSERTION_SIGNING_KEY_ID,
-      assertionTtlSeconds: e.ASSERTION_TTL_SECONDS,
-      trustJwksFile: e.ASSERTION_TRUST_JWKS_FILE,
-      trustJwksUrl: url(e.ASSERTION_TRUST_JWKS_URL),
-      /**
-       * ROLE=server: the audiences this proxy accepts in assertions (ASSERTION_AUDIENCE, else PUBLIC_URL).
-       * ROLE=client/both: ASSERTION_AUDIENCE's first value is the audience it signs for (else UPSTREAM_URL).
-       * Normalised: origin + path without trailing slash.
-       */
-      audiences: (e.ASSERTION_AUDIENCE ?? (e.PUBLIC_URL === undefined ? [] : [e.PUBLIC_URL])).map(normaliseAudience),
-      replayCacheSize: e.ASSERTION_REPLAY_CACHE_SIZE,
-      oidc: e.OIDC_ISSUER === undefined
-        ? undefined
-        : { issuer: e.OIDC_ISSUER, audiences: e.OIDC_AUDIENCE ?? [], jwksUrl: url(e.OIDC_JWKS_URL), claims: e.OIDC_CLAIMS },
-      /** How often key, certificate, token and JWKS files are re-read; the maximum age of a fetched JWKS. */
-      refreshMs: e.CREDENTIALS_REFRESH_MS,
-    },
+    identity: identityConfig(e),
     tls: {
       /** The proxy's own listener over TLS, with optional client certificates (mutual TLS). */
       listener: e.TLS_CERT_FILE === undefined || e.TLS_KEY_FILE === undefined
@@ -475,33 +444,8 @@ function toConfig(e: Env) {
       guardian: outboundTls(e.GUARDIAN_CA_FILE, e.GUARDIAN_CERT_FILE, e.GUARDIAN_KEY_FILE, e.GUARDIAN_SERVER_NAME),
       upstream: outboundTls(e.UPSTREAM_CA_FILE, e.UPSTREAM_CERT_FILE, e.UPSTREAM_KEY_FILE, e.UPSTREAM_SERVER_NAME),
     },
-    /** Push deliveries: relayed through the proxy (judged), or direct from the agent (unjudged). */
-    push: {
-      relay: (e.PUSH_DELIVERIES ?? (e.INSPECT_RESPONSES && e.ROLE !== 'client' ? 'relay' : 'direct')) === 'relay',
-      port: e.PUSH_RELAY_PORT,
-      host: e.PUSH_RELAY_HOST,
-      url: url(e.PUSH_RELAY_URL),
-      allowPrivate: e.PUSH_ALLOW_PRIVATE_WEBHOOKS,
-      queuePerCaller: e.PUSH_QUEUE_PER_CALLER,
-      retries: e.PUSH_RETRIES,
-      configsPerCaller: e.PUSH_CONFIGS_PER_CALLER,
-    },
-    ownership: {
-      /**
-       * Calls naming a task are checked against the task's owner (the verified caller that created it).
-       * On by default where every caller is verified (ROLE=server with IDENTITY_POLICY=required).
-       */
-      enabled: e.TASK_OWNERSHIP ?? (e.IDENTITY_POLICY === 'required' && e.ROLE === 'server'),
-      /** redis:// URL of the store shared by replicas; undefined: in memory. */
-      storeUrl: e.TASK_STORE_URL,
-      prefix: e.TASK_STORE_PREFIX,
-      timeoutMs: e.TASK_STORE_TIMEOUT_MS,
-      maxEntries: e.TASK_STORE_MAX_ENTRIES,
-      maxBytes: e.TASK_STORE_MAX_BYTES,
-      maxPerCaller: e.TASK_STORE_MAX_PER_CALLER,
-      allowEviction: e.TASK_STORE_ALLOW_EVICTION,
-      ttlSeconds: e.TASK_OWNERSHIP_TTL_SECONDS,
-    },
+    push: pushConfig(e),
+    ownership: ownershipConfig(e),
     /** The gRPC binding (GRPC_PORT), or undefined when off (nothing of it is loaded then). */
     grpc: e.GRPC_PORT === undefined
       ? undefined
@@ -512,6 +456,80 @@ function toConfig(e: Env) {
           /** host:port advertised in served cards; undefined: the card request's host with the listener's port. */
           publicAddress: e.GRPC_PUBLIC_ADDRESS,
         },
+  };
+}
+
+/** What one caller may hold of what every caller shares (proxy/callers.ts). */
+function perCallerConfig(e: Env) {
+  return {
+    inflightBodyBytes: Math.min(e.MAX_INFLIGHT_BODY_BYTES_PER_CALLER ?? Math.max(32 * 1024 * 1024, e.MAX_BODY_BYTES), e.MAX_INFLIGHT_BODY_BYTES),
+    bodyMinBytesPerSecond: e.BODY_MIN_BYTES_PER_SECOND,
+    maxCalls: e.MAX_CALLS_PER_CALLER,
+    guardianCalls: e.GUARDIAN_CALLS_PER_CALLER ?? Math.max(1, Math.floor(e.GUARDIAN_CALL_CONNECTIONS / 4)),
+    /** Calls per second and burst; undefined = no rate limit. */
+    rate: e.RATE_LIMIT_PER_SECOND === 0 ? undefined : { perSecond: e.RATE_LIMIT_PER_SECOND, burst: e.RATE_LIMIT_BURST ?? Math.max(1, e.RATE_LIMIT_PER_SECOND) },
+    /** Turns of the CPU stages waiting per caller (0: no fair queue) and the slice run at once. */
+    fairQueue: e.FAIR_QUEUE_PER_CALLER,
+    fairSliceMs: e.FAIR_SLICE_MS,
+  };
+}
+
+/** Caller identity: assertions signed and verified between proxies, OIDC tokens. */
+function identityConfig(e: Env) {
+  return {
+    /** What a caller without a verified identity gets (ROLE=server). */
+    policy: e.IDENTITY_POLICY,
+    signingKeyFile: e.ASSERTION_SIGNING_KEY_FILE,
+    signingKeyId: e.ASSERTION_SIGNING_KEY_ID,
+    assertionTtlSeconds: e.ASSERTION_TTL_SECONDS,
+    trustJwksFile: e.ASSERTION_TRUST_JWKS_FILE,
+    trustJwksUrl: url(e.ASSERTION_TRUST_JWKS_URL),
+    /**
+     * ROLE=server: the audiences this proxy accepts in assertions (ASSERTION_AUDIENCE, else PUBLIC_URL).
+     * ROLE=client/both: ASSERTION_AUDIENCE's first value is the audience it signs for (else UPSTREAM_URL).
+     * Normalised: origin + path without trailing slash.
+     */
+    audiences: (e.ASSERTION_AUDIENCE ?? (e.PUBLIC_URL === undefined ? [] : [e.PUBLIC_URL])).map(normaliseAudience),
+    replayCacheSize: e.ASSERTION_REPLAY_CACHE_SIZE,
+    oidc: e.OIDC_ISSUER === undefined
+      ? undefined
+      : { issuer: e.OIDC_ISSUER, audiences: e.OIDC_AUDIENCE ?? [], jwksUrl: url(e.OIDC_JWKS_URL), claims: e.OIDC_CLAIMS },
+    /** How often key, certificate, token and JWKS files are re-read; the maximum age of a fetched JWKS. */
+    refreshMs: e.CREDENTIALS_REFRESH_MS,
+  };
+}
+
+/** Push deliveries: relayed through the proxy (judged), or direct from the agent (unjudged). */
+function pushConfig(e: Env) {
+  return {
+    relay: (e.PUSH_DELIVERIES ?? (e.INSPECT_RESPONSES && e.ROLE !== 'client' ? 'relay' : 'direct')) === 'relay',
+    port: e.PUSH_RELAY_PORT,
+    host: e.PUSH_RELAY_HOST,
+    url: url(e.PUSH_RELAY_URL),
+    allowPrivate: e.PUSH_ALLOW_PRIVATE_WEBHOOKS,
+    queuePerCaller: e.PUSH_QUEUE_PER_CALLER,
+    retries: e.PUSH_RETRIES,
+    configsPerCaller: e.PUSH_CONFIGS_PER_CALLER,
+  };
+}
+
+/** Task ownership and the store of task owners. */
+function ownershipConfig(e: Env) {
+  return {
+    /**
+     * Calls naming a task are checked against the task's owner (the verified caller that created it).
+     * On by default where every caller is verified (ROLE=server with IDENTITY_POLICY=required).
+     */
+    enabled: e.TASK_OWNERSHIP ?? (e.IDENTITY_POLICY === 'required' && e.ROLE === 'server'),
+    /** redis:// URL of the store shared by replicas; undefined: in memory. */
+    storeUrl: e.TASK_STORE_URL,
+    prefix: e.TASK_STORE_PREFIX,
+    timeoutMs: e.TASK_STORE_TIMEOUT_MS,
+    maxEntries: e.TASK_STORE_MAX_ENTRIES,
+    maxBytes: e.TASK_STORE_MAX_BYTES,
+    maxPerCaller: e.TASK_STORE_MAX_PER_CALLER,
+    allowEviction: e.TASK_STORE_ALLOW_EVICTION,
+    ttlSeconds: e.TASK_OWNERSHIP_TTL_SECONDS,
   };
 }
 

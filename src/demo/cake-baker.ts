@@ -81,86 +81,21 @@ const CHOCOLATE_STEPS = [
 const WEDDING_TIERS = ['bottom tier', 'middle tier', 'top tier'];
 
 export async function startCakeBaker(opts: BakerOptions = {}): Promise<CakeBaker> {
-  const { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } = sdkServer;
+  const { DefaultRequestHandler, InMemoryTaskStore } = sdkServer;
   const { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } = sdkExpress;
-  const slowMs = opts.slowMs ?? 60_000;
-  const stepDelayMs = opts.stepDelayMs ?? 40;
   const log = opts.log ?? (() => undefined);
 
   const messages: BakerMessage[] = [];
   const requests: BakerRequest[] = [];
   const cancels: string[] = [];
-  const cancelled = new Set<string>();
-  let closed = false;
-  const running = new Set<Promise<void>>();
-  const wakers = new Map<string, () => void>();
-
-  /** Sleep that a cancel (or close) cuts short. */
-  const nap = (taskId: string, ms: number): Promise<void> =>
-    new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done(): void {
-        clearTimeout(timer);
-        wakers.delete(taskId);
-        resolve();
-      }
-      wakers.set(taskId, done);
-    });
-
-  const status = (state: TaskState, text?: string, taskId = '', contextId = '') => ({
-    state,
-    message: text === undefined ? undefined : agentMessage(text, taskId, contextId),
-    timestamp: new Date().toISOString(),
-  });
-
-  async function work(first: Task, input: string, bus: ExecutionEventBus): Promise<void> {
-    const taskId = first.id;
-    const contextId = first.contextId;
-    const publishStatus = (state: TaskState, text?: string): void =>
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: status(state, text, taskId, contextId), metadata: undefined }));
-    const publishArtifact = (name: string, text: string, append: boolean, lastChunk: boolean): void =>
-      bus.publish(AgentEvent.artifactUpdate({
-        taskId, contextId, append, lastChunk, metadata: undefined,
-        artifact: { artifactId: `${name}-1`, name, description: '', parts: [textPart(text)], metadata: undefined, extensions: [] },
-      }));
-
-    bus.publish(AgentEvent.task(first));
-    const lower = input.toLowerCase();
-
-    if (/\bsteps?\b/.test(lower)) {
-      publishStatus(sdk.TaskState.TASK_STATE_WORKING, 'Getting the chocolate cake steps ready...');
-      for (let i = 0; i < CHOCOLATE_STEPS.length; i++) {
-        if (closed || cancelled.has(taskId)) break;
-        await nap(taskId, stepDelayMs);
-        publishArtifact('chocolate-cake', CHOCOLATE_STEPS[i] ?? '', i > 0, i === CHOCOLATE_STEPS.length - 1);
-      }
-    } else if (/wedding cake/.test(lower)) {
-      publishStatus(sdk.TaskState.TASK_STATE_WORKING, `Baking the ${WEDDING_TIERS[0]} of the wedding cake...`);
-      const stepMs = Math.max(1, Math.floor(slowMs / WEDDING_TIERS.length));
-      for (let i = 1; i <= WEDDING_TIERS.length && !closed && !cancelled.has(taskId); i++) {
-        await nap(taskId, stepMs);
-        if (i < WEDDING_TIERS.length && !closed && !cancelled.has(taskId)) {
-          publishStatus(sdk.TaskState.TASK_STATE_WORKING, `Baking the ${WEDDING_TIERS[i]} of the wedding cake...`);
-        }
-      }
-      if (!closed && !cancelled.has(taskId)) publishArtifact('wedding-cake', 'Your three-tier wedding cake is ready.', false, true);
-    } else if (/cheese ?cake/.test(lower) && /\b(how|recipe|prepare|make)\b/.test(lower)) {
-      publishArtifact('recipe', CHEESECAKE, false, true);
-    } else {
-      publishArtifact('order', `Order noted. This is exactly what reached me: "${input}"`, false, true);
-    }
-
-    if (cancelled.has(taskId)) return publishStatus(sdk.TaskState.TASK_STATE_CANCELED, 'Cancelled: the oven is off.');
-    if (closed) return;
-    publishStatus(sdk.TaskState.TASK_STATE_COMPLETED);
-  }
+  const oven = new Oven(opts.slowMs ?? 60_000, opts.stepDelayMs ?? 40);
 
   const executor: AgentExecutor = {
     cancelTask: async (taskId) => {
       cancels.push(taskId);
-      cancelled.add(taskId);
+      oven.cancelled.add(taskId);
       log(`cancel received for task ${taskId}`);
-      wakers.get(taskId)?.();
+      oven.wake(taskId);
     },
     execute: async (ctx, bus) => {
       const { taskId, contextId, userMessage, task } = ctx;
@@ -170,15 +105,136 @@ export async function startCakeBaker(opts: BakerOptions = {}): Promise<CakeBaker
       const first: Task = task ?? {
         id: taskId, contextId, status: status(sdk.TaskState.TASK_STATE_SUBMITTED), artifacts: [], history: [userMessage], metadata: undefined,
       };
-      const p = work(first, input, bus).finally(() => running.delete(p));
-      running.add(p);
+      const p = work(oven, first, input, bus).finally(() => oven.running.delete(p));
+      oven.running.add(p);
       await p;
     },
   };
 
   const app = express();
   app.disable('x-powered-by');
-  app.use((req, _res, next) => {
+  app.use(recordRequests(requests));
+  const server = http.createServer(app);
+  server.keepAliveTimeout = 5000;
+  const origin = await listen(server, opts.port ?? 0, opts.host ?? '127.0.0.1');
+  const card = bakerCard((opts.publicUrl ?? origin).replace(/\/+$/, ''));
+
+  const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
+  const legacyCompat = { enabled: true };
+  app.use(`/${sdk.AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler, legacyCompat }));
+  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
+  app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
+
+  let closing: Promise<void> | undefined;
+  return {
+    origin,
+    card,
+    messages,
+    requests,
+    cancels,
+    close() {
+      closing ??= (async () => {
+        oven.closed = true;
+        oven.wakeAll();
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        });
+        await Promise.race([Promise.allSettled([...oven.running]), new Promise((r) => setTimeout(r, 1000).unref())]);
+      })();
+      return closing;
+    },
+  };
+}
+
+/** The tasks being baked: a cancel (or close) cuts their naps short and stops them at the next step. */
+class Oven {
+  closed = false;
+  readonly cancelled = new Set<string>();
+  readonly running = new Set<Promise<void>>();
+  private readonly wakers = new Map<string, () => void>();
+
+  constructor(readonly slowMs: number, readonly stepDelayMs: number) {}
+
+  /** Sleep that a cancel (or close) cuts short. */
+  nap(taskId: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      const wakers = this.wakers;
+      function done(): void {
+        clearTimeout(timer);
+        wakers.delete(taskId);
+        resolve();
+      }
+      wakers.set(taskId, done);
+    });
+  }
+
+  wake(taskId: string): void {
+    this.wakers.get(taskId)?.();
+  }
+
+  wakeAll(): void {
+    for (const wake of [...this.wakers.values()]) wake();
+  }
+}
+
+function status(state: TaskState, text?: string, taskId = '', contextId = '') {
+  return {
+    state,
+    message: text === undefined ? undefined : agentMessage(text, taskId, contextId),
+    timestamp: new Date().toISOString(),
+  };
+}
+
+/** One task from its first event to its end: which recipe the message asks for decides the events. */
+async function work(oven: Oven, first: Task, input: string, bus: ExecutionEventBus): Promise<void> {
+  const { AgentEvent } = sdkServer;
+  const { cancelled, slowMs, stepDelayMs } = oven;
+  const taskId = first.id;
+  const contextId = first.contextId;
+  const publishStatus = (state: TaskState, text?: string): void =>
+    bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: status(state, text, taskId, contextId), metadata: undefined }));
+  const publishArtifact = (name: string, text: string, append: boolean, lastChunk: boolean): void =>
+    bus.publish(AgentEvent.artifactUpdate({
+      taskId, contextId, append, lastChunk, metadata: undefined,
+      artifact: { artifactId: `${name}-1`, name, description: '', parts: [textPart(text)], metadata: undefined, extensions: [] },
+    }));
+
+  bus.publish(AgentEvent.task(first));
+  const lower = input.toLowerCase();
+
+  if (/\bsteps?\b/.test(lower)) {
+    publishStatus(sdk.TaskState.TASK_STATE_WORKING, 'Getting the chocolate cake steps ready...');
+    for (let i = 0; i < CHOCOLATE_STEPS.length; i++) {
+      if (oven.closed || cancelled.has(taskId)) break;
+      await oven.nap(taskId, stepDelayMs);
+      publishArtifact('chocolate-cake', CHOCOLATE_STEPS[i] ?? '', i > 0, i === CHOCOLATE_STEPS.length - 1);
+    }
+  } else if (/wedding cake/.test(lower)) {
+    publishStatus(sdk.TaskState.TASK_STATE_WORKING, `Baking the ${WEDDING_TIERS[0]} of the wedding cake...`);
+    const stepMs = Math.max(1, Math.floor(slowMs / WEDDING_TIERS.length));
+    for (let i = 1; i <= WEDDING_TIERS.length && !oven.closed && !cancelled.has(taskId); i++) {
+      await oven.nap(taskId, stepMs);
+      if (i < WEDDING_TIERS.length && !oven.closed && !cancelled.has(taskId)) {
+        publishStatus(sdk.TaskState.TASK_STATE_WORKING, `Baking the ${WEDDING_TIERS[i]} of the wedding cake...`);
+      }
+    }
+    if (!oven.closed && !cancelled.has(taskId)) publishArtifact('wedding-cake', 'Your three-tier wedding cake is ready.', false, true);
+  } else if (/cheese ?cake/.test(lower) && /\b(how|recipe|prepare|make)\b/.test(lower)) {
+    publishArtifact('recipe', CHEESECAKE, false, true);
+  } else {
+    publishArtifact('order', `Order noted. This is exactly what reached me: "${input}"`, false, true);
+  }
+
+  if (cancelled.has(taskId)) return publishStatus(sdk.TaskState.TASK_STATE_CANCELED, 'Cancelled: the oven is off.');
+  if (oven.closed) return;
+  publishStatus(sdk.TaskState.TASK_STATE_COMPLETED);
+}
+
+/** Keeps the headers that matter to the demo's checks of every request that reaches the baker. */
+function recordRequests(requests: BakerRequest[]): express.RequestHandler {
+  return (req, _res, next) => {
     const agentHeaders: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) {
       if (k.startsWith('x-aos-agent-') && typeof v === 'string') agentHeaders[k] = v;
@@ -186,22 +242,25 @@ export async function startCakeBaker(opts: BakerOptions = {}): Promise<CakeBaker
     const reasoning = req.headers['x-aos-reasoning'];
     requests.push({ method: req.method, path: req.originalUrl, reasoningHeader: typeof reasoning === 'string' ? reasoning : undefined, agentHeaders });
     next();
-  });
-  const server = http.createServer(app);
-  server.keepAliveTimeout = 5000;
+  };
+}
+
+/** Listens and gives the origin to call it at (a wildcard address is called on 127.0.0.1). */
+async function listen(server: http.Server, port: number, host: string): Promise<string> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => {
+    server.listen(port, host, () => {
       server.off('error', reject);
       resolve();
     });
   });
   const addr = server.address() as AddressInfo;
   const listenHost = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
-  const origin = `http://${listenHost === '0.0.0.0' || listenHost === '[::]' ? '127.0.0.1' : listenHost}:${addr.port}`;
-  const pub = (opts.publicUrl ?? origin).replace(/\/+$/, '');
+  return `http://${listenHost === '0.0.0.0' || listenHost === '[::]' ? '127.0.0.1' : listenHost}:${addr.port}`;
+}
 
-  const card: AgentCard = {
+function bakerCard(pub: string): AgentCard {
+  return {
     name: BAKER_NAME,
     description: 'Bakes cakes and answers baking questions.',
     version: '1.0.0',
@@ -223,33 +282,6 @@ export async function startCakeBaker(opts: BakerOptions = {}): Promise<CakeBaker
       { id: 'recipes', name: 'Recipes', description: 'Cake recipes, step by step', tags: ['baking'], examples: ['how to prepare a cheese cake?'], inputModes: [], outputModes: [], securityRequirements: [] },
       { id: 'orders', name: 'Orders', description: 'Takes cake orders, including slow ones such as wedding cakes', tags: ['baking'], examples: ['Bake a three-tier wedding cake'], inputModes: [], outputModes: [], securityRequirements: [] },
     ],
-  };
-
-  const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
-  const legacyCompat = { enabled: true };
-  app.use(`/${sdk.AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler, legacyCompat }));
-  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
-  app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
-
-  let closing: Promise<void> | undefined;
-  return {
-    origin,
-    card,
-    messages,
-    requests,
-    cancels,
-    close() {
-      closing ??= (async () => {
-        closed = true;
-        for (const wake of [...wakers.values()]) wake();
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeAllConnections();
-        });
-        await Promise.race([Promise.allSettled([...running]), new Promise((r) => setTimeout(r, 1000).unref())]);
-      })();
-      return closing;
-    },
   };
 }
 

@@ -190,295 +190,310 @@ class Scenario {
 }
 
 export async function runConversation(opts: ConversationOptions): Promise<ScenarioResult[]> {
-  const { out, observer } = opts;
-  const sidecarUrl = opts.sidecarUrl.replace(/\/+$/, '');
-  const callMs = opts.callTimeoutMs ?? 15_000;
+  const { out, observer, impostorUrl } = opts;
+  const c: Conversation = { sidecarUrl: opts.sidecarUrl.replace(/\/+$/, ''), callMs: opts.callTimeoutMs ?? 15_000, observer };
+  const scenarios: Array<readonly [name: string, title: string, run: (s: Scenario) => Promise<void> | void]> = [
+    ['discovery', 'Discovery: the Cake Baker\'s agent card, fetched through both sidecars', (s) => discoverBaker(c, s)],
+    ['allowed-question', 'An allowed question', (s) => askAllowedQuestion(c, s)],
+    ['pii-masked', 'Personal data is masked before it leaves the assistant', (s) => sendPersonalData(c, s)],
+    ['denied', 'A disallowed request is blocked', (s) => sendDisallowedRequest(c, s)],
+    ...(impostorUrl === undefined ? [] : [['impostor', 'An impostor claiming to be the Cooking assistant is refused', (s: Scenario) => impersonateAssistant(c, s, impostorUrl)] as const]),
+    ['streamed', 'A streamed answer', (s) => streamAnswer(c, s)],
+    ['cancel-denied', 'A slow order, and a cancel the guardian refuses', (s) => orderThenCancelFrivolously(c, s)],
+    ['resubscribe', 'Resubscribe to the running order', (s) => resubscribeToOrder(c, s)],
+    ['cancel-allowed', 'A cancel with a real reason goes through', (s) => cancelWithReason(c, s)],
+    ...(observer === undefined ? [] : [['reasoning-private', 'What stayed private', (s: Scenario) => checkWhatStayedPrivate(observer, s)] as const]),
+  ];
   const results: ScenarioResult[] = [];
-  /** Per-call options: the reasoning header (only the guardian sees it) and a time limit. */
-  const withReasoning = (reasoning: string, ms = callMs): RequestOptions => ({
-    serviceParameters: { [REASONING_HEADER]: reasoning },
-    signal: AbortSignal.timeout(ms),
-  });
-
-  async function scenario(name: string, title: string, run: (s: Scenario) => Promise<void>): Promise<void> {
-    out.heading(`${results.length + 1}. ${title}`);
-    const s = new Scenario(out, observer);
-    try {
-      await run(s);
-    } catch (err) {
-      const e = callError(err);
-      s.item('unexpected', `${e.code !== undefined ? `error ${e.code}: ` : ''}${e.message}`);
-      s.check(`no unexpected error (${e.message})`, false);
-    }
-    s.showHooks();
-    const ok = s.checks.length > 0 && s.checks.every((c) => c.ok);
-    for (const c of s.checks) out.line(`  ${c.ok ? '[ok]  ' : '[FAIL]'} ${c.what}`);
-    out.line(`  => ${ok ? 'PASS' : 'FAIL'}`);
-    results.push({ name, title, ok, checks: s.checks, details: s.details });
-  }
-
-  let client: Client | undefined;
-  const need = (): Client => {
-    if (client === undefined) throw new Error('no A2A client (discovery failed)');
-    return client;
-  };
-
-  await scenario('discovery', 'Discovery: the Cake Baker\'s agent card, fetched through both sidecars', async (s) => {
-    const { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver } = sdkClient;
-    const resolver = new DefaultAgentCardResolver();
-    const card = await resolver.resolve(sidecarUrl);
-    const urls = card.supportedInterfaces.map((i) => i.url);
-    s.item('card', `${card.name} ${card.version}: ${card.description}`);
-    for (const u of [...new Set(urls)]) s.item('interface', u);
-    s.details['cardName'] = card.name;
-    s.details['interfaceUrls'] = urls;
-    s.check('the card is the Cake Baker\'s', card.name === 'Cake Baker');
-    const origin = new URL(sidecarUrl).origin;
-    s.check('every interface URL was rewritten to the assistant\'s sidecar, so no call can bypass the proxies',
-      urls.length > 0 && urls.every((u) => new URL(u).origin === origin));
-    const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { cardResolver: resolver, preferredTransports: ['JSONRPC'] }));
-    client = await factory.createFromAgentCard(card);
-    s.item('client', `@a2a-js/sdk client, ${client.transport.protocolName} transport, A2A ${client.protocolVersion}`);
-  });
-
-  await scenario('allowed-question', 'An allowed question', async (s) => {
-    const reasoning = 'The user asked how to prepare a cheese cake; the Cake Baker knows recipes.';
-    s.item('assistant sends', `sendMessage ${quote(SCRIPT.question)}`);
-    s.item('reasoning', `${quote(reasoning)} (${REASONING_HEADER}: for the guardian only)`);
-    const r = await need().sendMessage(sendRequest(SCRIPT.question), withReasoning(reasoning));
-    s.showHooks();
-    s.showBaker();
-    const text = resultText(r);
-    s.item('baker answered', `${resultState(r)}: ${quote(text)}`);
-    s.details['state'] = resultState(r);
-    s.details['answer'] = text;
-    s.check('the baker answered with a completed task', resultState(r) === 'completed');
-    s.check('the answer is a cheesecake recipe', /cheesecake/i.test(text) && /cream cheese/i.test(text));
-    s.expectHooks([['client', 'message/send', 'allow'], ['server', 'message/send', 'allow']]);
-    if (observer !== undefined) {
-      const got = s.bakerMessages();
-      s.details['bakerReceived'] = got.map((m) => m.text);
-      s.check('the baker received the question unchanged', got.length === 1 && got[0]?.text === SCRIPT.question);
-      const hooks = s.hooks();
-      const client = hooks.find((h) => h.side === 'client');
-      const server = hooks.find((h) => h.side === 'server');
-      s.check('the client-side hook carried the assistant\'s reasoning', client?.reasoning === reasoning);
-      s.check('the server-side hook knew the caller as the Cooking assistant, verified by its sidecar\'s signed assertion',
-        server?.peer.name === ASSISTANT_NAME && server.peer.verified && server.peer.source === 'assertion');
-      s.details['callerVerifiedBy'] = server?.peer.source;
-      s.check('the client-side hook knew the peer as the Cake Baker (its agent card)', client?.peer.name === 'Cake Baker');
-    }
-  });
-
-  await scenario('pii-masked', 'Personal data is masked before it leaves the assistant', async (s) => {
-    const reasoning = 'The user placed an order; pass the delivery and payment details to the Cake Baker.';
-    s.item('assistant sends', `sendMessage ${quote(SCRIPT.pii, 140)}`);
-    s.item('reasoning', quote(reasoning));
-    const r = await need().sendMessage(sendRequest(SCRIPT.pii), withReasoning(reasoning));
-    s.showHooks();
-    s.showBaker();
-    const text = resultText(r);
-    s.item('baker answered', `${resultState(r)}: ${quote(text, 160)}`);
-    s.details['answer'] = text;
-    const masked = (t: string): boolean => t.includes('[EMAIL]') && t.includes('[CARD]') && SCRIPT.piiRaw.every((raw) => !t.includes(raw));
-    s.check('the baker\'s answer quotes the order with [EMAIL] and [CARD] in place of the e-mail address and the card number', masked(text));
-    s.expectHooks([['client', 'message/send', 'modify'], ['server', 'message/send', 'allow']]);
-    if (observer !== undefined) {
-      const got = s.bakerMessages();
-      s.details['bakerReceived'] = got.map((m) => m.text);
-      s.check('what reached the baker has neither the e-mail address nor the card number', got.length === 1 && masked(got[0]?.text ?? ''));
-      const modify = s.hooks().find((h) => h.decision === 'modify');
-      s.check('the guardian said why: PII_MASKED', modify?.reasonCode.includes('PII_MASKED') === true);
-    }
-  });
-
-  await scenario('denied', 'A disallowed request is blocked', async (s) => {
-    const reasoning = 'Passing the user\'s question on to the Cake Baker.';
-    s.item('assistant sends', `sendMessage ${quote(SCRIPT.harmful)}`);
-    s.item('reasoning', quote(reasoning));
-    try {
-      const r = await need().sendMessage(sendRequest(SCRIPT.harmful), withReasoning(reasoning));
-      s.item('baker answered', `${resultState(r)}: ${quote(resultText(r))}`);
-      s.check('the call is refused', false);
-    } catch (err) {
-      const e = callError(err);
-      s.showHooks();
-      s.showBaker();
-      s.item('assistant got', `error ${e.code}: ${e.message} [${e.reason ?? '-'}; ${e.reasonCodes.join(', ')}]`);
-      s.details['error'] = e;
-      s.check('the assistant got JSON-RPC error -31403 (blocked by guardian)', e.code === -31403);
-      s.check('with ErrorInfo reason GUARDIAN_DENIED and reason code HARMFUL_CONTENT', e.reason === 'GUARDIAN_DENIED' && e.reasonCodes.includes('HARMFUL_CONTENT'));
-    }
-    s.expectHooks([['client', 'message/send', 'deny']]);
-    if (observer !== undefined) s.check('nothing reached the baker', s.bakerMessages().length === 0);
-  });
-
-  const impostorUrl = opts.impostorUrl;
-  if (impostorUrl !== undefined) {
-    await scenario('impostor', 'An impostor claiming to be the Cooking assistant is refused', async (s) => {
-      const { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver } = sdkClient;
-      // No sidecar and no trusted key: straight at the Cake Baker's sidecar, with the assistant's name in the headers.
-      const resolver = new DefaultAgentCardResolver();
-      const card = await resolver.resolve(impostorUrl.replace(/\/+$/, ''));
-      const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { cardResolver: resolver, preferredTransports: ['JSONRPC'] }));
-      const impostor = await factory.createFromAgentCard(card);
-      const claim = { 'X-AOS-Agent-Name': ASSISTANT_NAME, 'X-AOS-Agent-Url': 'https://kitchen.example/agents/cooking-assistant', 'X-AOS-Agent-Version': '1.0.0' };
-      // Second try: an assertion it signed itself, with a key the baker's sidecar does not trust.
-      const forged = await selfSignedAssertion(impostorUrl);
-      const attempts: Array<[string, Record<string, string>]> = [
-        ['X-AOS-Agent-* headers naming the Cooking assistant', claim],
-        ['...plus an assertion signed with its own key', { ...claim, 'X-AOS-Agent-Assertion': forged }],
-      ];
-      const errors: CallError[] = [];
-      for (const [how, headers] of attempts) {
-        s.item('impostor sends', `sendMessage ${quote(SCRIPT.impostor, 80)} straight to ${SIDECARS.server}, ${how}`);
-        try {
-          const r = await impostor.sendMessage(sendRequest(SCRIPT.impostor), { serviceParameters: headers, signal: AbortSignal.timeout(callMs) });
-          s.item('baker answered', `${resultState(r)}: ${quote(resultText(r))}`);
-          s.check(`the impostor is refused (${how})`, false);
-        } catch (err) {
-          const e = callError(err);
-          errors.push(e);
-          s.item('impostor got', `error ${e.code}: ${e.message} [${e.reason ?? '-'}]`);
-          s.check(`refused with -31401 UNAUTHENTICATED (${how})`, e.code === -31401 && e.reason === 'UNAUTHENTICATED');
-        }
-      }
-      s.details['errors'] = errors;
-      s.showHooks();
-      s.showBaker();
-      if (observer !== undefined) {
-        s.check('nothing reached the baker', s.bakerMessages().length === 0);
-        s.check('the guardian was never asked: the identity check comes first', s.hooks().length === 0);
-      }
-    });
-  }
-
-  await scenario('streamed', 'A streamed answer', async (s) => {
-    const reasoning = 'The user wants to follow along, so stream the steps.';
-    s.item('assistant sends', `sendMessageStream ${quote(SCRIPT.stream)}`);
-    s.item('reasoning', quote(reasoning));
-    const events: EventView[] = [];
-    for await (const ev of need().sendMessageStream(sendRequest(SCRIPT.stream), withReasoning(reasoning))) {
-      if (events.length === 0) s.showHooks();
-      const view = describeEvent(ev);
-      events.push(view);
-      s.item(`event ${events.length}`, showEvent(view));
-    }
-    s.details['events'] = events;
-    const steps = events.filter((e) => e.kind === 'artifact-update' && /^Step \d/.test(e.text ?? ''));
-    const last = events[events.length - 1];
-    s.check(`the answer arrived as ${events.length} separate events`, events.length >= 3);
-    s.check('it opened with the task and carried the 5 steps as artifact chunks', events[0]?.kind === 'task' && steps.length === 5);
-    s.check('it ended with the task completed', last?.kind === 'status-update' && last.state === 'completed');
-    s.expectHooks([['client', 'message/stream', 'allow'], ['server', 'message/stream', 'allow']]);
-  });
-
-  let slowTaskId: string | undefined;
-
-  await scenario('cancel-denied', 'A slow order, and a cancel the guardian refuses', async (s) => {
-    const reasoning = 'The user ordered a wedding cake; start the order and let it bake in the background.';
-    s.item('assistant sends', `sendMessage ${quote(SCRIPT.slow)} (returnImmediately)`);
-    s.item('reasoning', quote(reasoning));
-    const started = await need().sendMessage(sendRequest(SCRIPT.slow, true), withReasoning(reasoning));
-    s.showHooks();
-    s.showBaker();
-    if (!isTask(started)) throw new Error('the order did not start a task');
-    slowTaskId = started.id;
-    s.item('order started', `task ${started.id}: ${stateName(started.status?.state)}`);
-    s.details['taskId'] = started.id;
-
-    const cancelReasoning = 'The user says the order was a prank; cancel it.';
-    s.item('assistant sends', `cancelTask ${started.id} metadata ${JSON.stringify(SCRIPT.frivolousCancel)}`);
-    s.item('reasoning', quote(cancelReasoning));
-    try {
-      const t = await need().cancelTask({ tenant: '', id: started.id, metadata: { ...SCRIPT.frivolousCancel } }, withReasoning(cancelReasoning));
-      s.item('baker answered', `task ${stateName(t.status?.state)}`);
-      s.check('the cancel is refused', false);
-    } catch (err) {
-      const e = callError(err);
-      s.showHooks();
-      s.item('assistant got', `error ${e.code}: ${e.message} [${e.reason ?? '-'}; ${e.reasonCodes.join(', ')}]`);
-      s.details['error'] = e;
-      s.check('the cancel was refused with -31403 and reason code CANCEL_REFUSED', e.code === -31403 && e.reasonCodes.includes('CANCEL_REFUSED'));
-    }
-
-    const t = await need().getTask({ tenant: '', id: started.id, historyLength: undefined }, withReasoning('Check on the wedding cake order.'));
-    s.showHooks();
-    s.item('getTask', `task ${t.id}: ${stateName(t.status?.state)} ${quote(messageText(t.status?.message), 80)}`);
-    s.details['stateAfter'] = stateName(t.status?.state);
-    s.check('the order is still baking', t.status?.state === sdk.TaskState.TASK_STATE_WORKING);
-    s.expectHooks([
-      ['client', 'message/send', 'allow'], ['server', 'message/send', 'allow'],
-      ['client', 'tasks/cancel', 'deny'],
-      ['client', 'tasks/get', 'allow'], ['server', 'tasks/get', 'allow'],
-    ]);
-    if (observer !== undefined) s.check('the refused cancel never reached the baker', s.bakerCancels().length === 0);
-  });
-
-  let subscription: AsyncIterator<StreamResponse> | undefined;
-
-  await scenario('resubscribe', 'Resubscribe to the running order', async (s) => {
-    if (slowTaskId === undefined) throw new Error('no running order to resubscribe to');
-    const reasoning = 'Reconnect to the wedding cake order to follow its progress.';
-    s.item('assistant sends', `resubscribeTask ${slowTaskId}`);
-    s.item('reasoning', quote(reasoning));
-    subscription = need().resubscribeTask({ tenant: '', id: slowTaskId }, withReasoning(reasoning, 4 * callMs))[Symbol.asyncIterator]();
-    const first = await subscription.next();
-    s.showHooks();
-    const view = first.done === true ? undefined : describeEvent(first.value);
-    if (view !== undefined) s.item('event 1', showEvent(view));
-    s.details['firstEvent'] = view;
-    s.check('the stream opened with a snapshot of the task, still working', view?.kind === 'task' && view.state === 'working');
-    s.expectHooks([['client', 'tasks/resubscribe', 'allow'], ['server', 'tasks/resubscribe', 'allow']]);
-  });
-
-  await scenario('cancel-allowed', 'A cancel with a real reason goes through', async (s) => {
-    if (slowTaskId === undefined) throw new Error('no running order to cancel');
-    const reasoning = 'The wedding moved; the user wants the order cancelled.';
-    s.item('assistant sends', `cancelTask ${slowTaskId} metadata ${JSON.stringify(SCRIPT.realCancel)}`);
-    s.item('reasoning', quote(reasoning));
-    const sub = subscription;
-    const events: EventView[] = [];
-    const drained = (async () => {
-      if (sub === undefined) return;
-      for (;;) {
-        const n = await sub.next();
-        if (n.done === true) return;
-        events.push(describeEvent(n.value));
-      }
-    })();
-    drained.catch(() => undefined);
-    const t = await need().cancelTask({ tenant: '', id: slowTaskId, metadata: { ...SCRIPT.realCancel } }, withReasoning(reasoning));
-    s.showHooks();
-    s.item('baker answered', `task ${t.id}: ${stateName(t.status?.state)}`);
-    s.details['state'] = stateName(t.status?.state);
-    s.check('the task is canceled', t.status?.state === sdk.TaskState.TASK_STATE_CANCELED);
-    if (sub !== undefined) {
-      await drained;
-      events.forEach((e, i) => s.item(`resubscribed ${i + 2}`, showEvent(e)));
-      s.details['subscriptionEvents'] = events;
-      const last = events[events.length - 1];
-      s.check('the resubscribed stream saw the cancellation and ended', last?.kind === 'status-update' && last.state === 'canceled');
-    }
-    s.expectHooks([['client', 'tasks/cancel', 'allow'], ['server', 'tasks/cancel', 'allow']]);
-    if (observer !== undefined) s.check('the cancel reached the baker', s.bakerCancels().includes(slowTaskId));
-  });
-
-  if (observer !== undefined) {
-    await scenario('reasoning-private', 'What stayed private', async (s) => {
-      const requests = observer.bakerRequests;
-      const a2aCalls = observer.guardianCalls.filter((h) => h.phase === 'request');
-      const clientSide = a2aCalls.filter((h) => h.side === 'client');
-      const serverSide = a2aCalls.filter((h) => h.side === 'server');
-      s.item('baker requests', `${requests.length} HTTP requests reached the baker`);
-      s.item('guardian calls', `${clientSide.length} client-side and ${serverSide.length} server-side request hooks`);
-      s.check(`no ${REASONING_HEADER} header reached the baker`, requests.length > 0 && requests.every((r) => r.reasoningHeader === undefined));
-      s.check('no X-AOS-Agent-* header (nor the signed assertion) reached the baker: its sidecar consumed them', requests.every((r) => Object.keys(r.agentHeaders).length === 0));
-      s.check('every client-side hook carried the assistant\'s reasoning', clientSide.length > 0 && clientSide.every((h) => typeof h.reasoning === 'string' && h.reasoning !== ''));
-      s.check('no server-side hook did (the reasoning header stops at the assistant\'s sidecar)', serverSide.length > 0 && serverSide.every((h) => h.reasoning === undefined));
-    });
-  }
+  for (const [name, title, run] of scenarios) results.push(await playScenario(out, observer, results.length + 1, name, title, run));
   return results;
+}
+
+/** One scenario: its heading, its run (an unexpected error is a failed check), its checks and verdict. */
+async function playScenario(out: Transcript, observer: Observer | undefined, n: number, name: string, title: string, run: (s: Scenario) => Promise<void> | void): Promise<ScenarioResult> {
+  out.heading(`${n}. ${title}`);
+  const s = new Scenario(out, observer);
+  try {
+    await run(s);
+  } catch (err) {
+    const e = callError(err);
+    s.item('unexpected', `${e.code !== undefined ? `error ${e.code}: ` : ''}${e.message}`);
+    s.check(`no unexpected error (${e.message})`, false);
+  }
+  s.showHooks();
+  const ok = s.checks.length > 0 && s.checks.every((c) => c.ok);
+  for (const c of s.checks) out.line(`  ${c.ok ? '[ok]  ' : '[FAIL]'} ${c.what}`);
+  out.line(`  => ${ok ? 'PASS' : 'FAIL'}`);
+  return { name, title, ok, checks: s.checks, details: s.details };
+}
+
+/** What the scenarios share: the options, the client discovery made, the slow order and its resubscription. */
+interface Conversation {
+  readonly sidecarUrl: string;
+  readonly callMs: number;
+  readonly observer: Observer | undefined;
+  client?: Client;
+  slowTaskId?: string;
+  subscription?: AsyncIterator<StreamResponse>;
+}
+
+function need(c: Conversation): Client {
+  if (c.client === undefined) throw new Error('no A2A client (discovery failed)');
+  return c.client;
+}
+
+/** Per-call options: the reasoning header (only the guardian sees it) and a time limit. */
+function withReasoning(c: Conversation, reasoning: string, ms = c.callMs): RequestOptions {
+  return { serviceParameters: { [REASONING_HEADER]: reasoning }, signal: AbortSignal.timeout(ms) };
+}
+
+async function discoverBaker(c: Conversation, s: Scenario): Promise<void> {
+  const { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver } = sdkClient;
+  const resolver = new DefaultAgentCardResolver();
+  const card = await resolver.resolve(c.sidecarUrl);
+  const urls = card.supportedInterfaces.map((i) => i.url);
+  s.item('card', `${card.name} ${card.version}: ${card.description}`);
+  for (const u of [...new Set(urls)]) s.item('interface', u);
+  s.details['cardName'] = card.name;
+  s.details['interfaceUrls'] = urls;
+  s.check('the card is the Cake Baker\'s', card.name === 'Cake Baker');
+  const origin = new URL(c.sidecarUrl).origin;
+  s.check('every interface URL was rewritten to the assistant\'s sidecar, so no call can bypass the proxies',
+    urls.length > 0 && urls.every((u) => new URL(u).origin === origin));
+  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { cardResolver: resolver, preferredTransports: ['JSONRPC'] }));
+  c.client = await factory.createFromAgentCard(card);
+  s.item('client', `@a2a-js/sdk client, ${c.client.transport.protocolName} transport, A2A ${c.client.protocolVersion}`);
+}
+
+async function askAllowedQuestion(c: Conversation, s: Scenario): Promise<void> {
+  const reasoning = 'The user asked how to prepare a cheese cake; the Cake Baker knows recipes.';
+  s.item('assistant sends', `sendMessage ${quote(SCRIPT.question)}`);
+  s.item('reasoning', `${quote(reasoning)} (${REASONING_HEADER}: for the guardian only)`);
+  const r = await need(c).sendMessage(sendRequest(SCRIPT.question), withReasoning(c, reasoning));
+  s.showHooks();
+  s.showBaker();
+  const text = resultText(r);
+  s.item('baker answered', `${resultState(r)}: ${quote(text)}`);
+  s.details['state'] = resultState(r);
+  s.details['answer'] = text;
+  s.check('the baker answered with a completed task', resultState(r) === 'completed');
+  s.check('the answer is a cheesecake recipe', /cheesecake/i.test(text) && /cream cheese/i.test(text));
+  s.expectHooks([['client', 'message/send', 'allow'], ['server', 'message/send', 'allow']]);
+  if (c.observer !== undefined) {
+    const got = s.bakerMessages();
+    s.details['bakerReceived'] = got.map((m) => m.text);
+    s.check('the baker received the question unchanged', got.length === 1 && got[0]?.text === SCRIPT.question);
+    const hooks = s.hooks();
+    const client = hooks.find((h) => h.side === 'client');
+    const server = hooks.find((h) => h.side === 'server');
+    s.check('the client-side hook carried the assistant\'s reasoning', client?.reasoning === reasoning);
+    s.check('the server-side hook knew the caller as the Cooking assistant, verified by its sidecar\'s signed assertion',
+      server?.peer.name === ASSISTANT_NAME && server.peer.verified && server.peer.source === 'assertion');
+    s.details['callerVerifiedBy'] = server?.peer.source;
+    s.check('the client-side hook knew the peer as the Cake Baker (its agent card)', client?.peer.name === 'Cake Baker');
+  }
+}
+
+async function sendPersonalData(c: Conversation, s: Scenario): Promise<void> {
+  const reasoning = 'The user placed an order; pass the delivery and payment details to the Cake Baker.';
+  s.item('assistant sends', `sendMessage ${quote(SCRIPT.pii, 140)}`);
+  s.item('reasoning', quote(reasoning));
+  const r = await need(c).sendMessage(sendRequest(SCRIPT.pii), withReasoning(c, reasoning));
+  s.showHooks();
+  s.showBaker();
+  const text = resultText(r);
+  s.item('baker answered', `${resultState(r)}: ${quote(text, 160)}`);
+  s.details['answer'] = text;
+  const masked = (t: string): boolean => t.includes('[EMAIL]') && t.includes('[CARD]') && SCRIPT.piiRaw.every((raw) => !t.includes(raw));
+  s.check('the baker\'s answer quotes the order with [EMAIL] and [CARD] in place of the e-mail address and the card number', masked(text));
+  s.expectHooks([['client', 'message/send', 'modify'], ['server', 'message/send', 'allow']]);
+  if (c.observer !== undefined) {
+    const got = s.bakerMessages();
+    s.details['bakerReceived'] = got.map((m) => m.text);
+    s.check('what reached the baker has neither the e-mail address nor the card number', got.length === 1 && masked(got[0]?.text ?? ''));
+    const modify = s.hooks().find((h) => h.decision === 'modify');
+    s.check('the guardian said why: PII_MASKED', modify?.reasonCode.includes('PII_MASKED') === true);
+  }
+}
+
+async function sendDisallowedRequest(c: Conversation, s: Scenario): Promise<void> {
+  const reasoning = 'Passing the user\'s question on to the Cake Baker.';
+  s.item('assistant sends', `sendMessage ${quote(SCRIPT.harmful)}`);
+  s.item('reasoning', quote(reasoning));
+  try {
+    const r = await need(c).sendMessage(sendRequest(SCRIPT.harmful), withReasoning(c, reasoning));
+    s.item('baker answered', `${resultState(r)}: ${quote(resultText(r))}`);
+    s.check('the call is refused', false);
+  } catch (err) {
+    const e = callError(err);
+    s.showHooks();
+    s.showBaker();
+    s.item('assistant got', `error ${e.code}: ${e.message} [${e.reason ?? '-'}; ${e.reasonCodes.join(', ')}]`);
+    s.details['error'] = e;
+    s.check('the assistant got JSON-RPC error -31403 (blocked by guardian)', e.code === -31403);
+    s.check('with ErrorInfo reason GUARDIAN_DENIED and reason code HARMFUL_CONTENT', e.reason === 'GUARDIAN_DENIED' && e.reasonCodes.includes('HARMFUL_CONTENT'));
+  }
+  s.expectHooks([['client', 'message/send', 'deny']]);
+  if (c.observer !== undefined) s.check('nothing reached the baker', s.bakerMessages().length === 0);
+}
+
+async function impersonateAssistant(c: Conversation, s: Scenario, impostorUrl: string): Promise<void> {
+  const { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver } = sdkClient;
+  // No sidecar and no trusted key: straight at the Cake Baker's sidecar, with the assistant's name in the headers.
+  const resolver = new DefaultAgentCardResolver();
+  const card = await resolver.resolve(impostorUrl.replace(/\/+$/, ''));
+  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { cardResolver: resolver, preferredTransports: ['JSONRPC'] }));
+  const impostor = await factory.createFromAgentCard(card);
+  const claim = { 'X-AOS-Agent-Name': ASSISTANT_NAME, 'X-AOS-Agent-Url': 'https://kitchen.example/agents/cooking-assistant', 'X-AOS-Agent-Version': '1.0.0' };
+  // Second try: an assertion it signed itself, with a key the baker's sidecar does not trust.
+  const forged = await selfSignedAssertion(impostorUrl);
+  const attempts: Array<[string, Record<string, string>]> = [
+    ['X-AOS-Agent-* headers naming the Cooking assistant', claim],
+    ['...plus an assertion signed with its own key', { ...claim, 'X-AOS-Agent-Assertion': forged }],
+  ];
+  const errors: CallError[] = [];
+  for (const [how, headers] of attempts) {
+    s.item('impostor sends', `sendMessage ${quote(SCRIPT.impostor, 80)} straight to ${SIDECARS.server}, ${how}`);
+    try {
+      const r = await impostor.sendMessage(sendRequest(SCRIPT.impostor), { serviceParameters: headers, signal: AbortSignal.timeout(c.callMs) });
+      s.item('baker answered', `${resultState(r)}: ${quote(resultText(r))}`);
+      s.check(`the impostor is refused (${how})`, false);
+    } catch (err) {
+      const e = callError(err);
+      errors.push(e);
+      s.item('impostor got', `error ${e.code}: ${e.message} [${e.reason ?? '-'}]`);
+      s.check(`refused with -31401 UNAUTHENTICATED (${how})`, e.code === -31401 && e.reason === 'UNAUTHENTICATED');
+    }
+  }
+  s.details['errors'] = errors;
+  s.showHooks();
+  s.showBaker();
+  if (c.observer !== undefined) {
+    s.check('nothing reached the baker', s.bakerMessages().length === 0);
+    s.check('the guardian was never asked: the identity check comes first', s.hooks().length === 0);
+  }
+}
+
+async function streamAnswer(c: Conversation, s: Scenario): Promise<void> {
+  const reasoning = 'The user wants to follow along, so stream the steps.';
+  s.item('assistant sends', `sendMessageStream ${quote(SCRIPT.stream)}`);
+  s.item('reasoning', quote(reasoning));
+  const events: EventView[] = [];
+  for await (const ev of need(c).sendMessageStream(sendRequest(SCRIPT.stream), withReasoning(c, reasoning))) {
+    if (events.length === 0) s.showHooks();
+    const view = describeEvent(ev);
+    events.push(view);
+    s.item(`event ${events.length}`, showEvent(view));
+  }
+  s.details['events'] = events;
+  const steps = events.filter((e) => e.kind === 'artifact-update' && /^Step \d/.test(e.text ?? ''));
+  const last = events[events.length - 1];
+  s.check(`the answer arrived as ${events.length} separate events`, events.length >= 3);
+  s.check('it opened with the task and carried the 5 steps as artifact chunks', events[0]?.kind === 'task' && steps.length === 5);
+  s.check('it ended with the task completed', last?.kind === 'status-update' && last.state === 'completed');
+  s.expectHooks([['client', 'message/stream', 'allow'], ['server', 'message/stream', 'allow']]);
+}
+
+async function orderThenCancelFrivolously(c: Conversation, s: Scenario): Promise<void> {
+  const reasoning = 'The user ordered a wedding cake; start the order and let it bake in the background.';
+  s.item('assistant sends', `sendMessage ${quote(SCRIPT.slow)} (returnImmediately)`);
+  s.item('reasoning', quote(reasoning));
+  const started = await need(c).sendMessage(sendRequest(SCRIPT.slow, true), withReasoning(c, reasoning));
+  s.showHooks();
+  s.showBaker();
+  if (!isTask(started)) throw new Error('the order did not start a task');
+  c.slowTaskId = started.id;
+  s.item('order started', `task ${started.id}: ${stateName(started.status?.state)}`);
+  s.details['taskId'] = started.id;
+
+  const cancelReasoning = 'The user says the order was a prank; cancel it.';
+  s.item('assistant sends', `cancelTask ${started.id} metadata ${JSON.stringify(SCRIPT.frivolousCancel)}`);
+  s.item('reasoning', quote(cancelReasoning));
+  try {
+    const t = await need(c).cancelTask({ tenant: '', id: started.id, metadata: { ...SCRIPT.frivolousCancel } }, withReasoning(c, cancelReasoning));
+    s.item('baker answered', `task ${stateName(t.status?.state)}`);
+    s.check('the cancel is refused', false);
+  } catch (err) {
+    const e = callError(err);
+    s.showHooks();
+    s.item('assistant got', `error ${e.code}: ${e.message} [${e.reason ?? '-'}; ${e.reasonCodes.join(', ')}]`);
+    s.details['error'] = e;
+    s.check('the cancel was refused with -31403 and reason code CANCEL_REFUSED', e.code === -31403 && e.reasonCodes.includes('CANCEL_REFUSED'));
+  }
+
+  const t = await need(c).getTask({ tenant: '', id: started.id, historyLength: undefined }, withReasoning(c, 'Check on the wedding cake order.'));
+  s.showHooks();
+  s.item('getTask', `task ${t.id}: ${stateName(t.status?.state)} ${quote(messageText(t.status?.message), 80)}`);
+  s.details['stateAfter'] = stateName(t.status?.state);
+  s.check('the order is still baking', t.status?.state === sdk.TaskState.TASK_STATE_WORKING);
+  s.expectHooks([
+    ['client', 'message/send', 'allow'], ['server', 'message/send', 'allow'],
+    ['client', 'tasks/cancel', 'deny'],
+    ['client', 'tasks/get', 'allow'], ['server', 'tasks/get', 'allow'],
+  ]);
+  if (c.observer !== undefined) s.check('the refused cancel never reached the baker', s.bakerCancels().length === 0);
+}
+
+async function resubscribeToOrder(c: Conversation, s: Scenario): Promise<void> {
+  const slowTaskId = c.slowTaskId;
+  if (slowTaskId === undefined) throw new Error('no running order to resubscribe to');
+  const reasoning = 'Reconnect to the wedding cake order to follow its progress.';
+  s.item('assistant sends', `resubscribeTask ${slowTaskId}`);
+  s.item('reasoning', quote(reasoning));
+  c.subscription = need(c).resubscribeTask({ tenant: '', id: slowTaskId }, withReasoning(c, reasoning, 4 * c.callMs))[Symbol.asyncIterator]();
+  const first = await c.subscription.next();
+  s.showHooks();
+  const view = first.done === true ? undefined : describeEvent(first.value);
+  if (view !== undefined) s.item('event 1', showEvent(view));
+  s.details['firstEvent'] = view;
+  s.check('the stream opened with a snapshot of the task, still working', view?.kind === 'task' && view.state === 'working');
+  s.expectHooks([['client', 'tasks/resubscribe', 'allow'], ['server', 'tasks/resubscribe', 'allow']]);
+}
+
+async function cancelWithReason(c: Conversation, s: Scenario): Promise<void> {
+  const slowTaskId = c.slowTaskId;
+  if (slowTaskId === undefined) throw new Error('no running order to cancel');
+  const reasoning = 'The wedding moved; the user wants the order cancelled.';
+  s.item('assistant sends', `cancelTask ${slowTaskId} metadata ${JSON.stringify(SCRIPT.realCancel)}`);
+  s.item('reasoning', quote(reasoning));
+  const sub = c.subscription;
+  const events: EventView[] = [];
+  const drained = (async () => {
+    if (sub === undefined) return;
+    for (;;) {
+      const n = await sub.next();
+      if (n.done === true) return;
+      events.push(describeEvent(n.value));
+    }
+  })();
+  drained.catch(() => undefined);
+  const t = await need(c).cancelTask({ tenant: '', id: slowTaskId, metadata: { ...SCRIPT.realCancel } }, withReasoning(c, reasoning));
+  s.showHooks();
+  s.item('baker answered', `task ${t.id}: ${stateName(t.status?.state)}`);
+  s.details['state'] = stateName(t.status?.state);
+  s.check('the task is canceled', t.status?.state === sdk.TaskState.TASK_STATE_CANCELED);
+  if (sub !== undefined) {
+    await drained;
+    events.forEach((e, i) => s.item(`resubscribed ${i + 2}`, showEvent(e)));
+    s.details['subscriptionEvents'] = events;
+    const last = events[events.length - 1];
+    s.check('the resubscribed stream saw the cancellation and ended', last?.kind === 'status-update' && last.state === 'canceled');
+  }
+  s.expectHooks([['client', 'tasks/cancel', 'allow'], ['server', 'tasks/cancel', 'allow']]);
+  if (c.observer !== undefined) s.check('the cancel reached the baker', s.bakerCancels().includes(slowTaskId));
+}
+
+function checkWhatStayedPrivate(observer: Observer, s: Scenario): void {
+  const requests = observer.bakerRequests;
+  const a2aCalls = observer.guardianCalls.filter((h) => h.phase === 'request');
+  const clientSide = a2aCalls.filter((h) => h.side === 'client');
+  const serverSide = a2aCalls.filter((h) => h.side === 'server');
+  s.item('baker requests', `${requests.length} HTTP requests reached the baker`);
+  s.item('guardian calls', `${clientSide.length} client-side and ${serverSide.length} server-side request hooks`);
+  s.check(`no ${REASONING_HEADER} header reached the baker`, requests.length > 0 && requests.every((r) => r.reasoningHeader === undefined));
+  s.check('no X-AOS-Agent-* header (nor the signed assertion) reached the baker: its sidecar consumed them', requests.every((r) => Object.keys(r.agentHeaders).length === 0));
+  s.check('every client-side hook carried the assistant\'s reasoning', clientSide.length > 0 && clientSide.every((h) => typeof h.reasoning === 'string' && h.reasoning !== ''));
+  s.check('no server-side hook did (the reasoning header stops at the assistant\'s sidecar)', serverSide.length > 0 && serverSide.every((h) => h.reasoning === undefined));
 }
 
 /** What an impostor can make: a well-formed assertion for the baker's sidecar, signed with a key nobody trusts. */

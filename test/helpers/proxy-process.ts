@@ -15,6 +15,8 @@ import { reap } from './process';
 export const ROOT = path.resolve(__dirname, '../..');
 export const MAIN = path.join(ROOT, 'dist/a2a-guard.js');
 export const GUARDIAN_MAIN = path.join(ROOT, 'dist/src/guardian/main.js');
+/** src/main.ts compiled file by file (the bundle's source, as `node dist/src/main.js` runs it). */
+export const MAIN_FILES = path.join(ROOT, 'dist/src/main.js');
 
 const children = new Set<ChildProcess>();
 
@@ -77,11 +79,25 @@ export interface ProxyRun extends ChildRun {
   readonly port: number;
 }
 
-/** Start the proxy (on `node`, default the Node running the tests; in `cwd`, default the checkout; with `args`) and wait until its admin server and its listener answer. */
-export async function startProxyProcess(env: Record<string, string>, node?: string, cwd?: string, args: readonly string[] = []): Promise<ProxyRun> {
+export interface ProxyProcessOptions {
+  /** Node binary (default: the Node running the tests). */
+  readonly node?: string;
+  /** Working directory (default: the checkout). */
+  readonly cwd?: string;
+  readonly args?: readonly string[];
+  /** The program (default: the bundle, MAIN). */
+  readonly script?: string;
+}
+
+/**
+ * Start the proxy (on `node`, default the Node running the tests; in `cwd`, default the checkout; with `args`) and wait until its
+ * admin server and its listener answer. The second argument may instead be the options.
+ */
+export async function startProxyProcess(env: Record<string, string>, node?: string | ProxyProcessOptions, cwd?: string, args: readonly string[] = []): Promise<ProxyRun> {
+  const o: ProxyProcessOptions = typeof node === 'object' ? node : { node, cwd, args };
   const port = await freePort();
   const adminPort = await freePort();
-  const run = spawnNode(MAIN, { PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), ADMIN_HOST: '127.0.0.1', PUSH_RELAY_PORT: '0', LOG_LEVEL: 'info', ...env }, args, node, cwd);
+  const run = spawnNode(o.script ?? MAIN, { PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), ADMIN_HOST: '127.0.0.1', PUSH_RELAY_PORT: '0', LOG_LEVEL: 'info', ...env }, o.args, o.node, o.cwd);
   const proxy: ProxyRun = { ...run, base: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}`, port };
   await waitFor(async () => {
     if (run.child.exitCode !== null) throw new Error(`proxy exited early (${run.child.exitCode}): ${run.stdout()}${run.stderr()}`);

@@ -5,14 +5,10 @@
  *     naming its variable, nothing listening;
  *   - a good configuration serves an A2A call through the guardian, and SIGTERM ends it with exit code 0.
  */
-import path from 'node:path';
 import { rawRpc, startAgent, textOf, type TestAgent } from '../../helpers/agent';
 import { startGuardian, type TestGuardian } from '../../helpers/guardian';
-import { ensureBuilt, reapAll, ROOT, spawnNode, type ChildRun, type Exit } from '../../helpers/proxy-process';
-import { sleep } from '../../helpers/net';
+import { ensureBuilt, MAIN_FILES, reapAll, spawnNode, startProxyProcess, type ChildRun, type Exit } from '../../helpers/proxy-process';
 import { freePort } from '../../helpers/net';
-
-const MAIN = path.join(ROOT, 'dist/src/main.js');
 
 beforeAll(() => ensureBuilt(), 180_000);
 
@@ -21,7 +17,7 @@ afterEach(async () => {
 });
 
 /** Spawn the proxy with exactly `env` (plus PATH): nothing leaks in from the test runner's environment. */
-const start = (env: Record<string, string>): ChildRun => spawnNode(MAIN, env);
+const start = (env: Record<string, string>): ChildRun => spawnNode(MAIN_FILES, env);
 
 /** Wait for exit, at most `ms` (a process that keeps running is killed and reported as such). */
 const exitWithin = (run: ChildRun, ms: number): Promise<Exit> => run.exitWithin(ms);
@@ -74,33 +70,12 @@ describe('a good configuration', () => {
   });
 
   test('serves a call through the guardian, then SIGTERM -> exit code 0', async () => {
-    const port = await freePort();
-    const adminPort = await freePort();
-    const run = start({
-      UPSTREAM_URL: agent.origin,
-      GUARDIAN_URL: guardian.url,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      ADMIN_PORT: String(adminPort),
-      ADMIN_HOST: '127.0.0.1',
-      ROLE: 'server',
-      DRAIN_TIMEOUT_MS: '5000',
-      LOG_LEVEL: 'info',
-    });
-    const base = `http://127.0.0.1:${port}`;
-    // Up when the proxy serves the (rewritten) agent card.
-    const deadline = Date.now() + 20_000;
-    let card: any;
-    while (card === undefined) {
-      if (run.child.exitCode !== null) throw new Error(`proxy exited early (${run.child.exitCode}): ${run.stderr()}`);
-      if (Date.now() > deadline) throw new Error(`proxy did not come up\nstdout: ${run.stdout()}\nstderr: ${run.stderr()}`);
-      try {
-        const r = await fetch(`${base}/.well-known/agent-card.json`, { headers: { 'a2a-version': '1.0' } });
-        if (r.ok) card = await r.json();
-      } catch {
-        await sleep(100);
-      }
-    }
+    const run = await startProxyProcess({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', DRAIN_TIMEOUT_MS: '5000' }, { script: MAIN_FILES });
+    const { base } = run;
+    // The proxy serves the (rewritten) agent card.
+    const r = await fetch(`${base}/.well-known/agent-card.json`, { headers: { 'a2a-version': '1.0' } });
+    expect(r.status).toBe(200);
+    const card: any = await r.json();
     expect(card.name).toBe('CLI Agent');
     for (const i of card.supportedInterfaces) expect(new URL(i.url).origin).toBe(base);
 
@@ -115,7 +90,7 @@ describe('a good configuration', () => {
     expect(guardian.calls().map((e) => e.method)).toEqual(['message/send']);
     expect(agent.received.filter((r) => r.method === 'POST')).toHaveLength(1);
 
-    const health = await fetch(`http://127.0.0.1:${adminPort}/healthz`);
+    const health = await fetch(`${run.admin}/healthz`);
     expect(health.status).toBe(200);
     await health.body?.cancel();
 

@@ -7,14 +7,10 @@
  * process exits 0.
  */
 import http from 'node:http';
-import path from 'node:path';
 import { openSse, rawRpc, startAgent, textOf, type SseEvent, type TestAgent } from '../../helpers/agent';
 import { startGuardian, type TestGuardian } from '../../helpers/guardian';
 import { waitFor } from '../../helpers/net';
-import { freePort } from '../../helpers/net';
-import { ensureBuilt, reapAll, ROOT, spawnNode, tryConnect, type ChildRun, type Exit } from '../../helpers/proxy-process';
-
-const MAIN = path.join(ROOT, 'dist/src/main.js');
+import { ensureBuilt, MAIN_FILES, reapAll, startProxyProcess, tryConnect, type Exit, type ProxyRun } from '../../helpers/proxy-process';
 
 let agent: TestAgent;
 let guardian: TestGuardian;
@@ -32,38 +28,13 @@ afterAll(async () => {
 });
 
 
-interface Run extends ChildRun {
-  base: string;
-  admin: string;
-  port: number;
+interface Run extends ProxyRun {
   output: () => string;
 }
 
 async function startProcess(env: Record<string, string>): Promise<Run> {
-  const port = await freePort();
-  const adminPort = await freePort();
-  const child = spawnNode(MAIN, {
-    UPSTREAM_URL: agent.origin,
-    GUARDIAN_URL: guardian.url,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    ADMIN_PORT: String(adminPort),
-    ADMIN_HOST: '127.0.0.1',
-    LOG_LEVEL: 'info',
-    ...env,
-  });
-  const run: Run = { ...child, base: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}`, port, output: () => child.stdout() + child.stderr() };
-  await waitFor(async () => {
-    if (run.child.exitCode !== null) throw new Error(`proxy exited early (${run.child.exitCode}): ${run.output()}`);
-    try {
-      const [h, c] = await Promise.all([fetch(`${run.admin}/healthz`), fetch(`${run.base}/.well-known/agent-card.json`)]);
-      await Promise.all([h.body?.cancel(), c.body?.cancel()]);
-      return h.ok && c.ok;
-    } catch {
-      return false;
-    }
-  }, 20_000, 'proxy and admin server up');
-  return run;
+  const run = await startProxyProcess({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ...env }, { script: MAIN_FILES });
+  return { ...run, output: () => run.stdout() + run.stderr() };
 }
 
 const exitWithin = (run: Run, ms: number): Promise<Exit> => run.exitWithin(ms);
