@@ -68,9 +68,8 @@ const CALLER_GONE: HookRun = Object.freeze({ type: 'block', error: proxyError('g
 /** Payloads from this size on travel as their own buffer between envelope head and tail. */
 export const SPLICE_BYTES = 16 * 1024;
 
-export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promise<HookRun> {
-  const { config, logger } = deps;
-
+/** The context of each hook point of a call, made once and shared by the calls and events that have the same one. */
+function createCallContexts(deps: HookDeps): (ex: Exchange, side: Side, phase: Phase) => HookPointContext {
   /** Who the observed agent is talking to, for one hook side. */
   function peerOf(side: Side, ex: Exchange): PartialAgent {
     // Server side: the caller as identified for this call (ROLE=both: its own observed client).
@@ -115,6 +114,14 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     lastMade[at] = { peer, made };
     return made;
   }
+
+  return callContext;
+}
+
+export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promise<HookRun> {
+  const { config, logger } = deps;
+
+  const callContext = createCallContexts(deps);
 
   async function one(input: HookRunInput, side: Side, payload: JsonObject, payloadJson: string, payloadBytes: Buffer | undefined, sp: ServiceParameters | undefined): Promise<HookAction> {
     const { ex, phase } = input;
