@@ -11,8 +11,8 @@
  *   body-share        12 connections send 9 MiB bodies at ~64 KiB/s
  *   calls-in-flight   400 concurrent slow tasks (a wedding cake each)
  *   guardian-share    200 concurrent calls slow to judge, GUARDIAN_CALL_CONNECTIONS=32
- *   rate              as many calls as it can, RATE_LIMIT_PER_SECOND=50
- *   guardian-work     9 MiB `1 1 1 ...` messages to the embedded reference guardian, back to back
+ *   rate              as many calls as it can, RATE_LIMIT_PER_SECOND=400 (above the victim's own pace)
+ *   guardian-work     9 MiB `1 1 1 ...` messages (BENCH_WORK_MIB) to the embedded reference guardian, back to back
  *
  * For each: the victim's success rate and p99 latency alone, then while the attacker works, and
  * their ratio (the goal: every victim call succeeds, p99 within 2x), the attacker's outcomes, and
@@ -20,7 +20,7 @@
  * victim runs). The attacker runs in a process of its own (this file, forked), so its work does not
  * queue in front of the victim's client; the victim, the agent and the guardian share this process.
  * All share the machine's cores with the proxy: a CPU-bound attack slows every process, which the
- * ratio shows too. Options (env): BENCH_VICTIM_CALLS (default 80),
+ * ratio shows too. Options (env): BENCH_VICTIM_CALLS (default 80), BENCH_WORK_MIB (default 9),
  * BENCH_ONLY (comma-separated scenario names), BENCH_PROXY_NODE_ARGS (e.g. `--cpu-prof`, for the proxy's process).
  */
 import http from 'node:http';
@@ -39,6 +39,7 @@ import { sdkClient, type Message } from '../src/demo/sdk';
 
 const num = (name: string, def: number): number => (process.env[name] ? Number(process.env[name]) : def);
 const VICTIM_CALLS = num('BENCH_VICTIM_CALLS', 80);
+const WORK_MIB = num('BENCH_WORK_MIB', 9);
 const ONLY = process.env['BENCH_ONLY']?.split(',').map((s) => s.trim()).filter((s) => s !== '');
 const MiB = 1024 * 1024;
 
@@ -246,7 +247,7 @@ const SCENARIOS: Scenario[] = [
   },
   {
     name: 'rate',
-    env: { RATE_LIMIT_PER_SECOND: '50', RATE_LIMIT_BURST: '50' },
+    env: { RATE_LIMIT_PER_SECOND: '400', RATE_LIMIT_BURST: '400' },
     async attack(stack, attacker) {
       return flood(stack, attacker, 16, () => 'hello');
     },
@@ -255,7 +256,7 @@ const SCENARIOS: Scenario[] = [
     name: 'guardian-work',
     embedded: true,
     async attack(stack, attacker) {
-      const big = '1 '.repeat(4.5 * MiB);
+      const big = '1 '.repeat(Math.floor((WORK_MIB / 2) * MiB));
       return flood(stack, attacker, 2, () => big);
     },
   },
