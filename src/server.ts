@@ -88,9 +88,10 @@ export function createGuardian(config: Config, logger?: Logger): Guardian {
   if (url === undefined) throw new Error('GUARDIAN_URL is not set and no embedded guardian was given');
   const log = logger ?? silentLogger();
   const tls = outboundTls(config.tls.guardian, 'GUARDIAN', config.identity.refreshMs, log);
-  const tokenFile = config.guardianTokenFile === undefined
-    ? undefined
-    : WatchedFile.open(config.guardianTokenFile, { variable: 'GUARDIAN_TOKEN_FILE', intervalMs: config.identity.refreshMs, onProblem: (m) => log.warn(m) });
+  const tokenFile =
+    config.guardianTokenFile === undefined
+      ? undefined
+      : WatchedFile.open(config.guardianTokenFile, { variable: 'GUARDIAN_TOKEN_FILE', intervalMs: config.identity.refreshMs, onProblem: (m) => log.warn(m) });
   const tokenOf = (f: WatchedFile) => f.text().trim() || undefined;
   let offToken: (() => void) | undefined;
   const guardian = new HttpGuardian({
@@ -130,43 +131,74 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const streamLine = new Gate(config.guardianStreamConnections);
   metrics.watchGuardianQueue(() => ({ call: guardian.queued?.().call ?? 0, stream: streamLine.waiting + (guardian.queued?.().stream ?? 0) }));
   const tracer = opts.tracer ?? createTracer(config.otel, { version: VERSION, onExportFailure: () => metrics.traceExportFailures.inc() });
-  const upstreamTls = outboundTls(config.tls.upstream, 'UPSTREAM', config.identity.refreshMs, logger);
-  // The card fetch uses the same TLS settings as the calls it describes.
-  const cardDispatcher = upstreamTls.connect === undefined ? undefined : createAgent({ connect: upstreamTls.connect });
-  // An agent whose card is only at a CARD_PATHS path (VoltAgent's /.well-known/{agentId}/agent-card.json) is read there.
-  const upstreamCard = new CardCache({ base: config.upstreamUrl, ttlMs: config.cardTtlMs, logger, what: 'upstream', paths: config.cardPaths.map((p) => encodePath(p)), ...(cardDispatcher === undefined ? {} : { dispatcher: cardDispatcher }) });
-  const observedCard = config.observedAgentCardUrl === undefined || config.role === 'server'
-    ? undefined
-    : new CardCache({ base: config.observedAgentCardUrl, ttlMs: config.cardTtlMs, logger, what: 'observed client' });
-  const identities = new Identities({ overrides: config.observedAgent, role: config.role, upstreamCard, upstreamUrl: config.upstreamUrl, observedCard });
+  const { upstreamTls, cardDispatcher, upstreamCard, identities } = agentCards(config, logger);
   const upstream = createUpstream(config.upstreamUrl, upstreamTls.connect);
-  const identityOutcomes = new FastCounter('a2a_guard_caller_identities_total', 'Callers by how their identity was established (assertion, mtls, oidc, local, unverified, claimed, refused)', ['outcome'], metrics.registry);
+  const identityOutcomes = new FastCounter(
+    'a2a_guard_caller_identities_total',
+    'Callers by how their identity was established (assertion, mtls, oidc, local, unverified, claimed, refused)',
+    ['outcome'],
+    metrics.registry,
+  );
   const store = config.ownership.enabled ? await createOwnerStore(config.ownership, logger, (n) => metrics.ownershipEvictions.inc(n)) : undefined;
   // With TASK_STORE_URL, assertion ids are kept in the same Redis: one use across every replica.
-  const replay = store instanceof RedisOwnerStore
-    ? new SharedReplayGuard({ add: (kid, jti, exp, share) => store.recordAssertion(kid, jti, exp, share), seen: (kid, jti) => store.assertionSeen(kid, jti) }, new ReplayCache(), config.failMode, logger)
-    : undefined;
+  const replay = store instanceof RedisOwnerStore ? sharedReplay(store, config, logger) : undefined;
   let identity: Awaited<ReturnType<typeof setupIdentity>>;
   let cardSigning: CardSigning | undefined;
   try {
-    identity = await setupIdentity(config, () => identities.observed('client'), logger, (outcome) => identityOutcomes.inc(outcome), replay);
+    identity = await setupIdentity(
+      config,
+      () => identities.observed('client'),
+      logger,
+      (outcome) => identityOutcomes.inc(outcome),
+      replay,
+    );
     cardSigning = await CardSigning.open({ ...config.cardSigning, require: config.cardSignatures === 'require', refreshMs: config.identity.refreshMs, logger });
   } catch (err) {
     await store?.close();
     throw err;
   }
   const streams = new Set<() => void>();
-  let draining = false;
+  const draining = { now: false };
   const bodyBudget = new BodyBudget(config.maxInflightBodyBytes, config.perCaller.inflightBodyBytes);
   metrics.watchBodyBudget(() => bodyBudget.inFlight);
   const callerLimits = await createCallerLimits(config, logger, metrics);
   const cardJudge = config.inspectCards ? new CardJudge({ config, guardian, identities, logger, metrics, callerLimits }) : undefined;
   const fair = createFairTurns(config);
-  const ownership = store === undefined ? undefined : new TaskOwnership({ store, failMode: config.failMode, logger, metrics, maxPerCaller: config.ownership.maxPerCaller, ttlSeconds: config.ownership.ttlSeconds });
-  const push = config.push.relay && config.role !== 'client'
-    ? await startPushRelay({ config, logger, metrics, tracer, owners: store, decisionLog: opts.decisionLog, resolve: opts.pushResolve, retryBaseMs: opts.pushRetryBaseMs, runHooks: createHookRunner({ config, guardian, identities, logger, metrics, callerLimits }) }, store)
-    : undefined;
-  // The gRPC binding, when configured: its own HTTP/2 listener on the same hooks, identity and ownership.
+  const ownership = store === undefined ? undefined : taskOwnership(store, config, logger, metrics);
+  const push =
+    config.push.relay && config.role !== 'client'
+      ? await startPushRelay(
+          {
+            config,
+            logger,
+            metrics,
+            tracer,
+            owners: store,
+            decisionLog: opts.decisionLog,
+            resolve: opts.pushResolve,
+            retryBaseMs: opts.pushRetryBaseMs,
+            runHooks: createHookRunner({ config, guardian, identities, logger, metrics, callerLimits }),
+          },
+          store,
+        )
+      : undefined;
+  // What both listeners share: the gRPC one (when configured) judges with the same hooks, identity and ownership.
+  const shared = {
+    config,
+    logger,
+    metrics,
+    identities,
+    ...identity,
+    ownership,
+    tracer,
+    decisionLog: opts.decisionLog,
+    upstreamCard,
+    bodyBudget,
+    streamLine,
+    callerLimits,
+    push,
+    fair,
+  };
   let grpc: GrpcListener | undefined;
   // The HTTP listener's server, once it listens: gRPC card answers name its port.
   let httpServer: http.Server | undefined;
@@ -174,40 +206,114 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   if (config.grpc !== undefined) {
     // Required here only: @grpc/grpc-js and the SDK's generated code load when gRPC is configured.
     const { startGrpcListener } = require('./proxy/grpc/server') as typeof import('./proxy/grpc/server');
-    const listener = await startGrpcListener({
-      config, logger, metrics, identities, ...identity, ownership, tracer, decisionLog: opts.decisionLog, upstreamCard, bodyBudget, streamLine, callerLimits, push, fair,
-      runHooks: createHookRunner({ config, guardian, identities, logger, metrics, callerLimits }),
-      cardRewrite: (authority: string | undefined) => grpcCardRewrite(effective, authority, () => httpServer, cardSigning, cardJudge),
-    }, logger);
-    grpc = listener;
+    const runHooks = createHookRunner({ config, guardian, identities, logger, metrics, callerLimits });
+    const cardRewrite = (authority: string | undefined) => grpcCardRewrite(effective, authority, () => httpServer, cardSigning, cardJudge);
+    grpc = await startGrpcListener({ ...shared, runHooks, cardRewrite }, logger);
     // Cards served over HTTP name the port the gRPC listener got (GRPC_PORT=0 picks one).
-    effective = { ...config, grpc: { ...config.grpc, port: listener.port } };
+    effective = { ...config, grpc: { ...config.grpc, port: grpc.port } };
   }
-  const handler = createProxyHandler({ config: effective, guardian, identities, upstream, logger, metrics, streams, draining: () => draining, bodyBudget, callerLimits, fair, upstreamCard, cardSigning, cardJudge, ...identity, ownership, tracer, decisionLog: opts.decisionLog, streamLine, push });
+  const handler = createProxyHandler({ ...shared, config: effective, guardian, upstream, streams, draining: () => draining.now, cardSigning, cardJudge });
 
   // Learn identities while the listener opens: the first hooks wait for them (at most 3 s), the listener does not.
   identities.warmUp(3000);
-  const listener = await startHttpListener({ config, logger, metrics, handler, upstreamCard, identify: identity.identify, callerLimits }).catch(async (err: unknown) => {
-    // The gRPC listener is up already: a port the HTTP listener cannot bind must not leave it running.
-    await grpc?.close();
-    await push?.close();
-    throw err;
-  });
+  const listener = await startHttpListener({ config, logger, metrics, handler, upstreamCard, identify: identity.identify, callerLimits }).catch(
+    async (err: unknown) => {
+      // The gRPC listener is up already: a port the HTTP listener cannot bind must not leave it running.
+      await grpc?.close();
+      await push?.close();
+      throw err;
+    },
+  );
   httpServer = listener.server;
+  return proxyInstance({
+    listener,
+    grpc,
+    push,
+    metrics,
+    guardian,
+    upstreamCard,
+    tracer,
+    upstream,
+    upstreamTls,
+    cardDispatcher,
+    store,
+    callerLimits,
+    streams,
+    draining,
+  });
+}
+
+/** The agent cards the proxy reads (the upstream agent's, and under ROLE=client the observed agent's) and the identities named by them. */
+function agentCards(config: Config, logger: Logger) {
+  const upstreamTls = outboundTls(config.tls.upstream, 'UPSTREAM', config.identity.refreshMs, logger);
+  // The card fetch uses the same TLS settings as the calls it describes.
+  const cardDispatcher = upstreamTls.connect === undefined ? undefined : createAgent({ connect: upstreamTls.connect });
+  // An agent whose card is only at a CARD_PATHS path (VoltAgent's /.well-known/{agentId}/agent-card.json) is read there.
+  const upstreamCard = new CardCache({
+    base: config.upstreamUrl,
+    ttlMs: config.cardTtlMs,
+    logger,
+    what: 'upstream',
+    paths: config.cardPaths.map((p) => encodePath(p)),
+    ...(cardDispatcher === undefined ? {} : { dispatcher: cardDispatcher }),
+  });
+  const observedCard =
+    config.observedAgentCardUrl === undefined || config.role === 'server'
+      ? undefined
+      : new CardCache({ base: config.observedAgentCardUrl, ttlMs: config.cardTtlMs, logger, what: 'observed client' });
+  const identities = new Identities({ overrides: config.observedAgent, role: config.role, upstreamCard, upstreamUrl: config.upstreamUrl, observedCard });
+  return { upstreamTls, cardDispatcher, upstreamCard, identities };
+}
+
+function taskOwnership(store: NonNullable<Awaited<ReturnType<typeof createOwnerStore>>>, config: Config, logger: Logger, metrics: Metrics): TaskOwnership {
+  const { maxPerCaller, ttlSeconds } = config.ownership;
+  return new TaskOwnership({ store, failMode: config.failMode, logger, metrics, maxPerCaller, ttlSeconds });
+}
+
+/** With TASK_STORE_URL, assertion ids are kept in the same Redis: one use across every replica. */
+function sharedReplay(store: RedisOwnerStore, config: Config, logger: Logger): SharedReplayGuard {
+  return new SharedReplayGuard(
+    { add: (kid, jti, exp, share) => store.recordAssertion(kid, jti, exp, share), seen: (kid, jti) => store.assertionSeen(kid, jti) },
+    new ReplayCache(),
+    config.failMode,
+    logger,
+  );
+}
+
+/** What a started proxy holds, to drain and close in order. */
+interface Running {
+  readonly listener: Awaited<ReturnType<typeof startHttpListener>>;
+  readonly grpc: GrpcListener | undefined;
+  readonly push: Awaited<ReturnType<typeof startPushRelay>> | undefined;
+  readonly metrics: Metrics;
+  readonly guardian: Guardian;
+  readonly upstreamCard: CardCache;
+  readonly tracer: Tracer;
+  readonly upstream: ReturnType<typeof createUpstream>;
+  readonly upstreamTls: ReturnType<typeof outboundTls>;
+  readonly cardDispatcher: ReturnType<typeof createAgent> | undefined;
+  readonly store: Awaited<ReturnType<typeof createOwnerStore>> | undefined;
+  readonly callerLimits: Awaited<ReturnType<typeof createCallerLimits>>;
+  readonly streams: Set<() => void>;
+  readonly draining: { now: boolean };
+}
+
+function proxyInstance(r: Running): ProxyInstance {
+  const { listener, grpc, push, guardian, tracer, streams, draining } = r;
   return {
     server: listener.server,
     grpcAddress: grpc?.address,
     pushRelayUrl: push?.url,
     probeGrpcUpstream: grpc?.probeUpstream,
     url: listener.url,
-    metrics,
+    metrics: r.metrics,
     guardian,
-    upstreamCard,
+    upstreamCard: r.upstreamCard,
     tracer,
-    draining: () => draining,
+    draining: () => draining.now,
     drain: async (timeoutMs: number, acceptForMs = 0) => {
-      draining = true;
-      if (acceptForMs > 0) await new Promise((r) => setTimeout(r, acceptForMs));
+      draining.now = true;
+      if (acceptForMs > 0) await new Promise((res) => setTimeout(res, acceptForMs));
       const grpcClosed = grpc?.close(timeoutMs);
       await listener.drain(timeoutMs, () => {
         for (const end of [...streams]) end();
@@ -219,11 +325,11 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
       await grpc?.close();
       await push?.close();
       guardian.close();
-      await upstream.close();
-      upstreamTls.close();
-      await cardDispatcher?.close();
-      await store?.close();
-      await callerLimits?.close();
+      await r.upstream.close();
+      r.upstreamTls.close();
+      await r.cardDispatcher?.close();
+      await r.store?.close();
+      await r.callerLimits?.close();
       await tracer.shutdown();
     },
   };
@@ -233,7 +339,13 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
  * Card rewrite for gRPC GetExtendedAgentCard answers: HTTP URLs name PUBLIC_URL, else the host the
  * caller used with the HTTP listener's port; gRPC interfaces name the gRPC address.
  */
-function grpcCardRewrite(config: Config, authority: string | undefined, server: () => http.Server | undefined, signing: CardSigning | undefined, judge: CardJudge | undefined): CardServing {
+function grpcCardRewrite(
+  config: Config,
+  authority: string | undefined,
+  server: () => http.Server | undefined,
+  signing: CardSigning | undefined,
+  judge: CardJudge | undefined,
+): CardServing {
   let host = '127.0.0.1';
   try {
     if (authority !== undefined) host = new URL(`http://${authority}`).hostname;
@@ -243,5 +355,12 @@ function grpcCardRewrite(config: Config, authority: string | undefined, server: 
   const tls = config.tls.listener !== undefined;
   const port = (server()?.address() as AddressInfo | null | undefined)?.port ?? config.port;
   const publicBase = config.publicUrl ?? new URL(`${tls ? 'https' : 'http'}://${host}:${port}/`);
-  return { publicBase, upstreamBase: config.upstreamUrl, signatures: config.cardSignatures, signing, judge, grpcAddress: grpcPublicAddress(config.grpc, config.publicUrl?.hostname ?? host) };
+  return {
+    publicBase,
+    upstreamBase: config.upstreamUrl,
+    signatures: config.cardSignatures,
+    signing,
+    judge,
+    grpcAddress: grpcPublicAddress(config.grpc, config.publicUrl?.hostname ?? host),
+  };
 }

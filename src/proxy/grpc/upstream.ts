@@ -27,30 +27,61 @@ export interface GrpcUpstream {
   close(): Promise<void>;
 }
 
+/** The client certificate and CA files, read at each new connection (renewed files take effect). */
+function material(tls: OutboundTls) {
+  return {
+    ...(tls.caFile === undefined ? {} : { ca: fs.readFileSync(tls.caFile) }),
+    ...(tls.certFile === undefined ? {} : { cert: fs.readFileSync(tls.certFile) }),
+    ...(tls.keyFile === undefined ? {} : { key: fs.readFileSync(tls.keyFile) }),
+  };
+}
+
+/** The connection, with Nagle off: small gRPC frames must leave at once, not wait for the peer's delayed ACK. */
+function connection(url: URL, tls: OutboundTls): Duplex {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const secure = url.protocol === 'https:';
+  const port = Number(url.port || (secure ? 443 : 80));
+  if (!secure) return net.connect({ host, port, noDelay: true });
+  const servername = tls.serverName ?? (net.isIP(host) === 0 ? host : undefined);
+  const socket = tlsConnect({ host, port, ALPNProtocols: ['h2'], ...material(tls), ...(servername === undefined ? {} : { servername }) });
+  socket.setNoDelay(true);
+  return socket;
+}
+
+/** Whether the session answers a PING within `timeoutMs` (sent once it is connected). */
+function pingSession(s: http2.ClientHttp2Session, timeoutMs: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const done = (up: boolean) => {
+      clearTimeout(timer);
+      s.off('error', down);
+      s.off('close', down);
+      s.off('connect', ping);
+      resolve(up);
+    };
+    const down = () => done(false);
+    const ping = () => {
+      try {
+        if (!s.ping((err) => done(err === null))) done(false);
+      } catch {
+        done(false); // the session went away in between
+      }
+    };
+    const timer = setTimeout(down, timeoutMs);
+    timer.unref();
+    s.once('error', down);
+    s.once('close', down);
+    // A PING sent while the session connects is cancelled: send it once connected.
+    if (s.connecting) s.once('connect', ping);
+    else ping();
+  });
+}
+
 export function createGrpcUpstream(target: (version: GrpcVersion) => URL | undefined, tls: OutboundTls): GrpcUpstream {
   /** Open sessions by origin. */
   const sessions = new Map<string, http2.ClientHttp2Session>();
 
-  const material = () => ({
-    ...(tls.caFile === undefined ? {} : { ca: fs.readFileSync(tls.caFile) }),
-    ...(tls.certFile === undefined ? {} : { cert: fs.readFileSync(tls.certFile) }),
-    ...(tls.keyFile === undefined ? {} : { key: fs.readFileSync(tls.keyFile) }),
-  });
-
-  /** The connection, with Nagle off: small gRPC frames must leave at once, not wait for the peer's delayed ACK. */
-  function connection(url: URL): Duplex {
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    const secure = url.protocol === 'https:';
-    const port = Number(url.port || (secure ? 443 : 80));
-    if (!secure) return net.connect({ host, port, noDelay: true });
-    const servername = tls.serverName ?? (net.isIP(host) === 0 ? host : undefined);
-    const socket = tlsConnect({ host, port, ALPNProtocols: ['h2'], ...material(), ...(servername === undefined ? {} : { servername }) });
-    socket.setNoDelay(true);
-    return socket;
-  }
-
   function open(url: URL): http2.ClientHttp2Session {
-    const s = http2.connect(url.origin, { createConnection: () => connection(url) });
+    const s = http2.connect(url.origin, { createConnection: () => connection(url, tls) });
     const forget = () => {
       if (sessions.get(url.origin) === s) sessions.delete(url.origin);
     };
@@ -85,54 +116,43 @@ export function createGrpcUpstream(target: (version: GrpcVersion) => URL | undef
     } catch {
       return Promise.resolve(false); // unreadable UPSTREAM_* TLS files
     }
-    return new Promise<boolean>((resolve) => {
-      const done = (up: boolean) => {
-        clearTimeout(timer);
-        s.off('error', down);
-        s.off('close', down);
-        s.off('connect', ping);
-        resolve(up);
-      };
-      const down = () => done(false);
-      const ping = () => {
-        try {
-          if (!s.ping((err) => done(err === null))) done(false);
-        } catch {
-          done(false); // the session went away in between
-        }
-      };
-      const timer = setTimeout(down, timeoutMs);
-      timer.unref();
-      s.once('error', down);
-      s.once('close', down);
-      // A PING sent while the session connects is cancelled: send it once connected.
-      if (s.connecting) s.once('connect', ping);
-      else ping();
-    });
+    return pingSession(s, timeoutMs);
   }
 
   return {
     target,
     request(headers, version) {
       const url = target(version);
-      if (url === undefined) throw new Error('no gRPC endpoint of the agent is known (GRPC_UPSTREAM_URL, or a GRPC interface in its card; a remote card, ROLE=client, only at UPSTREAM_URL itself)');
+      if (url === undefined)
+        throw new Error(
+          'no gRPC endpoint of the agent is known (GRPC_UPSTREAM_URL, or a GRPC interface in its card; a remote card, ROLE=client, only at UPSTREAM_URL itself)',
+        );
       return current(url).request({ ...headers, ':scheme': url.protocol.slice(0, -1), ':authority': url.host });
     },
     async probe(timeoutMs) {
-      const urls = [...new Map(VERSIONS.map((v) => target(v)).filter((u): u is URL => u !== undefined).map((u) => [u.origin, u])).values()];
+      const urls = [
+        ...new Map(
+          VERSIONS.map((v) => target(v))
+            .filter((u): u is URL => u !== undefined)
+            .map((u) => [u.origin, u]),
+        ).values(),
+      ];
       if (urls.length === 0) return false;
       return (await Promise.all(urls.map((u) => probeOne(u, timeoutMs)))).every((up) => up);
     },
     close: () =>
-      Promise.all([...sessions.values()].map((s) =>
-        new Promise<void>((resolve) => {
-          if (s.closed) return resolve();
-          s.close(() => resolve());
-          setTimeout(() => {
-            s.destroy();
-            resolve();
-          }, 1000).unref();
-        }),
-      )).then(() => sessions.clear()),
+      Promise.all(
+        [...sessions.values()].map(
+          (s) =>
+            new Promise<void>((resolve) => {
+              if (s.closed) return resolve();
+              s.close(() => resolve());
+              setTimeout(() => {
+                s.destroy();
+                resolve();
+              }, 1000).unref();
+            }),
+        ),
+      ).then(() => sessions.clear()),
   };
 }
