@@ -22,9 +22,12 @@ export default tseslint.config(
       // require() only for what loads on first use, so a start without that feature never loads it:
       // gRPC, OTLP tracing, Redis, TLS, YAML, JWS, node modules off the hot path, and undici's own files
       // (src/net/undici-pool.ts says why); everything else is an import.
-      '@typescript-eslint/no-require-imports': ['error', {
-        allow: ['^@a2a-js/sdk', '^@grpc/', '^@opentelemetry/', '^ioredis$', '^jose$', '^yaml$', '^undici', '^node:', '^\\./'],
-      }],
+      '@typescript-eslint/no-require-imports': [
+        'error',
+        {
+          allow: ['^@a2a-js/sdk', '^@grpc/', '^@opentelemetry/', '^ioredis$', '^jose$', '^yaml$', '^undici', '^node:', '^\\./'],
+        },
+      ],
     },
   },
   {

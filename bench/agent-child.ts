@@ -37,7 +37,6 @@ const sdk: typeof A2A = require('@a2a-js/sdk');
 const sdkServer: typeof A2AServer = require('@a2a-js/sdk/server');
 const sdkExpress: typeof A2AExpress = require('@a2a-js/sdk/server/express');
 const sdkCompat: typeof A2ACompat = require('@a2a-js/sdk/compat/v0_3');
- 
 
 const STREAM_EVENTS = Number(process.env.STREAM_EVENTS ?? 100);
 const STREAM_GAP_MS = Number(process.env.STREAM_GAP_MS ?? 1);
@@ -94,8 +93,17 @@ function tickDue(): void {
   const now = Math.floor(Date.now() / 10);
   for (let t = Math.max(lastTick + 1, now - SLOTS + 1); t <= now; t++) {
     for (const x of tickSlots[t % SLOTS] as Set<HandTick>) {
-      x.res.write(sse(x.id, { artifactUpdate: { taskId: x.taskId, contextId: x.taskId, append: x.n > 0, lastChunk: false,
-        artifact: { artifactId: 'a1', name: 'out', parts: [{ text: `t=${process.hrtime.bigint()}` }] } } }));
+      x.res.write(
+        sse(x.id, {
+          artifactUpdate: {
+            taskId: x.taskId,
+            contextId: x.taskId,
+            append: x.n > 0,
+            lastChunk: false,
+            artifact: { artifactId: 'a1', name: 'out', parts: [{ text: `t=${process.hrtime.bigint()}` }] },
+          },
+        }),
+      );
       x.n++;
     }
   }
@@ -139,14 +147,33 @@ const executor: A2AServer.AgentExecutor = {
     const input = userMessage.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join(' ');
     const artifact = (text: string) => ({ artifactId: 'a1', name: 'out', description: '', parts: [textPart(text)], metadata: undefined, extensions: [] });
     if (!input.includes('stream')) {
-      bus.publish(AgentEvent.task({ id: taskId, contextId, status: status(TaskState.TASK_STATE_COMPLETED), artifacts: [artifact('ok')], history: [userMessage], metadata: undefined }));
+      bus.publish(
+        AgentEvent.task({
+          id: taskId,
+          contextId,
+          status: status(TaskState.TASK_STATE_COMPLETED),
+          artifacts: [artifact('ok')],
+          history: [userMessage],
+          metadata: undefined,
+        }),
+      );
       return;
     }
-    bus.publish(AgentEvent.task({ id: taskId, contextId, status: status(TaskState.TASK_STATE_WORKING), artifacts: [], history: [userMessage], metadata: undefined }));
+    bus.publish(
+      AgentEvent.task({ id: taskId, contextId, status: status(TaskState.TASK_STATE_WORKING), artifacts: [], history: [userMessage], metadata: undefined }),
+    );
     const paced = input.includes('paced');
     for (let i = 0; i < STREAM_EVENTS; i++) {
-      bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, append: i > 0, lastChunk: i === STREAM_EVENTS - 1, metadata: undefined,
-        artifact: artifact(`t=${process.hrtime.bigint()}`) }));
+      bus.publish(
+        AgentEvent.artifactUpdate({
+          taskId,
+          contextId,
+          append: i > 0,
+          lastChunk: i === STREAM_EVENTS - 1,
+          metadata: undefined,
+          artifact: artifact(`t=${process.hrtime.bigint()}`),
+        }),
+      );
       // Yield like a real producer would, so each event is written as it is produced.
       await new Promise((r) => (paced ? setTimeout(r, STREAM_GAP_MS) : setImmediate(r)));
     }
@@ -163,13 +190,23 @@ async function main(): Promise<void> {
   });
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const card: A2A.AgentCard = {
-    name: 'bench-agent', description: 'instant agent for npm run bench', version: '1.0.0',
-    provider: { organization: 'a2a-guard bench', url: 'https://example.invalid' }, signatures: [],
-    supportedInterfaces: sdkCompat.duplicateInterfacesForLegacy([
-      { url: `${origin}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
-      { url: `${origin}/a2a/rest`, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '1.0' }], ['JSONRPC', 'HTTP+JSON']),
+    name: 'bench-agent',
+    description: 'instant agent for npm run bench',
+    version: '1.0.0',
+    provider: { organization: 'a2a-guard bench', url: 'https://example.invalid' },
+    signatures: [],
+    supportedInterfaces: sdkCompat.duplicateInterfacesForLegacy(
+      [
+        { url: `${origin}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
+        { url: `${origin}/a2a/rest`, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '1.0' },
+      ],
+      ['JSONRPC', 'HTTP+JSON'],
+    ),
     capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    securitySchemes: {}, securityRequirements: [], defaultInputModes: ['text'], defaultOutputModes: ['text'],
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ['text'],
+    defaultOutputModes: ['text'],
     skills: [{ id: 'bench', name: 'bench', description: 'bench', tags: [], examples: [], inputModes: [], outputModes: [], securityRequirements: [] }],
   };
   const requestHandler = new DefaultRequestHandler(card, new BoundedTaskStore(20_000), executor);
@@ -179,7 +216,11 @@ async function main(): Promise<void> {
     req.on('data', (c: Buffer) => (bytes += c.length));
     req.on('end', () => {
       executions++;
-      const body = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { task: { id: 'big', contextId: 'big', status: { state: 'TASK_STATE_COMPLETED' }, metadata: { bytes } } } });
+      const body = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        result: { task: { id: 'big', contextId: 'big', status: { state: 'TASK_STATE_COMPLETED' }, metadata: { bytes } } },
+      });
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
       res.end(body);
     });

@@ -7,15 +7,21 @@ import autocannon from 'autocannon';
 
 export const RPC_PATH = '/a2a/jsonrpc';
 export const UNARY_HEADERS = { 'content-type': 'application/json', 'a2a-version': '1.0' };
-export const unaryBody = (text: string, messageId = 'bench-unary'): string => JSON.stringify({
-  jsonrpc: '2.0', id: 1, method: 'SendMessage',
-  params: { message: { messageId, role: 'ROLE_USER', parts: [{ text }] } },
-});
+export const unaryBody = (text: string, messageId = 'bench-unary'): string =>
+  JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'SendMessage',
+    params: { message: { messageId, role: 'ROLE_USER', parts: [{ text }] } },
+  });
 export const UNARY_BODY = unaryBody('hello from the bench');
-export const streamBody = (text: string): string => JSON.stringify({
-  jsonrpc: '2.0', id: 2, method: 'SendStreamingMessage',
-  params: { message: { messageId: 'bench-stream', role: 'ROLE_USER', parts: [{ text }] } },
-});
+export const streamBody = (text: string): string =>
+  JSON.stringify({
+    jsonrpc: '2.0',
+    id: 2,
+    method: 'SendStreamingMessage',
+    params: { message: { messageId: 'bench-stream', role: 'ROLE_USER', parts: [{ text }] } },
+  });
 
 export interface LoadResult {
   readonly n: number;
@@ -48,7 +54,12 @@ export function loadRound(url: string, amount: number, connections: number, body
 
 const seqAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
-export function post(url: string, body: string, headers: Record<string, string>, agent: http.Agent | false = seqAgent): Promise<{ status: number; text: string }> {
+export function post(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  agent: http.Agent | false = seqAgent,
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(url + RPC_PATH, { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (res) => {
       const chunks: Buffer[] = [];
@@ -89,38 +100,43 @@ export interface StreamResult {
 export function streamOnce(url: string, body: string, expected: number): Promise<StreamResult> {
   return new Promise((resolve, reject) => {
     const t0 = process.hrtime.bigint();
-    const req = http.request(url + RPC_PATH, {
-      method: 'POST', agent: seqAgent,
-      headers: { ...UNARY_HEADERS, accept: 'text/event-stream', 'content-length': Buffer.byteLength(body) },
-    }, (res) => {
-      res.setEncoding('utf8');
-      let buf = '';
-      let first = -1n;
-      let last = -1n;
-      let events = 0;
-      let error: string | undefined = res.statusCode === 200 ? undefined : `HTTP ${res.statusCode}`;
-      const eventLat: number[] = [];
-      res.on('data', (chunk: string) => {
-        const now = process.hrtime.bigint();
-        buf += chunk;
-        for (let idx = buf.indexOf('\n\n'); idx !== -1; idx = buf.indexOf('\n\n')) {
-          const ev = buf.slice(0, idx);
-          buf = buf.slice(idx + 2);
-          if (!ev.includes('data:')) continue;
-          events++;
-          if (first < 0n) first = now - t0;
-          last = now - t0;
-          if (ev.startsWith('event: error') || ev.includes('"error":')) error ??= ev.slice(0, 300);
-          const m = /t=(\d+)/.exec(ev);
-          if (m?.[1] !== undefined) eventLat.push(Number(now - BigInt(m[1])) / 1e6);
-        }
-      });
-      res.on('end', () => {
-        if (events !== expected) error ??= `expected ${expected} SSE events, got ${events}: ${buf.slice(0, 300)}`;
-        resolve({ ttfe: Number(first) / 1e6, total: Number(last) / 1e6, events, eventLat, error });
-      });
-      res.on('error', reject);
-    });
+    const req = http.request(
+      url + RPC_PATH,
+      {
+        method: 'POST',
+        agent: seqAgent,
+        headers: { ...UNARY_HEADERS, accept: 'text/event-stream', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        res.setEncoding('utf8');
+        let buf = '';
+        let first = -1n;
+        let last = -1n;
+        let events = 0;
+        let error: string | undefined = res.statusCode === 200 ? undefined : `HTTP ${res.statusCode}`;
+        const eventLat: number[] = [];
+        res.on('data', (chunk: string) => {
+          const now = process.hrtime.bigint();
+          buf += chunk;
+          for (let idx = buf.indexOf('\n\n'); idx !== -1; idx = buf.indexOf('\n\n')) {
+            const ev = buf.slice(0, idx);
+            buf = buf.slice(idx + 2);
+            if (!ev.includes('data:')) continue;
+            events++;
+            if (first < 0n) first = now - t0;
+            last = now - t0;
+            if (ev.startsWith('event: error') || ev.includes('"error":')) error ??= ev.slice(0, 300);
+            const m = /t=(\d+)/.exec(ev);
+            if (m?.[1] !== undefined) eventLat.push(Number(now - BigInt(m[1])) / 1e6);
+          }
+        });
+        res.on('end', () => {
+          if (events !== expected) error ??= `expected ${expected} SSE events, got ${events}: ${buf.slice(0, 300)}`;
+          resolve({ ttfe: Number(first) / 1e6, total: Number(last) / 1e6, events, eventLat, error });
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });

@@ -82,37 +82,42 @@ export async function concurrentRun(path: string, url: string, proxy: Child | un
     pending++;
     let open = false;
     let tail = '';
-    const req = http.request(url + TICK_PATH, {
-      method: 'POST', agent: httpAgent,
-      headers: { ...UNARY_HEADERS, accept: 'text/event-stream', 'content-length': Buffer.byteLength(body) },
-    }, (res) => {
-      if (res.statusCode !== 200) {
-        fail(`HTTP ${res.statusCode}`);
-        res.resume();
-        return settledOne();
-      }
-      res.setEncoding('latin1');
-      res.on('data', (c: string) => {
-        const s = tail + c;
-        tail = s.slice(-1);
-        const n = countBoundaries(s);
-        if (c.includes('event: error')) firstError ??= c.slice(0, 300);
-        if (n === 0) return;
-        events += n;
-        if (!open) {
-          open = true;
-          opened++;
-          lastOpen = Date.now();
-          settledOne();
+    const req = http.request(
+      url + TICK_PATH,
+      {
+        method: 'POST',
+        agent: httpAgent,
+        headers: { ...UNARY_HEADERS, accept: 'text/event-stream', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        if (res.statusCode !== 200) {
+          fail(`HTTP ${res.statusCode}`);
+          res.resume();
+          return settledOne();
         }
-      });
-      res.on('close', () => {
-        if (!open) {
-          fail('closed before the first event');
-          settledOne();
-        } else ended++;
-      });
-    });
+        res.setEncoding('latin1');
+        res.on('data', (c: string) => {
+          const s = tail + c;
+          tail = s.slice(-1);
+          const n = countBoundaries(s);
+          if (c.includes('event: error')) firstError ??= c.slice(0, 300);
+          if (n === 0) return;
+          events += n;
+          if (!open) {
+            open = true;
+            opened++;
+            lastOpen = Date.now();
+            settledOne();
+          }
+        });
+        res.on('close', () => {
+          if (!open) {
+            fail('closed before the first event');
+            settledOne();
+          } else ended++;
+        });
+      },
+    );
     req.on('error', (err) => {
       if (!open) {
         fail(err.message);
@@ -137,7 +142,10 @@ export async function concurrentRun(path: string, url: string, proxy: Child | un
   const w0 = Date.now();
   let rssDuring = NaN;
   const mid = setTimeout(() => {
-    void proxy?.stats().then((s) => (rssDuring = s.rss), () => undefined);
+    void proxy?.stats().then(
+      (s) => (rssDuring = s.rss),
+      () => undefined,
+    );
   }, o.windowMs / 2);
   const unaryAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const lat: number[] = [];
@@ -166,7 +174,13 @@ export async function concurrentRun(path: string, url: string, proxy: Child | un
   const sorted = sortedCopy(lat);
   const cpu = c0 === undefined || c1 === undefined ? NaN : c1.user + c1.system - c0.user - c0.system;
   return {
-    path, target: o.streams, opened, openSeconds, failed, firstError, liveInWindow,
+    path,
+    target: o.streams,
+    opened,
+    openSeconds,
+    failed,
+    firstError,
+    liveInWindow,
     eventsPerSecond: delivered / windowS,
     expectedPerSecond: (liveInWindow * 1000) / GAP_MS,
     rssBefore: before?.rss ?? NaN,

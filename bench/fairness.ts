@@ -40,7 +40,10 @@ import { sdkClient, type Message } from '../src/demo/sdk';
 const num = (name: string, def: number): number => (process.env[name] ? Number(process.env[name]) : def);
 const VICTIM_CALLS = num('BENCH_VICTIM_CALLS', 80);
 const WORK_MIB = num('BENCH_WORK_MIB', 9);
-const ONLY = process.env['BENCH_ONLY']?.split(',').map((s) => s.trim()).filter((s) => s !== '');
+const ONLY = process.env['BENCH_ONLY']
+  ?.split(',')
+  .map((s) => s.trim())
+  .filter((s) => s !== '');
 const MiB = 1024 * 1024;
 
 interface Caller {
@@ -65,9 +68,10 @@ async function startGuardian(slowMs: number): Promise<{ url: string; close(): Pr
     req.on('end', () => {
       const text = Buffer.concat(chunks).toString('utf8');
       const env = JSON.parse(text) as { id: string; method: string };
-      const result = env.method === 'ping'
-        ? { status: 'connected', timestamp: new Date().toISOString(), version: 'bench' }
-        : { decision: 'allow', message: 'allowed', reasonCode: ['ALLOWED'] };
+      const result =
+        env.method === 'ping'
+          ? { status: 'connected', timestamp: new Date().toISOString(), version: 'bench' }
+          : { decision: 'allow', message: 'allowed', reasonCode: ['ALLOWED'] };
       const answer = () => {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ jsonrpc: '2.0', id: env.id, result }));
@@ -80,22 +84,34 @@ async function startGuardian(slowMs: number): Promise<{ url: string; close(): Pr
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 
-const freePort = (): Promise<number> => new Promise((resolve) => {
-  const s = net.createServer();
-  s.listen(0, '127.0.0.1', () => {
-    const { port } = s.address() as AddressInfo;
-    s.close(() => resolve(port));
+const freePort = (): Promise<number> =>
+  new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
   });
-});
 
-const message = (text: string): Message => ({ messageId: `m-${Math.random()}`, role: 1, parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }], contextId: '', taskId: '', referenceTaskIds: [], extensions: [], metadata: undefined } as unknown as Message);
+const message = (text: string): Message =>
+  ({
+    messageId: `m-${Math.random()}`,
+    role: 1,
+    parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+    contextId: '',
+    taskId: '',
+    referenceTaskIds: [],
+    extensions: [],
+    metadata: undefined,
+  }) as unknown as Message;
 
 interface Stack {
   readonly url: string;
@@ -119,12 +135,21 @@ async function victimRun(stack: Stack, victim: Caller, calls: number): Promise<V
   const { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver } = sdkClient;
   const fetchImpl = (async (input: string | URL | Request, init?: RequestInit) => {
     const headers = new Headers(init?.headers);
-    headers.set(ASSERTION_HEADER, await victim.signer.sign({ id: victim.id, name: victim.id, url: `https://${victim.id}.example`, version: '1' }, stack.audience));
+    headers.set(
+      ASSERTION_HEADER,
+      await victim.signer.sign({ id: victim.id, name: victim.id, url: `https://${victim.id}.example`, version: '1' }, stack.audience),
+    );
     return fetch(input, { ...init, headers });
   }) as typeof fetch;
   const resolver = new DefaultAgentCardResolver({ fetchImpl });
   const card = await resolver.resolve(stack.url);
-  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { cardResolver: resolver, preferredTransports: ['JSONRPC'], transports: [new sdkClient.JsonRpcTransportFactory({ fetchImpl })] }));
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      cardResolver: resolver,
+      preferredTransports: ['JSONRPC'],
+      transports: [new sdkClient.JsonRpcTransportFactory({ fetchImpl })],
+    }),
+  );
   const client = await factory.createFromAgentCard(card);
   const times: number[] = [];
   const errors: string[] = [];
@@ -132,7 +157,12 @@ async function victimRun(stack: Stack, victim: Caller, calls: number): Promise<V
   for (let i = 0; i < calls; i++) {
     const t0 = performance.now();
     try {
-      await client.sendMessage({ tenant: '', message: message(`how to prepare a cheese cake? (${i})`), configuration: undefined, metadata: undefined } as never);
+      await client.sendMessage({
+        tenant: '',
+        message: message(`how to prepare a cheese cake? (${i})`),
+        configuration: undefined,
+        metadata: undefined,
+      } as never);
       ok++;
     } catch (err) {
       if (errors.length < 3) errors.push((err as Error).message.slice(0, 160));
@@ -147,10 +177,15 @@ async function victimRun(stack: Stack, victim: Caller, calls: number): Promise<V
 function rawPost(stack: Stack, attacker: Caller | undefined, announced: number, write: (s: net.Socket) => void): Promise<net.Socket> {
   const u = new URL(stack.url);
   return (async () => {
-    const assertion = attacker === undefined ? undefined : await attacker.signer.sign({ id: attacker.id, name: attacker.id, url: `https://${attacker.id}.example`, version: '1' }, stack.audience);
+    const assertion =
+      attacker === undefined
+        ? undefined
+        : await attacker.signer.sign({ id: attacker.id, name: attacker.id, url: `https://${attacker.id}.example`, version: '1' }, stack.audience);
     return new Promise<net.Socket>((resolve) => {
       const s = net.connect(Number(u.port), u.hostname, () => {
-        s.write(`POST /a2a/jsonrpc HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\nContent-Length: ${announced}\r\n${assertion === undefined ? '' : `${ASSERTION_HEADER}: ${assertion}\r\n`}\r\n`);
+        s.write(
+          `POST /a2a/jsonrpc HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\nContent-Length: ${announced}\r\n${assertion === undefined ? '' : `${ASSERTION_HEADER}: ${assertion}\r\n`}\r\n`,
+        );
         write(s);
         resolve(s);
       });
@@ -167,7 +202,12 @@ async function attackerCall(stack: Stack, attacker: Caller, text: string, signal
     const r = await fetch(`${stack.url}/a2a/jsonrpc`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'a2a-version': '1.0', [ASSERTION_HEADER]: assertion },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: `a-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }] } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: { message: { messageId: `a-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }] } },
+      }),
       ...(signal === undefined ? {} : { signal }),
     });
     const body = await r.text();
@@ -222,9 +262,13 @@ const SCENARIOS: Scenario[] = [
     name: 'body-share',
     async attack(stack, attacker) {
       const timers: NodeJS.Timeout[] = [];
-      const sockets = await Promise.all(Array.from({ length: 12 }, () => rawPost(stack, attacker, 9 * MiB, (s) => {
-        timers.push(setInterval(() => s.write(Buffer.alloc(64 * 1024, 0x20)), 1000));
-      })));
+      const sockets = await Promise.all(
+        Array.from({ length: 12 }, () =>
+          rawPost(stack, attacker, 9 * MiB, (s) => {
+            timers.push(setInterval(() => s.write(Buffer.alloc(64 * 1024, 0x20)), 1000));
+          }),
+        ),
+      );
       return async () => {
         for (const t of timers) clearInterval(t);
         for (const s of sockets) s.destroy();
@@ -278,17 +322,23 @@ async function attackerMain(name: string): Promise<void> {
 /** Fork the attacker for `s`; resolves once it attacks, to a function that stops it and returns its tally. */
 async function forkAttacker(s: Scenario, stack: Stack, privateJwk: string): Promise<() => Promise<Record<string, number>>> {
   const child: ChildProcess = fork(__filename, [], {
-    env: { ...process.env, BENCH_ATTACKER: s.name, BENCH_STACK: JSON.stringify({ url: stack.url, admin: stack.admin, audience: stack.audience }), BENCH_KEY: privateJwk },
+    env: {
+      ...process.env,
+      BENCH_ATTACKER: s.name,
+      BENCH_STACK: JSON.stringify({ url: stack.url, admin: stack.admin, audience: stack.audience }),
+      BENCH_KEY: privateJwk,
+    },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   await new Promise<void>((resolve, reject) => {
     child.once('message', () => resolve());
     child.once('exit', (code) => reject(new Error(`the attacker exited (${code})`)));
   });
-  return () => new Promise((resolve) => {
-    child.once('message', (got) => resolve(got as Record<string, number>));
-    child.send('stop');
-  });
+  return () =>
+    new Promise((resolve) => {
+      child.once('message', (got) => resolve(got as Record<string, number>));
+      child.send('stop');
+    });
 }
 
 async function main(): Promise<void> {
@@ -308,26 +358,41 @@ async function main(): Promise<void> {
     const nodeArgs = process.env['BENCH_PROXY_NODE_ARGS']?.split(' ').filter((a) => a !== '') ?? [];
     const child = spawn(process.execPath, [...nodeArgs, path.resolve(__dirname, '../a2a-guard.js')], {
       env: {
-        PATH: process.env['PATH'] ?? '/usr/bin:/bin', PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), ADMIN_HOST: '127.0.0.1', UPSTREAM_URL: baker.origin, LOG_LEVEL: 'error',
+        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        ADMIN_PORT: String(adminPort),
+        ADMIN_HOST: '127.0.0.1',
+        UPSTREAM_URL: baker.origin,
+        LOG_LEVEL: 'error',
         ...(s.embedded === true ? { POLICY_FILE: policy } : { GUARDIAN_URL: guardian.url }),
-        IDENTITY_POLICY: 'required', ASSERTION_TRUST_JWKS_FILE: jwks, ASSERTION_AUDIENCE: audience, ...s.env,
+        IDENTITY_POLICY: 'required',
+        ASSERTION_TRUST_JWKS_FILE: jwks,
+        ASSERTION_AUDIENCE: audience,
+        ...s.env,
       },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     const admin = `http://127.0.0.1:${adminPort}`;
     for (let i = 0; ; i++) {
       if (child.exitCode !== null) throw new Error(`the proxy exited (${child.exitCode})`);
-      const up = await fetch(`${admin}/readyz`).then((r) => r.ok, () => false);
+      const up = await fetch(`${admin}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (up) break;
       if (i > 300) throw new Error('the proxy did not become ready');
       await new Promise((r) => setTimeout(r, 50));
     }
     return {
-      url: audience, admin, audience,
-      close: () => new Promise<void>((resolve) => {
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
+      url: audience,
+      admin,
+      audience,
+      close: () =>
+        new Promise<void>((resolve) => {
+          child.once('exit', () => resolve());
+          child.kill('SIGTERM');
+        }),
     };
   }
 
@@ -338,7 +403,9 @@ async function main(): Promise<void> {
   };
 
   const rows: string[] = [];
-  console.log(`a2a-guard fairness: victim ${VICTIM_CALLS} sequential SDK sendMessage calls, alone and while the attacker works (node ${process.version}, ${os.cpus().length} cores)`);
+  console.log(
+    `a2a-guard fairness: victim ${VICTIM_CALLS} sequential SDK sendMessage calls, alone and while the attacker works (node ${process.version}, ${os.cpus().length} cores)`,
+  );
   for (const s of SCENARIOS) {
     if (ONLY !== undefined && !ONLY.includes(s.name)) continue;
     const stack = await stackFor(s);
@@ -369,7 +436,10 @@ async function main(): Promise<void> {
 }
 
 const role = process.env['BENCH_ATTACKER'];
-(role === undefined ? main() : attackerMain(role)).then(() => role === undefined && process.exit(0), (err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+(role === undefined ? main() : attackerMain(role)).then(
+  () => role === undefined && process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -44,7 +44,6 @@ const sdkExpress: typeof A2AExpress = require('@a2a-js/sdk/server/express');
 const sdkGrpcServer: typeof A2AGrpcServer = require('@a2a-js/sdk/server/grpc');
 const sdkClient: typeof A2AClient = require('@a2a-js/sdk/client');
 const sdkGrpcClient: typeof A2AGrpcClient = require('@a2a-js/sdk/client/grpc');
- 
 
 const num = (name: string, def: number): number => (process.env[name] ? Number(process.env[name]) : def);
 const ROUNDS = num('BENCH_ROUNDS', 8);
@@ -69,16 +68,23 @@ async function startAgent(): Promise<{ origin: string; close: () => Promise<void
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const grpcServer = new grpcJs.Server();
   const grpcPort = await new Promise<number>((resolve, reject) =>
-    grpcServer.bindAsync('127.0.0.1:0', grpcJs.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+    grpcServer.bindAsync('127.0.0.1:0', grpcJs.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
   const card: A2A.AgentCard = {
-    name: 'bench-grpc-agent', description: 'instant agent for npm run bench:grpc', version: '1.0.0',
-    provider: { organization: 'a2a-guard bench', url: 'https://example.invalid' }, signatures: [],
+    name: 'bench-grpc-agent',
+    description: 'instant agent for npm run bench:grpc',
+    version: '1.0.0',
+    provider: { organization: 'a2a-guard bench', url: 'https://example.invalid' },
+    signatures: [],
     supportedInterfaces: [
       { url: `${origin}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
       { url: `127.0.0.1:${grpcPort}`, protocolBinding: 'GRPC', tenant: '', protocolVersion: '1.0' },
     ],
     capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    securitySchemes: {}, securityRequirements: [], defaultInputModes: ['text'], defaultOutputModes: ['text'],
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ['text'],
+    defaultOutputModes: ['text'],
     skills: [{ id: 'bench', name: 'bench', description: 'bench', tags: [], examples: [], inputModes: [], outputModes: [], securityRequirements: [] }],
   };
   const status = (state: A2A.TaskState) => ({ state, message: undefined, timestamp: new Date().toISOString() });
@@ -88,16 +94,47 @@ async function startAgent(): Promise<{ origin: string; close: () => Promise<void
       const part = userMessage.parts[0]?.content;
       const n = part?.$case === 'text' ? /^stream (\d+)$/.exec(part.value)?.[1] : undefined;
       if (n === undefined) {
-        bus.publish(AgentEvent.task({ id: taskId, contextId, status: status(sdk.TaskState.TASK_STATE_COMPLETED), artifacts: [], history: [userMessage], metadata: undefined }));
+        bus.publish(
+          AgentEvent.task({
+            id: taskId,
+            contextId,
+            status: status(sdk.TaskState.TASK_STATE_COMPLETED),
+            artifacts: [],
+            history: [userMessage],
+            metadata: undefined,
+          }),
+        );
         return;
       }
       // "stream N": a task, N artifact updates, a final status, published at once (a burst).
-      bus.publish(AgentEvent.task({ id: taskId, contextId, status: status(sdk.TaskState.TASK_STATE_WORKING), artifacts: [], history: [userMessage], metadata: undefined }));
+      bus.publish(
+        AgentEvent.task({
+          id: taskId,
+          contextId,
+          status: status(sdk.TaskState.TASK_STATE_WORKING),
+          artifacts: [],
+          history: [userMessage],
+          metadata: undefined,
+        }),
+      );
       for (let i = 0; i < Number(n); i++) {
-        bus.publish(AgentEvent.artifactUpdate({
-          taskId, contextId, append: i > 0, lastChunk: i === Number(n) - 1, metadata: undefined,
-          artifact: { artifactId: 'a', name: 'bench', description: '', parts: [{ content: { $case: 'text', value: `chunk ${i}` }, metadata: undefined, filename: '', mediaType: 'text/plain' }], metadata: undefined, extensions: [] },
-        }));
+        bus.publish(
+          AgentEvent.artifactUpdate({
+            taskId,
+            contextId,
+            append: i > 0,
+            lastChunk: i === Number(n) - 1,
+            metadata: undefined,
+            artifact: {
+              artifactId: 'a',
+              name: 'bench',
+              description: '',
+              parts: [{ content: { $case: 'text', value: `chunk ${i}` }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+              metadata: undefined,
+              extensions: [],
+            },
+          }),
+        );
       }
       bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: status(sdk.TaskState.TASK_STATE_COMPLETED), metadata: undefined }));
     },
@@ -126,7 +163,10 @@ interface Child {
 async function startChild(file: string, env: Record<string, string>): Promise<Child> {
   // Only the variables given: the proxy refuses unknown look-alikes (SSL_CERT_FILE ~ TLS_CERT_FILE) in a developer's environment.
   const flags = PROFILE_DIR !== undefined && file === 'proxy-child.js' ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-  const proc = spawn(process.execPath, [...flags, path.join(__dirname, file)], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const proc = spawn(process.execPath, [...flags, path.join(__dirname, file)], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
   const url = await new Promise<string>((resolve, reject) => {
     proc.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
     proc.on('message', (m: ReadyMessage) => {
@@ -135,28 +175,32 @@ async function startChild(file: string, env: Record<string, string>): Promise<Ch
   });
   let seq = 0;
   return {
-    proc, url,
-    stats: () => new Promise((resolve) => {
-      const mine = ++seq;
-      const on = (m: StatsReply) => {
-        if (m?.t !== 'stats' || m.seq !== mine) return;
-        proc.off('message', on);
-        resolve(m);
-      };
-      proc.on('message', on);
-      const req: StatsRequest = { t: 'stats', seq: mine };
-      proc.send(req);
-    }),
+    proc,
+    url,
+    stats: () =>
+      new Promise((resolve) => {
+        const mine = ++seq;
+        const on = (m: StatsReply) => {
+          if (m?.t !== 'stats' || m.seq !== mine) return;
+          proc.off('message', on);
+          resolve(m);
+        };
+        proc.on('message', on);
+        const req: StatsRequest = { t: 'stats', seq: mine };
+        proc.send(req);
+      }),
   };
 }
 
 async function client(cardBase: string, binding: 'GRPC' | 'JSONRPC'): Promise<A2AClient.Client> {
   const { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } = sdkClient;
   const card = await new DefaultAgentCardResolver().resolve(cardBase);
-  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-    preferredTransports: [binding],
-    transports: [new sdkGrpcClient.GrpcTransportFactory(), new JsonRpcTransportFactory()],
-  }));
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      preferredTransports: [binding],
+      transports: [new sdkGrpcClient.GrpcTransportFactory(), new JsonRpcTransportFactory()],
+    }),
+  );
   const bound = card.supportedInterfaces.filter((i) => i.protocolBinding === binding);
   if (bound.length === 0) throw new Error(`${cardBase} has no ${binding} interface`);
   return factory.createFromAgentCard({ ...card, supportedInterfaces: bound });
@@ -164,7 +208,16 @@ async function client(cardBase: string, binding: 'GRPC' | 'JSONRPC'): Promise<A2
 
 const message = (text = 'bench'): A2A.SendMessageRequest => ({
   tenant: '',
-  message: { messageId: crypto.randomUUID(), contextId: '', taskId: '', role: sdk.Role.ROLE_USER, parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }], metadata: undefined, extensions: [], referenceTaskIds: [] },
+  message: {
+    messageId: crypto.randomUUID(),
+    contextId: '',
+    taskId: '',
+    role: sdk.Role.ROLE_USER,
+    parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  },
   configuration: undefined,
   metadata: undefined,
 });
@@ -182,7 +235,12 @@ async function main(): Promise<void> {
   const agent = await startAgent();
   const guardian = await startChild('guardian-child.js', { PORT: '0' });
   const proxy = await startChild('proxy-child.js', {
-    UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', GRPC_PORT: '0',
+    UPSTREAM_URL: agent.origin,
+    GUARDIAN_URL: guardian.url,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    ADMIN_PORT: '0',
+    GRPC_PORT: '0',
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
   });
   const clients: Record<PathName, A2AClient.Client> = {
@@ -224,20 +282,22 @@ async function main(): Promise<void> {
   const addedJson = m('jsonrpc proxy') - m('jsonrpc direct');
   const cpuGrpc = median(cpuPerCall['grpc proxy']);
   const cpuJson = median(cpuPerCall['jsonrpc proxy']);
-  process.stdout.write([
-    `a2a-guard gRPC binding, ${ROUNDS} rounds x ${SEQ} sequential SendMessage per path (medians over rounds)`,
-    '',
-    '| path | latency median (us) | p90 (us) |',
-    '|---|---|---|',
-    ...rows,
-    '',
-    '| binding | latency added by a2a-guard (us) | a2a-guard CPU per call (us) |',
-    '|---|---|---|',
-    `| gRPC | ${addedGrpc.toFixed(0)} | ${cpuGrpc.toFixed(0)} |`,
-    `| JSON-RPC | ${addedJson.toFixed(0)} | ${cpuJson.toFixed(0)} |`,
-    `| ratio gRPC / JSON-RPC | ${(addedGrpc / addedJson).toFixed(2)} | ${(cpuGrpc / cpuJson).toFixed(2)} |`,
-    '',
-  ].join('\n'));
+  process.stdout.write(
+    [
+      `a2a-guard gRPC binding, ${ROUNDS} rounds x ${SEQ} sequential SendMessage per path (medians over rounds)`,
+      '',
+      '| path | latency median (us) | p90 (us) |',
+      '|---|---|---|',
+      ...rows,
+      '',
+      '| binding | latency added by a2a-guard (us) | a2a-guard CPU per call (us) |',
+      '|---|---|---|',
+      `| gRPC | ${addedGrpc.toFixed(0)} | ${cpuGrpc.toFixed(0)} |`,
+      `| JSON-RPC | ${addedJson.toFixed(0)} | ${cpuJson.toFixed(0)} |`,
+      `| ratio gRPC / JSON-RPC | ${(addedGrpc / addedJson).toFixed(2)} | ${(cpuGrpc / cpuJson).toFixed(2)} |`,
+      '',
+    ].join('\n'),
+  );
 
   if (STREAM_ROUNDS > 0) await streamPhase(agent.origin);
 
@@ -246,7 +306,11 @@ async function main(): Promise<void> {
   await agent.close();
   if (PROFILE_DIR !== undefined) {
     await proxyExited;
-    const file = fs.readdirSync(PROFILE_DIR).filter((f) => f.endsWith('.cpuprofile')).sort().at(-1);
+    const file = fs
+      .readdirSync(PROFILE_DIR)
+      .filter((f) => f.endsWith('.cpuprofile'))
+      .sort()
+      .at(-1);
     if (file !== undefined) process.stdout.write(`${JSON.stringify(summarizeProfile(path.join(PROFILE_DIR, file), 25), null, 1)}\n`);
   }
   process.exit(0);
@@ -259,8 +323,15 @@ const STREAM_PATHS: readonly StreamPath[] = ['grpc direct', 'grpc inspected', 'j
 async function streamPhase(agentOrigin: string): Promise<void> {
   const slowGuardian = await startChild('guardian-child.js', { PORT: '0', DELAY_MS: String(SLOW_GUARDIAN_MS) });
   const inspecting = await startChild('proxy-child.js', {
-    UPSTREAM_URL: agentOrigin, GUARDIAN_URL: slowGuardian.url, PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', GRPC_PORT: '0',
-    INSPECT_RESPONSES: 'true', PUSH_RELAY_PORT: '0', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+    UPSTREAM_URL: agentOrigin,
+    GUARDIAN_URL: slowGuardian.url,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    ADMIN_PORT: '0',
+    GRPC_PORT: '0',
+    INSPECT_RESPONSES: 'true',
+    PUSH_RELAY_PORT: '0',
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
   });
   const clients: Record<StreamPath, A2AClient.Client> = {
     'grpc direct': await client(agentOrigin, 'GRPC'),
@@ -287,18 +358,20 @@ async function streamPhase(agentOrigin: string): Promise<void> {
     process.stderr.write(`stream round ${round + 1}/${STREAM_ROUNDS}\n`);
   }
   const budget = STREAM_EVENTS * SLOW_GUARDIAN_MS;
-  process.stdout.write([
-    `inspected streams: ${STREAM_ROUNDS} rounds x 1 SendStreamingMessage "stream ${STREAM_EVENTS}" (${STREAM_EVENTS + 2} messages) per path;`,
-    `guardian answers after ${SLOW_GUARDIAN_MS} ms; events x latency = ${STREAM_EVENTS} x ${SLOW_GUARDIAN_MS} ms = ${budget} ms (HTTP target <= 0.4x)`,
-    '',
-    '| path | stream median (ms) | min (ms) | max (ms) | x events x latency | guardian calls / stream |',
-    '|---|---|---|---|---|---|',
-    ...STREAM_PATHS.map((p) => {
-      const d = durations[p];
-      return `| ${p} | ${median(d).toFixed(1)} | ${Math.min(...d).toFixed(1)} | ${Math.max(...d).toFixed(1)} | ${p.endsWith('inspected') ? `${(median(d) / budget).toFixed(2)}x` : '—'} | ${median(decisions[p])} |`;
-    }),
-    '',
-  ].join('\n'));
+  process.stdout.write(
+    [
+      `inspected streams: ${STREAM_ROUNDS} rounds x 1 SendStreamingMessage "stream ${STREAM_EVENTS}" (${STREAM_EVENTS + 2} messages) per path;`,
+      `guardian answers after ${SLOW_GUARDIAN_MS} ms; events x latency = ${STREAM_EVENTS} x ${SLOW_GUARDIAN_MS} ms = ${budget} ms (HTTP target <= 0.4x)`,
+      '',
+      '| path | stream median (ms) | min (ms) | max (ms) | x events x latency | guardian calls / stream |',
+      '|---|---|---|---|---|---|',
+      ...STREAM_PATHS.map((p) => {
+        const d = durations[p];
+        return `| ${p} | ${median(d).toFixed(1)} | ${Math.min(...d).toFixed(1)} | ${Math.max(...d).toFixed(1)} | ${p.endsWith('inspected') ? `${(median(d) / budget).toFixed(2)}x` : '—'} | ${median(decisions[p])} |`;
+      }),
+      '',
+    ].join('\n'),
+  );
   for (const c of [inspecting, slowGuardian]) c.proc.kill('SIGTERM');
 }
 

@@ -26,9 +26,8 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
       return void res.end(body);
     }
-    const result = method === 'ping'
-      ? { status: 'connected', version: 'bench-guardian', timestamp: new Date().toISOString() }
-      : { decision: 'allow', message: 'ok' };
+    const result =
+      method === 'ping' ? { status: 'connected', version: 'bench-guardian', timestamp: new Date().toISOString() } : { decision: 'allow', message: 'ok' };
     if (method !== 'ping') decisions++;
     const body = JSON.stringify({ jsonrpc: '2.0', id, result });
     const send = () => {

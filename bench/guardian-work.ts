@@ -39,7 +39,12 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const POLICY = path.join(__dirname, '..', '..', 'config', 'policy.json');
 const TMP = fs.mkdtempSync(path.join(os.tmpdir(), 'a2a-guard-bench-guardian-'));
 
-const message = (parts: unknown[]): JsonObject => ({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm', role: 'user', parts } } });
+const message = (parts: unknown[]): JsonObject => ({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'message/send',
+  params: { message: { kind: 'message', messageId: 'm', role: 'user', parts } },
+});
 const fill = (unit: string, bytes = SIZE) => unit.repeat(Math.floor(bytes / unit.length));
 const nest = (depth: number, leaf: unknown): unknown => (depth === 0 ? leaf : [nest(depth - 1, leaf)]);
 
@@ -49,7 +54,10 @@ const CASES: ReadonlyArray<[string, () => JsonObject]> = [
   ['digits only', () => message([{ kind: 'text', text: fill('4') }])],
   ['text nested 55 arrays deep', () => message([{ kind: 'text', text: nest(55, fill('1 ')) }])],
   ['many small strings in a text', () => message([{ kind: 'text', text: Array.from({ length: Math.floor(SIZE / 6) }, () => '1 1') }])],
-  ['data keys that mask to one name', () => message([{ kind: 'data', data: Object.fromEntries(Array.from({ length: Math.floor(SIZE / 20) }, (_, i) => [`a${i}@x.io`, 1])) }])],
+  [
+    'data keys that mask to one name',
+    () => message([{ kind: 'data', data: Object.fromEntries(Array.from({ length: Math.floor(SIZE / 20) }, (_, i) => [`a${i}@x.io`, 1])) }]),
+  ],
   ['e-mail addresses (all masked)', () => message([{ kind: 'text', text: fill('a@b.co ') }])],
 ];
 
@@ -120,7 +128,10 @@ function engineCpu(): void {
 async function guardianAlone(): Promise<void> {
   const small = buildEnvelope({ method: 'message/send', payload: message([{ kind: 'text', text: 'hello, write to a@b.co' }]), context: CONTEXT });
   const smallBody = envelopeJson(small, JSON.stringify(small.params.payload), JSON.stringify(CONTEXT));
-  for (const [label, opts] of [['with the worker (the default)', {}], ['every envelope judged in place', { inlineMaxChars: Infinity }]] as const) {
+  for (const [label, opts] of [
+    ['with the worker (the default)', {}],
+    ['every envelope judged in place', { inlineMaxChars: Infinity }],
+  ] as const) {
     console.log(`## 2. the embedded guardian alone, ${label}: one hostile envelope, small decisions asked every ms meanwhile (median of ${ROUNDS} rounds)`);
     const guardian = embeddedGuardian(POLICY, { timeoutMs: 600_000, ...opts });
     // The worker starts on the first large envelope: start it before measuring.
@@ -164,7 +175,9 @@ async function guardianAlone(): Promise<void> {
         stalls.push(h.max / 1e6);
         worst.push(Math.max(...latencies));
       }
-      console.log(`  ${name} (${(body.length / MiB).toFixed(1)} MiB): stall max ${f1(median(stalls))} ms [rounds: ${stalls.map(f1).join(', ')}]; slowest small decision ${f1(median(worst))} ms (${decision})`);
+      console.log(
+        `  ${name} (${(body.length / MiB).toFixed(1)} MiB): stall max ${f1(median(stalls))} ms [rounds: ${stalls.map(f1).join(', ')}]; slowest small decision ${f1(median(worst))} ms (${decision})`,
+      );
     }
     guardian.close();
   }
@@ -177,12 +190,16 @@ async function endToEnd(upstreamUrl: string): Promise<void> {
   const setups: ReadonlyArray<[string, Record<string, string>, EmbeddedOptions | undefined]> = [
     ['embedded guardian (the default: large envelopes on the worker)', {}, {}],
     ['embedded guardian, every envelope judged in place', {}, { inlineMaxChars: Infinity }],
-    ['remote guardian answering allow at once (the proxy\'s own work)', { GUARDIAN_URL: instantUrl }, undefined],
+    ["remote guardian answering allow at once (the proxy's own work)", { GUARDIAN_URL: instantUrl }, undefined],
   ];
   for (const [label, env, opts] of setups) {
     console.log(`## 3. end to end, ${label}: one hostile call, a small caller meanwhile (median of ${ROUNDS} rounds)`);
     const config = configFrom({ UPSTREAM_URL: upstreamUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', GUARDIAN_TIMEOUT_MS: '600000', ...env });
-    const proxy: ProxyInstance = await startProxy({ config, logger: createLogger('silent'), ...(opts === undefined ? {} : { guardian: embeddedGuardian(POLICY, { timeoutMs: 600_000, ...opts }) }) });
+    const proxy: ProxyInstance = await startProxy({
+      config,
+      logger: createLogger('silent'),
+      ...(opts === undefined ? {} : { guardian: embeddedGuardian(POLICY, { timeoutMs: 600_000, ...opts }) }),
+    });
     const url = `${proxy.url}/a2a/jsonrpc`;
     const warm = path.join(TMP, 'warm.json');
     fs.writeFileSync(warm, JSON.stringify(message([{ kind: 'text', text: fill('x', 200_000) }])));
@@ -205,7 +222,9 @@ async function endToEnd(upstreamUrl: string): Promise<void> {
         stalls.push(h.max / 1e6);
         worst.push(Math.max(...latencies));
       }
-      console.log(`  ${name} (${(fs.statSync(file).size / MiB).toFixed(1)} MiB): stall max ${f1(median(stalls))} ms [rounds: ${stalls.map(f1).join(', ')}]; slowest small call ${f1(median(worst))} ms (hostile call: ${status})`);
+      console.log(
+        `  ${name} (${(fs.statSync(file).size / MiB).toFixed(1)} MiB): stall max ${f1(median(stalls))} ms [rounds: ${stalls.map(f1).join(', ')}]; slowest small call ${f1(median(worst))} ms (hostile call: ${status})`,
+      );
     }
     await proxy.close();
   }
@@ -221,7 +240,10 @@ const http = require('node:http'); const agent = new http.Agent({ keepAlive: tru
 const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 's', role: 'user', parts: [{ kind: 'text', text: 'hello, write to a@b.co' }] } } });
 const one = () => new Promise((resolve) => http.request(process.argv[1], { method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => { res.resume(); res.on('end', resolve); }).end(body));
 (async () => { for (let i = 0; i < Number(process.argv[2]); i++) await one(); console.log('done'); process.exit(0); })();`;
-  for (const [label, opts] of [['judged in place (the default for small envelopes)', {}], ['judged on the worker', { inlineMaxChars: 0 }]] as const) {
+  for (const [label, opts] of [
+    ['judged in place (the default for small envelopes)', {}],
+    ['judged on the worker', { inlineMaxChars: 0 }],
+  ] as const) {
     const samples: number[] = [];
     for (let r = 0; r < ROUNDS; r++) {
       const config = configFrom({ UPSTREAM_URL: upstreamUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', GUARDIAN_TIMEOUT_MS: '60000' });
@@ -254,7 +276,10 @@ async function main(): Promise<void> {
   fs.rmSync(TMP, { recursive: true, force: true });
 }
 
-main().then(() => process.exit(0), (err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -36,16 +36,28 @@ function drain(req: http.IncomingMessage): Promise<Buffer> {
 
 function post(url: string, body: Buffer, headers: Record<string, string> = {}): Promise<number> {
   return new Promise((resolve) => {
-    const req = http.request(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': body.length, ...headers } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = http.request(
+      url,
+      { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': body.length, ...headers } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', () => resolve(0));
     req.end(body);
   });
 }
 
-const call = (text: string) => Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text }] } } }));
+const call = (text: string) =>
+  Buffer.from(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'message/send',
+      params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text }] } },
+    }),
+  );
 
 async function main(): Promise<void> {
   const delayMs = Number(process.env.GUARDIAN_DELAY_MS ?? 3000);
@@ -61,7 +73,16 @@ async function main(): Promise<void> {
   });
 
   const start = async (env: Record<string, string>): Promise<ProxyInstance> => {
-    const config = configFrom({ UPSTREAM_URL: upstream.url, GUARDIAN_URL: guardian.url, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', GUARDIAN_TIMEOUT_MS: '60000', REST_BASE_PATHS: '/a2a/rest', ...env });
+    const config = configFrom({
+      UPSTREAM_URL: upstream.url,
+      GUARDIAN_URL: guardian.url,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'silent',
+      GUARDIAN_TIMEOUT_MS: '60000',
+      REST_BASE_PATHS: '/a2a/rest',
+      ...env,
+    });
     return startProxy({ config, logger: createLogger('silent') });
   };
 
@@ -84,10 +105,12 @@ async function main(): Promise<void> {
     clearInterval(sampler);
     const admitted = statuses.filter((s) => s === 200).length;
     const inFlight = admitted * body.length;
-    console.log(`in-flight memory, budget ${Number(budget) / MiB} MiB: ${calls} x ${(body.length / MiB).toFixed(1)} MiB calls, ${admitted} admitted, ${calls - admitted} told to retry (503); ` +
-      `peak RSS +${((peak - before) / MiB).toFixed(0)} MiB for ${(inFlight / MiB).toFixed(0)} MiB admitted = ${((peak - before) / Math.max(1, inFlight)).toFixed(2)} bytes of RSS per in-flight byte ` +
-      `(the client's own copies of the bodies included: ${((calls * body.length) / MiB).toFixed(0)} MiB); ` +
-      `peak budget held ${(peakHeld / MiB).toFixed(0)} MiB = ${((peak - before) / Math.max(1, peakHeld)).toFixed(2)} bytes of RSS per budget byte`);
+    console.log(
+      `in-flight memory, budget ${Number(budget) / MiB} MiB: ${calls} x ${(body.length / MiB).toFixed(1)} MiB calls, ${admitted} admitted, ${calls - admitted} told to retry (503); ` +
+        `peak RSS +${((peak - before) / MiB).toFixed(0)} MiB for ${(inFlight / MiB).toFixed(0)} MiB admitted = ${((peak - before) / Math.max(1, inFlight)).toFixed(2)} bytes of RSS per in-flight byte ` +
+        `(the client's own copies of the bodies included: ${((calls * body.length) / MiB).toFixed(0)} MiB); ` +
+        `peak budget held ${(peakHeld / MiB).toFixed(0)} MiB = ${((peak - before) / Math.max(1, peakHeld)).toFixed(2)} bytes of RSS per budget byte`,
+    );
     await proxy.close();
   }
 
@@ -98,7 +121,9 @@ async function main(): Promise<void> {
   for (let i = 0; i < 600; i++) layered = zlib.gzipSync(layered, { level: 0 });
   const bomb = zlib.gzipSync(Buffer.alloc(9 * MiB, 0x20));
   const deep = Buffer.from(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":${'['.repeat(500_000)}${']'.repeat(500_000)}}`);
-  const manyKeys = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: Object.fromEntries(Array.from({ length: 300_000 }, (_, i) => [`k${i}`, i])) }));
+  const manyKeys = Buffer.from(
+    JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: Object.fromEntries(Array.from({ length: 300_000 }, (_, i) => [`k${i}`, i])) }),
+  );
   const cases: [string, Buffer, Record<string, string>, string][] = [
     ['600 stacked gzip layers', layered, { 'content-encoding': Array(600).fill('gzip').join(', ') }, '/a2a/jsonrpc'],
     ['9 MiB gzip bomb (one layer, 9 KiB on the wire)', bomb, { 'content-encoding': 'gzip' }, '/a2a/jsonrpc'],
@@ -118,7 +143,10 @@ async function main(): Promise<void> {
   guardian.server.close();
 }
 
-main().then(() => process.exit(0), (err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

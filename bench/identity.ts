@@ -35,14 +35,30 @@ export async function identityPhase(agent: Child, guardian: Child, pin: Pinning,
   try {
     for (const signed of [false, true]) {
       const name = signed ? 'pair, signed assertions' : 'pair, no assertions';
-      const server = await startChild(`${name} (server)`, 'proxy-child.js', {
-        ...base, ROLE: 'server', UPSTREAM_URL: agent.url,
-        ...(signed ? { IDENTITY_POLICY: 'required', ASSERTION_TRUST_JWKS_FILE: trustFile, ASSERTION_AUDIENCE: audience } : { IDENTITY_POLICY: 'optional' }),
-      }, pin.proxy);
-      const client = await startChild(`${name} (client)`, 'proxy-child.js', {
-        ...base, ROLE: 'client', UPSTREAM_URL: server.url, OBSERVED_AGENT_ID: 'bench-client', OBSERVED_AGENT_NAME: 'Bench client',
-        ...(signed ? { ASSERTION_SIGNING_KEY_FILE: keyFile, ASSERTION_AUDIENCE: audience } : {}),
-      }, pin.proxy);
+      const server = await startChild(
+        `${name} (server)`,
+        'proxy-child.js',
+        {
+          ...base,
+          ROLE: 'server',
+          UPSTREAM_URL: agent.url,
+          ...(signed ? { IDENTITY_POLICY: 'required', ASSERTION_TRUST_JWKS_FILE: trustFile, ASSERTION_AUDIENCE: audience } : { IDENTITY_POLICY: 'optional' }),
+        },
+        pin.proxy,
+      );
+      const client = await startChild(
+        `${name} (client)`,
+        'proxy-child.js',
+        {
+          ...base,
+          ROLE: 'client',
+          UPSTREAM_URL: server.url,
+          OBSERVED_AGENT_ID: 'bench-client',
+          OBSERVED_AGENT_NAME: 'Bench client',
+          ...(signed ? { ASSERTION_SIGNING_KEY_FILE: keyFile, ASSERTION_AUDIENCE: audience } : {}),
+        },
+        pin.proxy,
+      );
       pairs.push({ name, client, server });
     }
     for (const pr of pairs) {
@@ -74,19 +90,50 @@ export async function identityPhase(agent: Child, guardian: Child, pin: Pinning,
     }
     const [plain, signed] = pairs.map((pr) => rows.get(pr.name) as Row) as [Row, Row];
     const md = (row: Row, k: 'rps' | 'p50' | 'p99' | 'clientCpu' | 'serverCpu' | 'seqP50') => median(row[k]);
-    lines.push(`## identity assertions: sidecar pair (ROLE=client -> ROLE=server), ES256, ${o.connections} connections x ${o.amount} requests x ${o.rounds} rounds + ${o.seq} sequential per round`);
+    lines.push(
+      `## identity assertions: sidecar pair (ROLE=client -> ROLE=server), ES256, ${o.connections} connections x ${o.amount} requests x ${o.rounds} rounds + ${o.seq} sequential per round`,
+    );
     lines.push('');
-    lines.push(table(['pair', 'req/s', 'p50 ms', 'p99 ms', 'p50 ms without load', 'client sidecar CPU µs/req', 'server sidecar CPU µs/req'],
-      ([[pairs[0]?.name ?? '', plain], [pairs[1]?.name ?? '', signed]] as const).map(([n, row]) => [n, f(md(row, 'rps'), 0), f(md(row, 'p50')), f(md(row, 'p99')),
-        f(md(row, 'seqP50'), 3), f(md(row, 'clientCpu'), 1), f(md(row, 'serverCpu'), 1)])));
+    lines.push(
+      table(
+        ['pair', 'req/s', 'p50 ms', 'p99 ms', 'p50 ms without load', 'client sidecar CPU µs/req', 'server sidecar CPU µs/req'],
+        (
+          [
+            [pairs[0]?.name ?? '', plain],
+            [pairs[1]?.name ?? '', signed],
+          ] as const
+        ).map(([n, row]) => [
+          n,
+          f(md(row, 'rps'), 0),
+          f(md(row, 'p50')),
+          f(md(row, 'p99')),
+          f(md(row, 'seqP50'), 3),
+          f(md(row, 'clientCpu'), 1),
+          f(md(row, 'serverCpu'), 1),
+        ]),
+      ),
+    );
     lines.push('');
-    lines.push(table(['signed / no assertions', 'req/s', 'p50', 'p99', 'client CPU/req', 'server CPU/req', 'pair CPU/req'], [[
-      'ratio', fx(md(signed, 'rps') / md(plain, 'rps')), fx(md(signed, 'p50') / md(plain, 'p50')), fx(md(signed, 'p99') / md(plain, 'p99')),
-      fx(md(signed, 'clientCpu') / md(plain, 'clientCpu')), fx(md(signed, 'serverCpu') / md(plain, 'serverCpu')),
-      fx((md(signed, 'clientCpu') + md(signed, 'serverCpu')) / (md(plain, 'clientCpu') + md(plain, 'serverCpu'))),
-    ]]));
-    lines.push(`added CPU per call: signing ${signU(md(signed, 'clientCpu') - md(plain, 'clientCpu'), 'µs', 1)} (client sidecar), verifying ${signU(md(signed, 'serverCpu') - md(plain, 'serverCpu'), 'µs', 1)} (server sidecar); ` +
-      `added p50 without load ${signU(md(signed, 'seqP50') - md(plain, 'seqP50'), 'ms')} (signing overlaps the guardian call, verifying overlaps the body read)`);
+    lines.push(
+      table(
+        ['signed / no assertions', 'req/s', 'p50', 'p99', 'client CPU/req', 'server CPU/req', 'pair CPU/req'],
+        [
+          [
+            'ratio',
+            fx(md(signed, 'rps') / md(plain, 'rps')),
+            fx(md(signed, 'p50') / md(plain, 'p50')),
+            fx(md(signed, 'p99') / md(plain, 'p99')),
+            fx(md(signed, 'clientCpu') / md(plain, 'clientCpu')),
+            fx(md(signed, 'serverCpu') / md(plain, 'serverCpu')),
+            fx((md(signed, 'clientCpu') + md(signed, 'serverCpu')) / (md(plain, 'clientCpu') + md(plain, 'serverCpu'))),
+          ],
+        ],
+      ),
+    );
+    lines.push(
+      `added CPU per call: signing ${signU(md(signed, 'clientCpu') - md(plain, 'clientCpu'), 'µs', 1)} (client sidecar), verifying ${signU(md(signed, 'serverCpu') - md(plain, 'serverCpu'), 'µs', 1)} (server sidecar); ` +
+        `added p50 without load ${signU(md(signed, 'seqP50') - md(plain, 'seqP50'), 'ms')} (signing overlaps the guardian call, verifying overlaps the body read)`,
+    );
     if (plain.bad + signed.bad > 0) lines.push(`WARNING: ${plain.bad} / ${signed.bad} failed requests (no assertions / signed)`);
     lines.push('');
   } finally {

@@ -38,7 +38,9 @@ interface Subject {
 async function countRun(s: Subject, warm: number, calls: number, connections: number, dir: string): Promise<number> {
   const out = path.join(dir, `callgrind.${s.name.replace(/[^a-z0-9]+/gi, '-')}.${warm}.${calls}.out`);
   const p = spawn('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', `--callgrind-out-file=${out}`, process.execPath, s.script], {
-    env: { ...process.env, ...s.env }, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], cwd: path.dirname(s.script),
+    env: { ...process.env, ...s.env },
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    cwd: path.dirname(s.script),
   });
   let stderr = '';
   p.stderr?.on('data', (c: Buffer) => {
@@ -66,9 +68,17 @@ async function countRun(s: Subject, warm: number, calls: number, connections: nu
   return Number(total);
 }
 
-export async function instructionsPhase(agentUrl: string, guardianUrl: string, proxyEnv: Record<string, string>, compare: string | undefined,
-  opts: { readonly warm: number; readonly calls: number; readonly connections: number }): Promise<InstructionsResult> {
-  const lines = [`## user-space instructions per unary call (valgrind callgrind; warm-up ${opts.warm} calls subtracted, ${opts.calls} calls counted, ${opts.connections} connections)`, ''];
+export async function instructionsPhase(
+  agentUrl: string,
+  guardianUrl: string,
+  proxyEnv: Record<string, string>,
+  compare: string | undefined,
+  opts: { readonly warm: number; readonly calls: number; readonly connections: number },
+): Promise<InstructionsResult> {
+  const lines = [
+    `## user-space instructions per unary call (valgrind callgrind; warm-up ${opts.warm} calls subtracted, ${opts.calls} calls counted, ${opts.connections} connections)`,
+    '',
+  ];
   const probe = spawnSync('valgrind', ['--version'], { encoding: 'utf8' });
   if (probe.error !== undefined || probe.status !== 0) {
     lines.push('skipped: valgrind is not installed (apt-get install valgrind), so nothing was counted');
@@ -97,12 +107,20 @@ export async function instructionsPhase(agentUrl: string, guardianUrl: string, p
   }
   const base = perCall.get('baseline') as number;
   const k = (v: number) => `${Math.round(v / 1000).toLocaleString('en-US')} k`;
-  lines.push(table(['subject', 'instructions per call', 'vs baseline', 'totals: warm-up run / full run'], subjects.map((s) => {
-    const v = perCall.get(s.name) as number;
-    return [s.name, k(v), fx(v / base), totals.get(s.name) as string];
-  })));
+  lines.push(
+    table(
+      ['subject', 'instructions per call', 'vs baseline', 'totals: warm-up run / full run'],
+      subjects.map((s) => {
+        const v = perCall.get(s.name) as number;
+        return [s.name, k(v), fx(v / base), totals.get(s.name) as string];
+      }),
+    ),
+  );
   // Two processes do not warm up alike (when V8 compiles, when GCs fall): the same code has given figures ~25 % apart.
-  lines.push('', 'one pair of runs per subject: differences under ~25 % between subjects are within run-to-run variation; repeat the phase before reading them');
+  lines.push(
+    '',
+    'one pair of runs per subject: differences under ~25 % between subjects are within run-to-run variation; repeat the phase before reading them',
+  );
   const ratio = (perCall.get('a2a-guard') as number) / base;
   lines.push('', `target: a2a-guard <= 1.0x the minimal undici proxy: ${fx(ratio)} ${verdict(ratio, ratio <= 1.0)}`);
   return { lines, ratio };

@@ -43,7 +43,17 @@ export function serveIpc(url: string, count: () => number = () => 0): void {
     if (m?.t !== 'stats') return;
     const cpu = process.cpuUsage();
     const mem = process.memoryUsage();
-    const reply: StatsReply = { t: 'stats', seq: m.seq, user: cpu.user, system: cpu.system, rss: mem.rss, heapUsed: mem.heapUsed, heapTotal: mem.heapTotal, external: mem.external, count: count() };
+    const reply: StatsReply = {
+      t: 'stats',
+      seq: m.seq,
+      user: cpu.user,
+      system: cpu.system,
+      rss: mem.rss,
+      heapUsed: mem.heapUsed,
+      heapTotal: mem.heapTotal,
+      external: mem.external,
+      count: count(),
+    };
     send(reply);
   });
   process.on('disconnect', () => process.exit(0));

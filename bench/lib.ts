@@ -58,14 +58,21 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 }
 
 /** `node [nodeArgs] script`, under `taskset -c cores` when given. */
-export function spawnNode(script: string, extraEnv: Record<string, string | undefined>, cores: string | undefined, nodeArgs: string[] = [], stdio: 'ipc' | 'plain' = 'ipc'): ChildProcess {
+export function spawnNode(
+  script: string,
+  extraEnv: Record<string, string | undefined>,
+  cores: string | undefined,
+  nodeArgs: string[] = [],
+  stdio: 'ipc' | 'plain' = 'ipc',
+): ChildProcess {
   const args = [...nodeArgs, script];
   const e = { ...env, ...extraEnv };
   for (const k of Object.keys(e)) if (e[k] === undefined) delete e[k];
   const io = stdio === 'ipc' ? (['ignore', 'ignore', 'pipe', 'ipc'] as const) : (['ignore', 'ignore', 'pipe'] as const);
-  const proc = cores === undefined
-    ? spawn(process.execPath, args, { env: e, stdio: [...io], cwd: ROOT })
-    : spawn('taskset', ['-c', cores, process.execPath, ...args], { env: e, stdio: [...io], cwd: ROOT });
+  const proc =
+    cores === undefined
+      ? spawn(process.execPath, args, { env: e, stdio: [...io], cwd: ROOT })
+      : spawn('taskset', ['-c', cores, process.execPath, ...args], { env: e, stdio: [...io], cwd: ROOT });
   live.add(proc);
   proc.once('exit', () => live.delete(proc));
   return proc;
@@ -104,26 +111,28 @@ export function startChild(name: string, file: string, extraEnv: Record<string, 
         name,
         url: m.url,
         proc,
-        stats: () => new Promise<StatsReply>((res, rej) => {
-          if (exited) return rej(new Error(`${name} is not running\n${stderr}`));
-          const s = ++seq;
-          const t = setTimeout(() => rej(new Error(`${name} did not answer a stats request`)), 30_000);
-          pending.set(s, (r) => {
-            clearTimeout(t);
-            res(r);
-          });
-          const req: StatsRequest = { t: 'stats', seq: s };
-          proc.send(req);
-        }),
-        stop: () => new Promise<void>((res) => {
-          expectedExit = true;
-          if (exited) return res();
-          exitWaiters.push(res);
-          proc.kill('SIGTERM');
-          setTimeout(() => {
-            if (!exited) proc.kill('SIGKILL');
-          }, 10_000).unref();
-        }),
+        stats: () =>
+          new Promise<StatsReply>((res, rej) => {
+            if (exited) return rej(new Error(`${name} is not running\n${stderr}`));
+            const s = ++seq;
+            const t = setTimeout(() => rej(new Error(`${name} did not answer a stats request`)), 30_000);
+            pending.set(s, (r) => {
+              clearTimeout(t);
+              res(r);
+            });
+            const req: StatsRequest = { t: 'stats', seq: s };
+            proc.send(req);
+          }),
+        stop: () =>
+          new Promise<void>((res) => {
+            expectedExit = true;
+            if (exited) return res();
+            exitWaiters.push(res);
+            proc.kill('SIGTERM');
+            setTimeout(() => {
+              if (!exited) proc.kill('SIGKILL');
+            }, 10_000).unref();
+          }),
       });
     });
   });
@@ -178,7 +187,14 @@ export function choosePinning(cores: number): Pinning {
     return { load: '0', proxy: '1', agent: '2', guardian: '3', all, text: 'taskset: load generator core 0, proxy core 1, agent core 2, guardian core 3' };
   }
   const rest = cores === 2 ? '1' : `1-${cores - 1}`;
-  return { load: '0', proxy: rest, agent: rest, guardian: rest, all, text: `taskset: load generator on core 0; agent, guardian and proxy share core(s) ${rest}` };
+  return {
+    load: '0',
+    proxy: rest,
+    agent: rest,
+    guardian: rest,
+    all,
+    text: `taskset: load generator on core 0; agent, guardian and proxy share core(s) ${rest}`,
+  };
 }
 
 /** Move a running process (all its threads) to other cores; false when pinning is off. */

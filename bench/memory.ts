@@ -24,10 +24,17 @@ export interface MemoryOptions {
 
 export type MemorySubject = 'baseline' | 'a2a-guard';
 
-async function once(subject: MemorySubject, env: Record<string, string>, pin: Pinning, o: MemoryOptions, body: string): Promise<{ perByte: number; peak: number; bad: number }> {
-  const c = subject === 'baseline'
-    ? await startChild('baseline (memory)', 'baseline-proxy.js', env, pin.proxy)
-    : await startChild('a2a-guard (memory)', 'proxy-child.js', env, pin.proxy);
+async function once(
+  subject: MemorySubject,
+  env: Record<string, string>,
+  pin: Pinning,
+  o: MemoryOptions,
+  body: string,
+): Promise<{ perByte: number; peak: number; bad: number }> {
+  const c =
+    subject === 'baseline'
+      ? await startChild('baseline (memory)', 'baseline-proxy.js', env, pin.proxy)
+      : await startChild('a2a-guard (memory)', 'proxy-child.js', env, pin.proxy);
   try {
     await loadRound(c.url, 200, o.connections);
     await sleep(1000);
@@ -54,7 +61,11 @@ async function once(subject: MemorySubject, env: Record<string, string>, pin: Pi
   }
 }
 
-export async function memoryPhase(o: MemoryOptions, envOf: (s: MemorySubject) => Record<string, string>, pin: Pinning): Promise<Map<MemorySubject, MemoryResult>> {
+export async function memoryPhase(
+  o: MemoryOptions,
+  envOf: (s: MemorySubject) => Record<string, string>,
+  pin: Pinning,
+): Promise<Map<MemorySubject, MemoryResult>> {
   progress(`phase: large bodies (${(o.bodyBytes / 1048576).toFixed(1)} MB x ${o.requests} requests, ${o.connections} connections, ${o.rounds} rounds)`);
   const body = unaryBody('x'.repeat(o.bodyBytes), 'bench-big');
   const out = new Map<MemorySubject, { perByte: number[]; peakDelta: number[]; bad: number }>([

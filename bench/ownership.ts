@@ -91,17 +91,26 @@ function rpc(base: string, body: object): Promise<{ ms: number; json: Record<str
   const data = JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const req = http.request(`${base}/a2a/jsonrpc`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ ms: performance.now() - t0, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> }));
-    });
+    const req = http.request(
+      `${base}/a2a/jsonrpc`,
+      { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ ms: performance.now() - t0, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> }));
+      },
+    );
     req.on('error', reject);
     req.end(data);
   });
 }
 
-const send = (i: number) => ({ jsonrpc: '2.0', id: i, method: 'message/send', params: { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'hello' }] } } });
+const send = (i: number) => ({
+  jsonrpc: '2.0',
+  id: i,
+  method: 'message/send',
+  params: { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'hello' }] } },
+});
 const get = (i: number, id: string) => ({ jsonrpc: '2.0', id: i, method: 'tasks/get', params: { id } });
 
 /** A task id as JSON.parse hands it over: one flat string. */
@@ -147,7 +156,9 @@ async function latencyPhase(proxies: Array<{ name: string; proxy: ProxyInstance 
     const x = rounds[name] as { send: number[]; get: number[] };
     const s = median(x.send);
     const g = median(x.get);
-    console.log(`| ${name} | ${s.toFixed(3)} | ${name === 'off' ? '—' : fmt(s - median(off.send))} | ${g.toFixed(3)} | ${name === 'off' ? '—' : fmt(g - median(off.get))} |`);
+    console.log(
+      `| ${name} | ${s.toFixed(3)} | ${name === 'off' ? '—' : fmt(s - median(off.send))} | ${g.toFixed(3)} | ${name === 'off' ? '—' : fmt(g - median(off.get))} |`,
+    );
   }
 }
 
@@ -162,7 +173,8 @@ async function memoryPhase(redisUrl: string | undefined, redisPort: number | und
     const before = process.memoryUsage().heapUsed;
     // Ids as the pipeline holds them (parsed from the agent's JSON answer; randomUUID() itself returns a
     // string of ~20 concatenated pieces, ~490 bytes), and the owner key built anew per call, as the pipeline does.
-    for (let i = 0; i < TASKS; i++) await store.claim([`t:${parsedId()}`, `c:${parsedId()}`], ownerKey({ source: 'assertion', issuer: 'sidecar-2026-01', subject: 'cooking-assistant' }));
+    for (let i = 0; i < TASKS; i++)
+      await store.claim([`t:${parsedId()}`, `c:${parsedId()}`], ownerKey({ source: 'assertion', issuer: 'sidecar-2026-01', subject: 'cooking-assistant' }));
     gc();
     const after = process.memoryUsage().heapUsed;
     console.log(`   in memory: ${((after - before) / TASKS).toFixed(0)} bytes per task (${TASKS} tasks, ${((after - before) / 1048576).toFixed(1)} MiB heap)`);
@@ -181,7 +193,9 @@ async function memoryPhase(redisUrl: string | undefined, redisPort: number | und
   }
   await Promise.all(batch);
   const after = await used();
-  console.log(`   Redis:     ${((after - before) / n).toFixed(0)} bytes per task (${n} tasks, used_memory +${((after - before) / 1048576).toFixed(1)} MiB; key prefix a2a-guard:tasks:, TTL set)`);
+  console.log(
+    `   Redis:     ${((after - before) / n).toFixed(0)} bytes per task (${n} tasks, used_memory +${((after - before) / 1048576).toFixed(1)} MiB; key prefix a2a-guard:tasks:, TTL set)`,
+  );
   await store.close();
 }
 
@@ -195,7 +209,9 @@ async function main(): Promise<void> {
     proxies.push({ name, proxy: await startProxy({ config: configFrom({ ...base, ...env }), logger, guardian: allowAll }) });
   };
   try {
-    console.log(`a2a-guard task ownership bench: node ${process.version}, ${ROUNDS} rounds x ${SEQ} calls; redis-server ${redis === undefined ? 'not found (Redis rows skipped)' : 'on 127.0.0.1'}`);
+    console.log(
+      `a2a-guard task ownership bench: node ${process.version}, ${ROUNDS} rounds x ${SEQ} calls; redis-server ${redis === undefined ? 'not found (Redis rows skipped)' : 'on 127.0.0.1'}`,
+    );
     await start('off', {});
     await start('memory', { TASK_OWNERSHIP: 'true' });
     if (redis !== undefined) await start('redis', { TASK_OWNERSHIP: 'true', TASK_STORE_URL: redis.url });

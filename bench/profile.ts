@@ -152,8 +152,10 @@ export function summarizeProfile(file: string, topN = 25, window?: { fromUs: num
   const ms = (v: number) => (requests === undefined ? `${v.toFixed(1).padStart(8)} ms` : `${((v * 1000) / requests).toFixed(1).padStart(7)} µs/req`);
   const sorted = (m: Map<string, number>) => [...m.entries()].sort((a, b) => b[1] - a[1]);
   const lines: string[] = [];
-  lines.push(`profile ${path.basename(file)}${window === undefined ? ' (whole process)' : ' (measured load only)'}: ${(total / 1000).toFixed(2)} s sampled, ${(busy / 1000).toFixed(2)} s busy ` +
-    `(GC ${pct(gc).trim()}, "(program)" = native/unattributed ${pct(program).trim()}); percentages are of busy time`);
+  lines.push(
+    `profile ${path.basename(file)}${window === undefined ? ' (whole process)' : ' (measured load only)'}: ${(total / 1000).toFixed(2)} s sampled, ${(busy / 1000).toFixed(2)} s busy ` +
+      `(GC ${pct(gc).trim()}, "(program)" = native/unattributed ${pct(program).trim()}); percentages are of busy time`,
+  );
   lines.push('', `top ${topN} functions by self time:`);
   for (const [k, v] of sorted(self).slice(0, topN)) lines.push(`${ms(v)} ${pct(v)}  ${k}`);
   lines.push('', 'self time by file / package:');

@@ -17,7 +17,14 @@ import { summarizeProfile } from './profile';
  *   - when `perf` works (Linux, root or perf_event_paranoid <= 1): `perf record -e cpu-clock` of the
  *     process with `--perf-basic-prof`, i.e. on-CPU time only, kernel included.
  */
-export async function runProfiles(agent: Child, guardian: Child, pin: Pinning, proxyEnv: (inspect: boolean) => Record<string, string>, PROFILE_REQUESTS: number, CONNECTIONS: number): Promise<string[]> {
+export async function runProfiles(
+  agent: Child,
+  guardian: Child,
+  pin: Pinning,
+  proxyEnv: (inspect: boolean) => Record<string, string>,
+  PROFILE_REQUESTS: number,
+  CONNECTIONS: number,
+): Promise<string[]> {
   const agentUrl = agent.url;
   const guardianUrl = guardian.url;
   const profiles: string[] = [];
@@ -40,7 +47,15 @@ export async function runProfiles(agent: Child, guardian: Child, pin: Pinning, p
   return profiles;
 }
 
-async function profileRuns(agentUrl: string, guardianUrl: string, pin: Pinning, proxyEnv: (inspect: boolean) => Record<string, string>, profiles: string[], PROFILE_REQUESTS: number, CONNECTIONS: number): Promise<void> {
+async function profileRuns(
+  agentUrl: string,
+  guardianUrl: string,
+  pin: Pinning,
+  proxyEnv: (inspect: boolean) => Record<string, string>,
+  profiles: string[],
+  PROFILE_REQUESTS: number,
+  CONNECTIONS: number,
+): Promise<void> {
   const dir = path.join(os.tmpdir(), `a2a-guard-bench-profiles-${process.pid}`);
   fs.mkdirSync(dir, { recursive: true });
   const subjects = [
@@ -50,16 +65,26 @@ async function profileRuns(agentUrl: string, guardianUrl: string, pin: Pinning, 
   for (const [name, file, e] of subjects) {
     progress(`profiling ${name} (--cpu-prof) over ${PROFILE_REQUESTS} requests`);
     const profName = `${name}.cpuprofile`;
-    const c = await startChild(`${name} (profiled)`, file, e, pin.proxy, ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', profName, '--cpu-prof-interval', '100']);
+    const c = await startChild(`${name} (profiled)`, file, e, pin.proxy, [
+      '--cpu-prof',
+      '--cpu-prof-dir',
+      dir,
+      '--cpu-prof-name',
+      profName,
+      '--cpu-prof-interval',
+      '100',
+    ]);
     await loadRound(c.url, 2000, CONNECTIONS);
     const fromUs = Number(process.hrtime.bigint() / 1000n);
     const r = await loadRound(c.url, PROFILE_REQUESTS, CONNECTIONS);
     const toUs = Number(process.hrtime.bigint() / 1000n);
     await c.stop();
     const sum = summarizeProfile(path.join(dir, profName), 30, { fromUs, toUs }, r.n);
-    profiles.push(`## --cpu-prof of ${name}: ${r.n} unary requests (${CONNECTIONS} connections) after 2000 warm-up; ` +
-      `${(sum.busyMs * 1000 / r.n).toFixed(1)} µs sampled busy time per request (wall-clock sampling: includes time preempted)\n` +
-      `file: ${path.join(dir, profName)}\n\n${sum.text}`);
+    profiles.push(
+      `## --cpu-prof of ${name}: ${r.n} unary requests (${CONNECTIONS} connections) after 2000 warm-up; ` +
+        `${((sum.busyMs * 1000) / r.n).toFixed(1)} µs sampled busy time per request (wall-clock sampling: includes time preempted)\n` +
+        `file: ${path.join(dir, profName)}\n\n${sum.text}`,
+    );
   }
   if (spawnSync('perf', ['--version']).status !== 0) {
     profiles.push('## perf: not available (install linux-perf for an on-CPU profile)');
@@ -70,7 +95,11 @@ async function profileRuns(agentUrl: string, guardianUrl: string, pin: Pinning, 
     const c = await startChild(`${name} (perf)`, file, e, pin.proxy, ['--perf-basic-prof-only-functions']);
     await loadRound(c.url, 2000, CONNECTIONS);
     const data = path.join(dir, `${name}.perf.data`);
-    const rec = spawn('perf', [...(process.env.BENCH_PERF_G === '1' ? ['record', '-g'] : ['record']), '-e', 'cpu-clock', '-F', '4999', '-p', String(c.proc.pid), '-o', data], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const rec = spawn(
+      'perf',
+      [...(process.env.BENCH_PERF_G === '1' ? ['record', '-g'] : ['record']), '-e', 'cpu-clock', '-F', '4999', '-p', String(c.proc.pid), '-o', data],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     live.add(rec);
     let recErr = '';
     rec.stderr?.on('data', (b: Buffer) => (recErr += b.toString('utf8')));
@@ -85,9 +114,21 @@ async function profileRuns(agentUrl: string, guardianUrl: string, pin: Pinning, 
     await c.stop();
     const cpuUs = cpu1.user + cpu1.system - cpu0.user - cpu0.system;
     const mapFile = path.join(os.tmpdir(), `perf-${c.proc.pid}.map`);
-    const report = (sort: string, limit: string) => spawnSync('perf', ['report', '-i', data, '--stdio', '--no-children', '--sort', sort, '--percent-limit', limit],
-      { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }).stdout.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#'))
-      .map((l) => l.replace(/\s+$/, '').replace(/\/work\/main\/(dist\/)?/g, '').replace(/^(\s*[\d.]+%)\s+/, '$1  ')).slice(0, 40).join('\n');
+    const report = (sort: string, limit: string) =>
+      spawnSync('perf', ['report', '-i', data, '--stdio', '--no-children', '--sort', sort, '--percent-limit', limit], {
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+      })
+        .stdout.split('\n')
+        .filter((l) => l.trim() !== '' && !l.startsWith('#'))
+        .map((l) =>
+          l
+            .replace(/\s+$/, '')
+            .replace(/\/work\/main\/(dist\/)?/g, '')
+            .replace(/^(\s*[\d.]+%)\s+/, '$1  '),
+        )
+        .slice(0, 40)
+        .join('\n');
     // node --perf-basic-prof leaves /tmp/perf-<pid>.map behind; keep it with the data (perf report needs it back in /tmp).
     let mapNote = '';
     try {
@@ -96,10 +137,11 @@ async function profileRuns(agentUrl: string, guardianUrl: string, pin: Pinning, 
     } catch {
       /* no map written */
     }
-    profiles.push(`## perf (on-CPU, kernel included) of ${name}: ${r.n} unary requests; process.cpuUsage ${(cpuUs / r.n).toFixed(1)} µs/request ` +
-      `(user ${((cpu1.user - cpu0.user) / r.n).toFixed(1)}, system ${((cpu1.system - cpu0.system) / r.n).toFixed(1)})\nfile: ${data}${mapNote}\n\n` +
-      `by shared object:\n${report('dso', '0.5')}\n\ntop symbols (self):\n${report('sym', '0.4')}` +
-      (recErr.includes('rror') ? `\nperf said: ${recErr.trim()}` : ''));
+    profiles.push(
+      `## perf (on-CPU, kernel included) of ${name}: ${r.n} unary requests; process.cpuUsage ${(cpuUs / r.n).toFixed(1)} µs/request ` +
+        `(user ${((cpu1.user - cpu0.user) / r.n).toFixed(1)}, system ${((cpu1.system - cpu0.system) / r.n).toFixed(1)})\nfile: ${data}${mapNote}\n\n` +
+        `by shared object:\n${report('dso', '0.5')}\n\ntop symbols (self):\n${report('sym', '0.4')}` +
+        (recErr.includes('rror') ? `\nperf said: ${recErr.trim()}` : ''),
+    );
   }
 }
-

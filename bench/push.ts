@@ -35,20 +35,41 @@ async function main(): Promise<void> {
   const agent = await startAgent({ slowMs: 600_000, stepMs: 1000 });
   const guardian = await startGuardian();
   const config = configFrom({
-    PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', PUSH_RELAY_PORT: '0', LOG_LEVEL: 'silent',
-    UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, INSPECT_RESPONSES: 'true', PUSH_ALLOW_PRIVATE_WEBHOOKS: 'true',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    ADMIN_PORT: '0',
+    PUSH_RELAY_PORT: '0',
+    LOG_LEVEL: 'silent',
+    UPSTREAM_URL: agent.origin,
+    GUARDIAN_URL: guardian.url,
+    INSPECT_RESPONSES: 'true',
+    PUSH_ALLOW_PRIVATE_WEBHOOKS: 'true',
   });
   const proxy = await startProxy({ config, logger: createLogger('silent') });
   const rpc = async (method: string, params: unknown): Promise<any> => {
-    const res = await fetch(`${proxy.url}/a2a/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+    const res = await fetch(`${proxy.url}/a2a/jsonrpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
     return res.json();
   };
-  const started = await rpc('SendMessage', { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'slow' }] }, configuration: { returnImmediately: true } });
+  const started = await rpc('SendMessage', {
+    message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'slow' }] },
+    configuration: { returnImmediately: true },
+  });
   const taskId = started.result.task.id as string;
   await rpc('CreateTaskPushNotificationConfig', { taskId, url: hookUrl, token: 'caller-token' });
   const relayUrl = JSON.stringify(agent.received.map((r) => r.body)).match(/"url":"(http:\/\/127\.0\.0\.1:\d+\/a2a-guard\/push\/[A-Za-z0-9_-]+)"/)?.[1];
   if (relayUrl === undefined) throw new Error('the agent got no relay URL');
-  const body = JSON.stringify({ statusUpdate: { taskId, contextId: started.result.task.contextId, status: { state: 'TASK_STATE_WORKING', timestamp: new Date().toISOString() }, metadata: {} } });
+  const body = JSON.stringify({
+    statusUpdate: {
+      taskId,
+      contextId: started.result.task.contextId,
+      status: { state: 'TASK_STATE_WORKING', timestamp: new Date().toISOString() },
+      metadata: {},
+    },
+  });
 
   const once = async (url: string): Promise<number> => {
     const got = new Promise<number>((r) => (arrived = r));

@@ -42,8 +42,34 @@ import path from 'node:path';
 import { loadRound, post, seqRound, streamBody, streamOnce, UNARY_BODY, UNARY_HEADERS, type StreamResult } from './clients';
 import { concurrentRun, type ConcurrentResult } from './concurrent';
 import {
-  argv, choosePinning, codeVersion, concat, cpuModel, env, f, fx, killAll, log, mb, median, nproc, num, pct, progress, rotated, setCores, sign,
-  ROOT, signU, sleep, sortedCopy, startChild, startCommand, table, verdict, type Child,
+  argv,
+  choosePinning,
+  codeVersion,
+  concat,
+  cpuModel,
+  env,
+  f,
+  fx,
+  killAll,
+  log,
+  mb,
+  median,
+  nproc,
+  num,
+  pct,
+  progress,
+  rotated,
+  setCores,
+  sign,
+  ROOT,
+  signU,
+  sleep,
+  sortedCopy,
+  startChild,
+  startCommand,
+  table,
+  verdict,
+  type Child,
 } from './lib';
 import { identityPhase } from './identity';
 import { instructionsPhase } from './instructions';
@@ -67,7 +93,9 @@ const ALL_PHASES = ['load', 'seq', 'streams', 'concurrent', 'startup', 'memory',
 /** Phases run only when named (too long for every run). */
 const OPTIONAL_PHASES = ['instructions'];
 const PHASES = new Set((env.BENCH_ONLY ?? env.BENCH_PHASES ?? ALL_PHASES.join(',')).split(',').map((p) => p.trim()));
-for (const p of PHASES) if (!ALL_PHASES.includes(p) && !OPTIONAL_PHASES.includes(p)) throw new Error(`unknown bench phase "${p}" (phases: ${[...ALL_PHASES, ...OPTIONAL_PHASES].join(', ')})`);
+for (const p of PHASES)
+  if (!ALL_PHASES.includes(p) && !OPTIONAL_PHASES.includes(p))
+    throw new Error(`unknown bench phase "${p}" (phases: ${[...ALL_PHASES, ...OPTIONAL_PHASES].join(', ')})`);
 const CONNECTIONS = num('BENCH_CONNECTIONS', 10);
 const LOAD_AMOUNT = num('BENCH_AMOUNT', QUICK ? 1000 : 2000);
 const SEQ_REQUESTS = num('BENCH_SEQ', QUICK ? 200 : 300);
@@ -96,7 +124,14 @@ type StreamKind = 'burst' | 'paced';
 
 type PathName = 'direct' | 'baseline' | 'a2a-guard' | 'a2a-guard+inspect' | 'a2a-guard+otel' | 'a2a-guard@compare' | 'a2a-guard@5ms' | 'a2a-guard+inspect@5ms';
 const COMPARE = env.BENCH_COMPARE !== undefined && env.BENCH_COMPARE !== '' ? path.resolve(env.BENCH_COMPARE) : undefined;
-const UNARY_PATHS: readonly PathName[] = ['direct', 'baseline', 'a2a-guard', 'a2a-guard+inspect', 'a2a-guard+otel', ...(COMPARE === undefined ? [] : ['a2a-guard@compare' as const])];
+const UNARY_PATHS: readonly PathName[] = [
+  'direct',
+  'baseline',
+  'a2a-guard',
+  'a2a-guard+inspect',
+  'a2a-guard+otel',
+  ...(COMPARE === undefined ? [] : ['a2a-guard@compare' as const]),
+];
 const STREAM_PATHS: readonly PathName[] = ['direct', 'baseline', 'a2a-guard', 'a2a-guard+inspect', 'a2a-guard@5ms', 'a2a-guard+inspect@5ms'];
 
 /* ------------------------------------------------------------------------------------------ */
@@ -112,7 +147,11 @@ function urlOf(s: Servers, p: PathName): string {
 }
 
 /** CPU µs and counters of the server processes around one piece of work. */
-async function measured<T>(s: Servers, p: PathName, work: () => Promise<T>): Promise<{ r: T; proxyUs: number; agentUs: number; guardianUs: number; agentCount: number; guardianCount: number }> {
+async function measured<T>(
+  s: Servers,
+  p: PathName,
+  work: () => Promise<T>,
+): Promise<{ r: T; proxyUs: number; agentUs: number; guardianUs: number; agentCount: number; guardianCount: number }> {
   const proxy = s.proxies.get(p);
   const [pa, aa, ga] = await Promise.all([proxy?.stats(), s.agent.stats(), s.guardian.stats()]);
   const r = await work();
@@ -142,10 +181,11 @@ async function startOtlpSink(): Promise<{ url: string; exports: number; bytes: n
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   sink.url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  sink.close = () => new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections();
-  });
+  sink.close = () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
   return sink;
 }
 
@@ -185,7 +225,10 @@ async function rssPhase(name: string, c: Child): Promise<RssResult> {
   const start = await c.stats();
   let peak = start.rss;
   const sampler = setInterval(() => {
-    c.stats().then((st) => (peak = Math.max(peak, st.rss)), () => undefined);
+    c.stats().then(
+      (st) => (peak = Math.max(peak, st.rss)),
+      () => undefined,
+    );
   }, 250);
   const step = RSS_REQUESTS >= 50_000 ? 10_000 : 5_000;
   const series: number[] = [];
@@ -208,19 +251,30 @@ async function main(): Promise<void> {
   const started = Date.now();
   const cores = nproc();
   const pin = choosePinning(cores);
-  const loadStart = os.loadavg().map((v) => v.toFixed(2)).join(' ');
+  const loadStart = os
+    .loadavg()
+    .map((v) => v.toFixed(2))
+    .join(' ');
   const logLevel = env.BENCH_LOG_LEVEL ?? 'info';
   log('# a2a-guard bench');
   log();
   log(`machine: ${cpuModel()}, nproc ${cores}, ${mb(os.totalmem())} RAM, ${os.type()} ${os.release()}, node ${process.version}`);
   log(`code: a2a-guard ${codeVersion()}${QUICK ? '  (--quick: a smoke run with fewer rounds and 500 concurrent streams)' : ''}`);
   log(`pinning: ${pin.text}`);
-  log(`load average at start: ${loadStart}${(os.loadavg()[0] as number) > cores / 2 ? '  WARNING: the machine is busy with other work; numbers will be noisy' : ''}`);
+  log(
+    `load average at start: ${loadStart}${(os.loadavg()[0] as number) > cores / 2 ? '  WARNING: the machine is busy with other work; numbers will be noisy' : ''}`,
+  );
   log(`load: unary SendMessage (A2A-Version 1.0, JSON-RPC) to a real @a2a-js/sdk agent; interleaved rounds (order rotates), medians over rounds`);
-  log(`      under load: autocannon ${CONNECTIONS} connections x ${LOAD_AMOUNT} requests x ${LOAD_ROUNDS} rounds; without load: ${SEQ_REQUESTS} sequential requests x ${ROUNDS} rounds`);
-  log(`      streams: ${STREAMS} burst + ${PACED_STREAMS} paced sequential SendStreamingMessage streams x ${ROUNDS} rounds, ${STREAM_EVENTS} artifact events each`);
+  log(
+    `      under load: autocannon ${CONNECTIONS} connections x ${LOAD_AMOUNT} requests x ${LOAD_ROUNDS} rounds; without load: ${SEQ_REQUESTS} sequential requests x ${ROUNDS} rounds`,
+  );
+  log(
+    `      streams: ${STREAMS} burst + ${PACED_STREAMS} paced sequential SendStreamingMessage streams x ${ROUNDS} rounds, ${STREAM_EVENTS} artifact events each`,
+  );
   log(`a2a-guard: ROLE=server, LOG_LEVEL=${logLevel} (one pino line per call, stdout -> /dev/null), FAIL_MODE=closed, default pools and window;`);
-  log(`           guardian: instant local guardian (@5ms: one that answers after ${SLOW_GUARDIAN_MS} ms); baseline: bench/baseline-proxy.ts (minimal undici proxy)`);
+  log(
+    `           guardian: instant local guardian (@5ms: one that answers after ${SLOW_GUARDIAN_MS} ms); baseline: bench/baseline-proxy.ts (minimal undici proxy)`,
+  );
   if (PHASES.size < ALL_PHASES.length || OPTIONAL_PHASES.some((p) => PHASES.has(p))) log(`phases: ${[...PHASES].join(', ')} (BENCH_PHASES)`);
   log();
 
@@ -228,8 +282,16 @@ async function main(): Promise<void> {
   const guardian = await startChild('guardian', 'guardian-child.js', { PORT: '0' }, pin.guardian);
   const slowGuardian = await startChild('guardian@5ms', 'guardian-child.js', { PORT: '0', DELAY_MS: String(SLOW_GUARDIAN_MS) }, pin.guardian);
   const proxyEnv = (inspect: boolean, g: Child = guardian): Record<string, string> => ({
-    PORT: '0', HOST: '127.0.0.1', UPSTREAM_URL: agent.url, GUARDIAN_URL: g.url, ROLE: 'server', LOG_LEVEL: logLevel,
-    ADMIN_PORT: '0', PUSH_RELAY_PORT: '0', INSPECT_RESPONSES: inspect ? 'true' : 'false', FAIL_MODE: 'closed',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    UPSTREAM_URL: agent.url,
+    GUARDIAN_URL: g.url,
+    ROLE: 'server',
+    LOG_LEVEL: logLevel,
+    ADMIN_PORT: '0',
+    PUSH_RELAY_PORT: '0',
+    INSPECT_RESPONSES: inspect ? 'true' : 'false',
+    FAIL_MODE: 'closed',
   });
   const baselineEnv = { PORT: '0', UPSTREAM_URL: agent.url, GUARDIAN_URL: guardian.url };
   const proxies = new Map<PathName, Child>();
@@ -239,8 +301,17 @@ async function main(): Promise<void> {
   proxies.set('a2a-guard@5ms', await startChild('a2a-guard@5ms', 'proxy-child.js', proxyEnv(false, slowGuardian), pin.proxy));
   proxies.set('a2a-guard+inspect@5ms', await startChild('a2a-guard+inspect@5ms', 'proxy-child.js', proxyEnv(true, slowGuardian), pin.proxy));
   const otlp = await startOtlpSink();
-  proxies.set('a2a-guard+otel', await startChild('a2a-guard+otel', 'proxy-child.js', { ...proxyEnv(false), OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_SERVICE_NAME: 'a2a-guard-bench' }, pin.proxy));
-  if (COMPARE !== undefined) proxies.set('a2a-guard@compare', await startChild('a2a-guard@compare', path.join(COMPARE, 'dist/bench/proxy-child.js'), proxyEnv(false), pin.proxy));
+  proxies.set(
+    'a2a-guard+otel',
+    await startChild(
+      'a2a-guard+otel',
+      'proxy-child.js',
+      { ...proxyEnv(false), OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_SERVICE_NAME: 'a2a-guard-bench' },
+      pin.proxy,
+    ),
+  );
+  if (COMPARE !== undefined)
+    proxies.set('a2a-guard@compare', await startChild('a2a-guard@compare', path.join(COMPARE, 'dist/bench/proxy-child.js'), proxyEnv(false), pin.proxy));
   const s: Servers = { agent, guardian, proxies };
   const stopAll = async () => {
     for (const c of [...proxies.values(), agent, guardian, slowGuardian]) await c.stop();
@@ -268,7 +339,9 @@ async function main(): Promise<void> {
 
   /* 1. unary under load */
   type LoadRow = { rps: number[]; p50: number[]; p99: number[]; cpu: number[]; agentCpu: number[]; guardianCpu: number[]; bad: number; mismatch: number };
-  const load = new Map<PathName, LoadRow>(UNARY_PATHS.map((p) => [p, { rps: [], p50: [], p99: [], cpu: [], agentCpu: [], guardianCpu: [], bad: 0, mismatch: 0 }]));
+  const load = new Map<PathName, LoadRow>(
+    UNARY_PATHS.map((p) => [p, { rps: [], p50: [], p99: [], cpu: [], agentCpu: [], guardianCpu: [], bad: 0, mismatch: 0 }]),
+  );
   if (PHASES.has('load')) {
     progress('phase: unary under load');
     for (let r = 0; r < LOAD_ROUNDS; r++) {
@@ -308,7 +381,8 @@ async function main(): Promise<void> {
 
   /* 3. streams */
   type StreamRow = { ttfe: number[]; total: number[]; eventLat: Float64Array[]; cpu: number[]; guardianPerStream: number[]; errors: string[] };
-  const newRows = () => new Map<PathName, StreamRow>(STREAM_PATHS.map((p) => [p, { ttfe: [], total: [], eventLat: [], cpu: [], guardianPerStream: [], errors: [] }]));
+  const newRows = () =>
+    new Map<PathName, StreamRow>(STREAM_PATHS.map((p) => [p, { ttfe: [], total: [], eventLat: [], cpu: [], guardianPerStream: [], errors: [] }]));
   const streams: Record<StreamKind, Map<PathName, StreamRow>> = { burst: newRows(), paced: newRows() };
   if (PHASES.has('streams')) {
     progress('phase: streams');
@@ -358,8 +432,11 @@ async function main(): Promise<void> {
 
   /* 6. large bodies */
   const memory = PHASES.has('memory')
-    ? await memoryPhase({ rounds: MEMORY_ROUNDS, bodyBytes: MEMORY_BODY_BYTES, requests: MEMORY_REQUESTS, connections: MEMORY_CONNECTIONS },
-      (subject) => (subject === 'baseline' ? baselineEnv : proxyEnv(false)), pin)
+    ? await memoryPhase(
+        { rounds: MEMORY_ROUNDS, bodyBytes: MEMORY_BODY_BYTES, requests: MEMORY_REQUESTS, connections: MEMORY_CONNECTIONS },
+        (subject) => (subject === 'baseline' ? baselineEnv : proxyEnv(false)),
+        pin,
+      )
     : undefined;
 
   /* 7. RSS of a fresh a2a-guard (and, for comparison, a fresh baseline) */
@@ -372,7 +449,13 @@ async function main(): Promise<void> {
 
   /* 8. identity assertions on a sidecar pair */
   const identity = PHASES.has('identity')
-    ? await identityPhase(agent, guardian, pin, { rounds: Math.min(LOAD_ROUNDS, 3), amount: LOAD_AMOUNT, connections: CONNECTIONS, seq: SEQ_REQUESTS, logLevel })
+    ? await identityPhase(agent, guardian, pin, {
+        rounds: Math.min(LOAD_ROUNDS, 3),
+        amount: LOAD_AMOUNT,
+        connections: CONNECTIONS,
+        seq: SEQ_REQUESTS,
+        logLevel,
+      })
     : undefined;
 
   /* 9. instructions per call under valgrind */
@@ -393,31 +476,87 @@ async function main(): Promise<void> {
   if (PHASES.has('load')) {
     log(`## unary message/send under load (${CONNECTIONS} connections, ${LOAD_AMOUNT} requests x ${LOAD_ROUNDS} rounds, medians of rounds)`);
     log();
-    log(table(
-      ['path', 'req/s', 'p50 ms', 'p99 ms', 'proxy CPU µs/req', 'agent CPU µs/req', 'guardian CPU µs/req', 'req/s vs direct', 'p50 vs direct', 'CPU vs baseline'],
-      UNARY_PATHS.map((p) => [p, f(lm(p, 'rps'), 0), f(lm(p, 'p50')), f(lm(p, 'p99')), p === 'direct' ? '—' : f(lm(p, 'cpu'), 1), f(lm(p, 'agentCpu'), 1),
-        p === 'direct' ? '—' : f(lm(p, 'guardianCpu'), 1), fx(lm(p, 'rps') / lm('direct', 'rps')), fx(lm(p, 'p50') / lm('direct', 'p50')),
-        p === 'direct' || p === 'baseline' ? '—' : fx(lm(p, 'cpu') / lm('baseline', 'cpu'))]),
-    ));
+    log(
+      table(
+        [
+          'path',
+          'req/s',
+          'p50 ms',
+          'p99 ms',
+          'proxy CPU µs/req',
+          'agent CPU µs/req',
+          'guardian CPU µs/req',
+          'req/s vs direct',
+          'p50 vs direct',
+          'CPU vs baseline',
+        ],
+        UNARY_PATHS.map((p) => [
+          p,
+          f(lm(p, 'rps'), 0),
+          f(lm(p, 'p50')),
+          f(lm(p, 'p99')),
+          p === 'direct' ? '—' : f(lm(p, 'cpu'), 1),
+          f(lm(p, 'agentCpu'), 1),
+          p === 'direct' ? '—' : f(lm(p, 'guardianCpu'), 1),
+          fx(lm(p, 'rps') / lm('direct', 'rps')),
+          fx(lm(p, 'p50') / lm('direct', 'p50')),
+          p === 'direct' || p === 'baseline' ? '—' : fx(lm(p, 'cpu') / lm('baseline', 'cpu')),
+        ]),
+      ),
+    );
     log();
-    log(table(['ratio (medians)', 'req/s', 'p50', 'p99', 'proxy CPU/req'], [
-      ['a2a-guard / direct', fx(lm('a2a-guard', 'rps') / lm('direct', 'rps')), fx(lm('a2a-guard', 'p50') / lm('direct', 'p50')), fx(lm('a2a-guard', 'p99') / lm('direct', 'p99')), '—'],
-      ['a2a-guard / baseline', fx(lm('a2a-guard', 'rps') / lm('baseline', 'rps')), fx(lm('a2a-guard', 'p50') / lm('baseline', 'p50')), fx(lm('a2a-guard', 'p99') / lm('baseline', 'p99')), fx(lm('a2a-guard', 'cpu') / lm('baseline', 'cpu'))],
-      ['baseline / direct', fx(lm('baseline', 'rps') / lm('direct', 'rps')), fx(lm('baseline', 'p50') / lm('direct', 'p50')), fx(lm('baseline', 'p99') / lm('direct', 'p99')), '—'],
-    ]));
+    log(
+      table(
+        ['ratio (medians)', 'req/s', 'p50', 'p99', 'proxy CPU/req'],
+        [
+          [
+            'a2a-guard / direct',
+            fx(lm('a2a-guard', 'rps') / lm('direct', 'rps')),
+            fx(lm('a2a-guard', 'p50') / lm('direct', 'p50')),
+            fx(lm('a2a-guard', 'p99') / lm('direct', 'p99')),
+            '—',
+          ],
+          [
+            'a2a-guard / baseline',
+            fx(lm('a2a-guard', 'rps') / lm('baseline', 'rps')),
+            fx(lm('a2a-guard', 'p50') / lm('baseline', 'p50')),
+            fx(lm('a2a-guard', 'p99') / lm('baseline', 'p99')),
+            fx(lm('a2a-guard', 'cpu') / lm('baseline', 'cpu')),
+          ],
+          [
+            'baseline / direct',
+            fx(lm('baseline', 'rps') / lm('direct', 'rps')),
+            fx(lm('baseline', 'p50') / lm('direct', 'p50')),
+            fx(lm('baseline', 'p99') / lm('direct', 'p99')),
+            '—',
+          ],
+        ],
+      ),
+    );
     const paired = L('a2a-guard').cpu.map((v, i) => v / (L('baseline').cpu[i] ?? NaN));
-    log(`per-round proxy CPU µs/req, a2a-guard: ${L('a2a-guard').cpu.map((v) => f(v, 1)).join(', ')}; baseline: ${L('baseline').cpu.map((v) => f(v, 1)).join(', ')}; ` +
-      `paired ratios: ${paired.map((v) => f(v)).join(', ')} (median ${fx(median(paired))})`);
+    log(
+      `per-round proxy CPU µs/req, a2a-guard: ${L('a2a-guard')
+        .cpu.map((v) => f(v, 1))
+        .join(', ')}; baseline: ${L('baseline')
+        .cpu.map((v) => f(v, 1))
+        .join(', ')}; ` + `paired ratios: ${paired.map((v) => f(v)).join(', ')} (median ${fx(median(paired))})`,
+    );
     const pairedOtel = L('a2a-guard+otel').cpu.map((v, i) => v / (L('a2a-guard').cpu[i] ?? NaN));
-    log(`tracing overhead (a2a-guard+otel / a2a-guard, same rounds): CPU/req ${fx(lm('a2a-guard+otel', 'cpu') / lm('a2a-guard', 'cpu'))} ` +
-      `(paired ratios ${pairedOtel.map((v) => f(v)).join(', ')}; median ${fx(median(pairedOtel))}), req/s ${fx(lm('a2a-guard+otel', 'rps') / lm('a2a-guard', 'rps'))}, ` +
-      `p50 ${fx(lm('a2a-guard+otel', 'p50') / lm('a2a-guard', 'p50'))}; spans received by the sink: ${otlp.exports} exports, ${mb(otlp.bytes)}`);
+    log(
+      `tracing overhead (a2a-guard+otel / a2a-guard, same rounds): CPU/req ${fx(lm('a2a-guard+otel', 'cpu') / lm('a2a-guard', 'cpu'))} ` +
+        `(paired ratios ${pairedOtel.map((v) => f(v)).join(', ')}; median ${fx(median(pairedOtel))}), req/s ${fx(lm('a2a-guard+otel', 'rps') / lm('a2a-guard', 'rps'))}, ` +
+        `p50 ${fx(lm('a2a-guard+otel', 'p50') / lm('a2a-guard', 'p50'))}; spans received by the sink: ${otlp.exports} exports, ${mb(otlp.bytes)}`,
+    );
     if (COMPARE !== undefined) {
       const pairedCmp = L('a2a-guard').cpu.map((v, i) => v / (L('a2a-guard@compare').cpu[i] ?? NaN));
-      log(`A/B (a2a-guard / a2a-guard@compare = ${COMPARE}, same rounds): CPU/req paired ratios ${pairedCmp.map((v) => f(v)).join(', ')}; median ${fx(median(pairedCmp))}; ` +
-        `req/s ${fx(lm('a2a-guard', 'rps') / lm('a2a-guard@compare', 'rps'))}, p50 ${fx(lm('a2a-guard', 'p50') / lm('a2a-guard@compare', 'p50'))}`);
+      log(
+        `A/B (a2a-guard / a2a-guard@compare = ${COMPARE}, same rounds): CPU/req paired ratios ${pairedCmp.map((v) => f(v)).join(', ')}; median ${fx(median(pairedCmp))}; ` +
+          `req/s ${fx(lm('a2a-guard', 'rps') / lm('a2a-guard@compare', 'rps'))}, p50 ${fx(lm('a2a-guard', 'p50') / lm('a2a-guard@compare', 'p50'))}`,
+      );
     }
-    const badLoad = UNARY_PATHS.filter((p) => L(p).bad > 0 || L(p).mismatch > 0).map((p) => `${p}: ${L(p).bad} non-2xx/errors, ${L(p).mismatch} not seen by the agent`);
+    const badLoad = UNARY_PATHS.filter((p) => L(p).bad > 0 || L(p).mismatch > 0).map(
+      (p) => `${p}: ${L(p).bad} non-2xx/errors, ${L(p).mismatch} not seen by the agent`,
+    );
     if (badLoad.length > 0) log(`WARNING: ${badLoad.join('; ')}`);
     log();
   }
@@ -427,12 +566,24 @@ async function main(): Promise<void> {
   if (PHASES.has('seq')) {
     log(`## unary message/send without load (1 connection, sequential, ${SEQ_REQUESTS} x ${ROUNDS} rounds; µs-resolution client)`);
     log();
-    log(table(['path', 'p50 ms', 'p99 ms', 'added p50 vs direct ms', 'added p50 vs baseline ms', 'proxy CPU µs/req'],
-      UNARY_PATHS.map((p) => [p, f(sm(p, 'p50'), 3), f(sm(p, 'p99'), 3), p === 'direct' ? '—' : sign(sm(p, 'p50') - sm('direct', 'p50')),
-        p === 'direct' || p === 'baseline' ? '—' : sign(sm(p, 'p50') - sm('baseline', 'p50')), p === 'direct' ? '—' : f(sm(p, 'cpu'), 1)])));
+    log(
+      table(
+        ['path', 'p50 ms', 'p99 ms', 'added p50 vs direct ms', 'added p50 vs baseline ms', 'proxy CPU µs/req'],
+        UNARY_PATHS.map((p) => [
+          p,
+          f(sm(p, 'p50'), 3),
+          f(sm(p, 'p99'), 3),
+          p === 'direct' ? '—' : sign(sm(p, 'p50') - sm('direct', 'p50')),
+          p === 'direct' || p === 'baseline' ? '—' : sign(sm(p, 'p50') - sm('baseline', 'p50')),
+          p === 'direct' ? '—' : f(sm(p, 'cpu'), 1),
+        ]),
+      ),
+    );
     const pairedSeq = S('a2a-guard').p50.map((v, i) => v - (S('baseline').p50[i] ?? NaN));
     log(`per-round p50 a2a-guard - baseline (ms): ${pairedSeq.map((v) => sign(v)).join(', ')}`);
-    log(`tracing adds (a2a-guard+otel - a2a-guard, p50 without load): ${signU(sm('a2a-guard+otel', 'p50') - sm('a2a-guard', 'p50'), 'ms')}; CPU/req ${fx(sm('a2a-guard+otel', 'cpu') / sm('a2a-guard', 'cpu'))}`);
+    log(
+      `tracing adds (a2a-guard+otel - a2a-guard, p50 without load): ${signU(sm('a2a-guard+otel', 'p50') - sm('a2a-guard', 'p50'), 'ms')}; CPU/req ${fx(sm('a2a-guard+otel', 'cpu') / sm('a2a-guard', 'cpu'))}`,
+    );
     const badSeq = UNARY_PATHS.filter((p) => S(p).bad > 0).map((p) => `${p}: ${S(p).bad} failed`);
     if (badSeq.length > 0) log(`WARNING: ${badSeq.join('; ')}`);
     log();
@@ -444,53 +595,148 @@ async function main(): Promise<void> {
   const ev = (k: StreamKind, p: PathName, q: number) => pct(concat(T(k, p).eventLat), q);
   if (PHASES.has('streams')) {
     log(`## streams of ${STREAM_EVENTS} artifact events (+ task and final status = ${STREAM_EVENTS + 2} SSE events), sequential, ${ROUNDS} rounds`);
-    log(`burst: the agent emits as fast as it can (${STREAMS} streams per round); paced: the agent waits 1 ms between events (${PACED_STREAMS} streams per round).`);
-    log(`@5ms: the proxy asks a guardian that answers every call after ${SLOW_GUARDIAN_MS} ms (the request hook too: the first event comes ${SLOW_GUARDIAN_MS} ms later).`);
+    log(
+      `burst: the agent emits as fast as it can (${STREAMS} streams per round); paced: the agent waits 1 ms between events (${PACED_STREAMS} streams per round).`,
+    );
+    log(
+      `@5ms: the proxy asks a guardian that answers every call after ${SLOW_GUARDIAN_MS} ms (the request hook too: the first event comes ${SLOW_GUARDIAN_MS} ms later).`,
+    );
     log('event latency = agent publish (CLOCK_MONOTONIC stamp inside the event) -> receipt by the load generator; "added" = path minus direct;');
-    log(`per-event (stream diff / ${STREAM_EVENTS}) = (median stream duration via the path - direct) / ${STREAM_EVENTS}; x events x latency = stream duration / (${STREAM_EVENTS} x ${SLOW_GUARDIAN_MS} ms).`);
+    log(
+      `per-event (stream diff / ${STREAM_EVENTS}) = (median stream duration via the path - direct) / ${STREAM_EVENTS}; x events x latency = stream duration / (${STREAM_EVENTS} x ${SLOW_GUARDIAN_MS} ms).`,
+    );
     log();
     for (const k of ['burst', 'paced'] as const) {
-      log(table([`${k} path`, 'first event p50 ms', 'stream p50 ms', `per-event (stream diff / ${STREAM_EVENTS}) ms`, 'x events x latency', 'event latency p50 ms', 'event latency p99 ms', 'added per event p50 ms', 'added per event p99 ms', 'proxy CPU µs/event', 'guardian calls/stream'],
-        STREAM_PATHS.map((p) => [p, f(tt(k, p), 3), f(tot(k, p), 2), p === 'direct' ? '—' : sign((tot(k, p) - tot(k, 'direct')) / STREAM_EVENTS),
-          p.endsWith('@5ms') ? fx(tot(k, p) / (STREAM_EVENTS * SLOW_GUARDIAN_MS)) : '—',
-          f(ev(k, p, 0.5), 3), f(ev(k, p, 0.99), 3), p === 'direct' ? '—' : sign(ev(k, p, 0.5) - ev(k, 'direct', 0.5)), p === 'direct' ? '—' : sign(ev(k, p, 0.99) - ev(k, 'direct', 0.99)),
-          p === 'direct' ? '—' : f(median(T(k, p).cpu), 1), p === 'direct' ? '—' : f(median(T(k, p).guardianPerStream), 0)])));
+      log(
+        table(
+          [
+            `${k} path`,
+            'first event p50 ms',
+            'stream p50 ms',
+            `per-event (stream diff / ${STREAM_EVENTS}) ms`,
+            'x events x latency',
+            'event latency p50 ms',
+            'event latency p99 ms',
+            'added per event p50 ms',
+            'added per event p99 ms',
+            'proxy CPU µs/event',
+            'guardian calls/stream',
+          ],
+          STREAM_PATHS.map((p) => [
+            p,
+            f(tt(k, p), 3),
+            f(tot(k, p), 2),
+            p === 'direct' ? '—' : sign((tot(k, p) - tot(k, 'direct')) / STREAM_EVENTS),
+            p.endsWith('@5ms') ? fx(tot(k, p) / (STREAM_EVENTS * SLOW_GUARDIAN_MS)) : '—',
+            f(ev(k, p, 0.5), 3),
+            f(ev(k, p, 0.99), 3),
+            p === 'direct' ? '—' : sign(ev(k, p, 0.5) - ev(k, 'direct', 0.5)),
+            p === 'direct' ? '—' : sign(ev(k, p, 0.99) - ev(k, 'direct', 0.99)),
+            p === 'direct' ? '—' : f(median(T(k, p).cpu), 1),
+            p === 'direct' ? '—' : f(median(T(k, p).guardianPerStream), 0),
+          ]),
+        ),
+      );
       log();
     }
-    if (median(T('burst', 'a2a-guard+inspect').guardianPerStream) <= 1.01) log('NOTE: a2a-guard+inspect made 1 guardian call per stream: events were not inspected.');
+    if (median(T('burst', 'a2a-guard+inspect').guardianPerStream) <= 1.01)
+      log('NOTE: a2a-guard+inspect made 1 guardian call per stream: events were not inspected.');
     for (const k of ['burst', 'paced'] as const) {
-      for (const p of STREAM_PATHS) if (T(k, p).errors.length > 0) log(`WARNING: ${k} ${p}: ${T(k, p).errors.length} stream errors, first: ${T(k, p).errors[0]}`);
+      for (const p of STREAM_PATHS)
+        if (T(k, p).errors.length > 0) log(`WARNING: ${k} ${p}: ${T(k, p).errors.length} stream errors, first: ${T(k, p).errors[0]}`);
     }
     log();
   }
 
   const concIn = concurrent.find((c) => c.path === 'a2a-guard+inspect');
   if (concurrent.length > 0) {
-    log(`## ${CONC_STREAMS} concurrent streams, one event per stream per second (the agent's hand-made /a2a/tick streams); every process may use every core in this phase`);
-    log(`opened = first SSE event received within ${CONC_OPEN_DEADLINE_MS / 1000} s (at most 256 opens unanswered at a time); events/s over a ${CONC_WINDOW_MS / 1000} s window once open;`);
+    log(
+      `## ${CONC_STREAMS} concurrent streams, one event per stream per second (the agent's hand-made /a2a/tick streams); every process may use every core in this phase`,
+    );
+    log(
+      `opened = first SSE event received within ${CONC_OPEN_DEADLINE_MS / 1000} s (at most 256 opens unanswered at a time); events/s over a ${CONC_WINDOW_MS / 1000} s window once open;`,
+    );
     log('expected = streams open in the window x 1/s; RSS per stream = (proxy RSS in the window - before the phase) / open streams;');
     log('unary = one SendMessage every 100 ms through the same proxy during the window (request checks next to the stream events).');
     log();
-    log(table(['path', 'opened', 'last open at s', 'failed', 'events/s', 'expected/s', 'delivered', 'proxy RSS before', 'proxy RSS in window', 'RSS per stream', 'proxy CPU µs/event', 'unary p50 ms', 'unary p99 ms', 'unary max ms', 'unary failed'],
-      concurrent.map((c) => [c.path, `${c.opened}/${c.target}`, f(c.openSeconds, 1), String(c.failed), f(c.eventsPerSecond, 0), f(c.expectedPerSecond, 0),
-        `${f((100 * c.eventsPerSecond) / c.expectedPerSecond, 1)} %`, mb(c.rssBefore), mb(c.rssDuring),
-        Number.isFinite(c.rssDuring) ? `${f((c.rssDuring - c.rssBefore) / 1024 / Math.max(1, c.opened), 1)} KB` : '—', f(c.cpuUsPerEvent, 1),
-        f(c.unary.p50, 2), f(c.unary.p99, 2), f(c.unary.max, 2), `${c.unary.bad}/${c.unary.n}`])));
+    log(
+      table(
+        [
+          'path',
+          'opened',
+          'last open at s',
+          'failed',
+          'events/s',
+          'expected/s',
+          'delivered',
+          'proxy RSS before',
+          'proxy RSS in window',
+          'RSS per stream',
+          'proxy CPU µs/event',
+          'unary p50 ms',
+          'unary p99 ms',
+          'unary max ms',
+          'unary failed',
+        ],
+        concurrent.map((c) => [
+          c.path,
+          `${c.opened}/${c.target}`,
+          f(c.openSeconds, 1),
+          String(c.failed),
+          f(c.eventsPerSecond, 0),
+          f(c.expectedPerSecond, 0),
+          `${f((100 * c.eventsPerSecond) / c.expectedPerSecond, 1)} %`,
+          mb(c.rssBefore),
+          mb(c.rssDuring),
+          Number.isFinite(c.rssDuring) ? `${f((c.rssDuring - c.rssBefore) / 1024 / Math.max(1, c.opened), 1)} KB` : '—',
+          f(c.cpuUsPerEvent, 1),
+          f(c.unary.p50, 2),
+          f(c.unary.p99, 2),
+          f(c.unary.max, 2),
+          `${c.unary.bad}/${c.unary.n}`,
+        ]),
+      ),
+    );
     for (const c of concurrent) if (c.firstError !== undefined) log(`WARNING: ${c.path}: first error: ${c.firstError}`);
     log();
   }
 
   if (startup !== undefined) {
-    log(`## start-up: spawn -> first served call, and RSS 2 s and ${SETTLED_MS / 1000} s later (${STARTUP_ROUNDS} rounds, medians; the ${SETTLED_MS / 1000} s figure from the last round; ${path.relative(ROOT, startCommand().script)}, what npm start runs, with the admin server)`);
+    log(
+      `## start-up: spawn -> first served call, and RSS 2 s and ${SETTLED_MS / 1000} s later (${STARTUP_ROUNDS} rounds, medians; the ${SETTLED_MS / 1000} s figure from the last round; ${path.relative(ROOT, startCommand().script)}, what npm start runs, with the admin server)`,
+    );
     log();
     const bare = startup.get('bare node:http');
-    log(table(['process', 'spawn -> first served call ms', 'vs bare', 'CPU to first call ms', 'CPU vs bare', 'RSS 2 s after', `RSS ${SETTLED_MS / 1000} s after (settled)`, 'per-round ms'],
-      startupSubjects(COMPARE).map((x) => {
-        const r = startup.get(x);
-        return [x, f(startupMedian(r, 'ms'), 0), fx(startupMedian(r, 'ms') / startupMedian(bare, 'ms')), f(startupMedian(r, 'cpu'), 0), fx(startupMedian(r, 'cpu') / startupMedian(bare, 'cpu')),
-          mb(startupMedian(r, 'rss')), mb(startupMedian(r, 'settled')), (r?.ms ?? []).map((v) => f(v, 0)).join(', ')];
-      })));
-    log('CPU to first call: user + system time of the process when it served its first call (/proc/<pid>/stat, 10 ms ticks): start-up cost without the time other processes took the core.');
+    log(
+      table(
+        [
+          'process',
+          'spawn -> first served call ms',
+          'vs bare',
+          'CPU to first call ms',
+          'CPU vs bare',
+          'RSS 2 s after',
+          `RSS ${SETTLED_MS / 1000} s after (settled)`,
+          'per-round ms',
+        ],
+        startupSubjects(COMPARE).map((x) => {
+          const r = startup.get(x);
+          return [
+            x,
+            f(startupMedian(r, 'ms'), 0),
+            fx(startupMedian(r, 'ms') / startupMedian(bare, 'ms')),
+            f(startupMedian(r, 'cpu'), 0),
+            fx(startupMedian(r, 'cpu') / startupMedian(bare, 'cpu')),
+            mb(startupMedian(r, 'rss')),
+            mb(startupMedian(r, 'settled')),
+            (r?.ms ?? []).map((v) => f(v, 0)).join(', '),
+          ];
+        }),
+      ),
+    );
+    log(
+      'CPU to first call: user + system time of the process when it served its first call (/proc/<pid>/stat, 10 ms ticks): start-up cost without the time other processes took the core.',
+    );
     for (const x of startupSubjects(COMPARE)) for (const e of startup.get(x)?.failures ?? []) log(`WARNING: ${x}: ${e}`);
     log();
   }
@@ -498,14 +744,29 @@ async function main(): Promise<void> {
   const memB = memory?.get('baseline');
   const memG = memory?.get('a2a-guard');
   if (memory !== undefined) {
-    log(`## large bodies: ${MEMORY_REQUESTS} message/send of ${MEMORY_BODY_BYTES / 1048576} MB, ${MEMORY_CONNECTIONS} connections, fresh processes, ${MEMORY_ROUNDS} round(s)`);
+    log(
+      `## large bodies: ${MEMORY_REQUESTS} message/send of ${MEMORY_BODY_BYTES / 1048576} MB, ${MEMORY_CONNECTIONS} connections, fresh processes, ${MEMORY_ROUNDS} round(s)`,
+    );
     log(`peak RSS per in-flight byte = (peak RSS - RSS before) / (${MEMORY_CONNECTIONS} x body bytes)`);
     log();
-    log(table(['proxy', 'peak RSS - before (median)', 'per in-flight byte', 'per round', 'failed'],
-      [['baseline', memB], ['a2a-guard', memG]].map(([n, r]) => {
-        const x = r as typeof memB;
-        return [n as string, mb(memoryMedian(x, 'peakDelta')), f(memoryMedian(x, 'perByte'), 2), (x?.perByte ?? []).map((v) => f(v, 2)).join(', '), String(x?.bad ?? 0)];
-      })));
+    log(
+      table(
+        ['proxy', 'peak RSS - before (median)', 'per in-flight byte', 'per round', 'failed'],
+        [
+          ['baseline', memB],
+          ['a2a-guard', memG],
+        ].map(([n, r]) => {
+          const x = r as typeof memB;
+          return [
+            n as string,
+            mb(memoryMedian(x, 'peakDelta')),
+            f(memoryMedian(x, 'perByte'), 2),
+            (x?.perByte ?? []).map((v) => f(v, 2)).join(', '),
+            String(x?.bad ?? 0),
+          ];
+        }),
+      ),
+    );
     log();
   }
 
@@ -513,11 +774,27 @@ async function main(): Promise<void> {
     log(`## RSS of a fresh process over ${RSS_REQUESTS} unary requests (${CONNECTIONS} connections${LONG ? '' : '; BENCH_LONG=1 for 100,000'})`);
     log(`"start" = after ${RSS_WARMUP} warm-up requests and 1 s idle; "end" = after the run and 3 s idle (no forced GC)`);
     log();
-    log(table(['process', 'at launch', 'start', 'peak', 'end', 'end vs start', 'heapTotal start -> end', 'heapUsed start -> end', 'external start -> end'],
-      rss.map((x) => [x.name, mb(x.launch.rss), mb(x.start.rss), mb(x.peak), mb(x.end.rss), `${sign(100 * (x.end.rss / x.start.rss - 1), 1)} %`,
-        `${mb(x.start.heapTotal)} -> ${mb(x.end.heapTotal)}`, `${mb(x.start.heapUsed)} -> ${mb(x.end.heapUsed)}`, `${mb(x.start.external)} -> ${mb(x.end.external)}`])));
+    log(
+      table(
+        ['process', 'at launch', 'start', 'peak', 'end', 'end vs start', 'heapTotal start -> end', 'heapUsed start -> end', 'external start -> end'],
+        rss.map((x) => [
+          x.name,
+          mb(x.launch.rss),
+          mb(x.start.rss),
+          mb(x.peak),
+          mb(x.end.rss),
+          `${sign(100 * (x.end.rss / x.start.rss - 1), 1)} %`,
+          `${mb(x.start.heapTotal)} -> ${mb(x.end.heapTotal)}`,
+          `${mb(x.start.heapUsed)} -> ${mb(x.end.heapUsed)}`,
+          `${mb(x.start.external)} -> ${mb(x.end.external)}`,
+        ]),
+      ),
+    );
     log();
-    for (const x of rss) log(`${x.name} RSS after every ${x.step} requests: ${x.series.map((v) => (v / 1048576).toFixed(1)).join(', ')} MB${x.bad > 0 ? `  WARNING: ${x.bad} non-2xx/errors` : ''}`);
+    for (const x of rss)
+      log(
+        `${x.name} RSS after every ${x.step} requests: ${x.series.map((v) => (v / 1048576).toFixed(1)).join(', ')} MB${x.bad > 0 ? `  WARNING: ${x.bad} non-2xx/errors` : ''}`,
+      );
     log();
   }
 
@@ -543,27 +820,76 @@ async function main(): Promise<void> {
   const memRatio = memoryMedian(memG, 'perByte') / memoryMedian(memB, 'perByte');
   log('## targets');
   log();
-  log(table(['target', 'measured', 'result'], [
-    ['CPU per unary call (under load, inspection off) <= 1.0x the minimal undici proxy', fx(cpuRatio), verdict(cpuRatio, cpuRatio <= 1.0)],
-    ['the same, as user-space instructions per call under valgrind (BENCH_ONLY=instructions)', fx(instructions?.ratio ?? NaN), verdict(instructions?.ratio ?? NaN, (instructions?.ratio ?? NaN) <= 1.0)],
-    ['added p50 latency without load within 0.3 ms of the baseline (a2a-guard p50 - baseline p50)', signU(addedP50, 'ms'), verdict(addedP50, addedP50 <= 0.3)],
-    ['first SSE event (p50, burst) within 1 ms of the baseline', signU(firstEvent, 'ms'), verdict(firstEvent, firstEvent <= 1)],
-    [`per-event overhead, inspection off: (stream duration - direct) / ${STREAM_EVENTS} <= 0.2 ms (burst)`, signU(perEventBurst, 'ms'), verdict(perEventBurst, perEventBurst <= 0.2)],
-    ['per-event overhead, inspection off: added event latency p50 <= 0.2 ms (paced)', signU(perEventPaced, 'ms'), verdict(perEventPaced, perEventPaced <= 0.2)],
-    [`inspected stream, ${SLOW_GUARDIAN_MS} ms guardian, burst: stream duration <= 0.4x events x latency`, fx(slowBurst), verdict(slowBurst, slowBurst <= 0.4)],
-    [`inspected stream, instant guardian: (stream duration - direct) / ${STREAM_EVENTS} <= +0.3 ms per event (burst)`, signU(inspectPerEvent, 'ms'), verdict(inspectPerEvent, inspectPerEvent <= 0.3)],
-    ['inspected stream, instant guardian, paced: added event latency p50 (no target: one guardian round trip per event)', signU(inspectPaced, 'ms'), Number.isNaN(inspectPaced) ? 'not run' : 'info'],
-    [`${CONC_STREAMS} concurrent inspected streams: all open, >= 95 % of events delivered${CONC_STREAMS < 5000 ? ' (the target is 5,000)' : ''}`,
-      concIn === undefined ? '—' : `${concIn.opened}/${concIn.target} open, ${f(100 * concDelivered, 1)} %`, concIn === undefined ? 'not run' : concOk ? 'PASS' : 'MISS'],
-    ['start-up: spawn -> first served call <= 2x a bare node:http server', fx(startRatio), verdict(startRatio, startRatio <= 2)],
-    ['start-up, CPU to the first served call vs a bare node:http server (the same target, without other processes\' time)', fx(startCpuRatio), verdict(startCpuRatio, startCpuRatio <= 2)],
-    ['idle RSS < 60 MB, 2 s after the first call', mb(idleRss), verdict(idleRss, idleRss < 60 * 1048576)],
-    [`idle RSS < 60 MB, settled (${SETTLED_MS / 1000} s after the first call)`, mb(settledRss), verdict(settledRss, settledRss < 60 * 1048576)],
-    ['1 MB bodies: peak RSS per in-flight byte vs the baseline (no target; lower is better)', fx(memRatio), Number.isNaN(memRatio) ? 'not run' : 'info'],
-    [`RSS back within 10 % of start after ${rssDone} requests${rssDone < 100_000 ? ' (target is 100,000: BENCH_LONG=1)' : ''}`, signU(100 * rssGrowth, '%', 1), verdict(rssGrowth, rssGrowth <= 0.1)],
-  ]));
+  log(
+    table(
+      ['target', 'measured', 'result'],
+      [
+        ['CPU per unary call (under load, inspection off) <= 1.0x the minimal undici proxy', fx(cpuRatio), verdict(cpuRatio, cpuRatio <= 1.0)],
+        [
+          'the same, as user-space instructions per call under valgrind (BENCH_ONLY=instructions)',
+          fx(instructions?.ratio ?? NaN),
+          verdict(instructions?.ratio ?? NaN, (instructions?.ratio ?? NaN) <= 1.0),
+        ],
+        [
+          'added p50 latency without load within 0.3 ms of the baseline (a2a-guard p50 - baseline p50)',
+          signU(addedP50, 'ms'),
+          verdict(addedP50, addedP50 <= 0.3),
+        ],
+        ['first SSE event (p50, burst) within 1 ms of the baseline', signU(firstEvent, 'ms'), verdict(firstEvent, firstEvent <= 1)],
+        [
+          `per-event overhead, inspection off: (stream duration - direct) / ${STREAM_EVENTS} <= 0.2 ms (burst)`,
+          signU(perEventBurst, 'ms'),
+          verdict(perEventBurst, perEventBurst <= 0.2),
+        ],
+        [
+          'per-event overhead, inspection off: added event latency p50 <= 0.2 ms (paced)',
+          signU(perEventPaced, 'ms'),
+          verdict(perEventPaced, perEventPaced <= 0.2),
+        ],
+        [
+          `inspected stream, ${SLOW_GUARDIAN_MS} ms guardian, burst: stream duration <= 0.4x events x latency`,
+          fx(slowBurst),
+          verdict(slowBurst, slowBurst <= 0.4),
+        ],
+        [
+          `inspected stream, instant guardian: (stream duration - direct) / ${STREAM_EVENTS} <= +0.3 ms per event (burst)`,
+          signU(inspectPerEvent, 'ms'),
+          verdict(inspectPerEvent, inspectPerEvent <= 0.3),
+        ],
+        [
+          'inspected stream, instant guardian, paced: added event latency p50 (no target: one guardian round trip per event)',
+          signU(inspectPaced, 'ms'),
+          Number.isNaN(inspectPaced) ? 'not run' : 'info',
+        ],
+        [
+          `${CONC_STREAMS} concurrent inspected streams: all open, >= 95 % of events delivered${CONC_STREAMS < 5000 ? ' (the target is 5,000)' : ''}`,
+          concIn === undefined ? '—' : `${concIn.opened}/${concIn.target} open, ${f(100 * concDelivered, 1)} %`,
+          concIn === undefined ? 'not run' : concOk ? 'PASS' : 'MISS',
+        ],
+        ['start-up: spawn -> first served call <= 2x a bare node:http server', fx(startRatio), verdict(startRatio, startRatio <= 2)],
+        [
+          "start-up, CPU to the first served call vs a bare node:http server (the same target, without other processes' time)",
+          fx(startCpuRatio),
+          verdict(startCpuRatio, startCpuRatio <= 2),
+        ],
+        ['idle RSS < 60 MB, 2 s after the first call', mb(idleRss), verdict(idleRss, idleRss < 60 * 1048576)],
+        [`idle RSS < 60 MB, settled (${SETTLED_MS / 1000} s after the first call)`, mb(settledRss), verdict(settledRss, settledRss < 60 * 1048576)],
+        ['1 MB bodies: peak RSS per in-flight byte vs the baseline (no target; lower is better)', fx(memRatio), Number.isNaN(memRatio) ? 'not run' : 'info'],
+        [
+          `RSS back within 10 % of start after ${rssDone} requests${rssDone < 100_000 ? ' (target is 100,000: BENCH_LONG=1)' : ''}`,
+          signU(100 * rssGrowth, '%', 1),
+          verdict(rssGrowth, rssGrowth <= 0.1),
+        ],
+      ],
+    ),
+  );
   log();
-  log(`load average at start ${loadStart}, at end ${os.loadavg().map((v) => v.toFixed(2)).join(' ')} (other processes on this machine make every number noisier)`);
+  log(
+    `load average at start ${loadStart}, at end ${os
+      .loadavg()
+      .map((v) => v.toFixed(2))
+      .join(' ')} (other processes on this machine make every number noisier)`,
+  );
   log();
   if (instructions !== undefined) {
     for (const l of instructions.lines) log(l);

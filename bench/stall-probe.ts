@@ -41,7 +41,9 @@ process.on('message', (m: { t?: string; file?: string }) => {
     profileFile = m.file ?? 'stall.cpuprofile';
     session = new Session();
     session.connect();
-    session.post('Profiler.enable', () => session?.post('Profiler.setSamplingInterval', { interval: 100 }, () => session?.post('Profiler.start', () => process.send?.({ t: 'profile' }))));
+    session.post('Profiler.enable', () =>
+      session?.post('Profiler.setSamplingInterval', { interval: 100 }, () => session?.post('Profiler.start', () => process.send?.({ t: 'profile' }))),
+    );
   } else if (m.t === 'profiled') {
     session?.post('Profiler.stop', (err, r) => {
       if (err === null) fs.writeFileSync(profileFile, JSON.stringify(r.profile));

@@ -38,15 +38,22 @@ const nest = (depth: number, leaf: unknown): unknown => (depth === 0 ? leaf : [n
 /** Elements, and objects of members (a member counts twice: name and value), that fit the default bounds with the call's own members. */
 const AT_BOUND = 99_950;
 const WIDE = 9_990;
-const wide = (objects: number, name: (i: number) => string) => Array.from({ length: objects }, (_, o) => Object.fromEntries(Array.from({ length: WIDE }, (_, i) => [name(o * WIDE + i), 1])));
+const wide = (objects: number, name: (i: number) => string) =>
+  Array.from({ length: objects }, (_, o) => Object.fromEntries(Array.from({ length: WIDE }, (_, i) => [name(o * WIDE + i), 1])));
 
 const SHAPES: ReadonlyArray<[string, () => unknown]> = [
   ['"1 1 1 ..." text, 9 MiB', () => message([{ kind: 'text', text: fill('1 ') }])],
   ['text nested 55 arrays deep, 9 MiB', () => message([{ kind: 'text', text: nest(55, fill('1 ')) }])],
-  [`${AT_BOUND} small strings in an array, 9 MiB`, () => message([{ kind: 'data', data: { rows: Array.from({ length: AT_BOUND }, (_, i) => `${i} ${fill('1 ', 90)}`) } }])],
+  [
+    `${AT_BOUND} small strings in an array, 9 MiB`,
+    () => message([{ kind: 'data', data: { rows: Array.from({ length: AT_BOUND }, (_, i) => `${i} ${fill('1 ', 90)}`) } }]),
+  ],
   [`5 objects of ${WIDE} members, every name distinct`, () => message([{ kind: 'data', data: { rows: wide(5, (i) => `k${i}`) } }])],
   [`5 objects of ${WIDE} data keys that all mask (modify)`, () => message([{ kind: 'data', data: { rows: wide(5, (i) => `a${i}@x.io`) } }])],
-  ['one object of 49,950 members (over the default bound: refused)', () => message([{ kind: 'data', data: Object.fromEntries(Array.from({ length: 49_950 }, (_, i) => [`k${i}`, i])) }])],
+  [
+    'one object of 49,950 members (over the default bound: refused)',
+    () => message([{ kind: 'data', data: Object.fromEntries(Array.from({ length: 49_950 }, (_, i) => [`k${i}`, i])) }]),
+  ],
   ['e-mail addresses, 9 MiB text (all masked: modify)', () => message([{ kind: 'text', text: fill('a@b.co ') }])],
 ];
 
@@ -62,18 +69,29 @@ function freePort(): Promise<number> {
 /** The proxy as `npm start` runs it, with the probe preloaded; `flags`: more node flags. */
 async function startProxy(upstream: string, flags: string[]): Promise<{ child: ChildProcess; url: string; ask(t: string, extra?: object): Promise<any> }> {
   const port = await freePort();
-  const env = { PATH: process.env.PATH ?? '', UPSTREAM_URL: upstream, PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: '0', PUSH_RELAY_PORT: '0', LOG_LEVEL: 'warn', GUARDIAN_TIMEOUT_MS: '600000', BODY_TIMEOUT_MS: '600000' };
+  const env = {
+    PATH: process.env.PATH ?? '',
+    UPSTREAM_URL: upstream,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    ADMIN_PORT: '0',
+    PUSH_RELAY_PORT: '0',
+    LOG_LEVEL: 'warn',
+    GUARDIAN_TIMEOUT_MS: '600000',
+    BODY_TIMEOUT_MS: '600000',
+  };
   const child = spawn(process.execPath, [...flags, '--require', PROBE, MAIN], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-  const ask = (t: string, extra: object = {}) => new Promise<any>((resolve) => {
-    const on = (m: { t: string }) => {
-      if (m.t === (t === 'read' ? 'stall' : t)) {
-        child.off('message', on);
-        resolve(m);
-      }
-    };
-    child.on('message', on);
-    child.send({ t, ...extra });
-  });
+  const ask = (t: string, extra: object = {}) =>
+    new Promise<any>((resolve) => {
+      const on = (m: { t: string }) => {
+        if (m.t === (t === 'read' ? 'stall' : t)) {
+          child.off('message', on);
+          resolve(m);
+        }
+      };
+      child.on('message', on);
+      child.send({ t, ...extra });
+    });
   const url = `http://127.0.0.1:${port}/`;
   for (let i = 0; ; i++) {
     if ((await post(url, Buffer.from('{}')).catch(() => 0)) !== 0) break;
@@ -107,7 +125,11 @@ http.request(process.argv[1], { method: 'POST', agent: false, headers: { 'conten
   });
 }
 
-interface Node { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }
+interface Node {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
 
 /**
  * The longest stretches of a profile without an idle sample (one task, or tasks run back to back), each
@@ -145,10 +167,17 @@ export function longTasks(file: string, top = 3, minMs = 10): string[] {
     cur.by.set(w, (cur.by.get(w) ?? 0) + dt);
   }
   if (cur !== undefined) tasks.push(cur);
-  return tasks.filter((t) => t.ms >= minMs).sort((a, b) => b.ms - a.ms).slice(0, top).map((t) => {
-    const parts = [...t.by].sort((a, b) => b[1] - a[1]).filter(([, ms]) => ms >= 1).slice(0, 6);
-    return `${t.ms.toFixed(0)} ms: ${parts.map(([w, ms]) => `${w} ${ms.toFixed(0)}`).join('; ')}`;
-  });
+  return tasks
+    .filter((t) => t.ms >= minMs)
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, top)
+    .map((t) => {
+      const parts = [...t.by]
+        .sort((a, b) => b[1] - a[1])
+        .filter(([, ms]) => ms >= 1)
+        .slice(0, 6);
+      return `${t.ms.toFixed(0)} ms: ${parts.map(([w, ms]) => `${w} ${ms.toFixed(0)}`).join('; ')}`;
+    });
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -171,7 +200,12 @@ async function main(): Promise<void> {
     return file;
   });
 
-  console.log(`## 1. worst event-loop stall of the proxy per hostile request (embedded guardian), ${ROUNDS} rounds; load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(
+    `## 1. worst event-loop stall of the proxy per hostile request (embedded guardian), ${ROUNDS} rounds; load ${os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
   const proxy = await startProxy(upstreamUrl, []);
   const warm = path.join(TMP, 'warm.json');
   fs.writeFileSync(warm, JSON.stringify(message([{ kind: 'text', text: fill('x', 200_000) }])));
@@ -194,10 +228,12 @@ async function main(): Promise<void> {
       stalls.push((await proxy.ask('read')).maxMs);
     }
     const size = (fs.statSync(files[k]!).size / MiB).toFixed(1);
-    console.log(`  ${i}. ${label} (${size} MiB, answer ${status}): stall min ${f1(Math.min(...stalls))} ms, median ${f1(median(stalls))} ms [${stalls.map(f1).join(', ')}]`);
+    console.log(
+      `  ${i}. ${label} (${size} MiB, answer ${status}): stall min ${f1(Math.min(...stalls))} ms, median ${f1(median(stalls))} ms [${stalls.map(f1).join(', ')}]`,
+    );
   }
   if (PROFILE) {
-    console.log('## 2. the longest busy stretches of the proxy\'s main thread per shape (CPU profile, 100 µs samples; ms by nearest project function)');
+    console.log("## 2. the longest busy stretches of the proxy's main thread per shape (CPU profile, 100 µs samples; ms by nearest project function)");
     for (const [k, [i, label]] of shapes.entries()) {
       const file = path.join(TMP, `shape-${i}.cpuprofile`);
       await proxy.ask('profile', { file });
@@ -215,8 +251,11 @@ async function main(): Promise<void> {
 }
 
 if (require.main === module) {
-  main().then(() => process.exit(0), (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  });
+  main().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
 }

@@ -17,7 +17,8 @@ import { freePort, median, procCpuMs, procRss, progress, rotated, sleep, spawnNo
 
 export type StartupSubject = 'bare node:http' | 'a2a-guard (GUARDIAN_URL)' | 'a2a-guard (embedded guardian)' | 'a2a-guard@compare (GUARDIAN_URL)';
 export const STARTUP_SUBJECTS: readonly StartupSubject[] = ['bare node:http', 'a2a-guard (GUARDIAN_URL)', 'a2a-guard (embedded guardian)'];
-export const startupSubjects = (compare: string | undefined): readonly StartupSubject[] => (compare === undefined ? STARTUP_SUBJECTS : [...STARTUP_SUBJECTS, 'a2a-guard@compare (GUARDIAN_URL)']);
+export const startupSubjects = (compare: string | undefined): readonly StartupSubject[] =>
+  compare === undefined ? STARTUP_SUBJECTS : [...STARTUP_SUBJECTS, 'a2a-guard@compare (GUARDIAN_URL)'];
 
 /** How long after the first served call the settled RSS is read. */
 export const SETTLED_MS = 15_000;
@@ -34,20 +35,29 @@ export interface StartupResult {
 function tryCall(port: number, a2a: boolean): Promise<boolean> {
   return new Promise((resolve) => {
     const body = a2a ? UNARY_BODY : '';
-    const req = http.request({ host: '127.0.0.1', port, path: RPC_PATH, method: 'POST', agent: false,
-      headers: { ...UNARY_HEADERS, 'content-length': Buffer.byteLength(body) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve(res.statusCode === 200 && (!a2a || text.includes('"result"'))));
-      res.on('error', () => resolve(false));
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port, path: RPC_PATH, method: 'POST', agent: false, headers: { ...UNARY_HEADERS, 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve(res.statusCode === 200 && (!a2a || text.includes('"result"'))));
+        res.on('error', () => resolve(false));
+      },
+    );
     req.on('error', () => resolve(false));
     req.end(body);
   });
 }
 
-async function once(subject: StartupSubject, agentUrl: string, guardianUrl: string, cores: string | undefined, settle: boolean, compare: string | undefined): Promise<{ ms: number; cpu: number; rss: number; settled: Promise<number> | undefined }> {
+async function once(
+  subject: StartupSubject,
+  agentUrl: string,
+  guardianUrl: string,
+  cores: string | undefined,
+  settle: boolean,
+  compare: string | undefined,
+): Promise<{ ms: number; cpu: number; rss: number; settled: Promise<number> | undefined }> {
   const port = await freePort();
   const adminPort = await freePort();
   const bare = subject === 'bare node:http';
@@ -56,18 +66,26 @@ async function once(subject: StartupSubject, agentUrl: string, guardianUrl: stri
   const childEnv: Record<string, string | undefined> = bare
     ? { PORT: String(port), HOST: '127.0.0.1' }
     : {
-        PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), ADMIN_HOST: '127.0.0.1', UPSTREAM_URL: agentUrl, LOG_LEVEL: 'info',
-        GUARDIAN_URL: subject === 'a2a-guard (embedded guardian)' ? undefined : guardianUrl, ROLE: 'server',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        ADMIN_PORT: String(adminPort),
+        ADMIN_HOST: '127.0.0.1',
+        UPSTREAM_URL: agentUrl,
+        LOG_LEVEL: 'info',
+        GUARDIAN_URL: subject === 'a2a-guard (embedded guardian)' ? undefined : guardianUrl,
+        ROLE: 'server',
       };
   const t0 = process.hrtime.bigint();
   const proc = spawnNode(script, childEnv, cores, bare ? [] : start.nodeArgs, 'plain');
   let stderr = '';
   proc.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString('utf8')).slice(-2000)));
   let exited = false;
-  const gone = new Promise<void>((r) => proc.once('exit', () => {
-    exited = true;
-    r();
-  }));
+  const gone = new Promise<void>((r) =>
+    proc.once('exit', () => {
+      exited = true;
+      r();
+    }),
+  );
   const stop = async () => {
     proc.kill('SIGTERM');
     const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
@@ -88,7 +106,9 @@ async function once(subject: StartupSubject, agentUrl: string, guardianUrl: stri
     await sleep(2000);
     const rss = procRss(proc.pid);
     if (settle) {
-      settled = sleep(SETTLED_MS - 2000).then(() => procRss(proc.pid)).finally(stop);
+      settled = sleep(SETTLED_MS - 2000)
+        .then(() => procRss(proc.pid))
+        .finally(stop);
     }
     return { ms, cpu, rss, settled };
   } finally {
@@ -96,7 +116,13 @@ async function once(subject: StartupSubject, agentUrl: string, guardianUrl: stri
   }
 }
 
-export async function startupPhase(rounds: number, agentUrl: string, guardianUrl: string, pin: Pinning, compare: string | undefined): Promise<Map<StartupSubject, StartupResult>> {
+export async function startupPhase(
+  rounds: number,
+  agentUrl: string,
+  guardianUrl: string,
+  pin: Pinning,
+  compare: string | undefined,
+): Promise<Map<StartupSubject, StartupResult>> {
   const subjects = startupSubjects(compare);
   const out = new Map<StartupSubject, StartupResult>(subjects.map((s) => [s, { ms: [], rss: [], cpu: [], settled: [], failures: [] }]));
   const settling: Promise<void>[] = [];
@@ -109,7 +135,13 @@ export async function startupPhase(rounds: number, agentUrl: string, guardianUrl
         row.ms.push(x.ms);
         row.rss.push(x.rss);
         row.cpu.push(x.cpu);
-        if (x.settled !== undefined) settling.push(x.settled.then((v) => void row.settled.push(v), (err: unknown) => void row.failures.push(String(err))));
+        if (x.settled !== undefined)
+          settling.push(
+            x.settled.then(
+              (v) => void row.settled.push(v),
+              (err: unknown) => void row.failures.push(String(err)),
+            ),
+          );
       } catch (err) {
         row.failures.push((err as Error).message.slice(0, 300));
       }

@@ -41,7 +41,11 @@ export async function startStubAgent(): Promise<StubAgent> {
   let origin = '';
 
   const task = (t: StubTask) => ({ kind: 'task', id: t.id, contextId: t.contextId, status: { state: t.state } });
-  const v1Task = (t: StubTask) => ({ id: t.id, contextId: t.contextId, status: { state: t.state === 'completed' ? 'TASK_STATE_COMPLETED' : 'TASK_STATE_CANCELED' } });
+  const v1Task = (t: StubTask) => ({
+    id: t.id,
+    contextId: t.contextId,
+    status: { state: t.state === 'completed' ? 'TASK_STATE_COMPLETED' : 'TASK_STATE_CANCELED' },
+  });
   const notFound = (id: unknown) => ({ error: { code: -32001, message: `Task not found: ${String(id)}` } });
   const touch = (id: string) => reached.set(id, (reached.get(id) ?? 0) + 1);
 
@@ -56,7 +60,11 @@ export async function startStubAgent(): Promise<StubAgent> {
           touch(t.id);
           return { result: task(t) };
         }
-        const t: StubTask = { id: randomUUID(), contextId: typeof m.contextId === 'string' && m.contextId !== '' ? m.contextId : randomUUID(), state: 'completed' };
+        const t: StubTask = {
+          id: randomUUID(),
+          contextId: typeof m.contextId === 'string' && m.contextId !== '' ? m.contextId : randomUUID(),
+          state: 'completed',
+        };
         tasks.set(t.id, t);
         return { result: task(t) };
       }
@@ -75,11 +83,20 @@ export async function startStubAgent(): Promise<StubAgent> {
     }
   }
 
-  const card = () => JSON.stringify({
-    name: 'stub', description: 'stub agent', version: '1.0.0', protocolVersion: '0.3.0', url: `${origin}/a2a/jsonrpc`, preferredTransport: 'JSONRPC',
-    capabilities: { streaming: false }, defaultInputModes: ['text'], defaultOutputModes: ['text'], skills: [],
-    supportedInterfaces: [{ url: `${origin}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '0.3' }],
-  });
+  const card = () =>
+    JSON.stringify({
+      name: 'stub',
+      description: 'stub agent',
+      version: '1.0.0',
+      protocolVersion: '0.3.0',
+      url: `${origin}/a2a/jsonrpc`,
+      preferredTransport: 'JSONRPC',
+      capabilities: { streaming: false },
+      defaultInputModes: ['text'],
+      defaultOutputModes: ['text'],
+      skills: [],
+      supportedInterfaces: [{ url: `${origin}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '0.3' }],
+    });
 
   const server = http.createServer((req, res) => {
     if (req.method === 'GET' && (req.url ?? '').startsWith('/.well-known/agent-card.json')) {
@@ -118,9 +135,10 @@ export async function startStubAgent(): Promise<StubAgent> {
       calls.clear();
       reached.clear();
     },
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

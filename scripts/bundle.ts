@@ -61,15 +61,31 @@ const undiciOnDemand: Plugin = {
  */
 const LAZY: readonly { readonly file: string; readonly line: string; readonly lazy: string }[] = [
   // undici's HTTP/2 client (only with allowH2, which the proxy does not set): node:http2, ~9 ms.
-  { file: 'undici/lib/dispatcher/client.js', line: "const connectH2 = require('./client-h2.js')", lazy: "const connectH2 = (client, socket) => require('./client-h2.js')(client, socket)" },
+  {
+    file: 'undici/lib/dispatcher/client.js',
+    line: "const connectH2 = require('./client-h2.js')",
+    lazy: "const connectH2 = (client, socket) => require('./client-h2.js')(client, socket)",
+  },
   // prom-client's Pushgateway (unused): node:https, node:tls, node:zlib, ~6 ms.
-  { file: 'prom-client/index.js', line: "exports.Pushgateway = require('./lib/pushgateway');", lazy: "Object.defineProperty(exports, 'Pushgateway', { enumerable: true, get: () => require('./lib/pushgateway') });" },
+  {
+    file: 'prom-client/index.js',
+    line: "exports.Pushgateway = require('./lib/pushgateway');",
+    lazy: "Object.defineProperty(exports, 'Pushgateway', { enumerable: true, get: () => require('./lib/pushgateway') });",
+  },
   // pino's worker-thread transports (the proxy writes to stdout itself): thread-stream, node:module.
   { file: 'pino/lib/tools.js', line: "const transport = require('./transport')", lazy: "const transport = (opts) => require('./transport')(opts)" },
-  { file: 'pino/pino.js', line: "module.exports.transport = require('./lib/transport')", lazy: "Object.defineProperty(module.exports, 'transport', { enumerable: true, get: () => require('./lib/transport') })" },
+  {
+    file: 'pino/pino.js',
+    line: "module.exports.transport = require('./lib/transport')",
+    lazy: "Object.defineProperty(module.exports, 'transport', { enumerable: true, get: () => require('./lib/transport') })",
+  },
   // pino asks worker_threads whether it runs on the main thread only when it makes its own
   // destination (the proxy passes one): node:worker_threads, ~1.5 ms.
-  { file: 'pino/lib/tools.js', line: "const { isMainThread } = require('worker_threads')", lazy: "const isMainThread = () => require('worker_threads').isMainThread" },
+  {
+    file: 'pino/lib/tools.js',
+    line: "const { isMainThread } = require('worker_threads')",
+    lazy: "const isMainThread = () => require('worker_threads').isMainThread",
+  },
   { file: 'pino/lib/tools.js', line: 'if (!opts.sync && isMainThread) {', lazy: 'if (!opts.sync && isMainThread()) {' },
   // pino's default `base` names the host, and every logger the proxy makes has its own base: node:os
   // (~0.5-4 ms) only when a logger without one reads it.
@@ -102,7 +118,9 @@ const lazyRequires: Plugin = {
 const lazyAssert: Plugin = {
   name: 'lazy-assert',
   setup(b) {
-    b.onResolve({ filter: /^(node:)?assert$/ }, (args) => (/[\\/]node_modules[\\/](undici|sonic-boom|thread-stream)[\\/]/.test(args.importer) ? { path: 'assert', namespace: 'lazy-assert' } : undefined));
+    b.onResolve({ filter: /^(node:)?assert$/ }, (args) =>
+      /[\\/]node_modules[\\/](undici|sonic-boom|thread-stream)[\\/]/.test(args.importer) ? { path: 'assert', namespace: 'lazy-assert' } : undefined,
+    );
     b.onLoad({ filter: /.*/, namespace: 'lazy-assert' }, () => ({
       contents: "module.exports = function assert(value, message) { if (!value) require('node:assert')(value, message); };",
       loader: 'js',
@@ -133,7 +151,9 @@ export async function bundle(): Promise<void> {
     logLevel: 'warning',
   });
   const output = Object.values(result.metafile.outputs)[0];
-  const bundled = Object.entries(output?.inputs ?? {}).filter(([, i]) => i.bytesInOutput > 0).map(([f]) => f);
+  const bundled = Object.entries(output?.inputs ?? {})
+    .filter(([, i]) => i.bytesInOutput > 0)
+    .map(([f]) => f);
   // `import { z } from 'zod'` defeats tree shaking (all of zod, its 60 locales too, ~800 kB); `import * as z` keeps ~200 kB.
   const locales = bundled.filter((f) => /node_modules\/zod\/v4\/locales\/(?!en\.js|index\.js)/.test(f));
   if (locales.length > 0) throw new Error(`zod is bundled whole (${locales.length} locales): import it as \`import * as z from 'zod'\``);
@@ -143,7 +163,15 @@ export async function bundle(): Promise<void> {
   // wrapping there cost one more copy of the 1.2 MB source in memory until a full GC). No #! line:
   // inside a function it is a syntax error.
   writeFileSync(BUNDLE, `(function (exports, require, module, __filename, __dirname) { ${asciiOnly(out.text.replace(/^#!.*\n/, ''))}\n})`);
-  await build({ entryPoints: [join(ROOT, 'src', 'launch.ts')], outfile: LAUNCH, bundle: true, platform: 'node', target: 'node20', format: 'cjs', logLevel: 'warning' });
+  await build({
+    entryPoints: [join(ROOT, 'src', 'launch.ts')],
+    outfile: LAUNCH,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    logLevel: 'warning',
+  });
   writeFileSync(LAUNCH, readFileSync(LAUNCH), { mode: 0o755 });
   writeCodeCache();
 }

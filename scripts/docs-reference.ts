@@ -31,8 +31,19 @@ const GROUPS: ReadonlyArray<readonly [string, RegExp]> = [
   ['Observed agent', /^OBSERVED_AGENT_/],
   ['Essentials', /./],
 ];
-const ORDER = ['Essentials', 'Observed agent', 'Agent cards and routes', 'Limits and fairness', 'gRPC', 'Admin, readiness and shutdown',
-  'Embedded guardian, audit and logs', 'Identity', 'TLS', 'Task ownership', 'Tracing (OpenTelemetry)'];
+const ORDER = [
+  'Essentials',
+  'Observed agent',
+  'Agent cards and routes',
+  'Limits and fairness',
+  'gRPC',
+  'Admin, readiness and shutdown',
+  'Embedded guardian, audit and logs',
+  'Identity',
+  'TLS',
+  'Task ownership',
+  'Tracing (OpenTelemetry)',
+];
 
 const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 const shownDefault = (d: string) => (d === 'unset' || d === 'required' ? d : d === '' ? 'empty' : `\`${cell(d)}\``);
@@ -60,7 +71,7 @@ export function renderConfiguration(): string {
     'pod says `enableServiceLinks: false`), so a Service named `guardian` sets `GUARDIAN_PORT`; an unprefixed value that',
     'looks like such a link gets an error line that says so.',
     '',
-    '`a2a-guard --check` validates the configuration (and the embedded guardian\'s policy) and prints the effective',
+    "`a2a-guard --check` validates the configuration (and the embedded guardian's policy) and prints the effective",
     'configuration with secrets masked. Other `OTEL_*` variables of the OpenTelemetry SDK (`OTEL_BSP_*`,',
     '`OTEL_EXPORTER_OTLP_TIMEOUT`, `OTEL_EXPORTER_OTLP_CERTIFICATE`, ...) are read by the SDK itself. Example env files:',
     '[`config/cake-baker-guard.env`](../../config/cake-baker-guard.env) (ROLE=server) and',
@@ -73,8 +84,15 @@ export function renderConfiguration(): string {
     if (list.length === 0) continue;
     out.push('', `## ${name}`, '', '| variable | default | meaning |', '|---|---|---|', ...list.map(row));
   }
-  out.push('', '## The standalone reference guardian (`a2a-guard-guardian`)', '', '| guardian variable | default | meaning |', '|---|---|---|',
-    ...GUARDIAN_VARIABLES.map(row), '');
+  out.push(
+    '',
+    '## The standalone reference guardian (`a2a-guard-guardian`)',
+    '',
+    '| guardian variable | default | meaning |',
+    '|---|---|---|',
+    ...GUARDIAN_VARIABLES.map(row),
+    '',
+  );
   return out.join('\n');
 }
 
@@ -87,7 +105,14 @@ interface RegisteredMetric {
 
 /** The metrics a running proxy registers (its admin `/metrics`), read from a proxy started on loopback. */
 export async function registeredMetrics(): Promise<RegisteredMetric[]> {
-  const config = configFrom({ UPSTREAM_URL: 'http://127.0.0.1:9', GUARDIAN_URL: 'http://127.0.0.1:9', HOST: '127.0.0.1', PORT: '0', ADMIN_PORT: '0', READINESS_REQUIRES: '' });
+  const config = configFrom({
+    UPSTREAM_URL: 'http://127.0.0.1:9',
+    GUARDIAN_URL: 'http://127.0.0.1:9',
+    HOST: '127.0.0.1',
+    PORT: '0',
+    ADMIN_PORT: '0',
+    READINESS_REQUIRES: '',
+  });
   const proxy = await startProxy({ config, logger: pino({ level: 'silent' }), processMetrics: false });
   try {
     return (proxy.metrics.registry.getMetricsAsArray() as unknown as RegisteredMetric[])
@@ -110,7 +135,7 @@ export function renderMetrics(metrics: readonly RegisteredMetric[]): string {
     '',
     '`/metrics` on the admin port (`ADMIN_PORT`, default 9090), Prometheus text format. Label values come from fixed',
     'vocabularies and the operation table, never from the wire, so the number of series stays bounded. Outcomes and',
-    'failure kinds are those of the [audit line](audit-log.md). prom-client\'s process metrics (`process_*`, `nodejs_*`)',
+    "failure kinds are those of the [audit line](audit-log.md). prom-client's process metrics (`process_*`, `nodejs_*`)",
     'are exported too.',
     '',
     '| name | type | labels | meaning |',
@@ -121,9 +146,9 @@ export function renderMetrics(metrics: readonly RegisteredMetric[]): string {
     '',
     '- `operation`: the AOS method of the call ([wire rules](wire-rules.md)); on `a2a_guard_requests_total` also `refused`',
     '  (refused before any hook), `passthrough` (`PASSTHROUGH_PATHS`) and `other`/`unknown` (forwarded non-A2A traffic).',
-    '- `outcome` of `a2a_guard_requests_total`: the audit line\'s outcome, counted once per call when it ends; of',
+    "- `outcome` of `a2a_guard_requests_total`: the audit line's outcome, counted once per call when it ends; of",
     '  `a2a_guard_guardian_latency_seconds`: the decision or the failure kind.',
-    '- `kind` of `a2a_guard_guardian_failures_total`: the audit line\'s `failure` kinds (`connect`, `timeout`, `http`, ...).',
+    "- `kind` of `a2a_guard_guardian_failures_total`: the audit line's `failure` kinds (`connect`, `timeout`, `http`, ...).",
     '- `resource` of `a2a_guard_caller_limited_total`: `calls`, `rate`, `bytes`, `tasks` (task bindings held), `contexts`, `turns` (requests waiting for a turn of the CPU stages: FAIR_QUEUE_PER_CALLER)',
     '  (new contexts held at once).',
     '- `budget` of `a2a_guard_guardian_queued_calls`: `call` (request hooks, unary answers) or `stream` (stream events).',
@@ -138,13 +163,15 @@ export async function renderAll(): Promise<Record<string, string>> {
 }
 
 if (require.main === module) {
-  renderAll().then((files) => {
-    for (const [file, text] of Object.entries(files)) {
-      fs.writeFileSync(path.join(ROOT, file), text);
-      process.stdout.write(`wrote ${file}\n`);
-    }
-  }).catch((err: unknown) => {
-    process.stderr.write(`docs:reference: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
-    process.exit(1);
-  });
+  renderAll()
+    .then((files) => {
+      for (const [file, text] of Object.entries(files)) {
+        fs.writeFileSync(path.join(ROOT, file), text);
+        process.stdout.write(`wrote ${file}\n`);
+      }
+    })
+    .catch((err: unknown) => {
+      process.stderr.write(`docs:reference: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+      process.exit(1);
+    });
 }

@@ -64,7 +64,9 @@ export function toPodman(docs: readonly Obj[]): PodmanPlan {
         configMaps.push({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: doc['data'] });
         break;
       case 'Service':
-        notes.add('Services are not made (podman 4.3 ignores them): each Pod is named after the Service that selects it, so the name resolves in podman\'s DNS; no load balancing.');
+        notes.add(
+          "Services are not made (podman 4.3 ignores them): each Pod is named after the Service that selects it, so the name resolves in podman's DNS; no load balancing.",
+        );
         break;
       case 'PodDisruptionBudget':
         notes.add('PodDisruptionBudgets are dropped (nothing evicts pods here).');
@@ -79,7 +81,7 @@ export function toPodman(docs: readonly Obj[]): PodmanPlan {
           notes.add('Deployments become one bare Pod each (one replica, no ReplicaSet).');
           if (replicas > 1) notes.add(`${name}: ${replicas} replicas in the manifest, 1 pod here.`);
         } else {
-          notes.add('Jobs become a Pod with restartPolicy: Never; the run waits for the Job\'s own containers to exit.');
+          notes.add("Jobs become a Pod with restartPolicy: Never; the run waits for the Job's own containers to exit.");
         }
         const pod = podFrom(podName, template, notes);
         checkServicePorts(services, podName, template);
@@ -110,7 +112,8 @@ function serviceNameFor(services: readonly Obj[], template: Obj): string | undef
     const selector = obj(obj(s['spec'], 'Service spec')['selector'], 'Service selector');
     return Object.entries(selector).every(([k, v]) => labels[k] === v);
   });
-  if (matching.length > 1) throw new Error(`more than one Service selects the same pods: ${matching.map((s) => str(obj(s['metadata'], 'm')['name'])).join(', ')}`);
+  if (matching.length > 1)
+    throw new Error(`more than one Service selects the same pods: ${matching.map((s) => str(obj(s['metadata'], 'm')['name'])).join(', ')}`);
   return matching[0] === undefined ? undefined : str(obj(matching[0]['metadata'], 'Service metadata')['name']);
 }
 
@@ -123,7 +126,8 @@ function checkServicePorts(services: readonly Obj[], podName: string, template: 
   for (const p of list(obj(service['spec'], 'Service spec')['ports'])) {
     const target = p['targetPort'] ?? p['port'];
     const port = typeof target === 'number' ? target : containerPorts.find((c) => c['name'] === target)?.['containerPort'];
-    if (port !== p['port']) throw new Error(`Service ${podName}: port ${String(p['port'])} targets ${String(target)} (${String(port)}); podman needs them equal`);
+    if (port !== p['port'])
+      throw new Error(`Service ${podName}: port ${String(p['port'])} targets ${String(target)} (${String(port)}); podman needs them equal`);
   }
 }
 
@@ -133,7 +137,9 @@ function podFrom(name: string, template: Obj, notes: Set<string>): Obj {
   const sidecars = list(spec['initContainers']).filter((c) => c['restartPolicy'] === 'Always');
   const inits = list(spec['initContainers']).filter((c) => c['restartPolicy'] !== 'Always');
   if (sidecars.length > 0) {
-    notes.add('Native sidecars (initContainers with restartPolicy: Always) become ordinary containers, listed first: podman 4.3 runs an init container once and fails on one that keeps running. podman starts all containers of a pod together, so the agent does not wait for its sidecar (the demo client waits for /readyz itself).');
+    notes.add(
+      'Native sidecars (initContainers with restartPolicy: Always) become ordinary containers, listed first: podman 4.3 runs an init container once and fails on one that keeps running. podman starts all containers of a pod together, so the agent does not wait for its sidecar (the demo client waits for /readyz itself).',
+    );
   }
   const containers = [...sidecars.map(({ restartPolicy: _drop, ...c }) => c), ...list(spec['containers'])].map((c) => podmanContainer(c, notes));
   delete spec['initContainers'];
@@ -158,7 +164,9 @@ function podmanContainer(container: Obj, notes: Set<string>): Obj {
   const out = { ...container };
   if (out['ports'] !== undefined) {
     delete out['ports'];
-    notes.add('Container ports are not declared: podman 4.3 kube play publishes each one on the host (two pods with an admin port 9090 collide); pods reach each other over the podman network.');
+    notes.add(
+      'Container ports are not declared: podman 4.3 kube play publishes each one on the host (two pods with an admin port 9090 collide); pods reach each other over the podman network.',
+    );
   }
   for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe']) {
     if (out[probe] !== undefined) {
@@ -180,7 +188,10 @@ function main(argv: readonly string[]): number {
     process.stderr.write('usage: node dist/scripts/k8s-podman.js MANIFEST_DIR OUT_DIR\n');
     return 2;
   }
-  const docs = readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort().flatMap((f) => parseManifests(readFileSync(join(dir, f), 'utf8')));
+  const docs = readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort()
+    .flatMap((f) => parseManifests(readFileSync(join(dir, f), 'utf8')));
   const plan = toPodman(docs);
   mkdirSync(join(out, 'secrets'), { recursive: true });
   writeFileSync(join(out, 'play.yaml'), plan.kubeYaml);

@@ -28,12 +28,19 @@ const HELM_LABELS = /^\s+(helm\.sh\/chart|app\.kubernetes\.io\/managed-by): .*\n
 export function helmBinary(root: string = ROOT): string {
   const fromEnv = process.env['HELM'];
   if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
-  return execFileSync('bash', [join(root, 'scripts/install-helm.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim().split('\n').pop() as string;
+  return execFileSync('bash', [join(root, 'scripts/install-helm.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })
+    .trim()
+    .split('\n')
+    .pop() as string;
 }
 
 /** `helm template` of the chart with extra arguments (values files, --set ...). */
 export function helmTemplate(helm: string, args: readonly string[], root: string = ROOT): string {
-  return execFileSync(helm, ['template', RELEASE, CHART, '--namespace', 'default', ...args], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  return execFileSync(helm, ['template', RELEASE, CHART, '--namespace', 'default', ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 export const DEMO_ARGS: readonly string[] = ['-f', DEMO_VALUES, '--set-file', `guardian.policyJson=${DEMO_POLICY}`];
@@ -87,7 +94,12 @@ function header(file: string): string {
 /** The plain files as they are on disk. */
 export function readPlainFiles(root: string = ROOT): Map<string, string> {
   const dir = join(root, PLAIN_DIR);
-  return new Map(readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort().map((f) => [f, readFileSync(join(dir, f), 'utf8')]));
+  return new Map(
+    readdirSync(dir)
+      .filter((f) => f.endsWith('.yaml'))
+      .sort()
+      .map((f) => [f, readFileSync(join(dir, f), 'utf8')]),
+  );
 }
 
 function main(argv: readonly string[]): number {

@@ -80,15 +80,28 @@ export async function startTckSut(opts: TckSutOptions = {}): Promise<TckSut> {
     cancelTask: async (taskId, bus) => {
       cancelled.add(taskId);
       // The executor stops publishing once it sees the flag; the final canceled status comes from here.
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId: contexts.get(taskId) ?? '',
-        status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() }, metadata: undefined }));
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId: contexts.get(taskId) ?? '',
+          status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() },
+          metadata: undefined,
+        }),
+      );
     },
     execute: async (ctx, bus) => {
       const { taskId, contextId, userMessage } = ctx;
       const id = userMessage.messageId;
       contexts.set(taskId, contextId);
       const agentMessage = (t: string): Message => ({
-        messageId: crypto.randomUUID(), contextId, taskId, role: Role.ROLE_AGENT, parts: [text(t)], metadata: undefined, extensions: [], referenceTaskIds: [],
+        messageId: crypto.randomUUID(),
+        contextId,
+        taskId,
+        role: Role.ROLE_AGENT,
+        parts: [text(t)],
+        metadata: undefined,
+        extensions: [],
+        referenceTaskIds: [],
       });
       if (id.startsWith('tck-message-response')) {
         bus.publish(AgentEvent.message({ ...agentMessage('Direct message response'), taskId: '' }));
@@ -96,20 +109,33 @@ export async function startTckSut(opts: TckSutOptions = {}): Promise<TckSut> {
       }
       if (id.startsWith('tck-reject-task')) throw new Error('rejected');
       const first: Task = ctx.task ?? {
-        id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() },
-        artifacts: [], history: [userMessage], metadata: undefined,
+        id: taskId,
+        contextId,
+        status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() },
+        artifacts: [],
+        history: [userMessage],
+        metadata: undefined,
       };
       bus.publish(AgentEvent.task(first));
       const live = (): boolean => !cancelled.has(taskId);
       const status = (state: A2A.TaskState, message?: Message): void => {
-        if (live()) bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state, message, timestamp: new Date().toISOString() }, metadata: undefined }));
+        if (live())
+          bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state, message, timestamp: new Date().toISOString() }, metadata: undefined }));
       };
       let artifactN = 0;
       const artifact = (parts: Part[], append = false, lastChunk = false, artifactId?: string): void => {
         if (!live()) return;
         const aid = artifactId ?? `artifact-${++artifactN}`;
-        bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, append, lastChunk, metadata: undefined,
-          artifact: { artifactId: aid, name: '', description: '', parts, metadata: undefined, extensions: [] } }));
+        bus.publish(
+          AgentEvent.artifactUpdate({
+            taskId,
+            contextId,
+            append,
+            lastChunk,
+            metadata: undefined,
+            artifact: { artifactId: aid, name: '', description: '', parts, metadata: undefined, extensions: [] },
+          }),
+        );
       };
       const working = (): void => status(TaskState.TASK_STATE_WORKING);
       const complete = (message?: Message): void => status(TaskState.TASK_STATE_COMPLETED, message);
@@ -196,7 +222,18 @@ export async function startTckSut(opts: TckSutOptions = {}): Promise<TckSut> {
     securityRequirements: [],
     defaultInputModes: ['text'],
     defaultOutputModes: ['text'],
-    skills: [{ id: 'tck', name: 'TCK Conformance', description: 'Handles TCK conformance test messages', tags: ['tck'], examples: [], inputModes: [], outputModes: [], securityRequirements: [] }],
+    skills: [
+      {
+        id: 'tck',
+        name: 'TCK Conformance',
+        description: 'Handles TCK conformance test messages',
+        tags: ['tck'],
+        examples: [],
+        inputModes: [],
+        outputModes: [],
+        securityRequirements: [],
+      },
+    ],
   };
   const pushStore = opts.full === true ? new InMemoryPushNotificationStore() : undefined;
   const requestHandler = new DefaultRequestHandler(

@@ -30,11 +30,17 @@ function jsonSchema(schema: z.ZodType, title: string, description: string, extra
 /** File name -> text. */
 export function schemaFiles(): Record<string, string> {
   return {
-    'envelope.schema.json': jsonSchema(Envelope, 'AOS hook request (a2a-guard)',
-      'The JSON-RPC request a guardian receives for each A2A call: method = the A2A operation (v0.3 name), params = {payload: the A2A request or response as it travels, reasoning?, context: {from, to, serviceParameters?}}. a2a-guard also sends `ping` (answer {status, version, timestamp}).'),
-    'answer.schema.json': jsonSchema(GuardianSuccess, 'AOS decision answer (a2a-guard)',
+    'envelope.schema.json': jsonSchema(
+      Envelope,
+      'AOS hook request (a2a-guard)',
+      'The JSON-RPC request a guardian receives for each A2A call: method = the A2A operation (v0.3 name), params = {payload: the A2A request or response as it travels, reasoning?, context: {from, to, serviceParameters?}}. a2a-guard also sends `ping` (answer {status, version, timestamp}).',
+    ),
+    'answer.schema.json': jsonSchema(
+      GuardianSuccess,
+      'AOS decision answer (a2a-guard)',
       'The JSON-RPC response a guardian gives to a hook request: id = the request\'s id, result = {decision: allow | deny | modify, message, reasonCode?, reasoning?, data?, modifiedRequest?}. A modify carries modifiedRequest: the request echoed with params.payload replaced (same A2A method and id). Anything else is "no valid answer" and follows FAIL_MODE.',
-      MODIFY_CARRIES_REQUEST),
+      MODIFY_CARRIES_REQUEST,
+    ),
   };
 }
 

@@ -30,7 +30,10 @@ import { noPretenuring } from './runtime/heap';
 export const EXIT_CONFIG = 2;
 
 /** How long a SIGTERM keeps accepting, and the drain deadline after it (pure; see README "Signals"). */
-export function shutdownPlan(config: Pick<Config, 'shutdownDelayMs' | 'drainTimeoutMs' | 'terminationGraceMs'>, signal: string): { delayMs: number; drainMs: number } {
+export function shutdownPlan(
+  config: Pick<Config, 'shutdownDelayMs' | 'drainTimeoutMs' | 'terminationGraceMs'>,
+  signal: string,
+): { delayMs: number; drainMs: number } {
   const delay = signal === 'SIGTERM' ? config.shutdownDelayMs : 0;
   if (config.terminationGraceMs === undefined) return { delayMs: delay, drainMs: config.drainTimeoutMs };
   // Leave a second for flushing logs and spans before the kubelet's SIGKILL.
@@ -96,21 +99,35 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
   let guardian: Guardian;
   let embedded: EmbeddedGuardian | undefined;
   try {
-    if (config.guardianUrl === undefined) guardian = embedded = loadEmbeddedGuardian(config.policyFile, { logger, events: { onReload }, timeoutMs: config.guardianTimeoutMs });
+    if (config.guardianUrl === undefined)
+      guardian = embedded = loadEmbeddedGuardian(config.policyFile, { logger, events: { onReload }, timeoutMs: config.guardianTimeoutMs });
     else guardian = createGuardian(config, logger);
   } catch (err) {
-    fail(isPolicyError(err) ? err.problems.map((p) => `configuration error: ${config.policyFile}: ${p}`) : [`configuration error: ${(err as Error).message}`], logDestination);
+    fail(
+      isPolicyError(err) ? err.problems.map((p) => `configuration error: ${config.policyFile}: ${p}`) : [`configuration error: ${(err as Error).message}`],
+      logDestination,
+    );
   }
   warnAboutSettings(config, logger, embedded);
 
-  const decisionLog = config.decisionLogFile === undefined ? undefined : new DecisionLog(config.decisionLogFile, readLogKey(config.decisionLogKeyFile, logDestination));
+  const decisionLog =
+    config.decisionLogFile === undefined ? undefined : new DecisionLog(config.decisionLogFile, readLogKey(config.decisionLogKeyFile, logDestination));
   const proxy = await startProxyOrFail(config, logger, guardian, decisionLog, logDestination);
   metrics = proxy.metrics;
   proxy.metrics.countLogDrops(() => logDestination.dropped);
-  logger.info({
-    url: proxy.url, upstream: config.upstreamUrl.origin, guardian: guardian.describe, role: config.role, failMode: config.failMode,
-    tracing: config.otel === undefined ? 'off' : config.otel.tracesUrl, version: VERSION, pid: process.pid,
-  }, 'a2a-guard listening');
+  logger.info(
+    {
+      url: proxy.url,
+      upstream: config.upstreamUrl.origin,
+      guardian: guardian.describe,
+      role: config.role,
+      failMode: config.failMode,
+      tracing: config.otel === undefined ? 'off' : config.otel.tracesUrl,
+      version: VERSION,
+      pid: process.pid,
+    },
+    'a2a-guard listening',
+  );
 
   const health = watchHealth(config, logger, guardian, proxy);
   void guardian.ping().then((ok) => health.noteGuardian(ok));
@@ -145,26 +162,53 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
 /** Settings that weaken or change what is judged, said once at start. */
 function warnAboutSettings(config: Config, logger: Logger, embedded: EmbeddedGuardian | undefined): void {
   if (embedded !== undefined) {
-    logger.warn({ policyFile: config.policyFile, sha256: embedded.policy.sha256, watch: config.policyWatch }, 'GUARDIAN_URL is unset: the embedded reference guardian decides with POLICY_FILE (a demo policy unless you wrote one)');
+    logger.warn(
+      { policyFile: config.policyFile, sha256: embedded.policy.sha256, watch: config.policyWatch },
+      'GUARDIAN_URL is unset: the embedded reference guardian decides with POLICY_FILE (a demo policy unless you wrote one)',
+    );
     if (config.policyWatch) embedded.policy.watch();
   }
-  if (config.passthroughPaths.some((p) => p.length === 0)) logger.warn('PASSTHROUGH_PATHS contains "/": every request that is not A2A is forwarded to the agent unjudged');
-  if (config.nonA2A === 'forward') logger.warn('NON_A2A=forward: requests that are not A2A are forwarded to the agent unjudged; list the routes your agent serves in PASSTHROUGH_PATHS instead');
+  if (config.passthroughPaths.some((p) => p.length === 0))
+    logger.warn('PASSTHROUGH_PATHS contains "/": every request that is not A2A is forwarded to the agent unjudged');
+  if (config.nonA2A === 'forward')
+    logger.warn(
+      'NON_A2A=forward: requests that are not A2A are forwarded to the agent unjudged; list the routes your agent serves in PASSTHROUGH_PATHS instead',
+    );
   if (config.cardSigning.keyFile !== undefined) {
-    if (config.cardSignatures === 'keep') logger.warn('CARD_SIGNATURES=keep has no effect with CARD_SIGNING_KEY_FILE: served cards carry the proxy\'s signature only');
-  } else if (config.cardSignatures === 'keep') logger.warn('CARD_SIGNATURES=keep: rewritten agent cards keep signatures that no longer verify (the URLs changed)');
-  else logger.info(`CARD_SIGNATURES=${config.cardSignatures}: agent card signatures are removed, because rewriting the card URLs invalidates them (CARD_SIGNING_KEY_FILE signs them anew)`);
+    if (config.cardSignatures === 'keep')
+      logger.warn("CARD_SIGNATURES=keep has no effect with CARD_SIGNING_KEY_FILE: served cards carry the proxy's signature only");
+  } else if (config.cardSignatures === 'keep')
+    logger.warn('CARD_SIGNATURES=keep: rewritten agent cards keep signatures that no longer verify (the URLs changed)');
+  else
+    logger.info(
+      `CARD_SIGNATURES=${config.cardSignatures}: agent card signatures are removed, because rewriting the card URLs invalidates them (CARD_SIGNING_KEY_FILE signs them anew)`,
+    );
   if (config.failMode === 'open') logger.warn('FAIL_MODE=open: calls are forwarded unchecked when the guardian gives no valid answer');
   if (config.shadowMode) logger.warn('SHADOW_MODE=true: guardian decisions are logged and counted, never enforced');
   if (config.grpc !== undefined && config.grpc.upstreamUrl === undefined && config.role !== 'server') {
-    logger.warn({ upstream: config.upstreamUrl.origin }, 'GRPC_PORT without GRPC_UPSTREAM_URL: gRPC calls go only to a GRPC interface the remote card names at UPSTREAM_URL itself (set GRPC_UPSTREAM_URL when the remote serves gRPC on another port)');
+    logger.warn(
+      { upstream: config.upstreamUrl.origin },
+      'GRPC_PORT without GRPC_UPSTREAM_URL: gRPC calls go only to a GRPC interface the remote card names at UPSTREAM_URL itself (set GRPC_UPSTREAM_URL when the remote serves gRPC on another port)',
+    );
   }
 }
 
 /** The proxy's listeners; unreadable credential files and ports that cannot be bound exit 2 naming the variable. */
-async function startProxyOrFail(config: Config, logger: Logger, guardian: Guardian, decisionLog: DecisionLog | undefined, logDestination: LogSink): Promise<ProxyInstance> {
+async function startProxyOrFail(
+  config: Config,
+  logger: Logger,
+  guardian: Guardian,
+  decisionLog: DecisionLog | undefined,
+  logDestination: LogSink,
+): Promise<ProxyInstance> {
   try {
-    return await startProxy({ config, logger, guardian, processMetrics: true, ...(decisionLog === undefined ? {} : { decisionLog: (r) => decisionLog.append(r.fields) }) });
+    return await startProxy({
+      config,
+      logger,
+      guardian,
+      processMetrics: true,
+      ...(decisionLog === undefined ? {} : { decisionLog: (r) => decisionLog.append(r.fields) }),
+    });
   } catch (err) {
     // Unreadable key, certificate or token files are configuration problems, not crashes.
     if (err instanceof StartupError) fail([`configuration error: ${err.message}`], logDestination);
@@ -205,7 +249,12 @@ function watchHealth(config: Config, logger: Logger, guardian: Guardian, proxy: 
 }
 
 /** The signal handler: the first signal drains by the plan and exits 0; a second one exits 1 at once. */
-function shutdownOnce(config: Config, logger: Logger, logDestination: LogSink, drain: (plan: { delayMs: number; drainMs: number }) => Promise<void>): (signal: string) => void {
+function shutdownOnce(
+  config: Config,
+  logger: Logger,
+  logDestination: LogSink,
+  drain: (plan: { delayMs: number; drainMs: number }) => Promise<void>,
+): (signal: string) => void {
   let stopping = false;
   return (signal) => {
     if (stopping) {
@@ -215,8 +264,12 @@ function shutdownOnce(config: Config, logger: Logger, logDestination: LogSink, d
     }
     stopping = true;
     const plan = shutdownPlan(config, signal);
-    logger.info({ signal, acceptMs: plan.delayMs, drainMs: plan.drainMs },
-      plan.delayMs > 0 ? 'shutting down: not ready; still accepting until the delay ends, then draining' : 'draining: new connections refused, in-flight calls finish');
+    logger.info(
+      { signal, acceptMs: plan.delayMs, drainMs: plan.drainMs },
+      plan.delayMs > 0
+        ? 'shutting down: not ready; still accepting until the delay ends, then draining'
+        : 'draining: new connections refused, in-flight calls finish',
+    );
     void drain(plan).then(() => {
       logger.info('stopped');
       logDestination.flushSync();
@@ -254,7 +307,9 @@ async function check(config: Config, env: NodeJS.ProcessEnv, file: ConfigFile | 
     try {
       loadEmbeddedGuardian(config.policyFile).close();
     } catch (err) {
-      fail(isPolicyError(err) ? err.problems.map((p) => `configuration error: ${config.policyFile}: ${p}`) : [`configuration error: ${(err as Error).message}`]);
+      fail(
+        isPolicyError(err) ? err.problems.map((p) => `configuration error: ${config.policyFile}: ${p}`) : [`configuration error: ${(err as Error).message}`],
+      );
     }
   }
   const out = [
@@ -301,7 +356,9 @@ function verifyLog(file: string, head: ChainLink | undefined): never {
     process.stdout.write(`${file}: intact, ${r.records} records\n`);
     return process.exit(0);
   }
-  process.stdout.write(`${file}: broken at line ${r.line}${r.seq === undefined ? '' : ` (seq ${r.seq})`}: ${r.reason}; ${r.records} records before it are intact\n`);
+  process.stdout.write(
+    `${file}: broken at line ${r.line}${r.seq === undefined ? '' : ` (seq ${r.seq})`}: ${r.reason}; ${r.records} records before it are intact\n`,
+  );
   return process.exit(1);
 }
 

@@ -88,7 +88,11 @@ export interface CardSignature {
 }
 
 /** One signature over `card` (its `signatures` ignored) with `key`; the protected header names the key and, when given, where its JWKS is. */
-export function signCard(card: CardJson, key: { readonly privateKey: KeyObject; readonly kid: string; readonly alg: string }, jku: string | undefined): CardSignature {
+export function signCard(
+  card: CardJson,
+  key: { readonly privateKey: KeyObject; readonly kid: string; readonly alg: string },
+  jku: string | undefined,
+): CardSignature {
   const header = { alg: key.alg, typ: 'JOSE', kid: key.kid, ...(jku === undefined ? {} : { jku }) };
   const prot = b64url(JSON.stringify(header));
   const input = Buffer.from(`${prot}.${b64url(cardPayload(card))}`, 'ascii');

@@ -27,7 +27,11 @@ export function cardUrls(given: URL, paths: readonly string[] = []): URL[] {
   const withSlash = new URL(base.href);
   if (!withSlash.pathname.endsWith('/')) withSlash.pathname += '/';
   const prefix = base.pathname.replace(/\/+$/, '');
-  const urls = [new URL('.well-known/agent-card.json', withSlash), new URL('/.well-known/agent-card.json', base), ...paths.map((p) => new URL(prefix + p, base.origin))];
+  const urls = [
+    new URL('.well-known/agent-card.json', withSlash),
+    new URL('/.well-known/agent-card.json', base),
+    ...paths.map((p) => new URL(prefix + p, base.origin)),
+  ];
   return urls.filter((u, i) => urls.findIndex((v) => v.href === u.href) === i);
 }
 
@@ -76,7 +80,12 @@ export class CardCache {
     const p = this.inflight;
     if (p === undefined) return;
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([p, new Promise<void>((r) => { timer = setTimeout(r, ms); })]);
+    await Promise.race([
+      p,
+      new Promise<void>((r) => {
+        timer = setTimeout(r, ms);
+      }),
+    ]);
     clearTimeout(timer);
   }
 
@@ -200,7 +209,12 @@ function httpGetOnce(url: URL, timeoutMs: number): Promise<Fetched> {
 
 /** fetch over an undici dispatcher (TLS options), with the same bounds: no redirect followed here, the body read up to the limit. */
 async function fetchGetOnce(url: URL, timeoutMs: number, dispatcher: object): Promise<Fetched> {
-  const init = { signal: AbortSignal.timeout(timeoutMs), redirect: 'manual', headers: { accept: 'application/json', 'user-agent': CARD_USER_AGENT }, dispatcher };
+  const init = {
+    signal: AbortSignal.timeout(timeoutMs),
+    redirect: 'manual',
+    headers: { accept: 'application/json', 'user-agent': CARD_USER_AGENT },
+    dispatcher,
+  };
   const res = await fetch(url, init as RequestInit);
   if (res.status < 200 || res.status >= 300) {
     await res.body?.cancel();
@@ -304,8 +318,19 @@ export function rewriteEndpoint(raw: string, opts: RewriteOptions): string | und
  * its aliases. Rewriting only the camelCase names left an agent URL in `supported_interfaces`, and an
  * SDK client called it, around the proxy.
  */
-const CARD_ROUTE_MEMBERS: Readonly<Record<string, string>> = { url: 'url', supportedinterfaces: 'supportedInterfaces', additionalinterfaces: 'additionalInterfaces', preferredtransport: 'preferredTransport' };
-const INTERFACE_MEMBERS: Readonly<Record<string, string>> = { url: 'url', protocolbinding: 'protocolBinding', protocolversion: 'protocolVersion', transport: 'transport', tenant: 'tenant' };
+const CARD_ROUTE_MEMBERS: Readonly<Record<string, string>> = {
+  url: 'url',
+  supportedinterfaces: 'supportedInterfaces',
+  additionalinterfaces: 'additionalInterfaces',
+  preferredtransport: 'preferredTransport',
+};
+const INTERFACE_MEMBERS: Readonly<Record<string, string>> = {
+  url: 'url',
+  protocolbinding: 'protocolBinding',
+  protocolversion: 'protocolVersion',
+  transport: 'transport',
+  tenant: 'tenant',
+};
 
 /** A member name with a control character (see oneSpelling). */
 const CONTROL = /[\u0000-\u001f\u007f]/;
@@ -418,8 +443,18 @@ export function weakEtag(body: Buffer): string {
 const ROUTE_KEYS: ReadonlySet<string> = new Set(['url', 'supportedinterfaces', 'additionalinterfaces']);
 /** Members only agent cards carry (the SDK takes an object with a string `url` and `protocolVersion` "0.3" as a v0.3 card). */
 const CARD_ONLY_KEYS: ReadonlySet<string> = new Set([
-  'supportedinterfaces', 'additionalinterfaces', 'preferredtransport', 'protocolversion', 'protocolversions', 'skills', 'capabilities',
-  'defaultinputmodes', 'defaultoutputmodes', 'supportsauthenticatedextendedcard', 'securityschemes', 'securityrequirements',
+  'supportedinterfaces',
+  'additionalinterfaces',
+  'preferredtransport',
+  'protocolversion',
+  'protocolversions',
+  'skills',
+  'capabilities',
+  'defaultinputmodes',
+  'defaultoutputmodes',
+  'supportsauthenticatedextendedcard',
+  'securityschemes',
+  'securityrequirements',
 ]);
 
 /** A member name as decoders read it (a C reader ends `url\u0000x` at the NUL). */
@@ -489,6 +524,9 @@ export function cardIn(value: unknown, atAgent: (url: string) => boolean = () =>
 
 /** Card paths as lenient routers see them: any case, matrix parameters cut, one trailing slash. */
 export function isCardPath(pathname: string): boolean {
-  const p = pathname.toLowerCase().replace(/;[^/]*/g, '').replace(/\/$/, '');
+  const p = pathname
+    .toLowerCase()
+    .replace(/;[^/]*/g, '')
+    .replace(/\/$/, '');
   return p.endsWith('/.well-known/agent-card.json') || p.endsWith('/.well-known/agent.json');
 }

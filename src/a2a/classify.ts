@@ -75,16 +75,27 @@ export type Classified =
 
 /** Headers whose meaning classification reads: a hop-by-hop removal would change the call behind the guardian's back. */
 export const CLASSIFYING_HEADERS = [
-  'a2a-version', 'content-type', 'content-encoding', 'content-length', 'transfer-encoding', 'host',
-  'x-http-method-override', 'x-http-method', 'x-method-override',
+  'a2a-version',
+  'content-type',
+  'content-encoding',
+  'content-length',
+  'transfer-encoding',
+  'host',
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
   // Service parameters the guardian is shown: `A2A_Extensions` is the same header to CGI-style servers.
-  'a2a-extensions', 'x-a2a-extensions',
+  'a2a-extensions',
+  'x-a2a-extensions',
 ];
 const CLASSIFYING = new Set(CLASSIFYING_HEADERS);
 
 type ParsedBody =
-  | { readonly kind: 'none' } | { readonly kind: 'json'; readonly value: unknown; readonly text?: string } | { readonly kind: 'opaque' }
-  | { readonly kind: 'bad'; readonly why: string } | { readonly kind: 'tooComplex'; readonly why: string };
+  | { readonly kind: 'none' }
+  | { readonly kind: 'json'; readonly value: unknown; readonly text?: string }
+  | { readonly kind: 'opaque' }
+  | { readonly kind: 'bad'; readonly why: string }
+  | { readonly kind: 'tooComplex'; readonly why: string };
 
 /** A body read ahead of classification (parseBodyInTurns). */
 export type PreparedBody = ParsedBody;
@@ -251,11 +262,13 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions, memo: Body
   const f = flavour(req, t, opts, body);
   if (f === 'jsonrpc') {
     if (body.kind === 'none' || body.kind === 'opaque') {
-      if (!isMediaType(req.headers, JSON_RPC_TYPES)) return reject('contentTypeNotSupported', `Content type not supported; expected ${JSON_RPC_TYPES.join(' or ')}`, 'jsonrpc');
+      if (!isMediaType(req.headers, JSON_RPC_TYPES))
+        return reject('contentTypeNotSupported', `Content type not supported; expected ${JSON_RPC_TYPES.join(' or ')}`, 'jsonrpc');
       return reject('parseError', 'Request body is not JSON', 'jsonrpc');
     }
     // A top-level JSON scalar is a parse error to a strict JSON body parser (the SDK's express.json()).
-    if (body.kind === 'json' && (typeof body.value !== 'object' || body.value === null)) return reject('parseError', 'Request body is not a JSON object', 'jsonrpc');
+    if (body.kind === 'json' && (typeof body.value !== 'object' || body.value === null))
+      return reject('parseError', 'Request body is not a JSON object', 'jsonrpc');
     return reject(malformed(version.value), 'Request is not a JSON-RPC 2.0 request object', 'jsonrpc');
   }
   if ((verb === 'GET' || verb === 'HEAD') && cardShaped(t.segments)) return reject('notFound', CARD_PATH_UNLISTED, 'rest');
@@ -300,12 +313,19 @@ function flavour(req: HttpRequestFacts, t: Route, opts: ClassifyOptions, body: P
 function checkHeaders(h: IncomingHttpHeaders): string | undefined {
   // A method override turns a harmless-looking verb into a POST for some servers. (Three plain reads,
   // not a loop over the names: one read site per name stays monomorphic, ~200 instructions less.)
-  const override = h['x-http-method-override'] !== undefined ? 'x-http-method-override'
-    : h['x-http-method'] !== undefined ? 'x-http-method' : h['x-method-override'] !== undefined ? 'x-method-override' : undefined;
+  const override =
+    h['x-http-method-override'] !== undefined
+      ? 'x-http-method-override'
+      : h['x-http-method'] !== undefined
+        ? 'x-http-method'
+        : h['x-method-override'] !== undefined
+          ? 'x-method-override'
+          : undefined;
   if (override !== undefined) return `${override} is not accepted by this proxy`;
   for (const name in h) {
     // `A2A_Version` is A2A-Version to CGI-style servers: one header, two spellings, two meanings.
-    if (name.includes('_') && CLASSIFYING.has(name.replace(/_/g, '-'))) return `Header ${name} is ambiguous (underscore spelling of ${name.replace(/_/g, '-')})`;
+    if (name.includes('_') && CLASSIFYING.has(name.replace(/_/g, '-')))
+      return `Header ${name} is ambiguous (underscore spelling of ${name.replace(/_/g, '-')})`;
   }
   const conn = h.connection;
   // (The usual values name no header: nothing to split.)
@@ -321,7 +341,8 @@ function checkHeaders(h: IncomingHttpHeaders): string | undefined {
     const charset = /;\s*charset\s*=\s*"?([^";\s]*)"?/gi;
     for (const m of ct.matchAll(charset)) {
       // The agent's body parser would decode another charset (UTF-7, UTF-16...) into other text than the guardian saw.
-      if ((m[1] ?? '').toLowerCase() !== 'utf-8' && (m[1] ?? '').toLowerCase() !== 'utf8') return `Charset "${(m[1] ?? '').slice(0, 32)}" is not accepted; requests must be UTF-8`;
+      if ((m[1] ?? '').toLowerCase() !== 'utf-8' && (m[1] ?? '').toLowerCase() !== 'utf8')
+        return `Charset "${(m[1] ?? '').slice(0, 32)}" is not accepted; requests must be UTF-8`;
     }
   }
   return undefined;
@@ -504,7 +525,6 @@ function looksLikeRpc(v: JsonObject): boolean {
   return false;
 }
 
-
 /** JSON-RPC ids the SDK accepts: a string, an integer or null (1.5 is an invalid request there). */
 function validId(v: unknown): v is JsonRpcId | null | undefined {
   return v === undefined || v === null || typeof v === 'string' || (typeof v === 'number' && Number.isInteger(v));
@@ -591,7 +611,12 @@ function classifyJsonRpc(req: HttpRequestFacts, verb: string, t: Route, opts: Cl
   if (restShaped(t)) return reject('rejected', 'A JSON-RPC call on a path that reads as an A2A REST route is ambiguous', 'jsonrpc', safeId);
   if (grpcShaped(t)) return reject('rejected', 'A JSON-RPC call on a path that reads as an A2A gRPC method is ambiguous', 'jsonrpc', safeId);
   if (!isMediaType(req.headers, JSON_RPC_TYPES)) {
-    return reject('contentTypeNotSupported', `Content type not supported: ${String(req.headers['content-type'] ?? '(none)').slice(0, 64)}; expected ${JSON_RPC_TYPES.join(' or ')}`, 'jsonrpc', safeId);
+    return reject(
+      'contentTypeNotSupported',
+      `Content type not supported: ${String(req.headers['content-type'] ?? '(none)').slice(0, 64)}; expected ${JSON_RPC_TYPES.join(' or ')}`,
+      'jsonrpc',
+      safeId,
+    );
   }
   const params = v.params;
   // As the SDK: params is an object without empty member names (the extended-card call may omit it).
@@ -678,7 +703,8 @@ function classifyRest(req: HttpRequestFacts, t: Route, base: readonly string[], 
   let params: JsonObject | undefined;
   const accepted = m.version === '0.3' ? JSON_ONLY : JSON_OR_A2A;
   // As the SDK's v1.0 REST router: a media type it refuses is refused before the body is parsed.
-  if (body.kind === 'bad' && m.version !== '0.3' && refusedMediaType(req.headers, accepted)) return reject('contentTypeNotSupported', `Content type not supported; expected ${accepted.join(' or ')}`, 'rest');
+  if (body.kind === 'bad' && m.version !== '0.3' && refusedMediaType(req.headers, accepted))
+    return reject('contentTypeNotSupported', `Content type not supported; expected ${accepted.join(' or ')}`, 'rest');
   if (body.kind === 'bad') return reject('parseError', body.why, 'rest');
   if (body.kind === 'tooComplex') return reject('rejected', body.why, 'rest');
   if (body.kind === 'opaque') return reject('contentTypeNotSupported', 'A2A REST calls carry JSON bodies', 'rest');
@@ -692,7 +718,8 @@ function classifyRest(req: HttpRequestFacts, t: Route, base: readonly string[], 
   const query = t.query.length === 0 ? t.query : t.query.filter(([k]) => k.toLowerCase() !== 'a2a-version');
   const keys = query.map(([k]) => k);
   // Parsers disagree on repeated parameters (first or last wins): the guardian must see the one the agent reads.
-  if (keys.length > 1 && new Set(keys.map(fieldKey)).size !== keys.length) return reject('rejected', 'Repeated query parameters are not accepted on A2A REST routes', 'rest');
+  if (keys.length > 1 && new Set(keys.map(fieldKey)).size !== keys.length)
+    return reject('rejected', 'Repeated query parameters are not accepted on A2A REST routes', 'rest');
   const amb = ambiguousKey(params);
   if (amb !== undefined) return reject('rejected', `Ambiguous member names in the body (${amb.slice(0, 32)})`, 'rest');
   const foreign = foreignMessageShape(params, m.version === '0.3');

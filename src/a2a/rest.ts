@@ -38,10 +38,13 @@ interface CompiledRoute {
 }
 
 function compile(op: Operation, version: RestVersion, route: RestRoute, tenant: boolean): CompiledRoute {
-  const segs = route.path.split('/').filter((s) => s !== '').map((s): Segment => {
-    const m = /^\{(\w+)\}(.*)$/.exec(s);
-    return m === null ? { literal: s.toLowerCase() } : { param: m[1] as string, suffix: (m[2] as string).toLowerCase() };
-  });
+  const segs = route.path
+    .split('/')
+    .filter((s) => s !== '')
+    .map((s): Segment => {
+      const m = /^\{(\w+)\}(.*)$/.exec(s);
+      return m === null ? { literal: s.toLowerCase() } : { param: m[1] as string, suffix: (m[2] as string).toLowerCase() };
+    });
   return { op, version, route, tenant, segments: tenant ? [{ param: 'tenant', suffix: '' }, ...segs] : segs };
 }
 
@@ -205,9 +208,11 @@ function queryToParams(query: readonly (readonly [string, string])[]): JsonObjec
  */
 export function restToJsonRpc(m: RestMatch, query: readonly (readonly [string, string])[], body: JsonObject | undefined, id: string): JsonObject | string {
   // The body's members and the query's parameters are all carried (in params, to the guardian) or refused by name.
-  if (restHasBody(m) && query.length > 0) return `query parameter ${(query[0] as readonly [string, string])[0].slice(0, 32)} is not accepted on A2A REST routes that carry a body (the guardian would not see it)`;
+  if (restHasBody(m) && query.length > 0)
+    return `query parameter ${(query[0] as readonly [string, string])[0].slice(0, 32)} is not accepted on A2A REST routes that carry a body (the guardian would not see it)`;
   // A query parser drops it or reads it as the prototype (and so would the params built here).
-  if ((body !== undefined && Object.hasOwn(body, '__proto__')) || query.some(([k]) => k === '__proto__')) return 'member __proto__ is not accepted (a JavaScript agent reads it as the prototype)';
+  if ((body !== undefined && Object.hasOwn(body, '__proto__')) || query.some(([k]) => k === '__proto__'))
+    return 'member __proto__ is not accepted (a JavaScript agent reads it as the prototype)';
   const extra: JsonObject = restHasBody(m) ? { ...(body ?? {}) } : queryToParams(query);
   for (const [k, v] of Object.entries(m.pathParams)) {
     if (k in extra && extra[k] !== v) return `${restHasBody(m) ? 'body' : 'query'} field "${k}" contradicts the request path`;

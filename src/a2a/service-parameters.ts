@@ -97,9 +97,15 @@ export function modifiedServiceParameters(original: ServiceParameters, modifiedP
 }
 
 /** The proxy's own allow-lists (A2A_VERSIONS, A2A_EXTENSIONS; undefined: any), in A2A's standard errors. */
-export function allowListRefusal(p: ServiceParameters, versions: readonly string[] | undefined, extensions: readonly string[] | undefined): ProxyError | undefined {
+export function allowListRefusal(
+  p: ServiceParameters,
+  versions: readonly string[] | undefined,
+  extensions: readonly string[] | undefined,
+): ProxyError | undefined {
   if (versions !== undefined && !versions.includes(p.version)) {
-    return proxyError('versionNotSupported', `A2A version '${p.version.slice(0, 32)}' is not supported. Supported versions: ${versions.join(', ')}`, { version: p.version.slice(0, 32) });
+    return proxyError('versionNotSupported', `A2A version '${p.version.slice(0, 32)}' is not supported. Supported versions: ${versions.join(', ')}`, {
+      version: p.version.slice(0, 32),
+    });
   }
   if (extensions !== undefined) {
     const refused = p.extensions.find((e) => !extensions.includes(e));

@@ -24,7 +24,10 @@ const BAD_IN_SEGMENT = /[\x00-\x1f\x7f/\\;#?]/;
 /** ASCII character classes, as bits: 1 may stand in a plain path's segment, 2 is its own encoding in a segment. */
 const CHAR_CLASS = new Uint8Array(128);
 const ALNUM_CHARS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
-for (const [bit, chars] of [[1, `${ALNUM_CHARS}-._~!$&'()*+,=:@`], [2, `${ALNUM_CHARS}-_.!~*'():@`]] as const) {
+for (const [bit, chars] of [
+  [1, `${ALNUM_CHARS}-._~!$&'()*+,=:@`],
+  [2, `${ALNUM_CHARS}-_.!~*'():@`],
+] as const) {
   for (let i = 0; i < chars.length; i++) CHAR_CLASS[chars.charCodeAt(i)] = (CHAR_CLASS[chars.charCodeAt(i)] ?? 0) | bit;
 }
 

@@ -60,20 +60,38 @@ export interface UpstreamParts {
 
 /** Pure: what /readyz says for these facts. */
 export function readiness(
-  facts: { listening: boolean; draining: boolean; guardianUp: boolean | undefined; guardianAnswered: boolean; upstreamUp: boolean | undefined; breaker: BreakerState; upstreamParts?: UpstreamParts | undefined },
+  facts: {
+    listening: boolean;
+    draining: boolean;
+    guardianUp: boolean | undefined;
+    guardianAnswered: boolean;
+    upstreamUp: boolean | undefined;
+    breaker: BreakerState;
+    upstreamParts?: UpstreamParts | undefined;
+  },
   settings: HealthSettings,
   checkedAt: { guardian: string | undefined; upstream: string | undefined } = { guardian: undefined, upstream: undefined },
 ): Readiness {
   const required = settings.requires;
-  const ready = facts.listening && !facts.draining && facts.guardianAnswered
-    && (!required.guardian || facts.guardianUp === true)
-    && (!required.upstream || facts.upstreamUp === true);
+  const ready =
+    facts.listening &&
+    !facts.draining &&
+    facts.guardianAnswered &&
+    (!required.guardian || facts.guardianUp === true) &&
+    (!required.upstream || facts.upstreamUp === true);
   return {
     ready,
     listening: facts.listening,
     configured: true,
     draining: facts.draining,
-    guardian: { up: facts.guardianUp, required: required.guardian, checkedAt: checkedAt.guardian, answered: facts.guardianAnswered, breaker: facts.breaker, failMode: settings.failMode },
+    guardian: {
+      up: facts.guardianUp,
+      required: required.guardian,
+      checkedAt: checkedAt.guardian,
+      answered: facts.guardianAnswered,
+      breaker: facts.breaker,
+      failMode: settings.failMode,
+    },
     upstream: { up: facts.upstreamUp, required: required.upstream, checkedAt: checkedAt.upstream, ...facts.upstreamParts },
   };
 }
@@ -130,8 +148,13 @@ export class Health {
     const iso = (t: number | undefined) => (t === undefined ? undefined : new Date(t).toISOString());
     return readiness(
       {
-        listening: this.sources.listening(), draining: this.sources.draining(), guardianUp: this.guardian.up, guardianAnswered: this.guardianAnswered, upstreamUp: this.upstream.up, breaker: this.sources.breaker(),
-        upstreamParts: this.sources.probeGrpcUpstream === undefined ? undefined : this.parts ?? { card: undefined, grpc: undefined },
+        listening: this.sources.listening(),
+        draining: this.sources.draining(),
+        guardianUp: this.guardian.up,
+        guardianAnswered: this.guardianAnswered,
+        upstreamUp: this.upstream.up,
+        breaker: this.sources.breaker(),
+        upstreamParts: this.sources.probeGrpcUpstream === undefined ? undefined : (this.parts ?? { card: undefined, grpc: undefined }),
       },
       this.settings,
       { guardian: iso(this.guardian.at), upstream: iso(this.upstream.at) },

@@ -123,7 +123,9 @@ export class Metrics {
   readonly inflightBodyBytes = (() => {
     const metrics = this;
     return new Gauge({
-      name: 'a2a_guard_inflight_body_bytes', help: 'Bytes held now of MAX_INFLIGHT_BODY_BYTES (request bodies, answers and stream events held for the guardian)', registers: [this.registry],
+      name: 'a2a_guard_inflight_body_bytes',
+      help: 'Bytes held now of MAX_INFLIGHT_BODY_BYTES (request bodies, answers and stream events held for the guardian)',
+      registers: [this.registry],
       collect() {
         this.set(metrics.bodyBytes());
       },
@@ -143,17 +145,24 @@ export class Metrics {
   private health: () => HealthView = () => ({ ready: true, draining: false, guardian: { up: undefined }, upstream: { up: undefined } });
   readonly healthGauges = (() => {
     const metrics = this;
-    const gauge = (name: string, help: string, read: (h: HealthView) => boolean | undefined) => new Gauge({
-      name, help, registers: [this.registry],
-      collect() {
-        this.set(read(metrics.health()) === true ? 1 : 0);
-      },
-    });
+    const gauge = (name: string, help: string, read: (h: HealthView) => boolean | undefined) =>
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.set(read(metrics.health()) === true ? 1 : 0);
+        },
+      });
     return [
       gauge('a2a_guard_ready', 'What /readyz answers: 1 ready, 0 not (draining, or a dependency READINESS_REQUIRES names is down)', (h) => h.ready),
       gauge('a2a_guard_draining', '1 once shutdown began', (h) => h.draining),
       gauge('a2a_guard_guardian_up', 'The guardian answered the last AOS ping (1) or not, or not yet asked (0)', (h) => h.guardian.up),
-      gauge('a2a_guard_upstream_up', 'The agent card (and, with GRPC_PORT, its gRPC endpoint) was reachable at the last check (1) or not, or not yet checked (0)', (h) => h.upstream.up),
+      gauge(
+        'a2a_guard_upstream_up',
+        'The agent card (and, with GRPC_PORT, its gRPC endpoint) was reachable at the last check (1) or not, or not yet checked (0)',
+        (h) => h.upstream.up,
+      ),
     ];
   })();
   private breakerState: () => BreakerState = () => 'closed';
@@ -277,7 +286,10 @@ class LabelCells<C> {
   private root = new Map<string, unknown>();
   private made: C[] = [];
 
-  constructor(private readonly names: readonly string[], private readonly make: (labels: Record<string, string>) => C) {}
+  constructor(
+    private readonly names: readonly string[],
+    private readonly make: (labels: Record<string, string>) => C,
+  ) {}
 
   /** The values found last, and their cell: a call site mostly counts what the one before it counted (a hit: ~20 instructions, a Map a label ~90). */
   private lastA: string | undefined;
@@ -346,7 +358,13 @@ export class FastHistogramVec {
   readonly aggregator = 'sum' as const;
   private readonly cells: LabelCells<{ labels: Record<string, string>; counts: number[]; sum: number; count: number }>;
 
-  constructor(readonly name: string, readonly help: string, readonly labelNames: readonly string[], private readonly bounds: readonly number[], registry: Registry) {
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly labelNames: readonly string[],
+    private readonly bounds: readonly number[],
+    registry: Registry,
+  ) {
     this.cells = new LabelCells(labelNames, (labels) => ({ labels, counts: bounds.map(() => 0), sum: 0, count: 0 }));
     registry.registerMetric(this as unknown as Parameters<Registry['registerMetric']>[0]);
   }
@@ -393,7 +411,12 @@ export class FastCounter {
   readonly aggregator = 'sum' as const;
   private readonly cells: LabelCells<{ labels: Record<string, string>; value: number }>;
 
-  constructor(readonly name: string, readonly help: string, readonly labelNames: readonly string[], registry: Registry) {
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly labelNames: readonly string[],
+    registry: Registry,
+  ) {
     this.cells = new LabelCells(labelNames, (labels) => ({ labels, value: 0 }));
     registry.registerMetric(this as unknown as Parameters<Registry['registerMetric']>[0]);
   }

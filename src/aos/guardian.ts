@@ -85,13 +85,27 @@ interface RawReply {
 const PING_CONNECTIONS = 2;
 
 class TransportError extends Error {
-  constructor(readonly kind: GuardianFailureKind, message: string, readonly socketError?: unknown) {
+  constructor(
+    readonly kind: GuardianFailureKind,
+    message: string,
+    readonly socketError?: unknown,
+  ) {
     super(message);
   }
 }
 
 // UND_ERR_SOCKET: a kept-alive connection the guardian had closed (only retried before any answer began).
-const RETRYABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+const RETRYABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ECONNABORTED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+]);
 const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
 export class HttpGuardian implements Guardian {
@@ -113,7 +127,15 @@ export class HttpGuardian implements Guardian {
     this.origin = opts.url.origin;
     this.path = `${opts.url.pathname}${opts.url.search}`;
     // Keep-alive connections; our own deadline bounds each call, so undici's timeouts are off.
-    const pool = (connections: number) => createPool(this.origin, { connections, pipelining: 1, keepAliveTimeout: 4000, headersTimeout: 0, bodyTimeout: 0, ...(opts.connect === undefined ? {} : { connect: opts.connect }) });
+    const pool = (connections: number) =>
+      createPool(this.origin, {
+        connections,
+        pipelining: 1,
+        keepAliveTimeout: 4000,
+        headersTimeout: 0,
+        bodyTimeout: 0,
+        ...(opts.connect === undefined ? {} : { connect: opts.connect }),
+      });
     this.pools = { call: pool(opts.callConnections ?? 256), stream: pool(opts.streamConnections ?? 256) };
     this.pingPool = pool(PING_CONNECTIONS);
     this.headers = HttpGuardian.headersFor(opts.token);
@@ -147,7 +169,13 @@ export class HttpGuardian implements Guardian {
     return monotonicMs() < this.openUntil ? 'open' : 'half_open';
   }
 
-  async decide(envelope: Envelope, body: string | EnvelopeBytes, caller?: Cancellation, trace?: TraceContext, budget: GuardianBudget = 'call'): Promise<GuardianOutcome> {
+  async decide(
+    envelope: Envelope,
+    body: string | EnvelopeBytes,
+    caller?: Cancellation,
+    trace?: TraceContext,
+    budget: GuardianBudget = 'call',
+  ): Promise<GuardianOutcome> {
     const now = monotonicMs();
     const halfOpen = this.openUntil !== 0;
     if (now < this.openUntil || (halfOpen && this.trialInFlight)) return { ok: false, kind: 'breakerOpen', detail: 'guardian circuit breaker is open' };
@@ -202,8 +230,16 @@ export class HttpGuardian implements Guardian {
    * it responds, not what it says. A failed ping opens the breaker; a trial call's ping closes it.
    */
   private probe(trial: boolean): void {
-    const running = (this.probing ??= this.post(this.pingPool, HttpGuardian.pingBody(randomUUID(), this.opts.timeoutMs), monotonicMs() + this.opts.timeoutMs, undefined)
-      .then((reply) => reply.status < 500, () => false)
+    const running = (this.probing ??= this.post(
+      this.pingPool,
+      HttpGuardian.pingBody(randomUUID(), this.opts.timeoutMs),
+      monotonicMs() + this.opts.timeoutMs,
+      undefined,
+    )
+      .then(
+        (reply) => reply.status < 500,
+        () => false,
+      )
       .finally(() => {
         this.probing = undefined;
       }));
@@ -244,7 +280,11 @@ export class HttpGuardian implements Guardian {
 
   private open(why: string): void {
     // Said once per outage: a failed half-open trial re-opens it quietly.
-    if (this.openUntil === 0) this.opts.logger?.warn({ guardian: this.describe, why, cooldownMs: this.opts.breakerCooldownMs ?? 2000 }, 'guardian circuit breaker open: calls fail fast until a trial call succeeds');
+    if (this.openUntil === 0)
+      this.opts.logger?.warn(
+        { guardian: this.describe, why, cooldownMs: this.opts.breakerCooldownMs ?? 2000 },
+        'guardian circuit breaker open: calls fail fast until a trial call succeeds',
+      );
     this.openUntil = monotonicMs() + (this.opts.breakerCooldownMs ?? 2000);
     this.trialInFlight = false;
     // Half-open: after the cooldown one call goes through; its failure re-opens the breaker at once.
@@ -264,7 +304,14 @@ export class HttpGuardian implements Guardian {
    * after a failure where the guardian cannot have started to answer (a stale keep-alive socket, a
    * guardian restarting), while the time budget and the caller allow.
    */
-  private post(pool: Pool, body: string | EnvelopeBytes, deadline: number, caller: Cancellation | undefined, headers: string[] = this.headers, retries = 0): Promise<RawReply> {
+  private post(
+    pool: Pool,
+    body: string | EnvelopeBytes,
+    deadline: number,
+    caller: Cancellation | undefined,
+    headers: string[] = this.headers,
+    retries = 0,
+  ): Promise<RawReply> {
     return new Promise<RawReply>((resolve, reject) => {
       const remaining = deadline - monotonicMs();
       if (remaining <= 0) return reject(new TransportError('timeout', 'guardian time budget exhausted'));
@@ -296,34 +343,38 @@ export class HttpGuardian implements Guardian {
         abort = undefined;
         try {
           // undici's own handler interface: the guardian's response headers are never parsed (undici-pool.ts).
-          dispatchRaw(pool, { origin: this.origin, path: this.path, method: 'POST', headers: wire.headers, body: wire.body, headersTimeout: 0, bodyTimeout: 0 }, {
-            onConnect: (a) => {
-              abort = a;
-              // Stopped while queued for a connection: never send it.
-              if (settled) a(new TransportError('cancelled', 'call already ended'));
+          dispatchRaw(
+            pool,
+            { origin: this.origin, path: this.path, method: 'POST', headers: wire.headers, body: wire.body, headersTimeout: 0, bodyTimeout: 0 },
+            {
+              onConnect: (a) => {
+                abort = a;
+                // Stopped while queued for a connection: never send it.
+                if (settled) a(new TransportError('cancelled', 'call already ended'));
+              },
+              onHeaders: (statusCode) => {
+                answered = true;
+                status = statusCode;
+                return true;
+              },
+              onData: (chunk) => {
+                if (!answer.push(chunk)) stop(new TransportError('http', 'guardian answer too large'));
+                return true;
+              },
+              onComplete: () => finish(() => resolve({ status, body: answer.text() })),
+              onError: (err: NodeJS.ErrnoException) => {
+                if (err instanceof TransportError) return finish(() => reject(err));
+                // Retry only failures where the guardian cannot have started to answer.
+                const retryable = !answered && RETRYABLE_CODES.has(err.code ?? 'error');
+                if (retryable && attemptsLeft > 0 && !settled && monotonicMs() < deadline - 1 && caller?.cancelled !== true) {
+                  attemptsLeft--;
+                  // After undici has finished with the failed connection (this callback runs inside its cleanup).
+                  return queueMicrotask(send);
+                }
+                finish(() => reject(new TransportError('connect', describeError(err), err)));
+              },
             },
-            onHeaders: (statusCode) => {
-              answered = true;
-              status = statusCode;
-              return true;
-            },
-            onData: (chunk) => {
-              if (!answer.push(chunk)) stop(new TransportError('http', 'guardian answer too large'));
-              return true;
-            },
-            onComplete: () => finish(() => resolve({ status, body: answer.text() })),
-            onError: (err: NodeJS.ErrnoException) => {
-              if (err instanceof TransportError) return finish(() => reject(err));
-              // Retry only failures where the guardian cannot have started to answer.
-              const retryable = !answered && RETRYABLE_CODES.has(err.code ?? 'error');
-              if (retryable && attemptsLeft > 0 && !settled && monotonicMs() < deadline - 1 && caller?.cancelled !== true) {
-                attemptsLeft--;
-                // After undici has finished with the failed connection (this callback runs inside its cleanup).
-                return queueMicrotask(send);
-              }
-              finish(() => reject(new TransportError('connect', describeError(err), err)));
-            },
-          });
+          );
         } catch (err) {
           // A request undici refuses outright (it throws before any callback).
           finish(() => reject(err));

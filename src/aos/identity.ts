@@ -9,7 +9,6 @@ import type { Phase, Role, Side } from './hook-points';
 import type { A2AContext, Agent, PartialAgent } from './schemas';
 import { fieldValue } from '../core/json';
 
-
 export const UNKNOWN = 'unknown';
 
 /** OBSERVED_AGENT_*: the observed agent's AOS Agent fields as the operator gives them (unset: from its card). */
@@ -125,7 +124,10 @@ export class Identities {
       timer = setTimeout(resolve, maxWaitMs);
       timer.unref();
     });
-    const first = Promise.all([this.src.upstreamCard.ready(), this.src.observedCard?.ready()]).then(() => undefined, () => undefined);
+    const first = Promise.all([this.src.upstreamCard.ready(), this.src.observedCard?.ready()]).then(
+      () => undefined,
+      () => undefined,
+    );
     this.pending = Promise.race([first, bound]).then(() => {
       clearTimeout(timer);
       this.pending = undefined;

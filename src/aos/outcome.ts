@@ -7,5 +7,4 @@ import type { SuccessResult } from './schemas';
 export type GuardianFailureKind = 'connect' | 'timeout' | 'http' | 'json' | 'rpcError' | 'schema' | 'id' | 'breakerOpen' | 'internal' | 'cancelled';
 
 export type GuardianOutcome =
-  | { readonly ok: true; readonly result: SuccessResult }
-  | { readonly ok: false; readonly kind: GuardianFailureKind | 'invalidModify'; readonly detail: string };
+  { readonly ok: true; readonly result: SuccessResult } | { readonly ok: false; readonly kind: GuardianFailureKind | 'invalidModify'; readonly detail: string };

@@ -49,7 +49,7 @@ export function parseArgs(argv: readonly string[]): Command {
       if (config !== undefined) return { kind: 'error', message: '--config goes with running the proxy or --check' };
       if (rest.length === 3 && rest[1] === '--head') {
         const head = parseHead(rest[2] as string);
-        if (head === undefined) return { kind: 'error', message: '--head takes SEQ:HASH (an audit line\'s decisionSeq and decisionHash)' };
+        if (head === undefined) return { kind: 'error', message: "--head takes SEQ:HASH (an audit line's decisionSeq and decisionHash)" };
         if (rest[0] !== '') return { kind: 'verifyLog', file: rest[0] as string, head };
       }
       if (rest.length !== 1 || rest[0] === '') return { kind: 'error', message: '--verify-log takes one file name (and optionally --head SEQ:HASH)' };
@@ -70,18 +70,18 @@ export function proxyHelp(version: string): string {
     '  (no argument)       run the proxy, configured by the environment variables below',
     '  --config FILE       also read the variables from FILE (YAML or JSON, NAME: value; a variable set in the',
     '                      environment wins); its JSON Schema is config/config.schema.json in the package',
-    '  --check             validate the configuration (and the embedded guardian\'s policy), print the effective',
+    "  --check             validate the configuration (and the embedded guardian's policy), print the effective",
     '                      configuration with secrets masked, exit 0 (valid) or 2 (invalid)',
-    '  --check --probe     also try the guardian (AOS ping), the agent\'s card and the task store (Redis PING),',
+    "  --check --probe     also try the guardian (AOS ping), the agent's card and the task store (Redis PING),",
     '                      one line each; exit 1 when one of them does not answer',
     '  --verify-log FILE   check the hash chain of a DECISION_LOG_FILE (keyed with DECISION_LOG_KEY_FILE when set);',
-    '                      exit 0 (intact) or 1 (names the first broken record); --head SEQ:HASH (an audit line\'s',
+    "                      exit 0 (intact) or 1 (names the first broken record); --head SEQ:HASH (an audit line's",
     '                      decisionSeq and decisionHash) also checks that the file still holds that record',
     '  --version           print the version',
     '  --help              this text',
     '',
     'Signals: SIGTERM drains (SHUTDOWN_DELAY_MS, then DRAIN_TIMEOUT_MS); SIGINT drains without the delay;',
-    '         SIGHUP reloads the embedded guardian\'s policy.',
+    "         SIGHUP reloads the embedded guardian's policy.",
     '',
     'Environment variables (name, default, meaning); each may also be given as A2A_GUARD_<NAME>, which wins:',
     ...variableLines(describeVariables()),

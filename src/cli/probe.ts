@@ -31,7 +31,13 @@ async function probeGuardian(config: Config, logger: ReturnType<typeof createLog
   const guardian = createGuardian(config, logger);
   try {
     const ok = await guardian.ping(ms);
-    return { what: 'guardian', ok, detail: ok ? `${config.guardianUrl.href}: answered AOS ping` : `${config.guardianUrl.href}: no valid AOS ping answer within ${ms} ms (not reachable, not a guardian, a refused token or TLS settings)` };
+    return {
+      what: 'guardian',
+      ok,
+      detail: ok
+        ? `${config.guardianUrl.href}: answered AOS ping`
+        : `${config.guardianUrl.href}: no valid AOS ping answer within ${ms} ms (not reachable, not a guardian, a refused token or TLS settings)`,
+    };
   } finally {
     guardian.close();
   }
@@ -41,11 +47,20 @@ async function probeCard(config: Config, logger: ReturnType<typeof createLogger>
   const tls = outboundTls(config.tls.upstream, 'UPSTREAM', config.identity.refreshMs, logger);
   try {
     const card = new CardCache({
-      base: config.upstreamUrl, ttlMs: 0, logger, what: 'upstream', timeoutMs: PROBE_MS, paths: config.cardPaths.map((p) => encodePath(p)),
+      base: config.upstreamUrl,
+      ttlMs: 0,
+      logger,
+      what: 'upstream',
+      timeoutMs: PROBE_MS,
+      paths: config.cardPaths.map((p) => encodePath(p)),
       ...(tls.connect === undefined ? {} : { dispatcher: createAgent({ connect: tls.connect }) }),
     });
     const ok = await card.probe();
-    return { what: 'agent card', ok, detail: ok ? `${config.upstreamUrl.origin}: card served` : `${config.upstreamUrl.origin}: no agent card within ${PROBE_MS} ms` };
+    return {
+      what: 'agent card',
+      ok,
+      detail: ok ? `${config.upstreamUrl.origin}: card served` : `${config.upstreamUrl.origin}: no agent card within ${PROBE_MS} ms`,
+    };
   } finally {
     tls.close();
   }
@@ -53,7 +68,8 @@ async function probeCard(config: Config, logger: ReturnType<typeof createLogger>
 
 async function probeStore(config: Config): Promise<ProbeResult> {
   const url = config.ownership.storeUrl;
-  if (url === undefined) return { what: 'task store', ok: true, detail: config.ownership.enabled ? 'in memory: nothing to reach' : 'not used (task ownership off)' };
+  if (url === undefined)
+    return { what: 'task store', ok: true, detail: config.ownership.enabled ? 'in memory: nothing to reach' : 'not used (task ownership off)' };
   const client = redisClient(url, PROBE_MS);
   client.on('error', () => undefined);
   try {

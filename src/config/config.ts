@@ -15,23 +15,42 @@ import { DEFAULT_POLICY_FILE } from '../runtime/version';
 import type { ObservedAgentOverrides } from '../aos/identity';
 
 const bool = (def: boolean) =>
-  v.enum(['true', 'false', '1', '0', 'yes', 'no']).default(def ? 'true' : 'false').transform((v) => v === 'true' || v === '1' || v === 'yes');
+  v
+    .enum(['true', 'false', '1', '0', 'yes', 'no'])
+    .default(def ? 'true' : 'false')
+    .transform((v) => v === 'true' || v === '1' || v === 'yes');
 const int = (def: number, min: number, max: number) =>
-  v.string().regex(/^\d+$/, 'must be a whole number').default(String(def)).transform(Number)
+  v
+    .string()
+    .regex(/^\d+$/, 'must be a whole number')
+    .default(String(def))
+    .transform(Number)
     .pipe(v.int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
 /** A whole number without a default (an optional variable whose absence means something). */
 const whole = (min: number, max: number) =>
-  v.string().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(v.int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+  v
+    .string()
+    .regex(/^\d+$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(v.int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
 const httpUrl = v.string().refine((u) => /^https?:\/\//i.test(u) && URL.canParse(u), 'must be an absolute http(s) URL');
 const optional = <T>(r: Rule<T>) => r.optional();
 const file = v.string().min(1).optional();
 /** Comma-separated list of non-empty items. */
-const list = v.string().transform((v) => v.split(',').map((x) => x.trim()).filter((x) => x !== ''));
+const list = v.string().transform((v) =>
+  v
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== ''),
+);
 
 /** A comma-separated list of absolute, plain paths ('/health,/metrics') as decoded segments. */
 function pathList(v: string, problem: (message: string) => void): string[][] {
   const out: string[][] = [];
-  for (const raw of v.split(',').map((p) => p.trim()).filter((p) => p !== '')) {
+  for (const raw of v
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '')) {
     const segs = pathSegments(raw);
     if (!raw.startsWith('/') || segs === undefined) problem(`"${raw}" is not an absolute plain path`);
     else out.push(segs);
@@ -41,7 +60,10 @@ function pathList(v: string, problem: (message: string) => void): string[][] {
 
 /** A2A_VERSIONS, A2A_EXTENSIONS: values without spaces; an empty list would refuse every call, so it is a problem. */
 function tokenList(v: string, what: string, problem: (message: string) => void): string[] {
-  const out = v.split(',').map((t) => t.trim()).filter((t) => t !== '');
+  const out = v
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '');
   for (const t of out) if (!/^[\x21-\x7e]+$/.test(t)) problem(`"${t}" is not a ${what}`);
   if (out.length === 0) problem(`lists no ${what}`);
   return out;
@@ -61,7 +83,10 @@ function upgradePathList(v: string, problem: (message: string) => void): string[
  */
 function cardPathList(v: string, problem: (message: string) => void): string[][] {
   const out: string[][] = [];
-  for (const raw of v.split(',').map((p) => p.trim()).filter((p) => p !== '')) {
+  for (const raw of v
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '')) {
     const segs = pathSegments(raw);
     if (!raw.startsWith('/') || raw.includes('?') || segs === undefined || segs.length === 0) problem(`"${raw}" is not an absolute plain path without a query`);
     else if (looksLikeRest(segs) || looksLikeGrpc(segs)) problem(`"${raw}" reads as an A2A route, which is judged, never served as a card`);
@@ -86,96 +111,195 @@ const VARIABLES = {
   GUARDIAN_TOKEN: optional(v.string().min(1, 'must not be empty when set')).describe('sent as Authorization: Bearer to the guardian; never logged'),
   GUARDIAN_TIMEOUT_MS: int(5000, 1, 600_000).describe('time budget per guardian call (retry included)'),
   ROLE: v.enum(ROLES).default('server').describe('client, server or both'),
-  FAIL_MODE: v.enum(['closed', 'open']).default('closed').describe('without a valid guardian answer: closed refuses (-31503), open forwards marked and counted'),
+  FAIL_MODE: v
+    .enum(['closed', 'open'])
+    .default('closed')
+    .describe('without a valid guardian answer: closed refuses (-31503), open forwards marked and counted'),
   INSPECT_RESPONSES: bool(false).describe('run response hooks on unary answers and on every stream event'),
-  INSPECT_CARDS: v.enum(['true', 'false', '1', '0', 'yes', 'no']).optional().describe('show every agent card the proxy serves (public, extended, a remote agent\'s) to the guardian as an `agent/card` hook before it is served; default: INSPECT_RESPONSES'),
-  STREAM_INSPECT_WINDOW: int(16, 1, 1024).describe('stream events judged by the guardian at once, per stream (1 = one at a time); released to the caller in order regardless'),
-  GUARDIAN_CALL_CONNECTIONS: int(256, 1, 65_536).describe('connections to the guardian for the checks of each call: request hooks, unary answers (pings have two of their own)'),
-  GUARDIAN_STREAM_CONNECTIONS: int(256, 1, 65_536).describe('connections to the guardian for stream events: a budget of their own, so request checks never wait behind stream events'),
-  REASONING_HEADER: v.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be a valid HTTP header name').default('x-aos-reasoning').transform((h) => h.toLowerCase()).describe('request header carrying the agent\'s reasoning (removed before forwarding)'),
-  OBSERVED_AGENT_NAME: v.string().optional().describe('the observed agent\'s name (default: from its agent card)'),
-  OBSERVED_AGENT_ID: v.string().optional().describe('the observed agent\'s id'),
-  OBSERVED_AGENT_URL: v.string().optional().describe('the observed agent\'s URL'),
-  OBSERVED_AGENT_VERSION: v.string().optional().describe('the observed agent\'s version'),
-  OBSERVED_AGENT_DESCRIPTION: v.string().optional().describe('the observed agent\'s description'),
-  OBSERVED_AGENT_INSTRUCTIONS: v.string().optional().describe('the observed agent\'s instructions'),
-  OBSERVED_AGENT_PROVIDER_NAME: v.string().optional().describe('the observed agent\'s provider name'),
-  OBSERVED_AGENT_PROVIDER_URL: v.string().optional().describe('the observed agent\'s provider URL'),
-  OBSERVED_AGENT_CARD_URL: optional(httpUrl).describe('ROLE=client/both: where the observed client agent\'s own card is'),
+  INSPECT_CARDS: v
+    .enum(['true', 'false', '1', '0', 'yes', 'no'])
+    .optional()
+    .describe(
+      "show every agent card the proxy serves (public, extended, a remote agent's) to the guardian as an `agent/card` hook before it is served; default: INSPECT_RESPONSES",
+    ),
+  STREAM_INSPECT_WINDOW: int(16, 1, 1024).describe(
+    'stream events judged by the guardian at once, per stream (1 = one at a time); released to the caller in order regardless',
+  ),
+  GUARDIAN_CALL_CONNECTIONS: int(256, 1, 65_536).describe(
+    'connections to the guardian for the checks of each call: request hooks, unary answers (pings have two of their own)',
+  ),
+  GUARDIAN_STREAM_CONNECTIONS: int(256, 1, 65_536).describe(
+    'connections to the guardian for stream events: a budget of their own, so request checks never wait behind stream events',
+  ),
+  REASONING_HEADER: v
+    .string()
+    .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be a valid HTTP header name')
+    .default('x-aos-reasoning')
+    .transform((h) => h.toLowerCase())
+    .describe("request header carrying the agent's reasoning (removed before forwarding)"),
+  OBSERVED_AGENT_NAME: v.string().optional().describe("the observed agent's name (default: from its agent card)"),
+  OBSERVED_AGENT_ID: v.string().optional().describe("the observed agent's id"),
+  OBSERVED_AGENT_URL: v.string().optional().describe("the observed agent's URL"),
+  OBSERVED_AGENT_VERSION: v.string().optional().describe("the observed agent's version"),
+  OBSERVED_AGENT_DESCRIPTION: v.string().optional().describe("the observed agent's description"),
+  OBSERVED_AGENT_INSTRUCTIONS: v.string().optional().describe("the observed agent's instructions"),
+  OBSERVED_AGENT_PROVIDER_NAME: v.string().optional().describe("the observed agent's provider name"),
+  OBSERVED_AGENT_PROVIDER_URL: v.string().optional().describe("the observed agent's provider URL"),
+  OBSERVED_AGENT_CARD_URL: optional(httpUrl).describe("ROLE=client/both: where the observed client agent's own card is"),
   PUBLIC_URL: optional(httpUrl).describe('URL clients use to reach this proxy (agent card rewrite); default: scheme + Host of the request'),
-  MAX_BODY_BYTES: int(10 * 1024 * 1024, 1, 1024 * 1024 * 1024).describe('larger requests are refused (-31400 / HTTP 413); also the limit for inspected answers'),
+  MAX_BODY_BYTES: int(10 * 1024 * 1024, 1, 1024 * 1024 * 1024).describe(
+    'larger requests are refused (-31400 / HTTP 413); also the limit for inspected answers',
+  ),
   MAX_JSON_DEPTH: int(64, 1, 10_000).describe('JSON request bodies nested deeper are refused (-31400 / HTTP 400) before they are parsed'),
-  MAX_JSON_VALUES: int(100_000, 1, 100_000_000).describe('JSON request bodies with more members and elements in all (a member counts twice) are refused before they are parsed'),
-  MAX_JSON_OBJECT_MEMBERS: int(10_000, 1, 100_000_000).describe('JSON request bodies with an object of more members are refused before they are parsed (V8 builds a wide object slowly, holding every call)'),
+  MAX_JSON_VALUES: int(100_000, 1, 100_000_000).describe(
+    'JSON request bodies with more members and elements in all (a member counts twice) are refused before they are parsed',
+  ),
+  MAX_JSON_OBJECT_MEMBERS: int(10_000, 1, 100_000_000).describe(
+    'JSON request bodies with an object of more members are refused before they are parsed (V8 builds a wide object slowly, holding every call)',
+  ),
   BODY_TIMEOUT_MS: int(30_000, 1, 3_600_000).describe('a request body must arrive within this time'),
   CARD_TTL_MS: int(300_000, 0, 86_400_000).describe('how long a fetched agent card is cached'),
-  CARD_SIGNATURES: v.enum(['strip', 'keep', 'require']).default('strip').describe("the agent's JWS card signatures: strip, keep (they no longer verify), or require one that verifies with CARD_TRUST_JWKS_FILE (else the card is refused)"),
-  CARD_SIGNING_KEY_FILE: file.describe('private key (JWK or PEM) the proxy signs every card it serves with, replacing the agent\'s signatures; public keys at /.well-known/a2a-guard/jwks.json; needs PUBLIC_URL'),
-  CARD_SIGNING_KEY_ID: optional(v.string().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1-128 printable ASCII characters')).describe("key id of card signatures (default: the JWK's kid or thumbprint)"),
-  CARD_TRUST_JWKS_FILE: file.describe('CARD_SIGNATURES=require: public keys (JWKS) the agent\'s card signatures must verify with'),
-  CARD_PATHS: v.string().default('').transform((v, problem) => cardPathList(v, problem)).describe("comma-separated paths where the agent serves its card besides /.well-known/agent-card.json (/.well-known/my-agent/agent-card.json): served rewritten, as the standard card"),
-  PASSTHROUGH_PATHS: v.string().default('').transform((v, problem) => pathList(v, problem)).describe('comma-separated path prefixes of non-A2A routes the agent serves, forwarded unjudged (counted, logged)'),
-  REST_BASE_PATHS: v.string().optional().transform((v, problem) => (v === undefined ? undefined : pathList(v, problem))).describe("comma-separated REST bases of the agent, instead of its card's HTTP+JSON interface URLs"),
+  CARD_SIGNATURES: v
+    .enum(['strip', 'keep', 'require'])
+    .default('strip')
+    .describe(
+      "the agent's JWS card signatures: strip, keep (they no longer verify), or require one that verifies with CARD_TRUST_JWKS_FILE (else the card is refused)",
+    ),
+  CARD_SIGNING_KEY_FILE: file.describe(
+    "private key (JWK or PEM) the proxy signs every card it serves with, replacing the agent's signatures; public keys at /.well-known/a2a-guard/jwks.json; needs PUBLIC_URL",
+  ),
+  CARD_SIGNING_KEY_ID: optional(v.string().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1-128 printable ASCII characters')).describe(
+    "key id of card signatures (default: the JWK's kid or thumbprint)",
+  ),
+  CARD_TRUST_JWKS_FILE: file.describe("CARD_SIGNATURES=require: public keys (JWKS) the agent's card signatures must verify with"),
+  CARD_PATHS: v
+    .string()
+    .default('')
+    .transform((v, problem) => cardPathList(v, problem))
+    .describe(
+      'comma-separated paths where the agent serves its card besides /.well-known/agent-card.json (/.well-known/my-agent/agent-card.json): served rewritten, as the standard card',
+    ),
+  PASSTHROUGH_PATHS: v
+    .string()
+    .default('')
+    .transform((v, problem) => pathList(v, problem))
+    .describe('comma-separated path prefixes of non-A2A routes the agent serves, forwarded unjudged (counted, logged)'),
+  REST_BASE_PATHS: v
+    .string()
+    .optional()
+    .transform((v, problem) => (v === undefined ? undefined : pathList(v, problem)))
+    .describe("comma-separated REST bases of the agent, instead of its card's HTTP+JSON interface URLs"),
   NON_A2A: v.enum(['refuse', 'forward']).default('refuse').describe('refuse everything that is not A2A (and not in PASSTHROUGH_PATHS), or forward it unjudged'),
-  MAX_INFLIGHT_BODY_BYTES: int(256 * 1024 * 1024, 1, 64 * 1024 * 1024 * 1024).describe('bytes held across all calls at once (request bodies, answers and stream events held for the guardian); beyond it new calls get -31429'),
+  MAX_INFLIGHT_BODY_BYTES: int(256 * 1024 * 1024, 1, 64 * 1024 * 1024 * 1024).describe(
+    'bytes held across all calls at once (request bodies, answers and stream events held for the guardian); beyond it new calls get -31429',
+  ),
   // Fair shares per caller (README "Limits and fairness"): a caller is its verified identity, else its address.
-  MAX_INFLIGHT_BODY_BYTES_PER_CALLER: optional(whole(1, 64 * 1024 * 1024 * 1024)).describe('bytes one caller may hold of MAX_INFLIGHT_BODY_BYTES (default: 32 MiB, at least MAX_BODY_BYTES); beyond it its calls get 429 (-31429) and nobody else\'s do'),
-  BODY_MIN_BYTES_PER_SECOND: int(1024, 0, 1024 * 1024 * 1024).describe('past its first 5 s a request body must arrive at this average rate, else it is cut (408); 0 = no rate rule'),
+  MAX_INFLIGHT_BODY_BYTES_PER_CALLER: optional(whole(1, 64 * 1024 * 1024 * 1024)).describe(
+    "bytes one caller may hold of MAX_INFLIGHT_BODY_BYTES (default: 32 MiB, at least MAX_BODY_BYTES); beyond it its calls get 429 (-31429) and nobody else's do",
+  ),
+  BODY_MIN_BYTES_PER_SECOND: int(1024, 0, 1024 * 1024 * 1024).describe(
+    'past its first 5 s a request body must arrive at this average rate, else it is cut (408); 0 = no rate rule',
+  ),
   MAX_CALLS_PER_CALLER: int(256, 0, 1_000_000).describe('calls (streams included) one caller may have in flight; more get 429 (-31429); 0 = no bound'),
-  GUARDIAN_CALLS_PER_CALLER: optional(whole(0, 65_536)).describe('guardian calls (request hooks, unary answers) one caller may have in flight (default: a quarter of GUARDIAN_CALL_CONNECTIONS); more wait in its own line; 0 = no bound'),
-  RATE_LIMIT_PER_SECOND: int(0, 0, 1_000_000).describe('calls per second per caller (token bucket; shared by replicas through TASK_STORE_URL when set); over it 429 (-31429) with Retry-After; 0 = no rate limit'),
+  GUARDIAN_CALLS_PER_CALLER: optional(whole(0, 65_536)).describe(
+    'guardian calls (request hooks, unary answers) one caller may have in flight (default: a quarter of GUARDIAN_CALL_CONNECTIONS); more wait in its own line; 0 = no bound',
+  ),
+  RATE_LIMIT_PER_SECOND: int(0, 0, 1_000_000).describe(
+    'calls per second per caller (token bucket; shared by replicas through TASK_STORE_URL when set); over it 429 (-31429) with Retry-After; 0 = no rate limit',
+  ),
   RATE_LIMIT_BURST: optional(whole(1, 10_000_000)).describe('calls a caller may make at once before RATE_LIMIT_PER_SECOND applies (default: one second of it)'),
-  FAIR_QUEUE_PER_CALLER: int(256, 0, 1_000_000).describe("requests of one caller that may wait for a turn of the proxy's CPU while others are served (turns go round-robin across callers); more get 429 (-31429); 0 = first come, first served"),
+  FAIR_QUEUE_PER_CALLER: int(256, 0, 1_000_000).describe(
+    "requests of one caller that may wait for a turn of the proxy's CPU while others are served (turns go round-robin across callers); more get 429 (-31429); 0 = first come, first served",
+  ),
   FAIR_SLICE_MS: int(5, 1, 1000).describe('milliseconds of CPU work the proxy runs at once before polling for new requests while callers wait for turns'),
-  EXPOSE_GUARDIAN_REASONING: bool(false).describe('include the guardian\'s reasoning in errors sent to callers'),
+  EXPOSE_GUARDIAN_REASONING: bool(false).describe("include the guardian's reasoning in errors sent to callers"),
   ADMIN_PORT: int(9090, 0, 65535).describe('admin server port: /healthz, /readyz, /metrics'),
   ADMIN_HOST: v.string().min(1).default('0.0.0.0').describe('admin server listen address'),
-  DRAIN_TIMEOUT_MS: int(10_000, 0, 600_000).describe('after the listener closes: in-flight calls may finish until then; open streams then end with an error event'),
+  DRAIN_TIMEOUT_MS: int(10_000, 0, 600_000).describe(
+    'after the listener closes: in-flight calls may finish until then; open streams then end with an error event',
+  ),
   SHADOW_MODE: bool(false).describe('ask the guardian, log and count what it would have done, always forward'),
   ALLOW_WEBSOCKETS: bool(false).describe('forward HTTP upgrades (uninspected) to the UPGRADE_PATHS prefixes instead of refusing them; needs UPGRADE_PATHS'),
-  A2A_VERSIONS: optional(v.string().transform((v, problem) => tokenList(v, 'version', problem))).describe('comma-separated A2A versions callers may use (a call without A2A-Version is 0.3); others get VersionNotSupportedError (default: any)'),
-  A2A_EXTENSIONS: optional(v.string().transform((v, problem) => tokenList(v, 'extension URI', problem))).describe('comma-separated extension URIs callers may request (A2A-Extensions); others get invalid params (default: any)'),
-  UPGRADE_PATHS: v.string().default('').transform((v, problem) => upgradePathList(v, problem)).describe('comma-separated path prefixes where a WebSocket upgrade is forwarded (needs ALLOW_WEBSOCKETS=true); A2A routes and cards below them stay refused'),
+  A2A_VERSIONS: optional(v.string().transform((v, problem) => tokenList(v, 'version', problem))).describe(
+    'comma-separated A2A versions callers may use (a call without A2A-Version is 0.3); others get VersionNotSupportedError (default: any)',
+  ),
+  A2A_EXTENSIONS: optional(v.string().transform((v, problem) => tokenList(v, 'extension URI', problem))).describe(
+    'comma-separated extension URIs callers may request (A2A-Extensions); others get invalid params (default: any)',
+  ),
+  UPGRADE_PATHS: v
+    .string()
+    .default('')
+    .transform((v, problem) => upgradePathList(v, problem))
+    .describe(
+      'comma-separated path prefixes where a WebSocket upgrade is forwarded (needs ALLOW_WEBSOCKETS=true); A2A routes and cards below them stay refused',
+    ),
   // Push deliveries through the proxy (docs/guides/push-deliveries.md)
-  PUSH_DELIVERIES: optional(v.enum(['relay', 'direct'])).describe('relay: webhooks callers configure are rewritten to the proxy\'s push relay, every delivery judged and sent on by the proxy; direct: the agent posts to them unjudged (default: relay with INSPECT_RESPONSES=true and ROLE server or both)'),
+  PUSH_DELIVERIES: optional(v.enum(['relay', 'direct'])).describe(
+    "relay: webhooks callers configure are rewritten to the proxy's push relay, every delivery judged and sent on by the proxy; direct: the agent posts to them unjudged (default: relay with INSPECT_RESPONSES=true and ROLE server or both)",
+  ),
   PUSH_RELAY_PORT: int(8090, 0, 65535).describe('port of the push relay, where the agent delivers notifications (0 = any free port)'),
   PUSH_RELAY_HOST: v.string().min(1).default('127.0.0.1').describe('listen address of the push relay (only the agent needs to reach it)'),
   PUSH_RELAY_URL: optional(httpUrl).describe('URL the agent uses to reach the push relay (default: http://PUSH_RELAY_HOST:PUSH_RELAY_PORT)'),
-  PUSH_ALLOW_PRIVATE_WEBHOOKS: bool(false).describe('deliver to webhooks that resolve to loopback, private or link-local addresses (metadata addresses stay refused)'),
+  PUSH_ALLOW_PRIVATE_WEBHOOKS: bool(false).describe(
+    'deliver to webhooks that resolve to loopback, private or link-local addresses (metadata addresses stay refused)',
+  ),
   PUSH_QUEUE_PER_CALLER: int(64, 1, 100_000).describe('push deliveries one caller may have waiting or retrying; more are refused (the agent gets 429)'),
   PUSH_RETRIES: int(3, 0, 20).describe('retries of a push delivery the webhook failed (5xx, 429, no connection), with doubling back-off from 500 ms'),
   PUSH_CONFIGS_PER_CALLER: int(1000, 1, 1_000_000).describe('rewritten webhook configs one caller may hold; more push configs are refused (-31429)'),
-  POLICY_FILE: v.string().min(1).optional().describe("policy of the embedded guardian (GUARDIAN_URL unset); unset: the package's demo policy, config/policy.json"),
+  POLICY_FILE: v
+    .string()
+    .min(1)
+    .optional()
+    .describe("policy of the embedded guardian (GUARDIAN_URL unset); unset: the package's demo policy, config/policy.json"),
   LOG_LEVEL: v.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino level'),
   // Task ownership (README "Task ownership")
-  TASK_OWNERSHIP: optional(v.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes')).describe('only the verified caller that created a task may use it (default: on with ROLE=server and IDENTITY_POLICY=required)'),
-  TASK_STORE_URL: optional(v.string().refine((u) => /^rediss?:\/\//i.test(u) && URL.canParse(u), 'must be a redis:// or rediss:// URL')).describe('redis:// or rediss:// URL of the owner store shared by replicas (default: in memory); never logged'),
+  TASK_OWNERSHIP: optional(v.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes')).describe(
+    'only the verified caller that created a task may use it (default: on with ROLE=server and IDENTITY_POLICY=required)',
+  ),
+  TASK_STORE_URL: optional(v.string().refine((u) => /^rediss?:\/\//i.test(u) && URL.canParse(u), 'must be a redis:// or rediss:// URL')).describe(
+    'redis:// or rediss:// URL of the owner store shared by replicas (default: in memory); never logged',
+  ),
   TASK_STORE_PREFIX: v.string().min(1).max(256).default('a2a-guard:tasks:').describe('prefix of every Redis key of the owner store'),
   TASK_STORE_TIMEOUT_MS: int(250, 1, 60_000).describe('an owner-store read or write that takes longer fails and follows FAIL_MODE'),
-  TASK_STORE_MAX_ENTRIES: int(100_000, 100, 100_000_000).describe('in-memory owner store: bindings kept (past it the largest holder\'s oldest is evicted)'),
-  TASK_STORE_MAX_BYTES: int(32 * 1024 * 1024, 64 * 1024, 64 * 1024 * 1024 * 1024).describe('in-memory owner store: accounted bytes of its bindings (past it the largest holder\'s oldest is evicted)'),
-  TASK_STORE_MAX_PER_CALLER: int(50_000, 10, 100_000_000).describe('bindings one caller may hold; past it the caller\'s new messages are refused (-31429) until some expire'),
+  TASK_STORE_MAX_ENTRIES: int(100_000, 100, 100_000_000).describe("in-memory owner store: bindings kept (past it the largest holder's oldest is evicted)"),
+  TASK_STORE_MAX_BYTES: int(32 * 1024 * 1024, 64 * 1024, 64 * 1024 * 1024 * 1024).describe(
+    "in-memory owner store: accounted bytes of its bindings (past it the largest holder's oldest is evicted)",
+  ),
+  TASK_STORE_MAX_PER_CALLER: int(50_000, 10, 100_000_000).describe(
+    "bindings one caller may hold; past it the caller's new messages are refused (-31429) until some expire",
+  ),
   TASK_STORE_ALLOW_EVICTION: bool(false).describe('start with a Redis whose maxmemory-policy evicts keys (an evicted binding is a lost task)'),
   TASK_OWNERSHIP_TTL_SECONDS: int(7 * 24 * 3600, 60, 366 * 24 * 3600).describe('how long a task stays bound to its owner'),
   // Verified identities (README "Identity")
-  IDENTITY_POLICY: v.enum(['required', 'optional', 'claims']).default('optional').describe('ROLE=server, a caller without a verified identity: required (refused), optional (from is unknown), claims (believe X-AOS-Agent-*)'),
+  IDENTITY_POLICY: v
+    .enum(['required', 'optional', 'claims'])
+    .default('optional')
+    .describe('ROLE=server, a caller without a verified identity: required (refused), optional (from is unknown), claims (believe X-AOS-Agent-*)'),
   ASSERTION_SIGNING_KEY_FILE: file.describe('ROLE=client/both: private key to sign identity assertions with'),
-  ASSERTION_SIGNING_KEY_ID: optional(v.string().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1-128 printable ASCII characters')).describe("key id put in the assertion header (default: the JWK's kid or thumbprint)"),
+  ASSERTION_SIGNING_KEY_ID: optional(v.string().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1-128 printable ASCII characters')).describe(
+    "key id put in the assertion header (default: the JWK's kid or thumbprint)",
+  ),
   ASSERTION_TTL_SECONDS: int(30, 1, 60).describe('assertion lifetime, 1-60 seconds'),
   ASSERTION_TRUST_JWKS_FILE: file.describe('ROLE=server: public keys whose assertions are trusted (JWKS file)'),
   ASSERTION_TRUST_JWKS_URL: optional(httpUrl).describe('the same, fetched from a URL'),
-  ASSERTION_AUDIENCE: optional(list.pipe(v.array(httpUrl).min(1, 'must name at least one URL'))).describe('ROLE=server: the URL(s) callers reach it by (assertions must name one); ROLE=client: the audience it signs for'),
+  ASSERTION_AUDIENCE: optional(list.pipe(v.array(httpUrl).min(1, 'must name at least one URL'))).describe(
+    'ROLE=server: the URL(s) callers reach it by (assertions must name one); ROLE=client: the audience it signs for',
+  ),
   ASSERTION_REPLAY_CACHE_SIZE: int(100_000, 100, 10_000_000).describe('assertion ids remembered until they expire'),
   OIDC_ISSUER: optional(httpUrl).describe('ROLE=server: accept OAuth2/OIDC bearer tokens from this issuer'),
   OIDC_AUDIENCE: optional(list.pipe(v.array(v.string()).min(1, 'must name at least one audience'))).describe('accepted token audience(s), comma-separated'),
   OIDC_JWKS_URL: optional(httpUrl).describe("the issuer's keys (default: from its openid-configuration)"),
-  OIDC_CLAIMS: v.string().default('id=sub,name=azp|client_id|sub').transform((text, problem): ClaimMap => {
-    const map = parseClaimMap(text);
-    if (typeof map !== 'string') return map;
-    problem(map);
-    // Not read: a transform's problem fails the parse.
-    return undefined as never;
-  }).describe('token claims -> AOS agent fields (id, name, url, version)'),
+  OIDC_CLAIMS: v
+    .string()
+    .default('id=sub,name=azp|client_id|sub')
+    .transform((text, problem): ClaimMap => {
+      const map = parseClaimMap(text);
+      if (typeof map !== 'string') return map;
+      problem(map);
+      // Not read: a transform's problem fails the parse.
+      return undefined as never;
+    })
+    .describe('token claims -> AOS agent fields (id, name, url, version)'),
   CREDENTIALS_REFRESH_MS: int(30_000, 100, 3_600_000).describe('how often key, certificate, token and JWKS files are re-read'),
   // TLS: the proxy's own listener, and towards the guardian and the upstream agent
   TLS_CERT_FILE: file.describe('the proxy listens over HTTPS with this certificate chain'),
@@ -193,19 +317,43 @@ const VARIABLES = {
   UPSTREAM_SERVER_NAME: optional(v.string().min(1)).describe("the name the agent's certificate must carry (and SNI)"),
   // Observability and operations (README "Observability and operations")
   SHUTDOWN_DELAY_MS: int(5000, 0, 600_000).describe('on SIGTERM: keep accepting calls this long with /readyz already 503, then close the listener'),
-  TERMINATION_GRACE_PERIOD_SECONDS: whole(1, 86_400).optional()
-    .describe('the pod\'s terminationGracePeriodSeconds: when set, the drain deadline is what is left of it after SHUTDOWN_DELAY_MS, less 1 s'),
-  READINESS_REQUIRES: v.string().default('').transform((v) => v.split(',').map((p) => p.trim()).filter((p) => p !== ''))
+  TERMINATION_GRACE_PERIOD_SECONDS: whole(1, 86_400)
+    .optional()
+    .describe("the pod's terminationGracePeriodSeconds: when set, the drain deadline is what is left of it after SHUTDOWN_DELAY_MS, less 1 s"),
+  READINESS_REQUIRES: v
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((p) => p.trim())
+        .filter((p) => p !== ''),
+    )
     .pipe(v.array(v.enum(READINESS_PARTS, `lists guardian and/or upstream, comma-separated`)))
     .describe('what /readyz also requires besides "listening, configured, not draining": guardian and/or upstream (comma-separated); default none'),
-  POLICY_WATCH: bool(true).describe('reload the embedded guardian\'s policy when POLICY_FILE changes (SIGHUP reloads it too)'),
-  DECISION_LOG_FILE: v.string().min(1).optional().describe('append every call\'s audit record to this file as a hash chain (verify with --verify-log FILE)'),
-  DECISION_LOG_KEY_FILE: v.string().min(1).optional().describe('a file holding a secret of at least 32 bytes: the decision log\'s hashes become HMAC-SHA256 under it, so whoever can write the log but not read the key cannot re-link a rewritten record (--verify-log reads the same variable)'),
-  GRPC_PORT: optional(v.string().regex(/^\d+$/, 'must be a port number').transform(Number).pipe(v.int().min(0).max(65535))).describe('serve the A2A gRPC binding on this port (same HOST and TLS_* as the HTTP listener); unset = no gRPC, and gRPC interfaces are removed from served cards'),
-  GRPC_UPSTREAM_URL: optional(httpUrl).describe("the agent's gRPC endpoint: http:// for h2c, https:// for TLS (UPSTREAM_CA_FILE etc.); default: the GRPC interface of the agent's card"),
-  GRPC_PUBLIC_ADDRESS: optional(v.string().regex(/^[A-Za-z0-9.\-[\]:]+:\d+$/, 'must be host:port')).describe("host:port clients use to reach the proxy's gRPC listener (agent card rewrite); default: the card request's host with GRPC_PORT"),
+  POLICY_WATCH: bool(true).describe("reload the embedded guardian's policy when POLICY_FILE changes (SIGHUP reloads it too)"),
+  DECISION_LOG_FILE: v.string().min(1).optional().describe("append every call's audit record to this file as a hash chain (verify with --verify-log FILE)"),
+  DECISION_LOG_KEY_FILE: v
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "a file holding a secret of at least 32 bytes: the decision log's hashes become HMAC-SHA256 under it, so whoever can write the log but not read the key cannot re-link a rewritten record (--verify-log reads the same variable)",
+    ),
+  GRPC_PORT: optional(v.string().regex(/^\d+$/, 'must be a port number').transform(Number).pipe(v.int().min(0).max(65535))).describe(
+    'serve the A2A gRPC binding on this port (same HOST and TLS_* as the HTTP listener); unset = no gRPC, and gRPC interfaces are removed from served cards',
+  ),
+  GRPC_UPSTREAM_URL: optional(httpUrl).describe(
+    "the agent's gRPC endpoint: http:// for h2c, https:// for TLS (UPSTREAM_CA_FILE etc.); default: the GRPC interface of the agent's card",
+  ),
+  GRPC_PUBLIC_ADDRESS: optional(v.string().regex(/^[A-Za-z0-9.\-[\]:]+:\d+$/, 'must be host:port')).describe(
+    "host:port clients use to reach the proxy's gRPC listener (agent card rewrite); default: the card request's host with GRPC_PORT",
+  ),
   OTEL_SDK_DISABLED: bool(false).describe('true turns tracing off whatever else is set'),
-  OTEL_TRACES_EXPORTER: v.enum(['otlp', 'none']).optional().describe('otlp turns tracing on (default endpoint http://localhost:4318); none turns it off; unset: on when an OTLP endpoint is set'),
+  OTEL_TRACES_EXPORTER: v
+    .enum(['otlp', 'none'])
+    .optional()
+    .describe('otlp turns tracing on (default endpoint http://localhost:4318); none turns it off; unset: on when an OTLP endpoint is set'),
   OTEL_EXPORTER_OTLP_ENDPOINT: optional(httpUrl).describe('OTLP/HTTP collector base URL (/v1/traces is appended); setting it turns tracing on'),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optional(httpUrl).describe('OTLP/HTTP traces URL, used as is (wins over OTEL_EXPORTER_OTLP_ENDPOINT)'),
   OTEL_EXPORTER_OTLP_PROTOCOL: OTLP_PROTOCOL.optional().describe('http/protobuf (default) or http/json'),
@@ -214,8 +362,16 @@ const VARIABLES = {
   OTEL_EXPORTER_OTLP_TRACES_HEADERS: v.string().optional().describe('headers for traces only (added to OTEL_EXPORTER_OTLP_HEADERS); never logged'),
   OTEL_SERVICE_NAME: v.string().min(1).optional().describe('service.name of the spans (default: service.name of OTEL_RESOURCE_ATTRIBUTES, else a2a-guard)'),
   OTEL_RESOURCE_ATTRIBUTES: v.string().optional().describe('more resource attributes, key=value,...'),
-  OTEL_TRACES_SAMPLER: v.enum(SAMPLERS).default('parentbased_always_on').describe(`sampler: ${SAMPLERS.join(', ')}`),
-  OTEL_TRACES_SAMPLER_ARG: v.string().regex(/^(0(\.\d+)?|1(\.0+)?)$/, 'must be a ratio between 0 and 1').transform(Number).optional().describe('ratio for the traceidratio samplers (default 1)'),
+  OTEL_TRACES_SAMPLER: v
+    .enum(SAMPLERS)
+    .default('parentbased_always_on')
+    .describe(`sampler: ${SAMPLERS.join(', ')}`),
+  OTEL_TRACES_SAMPLER_ARG: v
+    .string()
+    .regex(/^(0(\.\d+)?|1(\.0+)?)$/, 'must be a ratio between 0 and 1')
+    .transform(Number)
+    .optional()
+    .describe('ratio for the traceidratio samplers (default 1)'),
 };
 
 /** Rules between variables; each problem names the variable to change. */
@@ -225,14 +381,19 @@ function crossRules(e: Env, problem: (name: keyof Env, message: string) => void)
   };
   pair('TLS_CERT_FILE', 'TLS_KEY_FILE');
   // Two switches on purpose: an upgrade is uninspected traffic, so both the opt-in and where it applies are said.
-  if (e.ALLOW_WEBSOCKETS && e.UPGRADE_PATHS.length === 0) problem('UPGRADE_PATHS', 'is required with ALLOW_WEBSOCKETS=true: list the path prefixes where upgrades are forwarded');
+  if (e.ALLOW_WEBSOCKETS && e.UPGRADE_PATHS.length === 0)
+    problem('UPGRADE_PATHS', 'is required with ALLOW_WEBSOCKETS=true: list the path prefixes where upgrades are forwarded');
   if (!e.ALLOW_WEBSOCKETS && e.UPGRADE_PATHS.length > 0) problem('ALLOW_WEBSOCKETS', 'must be true for UPGRADE_PATHS to forward upgrades');
-  if (e.PUSH_DELIVERIES === 'relay' && e.ROLE === 'client') problem('PUSH_DELIVERIES', 'relay needs ROLE=server or both: the push relay stands next to the agent that delivers');
+  if (e.PUSH_DELIVERIES === 'relay' && e.ROLE === 'client')
+    problem('PUSH_DELIVERIES', 'relay needs ROLE=server or both: the push relay stands next to the agent that delivers');
   pair('GUARDIAN_CERT_FILE', 'GUARDIAN_KEY_FILE');
   pair('UPSTREAM_CERT_FILE', 'UPSTREAM_KEY_FILE');
-  if (e.TLS_CLIENT_CA_FILE !== undefined && e.TLS_CERT_FILE === undefined) problem('TLS_CLIENT_CA_FILE', 'needs TLS_CERT_FILE and TLS_KEY_FILE (client certificates need a TLS listener)');
-  if (e.GUARDIAN_TOKEN !== undefined && e.GUARDIAN_TOKEN_FILE !== undefined) problem('GUARDIAN_TOKEN_FILE', 'set GUARDIAN_TOKEN or GUARDIAN_TOKEN_FILE, not both');
-  if (e.ASSERTION_TRUST_JWKS_FILE !== undefined && e.ASSERTION_TRUST_JWKS_URL !== undefined) problem('ASSERTION_TRUST_JWKS_URL', 'set ASSERTION_TRUST_JWKS_FILE or ASSERTION_TRUST_JWKS_URL, not both');
+  if (e.TLS_CLIENT_CA_FILE !== undefined && e.TLS_CERT_FILE === undefined)
+    problem('TLS_CLIENT_CA_FILE', 'needs TLS_CERT_FILE and TLS_KEY_FILE (client certificates need a TLS listener)');
+  if (e.GUARDIAN_TOKEN !== undefined && e.GUARDIAN_TOKEN_FILE !== undefined)
+    problem('GUARDIAN_TOKEN_FILE', 'set GUARDIAN_TOKEN or GUARDIAN_TOKEN_FILE, not both');
+  if (e.ASSERTION_TRUST_JWKS_FILE !== undefined && e.ASSERTION_TRUST_JWKS_URL !== undefined)
+    problem('ASSERTION_TRUST_JWKS_URL', 'set ASSERTION_TRUST_JWKS_FILE or ASSERTION_TRUST_JWKS_URL, not both');
   const trusts = e.ASSERTION_TRUST_JWKS_FILE !== undefined || e.ASSERTION_TRUST_JWKS_URL !== undefined;
   if (trusts && e.ROLE === 'server' && e.ASSERTION_AUDIENCE === undefined && e.PUBLIC_URL === undefined) {
     problem('ASSERTION_AUDIENCE', 'is required with a trusted JWKS (or PUBLIC_URL): the URL callers use to reach this proxy, which their assertions must name');
@@ -242,9 +403,14 @@ function crossRules(e: Env, problem: (name: keyof Env, message: string) => void)
   }
   if (e.OIDC_ISSUER !== undefined && e.OIDC_AUDIENCE === undefined) problem('OIDC_AUDIENCE', 'is required with OIDC_ISSUER');
   // Without it, a card's URLs come from the caller's Host: the proxy would sign a card pointing wherever a caller names.
-  if (e.CARD_SIGNING_KEY_FILE !== undefined && e.PUBLIC_URL === undefined) problem('PUBLIC_URL', 'is required with CARD_SIGNING_KEY_FILE: signed cards name it (from the request\'s Host, any caller could get a card signed that points anywhere)');
+  if (e.CARD_SIGNING_KEY_FILE !== undefined && e.PUBLIC_URL === undefined)
+    problem(
+      'PUBLIC_URL',
+      "is required with CARD_SIGNING_KEY_FILE: signed cards name it (from the request's Host, any caller could get a card signed that points anywhere)",
+    );
   if (e.CARD_SIGNATURES === 'require' && e.CARD_TRUST_JWKS_FILE === undefined) problem('CARD_TRUST_JWKS_FILE', 'is required with CARD_SIGNATURES=require');
-  if (e.OIDC_ISSUER === undefined && (e.OIDC_AUDIENCE !== undefined || e.OIDC_JWKS_URL !== undefined)) problem('OIDC_ISSUER', 'is required with OIDC_AUDIENCE / OIDC_JWKS_URL');
+  if (e.OIDC_ISSUER === undefined && (e.OIDC_AUDIENCE !== undefined || e.OIDC_JWKS_URL !== undefined))
+    problem('OIDC_ISSUER', 'is required with OIDC_AUDIENCE / OIDC_JWKS_URL');
   if (e.IDENTITY_POLICY === 'required' && e.ROLE === 'server' && !trusts && e.TLS_CLIENT_CA_FILE === undefined && e.OIDC_ISSUER === undefined) {
     problem('IDENTITY_POLICY', 'required needs an identity source: ASSERTION_TRUST_JWKS_FILE/_URL, TLS_CLIENT_CA_FILE or OIDC_ISSUER');
   }
@@ -281,7 +447,12 @@ export function parseVariables(input: Readonly<Record<string, string>>): { ok: t
  */
 export function envSchema(z: typeof Z): Z.ZodType<Env, Record<string, string>> {
   const shape = Object.fromEntries(NAMES.map((k) => [k, (VARIABLES[k] as Rule<unknown>).zod(z)]));
-  return z.object(shape).superRefine((e, ctx) => crossRules(e as Env, (name, message) => ctx.addIssue({ code: 'custom', path: [name], message }))) as unknown as Z.ZodType<Env, Record<string, string>>;
+  return z
+    .object(shape)
+    .superRefine((e, ctx) => crossRules(e as Env, (name, message) => ctx.addIssue({ code: 'custom', path: [name], message }))) as unknown as Z.ZodType<
+    Env,
+    Record<string, string>
+  >;
 }
 
 /** Which token claim (or claims, first present wins) fills each AOS agent field of an OIDC caller. */
@@ -290,11 +461,17 @@ export type ClaimMap = Readonly<Record<'id' | 'name' | 'url' | 'version', readon
 /** `id=sub,name=azp|client_id` -> {id: ['sub'], name: ['azp', 'client_id'], url: [], version: []}, or a problem. */
 export function parseClaimMap(text: string): ClaimMap | string {
   const map: Record<'id' | 'name' | 'url' | 'version', string[]> = { id: [], name: [], url: [], version: [] };
-  for (const item of text.split(',').map((x) => x.trim()).filter((x) => x !== '')) {
+  for (const item of text
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '')) {
     const eq = item.indexOf('=');
     const field = item.slice(0, eq).trim();
     if (eq < 0 || !(field in map)) return `"${item}": expected FIELD=claim[|claim...] with FIELD one of id, name, url, version`;
-    const claims = item.slice(eq + 1).split('|').map((c) => c.trim());
+    const claims = item
+      .slice(eq + 1)
+      .split('|')
+      .map((c) => c.trim());
     if (claims.some((c) => !/^[A-Za-z0-9_:./-]+$/.test(c))) return `"${item}": claim names are letters, digits and _ : . / -`;
     map[field as keyof typeof map] = claims;
   }
@@ -438,24 +615,26 @@ function toConfig(e: Env) {
     identity: identityConfig(e),
     tls: {
       /** The proxy's own listener over TLS, with optional client certificates (mutual TLS). */
-      listener: e.TLS_CERT_FILE === undefined || e.TLS_KEY_FILE === undefined
-        ? undefined
-        : { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE, clientCaFile: e.TLS_CLIENT_CA_FILE, clientCert: e.TLS_CLIENT_CERT },
+      listener:
+        e.TLS_CERT_FILE === undefined || e.TLS_KEY_FILE === undefined
+          ? undefined
+          : { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE, clientCaFile: e.TLS_CLIENT_CA_FILE, clientCert: e.TLS_CLIENT_CERT },
       guardian: outboundTls(e.GUARDIAN_CA_FILE, e.GUARDIAN_CERT_FILE, e.GUARDIAN_KEY_FILE, e.GUARDIAN_SERVER_NAME),
       upstream: outboundTls(e.UPSTREAM_CA_FILE, e.UPSTREAM_CERT_FILE, e.UPSTREAM_KEY_FILE, e.UPSTREAM_SERVER_NAME),
     },
     push: pushConfig(e),
     ownership: ownershipConfig(e),
     /** The gRPC binding (GRPC_PORT), or undefined when off (nothing of it is loaded then). */
-    grpc: e.GRPC_PORT === undefined
-      ? undefined
-      : {
-          port: e.GRPC_PORT,
-          /** The agent's gRPC endpoint; undefined: from its card's GRPC interface. */
-          upstreamUrl: url(e.GRPC_UPSTREAM_URL),
-          /** host:port advertised in served cards; undefined: the card request's host with the listener's port. */
-          publicAddress: e.GRPC_PUBLIC_ADDRESS,
-        },
+    grpc:
+      e.GRPC_PORT === undefined
+        ? undefined
+        : {
+            port: e.GRPC_PORT,
+            /** The agent's gRPC endpoint; undefined: from its card's GRPC interface. */
+            upstreamUrl: url(e.GRPC_UPSTREAM_URL),
+            /** host:port advertised in served cards; undefined: the card request's host with the listener's port. */
+            publicAddress: e.GRPC_PUBLIC_ADDRESS,
+          },
   };
 }
 
@@ -491,9 +670,10 @@ function identityConfig(e: Env) {
      */
     audiences: (e.ASSERTION_AUDIENCE ?? (e.PUBLIC_URL === undefined ? [] : [e.PUBLIC_URL])).map(normaliseAudience),
     replayCacheSize: e.ASSERTION_REPLAY_CACHE_SIZE,
-    oidc: e.OIDC_ISSUER === undefined
-      ? undefined
-      : { issuer: e.OIDC_ISSUER, audiences: e.OIDC_AUDIENCE ?? [], jwksUrl: url(e.OIDC_JWKS_URL), claims: e.OIDC_CLAIMS },
+    oidc:
+      e.OIDC_ISSUER === undefined
+        ? undefined
+        : { issuer: e.OIDC_ISSUER, audiences: e.OIDC_AUDIENCE ?? [], jwksUrl: url(e.OIDC_JWKS_URL), claims: e.OIDC_CLAIMS },
     /** How often key, certificate, token and JWKS files are re-read; the maximum age of a fetched JWKS. */
     refreshMs: e.CREDENTIALS_REFRESH_MS,
   };
@@ -718,7 +898,10 @@ export interface VariableInfo {
 function shownDefault(value: unknown): string {
   if (Array.isArray(value)) return value.join(',');
   if (typeof value !== 'object' || value === null) return String(value);
-  return Object.entries(value as ClaimMap).filter(([, claims]) => claims.length > 0).map(([field, claims]) => `${field}=${claims.join('|')}`).join(',');
+  return Object.entries(value as ClaimMap)
+    .filter(([, claims]) => claims.length > 0)
+    .map(([field, claims]) => `${field}=${claims.join('|')}`)
+    .join(',');
 }
 
 /** Every variable of the schema with its meaning and default, for --help and --check. */

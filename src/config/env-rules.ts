@@ -55,14 +55,19 @@ export class Rule<O> {
 
   /** A check: its problem continues, later checks still run. */
   private check(ok: (v: O) => boolean, message: string, zod: (z: Zod) => Z.ZodType<O>): Rule<O> {
-    return new Rule((input, issues) => {
-      const before = issues.length;
-      const v = this.run(input, issues);
-      // Zod does not check a value whose type already failed.
-      if (issues.slice(before).some((i) => !i.continues)) return v;
-      if (!ok(v)) issues.push({ message, continues: true });
-      return v;
-    }, zod, this.kind, this.description);
+    return new Rule(
+      (input, issues) => {
+        const before = issues.length;
+        const v = this.run(input, issues);
+        // Zod does not check a value whose type already failed.
+        if (issues.slice(before).some((i) => !i.continues)) return v;
+        if (!ok(v)) issues.push({ message, continues: true });
+        return v;
+      },
+      zod,
+      this.kind,
+      this.description,
+    );
   }
 
   private size(v: O): number {
@@ -71,16 +76,28 @@ export class Rule<O> {
 
   min(n: number, message?: string): Rule<O> {
     const what = this.kind === 'string' ? `string to have >=${n} characters` : this.kind === 'array' ? `array to have >=${n} items` : `number to be >=${n}`;
-    return this.check((v) => this.size(v) >= n, message ?? `Too small: expected ${what}`, (z) => (this.zod(z) as unknown as Z.ZodString).min(n, message) as unknown as Z.ZodType<O>);
+    return this.check(
+      (v) => this.size(v) >= n,
+      message ?? `Too small: expected ${what}`,
+      (z) => (this.zod(z) as unknown as Z.ZodString).min(n, message) as unknown as Z.ZodType<O>,
+    );
   }
 
   max(n: number, message?: string): Rule<O> {
     const what = this.kind === 'string' ? `string to have <=${n} characters` : this.kind === 'array' ? `array to have <=${n} items` : `number to be <=${n}`;
-    return this.check((v) => this.size(v) <= n, message ?? `Too big: expected ${what}`, (z) => (this.zod(z) as unknown as Z.ZodString).max(n, message) as unknown as Z.ZodType<O>);
+    return this.check(
+      (v) => this.size(v) <= n,
+      message ?? `Too big: expected ${what}`,
+      (z) => (this.zod(z) as unknown as Z.ZodString).max(n, message) as unknown as Z.ZodType<O>,
+    );
   }
 
   regex(re: RegExp, message: string): Rule<O> {
-    return this.check((v) => re.test(v as unknown as string), message, (z) => (this.zod(z) as unknown as Z.ZodString).regex(re, message) as unknown as Z.ZodType<O>);
+    return this.check(
+      (v) => re.test(v as unknown as string),
+      message,
+      (z) => (this.zod(z) as unknown as Z.ZodString).regex(re, message) as unknown as Z.ZodType<O>,
+    );
   }
 
   refine(ok: (v: O) => boolean, message: string): Rule<O> {
@@ -89,30 +106,50 @@ export class Rule<O> {
 
   /** Unset: this value, unchecked (zod's default short-circuits). */
   default(value: O): Rule<O> {
-    return new Rule((input, issues) => (input === undefined ? value : this.run(input, issues)), (z) => (this.zod(z) as unknown as Z.ZodString).default(value as unknown as string) as unknown as Z.ZodType<O>, this.kind, this.description);
+    return new Rule(
+      (input, issues) => (input === undefined ? value : this.run(input, issues)),
+      (z) => (this.zod(z) as unknown as Z.ZodString).default(value as unknown as string) as unknown as Z.ZodType<O>,
+      this.kind,
+      this.description,
+    );
   }
 
   optional(): Rule<O | undefined> {
-    return new Rule<O | undefined>((input, issues) => (input === undefined ? undefined : this.run(input, issues)), (z) => this.zod(z).optional(), this.kind, this.description);
+    return new Rule<O | undefined>(
+      (input, issues) => (input === undefined ? undefined : this.run(input, issues)),
+      (z) => this.zod(z).optional(),
+      this.kind,
+      this.description,
+    );
   }
 
   /** Runs only on a value without problems; its own problems stop the rules between variables. */
   transform<T>(fn: (v: O, problem: (message: string) => void) => T): Rule<T> {
-    return new Rule<T>((input, issues) => {
-      const before = issues.length;
-      const v = this.run(input, issues);
-      if (issues.length > before) return v as unknown as T;
-      return fn(v, (message) => issues.push({ message, continues: false }));
-    }, (z) => this.zod(z).transform((v, ctx) => fn(v, (message) => ctx.addIssue({ code: 'custom', message }))), 'other', this.description);
+    return new Rule<T>(
+      (input, issues) => {
+        const before = issues.length;
+        const v = this.run(input, issues);
+        if (issues.length > before) return v as unknown as T;
+        return fn(v, (message) => issues.push({ message, continues: false }));
+      },
+      (z) => this.zod(z).transform((v, ctx) => fn(v, (message) => ctx.addIssue({ code: 'custom', message }))),
+      'other',
+      this.description,
+    );
   }
 
   /** The next rule, on a value without problems. */
   pipe<T>(next: Rule<T>): Rule<T> {
-    return new Rule<T>((input, issues) => {
-      const before = issues.length;
-      const v = this.run(input, issues);
-      return issues.length > before ? (v as unknown as T) : next.run(v, issues);
-    }, (z) => this.zod(z).pipe(next.zod(z) as Z.ZodType<T, O>), next.kind, this.description);
+    return new Rule<T>(
+      (input, issues) => {
+        const before = issues.length;
+        const v = this.run(input, issues);
+        return issues.length > before ? (v as unknown as T) : next.run(v, issues);
+      },
+      (z) => this.zod(z).pipe(next.zod(z) as Z.ZodType<T, O>),
+      next.kind,
+      this.description,
+    );
   }
 }
 
@@ -124,23 +161,42 @@ const isMissing = (input: unknown, issues: Issue[]): input is undefined => {
 
 /** What the configuration's rules are built from (the zod names, so the table reads as before). */
 export const v = {
-  string: (): Rule<string> => new Rule((input, issues) => (isMissing(input, issues) ? (undefined as never) : (input as string)), (z) => z.string(), 'string'),
+  string: (): Rule<string> =>
+    new Rule(
+      (input, issues) => (isMissing(input, issues) ? (undefined as never) : (input as string)),
+      (z) => z.string(),
+      'string',
+    ),
 
   enum: <const T extends string>(values: readonly T[], message?: string): Rule<T> => {
     // zod keeps the values as an object's keys: integer-like ones ('0', '1') come first.
     const listed = Object.keys(Object.fromEntries(values.map((x) => [x, x])));
-    const wrong = message ?? (listed.length === 1 ? `Invalid input: expected ${quote(listed[0] as string)}` : `Invalid option: expected one of ${listed.map(quote).join('|')}`);
-    return new Rule<T>((input, issues) => ((values as readonly unknown[]).includes(input) ? (input as T) : stop(issues, wrong)),
-      (z) => z.enum(values as unknown as [T, ...T[]], message) as unknown as Z.ZodType<T>);
+    const wrong =
+      message ??
+      (listed.length === 1 ? `Invalid input: expected ${quote(listed[0] as string)}` : `Invalid option: expected one of ${listed.map(quote).join('|')}`);
+    return new Rule<T>(
+      (input, issues) => ((values as readonly unknown[]).includes(input) ? (input as T) : stop(issues, wrong)),
+      (z) => z.enum(values as unknown as [T, ...T[]], message) as unknown as Z.ZodType<T>,
+    );
   },
 
   /** A number from `Number(digits)`; `.int()` as zod's: a safe integer. */
-  int: (): Rule<number> => new Rule((input, issues) => {
-    const n = input as number;
-    if (!Number.isFinite(n)) return stop(issues, `Invalid input: expected number, received ${String(n)}`);
-    if (n > Number.MAX_SAFE_INTEGER) issues.push({ message: `Too big: expected int to be <=${Number.MAX_SAFE_INTEGER}`, continues: true });
-    return n;
-  }, (z) => z.number().int(), 'number'),
+  int: (): Rule<number> =>
+    new Rule(
+      (input, issues) => {
+        const n = input as number;
+        if (!Number.isFinite(n)) return stop(issues, `Invalid input: expected number, received ${String(n)}`);
+        if (n > Number.MAX_SAFE_INTEGER) issues.push({ message: `Too big: expected int to be <=${Number.MAX_SAFE_INTEGER}`, continues: true });
+        return n;
+      },
+      (z) => z.number().int(),
+      'number',
+    ),
 
-  array: <T>(item: Rule<T>): Rule<T[]> => new Rule((input, issues) => (input as unknown[]).map((x) => item.run(x, issues)), (z) => z.array(item.zod(z)), 'array'),
+  array: <T>(item: Rule<T>): Rule<T[]> =>
+    new Rule(
+      (input, issues) => (input as unknown[]).map((x) => item.run(x, issues)),
+      (z) => z.array(item.zod(z)),
+      'array',
+    ),
 };

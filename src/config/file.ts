@@ -22,7 +22,11 @@ const isScalar = (v: unknown): v is Scalar => typeof v === 'string' || typeof v 
  * The file's values, or one problem per bad entry (each naming the file). `suggest` gives the
  * variables' typo lines for names that are not ours ("NAME: unknown variable; did you mean X?").
  */
-export function readConfigFile(file: string, known: readonly string[], suggest: (names: Record<string, string>) => string[]): { ok: true; config: ConfigFile } | { ok: false; problems: string[] } {
+export function readConfigFile(
+  file: string,
+  known: readonly string[],
+  suggest: (names: Record<string, string>) => string[],
+): { ok: true; config: ConfigFile } | { ok: false; problems: string[] } {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
@@ -43,7 +47,8 @@ export function readConfigFile(file: string, known: readonly string[], suggest: 
   const unknown: Record<string, string> = {};
   for (const [name, value] of Object.entries(data as Record<string, unknown>)) {
     if (!knownSet.has(name)) {
-      if (name.startsWith(ENV_PREFIX) && knownSet.has(name.slice(ENV_PREFIX.length))) problems.push(`${file}: ${name}: write it as ${name.slice(ENV_PREFIX.length)} (the ${ENV_PREFIX} prefix is for the environment)`);
+      if (name.startsWith(ENV_PREFIX) && knownSet.has(name.slice(ENV_PREFIX.length)))
+        problems.push(`${file}: ${name}: write it as ${name.slice(ENV_PREFIX.length)} (the ${ENV_PREFIX} prefix is for the environment)`);
       else unknown[name] = '';
       continue;
     }

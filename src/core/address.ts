@@ -20,7 +20,11 @@ export interface HostVerdict {
 
 /** Cloud instance-metadata endpoints: refused even when private targets are allowed. */
 const METADATA_NAMES: ReadonlySet<string> = new Set([
-  'metadata', 'metadata.google.internal', 'metadata.goog', 'instance-data', 'instance-data.ec2.internal',
+  'metadata',
+  'metadata.google.internal',
+  'metadata.goog',
+  'instance-data',
+  'instance-data.ec2.internal',
   'metadata.tencentyun.com',
 ]);
 const METADATA_V4: ReadonlySet<string> = new Set([

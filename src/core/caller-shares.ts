@@ -15,7 +15,11 @@ export class CallerShares<V> {
   private readonly buckets = new Map<string, Map<string, Entry<V>>>();
 
   /** `ttlMs`: an entry older than this is not returned (Infinity: kept until evicted). */
-  constructor(private readonly share: number, private readonly callers: number, private readonly ttlMs = Infinity) {}
+  constructor(
+    private readonly share: number,
+    private readonly callers: number,
+    private readonly ttlMs = Infinity,
+  ) {}
 
   get(caller: string, key: string): V | undefined {
     const bucket = this.buckets.get(caller);

@@ -6,11 +6,24 @@
 import type { JsonRpcId } from './json';
 
 export type ProxyErrorKind =
-  | 'denied' | 'guardianUnavailable' | 'rejected' | 'upstreamUnavailable' | 'overloaded' | 'limited' | 'unauthenticated'
+  | 'denied'
+  | 'guardianUnavailable'
+  | 'rejected'
+  | 'upstreamUnavailable'
+  | 'overloaded'
+  | 'limited'
+  | 'unauthenticated'
   // Refusals of what the agent would refuse too: the binding's standard codes, with the proxy's ErrorInfo.
-  | 'parseError' | 'invalidRequest' | 'invalidParams' | 'methodNotFound' | 'notFound' | 'contentTypeNotSupported' | 'versionNotSupported'
+  | 'parseError'
+  | 'invalidRequest'
+  | 'invalidParams'
+  | 'methodNotFound'
+  | 'notFound'
+  | 'contentTypeNotSupported'
+  | 'versionNotSupported'
   // Task ownership: another caller's task is answered exactly as a task that does not exist; the owner store is down.
-  | 'taskNotFound' | 'taskStoreUnavailable';
+  | 'taskNotFound'
+  | 'taskStoreUnavailable';
 
 interface KindInfo {
   readonly code: number;
@@ -24,7 +37,13 @@ const KINDS: Record<ProxyErrorKind, KindInfo> = {
   denied: { code: -31403, reason: 'GUARDIAN_DENIED', httpStatus: 403, grpcStatus: 'PERMISSION_DENIED', defaultMessage: 'Blocked by guardian' },
   guardianUnavailable: { code: -31503, reason: 'GUARDIAN_UNAVAILABLE', httpStatus: 503, grpcStatus: 'UNAVAILABLE', defaultMessage: 'Guardian unavailable' },
   rejected: { code: -31400, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'INVALID_ARGUMENT', defaultMessage: 'Request refused by proxy' },
-  upstreamUnavailable: { code: -31502, reason: 'UPSTREAM_UNAVAILABLE', httpStatus: 502, grpcStatus: 'UNAVAILABLE', defaultMessage: 'Upstream agent unavailable' },
+  upstreamUnavailable: {
+    code: -31502,
+    reason: 'UPSTREAM_UNAVAILABLE',
+    httpStatus: 502,
+    grpcStatus: 'UNAVAILABLE',
+    defaultMessage: 'Upstream agent unavailable',
+  },
   // Too many request bytes held at once (MAX_INFLIGHT_BODY_BYTES): a clear "try later", not unbounded memory.
   overloaded: { code: -31429, reason: 'PROXY_OVERLOADED', httpStatus: 503, grpcStatus: 'RESOURCE_EXHAUSTED', defaultMessage: 'Proxy overloaded, retry later' },
   // One caller at its own share (calls, bytes, rate): its answer alone, with Retry-After; nobody else notices.
@@ -34,12 +53,24 @@ const KINDS: Record<ProxyErrorKind, KindInfo> = {
   invalidParams: { code: -32602, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'INVALID_ARGUMENT', defaultMessage: 'Invalid params' },
   methodNotFound: { code: -32601, reason: 'REQUEST_REJECTED', httpStatus: 404, grpcStatus: 'UNIMPLEMENTED', defaultMessage: 'Method not found' },
   notFound: { code: -32601, reason: 'REQUEST_REJECTED', httpStatus: 404, grpcStatus: 'NOT_FOUND', defaultMessage: 'Not found' },
-  contentTypeNotSupported: { code: -32005, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'INVALID_ARGUMENT', defaultMessage: 'Content type not supported' },
+  contentTypeNotSupported: {
+    code: -32005,
+    reason: 'REQUEST_REJECTED',
+    httpStatus: 400,
+    grpcStatus: 'INVALID_ARGUMENT',
+    defaultMessage: 'Content type not supported',
+  },
   versionNotSupported: { code: -32009, reason: 'REQUEST_REJECTED', httpStatus: 400, grpcStatus: 'UNIMPLEMENTED', defaultMessage: 'A2A version not supported' },
   // The caller's identity could not be verified (IDENTITY_POLICY=required, or a bad credential).
   unauthenticated: { code: -31401, reason: 'UNAUTHENTICATED', httpStatus: 401, grpcStatus: 'UNAUTHENTICATED', defaultMessage: 'Caller identity not verified' },
   taskNotFound: { code: -32001, reason: 'TASK_NOT_FOUND', httpStatus: 404, grpcStatus: 'NOT_FOUND', defaultMessage: 'Task not found' },
-  taskStoreUnavailable: { code: -31504, reason: 'TASK_STORE_UNAVAILABLE', httpStatus: 503, grpcStatus: 'UNAVAILABLE', defaultMessage: 'Task owner store unavailable' },
+  taskStoreUnavailable: {
+    code: -31504,
+    reason: 'TASK_STORE_UNAVAILABLE',
+    httpStatus: 503,
+    grpcStatus: 'UNAVAILABLE',
+    defaultMessage: 'Task owner store unavailable',
+  },
 };
 
 /** A2A's own ErrorInfo reason for the standard refusals (google.rpc.ErrorInfo, domain a2a-protocol.org). */
@@ -92,7 +123,8 @@ function errorInfo(err: ProxyError) {
 /** The A2A ErrorInfo (when the kind has one) first, as the agent would send it, then the proxy's. */
 function errorDetails(err: ProxyError) {
   const a2a = A2A_REASONS[err.kind];
-  if (a2a !== undefined && AGENT_FORM_ONLY.has(err.kind)) return [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: a2a, domain: 'a2a-protocol.org' }];
+  if (a2a !== undefined && AGENT_FORM_ONLY.has(err.kind))
+    return [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: a2a, domain: 'a2a-protocol.org' }];
   const own = errorInfo(err);
   return a2a === undefined ? [own] : [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: a2a, domain: 'a2a-protocol.org' }, own];
 }

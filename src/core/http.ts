@@ -13,7 +13,10 @@ const NONE: readonly string[] = Object.freeze([]);
 export function contentCodings(header: string | readonly string[] | undefined): readonly string[] {
   if (header === undefined) return NONE;
   const text = typeof header === 'string' ? header : header.join(',');
-  return text.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '' && c !== 'identity');
+  return text
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== '' && c !== 'identity');
 }
 
 /** The body is encoded (compressed): it must be decoded before anyone reads it. */

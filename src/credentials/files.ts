@@ -27,7 +27,11 @@ export class WatchedFile {
   private reading = false;
   private lastProblem: string | undefined;
 
-  private constructor(readonly path: string, private readonly opts: WatchOptions, first: Buffer) {
+  private constructor(
+    readonly path: string,
+    private readonly opts: WatchOptions,
+    first: Buffer,
+  ) {
     this.content = first;
   }
 

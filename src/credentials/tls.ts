@@ -44,7 +44,8 @@ export function outboundTls(tls: OutboundTls, prefix: 'GUARDIAN' | 'UPSTREAM', r
     ...(files.cert === undefined ? {} : { cert: files.cert.current() }),
     ...(files.key === undefined ? {} : { key: files.key.current() }),
   });
-  const build = (m: Material): Connector => leanBuildConnector({ ...m, rejectUnauthorized: true, ...(tls.serverName === undefined ? {} : { servername: tls.serverName }) });
+  const build = (m: Material): Connector =>
+    leanBuildConnector({ ...m, rejectUnauthorized: true, ...(tls.serverName === undefined ? {} : { servername: tls.serverName }) });
   let current: Connector;
   try {
     checkMaterial(material(), prefix);
@@ -62,7 +63,9 @@ export function outboundTls(tls: OutboundTls, prefix: 'GUARDIAN' | 'UPSTREAM', r
       logger.warn({ peer: prefix.toLowerCase(), problem: (err as Error).message }, 'outbound TLS files changed but do not load; the previous ones stay in use');
     }
   };
-  const offs = Object.values(files).filter((f): f is WatchedFile => f !== undefined).map((f) => f.onChange(reload));
+  const offs = Object.values(files)
+    .filter((f): f is WatchedFile => f !== undefined)
+    .map((f) => f.onChange(reload));
   // The configured server name wins over the one undici derives from the Host header.
   const connect: Connector = (opts, cb) => current(tls.serverName === undefined ? opts : { ...opts, servername: tls.serverName }, cb);
   return { connect, close: () => offs.forEach((off) => off()) };
@@ -102,7 +105,8 @@ export function listenerTls(tls: TlsConfig['listener'], refreshMs: number, logge
   const onProblem = (m: string) => logger.warn(m);
   const cert = WatchedFile.open(tls.certFile, { variable: 'TLS_CERT_FILE', intervalMs: refreshMs, onProblem });
   const key = WatchedFile.open(tls.keyFile, { variable: 'TLS_KEY_FILE', intervalMs: refreshMs, onProblem });
-  const ca = tls.clientCaFile === undefined ? undefined : WatchedFile.open(tls.clientCaFile, { variable: 'TLS_CLIENT_CA_FILE', intervalMs: refreshMs, onProblem });
+  const ca =
+    tls.clientCaFile === undefined ? undefined : WatchedFile.open(tls.clientCaFile, { variable: 'TLS_CLIENT_CA_FILE', intervalMs: refreshMs, onProblem });
   const context = () => ({ cert: cert.current(), key: key.current(), ...(ca === undefined ? {} : { ca: ca.current() }) });
   try {
     if (!hasCertificate(cert.current())) throw new Error('no PEM certificate in TLS_CERT_FILE');
@@ -136,20 +140,21 @@ export function listenerTls(tls: TlsConfig['listener'], refreshMs: number, logge
   };
 }
 
-const CLOSED_OVER_TLS = 'the server closed the TLS connection: if it requires a client certificate, set {P}_CERT_FILE and {P}_KEY_FILE (and check it trusts their CA)';
+const CLOSED_OVER_TLS =
+  'the server closed the TLS connection: if it requires a client certificate, set {P}_CERT_FILE and {P}_KEY_FILE (and check it trusts their CA)';
 
 const HINTS: Record<string, string> = {
   DEPTH_ZERO_SELF_SIGNED_CERT: 'the certificate is self-signed: give it (or its CA) in {P}_CA_FILE',
   SELF_SIGNED_CERT_IN_CHAIN: 'the chain ends in a CA this proxy does not trust: give that CA in {P}_CA_FILE',
-  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'the certificate\'s issuer is not trusted: give the CA in {P}_CA_FILE',
-  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: 'the certificate\'s issuer is not trusted: give the CA in {P}_CA_FILE',
-  UNABLE_TO_GET_ISSUER_CERT: 'the certificate\'s issuer is not trusted: give the CA in {P}_CA_FILE',
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: "the certificate's issuer is not trusted: give the CA in {P}_CA_FILE",
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: "the certificate's issuer is not trusted: give the CA in {P}_CA_FILE",
+  UNABLE_TO_GET_ISSUER_CERT: "the certificate's issuer is not trusted: give the CA in {P}_CA_FILE",
   CERT_HAS_EXPIRED: 'the certificate has expired',
   CERT_NOT_YET_VALID: 'the certificate is not valid yet (clock skew?)',
   ERR_TLS_CERT_ALTNAME_INVALID: 'the certificate does not name this host: fix the URL or set {P}_SERVER_NAME',
   ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED: 'the server requires a client certificate: set {P}_CERT_FILE and {P}_KEY_FILE',
-  ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE: 'the server refused this proxy\'s client certificate',
-  ERR_SSL_TLSV1_ALERT_UNKNOWN_CA: 'the server does not trust the CA of this proxy\'s client certificate',
+  ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE: "the server refused this proxy's client certificate",
+  ERR_SSL_TLSV1_ALERT_UNKNOWN_CA: "the server does not trust the CA of this proxy's client certificate",
   ERR_SSL_WRONG_VERSION_NUMBER: 'the server does not speak TLS on this port (http:// instead of https://?)',
   ERR_SSL_PACKET_LENGTH_TOO_LONG: 'the server does not speak TLS on this port (http:// instead of https://?)',
 };

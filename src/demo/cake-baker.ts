@@ -17,8 +17,18 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import {
-  type AgentCard, type AgentExecutor, type ExecutionEventBus, type Message, type Task, type TaskState,
-  messageText, sdk, sdkCompat, sdkExpress, sdkServer, textPart,
+  type AgentCard,
+  type AgentExecutor,
+  type ExecutionEventBus,
+  type Message,
+  type Task,
+  type TaskState,
+  messageText,
+  sdk,
+  sdkCompat,
+  sdkExpress,
+  sdkServer,
+  textPart,
 } from './sdk';
 
 export const BAKER_NAME = 'Cake Baker';
@@ -103,7 +113,12 @@ export async function startCakeBaker(opts: BakerOptions = {}): Promise<CakeBaker
       messages.push({ taskId, text: input });
       log(`received: ${JSON.stringify(input)}`);
       const first: Task = task ?? {
-        id: taskId, contextId, status: status(sdk.TaskState.TASK_STATE_SUBMITTED), artifacts: [], history: [userMessage], metadata: undefined,
+        id: taskId,
+        contextId,
+        status: status(sdk.TaskState.TASK_STATE_SUBMITTED),
+        artifacts: [],
+        history: [userMessage],
+        metadata: undefined,
       };
       const p = work(oven, first, input, bus).finally(() => oven.running.delete(p));
       oven.running.add(p);
@@ -154,7 +169,10 @@ class Oven {
   readonly running = new Set<Promise<void>>();
   private readonly wakers = new Map<string, () => void>();
 
-  constructor(readonly slowMs: number, readonly stepDelayMs: number) {}
+  constructor(
+    readonly slowMs: number,
+    readonly stepDelayMs: number,
+  ) {}
 
   /** Sleep that a cancel (or close) cuts short. */
   nap(taskId: string, ms: number): Promise<void> {
@@ -196,10 +214,16 @@ async function work(oven: Oven, first: Task, input: string, bus: ExecutionEventB
   const publishStatus = (state: TaskState, text?: string): void =>
     bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: status(state, text, taskId, contextId), metadata: undefined }));
   const publishArtifact = (name: string, text: string, append: boolean, lastChunk: boolean): void =>
-    bus.publish(AgentEvent.artifactUpdate({
-      taskId, contextId, append, lastChunk, metadata: undefined,
-      artifact: { artifactId: `${name}-1`, name, description: '', parts: [textPart(text)], metadata: undefined, extensions: [] },
-    }));
+    bus.publish(
+      AgentEvent.artifactUpdate({
+        taskId,
+        contextId,
+        append,
+        lastChunk,
+        metadata: undefined,
+        artifact: { artifactId: `${name}-1`, name, description: '', parts: [textPart(text)], metadata: undefined, extensions: [] },
+      }),
+    );
 
   bus.publish(AgentEvent.task(first));
   const lower = input.toLowerCase();
@@ -279,16 +303,40 @@ function bakerCard(pub: string): AgentCard {
     defaultInputModes: ['text'],
     defaultOutputModes: ['text'],
     skills: [
-      { id: 'recipes', name: 'Recipes', description: 'Cake recipes, step by step', tags: ['baking'], examples: ['how to prepare a cheese cake?'], inputModes: [], outputModes: [], securityRequirements: [] },
-      { id: 'orders', name: 'Orders', description: 'Takes cake orders, including slow ones such as wedding cakes', tags: ['baking'], examples: ['Bake a three-tier wedding cake'], inputModes: [], outputModes: [], securityRequirements: [] },
+      {
+        id: 'recipes',
+        name: 'Recipes',
+        description: 'Cake recipes, step by step',
+        tags: ['baking'],
+        examples: ['how to prepare a cheese cake?'],
+        inputModes: [],
+        outputModes: [],
+        securityRequirements: [],
+      },
+      {
+        id: 'orders',
+        name: 'Orders',
+        description: 'Takes cake orders, including slow ones such as wedding cakes',
+        tags: ['baking'],
+        examples: ['Bake a three-tier wedding cake'],
+        inputModes: [],
+        outputModes: [],
+        securityRequirements: [],
+      },
     ],
   };
 }
 
 function agentMessage(text: string, taskId: string, contextId: string): Message {
   return {
-    messageId: crypto.randomUUID(), contextId, taskId, role: sdk.Role.ROLE_AGENT, parts: [textPart(text)],
-    metadata: undefined, extensions: [], referenceTaskIds: [],
+    messageId: crypto.randomUUID(),
+    contextId,
+    taskId,
+    role: sdk.Role.ROLE_AGENT,
+    parts: [textPart(text)],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
   };
 }
 

@@ -59,8 +59,15 @@ export async function runDemo(opts: DemoOptions = {}): Promise<DemoResult> {
     });
     const ok = scenarios.every((s) => s.ok);
     out.line();
-    out.line(`${ok ? 'DEMO OK' : 'DEMO FAILED'}: ${scenarios.filter((s) => s.ok).length}/${scenarios.length} scenarios behaved as expected` +
-      (ok ? '' : ` (failed: ${scenarios.filter((s) => !s.ok).map((s) => s.name).join(', ')})`));
+    out.line(
+      `${ok ? 'DEMO OK' : 'DEMO FAILED'}: ${scenarios.filter((s) => s.ok).length}/${scenarios.length} scenarios behaved as expected` +
+        (ok
+          ? ''
+          : ` (failed: ${scenarios
+              .filter((s) => !s.ok)
+              .map((s) => s.name)
+              .join(', ')})`),
+    );
     return { ok, mode: 'in-process', scenarios, transcript: out.lines };
   } finally {
     await topo.close();

@@ -17,7 +17,6 @@ export const sdkServer: typeof A2AServer = require('@a2a-js/sdk/server');
 export const sdkExpress: typeof A2AExpress = require('@a2a-js/sdk/server/express');
 export const sdkCompat: typeof A2ACompat = require('@a2a-js/sdk/compat/v0_3');
 export const sdkClient: typeof A2AClient = require('@a2a-js/sdk/client');
- 
 
 export type AgentCard = A2A.AgentCard;
 export type Message = A2A.Message;
@@ -68,7 +67,10 @@ export const sendRequest = (text: string, returnImmediately = false): SendMessag
 export function stateName(state: TaskState | undefined): string {
   if (state === undefined) return 'unknown';
   const name = (sdk.TaskState as unknown as Record<number, string>)[state] ?? String(state);
-  return name.replace(/^TASK_STATE_/, '').toLowerCase().replace(/_/g, '-');
+  return name
+    .replace(/^TASK_STATE_/, '')
+    .toLowerCase()
+    .replace(/_/g, '-');
 }
 
 /** Text of a Task's artifacts, or of its status message when it has none. */

@@ -17,8 +17,15 @@ export function logDecision(
   const hook = describeHook(envelope);
   logger.info(
     {
-      envelopeId: envelope.id, method: hook.method, side: hook.side, phase: hook.phase, decision: result.decision, reasonCode: result.reasonCode,
-      message: result.message, ms: Math.round(ms * 1000) / 1000, ...(traceId === undefined ? {} : { traceId }),
+      envelopeId: envelope.id,
+      method: hook.method,
+      side: hook.side,
+      phase: hook.phase,
+      decision: result.decision,
+      reasonCode: result.reasonCode,
+      message: result.message,
+      ms: Math.round(ms * 1000) / 1000,
+      ...(traceId === undefined ? {} : { traceId }),
     },
     'guardian decision',
   );

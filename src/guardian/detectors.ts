@@ -87,7 +87,10 @@ class Rewrite implements MatchSink {
   private out = '';
   private from = 0;
   private changed = false;
-  constructor(private readonly text: string, private readonly replacement: string) {}
+  constructor(
+    private readonly text: string,
+    private readonly replacement: string,
+  ) {}
   match(start: number, end: number): void {
     this.out += this.text.slice(this.from, start) + this.replacement;
     this.from = end;
@@ -562,9 +565,11 @@ const HAS_DIGIT = /\d/;
 /** One pass of a detector over a text: reports its matches. */
 export type DetectorPass = (text: string, out: MatchSink) => void;
 
-const digits = (scan: DetectorPass): DetectorPass => (text, out) => {
-  if (HAS_DIGIT.test(text)) scan(text, out);
-};
+const digits =
+  (scan: DetectorPass): DetectorPass =>
+  (text, out) => {
+    if (HAS_DIGIT.test(text)) scan(text, out);
+  };
 
 /**
  * Each detector as its passes, in order: a pass reads the text the previous one left (its matches

@@ -55,7 +55,10 @@ export function embeddedGuardian(policyFile: string, opts: EmbeddedOptions = {})
       // Card hooks stay in place: the approved versions of cards live in this thread's engine.
       if (body.length >= inlineMax && envelope.method !== CARD_METHOD) {
         offLoop ??= new OffLoopDecider({
-          policy: () => policy.text, source: policyFile, timeoutMs: opts.timeoutMs ?? 5000, maxQueue: opts.maxQueue ?? 64,
+          policy: () => policy.text,
+          source: policyFile,
+          timeoutMs: opts.timeoutMs ?? 5000,
+          maxQueue: opts.maxQueue ?? 64,
           onWorkerEnd: (why) => opts.logger?.warn({ why }, 'guardian: embedded worker replaced'),
         });
         return offLoop.decide(body, caller).then((outcome) => log(envelope, outcome, started, trace));

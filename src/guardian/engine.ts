@@ -351,7 +351,8 @@ function checkServiceParameters(sp: ServiceParameterPolicy, peer: PeerView, cont
   const extensions = shown['A2A-Extensions'];
   const list = Array.isArray(extensions) ? extensions : [];
   const refused = rule.extensions === undefined ? undefined : list.find((e) => typeof e !== 'string' || !rule.extensions?.includes(e));
-  if (refused !== undefined) return denyAnswer(`Extension ${JSON.stringify(String(refused)).slice(0, 260)} is not allowed for this peer.`, ['EXTENSION_NOT_ALLOWED']);
+  if (refused !== undefined)
+    return denyAnswer(`Extension ${JSON.stringify(String(refused)).slice(0, 260)} is not allowed for this peer.`, ['EXTENSION_NOT_ALLOWED']);
   return undefined;
 }
 
@@ -446,8 +447,7 @@ function checkDeliveryWebhook(push: PushPolicy, envelope: Envelope): SuccessResu
 }
 
 function checkPushUrl(push: PushPolicy, url: unknown): SuccessResult | undefined {
-  const invalid = (why: string): SuccessResult =>
-    denyAnswer(`Push-notification URL refused: ${why}.`, ['PUSH_URL_INVALID']);
+  const invalid = (why: string): SuccessResult => denyAnswer(`Push-notification URL refused: ${why}.`, ['PUSH_URL_INVALID']);
   if (typeof url !== 'string') return invalid('not a string');
   let parsed: URL;
   try {

@@ -9,7 +9,10 @@
 import type { JsonObject } from '../aos/schemas';
 
 /** Proto field names the v0.3 proto serialises under a different JSON name. */
-const PROTO_NAME_ALIASES: ReadonlyMap<string, string> = new Map([['request', 'message'], ['update', 'message']]);
+const PROTO_NAME_ALIASES: ReadonlyMap<string, string> = new Map([
+  ['request', 'message'],
+  ['update', 'message'],
+]);
 const SNAKE_CASE = /^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$/;
 
 const canonicalCache = new Map<string, string>();

@@ -36,10 +36,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 export const EXIT_CONFIG_ERROR = 2;
 
 /** Read the guardian's variables; `problems` lists one line per bad variable. */
-export function readGuardianConfig(
-  env: NodeJS.ProcessEnv,
-  cwd: string = process.cwd(),
-): { config: GuardianConfig; problems: string[] } {
+export function readGuardianConfig(env: NodeJS.ProcessEnv, cwd: string = process.cwd()): { config: GuardianConfig; problems: string[] } {
   const problems: string[] = [];
   const portVar = lookupEnv(env, 'GUARDIAN_PORT');
   const portText = portVar?.value ?? '7070';
@@ -67,7 +64,12 @@ export function readGuardianConfig(
 export const GUARDIAN_VARIABLES = [
   { name: 'GUARDIAN_PORT', default: '7070', description: 'port the guardian listens on', secret: false },
   { name: 'GUARDIAN_HOST', default: '0.0.0.0', description: 'listen address', secret: false },
-  { name: 'POLICY_FILE', default: 'unset', description: "the policy (against the working directory); unset: the package's demo policy, config/policy.json", secret: false },
+  {
+    name: 'POLICY_FILE',
+    default: 'unset',
+    description: "the policy (against the working directory); unset: the package's demo policy, config/policy.json",
+    secret: false,
+  },
   { name: 'POLICY_WATCH', default: 'true', description: 'reload the policy when the file changes (SIGHUP reloads it too)', secret: false },
   { name: 'GUARDIAN_TOKEN', default: 'unset', description: 'when set, every AOS request must carry Authorization: Bearer <token>; never logged', secret: true },
   { name: 'LOG_LEVEL', default: 'info', description: `pino level: ${LOG_LEVELS.join(', ')}`, secret: false },
@@ -110,14 +112,23 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
   const logger = pino({ level: config.logLevel, base: { service: 'a2a-guard-guardian' }, ...LINE_FORMAT });
   const policy = loadPolicyOrExit(config.policyFile, (r, reason) => {
     if (r.ok) logger.info({ policyFile: config.policyFile, reason, sha256: r.sha256, changed: r.changed }, 'policy reloaded');
-    else for (const problem of r.problems) logger.error({ policyFile: config.policyFile, reason, problem }, 'policy reload failed; the previous policy stays in force');
+    else
+      for (const problem of r.problems)
+        logger.error({ policyFile: config.policyFile, reason, problem }, 'policy reload failed; the previous policy stays in force');
   });
   if (cmd.kind === 'check') {
-    process.stdout.write([
-      `# a2a-guard-guardian ${GUARDIAN_VERSION}: configuration and policy are valid (sha256 ${policy.sha256})`,
-      `GUARDIAN_PORT=${config.port}`, `GUARDIAN_HOST=${config.host}`, `POLICY_FILE=${config.policyFile}`, `POLICY_WATCH=${config.policyWatch !== false}`,
-      `GUARDIAN_TOKEN=${config.token === undefined ? '' : '***'}`, `LOG_LEVEL=${config.logLevel}`, '',
-    ].join('\n'));
+    process.stdout.write(
+      [
+        `# a2a-guard-guardian ${GUARDIAN_VERSION}: configuration and policy are valid (sha256 ${policy.sha256})`,
+        `GUARDIAN_PORT=${config.port}`,
+        `GUARDIAN_HOST=${config.host}`,
+        `POLICY_FILE=${config.policyFile}`,
+        `POLICY_WATCH=${config.policyWatch !== false}`,
+        `GUARDIAN_TOKEN=${config.token === undefined ? '' : '***'}`,
+        `LOG_LEVEL=${config.logLevel}`,
+        '',
+      ].join('\n'),
+    );
     return process.exit(0);
   }
   const { decide, service } = referenceGuardian({ engine: policy, logger, token: config.token });
@@ -130,7 +141,17 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
     failConfig([`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}${code === 'EADDRINUSE' ? ' (address already in use)' : ''}`]);
   }
   const address = server.address() as AddressInfo;
-  logger.info({ host: address.address, port: address.port, policyFile: config.policyFile, sha256: policy.sha256, watch: config.policyWatch !== false, tokenRequired: config.token !== undefined }, 'guardian listening');
+  logger.info(
+    {
+      host: address.address,
+      port: address.port,
+      policyFile: config.policyFile,
+      sha256: policy.sha256,
+      watch: config.policyWatch !== false,
+      tokenRequired: config.token !== undefined,
+    },
+    'guardian listening',
+  );
   if (config.token === undefined) logger.warn('GUARDIAN_TOKEN is unset: any client that reaches this port can ask for decisions');
   if (config.policyWatch !== false) policy.watch();
   const reload = (): void => void policy.reload('SIGHUP');

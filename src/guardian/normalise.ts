@@ -12,7 +12,8 @@
  */
 
 /** Characters that can join the piece before them: marks, and what NFKC turns into a composing or combining character. */
-const EXTEND = /[\p{M}\u0e33\u0eb3\u1161-\u1175\u11a8-\u11c2\u3133\u3135\u3136\u313a-\u313f\u314f-\u3163\uff9e\uff9f\uffa3\uffa5\uffa6\uffaa-\uffaf\uffc2-\uffc7\uffca-\uffcf\uffd2-\uffd7\uffda-\uffdc\u{16d67}]/u;
+const EXTEND =
+  /[\p{M}\u0e33\u0eb3\u1161-\u1175\u11a8-\u11c2\u3133\u3135\u3136\u313a-\u313f\u314f-\u3163\uff9e\uff9f\uffa3\uffa5\uffa6\uffaa-\uffaf\uffc2-\uffc7\uffca-\uffcf\uffd2-\uffd7\uffda-\uffdc\u{16d67}]/u;
 const IGNORABLE = /\p{Default_Ignorable_Code_Point}/u;
 const DECIMAL = /\p{Nd}/u;
 
@@ -85,7 +86,7 @@ const unitsBmp: (Uint16Array | undefined)[] = [];
 
 function unitsOf(folded: string): Uint16Array {
   const out: number[] = [];
-  for (let k = 0; k < folded.length; ) {
+  for (let k = 0; k < folded.length;) {
     const cp = folded.codePointAt(k)!;
     const size = cp > 0xffff ? 2 : 1;
     const c = classOf(cp);
@@ -199,7 +200,7 @@ export function normaliseMapped(text: string): MappedText {
   if (last !== undefined && last.text === text) return last.mapped;
   const n = text.length;
   const out = new MappedUnits(n + 16);
-  for (let i = 0; i < n; ) {
+  for (let i = 0; i < n;) {
     // The common case: a BMP character that becomes one unit alone, before one that cannot join it.
     const c0 = text.charCodeAt(i);
     const u = c0 < 0x80 ? c0 : singleUnit(c0);
@@ -221,7 +222,7 @@ export function normaliseMapped(text: string): MappedText {
     let end = i + size;
     let extra = '';
     let count = 1;
-    for (let k = end; k < n && count < MAX_PIECE; ) {
+    for (let k = end; k < n && count < MAX_PIECE;) {
       const cp2 = text.codePointAt(k)!;
       const size2 = cp2 > 0xffff ? 2 : 1;
       const c2 = classOf(cp2);

@@ -92,7 +92,16 @@ export class OffLoopDecider {
     if (this.queue.length >= this.opts.maxQueue) return Promise.resolve(BUSY(`${this.queue.length} waiting`));
     return new Promise((resolve) => {
       const { timeoutMs } = this.opts;
-      const job: Job = { id: this.nextId++, body, resolve, deadline: performance.now() + timeoutMs, started: undefined, timer: undefined, unsubscribe: undefined, done: false };
+      const job: Job = {
+        id: this.nextId++,
+        body,
+        resolve,
+        deadline: performance.now() + timeoutMs,
+        started: undefined,
+        timer: undefined,
+        unsubscribe: undefined,
+        done: false,
+      };
       job.timer = setTimeout(() => this.expire(job), timeoutMs);
       job.timer.unref();
       job.unsubscribe = caller?.onCancel(() => this.settle(job, { ok: false, kind: 'cancelled', detail: 'the caller went away' }));
@@ -129,7 +138,10 @@ export class OffLoopDecider {
   /** The caller's budget ran out: a decision that ran most of it was too costly; one that waited most of it found the worker busy. */
   private expire(job: Job): void {
     const ran = job.started === undefined ? 0 : performance.now() - job.started;
-    this.settle(job, ran >= this.opts.timeoutMs / 2 ? TOO_COMPLEX(`no decision within ${this.opts.timeoutMs} ms`) : BUSY(`no decision within ${this.opts.timeoutMs} ms`));
+    this.settle(
+      job,
+      ran >= this.opts.timeoutMs / 2 ? TOO_COMPLEX(`no decision within ${this.opts.timeoutMs} ms`) : BUSY(`no decision within ${this.opts.timeoutMs} ms`),
+    );
   }
 
   /** The worker is stuck or dead: drop it; the next decision starts a new one. */

@@ -25,8 +25,22 @@ export { CARD_METHOD };
 
 /** Keys whose values are protocol structure, never content: masking must not touch them. */
 export const PROTECTED_KEYS: ReadonlySet<string> = new Set([
-  'jsonrpc', 'id', 'method', 'messageId', 'taskId', 'contextId', 'kind', 'role', 'artifactId',
-  'referenceTaskIds', 'pushNotificationConfigId', 'tenant', 'state', 'mediaType', 'mimeType', 'timestamp',
+  'jsonrpc',
+  'id',
+  'method',
+  'messageId',
+  'taskId',
+  'contextId',
+  'kind',
+  'role',
+  'artifactId',
+  'referenceTaskIds',
+  'pushNotificationConfigId',
+  'tenant',
+  'state',
+  'mediaType',
+  'mimeType',
+  'timestamp',
 ]);
 
 /** Mask-rule keys are compared loosely (`normaliseKey`), so `message_id` is refused like `messageId`. */
@@ -72,31 +86,43 @@ export const PolicyFile = z.strictObject({
   description: z.string().optional(),
   version: z.literal(1).optional(),
   messages: z.strictObject({ allow: nonEmpty.optional(), modify: nonEmpty.optional() }).optional(),
-  peers: z.strictObject({
-    allow: z.array(nonEmpty).optional(),
-    block: z.array(nonEmpty).optional(),
-    allowUnknown: z.boolean().optional(),
-  }).optional(),
-  serviceParameters: z.strictObject({
-    versions: z.array(nonEmpty).optional(),
-    extensions: z.array(nonEmpty).optional(),
-    // Per peer (globs as in peers.allow), the first that matches wins over the defaults above.
-    peers: z.array(z.strictObject({ match: z.array(nonEmpty).min(1), versions: z.array(nonEmpty).optional(), extensions: z.array(nonEmpty).optional() })).optional(),
-  }).optional(),
-  pushNotifications: z.strictObject({
-    allowHttp: z.boolean().optional(),
-    allowPrivate: z.boolean().optional(),
-    allowHosts: z.array(nonEmpty).optional(),
-  }).optional(),
+  peers: z
+    .strictObject({
+      allow: z.array(nonEmpty).optional(),
+      block: z.array(nonEmpty).optional(),
+      allowUnknown: z.boolean().optional(),
+    })
+    .optional(),
+  serviceParameters: z
+    .strictObject({
+      versions: z.array(nonEmpty).optional(),
+      extensions: z.array(nonEmpty).optional(),
+      // Per peer (globs as in peers.allow), the first that matches wins over the defaults above.
+      peers: z
+        .array(z.strictObject({ match: z.array(nonEmpty).min(1), versions: z.array(nonEmpty).optional(), extensions: z.array(nonEmpty).optional() }))
+        .optional(),
+    })
+    .optional(),
+  pushNotifications: z
+    .strictObject({
+      allowHttp: z.boolean().optional(),
+      allowPrivate: z.boolean().optional(),
+      allowHosts: z.array(nonEmpty).optional(),
+    })
+    .optional(),
   deny: z.array(DenyRuleFile).optional(),
   mask: z.array(MaskRuleFile).optional(),
-  cards: z.strictObject({
-    changes: z.strictObject({
-      action: z.enum(['deny', 'flag']),
-      message: nonEmpty.optional(),
-      reasonCode: nonEmpty.optional(),
-    }).optional(),
-  }).optional(),
+  cards: z
+    .strictObject({
+      changes: z
+        .strictObject({
+          action: z.enum(['deny', 'flag']),
+          message: nonEmpty.optional(),
+          reasonCode: nonEmpty.optional(),
+        })
+        .optional(),
+    })
+    .optional(),
 });
 export type PolicyFile = z.infer<typeof PolicyFile>;
 
@@ -179,7 +205,10 @@ export const DEFAULT_MODIFY_MESSAGE = 'Sensitive data was masked by policy.';
 
 /** A policy that could not be loaded; `problems` holds one line per problem, each with its JSON path. */
 export class PolicyError extends Error {
-  constructor(readonly source: string, readonly problems: readonly string[]) {
+  constructor(
+    readonly source: string,
+    readonly problems: readonly string[],
+  ) {
     super(`Invalid policy (${source}):\n${problems.map((p) => `  - ${p}`).join('\n')}`);
     this.name = 'PolicyError';
   }
@@ -216,7 +245,10 @@ export function policyFromText(text: string, source: string): Policy {
 export function parsePolicy(input: unknown, source = 'policy'): Policy {
   const parsed = PolicyFile.safeParse(input);
   if (!parsed.success) {
-    throw new PolicyError(source, parsed.error.issues.map((i) => `${formatPath(i.path)}: ${i.message}`));
+    throw new PolicyError(
+      source,
+      parsed.error.issues.map((i) => `${formatPath(i.path)}: ${i.message}`),
+    );
   }
   const problems: string[] = [];
   const policy = compilePolicy(parsed.data, problems);

@@ -11,8 +11,7 @@ import { createEngine, type Engine } from './engine';
 import { policyFromText, PolicyError, readPolicyFile } from './policy';
 
 export type ReloadResult =
-  | { readonly ok: true; readonly changed: boolean; readonly sha256: string }
-  | { readonly ok: false; readonly problems: readonly string[] };
+  { readonly ok: true; readonly changed: boolean; readonly sha256: string } | { readonly ok: false; readonly problems: readonly string[] };
 
 export interface ReloadEvents {
   /** After every attempt (for logs and counters). */
@@ -47,7 +46,11 @@ export class ReloadablePolicy {
   private tried: string | undefined;
 
   /** Loads the file at once; throws PolicyError when it is invalid (a start-up error). */
-  constructor(readonly file: string, private readonly events: ReloadEvents = {}, private readonly onSwap?: PolicySwap) {
+  constructor(
+    readonly file: string,
+    private readonly events: ReloadEvents = {},
+    private readonly onSwap?: PolicySwap,
+  ) {
     const { text, sha256 } = readPolicyFile(file);
     this.engine = createEngine(policyFromText(text, file));
     this.hash = sha256;

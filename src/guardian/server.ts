@@ -41,7 +41,9 @@ export function referenceGuardian(options: GuardianServerOptions): { decide: Gua
       version: GUARDIAN_VERSION,
       token: options.token,
       ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
-      ...(logger === undefined ? {} : { logger, onDecision: ({ envelope, result, ms, traceparent }: DecisionEvent) => logDecision(logger, envelope, result, ms, traceIdOf(traceparent)) }),
+      ...(logger === undefined
+        ? {}
+        : { logger, onDecision: ({ envelope, result, ms, traceparent }: DecisionEvent) => logDecision(logger, envelope, result, ms, traceIdOf(traceparent)) }),
     },
   };
 }

@@ -30,13 +30,20 @@ const MAX_ASSERTION_BYTES = 8192;
 
 /** Signs assertions with the key in ASSERTION_SIGNING_KEY_FILE, re-read when the file changes. */
 export class AssertionSigner {
-  private constructor(private key: SigningKey, private readonly ttlSeconds: number) {}
+  private constructor(
+    private key: SigningKey,
+    private readonly ttlSeconds: number,
+  ) {}
 
   static async open(opts: { file: string; kid: string | undefined; ttlSeconds: number; refreshMs: number; logger: Logger }): Promise<AssertionSigner> {
     const { logger } = opts;
     let signer: AssertionSigner | undefined;
     const key = await watchSigningKey({
-      file: opts.file, variable: 'ASSERTION_SIGNING_KEY_FILE', kid: opts.kid, refreshMs: opts.refreshMs, logger,
+      file: opts.file,
+      variable: 'ASSERTION_SIGNING_KEY_FILE',
+      kid: opts.kid,
+      refreshMs: opts.refreshMs,
+      logger,
       onKey: (next) => {
         if (signer !== undefined) signer.key = next;
         logger.info({ kid: next.kid, alg: next.alg }, 'assertion signing key changed: new assertions use it');
@@ -90,7 +97,10 @@ export interface VerifierOptions {
 export class AssertionVerifier {
   private readonly replay: ReplayGuard;
 
-  constructor(private readonly trust: () => TrustedKeys, private readonly opts: VerifierOptions) {
+  constructor(
+    private readonly trust: () => TrustedKeys,
+    private readonly opts: VerifierOptions,
+  ) {
     this.replay = opts.replay ?? new ReplayCache();
   }
 
@@ -123,8 +133,13 @@ export class AssertionVerifier {
       return new AssertionVerifier(() => current, opts);
     }
     if (opts.url === undefined) throw new Error('AssertionVerifier.open: no trust source');
-    if (opts.url.protocol === 'http:' && !isLoopback(opts.url)) logger.warn({ url: opts.url.href }, 'ASSERTION_TRUST_JWKS_URL is plain http: anyone on the path can replace the trusted keys');
-    const remote = jose().createRemoteJWKSet(opts.url, { cacheMaxAge: opts.refreshMs, cooldownDuration: Math.min(opts.refreshMs, 30_000), timeoutDuration: 5000 });
+    if (opts.url.protocol === 'http:' && !isLoopback(opts.url))
+      logger.warn({ url: opts.url.href }, 'ASSERTION_TRUST_JWKS_URL is plain http: anyone on the path can replace the trusted keys');
+    const remote = jose().createRemoteJWKSet(opts.url, {
+      cacheMaxAge: opts.refreshMs,
+      cooldownDuration: Math.min(opts.refreshMs, 30_000),
+      timeoutDuration: 5000,
+    });
     logger.info({ url: opts.url.href, audiences: opts.audiences }, 'identity assertions: verifying callers against a remote JWKS');
     const trust: TrustedKeys = { getKey: remote, set: () => remote.jwks() };
     return new AssertionVerifier(() => trust, opts);
@@ -153,7 +168,8 @@ export class AssertionVerifier {
     // The kid names the key, and so what it may assert (our signer always sets it).
     if (typeof kid !== 'string' || kid === '') return fail('names no key (kid)');
     const { iat, exp, jti } = payload;
-    if (typeof iat !== 'number' || typeof exp !== 'number' || exp - iat > MAX_ASSERTION_LIFETIME_S) return fail(`lives longer than ${MAX_ASSERTION_LIFETIME_S} s`);
+    if (typeof iat !== 'number' || typeof exp !== 'number' || exp - iat > MAX_ASSERTION_LIFETIME_S)
+      return fail(`lives longer than ${MAX_ASSERTION_LIFETIME_S} s`);
     if (typeof jti !== 'string' || jti === '' || jti.length > 128) return fail('has no valid id (jti)');
     const agent = agentClaim(payload['agent']);
     if (agent === undefined) return fail('has no valid agent claim (id, name, url, version)');
@@ -193,7 +209,10 @@ function agentClaim(v: unknown): AgentFields | undefined {
 function warnUnbound(set: JSONWebKeySet, logger: Logger): void {
   const kids = trustIndex(set).unboundKids;
   if (kids.length === 0) return;
-  logger.warn({ kids }, 'trusted assertion keys without "agents": each may assert any agent that no key is bound to, and the tasks of its callers belong to the key (a key rotation loses them); add "agents": ["<agent id>"] to each key');
+  logger.warn(
+    { kids },
+    'trusted assertion keys without "agents": each may assert any agent that no key is bound to, and the tasks of its callers belong to the key (a key rotation loses them); add "agents": ["<agent id>"] to each key',
+  );
 }
 
 function kidsOf(text: string): string[] {

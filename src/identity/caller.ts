@@ -27,7 +27,9 @@ export type IdentityPolicy = 'required' | 'optional' | 'claims';
 
 export type CallerResult =
   | {
-      readonly ok: true; readonly identity: VerifiedIdentity | undefined; readonly peer: PartialAgent;
+      readonly ok: true;
+      readonly identity: VerifiedIdentity | undefined;
+      readonly peer: PartialAgent;
       /** The caller presented a credential good for one use (an assertion): use it up, once the request routes somewhere. */
       readonly spend?: () => Promise<CallerResult>;
     }
@@ -54,7 +56,12 @@ export interface CallerSources {
 export type CallerIdentifier = (headers: IncomingHttpHeaders, socket: Socket) => Promise<CallerResult>;
 
 /** A caller with no verified identity, as the guardian sees it. */
-export const UNVERIFIED: PartialAgent = Object.freeze({ url: UNKNOWN_FIELD, name: UNKNOWN_FIELD, version: UNKNOWN_FIELD, metadata: { identity: { verified: false } } });
+export const UNVERIFIED: PartialAgent = Object.freeze({
+  url: UNKNOWN_FIELD,
+  name: UNKNOWN_FIELD,
+  version: UNKNOWN_FIELD,
+  metadata: { identity: { verified: false } },
+});
 const UNVERIFIED_RESULT: CallerResult = Object.freeze({ ok: true, identity: undefined, peer: UNVERIFIED });
 
 /** The caller as the guardian sees it: the verified agent fields and how they were verified. */
@@ -79,7 +86,11 @@ export function createCallerIdentifier(src: CallerSources): CallerIdentifier {
       const agent = src.localAgent();
       if (agent !== seen || result === undefined) {
         seen = agent;
-        const identity: VerifiedIdentity = { source: 'local', subject: agent.id, agent: { id: agent.id, name: agent.name, url: agent.url, version: agent.version } };
+        const identity: VerifiedIdentity = {
+          source: 'local',
+          subject: agent.id,
+          agent: { id: agent.id, name: agent.name, url: agent.url, version: agent.version },
+        };
         result = { ok: true, identity, peer: verifiedPeer(identity) };
       }
       count('local');
@@ -87,15 +98,18 @@ export function createCallerIdentifier(src: CallerSources): CallerIdentifier {
     };
   }
 
-  const accepted = [src.assertions && 'assertion (X-AOS-Agent-Assertion)', src.oidc && 'bearer token', src.mtls && 'client certificate']
-    .filter((x): x is string => typeof x === 'string');
+  const accepted = [src.assertions && 'assertion (X-AOS-Agent-Assertion)', src.oidc && 'bearer token', src.mtls && 'client certificate'].filter(
+    (x): x is string => typeof x === 'string',
+  );
 
   return async (headers, socket) => {
     const pending: Array<CredentialCheck | Promise<CredentialCheck>> = [];
     const assertion = headers[ASSERTION_HEADER];
     if (src.assertions !== undefined && typeof assertion === 'string' && assertion !== '') {
       // Repeated headers arrive joined with ", "; a JWS has no comma.
-      pending.push(assertion.includes(',') ? { ok: false, credential: 'assertion', problem: 'was sent more than once' } : src.assertions.verify(assertion.trim()));
+      pending.push(
+        assertion.includes(',') ? { ok: false, credential: 'assertion', problem: 'was sent more than once' } : src.assertions.verify(assertion.trim()),
+      );
     }
     const token = src.oidc === undefined ? undefined : bearerToken(headers);
     if (src.oidc !== undefined && token !== undefined) pending.push(src.oidc.verify(token));

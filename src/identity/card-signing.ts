@@ -44,13 +44,24 @@ export class CardSigning implements CardVouch {
   private constructor(private readonly logger: Logger) {}
 
   /** undefined when neither a signing key nor CARD_SIGNATURES=require is configured. */
-  static async open(opts: { keyFile: string | undefined; keyId: string | undefined; trustJwksFile: string | undefined; require: boolean; refreshMs: number; logger: Logger }): Promise<CardSigning | undefined> {
+  static async open(opts: {
+    keyFile: string | undefined;
+    keyId: string | undefined;
+    trustJwksFile: string | undefined;
+    require: boolean;
+    refreshMs: number;
+    logger: Logger;
+  }): Promise<CardSigning | undefined> {
     const { logger } = opts;
     if (opts.keyFile === undefined && !opts.require) return undefined;
     const s = new CardSigning(logger);
     if (opts.keyFile !== undefined) {
       s.key = await watchSigningKey({
-        file: opts.keyFile, variable: 'CARD_SIGNING_KEY_FILE', kid: opts.keyId, refreshMs: opts.refreshMs, logger,
+        file: opts.keyFile,
+        variable: 'CARD_SIGNING_KEY_FILE',
+        kid: opts.keyId,
+        refreshMs: opts.refreshMs,
+        logger,
         onKey: (next) => {
           if (s.key?.kid !== next.kid) s.previous = s.key?.publicJwk;
           s.key = next;
@@ -58,7 +69,7 @@ export class CardSigning implements CardVouch {
           logger.info({ kid: next.kid, alg: next.alg }, 'card signing key changed: cards are signed with it from now on');
         },
       });
-      logger.info({ kid: s.key.kid, alg: s.key.alg, jwks: CARD_JWKS_PATH }, 'agent cards are signed by the proxy (the agent\'s signatures are replaced)');
+      logger.info({ kid: s.key.kid, alg: s.key.alg, jwks: CARD_JWKS_PATH }, "agent cards are signed by the proxy (the agent's signatures are replaced)");
     }
     if (opts.require && opts.trustJwksFile !== undefined) {
       const path = opts.trustJwksFile;
@@ -102,7 +113,10 @@ export class CardSigning implements CardVouch {
     if (this.trust === undefined) return undefined;
     const problem = cardSignatureProblem(given, this.trust);
     if (problem !== undefined) {
-      this.logger.warn({ card: typeof given.name === 'string' ? given.name.slice(0, 128) : undefined, problem }, 'agent card refused: CARD_SIGNATURES=require and its signature does not verify');
+      this.logger.warn(
+        { card: typeof given.name === 'string' ? given.name.slice(0, 128) : undefined, problem },
+        'agent card refused: CARD_SIGNATURES=require and its signature does not verify',
+      );
     }
     return problem;
   }
@@ -110,7 +124,8 @@ export class CardSigning implements CardVouch {
   /** `out` without its signatures, and with the proxy's own when it has a key. */
   sign(out: CardJson, publicBase: URL, caller = ''): CardJson {
     const card: CardJson = {};
-    for (const [k, val] of Object.entries(out)) if (k !== 'signatures') Object.defineProperty(card, k, { value: val, enumerable: true, writable: true, configurable: true });
+    for (const [k, val] of Object.entries(out))
+      if (k !== 'signatures') Object.defineProperty(card, k, { value: val, enumerable: true, writable: true, configurable: true });
     const key = this.key;
     if (key === undefined) return card;
     const jku = new URL(`${publicBase.pathname.replace(/\/+$/, '')}${CARD_JWKS_PATH}`, publicBase).href;

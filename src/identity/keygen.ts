@@ -16,7 +16,11 @@ import { jose } from './jose';
 import { AGENTS_MEMBER } from './keys';
 import { fieldValue } from './types';
 
-export async function generateAssertionKey(kid: string, alg: 'ES256' | 'EdDSA' = 'ES256', agents: readonly string[] = []): Promise<{ privateJwk: object; publicJwks: { keys: object[] } }> {
+export async function generateAssertionKey(
+  kid: string,
+  alg: 'ES256' | 'EdDSA' = 'ES256',
+  agents: readonly string[] = [],
+): Promise<{ privateJwk: object; publicJwks: { keys: object[] } }> {
   const j = jose();
   const { privateKey, publicKey } = await j.generateKeyPair(alg, { extractable: true });
   const privateJwk = { ...(await j.exportJWK(privateKey)), kid, alg };

@@ -58,7 +58,8 @@ export async function parseSigningKey(text: string, kidOverride?: string): Promi
     throw new Error(`not a private key (JWK or PEM): ${String((err as Error).message).split('\n')[0]}`);
   }
   const alg = algorithmOf(privateKey);
-  if (alg === undefined) throw new Error(`key type ${privateKey.asymmetricKeyType ?? 'unknown'} is not supported: use EC P-256 (ES256), P-384 (ES384) or Ed25519 (EdDSA)`);
+  if (alg === undefined)
+    throw new Error(`key type ${privateKey.asymmetricKeyType ?? 'unknown'} is not supported: use EC P-256 (ES256), P-384 (ES384) or Ed25519 (EdDSA)`);
   const j = jose();
   const publicJwk = createPublicKey(privateKey).export({ format: 'jwk' }) as JWK;
   const kid = kidOverride ?? fileKid ?? (await j.calculateJwkThumbprint(publicJwk, 'sha256'));
@@ -72,7 +73,14 @@ export async function parseSigningKey(text: string, kidOverride?: string): Promi
  * The signing key in `file` (named `variable` in messages), re-read when the file changes: `onKey` gets
  * each new key; a change that does not load is logged and the previous key stays in use.
  */
-export async function watchSigningKey(opts: { file: string; variable: string; kid: string | undefined; refreshMs: number; logger: Logger; onKey: (key: SigningKey) => void }): Promise<SigningKey> {
+export async function watchSigningKey(opts: {
+  file: string;
+  variable: string;
+  kid: string | undefined;
+  refreshMs: number;
+  logger: Logger;
+  onKey: (key: SigningKey) => void;
+}): Promise<SigningKey> {
   const { logger, variable } = opts;
   const file = WatchedFile.open(opts.file, { variable, intervalMs: opts.refreshMs, onProblem: (m) => logger.warn(m) });
   let key: SigningKey;
@@ -82,7 +90,9 @@ export async function watchSigningKey(opts: { file: string; variable: string; ki
     throw startupKeyError(variable, opts.file, err);
   }
   file.onChange((content) => {
-    parseSigningKey(content.toString('utf8'), opts.kid).then(opts.onKey, (err: unknown) => logger.warn({ problem: (err as Error).message }, `${variable} changed but does not load; the previous key stays in use`));
+    parseSigningKey(content.toString('utf8'), opts.kid).then(opts.onKey, (err: unknown) =>
+      logger.warn({ problem: (err as Error).message }, `${variable} changed but does not load; the previous key stays in use`),
+    );
   });
   return key;
 }

@@ -58,7 +58,9 @@ export interface PeerCertificateView {
 /** The identity a verified client certificate states. */
 export function identityFromCertificate(cert: PeerCertificateView): CredentialCheck {
   const fail = (problem: string): CredentialCheck => ({ ok: false, credential: 'client certificate', problem });
-  const uris = parseSubjectAltName(cert.subjectaltname).filter((e) => e.type === 'URI').map((e) => e.value);
+  const uris = parseSubjectAltName(cert.subjectaltname)
+    .filter((e) => e.type === 'URI')
+    .map((e) => e.value);
   const spiffe = uris.filter((u) => u.toLowerCase().startsWith('spiffe:'));
   if (spiffe.length > 1) return fail('has more than one SPIFFE ID');
   const cnRaw = cert.subject?.['CN'];
@@ -69,7 +71,16 @@ export function identityFromCertificate(cert: PeerCertificateView): CredentialCh
   if (id !== undefined) {
     if (!isSpiffeId(id)) return fail('has a malformed SPIFFE ID');
     // A SPIFFE ID names its trust domain itself: the caller stays the same owner when the issuing CA rotates.
-    return { ok: true, identity: { source: 'mtls', subject: id, ...(issuer === undefined ? {} : { issuer }), stableSubject: true, agent: { id, name: cn ?? id, url: UNKNOWN_FIELD, version: UNKNOWN_FIELD } } };
+    return {
+      ok: true,
+      identity: {
+        source: 'mtls',
+        subject: id,
+        ...(issuer === undefined ? {} : { issuer }),
+        stableSubject: true,
+        agent: { id, name: cn ?? id, url: UNKNOWN_FIELD, version: UNKNOWN_FIELD },
+      },
+    };
   }
   if (cn === undefined) return fail('has neither a SPIFFE ID nor a subject CN');
   // Shown to the guardian, a CN spelled as a SPIFFE ID is that ID: only a SAN may state one.
@@ -106,7 +117,8 @@ export function tlsPeerIdentity(socket: Socket): CredentialCheck | undefined {
   const cert = tls.getPeerCertificate();
   let check: CredentialCheck | null;
   if (cert === null || Object.keys(cert).length === 0) check = null;
-  else if (!tls.authorized) check = { ok: false, credential: 'client certificate', problem: `is not trusted (${String(tls.authorizationError ?? 'unverified')})` };
+  else if (!tls.authorized)
+    check = { ok: false, credential: 'client certificate', problem: `is not trusted (${String(tls.authorizationError ?? 'unverified')})` };
   else check = identityFromCertificate(cert as unknown as PeerCertificateView);
   perSocket.set(socket, check);
   return check ?? undefined;

@@ -51,7 +51,10 @@ export class OidcVerifier {
   private keys: Promise<JWTVerifyGetKey> | undefined;
   private keysFailedAt = -Infinity;
 
-  constructor(private readonly opts: OidcOptions, keys?: JWTVerifyGetKey) {
+  constructor(
+    private readonly opts: OidcOptions,
+    keys?: JWTVerifyGetKey,
+  ) {
     if (keys !== undefined) this.keys = Promise.resolve(keys);
     const warnHttp = (u: URL) => {
       if (u.protocol === 'http:' && !isLoopback(u)) opts.logger.warn({ url: u.href }, 'OIDC keys come over plain http: anyone on the path can replace them');
@@ -73,7 +76,7 @@ export class OidcVerifier {
     try {
       keys = await this.keySet();
     } catch {
-      return fail('cannot be checked: the issuer\'s keys are unavailable');
+      return fail("cannot be checked: the issuer's keys are unavailable");
     }
     let payload: Record<string, unknown>;
     try {
@@ -97,17 +100,21 @@ export class OidcVerifier {
   private keySet(): Promise<JWTVerifyGetKey> {
     if (this.keys !== undefined) return this.keys;
     if (monotonicMs() - this.keysFailedAt < DISCOVERY_RETRY_MS) return Promise.reject(new Error('OIDC discovery failed recently'));
-    const remote = (url: URL) => jose().createRemoteJWKSet(url, {
-      cacheMaxAge: this.opts.refreshMs,
-      cooldownDuration: Math.min(this.opts.refreshMs, 30_000),
-      timeoutDuration: 5000,
-    });
+    const remote = (url: URL) =>
+      jose().createRemoteJWKSet(url, {
+        cacheMaxAge: this.opts.refreshMs,
+        cooldownDuration: Math.min(this.opts.refreshMs, 30_000),
+        timeoutDuration: 5000,
+      });
     const attempt = this.opts.jwksUrl !== undefined ? Promise.resolve(remote(this.opts.jwksUrl)) : this.discover().then(remote);
     this.keys = attempt;
     attempt.catch((err: unknown) => {
       this.keys = undefined;
       this.keysFailedAt = monotonicMs();
-      this.opts.logger.warn({ issuer: this.opts.issuer, problem: (err as Error).message }, 'OIDC discovery failed; bearer tokens are refused until it succeeds');
+      this.opts.logger.warn(
+        { issuer: this.opts.issuer, problem: (err as Error).message },
+        'OIDC discovery failed; bearer tokens are refused until it succeeds',
+      );
     });
     return attempt;
   }

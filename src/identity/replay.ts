@@ -121,8 +121,11 @@ export class SharedReplayGuard implements ReplayGuard {
   private failed(err: unknown): void {
     if (this.down) return;
     this.down = true;
-    this.logger.warn({ err: (err as Error).message, failMode: this.failMode }, this.failMode === 'closed'
-      ? 'assertion replay store unavailable: assertions are refused until it answers (FAIL_MODE=closed)'
-      : 'assertion replay store unavailable: each replica checks replays alone until it answers (FAIL_MODE=open)');
+    this.logger.warn(
+      { err: (err as Error).message, failMode: this.failMode },
+      this.failMode === 'closed'
+        ? 'assertion replay store unavailable: assertions are refused until it answers (FAIL_MODE=closed)'
+        : 'assertion replay store unavailable: each replica checks replays alone until it answers (FAIL_MODE=open)',
+    );
   }
 }

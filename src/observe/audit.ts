@@ -18,7 +18,14 @@ export type CallOutcome =
   | 'refused'; // the proxy refused the request before any hook (not A2A-valid, too large, ...)
 
 export const CALL_OUTCOMES: readonly CallOutcome[] = [
-  'forwarded', 'forwarded_unchecked', 'denied', 'guardian_unavailable', 'upstream_error', 'answer_refused', 'cancelled', 'refused',
+  'forwarded',
+  'forwarded_unchecked',
+  'denied',
+  'guardian_unavailable',
+  'upstream_error',
+  'answer_refused',
+  'cancelled',
+  'refused',
 ];
 
 export interface AuditHook {
@@ -142,7 +149,12 @@ export function auditRecord(f: CallFacts): AuditRecord {
   // too): pino and JSON.stringify leave the undefined ones out, and the record keeps one shape
   // (fields added one by one made a shape per kind of call, and megamorphic stores).
   const fields: Record<string, unknown> = {
-    method: f.method, wireMethod: f.wireMethod, binding: f.binding, role: f.role, outcome, decision,
+    method: f.method,
+    wireMethod: f.wireMethod,
+    binding: f.binding,
+    role: f.role,
+    outcome,
+    decision,
     reasonCode: codes.length > 0 ? codes : undefined,
     guardianMessage: deciding?.message,
     peer: f.peer,

@@ -51,7 +51,10 @@ function lastLink(file: string): { hash: string; seq: number } | undefined {
     const len = Math.min(size, 1024 * 1024);
     const buf = Buffer.alloc(len);
     fs.readSync(fd, buf, 0, len, size - len);
-    const lines = buf.toString('utf8').split('\n').filter((l) => l.trim() !== '');
+    const lines = buf
+      .toString('utf8')
+      .split('\n')
+      .filter((l) => l.trim() !== '');
     const last = lines[lines.length - 1];
     const parts = last === undefined ? undefined : splitLine(last);
     if (last === undefined || parts === undefined) return { hash: 'unreadable', seq: 0 };
@@ -70,7 +73,10 @@ export class DecisionLog {
   private readonly out: fs.WriteStream;
   private readonly digest: Digest;
 
-  constructor(readonly file: string, key?: Buffer) {
+  constructor(
+    readonly file: string,
+    key?: Buffer,
+  ) {
     this.digest = digestFor(key);
     const last = lastLink(file);
     this.prevHash = last?.hash ?? GENESIS;
@@ -129,7 +135,11 @@ export function verifyDecisionLog(text: string, opts: { readonly key?: Buffer; r
     const parts = splitLine(line);
     if (parts === undefined) return fail('no hash', seq);
     if (parsed.prevHash !== prev) return fail('prevHash does not match the previous record (a record was removed, inserted or reordered)', seq);
-    if (digest(parts.body) !== parts.hash) return fail(`hash does not match the record (the record was changed${opts.key === undefined ? '; a keyed log needs DECISION_LOG_KEY_FILE' : ', or another key made it'})`, seq);
+    if (digest(parts.body) !== parts.hash)
+      return fail(
+        `hash does not match the record (the record was changed${opts.key === undefined ? '; a keyed log needs DECISION_LOG_KEY_FILE' : ', or another key made it'})`,
+        seq,
+      );
     if (seq !== records + 1) return fail(`seq ${String(seq)} where ${records + 1} was expected`, seq);
     if (opts.head !== undefined && seq === opts.head.seq) {
       if (parts.hash !== opts.head.hash) return fail(`record ${seq} is not the one the audit line named (hash ${opts.head.hash.slice(0, 12)}…)`, seq);
@@ -138,6 +148,13 @@ export function verifyDecisionLog(text: string, opts: { readonly key?: Buffer; r
     prev = parts.hash;
     records++;
   }
-  if (!headSeen) return { ok: false, records, line: records + 1, seq: opts.head?.seq, reason: `the log ends at record ${records}, before record ${String(opts.head?.seq)} the audit line named: records were cut off` };
+  if (!headSeen)
+    return {
+      ok: false,
+      records,
+      line: records + 1,
+      seq: opts.head?.seq,
+      reason: `the log ends at record ${records}, before record ${String(opts.head?.seq)} the audit line named: records were cut off`,
+    };
   return { ok: true, records };
 }

@@ -21,21 +21,28 @@ const headerGetter: TextMapGetter<IncomingHttpHeaders> = {
 function samplerFor(sdk: Sdk, cfg: OtelConfig): Sampler {
   const ratio = () => new sdk.TraceIdRatioBasedSampler(cfg.samplerRatio);
   switch (cfg.sampler) {
-    case 'always_on': return new sdk.AlwaysOnSampler();
-    case 'always_off': return new sdk.AlwaysOffSampler();
-    case 'traceidratio': return ratio();
-    case 'parentbased_always_off': return new sdk.ParentBasedSampler({ root: new sdk.AlwaysOffSampler() });
-    case 'parentbased_traceidratio': return new sdk.ParentBasedSampler({ root: ratio() });
-    case 'parentbased_always_on': return new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() });
+    case 'always_on':
+      return new sdk.AlwaysOnSampler();
+    case 'always_off':
+      return new sdk.AlwaysOffSampler();
+    case 'traceidratio':
+      return ratio();
+    case 'parentbased_always_off':
+      return new sdk.ParentBasedSampler({ root: new sdk.AlwaysOffSampler() });
+    case 'parentbased_traceidratio':
+      return new sdk.ParentBasedSampler({ root: ratio() });
+    case 'parentbased_always_on':
+      return new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() });
   }
 }
 
 /** The exporter for the configured protocol, reporting failed batches. */
 function exporterFor(cfg: OtelConfig, onFailure: (() => void) | undefined): SpanExporter {
   const options = { url: cfg.tracesUrl, headers: { ...cfg.headers } };
-  const inner: SpanExporter = cfg.protocol === 'http/json'
-    ? new (require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter(options)
-    : new (require('@opentelemetry/exporter-trace-otlp-proto') as typeof import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter(options);
+  const inner: SpanExporter =
+    cfg.protocol === 'http/json'
+      ? new (require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter(options)
+      : new (require('@opentelemetry/exporter-trace-otlp-proto') as typeof import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter(options);
   if (onFailure === undefined) return inner;
   return {
     export(spans: ReadableSpan[], done: (r: ExportResult) => void): void {
@@ -55,11 +62,13 @@ export function createOtelTracer(cfg: OtelConfig, opts: TracerOptions): Tracer {
   const { resourceFromAttributes, defaultResource } = require('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
   const { W3CTraceContextPropagator } = require('@opentelemetry/core') as typeof import('@opentelemetry/core');
 
-  const resource = defaultResource().merge(resourceFromAttributes({
-    ...cfg.resourceAttributes,
-    'service.name': cfg.serviceName,
-    'service.version': opts.version,
-  }));
+  const resource = defaultResource().merge(
+    resourceFromAttributes({
+      ...cfg.resourceAttributes,
+      'service.name': cfg.serviceName,
+      'service.version': opts.version,
+    }),
+  );
   const provider = new sdk.BasicTracerProvider({
     resource,
     sampler: samplerFor(sdk, cfg),
@@ -99,7 +108,10 @@ export function createOtelTracer(cfg: OtelConfig, opts: TracerOptions): Tracer {
       spanId: ctx.spanId,
       hook(h): HookSpan {
         const span = child(parent, `guardian ${h.method} ${h.side} ${h.phase}`, {
-          'aos.method': h.method, 'aos.side': h.side, 'aos.phase': h.phase, 'aos.envelope_id': h.envelopeId,
+          'aos.method': h.method,
+          'aos.side': h.side,
+          'aos.phase': h.phase,
+          'aos.envelope_id': h.envelopeId,
         });
         return {
           headers: contextHeaders(span),
@@ -117,7 +129,9 @@ export function createOtelTracer(cfg: OtelConfig, opts: TracerOptions): Tracer {
       },
       upstream(httpMethod, url): UpstreamSpan {
         const span = child(parent, `upstream ${httpMethod}`, {
-          'http.request.method': httpMethod, 'server.address': url.hostname, 'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+          'http.request.method': httpMethod,
+          'server.address': url.hostname,
+          'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
         });
         let ended = false;
         return {

@@ -47,7 +47,6 @@ export const NOOP_TRACER: Tracer = {
   shutdown: () => Promise.resolve(),
 };
 
-
 /** The tracer the configuration asks for; OpenTelemetry is only loaded when it is on. */
 export function createTracer(otel: OtelConfig | undefined, opts: TracerOptions): Tracer {
   if (otel === undefined) return NOOP_TRACER;

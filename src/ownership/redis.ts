@@ -190,7 +190,10 @@ export class RedisOwnerStore implements OwnerStore {
   watching = false;
   private readonly scripts: Record<'claim' | 'provisional' | 'renew' | 'release' | 'replay', Script>;
 
-  constructor(readonly client: IORedis.Redis, private readonly opts: RedisStoreOptions) {
+  constructor(
+    readonly client: IORedis.Redis,
+    private readonly opts: RedisStoreOptions,
+  ) {
     const where = redactUrl(opts.url);
     this.scripts = {
       claim: script(client, 'a2aGuardClaim', CLAIM),
@@ -235,7 +238,10 @@ export class RedisOwnerStore implements OwnerStore {
       policy = Array.isArray(reply) && typeof reply[1] === 'string' ? reply[1] : undefined;
     } catch (err) {
       if (!this.up) throw err;
-      this.opts.logger.warn({ store: where, err: (err as Error).message }, 'task store: cannot read maxmemory-policy (CONFIG GET refused); make sure it is noeviction, or bindings are dropped silently when Redis is full');
+      this.opts.logger.warn(
+        { store: where, err: (err as Error).message },
+        'task store: cannot read maxmemory-policy (CONFIG GET refused); make sure it is noeviction, or bindings are dropped silently when Redis is full',
+      );
       return undefined;
     }
     if (policy === undefined || !evicts(policy)) {
@@ -243,10 +249,17 @@ export class RedisOwnerStore implements OwnerStore {
       return policy;
     }
     if (this.opts.allowEviction === true) {
-      this.opts.logger.warn({ store: where, policy }, 'task store evicts keys when full (TASK_STORE_ALLOW_EVICTION=true): an evicted binding makes its task "not found" to its owner and its context free for anyone to join; size maxmemory so that it never fills');
+      this.opts.logger.warn(
+        { store: where, policy },
+        'task store evicts keys when full (TASK_STORE_ALLOW_EVICTION=true): an evicted binding makes its task "not found" to its owner and its context free for anyone to join; size maxmemory so that it never fills',
+      );
       return policy;
     }
-    if (this.evicting !== policy && !atStart) this.opts.logger.error({ store: where, policy }, 'task store evicts keys when full (maxmemory-policy): refused; set it to noeviction (or TASK_STORE_ALLOW_EVICTION=true)');
+    if (this.evicting !== policy && !atStart)
+      this.opts.logger.error(
+        { store: where, policy },
+        'task store evicts keys when full (maxmemory-policy): refused; set it to noeviction (or TASK_STORE_ALLOW_EVICTION=true)',
+      );
     this.evicting = policy;
     return policy;
   }
@@ -266,7 +279,10 @@ export class RedisOwnerStore implements OwnerStore {
     if (keys.length === 0) return [];
     this.usable();
     const counters = sliceCounters(`${this.opts.prefix}o:${owner}:`, Date.now() / 1000, this.opts.ttlSeconds);
-    const reply = await this.scripts.claim([...keys.map((k) => this.opts.prefix + k), ...counters.keys], [owner, this.opts.ttlSeconds, keys.length, counters.ttlSeconds]);
+    const reply = await this.scripts.claim(
+      [...keys.map((k) => this.opts.prefix + k), ...counters.keys],
+      [owner, this.opts.ttlSeconds, keys.length, counters.ttlSeconds],
+    );
     const out = this.ownersIn(reply, keys.length, 1);
     this.noteHeld(owner, Number((reply as unknown[])[keys.length]));
     return out;
@@ -275,19 +291,31 @@ export class RedisOwnerStore implements OwnerStore {
   async provisional(keys: readonly string[], owner: Owner, ttlSeconds: number): Promise<Owner[]> {
     if (keys.length === 0) return [];
     this.usable();
-    return this.ownersIn(await this.scripts.provisional(keys.map((k) => this.opts.prefix + k), [owner, ttlSeconds]), keys.length);
+    return this.ownersIn(
+      await this.scripts.provisional(
+        keys.map((k) => this.opts.prefix + k),
+        [owner, ttlSeconds],
+      ),
+      keys.length,
+    );
   }
 
   async renew(keys: readonly string[], owner: Owner, ttlSeconds: number): Promise<void> {
     if (keys.length === 0) return;
     this.usable();
-    await this.scripts.renew(keys.map((k) => this.opts.prefix + k), [owner, ttlSeconds]);
+    await this.scripts.renew(
+      keys.map((k) => this.opts.prefix + k),
+      [owner, ttlSeconds],
+    );
   }
 
   async release(keys: readonly string[], owner: Owner): Promise<void> {
     if (keys.length === 0) return;
     this.usable();
-    await this.scripts.release(keys.map((k) => this.opts.prefix + k), [owner]);
+    await this.scripts.release(
+      keys.map((k) => this.opts.prefix + k),
+      [owner],
+    );
   }
 
   held(owner: Owner): number | undefined {
@@ -339,7 +367,8 @@ export class RedisOwnerStore implements OwnerStore {
 
   sharedSecret(refresh: boolean): Promise<Buffer> {
     const cached = this.secret;
-    if (cached !== undefined && (!refresh || monotonicMs() - this.secretCheckedAt < (this.opts.secretRecheckMs ?? SECRET_RECHECK_MS))) return Promise.resolve(cached);
+    if (cached !== undefined && (!refresh || monotonicMs() - this.secretCheckedAt < (this.opts.secretRecheckMs ?? SECRET_RECHECK_MS)))
+      return Promise.resolve(cached);
     // A failed second look keeps the secret already held.
     return (this.secretLookup ??= this.lookUpSecret()
       .catch((err: unknown) => {
@@ -412,13 +441,18 @@ export async function createRedisStore(opts: RedisStoreOptions): Promise<RedisOw
   });
   store.watching = true;
   if (client.status !== 'ready') {
-    opts.logger.warn({ store: redactUrl(opts.url) }, 'task store not reachable at start; calls that need it follow FAIL_MODE until it is (its maxmemory-policy is checked when it is)');
+    opts.logger.warn(
+      { store: redactUrl(opts.url) },
+      'task store not reachable at start; calls that need it follow FAIL_MODE until it is (its maxmemory-policy is checked when it is)',
+    );
     return store;
   }
   const policy = await store.checkEviction(true).catch(() => undefined);
   if (policy !== undefined && evicts(policy) && opts.allowEviction !== true) {
     await store.close();
-    throw new StartupError(`TASK_STORE_URL: the Redis server's maxmemory-policy is ${policy}, which evicts keys when it is full: a task binding dropped that way makes the task "not found" to its owner and lets anyone join its context. Set maxmemory-policy noeviction (and size maxmemory: README "Store"), or TASK_STORE_ALLOW_EVICTION=true to accept it`);
+    throw new StartupError(
+      `TASK_STORE_URL: the Redis server's maxmemory-policy is ${policy}, which evicts keys when it is full: a task binding dropped that way makes the task "not found" to its owner and lets anyone join its context. Set maxmemory-policy noeviction (and size maxmemory: README "Store"), or TASK_STORE_ALLOW_EVICTION=true to accept it`,
+    );
   }
   // Fetched now so that the first list answer does not wait for it (else on first use).
   await store.sharedSecret(false).catch(() => undefined);

@@ -70,7 +70,13 @@ class Binding {
    * `order`: when it was made or confirmed, as a count of bindings (a tie-break for eviction; seconds
    * are too coarse). `pending`: the calls holding it provisionally (0: confirmed).
    */
-  constructor(readonly owner: Owner, public expires: number, public order: number, readonly bytes: number, public pending: number) {}
+  constructor(
+    readonly owner: Owner,
+    public expires: number,
+    public order: number,
+    readonly bytes: number,
+    public pending: number,
+  ) {}
 }
 
 /** An owner's bindings, oldest first (a Set keeps insertion order), and their accounted bytes. */
@@ -169,30 +175,34 @@ export class MemoryOwnerStore implements OwnerStore {
     const now = this.seconds();
     this.sweep(now);
     const o = this.intern(owner);
-    return Promise.resolve(keys.map((k) => {
-      const b = this.live(k, now);
-      if (b === undefined) this.add(k, o, now + this.opts.ttlSeconds, 0);
-      else if (b.owner === o && b.pending > 0) {
-        b.pending = 0;
-        this.touch(k, b, now + this.opts.ttlSeconds);
-      } else return b.owner;
-      return o;
-    }));
+    return Promise.resolve(
+      keys.map((k) => {
+        const b = this.live(k, now);
+        if (b === undefined) this.add(k, o, now + this.opts.ttlSeconds, 0);
+        else if (b.owner === o && b.pending > 0) {
+          b.pending = 0;
+          this.touch(k, b, now + this.opts.ttlSeconds);
+        } else return b.owner;
+        return o;
+      }),
+    );
   }
 
   provisional(keys: readonly string[], owner: Owner, ttlSeconds: number): Promise<Owner[]> {
     const now = this.seconds();
     this.sweep(now);
     const o = this.intern(owner);
-    return Promise.resolve(keys.map((k) => {
-      const b = this.live(k, now);
-      if (b === undefined) this.add(k, o, now + ttlSeconds, 1);
-      else if (b.owner === o && b.pending > 0) {
-        b.pending++;
-        b.expires = Math.max(b.expires, now + ttlSeconds);
-      } else return b.owner;
-      return o;
-    }));
+    return Promise.resolve(
+      keys.map((k) => {
+        const b = this.live(k, now);
+        if (b === undefined) this.add(k, o, now + ttlSeconds, 1);
+        else if (b.owner === o && b.pending > 0) {
+          b.pending++;
+          b.expires = Math.max(b.expires, now + ttlSeconds);
+        } else return b.owner;
+        return o;
+      }),
+    );
   }
 
   renew(keys: readonly string[], owner: Owner, ttlSeconds: number): Promise<void> {
@@ -249,7 +259,9 @@ export class MemoryOwnerStore implements OwnerStore {
       const mine = this.byOwner.get(claimer);
       let victim = mine;
       // A scan of the owners, only when the store is full (owners are few next to bindings).
-      for (const h of this.byOwner.values()) if (victim === undefined || h.bytes > victim.bytes || (h.bytes === victim.bytes && victim !== mine && this.oldestOrder(h) > this.oldestOrder(victim))) victim = h;
+      for (const h of this.byOwner.values())
+        if (victim === undefined || h.bytes > victim.bytes || (h.bytes === victim.bytes && victim !== mine && this.oldestOrder(h) > this.oldestOrder(victim)))
+          victim = h;
       const oldest = victim?.keys.values().next();
       if (oldest === undefined || oldest.done === true) break;
       const b = this.map.get(oldest.value);

@@ -66,10 +66,12 @@ function messageRefs(m: unknown, into: Refs): void {
   into.context(...ids(m, 'contextId', 'context_id'));
   for (const key of ['referenceTaskIds', 'reference_task_ids']) {
     const list = m[key];
-    if (Array.isArray(list)) for (const x of list) {
-      const s = idText(x);
-      if (s !== undefined) into.task(s);
-    } else {
+    if (Array.isArray(list))
+      for (const x of list) {
+        const s = idText(x);
+        if (s !== undefined) into.task(s);
+      }
+    else {
       const s = idText(list);
       if (s !== undefined) into.task(s);
     }

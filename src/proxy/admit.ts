@@ -111,21 +111,44 @@ export function createAdmit(deps: SharedDeps): Admit {
 
     refused(err, facts) {
       metrics.call('refused', 'refused');
-      logger.info({
-        outcome: 'refused', ...(facts.binding === undefined ? {} : { binding: facts.binding }), reason: err.message, remoteAddress: facts.remoteAddress,
-        ...(facts.binding === undefined ? { traceId: facts.traceId } : {}),
-      }, 'request refused');
+      logger.info(
+        {
+          outcome: 'refused',
+          ...(facts.binding === undefined ? {} : { binding: facts.binding }),
+          reason: err.message,
+          remoteAddress: facts.remoteAddress,
+          ...(facts.binding === undefined ? { traceId: facts.traceId } : {}),
+        },
+        'request refused',
+      );
     },
 
     trackStream: (terminate) => trackStream(deps, terminate),
 
     open(headers, f) {
       const span = deps.tracer.startCall(headers, {
-        method: f.op.aosMethod, wireMethod: f.wireMethod, binding: f.binding, role: config.role, httpMethod: f.httpMethod, path: f.path, remoteAddress: f.remoteAddress,
+        method: f.op.aosMethod,
+        wireMethod: f.wireMethod,
+        binding: f.binding,
+        role: config.role,
+        httpMethod: f.httpMethod,
+        path: f.path,
+        remoteAddress: f.remoteAddress,
       });
       return openExchange({
-        started: f.started, codec: f.codec, op: f.op, wireMethod: f.wireMethod, id: f.id, shape: f.shape, caller: new Cancellation(),
-        identity: f.caller.identity, callerPeer: f.caller.peer, owner: ownerKey(f.caller.identity), span, remoteAddress: f.remoteAddress, serviceParameters: f.serviceParameters,
+        started: f.started,
+        codec: f.codec,
+        op: f.op,
+        wireMethod: f.wireMethod,
+        id: f.id,
+        shape: f.shape,
+        caller: new Cancellation(),
+        identity: f.caller.identity,
+        callerPeer: f.caller.peer,
+        owner: ownerKey(f.caller.identity),
+        span,
+        remoteAddress: f.remoteAddress,
+        serviceParameters: f.serviceParameters,
       });
     },
   };

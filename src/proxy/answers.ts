@@ -25,16 +25,16 @@ import { END, type Stage, type Step } from './stages';
 /** How an answer message ends early. */
 export type AnswerEnd =
   | {
-    readonly type: 'refuse';
-    readonly error: ProxyError;
-    /** What the audit line says went wrong. */
-    readonly why: string;
-    readonly outcome?: CallOutcome;
-    /** Task ownership refused it (the call's decision becomes `refused`). */
-    readonly refused?: boolean;
-    /** The agent failed (counted as an upstream error): a card that cannot be read. */
-    readonly agentFailed?: boolean;
-  }
+      readonly type: 'refuse';
+      readonly error: ProxyError;
+      /** What the audit line says went wrong. */
+      readonly why: string;
+      readonly outcome?: CallOutcome;
+      /** Task ownership refused it (the call's decision becomes `refused`). */
+      readonly refused?: boolean;
+      /** The agent failed (counted as an upstream error): a card that cannot be read. */
+      readonly agentFailed?: boolean;
+    }
   /** Passed as the proxy read it, unjudged (an unreadable answer under FAIL_MODE=open). */
   | { readonly type: 'unjudged' };
 
@@ -84,7 +84,16 @@ export interface AnswerRoad {
 }
 
 /** A fresh flow for one answer message. */
-export function answerFlow(road: AnswerRoad, ex: Exchange | undefined, codec: Codec, id: JsonRpcId | null, ok: boolean, body: unknown, unread?: string, errorEvent = false): AnswerFlow {
+export function answerFlow(
+  road: AnswerRoad,
+  ex: Exchange | undefined,
+  codec: Codec,
+  id: JsonRpcId | null,
+  ok: boolean,
+  body: unknown,
+  unread?: string,
+  errorEvent = false,
+): AnswerFlow {
   return { road, ex, codec, id, ok, errorEvent, unread, body, changed: false, payload: undefined, judged: undefined, end: undefined };
 }
 
@@ -118,12 +127,18 @@ export const rewriteCardAnswer: Stage<AnswerFlow> = {
       return verdict instanceof Promise ? verdict.then((v) => cardServed(flow, v)) : cardServed(flow, verdict);
     }
     if (flow.unread === undefined && isErrorAnswer(flow)) return undefined;
-    return endWith(flow, { type: 'refuse', error: proxyError('upstreamUnavailable', 'Agent card unavailable: the answer cannot be read'), why: CARD_UNREADABLE, agentFailed: true });
+    return endWith(flow, {
+      type: 'refuse',
+      error: proxyError('upstreamUnavailable', 'Agent card unavailable: the answer cannot be read'),
+      why: CARD_UNREADABLE,
+      agentFailed: true,
+    });
   },
 };
 
 function cardServed(flow: AnswerFlow, v: CardVerdict): Step {
-  if (v.type === 'refuse') return endWith(flow, { type: 'refuse', error: cardRefusal(v), why: v.why, ...(v.cause === 'signature' ? { agentFailed: true } : {}) });
+  if (v.type === 'refuse')
+    return endWith(flow, { type: 'refuse', error: cardRefusal(v), why: v.why, ...(v.cause === 'signature' ? { agentFailed: true } : {}) });
   flow.body = flow.codec.withResult(flow.body, v.card);
   flow.changed = true;
   return undefined;
@@ -235,7 +250,8 @@ export const judgeAnswer: Stage<AnswerFlow> = {
     const payload = flow.payload;
     if (judge === undefined || payload === undefined) return undefined;
     // Past a stop or a caller gone, no guardian call starts (nobody reads this answer any more).
-    if (flow.ex?.call.caller.cancelled === true) return endWith(flow, { type: 'refuse', error: proxyError('upstreamUnavailable', 'Call ended'), why: 'call ended' });
+    if (flow.ex?.call.caller.cancelled === true)
+      return endWith(flow, { type: 'refuse', error: proxyError('upstreamUnavailable', 'Call ended'), why: 'call ended' });
     const payloadJson = JSON.stringify(payload);
     return judge(payload, payloadJson).then((run): Step => {
       if (run.type === 'block') return endWith(flow, { type: 'refuse', error: run.error, why: `response hook: ${run.decision}` });
@@ -246,7 +262,13 @@ export const judgeAnswer: Stage<AnswerFlow> = {
 };
 
 /** A unary answer's stages, in order. */
-export const UNARY_ANSWER: readonly Stage<AnswerFlow>[] = [rewriteCardAnswer, bindOwnership('unary'), unreadableAnswer('unary'), spelling('unary'), judgeAnswer];
+export const UNARY_ANSWER: readonly Stage<AnswerFlow>[] = [
+  rewriteCardAnswer,
+  bindOwnership('unary'),
+  unreadableAnswer('unary'),
+  spelling('unary'),
+  judgeAnswer,
+];
 
 /** A stream message's stages, in order (a data event that is not JSON meets the policy before task ownership). */
 export const STREAM_ANSWER: readonly Stage<AnswerFlow>[] = [unreadableAnswer('event'), bindOwnership('event'), spelling('event'), judgeAnswer];

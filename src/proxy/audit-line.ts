@@ -80,7 +80,16 @@ function headOf(f: Record<string, unknown>, peerLiteral: boolean): Pick<Head, 't
   const keep = peer === undefined || peerLiteral;
   if (keep) {
     for (const h of heads) {
-      if (h.method === method && h.wireMethod === wireMethod && h.binding === binding && h.role === role && h.outcome === outcome && h.decision === decision && samePeer(h.peer, peer)) return h;
+      if (
+        h.method === method &&
+        h.wireMethod === wireMethod &&
+        h.binding === binding &&
+        h.role === role &&
+        h.outcome === outcome &&
+        h.decision === decision &&
+        samePeer(h.peer, peer)
+      )
+        return h;
     }
   }
   if (!isPlain(method) || !isPlain(wireMethod) || !isPlain(binding) || !isPlain(role) || !isPlain(outcome) || !isPlain(decision)) return undefined;
@@ -148,7 +157,16 @@ function msText(v: unknown): string | undefined {
  * writeLine, ~6,800 with this (callgrind).
  */
 export function auditMembers(f: Record<string, unknown>, peerLiteral = false): string | undefined {
-  if (f.failure !== undefined || f.failureDetail !== undefined || f.hooks !== undefined || f.events !== undefined || f.error !== undefined || f.decisionSeq !== undefined || f.decisionHash !== undefined) return undefined;
+  if (
+    f.failure !== undefined ||
+    f.failureDetail !== undefined ||
+    f.hooks !== undefined ||
+    f.events !== undefined ||
+    f.error !== undefined ||
+    f.decisionSeq !== undefined ||
+    f.decisionHash !== undefined
+  )
+    return undefined;
   const head = headOf(f, peerLiteral);
   if (head === undefined) return undefined;
   // The guardian's codes and message: most guardians give a message on every answer (the bench's says "ok").

@@ -29,7 +29,10 @@ export class BodyBudget {
   private used = 0;
   private readonly byCaller = new Map<string, number>();
 
-  constructor(readonly limit: number, readonly perCaller: number = limit) {}
+  constructor(
+    readonly limit: number,
+    readonly perCaller: number = limit,
+  ) {}
 
   get inFlight(): number {
     return this.used;

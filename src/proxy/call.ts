@@ -104,14 +104,41 @@ export function finishCall(deps: FinishDeps, ex: Exchange, finished: boolean): v
   const upstreamMs = log.upstreamSentAt === undefined ? undefined : (log.upstreamEndedAt ?? now) - log.upstreamSentAt;
   const side = log.hooks[0]?.side;
   const peer = side === undefined ? undefined : log.peers[side];
-  const record = writeAuditLine(deps, {
-    method: call.op.aosMethod, wireMethod: call.wireMethod, binding: call.codec.name, role: deps.config.role, decision: log.decision, hooks: log.hooks,
-    // The caller (server side) is verified when an identity was proven; a card or a header claim is not.
-    // A literal of these four (peerLiteral, below): the audit line keeps the text of its head by their values.
-    peer: peer === undefined ? undefined : { name: peer.name, url: peer.url, version: peer.version, verified: side === 'server' && call.identity !== undefined && call.identity.source !== 'local' },
-    remoteAddress: call.remoteAddress, traceId: call.span.traceId, spanId: call.span.spanId, a2aId: call.id,
-    upstreamStatus: log.upstreamStatus, forwarded: log.upstreamSentAt !== undefined, upstreamMs, totalMs: now - call.started, finished,
-    events: log.events, error: log.error, outcome: log.outcome,
-  }, call.identity, true);
+  const record = writeAuditLine(
+    deps,
+    {
+      method: call.op.aosMethod,
+      wireMethod: call.wireMethod,
+      binding: call.codec.name,
+      role: deps.config.role,
+      decision: log.decision,
+      hooks: log.hooks,
+      // The caller (server side) is verified when an identity was proven; a card or a header claim is not.
+      // A literal of these four (peerLiteral, below): the audit line keeps the text of its head by their values.
+      peer:
+        peer === undefined
+          ? undefined
+          : {
+              name: peer.name,
+              url: peer.url,
+              version: peer.version,
+              verified: side === 'server' && call.identity !== undefined && call.identity.source !== 'local',
+            },
+      remoteAddress: call.remoteAddress,
+      traceId: call.span.traceId,
+      spanId: call.span.spanId,
+      a2aId: call.id,
+      upstreamStatus: log.upstreamStatus,
+      forwarded: log.upstreamSentAt !== undefined,
+      upstreamMs,
+      totalMs: now - call.started,
+      finished,
+      events: log.events,
+      error: log.error,
+      outcome: log.outcome,
+    },
+    call.identity,
+    true,
+  );
   call.span.end({ outcome: record.outcome, decision: record.decision, reasonCodes: record.reasonCodes, upstreamStatus: log.upstreamStatus, error: log.error });
 }

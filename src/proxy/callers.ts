@@ -40,7 +40,12 @@ export class MemoryRateStore implements RateStore {
   readonly kind = 'memory';
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
 
-  constructor(private readonly perSecond: number, private readonly burst: number, private readonly maxKeys = 100_000, private readonly now: () => number = monotonicMs) {}
+  constructor(
+    private readonly perSecond: number,
+    private readonly burst: number,
+    private readonly maxKeys = 100_000,
+    private readonly now: () => number = monotonicMs,
+  ) {}
 
   take(key: string): number {
     const now = this.now();
@@ -103,8 +108,12 @@ export class RedisRateStore implements RateStore {
   readonly kind = 'redis';
 
   constructor(
-    private readonly client: Pick<Redis, 'eval'>, private readonly prefix: string, private readonly perSecond: number, private readonly burst: number,
-    private readonly fallback: MemoryRateStore, private readonly onFailure: (err: unknown) => void,
+    private readonly client: Pick<Redis, 'eval'>,
+    private readonly prefix: string,
+    private readonly perSecond: number,
+    private readonly burst: number,
+    private readonly fallback: MemoryRateStore,
+    private readonly onFailure: (err: unknown) => void,
   ) {}
 
   async take(key: string): Promise<number> {
@@ -166,7 +175,10 @@ export class CallerLimits {
   private afterRate(key: string, waitMs: number): Admission {
     if (waitMs <= 0) return this.enter(key);
     this.opts.onLimited?.('rate');
-    return { ok: false, error: callerLimited('calls per second', waitMs / 1000, `Over this caller's rate of ${this.opts.ratePerSecond ?? '?'} calls per second; retry later`) };
+    return {
+      ok: false,
+      error: callerLimited('calls per second', waitMs / 1000, `Over this caller's rate of ${this.opts.ratePerSecond ?? '?'} calls per second; retry later`),
+    };
   }
 
   private enter(key: string): Admission {
@@ -250,7 +262,9 @@ export async function createCallerLimits(config: Config, logger: Logger, metrics
     logger.info({ perSecond: rate.perSecond, burst: rate.burst, store: store.kind }, 'per-caller rate limit on');
   }
   const limits = new CallerLimits({
-    maxCalls, guardianCalls, ...(store === undefined ? {} : { rate: store, ratePerSecond: rate?.perSecond }),
+    maxCalls,
+    guardianCalls,
+    ...(store === undefined ? {} : { rate: store, ratePerSecond: rate?.perSecond }),
     onLimited: (resource) => metrics.callerLimited.inc({ resource }),
   });
   return Object.assign(limits, { close: async () => void (await client?.quit().catch(() => undefined)) });

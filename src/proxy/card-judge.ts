@@ -78,7 +78,8 @@ export class CardJudge implements CardGate {
 
   async serve(given: CardJson, opts: RewriteOptions, viewer: CardViewer): Promise<CardVerdict> {
     const signing = opts.signing;
-    if (signing?.refusal(given) !== undefined) return { type: 'refuse', why: 'agent card: its signature does not verify (CARD_SIGNATURES=require)', cause: 'signature' };
+    if (signing?.refusal(given) !== undefined)
+      return { type: 'refuse', why: 'agent card: its signature does not verify (CARD_SIGNATURES=require)', cause: 'signature' };
     const out = rewriteCard(given, opts);
     const shown = withoutSignatures(out);
     const decided = await this.decide(shown, viewer);
@@ -128,13 +129,25 @@ export class CardJudge implements CardGate {
     return { decided: { type: 'serve', replacement: replaced ? card : undefined, unchecked }, remember: !unchecked };
   }
 
-  private async askSide(side: Side, card: CardJson, json: string, shown: CardJson, viewer: CardViewer): Promise<
-    { readonly type: 'allow' | 'unchecked' } | { readonly type: 'modify'; readonly card: CardJson } | { readonly type: 'refuse'; readonly why: string; readonly cause: 'denied' | 'guardian' }
+  private async askSide(
+    side: Side,
+    card: CardJson,
+    json: string,
+    shown: CardJson,
+    viewer: CardViewer,
+  ): Promise<
+    | { readonly type: 'allow' | 'unchecked' }
+    | { readonly type: 'modify'; readonly card: CardJson }
+    | { readonly type: 'refuse'; readonly why: string; readonly cause: 'denied' | 'guardian' }
   > {
     const { config, guardian, identities, metrics, logger } = this.deps;
     if (viewer.caller?.cancelled === true) return { type: 'refuse', why: CALLER_GONE, cause: 'guardian' };
     const peer = side === 'client' ? identities.upstreamPeer() : viewer.peer;
-    const envelope = buildEnvelope({ method: CARD_METHOD, payload: card as JsonObject, context: hookContext(side, 'response', identities.observed(side), peer) });
+    const envelope = buildEnvelope({
+      method: CARD_METHOD,
+      payload: card as JsonObject,
+      context: hookContext(side, 'response', identities.observed(side), peer),
+    });
     const t0 = performance.now();
     const outcome = await this.inShare(viewer, () => guardian.decide(envelope, envelopeJson(envelope, json), viewer.caller, undefined, 'call'));
     metrics.guardianCall(CARD_METHOD, outcome.ok ? outcome.result.decision : outcome.kind, (performance.now() - t0) / 1000);
@@ -153,7 +166,11 @@ export class CardJudge implements CardGate {
       }
       if (r.decision === 'deny') {
         metrics.decision(CARD_METHOD, side, 'response', 'deny');
-        return { type: 'refuse', why: `card hook (${side}): deny${r.reasonCode === undefined ? '' : ` ${r.reasonCode.join(',').slice(0, 256)}`}: ${r.message.slice(0, 256)}`, cause: 'denied' };
+        return {
+          type: 'refuse',
+          why: `card hook (${side}): deny${r.reasonCode === undefined ? '' : ` ${r.reasonCode.join(',').slice(0, 256)}`}: ${r.message.slice(0, 256)}`,
+          cause: 'denied',
+        };
       }
       const replacement = r.modifiedRequest?.params.payload;
       const problem = replacement === undefined ? 'modify without modifiedRequest.params.payload' : leadsAroundProxy(replacement, shown);
@@ -169,7 +186,10 @@ export class CardJudge implements CardGate {
     if (config.failMode === 'open') {
       metrics.decision(CARD_METHOD, side, 'response', 'failOpen');
       metrics.failOpenPasses.inc();
-      logger.warn({ method: CARD_METHOD, side, failure: kind, detail, envelopeId: envelope.id }, 'guardian gave no valid answer; passing anyway (FAIL_MODE=open)');
+      logger.warn(
+        { method: CARD_METHOD, side, failure: kind, detail, envelopeId: envelope.id },
+        'guardian gave no valid answer; passing anyway (FAIL_MODE=open)',
+      );
       return { type: 'unchecked' };
     }
     metrics.decision(CARD_METHOD, side, 'response', 'failClosed');
@@ -181,7 +201,8 @@ export class CardJudge implements CardGate {
     const limits = this.deps.callerLimits;
     if (limits === undefined) return call();
     const place = limits.guardianPlace(viewer.key, viewer.caller);
-    if (place.entered !== true && !(await place.entered)) return { ok: false, kind: 'cancelled', detail: 'caller went away while waiting for its share of the guardian' };
+    if (place.entered !== true && !(await place.entered))
+      return { ok: false, kind: 'cancelled', detail: 'caller went away while waiting for its share of the guardian' };
     try {
       return await call();
     } finally {
@@ -192,12 +213,18 @@ export class CardJudge implements CardGate {
 
 function withoutSignatures(card: CardJson): CardJson {
   const out: CardJson = {};
-  for (const [k, val] of Object.entries(card)) if (k !== 'signatures') Object.defineProperty(out, k, { value: val, enumerable: true, writable: true, configurable: true });
+  for (const [k, val] of Object.entries(card))
+    if (k !== 'signatures') Object.defineProperty(out, k, { value: val, enumerable: true, writable: true, configurable: true });
   return out;
 }
 
 /** Where a card sends callers, by fieldKey (any spelling a decoder reads), and the one spelling allowed. */
-const ROUTES: Readonly<Record<string, string>> = { url: 'url', supportedinterfaces: 'supportedInterfaces', additionalinterfaces: 'additionalInterfaces', preferredtransport: 'preferredTransport' };
+const ROUTES: Readonly<Record<string, string>> = {
+  url: 'url',
+  supportedinterfaces: 'supportedInterfaces',
+  additionalinterfaces: 'additionalInterfaces',
+  preferredtransport: 'preferredTransport',
+};
 const ENTRY_ROUTES: Readonly<Record<string, string>> = { url: 'url', protocolbinding: 'protocolBinding', transport: 'transport' };
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
@@ -218,7 +245,7 @@ export function leadsAroundProxy(replacement: JsonObject, shown: CardJson): stri
     const name = ROUTES[fieldKey(k)];
     if (name !== undefined && name !== k) return `modified card spells ${JSON.stringify(k.slice(0, 64))} another way`;
   }
-  if ('url' in replacement && (typeof replacement.url !== 'string' || !allowed.has(replacement.url))) return 'modified card has a url that is not the proxy\'s';
+  if ('url' in replacement && (typeof replacement.url !== 'string' || !allowed.has(replacement.url))) return "modified card has a url that is not the proxy's";
   if (replacement.preferredTransport !== shown.preferredTransport) return 'modified card changed preferredTransport';
   for (const key of ['supportedInterfaces', 'additionalInterfaces'] as const) {
     if (!(key in replacement)) continue;
@@ -245,7 +272,9 @@ export function cardVerdict(given: CardJson, opts: CardServing, caller: string, 
   const judge = opts.judge;
   if (judge !== undefined) return viewer().then((v) => judge.serve(given, opts, v));
   const card = cardToServe(given, opts, caller);
-  return card === undefined ? { type: 'refuse', why: 'agent card: its signature does not verify (CARD_SIGNATURES=require)', cause: 'signature' } : { type: 'serve', card, unchecked: false };
+  return card === undefined
+    ? { type: 'refuse', why: 'agent card: its signature does not verify (CARD_SIGNATURES=require)', cause: 'signature' }
+    : { type: 'serve', card, unchecked: false };
 }
 
 /** The error a refused card gets, in the binding's terms; the reason goes to the log and audit line only. */

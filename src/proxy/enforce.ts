@@ -8,16 +8,18 @@ import type { Phase } from '../aos/hook-points';
 import type { GuardianOutcome } from '../aos/outcome';
 import { modifiedServiceParameters, type ServiceParameters } from '../a2a/service-parameters';
 
-
 /** What the hook decided, as logged and counted. */
 export type HookDecision = 'allow' | 'deny' | 'modify' | 'failOpen' | 'failClosed' | 'shadow';
 
 export type HookAction =
   | {
-    readonly type: 'pass'; readonly payload: JsonObject; readonly decision: 'allow' | 'modify' | 'failOpen' | 'shadow'; readonly outcome: GuardianOutcome;
-    /** The service parameters approved (a modify's, else the input's); undefined when the input had none. */
-    readonly serviceParameters?: ServiceParameters | undefined;
-  }
+      readonly type: 'pass';
+      readonly payload: JsonObject;
+      readonly decision: 'allow' | 'modify' | 'failOpen' | 'shadow';
+      readonly outcome: GuardianOutcome;
+      /** The service parameters approved (a modify's, else the input's); undefined when the input had none. */
+      readonly serviceParameters?: ServiceParameters | undefined;
+    }
   | { readonly type: 'block'; readonly error: ProxyError; readonly decision: 'deny' | 'failClosed'; readonly outcome: GuardianOutcome };
 
 export interface EnforceInput {
@@ -96,12 +98,18 @@ export function enforce(input: EnforceInput): HookAction {
     else if (typeof checked !== 'string') return { type: 'pass', payload: checked, decision: 'modify', outcome, serviceParameters: sp };
     failure = { ok: false, kind: 'invalidModify', detail: checked };
   }
-  if (input.shadow || input.failMode === 'open') return { type: 'pass', payload: input.payload, decision: input.shadow ? 'shadow' : 'failOpen', outcome: failure, serviceParameters: input.serviceParameters };
+  if (input.shadow || input.failMode === 'open')
+    return {
+      type: 'pass',
+      payload: input.payload,
+      decision: input.shadow ? 'shadow' : 'failOpen',
+      outcome: failure,
+      serviceParameters: input.serviceParameters,
+    };
   const detail = failure.ok ? '' : failure.kind;
   const err = proxyError('guardianUnavailable', 'Guardian unavailable: no valid decision', { envelopeId: input.envelopeId, failure: detail });
   return { type: 'block', error: err, decision: 'failClosed', outcome: failure };
 }
-
 
 /** What happens to an agent answer the proxy cannot read (not JSON, compressed, misspelled, ...). */
 export type UnreadableAction = { readonly type: 'refuse'; readonly error: ProxyError } | { readonly type: 'pass' };

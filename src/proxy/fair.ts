@@ -108,7 +108,12 @@ function segment(token: string, n: 0 | 1): Record<string, unknown> | undefined {
  * `refuse` answered the caller (queue full, counted) or the caller left.
  */
 export async function turnOrRefuse(
-  fair: FairTurns | undefined, metrics: Pick<Metrics, 'callerLimited'>, max: number, key: string, caller: Leaving, refuse: (err: ProxyError) => void,
+  fair: FairTurns | undefined,
+  metrics: Pick<Metrics, 'callerLimited'>,
+  max: number,
+  key: string,
+  caller: Leaving,
+  refuse: (err: ProxyError) => void,
 ): Promise<boolean> {
   const step = takeTurn(fair, key, caller, () => {
     metrics.callerLimited.inc({ resource: 'turns' });

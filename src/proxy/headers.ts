@@ -11,14 +11,25 @@ import { ASSERTION_HEADER } from '../identity/types';
 import { extensionHeaders, type ServiceParameters } from '../a2a/service-parameters';
 
 export const HOP_BY_HOP = new Set([
-  'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade',
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
 ]);
 
 /** The headers a Connection value names beyond the standard hop-by-hop ones (RFC 9110 7.6.1); usually none. */
 export function namedByConnection(value: string): string[] | undefined {
   // The usual values ("keep-alive", "close") name only a standard hop-by-hop header: nothing to split.
   if (HOP_BY_HOP.has(value.toLowerCase())) return undefined;
-  const extra = value.split(',').map((t) => t.trim().toLowerCase()).filter((t) => t !== '' && !HOP_BY_HOP.has(t));
+  const extra = value
+    .split(',')
+    .map((t) => t.trim().toLowerCase())
+    .filter((t) => t !== '' && !HOP_BY_HOP.has(t));
   return extra.length === 0 ? undefined : extra;
 }
 

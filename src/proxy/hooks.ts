@@ -37,13 +37,16 @@ export type { HookRecord } from './call';
 
 export type HookRun =
   | {
-    readonly type: 'pass'; readonly payload: JsonObject; readonly payloadJson: string;
-    /** UTF-8 bytes of payloadJson when the run made (or was given) them; forward these rather than encoding again. */
-    readonly payloadBytes: Buffer | undefined;
-    readonly modified: boolean; readonly unchecked: boolean;
-    /** The service parameters approved for the agent (request runs of calls that read them). */
-    readonly serviceParameters?: ServiceParameters | undefined;
-  }
+      readonly type: 'pass';
+      readonly payload: JsonObject;
+      readonly payloadJson: string;
+      /** UTF-8 bytes of payloadJson when the run made (or was given) them; forward these rather than encoding again. */
+      readonly payloadBytes: Buffer | undefined;
+      readonly modified: boolean;
+      readonly unchecked: boolean;
+      /** The service parameters approved for the agent (request runs of calls that read them). */
+      readonly serviceParameters?: ServiceParameters | undefined;
+    }
   | { readonly type: 'block'; readonly error: ProxyError; readonly decision: HookDecision };
 
 export interface HookRunInput {
@@ -63,7 +66,11 @@ export interface HookRunInput {
 }
 
 /** The run of a call whose caller left before every side was asked (nobody is answered with it). */
-const CALLER_GONE: HookRun = Object.freeze({ type: 'block', error: proxyError('guardianUnavailable', 'Caller went away before every hook was asked'), decision: 'failClosed' });
+const CALLER_GONE: HookRun = Object.freeze({
+  type: 'block',
+  error: proxyError('guardianUnavailable', 'Caller went away before every hook was asked'),
+  decision: 'failClosed',
+});
 
 /** Payloads from this size on travel as their own buffer between envelope head and tail. */
 export const SPLICE_BYTES = 16 * 1024;
@@ -123,7 +130,14 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
 
   const callContext = createCallContexts(deps);
 
-  async function one(input: HookRunInput, side: Side, payload: JsonObject, payloadJson: string, payloadBytes: Buffer | undefined, sp: ServiceParameters | undefined): Promise<HookAction> {
+  async function one(
+    input: HookRunInput,
+    side: Side,
+    payload: JsonObject,
+    payloadJson: string,
+    payloadBytes: Buffer | undefined,
+    sp: ServiceParameters | undefined,
+  ): Promise<HookAction> {
     const { ex, phase } = input;
     let { context, json: ctxJson } = callContext(ex, side, phase);
     if (sp !== undefined) {
@@ -135,7 +149,8 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     const reasoning = side === 'client' && phase === 'request' ? input.reasoning : undefined;
     const envelope = buildEnvelope({ method: ex.call.op.aosMethod, payload, context, reasoning });
     const envelopeId = envelope.id as string;
-    const body: string | EnvelopeBytes = payloadBytes === undefined ? envelopeJson(envelope, payloadJson, ctxJson) : envelopeBytes(envelope, payloadBytes, ctxJson);
+    const body: string | EnvelopeBytes =
+      payloadBytes === undefined ? envelopeJson(envelope, payloadJson, ctxJson) : envelopeBytes(envelope, payloadBytes, ctxJson);
     const span = ex.call.span.hook({ method: ex.call.op.aosMethod, side, phase, envelopeId });
     const t0 = performance.now();
     const outcome = await decideInShare(deps, ex, envelope, body, span.headers, input.budget ?? 'call');
@@ -143,9 +158,17 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     // A large modify's payload came in a task of its own (the worker's copy): its checks get the next turn.
     if (payloadJson.length >= LARGE_BODY && outcome.ok && outcome.result.decision === 'modify') await nextTurn();
     const action = enforce({
-      op: ex.call.op, payload, phase, envelopeId, outcome, failMode: config.failMode, shadow: config.shadowMode,
-      exposeReasoning: config.exposeGuardianReasoning, validateModified: input.validateModified,
-      serviceParameters: sp, allowedExtensions: config.a2aExtensions,
+      op: ex.call.op,
+      payload,
+      phase,
+      envelopeId,
+      outcome,
+      failMode: config.failMode,
+      shadow: config.shadowMode,
+      exposeReasoning: config.exposeGuardianReasoning,
+      validateModified: input.validateModified,
+      serviceParameters: sp,
+      allowedExtensions: config.a2aExtensions,
     });
     const o = action.outcome;
     // One literal per shape (a spread of the failure fields cost an object and a copy per hook).
@@ -154,7 +177,8 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
       : { side, phase, decision: action.decision, envelopeId, guardianMs, reasonCode: undefined, message: undefined, failure: o.kind, detail: o.detail };
     span.end({ decision: rec.decision, reasonCodes: rec.reasonCode, failureKind: rec.failure, failureDetail: rec.detail });
     record(deps, ex, rec, action);
-    if (logger.isLevelEnabled('debug')) logger.debug({ envelope: typeof body === 'string' ? body : Buffer.concat(body.chunks).toString('utf8'), outcome }, 'guardian exchange');
+    if (logger.isLevelEnabled('debug'))
+      logger.debug({ envelope: typeof body === 'string' ? body : Buffer.concat(body.chunks).toString('utf8'), outcome }, 'guardian exchange');
     return action;
   }
 
@@ -202,11 +226,19 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
  * a caller with many slow calls waits in its own line, and the connections stay free for the others.
  * Stream events have their own line (the windows' shared places) and are not counted here.
  */
-async function decideInShare(deps: HookDeps, ex: Exchange, envelope: Envelope, body: string | EnvelopeBytes, headers: TraceContext | undefined, budget: GuardianBudget): Promise<GuardianOutcome> {
+async function decideInShare(
+  deps: HookDeps,
+  ex: Exchange,
+  envelope: Envelope,
+  body: string | EnvelopeBytes,
+  headers: TraceContext | undefined,
+  budget: GuardianBudget,
+): Promise<GuardianOutcome> {
   const limits = deps.callerLimits;
   if (limits === undefined || budget !== 'call') return deps.guardian.decide(envelope, body, ex.call.caller, headers, budget);
   const place = limits.guardianPlace(callerKey(ex.call.owner, ex.call.remoteAddress), ex.call.caller);
-  if (place.entered !== true && !(await place.entered)) return { ok: false, kind: 'cancelled', detail: 'caller went away while waiting for its share of the guardian' };
+  if (place.entered !== true && !(await place.entered))
+    return { ok: false, kind: 'cancelled', detail: 'caller went away while waiting for its share of the guardian' };
   try {
     return await deps.guardian.decide(envelope, body, ex.call.caller, headers, budget);
   } finally {
@@ -219,7 +251,12 @@ function record(deps: HookDeps, ex: Exchange, rec: HookRecord, action: HookActio
   const { logger, metrics } = deps;
   // Stream events are counted, not kept one by one: a long stream must not grow the record.
   // A block is always kept (it ends the call), and so is the first failure: the audit line must say why.
-  if (rec.phase === 'request' || ex.log.hooks.length < 8 || action.type === 'block' || (rec.failure !== undefined && !ex.log.hooks.some((h) => h.failure !== undefined))) {
+  if (
+    rec.phase === 'request' ||
+    ex.log.hooks.length < 8 ||
+    action.type === 'block' ||
+    (rec.failure !== undefined && !ex.log.hooks.some((h) => h.failure !== undefined))
+  ) {
     ex.log.hooks.push(rec);
   }
   // A call abandoned because the caller left (or a stream ended before its event) decided nothing.
@@ -230,14 +267,24 @@ function record(deps: HookDeps, ex: Exchange, rec: HookRecord, action: HookActio
     metrics.guardianFailures.inc({ kind: action.outcome.kind });
     if (rec.decision === 'failOpen') {
       metrics.failOpenPasses.inc();
-      logger.warn({ method: ex.call.op.aosMethod, side: rec.side, phase: rec.phase, failure: action.outcome.kind, detail: action.outcome.detail, envelopeId: rec.envelopeId },
-        'guardian gave no valid answer; passing anyway (FAIL_MODE=open)');
+      logger.warn(
+        {
+          method: ex.call.op.aosMethod,
+          side: rec.side,
+          phase: rec.phase,
+          failure: action.outcome.kind,
+          detail: action.outcome.detail,
+          envelopeId: rec.envelopeId,
+        },
+        'guardian gave no valid answer; passing anyway (FAIL_MODE=open)',
+      );
     }
   }
   if (rec.decision === 'shadow') {
     const would = action.outcome.ok ? action.outcome.result.decision : 'noAnswer';
     metrics.shadowPasses.inc({ decision: would });
-    if (would !== 'allow') logger.info({ method: ex.call.op.aosMethod, side: rec.side, phase: rec.phase, wouldBe: would, envelopeId: rec.envelopeId }, 'shadow mode: not enforced');
+    if (would !== 'allow')
+      logger.info({ method: ex.call.op.aosMethod, side: rec.side, phase: rec.phase, wouldBe: would, envelopeId: rec.envelopeId }, 'shadow mode: not enforced');
   }
 }
 

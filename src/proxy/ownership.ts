@@ -30,8 +30,21 @@ import type { Owner } from '../ownership/principal';
 import { PageTokens, type Opened } from '../ownership/page-token';
 import { contextKey, taskKey, type OwnerStore } from '../ownership/store';
 import {
-  answerPageTokens, createdByAnswer, filterListed, isPaged, listedTasks, namedByPushConfigAnswer, namedByRequest, namedByTaskAnswer, overstatesTotal,
-  requestPageTokens, withAnswerPageTokens, withRequestPageTokens, type AnswerForm, type PageTokenAt, type TaskRefs,
+  answerPageTokens,
+  createdByAnswer,
+  filterListed,
+  isPaged,
+  listedTasks,
+  namedByPushConfigAnswer,
+  namedByRequest,
+  namedByTaskAnswer,
+  overstatesTotal,
+  requestPageTokens,
+  withAnswerPageTokens,
+  withRequestPageTokens,
+  type AnswerForm,
+  type PageTokenAt,
+  type TaskRefs,
 } from '../ownership/tasks';
 import { callerLimited, proxyError, type ProxyError } from '../core/errors';
 import { misspelledAnswer, misspelledField } from '../a2a/fields';
@@ -39,9 +52,7 @@ import { isObject } from '../core/json';
 
 /** What an answer check decides: pass it on, pass this replacement body, or send this error instead. */
 export type AnswerCheck =
-  | { readonly type: 'pass' }
-  | { readonly type: 'replace'; readonly body: unknown }
-  | { readonly type: 'refuse'; readonly error: ProxyError };
+  { readonly type: 'pass' } | { readonly type: 'replace'; readonly body: unknown } | { readonly type: 'refuse'; readonly error: ProxyError };
 
 /** The checks the relay runs on the agent's answer to one call (responses.ts calls them). */
 export interface AnswerHook {
@@ -109,14 +120,17 @@ export class CallHolds {
   private timer: NodeJS.Timeout | undefined;
   private ended = false;
 
-  constructor(private readonly owner: Owner, private readonly ownership: TaskOwnership) {}
+  constructor(
+    private readonly owner: Owner,
+    private readonly ownership: TaskOwnership,
+  ) {}
 
   /** Held now (the store answered): counted for the caller until `end`. */
   add(keys: readonly string[]): void {
     this.keys.push(...keys);
     this.ownership.pendingChange(this.owner, keys.length);
     if (this.ended) return this.end();
-    const every = this.ownership.provisionalSeconds * 1000 / 3;
+    const every = (this.ownership.provisionalSeconds * 1000) / 3;
     this.timer ??= setInterval(() => this.ownership.renew(this.keys, this.owner), every);
     this.timer.unref();
   }
@@ -138,7 +152,10 @@ export class TaskOwnership {
   private readonly pending = new Map<Owner, number>();
 
   constructor(private readonly deps: OwnershipDeps) {
-    this.pageTokens = new PageTokens({ secret: (refresh) => deps.store.sharedSecret(refresh), lifetimeSeconds: deps.pageTokenLifetimeSeconds ?? PAGE_TOKEN_LIFETIME_S });
+    this.pageTokens = new PageTokens({
+      secret: (refresh) => deps.store.sharedSecret(refresh),
+      lifetimeSeconds: deps.pageTokenLifetimeSeconds ?? PAGE_TOKEN_LIFETIME_S,
+    });
   }
 
   get store(): OwnerStore {
@@ -163,12 +180,17 @@ export class TaskOwnership {
 
   /** @internal Keep a long call's holds alive; a failure is left to the hold's TTL. */
   renew(keys: readonly string[], owner: Owner): void {
-    if (keys.length > 0) this.deps.store.renew(keys, owner, this.provisionalSeconds).catch((err: unknown) => this.deps.logger.debug({ err: (err as Error).message }, 'task ownership: provisional holds not renewed'));
+    if (keys.length > 0)
+      this.deps.store
+        .renew(keys, owner, this.provisionalSeconds)
+        .catch((err: unknown) => this.deps.logger.debug({ err: (err as Error).message }, 'task ownership: provisional holds not renewed'));
   }
 
   /** @internal Let go of a call's holds; a failure is left to the hold's TTL. */
   release(keys: readonly string[], owner: Owner): void {
-    this.deps.store.release(keys, owner).catch((err: unknown) => this.deps.logger.debug({ err: (err as Error).message }, 'task ownership: provisional holds not released (they expire)'));
+    this.deps.store
+      .release(keys, owner)
+      .catch((err: unknown) => this.deps.logger.debug({ err: (err as Error).message }, 'task ownership: provisional holds not released (they expire)'));
   }
 
   /**
@@ -240,7 +262,10 @@ export class TaskOwnership {
       this.deps.metrics.ownershipOutcome(op.aosMethod, `refused_${why}`);
       // The caller's own id back, as the agent words it; never who owns it.
       const named = (isTask ? refs.tasks[i] : refs.contexts[i - nTasks]) as string;
-      this.deps.logger.info({ method: op.aosMethod, why, [isTask ? 'taskId' : 'contextId']: named.slice(0, MAX_ECHOED_ID) }, 'task ownership: call refused as task not found');
+      this.deps.logger.info(
+        { method: op.aosMethod, why, [isTask ? 'taskId' : 'contextId']: named.slice(0, MAX_ECHOED_ID) },
+        'task ownership: call refused as task not found',
+      );
       return { type: 'refuse', error: taskNotFound(isTask ? named : (refs.tasks[0] ?? named)) };
     }
     this.deps.metrics.ownershipOutcome(op.aosMethod, 'owned');
@@ -257,14 +282,23 @@ export class TaskOwnership {
     this.deps.logger.info({ method: op.aosMethod, owner, what }, 'task ownership: caller holds its share of the owner store; call refused');
     return {
       type: 'refuse',
-      error: what === 'bindings'
-        ? callerLimited('task bindings held', (this.deps.ttlSeconds ?? 3600) / 8, `Too many tasks held by this caller (at most ${String(this.deps.maxPerCaller)} bindings); retry once some expire`)
-        : callerLimited('new contexts in flight', 1, `Too many new contexts in flight for this caller (at most ${MAX_PENDING_PER_CALLER}); retry later`),
+      error:
+        what === 'bindings'
+          ? callerLimited(
+              'task bindings held',
+              (this.deps.ttlSeconds ?? 3600) / 8,
+              `Too many tasks held by this caller (at most ${String(this.deps.maxPerCaller)} bindings); retry once some expire`,
+            )
+          : callerLimited('new contexts in flight', 1, `Too many new contexts in flight for this caller (at most ${MAX_PENDING_PER_CALLER}); retry later`),
     };
   }
 
   /** The caller's page tokens, unsealed: the agent gets back only tokens it gave this caller. */
-  private async openPageTokens(owner: Owner, op: Operation, request: JsonObject): Promise<{ type: 'pass'; request: JsonObject } | { type: 'refuse'; error: ProxyError }> {
+  private async openPageTokens(
+    owner: Owner,
+    op: Operation,
+    request: JsonObject,
+  ): Promise<{ type: 'pass'; request: JsonObject } | { type: 'refuse'; error: ProxyError }> {
     const sealed = requestPageTokens(request);
     if (sealed.length === 0) return { type: 'pass', request };
     const opened: PageTokenAt[] = [];
@@ -333,7 +367,9 @@ export class TaskOwnership {
       case 'tasks/pushNotificationConfig/set':
       case 'tasks/pushNotificationConfig/get':
       case 'tasks/pushNotificationConfig/list':
-        return { unary: async (body) => this.sealPageTokens(owner, op, form, await this.bind(owner, op, namedByPushConfigAnswer(body, form), undefined), body) };
+        return {
+          unary: async (body) => this.sealPageTokens(owner, op, form, await this.bind(owner, op, namedByPushConfigAnswer(body, form), undefined), body),
+        };
       default:
         if (isPaged(op)) return { unary: (body) => this.sealPageTokens(owner, op, form, PASS, body) };
         return undefined;

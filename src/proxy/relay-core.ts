@@ -56,12 +56,18 @@ const isPromise = <V>(v: V | Promise<V>): v is Promise<V> => typeof (v as { then
  * One message's verdict, in the core's order. Synchronous when every step is (an event no guardian
  * reads leaves in the same turn); a turn that must wait, or a caller gone while waiting, is a promise.
  */
-export function answerVerdict<T, S, D extends Decoded>(channel: AnswerChannel<T, S, D>, turns: AnswerTurns | undefined, ex: Exchange | undefined, msg: T): Verdict<S> | Promise<Verdict<S>> {
+export function answerVerdict<T, S, D extends Decoded>(
+  channel: AnswerChannel<T, S, D>,
+  turns: AnswerTurns | undefined,
+  ex: Exchange | undefined,
+  msg: T,
+): Verdict<S> | Promise<Verdict<S>> {
   const stopped: { stop?: S } = {};
-  const turn = (): Step | Promise<Step> => callerTurn(turns, ex, (err) => {
-    stopped.stop = channel.refused(err);
-    return END;
-  });
+  const turn = (): Step | Promise<Step> =>
+    callerTurn(turns, ex, (err) => {
+      stopped.stop = channel.refused(err);
+      return END;
+    });
   const afterTurn = (step: Step): Verdict<S> | Promise<Verdict<S>> => {
     if (step === END) return { stop: stopped.stop ?? channel.refused(gone()) };
     const decoded = channel.decode(msg);
@@ -102,7 +108,11 @@ export interface WindowShape<S> {
 
 /** The window an answer's messages go through: each decided by the core, released in the agent's order. */
 export function answerWindow<T, S, D extends Decoded>(
-  channel: AnswerChannel<T, S, D>, turns: AnswerTurns | undefined, ex: Exchange | undefined, io: Omit<WindowIo<T, S>, 'decide'>, shape: WindowShape<S>,
+  channel: AnswerChannel<T, S, D>,
+  turns: AnswerTurns | undefined,
+  ex: Exchange | undefined,
+  io: Omit<WindowIo<T, S>, 'decide'>,
+  shape: WindowShape<S>,
 ): OrderedWindow<T, S> {
   return new OrderedWindow<T, S>({ ...io, decide: (msg) => answerVerdict(channel, turns, ex, msg) }, shape.size, shape.maxBytes, shape.line, shape.budget);
 }

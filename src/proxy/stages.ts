@@ -119,8 +119,15 @@ export function judgeRequest(deps: StageDeps): Stage<CallFlow> {
     async run(flow) {
       const { ex } = flow;
       const run = await deps.runHooks({
-        ex, sides: deps.requestSides, phase: 'request', payload: flow.request, payloadJson: flow.requestJson ?? JSON.stringify(flow.request),
-        ...(flow.requestBytes === undefined ? {} : { payloadBytes: flow.requestBytes }), reasoning: flow.reasoning, validateModified: flow.validateModified, serviceParameters: ex.call.serviceParameters,
+        ex,
+        sides: deps.requestSides,
+        phase: 'request',
+        payload: flow.request,
+        payloadJson: flow.requestJson ?? JSON.stringify(flow.request),
+        ...(flow.requestBytes === undefined ? {} : { payloadBytes: flow.requestBytes }),
+        reasoning: flow.reasoning,
+        validateModified: flow.validateModified,
+        serviceParameters: ex.call.serviceParameters,
       });
       // A run the caller's cancellation cut short skipped its later sides: never an approval, whatever
       // the port says (an adapter might cancel before its port notices).

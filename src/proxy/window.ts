@@ -113,7 +113,11 @@ export class OrderedWindow<T = SseEvent, S = Buffer> {
   peakAdmitted = 0;
 
   constructor(
-    private readonly io: WindowIo<T, S>, readonly size: number, readonly maxBytes: number = Infinity, private readonly line?: Line, private readonly budget?: WindowBudget<S>,
+    private readonly io: WindowIo<T, S>,
+    readonly size: number,
+    readonly maxBytes: number = Infinity,
+    private readonly line?: Line,
+    private readonly budget?: WindowBudget<S>,
   ) {
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`window size must be a positive integer, got ${size}`);
   }
@@ -256,13 +260,16 @@ export class OrderedWindow<T = SseEvent, S = Buffer> {
     const entered = this.line.enter(this.gone);
     if (entered === true) return (this.place = true);
     this.askingForPlace = true;
-    entered.then((ok) => {
-      this.askingForPlace = false;
-      if (!ok) return;
-      this.place = true;
-      if (this.over) this.releaseUnusedPlace();
-      else this.pump();
-    }, () => undefined);
+    entered.then(
+      (ok) => {
+        this.askingForPlace = false;
+        if (!ok) return;
+        this.place = true;
+        if (this.over) this.releaseUnusedPlace();
+        else this.pump();
+      },
+      () => undefined,
+    );
     return false;
   }
 

@@ -1,13 +1,5 @@
 import fc from 'fast-check';
-import {
-  DEFAULT_MAX_SSE_EVENT_BYTES,
-  SseEvent,
-  SseEventTooLargeError,
-  SseParser,
-  formatSseErrorEvent,
-  formatSseEvent,
-  parseSse,
-} from '../../src/a2a/sse';
+import { DEFAULT_MAX_SSE_EVENT_BYTES, SseEvent, SseEventTooLargeError, SseParser, formatSseErrorEvent, formatSseEvent, parseSse } from '../../src/a2a/sse';
 
 const b = (s: string): Buffer => Buffer.from(s, 'utf8');
 
@@ -147,9 +139,7 @@ describe('SseParser: A2A SDK framing', () => {
 
   test('v0.3 frames and a mid-stream `event: error` frame', () => {
     const err = '{"jsonrpc":"2.0","id":"a3","error":{"code":-32001,"message":"Task not found: nope"}}';
-    const stream = b(
-      'data: {"id":2,"jsonrpc":"2.0","result":{"kind":"status-update","final":false}}\n\n' + `event: error\ndata: ${err}\n\n`,
-    );
+    const stream = b('data: {"id":2,"jsonrpc":"2.0","result":{"kind":"status-update","final":false}}\n\n' + `event: error\ndata: ${err}\n\n`);
     const events = parseSse(stream);
     expect(events.map((e) => e.event)).toEqual([undefined, 'error']);
     expect(events[1]?.data).toBe(err);
@@ -461,9 +451,7 @@ describe('writer', () => {
   });
 
   test('formatSseEvent: event and id lines, then one data line per line of data', () => {
-    expect(formatSseEvent({ event: 'update', id: '7', data: 'a\r\nb\rc\nd' }).toString()).toBe(
-      'event: update\nid: 7\ndata: a\ndata: b\ndata: c\ndata: d\n\n',
-    );
+    expect(formatSseEvent({ event: 'update', id: '7', data: 'a\r\nb\rc\nd' }).toString()).toBe('event: update\nid: 7\ndata: a\ndata: b\ndata: c\ndata: d\n\n');
     expect(formatSseEvent({ data: '' }).toString()).toBe('data: \n\n');
     expect(formatSseEvent({ data: 'x\n' }).toString()).toBe('data: x\ndata: \n\n');
   });

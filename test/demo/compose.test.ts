@@ -229,7 +229,7 @@ describe('docker-compose.yml', () => {
     expect(names.sort()).toEqual(['cake-baker', 'cake-baker-guard', 'cooking-assistant', 'cooking-assistant-guard', 'guardian', STORE]);
   });
 
-  test('the task store builds from Dockerfile.redis (the proxy\'s Debian base image, Debian\'s redis-server) and runs with init: true', () => {
+  test("the task store builds from Dockerfile.redis (the proxy's Debian base image, Debian's redis-server) and runs with init: true", () => {
     const svc = services[STORE] as Service;
     expect(svc.init).toBe(true);
     expect(svc.build).toEqual({ context: '.', dockerfile: 'Dockerfile.redis' });
@@ -298,7 +298,7 @@ describe('docker-compose.yml', () => {
     expect(r.ok ? [] : r.problems).toEqual([]);
   });
 
-  test('roles line up: the baker\'s sidecar is ROLE=server in front of the baker, the assistant\'s is ROLE=client in front of it', () => {
+  test("roles line up: the baker's sidecar is ROLE=server in front of the baker, the assistant's is ROLE=client in front of it", () => {
     const server = loadConfig(envOf(services['cake-baker-guard'] as Service));
     const client = loadConfig(envOf(services['cooking-assistant-guard'] as Service));
     if (!server.ok || !client.ok) throw new Error('invalid sidecar configuration');
@@ -328,7 +328,7 @@ describe('docker-compose.yml', () => {
     expect(links.length).toBeGreaterThanOrEqual(10);
   });
 
-  test('the guardian\'s policy file is in the image and valid', () => {
+  test("the guardian's policy file is in the image and valid", () => {
     const env = envOf(services['guardian'] as Service);
     const policyFile = readGuardianConfig(env, ROOT).config.policyFile;
     expect(policyFile.startsWith(join(ROOT, 'config'))).toBe(true); // config/ is copied into the image
@@ -347,7 +347,7 @@ describe('docker-compose.yml', () => {
 });
 
 describe('signed identity assertions between the sidecars', () => {
-  test('the baker\'s sidecar requires a verified caller and trusts exactly the key the assistant\'s sidecar signs with', async () => {
+  test("the baker's sidecar requires a verified caller and trusts exactly the key the assistant's sidecar signs with", async () => {
     const server = loadConfig(envOf(services['cake-baker-guard'] as Service));
     const client = loadConfig(envOf(services['cooking-assistant-guard'] as Service));
     if (!server.ok || !client.ok) throw new Error('invalid sidecar configuration');
@@ -369,7 +369,7 @@ describe('signed identity assertions between the sidecars', () => {
     expect(readFileSync(join(ROOT, 'config', 'demo-keys', 'README.md'), 'utf8')).toMatch(/DEMO-ONLY keys — never use them anywhere else/);
   });
 
-  test('the scripted conversation includes the impostor (it calls the baker\'s sidecar directly)', () => {
+  test("the scripted conversation includes the impostor (it calls the baker's sidecar directly)", () => {
     expect(envOf(services['cooking-assistant'] as Service)['IMPOSTOR_URL']).toBe('http://cake-baker-guard:8080');
   });
 });
@@ -391,7 +391,11 @@ describe('Dockerfile', () => {
   const text = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
   const instructions = text.split('\n').filter((l) => /^[A-Z]+\s/.test(l));
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
-    version: string; license: string; dependencies: Record<string, string>; devDependencies: Record<string, string>; scripts: Record<string, string>;
+    version: string;
+    license: string;
+    dependencies: Record<string, string>;
+    devDependencies: Record<string, string>;
+    scripts: Record<string, string>;
   };
 
   /** Instructions per stage, by stage name (`FROM x AS name`). */
@@ -407,7 +411,13 @@ describe('Dockerfile', () => {
     }
   }
   const stage = (name: string): string[] => stages.get(name)?.lines ?? [];
-  const cmdOf = (name: string): unknown => JSON.parse(stage(name).filter((l) => l.startsWith('CMD ')).pop()?.slice(4) ?? 'null');
+  const cmdOf = (name: string): unknown =>
+    JSON.parse(
+      stage(name)
+        .filter((l) => l.startsWith('CMD '))
+        .pop()
+        ?.slice(4) ?? 'null',
+    );
 
   test('Node 24 LTS base (Node 20 is past its end of life); the runtime images start from scratch', () => {
     expect(text).toMatch(/^ARG NODE_IMAGE=docker\.io\/library\/node:24-bookworm-slim$/m);
@@ -422,19 +432,23 @@ describe('Dockerfile', () => {
     expect(text).toMatch(/RUN npm run build/);
     expect(text).toMatch(/mv out\/prod\/src\/demo out\/demo\/demo/);
     expect(stage('prod-deps').join('\n')).toMatch(/RUN npm ci --omit=dev/);
-    expect(stage('runtime')).toEqual(expect.arrayContaining([
-      'COPY --from=prod-deps /app/node_modules ./node_modules',
-      'COPY --from=build /app/out/prod/src ./dist/src',
-      // npm start's files: the loader, the bundle and its code cache (made by the build stage's node, this image's).
-      'COPY --from=build /app/out/prod/a2a-guard.js /app/out/prod/a2a-guard.bundle.js /app/out/prod/a2a-guard.bundle.cache ./dist/',
-      'COPY config ./config',
-    ]));
+    expect(stage('runtime')).toEqual(
+      expect.arrayContaining([
+        'COPY --from=prod-deps /app/node_modules ./node_modules',
+        'COPY --from=build /app/out/prod/src ./dist/src',
+        // npm start's files: the loader, the bundle and its code cache (made by the build stage's node, this image's).
+        'COPY --from=build /app/out/prod/a2a-guard.js /app/out/prod/a2a-guard.bundle.js /app/out/prod/a2a-guard.bundle.cache ./dist/',
+        'COPY config ./config',
+      ]),
+    );
     expect(stage('runtime').join('\n')).not.toMatch(/demo|@a2a-js/);
-    expect(stage('demo')).toEqual(expect.arrayContaining([
-      'COPY --from=build /app/out/demo/demo ./dist/src/demo',
-      'COPY --from=build /app/node_modules/@a2a-js ./node_modules/@a2a-js',
-      'COPY --from=build /app/node_modules/jose ./node_modules/jose',
-    ]));
+    expect(stage('demo')).toEqual(
+      expect.arrayContaining([
+        'COPY --from=build /app/out/demo/demo ./dist/src/demo',
+        'COPY --from=build /app/node_modules/@a2a-js ./node_modules/@a2a-js',
+        'COPY --from=build /app/node_modules/jose ./node_modules/jose',
+      ]),
+    );
   });
 
   test('the demo target copies the A2A SDK with every dependency it has', () => {
@@ -468,20 +482,33 @@ describe('Dockerfile', () => {
     expect(stage('guardian').find((l) => l.startsWith('HEALTHCHECK'))).toMatch(/CMD \["node", "dist\/src\/healthcheck\.js", "guardian"\]$/);
     expect(cmdOf('demo')).toEqual(['node', 'dist/src/demo/cake-baker.js']);
     expect(stage('demo')).toContain('HEALTHCHECK NONE');
-    for (const script of ['src/healthcheck.ts', 'src/main.ts', 'src/guardian/main.ts', 'src/demo/cake-baker.ts']) expect(existsSync(join(ROOT, script))).toBe(true);
+    for (const script of ['src/healthcheck.ts', 'src/main.ts', 'src/guardian/main.ts', 'src/demo/cake-baker.ts'])
+      expect(existsSync(join(ROOT, script))).toBe(true);
   });
 
-  test('every package the production code imports is a production dependency; the demo\'s are in the production tree', () => {
+  test("every package the production code imports is a production dependency; the demo's are in the production tree", () => {
     const builtins = new Set(builtinModules);
-    const files = (dir: string): string[] => readdirSync(dir).flatMap((f) => {
-      const p = join(dir, f);
-      return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : [];
-    });
+    const files = (dir: string): string[] =>
+      readdirSync(dir).flatMap((f) => {
+        const p = join(dir, f);
+        return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : [];
+      });
     const packagesOf = (file: string): string[] =>
-      [...readFileSync(file, 'utf8').split('\n').filter((l) => !/^\s*(\*|\/\/|\/\*)/.test(l)).join('\n').matchAll(/(?:from|import\(|require\()\s*'([^'.][^']*)'/g)]
+      [
+        ...readFileSync(file, 'utf8')
+          .split('\n')
+          .filter((l) => !/^\s*(\*|\/\/|\/\*)/.test(l))
+          .join('\n')
+          .matchAll(/(?:from|import\(|require\()\s*'([^'.][^']*)'/g),
+      ]
         .map((m) => m[1] as string)
         .filter((spec) => !spec.startsWith('node:') && !builtins.has(spec))
-        .map((spec) => spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/'));
+        .map((spec) =>
+          spec
+            .split('/')
+            .slice(0, spec.startsWith('@') ? 2 : 1)
+            .join('/'),
+        );
     const prod = new Set<string>();
     const demo = new Set<string>();
     for (const f of files(join(ROOT, 'src'))) for (const p of packagesOf(f)) (relative(ROOT, f).startsWith('src/demo/') ? demo : prod).add(p);
@@ -489,7 +516,11 @@ describe('Dockerfile', () => {
     // The demo image copies the production tree (`npm ci --omit=dev`): a demo package is a dependency, or one npm keeps
     // there anyway (express: an optional peer of @a2a-js/sdk, "devOptional" in the lock file, never plain "dev").
     const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean } | undefined> };
-    expect([...demo].filter((p) => pkg.dependencies[p] === undefined && (lock.packages[`node_modules/${p}`] === undefined || lock.packages[`node_modules/${p}`]?.dev === true))).toEqual([]);
+    expect(
+      [...demo].filter(
+        (p) => pkg.dependencies[p] === undefined && (lock.packages[`node_modules/${p}`] === undefined || lock.packages[`node_modules/${p}`]?.dev === true),
+      ),
+    ).toEqual([]);
     // The gRPC binding reads and writes messages with the SDK's generated code (loaded only with GRPC_PORT).
     expect(pkg.dependencies['@a2a-js/sdk']).toBeDefined();
     expect(prod.size).toBeGreaterThanOrEqual(5);

@@ -33,7 +33,16 @@ describe('in-process demo (npm run demo)', () => {
   test('every scenario behaved as expected, each with its own checks', () => {
     expect(result.mode).toBe('in-process');
     expect(result.scenarios.map((s) => s.name)).toEqual([
-      'discovery', 'allowed-question', 'pii-masked', 'denied', 'impostor', 'streamed', 'cancel-denied', 'resubscribe', 'cancel-allowed', 'reasoning-private',
+      'discovery',
+      'allowed-question',
+      'pii-masked',
+      'denied',
+      'impostor',
+      'streamed',
+      'cancel-denied',
+      'resubscribe',
+      'cancel-allowed',
+      'reasoning-private',
     ]);
     for (const s of result.scenarios) {
       expect({ name: s.name, failed: s.checks.filter((c) => !c.ok).map((c) => c.what) }).toEqual({ name: s.name, failed: [] });
@@ -63,7 +72,10 @@ describe('in-process demo (npm run demo)', () => {
   test('impostor: claimed headers and a self-signed assertion are both refused with -31401 before any guardian call', () => {
     const s = scenario(result, 'impostor');
     const errors = s.details['errors'] as Array<{ code: number; reason: string; message: string }>;
-    expect(errors.map((e) => [e.code, e.reason])).toEqual([[-31401, 'UNAUTHENTICATED'], [-31401, 'UNAUTHENTICATED']]);
+    expect(errors.map((e) => [e.code, e.reason])).toEqual([
+      [-31401, 'UNAUTHENTICATED'],
+      [-31401, 'UNAUTHENTICATED'],
+    ]);
     expect(errors[0]?.message).toMatch(/no verified identity/);
     expect(errors[1]?.message).toMatch(/assertion signature does not verify/);
     expect(s.details['hooks']).toBeUndefined();
@@ -84,7 +96,7 @@ describe('in-process demo (npm run demo)', () => {
     }
   });
 
-  test('disallowed request: -31403 with the guardian\'s reason codes, nothing forwarded', () => {
+  test("disallowed request: -31403 with the guardian's reason codes, nothing forwarded", () => {
     const s = scenario(result, 'denied');
     expect(requestHooks(s)).toEqual(['client message/send deny']);
     expect(s.details['error']).toMatchObject({ code: -31403, reason: 'GUARDIAN_DENIED' });
@@ -104,9 +116,11 @@ describe('in-process demo (npm run demo)', () => {
   test('cancel denied by the policy; the task keeps working', () => {
     const s = scenario(result, 'cancel-denied');
     expect(requestHooks(s)).toEqual([
-      'client message/send allow', 'server message/send allow',
+      'client message/send allow',
+      'server message/send allow',
       'client tasks/cancel deny',
-      'client tasks/get allow', 'server tasks/get allow',
+      'client tasks/get allow',
+      'server tasks/get allow',
     ]);
     expect(s.details['error']).toMatchObject({ code: -31403, reason: 'GUARDIAN_DENIED' });
     expect((s.details['error'] as { reasonCodes: string[] }).reasonCodes).toContain('CANCEL_REFUSED');
@@ -143,7 +157,15 @@ describe('remote mode (the containerized Cooking assistant)', () => {
       const r = await runRemote({ SIDECAR_URL: topo.assistantGuard.url, IMPOSTOR_URL: topo.bakerGuard.url, WAIT_TIMEOUT_MS: '10000' }, true);
       expect(r.mode).toBe('remote');
       expect(r.scenarios.map((s) => s.name)).toEqual([
-        'discovery', 'allowed-question', 'pii-masked', 'denied', 'impostor', 'streamed', 'cancel-denied', 'resubscribe', 'cancel-allowed',
+        'discovery',
+        'allowed-question',
+        'pii-masked',
+        'denied',
+        'impostor',
+        'streamed',
+        'cancel-denied',
+        'resubscribe',
+        'cancel-allowed',
       ]);
       for (const s of r.scenarios) expect({ name: s.name, failed: s.checks.filter((c) => !c.ok).map((c) => c.what) }).toEqual({ name: s.name, failed: [] });
       expect(r.ok).toBe(true);
@@ -161,7 +183,7 @@ describe('remote mode (the containerized Cooking assistant)', () => {
 });
 
 describe('the demo checks itself', () => {
-  test('without the demo policy\'s cancel rule, the cancel scenarios fail and so does the demo', async () => {
+  test("without the demo policy's cancel rule, the cancel scenarios fail and so does the demo", async () => {
     // The SDK server logs the failed resubscribe (task already canceled) on console.error.
     const quietErrors = jest.spyOn(console, 'error').mockImplementation(() => undefined);
     try {
@@ -186,7 +208,7 @@ describe('config/demo-policy.json', () => {
     expect(() => parsePolicy(read('demo-policy.json'), 'demo-policy.json')).not.toThrow();
   });
 
-  test('is config/policy.json plus the demo\'s cancel rule, nothing else changed', () => {
+  test("is config/policy.json plus the demo's cancel rule, nothing else changed", () => {
     const base = read('policy.json');
     const demo = read('demo-policy.json');
     for (const key of ['messages', 'peers', 'pushNotifications', 'mask']) expect({ key, value: demo[key] }).toEqual({ key, value: base[key] });

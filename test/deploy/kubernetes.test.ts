@@ -20,7 +20,19 @@ import { parsePolicy } from '../../src/guardian/policy';
 import { CHART, DEMO_ARGS, helmTemplate, plainFiles, readPlainFiles } from '../../scripts/k8s-render';
 import { parseManifests, toPodman } from '../../scripts/k8s-podman';
 import {
-  type Obj, allContainersOf, containersOf, envOf, helm, initContainersOf, nameOf, podSpec, podTemplate, renderFailure, schemaProblems, selects, unknownFieldProblems,
+  type Obj,
+  allContainersOf,
+  containersOf,
+  envOf,
+  helm,
+  initContainersOf,
+  nameOf,
+  podSpec,
+  podTemplate,
+  renderFailure,
+  schemaProblems,
+  selects,
+  unknownFieldProblems,
 } from './manifests';
 
 const ROOT = join(__dirname, '..', '..');
@@ -69,19 +81,36 @@ const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
 
 const render = (args: readonly string[]): Obj[] => parseManifests(helmTemplate(helm(), args));
 const DEFAULTS: readonly string[] = [];
-const EXTERNAL_GUARDIAN = [...DEMO_ARGS, '--set', 'guardianUrl=https://guardian.example/aos', '--set', 'guardian.enabled=false', '--set', 'guardianToken.existingSecret=my-token'];
+const EXTERNAL_GUARDIAN = [
+  ...DEMO_ARGS,
+  '--set',
+  'guardianUrl=https://guardian.example/aos',
+  '--set',
+  'guardian.enabled=false',
+  '--set',
+  'guardianToken.existingSecret=my-token',
+];
 let renders: Array<{ tag: string; objects: Obj[] }> | undefined;
 /** The chart rendered with its defaults and with an external guardian (the demo values are the plain files). */
 const chartRenders = (): Array<{ tag: string; objects: Obj[] }> =>
-  (renders ??= [{ tag: 'defaults', objects: render(DEFAULTS) }, { tag: 'external-guardian', objects: render(EXTERNAL_GUARDIAN) }]);
+  (renders ??= [
+    { tag: 'defaults', objects: render(DEFAULTS) },
+    { tag: 'external-guardian', objects: render(EXTERNAL_GUARDIAN) },
+  ]);
 beforeAll(() => void helm(), 180_000);
 
 describe('deploy/kubernetes: the API schemas', () => {
   test('the demo topology: token, policy, guardian (Deployment, Service, PDB), Cake Baker (Deployment, Service), Cooking assistant (Job)', () => {
     expect([...plain.keys()]).toEqual(['10-guardian-token.yaml', '11-policy.yaml', '20-guardian.yaml', '30-cake-baker.yaml', '31-cooking-assistant.yaml']);
     expect(docs.map((d) => `${String(d['kind'])}/${nameOf(d)}`).sort()).toEqual([
-      'ConfigMap/a2a-guard-policy', 'Deployment/a2a-guard-guardian', 'Deployment/cake-baker', 'Job/cooking-assistant',
-      'PodDisruptionBudget/a2a-guard-guardian', 'Secret/a2a-guard-guardian-token', 'Service/a2a-guard-guardian', 'Service/cake-baker',
+      'ConfigMap/a2a-guard-policy',
+      'Deployment/a2a-guard-guardian',
+      'Deployment/cake-baker',
+      'Job/cooking-assistant',
+      'PodDisruptionBudget/a2a-guard-guardian',
+      'Secret/a2a-guard-guardian-token',
+      'Service/a2a-guard-guardian',
+      'Service/cake-baker',
     ]);
   });
 
@@ -99,7 +128,9 @@ describe('deploy/kubernetes: the API schemas', () => {
       { tag: 'control', doc: typo },
     ]);
     expect(problems).toHaveLength(1);
-    expect(problems[0]).toMatch(/^control apps\/v1\/Deployment cake-baker: Object literal may only specify known properties, and '"enableServiceLink"' does not exist/);
+    expect(problems[0]).toMatch(
+      /^control apps\/v1\/Deployment cake-baker: Object literal may only specify known properties, and '"enableServiceLink"' does not exist/,
+    );
   }, 90_000);
 
   test('the schema check finds a wrong type and a missing required field', () => {
@@ -118,13 +149,17 @@ describe('deploy/kubernetes: what the manifests promise', () => {
     expect(agents.map(nameOf).sort()).toEqual(['cake-baker', 'cooking-assistant']);
     for (const w of agents) {
       const sidecars = initContainersOf(w).filter(isSidecar);
-      expect({ w: nameOf(w), sidecars: sidecars.length, restartPolicy: sidecars[0]?.['restartPolicy'] }).toEqual({ w: nameOf(w), sidecars: 1, restartPolicy: 'Always' });
+      expect({ w: nameOf(w), sidecars: sidecars.length, restartPolicy: sidecars[0]?.['restartPolicy'] }).toEqual({
+        w: nameOf(w),
+        sidecars: 1,
+        restartPolicy: 'Always',
+      });
       expect(containersOf(w).filter(isSidecar)).toEqual([]);
     }
     expect(podSpec(workload('cooking-assistant'))['restartPolicy']).toBe('Never');
   });
 
-  test('probes on the admin port: startup and liveness ask /healthz, readiness asks /readyz; the guardian\'s on its port', () => {
+  test("probes on the admin port: startup and liveness ask /healthz, readiness asks /readyz; the guardian's on its port", () => {
     for (const w of workloads) {
       for (const c of allContainersOf(w).filter(isSidecar)) {
         const cfg = proxyConfig(c);
@@ -133,7 +168,9 @@ describe('deploy/kubernetes: what the manifests promise', () => {
         expect(cfg.adminHost).toBe('0.0.0.0'); // the kubelet probes the pod IP
         const probe = (k: string): unknown => (c[k] as Obj | undefined)?.['httpGet'];
         expect([probe('startupProbe'), probe('readinessProbe'), probe('livenessProbe')]).toEqual([
-          { path: '/healthz', port: 'admin' }, { path: '/readyz', port: 'admin' }, { path: '/healthz', port: 'admin' },
+          { path: '/healthz', port: 'admin' },
+          { path: '/readyz', port: 'admin' },
+          { path: '/healthz', port: 'admin' },
         ]);
       }
     }
@@ -146,12 +183,22 @@ describe('deploy/kubernetes: what the manifests promise', () => {
   test('every container: numeric non-root user, read-only root file system, all capabilities dropped, no privilege escalation', () => {
     for (const w of workloads) {
       const pod = podSpec(w)['securityContext'] as Obj;
-      expect({ w: nameOf(w), pod }).toEqual({ w: nameOf(w), pod: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, seccompProfile: { type: 'RuntimeDefault' } } });
+      expect({ w: nameOf(w), pod }).toEqual({
+        w: nameOf(w),
+        pod: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, seccompProfile: { type: 'RuntimeDefault' } },
+      });
       for (const c of allContainersOf(w)) {
         const sc = c['securityContext'] as Obj;
         expect({ c: c['name'], sc }).toEqual({
           c: c['name'],
-          sc: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+          sc: {
+            runAsNonRoot: true,
+            runAsUser: 10001,
+            runAsGroup: 10001,
+            readOnlyRootFilesystem: true,
+            allowPrivilegeEscalation: false,
+            capabilities: { drop: ['ALL'] },
+          },
         });
       }
     }
@@ -159,12 +206,15 @@ describe('deploy/kubernetes: what the manifests promise', () => {
 
   test('no Service variables and no API token in any pod', () => {
     for (const w of workloads) {
-      expect({ w: nameOf(w), links: podSpec(w)['enableServiceLinks'], token: podSpec(w)['automountServiceAccountToken'] })
-        .toEqual({ w: nameOf(w), links: false, token: false });
+      expect({ w: nameOf(w), links: podSpec(w)['enableServiceLinks'], token: podSpec(w)['automountServiceAccountToken'] }).toEqual({
+        w: nameOf(w),
+        links: false,
+        token: false,
+      });
     }
   });
 
-  test('the grace period covers the agent\'s preStop sleep, the sidecar\'s drain (DRAIN_TIMEOUT_MS) and a margin', () => {
+  test("the grace period covers the agent's preStop sleep, the sidecar's drain (DRAIN_TIMEOUT_MS) and a margin", () => {
     for (const w of workloads) {
       const grace = podSpec(w)['terminationGracePeriodSeconds'] as number;
       const sidecar = initContainersOf(w).find(isSidecar);
@@ -172,7 +222,12 @@ describe('deploy/kubernetes: what the manifests promise', () => {
         expect(grace).toBeGreaterThanOrEqual(2 + 3); // the guardian closes within 2 s
         continue;
       }
-      const preStop = Math.max(0, ...containersOf(w).map((c) => Number(((((c['lifecycle'] as Obj | undefined)?.['preStop'] as Obj | undefined)?.['sleep'] as Obj | undefined)?.['seconds']) ?? 0)));
+      const preStop = Math.max(
+        0,
+        ...containersOf(w).map((c) =>
+          Number((((c['lifecycle'] as Obj | undefined)?.['preStop'] as Obj | undefined)?.['sleep'] as Obj | undefined)?.['seconds'] ?? 0),
+        ),
+      );
       const { drainTimeoutMs, shutdownDelayMs } = proxyConfig(sidecar);
       const drainSeconds = Math.ceil((shutdownDelayMs + drainTimeoutMs) / 1000);
       expect({ w: nameOf(w), enough: grace >= preStop + drainSeconds + 5 }).toEqual({ w: nameOf(w), enough: true });
@@ -180,7 +235,12 @@ describe('deploy/kubernetes: what the manifests promise', () => {
   });
 
   test('every a2a-guard configuration passes loadConfig in its A2A_GUARD_ form, unchanged by injected service links', () => {
-    const links = { GUARDIAN_PORT: 'tcp://10.96.0.7:7070', ADMIN_PORT: 'tcp://10.96.0.8:9090', PORT: 'tcp://10.96.0.9:80', UPSTREAM_URL: 'tcp://10.96.0.10:80' };
+    const links = {
+      GUARDIAN_PORT: 'tcp://10.96.0.7:7070',
+      ADMIN_PORT: 'tcp://10.96.0.8:9090',
+      PORT: 'tcp://10.96.0.9:80',
+      UPSTREAM_URL: 'tcp://10.96.0.10:80',
+    };
     for (const w of workloads) {
       for (const c of initContainersOf(w).filter(isSidecar)) {
         expect(Object.keys(envOf(c, secrets)).filter((k) => !k.startsWith('A2A_GUARD_'))).toEqual([]);
@@ -192,19 +252,29 @@ describe('deploy/kubernetes: what the manifests promise', () => {
     expect(readGuardianConfig({ ...links, ...envOf(g, secrets) }, '/app')).toEqual(readGuardianConfig(envOf(g, secrets), '/app'));
   });
 
-  test('the sidecars are configured as the compose demo\'s (config/*.env), addresses aside', () => {
+  test("the sidecars are configured as the compose demo's (config/*.env), addresses aside", () => {
     const pick = (c: Config) => ({
-      role: c.role, port: c.port, adminPort: c.adminPort, failMode: c.failMode, inspectResponses: c.inspectResponses,
-      reasoningHeader: c.reasoningHeader, guardianTimeoutMs: c.guardianTimeoutMs, observedAgent: c.observedAgent, logLevel: c.logLevel,
+      role: c.role,
+      port: c.port,
+      adminPort: c.adminPort,
+      failMode: c.failMode,
+      inspectResponses: c.inspectResponses,
+      reasoningHeader: c.reasoningHeader,
+      guardianTimeoutMs: c.guardianTimeoutMs,
+      observedAgent: c.observedAgent,
+      logLevel: c.logLevel,
     });
-    for (const [name, file] of [['cake-baker', 'cake-baker-guard.env'], ['cooking-assistant', 'cooking-assistant-guard.env']] as const) {
+    for (const [name, file] of [
+      ['cake-baker', 'cake-baker-guard.env'],
+      ['cooking-assistant', 'cooking-assistant-guard.env'],
+    ] as const) {
       const compose = loadConfig(parseEnvFile(readFileSync(join(ROOT, 'config', file), 'utf8')));
       if (!compose.ok) throw new Error(compose.problems.join());
       expect(pick(proxyConfig(initContainersOf(workload(name)).find(isSidecar) as Obj))).toEqual(pick(compose.config));
     }
   });
 
-  test('the guardian requires the sidecars\' token and serves the demo policy from the ConfigMap', () => {
+  test("the guardian requires the sidecars' token and serves the demo policy from the ConfigMap", () => {
     const g = containersOf(workload('a2a-guard-guardian')).find(isGuardian) as Obj;
     const cfg = readGuardianConfig(envOf(g, secrets), '/app');
     expect(cfg.problems).toEqual([]);
@@ -239,7 +309,8 @@ describe('deploy/kubernetes: what the manifests promise', () => {
             const targets = workloads.filter((t) => selects(svc as Obj, t));
             expect(targets).toHaveLength(1);
             const target = targets[0] as Obj;
-            const declared = allContainersOf(target).flatMap((tc) => ((tc['ports'] as Obj[]) ?? []).map((p) => ({ c: String(tc['name']), name: p['name'], port: p['containerPort'] })))
+            const declared = allContainersOf(target)
+              .flatMap((tc) => ((tc['ports'] as Obj[]) ?? []).map((p) => ({ c: String(tc['name']), name: p['name'], port: p['containerPort'] })))
               .find((p) => p.name === sp['targetPort']);
             const l = listeners(target).find((x) => x.container === declared?.c && x.port === declared?.port);
             expect({ k, v, listensOnPodIp: l !== undefined && !LOOPBACK.has(l.host) }).toEqual({ k, v, listensOnPodIp: true });
@@ -286,7 +357,7 @@ describe('the Helm chart', () => {
     for (const [file, text] of fresh) expect({ file, text }).toEqual({ file, text: plain.get(file) });
   });
 
-  test('the chart\'s default policy is config/policy.json; its appVersion is the package version', () => {
+  test("the chart's default policy is config/policy.json; its appVersion is the package version", () => {
     expect(readFileSync(join(ROOT, CHART, 'files/policy.json'), 'utf8')).toBe(readFileSync(join(ROOT, 'config/policy.json'), 'utf8'));
     const chart = load(readFileSync(join(ROOT, CHART, 'Chart.yaml'), 'utf8')) as Obj;
     expect([chart['appVersion'], chart['version'], chart['kubeVersion']]).toEqual([pkg.version, pkg.version, '>=1.29.0-0']);
@@ -295,7 +366,11 @@ describe('the Helm chart', () => {
   test('default values: the reference guardian with a random token, valid objects', () => {
     const out = (chartRenders()[0] as { objects: Obj[] }).objects;
     expect(out.map((d) => `${String(d['kind'])}/${nameOf(d)}`).sort()).toEqual([
-      'ConfigMap/a2a-guard-policy', 'Deployment/a2a-guard-guardian', 'PodDisruptionBudget/a2a-guard-guardian', 'Secret/a2a-guard-guardian-token', 'Service/a2a-guard-guardian',
+      'ConfigMap/a2a-guard-policy',
+      'Deployment/a2a-guard-guardian',
+      'PodDisruptionBudget/a2a-guard-guardian',
+      'Secret/a2a-guard-guardian-token',
+      'Service/a2a-guard-guardian',
     ]);
     const token = String(((byKind('Secret', out)[0] as Obj)['stringData'] as Obj)['token']);
     expect(token).toMatch(/^[A-Za-z0-9]{40}$/);
@@ -321,7 +396,7 @@ describe('the Helm chart', () => {
     const seen: Record<string, unknown> = {};
     for (const w of out.filter((d) => podTemplate(d) !== undefined && initContainersOf(d).some(isSidecar))) {
       const sidecar = initContainersOf(w).find(isSidecar) as Obj;
-      const ref = ((sidecar['env'] as Obj[]).find((e) => e['name'] === 'A2A_GUARD_TASK_STORE_URL')?.['valueFrom'] as Obj | undefined);
+      const ref = (sidecar['env'] as Obj[]).find((e) => e['name'] === 'A2A_GUARD_TASK_STORE_URL')?.['valueFrom'] as Obj | undefined;
       const cfg = loadConfig(envOf(sidecar, [...byKind('Secret', out), secret]));
       if (!cfg.ok) throw new Error(cfg.problems.join());
       seen[nameOf(w)] = { ref, ownership: cfg.config.ownership.enabled, store: cfg.config.ownership.storeUrl };
@@ -348,15 +423,31 @@ describe('the Helm chart', () => {
       'cooking-assistant': { grpc: 8081, upstream: 'http://cake-baker:8081/', host: '127.0.0.1', ports: ['admin:9090'] },
     });
     const svc = byKind('Service', out).find((d) => nameOf(d) === 'cake-baker') as Obj;
-    expect(((svc['spec'] as Obj)['ports'] as Obj[]).map((p) => [p['name'], p['port'], p['targetPort']])).toEqual([['a2a', 8080, 'a2a'], ['a2a-grpc', 8081, 'a2a-grpc']]);
+    expect(((svc['spec'] as Obj)['ports'] as Obj[]).map((p) => [p['name'], p['port'], p['targetPort']])).toEqual([
+      ['a2a', 8080, 'a2a'],
+      ['a2a-grpc', 8081, 'a2a-grpc'],
+    ]);
     expect(schemaProblems(out)).toEqual([]);
     // Without grpcPort nothing of gRPC is rendered (the demo values).
     expect(JSON.stringify(render(DEMO_ARGS))).not.toContain('GRPC');
   });
 
   test('sidecar settings reach every sidecar; per-agent variables win', () => {
-    const out = render([...DEMO_ARGS, '--set', 'sidecar.failMode=open', '--set', 'sidecar.env.MAX_BODY_BYTES=1024', '--set', 'sidecar.drainTimeoutMs=30000',
-      '--set', 'sidecar.env.REASONING_HEADER=x-why', '--set', 'sidecar.shutdownDelayMs=4000', '--set', 'sidecar.readinessRequires=guardian']);
+    const out = render([
+      ...DEMO_ARGS,
+      '--set',
+      'sidecar.failMode=open',
+      '--set',
+      'sidecar.env.MAX_BODY_BYTES=1024',
+      '--set',
+      'sidecar.drainTimeoutMs=30000',
+      '--set',
+      'sidecar.env.REASONING_HEADER=x-why',
+      '--set',
+      'sidecar.shutdownDelayMs=4000',
+      '--set',
+      'sidecar.readinessRequires=guardian',
+    ]);
     const seen: Record<string, string> = {};
     for (const w of out.filter((d) => podTemplate(d) !== undefined && initContainersOf(d).some(isSidecar))) {
       const cfg = loadConfig(envOf(initContainersOf(w).find(isSidecar) as Obj, byKind('Secret', out)));
@@ -382,10 +473,10 @@ describe('the podman conversion for npm run k8s:play (scripts/k8s-podman.ts)', (
   const pods = parseManifests(plan.kubeYaml).filter((d) => d['kind'] === 'Pod');
   const podNamed = (n: string): Obj => pods.find((p) => nameOf(p) === n) as Obj;
 
-  test('one Pod per workload, named after the Service that selects it (podman\'s DNS knows pod names)', () => {
+  test("one Pod per workload, named after the Service that selects it (podman's DNS knows pod names)", () => {
     expect(pods.map(nameOf).sort()).toEqual(['a2a-guard-guardian', 'cake-baker', 'cooking-assistant']);
     expect(plan.pods.find((p) => p.name === 'cooking-assistant')?.runOnce).toEqual(['cooking-assistant']);
-    expect(((podNamed('cooking-assistant')['spec'] as Obj)['restartPolicy'])).toBe('Never');
+    expect((podNamed('cooking-assistant')['spec'] as Obj)['restartPolicy']).toBe('Never');
   });
 
   test('native sidecars become the first ordinary container; probes, preStop hooks and host-published ports are gone; the rest is kept', () => {
@@ -397,7 +488,8 @@ describe('the podman conversion for npm run k8s:play (scripts/k8s-podman.ts)', (
       const original = initContainersOf(workload(name)).find(isSidecar) as Obj;
       expect(first?.['env']).toEqual(original['env']);
       expect(first?.['securityContext']).toEqual(original['securityContext']);
-      for (const c of spec['containers'] as Obj[]) for (const k of ['startupProbe', 'readinessProbe', 'livenessProbe', 'lifecycle', 'ports']) expect(c[k]).toBeUndefined();
+      for (const c of spec['containers'] as Obj[])
+        for (const k of ['startupProbe', 'readinessProbe', 'livenessProbe', 'lifecycle', 'ports']) expect(c[k]).toBeUndefined();
       expect(spec['terminationGracePeriodSeconds']).toBe(podSpec(workload(name))['terminationGracePeriodSeconds']);
     }
   });
@@ -406,7 +498,11 @@ describe('the podman conversion for npm run k8s:play (scripts/k8s-podman.ts)', (
     expect(plan.secrets).toEqual([{ name: 'a2a-guard-guardian-token', data: { token: Buffer.from('demo-token-change-me').toString('base64') } }]);
     expect(plan.notes.join('\n')).toMatch(/Native sidecars .* become ordinary containers/);
     expect(plan.notes.join('\n')).toMatch(/a2a-guard-guardian: 2 replicas in the manifest, 1 pod here/);
-    expect(parseManifests(plan.kubeYaml).map((d) => d['kind']).sort()).toEqual(['ConfigMap', 'Pod', 'Pod', 'Pod']);
+    expect(
+      parseManifests(plan.kubeYaml)
+        .map((d) => d['kind'])
+        .sort(),
+    ).toEqual(['ConfigMap', 'Pod', 'Pod', 'Pod']);
   });
 
   test('refuses what podman cannot represent: a Service port that differs from the container port', () => {

@@ -32,8 +32,16 @@ const KINDS: Record<string, Kind> = {
   'v1/Service': { validate: (d) => new Service(d as never).validate(), module: 'kubernetes-models/v1/Service', type: 'IService' },
   'apps/v1/Deployment': { validate: (d) => new Deployment(d as never).validate(), module: 'kubernetes-models/apps/v1/Deployment', type: 'IDeployment' },
   'batch/v1/Job': { validate: (d) => new Job(d as never).validate(), module: 'kubernetes-models/batch/v1/Job', type: 'IJob' },
-  'policy/v1/PodDisruptionBudget': { validate: (d) => new PodDisruptionBudget(d as never).validate(), module: 'kubernetes-models/policy/v1/PodDisruptionBudget', type: 'IPodDisruptionBudget' },
-  'networking.k8s.io/v1/NetworkPolicy': { validate: (d) => new NetworkPolicy(d as never).validate(), module: 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy', type: 'INetworkPolicy' },
+  'policy/v1/PodDisruptionBudget': {
+    validate: (d) => new PodDisruptionBudget(d as never).validate(),
+    module: 'kubernetes-models/policy/v1/PodDisruptionBudget',
+    type: 'IPodDisruptionBudget',
+  },
+  'networking.k8s.io/v1/NetworkPolicy': {
+    validate: (d) => new NetworkPolicy(d as never).validate(),
+    module: 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy',
+    type: 'INetworkPolicy',
+  },
 };
 
 const kindOf = (doc: Obj): string => `${String(doc['apiVersion'])}/${String(doc['kind'])}`;
@@ -76,8 +84,13 @@ export function unknownFieldProblems(objects: ReadonlyArray<{ readonly tag: stri
   const header = [...imports].map(([type, m]) => `import type { ${type} } from '${m}';`);
   const source = [...header, ...lines].join('\n');
   const options: ts.CompilerOptions = {
-    strict: true, noEmit: true, skipLibCheck: true, types: [],
-    module: ts.ModuleKind.CommonJS, moduleResolution: ts.ModuleResolutionKind.Node10, target: ts.ScriptTarget.ES2022,
+    strict: true,
+    noEmit: true,
+    skipLibCheck: true,
+    types: [],
+    module: ts.ModuleKind.CommonJS,
+    moduleResolution: ts.ModuleResolutionKind.Node10,
+    target: ts.ScriptTarget.ES2022,
   };
   const host = ts.createCompilerHost(options);
   const getSourceFile = host.getSourceFile.bind(host);
@@ -123,12 +136,13 @@ export function envOf(container: Obj, secrets: readonly Obj[], configMaps: reado
       env[name] = e['value'];
       continue;
     }
-    const ref = ((e['valueFrom'] as Obj | undefined)?.['secretKeyRef'] as Obj | undefined);
+    const ref = (e['valueFrom'] as Obj | undefined)?.['secretKeyRef'] as Obj | undefined;
     if (ref === undefined) throw new Error(`${name}: only value and secretKeyRef are used`);
     const secret = secrets.find((s) => nameOf(s) === ref['name']);
     if (secret === undefined) throw new Error(`${name}: Secret ${String(ref['name'])} does not exist`);
     const key = String(ref['key']);
-    const text = ((secret['stringData'] as Obj | undefined)?.[key]) ?? Buffer.from(String(((secret['data'] as Obj | undefined)?.[key]) ?? ''), 'base64').toString('utf8');
+    const text =
+      (secret['stringData'] as Obj | undefined)?.[key] ?? Buffer.from(String((secret['data'] as Obj | undefined)?.[key] ?? ''), 'base64').toString('utf8');
     if (typeof text !== 'string' || text === '') throw new Error(`${name}: Secret ${String(ref['name'])} has no key ${key}`);
     env[name] = text;
   }

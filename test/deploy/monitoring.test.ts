@@ -21,7 +21,14 @@ beforeAll(() => void helm(), 180_000);
 const dir = mkdtempSync(join(tmpdir(), 'a2a-guard-monitoring-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const ON = ['--set', 'monitoring.serviceMonitor.enabled=true', '--set', 'monitoring.prometheusRule.enabled=true', '--set', 'monitoring.grafanaDashboard.enabled=true'];
+const ON = [
+  '--set',
+  'monitoring.serviceMonitor.enabled=true',
+  '--set',
+  'monitoring.prometheusRule.enabled=true',
+  '--set',
+  'monitoring.grafanaDashboard.enabled=true',
+];
 const render = (args: readonly string[]): Obj[] => parseManifests(helmTemplate(helm(), args));
 const find = (objects: readonly Obj[], kind: string): Obj[] => objects.filter((d) => d['kind'] === kind);
 
@@ -68,7 +75,7 @@ function promqlSelectors(expr: string): Array<{ metric: string; matchers: string
 function expressions(objects: readonly Obj[]): Array<{ where: string; expr: string }> {
   const out: Array<{ where: string; expr: string }> = [];
   for (const rule of find(objects, 'PrometheusRule')) {
-    for (const group of ((rule['spec'] as Obj)['groups'] as Obj[])) {
+    for (const group of (rule['spec'] as Obj)['groups'] as Obj[]) {
       for (const r of group['rules'] as Obj[]) out.push({ where: `rule ${String(r['alert'] ?? r['record'])}`, expr: String(r['expr']) });
     }
   }
@@ -77,7 +84,7 @@ function expressions(objects: readonly Obj[]): Array<{ where: string; expr: stri
     for (const panel of dash['panels'] as Obj[]) {
       for (const t of (panel['targets'] as Obj[] | undefined) ?? []) out.push({ where: `panel ${String(panel['title'])}`, expr: String(t['expr']) });
     }
-    for (const v of ((dash['templating'] as Obj)['list'] as Obj[])) {
+    for (const v of (dash['templating'] as Obj)['list'] as Obj[]) {
       const q = v['query'] as Obj | string;
       const query = typeof q === 'string' ? q : String(q['query']);
       const lv = /^label_values\((.*),\s*\w+\)$/.exec(query);
@@ -93,12 +100,20 @@ describe('objects', () => {
     expect(kinds.filter((k) => /ServiceMonitor|PrometheusRule|dashboard|metrics/.test(k))).toEqual([]);
   });
 
-  test('the metrics Service selects every pod with a sidecar (not the guardian) on the sidecar\'s admin port; the ServiceMonitor scrapes it', () => {
+  test("the metrics Service selects every pod with a sidecar (not the guardian) on the sidecar's admin port; the ServiceMonitor scrapes it", () => {
     const objects = render([...DEMO_ARGS, ...ON]);
     const svc = find(objects, 'Service').find((s) => nameOf(s) === 'a2a-guard-metrics') as Obj;
     const workloads = objects.filter((d) => podTemplate(d) !== undefined);
-    const withSidecar = workloads.filter((w) => allContainersOf(w).some((c) => c['name'] === 'a2a-guard')).map(nameOf).sort();
-    expect(workloads.filter((w) => selects(svc, w)).map(nameOf).sort()).toEqual(withSidecar);
+    const withSidecar = workloads
+      .filter((w) => allContainersOf(w).some((c) => c['name'] === 'a2a-guard'))
+      .map(nameOf)
+      .sort();
+    expect(
+      workloads
+        .filter((w) => selects(svc, w))
+        .map(nameOf)
+        .sort(),
+    ).toEqual(withSidecar);
     expect(withSidecar).toEqual(['cake-baker', 'cooking-assistant']);
     expect((svc['spec'] as Obj)['clusterIP']).toBe('None');
     const port = ((svc['spec'] as Obj)['ports'] as Obj[])[0] as Obj;
@@ -115,7 +130,7 @@ describe('objects', () => {
     expect(schemaProblems(objects.filter((d) => d['apiVersion'] !== 'monitoring.coreos.com/v1'))).toEqual([]);
   });
 
-  test('sidecar-only: the metrics Service selects the workload\'s pods', () => {
+  test("sidecar-only: the metrics Service selects the workload's pods", () => {
     const objects = render(['-f', 'deploy/helm/sidecar-only-values.yaml', ...ON]);
     const svc = find(objects, 'Service').find((s) => nameOf(s) === 'a2a-guard-metrics') as Obj;
     expect((svc['spec'] as Obj)['selector']).toEqual({ app: 'my-agent' });
@@ -123,22 +138,38 @@ describe('objects', () => {
 
   test('labels for the Prometheus and Grafana that pick them up; the alerts cover guardian, fail-open, denials, overload, the task store', () => {
     const objects = render([...ON, '--set', 'monitoring.serviceMonitor.labels.release=kps', '--set', 'monitoring.prometheusRule.labels.release=kps']);
-    for (const kind of ['ServiceMonitor', 'PrometheusRule']) expect(((find(objects, kind)[0] as Obj)['metadata'] as Obj)['labels']).toMatchObject({ release: 'kps' });
+    for (const kind of ['ServiceMonitor', 'PrometheusRule'])
+      expect(((find(objects, kind)[0] as Obj)['metadata'] as Obj)['labels']).toMatchObject({ release: 'kps' });
     const dash = find(objects, 'ConfigMap').find((c) => nameOf(c) === 'a2a-guard-dashboard') as Obj;
     expect((dash['metadata'] as Obj)['labels']).toMatchObject({ grafana_dashboard: '1' });
-    expect(JSON.parse(String((dash['data'] as Obj)['a2a-guard.json']))).toEqual(JSON.parse(readFileSync(join(ROOT, CHART, 'files/grafana-dashboard.json'), 'utf8')));
-    const alerts = expressions(objects).filter((e) => e.where.startsWith('rule ')).map((e) => e.where.slice(5));
+    expect(JSON.parse(String((dash['data'] as Obj)['a2a-guard.json']))).toEqual(
+      JSON.parse(readFileSync(join(ROOT, CHART, 'files/grafana-dashboard.json'), 'utf8')),
+    );
+    const alerts = expressions(objects)
+      .filter((e) => e.where.startsWith('rule '))
+      .map((e) => e.where.slice(5));
     expect(alerts).toEqual([
-      'A2AGuardGuardianUnavailable', 'A2AGuardCallsRefusedNoGuardian', 'A2AGuardFailOpenPasses', 'A2AGuardDenialSpike',
-      'A2AGuardCallersLimited', 'A2AGuardOverloaded', 'A2AGuardTaskStoreDown', 'A2AGuardNotReady',
+      'A2AGuardGuardianUnavailable',
+      'A2AGuardCallsRefusedNoGuardian',
+      'A2AGuardFailOpenPasses',
+      'A2AGuardDenialSpike',
+      'A2AGuardCallersLimited',
+      'A2AGuardOverloaded',
+      'A2AGuardTaskStoreDown',
+      'A2AGuardNotReady',
     ]);
   });
 });
 
 describe('every query names what the proxy exports', () => {
   test('the selector reader finds metrics, skips functions, keywords and grouping labels, and refuses a bare selector', () => {
-    expect(promqlSelectors('sum by (namespace, pod) (rate(a2a_guard_requests_total{outcome="denied", x=~"a{b}"}[5m])) / on (pod) group_left foo_bar > 0.25 and up'))
-      .toEqual([{ metric: 'a2a_guard_requests_total', matchers: '{outcome="denied", x=~"a{b}"}' }, { metric: 'foo_bar', matchers: '' }, { metric: 'up', matchers: '' }]);
+    expect(
+      promqlSelectors('sum by (namespace, pod) (rate(a2a_guard_requests_total{outcome="denied", x=~"a{b}"}[5m])) / on (pod) group_left foo_bar > 0.25 and up'),
+    ).toEqual([
+      { metric: 'a2a_guard_requests_total', matchers: '{outcome="denied", x=~"a{b}"}' },
+      { metric: 'foo_bar', matchers: '' },
+      { metric: 'up', matchers: '' },
+    ]);
     expect(promqlSelectors('{__name__="a2a_guard_ready"}').map((s) => s.metric)).toEqual(['{bare selector}']);
   });
 
@@ -202,10 +233,20 @@ describe('promtool', () => {
   withPromtool('promtool test rules: each alert fires on the series it is about and not on healthy ones', () => {
     const rules = ruleFile(['A2AGuardFailOpenPasses']);
     const pod = (labels: string): string => `{namespace="agents", pod="baker-1"${labels}}`;
-    const at = (alertname: string, minutes: number, labels: Record<string, string>[] = []): Obj => ({ eval_time: `${minutes}m`, alertname, exp_alerts: labels.map((l) => ({ exp_labels: l })) });
-    const podAlert = (severity = 'warning', extra: Record<string, string> = {}): Record<string, string> => ({ namespace: 'agents', pod: 'baker-1', severity, ...extra });
+    const at = (alertname: string, minutes: number, labels: Record<string, string>[] = []): Obj => ({
+      eval_time: `${minutes}m`,
+      alertname,
+      exp_alerts: labels.map((l) => ({ exp_labels: l })),
+    });
+    const podAlert = (severity = 'warning', extra: Record<string, string> = {}): Record<string, string> => ({
+      namespace: 'agents',
+      pod: 'baker-1',
+      severity,
+      ...extra,
+    });
     const tests = [
-      { // the guardian down: ping failing, calls refused; fail-open passes elsewhere
+      {
+        // the guardian down: ping failing, calls refused; fail-open passes elsewhere
         interval: '1m',
         input_series: [
           { series: `a2a_guard_guardian_up${pod('')}`, values: '0x15' },
@@ -214,20 +255,28 @@ describe('promtool', () => {
           { series: 'a2a_guard_fail_open_passes_total{namespace="agents", pod="assistant-1"}', values: '0 0 0 5 10 10 10 10 10 10 10 10 10 10 10 10' },
         ],
         alert_rule_test: [
-          at('A2AGuardGuardianUnavailable', 1), at('A2AGuardGuardianUnavailable', 5, [podAlert()]),
+          at('A2AGuardGuardianUnavailable', 1),
+          at('A2AGuardGuardianUnavailable', 5, [podAlert()]),
           at('A2AGuardCallsRefusedNoGuardian', 10, [podAlert()]),
           at('A2AGuardFailOpenPasses', 1),
-          { eval_time: '4m', alertname: 'A2AGuardFailOpenPasses', exp_alerts: [{
-            exp_labels: { namespace: 'agents', pod: 'assistant-1', severity: 'critical' },
-            exp_annotations: {
-              summary: 'A2A traffic passed without a guardian decision in agents/assistant-1',
-              description: '10 requests or events passed unchecked in 5 minutes (FAIL_MODE=open while the guardian did not answer).',
-            },
-          }] },
+          {
+            eval_time: '4m',
+            alertname: 'A2AGuardFailOpenPasses',
+            exp_alerts: [
+              {
+                exp_labels: { namespace: 'agents', pod: 'assistant-1', severity: 'critical' },
+                exp_annotations: {
+                  summary: 'A2A traffic passed without a guardian decision in agents/assistant-1',
+                  description: '10 requests or events passed unchecked in 5 minutes (FAIL_MODE=open while the guardian did not answer).',
+                },
+              },
+            ],
+          },
           at('A2AGuardFailOpenPasses', 15),
         ],
       },
-      { // a denial spike in one namespace, a quiet one in another
+      {
+        // a denial spike in one namespace, a quiet one in another
         interval: '1m',
         input_series: [
           { series: 'a2a_guard_requests_total{namespace="agents", pod="baker-1", operation="SendMessage", outcome="denied"}', values: '0+60x30' },
@@ -237,7 +286,8 @@ describe('promtool', () => {
         ],
         alert_rule_test: [at('A2AGuardDenialSpike', 20, [{ namespace: 'agents', severity: 'warning' }])],
       },
-      { // overload: one caller held to its share, calls queued for the guardian; the task store down; not ready unless draining
+      {
+        // overload: one caller held to its share, calls queued for the guardian; the task store down; not ready unless draining
         interval: '1m',
         input_series: [
           { series: `a2a_guard_caller_limited_total${pod(', resource="calls"')}`, values: '0+10x20' },

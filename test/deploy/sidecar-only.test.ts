@@ -13,7 +13,19 @@ import { dump, load } from 'js-yaml';
 import { loadConfig, type Config } from '../../src/config/config';
 import { helmTemplate } from '../../scripts/k8s-render';
 import { parseManifests } from '../../scripts/k8s-podman';
-import { type Obj, containersOf, envOf, helm, initContainersOf, nameOf, podSpec, renderFailure, schemaProblems, selects, unknownFieldProblems } from './manifests';
+import {
+  type Obj,
+  containersOf,
+  envOf,
+  helm,
+  initContainersOf,
+  nameOf,
+  podSpec,
+  renderFailure,
+  schemaProblems,
+  selects,
+  unknownFieldProblems,
+} from './manifests';
 
 const EXAMPLE = 'deploy/helm/sidecar-only-values.yaml';
 
@@ -34,14 +46,19 @@ const USER_DEPLOYMENT: Obj = {
       metadata: { labels: { app: 'my-agent', team: 'kitchen' } },
       spec: {
         initContainers: [{ name: 'migrate', image: 'my-agent:2.3.0', command: ['./migrate'] }],
-        containers: [{
-          name: 'agent',
-          image: 'my-agent:2.3.0',
-          env: [{ name: 'PORT', value: '8000' }, { name: 'MODEL', value: 'small' }],
-          ports: [{ name: 'http', containerPort: 8000 }],
-          readinessProbe: { httpGet: { path: '/.well-known/agent-card.json', port: 'http' } },
-          volumeMounts: [{ name: 'cache', mountPath: '/cache' }],
-        }],
+        containers: [
+          {
+            name: 'agent',
+            image: 'my-agent:2.3.0',
+            env: [
+              { name: 'PORT', value: '8000' },
+              { name: 'MODEL', value: 'small' },
+            ],
+            ports: [{ name: 'http', containerPort: 8000 }],
+            readinessProbe: { httpGet: { path: '/.well-known/agent-card.json', port: 'http' } },
+            volumeMounts: [{ name: 'cache', mountPath: '/cache' }],
+          },
+        ],
         volumes: [{ name: 'cache', emptyDir: {} }],
       },
     },
@@ -93,7 +110,8 @@ function patched(patchYaml: string, name: string, base: Obj = USER_DEPLOYMENT): 
 
 const render = (args: readonly string[]): Obj[] => parseManifests(helmTemplate(helm(), args));
 const byKind = (objects: readonly Obj[], kind: string): Obj[] => objects.filter((d) => d['kind'] === kind);
-const patchOf = (objects: readonly Obj[]): string => String(((byKind(objects, 'ConfigMap').find((c) => nameOf(c) === 'my-agent-a2a-guard') as Obj)['data'] as Obj)['patch.yaml']);
+const patchOf = (objects: readonly Obj[]): string =>
+  String(((byKind(objects, 'ConfigMap').find((c) => nameOf(c) === 'my-agent-a2a-guard') as Obj)['data'] as Obj)['patch.yaml']);
 const sidecarOf = (deployment: Obj): Obj => initContainersOf(deployment).find((c) => c['name'] === 'a2a-guard') as Obj;
 /** The user's Secret the example names (guardianToken.existingSecret). */
 const USER_SECRET: Obj = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'guardian-token' }, stringData: { token: 'a-long-guardian-token' } };
@@ -112,14 +130,17 @@ describe('the example values (role server, an external guardian, the token in a 
     result = patched(patchOf(objects), 'server');
   }, 60_000);
 
-  test('the chart renders only the sidecar\'s objects: the patch and variables ConfigMaps, the Service, the NetworkPolicy; no workload, no guardian', () => {
+  test("the chart renders only the sidecar's objects: the patch and variables ConfigMaps, the Service, the NetworkPolicy; no workload, no guardian", () => {
     expect(objects.map((d) => `${String(d['kind'])}/${nameOf(d)}`).sort()).toEqual([
-      'ConfigMap/my-agent-a2a-guard', 'ConfigMap/my-agent-a2a-guard-env', 'NetworkPolicy/my-agent-a2a-guard', 'Service/my-agent',
+      'ConfigMap/my-agent-a2a-guard',
+      'ConfigMap/my-agent-a2a-guard-env',
+      'NetworkPolicy/my-agent-a2a-guard',
+      'Service/my-agent',
     ]);
     expect(schemaProblems(objects)).toEqual([]);
   });
 
-  test('the agent\'s own containers, init container, volumes, labels and replicas are unchanged; a2a-guard is the one container added', () => {
+  test("the agent's own containers, init container, volumes, labels and replicas are unchanged; a2a-guard is the one container added", () => {
     const before = USER_DEPLOYMENT;
     expect(containersOf(result)).toEqual(containersOf(before));
     // The sidecar goes first: it is up (startup probe passed) before the user's init containers run.
@@ -128,19 +149,33 @@ describe('the example values (role server, an external guardian, the token in a 
     const { initContainers: _a, ...restAfter } = podSpec(result);
     const { initContainers: _b, ...restBefore } = podSpec(before);
     expect(restAfter).toEqual(restBefore);
-    expect([(result['spec'] as Obj)['replicas'], (result['spec'] as Obj)['selector'], result['metadata']]).toEqual([3, { matchLabels: { app: 'my-agent' } }, before['metadata']]);
+    expect([(result['spec'] as Obj)['replicas'], (result['spec'] as Obj)['selector'], result['metadata']]).toEqual([
+      3,
+      { matchLabels: { app: 'my-agent' } },
+      before['metadata'],
+    ]);
   });
 
-  test('the sidecar is a native sidecar whose configuration the program accepts: server role, the agent on loopback, the external guardian and the user\'s token', () => {
+  test("the sidecar is a native sidecar whose configuration the program accepts: server role, the agent on loopback, the external guardian and the user's token", () => {
     const sidecar = sidecarOf(result);
     expect(sidecar['restartPolicy']).toBe('Always');
     const cfg = configOf(sidecar, objects);
     expect({
-      role: cfg.role, upstream: cfg.upstreamUrl.href, guardian: cfg.guardianUrl?.href, token: cfg.guardianToken, failMode: cfg.failMode,
-      publicUrl: cfg.publicUrl?.href, observed: cfg.observedAgent?.id,
+      role: cfg.role,
+      upstream: cfg.upstreamUrl.href,
+      guardian: cfg.guardianUrl?.href,
+      token: cfg.guardianToken,
+      failMode: cfg.failMode,
+      publicUrl: cfg.publicUrl?.href,
+      observed: cfg.observedAgent?.id,
     }).toEqual({
-      role: 'server', upstream: 'http://127.0.0.1:8000/', guardian: 'https://guardian.example/aos', token: 'a-long-guardian-token', failMode: 'closed',
-      publicUrl: 'http://my-agent.agents:8080/', observed: 'my-agent',
+      role: 'server',
+      upstream: 'http://127.0.0.1:8000/',
+      guardian: 'https://guardian.example/aos',
+      token: 'a-long-guardian-token',
+      failMode: 'closed',
+      publicUrl: 'http://my-agent.agents:8080/',
+      observed: 'my-agent',
     });
     const ports = Object.fromEntries(((sidecar['ports'] as Obj[]) ?? []).map((p) => [p['name'], p['containerPort']]));
     expect(ports).toEqual({ a2a: cfg.port, admin: cfg.adminPort });
@@ -151,7 +186,7 @@ describe('the example values (role server, an external guardian, the token in a 
     expect(unknownFieldProblems([...objects, result].map((doc) => ({ tag: 'sidecar-only', doc })))).toEqual([]);
   }, 90_000);
 
-  test('the Service selects the patched pods and leads to the sidecar\'s A2A port, never the agent\'s', () => {
+  test("the Service selects the patched pods and leads to the sidecar's A2A port, never the agent's", () => {
     const svc = byKind(objects, 'Service')[0] as Obj;
     expect(selects(svc, result)).toBe(true);
     const ports = (svc['spec'] as Obj)['ports'] as Obj[];
@@ -161,7 +196,7 @@ describe('the example values (role server, an external guardian, the token in a 
     expect(containersOf(result).flatMap((c) => ((c['ports'] as Obj[] | undefined) ?? []).map((p) => p['name']))).not.toContain('a2a');
   });
 
-  test('the NetworkPolicy covers the patched pods and admits ingress on the sidecar\'s ports only (the agent listens on the pod IP)', () => {
+  test("the NetworkPolicy covers the patched pods and admits ingress on the sidecar's ports only (the agent listens on the pod IP)", () => {
     const np = byKind(objects, 'NetworkPolicy')[0] as Obj;
     const spec = np['spec'] as Obj;
     const labels = (((result['spec'] as Obj)['template'] as Obj)['metadata'] as Obj)['labels'] as Record<string, string>;
@@ -178,17 +213,41 @@ describe('variations', () => {
   const base = ['-f', EXAMPLE];
 
   test('role client: the sidecar listens on loopback for its own agent and calls the remote agent; no Service, no NetworkPolicy', () => {
-    const objects = render([...base, '--set', 'workload.role=client', '--set', 'workload.upstreamUrl=http://cake-baker.agents:8080', '--set', 'workload.port=0']);
+    const objects = render([
+      ...base,
+      '--set',
+      'workload.role=client',
+      '--set',
+      'workload.upstreamUrl=http://cake-baker.agents:8080',
+      '--set',
+      'workload.port=0',
+    ]);
     expect(objects.map((d) => String(d['kind']))).toEqual(['ConfigMap', 'ConfigMap']);
     const cfg = configOf(sidecarOf(patched(patchOf(objects), 'client')), objects);
     expect([cfg.role, cfg.host, cfg.upstreamUrl.href]).toEqual(['client', '127.0.0.1', 'http://cake-baker.agents:8080/']);
   }, 60_000);
 
-  test('the reference guardian and the chart\'s token: the sidecar asks that guardian with the token of the Secret the chart makes', () => {
-    const objects = render(['--set', 'mode=sidecar-only', '--set', 'workload.name=my-agent', '--set', 'workload.port=8000', '--set', 'workload.selectorLabels.app=my-agent']);
+  test("the reference guardian and the chart's token: the sidecar asks that guardian with the token of the Secret the chart makes", () => {
+    const objects = render([
+      '--set',
+      'mode=sidecar-only',
+      '--set',
+      'workload.name=my-agent',
+      '--set',
+      'workload.port=8000',
+      '--set',
+      'workload.selectorLabels.app=my-agent',
+    ]);
     expect(objects.map((d) => `${String(d['kind'])}/${nameOf(d)}`).sort()).toEqual([
-      'ConfigMap/a2a-guard-policy', 'ConfigMap/my-agent-a2a-guard', 'ConfigMap/my-agent-a2a-guard-env', 'Deployment/a2a-guard-guardian', 'NetworkPolicy/my-agent-a2a-guard',
-      'PodDisruptionBudget/a2a-guard-guardian', 'Secret/a2a-guard-guardian-token', 'Service/a2a-guard-guardian', 'Service/my-agent',
+      'ConfigMap/a2a-guard-policy',
+      'ConfigMap/my-agent-a2a-guard',
+      'ConfigMap/my-agent-a2a-guard-env',
+      'Deployment/a2a-guard-guardian',
+      'NetworkPolicy/my-agent-a2a-guard',
+      'PodDisruptionBudget/a2a-guard-guardian',
+      'Secret/a2a-guard-guardian-token',
+      'Service/a2a-guard-guardian',
+      'Service/my-agent',
     ]);
     const cfg = configOf(sidecarOf(patched(patchOf(objects), 'reference-guardian')), objects);
     expect(cfg.guardianUrl?.href).toBe('http://a2a-guard-guardian:7070/');
@@ -196,8 +255,17 @@ describe('variations', () => {
   }, 60_000);
 
   test('gRPC, sidecar settings and workload variables reach the patched sidecar; the Service and NetworkPolicy open the gRPC port', () => {
-    const objects = render([...base, '--set', 'workload.grpcPort=9001', '--set', 'sidecar.failMode=open', '--set', 'workload.sidecarEnv.MAX_BODY_BYTES=2048',
-      '--set', 'networkPolicy.from[0].namespaceSelector.matchLabels.team=kitchen']);
+    const objects = render([
+      ...base,
+      '--set',
+      'workload.grpcPort=9001',
+      '--set',
+      'sidecar.failMode=open',
+      '--set',
+      'workload.sidecarEnv.MAX_BODY_BYTES=2048',
+      '--set',
+      'networkPolicy.from[0].namespaceSelector.matchLabels.team=kitchen',
+    ]);
     const cfg = configOf(sidecarOf(patched(patchOf(objects), 'grpc')), objects);
     expect([cfg.grpc?.port, cfg.grpc?.upstreamUrl?.href, cfg.failMode, cfg.maxBodyBytes]).toEqual([8081, 'http://127.0.0.1:9001/', 'open', 2048]);
     const svc = byKind(objects, 'Service')[0] as Obj;
@@ -227,7 +295,9 @@ describe('variations', () => {
     expect(fails([...base, '--set', 'workload.name='])).toMatch(/set workload\.name/);
     expect(fails([...base, '--set', 'workload.port=0'])).toMatch(/workload\.port is required for role server/);
     expect(fails([...base, '--set', 'workload.selectorLabels=null'])).toMatch(/workload\.selectorLabels is required/);
-    expect(fails([...base, '--set', 'agents[0].name=other', '--set', 'agents[0].role=server', '--set', 'agents[0].image.repository=x'])).toMatch(/agents must be empty/);
+    expect(fails([...base, '--set', 'agents[0].name=other', '--set', 'agents[0].role=server', '--set', 'agents[0].image.repository=x'])).toMatch(
+      /agents must be empty/,
+    );
     expect(fails([...base, '--set', 'workload.role=client', '--set', 'workload.port=0'])).toMatch(/workload\.upstreamUrl is required for role client/);
     expect(fails([...base, '--set', 'workload.port=8080'])).toMatch(/workload\.port and workload\.grpcPort must differ from sidecar\.port \(8080\)/);
     expect(fails([...base, '--set', 'workload.grpcPort=9090'])).toMatch(/must differ from sidecar\.adminPort \(9090\)/);
@@ -239,7 +309,24 @@ test('kubectl patch (the command the NOTES give), Kustomize and the fallback mer
   const patch = patchOf(render(['-f', EXAMPLE]));
   const viaKustomize = patched(patch, 'agree');
   writeFileSync(join(dir, 'agree', 'patch-file.yaml'), patch);
-  const viaPatch = load(execFileSync('kubectl', ['patch', '--local', '-f', join(dir, 'agree', 'deployment.yaml'), '--type', 'strategic', '--patch-file', join(dir, 'agree', 'patch-file.yaml'), '-o', 'yaml'], { encoding: 'utf8' }));
+  const viaPatch = load(
+    execFileSync(
+      'kubectl',
+      [
+        'patch',
+        '--local',
+        '-f',
+        join(dir, 'agree', 'deployment.yaml'),
+        '--type',
+        'strategic',
+        '--patch-file',
+        join(dir, 'agree', 'patch-file.yaml'),
+        '-o',
+        'yaml',
+      ],
+      { encoding: 'utf8' },
+    ),
+  );
   expect(viaPatch).toEqual(viaKustomize);
   expect(strategicMerge(USER_DEPLOYMENT, load(patch))).toEqual(viaKustomize);
 }, 60_000);

@@ -24,7 +24,8 @@ function valuesFile(name: string, values: unknown): string {
 }
 
 const failure = (args: readonly string[], run: (args: readonly string[]) => string): string => failureOf(() => run(args));
-const lint = (args: readonly string[]): string => execFileSync(helm(), ['lint', CHART, ...args], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+const lint = (args: readonly string[]): string =>
+  execFileSync(helm(), ['lint', CHART, ...args], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 const template = (args: readonly string[]): string => helmTemplate(helm(), args);
 
 const demo = (): Record<string, unknown> => load(readFileSync(join(ROOT, DEMO_VALUES), 'utf8')) as Record<string, unknown>;
@@ -42,12 +43,20 @@ test('the schema is draft-07 and closes every object of the values, but Kubernet
   walk(schema, '');
   // Only what Kubernetes itself defines (and validates) is left open.
   expect(open.sort()).toEqual([
-    '.agents[].affinity', '.agents[].resources.limits', '.agents[].resources.requests', '.agents[].securityContext',
+    '.agents[].affinity',
+    '.agents[].resources.limits',
+    '.agents[].resources.requests',
+    '.agents[].securityContext',
     '.global',
-    '.guardian.affinity', '.guardian.resources.limits', '.guardian.resources.requests',
-    '.networkPolicy.adminFrom[]', '.networkPolicy.from[]',
-    '.podSecurityContext', '.securityContext',
-    '.sidecar.resources.limits', '.sidecar.resources.requests',
+    '.guardian.affinity',
+    '.guardian.resources.limits',
+    '.guardian.resources.requests',
+    '.networkPolicy.adminFrom[]',
+    '.networkPolicy.from[]',
+    '.podSecurityContext',
+    '.securityContext',
+    '.sidecar.resources.limits',
+    '.sidecar.resources.requests',
   ]);
 });
 
@@ -60,14 +69,42 @@ test('the shipped values and the demo values pass helm lint and helm template', 
 
 describe('a typo or a wrong type fails helm lint and helm template, naming the value', () => {
   const cases: Array<{ what: string; values: Record<string, unknown>; message: RegExp }> = [
-    { what: 'guardianURL for guardianUrl', values: { guardianURL: 'https://guardian.example/aos' }, message: /at '': additional properties 'guardianURL' not allowed/ },
-    { what: 'sidecar.failmode for sidecar.failMode', values: { sidecar: { failmode: 'open' } }, message: /at '\/sidecar': additional properties 'failmode' not allowed/ },
+    {
+      what: 'guardianURL for guardianUrl',
+      values: { guardianURL: 'https://guardian.example/aos' },
+      message: /at '': additional properties 'guardianURL' not allowed/,
+    },
+    {
+      what: 'sidecar.failmode for sidecar.failMode',
+      values: { sidecar: { failmode: 'open' } },
+      message: /at '\/sidecar': additional properties 'failmode' not allowed/,
+    },
     { what: 'a string where a port number goes', values: { sidecar: { port: '8080' } }, message: /at '\/sidecar\/port': got string, want integer/ },
-    { what: 'a string where a timeout goes', values: { sidecar: { guardianTimeoutMs: '5s' } }, message: /at '\/sidecar\/guardianTimeoutMs': got string, want integer/ },
-    { what: 'a fail mode that does not exist', values: { sidecar: { failMode: 'opne' } }, message: /at '\/sidecar\/failMode': value must be one of 'closed', 'open'/ },
-    { what: 'a misspelt key of an agent', values: { agents: [{ ...(demo()['agents'] as unknown[])[0] as object, prot: 8000 }] }, message: /at '\/agents\/0': additional properties 'prot' not allowed/ },
-    { what: 'a sidecar variable given with its prefix', values: { sidecar: { env: { A2A_GUARD_MAX_BODY_BYTES: '1024' } } }, message: /invalid propertyName 'A2A_GUARD_MAX_BODY_BYTES'/ },
-    { what: 'a misspelt monitoring switch', values: { monitoring: { serviceMonitor: { enable: true } } }, message: /at '\/monitoring\/serviceMonitor': additional properties 'enable' not allowed/ },
+    {
+      what: 'a string where a timeout goes',
+      values: { sidecar: { guardianTimeoutMs: '5s' } },
+      message: /at '\/sidecar\/guardianTimeoutMs': got string, want integer/,
+    },
+    {
+      what: 'a fail mode that does not exist',
+      values: { sidecar: { failMode: 'opne' } },
+      message: /at '\/sidecar\/failMode': value must be one of 'closed', 'open'/,
+    },
+    {
+      what: 'a misspelt key of an agent',
+      values: { agents: [{ ...((demo()['agents'] as unknown[])[0] as object), prot: 8000 }] },
+      message: /at '\/agents\/0': additional properties 'prot' not allowed/,
+    },
+    {
+      what: 'a sidecar variable given with its prefix',
+      values: { sidecar: { env: { A2A_GUARD_MAX_BODY_BYTES: '1024' } } },
+      message: /invalid propertyName 'A2A_GUARD_MAX_BODY_BYTES'/,
+    },
+    {
+      what: 'a misspelt monitoring switch',
+      values: { monitoring: { serviceMonitor: { enable: true } } },
+      message: /at '\/monitoring\/serviceMonitor': additional properties 'enable' not allowed/,
+    },
     { what: 'a mode that does not exist', values: { mode: 'sidecar' }, message: /at '\/mode': value must be one of 'agents', 'sidecar-only'/ },
   ];
   test.each(cases)('$what', ({ what, values, message }) => {

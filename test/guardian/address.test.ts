@@ -103,10 +103,21 @@ describe('address classes (ipaddr.js ranges; only unicast is public)', () => {
 
   it('classifies the address the WHATWG parser (and so fetch) connects to', () => {
     const loopbackForms = [
-      'http://2130706433/', 'http://0x7f000001/', 'http://0X7F.1/', 'http://0x7f.0x0.0x0.0x1/', 'http://0177.0.0.01/',
-      'http://127.1/', 'http://127.0.1/', 'http://127.0.0.1./', 'http://%31%32%37.0.0.1/', 'http://１２７.０.０.１/',
-      'http://public.example@127.0.0.1/', 'http://user:pw@127.0.0.1:8443/', 'http://127.0.0.1\\@public.example/',
-      'http://[0:0:0:0:0:0:0:1]/', 'http://[::0001]/',
+      'http://2130706433/',
+      'http://0x7f000001/',
+      'http://0X7F.1/',
+      'http://0x7f.0x0.0x0.0x1/',
+      'http://0177.0.0.01/',
+      'http://127.1/',
+      'http://127.0.1/',
+      'http://127.0.0.1./',
+      'http://%31%32%37.0.0.1/',
+      'http://１２７.０.０.１/',
+      'http://public.example@127.0.0.1/',
+      'http://user:pw@127.0.0.1:8443/',
+      'http://127.0.0.1\\@public.example/',
+      'http://[0:0:0:0:0:0:0:1]/',
+      'http://[::0001]/',
     ];
     for (const url of loopbackForms) expect([url, classify(url).class]).toEqual([url, 'private']);
     expect(classify('http://[::FFFF:7F00:1]/')).toMatchObject({ host: '::ffff:7f00:1', class: 'private', range: 'ipv4Mapped' });
@@ -133,7 +144,10 @@ describe('push URL decisions are the same for every spelling of an address (prop
   const engine = createEngine(parsePolicy({ pushNotifications: { allowHttp: true } }, 'test'));
   const decide = (url: string): unknown => {
     const payload: JsonObject = {
-      jsonrpc: '2.0', id: 1, method: 'CreateTaskPushNotificationConfig', params: { taskId: 't-1', id: 'c-1', url },
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'CreateTaskPushNotificationConfig',
+      params: { taskId: 't-1', id: 'c-1', url },
     };
     const { decision, reasonCode } = engine.decide(requestEnvelope(payload));
     return { decision, reasonCode };
@@ -143,8 +157,21 @@ describe('push URL decisions are the same for every spelling of an address (prop
   const ipv4 = fc.oneof(
     fc.ipV4(),
     fc.constantFrom(
-      '127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.0.1', '100.64.0.1', '169.254.169.254', '100.100.100.200',
-      '192.0.2.1', '198.51.100.1', '203.0.113.1', '198.18.0.1', '0.0.0.0', '255.255.255.255', '224.0.0.1', '8.8.8.8',
+      '127.0.0.1',
+      '10.0.0.1',
+      '172.16.5.4',
+      '192.168.0.1',
+      '100.64.0.1',
+      '169.254.169.254',
+      '100.100.100.200',
+      '192.0.2.1',
+      '198.51.100.1',
+      '203.0.113.1',
+      '198.18.0.1',
+      '0.0.0.0',
+      '255.255.255.255',
+      '224.0.0.1',
+      '8.8.8.8',
     ),
   );
   const octets = (a: string): number[] => a.split('.').map(Number);
@@ -158,11 +185,26 @@ describe('push URL decisions are the same for every spelling of an address (prop
     (a) => String(asInt(a)),
     (a) => `0x${asInt(a).toString(16)}`,
     (a) => `0X${asInt(a).toString(16).toUpperCase()}`,
-    (a) => octets(a).map((o) => `0${o.toString(8)}`).join('.'),
-    (a) => octets(a).map((o) => `0x${o.toString(16)}`).join('.'),
-    (a, n) => octets(a).map((o, i) => ((n >> i) & 1 ? `0x${o.toString(16)}` : String(o))).join('.'),
-    (a) => { const [x, y, z, w] = octets(a) as [number, number, number, number]; return `${x}.${y}.${z * 256 + w}`; },
-    (a) => { const [x, y, z, w] = octets(a) as [number, number, number, number]; return `${x}.${(y << 16) + (z << 8) + w}`; },
+    (a) =>
+      octets(a)
+        .map((o) => `0${o.toString(8)}`)
+        .join('.'),
+    (a) =>
+      octets(a)
+        .map((o) => `0x${o.toString(16)}`)
+        .join('.'),
+    (a, n) =>
+      octets(a)
+        .map((o, i) => ((n >> i) & 1 ? `0x${o.toString(16)}` : String(o)))
+        .join('.'),
+    (a) => {
+      const [x, y, z, w] = octets(a) as [number, number, number, number];
+      return `${x}.${y}.${z * 256 + w}`;
+    },
+    (a) => {
+      const [x, y, z, w] = octets(a) as [number, number, number, number];
+      return `${x}.${(y << 16) + (z << 8) + w}`;
+    },
     (a) => `${a}.`,
     (a) => percent(a),
     (a) => digitsFullWidth(a),
@@ -186,7 +228,13 @@ describe('push URL decisions are the same for every spelling of an address (prop
       (a) => a.toNormalizedString(),
       (a) => a.toNormalizedString().toUpperCase(),
       (a) => a.parts.map((x) => x.toString(16).padStart(4, '0')).join(':'),
-      (a) => { const p = a.parts; return `${p.slice(0, 6).map((x) => x.toString(16)).join(':')}:${p[6]! >> 8}.${p[6]! & 255}.${p[7]! >> 8}.${p[7]! & 255}`; },
+      (a) => {
+        const p = a.parts;
+        return `${p
+          .slice(0, 6)
+          .map((x) => x.toString(16))
+          .join(':')}:${p[6]! >> 8}.${p[6]! & 255}.${p[7]! >> 8}.${p[7]! & 255}`;
+      },
     ];
     const v6 = fc.oneof(
       fc.ipV6().filter((a) => !a.includes('%')),

@@ -29,7 +29,9 @@ const CARD: JsonObject = {
 /** The card envelope: the agent that serves the card (server side, observed) to its caller. */
 function cardEnvelope(card: JsonObject): Envelope {
   return asEnvelope({
-    jsonrpc: '2.0', id: 'card-1', method: 'agent/card',
+    jsonrpc: '2.0',
+    id: 'card-1',
+    method: 'agent/card',
     params: { payload: card, context: { from: { agent: OBSERVED_AGENT, role: 'server' }, to: { agent: PEER_AGENT, role: 'client' } } },
   });
 }
@@ -54,12 +56,19 @@ describe('card text rules', () => {
   });
 
   it('card text is masked, URLs and everything else stay as they were', () => {
-    const card: JsonObject = { ...skill({ description: 'Mail ｊａｎｅ＠example.com', examples: ['call +44 20 7946 0958'], tags: ['x'] }), description: 'Card 4111 1111 1111 1111.' };
+    const card: JsonObject = {
+      ...skill({ description: 'Mail ｊａｎｅ＠example.com', examples: ['call +44 20 7946 0958'], tags: ['x'] }),
+      description: 'Card 4111 1111 1111 1111.',
+    };
     const result = createEngine(shipped).decide(cardEnvelope(card));
     expect(result.decision).toBe('modify');
     expect(result.reasonCode).toEqual(['MASKED:pii', 'PII_MASKED']);
     const served = result.modifiedRequest!.params.payload;
-    expect(served).toEqual({ ...card, description: 'Card [CARD].', skills: [{ ...(card['skills'] as JsonObject[])[0], description: 'Mail [EMAIL]', examples: ['call [PHONE]'] }] });
+    expect(served).toEqual({
+      ...card,
+      description: 'Card [CARD].',
+      skills: [{ ...(card['skills'] as JsonObject[])[0], description: 'Mail [EMAIL]', examples: ['call [PHONE]'] }],
+    });
   });
 
   it('rules scoped to agent/card apply to cards only', () => {

@@ -49,7 +49,10 @@ function guardian(file: string, opts: Parameters<typeof embeddedGuardian>[1] = {
 }
 
 const send = (text: string): JsonObject => ({
-  jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text }] } },
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'message/send',
+  params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text }] } },
 });
 
 /** An envelope as the proxy hands it over: the object and its JSON text. */

@@ -17,13 +17,22 @@ const engine = createEngine(loadPolicy(path.join(__dirname, '../../config/policy
 const STEPS_PER_MASKED_CHAR = Object.values(DETECTOR_STEP_BOUND).reduce((a, b) => a + b, 0);
 
 const send = (parts: unknown[]): JsonObject => ({
-  jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm', role: 'user', parts } },
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'message/send',
+  params: { message: { kind: 'message', messageId: 'm', role: 'user', parts } },
 });
 
 function workOf(payload: JsonObject): { deny: number; mask: number; steps: number; keyNames: number; decision: string } {
   const before = { ...work };
   const decision = engine.decide(requestEnvelope(payload)).decision;
-  return { deny: work.denyChars - before.denyChars, mask: work.maskChars - before.maskChars, steps: work.steps - before.steps, keyNames: work.keyNames - before.keyNames, decision };
+  return {
+    deny: work.denyChars - before.denyChars,
+    mask: work.maskChars - before.maskChars,
+    steps: work.steps - before.steps,
+    keyNames: work.keyNames - before.keyNames,
+    decision,
+  };
 }
 
 /** Strings that make the detectors work: digit runs, separators, '@', '+', capitals. */
@@ -70,7 +79,10 @@ describe('the engine hands each string to the matchers a bounded number of times
   it('many small strings (property)', () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 20_000 }), fc.constantFrom('1', '1 1', 'a@b.co', '+1 2'), (count, s) => {
-        const payload = send([{ kind: 'text', text: Array.from({ length: count }, () => s) }, { kind: 'data', data: { list: Array.from({ length: count }, () => s) } }]);
+        const payload = send([
+          { kind: 'text', text: Array.from({ length: count }, () => s) },
+          { kind: 'data', data: { list: Array.from({ length: count }, () => s) } },
+        ]);
         const size = JSON.stringify(payload).length;
         const w = workOf(payload);
         expect(w.deny).toBeLessThanOrEqual(4 * size);

@@ -114,22 +114,31 @@ describe('demo policy on the AOS seed envelopes', () => {
 describe('hook description', () => {
   it('finds the observed side from the full Agent, even without an id (AOS samples)', () => {
     expect(describeHook(asEnvelope(seeds.sendMessageClient))).toMatchObject({
-      method: 'message/send', phase: 'request', side: 'client', peer: { name: 'Cake Baker', url: 'https://api.cakebaker.com/v1' },
+      method: 'message/send',
+      phase: 'request',
+      side: 'client',
+      peer: { name: 'Cake Baker', url: 'https://api.cakebaker.com/v1' },
     });
     expect(describeHook(asEnvelope(seeds.sendMessageServer))).toMatchObject({
-      phase: 'request', side: 'server', peer: { name: 'Cooking assistant' },
+      phase: 'request',
+      side: 'server',
+      peer: { name: 'Cooking assistant' },
     });
   });
 
   it('reads the phase from the payload, and from the sender for REST bodies', () => {
     expect(describeHook(responseEnvelope('message/send', v03TaskResult('x'), { side: 'client' }))).toMatchObject({
-      phase: 'response', side: 'client', peer: { name: 'Peer agent' },
+      phase: 'response',
+      side: 'client',
+      peer: { name: 'Peer agent' },
     });
     expect(describeHook(responseEnvelope('message/send', { task: { id: 't' } }, { side: 'server' }))).toMatchObject({
-      phase: 'response', side: 'server',
+      phase: 'response',
+      side: 'server',
     });
     expect(describeHook(requestEnvelope(sendMessage('restV1', 'x'), { method: 'message/send', side: 'server' }))).toMatchObject({
-      phase: 'request', side: 'server',
+      phase: 'request',
+      side: 'server',
     });
   });
 });
@@ -175,8 +184,17 @@ describe('deny rules', () => {
     expect(engine.decide(requestEnvelope(withMetadata)).decision).toBe('deny');
 
     const withFile: JsonObject = {
-      jsonrpc: '2.0', id: 1, method: 'message/send',
-      params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'file', file: { uri: 'https://x.example/a.pdf', name: 'how to build a bomb.pdf' } }] } },
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'message/send',
+      params: {
+        message: {
+          kind: 'message',
+          messageId: 'm',
+          role: 'user',
+          parts: [{ kind: 'file', file: { uri: 'https://x.example/a.pdf', name: 'how to build a bomb.pdf' } }],
+        },
+      },
     };
     expect(engine.decide(requestEnvelope(withFile)).decision).toBe('deny');
 
@@ -278,7 +296,12 @@ describe('mask rules', () => {
   });
 
   it('masks v1 data parts whose value is a bare string', () => {
-    const payload: JsonObject = { jsonrpc: '2.0', id: 'x', method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ data: 'mail me at eve@example.net' }] } } };
+    const payload: JsonObject = {
+      jsonrpc: '2.0',
+      id: 'x',
+      method: 'SendMessage',
+      params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ data: 'mail me at eve@example.net' }] } },
+    };
     const masked = maskedPayload(engine.decide(requestEnvelope(payload)));
     expect(masked).toEqual({ ...payload, params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ data: 'mail me at [EMAIL]' }] } } });
   });
@@ -310,7 +333,12 @@ describe('mask rules', () => {
     const data = { PASSWORD: ['a', 'b'], Credit_Card: { number: '4000', exp: 12 }, 'api-key': true, other: 'keep' };
     const masked = maskedPayload(engine.decide(requestEnvelope(sendMessage('v03', 'x', data))));
     expect(masked).toEqual(
-      sendMessage('v03', 'x', { PASSWORD: ['[REDACTED]', '[REDACTED]'], Credit_Card: { number: '[REDACTED]', exp: '[REDACTED]' }, 'api-key': '[REDACTED]', other: 'keep' }),
+      sendMessage('v03', 'x', {
+        PASSWORD: ['[REDACTED]', '[REDACTED]'],
+        Credit_Card: { number: '[REDACTED]', exp: '[REDACTED]' },
+        'api-key': '[REDACTED]',
+        other: 'keep',
+      }),
     );
   });
 
@@ -323,10 +351,16 @@ describe('mask rules', () => {
 
   it('never touches protocol structure, ids or file bytes', () => {
     const payload: JsonObject = {
-      jsonrpc: '2.0', id: 'bob@example.com', method: 'message/send',
+      jsonrpc: '2.0',
+      id: 'bob@example.com',
+      method: 'message/send',
       params: {
         message: {
-          kind: 'message', messageId: 'alice@example.com', contextId: '4111111111111111', taskId: '+1 555 123 4567', role: 'user',
+          kind: 'message',
+          messageId: 'alice@example.com',
+          contextId: '4111111111111111',
+          taskId: '+1 555 123 4567',
+          role: 'user',
           parts: [
             { kind: 'text', text: 'mail carol@example.com' },
             { kind: 'file', file: { bytes: 'NDExMSAxMTExIDExMTEgMTExMQ== 4111111111111111', mimeType: 'text/plain' } },
@@ -363,7 +397,9 @@ describe('mask rules', () => {
 
   it('answers allow when nothing needed masking', () => {
     expect(engine.decide(requestEnvelope(sendMessage('v03', 'nothing personal here, order #12345, 2024-01-15')))).toEqual({
-      decision: 'allow', message: 'Allowed by policy.', reasonCode: ['ALLOWED'],
+      decision: 'allow',
+      message: 'Allowed by policy.',
+      reasonCode: ['ALLOWED'],
     });
   });
 
@@ -400,7 +436,17 @@ describe('mask rules', () => {
 
 describe('detectors', () => {
   it('phone: international and separated national numbers only', () => {
-    const yes = ['+1 (555) 123-4567', '+44 20 7946 0958', '+33612345678', '(555) 123-4567', '555-123-4567', '555.123.4567', '01 23 45 67 89', '020 7946 0958', '07700 900123'];
+    const yes = [
+      '+1 (555) 123-4567',
+      '+44 20 7946 0958',
+      '+33612345678',
+      '(555) 123-4567',
+      '555-123-4567',
+      '555.123.4567',
+      '01 23 45 67 89',
+      '020 7946 0958',
+      '07700 900123',
+    ];
     for (const phone of yes) expect(applyDetector('phone', `call ${phone} now`)).toBe('call [PHONE] now');
     const no = ['order 1234567890', 'on 2024-01-15', 'at 12:30:45', 'v1.2.3', 'id 9229e770-767c-417b', 'total 1,234,567', 'pi 3.14159265', '+12'];
     for (const text of no) expect(applyDetector('phone', text)).toBe(text);
@@ -445,7 +491,9 @@ describe('peer rules', () => {
     const engine = engineFor({ peers: { block: ['Evil*', 'https://*.bad.example/*'] } });
     expect(engine.decide(requestEnvelope(send, { peer: { name: 'Evil Corp agent' } }))).toMatchObject({ decision: 'deny', reasonCode: ['PEER_BLOCKED'] });
     expect(engine.decide(requestEnvelope(send, { side: 'server', peer: { url: 'https://x.bad.example/a2a' } })).reasonCode).toEqual(['PEER_BLOCKED']);
-    expect(engine.decide(responseEnvelope('message/send', v03TaskResult('ok'), { side: 'client', peer: { name: 'evil twin' } })).reasonCode).toEqual(['PEER_BLOCKED']);
+    expect(engine.decide(responseEnvelope('message/send', v03TaskResult('ok'), { side: 'client', peer: { name: 'evil twin' } })).reasonCode).toEqual([
+      'PEER_BLOCKED',
+    ]);
     expect(engine.decide(requestEnvelope(send)).decision).toBe('allow');
   });
 
@@ -454,7 +502,8 @@ describe('peer rules', () => {
     expect(engine.decide(requestEnvelope(send)).decision).toBe('allow');
     expect(engine.decide(requestEnvelope(send, { peer: { name: 'Other', url: 'https://trusted.example/a2a' } })).decision).toBe('allow');
     expect(engine.decide(requestEnvelope(send, { peer: { name: 'Other', url: 'https://other.example' } }))).toMatchObject({
-      decision: 'deny', reasonCode: ['PEER_NOT_ALLOWED'],
+      decision: 'deny',
+      reasonCode: ['PEER_NOT_ALLOWED'],
     });
     // Unknown callers (no X-AOS-Agent-* headers) are refused once there is an allow list ...
     expect(engine.decide(requestEnvelope(send, { side: 'server', peer: { name: 'unknown', url: 'unknown' } })).reasonCode).toEqual(['PEER_UNKNOWN']);
@@ -464,7 +513,8 @@ describe('peer rules', () => {
     const unknownPeer = { side: 'server' as const, peer: { name: 'unknown', url: 'unknown' } };
     expect(engineFor({}).decide(requestEnvelope(send, unknownPeer)).decision).toBe('allow');
     expect(engineFor({ peers: { allowUnknown: false } }).decide(requestEnvelope(send, unknownPeer))).toMatchObject({
-      decision: 'deny', reasonCode: ['PEER_UNKNOWN'],
+      decision: 'deny',
+      reasonCode: ['PEER_UNKNOWN'],
     });
   });
 
@@ -477,15 +527,23 @@ describe('peer rules', () => {
     for (const name of ['Ｅｖｉｌ Ｃｏｒｐ', 'Evil\u200b Corp', ' Evil   Corp agent']) expect([name, decide({ name })]).toEqual([name, ['PEER_BLOCKED']]);
     expect(decide({ name: 'Good Corp', url: 'https://good.example/a2a' })).toEqual(['ALLOWED']);
     const allowList = engineFor({ peers: { allow: ['https://trusted.example/*'] } });
-    expect(allowList.decide(requestEnvelope(send, { side: 'server', peer: { name: 'ｕｎｋｎｏｗｎ', url: ' Unknown ' } })).reasonCode).toEqual(['PEER_UNKNOWN']);
+    expect(allowList.decide(requestEnvelope(send, { side: 'server', peer: { name: 'ｕｎｋｎｏｗｎ', url: ' Unknown ' } })).reasonCode).toEqual([
+      'PEER_UNKNOWN',
+    ]);
     expect(allowList.decide(requestEnvelope(send, { peer: { name: 'x', url: 'https://TRUSTED.example:443/a2a' } })).decision).toBe('allow');
   });
 
-  it('allow rules read only the verified id of a caller proven by a sidecar assertion (its name and URL are the signer\'s words)', () => {
+  it("allow rules read only the verified id of a caller proven by a sidecar assertion (its name and URL are the signer's words)", () => {
     const engine = engineFor({ peers: { allow: ['cooking-assistant', 'Cooking assistant', 'https://kitchen.example/*'] } });
     const caller = (id: string, source: string, over: { name?: string; url?: string } = {}) => ({
       side: 'server' as const,
-      peer: { id, name: 'Cooking assistant', url: 'https://kitchen.example/agents/cooking', ...over, metadata: { identity: { verified: true, source, subject: id } } },
+      peer: {
+        id,
+        name: 'Cooking assistant',
+        url: 'https://kitchen.example/agents/cooking',
+        ...over,
+        metadata: { identity: { verified: true, source, subject: id } },
+      },
     });
     // Another agent's bound key writing the allowed name and URL: not allowed.
     expect(engine.decide(requestEnvelope(send, caller('evil-bot', 'assertion'))).reasonCode).toEqual(['PEER_NOT_ALLOWED']);
@@ -495,7 +553,9 @@ describe('peer rules', () => {
     expect(engine.decide(requestEnvelope(send, caller('kitchen-svc', 'oidc'))).decision).toBe('allow');
     expect(engine.decide(requestEnvelope(send, caller('kitchen-svc', 'mtls'))).decision).toBe('allow');
     // Block rules still read every form of an assertion-verified caller.
-    expect(engineFor({ peers: { block: ['Cooking*'] } }).decide(requestEnvelope(send, caller('cooking-assistant', 'assertion'))).reasonCode).toEqual(['PEER_BLOCKED']);
+    expect(engineFor({ peers: { block: ['Cooking*'] } }).decide(requestEnvelope(send, caller('cooking-assistant', 'assertion'))).reasonCode).toEqual([
+      'PEER_BLOCKED',
+    ]);
   });
 
   it('checks the peer before content', () => {
@@ -507,11 +567,16 @@ describe('peer rules', () => {
 describe('push-notification URL rules', () => {
   const engine = engineFor({});
   const v03Set = (url: string): JsonObject => ({
-    jsonrpc: '2.0', id: 3, method: 'tasks/pushNotificationConfig/set',
+    jsonrpc: '2.0',
+    id: 3,
+    method: 'tasks/pushNotificationConfig/set',
     params: { taskId: 't-1', pushNotificationConfig: { url, token: 'tok' } },
   });
   const v1Set = (url: string): JsonObject => ({
-    jsonrpc: '2.0', id: 3, method: 'CreateTaskPushNotificationConfig', params: { taskId: 't-1', url, token: 'tok' },
+    jsonrpc: '2.0',
+    id: 3,
+    method: 'CreateTaskPushNotificationConfig',
+    params: { taskId: 't-1', url, token: 'tok' },
   });
   const v03SendWithPush = (url: string): JsonObject => {
     const p = sendMessage('v03', 'hi');
@@ -523,9 +588,16 @@ describe('push-notification URL rules', () => {
     (p['params'] as JsonObject)['configuration'] = { taskPushNotificationConfig: { url } };
     return p;
   };
-  const restV03Set = (url: string): JsonObject => ({ parent: 'tasks/t-1', config: { name: 'tasks/t-1/pushNotificationConfigs/c', pushNotificationConfig: { url } } });
+  const restV03Set = (url: string): JsonObject => ({
+    parent: 'tasks/t-1',
+    config: { name: 'tasks/t-1/pushNotificationConfigs/c', pushNotificationConfig: { url } },
+  });
   const builders: Array<[string, (url: string) => JsonObject]> = [
-    ['v0.3 set', v03Set], ['v1 set', v1Set], ['v0.3 send', v03SendWithPush], ['v1 send', v1SendWithPush], ['v0.3 REST set', restV03Set],
+    ['v0.3 set', v03Set],
+    ['v1 set', v1Set],
+    ['v0.3 send', v03SendWithPush],
+    ['v1 send', v1SendWithPush],
+    ['v0.3 REST set', restV03Set],
   ];
   const methodOf = (name: string): string => (name.includes('set') ? 'tasks/pushNotificationConfig/set' : 'message/send');
 
@@ -577,13 +649,20 @@ describe('push-notification URL rules', () => {
   });
 
   it('refuses a URL that is not a string', () => {
-    const payload: JsonObject = { jsonrpc: '2.0', id: 3, method: 'tasks/pushNotificationConfig/set', params: { taskId: 't', pushNotificationConfig: { url: 42 } } };
+    const payload: JsonObject = {
+      jsonrpc: '2.0',
+      id: 3,
+      method: 'tasks/pushNotificationConfig/set',
+      params: { taskId: 't', pushNotificationConfig: { url: 42 } },
+    };
     expect(engine.decide(requestEnvelope(payload)).reasonCode).toEqual(['PUSH_URL_INVALID']);
   });
 
   it('honours allowHttp, allowPrivate and allowHosts', () => {
     expect(engineFor({ pushNotifications: { allowHttp: true } }).decide(requestEnvelope(v03Set('http://hooks.example.com/cb'))).decision).toBe('allow');
-    expect(engineFor({ pushNotifications: { allowHttp: true } }).decide(requestEnvelope(v03Set('http://127.0.0.1/cb'))).reasonCode).toEqual(['PUSH_URL_PRIVATE']);
+    expect(engineFor({ pushNotifications: { allowHttp: true } }).decide(requestEnvelope(v03Set('http://127.0.0.1/cb'))).reasonCode).toEqual([
+      'PUSH_URL_PRIVATE',
+    ]);
     const lab = engineFor({ pushNotifications: { allowHttp: true, allowPrivate: true } });
     expect(lab.decide(requestEnvelope(v03Set('http://127.0.0.1:9999/cb'))).decision).toBe('allow');
     // Cloud metadata endpoints stay refused even when private targets are allowed.
@@ -607,7 +686,7 @@ describe('push-notification URL rules', () => {
     expect(engine.decide(asEnvelope(seeds.streamMessageClient)).decision).toBe('allow');
   });
 
-  describe('a push delivery (the relay\'s response hook) goes to its webhook under the same rules', () => {
+  describe("a push delivery (the relay's response hook) goes to its webhook under the same rules", () => {
     /** As the relay builds it: a message/stream response, the caller's side naming the webhook in metadata.pushDelivery. */
     const delivery = (webhook: unknown): Envelope => {
       const env = responseEnvelope('message/stream', v1StatusUpdateEvent('working on it'));

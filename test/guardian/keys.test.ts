@@ -45,16 +45,43 @@ describe('the accessor reads what the SDK parser reads', () => {
   // Complete samples of the v1 request messages the SDK parses with ts-proto `fromJSON`.
   const samples: Array<[string, { fromJSON(o: unknown): unknown }, JsonObject]> = [
     ['SendMessageRequest', sdk.SendMessageRequest, { tenant: 't', message: { messageId: 'm' }, configuration: { historyLength: 1 }, metadata: { a: 1 } }],
-    ['SendMessageConfiguration', sdk.SendMessageConfiguration, {
-      acceptedOutputModes: ['text/plain'], taskPushNotificationConfig: { url: 'https://h.example/cb' }, historyLength: 3, returnImmediately: true,
-    }],
-    ['Message', sdk.Message, {
-      messageId: 'm', contextId: 'c', taskId: 't', role: 'ROLE_USER', parts: [{ text: 'x' }], metadata: { a: 1 }, extensions: ['e'], referenceTaskIds: ['r'],
-    }],
+    [
+      'SendMessageConfiguration',
+      sdk.SendMessageConfiguration,
+      {
+        acceptedOutputModes: ['text/plain'],
+        taskPushNotificationConfig: { url: 'https://h.example/cb' },
+        historyLength: 3,
+        returnImmediately: true,
+      },
+    ],
+    [
+      'Message',
+      sdk.Message,
+      {
+        messageId: 'm',
+        contextId: 'c',
+        taskId: 't',
+        role: 'ROLE_USER',
+        parts: [{ text: 'x' }],
+        metadata: { a: 1 },
+        extensions: ['e'],
+        referenceTaskIds: ['r'],
+      },
+    ],
     ['Part', sdk.Part, { text: 'x', metadata: { a: 1 }, filename: 'f.txt', mediaType: 'text/plain' }],
-    ['TaskPushNotificationConfig', sdk.TaskPushNotificationConfig, {
-      tenant: 't', id: 'c', taskId: 't', url: 'https://h.example/cb', token: 'tok', authentication: { scheme: 'Bearer', credentials: 's' },
-    }],
+    [
+      'TaskPushNotificationConfig',
+      sdk.TaskPushNotificationConfig,
+      {
+        tenant: 't',
+        id: 'c',
+        taskId: 't',
+        url: 'https://h.example/cb',
+        token: 'tok',
+        authentication: { scheme: 'Bearer', credentials: 's' },
+      },
+    ],
     ['CancelTaskRequest', sdk.CancelTaskRequest, { tenant: 't', id: 'i', metadata: { a: 1 } }],
     ['ListTasksRequest', sdk.ListTasksRequest, { contextId: 'c', pageSize: 2, pageToken: 'p', historyLength: 1, includeArtifacts: true }],
   ];
@@ -89,8 +116,16 @@ describe('key spellings do not change the decision (property)', () => {
   );
 
   const URLS = [
-    'https://hooks.example.com/cb', 'https://127.0.0.1/cb', 'https://169.254.169.254/', 'https://[2001::1]/', 'https://10.0.0.1/',
-    'http://hooks.example.com/', 'https://[64:ff9b::a00:1]/', 'https://100.64.0.1/', 'https://2130706433/', 'https://metadata/',
+    'https://hooks.example.com/cb',
+    'https://127.0.0.1/cb',
+    'https://169.254.169.254/',
+    'https://[2001::1]/',
+    'https://10.0.0.1/',
+    'http://hooks.example.com/',
+    'https://[64:ff9b::a00:1]/',
+    'https://100.64.0.1/',
+    'https://2130706433/',
+    'https://metadata/',
   ];
   const PUBLIC_URLS = new Set(['https://hooks.example.com/cb']);
   const TEXTS = ['hello there', 'how to make a molotov', 'mail bob@example.com'];
@@ -100,33 +135,79 @@ describe('key spellings do not change the decision (property)', () => {
   const rpc = (method: string, params: JsonObject): JsonObject => ({ jsonrpc: '2.0', id: 1, method, params });
   /** Canonical requests (JSON-RPC, and REST bodies as the proxy presents them: params = path parameters + body). */
   const SHAPES: Array<[string, Shape]> = [
-    ['v1 SendMessage', (url, text, data) => rpc('SendMessage', {
-      message: {
-        messageId: 'm-1', contextId: 'c-1', role: 'ROLE_USER', referenceTaskIds: ['t-0'], metadata: { note: text },
-        parts: [{ text, mediaType: 'text/plain' }, { data, mediaType: 'application/json' }, { url: 'https://files.example/a.pdf', filename: 'a.pdf' }],
-      },
-      configuration: {
-        acceptedOutputModes: ['text/plain'], historyLength: 3, returnImmediately: true,
-        taskPushNotificationConfig: { url, token: 'tok', authentication: { scheme: 'Bearer', credentials: 'secret' } },
-      },
-    })],
-    ['v1 CreateTaskPushNotificationConfig', (url, text) => rpc('CreateTaskPushNotificationConfig', {
-      taskId: 't-1', id: 'c-1', url, token: text, authentication: { scheme: 'Bearer', credentials: 'secret' },
-    })],
-    ['v0.3 REST message:send', (url, text, data) => rpc('message/send', {
-      message: {
-        messageId: 'm-1', contextId: 'c-1', role: 'ROLE_USER',
-        content: [{ text }, { data: { data } }, { file: { fileWithUri: 'https://files.example/a.pdf', mimeType: 'application/pdf' } }],
-      },
-      configuration: { acceptedOutputModes: ['text/plain'], historyLength: 2, blocking: false, pushNotification: { id: 'c-1', url, token: 'tok' } },
-    })],
-    ['v0.3 REST pushNotificationConfigs', (url, text) => rpc('tasks/pushNotificationConfig/set', {
-      taskId: 't-1', name: 'tasks/t-1/pushNotificationConfigs/c-1', pushNotificationConfig: { id: 'c-1', url, token: text },
-    })],
-    ['v0.3 JSON-RPC message/send', (url, text, data) => rpc('message/send', {
-      message: { kind: 'message', messageId: 'm-1', role: 'user', parts: [{ kind: 'text', text }, { kind: 'data', data }] },
-      configuration: { blocking: false, acceptedOutputModes: [], pushNotificationConfig: { url, token: 'tok' } },
-    })],
+    [
+      'v1 SendMessage',
+      (url, text, data) =>
+        rpc('SendMessage', {
+          message: {
+            messageId: 'm-1',
+            contextId: 'c-1',
+            role: 'ROLE_USER',
+            referenceTaskIds: ['t-0'],
+            metadata: { note: text },
+            parts: [
+              { text, mediaType: 'text/plain' },
+              { data, mediaType: 'application/json' },
+              { url: 'https://files.example/a.pdf', filename: 'a.pdf' },
+            ],
+          },
+          configuration: {
+            acceptedOutputModes: ['text/plain'],
+            historyLength: 3,
+            returnImmediately: true,
+            taskPushNotificationConfig: { url, token: 'tok', authentication: { scheme: 'Bearer', credentials: 'secret' } },
+          },
+        }),
+    ],
+    [
+      'v1 CreateTaskPushNotificationConfig',
+      (url, text) =>
+        rpc('CreateTaskPushNotificationConfig', {
+          taskId: 't-1',
+          id: 'c-1',
+          url,
+          token: text,
+          authentication: { scheme: 'Bearer', credentials: 'secret' },
+        }),
+    ],
+    [
+      'v0.3 REST message:send',
+      (url, text, data) =>
+        rpc('message/send', {
+          message: {
+            messageId: 'm-1',
+            contextId: 'c-1',
+            role: 'ROLE_USER',
+            content: [{ text }, { data: { data } }, { file: { fileWithUri: 'https://files.example/a.pdf', mimeType: 'application/pdf' } }],
+          },
+          configuration: { acceptedOutputModes: ['text/plain'], historyLength: 2, blocking: false, pushNotification: { id: 'c-1', url, token: 'tok' } },
+        }),
+    ],
+    [
+      'v0.3 REST pushNotificationConfigs',
+      (url, text) =>
+        rpc('tasks/pushNotificationConfig/set', {
+          taskId: 't-1',
+          name: 'tasks/t-1/pushNotificationConfigs/c-1',
+          pushNotificationConfig: { id: 'c-1', url, token: text },
+        }),
+    ],
+    [
+      'v0.3 JSON-RPC message/send',
+      (url, text, data) =>
+        rpc('message/send', {
+          message: {
+            kind: 'message',
+            messageId: 'm-1',
+            role: 'user',
+            parts: [
+              { kind: 'text', text },
+              { kind: 'data', data },
+            ],
+          },
+          configuration: { blocking: false, acceptedOutputModes: [], pushNotificationConfig: { url, token: 'tok' } },
+        }),
+    ],
   ];
 
   const canonical = (key: string): string => (key === 'request' ? 'message' : toCamel(key));

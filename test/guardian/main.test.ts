@@ -19,7 +19,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 afterEach(() => jest.restoreAllMocks());
 
 describe('readGuardianConfig', () => {
-  it('has the documented defaults (the policy: the package\'s own, whatever the working directory)', () => {
+  it("has the documented defaults (the policy: the package's own, whatever the working directory)", () => {
     expect(readGuardianConfig({}, '/srv/app')).toEqual({
       config: { port: 7070, host: '0.0.0.0', policyFile: resolve(__dirname, '../../config/policy.json'), policyWatch: true, logLevel: 'info' },
       problems: [],
@@ -49,7 +49,15 @@ describe('readGuardianConfig', () => {
 describe('main', () => {
   it('exits 2 with one stderr line per policy problem', async () => {
     const policyFile = join(dir, 'bad.json');
-    writeFileSync(policyFile, JSON.stringify({ deny: [{ id: 'a', message: 'm', patterns: ['('] }, { id: 'b', message: 'm', patterns: ['['] }] }));
+    writeFileSync(
+      policyFile,
+      JSON.stringify({
+        deny: [
+          { id: 'a', message: 'm', patterns: ['('] },
+          { id: 'b', message: 'm', patterns: ['['] },
+        ],
+      }),
+    );
     const stderr: string[] = [];
     jest.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
       stderr.push(String(chunk));

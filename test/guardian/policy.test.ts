@@ -77,10 +77,7 @@ describe('loadPolicy', () => {
   });
 
   it('puts the file name and one line per problem in the error message', () => {
-    const path = writePolicy(
-      'many.json',
-      JSON.stringify({ deny: [{ id: 'a', message: 'm', patterns: ['('] }], mask: [{ id: 'b', detectors: ['dna'] }] }),
-    );
+    const path = writePolicy('many.json', JSON.stringify({ deny: [{ id: 'a', message: 'm', patterns: ['('] }], mask: [{ id: 'b', detectors: ['dna'] }] }));
     let message = '';
     try {
       loadPolicy(path);
@@ -102,9 +99,7 @@ describe('policy validation problems name the JSON path', () => {
   });
 
   it('pattern that matches the empty string', () => {
-    expect(problemsOf({ mask: [{ id: 'a', patterns: ['x*'] }] })).toEqual([
-      'mask[0].patterns[0]: pattern /x*/ matches the empty string',
-    ]);
+    expect(problemsOf({ mask: [{ id: 'a', patterns: ['x*'] }] })).toEqual(['mask[0].patterns[0]: pattern /x*/ matches the empty string']);
   });
 
   it('unknown detector', () => {
@@ -148,9 +143,7 @@ describe('policy validation problems name the JSON path', () => {
   });
 
   it('mask rule with nothing to mask', () => {
-    expect(problemsOf({ mask: [{ id: 'a', replacement: 'x' }] })).toEqual([
-      'mask[0]: needs at least one of "keys", "detectors", "patterns"',
-    ]);
+    expect(problemsOf({ mask: [{ id: 'a', replacement: 'x' }] })).toEqual(['mask[0]: needs at least one of "keys", "detectors", "patterns"']);
   });
 
   it('mask key that is protocol structure', () => {

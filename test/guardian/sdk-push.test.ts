@@ -79,50 +79,84 @@ const userMessage = (v03rest: boolean): JsonObject =>
     : { messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ text: 'hi' }] };
 
 const BINDINGS: Array<[string, Binding]> = [
-  ['v1 JSON-RPC SendMessage', (url, _t, spell) => {
-    const params = respell({ message: userMessage(false), configuration: { returnImmediately: true, taskPushNotificationConfig: { url } } }, spell);
-    return { path: '/a2a/jsonrpc', version: '1.0', body: rpc('SendMessage', params), payload: rpc('SendMessage', params), taskId: undefined };
-  }],
-  ['v1 JSON-RPC CreateTaskPushNotificationConfig', (url, taskId, spell) => {
-    const params = respell({ taskId, id: 'c-1', url, token: 'tok' }, spell);
-    const body = rpc('CreateTaskPushNotificationConfig', params);
-    return { path: '/a2a/jsonrpc', version: '1.0', body, payload: body, taskId };
-  }],
-  ['v1 REST message:send', (url, _t, spell) => {
-    const body = respell({ message: userMessage(false), configuration: { returnImmediately: true, taskPushNotificationConfig: { url } } }, spell);
-    return { path: '/a2a/rest/message:send', version: '1.0', body, payload: rpc('SendMessage', body), taskId: undefined };
-  }],
-  ['v1 REST pushNotificationConfigs', (url, taskId, spell) => {
-    const body = respell({ id: 'c-1', url, token: 'tok' }, spell) as JsonObject;
-    const payload = rpc('CreateTaskPushNotificationConfig', { taskId, ...body });
-    return { path: `/a2a/rest/tasks/${taskId}/pushNotificationConfigs`, version: '1.0', body, payload, taskId };
-  }],
-  ['v0.3 REST message:send', (url, _t, spell) => {
-    const body = respell({ message: userMessage(true), configuration: { blocking: false, pushNotification: { id: 'c-1', url } } }, spell);
-    return { path: '/a2a/rest/v1/message:send', version: '0.3', body, payload: rpc('message/send', body), taskId: undefined };
-  }],
-  ['v0.3 REST pushNotificationConfigs', (url, taskId, spell) => {
-    const body = respell({ name: `tasks/${taskId}/pushNotificationConfigs/c-1`, pushNotificationConfig: { id: 'c-1', url } }, spell) as JsonObject;
-    const payload = rpc('tasks/pushNotificationConfig/set', { taskId, ...body });
-    return { path: `/a2a/rest/v1/tasks/${taskId}/pushNotificationConfigs`, version: '0.3', body, payload, taskId };
-  }],
-  ['v0.3 JSON-RPC set', (url, taskId, spell) => {
-    const params = respell({ taskId, pushNotificationConfig: { id: 'c-1', url } }, spell);
-    const body = rpc('tasks/pushNotificationConfig/set', params);
-    return { path: '/a2a/jsonrpc', version: '0.3', body, payload: body, taskId };
-  }],
-  ['v0.3 JSON-RPC message/send', (url, _t, spell) => {
-    const message = { kind: 'message', messageId: `m-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text: 'hi' }] };
-    const params = respell({ message, configuration: { blocking: false, pushNotificationConfig: { url } } }, spell);
-    const body = rpc('message/send', params);
-    return { path: '/a2a/jsonrpc', version: '0.3', body, payload: body, taskId: undefined };
-  }],
+  [
+    'v1 JSON-RPC SendMessage',
+    (url, _t, spell) => {
+      const params = respell({ message: userMessage(false), configuration: { returnImmediately: true, taskPushNotificationConfig: { url } } }, spell);
+      return { path: '/a2a/jsonrpc', version: '1.0', body: rpc('SendMessage', params), payload: rpc('SendMessage', params), taskId: undefined };
+    },
+  ],
+  [
+    'v1 JSON-RPC CreateTaskPushNotificationConfig',
+    (url, taskId, spell) => {
+      const params = respell({ taskId, id: 'c-1', url, token: 'tok' }, spell);
+      const body = rpc('CreateTaskPushNotificationConfig', params);
+      return { path: '/a2a/jsonrpc', version: '1.0', body, payload: body, taskId };
+    },
+  ],
+  [
+    'v1 REST message:send',
+    (url, _t, spell) => {
+      const body = respell({ message: userMessage(false), configuration: { returnImmediately: true, taskPushNotificationConfig: { url } } }, spell);
+      return { path: '/a2a/rest/message:send', version: '1.0', body, payload: rpc('SendMessage', body), taskId: undefined };
+    },
+  ],
+  [
+    'v1 REST pushNotificationConfigs',
+    (url, taskId, spell) => {
+      const body = respell({ id: 'c-1', url, token: 'tok' }, spell) as JsonObject;
+      const payload = rpc('CreateTaskPushNotificationConfig', { taskId, ...body });
+      return { path: `/a2a/rest/tasks/${taskId}/pushNotificationConfigs`, version: '1.0', body, payload, taskId };
+    },
+  ],
+  [
+    'v0.3 REST message:send',
+    (url, _t, spell) => {
+      const body = respell({ message: userMessage(true), configuration: { blocking: false, pushNotification: { id: 'c-1', url } } }, spell);
+      return { path: '/a2a/rest/v1/message:send', version: '0.3', body, payload: rpc('message/send', body), taskId: undefined };
+    },
+  ],
+  [
+    'v0.3 REST pushNotificationConfigs',
+    (url, taskId, spell) => {
+      const body = respell({ name: `tasks/${taskId}/pushNotificationConfigs/c-1`, pushNotificationConfig: { id: 'c-1', url } }, spell) as JsonObject;
+      const payload = rpc('tasks/pushNotificationConfig/set', { taskId, ...body });
+      return { path: `/a2a/rest/v1/tasks/${taskId}/pushNotificationConfigs`, version: '0.3', body, payload, taskId };
+    },
+  ],
+  [
+    'v0.3 JSON-RPC set',
+    (url, taskId, spell) => {
+      const params = respell({ taskId, pushNotificationConfig: { id: 'c-1', url } }, spell);
+      const body = rpc('tasks/pushNotificationConfig/set', params);
+      return { path: '/a2a/jsonrpc', version: '0.3', body, payload: body, taskId };
+    },
+  ],
+  [
+    'v0.3 JSON-RPC message/send',
+    (url, _t, spell) => {
+      const message = { kind: 'message', messageId: `m-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text: 'hi' }] };
+      const params = respell({ message, configuration: { blocking: false, pushNotificationConfig: { url } } }, spell);
+      const body = rpc('message/send', params);
+      return { path: '/a2a/jsonrpc', version: '0.3', body, payload: body, taskId: undefined };
+    },
+  ],
 ];
 
 const URLS = [
-  'https://hooks.example.com/cb', 'https://127.0.0.1/cb', 'https://2130706433/cb', 'https://[::ffff:7f00:1]/cb', 'https://0x7f.1/cb',
-  'https://169.254.169.254/latest', 'https://[2001::1]/cb', 'https://[2002:a9fe:a9fe::1]/cb', 'https://100.64.0.1/cb',
-  'https://192.0.2.1/cb', 'https://metadata.google.internal./', 'https://LOCALHOST./cb', 'https://public.example@10.0.0.1/cb',
+  'https://hooks.example.com/cb',
+  'https://127.0.0.1/cb',
+  'https://2130706433/cb',
+  'https://[::ffff:7f00:1]/cb',
+  'https://0x7f.1/cb',
+  'https://169.254.169.254/latest',
+  'https://[2001::1]/cb',
+  'https://[2002:a9fe:a9fe::1]/cb',
+  'https://100.64.0.1/cb',
+  'https://192.0.2.1/cb',
+  'https://metadata.google.internal./',
+  'https://LOCALHOST./cb',
+  'https://public.example@10.0.0.1/cb',
 ];
 
 function taskIdOf(answer: Answer): string | undefined {
@@ -134,37 +168,32 @@ function taskIdOf(answer: Answer): string | undefined {
 it('the guardian denies every request that makes the SDK agent store a non-public webhook (property)', async () => {
   const acted = { total: 0, nonPublic: 0, snakeSpelled: 0 };
   await fc.assert(
-    fc.asyncProperty(
-      fc.nat({ max: BINDINGS.length - 1 }),
-      fc.constantFrom(...URLS),
-      fc.func(fc.boolean()),
-      async (b, host, snake) => {
-        const [, bind] = BINDINGS[b] as [string, Binding];
-        const url = `${host}${host.includes('?') ? '&' : '?'}case=${Math.random()}`;
-        const usedSnake: string[] = [];
-        const spell = (key: string): string => {
-          const s = toSnake(key);
-          if (s === key || !snake(key)) return key;
-          usedSnake.push(key);
-          return s;
-        };
-        const reg = bind(url, await newTask(), spell);
-        const answer = await post(reg.path, reg.body, reg.version);
-        const taskId = reg.taskId ?? taskIdOf(answer);
-        const stored = taskId === undefined ? [] : (await storedUrls(taskId)).filter((u) => u === url);
-        const result = engine.decide(requestEnvelope(reg.payload));
-        for (const u of stored) {
-          acted.total++;
-          if (classifyUrl(new URL(u)).class === 'public') continue;
-          acted.nonPublic++;
-          if (usedSnake.some((k) => /push|config/i.test(k))) acted.snakeSpelled++;
-          expect({ url: u, decision: result.decision }).toEqual({ url: u, decision: 'deny' });
-          expect(result.reasonCode?.[0]).toMatch(/^PUSH_URL_/);
-        }
-        // A public webhook in a well-formed request is allowed.
-        if (stored.length > 0 && classifyUrl(new URL(url)).class === 'public') expect(result.decision).toBe('allow');
-      },
-    ),
+    fc.asyncProperty(fc.nat({ max: BINDINGS.length - 1 }), fc.constantFrom(...URLS), fc.func(fc.boolean()), async (b, host, snake) => {
+      const [, bind] = BINDINGS[b] as [string, Binding];
+      const url = `${host}${host.includes('?') ? '&' : '?'}case=${Math.random()}`;
+      const usedSnake: string[] = [];
+      const spell = (key: string): string => {
+        const s = toSnake(key);
+        if (s === key || !snake(key)) return key;
+        usedSnake.push(key);
+        return s;
+      };
+      const reg = bind(url, await newTask(), spell);
+      const answer = await post(reg.path, reg.body, reg.version);
+      const taskId = reg.taskId ?? taskIdOf(answer);
+      const stored = taskId === undefined ? [] : (await storedUrls(taskId)).filter((u) => u === url);
+      const result = engine.decide(requestEnvelope(reg.payload));
+      for (const u of stored) {
+        acted.total++;
+        if (classifyUrl(new URL(u)).class === 'public') continue;
+        acted.nonPublic++;
+        if (usedSnake.some((k) => /push|config/i.test(k))) acted.snakeSpelled++;
+        expect({ url: u, decision: result.decision }).toEqual({ url: u, decision: 'deny' });
+        expect(result.reasonCode?.[0]).toMatch(/^PUSH_URL_/);
+      }
+      // A public webhook in a well-formed request is allowed.
+      if (stored.length > 0 && classifyUrl(new URL(url)).class === 'public') expect(result.decision).toBe('allow');
+    }),
     { numRuns: 250 },
   );
   // The run exercised what it claims: the agent acted on non-public webhooks, some spelled in snake_case.

@@ -31,7 +31,11 @@ afterAll(async () => {
   await new Promise<void>((done, fail) => server.close((err) => (err ? fail(err) : done())));
 });
 
-async function post(body: string, target = url, headers: Record<string, string> = {}): Promise<{ status: number; contentType: string | null; json: Record<string, unknown> }> {
+async function post(
+  body: string,
+  target = url,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; contentType: string | null; json: Record<string, unknown> }> {
   const res = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
   return { status: res.status, contentType: res.headers.get('content-type'), json: (await res.json()) as Record<string, unknown> };
 }
@@ -47,7 +51,9 @@ function withText(text: string): string {
 describe('guardian HTTP server', () => {
   it('answers ping', async () => {
     const before = Date.now();
-    const { status, contentType, json } = await post(JSON.stringify({ jsonrpc: '2.0', id: 'p-1', method: 'ping', params: { timestamp: new Date().toISOString() } }));
+    const { status, contentType, json } = await post(
+      JSON.stringify({ jsonrpc: '2.0', id: 'p-1', method: 'ping', params: { timestamp: new Date().toISOString() } }),
+    );
     expect(status).toBe(200);
     expect(contentType).toMatch(/^application\/json/);
     expect(PingAnswer.parse(json)).toMatchObject({ jsonrpc: '2.0', id: 'p-1', result: { status: 'connected', version: GUARDIAN_VERSION } });
@@ -81,7 +87,9 @@ describe('guardian HTTP server', () => {
     // The context keeps the full Agent exactly as sent (no keys dropped by validation).
     expect(modified.params.context).toEqual(seeds.sendMessageClient.params.context);
     expect(modified.params.payload).toMatchObject({
-      jsonrpc: '2.0', id: 1, method: 'message/send',
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'message/send',
       params: { message: { parts: [{ kind: 'text', text: 'I am [EMAIL], card [CARD]' }] } },
     });
   });
@@ -153,7 +161,13 @@ describe('guardian HTTP server', () => {
     await post(withText('secret plan: molotov at noon'));
     const decisions = logLines.filter((l) => l['msg'] === 'guardian decision');
     expect(decisions).toHaveLength(1);
-    expect(decisions[0]).toMatchObject({ method: 'message/send', side: 'client', phase: 'request', decision: 'deny', reasonCode: ['DENY_PATTERN:weapons', 'HARMFUL_CONTENT'] });
+    expect(decisions[0]).toMatchObject({
+      method: 'message/send',
+      side: 'client',
+      phase: 'request',
+      decision: 'deny',
+      reasonCode: ['DENY_PATTERN:weapons', 'HARMFUL_CONTENT'],
+    });
     expect(JSON.stringify(logLines)).not.toContain('molotov at noon');
   });
 

@@ -9,17 +9,24 @@ import { asEnvelope, requestEnvelope, responseEnvelope, sendMessage, v1TaskResul
 
 const EXT_A = 'https://example.com/ext/a';
 const EXT_B = 'https://example.com/ext/b';
-const engine = createEngine(parsePolicy({
-  serviceParameters: {
-    versions: ['1.0'],
-    extensions: [EXT_A],
-    peers: [{ match: ['Legacy partner'], versions: ['0.3', '1.0'], extensions: [EXT_A, EXT_B] }],
-  },
-} satisfies PolicyFile, 'test'));
+const engine = createEngine(
+  parsePolicy(
+    {
+      serviceParameters: {
+        versions: ['1.0'],
+        extensions: [EXT_A],
+        peers: [{ match: ['Legacy partner'], versions: ['0.3', '1.0'], extensions: [EXT_A, EXT_B] }],
+      },
+    } satisfies PolicyFile,
+    'test',
+  ),
+);
 
 /** A client-side request hook (the peer is the server agent the observed client calls), showing `sp`. */
 function withParameters(sp: unknown, peerName = 'Peer agent'): Envelope {
-  const env = requestEnvelope(sendMessage('v1', 'hello'), { side: 'client', peer: { name: peerName } }) as unknown as { params: { context: Record<string, unknown> } };
+  const env = requestEnvelope(sendMessage('v1', 'hello'), { side: 'client', peer: { name: peerName } }) as unknown as {
+    params: { context: Record<string, unknown> };
+  };
   if (sp !== undefined) env.params.context.serviceParameters = sp;
   return asEnvelope(env);
 }

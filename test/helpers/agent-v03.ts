@@ -46,10 +46,18 @@ export async function startAgentV03(opts: { wrapRequestHandler?: (handler: A2A03
   );
   const grpcAddress = `127.0.0.1:${port}`;
   const card: A2A03.AgentCard = {
-    name: 'Native v0.3 Agent', description: 'Echoes its input over v0.3 gRPC', version: '0.3.14', protocolVersion: '0.3.0',
-    url: grpcAddress, preferredTransport: 'GRPC', additionalInterfaces: [{ url: grpcAddress, transport: 'GRPC' }],
-    capabilities: { streaming: true, pushNotifications: true }, defaultInputModes: ['text'], defaultOutputModes: ['text'],
-    skills: [{ id: 'echo', name: 'echo', description: 'echo', tags: ['test'] }], supportsAuthenticatedExtendedCard: true,
+    name: 'Native v0.3 Agent',
+    description: 'Echoes its input over v0.3 gRPC',
+    version: '0.3.14',
+    protocolVersion: '0.3.0',
+    url: grpcAddress,
+    preferredTransport: 'GRPC',
+    additionalInterfaces: [{ url: grpcAddress, transport: 'GRPC' }],
+    capabilities: { streaming: true, pushNotifications: true },
+    defaultInputModes: ['text'],
+    defaultOutputModes: ['text'],
+    skills: [{ id: 'echo', name: 'echo', description: 'echo', tags: ['test'] }],
+    supportsAuthenticatedExtendedCard: true,
   };
 
   const cancels = new Map<string, () => void>();
@@ -58,9 +66,20 @@ export async function startAgentV03(opts: { wrapRequestHandler?: (handler: A2A03
     execute: async (ctx, bus) => {
       const { taskId, contextId, userMessage } = ctx;
       const text = userMessage.parts.map((p) => (p.kind === 'text' ? p.text : '')).join(' ');
-      const status = (state: A2A03.TaskState, final: boolean): A2A03.TaskStatusUpdateEvent => ({ kind: 'status-update', taskId, contextId, status: { state, timestamp: now() }, final });
+      const status = (state: A2A03.TaskState, final: boolean): A2A03.TaskStatusUpdateEvent => ({
+        kind: 'status-update',
+        taskId,
+        contextId,
+        status: { state, timestamp: now() },
+        final,
+      });
       const artifact = (t: string, append: boolean, lastChunk: boolean): A2A03.TaskArtifactUpdateEvent => ({
-        kind: 'artifact-update', taskId, contextId, append, lastChunk, artifact: { artifactId: 'echo-1', parts: [{ kind: 'text', text: t }] },
+        kind: 'artifact-update',
+        taskId,
+        contextId,
+        append,
+        lastChunk,
+        artifact: { artifactId: 'echo-1', parts: [{ kind: 'text', text: t }] },
       });
       bus.publish(ctx.task ?? { kind: 'task', id: taskId, contextId, status: { state: 'submitted', timestamp: now() }, history: [userMessage] });
       const n = /\bstream (\d+)/.exec(text);
@@ -81,7 +100,12 @@ export async function startAgentV03(opts: { wrapRequestHandler?: (handler: A2A03
     },
   };
   const requestHandler = new server03.DefaultRequestHandler(
-    card, new server03.InMemoryTaskStore(), executor, undefined, new server03.InMemoryPushNotificationStore(), { send: async () => undefined },
+    card,
+    new server03.InMemoryTaskStore(),
+    executor,
+    undefined,
+    new server03.InMemoryPushNotificationStore(),
+    { send: async () => undefined },
     { ...card, name: 'Native v0.3 Agent (extended)' },
   );
   // Before the gRPC service binds the handler's methods.
@@ -93,7 +117,9 @@ export async function startAgentV03(opts: { wrapRequestHandler?: (handler: A2A03
   const server = http.createServer(app);
   const origin = await listen(server);
   return {
-    origin, grpcAddress, card,
+    origin,
+    grpcAddress,
+    card,
     async close() {
       for (const wake of cancels.values()) wake();
       grpcServer.forceShutdown();
@@ -107,9 +133,12 @@ export async function makeClientV03(cardBaseUrl: string): Promise<{ client: Clie
   const client03 = require('a2a-sdk-03/client') as typeof A2A03Client;
   const grpc03 = require('a2a-sdk-03/client/grpc') as typeof A2A03GrpcClient;
   const card = await new client03.DefaultAgentCardResolver().resolve(cardBaseUrl);
-  const factory = new client03.ClientFactory(client03.ClientFactoryOptions.createFrom(client03.ClientFactoryOptions.default, {
-    transports: [new grpc03.GrpcTransportFactory()], preferredTransports: ['GRPC'],
-  }));
+  const factory = new client03.ClientFactory(
+    client03.ClientFactoryOptions.createFrom(client03.ClientFactoryOptions.default, {
+      transports: [new grpc03.GrpcTransportFactory()],
+      preferredTransports: ['GRPC'],
+    }),
+  );
   return { client: await factory.createFromAgentCard(card), grpcUrl: card.url };
 }
 
@@ -121,5 +150,9 @@ export function grpcTransportV03(address: string): A2A03GrpcClient.GrpcTransport
 
 /** A v0.3 user message. */
 export const userMsgV03 = (text: string, extra: Partial<MessageV03> = {}): MessageV03 => ({
-  kind: 'message', messageId: `m-${Math.random().toString(36).slice(2)}`, role: 'user', parts: [{ kind: 'text', text }], ...extra,
+  kind: 'message',
+  messageId: `m-${Math.random().toString(36).slice(2)}`,
+  role: 'user',
+  parts: [{ kind: 'text', text }],
+  ...extra,
 });

@@ -287,8 +287,7 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
       released.add(release[1] as string);
       wakeTask(release[1] as string);
     }
-    const publishStatus = (state: TaskStateT): void =>
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: status(state), metadata: undefined }));
+    const publishStatus = (state: TaskStateT): void => bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: status(state), metadata: undefined }));
     const publishArtifact = (text: string, append: boolean, lastChunk: boolean): void =>
       bus.publish(
         AgentEvent.artifactUpdate({
@@ -394,13 +393,24 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
     provider: opts.provider === null ? undefined : (opts.provider ?? { organization: 'Test Org', url: 'https://test-org.example' }),
     ...(opts.documentationUrl !== undefined ? { documentationUrl: opts.documentationUrl } : {}),
     signatures: [],
-    supportedInterfaces: sdkCompat.duplicateInterfacesForLegacy(
-      [
-        { url: `${pub}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
-        { url: `${pub}/a2a/rest`, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '1.0' },
-      ],
-      ['JSONRPC', 'HTTP+JSON'],
-    ).concat(grpcAddress === undefined ? [] : grpcVersions.map((protocolVersion) => ({ url: opts.advertiseGrpc ? opts.advertiseGrpc(grpcAddress as string) : (grpcAddress as string), protocolBinding: 'GRPC', tenant: '', protocolVersion })))
+    supportedInterfaces: sdkCompat
+      .duplicateInterfacesForLegacy(
+        [
+          { url: `${pub}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
+          { url: `${pub}/a2a/rest`, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '1.0' },
+        ],
+        ['JSONRPC', 'HTTP+JSON'],
+      )
+      .concat(
+        grpcAddress === undefined
+          ? []
+          : grpcVersions.map((protocolVersion) => ({
+              url: opts.advertiseGrpc ? opts.advertiseGrpc(grpcAddress as string) : (grpcAddress as string),
+              protocolBinding: 'GRPC',
+              tenant: '',
+              protocolVersion,
+            })),
+      )
       .concat(opts.extraInterfaces ?? []),
     capabilities: {
       streaming: opts.streaming ?? true,
@@ -412,15 +422,16 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
     securityRequirements: [],
     defaultInputModes: ['text'],
     defaultOutputModes: ['text'],
-    skills: [
-      { id: 'echo', name: 'echo', description: 'echo', tags: ['test'], examples: ['hello'], inputModes: [], outputModes: [], securityRequirements: [] },
-    ],
+    skills: [{ id: 'echo', name: 'echo', description: 'echo', tags: ['test'], examples: ['hello'], inputModes: [], outputModes: [], securityRequirements: [] }],
   };
 
   const pushStore = new InMemoryPushNotificationStore();
-  const sdkSender = opts.sdkPushSender === true
-    ? (require('@a2a-js/sdk/compat/v0_3/server') as typeof import('@a2a-js/sdk/compat/v0_3/server', { with: { 'resolution-mode': 'import' } })).createLegacyAwarePushNotificationSender(pushStore)
-    : undefined;
+  const sdkSender =
+    opts.sdkPushSender === true
+      ? (
+          require('@a2a-js/sdk/compat/v0_3/server') as typeof import('@a2a-js/sdk/compat/v0_3/server', { with: { 'resolution-mode': 'import' } })
+        ).createLegacyAwarePushNotificationSender(pushStore)
+      : undefined;
   const pushSender: A2AServer.PushNotificationSender = {
     send: async (streamResponse, ...rest) => {
       pushed.push(streamResponse);
@@ -435,15 +446,21 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
     pushStore,
     pushSender,
     opts.extendedCardFor !== undefined
-      ? async (context?: A2AServer.ServerCallContext) => (opts.extendedCardFor as NonNullable<AgentOptions['extendedCardFor']>)(context?.user?.isAuthenticated ? context.user.userName : undefined, card)
-      : opts.extendedAgentCard === true ? { ...card, name: `${card.name} (extended)` } : undefined,
+      ? async (context?: A2AServer.ServerCallContext) =>
+          (opts.extendedCardFor as NonNullable<AgentOptions['extendedCardFor']>)(context?.user?.isAuthenticated ? context.user.userName : undefined, card)
+      : opts.extendedAgentCard === true
+        ? { ...card, name: `${card.name} (extended)` }
+        : undefined,
     opts.signCards === undefined ? undefined : sdk.generateAgentCardSignature(opts.signCards.key, { alg: 'ES256', kid: opts.signCards.kid, typ: 'JOSE' }),
   );
   // Callers named by their bearer token's subject (for extendedCardFor); anonymous without one.
-  const userBuilder = opts.extendedCardFor === undefined ? UserBuilder.noAuthentication : async (req: express.Request) => {
-    const sub = bearerSubject(req.headers.authorization);
-    return sub === undefined ? new sdkServer.UnauthenticatedUser() : { isAuthenticated: true, userName: sub };
-  };
+  const userBuilder =
+    opts.extendedCardFor === undefined
+      ? UserBuilder.noAuthentication
+      : async (req: express.Request) => {
+          const sub = bearerSubject(req.headers.authorization);
+          return sub === undefined ? new sdkServer.UnauthenticatedUser() : { isAuthenticated: true, userName: sub };
+        };
   opts.wrapRequestHandler?.(requestHandler);
   const legacyCompat = { enabled: true };
   app.use(opts.cardPath ?? `/${sdk.AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler, legacyCompat }));
@@ -452,11 +469,18 @@ export async function startAgent(opts: AgentOptions = {}): Promise<TestAgent> {
   if (grpcServer !== undefined) {
     const sdkGrpc = require('@a2a-js/sdk/server/grpc') as typeof A2AGrpcServer;
     // Record calls the caller cancelled (RST_STREAM CANCEL reaches grpc-js as 'cancelled').
-    const recorded = <T extends object>(impl: T): T => Object.fromEntries(Object.entries(impl).map(([name, fn]) => [name, (call: GrpcJs.ServerUnaryCall<unknown, unknown>, ...rest: unknown[]) => {
-      call.on('cancelled', () => grpcCancelled.push(name));
-      return (fn as (...a: unknown[]) => unknown)(call, ...rest);
-    }])) as T;
-    if (grpcVersions.includes('1.0')) grpcServer.addService(sdkGrpc.A2AService, recorded(sdkGrpc.grpcService({ requestHandler, userBuilder: sdkGrpc.UserBuilder.noAuthentication })));
+    const recorded = <T extends object>(impl: T): T =>
+      Object.fromEntries(
+        Object.entries(impl).map(([name, fn]) => [
+          name,
+          (call: GrpcJs.ServerUnaryCall<unknown, unknown>, ...rest: unknown[]) => {
+            call.on('cancelled', () => grpcCancelled.push(name));
+            return (fn as (...a: unknown[]) => unknown)(call, ...rest);
+          },
+        ]),
+      ) as T;
+    if (grpcVersions.includes('1.0'))
+      grpcServer.addService(sdkGrpc.A2AService, recorded(sdkGrpc.grpcService({ requestHandler, userBuilder: sdkGrpc.UserBuilder.noAuthentication })));
     if (grpcVersions.includes('0.3')) {
       const legacy = require('@a2a-js/sdk/compat/v0_3/server/grpc') as typeof A2AGrpcServerV03;
       grpcServer.addService(legacy.LegacyA2AService, recorded(legacy.legacyGrpcService({ requestHandler, userBuilder: sdkGrpc.UserBuilder.noAuthentication })));
@@ -529,7 +553,12 @@ function bearerSubject(authorization: string | undefined): string | undefined {
   }
 }
 
-export async function makeClient(cardBaseUrl: string, binding: Binding, version: A2AVersion = '1.0', opts: { fetchImpl?: typeof fetch; cardPath?: string } = {}): Promise<Client> {
+export async function makeClient(
+  cardBaseUrl: string,
+  binding: Binding,
+  version: A2AVersion = '1.0',
+  opts: { fetchImpl?: typeof fetch; cardPath?: string } = {},
+): Promise<Client> {
   const { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } = sdkClient;
   // `fetchImpl`: e.g. a fetch over TLS with a test CA and client certificate, or one that adds a bearer token.
   const compat = { legacyCompat: { enabled: true }, ...(opts.fetchImpl === undefined ? {} : { fetchImpl: opts.fetchImpl }) };

@@ -10,12 +10,28 @@ import type { HookRun } from '../../src/proxy/hooks';
 import { unreadableAnswer } from '../../src/proxy/enforce';
 
 export const op = (m: string): Operation => operationForMethod(m) as Operation;
-const NO_SPAN = { traceId: undefined, spanId: undefined, hook: () => ({ headers: undefined, end: () => undefined }), upstream: () => ({ headers: undefined, end: () => undefined }), end: () => undefined };
+const NO_SPAN = {
+  traceId: undefined,
+  spanId: undefined,
+  hook: () => ({ headers: undefined, end: () => undefined }),
+  upstream: () => ({ headers: undefined, end: () => undefined }),
+  end: () => undefined,
+};
 
 export function exchange(method: string, owner = 'oidc:iss:A', codec: Codec = jsonRpcCodec): Exchange {
   return openExchange({
-    started: 0, codec, op: op(method), wireMethod: method, id: 1, shape: { v03: false, errorAsEvent: false }, caller: new Cancellation(),
-    identity: undefined, callerPeer: { name: 'A', url: 'http://a.test', version: '1' }, owner, span: NO_SPAN, remoteAddress: '127.0.0.1',
+    started: 0,
+    codec,
+    op: op(method),
+    wireMethod: method,
+    id: 1,
+    shape: { v03: false, errorAsEvent: false },
+    caller: new Cancellation(),
+    identity: undefined,
+    callerPeer: { name: 'A', url: 'http://a.test', version: '1' },
+    owner,
+    span: NO_SPAN,
+    remoteAddress: '127.0.0.1',
   });
 }
 
@@ -42,4 +58,3 @@ export function policy(failMode: 'closed' | 'open') {
   };
   return { unreadable, asked };
 }
-

@@ -9,7 +9,12 @@ import type { ClassifyOptions, Classified } from '../../src/a2a/classify';
 import { endpointsFromCard } from '../../src/a2a/endpoints';
 import { errorCode, jsonRpcErrorObject, restErrorObject, restHttpStatus, type ProxyErrorKind } from '../../src/core/errors';
 
-interface SdkInterface { url: string; protocolBinding: string; tenant: string; protocolVersion: string }
+interface SdkInterface {
+  url: string;
+  protocolBinding: string;
+  tenant: string;
+  protocolVersion: string;
+}
 // The SDK's own helper builds the interface list, so the fixture follows what the agent advertises.
 const { duplicateInterfacesForLegacy } = require('@a2a-js/sdk/compat/v0_3') as {
   duplicateInterfacesForLegacy: (i: SdkInterface[], bindings: string[]) => SdkInterface[];
@@ -42,8 +47,11 @@ export function sdkCard(origin = AGENT_ORIGIN): CardJson {
   const legacy = all.filter((i) => i.protocolVersion === '0.3');
   const [primary, ...more] = legacy;
   return {
-    name: 'Echo Agent', version: '1.2.3', protocolVersion: '0.3',
-    url: primary?.url, preferredTransport: primary?.protocolBinding,
+    name: 'Echo Agent',
+    version: '1.2.3',
+    protocolVersion: '0.3',
+    url: primary?.url,
+    preferredTransport: primary?.protocolBinding,
     additionalInterfaces: more.map((i) => ({ url: i.url, transport: i.protocolBinding })),
     supportedInterfaces: all,
   };
@@ -117,7 +125,8 @@ export function expectRefusal(c: Classified, kind: ProxyErrorKind, binding?: 'js
 export type A2ACall = Extract<Classified, { kind: 'a2a' }>;
 
 export function expectA2a(c: Classified, aosMethod: string, binding: 'jsonrpc' | 'rest' = 'jsonrpc'): A2ACall {
-  if (c.kind !== 'a2a') throw new Error(`expected an A2A call, got ${JSON.stringify(c.kind === 'reject' ? { kind: c.error.kind, message: c.error.message } : c)}`);
+  if (c.kind !== 'a2a')
+    throw new Error(`expected an A2A call, got ${JSON.stringify(c.kind === 'reject' ? { kind: c.error.kind, message: c.error.message } : c)}`);
   expect(c.binding).toBe(binding);
   expect(c.op.aosMethod).toBe(aosMethod);
   return c;
@@ -126,7 +135,8 @@ export function expectA2a(c: Classified, aosMethod: string, binding: 'jsonrpc' |
 export type Forwarded = Extract<Classified, { kind: 'other' }>;
 
 export function expectForwarded(c: Classified, why: 'passthrough' | 'non-a2a'): Forwarded {
-  if (c.kind !== 'other') throw new Error(`expected a forwarded request, got ${JSON.stringify(c.kind === 'reject' ? { kind: c.error.kind, message: c.error.message } : c.kind)}`);
+  if (c.kind !== 'other')
+    throw new Error(`expected a forwarded request, got ${JSON.stringify(c.kind === 'reject' ? { kind: c.error.kind, message: c.error.message } : c.kind)}`);
   expect(c.why).toBe(why);
   return c;
 }

@@ -20,18 +20,31 @@ export const sdkGrpcErrors: typeof A2AErrorsGrpc = require('@a2a-js/sdk/errors/g
  */
 export async function makeGrpcClient(
   cardBaseUrl: string,
-  opts: { fetchImpl?: typeof fetch; credentials?: GrpcJs.ChannelCredentials; legacy?: boolean; /** with `legacy`: use the card's v0.3 GRPC interface even when it names a 1.0 one */ only03?: boolean } = {},
+  opts: {
+    fetchImpl?: typeof fetch;
+    credentials?: GrpcJs.ChannelCredentials;
+    legacy?: boolean;
+    /** with `legacy`: use the card's v0.3 GRPC interface even when it names a 1.0 one */ only03?: boolean;
+  } = {},
 ): Promise<{ client: Client; card: AgentCard; grpcUrl: string | undefined }> {
   const { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver } = sdkClient;
   const legacyCompat = opts.legacy === true ? { legacyCompat: { enabled: true } } : {};
-  const card = await new DefaultAgentCardResolver({ ...(opts.fetchImpl === undefined ? {} : { fetchImpl: opts.fetchImpl }), ...legacyCompat }).resolve(cardBaseUrl);
+  const card = await new DefaultAgentCardResolver({ ...(opts.fetchImpl === undefined ? {} : { fetchImpl: opts.fetchImpl }), ...legacyCompat }).resolve(
+    cardBaseUrl,
+  );
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
       preferredTransports: ['GRPC'],
-      transports: [new sdkGrpcClient.GrpcTransportFactory({ ...(opts.credentials === undefined ? {} : { grpcChannelCredentials: opts.credentials }), ...legacyCompat })],
+      transports: [
+        new sdkGrpcClient.GrpcTransportFactory({ ...(opts.credentials === undefined ? {} : { grpcChannelCredentials: opts.credentials }), ...legacyCompat }),
+      ],
     }),
   );
-  const client = await factory.createFromAgentCard(opts.only03 === true ? { ...card, supportedInterfaces: card.supportedInterfaces.filter((i) => i.protocolBinding !== 'GRPC' || i.protocolVersion === '0.3') } : card);
+  const client = await factory.createFromAgentCard(
+    opts.only03 === true
+      ? { ...card, supportedInterfaces: card.supportedInterfaces.filter((i) => i.protocolBinding !== 'GRPC' || i.protocolVersion === '0.3') }
+      : card,
+  );
   const grpc = card.supportedInterfaces.filter((i) => i.protocolBinding === 'GRPC');
   return { client, card, grpcUrl: (grpc.find((i) => i.protocolVersion === (opts.legacy === true ? '0.3' : '1.0')) ?? grpc[0])?.url };
 }
@@ -72,15 +85,21 @@ export function rawGrpc(address: string, path: string, body: Buffer, headers: ht
       const statusText = trailers['grpc-status'] ?? answer['grpc-status'];
       const bin = (trailers['grpc-status-details-bin'] ?? answer['grpc-status-details-bin']) as string | undefined;
       const decoded = bin === undefined ? undefined : sdkGrpcErrors.decodeStatus(Buffer.from(bin, 'base64'));
-      const details = (decoded?.details ?? []).filter((d) => d.typeUrl.endsWith('google.rpc.ErrorInfo')).map((d) => {
-        const info = sdkGrpcErrors.decodeErrorInfo(Buffer.from(d.value));
-        return { reason: info.reason, domain: info.domain, metadata: { ...info.metadata } };
-      });
+      const details = (decoded?.details ?? [])
+        .filter((d) => d.typeUrl.endsWith('google.rpc.ErrorInfo'))
+        .map((d) => {
+          const info = sdkGrpcErrors.decodeErrorInfo(Buffer.from(d.value));
+          return { reason: info.reason, domain: info.domain, metadata: { ...info.metadata } };
+        });
       const msg = (trailers['grpc-message'] ?? answer['grpc-message']) as string | undefined;
       resolve({
-        httpStatus: answer[':status'] as number | undefined, headers: answer, trailers,
+        httpStatus: answer[':status'] as number | undefined,
+        headers: answer,
+        trailers,
         grpcStatus: statusText === undefined ? undefined : Number(statusText),
-        grpcMessage: msg === undefined ? undefined : decodeURIComponent(msg), details, body: Buffer.concat(chunks),
+        grpcMessage: msg === undefined ? undefined : decodeURIComponent(msg),
+        details,
+        body: Buffer.concat(chunks),
       });
     });
     const step = Math.max(1, Math.ceil(body.length / split));

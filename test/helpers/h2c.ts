@@ -43,7 +43,12 @@ export interface H2cResult {
 }
 
 /** Upgrade to h2c at `path` on 127.0.0.1:`port`; when switched, send `request` over HTTP/2 on that connection. */
-export function h2cUpgrade(port: number, path: string, request: { path: string; body: string; headers?: Record<string, string> }, timeoutMs = 5_000): Promise<H2cResult> {
+export function h2cUpgrade(
+  port: number,
+  path: string,
+  request: { path: string; body: string; headers?: Record<string, string> },
+  timeoutMs = 5_000,
+): Promise<H2cResult> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1', () => {
       // An empty SETTINGS payload, base64url: the HTTP2-Settings header is required.

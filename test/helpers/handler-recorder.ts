@@ -88,7 +88,8 @@ export function handlerRecorder(): HandlerRecorder {
           params: jsonSafe(args[0]),
           live: args[0],
           // The JSON-RPC transport puts params.tenant into the context unchecked: keep a non-string one visible.
-          contextTenant: ctx?.tenant === undefined || ctx.tenant === null ? undefined : typeof ctx.tenant === 'string' ? ctx.tenant : JSON.stringify(ctx.tenant),
+          contextTenant:
+            ctx?.tenant === undefined || ctx.tenant === null ? undefined : typeof ctx.tenant === 'string' ? ctx.tenant : JSON.stringify(ctx.tenant),
           requestedVersion: typeof ctx?.requestedVersion === 'string' ? ctx.requestedVersion : undefined,
           requestedExtensions: Array.isArray(ctx?.requestedExtensions) ? [...(ctx.requestedExtensions as string[])] : undefined,
           headers: headersOf(ctx),

@@ -19,14 +19,7 @@ import {
 } from './agent';
 import { deadGuardianUrl, GUARDIAN_VERSION, startGuardian, textIn, type TestGuardian } from './guardian';
 import { closeServer, listen, waitFor } from './net';
-import {
-  SCHEMA_PATCHES,
-  seedAosPayloads,
-  validateAgent,
-  validateAosRequest,
-  validatePingResponse,
-  validateSuccessResponse,
-} from './schema';
+import { SCHEMA_PATCHES, seedAosPayloads, validateAgent, validateAosRequest, validatePingResponse, validateSuccessResponse } from './schema';
 import http from 'node:http';
 
 const COMBOS: Array<[Binding, A2AVersion]> = [
@@ -39,7 +32,12 @@ const COMBOS: Array<[Binding, A2AVersion]> = [
 describe('agent helper (direct client -> agent)', () => {
   let agent: TestAgent;
   beforeAll(async () => {
-    agent = await startAgent({ name: 'Harness Agent', version: '9.9.9', description: 'harness', provider: { organization: 'Acme', url: 'https://acme.example' } });
+    agent = await startAgent({
+      name: 'Harness Agent',
+      version: '9.9.9',
+      description: 'harness',
+      provider: { organization: 'Acme', url: 'https://acme.example' },
+    });
   });
   afterAll(async () => {
     await agent.close();
@@ -49,7 +47,12 @@ describe('agent helper (direct client -> agent)', () => {
   test('card carries identity, and URLs for both bindings and versions', async () => {
     const v1 = await rawRpc(`${agent.origin}/.well-known/agent-card.json`, undefined, { 'a2a-version': '1.0' }, { method: 'GET' });
     expect(v1.status).toBe(200);
-    expect(v1.json).toMatchObject({ name: 'Harness Agent', version: '9.9.9', description: 'harness', provider: { organization: 'Acme', url: 'https://acme.example' } });
+    expect(v1.json).toMatchObject({
+      name: 'Harness Agent',
+      version: '9.9.9',
+      description: 'harness',
+      provider: { organization: 'Acme', url: 'https://acme.example' },
+    });
     const urls = (v1.json.supportedInterfaces as Array<{ url: string; protocolBinding: string; protocolVersion: string }>).map(
       (i) => `${i.protocolBinding} ${i.protocolVersion} ${i.url}`,
     );
@@ -63,10 +66,7 @@ describe('agent helper (direct client -> agent)', () => {
     );
     const legacy = await rawRpc(`${agent.origin}/.well-known/agent-card.json`, undefined, {}, { method: 'GET' });
     expect(legacy.json).toMatchObject({ name: 'Harness Agent', url: `${agent.origin}/a2a/jsonrpc`, protocolVersion: '0.3' });
-    expect(agent.received.map((r) => r.method + ' ' + r.path)).toEqual([
-      'GET /.well-known/agent-card.json',
-      'GET /.well-known/agent-card.json',
-    ]);
+    expect(agent.received.map((r) => r.method + ' ' + r.path)).toEqual(['GET /.well-known/agent-card.json', 'GET /.well-known/agent-card.json']);
   });
 
   test('advertise rewrites the card origin', async () => {
@@ -181,7 +181,10 @@ describe('agent helper (direct client -> agent)', () => {
       jsonrpc: '2.0',
       id: 'a1',
       method: 'message/send',
-      params: { message: { kind: 'message', messageId: 'm1', role: 'user', parts: [{ kind: 'text', text: 'wait-for-cancel' }] }, configuration: { blocking: false } },
+      params: {
+        message: { kind: 'message', messageId: 'm1', role: 'user', parts: [{ kind: 'text', text: 'wait-for-cancel' }] },
+        configuration: { blocking: false },
+      },
     });
     expect(send.status).toBe(200);
     expect(send.json).toMatchObject({ jsonrpc: '2.0', id: 'a1', result: { kind: 'task' } });
@@ -246,7 +249,12 @@ describe('agent close() with work in flight', () => {
     );
     const raw = await openSse(
       a.jsonRpcUrl,
-      { jsonrpc: '2.0', id: 9, method: 'SendStreamingMessage', params: { message: { messageId: 'w', role: 'ROLE_USER', parts: [{ text: 'wait-for-cancel' }] } } },
+      {
+        jsonrpc: '2.0',
+        id: 9,
+        method: 'SendStreamingMessage',
+        params: { message: { messageId: 'w', role: 'ROLE_USER', parts: [{ text: 'wait-for-cancel' }] } },
+      },
       { 'a2a-version': '1.0' },
     );
     expect(raw.status).toBe(200);
@@ -258,15 +266,31 @@ describe('agent close() with work in flight', () => {
     expect(Date.now() - t0).toBeLessThan(1500);
     await expect(blocking).resolves.toMatch(/resolved|rejected/);
     // Both streams must finish (normal end or "terminated"), not hang.
-    const drain = async (f: () => Promise<unknown>): Promise<string> => f().then(() => 'ended', () => 'errored');
-    expect(await drain(async () => { for (;;) if ((await it.next()).done) return; })).toMatch(/ended|errored/);
-    expect(await drain(async () => { for await (const _ of raw.events) void _; })).toMatch(/ended|errored/);
+    const drain = async (f: () => Promise<unknown>): Promise<string> =>
+      f().then(
+        () => 'ended',
+        () => 'errored',
+      );
+    expect(
+      await drain(async () => {
+        for (;;) if ((await it.next()).done) return;
+      }),
+    ).toMatch(/ended|errored/);
+    expect(
+      await drain(async () => {
+        for await (const _ of raw.events) void _;
+      }),
+    ).toMatch(/ended|errored/);
   });
 
   test('openSse yields events incrementally and abort() disconnects', async () => {
     const a = await startAgent({ stepMs: 20 });
     try {
-      const s = await openSse(`${a.restUrl}/message:stream`, { message: { messageId: 'x', role: 'ROLE_USER', parts: [{ text: 'wait-for-cancel' }] } }, { 'a2a-version': '1.0' });
+      const s = await openSse(
+        `${a.restUrl}/message:stream`,
+        { message: { messageId: 'x', role: 'ROLE_USER', parts: [{ text: 'wait-for-cancel' }] } },
+        { 'a2a-version': '1.0' },
+      );
       expect(s.contentType).toMatch(/^text\/event-stream/);
       const got: string[] = [];
       for await (const e of s.events) {
@@ -316,7 +340,11 @@ describe('guardian helper', () => {
   });
 
   test('deny and modify', async () => {
-    g.script((e) => (textIn(e).includes('secret') ? { decision: 'deny', reasonCode: ['LEAK'], reasoning: 'r' } : { decision: 'modify', modifiedPayload: { ...e.params.payload, id: 1 } }));
+    g.script((e) =>
+      textIn(e).includes('secret')
+        ? { decision: 'deny', reasonCode: ['LEAK'], reasoning: 'r' }
+        : { decision: 'modify', modifiedPayload: { ...e.params.payload, id: 1 } },
+    );
     const d = await rawRpc(g.url, env('e-2', 'my secret'));
     expect(d.json.result).toMatchObject({ decision: 'deny', reasonCode: ['LEAK'], reasoning: 'r' });
     expect(validateSuccessResponse(d.json)).toEqual([]);
@@ -438,7 +466,15 @@ describe('schema helper', () => {
 
   test('a proxy-style envelope with a full Agent validates (raw schema oneOf would reject it)', () => {
     const partial = { url: 'http://peer', name: 'peer', version: 'unknown' };
-    for (const m of ['message/send', 'message/stream', 'tasks/cancel', 'tasks/resubscribe', 'tasks/get', 'tasks/pushNotificationConfig/set', 'tasks/pushNotificationConfig/get']) {
+    for (const m of [
+      'message/send',
+      'message/stream',
+      'tasks/cancel',
+      'tasks/resubscribe',
+      'tasks/get',
+      'tasks/pushNotificationConfig/set',
+      'tasks/pushNotificationConfig/get',
+    ]) {
       expect(validateAosRequest(envelope(m, partial, fullAgent), m)).toEqual([]);
       expect(validateAosRequest(envelope(m, partial, fullAgent), m, { fullSide: 'to' })).toEqual([]);
       expect(validateAosRequest(envelope(m, fullAgent, partial), m, { fullSide: 'from' })).toEqual([]);

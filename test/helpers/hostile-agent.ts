@@ -22,7 +22,13 @@ export interface Req {
 export type Script = (r: Req) => Buffer | Promise<Buffer>;
 
 export /** A raw HTTP/1.1 answer: header lines as given (duplicates kept), then the body framed as asked. */
-function answer(status: number, headers: readonly (readonly [string, string])[], body: Buffer | string, framing: 'length' | 'chunked' | 'none' = 'length', reason = 'X'): Buffer {
+function answer(
+  status: number,
+  headers: readonly (readonly [string, string])[],
+  body: Buffer | string,
+  framing: 'length' | 'chunked' | 'none' = 'length',
+  reason = 'X',
+): Buffer {
   const b = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
   let head = `HTTP/1.1 ${status} ${reason}\r\n`;
   for (const [k, v] of headers) head += `${k}: ${v}\r\n`;
@@ -67,7 +73,14 @@ export interface HostileAgent {
 /** Start the hostile agent before the file's tests and close it after them. */
 export function useHostileAgent(): HostileAgent {
   let remote: net.Server | undefined;
-  const state = { script: undefined as Script | undefined, publicCard: undefined as string | undefined, received: [] as Req[], origin: '', hostPort: '', cardText: '' };
+  const state = {
+    script: undefined as Script | undefined,
+    publicCard: undefined as string | undefined,
+    received: [] as Req[],
+    origin: '',
+    hostPort: '',
+    cardText: '',
+  };
   beforeAll(async () => {
     const real = await startAgent({ extendedAgentCard: true });
     const realCard = await (await fetch(`${real.origin}/.well-known/agent-card.json`)).text();
@@ -89,7 +102,11 @@ export function useHostileAgent(): HostileAgent {
         }
         state.received.push(req);
         const out = state.script === undefined ? answer(500, [], '') : state.script(req);
-        if (out instanceof Promise) void out.then((b) => sock.end(b), () => sock.destroy());
+        if (out instanceof Promise)
+          void out.then(
+            (b) => sock.end(b),
+            () => sock.destroy(),
+          );
         else sock.end(out);
       });
     });
@@ -110,11 +127,23 @@ export function useHostileAgent(): HostileAgent {
  * `headers` (another caller's identity), reach the hostile agent? (That caller joined the conversation.)
  * The agent answers it with a plain message naming no task.
  */
-export async function messageReaches(hostile: HostileAgent, proxyUrl: string, headers: Record<string, string>, params: unknown, context: string): Promise<boolean> {
+export async function messageReaches(
+  hostile: HostileAgent,
+  proxyUrl: string,
+  headers: Record<string, string>,
+  params: unknown,
+  context: string,
+): Promise<boolean> {
   hostile.received.length = 0;
-  hostile.script = (r) => answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { message: { messageId: 'b', role: 'ROLE_AGENT', parts: [{ text: 'welcome B' }] } } }));
+  hostile.script = (r) =>
+    answer(
+      200,
+      [['content-type', 'application/json']],
+      JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { message: { messageId: 'b', role: 'ROLE_AGENT', parts: [{ text: 'welcome B' }] } } }),
+    );
   await fetch(`${proxyUrl}/a2a/jsonrpc`, {
-    method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...headers },
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...headers },
     body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'SendMessage', params }),
   }).then((r) => r.text());
   return hostile.received.some((r) => r.text.includes(context));

@@ -46,11 +46,12 @@ export async function startIdentities(): Promise<TestIdentities> {
   const headersAs = (c: Caller) => ({ authorization: `Bearer ${tokens[c]}` });
   return {
     env: { IDENTITY_POLICY: 'required', OIDC_ISSUER: issuer.url, OIDC_AUDIENCE: AUDIENCE, OIDC_JWKS_URL: issuer.jwksUrl },
-    fetchAs: (c) => ((input: string | URL | Request, init?: RequestInit) => {
-      const headers = new Headers(init?.headers);
-      headers.set('authorization', `Bearer ${tokens[c]}`);
-      return fetch(input, { ...init, headers });
-    }) as typeof fetch,
+    fetchAs: (c) =>
+      ((input: string | URL | Request, init?: RequestInit) => {
+        const headers = new Headers(init?.headers);
+        headers.set('authorization', `Bearer ${tokens[c]}`);
+        return fetch(input, { ...init, headers });
+      }) as typeof fetch,
     headersAs,
     ownerOf: (c) => `oidc:${issuer.url.replace(/%/g, '%25').replace(/:/g, '%3A')}:${SUBJECTS[c]}`,
     close: () => issuer.close(),
@@ -68,7 +69,10 @@ export interface TlsIdentities {
 export async function startTlsIdentities(connections: number): Promise<TlsIdentities> {
   const pki = await createPki('ownership test CA');
   const server = await pki.issue({ cn: 'proxy', server: true });
-  const certs = { A: await pki.issue({ cn: 'agent-a', spiffe: 'spiffe://ownership.test/agent-a' }), B: await pki.issue({ cn: 'agent-b', spiffe: 'spiffe://ownership.test/agent-b' }) };
+  const certs = {
+    A: await pki.issue({ cn: 'agent-a', spiffe: 'spiffe://ownership.test/agent-a' }),
+    B: await pki.issue({ cn: 'agent-b', spiffe: 'spiffe://ownership.test/agent-b' }),
+  };
   const dispatchers = {
     A: new Agent({ connections, connect: { ca: pki.caCert, cert: certs.A.cert, key: certs.A.key } }),
     B: new Agent({ connections, connect: { ca: pki.caCert, cert: certs.B.cert, key: certs.B.key } }),
@@ -98,7 +102,10 @@ export async function startOwnershipStack(agentOptions: AgentOptions = {}): Prom
   const ids = await startIdentities();
   const proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', ...ids.env });
   return {
-    agent, guardian, ids, proxy,
+    agent,
+    guardian,
+    ids,
+    proxy,
     async close() {
       await proxy.close();
       await agent.close();

@@ -55,7 +55,8 @@ export function payloadProblems(acted: readonly unknown[], approved: readonly un
   for (const payload of acted) {
     const r = approvedReading(payload);
     if (r === undefined) continue; // not an A2A operation: the agent refuses it itself
-    const facts: HandlerFacts = r.kind === 'facts' ? { ...r.facts, paramsTenant: '' } : { op: r.op, tenant: '', paramsTenant: '', fields: { ambiguous: r.why } };
+    const facts: HandlerFacts =
+      r.kind === 'facts' ? { ...r.facts, paramsTenant: '' } : { op: r.op, tenant: '', paramsTenant: '', fields: { ambiguous: r.why } };
     const at = readings.findIndex((a) => differences(facts, a).length === 0);
     if (at < 0) problems.push(`the handler acted on ${JSON.stringify(payload).slice(0, 240)}, which no approval matches`);
     else readings.splice(at, 1);
@@ -90,7 +91,10 @@ function legacyExecutor(isClosed: () => boolean) {
     async cancelTask(taskId: string): Promise<void> {
       cancelled.add(taskId);
     },
-    async execute(ctx: { taskId: string; contextId: string; userMessage: Obj; task?: Obj }, bus: { publish(e: unknown): void; finished(): void }): Promise<void> {
+    async execute(
+      ctx: { taskId: string; contextId: string; userMessage: Obj; task?: Obj },
+      bus: { publish(e: unknown): void; finished(): void },
+    ): Promise<void> {
       const { taskId, contextId, userMessage, task } = ctx;
       const input = (userMessage['parts'] as Obj[]).map((p) => (p['kind'] === 'text' ? String(p['text']) : '')).join(' ');
       if (input.includes('reply')) {
@@ -106,7 +110,13 @@ function legacyExecutor(isClosed: () => boolean) {
       if (cancelled.has(taskId)) {
         bus.publish({ kind: 'status-update', taskId, contextId, status: { state: 'canceled', timestamp: now() }, final: true });
       } else {
-        bus.publish({ kind: 'artifact-update', taskId, contextId, artifact: { artifactId: 'echo-1', name: 'echo', parts: [{ kind: 'text', text: `echo: ${input}` }] }, lastChunk: true });
+        bus.publish({
+          kind: 'artifact-update',
+          taskId,
+          contextId,
+          artifact: { artifactId: 'echo-1', name: 'echo', parts: [{ kind: 'text', text: `echo: ${input}` }] },
+          lastChunk: true,
+        });
         bus.publish({ kind: 'status-update', taskId, contextId, status: { state: 'completed', timestamp: now() }, final: true });
       }
       bus.finished();
@@ -132,9 +142,15 @@ export async function startLegacySdkAgent(line: '0.2' | '0.3'): Promise<LegacyAg
     const s = require('a2a-sdk-02/server') as Obj;
     jsonRpcUrl = `${origin}/`;
     const card = {
-      name: 'Echo Agent 0.2', description: 'echo', url: jsonRpcUrl, version: '0.2.5', protocolVersion: '0.2.5',
+      name: 'Echo Agent 0.2',
+      description: 'echo',
+      url: jsonRpcUrl,
+      version: '0.2.5',
+      protocolVersion: '0.2.5',
       capabilities: { streaming: true, pushNotifications: true, stateTransitionHistory: false },
-      defaultInputModes: ['text'], defaultOutputModes: ['text'], skills,
+      defaultInputModes: ['text'],
+      defaultOutputModes: ['text'],
+      skills,
     };
     const handler = new s['DefaultRequestHandler'](card, new s['InMemoryTaskStore'](), executor);
     recorder.wrap(handler);
@@ -144,14 +160,30 @@ export async function startLegacySdkAgent(line: '0.2' | '0.3'): Promise<LegacyAg
     const e = require('a2a-sdk-03/server/express') as Obj;
     jsonRpcUrl = `${origin}/a2a/jsonrpc`;
     const card = {
-      name: 'Echo Agent 0.3', description: 'echo', url: jsonRpcUrl, version: '0.3.14', protocolVersion: '0.3.0',
+      name: 'Echo Agent 0.3',
+      description: 'echo',
+      url: jsonRpcUrl,
+      version: '0.3.14',
+      protocolVersion: '0.3.0',
       preferredTransport: 'JSONRPC',
-      additionalInterfaces: [{ url: jsonRpcUrl, transport: 'JSONRPC' }, { url: `${origin}/a2a/rest`, transport: 'HTTP+JSON' }],
+      additionalInterfaces: [
+        { url: jsonRpcUrl, transport: 'JSONRPC' },
+        { url: `${origin}/a2a/rest`, transport: 'HTTP+JSON' },
+      ],
       capabilities: { streaming: true, pushNotifications: true, stateTransitionHistory: false },
-      defaultInputModes: ['text'], defaultOutputModes: ['text'], skills,
+      defaultInputModes: ['text'],
+      defaultOutputModes: ['text'],
+      skills,
     };
     const pushSender = { send: async (): Promise<void> => undefined };
-    const handler = new s['DefaultRequestHandler'](card, new s['InMemoryTaskStore'](), executor, undefined, new s['InMemoryPushNotificationStore'](), pushSender);
+    const handler = new s['DefaultRequestHandler'](
+      card,
+      new s['InMemoryTaskStore'](),
+      executor,
+      undefined,
+      new s['InMemoryPushNotificationStore'](),
+      pushSender,
+    );
     recorder.wrap(handler);
     const userBuilder = e['UserBuilder'].noAuthentication;
     app.use('/.well-known/agent-card.json', e['agentCardHandler']({ agentCardProvider: handler }));
@@ -196,7 +228,12 @@ function lastUserText(prompt: unknown): string {
   const user = [...msgs].reverse().find((m) => m['role'] === 'user');
   const content = user?.['content'];
   if (typeof content === 'string') return content;
-  return Array.isArray(content) ? (content as Obj[]).filter((c) => c['type'] === 'text').map((c) => String(c['text'])).join('') : '';
+  return Array.isArray(content)
+    ? (content as Obj[])
+        .filter((c) => c['type'] === 'text')
+        .map((c) => String(c['text']))
+        .join('')
+    : '';
 }
 
 function mockModel(): unknown {
@@ -336,7 +373,11 @@ export async function startVoltAgent(): Promise<VoltAgentRun> {
     cardPath,
     rpcPath,
     rpcBodies: () => received.filter((r) => r.method === 'POST' && isRpc(r.body)).map((r) => r.body),
-    handlerProblems: (approved) => payloadProblems(handled.map((h) => h.request), approved),
+    handlerProblems: (approved) =>
+      payloadProblems(
+        handled.map((h) => h.request),
+        approved,
+      ),
     clear() {
       received.length = 0;
       handled.length = 0;

@@ -96,11 +96,15 @@ export function normalise(x: unknown): unknown {
     if (v instanceof Uint8Array) return Buffer.from(v).toString('base64');
     return v;
   });
-  return JSON.parse(text.replace(UUID, '<uuid>').replace(ISO_TIME, '<time>').replace(ORIGIN, '<origin>').replace(HOSTPORT, '<host>').replace(EPOCH_MS, '<ms>')) as unknown;
+  return JSON.parse(
+    text.replace(UUID, '<uuid>').replace(ISO_TIME, '<time>').replace(ORIGIN, '<origin>').replace(HOSTPORT, '<host>').replace(EPOCH_MS, '<ms>'),
+  ) as unknown;
 }
 
 /** An Error from any realm (jest runs tests in their own; fetch throws from Node's). */
-const isErrorLike = (v: unknown): v is Error => v instanceof Error || (typeof v === 'object' && v !== null && typeof (v as Error).message === 'string' && typeof (v as Error).name === 'string' && 'stack' in v);
+const isErrorLike = (v: unknown): v is Error =>
+  v instanceof Error ||
+  (typeof v === 'object' && v !== null && typeof (v as Error).message === 'string' && typeof (v as Error).name === 'string' && 'stack' in v);
 
 function errorShape(e: Error): Record<string, unknown> {
   const x = e as Error & { code?: unknown; envelopeCode?: unknown; statusCode?: unknown };
@@ -130,7 +134,12 @@ export async function outcomeOf(run: () => Promise<unknown>): Promise<Outcome> {
 export function canonical(x: unknown): string {
   const sort = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(sort);
-    if (v !== null && typeof v === 'object') return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort((v as Record<string, unknown>)[k])]));
+    if (v !== null && typeof v === 'object')
+      return Object.fromEntries(
+        Object.keys(v)
+          .sort()
+          .map((k) => [k, sort((v as Record<string, unknown>)[k])]),
+      );
     return v;
   };
   return JSON.stringify(sort(x));
@@ -146,7 +155,8 @@ export function oracle(agent: InteropAgent, approvedTexts: readonly string[]): s
   for (const body of agent.rpcBodies()) {
     const c = canonical(body);
     const at = pool.indexOf(c);
-    if (at < 0) problems.push(`the agent received a JSON-RPC body the guardian did not approve: ${short(c)}; approved: ${short(JSON.stringify(approvedTexts))}`);
+    if (at < 0)
+      problems.push(`the agent received a JSON-RPC body the guardian did not approve: ${short(c)}; approved: ${short(JSON.stringify(approvedTexts))}`);
     else pool.splice(at, 1);
   }
   return [...problems, ...(agent.handlerProblems?.(approved) ?? [])];
@@ -270,7 +280,13 @@ export function interopSuite(impl: string, start: () => Promise<InteropAgent>, o
               return;
             }
             const same = JSON.stringify(got.outcome) === JSON.stringify(d) && got.problems.length === 0;
-            report(impl, name, path, same ? 'pass' : 'fail', same ? undefined : short(JSON.stringify({ got: got.outcome, direct: d, problems: got.problems }), 2000));
+            report(
+              impl,
+              name,
+              path,
+              same ? 'pass' : 'fail',
+              same ? undefined : short(JSON.stringify({ got: got.outcome, direct: d, problems: got.problems }), 2000),
+            );
             expect({ outcome: got.outcome, oracle: got.problems }).toEqual({ outcome: d, oracle: [] });
           });
         }
@@ -285,13 +301,23 @@ export function interopSuite(impl: string, start: () => Promise<InteropAgent>, o
 /* ------------------------------------------------------------------------------------------ */
 
 /** Status, media type and JSON body of a unary answer (what a raw-fetch caller reads). */
-export async function unary(url: string, body: unknown, headers: Record<string, string | undefined> = {}, method = 'POST'): Promise<{ status: number; type: string; body: unknown }> {
+export async function unary(
+  url: string,
+  body: unknown,
+  headers: Record<string, string | undefined> = {},
+  method = 'POST',
+): Promise<{ status: number; type: string; body: unknown }> {
   const r = await rawRpc(url, body, headers, { method });
   return { status: r.status, type: (r.headers['content-type'] ?? '').split(';')[0] ?? '', body: r.json ?? r.text };
 }
 
 /** Status, media type and the SSE events (event name and JSON data) of a streaming answer. */
-export async function streamed(url: string, body: unknown, headers: Record<string, string | undefined> = {}, method = 'POST'): Promise<{ status: number; type: string; events: unknown[]; body?: unknown }> {
+export async function streamed(
+  url: string,
+  body: unknown,
+  headers: Record<string, string | undefined> = {},
+  method = 'POST',
+): Promise<{ status: number; type: string; events: unknown[]; body?: unknown }> {
   const r = await rawSse(url, body, headers, { method });
   const type = r.contentType.split(';')[0] ?? '';
   if (type !== 'text/event-stream') return { status: r.status, type, events: [], body: safeJson(r.text) };

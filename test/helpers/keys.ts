@@ -57,7 +57,12 @@ export interface AssertionClaims {
 }
 
 /** A hand-made assertion (for forged, expired, re-targeted and replayed cases). */
-export async function signAssertion(key: TestKey, agent: { id: string; name: string; url: string; version: string }, audience: string, over: AssertionClaims = {}): Promise<string> {
+export async function signAssertion(
+  key: TestKey,
+  agent: { id: string; name: string; url: string; version: string },
+  audience: string,
+  over: AssertionClaims = {},
+): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
   const payload: Record<string, unknown> = {
     agent: 'agent' in over ? over.agent : agent,

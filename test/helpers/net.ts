@@ -42,11 +42,7 @@ export async function closeServer(server: Server): Promise<void> {
 }
 
 /** Poll `predicate` every 10 ms until it returns true (or a truthy promise); reject after `timeoutMs`. */
-export async function waitFor(
-  predicate: () => boolean | Promise<boolean>,
-  timeoutMs = 5000,
-  what = 'condition',
-): Promise<void> {
+export async function waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs = 5000, what = 'condition'): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await predicate()) return;

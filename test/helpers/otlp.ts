@@ -56,7 +56,17 @@ function attributes(list: Array<{ key: string; value: AnyValue }> | undefined): 
 interface ExportRequest {
   resourceSpans?: Array<{
     resource?: { attributes?: Array<{ key: string; value: AnyValue }> };
-    scopeSpans?: Array<{ spans?: Array<{ traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes?: Array<{ key: string; value: AnyValue }>; status?: { code?: number; message?: string } }> }>;
+    scopeSpans?: Array<{
+      spans?: Array<{
+        traceId: string;
+        spanId: string;
+        parentSpanId?: string;
+        name: string;
+        kind: number;
+        attributes?: Array<{ key: string; value: AnyValue }>;
+        status?: { code?: number; message?: string };
+      }>;
+    }>;
   }>;
 }
 
@@ -82,8 +92,14 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
           for (const ss of rs.scopeSpans ?? []) {
             for (const s of ss.spans ?? []) {
               spans.push({
-                traceId: s.traceId, spanId: s.spanId, parentSpanId: s.parentSpanId ?? '', name: s.name, kind: s.kind,
-                attributes: attributes(s.attributes), status: s.status ?? {}, service,
+                traceId: s.traceId,
+                spanId: s.spanId,
+                parentSpanId: s.parentSpanId ?? '',
+                name: s.name,
+                kind: s.kind,
+                attributes: attributes(s.attributes),
+                status: s.status ?? {},
+                service,
               });
             }
           }

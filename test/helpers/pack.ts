@@ -59,14 +59,19 @@ export async function installOffline(project: string, tarballs: readonly string[
 
 /** The compiler's errors in `project` (tsc -p tsconfig.json), or 'no errors'. */
 export function compile(project: string, extra: readonly string[] = []): Promise<string> {
-  return run(process.execPath, [TSC, '-p', 'tsconfig.json', ...extra], { cwd: project }).then(() => 'no errors', (err: { stdout?: string }) => String(err.stdout));
+  return run(process.execPath, [TSC, '-p', 'tsconfig.json', ...extra], { cwd: project }).then(
+    () => 'no errors',
+    (err: { stdout?: string }) => String(err.stdout),
+  );
 }
 
 /** Whether a .ts file below `srcDir` is newer than its compiled .js below `outDir` (or has none). */
 export function staleOutput(srcDir: string, outDir: string): boolean {
   const walk = (d: string): string[] => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)]));
-  return walk(srcDir).filter((f) => f.endsWith('.ts')).some((f) => {
-    const out = join(outDir, relative(srcDir, f)).replace(/\.ts$/, '.js');
-    return !existsSync(out) || statSync(out).mtimeMs < statSync(f).mtimeMs;
-  });
+  return walk(srcDir)
+    .filter((f) => f.endsWith('.ts'))
+    .some((f) => {
+      const out = join(outDir, relative(srcDir, f)).replace(/\.ts$/, '.js');
+      return !existsSync(out) || statSync(out).mtimeMs < statSync(f).mtimeMs;
+    });
 }

@@ -56,7 +56,9 @@ export interface Pki {
 }
 
 function pem(tag: string, der: ArrayBuffer): string {
-  const b64 = Buffer.from(der).toString('base64').replace(/(.{64})/g, '$1\n');
+  const b64 = Buffer.from(der)
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n');
   return `-----BEGIN ${tag}-----\n${b64}${b64.endsWith('\n') ? '' : '\n'}-----END ${tag}-----\n`;
 }
 

@@ -10,7 +10,12 @@ import type { Guardian } from '../../src/aos/guardian';
 /** Start options besides the configuration (a push resolver, say). */
 export type TestProxyOptions = Partial<Pick<StartOptions, 'pushResolve' | 'pushRetryBaseMs'>>;
 
-export async function startTestProxy(env: Record<string, string | undefined>, guardian?: Guardian, logger?: Logger, more: TestProxyOptions = {}): Promise<ProxyInstance & { config: Config }> {
+export async function startTestProxy(
+  env: Record<string, string | undefined>,
+  guardian?: Guardian,
+  logger?: Logger,
+  more: TestProxyOptions = {},
+): Promise<ProxyInstance & { config: Config }> {
   const config = configFrom({ PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', PUSH_RELAY_PORT: '0', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', ...env });
   const proxy = await startProxy({ config, logger: logger ?? createLogger(config.logLevel), ...(guardian === undefined ? {} : { guardian }), ...more });
   return { ...proxy, config };
@@ -60,7 +65,12 @@ export function useStack(agentOptions?: Parameters<typeof startAgent>[0]): Stack
       return must(guardian, 'the guardian');
     },
     async proxy(env = {}, more = {}) {
-      const p = await startTestProxy({ UPSTREAM_URL: must(agent, 'the agent').origin, GUARDIAN_URL: must(guardian, 'the guardian').url, ...env }, undefined, undefined, more);
+      const p = await startTestProxy(
+        { UPSTREAM_URL: must(agent, 'the agent').origin, GUARDIAN_URL: must(guardian, 'the guardian').url, ...env },
+        undefined,
+        undefined,
+        more,
+      );
       proxies.push(p);
       return p;
     },

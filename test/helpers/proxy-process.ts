@@ -44,7 +44,13 @@ export interface ChildRun {
 }
 
 /** Spawn `script` with exactly `env` (plus PATH) and `args`, on `node` (default: the Node running the tests), in `cwd` (default: the checkout). */
-export function spawnNode(script: string, env: Record<string, string>, args: readonly string[] = [], node: string = process.execPath, cwd: string = ROOT): ChildRun {
+export function spawnNode(
+  script: string,
+  env: Record<string, string>,
+  args: readonly string[] = [],
+  node: string = process.execPath,
+  cwd: string = ROOT,
+): ChildRun {
   const child = spawn(node, [script, ...args], {
     cwd,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
@@ -60,7 +66,11 @@ export function spawnNode(script: string, env: Record<string, string>, args: rea
     child,
     stdout: () => out,
     stderr: () => err,
-    lines: () => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, any>),
+    lines: () =>
+      out
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, any>),
     exited,
     async exitWithin(ms) {
       const r = await Promise.race([exited, unrefSleep(ms).then(() => 'timeout' as const)]);
@@ -93,22 +103,37 @@ export interface ProxyProcessOptions {
  * Start the proxy (on `node`, default the Node running the tests; in `cwd`, default the checkout; with `args`) and wait until its
  * admin server and its listener answer. The second argument may instead be the options.
  */
-export async function startProxyProcess(env: Record<string, string>, node?: string | ProxyProcessOptions, cwd?: string, args: readonly string[] = []): Promise<ProxyRun> {
+export async function startProxyProcess(
+  env: Record<string, string>,
+  node?: string | ProxyProcessOptions,
+  cwd?: string,
+  args: readonly string[] = [],
+): Promise<ProxyRun> {
   const o: ProxyProcessOptions = typeof node === 'object' ? node : { node, cwd, args };
   const port = await freePort();
   const adminPort = await freePort();
-  const run = spawnNode(o.script ?? MAIN, { PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), ADMIN_HOST: '127.0.0.1', PUSH_RELAY_PORT: '0', LOG_LEVEL: 'info', ...env }, o.args, o.node, o.cwd);
+  const run = spawnNode(
+    o.script ?? MAIN,
+    { PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), ADMIN_HOST: '127.0.0.1', PUSH_RELAY_PORT: '0', LOG_LEVEL: 'info', ...env },
+    o.args,
+    o.node,
+    o.cwd,
+  );
   const proxy: ProxyRun = { ...run, base: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}`, port };
-  await waitFor(async () => {
-    if (run.child.exitCode !== null) throw new Error(`proxy exited early (${run.child.exitCode}): ${run.stdout()}${run.stderr()}`);
-    try {
-      const h = await fetch(`${proxy.admin}/healthz`);
-      await h.body?.cancel();
-      return h.ok && run.lines().some((l) => l.msg === 'a2a-guard listening');
-    } catch {
-      return false;
-    }
-  }, 20_000, 'proxy up');
+  await waitFor(
+    async () => {
+      if (run.child.exitCode !== null) throw new Error(`proxy exited early (${run.child.exitCode}): ${run.stdout()}${run.stderr()}`);
+      try {
+        const h = await fetch(`${proxy.admin}/healthz`);
+        await h.body?.cancel();
+        return h.ok && run.lines().some((l) => l.msg === 'a2a-guard listening');
+      } catch {
+        return false;
+      }
+    },
+    20_000,
+    'proxy up',
+  );
   return proxy;
 }
 

@@ -18,10 +18,11 @@ export function doc(file: string): string {
 
 /** README.md and every page under docs/, concatenated: to ask which names the documentation gives. */
 export function allDocs(): string {
-  const walk = (dir: string): string[] => fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = path.join(dir, e.name);
-    return e.isDirectory() ? walk(p) : e.name.endsWith('.md') ? [p] : [];
-  });
+  const walk = (dir: string): string[] =>
+    fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+      const p = path.join(dir, e.name);
+      return e.isDirectory() ? walk(p) : e.name.endsWith('.md') ? [p] : [];
+    });
   return [path.join(ROOT, 'README.md'), ...walk(path.join(ROOT, 'docs'))].map((f) => fs.readFileSync(f, 'utf8')).join('\n');
 }
 
@@ -38,7 +39,10 @@ export function tableRows(text: string, header: string): string[][] {
   // Every table with this header (a reference page splits one list into sections).
   for (const start of starts) {
     for (let i = start + 2; i < lines.length && (lines[i] as string).startsWith('|'); i++) {
-      const cells = (lines[i] as string).split(/(?<!\\)\|/).slice(1, -1).map((c) => c.trim().replace(/\\\|/g, '|'));
+      const cells = (lines[i] as string)
+        .split(/(?<!\\)\|/)
+        .slice(1, -1)
+        .map((c) => c.trim().replace(/\\\|/g, '|'));
       rows.push(cells);
     }
   }
@@ -52,10 +56,11 @@ export function tableRows(text: string, header: string): string[][] {
  */
 export function documentedRows(header: string): string[][] {
   const rows = tableRows(readme(), header);
-  const walk = (dir: string): string[] => (fs.existsSync(dir) ? fs.readdirSync(dir, { withFileTypes: true }) : []).flatMap((e) => {
-    const p = path.join(dir, e.name);
-    return e.isDirectory() ? walk(p) : e.name.endsWith('.md') ? [p] : [];
-  });
+  const walk = (dir: string): string[] =>
+    (fs.existsSync(dir) ? fs.readdirSync(dir, { withFileTypes: true }) : []).flatMap((e) => {
+      const p = path.join(dir, e.name);
+      return e.isDirectory() ? walk(p) : e.name.endsWith('.md') ? [p] : [];
+    });
   for (const file of walk(path.join(ROOT, 'docs')).sort()) {
     const text = fs.readFileSync(file, 'utf8');
     if (text.split('\n').some((l) => l.startsWith(header))) rows.push(...tableRows(text, header));
@@ -70,10 +75,14 @@ export function codeSpans(text: string): string[] {
 
 /** Every .ts file under src/ (but `except`, paths relative to src/), concatenated: to ask whether a name the README gives exists in the code. */
 export function sourceText(except: readonly string[] = []): string {
-  const walk = (dir: string): string[] => fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = path.join(dir, e.name);
-    return e.isDirectory() ? walk(p) : e.name.endsWith('.ts') ? [p] : [];
-  });
+  const walk = (dir: string): string[] =>
+    fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+      const p = path.join(dir, e.name);
+      return e.isDirectory() ? walk(p) : e.name.endsWith('.ts') ? [p] : [];
+    });
   const src = path.join(ROOT, 'src');
-  return walk(src).filter((f) => !except.includes(path.relative(src, f))).map((f) => fs.readFileSync(f, 'utf8')).join('\n');
+  return walk(src)
+    .filter((f) => !except.includes(path.relative(src, f)))
+    .map((f) => fs.readFileSync(f, 'utf8'))
+    .join('\n');
 }

@@ -37,7 +37,9 @@ export async function startRedis(): Promise<TestRedis> {
 
   const start = async (): Promise<void> => {
     await unblock();
-    const c = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'yes'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const c = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'yes'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child = c;
     let out = '';
     c.stdout?.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-4000)));

@@ -44,19 +44,32 @@ function sendJson(res: http.ServerResponse, status: number, body: unknown): void
 
 /** A refusal in the caller's binding: REST (google.rpc.Status, `status` 400 or 404) or JSON-RPC (`code`). */
 function refuse(res: http.ServerResponse, rest: boolean, message: string, id: unknown = null, code = -31400, status = 400): void {
-  if (rest) sendJson(res, status, { error: { code: status, status: status === 404 ? 'NOT_FOUND' : 'INVALID_ARGUMENT', message, details: [errorInfo('REQUEST_REJECTED')] } });
+  if (rest)
+    sendJson(res, status, {
+      error: { code: status, status: status === 404 ? 'NOT_FOUND' : 'INVALID_ARGUMENT', message, details: [errorInfo('REQUEST_REJECTED')] },
+    });
   else sendJson(res, 200, { jsonrpc: '2.0', id, error: { code, message, data: [errorInfo('REQUEST_REJECTED')] } });
 }
 
 /** The SDK's REST routes as Express matches them (case-insensitive, optional trailing slash, v1 routes with an optional tenant). */
 const SEG = '[^/]+';
 const V1_ROUTES: ReadonlyArray<readonly [string, string]> = [
-  ['POST', 'message:send'], ['POST', 'message:stream'], ['GET', `tasks/${SEG}`], ['GET', 'tasks'], ['POST', `tasks/${SEG}:cancel`], ['GET|POST', `tasks/${SEG}:subscribe`],
-  ['POST', `tasks/${SEG}/pushNotificationConfigs`], ['GET', `tasks/${SEG}/pushNotificationConfigs`], ['GET|DELETE', `tasks/${SEG}/pushNotificationConfigs/${SEG}`], ['GET', 'extendedAgentCard'],
+  ['POST', 'message:send'],
+  ['POST', 'message:stream'],
+  ['GET', `tasks/${SEG}`],
+  ['GET', 'tasks'],
+  ['POST', `tasks/${SEG}:cancel`],
+  ['GET|POST', `tasks/${SEG}:subscribe`],
+  ['POST', `tasks/${SEG}/pushNotificationConfigs`],
+  ['GET', `tasks/${SEG}/pushNotificationConfigs`],
+  ['GET|DELETE', `tasks/${SEG}/pushNotificationConfigs/${SEG}`],
+  ['GET', 'extendedAgentCard'],
 ];
 const ROUTES = [
   ...V1_ROUTES.map(([v, r]) => [v, new RegExp(`^(/${SEG})?/${r}/?$`, 'i')] as const),
-  ...[...V1_ROUTES.filter(([, r]) => r !== 'extendedAgentCard' && r !== 'tasks'), ['GET', 'card'] as const].map(([v, r]) => [v, new RegExp(`^/v1/${r}/?$`, 'i')] as const),
+  ...[...V1_ROUTES.filter(([, r]) => r !== 'extendedAgentCard' && r !== 'tasks'), ['GET', 'card'] as const].map(
+    ([v, r]) => [v, new RegExp(`^/v1/${r}/?$`, 'i')] as const,
+  ),
 ];
 function isRoute(verb: string, path: string): boolean {
   const v = verb === 'HEAD' ? 'GET' : verb;
@@ -78,18 +91,25 @@ function twinSpelling(v: unknown): string | undefined {
     const snake = k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
     if (snake !== k && snake in v) return k;
   }
-  return Object.values(v).map(twinSpelling).find((x) => x !== undefined);
+  return Object.values(v)
+    .map(twinSpelling)
+    .find((x) => x !== undefined);
 }
 
 /** Why a JSON-RPC call cannot be read with certainty (and the standard code, where there is one), or undefined. */
 function unreadable(req: http.IncomingMessage, body: Buffer): { why: string; code?: number } | undefined {
   const types = values(req, 'content-type');
-  if (types.length === 1 && (types[0] as string).split(';')[0]?.trim().toLowerCase() !== 'application/json') return { why: 'Content-Type not supported', code: -32005 };
-  if (types.length !== 1 || !/^application\/json\s*(;\s*charset="?utf-8"?\s*)?$/i.test(types[0] as string)) return { why: 'Content-Type must be application/json (UTF-8)' };
+  if (types.length === 1 && (types[0] as string).split(';')[0]?.trim().toLowerCase() !== 'application/json')
+    return { why: 'Content-Type not supported', code: -32005 };
+  if (types.length !== 1 || !/^application\/json\s*(;\s*charset="?utf-8"?\s*)?$/i.test(types[0] as string))
+    return { why: 'Content-Type must be application/json (UTF-8)' };
   if (values(req, 'content-encoding').length > 0) return { why: 'no content coding' };
   const te = values(req, 'transfer-encoding');
   if (te.length > 1 || (te.length === 1 && te[0] !== 'chunked')) return { why: 'only chunked transfer coding' };
-  const conn = values(req, 'connection').flatMap((v) => v.split(',')).map((t) => t.trim().toLowerCase()).filter((t) => t !== '');
+  const conn = values(req, 'connection')
+    .flatMap((v) => v.split(','))
+    .map((t) => t.trim().toLowerCase())
+    .filter((t) => t !== '');
   if (conn.some((t) => t !== 'keep-alive' && t !== 'close')) return { why: 'Connection may not name other headers' };
   if (OVERRIDES.some((h) => values(req, h).length > 0)) return { why: 'no method override' };
   const versions = values(req, 'a2a-version');
@@ -102,7 +122,14 @@ export async function startReferenceProxy(opts: { upstream: string; guardianUrl:
   const upstream = new URL(opts.upstream);
   const rpcPath = opts.jsonRpcPath ?? '/a2a/jsonrpc';
 
-  const forward = (req: http.IncomingMessage, res: http.ServerResponse, verb: string, path: string, headers: http.OutgoingHttpHeaders, body: Buffer | null): void => {
+  const forward = (
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    verb: string,
+    path: string,
+    headers: http.OutgoingHttpHeaders,
+    body: Buffer | null,
+  ): void => {
     const up = http.request({ host: upstream.hostname, port: upstream.port, method: verb, path, headers: { ...headers, host: upstream.host } }, (upRes) => {
       const h = { ...upRes.headers };
       delete h['connection'];
@@ -111,14 +138,26 @@ export async function startReferenceProxy(opts: { upstream: string; guardianUrl:
       res.writeHead(upRes.statusCode ?? 502, h);
       upRes.pipe(res);
     });
-    up.on('error', () => (res.headersSent ? res.destroy() : sendJson(res, 502, { error: { code: 502, status: 'UNAVAILABLE', message: 'upstream', details: [errorInfo('UPSTREAM_UNAVAILABLE')] } })));
+    up.on('error', () =>
+      res.headersSent
+        ? res.destroy()
+        : sendJson(res, 502, { error: { code: 502, status: 'UNAVAILABLE', message: 'upstream', details: [errorInfo('UPSTREAM_UNAVAILABLE')] } }),
+    );
     res.on('close', () => up.destroy());
     up.end(body ?? undefined);
   };
 
   const ask = async (payload: Obj): Promise<boolean> => {
     const method = String(payload['method']);
-    const envelope = { jsonrpc: '2.0', id: randomUUID(), method, params: { payload, context: { from: { agent: { url: 'unknown', name: 'unknown', version: 'unknown' }, role: 'client' }, to: { agent: {}, role: 'server' } } } };
+    const envelope = {
+      jsonrpc: '2.0',
+      id: randomUUID(),
+      method,
+      params: {
+        payload,
+        context: { from: { agent: { url: 'unknown', name: 'unknown', version: 'unknown' }, role: 'client' }, to: { agent: {}, role: 'server' } },
+      },
+    };
     const r = await fetch(opts.guardianUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(envelope) });
     const answer = (await r.json()) as { result?: { decision?: string } };
     return answer.result?.decision === 'allow';
@@ -133,7 +172,8 @@ export async function startReferenceProxy(opts: { upstream: string; guardianUrl:
         const k = (req.rawHeaders[i] as string).toLowerCase();
         if (k === 'host' || k === 'connection' || k === 'transfer-encoding' || k === 'content-length') continue;
         const prev = headers[k];
-        headers[k] = prev === undefined ? (req.rawHeaders[i + 1] as string) : [...(Array.isArray(prev) ? prev : [String(prev)]), req.rawHeaders[i + 1] as string];
+        headers[k] =
+          prev === undefined ? (req.rawHeaders[i + 1] as string) : [...(Array.isArray(prev) ? prev : [String(prev)]), req.rawHeaders[i + 1] as string];
       }
       headers['content-length'] = body.length;
       return forward(req, res, verb, target, headers, body);
@@ -164,7 +204,8 @@ export async function startReferenceProxy(opts: { upstream: string; guardianUrl:
     const version = values(req, 'a2a-version')[0] ?? '0.3';
     const method = call['method'];
     const known = typeof method === 'string' && (version === '1.0' ? V1_METHODS[method] : V03_METHODS[method]) !== undefined && method !== 'tasks/list';
-    if (call['jsonrpc'] !== '2.0' || !idOk || typeof method !== 'string' || method === '') return refuse(res, false, 'invalid JSON-RPC request', safeId, -32600);
+    if (call['jsonrpc'] !== '2.0' || !idOk || typeof method !== 'string' || method === '')
+      return refuse(res, false, 'invalid JSON-RPC request', safeId, -32600);
     if (!known) return refuse(res, false, 'not an A2A method of this version', safeId, -32601);
     const params = call['params'];
     if (params !== undefined && !isObj(params)) return refuse(res, false, 'params must be an object', safeId);
@@ -178,12 +219,19 @@ export async function startReferenceProxy(opts: { upstream: string; guardianUrl:
     }
     const out = Buffer.from(JSON.stringify(call), 'utf8');
     const accept = values(req, 'accept');
-    return forward(req, res, 'POST', rpcPath, {
-      'content-type': 'application/json',
-      'content-length': out.length,
-      ...(values(req, 'a2a-version').length === 1 ? { 'a2a-version': version } : {}),
-      ...(accept.length === 1 ? { accept: accept[0] } : {}),
-    }, out);
+    return forward(
+      req,
+      res,
+      'POST',
+      rpcPath,
+      {
+        'content-type': 'application/json',
+        'content-length': out.length,
+        ...(values(req, 'a2a-version').length === 1 ? { 'a2a-version': version } : {}),
+        ...(accept.length === 1 ? { accept: accept[0] } : {}),
+      },
+      out,
+    );
   };
 
   const server = http.createServer((req, res) => {

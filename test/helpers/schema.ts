@@ -159,9 +159,7 @@ function validatorFor(def: string): ValidateFunction {
 function fmt(errors: ErrorObject[] | null | undefined, prefix = ''): string[] {
   return (errors ?? []).map((e) => {
     const extra =
-      e.keyword === 'required' || e.keyword === 'additionalProperties' || e.keyword === 'const' || e.keyword === 'enum'
-        ? ` ${JSON.stringify(e.params)}`
-        : '';
+      e.keyword === 'required' || e.keyword === 'additionalProperties' || e.keyword === 'const' || e.keyword === 'enum' ? ` ${JSON.stringify(e.params)}` : '';
     return `${prefix}${e.instancePath || '/'} ${e.message ?? e.keyword}${extra}`;
   });
 }
@@ -204,9 +202,7 @@ export function validateAosRequest(envelope: unknown, aosMethod: string, opts: V
   const mode = opts.fullSide ?? 'auto';
   for (const side of ['from', 'to'] as const) {
     const agent = ctx?.[side]?.agent;
-    const isFull =
-      mode === side ||
-      (mode === 'auto' && agent && typeof agent === 'object' && Object.keys(agent).some((k) => !PARTIAL_KEYS.has(k)));
+    const isFull = mode === side || (mode === 'auto' && agent && typeof agent === 'object' && Object.keys(agent).some((k) => !PARTIAL_KEYS.has(k)));
     if (isFull) errors.push(...fmt(validatorFor('Agent')(agent) ? [] : validatorFor('Agent').errors, `/params/context/${side}/agent`));
     else if (mode !== 'none' && agent !== undefined) errors.push(...validateDef('A2APartialAgentDetails', agent, `/params/context/${side}/agent`));
   }

@@ -7,7 +7,10 @@ import type http from 'node:http';
 import net from 'node:net';
 
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
-const accept = (key: string): string => createHash('sha1').update(key + GUID).digest('base64');
+const accept = (key: string): string =>
+  createHash('sha1')
+    .update(key + GUID)
+    .digest('base64');
 
 function frame(text: string, masked: boolean): Buffer {
   const payload = Buffer.from(text, 'utf8');
@@ -71,7 +74,17 @@ export function wsExchange(port: number, path: string, send: string, extraHeader
   const key = randomBytes(16).toString('base64');
   return new Promise((resolve) => {
     const s = net.connect(port, '127.0.0.1', () => {
-      s.write([`GET ${path} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13', `Sec-WebSocket-Key: ${key}`, ...extraHeaders].join('\r\n') + '\r\n\r\n');
+      s.write(
+        [
+          `GET ${path} HTTP/1.1`,
+          'Host: 127.0.0.1',
+          'Connection: Upgrade',
+          'Upgrade: websocket',
+          'Sec-WebSocket-Version: 13',
+          `Sec-WebSocket-Key: ${key}`,
+          ...extraHeaders,
+        ].join('\r\n') + '\r\n\r\n',
+      );
     });
     let raw = Buffer.alloc(0);
     let sent = false;
@@ -88,7 +101,8 @@ export function wsExchange(port: number, path: string, send: string, extraHeader
       if (end < 0) return;
       const head = raw.subarray(0, end).toString('latin1');
       if (!/^HTTP\/1\.1 101 /.test(head)) return;
-      if (!/sec-websocket-accept: (\S+)/i.test(head) || (/sec-websocket-accept: (\S+)/i.exec(head) as RegExpExecArray)[1] !== accept(key)) return finish(undefined);
+      if (!/sec-websocket-accept: (\S+)/i.test(head) || (/sec-websocket-accept: (\S+)/i.exec(head) as RegExpExecArray)[1] !== accept(key))
+        return finish(undefined);
       if (!sent) {
         sent = true;
         s.write(frame(send, true));

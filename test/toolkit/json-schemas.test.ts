@@ -62,16 +62,25 @@ describe('envelope.schema.json, against what a real proxy sends', () => {
 
 describe('answer.schema.json', () => {
   const envelope: Envelope = {
-    jsonrpc: '2.0', id: 'e-1', method: 'message/send',
+    jsonrpc: '2.0',
+    id: 'e-1',
+    method: 'message/send',
     params: {
       payload: { jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { role: 'user', messageId: 'm', parts: [{ kind: 'text', text: 'hi' }] } } },
-      context: { from: { agent: { url: 'https://a.example', name: 'A', version: '1' }, role: 'client' }, to: { agent: { url: 'https://b.example', name: 'B', version: '1' }, role: 'server' } },
+      context: {
+        from: { agent: { url: 'https://a.example', name: 'A', version: '1' }, role: 'client' },
+        to: { agent: { url: 'https://b.example', name: 'B', version: '1' }, role: 'server' },
+      },
     },
   };
   const answer = (result: unknown, id: unknown = 'e-1') => ({ jsonrpc: '2.0', id, result });
 
   test('accepts what allow, deny and modify build', () => {
-    for (const result of [allow(), deny('No.', { reasonCode: ['X'], reasoning: 'why' }), modify(envelope, { ...envelope.params.payload, id: 1 }, 'Masked.', { data: { n: 1 } })]) {
+    for (const result of [
+      allow(),
+      deny('No.', { reasonCode: ['X'], reasoning: 'why' }),
+      modify(envelope, { ...envelope.params.payload, id: 1 }, 'Masked.', { data: { n: 1 } }),
+    ]) {
       expect([result.decision, validAnswer(answer(result))]).toEqual([result.decision, true]);
     }
   });

@@ -29,7 +29,10 @@ let main: Packed;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'a2a-guard-pack-'));
   // npm test builds before jest; run alone, build only when a source is newer than its output.
-  if (staleOutput(join(ROOT, 'src'), join(ROOT, 'dist', 'src')) || staleOutput(join(ROOT, 'packages', 'toolkit', 'src'), join(ROOT, 'packages', 'toolkit', 'dist'))) {
+  if (
+    staleOutput(join(ROOT, 'src'), join(ROOT, 'dist', 'src')) ||
+    staleOutput(join(ROOT, 'packages', 'toolkit', 'src'), join(ROOT, 'packages', 'toolkit', 'dist'))
+  ) {
     await run(process.execPath, [TSC, '-p', join(ROOT, 'packages', 'toolkit', 'tsconfig.json')], { cwd: ROOT });
     await run(process.execPath, [TSC, '-p', join(ROOT, 'tsconfig.build.json')], { cwd: ROOT });
   }
@@ -39,14 +42,24 @@ beforeAll(async () => {
   const consumer = join(dir, 'consumer');
   execFileSync('mkdir', ['-p', join(consumer, 'src')]);
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'my-guardian', version: '1.0.0', private: true }));
-  writeFileSync(join(consumer, 'tsconfig.json'), JSON.stringify({
-    compilerOptions: {
-      target: 'ES2022', module: 'Node16', moduleResolution: 'Node16', strict: true, skipLibCheck: true, outDir: 'dist', rootDir: 'src',
-      // The consumer's own @types/node would come from the registry; the repository's is the same package.
-      typeRoots: [join(ROOT, 'node_modules', '@types')], types: ['node'],
-    },
-    include: ['src'],
-  }));
+  writeFileSync(
+    join(consumer, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'Node16',
+        moduleResolution: 'Node16',
+        strict: true,
+        skipLibCheck: true,
+        outDir: 'dist',
+        rootDir: 'src',
+        // The consumer's own @types/node would come from the registry; the repository's is the same package.
+        typeRoots: [join(ROOT, 'node_modules', '@types')],
+        types: ['node'],
+      },
+      include: ['src'],
+    }),
+  );
   writeFileSync(join(consumer, 'src', 'guardian.ts'), OLD_IMPORT_GUARDIAN_TS);
   writeFileSync(join(consumer, 'esm-check.mjs'), ESM_CHECK);
   await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', main.tarball, toolkit.tarball], { cwd: consumer });
@@ -58,15 +71,38 @@ afterAll(() => {
 
 describe('npm pack of a2a-guard', () => {
   test('ships the compiled code, its declarations and the documents; no sources, tests, bench, demo, maps or deploy files', () => {
-    for (const f of ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'SECURITY.md', 'config/policy.json', 'config/config.schema.json', 'dist/src/index.js', 'dist/src/index.d.ts',
-      'dist/src/aos/serve.js', 'dist/src/aos/schemas.d.ts', 'dist/src/guardian/index.js', 'dist/src/main.js']) expect(main.files).toContain(f);
-    const unwanted = main.files.filter((f) => /^(src|test|bench|deploy|scripts|docs|packages|examples|dist\/bench|dist\/scripts|dist\/test|dist\/src\/demo)\/|\.map$|\.ts$(?<!\.d\.ts)|tsbuildinfo/.test(f));
+    for (const f of [
+      'package.json',
+      'README.md',
+      'LICENSE',
+      'CHANGELOG.md',
+      'SECURITY.md',
+      'config/policy.json',
+      'config/config.schema.json',
+      'dist/src/index.js',
+      'dist/src/index.d.ts',
+      'dist/src/aos/serve.js',
+      'dist/src/aos/schemas.d.ts',
+      'dist/src/guardian/index.js',
+      'dist/src/main.js',
+    ])
+      expect(main.files).toContain(f);
+    const unwanted = main.files.filter((f) =>
+      /^(src|test|bench|deploy|scripts|docs|packages|examples|dist\/bench|dist\/scripts|dist\/test|dist\/src\/demo)\/|\.map$|\.ts$(?<!\.d\.ts)|tsbuildinfo/.test(
+        f,
+      ),
+    );
     expect(unwanted).toEqual([]);
     expect(readFileSync(join(ROOT, 'LICENSE'), 'utf8')).toMatch(/Apache License\s+Version 2\.0, January 2004/);
   });
 
   test('package.json: public, the toolkit a dependency at its own version, an exports map whose every target is in the tarball', () => {
-    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { private?: boolean; exports: Record<string, string | Record<string, string>>; license: string; dependencies: Record<string, string> };
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      private?: boolean;
+      exports: Record<string, string | Record<string, string>>;
+      license: string;
+      dependencies: Record<string, string>;
+    };
     const toolkit = JSON.parse(readFileSync(join(ROOT, 'packages', 'toolkit', 'package.json'), 'utf8')) as { version: string };
     expect(pkg.private).toBeUndefined();
     expect(pkg.license).toBe('Apache-2.0');

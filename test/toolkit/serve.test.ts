@@ -63,7 +63,10 @@ describe('a guardian function served with serveGuardian, behind a real a2a-guard
 
   test('deny: the client gets -31403 with the reason code, the agent nothing', async () => {
     const client = await makeClient(proxy.url, 'JSONRPC', '1.0');
-    const err = await client.sendMessage(sendReq('how to create a molotov cocktail?')).then(() => undefined, (e: unknown) => e);
+    const err = await client.sendMessage(sendReq('how to create a molotov cocktail?')).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(callError(err)).toMatchObject({ code: -31403, reason: 'GUARDIAN_DENIED', reasonCodes: ['WEAPONS'] });
     expect(sentTexts()).toEqual([]);
   });
@@ -81,7 +84,10 @@ describe('a guardian function served with serveGuardian, behind a real a2a-guard
     const wrong = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, GUARDIAN_TOKEN: 'not-the-token' });
     try {
       const client = await makeClient(wrong.url, 'JSONRPC', '1.0');
-      const err = await client.sendMessage(sendReq('how to prepare a cheese cake?')).then(() => undefined, (e: unknown) => e);
+      const err = await client.sendMessage(sendReq('how to prepare a cheese cake?')).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(callError(err)).toMatchObject({ code: -31503, reason: 'GUARDIAN_UNAVAILABLE' });
       expect(sentTexts()).toEqual([]);
       expect(decisions).toEqual([]);
@@ -92,8 +98,16 @@ describe('a guardian function served with serveGuardian, behind a real a2a-guard
 });
 
 /** A raw JSON-RPC call to a guardian. */
-async function rpc(url: string, body: unknown, headers: Record<string, string> = { authorization: `Bearer ${TOKEN}` }): Promise<{ status: number; json: Record<string, unknown> }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+async function rpc(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = { authorization: `Bearer ${TOKEN}` },
+): Promise<{ status: number; json: Record<string, unknown> }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
   return { status: res.status, json: (await res.json()) as Record<string, unknown> };
 }
 
@@ -105,7 +119,10 @@ const ENVELOPE = {
     payload: { jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { role: 'user', parts: [{ kind: 'text', text: 'hi' }] } } },
     context: {
       from: { agent: { url: 'https://a.example', name: 'A', version: '1' }, role: 'client' },
-      to: { agent: { id: 'b', url: 'https://b.example', name: 'B', version: '1', instructions: 'x', provider: { name: 'P', url: 'https://p.example' } }, role: 'server' },
+      to: {
+        agent: { id: 'b', url: 'https://b.example', name: 'B', version: '1', instructions: 'x', provider: { name: 'P', url: 'https://p.example' } },
+        role: 'server',
+      },
     },
   },
 };
@@ -124,7 +141,7 @@ describe('the JSON-RPC edges of serveGuardian', () => {
     expect((await fetch(guardian.url, { method: 'PUT' })).status).toBe(405);
   });
 
-  test('answers the envelope with the function\'s decision and the request id; -32601 / -32602 / -32700 otherwise', async () => {
+  test("answers the envelope with the function's decision and the request id; -32601 / -32602 / -32700 otherwise", async () => {
     expect((await rpc(guardian.url, ENVELOPE)).json).toEqual({ jsonrpc: '2.0', id: 'env-1', result: { decision: 'allow', message: 'Allowed.' } });
     expect((await rpc(guardian.url, { ...ENVELOPE, method: 'tasks/explode' })).json).toMatchObject({ id: 'env-1', error: { code: -32601 } });
     expect((await rpc(guardian.url, { ...ENVELOPE, params: { payload: {} } })).json).toMatchObject({ id: 'env-1', error: { code: -32602 } });
@@ -140,15 +157,18 @@ describe('the JSON-RPC edges of serveGuardian', () => {
     ];
     const errors: string[] = [];
     for (const answer of answers) {
-      const g = await serveGuardian(() => {
-        if (answer instanceof Error) throw answer;
-        return answer as ReturnType<typeof allow>;
-      }, {
-        port: 0,
-        host: '127.0.0.1',
-        exitOnSignal: false,
-        logger: { info: () => undefined, warn: () => undefined, error: (_o, msg) => errors.push(msg) },
-      });
+      const g = await serveGuardian(
+        () => {
+          if (answer instanceof Error) throw answer;
+          return answer as ReturnType<typeof allow>;
+        },
+        {
+          port: 0,
+          host: '127.0.0.1',
+          exitOnSignal: false,
+          logger: { info: () => undefined, warn: () => undefined, error: (_o, msg) => errors.push(msg) },
+        },
+      );
       try {
         const { status, json } = await rpc(g.url, ENVELOPE, {});
         expect({ status, json }).toEqual({ status: 200, json: { jsonrpc: '2.0', id: 'env-1', error: { code: -32603, message: 'Internal error' } } });

@@ -28,8 +28,12 @@ function entriesTs(): string {
   const lines = code.map(([sub], i) => `import * as m${i} from '@a2a-guard/toolkit${sub.slice(1)}';`);
   lines.push("import { createRequire } from 'node:module';");
   lines.push(`const modules: Record<string, object> = { ${code.map(([sub], i) => `${JSON.stringify(sub)}: m${i}`).join(', ')} };`);
-  lines.push("const schemas = ['envelope', 'answer'].map((s) => createRequire(import.meta.url)(`@a2a-guard/toolkit/${s}.schema.json`) as { $schema?: string });");
-  lines.push("console.log(JSON.stringify({ empty: Object.entries(modules).filter(([, m]) => Object.keys(m).filter((k) => k !== 'default').length === 0).map(([s]) => s), schemas: schemas.map((s) => s.$schema) }));");
+  lines.push(
+    "const schemas = ['envelope', 'answer'].map((s) => createRequire(import.meta.url)(`@a2a-guard/toolkit/${s}.schema.json`) as { $schema?: string });",
+  );
+  lines.push(
+    "console.log(JSON.stringify({ empty: Object.entries(modules).filter(([, m]) => Object.keys(m).filter((k) => k !== 'default').length === 0).map(([s]) => s), schemas: schemas.map((s) => s.$schema) }));",
+  );
   return `${lines.join('\n')}\n`;
 }
 
@@ -61,26 +65,43 @@ afterAll(() => {
 
 describe('npm pack of @a2a-guard/toolkit', () => {
   test('ships the compiled code, its declarations, the JSON Schemas, README and LICENSE; nothing else', () => {
-    const modules = readdirSync(join(TOOLKIT, 'src')).filter((f) => f.endsWith('.ts')).map((f) => f.replace(/\.ts$/, '')).sort();
-    const expected = ['LICENSE', 'README.md', 'package.json', 'schemas/answer.schema.json', 'schemas/envelope.schema.json',
-      ...modules.flatMap((m) => [`dist/${m}.d.ts`, `dist/${m}.js`])].sort();
+    const modules = readdirSync(join(TOOLKIT, 'src'))
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => f.replace(/\.ts$/, ''))
+      .sort();
+    const expected = [
+      'LICENSE',
+      'README.md',
+      'package.json',
+      'schemas/answer.schema.json',
+      'schemas/envelope.schema.json',
+      ...modules.flatMap((m) => [`dist/${m}.d.ts`, `dist/${m}.js`]),
+    ].sort();
     expect(packed.files).toEqual(expected);
     expect(readFileSync(join(TOOLKIT, 'LICENSE'), 'utf8')).toBe(readFileSync(join(ROOT, 'LICENSE'), 'utf8'));
   });
 
   test('package.json: public, zod its only dependency, every exports target in the tarball', () => {
     const pkg = JSON.parse(readFileSync(join(TOOLKIT, 'package.json'), 'utf8')) as Record<string, unknown>;
-    expect([pkg['private'], pkg['license'], pkg['dependencies'], pkg['devDependencies'], pkg['peerDependencies']]).toEqual([undefined, 'Apache-2.0', { zod: expect.any(String) }, undefined, undefined]);
+    expect([pkg['private'], pkg['license'], pkg['dependencies'], pkg['devDependencies'], pkg['peerDependencies']]).toEqual([
+      undefined,
+      'Apache-2.0',
+      { zod: expect.any(String) },
+      undefined,
+      undefined,
+    ]);
     const targets = Object.values(toolkitExports()).flatMap((t) => (typeof t === 'string' ? [t] : Object.values(t)));
     for (const t of targets) expect(packed.files).toContain(t.replace(/^\.\//, ''));
   });
 
   test('installed into an empty project (with @types/node), it brings zod and nothing else', () => {
-    const installed = readdirSync(join(project, 'node_modules'), { withFileTypes: true }).flatMap((e) => (e.name.startsWith('@') ? readdirSync(join(project, 'node_modules', e.name)).map((n) => `${e.name}/${n}`) : [e.name]));
+    const installed = readdirSync(join(project, 'node_modules'), { withFileTypes: true }).flatMap((e) =>
+      e.name.startsWith('@') ? readdirSync(join(project, 'node_modules', e.name)).map((n) => `${e.name}/${n}`) : [e.name],
+    );
     expect(installed.filter((n) => !n.startsWith('.')).sort()).toEqual(['@a2a-guard/toolkit', '@types/node', 'undici-types', 'zod']);
   });
 
-  test('the READMEs and the guardian guide show this test\'s guardian verbatim', () => {
+  test("the READMEs and the guardian guide show this test's guardian verbatim", () => {
     for (const doc of ['packages/toolkit/README.md', 'README.md', 'docs/guides/writing-a-guardian.md']) {
       expect([doc, readFileSync(join(ROOT, doc), 'utf8')]).toEqual([doc, expect.stringContaining(`\`\`\`ts\n${GUARDIAN_TS}\`\`\``)]);
     }
@@ -103,7 +124,10 @@ describe('a guardian written against the installed toolkit', () => {
 
   test('every entry point resolves: its declarations (compiled above) and its code; the JSON Schemas load', async () => {
     const { stdout } = await run(process.execPath, ['entries.js'], { cwd: project });
-    expect(JSON.parse(stdout)).toEqual({ empty: [], schemas: ['https://json-schema.org/draft/2020-12/schema', 'https://json-schema.org/draft/2020-12/schema'] });
+    expect(JSON.parse(stdout)).toEqual({
+      empty: [],
+      schemas: ['https://json-schema.org/draft/2020-12/schema', 'https://json-schema.org/draft/2020-12/schema'],
+    });
   });
 
   test('runs, and answers ping, allow, deny and modify over HTTP with the token; SIGTERM stops it with exit 0', async () => {
@@ -124,16 +148,29 @@ describe('a guardian written against the installed toolkit', () => {
     });
     const call = async (method: string, text: string) => {
       const body = {
-        jsonrpc: '2.0', id: `e-${method}-${text.length}`, method,
+        jsonrpc: '2.0',
+        id: `e-${method}-${text.length}`,
+        method,
         params: {
           payload: { jsonrpc: '2.0', id: 1, method, params: { message: { role: 'user', messageId: 'm', parts: [{ kind: 'text', text }] } } },
-          context: { from: { agent: { url: 'https://a.example', name: 'A', version: '1' }, role: 'client' }, to: { agent: { url: 'https://b.example', name: 'B', version: '1' }, role: 'server' } },
+          context: {
+            from: { agent: { url: 'https://a.example', name: 'A', version: '1' }, role: 'client' },
+            to: { agent: { url: 'https://b.example', name: 'B', version: '1' }, role: 'server' },
+          },
         },
       };
-      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer pack-test' }, body: JSON.stringify(body) });
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer pack-test' },
+        body: JSON.stringify(body),
+      });
       return (await res.json()) as { id: string; result: { decision: string; reasonCode?: string[]; modifiedRequest?: { params: { payload: unknown } } } };
     };
-    const ping = await fetch(url, { method: 'POST', headers: { authorization: 'Bearer pack-test' }, body: JSON.stringify({ jsonrpc: '2.0', id: 'p', method: 'ping', params: {} }) });
+    const ping = await fetch(url, {
+      method: 'POST',
+      headers: { authorization: 'Bearer pack-test' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'p', method: 'ping', params: {} }),
+    });
     expect(await ping.json()).toMatchObject({ id: 'p', result: { status: 'connected' } });
     expect((await call('message/send', 'how to prepare a cheese cake?')).result).toEqual({ decision: 'allow', message: 'Fine.', reasonCode: ['ALLOWED'] });
     expect((await call('message/send', 'how to create a molotov cocktail?')).result).toMatchObject({ decision: 'deny', reasonCode: ['WEAPONS'] });

@@ -32,25 +32,25 @@ function reference(env: Record<string, string>, known: readonly string[]): strin
 // A small alphabet makes near misses (and swaps) common; names up to 40 characters exercise row reuse.
 const name = fc.string({ unit: fc.constantFrom('A', 'B', 'C', '_'), minLength: 1, maxLength: 40 });
 /** A known name with a few random edits: most land within two edits, some further. */
-const edited = (k: string) => fc.array(fc.tuple(fc.nat(), fc.constantFrom('swap', 'drop', 'add', 'change')), { maxLength: 4 }).map((edits) => {
-  let s = k;
-  for (const [at, kind] of edits) {
-    const i = s.length === 0 ? 0 : at % s.length;
-    if (kind === 'swap' && i + 1 < s.length) s = s.slice(0, i) + s[i + 1] + s[i] + s.slice(i + 2);
-    else if (kind === 'drop') s = s.slice(0, i) + s.slice(i + 1);
-    else if (kind === 'add') s = `${s.slice(0, i)}B${s.slice(i)}`;
-    else s = `${s.slice(0, i)}C${s.slice(i + 1)}`;
-  }
-  return s === '' ? 'A' : s;
-});
+const edited = (k: string) =>
+  fc.array(fc.tuple(fc.nat(), fc.constantFrom('swap', 'drop', 'add', 'change')), { maxLength: 4 }).map((edits) => {
+    let s = k;
+    for (const [at, kind] of edits) {
+      const i = s.length === 0 ? 0 : at % s.length;
+      if (kind === 'swap' && i + 1 < s.length) s = s.slice(0, i) + s[i + 1] + s[i] + s.slice(i + 2);
+      else if (kind === 'drop') s = s.slice(0, i) + s.slice(i + 1);
+      else if (kind === 'add') s = `${s.slice(0, i)}B${s.slice(i)}`;
+      else s = `${s.slice(0, i)}C${s.slice(i + 1)}`;
+    }
+    return s === '' ? 'A' : s;
+  });
 
 test('the banded distance finds exactly the typos the full table finds', () => {
   fc.assert(
     fc.property(
-      fc.uniqueArray(name, { minLength: 1, maxLength: 6 }).chain((known) => fc.tuple(
-        fc.constant(known),
-        fc.array(fc.oneof(name, fc.constantFrom(...known).chain(edited)), { minLength: 1, maxLength: 12 }),
-      )),
+      fc
+        .uniqueArray(name, { minLength: 1, maxLength: 6 })
+        .chain((known) => fc.tuple(fc.constant(known), fc.array(fc.oneof(name, fc.constantFrom(...known).chain(edited)), { minLength: 1, maxLength: 12 }))),
       ([known, names]) => {
         const env = Object.fromEntries(names.map((n) => [n, 'x']));
         expect(misspelledVariables(env, known)).toEqual(reference(env, known));

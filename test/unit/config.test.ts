@@ -94,7 +94,14 @@ describe('loadConfig values', () => {
     expect(c.inspectResponses).toBe(true);
     expect(c.reasoningHeader).toBe('x-my-reasoning'); // lower-cased: Node lower-cases incoming header names
     expect(c.observedAgent).toEqual({
-      name: 'n', id: 'i', url: 'http://a', version: '1', description: 'd', instructions: 'ins', providerName: 'pn', providerUrl: 'http://p',
+      name: 'n',
+      id: 'i',
+      url: 'http://a',
+      version: '1',
+      description: 'd',
+      instructions: 'ins',
+      providerName: 'pn',
+      providerUrl: 'http://p',
     });
     expect(c.publicUrl?.href).toBe('https://proxy.example/guard');
     expect(c.maxBodyBytes).toBe(2048);
@@ -104,7 +111,12 @@ describe('loadConfig values', () => {
   });
 
   test.each([
-    ['true', true], ['1', true], ['yes', true], ['false', false], ['0', false], ['no', false],
+    ['true', true],
+    ['1', true],
+    ['yes', true],
+    ['false', false],
+    ['0', false],
+    ['no', false],
   ])('boolean %p -> %p', (raw, want) => {
     expect(ok({ ...BASE, INSPECT_RESPONSES: raw }).inspectResponses).toBe(want);
     expect(ok({ ...BASE, EXPOSE_GUARDIAN_REASONING: raw }).exposeGuardianReasoning).toBe(want);
@@ -112,8 +124,20 @@ describe('loadConfig values', () => {
 
   test('empty strings count as unset (defaults apply, no problem lines)', () => {
     const c = ok({
-      ...BASE, PORT: '', HOST: '', GUARDIAN_URL: '', GUARDIAN_TOKEN: '', ROLE: '', FAIL_MODE: '', INSPECT_RESPONSES: '',
-      REASONING_HEADER: '', OBSERVED_AGENT_NAME: '', PUBLIC_URL: '', MAX_BODY_BYTES: '', LOG_LEVEL: '', ADMIN_PORT: '',
+      ...BASE,
+      PORT: '',
+      HOST: '',
+      GUARDIAN_URL: '',
+      GUARDIAN_TOKEN: '',
+      ROLE: '',
+      FAIL_MODE: '',
+      INSPECT_RESPONSES: '',
+      REASONING_HEADER: '',
+      OBSERVED_AGENT_NAME: '',
+      PUBLIC_URL: '',
+      MAX_BODY_BYTES: '',
+      LOG_LEVEL: '',
+      ADMIN_PORT: '',
     });
     expect(c.port).toBe(8080);
     expect(c.host).toBe('0.0.0.0');
@@ -305,23 +329,66 @@ describe('misspelled variables stop the start (GAURDIAN_URL left the demo policy
     const n = name.toUpperCase().replace(/-/g, '_');
     const addr = '10.0.0.7';
     return {
-      [`${n}_SERVICE_HOST`]: addr, [`${n}_SERVICE_PORT`]: String(port), [`${n}_SERVICE_PORT_HTTP`]: String(port),
-      [`${n}_PORT`]: `tcp://${addr}:${port}`, [`${n}_PORT_${port}_TCP`]: `tcp://${addr}:${port}`,
-      [`${n}_PORT_${port}_TCP_PROTO`]: 'tcp', [`${n}_PORT_${port}_TCP_PORT`]: String(port), [`${n}_PORT_${port}_TCP_ADDR`]: addr,
+      [`${n}_SERVICE_HOST`]: addr,
+      [`${n}_SERVICE_PORT`]: String(port),
+      [`${n}_SERVICE_PORT_HTTP`]: String(port),
+      [`${n}_PORT`]: `tcp://${addr}:${port}`,
+      [`${n}_PORT_${port}_TCP`]: `tcp://${addr}:${port}`,
+      [`${n}_PORT_${port}_TCP_PROTO`]: 'tcp',
+      [`${n}_PORT_${port}_TCP_PORT`]: String(port),
+      [`${n}_PORT_${port}_TCP_ADDR`]: addr,
     };
   }
 
   const TYPICAL: Record<string, string> = {
-    HOME: '/root', PATH: '/usr/local/bin:/usr/bin', HOSTNAME: 'a2a-guard-7d9f-x2', PWD: '/app', OLDPWD: '/', USER: 'node', LOGNAME: 'node',
-    SHELL: '/bin/sh', SHLVL: '1', TERM: 'xterm', LANG: 'C.UTF-8', TZ: 'UTC', _: '/usr/local/bin/node', TMPDIR: '/tmp', EDITOR: 'vi', HOST_IP: '10.1.2.3',
-    NODE_ENV: 'production', NODE_OPTIONS: '--max-old-space-size=512', NODE_VERSION: '20.20.2', YARN_VERSION: '1.22.22', CI: 'true', INIT_CWD: '/app',
-    npm_config_cache: '/root/.npm', npm_lifecycle_event: 'start', npm_lifecycle_script: 'node dist/src/main.js', npm_package_name: 'a2a-guard',
-    npm_package_version: '0.1.0', npm_config_loglevel: 'warn', npm_node_execpath: '/usr/local/bin/node', npm_command: 'run-script',
-    npm_execpath: '/usr/local/lib/node_modules/npm/bin/npm-cli.js', npm_config_user_agent: 'npm/10.8.2 node/v20.20.2 linux x64', npm_config_prefix: '/usr/local',
-    GITHUB_ACTIONS: 'true', RUNNER_OS: 'Linux', RUNNER_TEMP: '/tmp', GITHUB_WORKSPACE: '/w',
-    ...serviceLinks('kubernetes', 443), ...serviceLinks('guardian', 7070), ...serviceLinks('upstream', 8080), ...serviceLinks('agent', 8080),
-    ...withoutKey(serviceLinks('a2a-guard', 8080), 'A2A_GUARD_PORT'), ...serviceLinks('redis', 6379), ...serviceLinks('otel-collector', 4318), ...serviceLinks('proxy', 8080),
-    ...serviceLinks('host', 80), ...serviceLinks('role', 80), ...serviceLinks('postgres', 5432),
+    HOME: '/root',
+    PATH: '/usr/local/bin:/usr/bin',
+    HOSTNAME: 'a2a-guard-7d9f-x2',
+    PWD: '/app',
+    OLDPWD: '/',
+    USER: 'node',
+    LOGNAME: 'node',
+    SHELL: '/bin/sh',
+    SHLVL: '1',
+    TERM: 'xterm',
+    LANG: 'C.UTF-8',
+    TZ: 'UTC',
+    _: '/usr/local/bin/node',
+    TMPDIR: '/tmp',
+    EDITOR: 'vi',
+    HOST_IP: '10.1.2.3',
+    NODE_ENV: 'production',
+    NODE_OPTIONS: '--max-old-space-size=512',
+    NODE_VERSION: '20.20.2',
+    YARN_VERSION: '1.22.22',
+    CI: 'true',
+    INIT_CWD: '/app',
+    npm_config_cache: '/root/.npm',
+    npm_lifecycle_event: 'start',
+    npm_lifecycle_script: 'node dist/src/main.js',
+    npm_package_name: 'a2a-guard',
+    npm_package_version: '0.1.0',
+    npm_config_loglevel: 'warn',
+    npm_node_execpath: '/usr/local/bin/node',
+    npm_command: 'run-script',
+    npm_execpath: '/usr/local/lib/node_modules/npm/bin/npm-cli.js',
+    npm_config_user_agent: 'npm/10.8.2 node/v20.20.2 linux x64',
+    npm_config_prefix: '/usr/local',
+    GITHUB_ACTIONS: 'true',
+    RUNNER_OS: 'Linux',
+    RUNNER_TEMP: '/tmp',
+    GITHUB_WORKSPACE: '/w',
+    ...serviceLinks('kubernetes', 443),
+    ...serviceLinks('guardian', 7070),
+    ...serviceLinks('upstream', 8080),
+    ...serviceLinks('agent', 8080),
+    ...withoutKey(serviceLinks('a2a-guard', 8080), 'A2A_GUARD_PORT'),
+    ...serviceLinks('redis', 6379),
+    ...serviceLinks('otel-collector', 4318),
+    ...serviceLinks('proxy', 8080),
+    ...serviceLinks('host', 80),
+    ...serviceLinks('role', 80),
+    ...serviceLinks('postgres', 5432),
   };
 
   test('an ordinary container environment (shell, npm_*, CI, Kubernetes service links) is not flagged', () => {
@@ -336,7 +403,8 @@ describe('misspelled variables stop the start (GAURDIAN_URL left the demo policy
   });
 
   test.each(['HOME', 'PATH', 'HOSTNAME', 'PWD', 'USER', 'npm_config_cache', 'npm_package_name', 'KUBERNETES_SERVICE_HOST', 'GUARDIAN_PORT', 'UPSTREAM_PORT'])(
-    '%s alone is not flagged', (name) => {
+    '%s alone is not flagged',
+    (name) => {
       expect(ok({ ...BASE, [name]: 'x' }).port).toBe(8080);
     },
   );
@@ -347,7 +415,9 @@ describe('misspelled variables stop the start (GAURDIAN_URL left the demo policy
 
   test('misspelledVariables: one edit for names up to 6 characters (HOME is not HOST), two above; transpositions count once', () => {
     const known = ['HOST', 'PORT', 'GUARDIAN_URL'];
-    expect(misspelledVariables({ HOME: '/root', HOSR: 'x', POTR: 'x', PORTAL: 'x', GUARDIN_UR: 'x', GUARDIAN_URLS: 'x', GARDIAN_ULR: 'x', GUARD_URL: 'x' }, known)).toEqual([
+    expect(
+      misspelledVariables({ HOME: '/root', HOSR: 'x', POTR: 'x', PORTAL: 'x', GUARDIN_UR: 'x', GUARDIAN_URLS: 'x', GARDIAN_ULR: 'x', GUARD_URL: 'x' }, known),
+    ).toEqual([
       'HOSR: unknown variable; did you mean HOST?',
       'POTR: unknown variable; did you mean PORT?',
       'GUARDIN_UR: unknown variable; did you mean GUARDIAN_URL?',
@@ -369,7 +439,7 @@ describe('misspelled variables stop the start (GAURDIAN_URL left the demo policy
     OTEL_METRICS_EXPORTER OTEL_LOGS_EXPORTER OTEL_TRACES_SAMPLER OTEL_TRACES_SAMPLER_ARG OTEL_PROPAGATORS OTEL_LOG_LEVEL OTEL_BSP_SCHEDULE_DELAY
     LOG_FORMAT LOGLEVEL LOG_FILE REDIS_URL REDIS_HOST REDIS_PORT DATABASE_URL AWS_REGION AWS_ACCESS_KEY_ID GOOGLE_APPLICATION_CREDENTIALS`.split(/\s+/);
 
-  test('well-known variables of other software, and this machine\'s own environment, are not typos', () => {
+  test("well-known variables of other software, and this machine's own environment, are not typos", () => {
     // Values are 'x': a variable of ours in this environment may then be invalid, but never "unknown".
     const env = Object.fromEntries([...COMMON, ...Object.keys(process.env)].map((n) => [n, 'x']));
     const result = loadConfig({ ...env, ...BASE });
@@ -383,8 +453,16 @@ describe('identity and TLS variables', () => {
   test('defaults: IDENTITY_POLICY=optional, nothing signed or verified, no TLS', () => {
     const c = ok(BASE);
     expect(c.identity).toEqual({
-      policy: 'optional', signingKeyFile: undefined, signingKeyId: undefined, assertionTtlSeconds: 30, trustJwksFile: undefined, trustJwksUrl: undefined,
-      audiences: [], replayCacheSize: 100_000, oidc: undefined, refreshMs: 30_000,
+      policy: 'optional',
+      signingKeyFile: undefined,
+      signingKeyId: undefined,
+      assertionTtlSeconds: 30,
+      trustJwksFile: undefined,
+      trustJwksUrl: undefined,
+      audiences: [],
+      replayCacheSize: 100_000,
+      oidc: undefined,
+      refreshMs: 30_000,
     });
     expect(c.tls.listener).toBeUndefined();
     expect(c.tls.guardian).toEqual({ caFile: undefined, certFile: undefined, keyFile: undefined, serverName: undefined });
@@ -393,16 +471,40 @@ describe('identity and TLS variables', () => {
 
   test('every variable is read; audiences are normalised (origin + path, no trailing slash)', () => {
     const c = ok({
-      ...BASE, IDENTITY_POLICY: 'required', ASSERTION_SIGNING_KEY_FILE: '/keys/sign.jwk', ASSERTION_SIGNING_KEY_ID: 'k-2', ASSERTION_TTL_SECONDS: '45',
-      ASSERTION_TRUST_JWKS_FILE: '/keys/trust.jwks', ASSERTION_AUDIENCE: 'https://Baker-Guard:8443/, http://baker.internal/a2a/', ASSERTION_REPLAY_CACHE_SIZE: '5000',
-      OIDC_ISSUER: 'https://idp.example/realms/x', OIDC_AUDIENCE: 'a2a-baker,other', OIDC_JWKS_URL: 'https://idp.example/jwks', OIDC_CLAIMS: 'id=sub,name=azp',
-      CREDENTIALS_REFRESH_MS: '5000', TLS_CERT_FILE: '/tls/c.pem', TLS_KEY_FILE: '/tls/k.pem', TLS_CLIENT_CA_FILE: '/tls/ca.pem', TLS_CLIENT_CERT: 'optional',
-      GUARDIAN_TOKEN_FILE: '/var/run/token', GUARDIAN_CA_FILE: '/g/ca', GUARDIAN_CERT_FILE: '/g/c', GUARDIAN_KEY_FILE: '/g/k', GUARDIAN_SERVER_NAME: 'guardian.internal',
-      UPSTREAM_CA_FILE: '/u/ca', UPSTREAM_SERVER_NAME: 'agent.internal',
+      ...BASE,
+      IDENTITY_POLICY: 'required',
+      ASSERTION_SIGNING_KEY_FILE: '/keys/sign.jwk',
+      ASSERTION_SIGNING_KEY_ID: 'k-2',
+      ASSERTION_TTL_SECONDS: '45',
+      ASSERTION_TRUST_JWKS_FILE: '/keys/trust.jwks',
+      ASSERTION_AUDIENCE: 'https://Baker-Guard:8443/, http://baker.internal/a2a/',
+      ASSERTION_REPLAY_CACHE_SIZE: '5000',
+      OIDC_ISSUER: 'https://idp.example/realms/x',
+      OIDC_AUDIENCE: 'a2a-baker,other',
+      OIDC_JWKS_URL: 'https://idp.example/jwks',
+      OIDC_CLAIMS: 'id=sub,name=azp',
+      CREDENTIALS_REFRESH_MS: '5000',
+      TLS_CERT_FILE: '/tls/c.pem',
+      TLS_KEY_FILE: '/tls/k.pem',
+      TLS_CLIENT_CA_FILE: '/tls/ca.pem',
+      TLS_CLIENT_CERT: 'optional',
+      GUARDIAN_TOKEN_FILE: '/var/run/token',
+      GUARDIAN_CA_FILE: '/g/ca',
+      GUARDIAN_CERT_FILE: '/g/c',
+      GUARDIAN_KEY_FILE: '/g/k',
+      GUARDIAN_SERVER_NAME: 'guardian.internal',
+      UPSTREAM_CA_FILE: '/u/ca',
+      UPSTREAM_SERVER_NAME: 'agent.internal',
     });
     expect(c.identity).toMatchObject({
-      policy: 'required', signingKeyFile: '/keys/sign.jwk', signingKeyId: 'k-2', assertionTtlSeconds: 45, trustJwksFile: '/keys/trust.jwks',
-      audiences: ['https://baker-guard:8443', 'http://baker.internal/a2a'], replayCacheSize: 5000, refreshMs: 5000,
+      policy: 'required',
+      signingKeyFile: '/keys/sign.jwk',
+      signingKeyId: 'k-2',
+      assertionTtlSeconds: 45,
+      trustJwksFile: '/keys/trust.jwks',
+      audiences: ['https://baker-guard:8443', 'http://baker.internal/a2a'],
+      replayCacheSize: 5000,
+      refreshMs: 5000,
       oidc: { issuer: 'https://idp.example/realms/x', audiences: ['a2a-baker', 'other'], claims: { id: ['sub'], name: ['azp'], url: [], version: [] } },
     });
     expect(c.identity.oidc?.jwksUrl?.href).toBe('https://idp.example/jwks');

@@ -47,8 +47,16 @@ describe('the proxy (loadConfig)', () => {
       A2A_GUARD_LOG_LEVEL: 'debug',
     });
     expect(c).toMatchObject({
-      upstreamUrl: new URL('http://agent:9000'), guardianToken: 's3cret', port: 8081, adminPort: 9091, role: 'client',
-      failMode: 'open', inspectResponses: true, observedAgent: { name: 'Cooking assistant' }, drainTimeoutMs: 1234, logLevel: 'debug',
+      upstreamUrl: new URL('http://agent:9000'),
+      guardianToken: 's3cret',
+      port: 8081,
+      adminPort: 9091,
+      role: 'client',
+      failMode: 'open',
+      inspectResponses: true,
+      observedAgent: { name: 'Cooking assistant' },
+      drainTimeoutMs: 1234,
+      logLevel: 'debug',
     });
     expect(c.guardianUrl?.href).toBe('http://guardian:7070/');
   });
@@ -68,11 +76,19 @@ describe('the proxy (loadConfig)', () => {
     expect(r.ok).toBe(false);
     if (r.ok) return;
     expect(r.problems).toHaveLength(1);
-    expect(r.problems[0]).toMatch(/^ADMIN_PORT="tcp:\/\/10\.96\.0\.8:9090": must be a whole number \(this looks like a Kubernetes service link: set A2A_GUARD_ADMIN_PORT, or enableServiceLinks: false/);
+    expect(r.problems[0]).toMatch(
+      /^ADMIN_PORT="tcp:\/\/10\.96\.0\.8:9090": must be a whole number \(this looks like a Kubernetes service link: set A2A_GUARD_ADMIN_PORT, or enableServiceLinks: false/,
+    );
   });
 
   test('error lines name the variable that was read, and never show a token', () => {
-    const r = loadConfig({ A2A_GUARD_UPSTREAM_URL: 'http://a:1', A2A_GUARD_PORT: 'eighty', PORT: '80', A2A_GUARD_GUARDIAN_TOKEN: 'x', A2A_GUARD_GUARDIAN_TIMEOUT_MS: 'soon' });
+    const r = loadConfig({
+      A2A_GUARD_UPSTREAM_URL: 'http://a:1',
+      A2A_GUARD_PORT: 'eighty',
+      PORT: '80',
+      A2A_GUARD_GUARDIAN_TOKEN: 'x',
+      A2A_GUARD_GUARDIAN_TIMEOUT_MS: 'soon',
+    });
     expect(r.ok).toBe(false);
     if (r.ok) return;
     expect(r.problems.map((p) => p.split('=')[0]).sort()).toEqual(['A2A_GUARD_GUARDIAN_TIMEOUT_MS', 'A2A_GUARD_PORT']);
@@ -84,7 +100,14 @@ describe('the proxy (loadConfig)', () => {
 describe('the reference guardian (readGuardianConfig)', () => {
   test('reads the prefixed forms, which win', () => {
     const { config: c, problems } = readGuardianConfig(
-      { A2A_GUARD_GUARDIAN_PORT: '7071', GUARDIAN_PORT: '1', A2A_GUARD_GUARDIAN_HOST: '127.0.0.1', A2A_GUARD_POLICY_FILE: 'p.json', A2A_GUARD_LOG_LEVEL: 'warn', A2A_GUARD_GUARDIAN_TOKEN: 't' },
+      {
+        A2A_GUARD_GUARDIAN_PORT: '7071',
+        GUARDIAN_PORT: '1',
+        A2A_GUARD_GUARDIAN_HOST: '127.0.0.1',
+        A2A_GUARD_POLICY_FILE: 'p.json',
+        A2A_GUARD_LOG_LEVEL: 'warn',
+        A2A_GUARD_GUARDIAN_TOKEN: 't',
+      },
       '/srv',
     );
     expect(problems).toEqual([]);

@@ -14,12 +14,12 @@ describe('function length in src/', () => {
 
   it('counts functions, arrows and methods from their first line to their closing brace', () => {
     const body = (n: number) => Array.from({ length: n }, (_, i) => `  const v${i} = ${i};`).join('\n');
-    const text = [
-      `export function f() {\n${body(3)}\n}`,
-      `const g = () => {\n${body(4)}\n};`,
-      `class C {\n  m() {\n${body(5)}\n  }\n}`,
-    ].join('\n');
+    const text = [`export function f() {\n${body(3)}\n}`, `const g = () => {\n${body(4)}\n};`, `class C {\n  m() {\n${body(5)}\n  }\n}`].join('\n');
     const found = longFunctionsIn('x.ts', text, 2).map((f) => [f.name, f.lines]);
-    expect(found).toEqual([['f', 5], ['g', 6], ['m', 7]]);
+    expect(found).toEqual([
+      ['f', 5],
+      ['g', 6],
+      ['m', 7],
+    ]);
   });
 });

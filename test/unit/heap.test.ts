@@ -26,7 +26,8 @@ describe('heap', () => {
         await new Promise((r) => setTimeout(r, 300));
         await pool.close(); srv.close();
       });`;
-    const run = (flags: string[]) => spawnSync(process.execPath, [...flags, '--trace-wasm-compilation-times', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    const run = (flags: string[]) =>
+      spawnSync(process.execPath, [...flags, '--trace-wasm-compilation-times', '-e', script], { encoding: 'utf8', timeout: 60_000 });
     const byDefault = run([]);
     expect(byDefault.status).toBe(0);
     expect(byDefault.stdout).toMatch(/using TurboFan/);

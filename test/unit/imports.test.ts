@@ -76,8 +76,16 @@ export function moduleOf(file: string): string {
 const RULES: readonly { readonly module: string; readonly mayNotImport: readonly string[]; readonly why: string }[] = [
   { module: 'core', mayNotImport: ['*'], why: 'core/ is the bottom layer: json types, the error table' },
   { module: 'a2a', mayNotImport: ['*', '!core'], why: 'protocol knowledge (a2a/) imports only core/' },
-  { module: 'aos', mayNotImport: ['proxy', 'guardian', 'ownership', 'observe', 'admin', 'identity'], why: 'aos/ is protocol knowledge: it never imports plumbing' },
-  { module: 'guardian', mayNotImport: ['proxy', 'ownership', 'admin', 'server.ts', 'main.ts', 'cli', 'config'], why: 'the reference guardian never imports the proxy, its configuration or its command line' },
+  {
+    module: 'aos',
+    mayNotImport: ['proxy', 'guardian', 'ownership', 'observe', 'admin', 'identity'],
+    why: 'aos/ is protocol knowledge: it never imports plumbing',
+  },
+  {
+    module: 'guardian',
+    mayNotImport: ['proxy', 'ownership', 'admin', 'server.ts', 'main.ts', 'cli', 'config'],
+    why: 'the reference guardian never imports the proxy, its configuration or its command line',
+  },
 ];
 
 /** The proxy's inbound adapters: each frames its transport over the shared middle (the files at the root of proxy/). */
@@ -209,7 +217,9 @@ describe('import direction in src/', () => {
     expect(test.test("if (x.binding === 'rest')")).toBe(true);
     expect(test.test("call.codec.name !== 'grpc'")).toBe(true);
     expect(test.test("binding: 'jsonrpc'")).toBe(false);
-    const offenders = sourceFiles(SRC).filter((f) => !path.relative(SRC, f).startsWith('a2a')).filter((f) => test.test(fs.readFileSync(f, 'utf8')));
+    const offenders = sourceFiles(SRC)
+      .filter((f) => !path.relative(SRC, f).startsWith('a2a'))
+      .filter((f) => test.test(fs.readFileSync(f, 'utf8')));
     expect(offenders.map((f) => path.relative(SRC, f))).toEqual([]);
   });
 });
@@ -219,17 +229,30 @@ describe('the import checker itself', () => {
 
   it('flags each wrong direction', () => {
     const bad = [
-      edge('a2a/classify.ts', 'proxy/errors.ts'), edge('a2a/classify.ts', 'aos/schemas.ts'), edge('aos/guardian.ts', 'proxy/enforce.ts'),
-      edge('guardian/embedded.ts', 'proxy/enforce.ts'), edge('proxy/x.ts', 'demo/main.ts'), edge('core/errors.ts', 'aos/schemas.ts'),
+      edge('a2a/classify.ts', 'proxy/errors.ts'),
+      edge('a2a/classify.ts', 'aos/schemas.ts'),
+      edge('aos/guardian.ts', 'proxy/enforce.ts'),
+      edge('guardian/embedded.ts', 'proxy/enforce.ts'),
+      edge('proxy/x.ts', 'demo/main.ts'),
+      edge('core/errors.ts', 'aos/schemas.ts'),
     ];
     expect(violations(bad)).toHaveLength(bad.length);
     expect(violations([edge('a2a/classify.ts', 'core/json.ts'), edge('proxy/x.ts', 'a2a/y.ts'), edge('demo/a.ts', 'proxy/b.ts')])).toEqual([]);
   });
 
   it('flags an adapter importing the other, and the middle importing an adapter', () => {
-    const bad = [edge('proxy/grpc/call.ts', 'proxy/http/forward.ts'), edge('proxy/http/pipeline.ts', 'proxy/grpc/relay.ts'), edge('proxy/deps.ts', 'proxy/http/forward.ts')];
+    const bad = [
+      edge('proxy/grpc/call.ts', 'proxy/http/forward.ts'),
+      edge('proxy/http/pipeline.ts', 'proxy/grpc/relay.ts'),
+      edge('proxy/deps.ts', 'proxy/http/forward.ts'),
+    ];
     expect(adapterViolations(bad)).toHaveLength(bad.length);
-    const good = [edge('proxy/grpc/call.ts', 'proxy/headers.ts'), edge('proxy/http/pipeline.ts', 'proxy/http/body.ts'), edge('server.ts', 'proxy/http/server.ts'), edge('proxy/http/relay/stream.ts', 'proxy/http/forward.ts')];
+    const good = [
+      edge('proxy/grpc/call.ts', 'proxy/headers.ts'),
+      edge('proxy/http/pipeline.ts', 'proxy/http/body.ts'),
+      edge('server.ts', 'proxy/http/server.ts'),
+      edge('proxy/http/relay/stream.ts', 'proxy/http/forward.ts'),
+    ];
     expect(adapterViolations(good)).toEqual([]);
   });
 
@@ -242,12 +265,19 @@ describe('the import checker itself', () => {
   it('reads static, type-only, re-export and lazy imports', () => {
     const file = path.join(SRC, 'proxy', 'probe.ts');
     const text = [
-      "import { a } from './http/pipeline';", "import type { B } from '../a2a/classify';", "export { c } from '../core/errors';",
-      "import fs from 'node:fs';", "function f() { return require('../observe/otel'); }", "type T = typeof import('./http/forward');",
+      "import { a } from './http/pipeline';",
+      "import type { B } from '../a2a/classify';",
+      "export { c } from '../core/errors';",
+      "import fs from 'node:fs';",
+      "function f() { return require('../observe/otel'); }",
+      "type T = typeof import('./http/forward');",
     ].join('\n');
     expect(importsOf(file, text)).toEqual([
-      edge('proxy/probe.ts', 'proxy/http/pipeline.ts'), edge('proxy/probe.ts', 'a2a/classify.ts'), edge('proxy/probe.ts', 'core/errors.ts'),
-      edge('proxy/probe.ts', 'observe/otel.ts', true), edge('proxy/probe.ts', 'proxy/http/forward.ts'),
+      edge('proxy/probe.ts', 'proxy/http/pipeline.ts'),
+      edge('proxy/probe.ts', 'a2a/classify.ts'),
+      edge('proxy/probe.ts', 'core/errors.ts'),
+      edge('proxy/probe.ts', 'observe/otel.ts', true),
+      edge('proxy/probe.ts', 'proxy/http/forward.ts'),
     ]);
   });
 });

@@ -122,8 +122,11 @@ describe('FastHistogramVec (guardian latency by operation and outcome)', () => {
     const ours = new Metrics();
     const reference = new Registry();
     const ref = new Histogram({
-      name: 'a2a_guard_guardian_latency_seconds', help: 'Guardian call latency, by A2A operation and outcome (the decision, or why there was no valid answer)',
-      labelNames: ['operation', 'outcome'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [reference],
+      name: 'a2a_guard_guardian_latency_seconds',
+      help: 'Guardian call latency, by A2A operation and outcome (the decision, or why there was no valid answer)',
+      labelNames: ['operation', 'outcome'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [reference],
     });
     const outcomes = ['allow', 'deny', 'timeout'];
     [0, 0.0004, 0.0005, 0.0007, 0.003, 0.003, 0.2, 1, 4.9, 5, 7, 120].forEach((v, i) => {
@@ -144,10 +147,19 @@ describe('FastCounter (decisions, requests)', () => {
     const { Counter, Registry } = await import('prom-client');
     const ours = new Metrics();
     const reference = new Registry();
-    const ref = new Counter({ name: 'a2a_guard_hook_decisions_total', help: 'Hook decisions by A2A operation (AOS method), hook side, phase and decision', labelNames: ['operation', 'side', 'phase', 'decision'], registers: [reference] });
+    const ref = new Counter({
+      name: 'a2a_guard_hook_decisions_total',
+      help: 'Hook decisions by A2A operation (AOS method), hook side, phase and decision',
+      labelNames: ['operation', 'side', 'phase', 'decision'],
+      registers: [reference],
+    });
     const calls: [string, string, string, string][] = [
-      ['message/send', 'server', 'request', 'allow'], ['message/send', 'server', 'request', 'allow'], ['tasks/get', 'client', 'response', 'deny'],
-      ['message/send', 'server', 'request', 'modify'], ['tasks/get', 'client', 'response', 'deny'], ['message/send', 'server', 'request', 'allow'],
+      ['message/send', 'server', 'request', 'allow'],
+      ['message/send', 'server', 'request', 'allow'],
+      ['tasks/get', 'client', 'response', 'deny'],
+      ['message/send', 'server', 'request', 'modify'],
+      ['tasks/get', 'client', 'response', 'deny'],
+      ['message/send', 'server', 'request', 'allow'],
     ];
     for (const [operation, side, phase, decision] of calls) {
       ours.decision(operation, side, phase, decision);
@@ -157,7 +169,9 @@ describe('FastCounter (decisions, requests)', () => {
     expect(mine).toBe(await reference.getSingleMetricAsString('a2a_guard_hook_decisions_total'));
     expect(mine).toContain('a2a_guard_hook_decisions_total{operation="message/send",side="server",phase="request",decision="allow"} 3');
     ours.call('other', 'forwarded');
-    expect(await ours.registry.getSingleMetricAsString('a2a_guard_requests_total')).toContain('a2a_guard_requests_total{operation="other",outcome="forwarded"} 1');
+    expect(await ours.registry.getSingleMetricAsString('a2a_guard_requests_total')).toContain(
+      'a2a_guard_requests_total{operation="other",outcome="forwarded"} 1',
+    );
   });
 });
 
@@ -175,7 +189,13 @@ describe('label cells (the labelled a2a_guard_ counters and histograms)', () => 
     | { kind: 'reset' };
   const step: fc.Arbitrary<Step> = fc.oneof(
     fc.record({ kind: fc.constantFrom('call' as const, 'owner' as const), op, outcome: word }),
-    fc.record({ kind: fc.constant('decision' as const), op, side: fc.constantFrom('client', 'server'), phase: fc.constantFrom('request', 'response'), decision: word }),
+    fc.record({
+      kind: fc.constant('decision' as const),
+      op,
+      side: fc.constantFrom('client', 'server'),
+      phase: fc.constantFrom('request', 'response'),
+      decision: word,
+    }),
     fc.record({ kind: fc.constantFrom('guardian' as const, 'finished' as const), op, outcome: word, s: seconds }),
     fc.record({ kind: fc.constant('upstream' as const), op, s: seconds }),
     { weight: 1, arbitrary: fc.constant({ kind: 'reset' as const }) },
@@ -183,39 +203,61 @@ describe('label cells (the labelled a2a_guard_ counters and histograms)', () => 
 
   test('interleaved label values, resets and counting again: the exposition prom-client gives', async () => {
     const { Counter, Histogram, Registry } = await import('prom-client');
-    await fc.assert(fc.asyncProperty(fc.array(step, { maxLength: 40 }), async (steps) => {
-      const ours = new Metrics();
-      const reference = new Registry();
-      const help = (name: string) => (ours.registry.getSingleMetric(name) as unknown as { help: string }).help;
-      const counter = (name: string, labelNames: string[]) => new Counter({ name, help: help(name), labelNames, registers: [reference] });
-      const histogram = (name: string, labelNames: string[], buckets: number[]) => new Histogram({ name, help: help(name), labelNames, buckets, registers: [reference] });
-      const calls = counter('a2a_guard_requests_total', ['operation', 'outcome']);
-      const owners = counter('a2a_guard_task_ownership_total', ['operation', 'outcome']);
-      const decisions = counter('a2a_guard_hook_decisions_total', ['operation', 'side', 'phase', 'decision']);
-      const guardian = histogram('a2a_guard_guardian_latency_seconds', ['operation', 'outcome'], LATENCY);
-      const added = histogram('a2a_guard_added_latency_seconds', ['operation'], LATENCY);
-      const upstream = histogram('a2a_guard_upstream_latency_seconds', ['operation'], UPSTREAM);
-      // prom-client's histogram counts a non-finite observation; the proxy never makes one, and ours skips it.
-      const observe = (h: typeof added, labels: Record<string, string>, s: number) => Number.isFinite(s) && h.observe(labels, s);
-      for (const x of steps) {
-        switch (x.kind) {
-          case 'call': ours.call(x.op, x.outcome); calls.inc({ operation: x.op, outcome: x.outcome }); break;
-          case 'owner': ours.ownershipOutcome(x.op, x.outcome); owners.inc({ operation: x.op, outcome: x.outcome }); break;
-          case 'decision': ours.decision(x.op, x.side, x.phase, x.decision); decisions.inc({ operation: x.op, side: x.side, phase: x.phase, decision: x.decision }); break;
-          case 'guardian': ours.guardianCall(x.op, x.outcome, x.s); observe(guardian, { operation: x.op, outcome: x.outcome }, x.s); break;
-          case 'finished':
-            ours.finished(x.op, x.outcome, x.s);
-            calls.inc({ operation: x.op, outcome: x.outcome });
-            observe(added, { operation: x.op }, x.s);
-            break;
-          case 'upstream': ours.upstreamCall(x.op, x.s); observe(upstream, { operation: x.op }, x.s); break;
-          case 'reset': ours.registry.resetMetrics(); reference.resetMetrics(); break;
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { maxLength: 40 }), async (steps) => {
+        const ours = new Metrics();
+        const reference = new Registry();
+        const help = (name: string) => (ours.registry.getSingleMetric(name) as unknown as { help: string }).help;
+        const counter = (name: string, labelNames: string[]) => new Counter({ name, help: help(name), labelNames, registers: [reference] });
+        const histogram = (name: string, labelNames: string[], buckets: number[]) =>
+          new Histogram({ name, help: help(name), labelNames, buckets, registers: [reference] });
+        const calls = counter('a2a_guard_requests_total', ['operation', 'outcome']);
+        const owners = counter('a2a_guard_task_ownership_total', ['operation', 'outcome']);
+        const decisions = counter('a2a_guard_hook_decisions_total', ['operation', 'side', 'phase', 'decision']);
+        const guardian = histogram('a2a_guard_guardian_latency_seconds', ['operation', 'outcome'], LATENCY);
+        const added = histogram('a2a_guard_added_latency_seconds', ['operation'], LATENCY);
+        const upstream = histogram('a2a_guard_upstream_latency_seconds', ['operation'], UPSTREAM);
+        // prom-client's histogram counts a non-finite observation; the proxy never makes one, and ours skips it.
+        const observe = (h: typeof added, labels: Record<string, string>, s: number) => Number.isFinite(s) && h.observe(labels, s);
+        for (const x of steps) {
+          switch (x.kind) {
+            case 'call':
+              ours.call(x.op, x.outcome);
+              calls.inc({ operation: x.op, outcome: x.outcome });
+              break;
+            case 'owner':
+              ours.ownershipOutcome(x.op, x.outcome);
+              owners.inc({ operation: x.op, outcome: x.outcome });
+              break;
+            case 'decision':
+              ours.decision(x.op, x.side, x.phase, x.decision);
+              decisions.inc({ operation: x.op, side: x.side, phase: x.phase, decision: x.decision });
+              break;
+            case 'guardian':
+              ours.guardianCall(x.op, x.outcome, x.s);
+              observe(guardian, { operation: x.op, outcome: x.outcome }, x.s);
+              break;
+            case 'finished':
+              ours.finished(x.op, x.outcome, x.s);
+              calls.inc({ operation: x.op, outcome: x.outcome });
+              observe(added, { operation: x.op }, x.s);
+              break;
+            case 'upstream':
+              ours.upstreamCall(x.op, x.s);
+              observe(upstream, { operation: x.op }, x.s);
+              break;
+            case 'reset':
+              ours.registry.resetMetrics();
+              reference.resetMetrics();
+              break;
+          }
         }
-      }
-      for (const m of reference.getMetricsAsArray()) {
-        expect(await ours.registry.getSingleMetricAsString(m.name)).toBe(await reference.getSingleMetricAsString(m.name));
-      }
-    }), { numRuns: 300 });
+        for (const m of reference.getMetricsAsArray()) {
+          expect(await ours.registry.getSingleMetricAsString(m.name)).toBe(await reference.getSingleMetricAsString(m.name));
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 
   test('a one-label counter (the caller identities of server.ts)', async () => {

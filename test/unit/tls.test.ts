@@ -49,21 +49,26 @@ describe('describeConnectError', () => {
 });
 
 describe('TLS material checked at start', () => {
-  test('no TLS option: undici\'s default connector', () => {
-    expect(outboundTls({ caFile: undefined, certFile: undefined, keyFile: undefined, serverName: undefined }, 'UPSTREAM', 1000, silent).connect).toBeUndefined();
+  test("no TLS option: undici's default connector", () => {
+    expect(
+      outboundTls({ caFile: undefined, certFile: undefined, keyFile: undefined, serverName: undefined }, 'UPSTREAM', 1000, silent).connect,
+    ).toBeUndefined();
   });
 
   test('a CA file without a certificate, a key that does not match, an unreadable file: StartupError naming the variable', async () => {
     const client = await pki.issue({ cn: 'c' });
     const other = await pki.issue({ cn: 'o' });
-    const t = (tls: Partial<Parameters<typeof outboundTls>[0]>) => () => outboundTls({ caFile: undefined, certFile: undefined, keyFile: undefined, serverName: undefined, ...tls }, 'UPSTREAM', 1000, silent);
+    const t = (tls: Partial<Parameters<typeof outboundTls>[0]>) => () =>
+      outboundTls({ caFile: undefined, certFile: undefined, keyFile: undefined, serverName: undefined, ...tls }, 'UPSTREAM', 1000, silent);
     expect(t({ caFile: client.keyFile })).toThrow(new StartupError('UPSTREAM_CA_FILE does not load: no PEM certificate in it'));
     expect(t({ caFile: pki.caFile, certFile: client.certFile, keyFile: other.keyFile })).toThrow(/UPSTREAM_CA_FILE\/_CERT_FILE\/_KEY_FILE do not load/);
     expect(t({ caFile: join(dir, 'missing.pem') })).toThrow(/^UPSTREAM_CA_FILE=.*missing\.pem: cannot read the file \(ENOENT\)$/);
     const ok = t({ caFile: pki.caFile, certFile: client.certFile, keyFile: client.keyFile })();
     expect(typeof ok.connect).toBe('function');
     ok.close();
-    expect(() => listenerTls({ certFile: client.keyFile, keyFile: client.keyFile, clientCaFile: undefined, clientCert: 'required' }, 1000, silent)).toThrow(/no PEM certificate in TLS_CERT_FILE/);
+    expect(() => listenerTls({ certFile: client.keyFile, keyFile: client.keyFile, clientCaFile: undefined, clientCert: 'required' }, 1000, silent)).toThrow(
+      /no PEM certificate in TLS_CERT_FILE/,
+    );
   });
 
   test('listener options: client certificates asked for only with a client CA; rejected at the handshake only when required', async () => {

@@ -36,29 +36,33 @@ describe('undici-pool', () => {
         let pauses = 0;
         let held = false;
         let resume: () => void = () => undefined;
-        dispatchRaw(pool, { path: '/', method: 'GET' }, {
-          onConnect: () => undefined,
-          onHeaders: (s, raw, r) => {
-            status = s;
-            for (let i = 0; i < raw.length; i += 2) (headers[headerNameOf(raw[i] as Buffer)] ??= []).push((raw[i + 1] as Buffer).toString('latin1'));
-            resume = r;
-            return true;
+        dispatchRaw(
+          pool,
+          { path: '/', method: 'GET' },
+          {
+            onConnect: () => undefined,
+            onHeaders: (s, raw, r) => {
+              status = s;
+              for (let i = 0; i < raw.length; i += 2) (headers[headerNameOf(raw[i] as Buffer)] ??= []).push((raw[i + 1] as Buffer).toString('latin1'));
+              resume = r;
+              return true;
+            },
+            onData: (chunk) => {
+              // Pause after every chunk: undici must hold the body until resume().
+              if (held) reject(new Error('a chunk arrived while the body was paused'));
+              bytes += chunk.length;
+              pauses++;
+              held = true;
+              setTimeout(() => {
+                held = false;
+                resume();
+              }, 2);
+              return false;
+            },
+            onComplete: () => (held ? reject(new Error('completed while paused')) : resolve({ status, headers, bytes, pauses })),
+            onError: reject,
           },
-          onData: (chunk) => {
-            // Pause after every chunk: undici must hold the body until resume().
-            if (held) reject(new Error('a chunk arrived while the body was paused'));
-            bytes += chunk.length;
-            pauses++;
-            held = true;
-            setTimeout(() => {
-              held = false;
-              resume();
-            }, 2);
-            return false;
-          },
-          onComplete: () => (held ? reject(new Error('completed while paused')) : resolve({ status, headers, bytes, pauses })),
-          onError: reject,
-        });
+        );
       });
       expect(got.status).toBe(201);
       expect(got.headers['x-one']).toEqual(['a']);

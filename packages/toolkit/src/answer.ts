@@ -65,6 +65,7 @@ export interface PingAnswerFields {
 export function pingAnswer(json: unknown): PingAnswerFields | undefined {
   if (!isPlainObject(json) || json.jsonrpc !== '2.0' || !isId(json.id)) return undefined;
   const r = json.result;
-  if (!isPlainObject(r) || (r.status !== 'connected' && r.status !== 'error') || typeof r.version !== 'string' || typeof r.timestamp !== 'string') return undefined;
+  if (!isPlainObject(r) || (r.status !== 'connected' && r.status !== 'error') || typeof r.version !== 'string' || typeof r.timestamp !== 'string')
+    return undefined;
   return { id: json.id, status: r.status };
 }

@@ -22,9 +22,10 @@ export interface EnvelopeInput {
 
 export function buildEnvelope(input: EnvelopeInput): Envelope {
   // Key order payload, reasoning, context: the order envelopeJson writes.
-  const params: Envelope['params'] = input.reasoning === undefined
-    ? { payload: input.payload, context: input.context }
-    : { payload: input.payload, reasoning: input.reasoning, context: input.context };
+  const params: Envelope['params'] =
+    input.reasoning === undefined
+      ? { payload: input.payload, context: input.context }
+      : { payload: input.payload, reasoning: input.reasoning, context: input.context };
   return { jsonrpc: '2.0', id: input.id ?? randomUUID(), method: input.method, params };
 }
 

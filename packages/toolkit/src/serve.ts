@@ -88,9 +88,7 @@ export interface RpcError {
   readonly data?: unknown;
 }
 
-export type RpcReply =
-  | { jsonrpc: '2.0'; id: JsonRpcId | null; result: unknown }
-  | { jsonrpc: '2.0'; id: JsonRpcId | null; error: RpcError };
+export type RpcReply = { jsonrpc: '2.0'; id: JsonRpcId | null; result: unknown } | { jsonrpc: '2.0'; id: JsonRpcId | null; error: RpcError };
 
 /** Start a guardian service and resolve once it listens. */
 export async function serveGuardian(decide: GuardianFunction, options: ServeOptions = {}): Promise<RunningGuardian> {

@@ -34,8 +34,24 @@ import type { SharedDeps } from '../deps';
 import type { ServiceParameters } from '../../a2a/service-parameters';
 
 /** What the gRPC adapter shares with the HTTP pipeline (ProxyDeps), and its own parts. */
-export interface GrpcDeps extends Pick<SharedDeps,
-  'config' | 'logger' | 'metrics' | 'identities' | 'identify' | 'signAssertion' | 'ownership' | 'tracer' | 'decisionLog' | 'streams' | 'bodyBudget' | 'streamLine' | 'callerLimits' | 'push' | 'fair'> {
+export interface GrpcDeps extends Pick<
+  SharedDeps,
+  | 'config'
+  | 'logger'
+  | 'metrics'
+  | 'identities'
+  | 'identify'
+  | 'signAssertion'
+  | 'ownership'
+  | 'tracer'
+  | 'decisionLog'
+  | 'streams'
+  | 'bodyBudget'
+  | 'streamLine'
+  | 'callerLimits'
+  | 'push'
+  | 'fair'
+> {
   /** The same hook runner the HTTP bindings use (proxy/hooks.ts). */
   readonly runHooks: (input: HookRunInput) => Promise<HookRun>;
   readonly upstream: GrpcUpstream;
@@ -77,7 +93,10 @@ export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Str
   // The approved call is re-encoded in its caller's turn, as over HTTP (proxy/fair.ts).
   const approvedTurn: readonly Stage<GrpcFlow>[] = fair === undefined ? [] : [turnStage(fair, metrics, config.perCaller.fairQueue)];
   const stages: readonly Stage<GrpcFlow>[] = [
-    ...callStages({ config, ownership: deps.ownership, runHooks: deps.runHooks, requestSides: HOOK_ORDER[config.role].request, push: deps.push }), ...approvedTurn, encode, forwardStage(deps),
+    ...callStages({ config, ownership: deps.ownership, runHooks: deps.runHooks, requestSides: HOOK_ORDER[config.role].request, push: deps.push }),
+    ...approvedTurn,
+    encode,
+    forwardStage(deps),
   ];
   return (stream, headers) => {
     const caller = new CallerSide(stream);
@@ -128,7 +147,11 @@ async function handle(deps: GrpcDeps, admit: Admit, stages: readonly Stage<GrpcF
  * before a byte of its message is read. Undefined: refused, or gone.
  */
 async function admitCall(
-  deps: GrpcDeps, admit: Admit, caller: CallerSide, headers: http2.IncomingHttpHeaders, remoteAddress: string | undefined,
+  deps: GrpcDeps,
+  admit: Admit,
+  caller: CallerSide,
+  headers: http2.IncomingHttpHeaders,
+  remoteAddress: string | undefined,
   refuse: (err: ProxyError, status?: string, extra?: http2.OutgoingHttpHeaders) => void,
 ): Promise<Admitted | undefined> {
   const started = performance.now();
@@ -194,7 +217,13 @@ async function readCallMessage(deps: GrpcDeps, a: Admitted, refuse: (err: ProxyE
   // The guardian judges the JSON form: a message it does not carry whole (an unknown enum number, a NaN) is refused.
   const encoded = faithfulEncoding(codec.request, decoded, params);
   if (encoded === undefined) {
-    return void refuse(proxyError('rejected', `request message holds values its JSON form cannot carry (an enum value ${method.request} does not define, a NaN or infinite number...)`), 'INVALID_ARGUMENT');
+    return void refuse(
+      proxyError(
+        'rejected',
+        `request message holds values its JSON form cannot carry (an enum value ${method.request} does not define, a NaN or infinite number...)`,
+      ),
+      'INVALID_ARGUMENT',
+    );
   }
   const id = `grpc-${randomUUID()}`;
   return { id, request: canonicalRequest(method, params, id), encoded };
@@ -211,16 +240,40 @@ function openFlow(deps: GrpcDeps, admit: Admit, a: Admitted, m: Message): GrpcFl
   const { caller, headers, started } = a;
   const codec = codecFor(method);
   const ex = admit.open(headers, {
-    started, codec: grpcCodec, op: method.op, wireMethod: method.name, id: m.id, shape: method.version === '0.3' ? V03_SHAPE : V1_SHAPE,
-    binding: 'grpc', httpMethod: 'POST', path: String(headers[':path'] ?? ''), remoteAddress: a.remoteAddress, caller: a.known, serviceParameters: a.serviceParameters,
+    started,
+    codec: grpcCodec,
+    op: method.op,
+    wireMethod: method.name,
+    id: m.id,
+    shape: method.version === '0.3' ? V03_SHAPE : V1_SHAPE,
+    binding: 'grpc',
+    httpMethod: 'POST',
+    path: String(headers[':path'] ?? ''),
+    remoteAddress: a.remoteAddress,
+    caller: a.known,
+    serviceParameters: a.serviceParameters,
   });
   const flow: GrpcFlow = {
-    ex, port: caller, request: m.request, requestJson: undefined,
+    ex,
+    port: caller,
+    request: m.request,
+    requestJson: undefined,
     reasoning: headerText(headers[deps.config.reasoningHeader]),
     // A replacement must still be a message the agent can read.
     validateModified: (p) => uncarriedMember(p, 'gRPC') ?? encodeProblem(codec.request, p, 'params'),
-    answerHook: undefined, approved: undefined,
-    method, codec, encoded: m.encoded, decodedRequest: m.request, headers, caller, lease: a.lease, assertion: a.assertion, timeoutMs, message: undefined, upReq: undefined,
+    answerHook: undefined,
+    approved: undefined,
+    method,
+    codec,
+    encoded: m.encoded,
+    decodedRequest: m.request,
+    headers,
+    caller,
+    lease: a.lease,
+    assertion: a.assertion,
+    timeoutMs,
+    message: undefined,
+    upReq: undefined,
   };
   let deadline: NodeJS.Timeout | undefined;
   caller.stream.once('close', () => {
@@ -236,13 +289,16 @@ function openFlow(deps: GrpcDeps, admit: Admit, a: Admitted, m: Message): GrpcFl
   // is left to the agent, which gets it in grpc-timeout.
   if (timeoutMs !== undefined && timeoutMs <= MAX_TIMER_MS) {
     const left = timeoutMs - (performance.now() - started);
-    deadline = setTimeout(() => {
-      ex.log.error = 'deadline exceeded';
-      ex.log.outcome = 'cancelled';
-      caller.end({ 'grpc-status': String(GRPC_STATUS.DEADLINE_EXCEEDED), 'grpc-message': 'Deadline exceeded' });
-      ex.call.caller.cancel();
-      flow.upReq?.close(http2.constants.NGHTTP2_CANCEL);
-    }, Math.max(0, left));
+    deadline = setTimeout(
+      () => {
+        ex.log.error = 'deadline exceeded';
+        ex.log.outcome = 'cancelled';
+        caller.end({ 'grpc-status': String(GRPC_STATUS.DEADLINE_EXCEEDED), 'grpc-message': 'Deadline exceeded' });
+        ex.call.caller.cancel();
+        flow.upReq?.close(http2.constants.NGHTTP2_CANCEL);
+      },
+      Math.max(0, left),
+    );
     deadline.unref();
   }
   return flow;
@@ -265,7 +321,15 @@ function forwardStage(deps: GrpcDeps): Stage<GrpcFlow> {
     async run(f) {
       const { ex, caller, timeoutMs } = f;
       const run = f.approved as NonNullable<GrpcFlow['approved']>;
-      const outHeaders = upstreamHeaders(deps, f.headers, caller.stream, run.unchecked, await f.assertion, timeoutMs === undefined ? undefined : timeoutMs - (performance.now() - ex.call.started), run.serviceParameters);
+      const outHeaders = upstreamHeaders(
+        deps,
+        f.headers,
+        caller.stream,
+        run.unchecked,
+        await f.assertion,
+        timeoutMs === undefined ? undefined : timeoutMs - (performance.now() - ex.call.started),
+        run.serviceParameters,
+      );
       if (!caller.open) return END;
       let upReq: http2.ClientHttp2Stream;
       try {
@@ -292,7 +356,13 @@ function forwardStage(deps: GrpcDeps): Stage<GrpcFlow> {
  * removed, X-AOS-Agent-* the proxy's, assertion, unchecked marker), transport headers the proxy's own.
  */
 function upstreamHeaders(
-  deps: GrpcDeps, incoming: http2.IncomingHttpHeaders, stream: http2.ServerHttp2Stream, unchecked: boolean, signed: string | undefined, leftMs: number | undefined, serviceParameters: ServiceParameters | undefined,
+  deps: GrpcDeps,
+  incoming: http2.IncomingHttpHeaders,
+  stream: http2.ServerHttp2Stream,
+  unchecked: boolean,
+  signed: string | undefined,
+  leftMs: number | undefined,
+  serviceParameters: ServiceParameters | undefined,
 ): http2.OutgoingHttpHeaders {
   const { config } = deps;
   const metadata: http2.IncomingHttpHeaders = {};
@@ -301,10 +371,16 @@ function upstreamHeaders(
     metadata[k] = v;
   }
   const out = forwardRequestHeaders(metadata, {
-    role: config.role, reasoningHeader: config.reasoningHeader,
+    role: config.role,
+    reasoningHeader: config.reasoningHeader,
     announce: config.role === 'server' ? undefined : deps.identities.clientAsPeer(),
-    assertion: signed, unchecked, bodyLength: null, upstreamHost: '', remoteAddress: stream.session?.socket.remoteAddress,
-    encrypted: stream.session?.encrypted === true, serviceParameters,
+    assertion: signed,
+    unchecked,
+    bodyLength: null,
+    upstreamHost: '',
+    remoteAddress: stream.session?.socket.remoteAddress,
+    encrypted: stream.session?.encrypted === true,
+    serviceParameters,
   });
   delete out.host;
   delete out['x-forwarded-host'];
@@ -328,7 +404,12 @@ type Door =
  * known RPC, over POST with a gRPC (protobuf) content type, in an encoding the proxy reads, passes.
  */
 export function doorCheck(headers: http2.IncomingHttpHeaders): Door {
-  const refuse = (error: ProxyError, status: string, extra?: http2.OutgoingHttpHeaders): Door => ({ type: 'refuse', error, status, ...(extra === undefined ? {} : { extra }) });
+  const refuse = (error: ProxyError, status: string, extra?: http2.OutgoingHttpHeaders): Door => ({
+    type: 'refuse',
+    error,
+    status,
+    ...(extra === undefined ? {} : { extra }),
+  });
   if (headers[':method'] !== 'POST') return refuse(proxyError('methodNotFound', 'gRPC calls are POST'), 'UNIMPLEMENTED');
   const contentType = headerText(headers['content-type']) ?? '';
   if (!/^application\/grpc(\+proto)?(\s*;.*)?$/i.test(contentType)) {
@@ -339,7 +420,9 @@ export function doorCheck(headers: http2.IncomingHttpHeaders): Door {
   if (method === undefined) return refuse(proxyError('methodNotFound', `Unknown method ${path.slice(0, 128)}`), 'UNIMPLEMENTED');
   const encoding = headerText(headers['grpc-encoding']);
   if (!supportedEncoding(encoding)) {
-    return refuse(proxyError('methodNotFound', `grpc-encoding ${String(encoding).slice(0, 32)} is not supported`), 'UNIMPLEMENTED', { 'grpc-accept-encoding': SUPPORTED_ENCODINGS.join(',') });
+    return refuse(proxyError('methodNotFound', `grpc-encoding ${String(encoding).slice(0, 32)} is not supported`), 'UNIMPLEMENTED', {
+      'grpc-accept-encoding': SUPPORTED_ENCODINGS.join(','),
+    });
   }
   const timeoutMs = parseTimeout(headerText(headers['grpc-timeout']));
   if (timeoutMs === null) return refuse(proxyError('rejected', 'malformed grpc-timeout'), 'INTERNAL');

@@ -63,14 +63,17 @@ export class CallerSide implements CallerPort {
   }
 }
 
-
 export function framingError(p: FramingProblem): ProxyError {
   return proxyError(p.status === 'UNIMPLEMENTED' ? 'methodNotFound' : 'rejected', p.message);
 }
 
 /** The one request message of a call (every A2A RPC takes exactly one), bounded and decompressed. */
 export function readRequestMessage(
-  stream: http2.ServerHttp2Stream, encoding: string | undefined, maxBytes: number, timeoutMs: number, lease: BodyLease,
+  stream: http2.ServerHttp2Stream,
+  encoding: string | undefined,
+  maxBytes: number,
+  timeoutMs: number,
+  lease: BodyLease,
 ): Promise<Buffer | FramingProblem | 'gone' | 'overloaded'> {
   return new Promise((resolve) => {
     const reader = new MessageReader(maxBytes);

@@ -68,7 +68,14 @@ const STATUS_MEMBERS = new Set(['grpc-status', 'grpc-message', 'grpc-status-deta
 const ANSWER_DROP = new Set(['content-length', 'connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'date']);
 
 export function relayAnswer(
-  deps: RelayDeps, ex: Exchange, method: GrpcMethod, caller: CallerSide, upReq: http2.ClientHttp2Stream, codec: MessageCodec, answerHook: AnswerHook | undefined, authority: string | undefined,
+  deps: RelayDeps,
+  ex: Exchange,
+  method: GrpcMethod,
+  caller: CallerSide,
+  upReq: http2.ClientHttp2Stream,
+  codec: MessageCodec,
+  answerHook: AnswerHook | undefined,
+  authority: string | undefined,
   lease: Pick<BodyLease, 'take' | 'give'>,
 ): void {
   new GrpcAnswer(deps, ex, method, caller, upReq, codec, answerHook, authority, lease).start();
@@ -88,9 +95,15 @@ class GrpcAnswer {
   private readonly turns: AnswerTurns;
 
   constructor(
-    private readonly deps: RelayDeps, private readonly ex: Exchange, private readonly method: GrpcMethod, private readonly caller: CallerSide,
-    private readonly upReq: http2.ClientHttp2Stream, private readonly codec: MessageCodec, private readonly answerHook: AnswerHook | undefined,
-    private readonly authority: string | undefined, private readonly lease: Pick<BodyLease, 'take' | 'give'>,
+    private readonly deps: RelayDeps,
+    private readonly ex: Exchange,
+    private readonly method: GrpcMethod,
+    private readonly caller: CallerSide,
+    private readonly upReq: http2.ClientHttp2Stream,
+    private readonly codec: MessageCodec,
+    private readonly answerHook: AnswerHook | undefined,
+    private readonly authority: string | undefined,
+    private readonly lease: Pick<BodyLease, 'take' | 'give'>,
   ) {
     this.inspect = deps.config.inspectResponses || method.op.returnsCard || answerHook !== undefined;
     this.turns = { fair: deps.fair, metrics: deps.metrics, max: deps.config.perCaller.fairQueue };
@@ -102,7 +115,10 @@ class GrpcAnswer {
     const { upReq, caller, ex } = this;
     upReq.on('error', (err) => {
       if (caller.finished) return;
-      this.upstreamFailed({ error: proxyError('upstreamUnavailable', 'Upstream agent unavailable'), why: `upstream: ${(err as NodeJS.ErrnoException).code ?? err.message}` });
+      this.upstreamFailed({
+        error: proxyError('upstreamUnavailable', 'Upstream agent unavailable'),
+        why: `upstream: ${(err as NodeJS.ErrnoException).code ?? err.message}`,
+      });
     });
     upReq.on('response', (h) => this.onResponse(h));
     upReq.on('trailers', (t) => {
@@ -119,14 +135,24 @@ class GrpcAnswer {
       ex.log.upstreamEndedAt = performance.now();
       if (this.window === undefined) return this.finish();
       // The agent's trailers (or the error of an answer cut inside a message) once every message before them has left.
-      this.window.upstreamEnded(this.reader.clean ? undefined : () => ({
-        error: proxyError('upstreamUnavailable', 'Upstream agent answer ended inside a message'), why: 'truncated answer', status: 'INTERNAL', outcome: 'answer_refused',
-      }));
+      this.window.upstreamEnded(
+        this.reader.clean
+          ? undefined
+          : () => ({
+              error: proxyError('upstreamUnavailable', 'Upstream agent answer ended inside a message'),
+              why: 'truncated answer',
+              status: 'INTERNAL',
+              outcome: 'answer_refused',
+            }),
+      );
     });
     upReq.on('close', () => {
       if (this.upEnded || caller.finished) return;
       ex.log.upstreamEndedAt = performance.now();
-      this.upstreamFailed({ error: proxyError('upstreamUnavailable', 'Upstream agent ended the call without a status'), why: `upstream closed (code ${upReq.rstCode ?? '?'})` });
+      this.upstreamFailed({
+        error: proxyError('upstreamUnavailable', 'Upstream agent ended the call without a status'),
+        why: `upstream closed (code ${upReq.rstCode ?? '?'})`,
+      });
     });
   }
 
@@ -161,14 +187,17 @@ class GrpcAnswer {
     const status = Number(h[':status']);
     ex.log.upstreamStatus = status;
     this.deps.metrics.upstreamCall(method.op.aosMethod, (performance.now() - (ex.log.upstreamSentAt as number)) / 1000);
-    if (status !== 200) return this.failAnswer({ error: proxyError('upstreamUnavailable', `Upstream agent answered HTTP ${status}`), why: `upstream HTTP ${status}` });
+    if (status !== 200)
+      return this.failAnswer({ error: proxyError('upstreamUnavailable', `Upstream agent answered HTTP ${status}`), why: `upstream HTTP ${status}` });
     // Trailers-only: the agent's status (an error, or an empty answer).
     if (h['grpc-status'] !== undefined) return this.relayStatus(h, false);
     this.upEncoding = headerText(h['grpc-encoding']);
     this.responded = true;
     this.caller.respond(answerHeaders(h, this.inspect));
     if (method.streaming) {
-      this.untrack = trackStream(this.deps, () => this.failAnswer({ error: proxyError('upstreamUnavailable', 'Proxy shutting down'), why: 'proxy shutdown', status: 'UNAVAILABLE' }));
+      this.untrack = trackStream(this.deps, () =>
+        this.failAnswer({ error: proxyError('upstreamUnavailable', 'Proxy shutting down'), why: 'proxy shutdown', status: 'UNAVAILABLE' }),
+      );
     }
   }
 
@@ -193,7 +222,12 @@ class GrpcAnswer {
     // A unary answer is one message: a second one is not an answer the caller can read one way (grpc-js waits forever).
     if (!this.method.streaming && this.messages > 1) {
       window.push(got.slice(0, Math.max(0, 1 - (this.messages - got.length))));
-      window.upstreamEnded(() => ({ error: proxyError('upstreamUnavailable', 'Upstream agent sent more than one message for a unary call'), why: 'agent answer: two messages for a unary call', status: 'INTERNAL', outcome: 'answer_refused' }));
+      window.upstreamEnded(() => ({
+        error: proxyError('upstreamUnavailable', 'Upstream agent sent more than one message for a unary call'),
+        why: 'agent answer: two messages for a unary call',
+        status: 'INTERNAL',
+        outcome: 'answer_refused',
+      }));
       return this.stopUpstream();
     }
     window.push(got);
@@ -222,7 +256,10 @@ class GrpcAnswer {
   private async judgeStatus(h: http2.IncomingHttpHeaders, relayed: http2.OutgoingHttpHeaders): Promise<void> {
     const { ex, caller } = this;
     const payload: JsonObject = { jsonrpc: '2.0', id: ex.call.id, error: agentStatusJson(h) };
-    const road: AnswerRoad = { ...NO_STAGES, judge: this.hooks((p) => ('result' in p || !('error' in p) ? 'an error status stays an error' : statusProblem(p.error))) };
+    const road: AnswerRoad = {
+      ...NO_STAGES,
+      judge: this.hooks((p) => ('result' in p || !('error' in p) ? 'an error status stays an error' : statusProblem(p.error))),
+    };
     let flow: AnswerFlow | undefined;
     const status: AnswerChannel<JsonObject, Stop> = {
       stages: UNARY_ANSWER,
@@ -244,12 +281,18 @@ class GrpcAnswer {
   private hooks(validateModified: (p: JsonObject) => string | undefined): AnswerRoad['judge'] {
     const { deps, ex, method } = this;
     if (!deps.config.inspectResponses) return undefined;
-    return (payload, payloadJson) => deps.runHooks({
-      ex, sides: HOOK_ORDER[deps.config.role].response, phase: 'response', payload, payloadJson, reasoning: undefined,
-      // Stream messages use the guardian's stream connections, never ahead of a call's checks (as over HTTP).
-      ...(method.streaming ? { budget: 'stream' as const } : {}),
-      validateModified,
-    });
+    return (payload, payloadJson) =>
+      deps.runHooks({
+        ex,
+        sides: HOOK_ORDER[deps.config.role].response,
+        phase: 'response',
+        payload,
+        payloadJson,
+        reasoning: undefined,
+        // Stream messages use the guardian's stream connections, never ahead of a call's checks (as over HTTP).
+        ...(method.streaming ? { budget: 'stream' as const } : {}),
+        validateModified,
+      });
   }
 
   /** The window a judged answer's messages go through (the relay core). */
@@ -258,31 +301,48 @@ class GrpcAnswer {
     const { config } = deps;
     /** What each answer message goes through (answers.ts); a modify must encode as written. */
     const road: AnswerRoad = {
-      ...NO_STAGES, card: method.op.returnsCard ? deps.cardRewrite(this.authority) : undefined, answerHook: this.answerHook, judge: this.hooks((p) => encodeProblem(this.codec, p, 'result')),
+      ...NO_STAGES,
+      card: method.op.returnsCard ? deps.cardRewrite(this.authority) : undefined,
+      answerHook: this.answerHook,
+      judge: this.hooks((p) => encodeProblem(this.codec, p, 'result')),
     };
-    const channel = messageChannel({ road, stages: method.streaming ? STREAM_ANSWER : UNARY_ANSWER, ex, codec: this.codec, id: String(ex.call.id), maxBodyBytes: config.maxBodyBytes }, () => this.upEncoding);
-    const w: OrderedWindow<RawMessage, Stop> = answerWindow(channel, this.turns, ex, {
-      bytes: (m) => m.data.length,
-      write: (frame) => {
-        ex.log.events++;
-        return caller.write(frame, () => w.drained());
+    const channel = messageChannel(
+      { road, stages: method.streaming ? STREAM_ANSWER : UNARY_ANSWER, ex, codec: this.codec, id: String(ex.call.id), maxBodyBytes: config.maxBodyBytes },
+      () => this.upEncoding,
+    );
+    const w: OrderedWindow<RawMessage, Stop> = answerWindow(
+      channel,
+      this.turns,
+      ex,
+      {
+        bytes: (m) => m.data.length,
+        write: (frame) => {
+          ex.log.events++;
+          return caller.write(frame, () => w.drained());
+        },
+        end: (s) => (s === undefined ? this.finish() : this.endWith(s)),
+        flow: (reading) => (reading ? this.upReq.resume() : this.upReq.pause()),
+        abort: () => {
+          this.stopUpstream();
+          // The exchange is over: guardian calls still in flight for later messages are cancelled.
+          ex.call.caller.cancel();
+        },
+        failure: inspectionFailed,
       },
-      end: (s) => (s === undefined ? this.finish() : this.endWith(s)),
-      flow: (reading) => (reading ? this.upReq.resume() : this.upReq.pause()),
-      abort: () => {
-        this.stopUpstream();
-        // The exchange is over: guardian calls still in flight for later messages are cancelled.
-        ex.call.caller.cancel();
+      {
+        // A stream's messages are judged several at once; a unary answer's one message as a call's check.
+        size: method.streaming ? config.streamInspectWindow : 1,
+        maxBytes: STREAM_WINDOW_MAX_BYTES,
+        // Guardian places are shared only by stream messages that go to the guardian.
+        line: method.streaming && config.inspectResponses ? deps.streamLine : undefined,
+        // Messages held for judging count against the in-flight budget: many calls cannot grow memory without bound.
+        budget: {
+          take: (n) => this.lease.take(n),
+          give: (n) => this.lease.give(n),
+          refused: () => ({ error: proxyError('overloaded'), why: 'answer over the in-flight budget', outcome: 'answer_refused' }),
+        },
       },
-      failure: inspectionFailed,
-    }, {
-      // A stream's messages are judged several at once; a unary answer's one message as a call's check.
-      size: method.streaming ? config.streamInspectWindow : 1, maxBytes: STREAM_WINDOW_MAX_BYTES,
-      // Guardian places are shared only by stream messages that go to the guardian.
-      line: method.streaming && config.inspectResponses ? deps.streamLine : undefined,
-      // Messages held for judging count against the in-flight budget: many calls cannot grow memory without bound.
-      budget: { take: (n) => this.lease.take(n), give: (n) => this.lease.give(n), refused: () => ({ error: proxyError('overloaded'), why: 'answer over the in-flight budget', outcome: 'answer_refused' }) },
-    });
+    );
     return w;
   }
 }
@@ -294,7 +354,10 @@ function turnsRefused(error: ProxyError): Stop {
 }
 
 function inspectionFailed(err: unknown): Stop {
-  return { error: proxyError('guardianUnavailable', 'Answer inspection failed'), why: `answer inspection failed: ${err instanceof Error ? err.message : String(err)}` };
+  return {
+    error: proxyError('guardianUnavailable', 'Answer inspection failed'),
+    why: `answer inspection failed: ${err instanceof Error ? err.message : String(err)}`,
+  };
 }
 
 /** What one call's answer messages go through. */
@@ -335,7 +398,14 @@ async function decodeMessage(m: MessageRoad, raw: RawMessage, encoding: string |
     // Task ownership reads the message as the gRPC codec gives it (the result itself).
     return { flow: answerFlow(m.road, m.ex, DECODED, m.id, true, result), bytes, decoded, result };
   } catch (err) {
-    return { stop: { error: proxyError('upstreamUnavailable', 'Upstream agent answer does not decode'), why: `agent answer: ${(err as Error).message}`, status: 'INTERNAL', outcome: 'answer_refused' } };
+    return {
+      stop: {
+        error: proxyError('upstreamUnavailable', 'Upstream agent answer does not decode'),
+        why: `agent answer: ${(err as Error).message}`,
+        status: 'INTERNAL',
+        outcome: 'answer_refused',
+      },
+    };
   }
 }
 
@@ -351,15 +421,30 @@ function encodeMessage(m: MessageRoad, { flow, bytes, decoded, result }: Decoded
   }
   const judged = flow.judged;
   try {
-    if (flow.changed || judged?.modified === true) return { pass: frameMessage(encodeFromPayload(codec, judged?.payload ?? canonicalResponse(m.id, flow.body), 'result')) };
+    if (flow.changed || judged?.modified === true)
+      return { pass: frameMessage(encodeFromPayload(codec, judged?.payload ?? canonicalResponse(m.id, flow.body), 'result')) };
     if (judged === undefined) return { pass: frameMessage(bytes) };
     // A judged answer carries only what the guardian saw (unknown fields are not re-encoded), and all of it
     // (a value its JSON form cannot carry, an unknown enum number or a NaN, is not passed as something else).
     const encoded = faithfulEncoding(codec, decoded, result);
     if (encoded !== undefined) return { pass: frameMessage(encoded) };
-    return { stop: { error: proxyError('upstreamUnavailable', 'Upstream agent answer holds values its JSON form cannot carry'), why: 'agent answer: not faithful to its JSON form', status: 'INTERNAL', outcome: 'answer_refused' } };
+    return {
+      stop: {
+        error: proxyError('upstreamUnavailable', 'Upstream agent answer holds values its JSON form cannot carry'),
+        why: 'agent answer: not faithful to its JSON form',
+        status: 'INTERNAL',
+        outcome: 'answer_refused',
+      },
+    };
   } catch (err) {
-    return { stop: { error: proxyError('upstreamUnavailable', 'Answer cannot be re-encoded'), why: (err as Error).message, status: 'INTERNAL', outcome: 'answer_refused' } };
+    return {
+      stop: {
+        error: proxyError('upstreamUnavailable', 'Answer cannot be re-encoded'),
+        why: (err as Error).message,
+        status: 'INTERNAL',
+        outcome: 'answer_refused',
+      },
+    };
   }
 }
 
@@ -372,7 +457,11 @@ const DECODED: Codec = { ...grpcCodec, toPayload: (id, answer) => canonicalRespo
  * (no member spelled otherwise).
  */
 const NO_STAGES: AnswerRoad = {
-  card: undefined, answerHook: undefined, judge: undefined, spelling: false, notAnObject: 'agent answer is not a JSON object',
+  card: undefined,
+  answerHook: undefined,
+  judge: undefined,
+  spelling: false,
+  notAnObject: 'agent answer is not a JSON object',
   unreadable: (why) => proxyError('upstreamUnavailable', `Agent answer cannot be inspected: ${why}`),
 };
 

@@ -36,15 +36,19 @@ export async function startGrpcListener(deps: GrpcListenerDeps, logger: Logger):
   const fixed = grpc.upstreamUrl;
   // ROLE=client's upstream is a remote agent: its card may only name UPSTREAM_URL's own host and port for gRPC.
   const remoteCard = config.role !== 'server';
-  const upstream = createGrpcUpstream((version) => fixed ?? grpcTargetFromCard(deps.upstreamCard.current(), config.upstreamUrl, remoteCard, version), config.tls.upstream);
+  const upstream = createGrpcUpstream(
+    (version) => fixed ?? grpcTargetFromCard(deps.upstreamCard.current(), config.upstreamUrl, remoteCard, version),
+    config.tls.upstream,
+  );
   const streams = new Set<() => void>();
   const handler = createGrpcHandler({ ...deps, upstream, streams });
   const tls = listenerTls(config.tls.listener, config.identity.refreshMs, logger);
   // Bounded per connection: header lists, concurrent calls (each may hold a message up to MAX_BODY_BYTES, within MAX_INFLIGHT_BODY_BYTES).
   const settings = { maxHeaderListSize: 64 * 1024, maxConcurrentStreams: 1000 };
-  const server = tls === undefined
-    ? http2.createServer({ settings, maxSessionMemory: 16 })
-    : http2.createSecureServer({ ...tls.options, settings, maxSessionMemory: 16, allowHTTP1: false });
+  const server =
+    tls === undefined
+      ? http2.createServer({ settings, maxSessionMemory: 16 })
+      : http2.createSecureServer({ ...tls.options, settings, maxSessionMemory: 16, allowHTTP1: false });
   if (tls !== undefined) tls.watch(server as unknown as HttpsServer, logger);
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on('session', (s) => {
@@ -65,7 +69,10 @@ export async function startGrpcListener(deps: GrpcListenerDeps, logger: Logger):
   });
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address === '0.0.0.0' ? '127.0.0.1' : addr.address;
-  if (upstream.target('1.0') === undefined) logger.warn(`GRPC_PORT is set but no gRPC endpoint of the agent is known yet (GRPC_UPSTREAM_URL, or a GRPC interface in its card${remoteCard ? " on UPSTREAM_URL's host" : ''}): calls get UNAVAILABLE until one is`);
+  if (upstream.target('1.0') === undefined)
+    logger.warn(
+      `GRPC_PORT is set but no gRPC endpoint of the agent is known yet (GRPC_UPSTREAM_URL, or a GRPC interface in its card${remoteCard ? " on UPSTREAM_URL's host" : ''}): calls get UNAVAILABLE until one is`,
+    );
   logger.info({ port: addr.port, tls: tls !== undefined }, 'gRPC listener started');
   return {
     address: `${host}:${addr.port}`,

@@ -65,7 +65,10 @@ export function createA2ACalls(h: HttpParts): (a: Arrival, c: A2ACall) => Promis
   const { config, ownership, fair, push, metrics } = h.deps;
   const approvedTurn: readonly Stage<HttpFlow>[] = fair === undefined ? [] : [turnStage(fair, metrics, config.perCaller.fairQueue)];
   const stages: readonly Stage<HttpFlow>[] = [
-    ...callStages({ config, ownership, runHooks: h.runHooks, requestSides: HOOK_ORDER[config.role].request, push }), ...approvedTurn, rebuild, forwardStage(h),
+    ...callStages({ config, ownership, runHooks: h.runHooks, requestSides: HOOK_ORDER[config.role].request, push }),
+    ...approvedTurn,
+    rebuild,
+    forwardStage(h),
   ];
   return (a, c) => startCall(h, stages, a, c);
 }
@@ -96,20 +99,38 @@ async function startCall(h: HttpParts, stages: readonly Stage<HttpFlow>[], a: Ar
   }
   const wireMethod = String(c.request.method);
   const ex = admit.open(req.headers, {
-    started: performance.now(), codec, op: c.op, wireMethod, id: c.id, shape: errorShape(c), binding: c.binding,
-    httpMethod: req.method ?? 'POST', path: pathOnly(req.url ?? '/'), remoteAddress: req.socket.remoteAddress, caller: known, serviceParameters,
+    started: performance.now(),
+    codec,
+    op: c.op,
+    wireMethod,
+    id: c.id,
+    shape: errorShape(c),
+    binding: c.binding,
+    httpMethod: req.method ?? 'POST',
+    path: pathOnly(req.url ?? '/'),
+    remoteAddress: req.socket.remoteAddress,
+    caller: known,
+    serviceParameters,
   });
   const flow: HttpFlow = {
-    ex, arrival: a, classified: c, codec,
+    ex,
+    arrival: a,
+    classified: c,
+    codec,
     port: new HttpPort(res, ex),
-    request: c.request, requestJson, requestBytes,
+    request: c.request,
+    requestJson,
+    requestBytes,
     reasoning: headerText(req.headers[deps.config.reasoningHeader]),
     // A modify must still rebuild to a request with one meaning (same route, same path parameters).
     validateModified: (p) => {
       const r = rebuildRequest(c, req.method ?? 'POST', p, '');
       return typeof r === 'string' ? r : undefined;
     },
-    answerHook: undefined, approved: undefined, upstreamRequest: undefined, tie: undefined,
+    answerHook: undefined,
+    approved: undefined,
+    upstreamRequest: undefined,
+    tie: undefined,
   };
   // When the request closes: cancel guardian calls and the upstream request, then log.
   a.onClose = () => {
@@ -138,7 +159,12 @@ const rebuild: Stage<HttpFlow> = {
       return END;
     }
     f.upstreamRequest = {
-      verb: rebuilt.verb, path: rebuilt.path, body: rebuilt.body, unchecked: run.unchecked, rebuilt: { version: rebuilt.version, json: true }, serviceParameters: run.serviceParameters,
+      verb: rebuilt.verb,
+      path: rebuilt.path,
+      body: rebuilt.body,
+      unchecked: run.unchecked,
+      rebuilt: { version: rebuilt.version, json: true },
+      serviceParameters: run.serviceParameters,
     };
     return undefined;
   },
@@ -206,7 +232,15 @@ function callLeg(h: HttpParts, req: Arrival['req'], res: ServerResponse, lease: 
 }
 
 /** Choose how the answer goes back: plain, through the unary response hooks, or event by event. */
-function relayAnswer(h: HttpParts, req: Arrival['req'], res: ServerResponse, upRes: UpstreamAnswer, upReq: UpstreamHandle, f: UpstreamTie, lease: BodyLease): void {
+function relayAnswer(
+  h: HttpParts,
+  req: Arrival['req'],
+  res: ServerResponse,
+  upRes: UpstreamAnswer,
+  upReq: UpstreamHandle,
+  f: UpstreamTie,
+  lease: BodyLease,
+): void {
   const { deps } = h;
   const { config, metrics } = deps;
   const { ex } = f;
@@ -220,9 +254,15 @@ function relayAnswer(h: HttpParts, req: Arrival['req'], res: ServerResponse, upR
   }
   const sides = HOOK_ORDER[config.role];
   const ctx: RelayContext = {
-    codec: f.codec, id: ex.call.id, ex, res, upRes, upReq,
+    codec: f.codec,
+    id: ex.call.id,
+    ex,
+    res,
+    upRes,
+    upReq,
     inspect: config.inspectResponses
-      ? (payload, payloadJson, budget) => h.runHooks({ ex, sides: sides.response, phase: 'response', payload, payloadJson, reasoning: undefined, ...(budget === undefined ? {} : { budget }) })
+      ? (payload, payloadJson, budget) =>
+          h.runHooks({ ex, sides: sides.response, phase: 'response', payload, payloadJson, reasoning: undefined, ...(budget === undefined ? {} : { budget }) })
       : undefined,
     rewriteCard: ex.call.op.returnsCard ? cardRewrite(deps, req) : undefined,
     maxBodyBytes: config.maxBodyBytes,
@@ -250,7 +290,10 @@ function relayAnswer(h: HttpParts, req: Arrival['req'], res: ServerResponse, upR
 
 /** The caller's side of an A2A call over HTTP: answers in the call's binding, in the agent's own form where it is one the agent gives. */
 class HttpPort implements CallerPort {
-  constructor(private readonly res: ServerResponse, private readonly ex: Exchange) {}
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly ex: Exchange,
+  ) {}
 
   get open(): boolean {
     return !this.res.destroyed;
@@ -268,7 +311,11 @@ function endUpstream(f: HttpFlow): void {
   if (log.upstreamSentAt === undefined || log.upstreamEndedAt !== undefined) return;
   const answer = f.tie?.upAnswer;
   log.upstreamEndedAt = answer?.endedAt ?? performance.now();
-  log.upSpan?.end(answer?.statusCode, answer === undefined ? 'caller went away' : answer.endedComplete === true ? undefined : 'incomplete answer', answer?.endedAt);
+  log.upSpan?.end(
+    answer?.statusCode,
+    answer === undefined ? 'caller went away' : answer.endedComplete === true ? undefined : 'incomplete answer',
+    answer?.endedAt,
+  );
 }
 
 /** The form of the agent's own error answers to this call (task ownership answers "not found" exactly so). */

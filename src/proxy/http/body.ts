@@ -62,7 +62,12 @@ export function readBody(req: IncomingMessage, maxBytes: number, pace: BodyPace,
     };
     const onData = (c: Buffer) => {
       if (lease !== undefined && !lease.take(c.length)) return finish({ ok: false, error: lease.refusal(), partial: body.buffer() });
-      if (!body.push(c)) return finish({ ok: false, error: proxyError('rejected', `Request body larger than ${maxBytes} bytes`, { limit: String(maxBytes) }, 413), partial: body.buffer() });
+      if (!body.push(c))
+        return finish({
+          ok: false,
+          error: proxyError('rejected', `Request body larger than ${maxBytes} bytes`, { limit: String(maxBytes) }, 413),
+          partial: body.buffer(),
+        });
     };
     const onEnd = () => finish({ ok: true, body: body.buffer() });
     const onError = (e: Error) => finish({ ok: false, error: proxyError('rejected', `Request body could not be read: ${e.message}`) });
@@ -74,9 +79,19 @@ export function readBody(req: IncomingMessage, maxBytes: number, pace: BodyPace,
     const pacing = pace.minBytesPerSecond > 0 && pace.timeoutMs > grace;
     const check = (): void => {
       const now = monotonicMs();
-      if (now >= deadline) return finish({ ok: false, error: proxyError('rejected', `Request body not received within ${pace.timeoutMs} ms`, {}, 408), partial: body.buffer() });
+      if (now >= deadline)
+        return finish({ ok: false, error: proxyError('rejected', `Request body not received within ${pace.timeoutMs} ms`, {}, 408), partial: body.buffer() });
       if (pacing && body.length < ((now - started - grace) / 1000) * pace.minBytesPerSecond) {
-        return finish({ ok: false, error: proxyError('rejected', `Request body arrived slower than ${pace.minBytesPerSecond} bytes per second`, { minBytesPerSecond: String(pace.minBytesPerSecond) }, 408), partial: body.buffer() });
+        return finish({
+          ok: false,
+          error: proxyError(
+            'rejected',
+            `Request body arrived slower than ${pace.minBytesPerSecond} bytes per second`,
+            { minBytesPerSecond: String(pace.minBytesPerSecond) },
+            408,
+          ),
+          partial: body.buffer(),
+        });
       }
       timer = setTimeout(check, pacing ? Math.min(1000, deadline - now) : deadline - now);
     };
@@ -95,7 +110,8 @@ export function readBody(req: IncomingMessage, maxBytes: number, pace: BodyPace,
 export async function decodeBody(body: Buffer, contentEncoding: string | undefined, maxBytes: number): Promise<BodyResult> {
   const codings = contentCodings(contentEncoding);
   if (contentEncoding === undefined || codings.length === 0) return { ok: true, body };
-  if (codings.length > 1) return { ok: false, error: proxyError('rejected', 'At most one Content-Encoding is accepted', { contentEncoding: contentEncoding.slice(0, 64) }) };
+  if (codings.length > 1)
+    return { ok: false, error: proxyError('rejected', 'At most one Content-Encoding is accepted', { contentEncoding: contentEncoding.slice(0, 64) }) };
   const coding = codings[0] as string;
   const opts = { maxOutputLength: maxBytes };
   try {

@@ -36,7 +36,14 @@ export function publicBase(deps: ProxyDeps, req: IncomingMessage): URL {
 /** How served cards (and extended-card answers) are rewritten for this request: its public base and, with GRPC_PORT, the gRPC address. */
 export function cardRewrite(deps: ProxyDeps, req: IncomingMessage): CardServing {
   const base = publicBase(deps, req);
-  return { publicBase: base, upstreamBase: deps.upstream.url, signatures: deps.config.cardSignatures, signing: deps.cardSigning, judge: deps.cardJudge, grpcAddress: grpcPublicAddress(deps.config.grpc, base.hostname) };
+  return {
+    publicBase: base,
+    upstreamBase: deps.upstream.url,
+    signatures: deps.config.cardSignatures,
+    signing: deps.cardSigning,
+    judge: deps.cardJudge,
+    grpcAddress: grpcPublicAddress(deps.config.grpc, base.hostname),
+  };
 }
 
 /** `target` is the canonical card path the proxy classified (or the CARD_PATHS entry); HEAD is answered from the rewritten GET. */
@@ -67,7 +74,8 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
           if (!complete) return unavailable('agent card: upstream closed mid-answer');
           // A redirected card would lead the caller's card resolver (fetch follows it) to another card, and
           // from there to another agent, around this proxy.
-          if (upRes.statusCode >= 300 && upRes.statusCode < 400 && upRes.statusCode !== 304) return unavailable(`agent card: upstream answered HTTP ${upRes.statusCode} (a redirect)`);
+          if (upRes.statusCode >= 300 && upRes.statusCode < 400 && upRes.statusCode !== 304)
+            return unavailable(`agent card: upstream answered HTTP ${upRes.statusCode} (a redirect)`);
           const raw = kept.buffer();
           // Any 2xx is a card to a caller's resolver (the SDK takes response.ok: 203, 206, 226 too): rewritten
           // below, so the agent's length, digests and validators do not describe it.
@@ -136,7 +144,12 @@ export function serveCardJwks(signing: CardSigning, req: IncomingMessage, res: S
   if (!path.endsWith(CARD_JWKS_PATH) || (req.method !== 'GET' && req.method !== 'HEAD')) return false;
   const body = Buffer.from(JSON.stringify(signing.jwks()));
   // Short-lived: after a key rotation callers find the new key soon (the previous one stays published).
-  res.writeHead(200, { 'content-type': 'application/jwk-set+json', 'content-length': body.length, 'cache-control': 'public, max-age=300', etag: weakEtag(body) });
+  res.writeHead(200, {
+    'content-type': 'application/jwk-set+json',
+    'content-length': body.length,
+    'cache-control': 'public, max-age=300',
+    etag: weakEtag(body),
+  });
   res.end(req.method === 'HEAD' ? undefined : body);
   return true;
 }

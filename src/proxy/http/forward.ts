@@ -22,7 +22,14 @@ export interface Upstream {
 export function createUpstream(url: URL, connect?: Pool.Options['connect']): Upstream {
   // Agents close idle connections after ~5 s (Node's default); idle ones are dropped a little sooner.
   // Streams may be quiet for long: no undici timeouts, callers going away abort the call.
-  const pool = createPool(url.origin, { connections: null, pipelining: 1, keepAliveTimeout: 4000, headersTimeout: 0, bodyTimeout: 0, ...(connect === undefined ? {} : { connect }) });
+  const pool = createPool(url.origin, {
+    connections: null,
+    pipelining: 1,
+    keepAliveTimeout: 4000,
+    headersTimeout: 0,
+    bodyTimeout: 0,
+    ...(connect === undefined ? {} : { connect }),
+  });
   return {
     url,
     basePath: url.pathname.replace(/\/+$/, ''),
@@ -202,9 +209,12 @@ export function callUpstream(up: Upstream, call: UpstreamCall, onResponse: (answ
   // What undici would refuse is refused here, before dispatch: a refusal inside the pool strands a
   // connection per call. It sends origin-form (or absolute-form) targets only (OPTIONS * has no A2A
   // meaning here) and header values without control characters or code points above 0xff.
-  const refusal = call.path.charCodeAt(0) !== 47 /* / */ && !/^https?:\/\//i.test(call.path)
-    ? `request target not forwarded: ${call.path.slice(0, 32)}`
-    : badHeader === undefined ? undefined : `header value not forwardable: ${badHeader.slice(0, 64)}`;
+  const refusal =
+    call.path.charCodeAt(0) !== 47 /* / */ && !/^https?:\/\//i.test(call.path)
+      ? `request target not forwarded: ${call.path.slice(0, 32)}`
+      : badHeader === undefined
+        ? undefined
+        : `header value not forwardable: ${badHeader.slice(0, 64)}`;
   if (refusal !== undefined) {
     over = true;
     queueMicrotask(() => onError(Object.assign(new Error(refusal), { code: 'ERR_NOT_FORWARDABLE' })));
@@ -214,7 +224,21 @@ export function callUpstream(up: Upstream, call: UpstreamCall, onResponse: (answ
     // undici's own handler interface (undici-pool.ts): no wrapper objects, no trailers parsed.
     dispatchRaw(
       up.pool,
-      { path: up.basePath + call.path, method: call.verb, headers, body: call.body === null ? (call.verb === 'GET' || call.verb === 'HEAD' ? null : noBody) : call.body.length >= LARGE_BODY ? Readable.from(sliceInTurns(call.body), { objectMode: false }) : call.body, headersTimeout: 0, bodyTimeout: 0 },
+      {
+        path: up.basePath + call.path,
+        method: call.verb,
+        headers,
+        body:
+          call.body === null
+            ? call.verb === 'GET' || call.verb === 'HEAD'
+              ? null
+              : noBody
+            : call.body.length >= LARGE_BODY
+              ? Readable.from(sliceInTurns(call.body), { objectMode: false })
+              : call.body,
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      },
       {
         onConnect: (a) => {
           abort = a;

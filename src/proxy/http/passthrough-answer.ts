@@ -68,7 +68,12 @@ export function relayPassthrough(ctx: RelayContext, opts: PassthroughOptions): v
   refuse(ctx, opts, `content coding "${codings.join(', ').slice(0, 64)}" the proxy cannot read (it could hide an agent card)`);
 }
 
-function refuse(ctx: RelayContext, opts: PassthroughOptions, why: string, err: ProxyError = proxyError('upstreamUnavailable', `Agent answer refused: ${why}`)): void {
+function refuse(
+  ctx: RelayContext,
+  opts: PassthroughOptions,
+  why: string,
+  err: ProxyError = proxyError('upstreamUnavailable', `Agent answer refused: ${why}`),
+): void {
   ctx.onUpstreamFailure(why);
   opts.logger.warn({ path: opts.path, why }, 'unjudged answer refused');
   if (ctx.res.headersSent) return void ctx.res.destroy();
@@ -135,7 +140,11 @@ class PassthroughReader {
   private relayed: UpstreamAnswer | undefined;
   private kept: BoundedBytes | undefined;
 
-  constructor(private readonly ctx: RelayContext, private readonly opts: PassthroughOptions, private readonly coding: string | undefined) {}
+  constructor(
+    private readonly ctx: RelayContext,
+    private readonly opts: PassthroughOptions,
+    private readonly coding: string | undefined,
+  ) {}
 
   start(): void {
     this.ctx.upRes.read({ data: (c) => this.data(c), end: (complete) => this.end(complete) });
@@ -186,7 +195,14 @@ class PassthroughReader {
       const zlib = require('node:zlib') as typeof Zlib;
       const coding = this.coding as string;
       // As clients tell zlib-wrapped deflate from raw: by the first byte's compression method.
-      this.decoder = coding === 'br' ? zlib.createBrotliDecompress() : coding === 'deflate' ? ((c[0] as number) & 0x0f) === 8 ? zlib.createInflate() : zlib.createInflateRaw() : zlib.createGunzip();
+      this.decoder =
+        coding === 'br'
+          ? zlib.createBrotliDecompress()
+          : coding === 'deflate'
+            ? ((c[0] as number) & 0x0f) === 8
+              ? zlib.createInflate()
+              : zlib.createInflateRaw()
+            : zlib.createGunzip();
       this.decoder.on('data', (d: Buffer) => {
         const v = this.state === 'sniffing' ? this.sniff.push(d) : undefined;
         if (v !== undefined) this.decide(v);
@@ -235,7 +251,10 @@ class PassthroughReader {
 
   private keep(c: Buffer): boolean {
     if ((this.kept as BoundedBytes).push(c)) return true;
-    this.fail(proxyError('upstreamUnavailable', 'Agent answer refused: it could hold an agent card and is larger than MAX_BODY_BYTES'), 'answer that could hold an agent card is larger than MAX_BODY_BYTES');
+    this.fail(
+      proxyError('upstreamUnavailable', 'Agent answer refused: it could hold an agent card and is larger than MAX_BODY_BYTES'),
+      'answer that could hold an agent card is larger than MAX_BODY_BYTES',
+    );
     return false;
   }
 
@@ -277,7 +296,14 @@ class PassthroughReader {
     if (found === undefined) return this.pass(raw);
     // Only a well-formed UTF-8 answer that is itself a card is rewritten; any other card is one the proxy cannot vouch for.
     if (found !== 'top' || !(read as JsonRead).whole || wide !== undefined || mislabelled) {
-      const how = found !== 'top' ? 'inside another value' : wide !== undefined ? 'in UTF-16/32' : mislabelled ? `not encoded as its coding (${this.coding as string}) says` : 'followed by more text';
+      const how =
+        found !== 'top'
+          ? 'inside another value'
+          : wide !== undefined
+            ? 'in UTF-16/32'
+            : mislabelled
+              ? `not encoded as its coding (${this.coding as string}) says`
+              : 'followed by more text';
       return refuse(ctx, opts, `answer holds an agent card ${how}`);
     }
     const served = cardToServe((read as JsonRead).value as CardJson, rewrite);

@@ -39,7 +39,9 @@ export type ProxyHandler = RequestListener & { readonly classifyOptions: () => C
 export function createProxyHandler(deps: ProxyDeps): ProxyHandler {
   const admit = createAdmit(deps);
   const h: HttpParts = {
-    deps, admit, runHooks: createHookRunner(deps),
+    deps,
+    admit,
+    runHooks: createHookRunner(deps),
     routedCaller: async (a) => spent(await (a.who ?? admit.identify(a.req.headers, a.req.socket))),
     refuse(res, err, id, codec) {
       const req = res.req;
@@ -52,14 +54,20 @@ export function createProxyHandler(deps: ProxyDeps): ProxyHandler {
   // Verifying a credential and classifying a body take turns per caller (proxy/fair.ts).
   const turnBy = (keyOf: (a: Arrival) => string): Stage<Arrival> => ({
     name: 'turn',
-    run: (a) => takeTurn(deps.fair, keyOf(a), responseClosing(a.res), () => {
-      deps.metrics.callerLimited.inc({ resource: 'turns' });
-      return h.refuse(a.res, turnsFull(deps.config.perCaller.fairQueue), null, refusalCodec(a.req.url ?? '/', options()));
-    }),
+    run: (a) =>
+      takeTurn(deps.fair, keyOf(a), responseClosing(a.res), () => {
+        deps.metrics.callerLimited.inc({ resource: 'turns' });
+        return h.refuse(a.res, turnsFull(deps.config.perCaller.fairQueue), null, refusalCodec(a.req.url ?? '/', options()));
+      }),
   });
   const arrival: readonly Stage<Arrival>[] = [
-    jwks(deps), cardKnown(deps), turnBy((a) => claimedCallerKey(a.req)), admitStage(h, options), bodyStage(h, options),
-    turnBy((a) => a.key ?? claimedCallerKey(a.req)), route(h, options),
+    jwks(deps),
+    cardKnown(deps),
+    turnBy((a) => claimedCallerKey(a.req)),
+    admitStage(h, options),
+    bodyStage(h, options),
+    turnBy((a) => a.key ?? claimedCallerKey(a.req)),
+    route(h, options),
   ];
   const listener: RequestListener = (req, res) => {
     handle(deps, h, arrival, req, res).catch((err: unknown) => {
@@ -184,7 +192,8 @@ function bodyStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival>
     }
     a.body = decoded.body;
     if (a.body.length >= LARGE_BODY) a.large = true;
-    if (a.large === true) a.parsed = await parseBodyInTurns({ verb: req.method ?? 'POST', path: req.url ?? '/', headers: req.headers, body: a.body }, config.jsonLimits, nextTurn);
+    if (a.large === true)
+      a.parsed = await parseBodyInTurns({ verb: req.method ?? 'POST', path: req.url ?? '/', headers: req.headers, body: a.body }, config.jsonLimits, nextTurn);
     return undefined;
   };
   return { name: 'body', run: (a) => (hasBody(a.req) ? readDecoded(a) : undefined) };
@@ -197,7 +206,10 @@ function route(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival> {
     name: 'route',
     run(a) {
       const { req, res } = a;
-      const c = classify({ verb: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, body: a.body, ...(a.parsed === undefined ? {} : { parsed: a.parsed }) }, options());
+      const c = classify(
+        { verb: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, body: a.body, ...(a.parsed === undefined ? {} : { parsed: a.parsed }) },
+        options(),
+      );
       if (c.kind === 'a2a' && a.parsed?.kind === 'json' && a.parsed.text !== undefined && a.body !== null) a.raw = { text: a.parsed.text, bytes: a.body };
       a.body = null;
       a.parsed = undefined;

@@ -20,7 +20,6 @@ import { answerRoad, type RelayContext } from './relay/context';
 
 export type { RelayContext } from './relay/context';
 
-
 const SHUTDOWN = () => proxyError('upstreamUnavailable', 'Proxy is shutting down');
 const cardUnreadable = () => proxyError('upstreamUnavailable', 'Agent card unavailable: the answer cannot be read');
 
@@ -42,7 +41,9 @@ export function sendError(res: ServerResponse, codec: Codec, err: ProxyError, id
 }
 
 export function isEventStream(upRes: UpstreamAnswer): boolean {
-  return String(upRes.headers['content-type'] ?? '').toLowerCase().startsWith('text/event-stream');
+  return String(upRes.headers['content-type'] ?? '')
+    .toLowerCase()
+    .startsWith('text/event-stream');
 }
 
 /** An event stream answering an operation that streams (or traffic that is not A2A, judged by its label alone). */
@@ -119,7 +120,8 @@ export function relayUnaryInspected(ctx: RelayContext): void {
     },
     end: (complete) => {
       if (res.destroyed || res.writableEnded || overloaded) return;
-      if (kept.overflowed) return sendError(res, codec, proxyError('upstreamUnavailable', 'Agent answer too large to inspect', { limit: String(ctx.maxBodyBytes) }), id);
+      if (kept.overflowed)
+        return sendError(res, codec, proxyError('upstreamUnavailable', 'Agent answer too large to inspect', { limit: String(ctx.maxBodyBytes) }), id);
       if (!complete) {
         ctx.onUpstreamFailure('upstream closed mid-response');
         return sendError(res, codec, proxyError('upstreamUnavailable', 'Upstream agent failed before answering'), id);
@@ -169,21 +171,27 @@ function judgeUnary(ctx: RelayContext, original: Buffer): void {
   const { res, upRes, codec, id } = ctx;
   const status = upRes.statusCode;
   const a: UnaryAnswer = { status, ok: status >= 200 && status < 300, headers: { ...upRes.headers }, original, raw: original };
-  const window = answerWindow(unaryChannel(ctx, a), ctx.turns, ctx.ex, {
-    bytes: (raw) => raw.length,
-    write: (body) => {
-      send(res, status, a.headers, body);
-      return true;
+  const window = answerWindow(
+    unaryChannel(ctx, a),
+    ctx.turns,
+    ctx.ex,
+    {
+      bytes: (raw) => raw.length,
+      write: (body) => {
+        send(res, status, a.headers, body);
+        return true;
+      },
+      end: (stop) => {
+        if (stop === 'destroy') res.destroy();
+        else if (stop !== undefined) sendError(res, codec, stop.error, id);
+      },
+      // Read in full already; the upstream request is the call's to end.
+      flow: () => undefined,
+      abort: () => undefined,
+      failure: (): UnaryStop => 'destroy',
     },
-    end: (stop) => {
-      if (stop === 'destroy') res.destroy();
-      else if (stop !== undefined) sendError(res, codec, stop.error, id);
-    },
-    // Read in full already; the upstream request is the call's to end.
-    flow: () => undefined,
-    abort: () => undefined,
-    failure: (): UnaryStop => 'destroy',
-  }, { size: 1 });
+    { size: 1 },
+  );
   res.once('close', () => {
     if (!res.writableFinished) window.close();
   });

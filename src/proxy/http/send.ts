@@ -45,7 +45,15 @@ export interface Leg {
   failed(err: Error): void;
 }
 
-export function send(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse, up: UpstreamRequest, assertion: string | undefined, lease: BodyLease, leg: Leg): void {
+export function send(
+  deps: ProxyDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  up: UpstreamRequest,
+  assertion: string | undefined,
+  lease: BodyLease,
+  leg: Leg,
+): void {
   const { config, logger, metrics } = deps;
   const headers = forwardRequestHeaders(req.headers, {
     role: config.role,
@@ -85,7 +93,10 @@ export function send(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse,
       leg.failed(err);
       if (res.destroyed) return;
       // With the reason and, for certificate problems, the variable to change.
-      logger.warn({ err: err.message, ...describeConnectError(err, 'UPSTREAM', deps.upstream.url.protocol === 'https:'), path: pathOnly(up.path) }, 'upstream agent unreachable');
+      logger.warn(
+        { err: err.message, ...describeConnectError(err, 'UPSTREAM', deps.upstream.url.protocol === 'https:'), path: pathOnly(up.path) },
+        'upstream agent unreachable',
+      );
       const e = proxyError('upstreamUnavailable', 'Upstream agent unreachable', { cause: (err as NodeJS.ErrnoException).code ?? 'error' });
       if (!res.headersSent) sendError(res, leg.codec, e, leg.id);
       else res.destroy();

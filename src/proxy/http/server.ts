@@ -52,7 +52,10 @@ export async function startHttpListener(opts: HttpListenerOptions): Promise<Http
   const connections = new WeakMap<Socket, Connection>();
   const counted = countedHandler(opts.handler, connections);
   // node:https is loaded only with a TLS listener.
-  const server: http.Server = tls === undefined ? http.createServer(serverOptions, counted) : (require('node:https') as typeof https).createServer({ ...tls.options, ...serverOptions }, counted);
+  const server: http.Server =
+    tls === undefined
+      ? http.createServer(serverOptions, counted)
+      : (require('node:https') as typeof https).createServer({ ...tls.options, ...serverOptions }, counted);
   if (tls !== undefined) {
     tls.watch(server as https.Server, logger);
     // A failed handshake never reaches the handler: say why here (no client certificate, an untrusted one, plain HTTP...).
@@ -88,22 +91,23 @@ export async function startHttpListener(opts: HttpListenerOptions): Promise<Http
   return {
     server,
     url: `${tls === undefined ? 'http' : 'https'}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${addr.port}`,
-    drain: (timeoutMs, endStreams) => new Promise<void>((resolve) => {
-      const deadline = setTimeout(() => {
-        endStreams();
-        // Give the error events a moment to leave, then cut what is left.
-        setTimeout(() => {
-          server.closeAllConnections();
+    drain: (timeoutMs, endStreams) =>
+      new Promise<void>((resolve) => {
+        const deadline = setTimeout(() => {
+          endStreams();
+          // Give the error events a moment to leave, then cut what is left.
+          setTimeout(() => {
+            server.closeAllConnections();
+            resolve();
+          }, 100).unref();
+        }, timeoutMs);
+        deadline.unref();
+        server.close(() => {
+          clearTimeout(deadline);
           resolve();
-        }, 100).unref();
-      }, timeoutMs);
-      deadline.unref();
-      server.close(() => {
-        clearTimeout(deadline);
-        resolve();
-      });
-      server.closeIdleConnections();
-    }),
+        });
+        server.closeIdleConnections();
+      }),
     close: async () => {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -124,7 +128,8 @@ function countedHandler(handler: ProxyHandler, connections: WeakMap<Socket, Conn
     let conn = connections.get(socket);
     if (conn === undefined) {
       const c: Connection = {
-        calls: 0, bad: false,
+        calls: 0,
+        bad: false,
         ended: () => {
           if (--c.calls === 0 && c.bad) badRequest(socket);
         },
@@ -157,42 +162,55 @@ function upgradeListener(opts: HttpListenerOptions): (req: http.IncomingMessage,
     if (!config.allowWebSockets) return refused('refused_path', 403, 'HTTP upgrades are refused (ALLOW_WEBSOCKETS=false)');
     // The card names the agent's A2A endpoints: an upgrade waits for it briefly, as a call does, and is refused without it.
     const cardRead = upstreamCard.current() === undefined ? upstreamCard.pending(2000) : Promise.resolve();
-    void cardRead.then(() => {
-      // Without the card the agent's JSON-RPC endpoint (any path) is not known: `/` ("every path that is not A2A")
-      // would take it, so only the prefixes named below `/` are forwarded until the card is known.
-      const cardless = upstreamCard.current() === undefined;
-      const where = upgradeTarget(req, (cardless ? namedUpgradeOptions : upgradeOptions)(handler.classifyOptions()));
-      if (!where.ok && cardless && upgradeTarget(req, upgradeOptions(handler.classifyOptions())).ok) {
-        return refused('refused_path', 503, 'the agent card is not known yet: upgrades below / wait for it', 'retry-after: 5\r\n');
-      }
-      if (!where.ok) return refused('refused_path', 403, where.why);
-      // Uninspected, but not unidentified: IDENTITY_POLICY and bad credentials apply as to any call.
-      // A forwarded route: the caller's one-use credentials (an assertion) are used up.
-      return opts.identify(req.headers, req.socket as Socket).then(spent).then(async (who) => {
-        if (!who.ok) return refused('refused_identity', 401, who.message, 'www-authenticate: Bearer realm="a2a-guard"\r\n');
-        // An open upgraded connection is one of its caller's calls in flight, as a stream is.
-        const limits = opts.callerLimits;
-        const admitted = limits === undefined ? undefined : await limits.admit(admittedKey(who, req.socket.remoteAddress));
-        if (admitted !== undefined && !admitted.ok) return refused('refused_limit', 429, admitted.error.message, `retry-after: ${admitted.error.metadata.retryAfterSeconds ?? '1'}\r\n`);
-        if (admitted !== undefined) {
-          if (socket.destroyed) return admitted.leave();
-          socket.once('close', () => admitted.leave());
+    void cardRead
+      .then(() => {
+        // Without the card the agent's JSON-RPC endpoint (any path) is not known: `/` ("every path that is not A2A")
+        // would take it, so only the prefixes named below `/` are forwarded until the card is known.
+        const cardless = upstreamCard.current() === undefined;
+        const where = upgradeTarget(req, (cardless ? namedUpgradeOptions : upgradeOptions)(handler.classifyOptions()));
+        if (!where.ok && cardless && upgradeTarget(req, upgradeOptions(handler.classifyOptions())).ok) {
+          return refused('refused_path', 503, 'the agent card is not known yet: upgrades below / wait for it', 'retry-after: 5\r\n');
         }
-        logger.warn({ path: where.target.slice(0, 256) }, 'forwarding an HTTP upgrade uninspected (ALLOW_WEBSOCKETS=true)');
-        // The rules of every forwarded request: hop-by-hop headers and those Connection names dropped, the proxy's
-        // own and the reasoning header never on, the caller's address appended to X-Forwarded-For.
-        const headers = forwardRequestHeaders(req.headers, {
-          role: config.role, reasoningHeader: config.reasoningHeader, announce: undefined, unchecked: false, bodyLength: null,
-          upstreamHost: config.upstreamUrl.host, remoteAddress: req.socket.remoteAddress, encrypted: 'encrypted' in req.socket,
-        });
-        relayUpgrade(socket, head, config.upstreamUrl, where.target, headers, (outcome, status) => {
-          metrics.upgrades.inc({ outcome });
-          if (outcome === 'not_switched') logger.warn({ path: where.target.slice(0, 256), status }, 'the agent answered an upgrade without switching protocols: answer dropped');
-        });
+        if (!where.ok) return refused('refused_path', 403, where.why);
+        // Uninspected, but not unidentified: IDENTITY_POLICY and bad credentials apply as to any call.
+        // A forwarded route: the caller's one-use credentials (an assertion) are used up.
+        return opts
+          .identify(req.headers, req.socket as Socket)
+          .then(spent)
+          .then(async (who) => {
+            if (!who.ok) return refused('refused_identity', 401, who.message, 'www-authenticate: Bearer realm="a2a-guard"\r\n');
+            // An open upgraded connection is one of its caller's calls in flight, as a stream is.
+            const limits = opts.callerLimits;
+            const admitted = limits === undefined ? undefined : await limits.admit(admittedKey(who, req.socket.remoteAddress));
+            if (admitted !== undefined && !admitted.ok)
+              return refused('refused_limit', 429, admitted.error.message, `retry-after: ${admitted.error.metadata.retryAfterSeconds ?? '1'}\r\n`);
+            if (admitted !== undefined) {
+              if (socket.destroyed) return admitted.leave();
+              socket.once('close', () => admitted.leave());
+            }
+            logger.warn({ path: where.target.slice(0, 256) }, 'forwarding an HTTP upgrade uninspected (ALLOW_WEBSOCKETS=true)');
+            // The rules of every forwarded request: hop-by-hop headers and those Connection names dropped, the proxy's
+            // own and the reasoning header never on, the caller's address appended to X-Forwarded-For.
+            const headers = forwardRequestHeaders(req.headers, {
+              role: config.role,
+              reasoningHeader: config.reasoningHeader,
+              announce: undefined,
+              unchecked: false,
+              bodyLength: null,
+              upstreamHost: config.upstreamUrl.host,
+              remoteAddress: req.socket.remoteAddress,
+              encrypted: 'encrypted' in req.socket,
+            });
+            relayUpgrade(socket, head, config.upstreamUrl, where.target, headers, (outcome, status) => {
+              metrics.upgrades.inc({ outcome });
+              if (outcome === 'not_switched')
+                logger.warn({ path: where.target.slice(0, 256), status }, 'the agent answered an upgrade without switching protocols: answer dropped');
+            });
+          });
+      })
+      .catch((err: unknown) => {
+        logger.error({ err }, 'internal error while handling an upgrade');
+        socket.destroy();
       });
-    }).catch((err: unknown) => {
-      logger.error({ err }, 'internal error while handling an upgrade');
-      socket.destroy();
-    });
   };
 }

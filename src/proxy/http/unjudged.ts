@@ -20,11 +20,23 @@ type Other = Extract<Classified, { kind: 'other' }>;
 export async function passUnjudged(h: HttpParts, a: Arrival, c: Other): Promise<Step> {
   const { deps } = h;
   const known = await h.routedCaller(a);
-  if (!known.ok) return h.refuse(a.res, proxyError('unauthenticated', known.message, { ...known.metadata }), null, c.method === undefined ? restCodec : jsonRpcCodec);
+  if (!known.ok)
+    return h.refuse(a.res, proxyError('unauthenticated', known.message, { ...known.metadata }), null, c.method === undefined ? restCodec : jsonRpcCodec);
   const verb = a.req.method ?? 'GET';
   deps.metrics.call(c.why === 'passthrough' ? 'passthrough' : 'other', 'forwarded');
-  deps.logger.info({ path: c.target.split('?')[0], verb, why: c.why, ...(c.method === undefined ? {} : { method: c.method.slice(0, 64) }) }, c.why === 'passthrough' ? 'passthrough forwarded unjudged' : 'non-A2A request forwarded unjudged (NON_A2A=forward)');
-  send(deps, a.req, a.res, { verb, path: c.target, body: c.body, unchecked: false, rebuilt: undefined }, a.assertion === undefined ? undefined : await a.assertion, a.lease, unjudgedLeg(h, a));
+  deps.logger.info(
+    { path: c.target.split('?')[0], verb, why: c.why, ...(c.method === undefined ? {} : { method: c.method.slice(0, 64) }) },
+    c.why === 'passthrough' ? 'passthrough forwarded unjudged' : 'non-A2A request forwarded unjudged (NON_A2A=forward)',
+  );
+  send(
+    deps,
+    a.req,
+    a.res,
+    { verb, path: c.target, body: c.body, unchecked: false, rebuilt: undefined },
+    a.assertion === undefined ? undefined : await a.assertion,
+    a.lease,
+    unjudgedLeg(h, a),
+  );
   return END;
 }
 
@@ -44,14 +56,30 @@ function unjudgedLeg(h: HttpParts, a: Arrival): Leg {
     failed: () => undefined,
     relay(upRes, upReq) {
       const ctx: RelayContext = {
-        codec: jsonRpcCodec, id: null, ex: undefined, res, upRes, upReq, inspect: undefined, rewriteCard: undefined,
-        maxBodyBytes: deps.config.maxBodyBytes, lease: a.lease,
+        codec: jsonRpcCodec,
+        id: null,
+        ex: undefined,
+        res,
+        upRes,
+        upReq,
+        inspect: undefined,
+        rewriteCard: undefined,
+        maxBodyBytes: deps.config.maxBodyBytes,
+        lease: a.lease,
         onUpstreamFailure: () => deps.metrics.upstreamErrors.inc(),
-        trackStream: h.admit.trackStream, streamWindow: deps.config.streamInspectWindow, streamLine: deps.streamLine,
+        trackStream: h.admit.trackStream,
+        streamWindow: deps.config.streamInspectWindow,
+        streamLine: deps.streamLine,
         onUninspectable: uninspectable(deps, undefined, () => undefined),
       };
       // An answer that is an agent card is rewritten like the card, or refused.
-      relayPassthrough(ctx, { method: req.method ?? 'GET', rewrite: () => cardRewrite(deps, req), hostBound: deps.config.publicUrl === undefined, path: pathOnly(req.url ?? '/'), logger: deps.logger });
+      relayPassthrough(ctx, {
+        method: req.method ?? 'GET',
+        rewrite: () => cardRewrite(deps, req),
+        hostBound: deps.config.publicUrl === undefined,
+        path: pathOnly(req.url ?? '/'),
+        logger: deps.logger,
+      });
     },
   };
 }

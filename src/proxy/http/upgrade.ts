@@ -34,7 +34,8 @@ export function upgradeTarget(req: http.IncomingMessage, opts: ClassifyOptions):
   // Another protocol (h2c above all) would turn the connection into one that reaches every route of the agent.
   if (!isWebSocket(req.headers.upgrade)) return { ok: false, why: 'only a WebSocket upgrade (Upgrade: websocket) is forwarded' };
   const length = req.headers['content-length'];
-  if (req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')) return { ok: false, why: 'an upgrade request carries no body' };
+  if (req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0'))
+    return { ok: false, why: 'an upgrade request carries no body' };
   const c = classify({ verb: 'GET', path: req.url ?? '/', headers: req.headers, body: null }, opts);
   if (c.kind === 'other' && c.why === 'passthrough') return { ok: true, target: c.target };
   if (c.kind === 'a2a' || c.kind === 'card') return { ok: false, why: 'an A2A route or agent card is never upgraded' };
@@ -49,7 +50,9 @@ export function refuseUpgrade(socket: Duplex, status: 403 | 401 | 429 | 502 | 50
   const reason = { 401: 'Unauthorized', 403: 'Forbidden', 429: 'Too Many Requests', 502: 'Bad Gateway', 503: 'Service Unavailable' }[status];
   const body = `${message}\n`;
   if (socket.writable) {
-    socket.end(`HTTP/1.1 ${status} ${reason}\r\n${extra}content-type: text/plain; charset=utf-8\r\nconnection: close\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\n${extra}content-type: text/plain; charset=utf-8\r\nconnection: close\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
   } else socket.destroy();
 }
 
@@ -60,8 +63,12 @@ const NOT_FORWARDED = new Set(['host', 'content-length', 'transfer-encoding', 'k
  * dropped, and the caller gets a 502 that says so. `done` reports the outcome once.
  */
 export function relayUpgrade(
-  socket: Duplex, head: Buffer, upstream: URL, target: string,
-  headers: http.OutgoingHttpHeaders, done: (outcome: UpgradeOutcome, status?: number) => void,
+  socket: Duplex,
+  head: Buffer,
+  upstream: URL,
+  target: string,
+  headers: http.OutgoingHttpHeaders,
+  done: (outcome: UpgradeOutcome, status?: number) => void,
 ): void {
   const out: http.OutgoingHttpHeaders = {};
   for (const [k, v] of Object.entries(headers)) if (v !== undefined && !NOT_FORWARDED.has(k)) out[k] = v;
@@ -72,7 +79,13 @@ export function relayUpgrade(
   const basePath = upstream.pathname.replace(/\/+$/, '');
   // node:https (and tls) load only for an https agent: the default start loads neither.
   const lib: typeof http | typeof https = upstream.protocol === 'https:' ? (require('node:https') as typeof https) : http;
-  const up = lib.request({ hostname: upstream.hostname.replace(/^\[|\]$/g, ''), port: upstream.port || undefined, method: 'GET', path: basePath + target, headers: out });
+  const up = lib.request({
+    hostname: upstream.hostname.replace(/^\[|\]$/g, ''),
+    port: upstream.port || undefined,
+    method: 'GET',
+    path: basePath + target,
+    headers: out,
+  });
   let settled = false;
   const settle = (outcome: UpgradeOutcome, status?: number): boolean => {
     if (settled) return false;

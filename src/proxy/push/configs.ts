@@ -77,7 +77,9 @@ export function unreadableWebhook(op: Operation, request: JsonObject): string | 
 export function webhooksOf(op: Operation, request: JsonObject): CallerWebhook[] {
   const params = request.params;
   if (!isObject(params)) return [];
-  return roots(op, params).flatMap((r) => urlObjects(r, [])).map(callerWebhook);
+  return roots(op, params)
+    .flatMap((r) => urlObjects(r, []))
+    .map(callerWebhook);
 }
 
 function callerWebhook(c: JsonObject): CallerWebhook {

@@ -69,7 +69,8 @@ export async function checkedAddress(url: URL, allowPrivate: boolean, resolve: R
 export function authHeaders(hook: CallerWebhook, tokenHeader = 'x-a2a-notification-token'): Record<string, string> {
   const scheme = hook.authentication?.scheme;
   const credentials = hook.authentication?.credentials;
-  if (typeof scheme === 'string' && scheme !== '' && typeof credentials === 'string' && credentials !== '') return { authorization: `${scheme} ${credentials}` };
+  if (typeof scheme === 'string' && scheme !== '' && typeof credentials === 'string' && credentials !== '')
+    return { authorization: `${scheme} ${credentials}` };
   if (hook.token !== undefined) return { [tokenHeader]: hook.token };
   return {};
 }
@@ -114,7 +115,10 @@ export class PinnedDispatchers {
   private readonly byCaller = new Map<string, Map<string, Agent>>();
   private total = 0;
 
-  constructor(private readonly max = 64, private readonly perCaller = 8) {}
+  constructor(
+    private readonly max = 64,
+    private readonly perCaller = 8,
+  ) {}
 
   pinned(url: URL, address: string, family: number, caller: string): Agent {
     const key = `${url.origin}|${address}`;

@@ -60,14 +60,28 @@ export interface PushRelayDeps {
 }
 
 const RELAY_PATH = '/a2a-guard/push/';
-const SHOWS_CONFIGS: ReadonlySet<string> = new Set(['tasks/pushNotificationConfig/set', 'tasks/pushNotificationConfig/get', 'tasks/pushNotificationConfig/list']);
+const SHOWS_CONFIGS: ReadonlySet<string> = new Set([
+  'tasks/pushNotificationConfig/set',
+  'tasks/pushNotificationConfig/get',
+  'tasks/pushNotificationConfig/list',
+]);
 const CARRIES_CONFIGS: ReadonlySet<string> = new Set(['tasks/pushNotificationConfig/set', 'message/send', 'message/stream']);
 const DELIVERY_TIMEOUT_MS = 10_000;
 /** The largest key the relay reads from a path (keys are 43 characters). */
 const KEY = /^[A-Za-z0-9_-]{43}$/;
 
 export type PushOutcome =
-  | 'delivered' | 'denied' | 'guardian_unavailable' | 'refused_address' | 'refused_key' | 'refused_task' | 'refused_body' | 'refused_queue' | 'refused_config' | 'failed' | 'retried';
+  | 'delivered'
+  | 'denied'
+  | 'guardian_unavailable'
+  | 'refused_address'
+  | 'refused_key'
+  | 'refused_task'
+  | 'refused_body'
+  | 'refused_queue'
+  | 'refused_config'
+  | 'failed'
+  | 'retried';
 
 export class PushRelay {
   private server: http.Server | undefined;
@@ -109,7 +123,10 @@ export class PushRelay {
     const { port } = server.address() as AddressInfo;
     const host = config.push.host.includes(':') ? `[${config.push.host}]` : config.push.host === '0.0.0.0' ? '127.0.0.1' : config.push.host;
     this.base = (config.push.url?.href ?? `http://${host}:${port}/`).replace(/\/+$/, '');
-    this.deps.logger.info({ listen: `${config.push.host}:${port}`, url: this.base }, 'push relay listening: webhooks callers configure are delivered through the proxy');
+    this.deps.logger.info(
+      { listen: `${config.push.host}:${port}`, url: this.base },
+      'push relay listening: webhooks callers configure are delivered through the proxy',
+    );
   }
 
   async close(): Promise<void> {
@@ -138,7 +155,8 @@ export class PushRelay {
         const op = flow.ex.call.op;
         if (SHOWS_CONFIGS.has(op.aosMethod)) flow.answerHook = this.withRestore(flow.answerHook, flow.ex);
         const approved = flow.approved;
-        if (approved !== undefined && op.aosMethod === 'tasks/pushNotificationConfig/delete') flow.answerHook = this.withForget(flow.answerHook, flow.ex, op, approved.payload);
+        if (approved !== undefined && op.aosMethod === 'tasks/pushNotificationConfig/delete')
+          flow.answerHook = this.withForget(flow.answerHook, flow.ex, op, approved.payload);
         if (approved === undefined || !CARRIES_CONFIGS.has(op.aosMethod)) return undefined;
         // A config the walk cannot read would reach the agent unrewritten: refused, never passed.
         const unreadable = unreadableWebhook(op, approved.payload);
@@ -155,7 +173,12 @@ export class PushRelay {
     };
   }
 
-  private async rewrite(flow: CallFlow, op: Operation, approved: NonNullable<CallFlow['approved']>, hooks: ReturnType<typeof webhooksOf>): Promise<typeof END | undefined> {
+  private async rewrite(
+    flow: CallFlow,
+    op: Operation,
+    approved: NonNullable<CallFlow['approved']>,
+    hooks: ReturnType<typeof webhooksOf>,
+  ): Promise<typeof END | undefined> {
     const { call } = flow.ex;
     const taskId = namedByRequest(op, approved.payload).tasks[0];
     const caller = callerKey(call.owner, call.remoteAddress);
@@ -177,7 +200,13 @@ export class PushRelay {
         this.count('refused_queue');
         this.deps.metrics.callerLimited.inc({ resource: 'push_configs' });
         flow.ex.log.decision = 'refused';
-        flow.port.fail(callerLimited('push configs held', 60, `Too many push configs held by this caller (at most ${this.deps.config.push.configsPerCaller}); retry once some expire`));
+        flow.port.fail(
+          callerLimited(
+            'push configs held',
+            60,
+            `Too many push configs held by this caller (at most ${this.deps.config.push.configsPerCaller}); retry once some expire`,
+          ),
+        );
         return END;
       }
       keys.push(key);
@@ -207,7 +236,8 @@ export class PushRelay {
         if (rec === undefined || rec.owner !== ex.call.owner) {
           return { type: 'refuse', error: proxyError('upstreamUnavailable', 'Agent answer names a push config the proxy cannot show') };
         }
-        if (rec.taskId !== undefined && typeof c.id === 'string') await this.deps.store.alias(configName(rec.owner, rec.taskId, c.id), this.keyOf(c.url as string)).catch(() => undefined);
+        if (rec.taskId !== undefined && typeof c.id === 'string')
+          await this.deps.store.alias(configName(rec.owner, rec.taskId, c.id), this.keyOf(c.url as string)).catch(() => undefined);
         restoreConfig(c, rec.webhook);
       }
       return { type: 'replace', body: copy };
@@ -294,24 +324,60 @@ export class PushRelay {
     return this.deps.store.pin(key, taskId);
   }
 
-  private async judgeAndQueue(req: http.IncomingMessage, res: http.ServerResponse, key: string, record: PushRecord, taskId: string, delivered: JsonObject): Promise<void> {
+  private async judgeAndQueue(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    key: string,
+    record: PushRecord,
+    taskId: string,
+    delivered: JsonObject,
+  ): Promise<void> {
     const { config, tracer } = this.deps;
-    const span = tracer.startCall(req.headers, { method: this.streamOp.aosMethod, wireMethod: 'push/delivery', binding: 'push', role: config.role, httpMethod: 'POST', path: RELAY_PATH, remoteAddress: req.socket.remoteAddress });
+    const span = tracer.startCall(req.headers, {
+      method: this.streamOp.aosMethod,
+      wireMethod: 'push/delivery',
+      binding: 'push',
+      role: config.role,
+      httpMethod: 'POST',
+      path: RELAY_PATH,
+      remoteAddress: req.socket.remoteAddress,
+    });
     const id = `push-${randomUUID()}`;
     const peer = { ...record.peer, metadata: { ...record.peer.metadata, pushDelivery: { taskId, webhook: record.webhook.url } } };
     const ex = openExchange({
-      started: performance.now(), codec: jsonRpcCodec, op: this.streamOp, wireMethod: 'push/delivery', id, shape: { v03: false, errorAsEvent: false },
-      caller: new Cancellation(), identity: undefined, callerPeer: peer, owner: record.owner, span, remoteAddress: req.socket.remoteAddress,
+      started: performance.now(),
+      codec: jsonRpcCodec,
+      op: this.streamOp,
+      wireMethod: 'push/delivery',
+      id,
+      shape: { v03: false, errorAsEvent: false },
+      caller: new Cancellation(),
+      identity: undefined,
+      callerPeer: peer,
+      owner: record.owner,
+      span,
+      remoteAddress: req.socket.remoteAddress,
     });
     const payload: JsonObject = { jsonrpc: '2.0', id, result: delivered };
-    const run = await this.deps.runHooks({ ex, sides: HOOK_ORDER[config.role].response, phase: 'response', payload, payloadJson: JSON.stringify(payload), reasoning: undefined });
+    const run = await this.deps.runHooks({
+      ex,
+      sides: HOOK_ORDER[config.role].response,
+      phase: 'response',
+      payload,
+      payloadJson: JSON.stringify(payload),
+      reasoning: undefined,
+    });
     if (run.type === 'block') {
       ex.log.decision = run.decision;
       const outcome: PushOutcome = run.decision === 'failClosed' ? 'guardian_unavailable' : 'denied';
       this.count(outcome);
       this.finish(ex, outcome);
       // Not a 2xx: the notification did not go anywhere, and the agent should not believe it did. A 4xx the SDK does not retry.
-      return answer(res, run.decision === 'failClosed' ? 503 : 403, run.decision === 'failClosed' ? 'guardian unavailable: notification not delivered' : 'notification denied by the guardian');
+      return answer(
+        res,
+        run.decision === 'failClosed' ? 503 : 403,
+        run.decision === 'failClosed' ? 'guardian unavailable: notification not delivered' : 'notification denied by the guardian',
+      );
     }
     ex.log.decision = run.modified ? 'modify' : run.unchecked ? 'failOpen' : 'allow';
     const result = run.payload.result;
@@ -335,12 +401,14 @@ export class PushRelay {
     // As the SDK's serializers label them: a bare v0.3 event (kind) is JSON, a v1.0 StreamResponse A2A JSON.
     const contentType = 'kind' in result ? 'application/json' : 'application/a2a+json';
     const prev = this.chains.get(key) ?? Promise.resolve();
-    const next = prev.then(() => this.send(ex, record, json, contentType)).finally(() => {
-      const left = (this.queued.get(record.caller) ?? 1) - 1;
-      if (left <= 0) this.queued.delete(record.caller);
-      else this.queued.set(record.caller, left);
-      if (this.chains.get(key) === next) this.chains.delete(key);
-    });
+    const next = prev
+      .then(() => this.send(ex, record, json, contentType))
+      .finally(() => {
+        const left = (this.queued.get(record.caller) ?? 1) - 1;
+        if (left <= 0) this.queued.delete(record.caller);
+        else this.queued.set(record.caller, left);
+        if (this.chains.get(key) === next) this.chains.delete(key);
+      });
     this.chains.set(key, next);
     answer(res, 202, 'accepted for delivery');
   }
@@ -370,8 +438,17 @@ export class PushRelay {
       if (url === undefined) break;
       const upSpan = ex.call.span.upstream('POST', url);
       ex.log.upstreamSentAt ??= performance.now();
-      result = await deliver(record.webhook, json, contentType, { allowPrivate: config.push.allowPrivate, resolve, timeoutMs: DELIVERY_TIMEOUT_MS, dispatchers: this.dispatchers, caller: record.caller });
-      upSpan.end(result.type === 'delivered' ? result.status : result.type === 'failed' ? result.status : undefined, result.type === 'delivered' ? undefined : result.why);
+      result = await deliver(record.webhook, json, contentType, {
+        allowPrivate: config.push.allowPrivate,
+        resolve,
+        timeoutMs: DELIVERY_TIMEOUT_MS,
+        dispatchers: this.dispatchers,
+        caller: record.caller,
+      });
+      upSpan.end(
+        result.type === 'delivered' ? result.status : result.type === 'failed' ? result.status : undefined,
+        result.type === 'delivered' ? undefined : result.why,
+      );
       if (result.type !== 'failed' || !result.retry) break;
     }
     ex.log.upstreamEndedAt = performance.now();

@@ -6,9 +6,10 @@ import { MemoryPushStore, RedisPushStore } from './store';
 
 export async function startPushRelay(deps: Omit<PushRelayDeps, 'store'>, owners: OwnerStore | undefined): Promise<PushRelay> {
   const { config } = deps;
-  const store = owners instanceof RedisOwnerStore
-    ? new RedisPushStore(owners.client, config.ownership.prefix, config.ownership.ttlSeconds, config.push.configsPerCaller)
-    : new MemoryPushStore(config.ownership.ttlSeconds, config.push.configsPerCaller);
+  const store =
+    owners instanceof RedisOwnerStore
+      ? new RedisPushStore(owners.client, config.ownership.prefix, config.ownership.ttlSeconds, config.push.configsPerCaller)
+      : new MemoryPushStore(config.ownership.ttlSeconds, config.push.configsPerCaller);
   const relay = new PushRelay({ ...deps, store });
   await relay.listen();
   return relay;

@@ -48,7 +48,11 @@ export class MemoryPushStore implements PushStore {
   private readonly perCallerCount = new Map<string, number>();
   private readonly names = new Map<string, string>();
 
-  constructor(private readonly ttlSeconds: number, private readonly perCaller: number, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly ttlSeconds: number,
+    private readonly perCaller: number,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   async put(token: string, record: PushRecord): Promise<PutResult> {
     this.sweep();
@@ -136,7 +140,12 @@ redis.call('EXPIRE', KEYS[2], ARGV[2])
 return 1`;
 
 export class RedisPushStore implements PushStore {
-  constructor(private readonly client: IORedis.Redis, private readonly prefix: string, private readonly ttlSeconds: number, private readonly perCaller: number) {}
+  constructor(
+    private readonly client: IORedis.Redis,
+    private readonly prefix: string,
+    private readonly ttlSeconds: number,
+    private readonly perCaller: number,
+  ) {}
 
   private key(token: string): string {
     return `${this.prefix}push:${token}`;
@@ -144,7 +153,17 @@ export class RedisPushStore implements PushStore {
 
   async put(token: string, record: PushRecord): Promise<PutResult> {
     const now = Math.floor(Date.now() / 1000);
-    const ok = await this.client.eval(PUT, 2, this.key(token), `${this.prefix}push-caller:${record.caller}`, JSON.stringify(record), String(this.ttlSeconds), String(now), String(this.perCaller), token);
+    const ok = await this.client.eval(
+      PUT,
+      2,
+      this.key(token),
+      `${this.prefix}push-caller:${record.caller}`,
+      JSON.stringify(record),
+      String(this.ttlSeconds),
+      String(now),
+      String(this.perCaller),
+      token,
+    );
     return ok === 1 ? 'ok' : 'full';
   }
 

@@ -70,17 +70,28 @@ export type Classified =
 
 /** Headers whose meaning classification reads: a hop-by-hop removal would change the call behind the guardian's back. */
 export const CLASSIFYING_HEADERS = [
-  'a2a-version', 'content-type', 'content-encoding', 'content-length', 'transfer-encoding', 'host',
-  'x-http-method-override', 'x-http-method', 'x-method-override',
+  'a2a-version',
+  'content-type',
+  'content-encoding',
+  'content-length',
+  'transfer-encoding',
+  'host',
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
   // Service parameters the guardian is shown: `A2A_Extensions` is the same header to CGI-style servers.
-  'a2a-extensions', 'x-a2a-extensions',
+  'a2a-extensions',
+  'x-a2a-extensions',
 ];
 const CLASSIFYING = new Set(CLASSIFYING_HEADERS);
 const OVERRIDE_HEADERS = ['x-http-method-override', 'x-http-method', 'x-method-override'];
 
 type ParsedBody =
-  | { readonly kind: 'none' } | { readonly kind: 'json'; readonly value: unknown } | { readonly kind: 'opaque' }
-  | { readonly kind: 'bad'; readonly why: string } | { readonly kind: 'tooComplex'; readonly why: string };
+  | { readonly kind: 'none' }
+  | { readonly kind: 'json'; readonly value: unknown }
+  | { readonly kind: 'opaque' }
+  | { readonly kind: 'bad'; readonly why: string }
+  | { readonly kind: 'tooComplex'; readonly why: string };
 
 /**
  * Bounds on a JSON body's shape, checked on the bytes before JSON.parse: parsing (and walking) a
@@ -98,7 +109,8 @@ function jsonTooComplex(b: Buffer): string | undefined {
   for (let i = 0; i < b.length; i++) {
     const c = b[i];
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped byte
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped byte
       else if (c === 0x22) inString = false;
       continue;
     }
@@ -186,11 +198,13 @@ function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classifie
   const f = flavour(req, t, opts, body);
   if (f === 'jsonrpc') {
     if (body.kind === 'none' || body.kind === 'opaque') {
-      if (!isMediaType(req.headers, JSON_RPC_TYPES)) return reject('contentTypeNotSupported', 'Content type not supported; expected application/json or application/a2a+json', 'jsonrpc');
+      if (!isMediaType(req.headers, JSON_RPC_TYPES))
+        return reject('contentTypeNotSupported', 'Content type not supported; expected application/json or application/a2a+json', 'jsonrpc');
       return reject('parseError', 'Request body is not JSON', 'jsonrpc');
     }
     // A top-level JSON scalar is a parse error to a strict JSON body parser (the SDK's express.json()).
-    if (body.kind === 'json' && (typeof body.value !== 'object' || body.value === null)) return reject('parseError', 'Request body is not a JSON object', 'jsonrpc');
+    if (body.kind === 'json' && (typeof body.value !== 'object' || body.value === null))
+      return reject('parseError', 'Request body is not a JSON object', 'jsonrpc');
     return reject(malformed(version.value), 'Request is not a JSON-RPC 2.0 request object', 'jsonrpc');
   }
   return reject('notFound', 'Not an A2A endpoint; other routes must be listed in PASSTHROUGH_PATHS', 'rest');
@@ -211,9 +225,20 @@ function passthrough(t: Target, opts: ClassifyOptions): boolean {
 
 /** The RPCs of the A2A gRPC services (v1.0 `lf.a2a.v1.A2AService`, v0.3 `a2a.v1.A2AService`). */
 const GRPC_RPCS = [
-  'SendMessage', 'SendStreamingMessage', 'GetTask', 'ListTasks', 'CancelTask', 'SubscribeToTask', 'CreateTaskPushNotificationConfig',
-  'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs', 'DeleteTaskPushNotificationConfig', 'GetExtendedAgentCard',
-  'TaskSubscription', 'GetAgentCard', 'ListTaskPushNotificationConfig',
+  'SendMessage',
+  'SendStreamingMessage',
+  'GetTask',
+  'ListTasks',
+  'CancelTask',
+  'SubscribeToTask',
+  'CreateTaskPushNotificationConfig',
+  'GetTaskPushNotificationConfig',
+  'ListTaskPushNotificationConfigs',
+  'DeleteTaskPushNotificationConfig',
+  'GetExtendedAgentCard',
+  'TaskSubscription',
+  'GetAgentCard',
+  'ListTaskPushNotificationConfig',
 ].map((m) => m.toLowerCase());
 
 /** A path ending in an A2A gRPC service (`lf.a2a.v1.A2AService`, any case, Unicode folds too) and one of its RPCs. */
@@ -241,7 +266,8 @@ function checkHeaders(h: IncomingHttpHeaders): string | undefined {
   }
   for (const name in h) {
     // `A2A_Version` is A2A-Version to CGI-style servers: one header, two spellings, two meanings.
-    if (name.includes('_') && CLASSIFYING.has(name.replace(/_/g, '-'))) return `Header ${name} is ambiguous (underscore spelling of ${name.replace(/_/g, '-')})`;
+    if (name.includes('_') && CLASSIFYING.has(name.replace(/_/g, '-')))
+      return `Header ${name} is ambiguous (underscore spelling of ${name.replace(/_/g, '-')})`;
   }
   const conn = h.connection;
   if (conn !== undefined) {
@@ -256,7 +282,8 @@ function checkHeaders(h: IncomingHttpHeaders): string | undefined {
     const charset = /;\s*charset\s*=\s*"?([^";\s]*)"?/gi;
     for (const m of ct.matchAll(charset)) {
       // The agent's body parser would decode another charset (UTF-7, UTF-16...) into other text than the guardian saw.
-      if ((m[1] ?? '').toLowerCase() !== 'utf-8' && (m[1] ?? '').toLowerCase() !== 'utf8') return `Charset "${(m[1] ?? '').slice(0, 32)}" is not accepted; requests must be UTF-8`;
+      if ((m[1] ?? '').toLowerCase() !== 'utf-8' && (m[1] ?? '').toLowerCase() !== 'utf8')
+        return `Charset "${(m[1] ?? '').slice(0, 32)}" is not accepted; requests must be UTF-8`;
     }
   }
   return undefined;
@@ -303,7 +330,9 @@ function parseBody(req: HttpRequestFacts): ParsedBody {
     return { kind: 'json', value: JSON.parse(text) };
   } catch {
     const suspicious = mightBeJson(text) || (text.includes('\0') && mightBeJson(text.replace(/\0/g, '')));
-    return suspicious || isMediaType(req.headers, ['application/json', 'application/a2a+json']) ? { kind: 'bad', why: 'Request body is not strict JSON' } : { kind: 'opaque' };
+    return suspicious || isMediaType(req.headers, ['application/json', 'application/a2a+json'])
+      ? { kind: 'bad', why: 'Request body is not strict JSON' }
+      : { kind: 'opaque' };
   }
 }
 
@@ -381,7 +410,6 @@ function looksLikeRpc(v: JsonObject): boolean {
   return Object.keys(v).some((k) => fold(k) === 'method' || fold(k) === 'jsonrpc');
 }
 
-
 /** JSON-RPC ids the SDK accepts: a string, an integer or null (1.5 is an invalid request there). */
 function validId(v: unknown): v is JsonRpcId | null | undefined {
   return v === undefined || v === null || typeof v === 'string' || (typeof v === 'number' && Number.isInteger(v));
@@ -435,8 +463,10 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
     // Some decoders (Go's encoding/json) match member names without regard to case (or separators).
     if (RPC_MEMBERS.has(k)) continue;
     if (RPC_MEMBERS.has(fieldKey(k))) return reject('rejected', `JSON-RPC member names must be exact (${k.slice(0, 32)})`, 'jsonrpc', safeId);
-    if (fieldKey(k) === 'result' || fieldKey(k) === 'error') return reject('rejected', `A JSON-RPC request carries no ${k.slice(0, 32)} member`, 'jsonrpc', safeId);
-    if (k === '__proto__') return reject('rejected', 'Member __proto__ is not accepted (a JavaScript agent copying the request reads it as the prototype)', 'jsonrpc', safeId);
+    if (fieldKey(k) === 'result' || fieldKey(k) === 'error')
+      return reject('rejected', `A JSON-RPC request carries no ${k.slice(0, 32)} member`, 'jsonrpc', safeId);
+    if (k === '__proto__')
+      return reject('rejected', 'Member __proto__ is not accepted (a JavaScript agent copying the request reads it as the prototype)', 'jsonrpc', safeId);
   }
   const method = v.method;
   if (v.jsonrpc !== '2.0') return reject(malformed(version), 'JSON-RPC version must be "2.0"', 'jsonrpc', safeId);
@@ -455,7 +485,12 @@ function classifyJsonRpc(req: HttpRequestFacts, t: Target, opts: ClassifyOptions
   if (looksLikeRest(t.segments)) return reject('rejected', 'A JSON-RPC call on a path that reads as an A2A REST route is ambiguous', 'jsonrpc', safeId);
   if (grpcMethodPath(t.segments)) return reject('rejected', 'A JSON-RPC call on a path that reads as an A2A gRPC method is ambiguous', 'jsonrpc', safeId);
   if (!isMediaType(req.headers, JSON_RPC_TYPES)) {
-    return reject('contentTypeNotSupported', `Content type not supported: ${String(req.headers['content-type'] ?? '(none)').slice(0, 64)}; expected application/json or application/a2a+json`, 'jsonrpc', safeId);
+    return reject(
+      'contentTypeNotSupported',
+      `Content type not supported: ${String(req.headers['content-type'] ?? '(none)').slice(0, 64)}; expected application/json or application/a2a+json`,
+      'jsonrpc',
+      safeId,
+    );
   }
   const params = v.params;
   // As the SDK: params is an object without empty member names (the extended-card call may omit it).
@@ -493,7 +528,8 @@ function classifyRest(req: HttpRequestFacts, t: Target, base: readonly string[],
   let params: JsonObject | undefined;
   const accepted = m.version === '0.3' ? ['application/json'] : ['application/json', 'application/a2a+json'];
   // As the SDK's v1.0 REST router: a media type it refuses is refused before the body is parsed.
-  if (body.kind === 'bad' && m.version !== '0.3' && refusedMediaType(req.headers, accepted)) return reject('contentTypeNotSupported', `Content type not supported; expected ${accepted.join(' or ')}`, 'rest');
+  if (body.kind === 'bad' && m.version !== '0.3' && refusedMediaType(req.headers, accepted))
+    return reject('contentTypeNotSupported', `Content type not supported; expected ${accepted.join(' or ')}`, 'rest');
   if (body.kind === 'bad') return reject('parseError', body.why, 'rest');
   if (body.kind === 'tooComplex') return reject('rejected', body.why, 'rest');
   if (body.kind === 'opaque') return reject('contentTypeNotSupported', 'A2A REST calls carry JSON bodies', 'rest');

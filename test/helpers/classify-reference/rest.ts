@@ -40,10 +40,13 @@ interface CompiledRoute {
 }
 
 function compile(op: Operation, version: RestVersion, route: RestRoute, tenant: boolean): CompiledRoute {
-  const segs = route.path.split('/').filter((s) => s !== '').map((s): Segment => {
-    const m = /^\{(\w+)\}(.*)$/.exec(s);
-    return m === null ? { literal: s.toLowerCase() } : { param: m[1] as string, suffix: (m[2] as string).toLowerCase() };
-  });
+  const segs = route.path
+    .split('/')
+    .filter((s) => s !== '')
+    .map((s): Segment => {
+      const m = /^\{(\w+)\}(.*)$/.exec(s);
+      return m === null ? { literal: s.toLowerCase() } : { param: m[1] as string, suffix: (m[2] as string).toLowerCase() };
+    });
   return { op, version, route, tenant, segments: tenant ? [{ param: 'tenant', suffix: '' }, ...segs] : segs };
 }
 
@@ -177,8 +180,10 @@ function queryToParams(query: readonly (readonly [string, string])[]): JsonObjec
  * field naming another task or tenant than the path).
  */
 export function restToJsonRpc(m: RestMatch, query: readonly (readonly [string, string])[], body: JsonObject | undefined, id: string): JsonObject | string {
-  if (restHasBody(m) && query.length > 0) return `query parameter ${(query[0] as readonly [string, string])[0].slice(0, 32)} is not accepted on A2A REST routes that carry a body (the guardian would not see it)`;
-  if ((body !== undefined && Object.keys(body).includes('__proto__')) || query.some(([k]) => k === '__proto__')) return 'member __proto__ is not accepted (a JavaScript agent reads it as the prototype)';
+  if (restHasBody(m) && query.length > 0)
+    return `query parameter ${(query[0] as readonly [string, string])[0].slice(0, 32)} is not accepted on A2A REST routes that carry a body (the guardian would not see it)`;
+  if ((body !== undefined && Object.keys(body).includes('__proto__')) || query.some(([k]) => k === '__proto__'))
+    return 'member __proto__ is not accepted (a JavaScript agent reads it as the prototype)';
   const extra: JsonObject = restHasBody(m) ? { ...(body ?? {}) } : queryToParams(query);
   for (const [k, v] of Object.entries(m.pathParams)) {
     if (k in extra && extra[k] !== v) return `${restHasBody(m) ? 'body' : 'query'} field "${k}" contradicts the request path`;
@@ -252,5 +257,8 @@ export function jsonRpcToRest(m: RestMatch, payload: JsonObject, a2aVersion: str
 
 /** A segment as a case-ignoring router may read it: Unicode upper then lower case, less the dot `İ` leaves. */
 export function caseFolded(s: string): string {
-  return s.toUpperCase().toLowerCase().replace(/\u0307/g, '');
+  return s
+    .toUpperCase()
+    .toLowerCase()
+    .replace(/\u0307/g, '');
 }

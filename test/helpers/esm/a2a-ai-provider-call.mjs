@@ -14,7 +14,12 @@ async function call({ cardUrl, mode, prompt, contextId }) {
     if (mode === 'stream') {
       const r = streamText({ model: a2a(cardUrl), prompt, providerOptions });
       const parts = [];
-      for await (const p of r.fullStream) parts.push({ type: p.type, ...(typeof p.text === 'string' ? { text: p.text } : {}), ...(p.finishReason !== undefined ? { finishReason: p.finishReason } : {}) });
+      for await (const p of r.fullStream)
+        parts.push({
+          type: p.type,
+          ...(typeof p.text === 'string' ? { text: p.text } : {}),
+          ...(p.finishReason !== undefined ? { finishReason: p.finishReason } : {}),
+        });
       return { text: await r.text, finishReason: await r.finishReason, parts };
     }
     const r = await generateText({ model: a2a(cardUrl), prompt, providerOptions });

@@ -84,9 +84,8 @@ beforeAll(async () => {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       // POST /mixed: one 48 KiB event then 12 events of 1 KiB per write (several events per chunk);
       // otherwise one 64 KiB event per write.
-      const ev = req.url === '/mixed'
-        ? Buffer.concat([sizedEvent('bp-2', 48 * 1024), ...Array(12).fill(sizedEvent('bp-2', 1024))])
-        : sizedEvent('bp-1', EVENT_BYTES);
+      const ev =
+        req.url === '/mixed' ? Buffer.concat([sizedEvent('bp-2', 48 * 1024), ...Array(12).fill(sizedEvent('bp-2', 1024))]) : sizedEvent('bp-1', EVENT_BYTES);
       void (async () => {
         while (p.handed < TOTAL_BYTES && !p.closed) {
           const ok = res.write(ev, (err) => {
@@ -150,114 +149,136 @@ describe.each([
   ['off', () => off],
   ['on', () => on],
 ] as const)('inspection %s: a paused reader on a 200 MB stream of 64 KiB events', (mode, proxy) => {
-  test('the upstream can write only socket-buffer amounts; memory stays bounded; the stream resumes', async () => {
+  test(
+    'the upstream can write only socket-buffer amounts; memory stays bounded; the stream resumes',
+    async () => {
+      guardian.clear();
+      producer = undefined;
+      let proxyRes: http.ServerResponse | undefined;
+      const onRequest = (_req: http.IncomingMessage, r: http.ServerResponse) => {
+        proxyRes = r;
+      };
+      proxy().server.on('request', onRequest);
+      const rss0 = process.memoryUsage().rss;
+
+      const body = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'bp-1',
+        method: 'SendStreamingMessage',
+        params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'long' }] } },
+      });
+      const req = http.request(`${proxy().url}/a2a/jsonrpc`, {
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'a2a-version': '1.0', 'content-length': Buffer.byteLength(body) },
+      });
+      clients.add(req);
+      req.on('error', () => undefined);
+      const res = await new Promise<http.IncomingMessage>((resolve) => {
+        req.once('response', resolve);
+        req.end(body);
+      });
+      res.pause(); // read nothing
+      expect(res.statusCode).toBe(200);
+      await waitFor(() => producer !== undefined, WAIT_MS, 'upstream producing');
+      const p = producer!;
+
+      await stalled(p, 30, WAIT_MS, () => proxyRes?.writableNeedDrain === true);
+      proxy().server.off('request', onRequest);
+      const rss1 = process.memoryUsage().rss;
+      const acked = p.acked;
+      const rssDelta = rss1 - rss0;
+      const inspected = guardian.calls().filter((e) => e.params?.payload?.method === undefined).length;
+      if (process.env.REPORT_MEASUREMENTS) {
+        console.log(
+          `[backpressure] inspection ${mode}: upstream wrote ${(acked / MB).toFixed(2)} MB of ${TOTAL_BYTES / MB} MB (${acked / EVENT_BYTES} events; ` +
+            `handed to res.write ${(p.handed / MB).toFixed(2)} MB); guardian inspected ${inspected} events; RSS delta ${(rssDelta / MB).toFixed(1)} MB ` +
+            `(rss ${(rss0 / MB).toFixed(0)} -> ${(rss1 / MB).toFixed(0)} MB)`,
+        );
+      }
+      expect(p.done).toBe(false); // still waiting for 'drain': held back by the paused reader
+      expect(p.closed).toBe(false);
+      expect(acked).toBeLessThan(MAX_ACKED);
+      expect(p.handed).toBeLessThan(MAX_ACKED + EVENT_BYTES);
+      expect(rssDelta).toBeLessThan(MAX_RSS_DELTA);
+      if (mode === 'on') expect(inspected * EVENT_BYTES).toBeLessThanOrEqual(acked);
+      else expect(inspected).toBe(0);
+
+      // Held back, not broken: reading again lets the upstream go on.
+      let received = 0;
+      res.on('data', (c: Buffer) => {
+        received += c.length;
+      });
+      res.resume();
+      await waitFor(() => p.acked >= acked + 4 * MB, WAIT_MS, 'upstream writes again once the client reads');
+      expect(received).toBeGreaterThan(4 * MB);
+
+      req.destroy();
+      await waitFor(() => p.closed, WAIT_MS, 'upstream response closed after the client left');
+      expect(p.finished).toBe(false);
+    },
+    TEST_MS,
+  );
+});
+
+test(
+  "inspection on, paused reader, several events per chunk: the proxy waits for one 'drain' at a time",
+  async () => {
+    // While the caller is not reading, the inspected relay must not add a 'drain' listener per event it
+    // holds back: with small events that is hundreds of listeners per stream (and a
+    // MaxListenersExceededWarning). Sampled at every guardian call and every millisecond.
     guardian.clear();
     producer = undefined;
     let proxyRes: http.ServerResponse | undefined;
     const onRequest = (_req: http.IncomingMessage, r: http.ServerResponse) => {
       proxyRes = r;
     };
-    proxy().server.on('request', onRequest);
-    const rss0 = process.memoryUsage().rss;
-
-    const body = JSON.stringify({ jsonrpc: '2.0', id: 'bp-1', method: 'SendStreamingMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'long' }] } } });
-    const req = http.request(`${proxy().url}/a2a/jsonrpc`, {
-      method: 'POST',
-      agent: false,
-      headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'a2a-version': '1.0', 'content-length': Buffer.byteLength(body) },
+    on.server.on('request', onRequest);
+    let maxDrain = 0;
+    const sample = () => {
+      if (proxyRes !== undefined) maxDrain = Math.max(maxDrain, proxyRes.listenerCount('drain'));
+    };
+    guardian.script(() => {
+      sample();
+      return { decision: 'allow' };
     });
-    clients.add(req);
-    req.on('error', () => undefined);
-    const res = await new Promise<http.IncomingMessage>((resolve) => {
-      req.once('response', resolve);
-      req.end(body);
-    });
-    res.pause(); // read nothing
-    expect(res.statusCode).toBe(200);
-    await waitFor(() => producer !== undefined, WAIT_MS, 'upstream producing');
-    const p = producer!;
-
-    await stalled(p, 30, WAIT_MS, () => proxyRes?.writableNeedDrain === true);
-    proxy().server.off('request', onRequest);
-    const rss1 = process.memoryUsage().rss;
-    const acked = p.acked;
-    const rssDelta = rss1 - rss0;
-    const inspected = guardian.calls().filter((e) => e.params?.payload?.method === undefined).length;
-    if (process.env.REPORT_MEASUREMENTS) {
-      console.log(`[backpressure] inspection ${mode}: upstream wrote ${(acked / MB).toFixed(2)} MB of ${TOTAL_BYTES / MB} MB (${acked / EVENT_BYTES} events; ` +
-        `handed to res.write ${(p.handed / MB).toFixed(2)} MB); guardian inspected ${inspected} events; RSS delta ${(rssDelta / MB).toFixed(1)} MB ` +
-        `(rss ${(rss0 / MB).toFixed(0)} -> ${(rss1 / MB).toFixed(0)} MB)`);
+    const sampler = setInterval(sample, 1);
+    try {
+      const body = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'bp-2',
+        method: 'SendStreamingMessage',
+        params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'long' }] } },
+      });
+      const req = http.request(`${on.url}/mixed`, {
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'a2a-version': '1.0', 'content-length': Buffer.byteLength(body) },
+      });
+      clients.add(req);
+      req.on('error', () => undefined);
+      const res = await new Promise<http.IncomingMessage>((resolve) => {
+        req.once('response', resolve);
+        req.end(body);
+      });
+      res.pause();
+      await waitFor(() => producer !== undefined, WAIT_MS, 'upstream producing');
+      const p = producer!;
+      await stalled(p, 30, WAIT_MS, () => proxyRes?.writableNeedDrain === true);
+      sample();
+      if (process.env.REPORT_MEASUREMENTS) {
+        console.log(
+          `[backpressure] mixed events, inspection on: upstream wrote ${(p.acked / MB).toFixed(2)} MB; inspected ${guardian.calls().length - 1}; writableLength ${proxyRes?.writableLength} needDrain ${proxyRes?.writableNeedDrain}; max 'drain' listeners on the proxy's response: ${maxDrain}`,
+        );
+      }
+      expect(p.acked).toBeLessThan(MAX_ACKED);
+      expect(maxDrain).toBeLessThanOrEqual(1);
+      req.destroy();
+      await waitFor(() => p.closed, WAIT_MS, 'upstream response closed after the client left');
+    } finally {
+      clearInterval(sampler);
+      on.server.off('request', onRequest);
     }
-    expect(p.done).toBe(false); // still waiting for 'drain': held back by the paused reader
-    expect(p.closed).toBe(false);
-    expect(acked).toBeLessThan(MAX_ACKED);
-    expect(p.handed).toBeLessThan(MAX_ACKED + EVENT_BYTES);
-    expect(rssDelta).toBeLessThan(MAX_RSS_DELTA);
-    if (mode === 'on') expect(inspected * EVENT_BYTES).toBeLessThanOrEqual(acked);
-    else expect(inspected).toBe(0);
-
-    // Held back, not broken: reading again lets the upstream go on.
-    let received = 0;
-    res.on('data', (c: Buffer) => {
-      received += c.length;
-    });
-    res.resume();
-    await waitFor(() => p.acked >= acked + 4 * MB, WAIT_MS, 'upstream writes again once the client reads');
-    expect(received).toBeGreaterThan(4 * MB);
-
-    req.destroy();
-    await waitFor(() => p.closed, WAIT_MS, 'upstream response closed after the client left');
-    expect(p.finished).toBe(false);
-  }, TEST_MS);
-});
-
-test('inspection on, paused reader, several events per chunk: the proxy waits for one \'drain\' at a time', async () => {
-  // While the caller is not reading, the inspected relay must not add a 'drain' listener per event it
-  // holds back: with small events that is hundreds of listeners per stream (and a
-  // MaxListenersExceededWarning). Sampled at every guardian call and every millisecond.
-  guardian.clear();
-  producer = undefined;
-  let proxyRes: http.ServerResponse | undefined;
-  const onRequest = (_req: http.IncomingMessage, r: http.ServerResponse) => {
-    proxyRes = r;
-  };
-  on.server.on('request', onRequest);
-  let maxDrain = 0;
-  const sample = () => {
-    if (proxyRes !== undefined) maxDrain = Math.max(maxDrain, proxyRes.listenerCount('drain'));
-  };
-  guardian.script(() => {
-    sample();
-    return { decision: 'allow' };
-  });
-  const sampler = setInterval(sample, 1);
-  try {
-    const body = JSON.stringify({ jsonrpc: '2.0', id: 'bp-2', method: 'SendStreamingMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'long' }] } } });
-    const req = http.request(`${on.url}/mixed`, {
-      method: 'POST',
-      agent: false,
-      headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'a2a-version': '1.0', 'content-length': Buffer.byteLength(body) },
-    });
-    clients.add(req);
-    req.on('error', () => undefined);
-    const res = await new Promise<http.IncomingMessage>((resolve) => {
-      req.once('response', resolve);
-      req.end(body);
-    });
-    res.pause();
-    await waitFor(() => producer !== undefined, WAIT_MS, 'upstream producing');
-    const p = producer!;
-    await stalled(p, 30, WAIT_MS, () => proxyRes?.writableNeedDrain === true);
-    sample();
-    if (process.env.REPORT_MEASUREMENTS) {
-      console.log(`[backpressure] mixed events, inspection on: upstream wrote ${(p.acked / MB).toFixed(2)} MB; inspected ${guardian.calls().length - 1}; writableLength ${proxyRes?.writableLength} needDrain ${proxyRes?.writableNeedDrain}; max 'drain' listeners on the proxy's response: ${maxDrain}`);
-    }
-    expect(p.acked).toBeLessThan(MAX_ACKED);
-    expect(maxDrain).toBeLessThanOrEqual(1);
-    req.destroy();
-    await waitFor(() => p.closed, WAIT_MS, 'upstream response closed after the client left');
-  } finally {
-    clearInterval(sampler);
-    on.server.off('request', onRequest);
-  }
-}, TEST_MS);
+  },
+  TEST_MS,
+);

@@ -49,7 +49,8 @@ interface UnaryCase {
 }
 
 type LineEnd = 'lf' | 'crlf' | 'cr' | 'mixed';
-type EventTrick = 'plain' | 'noSpace' | 'splitData' | 'comment' | 'fields' | 'errorEvent' | 'dupInEvent' | 'dataNoColon' | 'crInData' | 'laxSplit' | 'laxField' | 'named';
+type EventTrick =
+  'plain' | 'noSpace' | 'splitData' | 'comment' | 'fields' | 'errorEvent' | 'dupInEvent' | 'dataNoColon' | 'crInData' | 'laxSplit' | 'laxField' | 'named';
 
 /** Characters a lax line reader may split at (str.splitlines, Unicode line breaks); only CR and LF are SSE line ends. */
 const LAX_BREAKS = ['\u2028', '\u2029', '\u0085', '\x0b', '\x0c', '\x1c', '\x1d', '\x1e', '\r', '\0'];
@@ -73,7 +74,19 @@ type Case = UnaryCase | StreamCase;
 
 const unaryArb: fc.Arbitrary<UnaryCase> = fc.record({
   kind: fc.constant('unary' as const),
-  trick: fc.constantFrom<BodyTrick>('plain', 'dupResult', 'dupMessage', 'dupParts', 'dupText', 'escapes', 'bom', 'trailing', 'errorAndResult', 'secondDoc', 'sseEvent'),
+  trick: fc.constantFrom<BodyTrick>(
+    'plain',
+    'dupResult',
+    'dupMessage',
+    'dupParts',
+    'dupText',
+    'escapes',
+    'bom',
+    'trailing',
+    'errorAndResult',
+    'secondDoc',
+    'sseEvent',
+  ),
   ctype: fc.constantFrom<CType>('json', 'json', 'jsonUtf8', 'jsonUtf16', 'a2aJson', 'textPlain', 'none', 'jsonLatin1', 'sse', 'sseCharset', 'sseUpper'),
   coding: fc.constantFrom<Coding>('none', 'none', 'gzip', 'deflate', 'br', 'gzipTwice', 'identity', 'unknown'),
   status: fc.constantFrom<200 | 201 | 400 | 500>(200, 200, 201, 400, 500),
@@ -83,7 +96,23 @@ const unaryArb: fc.Arbitrary<UnaryCase> = fc.record({
 const streamArb: fc.Arbitrary<StreamCase> = fc.record({
   kind: fc.constant('stream' as const),
   lineEnd: fc.constantFrom<LineEnd>('lf', 'crlf', 'cr', 'mixed'),
-  tricks: fc.array(fc.constantFrom<EventTrick>('plain', 'noSpace', 'splitData', 'comment', 'fields', 'errorEvent', 'dupInEvent', 'dataNoColon', 'crInData', 'laxSplit', 'laxField', 'named'), { minLength: 1, maxLength: 4 }),
+  tricks: fc.array(
+    fc.constantFrom<EventTrick>(
+      'plain',
+      'noSpace',
+      'splitData',
+      'comment',
+      'fields',
+      'errorEvent',
+      'dupInEvent',
+      'dataNoColon',
+      'crInData',
+      'laxSplit',
+      'laxField',
+      'named',
+    ),
+    { minLength: 1, maxLength: 4 },
+  ),
   lax: fc.nat(1000),
   bom: fc.boolean(),
   lastBlank: fc.boolean(),
@@ -109,17 +138,28 @@ function unaryBody(c: UnaryCase, n: number, id: unknown): string {
   const idJ = JSON.stringify(id);
   const msg = (text: string) => JSON.stringify({ message: message(text) });
   switch (c.trick) {
-    case 'plain': return `{"jsonrpc":"2.0","id":${idJ},"result":${msg(w(1))}}`;
-    case 'dupResult': return `{"jsonrpc":"2.0","id":${idJ},"result":${msg(w(1))},"result":${msg(w(2))}}`;
-    case 'dupMessage': return `{"jsonrpc":"2.0","id":${idJ},"result":{"message":${JSON.stringify(message(w(1)))},"message":${JSON.stringify(message(w(2)))}}}`;
-    case 'dupParts': return `{"jsonrpc":"2.0","id":${idJ},"result":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"${w(1)}"}],"parts":[{"text":"${w(2)}"}]}}}`;
-    case 'dupText': return `{"jsonrpc":"2.0","id":${idJ},"result":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"${w(1)}","text":"${w(2)}"}]}}}`;
-    case 'escapes': return `{"jsonrpc":"2.0","id":${idJ},"result":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"\\u0074ext":"${w(1).replace(/./g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`)}"}]}}}`;
-    case 'bom': return `\uFEFF{"jsonrpc":"2.0","id":${idJ},"result":${msg(w(1))}}`;
-    case 'trailing': return `{"jsonrpc":"2.0","id":${idJ},"result":${msg(w(1))}} {"x":"${w(2)}"}`;
-    case 'errorAndResult': return `{"jsonrpc":"2.0","id":${idJ},"error":{"code":-32001,"message":"${w(1)}"},"result":${msg(w(2))}}`;
-    case 'secondDoc': return `{"jsonrpc":"2.0","id":${idJ},"result":${msg(w(1))}}\n{"jsonrpc":"2.0","id":${idJ},"result":${msg(w(2))}}`;
-    case 'sseEvent': return `data: {"jsonrpc":"2.0","id":${idJ},"result":${msg(w(1))}}\n\n`;
+    case 'plain':
+      return `{"jsonrpc":"2.0","id":${idJ},"result":${msg(w(1))}}`;
+    case 'dupResult':
+      return `{"jsonrpc":"2.0","id":${idJ},"result":${msg(w(1))},"result":${msg(w(2))}}`;
+    case 'dupMessage':
+      return `{"jsonrpc":"2.0","id":${idJ},"result":{"message":${JSON.stringify(message(w(1)))},"message":${JSON.stringify(message(w(2)))}}}`;
+    case 'dupParts':
+      return `{"jsonrpc":"2.0","id":${idJ},"result":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"${w(1)}"}],"parts":[{"text":"${w(2)}"}]}}}`;
+    case 'dupText':
+      return `{"jsonrpc":"2.0","id":${idJ},"result":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"${w(1)}","text":"${w(2)}"}]}}}`;
+    case 'escapes':
+      return `{"jsonrpc":"2.0","id":${idJ},"result":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"\\u0074ext":"${w(1).replace(/./g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`)}"}]}}}`;
+    case 'bom':
+      return `\uFEFF{"jsonrpc":"2.0","id":${idJ},"result":${msg(w(1))}}`;
+    case 'trailing':
+      return `{"jsonrpc":"2.0","id":${idJ},"result":${msg(w(1))}} {"x":"${w(2)}"}`;
+    case 'errorAndResult':
+      return `{"jsonrpc":"2.0","id":${idJ},"error":{"code":-32001,"message":"${w(1)}"},"result":${msg(w(2))}}`;
+    case 'secondDoc':
+      return `{"jsonrpc":"2.0","id":${idJ},"result":${msg(w(1))}}\n{"jsonrpc":"2.0","id":${idJ},"result":${msg(w(2))}}`;
+    case 'sseEvent':
+      return `data: {"jsonrpc":"2.0","id":${idJ},"result":${msg(w(1))}}\n\n`;
   }
 }
 
@@ -127,19 +167,43 @@ function encodeBody(text: string, c: UnaryCase): { bytes: Buffer; headers: Recor
   const headers: Record<string, string> = {};
   let bytes = c.ctype === 'jsonUtf16' ? Buffer.from(text, 'utf16le') : c.ctype === 'jsonLatin1' ? Buffer.from(text, 'latin1') : Buffer.from(text, 'utf8');
   const ct: Record<CType, string | undefined> = {
-    json: 'application/json', jsonUtf8: 'application/json; charset=utf-8', jsonUtf16: 'application/json; charset=utf-16le', a2aJson: 'application/a2a+json',
-    textPlain: 'text/plain', none: undefined, jsonLatin1: 'application/json; charset=iso-8859-1',
-    sse: 'text/event-stream', sseCharset: 'text/event-stream; charset=utf-8', sseUpper: 'Text/Event-Stream',
+    json: 'application/json',
+    jsonUtf8: 'application/json; charset=utf-8',
+    jsonUtf16: 'application/json; charset=utf-16le',
+    a2aJson: 'application/a2a+json',
+    textPlain: 'text/plain',
+    none: undefined,
+    jsonLatin1: 'application/json; charset=iso-8859-1',
+    sse: 'text/event-stream',
+    sseCharset: 'text/event-stream; charset=utf-8',
+    sseUpper: 'Text/Event-Stream',
   };
   if (ct[c.ctype] !== undefined) headers['content-type'] = ct[c.ctype] as string;
   switch (c.coding) {
-    case 'gzip': bytes = zlib.gzipSync(bytes); headers['content-encoding'] = 'gzip'; break;
-    case 'deflate': bytes = zlib.deflateSync(bytes); headers['content-encoding'] = 'deflate'; break;
-    case 'br': bytes = zlib.brotliCompressSync(bytes); headers['content-encoding'] = 'br'; break;
-    case 'gzipTwice': bytes = zlib.gzipSync(zlib.gzipSync(bytes)); headers['content-encoding'] = 'gzip, gzip'; break;
-    case 'identity': headers['content-encoding'] = 'identity'; break;
-    case 'unknown': headers['content-encoding'] = 'x-snappy'; break;
-    default: break;
+    case 'gzip':
+      bytes = zlib.gzipSync(bytes);
+      headers['content-encoding'] = 'gzip';
+      break;
+    case 'deflate':
+      bytes = zlib.deflateSync(bytes);
+      headers['content-encoding'] = 'deflate';
+      break;
+    case 'br':
+      bytes = zlib.brotliCompressSync(bytes);
+      headers['content-encoding'] = 'br';
+      break;
+    case 'gzipTwice':
+      bytes = zlib.gzipSync(zlib.gzipSync(bytes));
+      headers['content-encoding'] = 'gzip, gzip';
+      break;
+    case 'identity':
+      headers['content-encoding'] = 'identity';
+      break;
+    case 'unknown':
+      headers['content-encoding'] = 'x-snappy';
+      break;
+    default:
+      break;
   }
   return { bytes, headers };
 }
@@ -157,29 +221,52 @@ function streamBody(c: StreamCase, n: number, id: unknown): string {
     const last = i === c.tricks.length - 1 && !c.lastBlank;
     const end = last ? '' : L('');
     switch (t) {
-      case 'plain': out += L(`data: ${data(w)}`) + end; break;
-      case 'noSpace': out += L(`data:${data(w)}`) + end; break;
+      case 'plain':
+        out += L(`data: ${data(w)}`) + end;
+        break;
+      case 'noSpace':
+        out += L(`data:${data(w)}`) + end;
+        break;
       case 'splitData': {
         const d = data(w);
         out += L(`data: ${d.slice(0, 20)}`) + L(`data: ${d.slice(20)}`) + end;
         break;
       }
-      case 'comment': out += L(`: ${w} comment`) + L(`data: ${data(`W${n}x${++k}`)}`) + end; break;
-      case 'fields': out += L('id: 7') + L('retry: 10') + L('event: message') + L(`data: ${data(w)}`) + end; break;
-      case 'errorEvent': out += L('event: error') + L(`data: ${JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32603, message: w } })}`) + end; break;
-      case 'dupInEvent': out += L(`data: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"message":${JSON.stringify(message(w))}},"result":{"message":${JSON.stringify(message(`W${n}x${++k}`))}}}`) + end; break;
-      case 'dataNoColon': out += L('data') + L(`data: ${data(w)}`) + end; break;
+      case 'comment':
+        out += L(`: ${w} comment`) + L(`data: ${data(`W${n}x${++k}`)}`) + end;
+        break;
+      case 'fields':
+        out += L('id: 7') + L('retry: 10') + L('event: message') + L(`data: ${data(w)}`) + end;
+        break;
+      case 'errorEvent':
+        out += L('event: error') + L(`data: ${JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32603, message: w } })}`) + end;
+        break;
+      case 'dupInEvent':
+        out +=
+          L(
+            `data: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"message":${JSON.stringify(message(w))}},"result":{"message":${JSON.stringify(message(`W${n}x${++k}`))}}}`,
+          ) + end;
+        break;
+      case 'dataNoColon':
+        out += L('data') + L(`data: ${data(w)}`) + end;
+        break;
       // A bare CR inside the data line: a line end to WHATWG parsers, not to readers that split on LF only.
-      case 'crInData': out += L(`data: {"jsonrpc":"2.0",\r"id":${JSON.stringify(id)},"result":{"message":${JSON.stringify(message(w))}}}`) + end; break;
+      case 'crInData':
+        out += L(`data: {"jsonrpc":"2.0",\r"id":${JSON.stringify(id)},"result":{"message":${JSON.stringify(message(w))}}}`) + end;
+        break;
       case 'laxSplit': {
         const brk = LAX_BREAKS[(c.lax + i) % LAX_BREAKS.length] as string;
         const carrier = LAX_CARRIERS[Math.floor((c.lax + i) / LAX_BREAKS.length) % LAX_CARRIERS.length] as string;
         out += L(`${carrier}${brk}data: ${data(w)}`) + end;
         break;
       }
-      case 'laxField': out += L(`${LAX_FIELDS[(c.lax + i) % LAX_FIELDS.length] as string} ${data(w)}`) + end; break;
+      case 'laxField':
+        out += L(`${LAX_FIELDS[(c.lax + i) % LAX_FIELDS.length] as string} ${data(w)}`) + end;
+        break;
       // Markers in the fields around an event's data, which the guardian does not judge.
-      case 'named': out += L(`event: ${w}`) + L(`id: W${n}x${++k}`) + L(`: W${n}x${++k}`) + L(`retry: 1`) + L(`data: ${data(`W${n}x${++k}`)}`) + end; break;
+      case 'named':
+        out += L(`event: ${w}`) + L(`id: W${n}x${++k}`) + L(`: W${n}x${++k}`) + L(`retry: 1`) + L(`data: ${data(`W${n}x${++k}`)}`) + end;
+        break;
     }
   });
   return out;
@@ -191,7 +278,13 @@ let origin: string;
 
 function card(o: string) {
   return {
-    name: 'hostile remote', description: 'scripted', version: '1.0.0', capabilities: { streaming: true }, defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'], skills: [],
+    name: 'hostile remote',
+    description: 'scripted',
+    version: '1.0.0',
+    capabilities: { streaming: true },
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [],
     supportedInterfaces: [{ url: `${o}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
   };
 }
@@ -215,7 +308,9 @@ beforeAll(async () => {
         res.writeHead(cur.c.status, headers);
         return void res.end(bytes);
       }
-      const ct = { sse: 'text/event-stream', sseCharset: 'text/event-stream; charset=utf-8', sseUpper: 'Text/Event-Stream', json: 'application/json' }[cur.c.ctype];
+      const ct = { sse: 'text/event-stream', sseCharset: 'text/event-stream; charset=utf-8', sseUpper: 'Text/Event-Stream', json: 'application/json' }[
+        cur.c.ctype
+      ];
       res.writeHead(200, { 'content-type': ct });
       res.end(streamBody(cur.c, cur.n, id));
     });
@@ -244,18 +339,27 @@ async function clientSees(client: Client, c: Case): Promise<string> {
  * lax client might (UTF-8, UTF-16LE, Latin-1), for the same call the SDK client makes.
  */
 function rawSees(proxyUrl: string, c: Case): Promise<string> {
-  const body = JSON.stringify({ jsonrpc: '2.0', id: 'raw-1', method: c.kind === 'unary' ? 'SendMessage' : 'SendStreamingMessage', params: { message: { messageId: 'r', role: 'ROLE_USER', parts: [{ text: 'hi' }] } } });
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 'raw-1',
+    method: c.kind === 'unary' ? 'SendMessage' : 'SendStreamingMessage',
+    params: { message: { messageId: 'r', role: 'ROLE_USER', parts: [{ text: 'hi' }] } },
+  });
   const accept = c.kind === 'unary' ? 'application/json' : 'text/event-stream';
   return new Promise((resolve, reject) => {
-    const req = http.request(`${proxyUrl}/a2a/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json', accept, 'a2a-version': '1.0', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (d: Buffer) => parts.push(d));
-      res.on('error', () => undefined);
-      res.on('close', () => {
-        const bytes = Buffer.concat(parts);
-        resolve(`${bytes.toString('utf8')} ${bytes.toString('utf16le')} ${bytes.toString('latin1')}`);
-      });
-    });
+    const req = http.request(
+      `${proxyUrl}/a2a/jsonrpc`,
+      { method: 'POST', headers: { 'content-type': 'application/json', accept, 'a2a-version': '1.0', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (d: Buffer) => parts.push(d));
+        res.on('error', () => undefined);
+        res.on('close', () => {
+          const bytes = Buffer.concat(parts);
+          resolve(`${bytes.toString('utf8')} ${bytes.toString('utf16le')} ${bytes.toString('latin1')}`);
+        });
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -263,7 +367,13 @@ function rawSees(proxyUrl: string, c: Case): Promise<string> {
 
 async function run(mode: 'allow' | 'deny'): Promise<{ acted: number }> {
   const guardian: TestGuardian = await startGuardian();
-  const proxy: TestProxy = await startTestProxy({ ROLE: 'client', UPSTREAM_URL: origin, GUARDIAN_URL: guardian.url, INSPECT_RESPONSES: process.env.RESP_DIFF_UNINSPECTED === '1' ? 'false' : 'true', INSPECT_CARDS: 'false' });
+  const proxy: TestProxy = await startTestProxy({
+    ROLE: 'client',
+    UPSTREAM_URL: origin,
+    GUARDIAN_URL: guardian.url,
+    INSPECT_RESPONSES: process.env.RESP_DIFF_UNINSPECTED === '1' ? 'false' : 'true',
+    INSPECT_CARDS: 'false',
+  });
   let acted = 0;
   try {
     guardian.script((e) => (mode === 'deny' && isResponseEnvelope(e) ? { decision: 'deny' } : { decision: 'allow' }));
@@ -301,10 +411,28 @@ test('deny-all: the client acts on no word of the remote', async () => {
 
 test('FAIL_MODE=open: a unary answer labelled text/event-stream passes as it is, unjudged and counted; closed refuses it before reading it', async () => {
   const guardian: TestGuardian = await startGuardian();
-  const open = await startTestProxy({ ROLE: 'client', UPSTREAM_URL: origin, GUARDIAN_URL: guardian.url, INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false', FAIL_MODE: 'open' });
-  const closed = await startTestProxy({ ROLE: 'client', UPSTREAM_URL: origin, GUARDIAN_URL: guardian.url, INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false', FAIL_MODE: 'closed' });
+  const open = await startTestProxy({
+    ROLE: 'client',
+    UPSTREAM_URL: origin,
+    GUARDIAN_URL: guardian.url,
+    INSPECT_RESPONSES: 'true',
+    INSPECT_CARDS: 'false',
+    FAIL_MODE: 'open',
+  });
+  const closed = await startTestProxy({
+    ROLE: 'client',
+    UPSTREAM_URL: origin,
+    GUARDIAN_URL: guardian.url,
+    INSPECT_RESPONSES: 'true',
+    INSPECT_CARDS: 'false',
+    FAIL_MODE: 'closed',
+  });
   const c: UnaryCase = { kind: 'unary', trick: 'plain', ctype: 'sse', coding: 'none', status: 200, framing: 'length' };
-  const counted = async (p: TestProxy): Promise<string> => (await p.metrics.registry.metrics()).split('\n').filter((l) => l.startsWith('a2a_guard_fail_open_passes_total')).join();
+  const counted = async (p: TestProxy): Promise<string> =>
+    (await p.metrics.registry.metrics())
+      .split('\n')
+      .filter((l) => l.startsWith('a2a_guard_fail_open_passes_total'))
+      .join();
   try {
     current = { c, n: 9001 };
     guardian.clear();

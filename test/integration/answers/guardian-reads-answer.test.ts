@@ -19,8 +19,16 @@ let remoteOrigin: string;
 let proxy: TestProxy;
 
 const CARD = (origin: string) => ({
-  name: 'remote', description: 'scripted remote', version: '1.0.0', protocolVersion: '0.3.0', url: `${origin}/a2a/jsonrpc`, preferredTransport: 'JSONRPC',
-  capabilities: { streaming: true }, defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'], skills: [],
+  name: 'remote',
+  description: 'scripted remote',
+  version: '1.0.0',
+  protocolVersion: '0.3.0',
+  url: `${origin}/a2a/jsonrpc`,
+  preferredTransport: 'JSONRPC',
+  capabilities: { streaming: true },
+  defaultInputModes: ['text/plain'],
+  defaultOutputModes: ['text/plain'],
+  skills: [],
 });
 
 /** Two `result` members: the first harmless, the second what a last-wins reader (JSON.parse) keeps. */
@@ -79,7 +87,9 @@ function hasDuplicateMember(text: string): boolean {
 }
 
 const send = (method: string) => ({
-  jsonrpc: '2.0', id: 7, method,
+  jsonrpc: '2.0',
+  id: 7,
+  method,
   params: { message: { kind: 'message', messageId: 'm-1', role: 'user', parts: [{ kind: 'text', text: 'hi' }] } },
 });
 
@@ -89,7 +99,11 @@ describe('answers reach the response hook with one meaning', () => {
   // caller receives that same text.
   test.each(['message/send', 'message/stream'])('%s: the guardian never receives an answer with a member twice', async (method) => {
     guardian.clear();
-    const res = await fetch(`${proxy.url}/a2a/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(send(method)) });
+    const res = await fetch(`${proxy.url}/a2a/jsonrpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(send(method)),
+    });
     const text = await res.text();
     const responseEnvelopes = guardian.rawBodies.filter((b) => b.includes('"result"'));
     expect(responseEnvelopes.length).toBeGreaterThan(0);

@@ -88,7 +88,8 @@ type BindingName = 'JSONRPC' | 'HTTP+JSON';
 /** A v1.0 SendStreamingMessage call in either HTTP binding. */
 function streamCall(binding: BindingName, base: string, id: string, text: string): { url: string; body: string } {
   const message = { messageId: `m-${id}`, role: 'ROLE_USER', parts: [{ text }] };
-  if (binding === 'JSONRPC') return { url: `${base}/a2a/jsonrpc`, body: JSON.stringify({ jsonrpc: '2.0', id, method: 'SendStreamingMessage', params: { message } }) };
+  if (binding === 'JSONRPC')
+    return { url: `${base}/a2a/jsonrpc`, body: JSON.stringify({ jsonrpc: '2.0', id, method: 'SendStreamingMessage', params: { message } }) };
   return { url: `${base}/a2a/rest/message:stream`, body: JSON.stringify({ message }) };
 }
 
@@ -113,28 +114,36 @@ function openStream(binding: BindingName, base: string, id: string, text: string
   const gotRes = new Promise<http.IncomingMessage>((r) => (resolveRes = r));
   let finish: () => void = () => undefined;
   const done = new Promise<void>((r) => (finish = r));
-  const req = http.request(call.url, {
-    method: 'POST',
-    agent: false,
-    headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'a2a-version': '1.0', 'content-length': Buffer.byteLength(call.body) },
-  }, (res) => {
-    resolveRes(res);
-    let buf = '';
-    res.setEncoding('utf8');
-    res.on('data', (c: string) => {
-      buf += c;
-      for (let at = buf.indexOf('\n\n'); at !== -1; at = buf.indexOf('\n\n')) {
-        const block = buf.slice(0, at);
-        buf = buf.slice(at + 2);
-        const event = /^event: (.*)$/m.exec(block)?.[1];
-        const data = block.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
-        if (data === '') continue;
-        events.push({ event, data, json: JSON.parse(data) });
-      }
-    });
-    res.on('end', finish);
-    res.on('close', finish);
-  });
+  const req = http.request(
+    call.url,
+    {
+      method: 'POST',
+      agent: false,
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'a2a-version': '1.0', 'content-length': Buffer.byteLength(call.body) },
+    },
+    (res) => {
+      resolveRes(res);
+      let buf = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => {
+        buf += c;
+        for (let at = buf.indexOf('\n\n'); at !== -1; at = buf.indexOf('\n\n')) {
+          const block = buf.slice(0, at);
+          buf = buf.slice(at + 2);
+          const event = /^event: (.*)$/m.exec(block)?.[1];
+          const data = block
+            .split('\n')
+            .filter((l) => l.startsWith('data: '))
+            .map((l) => l.slice(6))
+            .join('\n');
+          if (data === '') continue;
+          events.push({ event, data, json: JSON.parse(data) });
+        }
+      });
+      res.on('end', finish);
+      res.on('close', finish);
+    },
+  );
   req.on('error', () => finish());
   req.end(call.body);
   return { events, done, req, response: () => gotRes };
@@ -204,7 +213,11 @@ describe.each(['JSONRPC', 'HTTP+JSON'] as const)('%s: deny at event k while call
     const last = s.events[10]!;
     expect(last.event).toBe('error');
     if (binding === 'JSONRPC') {
-      expect(last.json).toMatchObject({ jsonrpc: '2.0', id: `deny-${binding}`, error: { code: -31403, data: [{ reason: 'GUARDIAN_DENIED', metadata: { message: 'chunk refused', reasonCode: 'NO_NINE' } }] } });
+      expect(last.json).toMatchObject({
+        jsonrpc: '2.0',
+        id: `deny-${binding}`,
+        error: { code: -31403, data: [{ reason: 'GUARDIAN_DENIED', metadata: { message: 'chunk refused', reasonCode: 'NO_NINE' } }] },
+      });
     } else {
       expect(last.json).toMatchObject({ error: { code: 403, status: 'PERMISSION_DENIED', details: [{ reason: 'GUARDIAN_DENIED' }] } });
     }
@@ -236,12 +249,13 @@ test('a modify of one event replaces exactly that event, whatever order the deci
 });
 
 describe('a guardian failure mid-window follows FAIL_MODE for that event', () => {
-  const script = () => guardian.script((env) => {
-    if (!isResponseEnvelope(env)) return { decision: 'allow' };
-    const k = chunkOf(env);
-    if (k === 7) return { fault: 'http500', delayMs: 60 };
-    return { decision: 'allow', delayMs: k !== undefined && k > 7 ? 300 : randomDelay(20) };
-  });
+  const script = () =>
+    guardian.script((env) => {
+      if (!isResponseEnvelope(env)) return { decision: 'allow' };
+      const k = chunkOf(env);
+      if (k === 7) return { fault: 'http500', delayMs: 60 };
+      return { decision: 'allow', delayMs: k !== undefined && k > 7 ? 300 : randomDelay(20) };
+    });
 
   test('FAIL_MODE=closed: events before it, then -31503; the agent side closed', async () => {
     script();
@@ -314,7 +328,8 @@ describe('a fast agent writing 16 KiB events (hand-made, so it can outrun any so
   let produced = 0;
   /** The agent's side of the latest stream. */
   let side = { closed: false, finished: undefined as boolean | undefined };
-  const EVENT = (i: number) => `data: ${JSON.stringify({ jsonrpc: '2.0', id: 'slow-c', result: { artifactUpdate: { taskId: 't', contextId: 'c', artifact: { artifactId: 'a', parts: [{ text: `chunk ${i} ${'x'.repeat(16 * 1024)}` }] } } } })}\n\n`;
+  const EVENT = (i: number) =>
+    `data: ${JSON.stringify({ jsonrpc: '2.0', id: 'slow-c', result: { artifactUpdate: { taskId: 't', contextId: 'c', artifact: { artifactId: 'a', parts: [{ text: `chunk ${i} ${'x'.repeat(16 * 1024)}` }] } } } })}\n\n`;
 
   beforeAll(async () => {
     upstream = http.createServer((req, res) => {
@@ -339,7 +354,13 @@ describe('a fast agent writing 16 KiB events (hand-made, so it can outrun any so
         pump();
       });
     });
-    proxy = await stack.proxy({ UPSTREAM_URL: await listen(upstream), ROLE: 'server', INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false', STREAM_INSPECT_WINDOW: String(WINDOW) });
+    proxy = await stack.proxy({
+      UPSTREAM_URL: await listen(upstream),
+      ROLE: 'server',
+      INSPECT_RESPONSES: 'true',
+      INSPECT_CARDS: 'false',
+      STREAM_INSPECT_WINDOW: String(WINDOW),
+    });
   });
   afterAll(async () => {
     await closeServer(upstream);
@@ -354,8 +375,17 @@ describe('a fast agent writing 16 KiB events (hand-made, so it can outrun any so
       return { decision: 'allow' };
     });
     try {
-      const body = JSON.stringify({ jsonrpc: '2.0', id: 'slow-c', method: 'SendStreamingMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'go' }] } } });
-      const req = http.request(`${proxy.url}/a2a/jsonrpc`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'a2a-version': '1.0', 'content-length': Buffer.byteLength(body) } });
+      const body = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'slow-c',
+        method: 'SendStreamingMessage',
+        params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'go' }] } },
+      });
+      const req = http.request(`${proxy.url}/a2a/jsonrpc`, {
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json', 'a2a-version': '1.0', 'content-length': Buffer.byteLength(body) },
+      });
       req.on('error', () => undefined);
       await new Promise<http.IncomingMessage>((resolve) => {
         req.once('response', resolve);
@@ -388,8 +418,17 @@ describe('a fast agent writing 16 KiB events (hand-made, so it can outrun any so
       return { decision: 'allow' };
     });
     try {
-      const body = JSON.stringify({ jsonrpc: '2.0', id: 'slow-c', method: 'SendStreamingMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'go' }] } } });
-      const req = http.request(`${proxy.url}/a2a/jsonrpc`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'a2a-version': '1.0', 'content-length': Buffer.byteLength(body) } });
+      const body = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'slow-c',
+        method: 'SendStreamingMessage',
+        params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'go' }] } },
+      });
+      const req = http.request(`${proxy.url}/a2a/jsonrpc`, {
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json', 'a2a-version': '1.0', 'content-length': Buffer.byteLength(body) },
+      });
       req.on('error', () => undefined);
       const res = await new Promise<http.IncomingMessage>((resolve) => {
         req.once('response', resolve);
@@ -398,13 +437,17 @@ describe('a fast agent writing 16 KiB events (hand-made, so it can outrun any so
       res.pause(); // the caller reads nothing
       // Wait until the guardian calls stop growing: the proxy's response is full and the agent is paused.
       let last = -1;
-      await waitFor(async () => {
-        const now = started;
-        await sleep(200);
-        const still = now === last && now === started && w.state.res?.writableNeedDrain === true;
-        last = now;
-        return still;
-      }, 30_000, 'guardian calls stalled');
+      await waitFor(
+        async () => {
+          const now = started;
+          await sleep(200);
+          const still = now === last && now === started && w.state.res?.writableNeedDrain === true;
+          last = now;
+          return still;
+        },
+        30_000,
+        'guardian calls stalled',
+      );
       expect(maxAhead).toBeLessThanOrEqual(WINDOW);
       expect(started).toBeLessThan(5000);
       expect(produced).toBeLessThan(5000);
@@ -432,11 +475,17 @@ async function gauge(proxy: TestProxy, budget: 'call' | 'stream'): Promise<numbe
   return Number(m?.[1] ?? NaN);
 }
 
-test('a call\'s checks (request hook and unary answer) are served while thousands of stream events wait for the guardian', async () => {
+test("a call's checks (request hook and unary answer) are served while thousands of stream events wait for the guardian", async () => {
   // Two connections for stream events, the guardian holding each stream-event call: the two places
   // are taken, and the three 1,000-event streams (about 3,000 events) wait for one.
   const busy = await stack.proxy({
-    ROLE: 'server', INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false', STREAM_INSPECT_WINDOW: '1024', GUARDIAN_STREAM_CONNECTIONS: '2', GUARDIAN_CALL_CONNECTIONS: '2', GUARDIAN_TIMEOUT_MS: '120000',
+    ROLE: 'server',
+    INSPECT_RESPONSES: 'true',
+    INSPECT_CARDS: 'false',
+    STREAM_INSPECT_WINDOW: '1024',
+    GUARDIAN_STREAM_CONNECTIONS: '2',
+    GUARDIAN_CALL_CONNECTIONS: '2',
+    GUARDIAN_TIMEOUT_MS: '120000',
   });
   let release: () => void = () => undefined;
   const held = new Promise<void>((r) => (release = r));

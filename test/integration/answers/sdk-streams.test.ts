@@ -159,7 +159,13 @@ function expectStreamError(binding: Binding, version: A2AVersion, err: any, code
 const sdkKinds = (events: StreamResponse[]): string[] => events.map((e) => String(e.payload?.$case));
 const sdkTexts = (events: StreamResponse[]): string[] => events.map(textOf);
 
-function rawStreamCall(binding: Binding, version: A2AVersion, base: string, id: string, text: string): { url: string; body: unknown; headers: Record<string, string> } {
+function rawStreamCall(
+  binding: Binding,
+  version: A2AVersion,
+  base: string,
+  id: string,
+  text: string,
+): { url: string; body: unknown; headers: Record<string, string> } {
   const v1 = version === '1.0';
   const headers: Record<string, string> = v1 ? { 'a2a-version': '1.0' } : {};
   if (binding === 'JSONRPC') {
@@ -320,9 +326,15 @@ describe.each(CASES)('deny at event k, raw %s %s', (binding, version) => {
     if (binding === 'JSONRPC') {
       expect(last.json).toMatchObject({ jsonrpc: '2.0', id, error: { code: -31403, data: [info] } });
       expect(last.json.error.message).toContain('event refused');
-      expect(last.json.error.data[0].metadata).toMatchObject({ envelopeId: inStreamOrder(responseEnvs())[3].id, message: 'event refused', reasonCode: 'NO_EVENT' });
+      expect(last.json.error.data[0].metadata).toMatchObject({
+        envelopeId: inStreamOrder(responseEnvs())[3].id,
+        message: 'event refused',
+        reasonCode: 'NO_EVENT',
+      });
     } else {
-      expect(last.json).toEqual({ error: { code: 403, status: 'PERMISSION_DENIED', message: expect.stringContaining('event refused'), details: [expect.objectContaining(info)] } });
+      expect(last.json).toEqual({
+        error: { code: 403, status: 'PERMISSION_DENIED', message: expect.stringContaining('event refused'), details: [expect.objectContaining(info)] },
+      });
     }
     expect(res.text.endsWith('\n\n')).toBe(true);
   });
@@ -353,11 +365,22 @@ describe.each(CASES)('modify at event k, SDK %s %s', (binding, version) => {
 });
 
 test('raw JSON-RPC: a modified event replaces exactly one frame; the others pass byte for byte', async () => {
-  atEvent(3, (env) => ({ decision: 'modify', message: 'm', modifiedPayload: JSON.parse(JSON.stringify(env.params.payload).replace('"chunk 1"', '"CHUNK ONE"')) }));
+  atEvent(3, (env) => ({
+    decision: 'modify',
+    message: 'm',
+    modifiedPayload: JSON.parse(JSON.stringify(env.params.payload).replace('"chunk 1"', '"CHUNK ONE"')),
+  }));
   const call = rawStreamCall('JSONRPC', '1.0', on.url, 'mod-raw', 'stream 4');
   const res = await rawSse(call.url, call.body, call.headers);
   expect(res.events).toHaveLength(6);
-  expect(res.events.map((e) => wireKind(e.json.result))).toEqual(['task', 'artifactUpdate', 'artifactUpdate', 'artifactUpdate', 'artifactUpdate', 'statusUpdate']);
+  expect(res.events.map((e) => wireKind(e.json.result))).toEqual([
+    'task',
+    'artifactUpdate',
+    'artifactUpdate',
+    'artifactUpdate',
+    'artifactUpdate',
+    'statusUpdate',
+  ]);
   expect(res.events.slice(1, 5).map((e) => textOf(e.json))).toEqual(['chunk 0', 'CHUNK ONE', 'chunk 2', 'chunk 3']);
   const resps = inStreamOrder(responseEnvs());
   // Unmodified frames carry the guardian's payload text unchanged; the modified one the replacement.
@@ -421,7 +444,7 @@ function refuseFrom(k: number): void {
   guardian.script((env) => (isResponseEnv(env) && eventPosition(env) >= k ? { fault: 'refuse' } : ALLOW));
 }
 
-test('raw: guardian unreachable mid-stream (FAIL_MODE=closed): `event: error` -31503 with the caller\'s id', async () => {
+test("raw: guardian unreachable mid-stream (FAIL_MODE=closed): `event: error` -31503 with the caller's id", async () => {
   // "stream 1": the events after the task fail together (several are judged at once), and fewer than
   // the breaker's 5 consecutive failures keep the second half of the test independent of the first.
   refuseFrom(2);
@@ -430,7 +453,11 @@ test('raw: guardian unreachable mid-stream (FAIL_MODE=closed): `event: error` -3
   expect(res.events).toHaveLength(2);
   expect(res.events[0]!.json.result.kind).toBe('task');
   expect(res.events[1]!.event).toBe('error');
-  expect(res.events[1]!.json).toMatchObject({ jsonrpc: '2.0', id: 'gone-1', error: { code: -31503, data: [{ reason: 'GUARDIAN_UNAVAILABLE', domain: 'a2a-guard' }] } });
+  expect(res.events[1]!.json).toMatchObject({
+    jsonrpc: '2.0',
+    id: 'gone-1',
+    error: { code: -31503, data: [{ reason: 'GUARDIAN_UNAVAILABLE', domain: 'a2a-guard' }] },
+  });
 
   guardian.clear();
   refuseFrom(2);

@@ -14,16 +14,7 @@
  *     first side's modification (unary and per stream event).
  */
 import type http from 'node:http';
-import {
-  collect,
-  makeClient,
-  rawSse,
-  sendReq,
-  textOf,
-  type A2AVersion,
-  type Binding,
-  type TestAgent,
-} from '../../helpers/agent';
+import { collect, makeClient, rawSse, sendReq, textOf, type A2AVersion, type Binding, type TestAgent } from '../../helpers/agent';
 import { BINDING_VERSIONS } from '../../helpers/agent';
 import { type Envelope, type GuardianReply, type TestGuardian } from '../../helpers/guardian';
 import { isResponseEnvelope } from '../../helpers/guardian';
@@ -84,7 +75,8 @@ beforeAll(async () => {
   on = await stack.proxy({ ROLE: 'server', INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false' });
   both = await stack.proxy({
     ROLE: 'both',
-    INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false',
+    INSPECT_RESPONSES: 'true',
+    INSPECT_CARDS: 'false',
     OBSERVED_AGENT_ID: 'c-1',
     OBSERVED_AGENT_NAME: 'Cooking assistant',
     OBSERVED_AGENT_URL: 'https://cooking.example/a2a',
@@ -125,7 +117,11 @@ interface RawAnswer {
   json: any;
 }
 async function call(url: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<RawAnswer> {
-  const headers: Record<string, string> = { accept: 'application/json', ...(init.body === undefined ? {} : { 'content-type': 'application/json' }), ...(init.headers ?? {}) };
+  const headers: Record<string, string> = {
+    accept: 'application/json',
+    ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+    ...(init.headers ?? {}),
+  };
   const res = await fetch(url, { method: init.method ?? 'POST', headers, ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }) });
   const bytes = Buffer.from(await res.arrayBuffer());
   const text = bytes.toString('utf8');
@@ -191,7 +187,7 @@ async function sdkError(p: Promise<unknown>): Promise<any> {
 /* ---------------------------------------------------------------------------------------------- */
 
 describe.each(CASES)('raw %s %s SendMessage', (binding, version) => {
-  test('allow: the caller gets the agent\'s exact bytes; the guardian saw that answer', async () => {
+  test("allow: the caller gets the agent's exact bytes; the guardian saw that answer", async () => {
     const id = `ok-${binding}-${version}`;
     const c = sendCall(on.url, binding, version, id, 'hello ✓ "quoted" é');
     const res = await call(c.url, { body: c.body, headers: c.headers });
@@ -217,7 +213,7 @@ describe.each(CASES)('raw %s %s SendMessage', (binding, version) => {
     }
   });
 
-  test('deny: the answer is replaced by the proxy\'s error (JSON-RPC -31403 with the caller\'s id; REST 403)', async () => {
+  test("deny: the answer is replaced by the proxy's error (JSON-RPC -31403 with the caller's id; REST 403)", async () => {
     onResponses(() => DENY);
     const id = `deny-${binding}-${version}`;
     const c = sendCall(on.url, binding, version, id, 'hello secret');
@@ -230,12 +226,21 @@ describe.each(CASES)('raw %s %s SendMessage', (binding, version) => {
       expect(res.json).toEqual({
         jsonrpc: '2.0',
         id,
-        error: { code: -31403, message: expect.stringContaining('answer withheld'), data: [{ ...INFO, reason: 'GUARDIAN_DENIED', metadata: { envelopeId: env.id, message: 'answer withheld', reasonCode: 'LEAK' } }] },
+        error: {
+          code: -31403,
+          message: expect.stringContaining('answer withheld'),
+          data: [{ ...INFO, reason: 'GUARDIAN_DENIED', metadata: { envelopeId: env.id, message: 'answer withheld', reasonCode: 'LEAK' } }],
+        },
       });
     } else {
       expect(res.status).toBe(403);
       expect(res.json).toEqual({
-        error: { code: 403, status: 'PERMISSION_DENIED', message: expect.stringContaining('answer withheld'), details: [{ ...INFO, reason: 'GUARDIAN_DENIED', metadata: { envelopeId: env.id, message: 'answer withheld', reasonCode: 'LEAK' } }] },
+        error: {
+          code: 403,
+          status: 'PERMISSION_DENIED',
+          message: expect.stringContaining('answer withheld'),
+          details: [{ ...INFO, reason: 'GUARDIAN_DENIED', metadata: { envelopeId: env.id, message: 'answer withheld', reasonCode: 'LEAK' } }],
+        },
       });
     }
   });
@@ -267,7 +272,11 @@ describe.each(CASES)('raw %s %s SendMessage', (binding, version) => {
       expect(res.text).not.toContain('not-yours');
       if (binding === 'JSONRPC') {
         expect(res.status).toBe(200);
-        expect(res.json).toMatchObject({ jsonrpc: '2.0', id, error: { code: -31503, data: [{ ...INFO, reason: 'GUARDIAN_UNAVAILABLE', metadata: { failure: 'invalidModify' } }] } });
+        expect(res.json).toMatchObject({
+          jsonrpc: '2.0',
+          id,
+          error: { code: -31503, data: [{ ...INFO, reason: 'GUARDIAN_UNAVAILABLE', metadata: { failure: 'invalidModify' } }] },
+        });
       } else {
         expect(res.status).toBe(503);
         expect(res.json).toMatchObject({ error: { code: 503, status: 'UNAVAILABLE', details: [{ ...INFO, reason: 'GUARDIAN_UNAVAILABLE' }] } });
@@ -294,11 +303,17 @@ describe.each(CASES)('SDK %s %s sendMessage', (binding, version) => {
 });
 
 test('GetTask of an existing task: allowed answer passes byte for byte', async () => {
-  const created = await call(`${on.url}/a2a/jsonrpc`, { body: { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'g1', role: 'ROLE_USER', parts: [{ text: 'for get' }] } } }, headers: { 'a2a-version': '1.0' } });
+  const created = await call(`${on.url}/a2a/jsonrpc`, {
+    body: { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'g1', role: 'ROLE_USER', parts: [{ text: 'for get' }] } } },
+    headers: { 'a2a-version': '1.0' },
+  });
   const taskId = created.json.result.task.id;
   guardian.clear();
   answers.length = 0;
-  const res = await call(`${on.url}/a2a/jsonrpc`, { body: { jsonrpc: '2.0', id: 'get-1', method: 'GetTask', params: { id: taskId } }, headers: { 'a2a-version': '1.0' } });
+  const res = await call(`${on.url}/a2a/jsonrpc`, {
+    body: { jsonrpc: '2.0', id: 'get-1', method: 'GetTask', params: { id: taskId } },
+    headers: { 'a2a-version': '1.0' },
+  });
   expect(res.bytes.equals(agentAnswer().body)).toBe(true);
   expect(res.json.result.id).toBe(taskId);
   expect(textOf(res.json)).toBe('echo: for get');
@@ -369,7 +384,7 @@ describe('error answers from the agent are response payloads', () => {
     expect(denied.text).not.toContain('no-such-task');
   });
 
-  test('REST v1: a modified error answer keeps the agent\'s status and carries the replacement Status', async () => {
+  test("REST v1: a modified error answer keeps the agent's status and carries the replacement Status", async () => {
     onResponses((env) => ({ decision: 'modify', message: 'm', modifiedPayload: swap(env.params.payload, 'no-such-task', '[id]') }));
     const res = await call(`${on.url}/a2a/rest/tasks/no-such-task`, { method: 'GET', headers: { 'a2a-version': '1.0' } });
     expect(res.status).toBe(404);
@@ -377,7 +392,7 @@ describe('error answers from the agent are response payloads', () => {
     expect(res.text).toContain('[id]');
   });
 
-  test.each(CASES)('SDK %s %s getTask of an unknown task: the agent\'s error reaches the client when allowed', async (binding, version) => {
+  test.each(CASES)("SDK %s %s getTask of an unknown task: the agent's error reaches the client when allowed", async (binding, version) => {
     const client = await makeClient(on.url, binding, version);
     const err = await sdkError(client.getTask({ tenant: '', id: 'no-such-task', historyLength: undefined }));
     expect(String(err.message)).toMatch(/not found/i);
@@ -406,7 +421,12 @@ function hookOf(env: Envelope): string {
 
 describe('ROLE=both', () => {
   const v1 = { 'a2a-version': '1.0' };
-  const send = (id: string, text: string) => ({ jsonrpc: '2.0', id, method: 'SendMessage', params: { message: { messageId: `b-${id}`, role: 'ROLE_USER', parts: [{ text }] } } });
+  const send = (id: string, text: string) => ({
+    jsonrpc: '2.0',
+    id,
+    method: 'SendMessage',
+    params: { message: { messageId: `b-${id}`, role: 'ROLE_USER', parts: [{ text }] } },
+  });
 
   test('response hooks run server side first, then client side; both see the same answer on allow', async () => {
     const res = await call(`${both.url}/a2a/jsonrpc`, { body: send('both-1', 'hello both'), headers: v1 });
@@ -422,7 +442,8 @@ describe('ROLE=both', () => {
   test('a modify from the server-side hook is what the client-side hook sees; the client side can modify again', async () => {
     guardian.script((env) => {
       if (!isResponseEnv(env)) return ALLOW;
-      if (hookOf(env) === 'response:server') return { decision: 'modify', message: 's', modifiedPayload: swap(env.params.payload, 'echo: hello', 'echo: [server]') };
+      if (hookOf(env) === 'response:server')
+        return { decision: 'modify', message: 's', modifiedPayload: swap(env.params.payload, 'echo: hello', 'echo: [server]') };
       return { decision: 'modify', message: 'c', modifiedPayload: swap(env.params.payload, 'echo: [server]', 'echo: [server][client]') };
     });
     const res = await call(`${both.url}/a2a/jsonrpc`, { body: send('both-2', 'hello both'), headers: v1 });
@@ -438,7 +459,8 @@ describe('ROLE=both', () => {
   test('server side modifies, client side denies: -31403 naming the client-side envelope', async () => {
     guardian.script((env) => {
       if (!isResponseEnv(env)) return ALLOW;
-      if (hookOf(env) === 'response:server') return { decision: 'modify', message: 's', modifiedPayload: swap(env.params.payload, 'echo: hello', 'echo: [server]') };
+      if (hookOf(env) === 'response:server')
+        return { decision: 'modify', message: 's', modifiedPayload: swap(env.params.payload, 'echo: hello', 'echo: [server]') };
       return DENY;
     });
     const res = await call(`${both.url}/a2a/jsonrpc`, { body: send('both-3', 'hello both'), headers: v1 });
@@ -458,7 +480,8 @@ describe('ROLE=both', () => {
   // Several events are judged at once (STREAM_INSPECT_WINDOW), so envelopes of different events may
   // interleave at the guardian; within one event the server side always comes before the client side.
   /** The event an envelope is about: its kind and text (the server-side modify below renamed "chunk 1"). */
-  const eventKey = (env: Envelope): string => `${Object.keys(env.params.payload.result ?? {}).join(',')}|${textOf(env.params.payload).replace('[server 1]', 'chunk 1')}`;
+  const eventKey = (env: Envelope): string =>
+    `${Object.keys(env.params.payload.result ?? {}).join(',')}|${textOf(env.params.payload).replace('[server 1]', 'chunk 1')}`;
   /** Per event, in the order the caller got them: its [server, client] envelopes; the server one arrived first. */
   function perEvent(envs: Envelope[], callerEvents: unknown[]): Array<[Envelope, Envelope]> {
     return callerEvents.map((e) => {
@@ -474,11 +497,23 @@ describe('ROLE=both', () => {
       if (!isResponseEnv(env) || hookOf(env) !== 'response:server' || textOf(env.params.payload) !== 'chunk 1') return ALLOW;
       return { decision: 'modify', message: 's', modifiedPayload: swap(env.params.payload, '"chunk 1"', '"[server 1]"') };
     });
-    const res = await rawSse(`${both.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 'bs-1', method: 'SendStreamingMessage', params: { message: { messageId: 'bs', role: 'ROLE_USER', parts: [{ text: 'stream 3' }] } } }, v1);
+    const res = await rawSse(
+      `${both.url}/a2a/jsonrpc`,
+      {
+        jsonrpc: '2.0',
+        id: 'bs-1',
+        method: 'SendStreamingMessage',
+        params: { message: { messageId: 'bs', role: 'ROLE_USER', parts: [{ text: 'stream 3' }] } },
+      },
+      v1,
+    );
     expect(res.events.map((e) => textOf(e.json)).slice(1, 4)).toEqual(['chunk 0', '[server 1]', 'chunk 2']);
     const envs = responseEnvs();
     expect(envs).toHaveLength(10);
-    perEvent(envs, res.events.map((e) => e.json)).forEach(([s, c], i) => {
+    perEvent(
+      envs,
+      res.events.map((e) => e.json),
+    ).forEach(([s, c], i) => {
       if (i === 2) {
         expect(textOf(s.params.payload)).toBe('chunk 1');
         expect(textOf(c.params.payload)).toBe('[server 1]');

@@ -185,7 +185,12 @@ function openStream(url: string, body: unknown, headers: Record<string, string> 
   });
 }
 
-const streamCall = (id: string) => ({ jsonrpc: '2.0', id, method: 'SendStreamingMessage', params: { message: { messageId: `m-${id}`, role: 'ROLE_USER', parts: [{ text: 'go' }] } } });
+const streamCall = (id: string) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'SendStreamingMessage',
+  params: { message: { messageId: `m-${id}`, role: 'ROLE_USER', parts: [{ text: 'go' }] } },
+});
 const V1 = { 'a2a-version': '1.0' };
 const artifactEvent = (id: string, i: number, text = `part ${i}`) =>
   `data: ${JSON.stringify({ jsonrpc: '2.0', id, result: { artifactUpdate: { taskId: 't-1', contextId: 'c-1', artifact: { artifactId: 'a-1', parts: [{ text }] }, append: i > 0 } } })}\n\n`;
@@ -196,8 +201,16 @@ const artifactEvent = (id: string, i: number, text = `part ${i}`) =>
 
 const ID = 'kc-1';
 const ev1 = { jsonrpc: '2.0', id: ID, result: { statusUpdate: { taskId: 't-1', contextId: 'c-1', status: { state: 'TASK_STATE_WORKING' } } } };
-const ev2 = { jsonrpc: '2.0', id: ID, result: { artifactUpdate: { taskId: 't-1', contextId: 'c-1', artifact: { artifactId: 'a-1', parts: [{ text: 'héllo ✓ 🍰' }] } } } };
-const ev3 = { jsonrpc: '2.0', id: ID, result: { artifactUpdate: { taskId: 't-1', contextId: 'c-1', artifact: { artifactId: 'a-1', parts: [{ text: 'second' }] }, append: true } } };
+const ev2 = {
+  jsonrpc: '2.0',
+  id: ID,
+  result: { artifactUpdate: { taskId: 't-1', contextId: 'c-1', artifact: { artifactId: 'a-1', parts: [{ text: 'héllo ✓ 🍰' }] } } },
+};
+const ev3 = {
+  jsonrpc: '2.0',
+  id: ID,
+  result: { artifactUpdate: { taskId: 't-1', contextId: 'c-1', artifact: { artifactId: 'a-1', parts: [{ text: 'second' }] }, append: true } },
+};
 const ev4 = { jsonrpc: '2.0', id: ID, result: { statusUpdate: { taskId: 't-1', contextId: 'c-1', status: { state: 'TASK_STATE_COMPLETED' } } } };
 const ev1Text = JSON.stringify(ev1);
 const split = ev1Text.indexOf('"result"');
@@ -220,17 +233,7 @@ const STREAM = Buffer.from(BLOCKS.join(''), 'utf8');
  * the proxy writes what the guardian judged (its data alone: `event: message` and `id:` are the agent's text, dropped).
  */
 const KEEP = ':\n\n';
-const CANONICAL = [
-  KEEP,
-  KEEP,
-  `data: ${ev1Text}\n\n`,
-  KEEP,
-  `data: ${JSON.stringify(ev2)}\n\n`,
-  `data: ${JSON.stringify(ev3)}\n\n`,
-  KEEP,
-  KEEP,
-  BLOCKS[8],
-];
+const CANONICAL = [KEEP, KEEP, `data: ${ev1Text}\n\n`, KEEP, `data: ${JSON.stringify(ev2)}\n\n`, `data: ${JSON.stringify(ev3)}\n\n`, KEEP, KEEP, BLOCKS[8]];
 /** Cut points: inside a comment, between CR and LF, inside "é" and inside the 4-byte cake, mid-field. */
 function cutPoints(): number[] {
   const s = STREAM;
@@ -283,7 +286,10 @@ describe.each([
 });
 
 test('inspection on: stray blank lines leave nothing, an empty `data:` a keep-alive, and line separators in judged data are escaped', async () => {
-  const odd = { ...ev2, result: { artifactUpdate: { taskId: 't-1', contextId: 'c-1', artifact: { artifactId: 'a-1', parts: [{ text: 'a\u2028b\u2029c\u0085d' }] } } } };
+  const odd = {
+    ...ev2,
+    result: { artifactUpdate: { taskId: 't-1', contextId: 'c-1', artifact: { artifactId: 'a-1', parts: [{ text: 'a\u2028b\u2029c\u0085d' }] } } },
+  };
   handler = async ({ res }) => {
     res.writeHead(200, SSE_HEADERS);
     await writeNow(res, `\n\n\r\ndata:\n\ndata: ${JSON.stringify(odd)}\n\n\n\n`);
@@ -294,14 +300,29 @@ test('inspection on: stray blank lines leave nothing, an empty `data:` a keep-al
   const escaped = JSON.stringify(odd).replace('\u2028', '\\u2028').replace('\u2029', '\\u2029').replace('\u0085', '\\u0085');
   expect(got).toBe(`:\n\ndata: ${escaped}\n\n`);
   // Same JSON value: a reader splitting lines at those characters (Python's str.splitlines) gets the event whole.
-  expect(JSON.parse(got.split(/\r\n|\r|\n|\u2028|\u2029|\u0085/).find((l) => l.startsWith('data: {'))!.slice(6))).toEqual(odd);
+  expect(
+    JSON.parse(
+      got
+        .split(/\r\n|\r|\n|\u2028|\u2029|\u0085/)
+        .find((l) => l.startsWith('data: {'))!
+        .slice(6),
+    ),
+  ).toEqual(odd);
 });
 
 test('inspection on: a modified event changes only its own frame, written as data alone like every judged event', async () => {
   guardian.script((env) => {
     if (!isResponseEnv(env)) return ALLOW;
     const text = JSON.stringify(env.params.payload);
-    if (text === JSON.stringify(ev1)) return { decision: 'modify', message: 'm', modifiedPayload: { ...env.params.payload, result: { statusUpdate: { taskId: 't-1', contextId: 'c-1', status: { state: 'TASK_STATE_WORKING', note: 'edited' } } } } };
+    if (text === JSON.stringify(ev1))
+      return {
+        decision: 'modify',
+        message: 'm',
+        modifiedPayload: {
+          ...env.params.payload,
+          result: { statusUpdate: { taskId: 't-1', contextId: 'c-1', status: { state: 'TASK_STATE_WORKING', note: 'edited' } } },
+        },
+      };
     if (text.includes('héllo')) return { decision: 'modify', message: 'm', modifiedPayload: JSON.parse(text.replace('héllo', 'HELLO')) };
     return ALLOW;
   });
@@ -366,7 +387,7 @@ function endlessStream(id: string, everyMs: number, burst: number): { written: (
   let written = 0;
   handler = async ({ res }) => {
     res.writeHead(200, SSE_HEADERS);
-    for (let i = 0; !res.destroyed && !res.writableEnded; ) {
+    for (let i = 0; !res.destroyed && !res.writableEnded;) {
       let chunk = '';
       for (let j = 0; j < burst; j++) chunk += artifactEvent(id, i++);
       res.write(chunk);
@@ -402,7 +423,10 @@ describe.each([
     await waitFor(async () => (await openStreamsGauge(proxy())) === 0, 10_000, 'open-stream gauge back to 0');
     await sleep(500);
     const after = forStream();
-    if (process.env.REPORT_MEASUREMENTS) console.log(`[disconnect] ${mode}: guardian calls at disconnect ${atDisconnect}, at upstream close ${atUpstreamClose}, 500 ms later ${after}; upstream wrote ${up.written()}`);
+    if (process.env.REPORT_MEASUREMENTS)
+      console.log(
+        `[disconnect] ${mode}: guardian calls at disconnect ${atDisconnect}, at upstream close ${atUpstreamClose}, 500 ms later ${after}; upstream wrote ${up.written()}`,
+      );
     if (mode === 'on') {
       expect(atDisconnect).toBeGreaterThanOrEqual(30);
       // Once the proxy has let go of the upstream, nothing more (bursts of 20 parsed events were waiting);
@@ -435,7 +459,12 @@ test('inspection on: the client leaves while the guardian is deciding an event: 
   await waitFor(async () => (await openStreamsGauge(on)) === 0, 10_000, 'open-stream gauge back to 0');
   await sleep(300);
   expect(responseEnvs()).toHaveLength(2 + 16);
-  expect(s.text().split('\n\n').filter((b) => b !== '')).toHaveLength(2);
+  expect(
+    s
+      .text()
+      .split('\n\n')
+      .filter((b) => b !== ''),
+  ).toHaveLength(2);
 });
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -443,7 +472,8 @@ test('inspection on: the client leaves while the guardian is deciding an event: 
 /* ---------------------------------------------------------------------------------------------- */
 
 /** Valid JSON a re-serializing proxy would change: spacing, key order, escapes, number forms, a trailing newline. */
-const ODD = '{ "id" : "u-1",\n  "jsonrpc":"2.0",\t"result" : {"kind":"message","messageId":"x","role":"agent",' +
+const ODD =
+  '{ "id" : "u-1",\n  "jsonrpc":"2.0",\t"result" : {"kind":"message","messageId":"x","role":"agent",' +
   '"parts":[{"kind":"text","text":"caf\\u00e9 \\ud83c\\udf70 \\/ done"}], "n": 1.0E2, "z": -0.0 } }\n';
 
 test.each([
@@ -457,7 +487,12 @@ test.each([
   const res = await fetch(`${proxy().url}/a2a/jsonrpc`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 'u-1', method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'hi' }] } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 'u-1',
+      method: 'SendMessage',
+      params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'hi' }] } },
+    }),
   });
   const bytes = Buffer.from(await res.arrayBuffer());
   expect(res.status).toBe(200);
@@ -486,7 +521,11 @@ describe('inspection on: a gzip-encoded answer is not passed on unread', () => {
   test('unary: the guardian sees the answer (or the caller gets no unread answer)', async () => {
     guardian.script((env) => (isResponseEnv(env) ? { decision: 'deny', message: 'no' } : ALLOW));
     handler = ({ req, res }) => {
-      const body = JSON.stringify({ jsonrpc: '2.0', id: 'gz-1', result: { kind: 'message', messageId: 'x', role: 'agent', parts: [{ kind: 'text', text: SECRET }] } });
+      const body = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'gz-1',
+        result: { kind: 'message', messageId: 'x', role: 'agent', parts: [{ kind: 'text', text: SECRET }] },
+      });
       if (/gzip/.test(String(req.headers['accept-encoding'] ?? ''))) {
         res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
         res.end(zlib.gzipSync(body));
@@ -498,7 +537,12 @@ describe('inspection on: a gzip-encoded answer is not passed on unread', () => {
     const res = await fetch(`${on.url}/a2a/jsonrpc`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'a2a-version': '1.0', 'accept-encoding': 'gzip, deflate' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 'gz-1', method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'hi' }] } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'gz-1',
+        method: 'SendMessage',
+        params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'hi' }] } },
+      }),
     });
     const text = await res.text(); // fetch decodes gzip
     expect(text).not.toContain(SECRET); // the guardian denies every answer: nothing of it may reach the caller
@@ -536,7 +580,12 @@ describe('inspection on: a gzip-encoded answer is not passed on unread', () => {
       const res = await fetch(`${open.url}/a2a/jsonrpc`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'a2a-version': '1.0', 'accept-encoding': 'gzip, deflate' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 'gz-3', method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'hi' }] } } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 'gz-3',
+          method: 'SendMessage',
+          params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'hi' }] } },
+        }),
       });
       expect({ status: res.status, text: await res.text() }).toEqual({ status: 503, text: PAGE });
     } finally {

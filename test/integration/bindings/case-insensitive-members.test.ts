@@ -79,8 +79,14 @@ beforeAll(async () => {
   judged = await s.proxy({ ROLE: 'server', UPSTREAM_URL: upstream });
   const make = async (who: Caller): Promise<{ id: string; contextId: string }> => {
     const r = await fetch(`${owning.url}/a2a/jsonrpc`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...ids.headersAs(who) },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: `mk-${who}`, role: 'ROLE_USER', parts: [{ text: 'hello' }] } } }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...ids.headersAs(who) },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: { message: { messageId: `mk-${who}`, role: 'ROLE_USER', parts: [{ text: 'hello' }] } },
+      }),
     }).then((x) => x.json() as Promise<{ result: { task: { id: string; contextId: string } } }>);
     return r.result.task;
   };
@@ -97,15 +103,20 @@ type Spelling = 'exact' | 'upper' | 'pascal' | 'random' | 'snakeUpper' | 'kebab'
 function spell(name: string, how: Spelling, seed: number): string {
   const snake = name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
   switch (how) {
-    case 'exact': return name;
-    case 'upper': return name.toUpperCase();
-    case 'pascal': return name[0]!.toUpperCase() + name.slice(1);
+    case 'exact':
+      return name;
+    case 'upper':
+      return name.toUpperCase();
+    case 'pascal':
+      return name[0]!.toUpperCase() + name.slice(1);
     case 'random': {
       const out = [...name].map((c, i) => (((seed >> (i % 16)) & 1) === 1 ? c.toUpperCase() : c.toLowerCase())).join('');
       return out === name ? name.toUpperCase() : out;
     }
-    case 'snakeUpper': return snake.toUpperCase();
-    case 'kebab': return snake.replace(/_/g, '-').replace(/^./, (c) => c.toUpperCase());
+    case 'snakeUpper':
+      return snake.toUpperCase();
+    case 'kebab':
+      return snake.replace(/_/g, '-').replace(/^./, (c) => c.toUpperCase());
   }
 }
 
@@ -119,7 +130,13 @@ interface Call {
 /** B's call naming `target` under the spelled member, in the chosen binding. */
 function call(op: Op, binding: 'jsonrpc1' | 'jsonrpc03' | 'rest', how: Spelling, seed: number, target: { task: string; context: string }): Call {
   const n = (name: string) => spell(name, how, seed);
-  const msg = (extra: Record<string, unknown>) => ({ messageId: `m-${seed}`, role: binding === 'jsonrpc03' ? 'user' : 'ROLE_USER', parts: binding === 'jsonrpc03' ? [{ kind: 'text', text: 'hi' }] : [{ text: 'hi' }], ...(binding === 'jsonrpc03' ? { kind: 'message' } : {}), ...extra });
+  const msg = (extra: Record<string, unknown>) => ({
+    messageId: `m-${seed}`,
+    role: binding === 'jsonrpc03' ? 'user' : 'ROLE_USER',
+    parts: binding === 'jsonrpc03' ? [{ kind: 'text', text: 'hi' }] : [{ text: 'hi' }],
+    ...(binding === 'jsonrpc03' ? { kind: 'message' } : {}),
+    ...extra,
+  });
   const params: Record<Op, Record<string, unknown>> = {
     get: { [n('id')]: target.task },
     cancel: { [n('id')]: target.task },
@@ -130,21 +147,51 @@ function call(op: Op, binding: 'jsonrpc1' | 'jsonrpc03' | 'rest', how: Spelling,
     pushGet: binding === 'jsonrpc03' ? { [n('id')]: target.task, pushNotificationConfigId: 'cfg' } : { [n('taskId')]: target.task, id: 'cfg' },
     list: { [n('contextId')]: target.context },
   };
-  const v1: Record<Op, string> = { get: 'GetTask', cancel: 'CancelTask', subscribe: 'SubscribeToTask', sendTask: 'SendMessage', sendContext: 'SendMessage', sendRef: 'SendMessage', pushGet: 'GetTaskPushNotificationConfig', list: 'ListTasks' };
-  const v03: Record<Op, string> = { get: 'tasks/get', cancel: 'tasks/cancel', subscribe: 'tasks/resubscribe', sendTask: 'message/send', sendContext: 'message/send', sendRef: 'message/send', pushGet: 'tasks/pushNotificationConfig/get', list: 'tasks/get' };
+  const v1: Record<Op, string> = {
+    get: 'GetTask',
+    cancel: 'CancelTask',
+    subscribe: 'SubscribeToTask',
+    sendTask: 'SendMessage',
+    sendContext: 'SendMessage',
+    sendRef: 'SendMessage',
+    pushGet: 'GetTaskPushNotificationConfig',
+    list: 'ListTasks',
+  };
+  const v03: Record<Op, string> = {
+    get: 'tasks/get',
+    cancel: 'tasks/cancel',
+    subscribe: 'tasks/resubscribe',
+    sendTask: 'message/send',
+    sendContext: 'message/send',
+    sendRef: 'message/send',
+    pushGet: 'tasks/pushNotificationConfig/get',
+    list: 'tasks/get',
+  };
   if (binding !== 'rest') {
     const method = binding === 'jsonrpc1' ? v1[op] : v03[op];
-    return { path: '/a2a/jsonrpc', headers: binding === 'jsonrpc1' ? { 'a2a-version': '1.0' } : {}, body: { jsonrpc: '2.0', id: seed, method, params: params[op] } };
+    return {
+      path: '/a2a/jsonrpc',
+      headers: binding === 'jsonrpc1' ? { 'a2a-version': '1.0' } : {},
+      body: { jsonrpc: '2.0', id: seed, method, params: params[op] },
+    };
   }
   // REST carries the other operations' task ids in the path, spelled by nobody: its bodies are the messages.
-  return { path: '/a2a/rest/message:send', headers: { 'a2a-version': '1.0' }, body: op.startsWith('send') ? params[op] : { message: msg({ [n('taskId')]: target.task }) } };
+  return {
+    path: '/a2a/rest/message:send',
+    headers: { 'a2a-version': '1.0' },
+    body: op.startsWith('send') ? params[op] : { message: msg({ [n('taskId')]: target.task }) },
+  };
 }
 
 async function send(proxy: TestProxy, c: Call, who: Caller | undefined): Promise<void> {
   await fetch(`${proxy.url}${c.path}`, {
-    method: 'POST', headers: { 'content-type': 'application/json', ...c.headers, ...(who === undefined ? {} : ids.headersAs(who)) },
-    body: JSON.stringify(c.body), signal: AbortSignal.timeout(5000),
-  }).then((r) => r.text()).catch(() => undefined);
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...c.headers, ...(who === undefined ? {} : ids.headersAs(who)) },
+    body: JSON.stringify(c.body),
+    signal: AbortSignal.timeout(5000),
+  })
+    .then((r) => r.text())
+    .catch(() => undefined);
 }
 
 const caseArb = fc.record({
@@ -154,13 +201,16 @@ const caseArb = fc.record({
   seed: fc.nat(65535),
 });
 
-test('task ownership: B naming A\'s task or context in any spelling never makes a case-insensitive agent act on it', async () => {
-  await fc.assert(fc.asyncProperty(caseArb, async (c) => {
-    goReads.length = 0;
-    await send(owning, call(c.op, c.binding, c.how, c.seed, { task: aTask, context: aContext }), 'B');
-    const named = goReads.flatMap((r) => r.ids).filter((x) => x === aTask || x === aContext);
-    expect({ case: c, named }).toEqual({ case: c, named: [] });
-  }), { numRuns: CASES });
+test("task ownership: B naming A's task or context in any spelling never makes a case-insensitive agent act on it", async () => {
+  await fc.assert(
+    fc.asyncProperty(caseArb, async (c) => {
+      goReads.length = 0;
+      await send(owning, call(c.op, c.binding, c.how, c.seed, { task: aTask, context: aContext }), 'B');
+      const named = goReads.flatMap((r) => r.ids).filter((x) => x === aTask || x === aContext);
+      expect({ case: c, named }).toEqual({ case: c, named: [] });
+    }),
+    { numRuns: CASES },
+  );
   // Control: B's own task in the exact spelling reaches the agent.
   goReads.length = 0;
   await send(owning, call('get', 'jsonrpc1', 'exact', 1, { task: bTask, context: '' }), 'B');
@@ -176,12 +226,15 @@ test('guardian: a call the guardian would deny in the exact spelling never reach
     const named = [p?.id, p?.taskId, p?.contextId, m.taskId, m.contextId, ...(Array.isArray(m.referenceTaskIds) ? m.referenceTaskIds : [])];
     return named.some((x) => x === FORBIDDEN.task || x === FORBIDDEN.context) ? { decision: 'deny', message: 'forbidden task' } : { decision: 'allow' };
   });
-  await fc.assert(fc.asyncProperty(caseArb, async (c) => {
-    goReads.length = 0;
-    await send(judged, call(c.op, c.binding, c.how, c.seed, FORBIDDEN), undefined);
-    const named = goReads.flatMap((r) => r.ids).filter((x) => x === FORBIDDEN.task || x === FORBIDDEN.context);
-    expect({ case: c, named }).toEqual({ case: c, named: [] });
-  }), { numRuns: CASES });
+  await fc.assert(
+    fc.asyncProperty(caseArb, async (c) => {
+      goReads.length = 0;
+      await send(judged, call(c.op, c.binding, c.how, c.seed, FORBIDDEN), undefined);
+      const named = goReads.flatMap((r) => r.ids).filter((x) => x === FORBIDDEN.task || x === FORBIDDEN.context);
+      expect({ case: c, named }).toEqual({ case: c, named: [] });
+    }),
+    { numRuns: CASES },
+  );
   // Control: an allowed task in the exact spelling reaches the agent.
   goReads.length = 0;
   await send(judged, call('get', 'jsonrpc1', 'exact', 2, { task: 'some-other-task', context: '' }), undefined);

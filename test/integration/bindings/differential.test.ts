@@ -164,7 +164,7 @@ function area(path: string): string {
 
 /** One line, cut at `n` characters (answers may be HTML pages). */
 const short = (v: unknown, n = 300): string => {
-  const s = (typeof v === 'string' ? v : JSON.stringify(v) ?? String(v)).replace(/\s*\n\s*/g, ' ');
+  const s = (typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v))).replace(/\s*\n\s*/g, ' ');
   return s.length > n ? `${s.slice(0, n)}...` : s;
 };
 
@@ -180,7 +180,15 @@ function describeAgentRequest(r: ReceivedRequest): string {
 /** Every request got a complete HTTP answer within the time limit. */
 function answered(outcomes: readonly WireOutcome[]): Violation[] {
   return outcomes.flatMap((o): Violation[] =>
-    o.kind === 'answer' ? [] : [{ kind: 'hang', sig: `hang: ${o.kind === 'timeout' ? 'no answer within the time limit' : 'connection closed without an answer'}`, detail: `${o.kind} after ${o.ms} ms; received: ${JSON.stringify(o.partial)}` }],
+    o.kind === 'answer'
+      ? []
+      : [
+          {
+            kind: 'hang',
+            sig: `hang: ${o.kind === 'timeout' ? 'no answer within the time limit' : 'connection closed without an answer'}`,
+            detail: `${o.kind} after ${o.ms} ms; received: ${JSON.stringify(o.partial)}`,
+          },
+        ],
   );
 }
 
@@ -216,7 +224,8 @@ function termsProblem(c: Case, o: WireOutcome): string | undefined {
   const err = json['error'] as Obj;
   const isRpc = 'jsonrpc' in json;
   if (isRpc) {
-    if (json['jsonrpc'] !== '2.0' || !Number.isInteger(err['code']) || typeof err['message'] !== 'string' || !('id' in json)) return 'malformed JSON-RPC error object';
+    if (json['jsonrpc'] !== '2.0' || !Number.isInteger(err['code']) || typeof err['message'] !== 'string' || !('id' in json))
+      return 'malformed JSON-RPC error object';
     if (info['reason'] === 'GUARDIAN_DENIED' && o.status !== 200) return `JSON-RPC denial with HTTP ${o.status}`;
     if (info['reason'] === 'GUARDIAN_DENIED' && c.rpcId !== undefined && json['id'] !== c.rpcId) return 'JSON-RPC denial does not echo the caller id';
   } else if (err['code'] !== o.status || typeof err['status'] !== 'string' || typeof err['message'] !== 'string') {
@@ -241,7 +250,8 @@ function checkDeny(cases: readonly Case[], obs: Observed): Violation[] {
   cases.forEach((c, i) => {
     const o = obs.outcomes[i] as WireOutcome;
     const p = termsProblem(c, o);
-    if (p !== undefined && o.kind === 'answer') out.push({ kind: 'terms', sig: `terms: ${p}`, detail: `${p}: HTTP ${o.status} ${short(o.body.toString('utf8'))}` });
+    if (p !== undefined && o.kind === 'answer')
+      out.push({ kind: 'terms', sig: `terms: ${p}`, detail: `${p}: HTTP ${o.status} ${short(o.body.toString('utf8'))}` });
   });
   return out;
 }
@@ -382,7 +392,13 @@ async function shrinkClass<T>(s: Search<T>, ledger: Ledger, sig: string): Promis
     if (v !== undefined) lastDetail = v.detail;
     return v === undefined;
   });
-  const details = await fc.check(prop, { seed: ledger.seed, path: String(entry.firstRun), examples: examplesOf(s), interruptAfterTimeLimit: SHRINK_MS, markInterruptAsFailure: false });
+  const details = await fc.check(prop, {
+    seed: ledger.seed,
+    path: String(entry.firstRun),
+    examples: examplesOf(s),
+    interruptAfterTimeLimit: SHRINK_MS,
+    markInterruptAsFailure: false,
+  });
   if (!details.failed || details.counterexample === null) {
     return `  (did not reproduce on replay; first seen in batch ${entry.firstRun}:)\n${entry.firstBatch}\n      ${entry.firstDetail}`;
   }
@@ -401,7 +417,10 @@ async function expectNoClasses<T>(s: Search<T>, ledger: Ledger | undefined, kind
   if (found.length === 0) return;
   const parts: string[] = [];
   for (const [i, [sig, e]] of found.entries()) {
-    const body = i < SHRINK_CLASSES ? await shrinkClass(s, ledger, sig) : `      => ${e.firstDetail}\n      (not shrunk: raise DIFF_SHRINK, replay with DIFF_SEED=${ledger.seed})`;
+    const body =
+      i < SHRINK_CLASSES
+        ? await shrinkClass(s, ledger, sig)
+        : `      => ${e.firstDetail}\n      (not shrunk: raise DIFF_SHRINK, replay with DIFF_SEED=${ledger.seed})`;
     parts.push(`[${i + 1}] ${sig}  (${e.count} times)\n${body}`);
   }
   throw new Error(
@@ -432,11 +451,21 @@ const cases = caseArb(() => HOST);
 const KNOWN_DOORS: readonly Case[] = [
   handCase('method name hidden in UTF-7 ("+AG0-essage/send")', { family: 'jsonrpc-0.3', op: 'send' }, () => ({
     ctParams: '; charset=utf-7',
-    json: toJ({ jsonrpc: '2.0', id: 1, method: '+AG0-essage/send', params: { message: { kind: 'message', messageId: 'm-utf7', role: 'user', parts: [{ kind: 'text', text: 'hello' }] } } }),
+    json: toJ({
+      jsonrpc: '2.0',
+      id: 1,
+      method: '+AG0-essage/send',
+      params: { message: { kind: 'message', messageId: 'm-utf7', role: 'user', parts: [{ kind: 'text', text: 'hello' }] } },
+    }),
   })),
   handCase('content hidden in UTF-7 ("+AG0-olotov")', { family: 'jsonrpc-0.3', op: 'send' }, () => ({
     ctParams: '; charset=utf-7',
-    json: toJ({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm-utf7', role: 'user', parts: [{ kind: 'text', text: '+AG0-olotov' }] } } }),
+    json: toJ({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'message/send',
+      params: { message: { kind: 'message', messageId: 'm-utf7', role: 'user', parts: [{ kind: 'text', text: '+AG0-olotov' }] } },
+    }),
   })),
   handCase('config id with a custom verb, GET', { family: 'rest-1.0', op: 'pushGet' }, (d) => ({ segs: [...d.segs.slice(0, -1), 'cfg:cancel'] })),
   handCase('config id with a custom verb, DELETE', { family: 'rest-1.0', op: 'pushDelete' }, (d) => ({ segs: [...d.segs.slice(0, -1), 'cfg:cancel'] })),
@@ -450,10 +479,20 @@ const KNOWN_DOORS: readonly Case[] = [
 
 /** The deny-all search through the proxy whose URL `proxyUrl` gives (read when the search runs). */
 const denySearchVia = (name: string, proxyUrl: () => string, n: number): Search<Case> => ({
-  name, arb: cases, examples: KNOWN_DOORS, cases: n, run: async (b) => checkDeny(b, await runBatch(portOf(proxyUrl()), b)), describe: describeCase,
+  name,
+  arb: cases,
+  examples: KNOWN_DOORS,
+  cases: n,
+  run: async (b) => checkDeny(b, await runBatch(portOf(proxyUrl()), b)),
+  describe: describeCase,
 });
 const allowSearchVia = (name: string, proxyUrl: () => string, n: number, arb: fc.Arbitrary<Case> = cases): Search<Case> => ({
-  name, arb, examples: KNOWN_DOORS, cases: n, run: async (b) => checkAllow(await runBatch(portOf(proxyUrl()), b)), describe: describeCase,
+  name,
+  arb,
+  examples: KNOWN_DOORS,
+  cases: n,
+  run: async (b) => checkAllow(await runBatch(portOf(proxyUrl()), b)),
+  describe: describeCase,
 });
 
 const denySearch = denySearchVia('deny-all', () => denyProxy.url, SEARCH_CASES.deny);
@@ -464,21 +503,37 @@ describe('deny-all guardian', () => {
     ledger = await explore(denySearch);
   }, SEARCH_TIMEOUT_MS);
 
-  test('the agent\'s request handler acts on nothing', async () => {
-    await expectNoClasses(denySearch, ledger, ['bypass'], 'Operations reached the agent\'s request handler although the guardian denied everything');
-  }, SEARCH_TIMEOUT_MS);
+  test(
+    "the agent's request handler acts on nothing",
+    async () => {
+      await expectNoClasses(denySearch, ledger, ['bypass'], "Operations reached the agent's request handler although the guardian denied everything");
+    },
+    SEARCH_TIMEOUT_MS,
+  );
 
-  test('nothing but plain card reads reaches the agent (unknown traffic is refused)', async () => {
-    await expectNoClasses(denySearch, ledger, ['unjudged'], 'Requests reached the agent without a guardian decision');
-  }, SEARCH_TIMEOUT_MS);
+  test(
+    'nothing but plain card reads reaches the agent (unknown traffic is refused)',
+    async () => {
+      await expectNoClasses(denySearch, ledger, ['unjudged'], 'Requests reached the agent without a guardian decision');
+    },
+    SEARCH_TIMEOUT_MS,
+  );
 
-  test('every request gets an answer, within a generous time limit', async () => {
-    await expectNoClasses(denySearch, ledger, ['hang'], 'Requests were not answered');
-  }, SEARCH_TIMEOUT_MS);
+  test(
+    'every request gets an answer, within a generous time limit',
+    async () => {
+      await expectNoClasses(denySearch, ledger, ['hang'], 'Requests were not answered');
+    },
+    SEARCH_TIMEOUT_MS,
+  );
 
-  test('the proxy\'s own answers are well formed and in the caller\'s binding', async () => {
-    await expectNoClasses(denySearch, ledger, ['terms'], 'Proxy answers not in the binding\'s terms');
-  }, SEARCH_TIMEOUT_MS);
+  test(
+    "the proxy's own answers are well formed and in the caller's binding",
+    async () => {
+      await expectNoClasses(denySearch, ledger, ['terms'], "Proxy answers not in the binding's terms");
+    },
+    SEARCH_TIMEOUT_MS,
+  );
 });
 
 /* ------------------------------------------------------------------------------------------ */
@@ -496,17 +551,29 @@ describe('allow-all guardian', () => {
 
   beforeEach(() => stack.guardian.script(() => ({ decision: 'allow', message: 'allow-all guardian' })));
 
-  test('every operation the handler acts on is one the guardian approved (same operation, ids, content, tenant)', async () => {
-    await expectNoClasses(allowSearch, ledger, ['mismatch'], 'The agent acted on something other than what the guardian approved');
-  }, SEARCH_TIMEOUT_MS);
+  test(
+    'every operation the handler acts on is one the guardian approved (same operation, ids, content, tenant)',
+    async () => {
+      await expectNoClasses(allowSearch, ledger, ['mismatch'], 'The agent acted on something other than what the guardian approved');
+    },
+    SEARCH_TIMEOUT_MS,
+  );
 
-  test('the agent receives no request the guardian did not approve', async () => {
-    await expectNoClasses(allowSearch, ledger, ['unjudged'], 'Requests reached the agent without a guardian decision');
-  }, SEARCH_TIMEOUT_MS);
+  test(
+    'the agent receives no request the guardian did not approve',
+    async () => {
+      await expectNoClasses(allowSearch, ledger, ['unjudged'], 'Requests reached the agent without a guardian decision');
+    },
+    SEARCH_TIMEOUT_MS,
+  );
 
-  test('every request gets an answer, within a generous time limit', async () => {
-    await expectNoClasses(allowSearch, ledger, ['hang'], 'Requests were not answered');
-  }, SEARCH_TIMEOUT_MS);
+  test(
+    'every request gets an answer, within a generous time limit',
+    async () => {
+      await expectNoClasses(allowSearch, ledger, ['hang'], 'Requests were not answered');
+    },
+    SEARCH_TIMEOUT_MS,
+  );
 });
 
 /* ------------------------------------------------------------------------------------------ */
@@ -540,7 +607,12 @@ function codeProblem(d: Defect, direct: WireOutcome, proxied: WireOutcome): Viol
   if (want === undefined) return undefined; // the agent does not refuse it with a standard code: nothing to compare
   // The A2A media type on JSON-RPC: the JS SDK agent refuses it, the proxy takes it (as the Python SDK's agent does)
   // and forwards application/json; what the agent then acts on is the allow-all oracle's to check.
-  if (d.binding === 'jsonrpc' && want.code === -32005 && (header(d.wire.headers, 'content-type') ?? '').split(';')[0]?.trim().toLowerCase() === 'application/a2a+json') return undefined;
+  if (
+    d.binding === 'jsonrpc' &&
+    want.code === -32005 &&
+    (header(d.wire.headers, 'content-type') ?? '').split(';')[0]?.trim().toLowerCase() === 'application/a2a+json'
+  )
+    return undefined;
   const v = (got: string, detail: string): Violation => ({ kind: 'code', sig: `code: ${d.binding} agent ${want.code}, proxy ${got}`, detail });
   if (proxied.kind !== 'answer') return v('no answer', `proxy: ${proxied.kind}`);
   const json = jsonOf(proxied.body);
@@ -550,7 +622,10 @@ function codeProblem(d: Defect, direct: WireOutcome, proxied: WireOutcome): Viol
   if (info !== undefined && info['reason'] !== 'REQUEST_REJECTED') return v(`${String(info['reason'])}`, said);
   // Nothing a guardian could judge can be read out of it: the answer must be the proxy's own refusal.
   if (d.unjudgeable && info === undefined) {
-    return v(`HTTP ${proxied.status} without the proxy's REQUEST_REJECTED ErrorInfo (the agent, not the proxy, refused something no A2A call can be read from)`, said);
+    return v(
+      `HTTP ${proxied.status} without the proxy's REQUEST_REJECTED ErrorInfo (the agent, not the proxy, refused something no A2A call can be read from)`,
+      said,
+    );
   }
   if (d.binding === 'jsonrpc') {
     const code = isObj(err) ? err['code'] : undefined;
@@ -560,7 +635,8 @@ function codeProblem(d: Defect, direct: WireOutcome, proxied: WireOutcome): Viol
   }
   if (proxied.status !== want.code) return v(`HTTP ${proxied.status}`, said);
   // The proxy's own refusal is a google.rpc.Status; a relayed agent error is JSON too (v1 Status, v0.3 flat {code,message}).
-  if (info !== undefined && (!isObj(err) || err['code'] !== want.code || typeof err['status'] !== 'string')) return v(`HTTP ${proxied.status} refusal not in google.rpc.Status form`, said);
+  if (info !== undefined && (!isObj(err) || err['code'] !== want.code || typeof err['status'] !== 'string'))
+    return v(`HTTP ${proxied.status} refusal not in google.rpc.Status form`, said);
   if (info === undefined && !isObj(json)) return v(`HTTP ${proxied.status} with a body that is not JSON`, said);
   return undefined;
 }
@@ -574,7 +650,9 @@ const codeSearchVia = (name: string, proxyUrl: () => string, n: number): Search<
   run: async (batch) => {
     const agentPort = portOf(stack.agent.origin);
     const proxyPort = portOf(proxyUrl());
-    const results = await Promise.all(batch.map(async (d) => [d, await exchange(agentPort, d.wire, ANSWER_TIMEOUT_MS), await exchange(proxyPort, d.wire, ANSWER_TIMEOUT_MS)] as const));
+    const results = await Promise.all(
+      batch.map(async (d) => [d, await exchange(agentPort, d.wire, ANSWER_TIMEOUT_MS), await exchange(proxyPort, d.wire, ANSWER_TIMEOUT_MS)] as const),
+    );
     await agentIdle();
     return results.flatMap(([d, direct, proxied]) => {
       const p = codeProblem(d, direct, proxied);
@@ -592,9 +670,13 @@ describe('standard codes', () => {
     ledger = await explore(codeSearch);
   }, SEARCH_TIMEOUT_MS);
 
-  test('where the SDK agent refuses a request, the caller gets the same standard code (the proxy\'s own refusals carry its ErrorInfo)', async () => {
-    await expectNoClasses(codeSearch, ledger, ['code', 'hang'], 'The proxy does not answer in the standard terms the agent uses');
-  }, SEARCH_TIMEOUT_MS);
+  test(
+    "where the SDK agent refuses a request, the caller gets the same standard code (the proxy's own refusals carry its ErrorInfo)",
+    async () => {
+      await expectNoClasses(codeSearch, ledger, ['code', 'hang'], 'The proxy does not answer in the standard terms the agent uses');
+    },
+    SEARCH_TIMEOUT_MS,
+  );
 });
 
 /* ------------------------------------------------------------------------------------------ */
@@ -627,32 +709,53 @@ describe('self-check of the oracles', () => {
 
   const ALL: readonly Kind[] = ['bypass', 'unjudged', 'hang', 'terms', 'mismatch', 'code'];
 
-  test('a minimal positive-model proxy passes every deny-all oracle', async () => {
-    const s = denySearchVia('reference deny-all', () => must(refDeny), SELF_CASES);
-    const ledger = await explore(s);
-    await expectNoClasses(s, ledger, ALL, 'The deny-all oracles fail a proxy that keeps the promise (a harness bug)');
-  }, SEARCH_TIMEOUT_MS);
+  test(
+    'a minimal positive-model proxy passes every deny-all oracle',
+    async () => {
+      const s = denySearchVia('reference deny-all', () => must(refDeny), SELF_CASES);
+      const ledger = await explore(s);
+      await expectNoClasses(s, ledger, ALL, 'The deny-all oracles fail a proxy that keeps the promise (a harness bug)');
+    },
+    SEARCH_TIMEOUT_MS,
+  );
 
-  test('a minimal positive-model proxy passes every allow-all oracle', async () => {
-    // One mutation a case: most JSON-RPC calls stay readable, so the reference forwards them and the readings are compared.
-    const s = allowSearchVia('reference allow-all', () => must(refAllow), SELF_CASES, caseArb(() => HOST, 1));
-    const ledger = await explore(s);
-    await expectNoClasses(s, ledger, ALL, 'The allow-all oracles fail a proxy that keeps the promise (a harness bug)');
-    // Not vacuous: the reference forwards the calls it can read, and the handler acts on them.
-    expect(ledger.calls).toBeGreaterThan(0);
-    expect(ledger.approvals).toBeGreaterThanOrEqual(ledger.calls);
-  }, SEARCH_TIMEOUT_MS);
+  test(
+    'a minimal positive-model proxy passes every allow-all oracle',
+    async () => {
+      // One mutation a case: most JSON-RPC calls stay readable, so the reference forwards them and the readings are compared.
+      const s = allowSearchVia(
+        'reference allow-all',
+        () => must(refAllow),
+        SELF_CASES,
+        caseArb(() => HOST, 1),
+      );
+      const ledger = await explore(s);
+      await expectNoClasses(s, ledger, ALL, 'The allow-all oracles fail a proxy that keeps the promise (a harness bug)');
+      // Not vacuous: the reference forwards the calls it can read, and the handler acts on them.
+      expect(ledger.calls).toBeGreaterThan(0);
+      expect(ledger.approvals).toBeGreaterThanOrEqual(ledger.calls);
+    },
+    SEARCH_TIMEOUT_MS,
+  );
 
-  test('a minimal positive-model proxy passes the standard-codes oracle', async () => {
-    const s = codeSearchVia('reference standard-codes', () => must(refAllow), SELF_CASES);
-    const ledger = await explore(s);
-    await expectNoClasses(s, ledger, ALL, 'The standard-codes oracle fails a proxy that answers like the agent (a harness bug)');
-  }, SEARCH_TIMEOUT_MS);
+  test(
+    'a minimal positive-model proxy passes the standard-codes oracle',
+    async () => {
+      const s = codeSearchVia('reference standard-codes', () => must(refAllow), SELF_CASES);
+      const ledger = await explore(s);
+      await expectNoClasses(s, ledger, ALL, 'The standard-codes oracle fails a proxy that answers like the agent (a harness bug)');
+    },
+    SEARCH_TIMEOUT_MS,
+  );
 
-  test('a relaying proxy is caught: with a deny-all guardian the handler acts', async () => {
-    const ledger = await explore(denySearchVia('relay deny-all', () => must(relay), CONCURRENCY * 4));
-    const kinds = new Set([...ledger.classes.values()].map((e) => e.kind));
-    expect(kinds).toContain('bypass');
-    expect(kinds).toContain('unjudged');
-  }, SEARCH_TIMEOUT_MS);
+  test(
+    'a relaying proxy is caught: with a deny-all guardian the handler acts',
+    async () => {
+      const ledger = await explore(denySearchVia('relay deny-all', () => must(relay), CONCURRENCY * 4));
+      const kinds = new Set([...ledger.classes.values()].map((e) => e.kind));
+      expect(kinds).toContain('bypass');
+      expect(kinds).toContain('unjudged');
+    },
+    SEARCH_TIMEOUT_MS,
+  );
 });

@@ -36,11 +36,15 @@ beforeAll(async () => {
 
 const DENY: GuardianReply = { decision: 'deny', message: 'wire says no', reasonCode: ['WIRE'] };
 const v03Send = (id: unknown, text: string) => ({
-  jsonrpc: '2.0', id, method: 'message/send',
+  jsonrpc: '2.0',
+  id,
+  method: 'message/send',
   params: { message: { kind: 'message', messageId: `m-${text}`, role: 'user', parts: [{ kind: 'text', text }] } },
 });
 const v1Send = (id: unknown, text: string) => ({
-  jsonrpc: '2.0', id, method: 'SendMessage',
+  jsonrpc: '2.0',
+  id,
+  method: 'SendMessage',
   params: { message: { messageId: `m-${text}`, role: 'ROLE_USER', parts: [{ text }] }, configuration: {} },
 });
 
@@ -81,7 +85,10 @@ describe('headers pass through untouched', () => {
   });
 
   test.each([['1.0'], [undefined]] as const)('JSON-RPC streaming, A2A-Version %s', async (version) => {
-    const body = { ...(version === '1.0' ? v1Send(2, 'hdr stream') : v03Send(2, 'hdr stream')), method: version === '1.0' ? 'SendStreamingMessage' : 'message/stream' };
+    const body = {
+      ...(version === '1.0' ? v1Send(2, 'hdr stream') : v03Send(2, 'hdr stream')),
+      method: version === '1.0' ? 'SendStreamingMessage' : 'message/stream',
+    };
     const res = await rawSse(`${proxy.url}/a2a/jsonrpc`, body, sent(version));
     expect(res.contentType).toMatch(/^text\/event-stream/);
     expect(res.events.length).toBeGreaterThan(1);
@@ -94,11 +101,14 @@ describe('headers pass through untouched', () => {
     [undefined, 'GET', '/a2a/rest/v1/tasks/{T}'],
     [undefined, 'POST', '/a2a/rest/v1/message:send'],
   ] as const)('REST, A2A-Version %s, %s %s', async (version, verb, path) => {
-    const body = verb === 'POST'
-      ? JSON.stringify(version === '1.0'
-        ? { message: { messageId: 'r1', role: 'ROLE_USER', parts: [{ text: 'rest hdr' }] } }
-        : { message: { messageId: 'r1', role: 'ROLE_USER', content: [{ text: 'rest hdr' }] } })
-      : undefined;
+    const body =
+      verb === 'POST'
+        ? JSON.stringify(
+            version === '1.0'
+              ? { message: { messageId: 'r1', role: 'ROLE_USER', parts: [{ text: 'rest hdr' }] } }
+              : { message: { messageId: 'r1', role: 'ROLE_USER', content: [{ text: 'rest hdr' }] } },
+          )
+        : undefined;
     const res = await fetch(`${proxy.url}${path.replace('{T}', done)}`, {
       method: verb,
       headers: { ...sent(version), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -111,7 +121,11 @@ describe('headers pass through untouched', () => {
   });
 
   test('a header-less v0.3 call reaches the agent without a2a-version, extensions or authorization headers, and works', async () => {
-    const res = await fetch(`${proxy.url}/a2a/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(v03Send('bare', 'no headers')) });
+    const res = await fetch(`${proxy.url}/a2a/jsonrpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(v03Send('bare', 'no headers')),
+    });
     const json = (await res.json()) as any;
     expect(json).toMatchObject({ jsonrpc: '2.0', id: 'bare', result: { kind: 'task' } });
     const h = (agent.received[0] as ReceivedRequest).headers;
@@ -121,7 +135,8 @@ describe('headers pass through untouched', () => {
 
   test('a header-less v0.3 REST call reaches the agent without a2a-version', async () => {
     const res = await fetch(`${proxy.url}/a2a/rest/v1/message:send`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ message: { messageId: 'r2', role: 'ROLE_USER', content: [{ text: 'bare rest' }] }, configuration: { blocking: true } }),
     });
     expect(res.status).toBe(201); // the SDK's v0.3 REST send answers 201
@@ -139,7 +154,14 @@ describe('JSON-RPC batches are refused as the agent would (-32600 / v1.0: -32602
     ['two A2A calls (v0.3)', [v03Send(1, 'a'), { jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: 'x' } }], {}],
     ['one A2A call (v1)', [v1Send('b1', 'b')], { 'a2a-version': '1.0' }],
     ['an A2A call hidden behind a harmless one', [{ jsonrpc: '2.0', id: 1, method: 'custom/echo' }, v03Send(2, 'hidden')], {}],
-    ['only non-A2A methods', [{ jsonrpc: '2.0', id: 1, method: 'custom/echo' }, { jsonrpc: '2.0', id: 2, method: 'other' }], {}],
+    [
+      'only non-A2A methods',
+      [
+        { jsonrpc: '2.0', id: 1, method: 'custom/echo' },
+        { jsonrpc: '2.0', id: 2, method: 'other' },
+      ],
+      {},
+    ],
     ['notifications (no ids)', [{ jsonrpc: '2.0', method: 'message/send', params: v03Send(0, 'n').params }], {}],
   ] as const)('%s', async (_name, batch, headers) => {
     guardian.script(() => ({ decision: 'allow' }));
@@ -169,7 +191,7 @@ describe('JSON-RPC batches are refused as the agent would (-32600 / v1.0: -32602
 describe('JSON-RPC methods that are not A2A', () => {
   const custom = { jsonrpc: '2.0', id: 'c-1', method: 'custom/diagnostics', params: { verbose: true } };
 
-  test('NON_A2A=refuse (default): -32601 method not found with the caller\'s id and the proxy\'s ErrorInfo, not forwarded', async () => {
+  test("NON_A2A=refuse (default): -32601 method not found with the caller's id and the proxy's ErrorInfo, not forwarded", async () => {
     guardian.script(() => DENY);
     const res = await rawRpc(`${proxy.url}/a2a/jsonrpc`, custom);
     expectRpcError(res, 'c-1', -32601, 'REQUEST_REJECTED');
@@ -177,7 +199,7 @@ describe('JSON-RPC methods that are not A2A', () => {
     expect(agent.received).toEqual([]);
   });
 
-  test('NON_A2A=forward: forwarded as is, unseen by the guardian; the agent\'s answer is relayed', async () => {
+  test("NON_A2A=forward: forwarded as is, unseen by the guardian; the agent's answer is relayed", async () => {
     const res = await rawRpc(`${open.url}/a2a/jsonrpc`, custom);
     expect(res.status).toBe(200);
     expect(res.json).toMatchObject({ jsonrpc: '2.0', id: 'c-1', error: { code: -32601 } }); // the SDK agent's own answer
@@ -221,21 +243,42 @@ describe('JSON-RPC methods that are not A2A', () => {
 
 describe('raw JSON-RPC tasks/list (v0.3 has none) and extended card', () => {
   const cases = [
-    { name: 'v0.3 tasks/list', headers: {}, body: { jsonrpc: '2.0', id: 'l-1', method: 'tasks/list', params: { pageSize: 2 } }, aos: 'tasks/list', agentCode: -32601 },
-    { name: 'v1 GetExtendedAgentCard', headers: { 'a2a-version': '1.0' }, body: { jsonrpc: '2.0', id: 'e-1', method: 'GetExtendedAgentCard', params: {} }, aos: 'agent/getAuthenticatedExtendedCard', agentCode: -32004 },
-    { name: 'v0.3 agent/getAuthenticatedExtendedCard', headers: {}, body: { jsonrpc: '2.0', id: 7, method: 'agent/getAuthenticatedExtendedCard' }, aos: 'agent/getAuthenticatedExtendedCard', agentCode: -32004 },
+    {
+      name: 'v0.3 tasks/list',
+      headers: {},
+      body: { jsonrpc: '2.0', id: 'l-1', method: 'tasks/list', params: { pageSize: 2 } },
+      aos: 'tasks/list',
+      agentCode: -32601,
+    },
+    {
+      name: 'v1 GetExtendedAgentCard',
+      headers: { 'a2a-version': '1.0' },
+      body: { jsonrpc: '2.0', id: 'e-1', method: 'GetExtendedAgentCard', params: {} },
+      aos: 'agent/getAuthenticatedExtendedCard',
+      agentCode: -32004,
+    },
+    {
+      name: 'v0.3 agent/getAuthenticatedExtendedCard',
+      headers: {},
+      body: { jsonrpc: '2.0', id: 7, method: 'agent/getAuthenticatedExtendedCard' },
+      aos: 'agent/getAuthenticatedExtendedCard',
+      agentCode: -32004,
+    },
   ];
 
-  test.each(cases.map((c) => [c.name, c] as const))('%s: allow -> envelope under the AOS name, forwarded, the agent\'s answer relayed with the caller\'s id', async (_n, c) => {
-    const res = await rawRpc(`${proxy.url}/a2a/jsonrpc`, c.body, c.headers);
-    const envs = guardian.calls();
-    expect(envs.map((e) => e.method)).toEqual([c.aos]);
-    expect(envs[0].params.payload).toEqual(c.body);
-    expect(agent.received.map((r) => r.body)).toEqual([c.body]);
-    expect(res.json).toMatchObject({ jsonrpc: '2.0', id: c.body.id, error: { code: c.agentCode } });
-  });
+  test.each(cases.map((c) => [c.name, c] as const))(
+    "%s: allow -> envelope under the AOS name, forwarded, the agent's answer relayed with the caller's id",
+    async (_n, c) => {
+      const res = await rawRpc(`${proxy.url}/a2a/jsonrpc`, c.body, c.headers);
+      const envs = guardian.calls();
+      expect(envs.map((e) => e.method)).toEqual([c.aos]);
+      expect(envs[0].params.payload).toEqual(c.body);
+      expect(agent.received.map((r) => r.body)).toEqual([c.body]);
+      expect(res.json).toMatchObject({ jsonrpc: '2.0', id: c.body.id, error: { code: c.agentCode } });
+    },
+  );
 
-  test.each(cases.map((c) => [c.name, c] as const))('%s: deny -> -31403 with the caller\'s id, not forwarded', async (_n, c) => {
+  test.each(cases.map((c) => [c.name, c] as const))("%s: deny -> -31403 with the caller's id, not forwarded", async (_n, c) => {
     guardian.script(() => DENY);
     const res = await rawRpc(`${proxy.url}/a2a/jsonrpc`, c.body, c.headers);
     expectRpcError(res, c.body.id, -31403, 'GUARDIAN_DENIED');

@@ -58,33 +58,37 @@ beforeAll(async () => {
         res.end(own.body);
         return;
       }
-      const up = http.request(`${s.agent.origin}${req.url ?? '/'}`, { method: req.method, headers: { ...req.headers, host: new URL(s.agent.origin).host } }, (ur) => {
-        const type = String(ur.headers['content-type'] ?? '');
-        if (!type.includes('json')) {
-          res.writeHead(ur.statusCode ?? 502, ur.headers);
-          ur.pipe(res);
-          return;
-        }
-        const got: Buffer[] = [];
-        ur.on('data', (d: Buffer) => got.push(d));
-        ur.on('end', () => {
-          let text = Buffer.concat(got).toString('utf8').split(s.agent.origin).join(frontOrigin);
-          try {
-            const v = JSON.parse(text) as unknown;
-            const result = typeof v === 'object' && v !== null ? (v as Record<string, unknown>).result : undefined;
-            if (isCard(v)) text = JSON.stringify(cardEdit(v));
-            else if (isCard(result)) text = JSON.stringify({ ...(v as Record<string, unknown>), result: cardEdit(result) });
-          } catch {
-            /* not JSON: as it is */
+      const up = http.request(
+        `${s.agent.origin}${req.url ?? '/'}`,
+        { method: req.method, headers: { ...req.headers, host: new URL(s.agent.origin).host } },
+        (ur) => {
+          const type = String(ur.headers['content-type'] ?? '');
+          if (!type.includes('json')) {
+            res.writeHead(ur.statusCode ?? 502, ur.headers);
+            ur.pipe(res);
+            return;
           }
-          const headers = { ...ur.headers };
-          delete headers['content-length'];
-          delete headers['transfer-encoding'];
-          delete headers.etag;
-          res.writeHead(ur.statusCode ?? 502, { ...headers, 'content-length': Buffer.byteLength(text) });
-          res.end(text);
-        });
-      });
+          const got: Buffer[] = [];
+          ur.on('data', (d: Buffer) => got.push(d));
+          ur.on('end', () => {
+            let text = Buffer.concat(got).toString('utf8').split(s.agent.origin).join(frontOrigin);
+            try {
+              const v = JSON.parse(text) as unknown;
+              const result = typeof v === 'object' && v !== null ? (v as Record<string, unknown>).result : undefined;
+              if (isCard(v)) text = JSON.stringify(cardEdit(v));
+              else if (isCard(result)) text = JSON.stringify({ ...(v as Record<string, unknown>), result: cardEdit(result) });
+            } catch {
+              /* not JSON: as it is */
+            }
+            const headers = { ...ur.headers };
+            delete headers['content-length'];
+            delete headers['transfer-encoding'];
+            delete headers.etag;
+            res.writeHead(ur.statusCode ?? 502, { ...headers, 'content-length': Buffer.byteLength(text) });
+            res.end(text);
+          });
+        },
+      );
       up.on('error', () => res.destroy());
       up.end(body);
     });
@@ -124,7 +128,13 @@ const realisticCard: CardEdit = (c) => ({
         description: '',
         oauth2MetadataUrl: '',
         // Scope names are the authorization server's (a map), not A2A members.
-        flows: { clientCredentials: { tokenUrl: 'https://idp.example.com/token', refreshUrl: '', scopes: { Tasks: 'read and cancel tasks', Message: 'send messages' } } },
+        flows: {
+          clientCredentials: {
+            tokenUrl: 'https://idp.example.com/token',
+            refreshUrl: '',
+            scopes: { Tasks: 'read and cancel tasks', Message: 'send messages' },
+          },
+        },
       },
     },
   },
@@ -153,8 +163,16 @@ afterAll(async () => {
   await ids?.close();
 });
 
-async function rpc(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: Record<string, unknown> | undefined; text: string }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...headers }, body: JSON.stringify(body) });
+async function rpc(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; json: Record<string, unknown> | undefined; text: string }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...headers },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   let json: Record<string, unknown> | undefined;
   try {
@@ -169,11 +187,23 @@ async function rpc(url: string, body: unknown, headers: Record<string, string> =
 /* False positives: realistic SDK traffic over every operation                                    */
 /* ---------------------------------------------------------------------------------------------- */
 
-const filePart = (bytes: string): Part => ({ content: { $case: 'raw', value: Buffer.from(bytes) }, metadata: undefined, filename: 'notes.txt', mediaType: 'text/plain' }) as Part;
-const urlPart = (): Part => ({ content: { $case: 'url', value: 'https://files.example.com/report.pdf' }, metadata: { Source: 'upload' }, filename: 'report.pdf', mediaType: 'application/pdf' }) as Part;
+const filePart = (bytes: string): Part =>
+  ({ content: { $case: 'raw', value: Buffer.from(bytes) }, metadata: undefined, filename: 'notes.txt', mediaType: 'text/plain' }) as Part;
+const urlPart = (): Part =>
+  ({
+    content: { $case: 'url', value: 'https://files.example.com/report.pdf' },
+    metadata: { Source: 'upload' },
+    filename: 'report.pdf',
+    mediaType: 'application/pdf',
+  }) as Part;
 // A data part's data is the sender's: keys that fold onto A2A names are fine there.
 const dataPart = (): Part =>
-  ({ content: { $case: 'data', value: { ID: 7, TaskId: 'not-a-task', Status: 'draft', 'context-id': 'x', nested: { Message: { Parts: [] } } } }, metadata: { 'X-Trace': 'abc' }, filename: '', mediaType: 'application/json' }) as Part;
+  ({
+    content: { $case: 'data', value: { ID: 7, TaskId: 'not-a-task', Status: 'draft', 'context-id': 'x', nested: { Message: { Parts: [] } } } },
+    metadata: { 'X-Trace': 'abc' },
+    filename: '',
+    mediaType: 'application/json',
+  }) as Part;
 
 describe('false positives: SDK clients over every operation with realistic payloads', () => {
   for (const [binding, version] of BINDING_VERSIONS) {
@@ -190,23 +220,58 @@ describe('false positives: SDK clients over every operation with realistic paylo
         }
       };
       const meta = { 'x-request-id': 'r-1', TaskId: 'free-form', Priority: 'high', trace: { ID: 'abc', 'span-id': 'def' } };
-      const msg = userMsg('hello with parts', { parts: [filePart('file body'), urlPart(), dataPart()], metadata: meta, extensions: ['https://extensions.example.com/geo/v1'] });
+      const msg = userMsg('hello with parts', {
+        parts: [filePart('file body'), urlPart(), dataPart()],
+        metadata: meta,
+        extensions: ['https://extensions.example.com/geo/v1'],
+      });
       const sent = (await step('sendMessage', () =>
-        c.sendMessage({ tenant: '', message: msg, metadata: { Caller: 'probe', 'request-id': 'x' }, configuration: { acceptedOutputModes: ['text/plain', 'application/json'], taskPushNotificationConfig: undefined, historyLength: 5, returnImmediately: false } }),
+        c.sendMessage({
+          tenant: '',
+          message: msg,
+          metadata: { Caller: 'probe', 'request-id': 'x' },
+          configuration: {
+            acceptedOutputModes: ['text/plain', 'application/json'],
+            taskPushNotificationConfig: undefined,
+            historyLength: 5,
+            returnImmediately: false,
+          },
+        }),
       )) as { id?: string; contextId?: string } | undefined;
       const taskId = sent?.id ?? '';
       await step('sendMessageStream', () => collect(c.sendMessageStream(sendReq('stream 3', false, { metadata: { Step: 2 } }))));
       if (taskId !== '') {
-        await step('sendMessage (continue task)', () => c.sendMessage(sendReq('again', false, { contextId: sent?.contextId ?? '', referenceTaskIds: [taskId] })));
+        await step('sendMessage (continue task)', () =>
+          c.sendMessage(sendReq('again', false, { contextId: sent?.contextId ?? '', referenceTaskIds: [taskId] })),
+        );
         await step('getTask', () => c.getTask({ tenant: '', id: taskId, historyLength: 10 }));
         await step('createTaskPushNotificationConfig', () =>
-          c.createTaskPushNotificationConfig({ tenant: '', id: 'cfg-1', taskId, url: 'https://hooks.example.com/a2a', token: 'tok-1', authentication: { scheme: 'Bearer', credentials: 'secret' } }),
+          c.createTaskPushNotificationConfig({
+            tenant: '',
+            id: 'cfg-1',
+            taskId,
+            url: 'https://hooks.example.com/a2a',
+            token: 'tok-1',
+            authentication: { scheme: 'Bearer', credentials: 'secret' },
+          }),
         );
         await step('getTaskPushNotificationConfig', () => c.getTaskPushNotificationConfig({ tenant: '', taskId, id: 'cfg-1' }));
         await step('listTaskPushNotificationConfig', () => c.listTaskPushNotificationConfig({ tenant: '', taskId, pageSize: 0, pageToken: '' }));
         await step('deleteTaskPushNotificationConfig', () => c.deleteTaskPushNotificationConfig({ tenant: '', taskId, id: 'cfg-1' }));
       } else failures.push('no task from sendMessage');
-      if (version === '1.0') await step('listTasks', () => c.listTasks({ tenant: '', contextId: '', status: 0, pageSize: 10, pageToken: '', historyLength: 2, statusTimestampAfter: undefined, includeArtifacts: true } as never));
+      if (version === '1.0')
+        await step('listTasks', () =>
+          c.listTasks({
+            tenant: '',
+            contextId: '',
+            status: 0,
+            pageSize: 10,
+            pageToken: '',
+            historyLength: 2,
+            statusTimestampAfter: undefined,
+            includeArtifacts: true,
+          } as never),
+        );
       const running = (await step('sendMessage (wait-for-cancel)', () => c.sendMessage(sendReq('wait-for-cancel', true)))) as { id?: string } | undefined;
       if (running?.id !== undefined) {
         await step('resubscribeTask', async () => {
@@ -226,10 +291,49 @@ describe('false positives: SDK clients over every operation with realistic paylo
 describe('false positives: free-form card members other than metadata and data', () => {
   // One free-form kind per case: each is refused on its own (the realistic card has all of them).
   const FREE_FORM_CASES: readonly (readonly [string, CardEdit])[] = [
-    ['a security scheme named Token', (c) => ({ ...c, securitySchemes: { Token: { httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'JWT', description: '' } } }, securityRequirements: [{ schemes: { Token: { list: [] } } }] })],
-    ['OAuth scopes named Tasks and Message', (c) => ({ ...c, securitySchemes: { oauth: { oauth2SecurityScheme: { description: '', oauth2MetadataUrl: '', flows: { clientCredentials: { tokenUrl: 'https://idp.example.com/token', refreshUrl: '', scopes: { Tasks: 'read tasks', Message: 'send' } } } } } } })],
-    ["an extension's params with Version", (c) => ({ ...c, capabilities: { ...(c.capabilities as object), extensions: [{ uri: 'https://extensions.example.com/geo/v1', description: '', required: false, params: { Version: '1.2' } }] } })],
-    ["an extension's params with a kebab-case key (media-type)", (c) => ({ ...c, capabilities: { ...(c.capabilities as object), extensions: [{ uri: 'https://extensions.example.com/geo/v1', description: '', required: false, params: { 'media-type': 'application/geo+json' } }] } })],
+    [
+      'a security scheme named Token',
+      (c) => ({
+        ...c,
+        securitySchemes: { Token: { httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'JWT', description: '' } } },
+        securityRequirements: [{ schemes: { Token: { list: [] } } }],
+      }),
+    ],
+    [
+      'OAuth scopes named Tasks and Message',
+      (c) => ({
+        ...c,
+        securitySchemes: {
+          oauth: {
+            oauth2SecurityScheme: {
+              description: '',
+              oauth2MetadataUrl: '',
+              flows: { clientCredentials: { tokenUrl: 'https://idp.example.com/token', refreshUrl: '', scopes: { Tasks: 'read tasks', Message: 'send' } } },
+            },
+          },
+        },
+      }),
+    ],
+    [
+      "an extension's params with Version",
+      (c) => ({
+        ...c,
+        capabilities: {
+          ...(c.capabilities as object),
+          extensions: [{ uri: 'https://extensions.example.com/geo/v1', description: '', required: false, params: { Version: '1.2' } }],
+        },
+      }),
+    ],
+    [
+      "an extension's params with a kebab-case key (media-type)",
+      (c) => ({
+        ...c,
+        capabilities: {
+          ...(c.capabilities as object),
+          extensions: [{ uri: 'https://extensions.example.com/geo/v1', description: '', required: false, params: { 'media-type': 'application/geo+json' } }],
+        },
+      }),
+    ],
   ];
   for (const [what, edit] of FREE_FORM_CASES) {
     test(`GetExtendedAgentCard (JSON-RPC v1.0), card with ${what}, reaches the caller`, async () => {
@@ -259,10 +363,25 @@ describe('false positives: free-form card members other than metadata and data',
   // A gateway or framework in front of the agent writes its own error bodies: AWS API Gateway {"Message": ...}, ASP.NET Web API
   // {"Message": ...}, Go services {"Code": ..., "Message": ...}. Not A2A answers, and not a 2xx: nothing to judge or bind.
   const GATEWAY = JSON.stringify({ Message: 'User is not authorized to access this resource' });
-  for (const [name, proxy] of [['answer inspection', () => inspected], ['task ownership only', () => ownOnly]] as const) {
+  for (const [name, proxy] of [
+    ['answer inspection', () => inspected],
+    ['task ownership only', () => ownOnly],
+  ] as const) {
     test(`${name}: an agent 403 with a gateway's error body ({"Message": ...}) reaches the caller as the agent's error`, async () => {
       override = (path) => (path.includes('jsonrpc') ? { status: 403, body: GATEWAY } : undefined);
-      const own = name === 'task ownership only' ? await rpc(`${proxy().url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 9, method: 'SendMessage', params: { message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ text: 'hi' }] } } }, ids.headersAs('A')) : undefined;
+      const own =
+        name === 'task ownership only'
+          ? await rpc(
+              `${proxy().url}/a2a/jsonrpc`,
+              {
+                jsonrpc: '2.0',
+                id: 9,
+                method: 'SendMessage',
+                params: { message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ text: 'hi' }] } },
+              },
+              ids.headersAs('A'),
+            )
+          : undefined;
       const r = own ?? (await rpc(`${proxy().url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: 't-1' } }));
       // The agent's answer (403 and its body), not a proxy error made of it.
       expect({ status: r.status, text: r.text }).toEqual({ status: 403, text: GATEWAY });
@@ -270,7 +389,7 @@ describe('false positives: free-form card members other than metadata and data',
   }
 });
 
-describe('false positives: spellings the SDK\'s v0.3 REST server reads that the table lacks', () => {
+describe("false positives: spellings the SDK's v0.3 REST server reads that the table lacks", () => {
   // The SDK's v0.3 REST server decodes bodies with the v0.3 proto's fromJSON, which reads each field under
   // its JSON name and its proto name: FilePart `mime_type`, TaskPushNotificationConfig `push_notification_config`.
   const v03Send = (file: Record<string, unknown>) => ({
@@ -279,7 +398,11 @@ describe('false positives: spellings the SDK\'s v0.3 REST server reads that the 
   });
 
   test('the control: a v0.3 REST message:send with camelCase mimeType is accepted', async () => {
-    const res = await fetch(`${inspected.url}/a2a/rest/v1/message:send`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(v03Send({ fileWithUri: 'https://files.example.com/a.pdf', mimeType: 'application/pdf' })) });
+    const res = await fetch(`${inspected.url}/a2a/rest/v1/message:send`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(v03Send({ fileWithUri: 'https://files.example.com/a.pdf', mimeType: 'application/pdf' })),
+    });
     expect(res.status).toBeLessThan(300);
   });
 
@@ -292,13 +415,33 @@ describe('false positives: spellings the SDK\'s v0.3 REST server reads that the 
   });
 
   test('a v0.3 REST push config set with the proto name push_notification_config (the SDK agent reads it) is not refused', async () => {
-    const direct = (await (await fetch(`${frontOrigin}/a2a/rest/v1/message:send`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', content: [{ text: 'wait-for-cancel' }] }, configuration: { blocking: false } }) })).json()) as { task?: { id?: string } };
+    const direct = (await (
+      await fetch(`${frontOrigin}/a2a/rest/v1/message:send`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', content: [{ text: 'wait-for-cancel' }] },
+          configuration: { blocking: false },
+        }),
+      })
+    ).json()) as { task?: { id?: string } };
     const taskId = direct.task?.id ?? '';
     expect(taskId).not.toBe('');
-    const body = JSON.stringify({ name: `tasks/${taskId}/pushNotificationConfigs/cfg-p`, push_notification_config: { id: 'cfg-p', url: 'https://hooks.example.com/x', token: 't' } });
-    const agentSays = await fetch(`${frontOrigin}/a2a/rest/v1/tasks/${taskId}/pushNotificationConfigs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const body = JSON.stringify({
+      name: `tasks/${taskId}/pushNotificationConfigs/cfg-p`,
+      push_notification_config: { id: 'cfg-p', url: 'https://hooks.example.com/x', token: 't' },
+    });
+    const agentSays = await fetch(`${frontOrigin}/a2a/rest/v1/tasks/${taskId}/pushNotificationConfigs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
     expect(agentSays.status).toBeLessThan(300);
-    const res = await fetch(`${inspected.url}/a2a/rest/v1/tasks/${taskId}/pushNotificationConfigs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const res = await fetch(`${inspected.url}/a2a/rest/v1/tasks/${taskId}/pushNotificationConfigs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
     expect({ ok: res.status < 300, text: res.status < 300 ? '' : await res.text() }).toEqual({ ok: true, text: '' });
     await fetch(`${frontOrigin}/a2a/rest/v1/tasks/${taskId}:cancel`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
   });
@@ -334,7 +477,11 @@ const bare = (c: Record<string, unknown>): Record<string, unknown> => {
  */
 function readerKey(k: string): string {
   const cut = k.includes('\u0000') ? k.slice(0, k.indexOf('\u0000')) : k;
-  return cut.replace(/\u017f/g, 's').replace(/\u212a/g, 'k').toLowerCase().replace(/[_-]/g, '');
+  return cut
+    .replace(/\u017f/g, 's')
+    .replace(/\u212a/g, 'k')
+    .toLowerCase()
+    .replace(/[_-]/g, '');
 }
 function endpointValues(card: unknown): string[] {
   const out: string[] = [];
@@ -354,40 +501,95 @@ function endpointValues(card: unknown): string[] {
 
 const CARD_CASES: readonly (readonly [string, CardEdit])[] = [
   ['supportedInterfaces under a long-s spelling (ſupportedInterfaces), next to the real one', (c) => ({ ...bare(c), ſupportedInterfaces: ifaces() })],
-  ['supportedInterfaces only under a long-s spelling', (c) => {
-    const { supportedInterfaces: _s, ...rest } = bare(c);
-    return { ...rest, ſupportedInterfaces: ifaces() };
-  }],
-  ['interface url as URL, Url, uRl (no url)', (c) => ({ ...bare(c), supportedInterfaces: ifaces().map(({ url, ...i }, n) => ({ ...i, [['URL', 'Url', 'uRl'][n % 3] as string]: url })) })],
-  ['interface url with surrounding whitespace, tab, upper-case scheme', (c) => ({ ...bare(c), supportedInterfaces: [
-    { ...ifaces()[0], url: `  ${frontOrigin}/a2a/jsonrpc\n` },
-    { ...ifaces()[1], url: `\tHTTP://${frontHost()}/a2a/rest` },
-  ] })],
-  ['interface url with a tab inside the scheme (WHATWG strips it)', (c) => ({ ...bare(c), supportedInterfaces: [{ ...ifaces()[0], url: `ht\ttp://${frontHost()}/a2a/jsonrpc` }, ifaces()[1]] })],
+  [
+    'supportedInterfaces only under a long-s spelling',
+    (c) => {
+      const { supportedInterfaces: _s, ...rest } = bare(c);
+      return { ...rest, ſupportedInterfaces: ifaces() };
+    },
+  ],
+  [
+    'interface url as URL, Url, uRl (no url)',
+    (c) => ({ ...bare(c), supportedInterfaces: ifaces().map(({ url, ...i }, n) => ({ ...i, [['URL', 'Url', 'uRl'][n % 3] as string]: url })) }),
+  ],
+  [
+    'interface url with surrounding whitespace, tab, upper-case scheme',
+    (c) => ({
+      ...bare(c),
+      supportedInterfaces: [
+        { ...ifaces()[0], url: `  ${frontOrigin}/a2a/jsonrpc\n` },
+        { ...ifaces()[1], url: `\tHTTP://${frontHost()}/a2a/rest` },
+      ],
+    }),
+  ],
+  [
+    'interface url with a tab inside the scheme (WHATWG strips it)',
+    (c) => ({ ...bare(c), supportedInterfaces: [{ ...ifaces()[0], url: `ht\ttp://${frontHost()}/a2a/jsonrpc` }, ifaces()[1]] }),
+  ],
   ['protocol-relative interface url', (c) => ({ ...bare(c), supportedInterfaces: [{ ...ifaces()[0], url: `//${frontHost()}/a2a/jsonrpc` }, ifaces()[1]] })],
   ['a lower-case grpc binding with an http url', (c) => ({ ...bare(c), supportedInterfaces: [{ ...ifaces()[0], protocolBinding: 'grpc' }, ifaces()[1]] })],
-  ['v0.3 legacy card: url + preferredTransport grpc + additionalInterfaces', (c) => {
-    const { supportedInterfaces: _s, ...rest } = bare(c);
-    return { ...rest, protocolVersion: '0.3.0', url: `${frontOrigin}/a2a/jsonrpc`, preferredTransport: 'grpc', additionalInterfaces: [{ url: `${frontOrigin}/a2a/jsonrpc`, transport: 'JSONRPC' }] };
-  }],
-  ['v0.3 legacy card under proto names (preferred_transport, additional_interfaces) and URL', (c) => {
-    const { supportedInterfaces: _s, ...rest } = bare(c);
-    return { ...rest, protocolVersion: '0.3.0', URL: `${frontOrigin}/a2a/jsonrpc`, preferred_transport: 'JSONRPC', additional_interfaces: [{ URL: `${frontOrigin}/a2a/rest`, TRANSPORT: 'HTTP+JSON' }] };
-  }],
-  ['a v1 card that also has additionalInterfaces and a top-level url', (c) => ({ ...bare(c), url: `${frontOrigin}/a2a/jsonrpc`, additionalInterfaces: [{ url: `${frontOrigin}/a2a/rest`, transport: 'HTTP+JSON' }] })],
-  ['an interface url that is an object or a list', (c) => ({ ...bare(c), supportedInterfaces: [{ ...ifaces()[0], url: { href: `${frontOrigin}/a2a/jsonrpc`, toString: 'x' } }, { ...ifaces()[1], url: [`${frontOrigin}/a2a/rest`] }] })],
+  [
+    'v0.3 legacy card: url + preferredTransport grpc + additionalInterfaces',
+    (c) => {
+      const { supportedInterfaces: _s, ...rest } = bare(c);
+      return {
+        ...rest,
+        protocolVersion: '0.3.0',
+        url: `${frontOrigin}/a2a/jsonrpc`,
+        preferredTransport: 'grpc',
+        additionalInterfaces: [{ url: `${frontOrigin}/a2a/jsonrpc`, transport: 'JSONRPC' }],
+      };
+    },
+  ],
+  [
+    'v0.3 legacy card under proto names (preferred_transport, additional_interfaces) and URL',
+    (c) => {
+      const { supportedInterfaces: _s, ...rest } = bare(c);
+      return {
+        ...rest,
+        protocolVersion: '0.3.0',
+        URL: `${frontOrigin}/a2a/jsonrpc`,
+        preferred_transport: 'JSONRPC',
+        additional_interfaces: [{ URL: `${frontOrigin}/a2a/rest`, TRANSPORT: 'HTTP+JSON' }],
+      };
+    },
+  ],
+  [
+    'a v1 card that also has additionalInterfaces and a top-level url',
+    (c) => ({ ...bare(c), url: `${frontOrigin}/a2a/jsonrpc`, additionalInterfaces: [{ url: `${frontOrigin}/a2a/rest`, transport: 'HTTP+JSON' }] }),
+  ],
+  [
+    'an interface url that is an object or a list',
+    (c) => ({
+      ...bare(c),
+      supportedInterfaces: [
+        { ...ifaces()[0], url: { href: `${frontOrigin}/a2a/jsonrpc`, toString: 'x' } },
+        { ...ifaces()[1], url: [`${frontOrigin}/a2a/rest`] },
+      ],
+    }),
+  ],
   ['supportedInterfaces given as an object of interfaces', (c) => ({ ...bare(c), supportedInterfaces: { 0: ifaces()[0], 1: ifaces()[1], length: 2 } })],
   // A NUL ends a key for readers on C strings (cJSON, whose cJSON_GetObjectItem also ignores case).
-  ['a v0.3 card with url<NUL> and URL<NUL>x next to url (a C-string reader takes them for url)', (c) => {
-    const { supportedInterfaces: _s, ...rest } = bare(c);
-    return { ...rest, protocolVersion: '0.3.0', url: `${frontOrigin}/a2a/jsonrpc`, 'url\u0000': `${frontOrigin}/a2a/jsonrpc`, 'URL\u0000x': `${frontOrigin}/a2a/jsonrpc`, preferredTransport: 'JSONRPC' };
-  }],
+  [
+    'a v0.3 card with url<NUL> and URL<NUL>x next to url (a C-string reader takes them for url)',
+    (c) => {
+      const { supportedInterfaces: _s, ...rest } = bare(c);
+      return {
+        ...rest,
+        protocolVersion: '0.3.0',
+        url: `${frontOrigin}/a2a/jsonrpc`,
+        'url\u0000': `${frontOrigin}/a2a/jsonrpc`,
+        'URL\u0000x': `${frontOrigin}/a2a/jsonrpc`,
+        preferredTransport: 'JSONRPC',
+      };
+    },
+  ],
   ['interfaces under supportedInterfaces<NUL>', (c) => ({ ...bare(c), 'supportedInterfaces\u0000': ifaces() })],
   // No reader takes a zero-width character away: the control of the NUL cases.
   ['interfaces under supportedInterfaces<ZWSP> (no reader folds it)', (c) => ({ ...bare(c), 'supportedInterfaces\u200b': [] })],
 ];
 
-describe('bypass: card endpoint spellings (the agent\'s host is nowhere in the card a caller gets, and the SDK resolves only proxy URLs)', () => {
+describe("bypass: card endpoint spellings (the agent's host is nowhere in the card a caller gets, and the SDK resolves only proxy URLs)", () => {
   for (const [what, edit] of CARD_CASES) {
     test(`well-known card: ${what}`, async () => {
       cardEdit = edit;
@@ -413,7 +615,7 @@ describe('bypass: card endpoint spellings (the agent\'s host is nowhere in the c
     });
   }
 
-  test('extended card (JSON-RPC v1.0 GetExtendedAgentCard) under the same spellings: the agent\'s host is nowhere', async () => {
+  test("extended card (JSON-RPC v1.0 GetExtendedAgentCard) under the same spellings: the agent's host is nowhere", async () => {
     const leaks: string[] = [];
     for (const [what, edit] of CARD_CASES) {
       cardEdit = edit;
@@ -432,24 +634,37 @@ describe('bypass: Unicode simple folds (Go encoding/json: ſ = s, K (Kelvin) = k
   let aTask = '';
   let aContext = '';
   beforeAll(async () => {
-    const r = await rpc(`${full.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: `m-a-${Date.now()}`, role: 'ROLE_USER', parts: [{ text: 'hello' }] } } }, ids.headersAs('A'));
+    const r = await rpc(
+      `${full.url}/a2a/jsonrpc`,
+      { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: `m-a-${Date.now()}`, role: 'ROLE_USER', parts: [{ text: 'hello' }] } } },
+      ids.headersAs('A'),
+    );
     const task = (r.json?.result as { task?: { id: string; contextId: string } } | undefined)?.task;
     aTask = task?.id ?? '';
     aContext = task?.contextId ?? '';
   });
 
   const FOLDED_NAMES: readonly (readonly [string, (t: string, c: string) => Record<string, unknown>])[] = [
-    ['tas\u212AId (Kelvin)', (t) => ({ tas\u212AId: t })],
-    ['ta\u017FkId (long s)', (t) => ({ ta\u017FkId: t })],
-    ['CONTEXTID (A\'s context)', (_t, c) => ({ CONTEXTID: c })],
-    ['referenceTa\u017FkId\u017F', (t) => ({ referenceTa\u017FkId\u017F: [t] })],
-    ['ta\u017Fk_id', (t) => ({ ta\u017Fk_id: t })],
+    ['tas\u212AId (Kelvin)', (t) => ({ tasKId: t })],
+    ['ta\u017FkId (long s)', (t) => ({ taſkId: t })],
+    ["CONTEXTID (A's context)", (_t, c) => ({ CONTEXTID: c })],
+    ['referenceTa\u017FkId\u017F', (t) => ({ referenceTaſkIdſ: [t] })],
+    ['ta\u017Fk_id', (t) => ({ taſk_id: t })],
   ];
   for (const [what, named] of FOLDED_NAMES) {
     test(`B's SendMessage naming A's task as ${what} does not reach the agent`, async () => {
       expect(aTask).not.toBe('');
       const before = s.agent.received.length;
-      const r = await rpc(`${full.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 2, method: 'SendMessage', params: { message: { messageId: `m-b-${Math.random()}`, role: 'ROLE_USER', parts: [{ text: 'hi' }], ...named(aTask, aContext) } } }, ids.headersAs('B'));
+      const r = await rpc(
+        `${full.url}/a2a/jsonrpc`,
+        {
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'SendMessage',
+          params: { message: { messageId: `m-b-${Math.random()}`, role: 'ROLE_USER', parts: [{ text: 'hi' }], ...named(aTask, aContext) } },
+        },
+        ids.headersAs('B'),
+      );
       const reached = s.agent.received.slice(before).filter((q) => q.bodyText.includes(aTask) || q.bodyText.includes(aContext));
       expect({ reached: reached.length, error: r.json?.error !== undefined }).toEqual({ reached: 0, error: true });
     });
@@ -461,21 +676,50 @@ describe('bypass: Unicode simple folds (Go encoding/json: ſ = s, K (Kelvin) = k
       const m = (body as { method?: string } | undefined)?.method;
       if (!path.includes('jsonrpc') || m !== 'ListTasks') return undefined;
       const id = (body as { id?: unknown }).id;
-      return { status: 200, body: JSON.stringify({ jsonrpc: '2.0', id, result: { tasks: [], ['ta\u017Fk\u017F']: [{ id: aTask, contextId: aContext, status: { state: 'TASK_STATE_COMPLETED' } }], nextPageToken: '', pageSize: 10, totalSize: 0 } }) };
+      return {
+        status: 200,
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id,
+          result: {
+            tasks: [],
+            ['ta\u017Fk\u017F']: [{ id: aTask, contextId: aContext, status: { state: 'TASK_STATE_COMPLETED' } }],
+            nextPageToken: '',
+            pageSize: 10,
+            totalSize: 0,
+          },
+        }),
+      };
     };
     const r = await rpc(`${full.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 3, method: 'ListTasks', params: {} }, ids.headersAs('B'));
     expect(r.text.includes(aTask)).toBe(false);
   });
 
   test("a tasks/get answer naming A's context under Context_Id is not relayed to B", async () => {
-    const own = await rpc(`${full.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 4, method: 'SendMessage', params: { message: { messageId: `m-b2-${Math.random()}`, role: 'ROLE_USER', parts: [{ text: 'hello' }] } } }, ids.headersAs('B'));
+    const own = await rpc(
+      `${full.url}/a2a/jsonrpc`,
+      {
+        jsonrpc: '2.0',
+        id: 4,
+        method: 'SendMessage',
+        params: { message: { messageId: `m-b2-${Math.random()}`, role: 'ROLE_USER', parts: [{ text: 'hello' }] } },
+      },
+      ids.headersAs('B'),
+    );
     const bTask = (own.json?.result as { task?: { id: string } } | undefined)?.task?.id ?? '';
     expect(bTask).not.toBe('');
     override = (path, body) => {
       const m = (body as { method?: string } | undefined)?.method;
       if (!path.includes('jsonrpc') || m !== 'GetTask') return undefined;
       const id = (body as { id?: unknown }).id;
-      return { status: 200, body: JSON.stringify({ jsonrpc: '2.0', id, result: { id: bTask, contextId: 'ctx-b', Context_Id: aContext, status: { state: 'TASK_STATE_COMPLETED' } } }) };
+      return {
+        status: 200,
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id,
+          result: { id: bTask, contextId: 'ctx-b', Context_Id: aContext, status: { state: 'TASK_STATE_COMPLETED' } },
+        }),
+      };
     };
     const r = await rpc(`${full.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 5, method: 'GetTask', params: { id: bTask } }, ids.headersAs('B'));
     expect(r.text.includes(aContext)).toBe(false);

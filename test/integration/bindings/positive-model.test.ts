@@ -25,11 +25,24 @@ const DENY: GuardianReply = { decision: 'deny', message: 'no', reasonCode: ['NO'
 const ALLOW: GuardianReply = { decision: 'allow' };
 const V1 = { 'a2a-version': '1.0' };
 
-interface Reply { status: number; headers: http.IncomingHttpHeaders; text: string; json: any }
+interface Reply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+  json: any;
+}
 
 function send(base: string, method: string, path: string, opts: { headers?: Record<string, string>; body?: Buffer | string | object } = {}): Promise<Reply> {
-  const body = opts.body === undefined ? undefined : Buffer.isBuffer(opts.body) ? opts.body : Buffer.from(typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body));
-  const headers: Record<string, string | number> = { ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': body.length }), ...opts.headers };
+  const body =
+    opts.body === undefined
+      ? undefined
+      : Buffer.isBuffer(opts.body)
+        ? opts.body
+        : Buffer.from(typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body));
+  const headers: Record<string, string | number> = {
+    ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': body.length }),
+    ...opts.headers,
+  };
   return new Promise((resolve, reject) => {
     const u = new URL(base);
     const r = http.request({ host: u.hostname, port: u.port, method, path, headers, agent: false }, (res) => {
@@ -52,7 +65,9 @@ function send(base: string, method: string, path: string, opts: { headers?: Reco
 }
 
 const v03Send = (id: unknown, text: string) => ({
-  jsonrpc: '2.0', id, method: 'message/send',
+  jsonrpc: '2.0',
+  id,
+  method: 'message/send',
   params: { message: { kind: 'message', messageId: `m-${text}-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text }] } },
 });
 const v1Body = (text: string, extra: object = {}) => ({ message: { messageId: `r-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }] }, ...extra });
@@ -71,7 +86,14 @@ beforeAll(async () => {
   await proxy.upstreamCard.ready();
   const direct = await makeClient(agent.origin, 'JSONRPC', '1.0');
   task = ((await direct.sendMessage(sendReq('setup'))) as { id: string }).id;
-  await direct.createTaskPushNotificationConfig({ tenant: '', id: 'cfg', taskId: task, url: 'https://hooks.example/cfg', token: '', authentication: undefined });
+  await direct.createTaskPushNotificationConfig({
+    tenant: '',
+    id: 'cfg',
+    taskId: task,
+    url: 'https://hooks.example/cfg',
+    token: '',
+    authentication: undefined,
+  });
 });
 
 beforeEach(() => {
@@ -81,7 +103,10 @@ beforeEach(() => {
 describe('the examples of the bypass class, each closed', () => {
   test('charset=utf-7: refused (the agent would decode "+AG0-essage/send" into message/send)', async () => {
     for (const method of ['+AG0-essage/send', 'message/send']) {
-      const r = await send(proxy.url, 'POST', '/a2a/jsonrpc', { body: { ...v03Send(1, '+AG0-olotov'), method }, headers: { 'content-type': 'application/json; charset=utf-7' } });
+      const r = await send(proxy.url, 'POST', '/a2a/jsonrpc', {
+        body: { ...v03Send(1, '+AG0-olotov'), method },
+        headers: { 'content-type': 'application/json; charset=utf-7' },
+      });
       expectRefused(r);
     }
     expect(guardian.calls()).toEqual([]);
@@ -117,7 +142,10 @@ describe('the examples of the bypass class, each closed', () => {
     expect(agent.received).toEqual([]);
 
     // Without a path tenant, a body or query tenant would be two tenants to the SDK (request vs call context): refused.
-    for (const [verb, path, body] of [['POST', '/a2a/rest/message:send', v1Body('x', { tenant: 'public' })], ['GET', `/a2a/rest/tasks/${task}?tenant=public`, undefined]] as const) {
+    for (const [verb, path, body] of [
+      ['POST', '/a2a/rest/message:send', v1Body('x', { tenant: 'public' })],
+      ['GET', `/a2a/rest/tasks/${task}?tenant=public`, undefined],
+    ] as const) {
       const r = await send(proxy.url, verb, path, { headers: V1, ...(body === undefined ? {} : { body }) });
       expect(r.status).toBe(400);
       expectRefused(r);
@@ -147,8 +175,13 @@ describe('a body field that names another task than the path', () => {
 });
 
 describe('unknown traffic is refused by default; PASSTHROUGH_PATHS lets listed routes through, counted', () => {
-  test('a route the agent serves that is not A2A: 404 with the proxy\'s ErrorInfo, nothing forwarded', async () => {
-    for (const [verb, path] of [['GET', '/admin/users'], ['POST', '/webhook'], ['GET', '/'], ['PUT', '/a2a/rest/anything']]) {
+  test("a route the agent serves that is not A2A: 404 with the proxy's ErrorInfo, nothing forwarded", async () => {
+    for (const [verb, path] of [
+      ['GET', '/admin/users'],
+      ['POST', '/webhook'],
+      ['GET', '/'],
+      ['PUT', '/a2a/rest/anything'],
+    ]) {
       const r = await send(proxy.url, verb as string, path as string, verb === 'GET' ? {} : { body: { x: 1 } });
       expect(r.status === 404 || (r.status === 200 && r.json?.error?.code !== undefined)).toBe(true);
       expectRefused(r);
@@ -174,26 +207,46 @@ describe('unknown traffic is refused by default; PASSTHROUGH_PATHS lets listed r
   });
 });
 
-describe('refusals in the binding\'s own terms, as the SDK agent answers the same request', () => {
+describe("refusals in the binding's own terms, as the SDK agent answers the same request", () => {
   const cases: [string, string, Record<string, string>, Buffer | string | object][] = [
     ['parse error', '/a2a/jsonrpc', {}, '{"jsonrpc":"2.0",'],
     ['unsupported content type', '/a2a/jsonrpc', { 'content-type': 'text/plain' }, v03Send(1, 'x')],
     ['unknown method', '/a2a/jsonrpc', {}, { jsonrpc: '2.0', id: 9, method: 'tasks/destroy', params: {} }],
     // The A2A TCK's JSONRPC-SSE-002 case: the SDK checks the media type before it parses, so this is -32005, not -32700.
-    ['unsupported content type, body not JSON (v1.0)', '/a2a/jsonrpc', { ...V1, 'content-type': 'text/plain' }, "{'jsonrpc': '2.0', 'id': 1, 'method': 'SendMessage'}"],
-    ['unsupported content type, body not JSON (v0.3)', '/a2a/jsonrpc', { 'content-type': 'text/plain' }, "{'jsonrpc': '2.0', 'id': 1, 'method': 'message/send'}"],
-    ['unsupported content type, unknown method', '/a2a/jsonrpc', { ...V1, 'content-type': 'text/plain' }, { jsonrpc: '2.0', id: 9, method: 'tasks/destroy', params: {} }],
-    ['unsupported content type, not JSON-RPC 2.0', '/a2a/jsonrpc', { ...V1, 'content-type': 'text/plain' }, { jsonrpc: '1.0', id: 9, method: 'GetTask', params: { id: 'x' } }],
+    [
+      'unsupported content type, body not JSON (v1.0)',
+      '/a2a/jsonrpc',
+      { ...V1, 'content-type': 'text/plain' },
+      "{'jsonrpc': '2.0', 'id': 1, 'method': 'SendMessage'}",
+    ],
+    [
+      'unsupported content type, body not JSON (v0.3)',
+      '/a2a/jsonrpc',
+      { 'content-type': 'text/plain' },
+      "{'jsonrpc': '2.0', 'id': 1, 'method': 'message/send'}",
+    ],
+    [
+      'unsupported content type, unknown method',
+      '/a2a/jsonrpc',
+      { ...V1, 'content-type': 'text/plain' },
+      { jsonrpc: '2.0', id: 9, method: 'tasks/destroy', params: {} },
+    ],
+    [
+      'unsupported content type, not JSON-RPC 2.0',
+      '/a2a/jsonrpc',
+      { ...V1, 'content-type': 'text/plain' },
+      { jsonrpc: '1.0', id: 9, method: 'GetTask', params: { id: 'x' } },
+    ],
     ['unsupported content type, a batch', '/a2a/jsonrpc', { 'content-type': 'text/plain' }, [v03Send(1, 'x')]],
   ];
-  test.each(cases)('%s: same JSON-RPC code as the agent, plus the proxy\'s ErrorInfo', async (_name, path, headers, body) => {
+  test.each(cases)("%s: same JSON-RPC code as the agent, plus the proxy's ErrorInfo", async (_name, path, headers, body) => {
     const direct = await send(agent.origin, 'POST', path, { headers, body });
     const via = await send(proxy.url, 'POST', path, { headers, body });
     expect(direct.json?.error?.code).toEqual(expect.any(Number));
     expect(via.status).toBe(direct.status);
     expect(via.json?.error?.code).toBe(direct.json?.error?.code);
     // The caller's id wherever its body could be read (the SDK agent answers -32005 with null, before it reads the body).
-    const sent = typeof body === 'object' && !Array.isArray(body) && !Buffer.isBuffer(body) ? (body as { id?: unknown }).id ?? null : null;
+    const sent = typeof body === 'object' && !Array.isArray(body) && !Buffer.isBuffer(body) ? ((body as { id?: unknown }).id ?? null) : null;
     expect(via.json?.id).toEqual(sent);
     expectRefused(via);
   });
@@ -246,11 +299,11 @@ describe('bounded work per request', () => {
 });
 
 describe('proxy-owned headers in every spelling, and what the agent receives', () => {
-  test('X_AOS_Reasoning, x_aos_unchecked and X-AOS-* never reach the agent; Content-Type and A2A-Version are the proxy\'s', async () => {
+  test("X_AOS_Reasoning, x_aos_unchecked and X-AOS-* never reach the agent; Content-Type and A2A-Version are the proxy's", async () => {
     guardian.script(() => ALLOW);
     await send(proxy.url, 'POST', '/a2a/jsonrpc', {
       body: v03Send(1, 'hdr'),
-      headers: { 'x_aos_reasoning': 'secret plan', 'x_aos_unchecked': 'true', 'x-aos-whatever': '1', 'content-type': 'application/json; charset=UTF-8' },
+      headers: { x_aos_reasoning: 'secret plan', x_aos_unchecked: 'true', 'x-aos-whatever': '1', 'content-type': 'application/json; charset=UTF-8' },
     });
     const got = a2aCalls();
     expect(got).toHaveLength(1);
@@ -276,7 +329,7 @@ describe('the agent card', () => {
     expect(head.text).toBe('');
   });
 
-  test('with PUBLIC_URL the card is the same for every Host: the agent\'s cache headers are kept', async () => {
+  test("with PUBLIC_URL the card is the same for every Host: the agent's cache headers are kept", async () => {
     const p = await stack.proxy({ ROLE: 'server', PUBLIC_URL: 'https://agents.example/' });
     const get = await send(p.url, 'GET', '/.well-known/agent-card.json');
     expect(get.headers['cache-control']).not.toMatch(/private/);
@@ -290,21 +343,38 @@ describe('a request whose body is sent without a length (found by the differenti
   // 400 as its answer, and the guardian's approval then sent the request on to the agent. Now answers keep their
   // order: the answer to the request as parsed comes first (the 400 and the close after it).
   test.each([
-    ['REST v0.3 push-config set', `/a2a/rest/v1/tasks/TASK/pushNotificationConfigs`, (t: string) => ({ name: `tasks/${t}/pushNotificationConfigs/c`, pushNotificationConfig: { url: 'https://hooks.example/x' } })],
+    [
+      'REST v0.3 push-config set',
+      `/a2a/rest/v1/tasks/TASK/pushNotificationConfigs`,
+      (t: string) => ({ name: `tasks/${t}/pushNotificationConfigs/c`, pushNotificationConfig: { url: 'https://hooks.example/x' } }),
+    ],
     ['JSON-RPC message/send', '/a2a/jsonrpc', () => v03Send(1, 'no length')],
-  ])('%s: the caller gets the answer to the request as parsed, never a 400 in its place; the agent acts only on what was approved', async (_name, target, body) => {
-    guardian.clear();
-    const bytes = Buffer.from(JSON.stringify(body(task)), 'utf8');
-    const out = await exchange(Number(new URL(proxy.url).port), {
-      verb: 'POST', target: target.replace('TASK', task),
-      headers: [['Host', '127.0.0.1'], ['Content-Type', 'application/json'], ['Accept', 'application/json']], body: bytes,
-    }, 10_000);
-    expect(out.kind).toBe('answer');
-    if (out.kind === 'answer') {
-      expect(out.status === 400 && out.body.length === 0).toBe(false);
-      expect(out.body.length).toBeGreaterThan(0);
-    }
-    await new Promise((r) => setTimeout(r, 300));
-    expect(a2aCalls().length).toBeLessThanOrEqual(guardian.approved().length);
-  });
+  ])(
+    '%s: the caller gets the answer to the request as parsed, never a 400 in its place; the agent acts only on what was approved',
+    async (_name, target, body) => {
+      guardian.clear();
+      const bytes = Buffer.from(JSON.stringify(body(task)), 'utf8');
+      const out = await exchange(
+        Number(new URL(proxy.url).port),
+        {
+          verb: 'POST',
+          target: target.replace('TASK', task),
+          headers: [
+            ['Host', '127.0.0.1'],
+            ['Content-Type', 'application/json'],
+            ['Accept', 'application/json'],
+          ],
+          body: bytes,
+        },
+        10_000,
+      );
+      expect(out.kind).toBe('answer');
+      if (out.kind === 'answer') {
+        expect(out.status === 400 && out.body.length === 0).toBe(false);
+        expect(out.body.length).toBeGreaterThan(0);
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      expect(a2aCalls().length).toBeLessThanOrEqual(guardian.approved().length);
+    },
+  );
 });

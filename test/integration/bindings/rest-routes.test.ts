@@ -35,7 +35,14 @@ beforeAll(async () => {
   direct = await makeClient(agent.origin, 'JSONRPC', '1.0');
   done = ((await direct.sendMessage(sendReq('setup'))) as { id: string }).id;
   running = ((await direct.sendMessage(sendReq('wait-for-cancel', true))) as { id: string }).id;
-  await direct.createTaskPushNotificationConfig({ tenant: '', id: 'c1', taskId: running, url: 'https://hooks.example/c1', token: '', authentication: undefined });
+  await direct.createTaskPushNotificationConfig({
+    tenant: '',
+    id: 'c1',
+    taskId: running,
+    url: 'https://hooks.example/c1',
+    token: '',
+    authentication: undefined,
+  });
   await proxy.upstreamCard.ready();
 });
 
@@ -126,72 +133,303 @@ interface Route {
 
 const ROUTES: Route[] = [
   // v1.0
-  { name: 'v1 SendMessage', verb: 'POST', path: '/a2a/rest/message:send', headers: V1, body: msgV1('hi v1'), aos: 'message/send', wire: 'SendMessage', params: () => msgV1('hi v1') },
-  { name: 'v1 SendStreamingMessage', verb: 'POST', path: '/a2a/rest/message:stream', headers: V1, body: msgV1('hi s'), aos: 'message/stream', wire: 'SendStreamingMessage', params: () => msgV1('hi s') },
-  { name: 'v1 GetTask', verb: 'GET', path: '/a2a/rest/tasks/{T}?historyLength=2', headers: V1, aos: 'tasks/get', wire: 'GetTask', params: (t) => ({ id: t, historyLength: 2 }) },
   {
-    name: 'v1 ListTasks', verb: 'GET', path: '/a2a/rest/tasks?pageSize=3&contextId=ctx-1&status=TASK_STATE_WORKING&includeArtifacts=true', headers: V1,
-    aos: 'tasks/list', wire: 'ListTasks', params: () => ({ pageSize: 3, contextId: 'ctx-1', status: 'TASK_STATE_WORKING', includeArtifacts: true }),
+    name: 'v1 SendMessage',
+    verb: 'POST',
+    path: '/a2a/rest/message:send',
+    headers: V1,
+    body: msgV1('hi v1'),
+    aos: 'message/send',
+    wire: 'SendMessage',
+    params: () => msgV1('hi v1'),
+  },
+  {
+    name: 'v1 SendStreamingMessage',
+    verb: 'POST',
+    path: '/a2a/rest/message:stream',
+    headers: V1,
+    body: msgV1('hi s'),
+    aos: 'message/stream',
+    wire: 'SendStreamingMessage',
+    params: () => msgV1('hi s'),
+  },
+  {
+    name: 'v1 GetTask',
+    verb: 'GET',
+    path: '/a2a/rest/tasks/{T}?historyLength=2',
+    headers: V1,
+    aos: 'tasks/get',
+    wire: 'GetTask',
+    params: (t) => ({ id: t, historyLength: 2 }),
+  },
+  {
+    name: 'v1 ListTasks',
+    verb: 'GET',
+    path: '/a2a/rest/tasks?pageSize=3&contextId=ctx-1&status=TASK_STATE_WORKING&includeArtifacts=true',
+    headers: V1,
+    aos: 'tasks/list',
+    wire: 'ListTasks',
+    params: () => ({ pageSize: 3, contextId: 'ctx-1', status: 'TASK_STATE_WORKING', includeArtifacts: true }),
   },
   { name: 'v1 CancelTask', verb: 'POST', path: '/a2a/rest/tasks/{T}:cancel', headers: V1, aos: 'tasks/cancel', wire: 'CancelTask', params: (t) => ({ id: t }) },
-  { name: 'v1 SubscribeToTask (POST)', verb: 'POST', path: '/a2a/rest/tasks/{T}:subscribe', headers: V1, aos: 'tasks/resubscribe', wire: 'SubscribeToTask', params: (t) => ({ id: t }) },
-  { name: 'v1 SubscribeToTask (GET)', verb: 'GET', path: '/a2a/rest/tasks/{T}:subscribe', headers: V1, aos: 'tasks/resubscribe', wire: 'SubscribeToTask', params: (t) => ({ id: t }) },
   {
-    name: 'v1 CreateTaskPushNotificationConfig', verb: 'POST', path: '/a2a/rest/tasks/{T}/pushNotificationConfigs', headers: V1, body: { id: 'c9', url: 'https://hooks.example/c9' },
-    aos: 'tasks/pushNotificationConfig/set', wire: 'CreateTaskPushNotificationConfig', params: (t) => ({ taskId: t, id: 'c9', url: 'https://hooks.example/c9' }),
+    name: 'v1 SubscribeToTask (POST)',
+    verb: 'POST',
+    path: '/a2a/rest/tasks/{T}:subscribe',
+    headers: V1,
+    aos: 'tasks/resubscribe',
+    wire: 'SubscribeToTask',
+    params: (t) => ({ id: t }),
   },
-  { name: 'v1 GetTaskPushNotificationConfig', verb: 'GET', path: '/a2a/rest/tasks/{T}/pushNotificationConfigs/c1', headers: V1, aos: 'tasks/pushNotificationConfig/get', wire: 'GetTaskPushNotificationConfig', params: (t) => ({ taskId: t, id: 'c1' }) },
-  { name: 'v1 ListTaskPushNotificationConfigs', verb: 'GET', path: '/a2a/rest/tasks/{T}/pushNotificationConfigs', headers: V1, aos: 'tasks/pushNotificationConfig/list', wire: 'ListTaskPushNotificationConfigs', params: (t) => ({ taskId: t }) },
-  { name: 'v1 DeleteTaskPushNotificationConfig', verb: 'DELETE', path: '/a2a/rest/tasks/{T}/pushNotificationConfigs/c1', headers: V1, aos: 'tasks/pushNotificationConfig/delete', wire: 'DeleteTaskPushNotificationConfig', params: (t) => ({ taskId: t, id: 'c1' }) },
-  { name: 'v1 GetExtendedAgentCard', verb: 'GET', path: '/a2a/rest/extendedAgentCard', headers: V1, aos: 'agent/getAuthenticatedExtendedCard', wire: 'GetExtendedAgentCard', params: () => ({}) },
-  // v1.0 with a tenant prefix
-  { name: 'v1 tenant GetTask', verb: 'GET', path: '/a2a/rest/mytenant/tasks/{T}', headers: V1, aos: 'tasks/get', wire: 'GetTask', params: (t) => ({ id: t, tenant: 'mytenant' }) },
-  { name: 'v1 tenant SendMessage', verb: 'POST', path: '/a2a/rest/mytenant/message:send', headers: V1, body: msgV1('tenant hi'), aos: 'message/send', wire: 'SendMessage', params: () => ({ ...msgV1('tenant hi'), tenant: 'mytenant' }) },
-  { name: 'v1 tenant CancelTask', verb: 'POST', path: '/a2a/rest/mytenant/tasks/{T}:cancel', headers: V1, aos: 'tasks/cancel', wire: 'CancelTask', params: (t) => ({ id: t, tenant: 'mytenant' }) },
-  { name: 'v1 tenant ListTaskPushNotificationConfigs', verb: 'GET', path: '/a2a/rest/mytenant/tasks/{T}/pushNotificationConfigs', headers: V1, aos: 'tasks/pushNotificationConfig/list', wire: 'ListTaskPushNotificationConfigs', params: (t) => ({ taskId: t, tenant: 'mytenant' }) },
-  { name: 'v1 tenant GetExtendedAgentCard', verb: 'GET', path: '/a2a/rest/mytenant/extendedAgentCard', headers: V1, aos: 'agent/getAuthenticatedExtendedCard', wire: 'GetExtendedAgentCard', params: () => ({ tenant: 'mytenant' }) },
-  // A tenant called "v1" under A2A-Version 1.0 is a v1 tenant route, not a v0.3 route.
-  { name: 'v1 tenant "v1" GetTask', verb: 'GET', path: '/a2a/rest/v1/tasks/{T}', headers: V1, aos: 'tasks/get', wire: 'GetTask', params: (t) => ({ id: t, tenant: 'v1' }) },
-  // v0.3 (no A2A-Version header)
-  { name: 'v0.3 message/send', verb: 'POST', path: '/a2a/rest/v1/message:send', headers: {}, body: msgV03('hi v03'), aos: 'message/send', wire: 'message/send', params: () => msgV03('hi v03') },
-  { name: 'v0.3 message/stream', verb: 'POST', path: '/a2a/rest/v1/message:stream', headers: {}, body: msgV03('hi s03'), aos: 'message/stream', wire: 'message/stream', params: () => msgV03('hi s03') },
-  { name: 'v0.3 tasks/get', verb: 'GET', path: '/a2a/rest/v1/tasks/{T}?historyLength=1', headers: {}, aos: 'tasks/get', wire: 'tasks/get', params: (t) => ({ id: t, historyLength: 1 }) },
-  // The SDK's v0.3 router has no GET /v1/tasks: the path falls through to the v1.0 table, ListTasks for tenant "v1".
-  { name: 'v0.3 GET /v1/tasks (ListTasks, tenant v1)', verb: 'GET', path: '/a2a/rest/v1/tasks', headers: {}, aos: 'tasks/list', wire: 'ListTasks', params: () => ({ tenant: 'v1' }) },
-  { name: 'v0.3 tasks/cancel', verb: 'POST', path: '/a2a/rest/v1/tasks/{T}:cancel', headers: {}, aos: 'tasks/cancel', wire: 'tasks/cancel', params: (t) => ({ id: t }) },
-  { name: 'v0.3 tasks/resubscribe (GET)', verb: 'GET', path: '/a2a/rest/v1/tasks/{T}:subscribe', headers: {}, aos: 'tasks/resubscribe', wire: 'tasks/resubscribe', params: (t) => ({ id: t }) },
-  { name: 'v0.3 tasks/resubscribe (POST)', verb: 'POST', path: '/a2a/rest/v1/tasks/{T}:subscribe', headers: {}, aos: 'tasks/resubscribe', wire: 'tasks/resubscribe', params: (t) => ({ id: t }) },
   {
-    name: 'v0.3 pushNotificationConfig/set', verb: 'POST', path: '/a2a/rest/v1/tasks/{T}/pushNotificationConfigs', headers: {},
+    name: 'v1 SubscribeToTask (GET)',
+    verb: 'GET',
+    path: '/a2a/rest/tasks/{T}:subscribe',
+    headers: V1,
+    aos: 'tasks/resubscribe',
+    wire: 'SubscribeToTask',
+    params: (t) => ({ id: t }),
+  },
+  {
+    name: 'v1 CreateTaskPushNotificationConfig',
+    verb: 'POST',
+    path: '/a2a/rest/tasks/{T}/pushNotificationConfigs',
+    headers: V1,
+    body: { id: 'c9', url: 'https://hooks.example/c9' },
+    aos: 'tasks/pushNotificationConfig/set',
+    wire: 'CreateTaskPushNotificationConfig',
+    params: (t) => ({ taskId: t, id: 'c9', url: 'https://hooks.example/c9' }),
+  },
+  {
+    name: 'v1 GetTaskPushNotificationConfig',
+    verb: 'GET',
+    path: '/a2a/rest/tasks/{T}/pushNotificationConfigs/c1',
+    headers: V1,
+    aos: 'tasks/pushNotificationConfig/get',
+    wire: 'GetTaskPushNotificationConfig',
+    params: (t) => ({ taskId: t, id: 'c1' }),
+  },
+  {
+    name: 'v1 ListTaskPushNotificationConfigs',
+    verb: 'GET',
+    path: '/a2a/rest/tasks/{T}/pushNotificationConfigs',
+    headers: V1,
+    aos: 'tasks/pushNotificationConfig/list',
+    wire: 'ListTaskPushNotificationConfigs',
+    params: (t) => ({ taskId: t }),
+  },
+  {
+    name: 'v1 DeleteTaskPushNotificationConfig',
+    verb: 'DELETE',
+    path: '/a2a/rest/tasks/{T}/pushNotificationConfigs/c1',
+    headers: V1,
+    aos: 'tasks/pushNotificationConfig/delete',
+    wire: 'DeleteTaskPushNotificationConfig',
+    params: (t) => ({ taskId: t, id: 'c1' }),
+  },
+  {
+    name: 'v1 GetExtendedAgentCard',
+    verb: 'GET',
+    path: '/a2a/rest/extendedAgentCard',
+    headers: V1,
+    aos: 'agent/getAuthenticatedExtendedCard',
+    wire: 'GetExtendedAgentCard',
+    params: () => ({}),
+  },
+  // v1.0 with a tenant prefix
+  {
+    name: 'v1 tenant GetTask',
+    verb: 'GET',
+    path: '/a2a/rest/mytenant/tasks/{T}',
+    headers: V1,
+    aos: 'tasks/get',
+    wire: 'GetTask',
+    params: (t) => ({ id: t, tenant: 'mytenant' }),
+  },
+  {
+    name: 'v1 tenant SendMessage',
+    verb: 'POST',
+    path: '/a2a/rest/mytenant/message:send',
+    headers: V1,
+    body: msgV1('tenant hi'),
+    aos: 'message/send',
+    wire: 'SendMessage',
+    params: () => ({ ...msgV1('tenant hi'), tenant: 'mytenant' }),
+  },
+  {
+    name: 'v1 tenant CancelTask',
+    verb: 'POST',
+    path: '/a2a/rest/mytenant/tasks/{T}:cancel',
+    headers: V1,
+    aos: 'tasks/cancel',
+    wire: 'CancelTask',
+    params: (t) => ({ id: t, tenant: 'mytenant' }),
+  },
+  {
+    name: 'v1 tenant ListTaskPushNotificationConfigs',
+    verb: 'GET',
+    path: '/a2a/rest/mytenant/tasks/{T}/pushNotificationConfigs',
+    headers: V1,
+    aos: 'tasks/pushNotificationConfig/list',
+    wire: 'ListTaskPushNotificationConfigs',
+    params: (t) => ({ taskId: t, tenant: 'mytenant' }),
+  },
+  {
+    name: 'v1 tenant GetExtendedAgentCard',
+    verb: 'GET',
+    path: '/a2a/rest/mytenant/extendedAgentCard',
+    headers: V1,
+    aos: 'agent/getAuthenticatedExtendedCard',
+    wire: 'GetExtendedAgentCard',
+    params: () => ({ tenant: 'mytenant' }),
+  },
+  // A tenant called "v1" under A2A-Version 1.0 is a v1 tenant route, not a v0.3 route.
+  {
+    name: 'v1 tenant "v1" GetTask',
+    verb: 'GET',
+    path: '/a2a/rest/v1/tasks/{T}',
+    headers: V1,
+    aos: 'tasks/get',
+    wire: 'GetTask',
+    params: (t) => ({ id: t, tenant: 'v1' }),
+  },
+  // v0.3 (no A2A-Version header)
+  {
+    name: 'v0.3 message/send',
+    verb: 'POST',
+    path: '/a2a/rest/v1/message:send',
+    headers: {},
+    body: msgV03('hi v03'),
+    aos: 'message/send',
+    wire: 'message/send',
+    params: () => msgV03('hi v03'),
+  },
+  {
+    name: 'v0.3 message/stream',
+    verb: 'POST',
+    path: '/a2a/rest/v1/message:stream',
+    headers: {},
+    body: msgV03('hi s03'),
+    aos: 'message/stream',
+    wire: 'message/stream',
+    params: () => msgV03('hi s03'),
+  },
+  {
+    name: 'v0.3 tasks/get',
+    verb: 'GET',
+    path: '/a2a/rest/v1/tasks/{T}?historyLength=1',
+    headers: {},
+    aos: 'tasks/get',
+    wire: 'tasks/get',
+    params: (t) => ({ id: t, historyLength: 1 }),
+  },
+  // The SDK's v0.3 router has no GET /v1/tasks: the path falls through to the v1.0 table, ListTasks for tenant "v1".
+  {
+    name: 'v0.3 GET /v1/tasks (ListTasks, tenant v1)',
+    verb: 'GET',
+    path: '/a2a/rest/v1/tasks',
+    headers: {},
+    aos: 'tasks/list',
+    wire: 'ListTasks',
+    params: () => ({ tenant: 'v1' }),
+  },
+  {
+    name: 'v0.3 tasks/cancel',
+    verb: 'POST',
+    path: '/a2a/rest/v1/tasks/{T}:cancel',
+    headers: {},
+    aos: 'tasks/cancel',
+    wire: 'tasks/cancel',
+    params: (t) => ({ id: t }),
+  },
+  {
+    name: 'v0.3 tasks/resubscribe (GET)',
+    verb: 'GET',
+    path: '/a2a/rest/v1/tasks/{T}:subscribe',
+    headers: {},
+    aos: 'tasks/resubscribe',
+    wire: 'tasks/resubscribe',
+    params: (t) => ({ id: t }),
+  },
+  {
+    name: 'v0.3 tasks/resubscribe (POST)',
+    verb: 'POST',
+    path: '/a2a/rest/v1/tasks/{T}:subscribe',
+    headers: {},
+    aos: 'tasks/resubscribe',
+    wire: 'tasks/resubscribe',
+    params: (t) => ({ id: t }),
+  },
+  {
+    name: 'v0.3 pushNotificationConfig/set',
+    verb: 'POST',
+    path: '/a2a/rest/v1/tasks/{T}/pushNotificationConfigs',
+    headers: {},
     // (A body `name` naming another task than the path is refused: the SDK's v0.3 router would use the name's task.)
     body: { pushNotificationConfig: { id: 'c8', url: 'https://hooks.example/c8' } },
-    aos: 'tasks/pushNotificationConfig/set', wire: 'tasks/pushNotificationConfig/set',
+    aos: 'tasks/pushNotificationConfig/set',
+    wire: 'tasks/pushNotificationConfig/set',
     params: (t) => ({ taskId: t, pushNotificationConfig: { id: 'c8', url: 'https://hooks.example/c8' } }),
   },
-  { name: 'v0.3 pushNotificationConfig/get', verb: 'GET', path: '/a2a/rest/v1/tasks/{T}/pushNotificationConfigs/c1', headers: {}, aos: 'tasks/pushNotificationConfig/get', wire: 'tasks/pushNotificationConfig/get', params: (t) => ({ id: t, pushNotificationConfigId: 'c1' }) },
-  { name: 'v0.3 pushNotificationConfig/list', verb: 'GET', path: '/a2a/rest/v1/tasks/{T}/pushNotificationConfigs', headers: {}, aos: 'tasks/pushNotificationConfig/list', wire: 'tasks/pushNotificationConfig/list', params: (t) => ({ id: t }) },
-  { name: 'v0.3 pushNotificationConfig/delete', verb: 'DELETE', path: '/a2a/rest/v1/tasks/{T}/pushNotificationConfigs/c1', headers: {}, aos: 'tasks/pushNotificationConfig/delete', wire: 'tasks/pushNotificationConfig/delete', params: (t) => ({ id: t, pushNotificationConfigId: 'c1' }) },
-  { name: 'v0.3 getAuthenticatedExtendedCard (GET /v1/card)', verb: 'GET', path: '/a2a/rest/v1/card', headers: {}, aos: 'agent/getAuthenticatedExtendedCard', wire: 'agent/getAuthenticatedExtendedCard', params: () => ({}) },
+  {
+    name: 'v0.3 pushNotificationConfig/get',
+    verb: 'GET',
+    path: '/a2a/rest/v1/tasks/{T}/pushNotificationConfigs/c1',
+    headers: {},
+    aos: 'tasks/pushNotificationConfig/get',
+    wire: 'tasks/pushNotificationConfig/get',
+    params: (t) => ({ id: t, pushNotificationConfigId: 'c1' }),
+  },
+  {
+    name: 'v0.3 pushNotificationConfig/list',
+    verb: 'GET',
+    path: '/a2a/rest/v1/tasks/{T}/pushNotificationConfigs',
+    headers: {},
+    aos: 'tasks/pushNotificationConfig/list',
+    wire: 'tasks/pushNotificationConfig/list',
+    params: (t) => ({ id: t }),
+  },
+  {
+    name: 'v0.3 pushNotificationConfig/delete',
+    verb: 'DELETE',
+    path: '/a2a/rest/v1/tasks/{T}/pushNotificationConfigs/c1',
+    headers: {},
+    aos: 'tasks/pushNotificationConfig/delete',
+    wire: 'tasks/pushNotificationConfig/delete',
+    params: (t) => ({ id: t, pushNotificationConfigId: 'c1' }),
+  },
+  {
+    name: 'v0.3 getAuthenticatedExtendedCard (GET /v1/card)',
+    verb: 'GET',
+    path: '/a2a/rest/v1/card',
+    headers: {},
+    aos: 'agent/getAuthenticatedExtendedCard',
+    wire: 'agent/getAuthenticatedExtendedCard',
+    params: () => ({}),
+  },
 ];
 
 const at = (r: Route, t: string): string => r.path.replace('{T}', t);
 
 describe('every REST route is classified as its operation', () => {
-  test.each(ROUTES.map((r) => [r.name, r] as const))('%s: deny -> HTTP 403 REST error, envelope with the JSON-RPC equivalent, nothing forwarded', async (_n, r) => {
-    guardian.script(() => DENY);
-    const res = await raw(r.verb, at(r, running), { headers: r.headers, ...(r.body === undefined ? {} : { body: r.body }) });
-    const envs = guardian.calls();
-    expect(envs).toHaveLength(1);
-    const env = envs[0];
-    expect(env.method).toBe(r.aos);
-    expect(env.params.payload).toEqual({ jsonrpc: '2.0', id: expect.stringMatching(UUID_V4), method: r.wire, params: r.params(running) });
-    expect(env.params.payload.id).not.toBe(env.id);
-    expectDenied(res, env);
-    expect(agent.received).toEqual([]);
-  });
+  test.each(ROUTES.map((r) => [r.name, r] as const))(
+    '%s: deny -> HTTP 403 REST error, envelope with the JSON-RPC equivalent, nothing forwarded',
+    async (_n, r) => {
+      guardian.script(() => DENY);
+      const res = await raw(r.verb, at(r, running), { headers: r.headers, ...(r.body === undefined ? {} : { body: r.body }) });
+      const envs = guardian.calls();
+      expect(envs).toHaveLength(1);
+      const env = envs[0];
+      expect(env.method).toBe(r.aos);
+      expect(env.params.payload).toEqual({ jsonrpc: '2.0', id: expect.stringMatching(UUID_V4), method: r.wire, params: r.params(running) });
+      expect(env.params.payload.id).not.toBe(env.id);
+      expectDenied(res, env);
+      expect(agent.received).toEqual([]);
+    },
+  );
 
   test.each(ROUTES.filter((r) => !/stream|subscribe/i.test(r.aos)).map((r) => [r.name, r] as const))(
-    '%s: allow -> forwarded once with the same verb, path, body and A2A-Version; the agent\'s answer is relayed',
+    "%s: allow -> forwarded once with the same verb, path, body and A2A-Version; the agent's answer is relayed",
     async (_n, r) => {
       const res = await raw(r.verb, at(r, done), { headers: r.headers, ...(r.body === undefined ? {} : { body: r.body }) });
       expect(guardian.calls().map((e) => e.method)).toEqual([r.aos]);
@@ -230,13 +468,16 @@ describe('streaming routes, allowed: SSE from the agent for GET and POST subscri
     agent.clear();
     const u = new URL(proxy.url);
     const firstChunk = await new Promise<{ status: number; type: string; data: string }>((resolve, reject) => {
-      const req = http.request({ host: u.hostname, port: u.port, method: verb, path: path.replace('{T}', t), headers: { ...headers, accept: 'text/event-stream' }, agent: false }, (res) => {
-        res.once('data', (c: Buffer) => {
-          resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), data: c.toString('utf8') });
-          req.destroy();
-        });
-        res.on('error', () => undefined);
-      });
+      const req = http.request(
+        { host: u.hostname, port: u.port, method: verb, path: path.replace('{T}', t), headers: { ...headers, accept: 'text/event-stream' }, agent: false },
+        (res) => {
+          res.once('data', (c: Buffer) => {
+            resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), data: c.toString('utf8') });
+            req.destroy();
+          });
+          res.on('error', () => undefined);
+        },
+      );
       req.on('error', (e) => (String(e).includes('socket hang up') ? undefined : reject(e)));
       req.end();
     });
@@ -372,7 +613,10 @@ describe('modify on REST', () => {
     ['DELETE', `/a2a/rest/tasks/{T}/pushNotificationConfigs/c1`, 'id'],
     ['GET', `/a2a/rest/mytenant/tasks/{T}/pushNotificationConfigs`, 'taskId'],
   ] as const)('%s %s: a modify that changes the path parameter %s -> 503 GUARDIAN_UNAVAILABLE, nothing forwarded', async (verb, path, key) => {
-    guardian.script((env) => ({ decision: 'modify', modifiedPayload: { ...env.params.payload, params: { ...env.params.payload.params, [key]: 'elsewhere' } } }));
+    guardian.script((env) => ({
+      decision: 'modify',
+      modifiedPayload: { ...env.params.payload, params: { ...env.params.payload.params, [key]: 'elsewhere' } },
+    }));
     const res = await raw(verb, path.replace('{T}', running), { headers: path.includes('/v1/') ? {} : V1 });
     const md = expectRestError(res, 503, 'UNAVAILABLE', 'GUARDIAN_UNAVAILABLE');
     expect(md.envelopeId).toBe(guardian.calls()[0].id);
@@ -413,7 +657,10 @@ describe('no way around the guardian on REST routes', () => {
     agent.clear();
     protect(victim);
     try {
-      const res = await raw('POST', `/a2a/rest/tasks/${victim}/pushNotificationConfigs`, { headers: V1, body: { taskId: done, id: 'evil', url: 'https://attacker.example/hook' } });
+      const res = await raw('POST', `/a2a/rest/tasks/${victim}/pushNotificationConfigs`, {
+        headers: V1,
+        body: { taskId: done, id: 'evil', url: 'https://attacker.example/hook' },
+      });
       const ids = (await direct.listTaskPushNotificationConfig({ tenant: '', taskId: victim, pageSize: 0, pageToken: '' })).configs.map((c) => c.id);
       expect({ victimConfigs: ids, guardianSawTaskIds: guardian.calls().map((e) => e.params.payload.params.taskId) }).toEqual({
         victimConfigs: [],
@@ -452,11 +699,14 @@ describe('no way around the guardian on REST routes', () => {
     expect(JSON.stringify(res.json ?? {})).not.toContain('echo: smuggled');
   });
 
-  test('HEAD on a GET REST route (the SDK\'s Express server runs the GET handler for it) is not forwarded unchecked', async () => {
+  test("HEAD on a GET REST route (the SDK's Express server runs the GET handler for it) is not forwarded unchecked", async () => {
     guardian.script(() => DENY);
     const res = await raw('HEAD', `/a2a/rest/tasks/${done}`, { headers: V1 });
     // Either inspected (and denied here) or refused; never run by the agent without a decision.
-    expect({ agentGot: agent.received.map((x) => `${x.method} ${x.path}`), status: res.status === 200 ? 'task exists (agent answered)' : 'not answered by the agent' }).toEqual({
+    expect({
+      agentGot: agent.received.map((x) => `${x.method} ${x.path}`),
+      status: res.status === 200 ? 'task exists (agent answered)' : 'not answered by the agent',
+    }).toEqual({
       agentGot: [],
       status: 'not answered by the agent',
     });

@@ -20,16 +20,7 @@
  * agent/getAuthenticatedExtendedCard: the SDK client only calls it when the card announces an extended
  * card (see card-extended.test.ts); with this agent it answers from the card it has, without a call.
  */
-import {
-  collect,
-  makeClient,
-  sendReq,
-  textOf,
-  TaskState,
-  type Client,
-  type ReceivedRequest,
-  type TestAgent,
-} from '../../helpers/agent';
+import { collect, makeClient, sendReq, textOf, TaskState, type Client, type ReceivedRequest, type TestAgent } from '../../helpers/agent';
 import { BINDING_VERSIONS } from '../../helpers/agent';
 import { type Envelope, type GuardianReply, type TestGuardian } from '../../helpers/guardian';
 import { type TestProxy, useStack } from '../../helpers/proxy-harness';
@@ -103,57 +94,104 @@ function pathParamsOf(k: OpKey, version: string): readonly string[] {
 
 const OPS: Record<OpKey, OpCase> = {
   send: {
-    aos: 'message/send', v1: 'SendMessage', v03: 'message/send', modifiable: true, pathParams: [],
+    aos: 'message/send',
+    v1: 'SendMessage',
+    v03: 'message/send',
+    modifiable: true,
+    pathParams: [],
     rest: () => ({ verb: 'POST', path: '/message:send' }),
     call: (c) => c.sendMessage(sendReq('hello original')),
   },
   stream: {
-    aos: 'message/stream', v1: 'SendStreamingMessage', v03: 'message/stream', modifiable: true, pathParams: [],
+    aos: 'message/stream',
+    v1: 'SendStreamingMessage',
+    v03: 'message/stream',
+    modifiable: true,
+    pathParams: [],
     rest: () => ({ verb: 'POST', path: '/message:stream' }),
     call: (c) => collect(c.sendMessageStream(sendReq('streamed original'))),
   },
   get: {
-    aos: 'tasks/get', v1: 'GetTask', v03: 'tasks/get', modifiable: true, pathParams: ['id'],
+    aos: 'tasks/get',
+    v1: 'GetTask',
+    v03: 'tasks/get',
+    modifiable: true,
+    pathParams: ['id'],
     rest: (_v, f) => ({ verb: 'GET', path: `/tasks/${f.done}` }),
     call: (c, f) => c.getTask({ tenant: '', id: f.done, historyLength: undefined }),
   },
   list: {
-    aos: 'tasks/list', v1: 'ListTasks', v03: null, modifiable: true, pathParams: [],
+    aos: 'tasks/list',
+    v1: 'ListTasks',
+    v03: null,
+    modifiable: true,
+    pathParams: [],
     rest: () => ({ verb: 'GET', path: '/tasks?pageSize=5' }),
     call: (c) =>
       c.listTasks({
-        tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 5, pageToken: '',
-        historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: undefined,
+        tenant: '',
+        contextId: '',
+        status: TaskState.TASK_STATE_UNSPECIFIED,
+        pageSize: 5,
+        pageToken: '',
+        historyLength: undefined,
+        statusTimestampAfter: undefined,
+        includeArtifacts: undefined,
       }),
   },
   cancel: {
-    aos: 'tasks/cancel', v1: 'CancelTask', v03: 'tasks/cancel', modifiable: false, pathParams: ['id'],
+    aos: 'tasks/cancel',
+    v1: 'CancelTask',
+    v03: 'tasks/cancel',
+    modifiable: false,
+    pathParams: ['id'],
     rest: (_v, f) => ({ verb: 'POST', path: `/tasks/${f.running}:cancel` }),
     call: (c, f) => c.cancelTask({ tenant: '', id: f.running, metadata: undefined }),
   },
   resubscribe: {
-    aos: 'tasks/resubscribe', v1: 'SubscribeToTask', v03: 'tasks/resubscribe', modifiable: false, pathParams: ['id'],
+    aos: 'tasks/resubscribe',
+    v1: 'SubscribeToTask',
+    v03: 'tasks/resubscribe',
+    modifiable: false,
+    pathParams: ['id'],
     // The v1 SDK client subscribes with POST, the v0.3 compat client with GET.
     rest: (v, f) => ({ verb: v === '1.0' ? 'POST' : 'GET', path: `/tasks/${f.running}:subscribe` }),
     call: (c, f) => firstEventThenClose(c.resubscribeTask({ tenant: '', id: f.running })),
   },
   pushSet: {
-    aos: 'tasks/pushNotificationConfig/set', v1: 'CreateTaskPushNotificationConfig', v03: 'tasks/pushNotificationConfig/set', modifiable: true, pathParams: ['taskId'],
+    aos: 'tasks/pushNotificationConfig/set',
+    v1: 'CreateTaskPushNotificationConfig',
+    v03: 'tasks/pushNotificationConfig/set',
+    modifiable: true,
+    pathParams: ['taskId'],
     rest: (_v, f) => ({ verb: 'POST', path: `/tasks/${f.running}/pushNotificationConfigs` }),
-    call: (c, f) => c.createTaskPushNotificationConfig({ tenant: '', id: 'cfg-new', taskId: f.running, url: PUSH_URL, token: 'tok', authentication: undefined }),
+    call: (c, f) =>
+      c.createTaskPushNotificationConfig({ tenant: '', id: 'cfg-new', taskId: f.running, url: PUSH_URL, token: 'tok', authentication: undefined }),
   },
   pushGet: {
-    aos: 'tasks/pushNotificationConfig/get', v1: 'GetTaskPushNotificationConfig', v03: 'tasks/pushNotificationConfig/get', modifiable: false, pathParams: ['taskId', 'id'],
+    aos: 'tasks/pushNotificationConfig/get',
+    v1: 'GetTaskPushNotificationConfig',
+    v03: 'tasks/pushNotificationConfig/get',
+    modifiable: false,
+    pathParams: ['taskId', 'id'],
     rest: (_v, f) => ({ verb: 'GET', path: `/tasks/${f.running}/pushNotificationConfigs/cfg-a` }),
     call: (c, f) => c.getTaskPushNotificationConfig({ tenant: '', taskId: f.running, id: 'cfg-a' }),
   },
   pushList: {
-    aos: 'tasks/pushNotificationConfig/list', v1: 'ListTaskPushNotificationConfigs', v03: 'tasks/pushNotificationConfig/list', modifiable: true, pathParams: ['taskId'],
+    aos: 'tasks/pushNotificationConfig/list',
+    v1: 'ListTaskPushNotificationConfigs',
+    v03: 'tasks/pushNotificationConfig/list',
+    modifiable: true,
+    pathParams: ['taskId'],
     rest: (_v, f) => ({ verb: 'GET', path: `/tasks/${f.running}/pushNotificationConfigs` }),
     call: (c, f) => c.listTaskPushNotificationConfig({ tenant: '', taskId: f.running, pageSize: 0, pageToken: '' }),
   },
   pushDelete: {
-    aos: 'tasks/pushNotificationConfig/delete', v1: 'DeleteTaskPushNotificationConfig', v03: 'tasks/pushNotificationConfig/delete', modifiable: true, pathParams: ['taskId', 'id'],
+    aos: 'tasks/pushNotificationConfig/delete',
+    v1: 'DeleteTaskPushNotificationConfig',
+    v03: 'tasks/pushNotificationConfig/delete',
+    modifiable: true,
+    pathParams: ['taskId', 'id'],
     rest: (_v, f) => ({ verb: 'DELETE', path: `/tasks/${f.running}/pushNotificationConfigs/cfg-a` }),
     call: (c, f) => c.deleteTaskPushNotificationConfig({ tenant: '', taskId: f.running, id: 'cfg-a' }),
   },
@@ -175,7 +213,11 @@ async function makeFixture(): Promise<Fixture> {
   const done = (await direct.sendMessage(sendReq('setup task'))) as { id: string };
   const running = (await direct.sendMessage(sendReq('wait-for-cancel', true))) as { id: string };
   const other = (await direct.sendMessage(sendReq('wait-for-cancel', true))) as { id: string };
-  for (const [taskId, id] of [[running.id, 'cfg-a'], [running.id, 'cfg-b'], [other.id, 'cfg-o']] as const) {
+  for (const [taskId, id] of [
+    [running.id, 'cfg-a'],
+    [running.id, 'cfg-b'],
+    [other.id, 'cfg-o'],
+  ] as const) {
     await direct.createTaskPushNotificationConfig({ tenant: '', id, taskId, url: `https://hooks.example/${id}`, token: '', authentication: undefined });
   }
   agent.clear();
@@ -321,7 +363,14 @@ describe.each(COMBOS)('%s %s', (binding, version) => {
     expect(first?.payload?.value?.id).toBe(f.running);
     expect(await run('pushSet', f)).toMatchObject({ taskId: f.running, url: PUSH_URL });
     calls.push('pushSet');
-    await client.createTaskPushNotificationConfig({ tenant: '', id: 'cfg-a', taskId: f.running, url: 'https://hooks.example/a', token: '', authentication: undefined });
+    await client.createTaskPushNotificationConfig({
+      tenant: '',
+      id: 'cfg-a',
+      taskId: f.running,
+      url: 'https://hooks.example/a',
+      token: '',
+      authentication: undefined,
+    });
     expect(await run('pushGet', f)).toMatchObject({ id: 'cfg-a', url: 'https://hooks.example/a' });
     const listed = (await run('pushList', f)) as { configs: { id: string }[] };
     expect(listed.configs.map((c) => c.id).sort()).toEqual(['cfg-a', 'cfg-new']);
@@ -393,7 +442,7 @@ describe.each(COMBOS)('deny %s %s', (binding, version) => {
     await dropFixture(f);
   });
 
-  test.each(opsFor(version))('%s: the SDK client gets the guardian\'s refusal, the agent gets nothing', async (k) => {
+  test.each(opsFor(version))("%s: the SDK client gets the guardian's refusal, the agent gets nothing", async (k) => {
     guardian.script(() => DENY);
     const err = await failure(OPS[k].call(client, f));
     const envs = guardian.calls();
@@ -486,7 +535,7 @@ describe.each(COMBOS)('modify %s %s', (binding, version) => {
   const modifiable = opsFor(version).filter((k) => OPS[k].modifiable);
   const notModifiable = opsFor(version).filter((k) => !OPS[k].modifiable);
 
-  test.each(modifiable)('%s: the agent receives the guardian\'s replacement', async (k) => {
+  test.each(modifiable)("%s: the agent receives the guardian's replacement", async (k) => {
     const spec = MODIFY[k];
     if (spec === undefined) throw new Error(`no modify spec for ${k}`);
     const modified: any[] = [];

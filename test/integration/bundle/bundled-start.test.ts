@@ -43,13 +43,24 @@ afterAll(async () => {
 async function loadedFiles(env: Record<string, string>): Promise<{ files: string[]; builtins: string[]; answer: string }> {
   const list = path.join(tmp, `loaded-${Date.now()}.json`);
   const preload = path.join(tmp, 'preload.js');
-  fs.writeFileSync(preload, `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(list)}, JSON.stringify([Object.keys(require.cache), process.moduleLoadList])));\n`);
+  fs.writeFileSync(
+    preload,
+    `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(list)}, JSON.stringify([Object.keys(require.cache), process.moduleLoadList])));\n`,
+  );
   const port = await freePort();
   const child = spawn(process.execPath, ['-r', preload, MAIN], {
     cwd: ROOT,
     env: {
-      PATH: process.env.PATH ?? '/usr/bin:/bin', UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, PORT: String(port), HOST: '127.0.0.1',
-      ADMIN_PORT: String(await freePort()), ADMIN_HOST: '127.0.0.1', SHUTDOWN_DELAY_MS: '0', LOG_LEVEL: 'warn', ...env,
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      UPSTREAM_URL: agent.origin,
+      GUARDIAN_URL: guardian.url,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ADMIN_PORT: String(await freePort()),
+      ADMIN_HOST: '127.0.0.1',
+      SHUTDOWN_DELAY_MS: '0',
+      LOG_LEVEL: 'warn',
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -58,19 +69,28 @@ async function loadedFiles(env: Record<string, string>): Promise<{ files: string
   child.stderr!.on('data', (d: Buffer) => (out += d.toString('utf8')));
   try {
     let answer = '';
-    await waitFor(async () => {
-      if (child.exitCode !== null) throw new Error(`the bundle exited (${child.exitCode}): ${out}`);
-      try {
-        const r = await rawRpc(`http://127.0.0.1:${port}/a2a/jsonrpc`, {
-          jsonrpc: '2.0', id: 'b1', method: 'message/send',
-          params: { message: { kind: 'message', messageId: 'mb1', role: 'user', parts: [{ kind: 'text', text: 'hello bundle' }] }, configuration: { blocking: true } },
-        });
-        answer = textOf(r.json);
-        return r.status === 200;
-      } catch {
-        return false;
-      }
-    }, 20_000, 'the bundled proxy answers');
+    await waitFor(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`the bundle exited (${child.exitCode}): ${out}`);
+        try {
+          const r = await rawRpc(`http://127.0.0.1:${port}/a2a/jsonrpc`, {
+            jsonrpc: '2.0',
+            id: 'b1',
+            method: 'message/send',
+            params: {
+              message: { kind: 'message', messageId: 'mb1', role: 'user', parts: [{ kind: 'text', text: 'hello bundle' }] },
+              configuration: { blocking: true },
+            },
+          });
+          answer = textOf(r.json);
+          return r.status === 200;
+        } catch {
+          return false;
+        }
+      },
+      20_000,
+      'the bundled proxy answers',
+    );
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
@@ -81,9 +101,10 @@ async function loadedFiles(env: Record<string, string>): Promise<{ files: string
   }
 }
 
-const fromNodeModules = (files: string[]): string[] => files.filter((f) => f.includes(`${path.sep}node_modules${path.sep}`)).map((f) => f.slice(f.lastIndexOf(`node_modules${path.sep}`) + 'node_modules/'.length));
+const fromNodeModules = (files: string[]): string[] =>
+  files.filter((f) => f.includes(`${path.sep}node_modules${path.sep}`)).map((f) => f.slice(f.lastIndexOf(`node_modules${path.sep}`) + 'node_modules/'.length));
 
-test('the default configuration serves a call with everything it loads inside the bundle (but undici\'s WebAssembly parser)', async () => {
+test("the default configuration serves a call with everything it loads inside the bundle (but undici's WebAssembly parser)", async () => {
   const { files, builtins, answer } = await loadedFiles({});
   expect(answer).toContain('hello bundle');
   expect(files).toContain(MAIN);
@@ -95,12 +116,22 @@ test('the default configuration serves a call with everything it loads inside th
 
 test('packages loaded on demand are required from node_modules when the configuration uses them (tracing on)', async () => {
   const { files } = await loadedFiles({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' });
-  const packages = new Set(fromNodeModules(files).map((f) => f.split('/').slice(0, f.startsWith('@') ? 2 : 1).join('/')));
+  const packages = new Set(
+    fromNodeModules(files).map((f) =>
+      f
+        .split('/')
+        .slice(0, f.startsWith('@') ? 2 : 1)
+        .join('/'),
+    ),
+  );
   expect([...packages]).toEqual(expect.arrayContaining(['@opentelemetry/sdk-trace-base', '@opentelemetry/exporter-trace-otlp-proto']));
 });
 
 test('V8 accepts the code cache the build made (a node without options, as npm start runs it)', () => {
-  const r = spawnSync(process.execPath, ['-e', `process.stdout.write(String(require(${JSON.stringify(MAIN)}).compileBundle(true).cachedDataRejected))`], { cwd: ROOT, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['-e', `process.stdout.write(String(require(${JSON.stringify(MAIN)}).compileBundle(true).cachedDataRejected))`], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  });
   expect(r.stdout).toBe('false');
 });
 

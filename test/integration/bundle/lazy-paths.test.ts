@@ -35,9 +35,25 @@ beforeAll(async () => {
   for (const f of ['a2a-guard.js', 'a2a-guard.bundle.js', 'a2a-guard.bundle.cache']) fs.copyFileSync(path.join(ROOT, 'dist', f), path.join(dir, 'dist', f));
   fs.symlinkSync(path.join(ROOT, 'node_modules', 'undici'), path.join(dir, 'node_modules', 'undici'));
   port = await freePort();
-  const env = { PATH: process.env.PATH ?? '', PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: '0', UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, LOG_LEVEL: 'error' };
+  const env = {
+    PATH: process.env.PATH ?? '',
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    ADMIN_PORT: '0',
+    UPSTREAM_URL: agent.origin,
+    GUARDIAN_URL: guardian.url,
+    LOG_LEVEL: 'error',
+  };
   child = spawn(process.execPath, ['dist/a2a-guard.js'], { cwd: dir, env, stdio: ['ignore', 'ignore', 'inherit'] });
-  await waitFor(() => fetch(`http://127.0.0.1:${port}/.well-known/agent-card.json`).then((r) => r.ok, () => false), 15_000, 'the bundled proxy');
+  await waitFor(
+    () =>
+      fetch(`http://127.0.0.1:${port}/.well-known/agent-card.json`).then(
+        (r) => r.ok,
+        () => false,
+      ),
+    15_000,
+    'the bundled proxy',
+  );
 }, 180_000);
 
 afterAll(async () => {
@@ -47,9 +63,14 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const call = (text: string): string => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: `m-${text}`, role: 'ROLE_USER', parts: [{ text }] } } });
+const call = (text: string): string =>
+  JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: `m-${text}`, role: 'ROLE_USER', parts: [{ text }] } } });
 const post = (body: Buffer | string, encoding?: string): Promise<string> =>
-  fetch(`http://127.0.0.1:${port}/a2a/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...(encoding === undefined ? {} : { 'content-encoding': encoding }) }, body }).then((r) => r.text());
+  fetch(`http://127.0.0.1:${port}/a2a/jsonrpc`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...(encoding === undefined ? {} : { 'content-encoding': encoding }) },
+    body,
+  }).then((r) => r.text());
 
 test('guardian answers the hand-written checks reject (zod loaded lazily) and a duplicate member: -31503, nothing forwarded', async () => {
   const raw = (body: string): GuardianReply => ({ raw: { status: 200, body } });
@@ -74,7 +95,10 @@ test('compressed bodies (node:zlib loaded lazily), four at once as the first: ju
   guardian.reset();
   const body = call('zipped');
   const texts = await Promise.all([
-    post(zlib.gzipSync(body), 'gzip'), post(zlib.deflateSync(body), 'deflate'), post(zlib.deflateRawSync(body), 'deflate'), post(zlib.brotliCompressSync(body), 'br'),
+    post(zlib.gzipSync(body), 'gzip'),
+    post(zlib.deflateSync(body), 'deflate'),
+    post(zlib.deflateRawSync(body), 'deflate'),
+    post(zlib.brotliCompressSync(body), 'br'),
   ]);
   for (const t of texts) expect(t).toContain('echo: zipped');
   expect(guardian.calls().length).toBeGreaterThanOrEqual(4);

@@ -9,7 +9,18 @@ import { startGuardian, type TestGuardian } from '../../helpers/guardian';
 import { startTestProxy } from '../../helpers/proxy-harness';
 
 const INTERNAL = 'http://internal-agent.example:9999/a2a';
-const card = JSON.stringify({ name: 'a', url: INTERNAL, preferredTransport: 'JSONRPC', protocolVersion: '0.3.0', version: '1', capabilities: {}, defaultInputModes: [], defaultOutputModes: [], skills: [], description: 'x' });
+const card = JSON.stringify({
+  name: 'a',
+  url: INTERNAL,
+  preferredTransport: 'JSONRPC',
+  protocolVersion: '0.3.0',
+  version: '1',
+  capabilities: {},
+  defaultInputModes: [],
+  defaultOutputModes: [],
+  skills: [],
+  description: 'x',
+});
 
 let guardian: TestGuardian;
 beforeAll(async () => {
@@ -19,7 +30,7 @@ afterAll(async () => {
   await guardian.close();
 });
 
-test.each([200, 201, 203, 206, 226])('an HTTP %i card reaches the caller rewritten, never with the agent\'s URL', async (status) => {
+test.each([200, 201, 203, 206, 226])("an HTTP %i card reaches the caller rewritten, never with the agent's URL", async (status) => {
   const sockets = new Set<net.Socket>();
   const srv = net.createServer((s) => {
     sockets.add(s);
@@ -51,7 +62,13 @@ describe('an extended card result labelled as an event stream', () => {
   const result = (id: unknown) => JSON.stringify({ jsonrpc: '2.0', id, result: JSON.parse(card) as unknown });
   const labels = ['text/event-stream', 'text/event-stream; charset=utf-8', 'Text/Event-Stream'];
   const bodies = { json: (id: unknown) => result(id), event: (id: unknown) => `data: ${result(id)}\n\n` };
-  const cases = labels.flatMap((label) => (['json', 'event'] as const).flatMap((body) => (['GetExtendedAgentCard', 'agent/getAuthenticatedExtendedCard'] as const).flatMap((method) => ['false', 'true'].map((inspect) => [label, body, method, inspect] as const))));
+  const cases = labels.flatMap((label) =>
+    (['json', 'event'] as const).flatMap((body) =>
+      (['GetExtendedAgentCard', 'agent/getAuthenticatedExtendedCard'] as const).flatMap((method) =>
+        ['false', 'true'].map((inspect) => [label, body, method, inspect] as const),
+      ),
+    ),
+  );
   let srv: net.Server;
   let answer: (id: unknown) => string = () => '';
   let label = '';
@@ -86,10 +103,16 @@ describe('an extended card result labelled as an event stream', () => {
     label = l;
     status = 200;
     answer = bodies[body];
-    const p = await startTestProxy({ UPSTREAM_URL: `http://127.0.0.1:${(srv.address() as net.AddressInfo).port}`, GUARDIAN_URL: guardian.url, ROLE: 'server', INSPECT_RESPONSES: inspect });
+    const p = await startTestProxy({
+      UPSTREAM_URL: `http://127.0.0.1:${(srv.address() as net.AddressInfo).port}`,
+      GUARDIAN_URL: guardian.url,
+      ROLE: 'server',
+      INSPECT_RESPONSES: inspect,
+    });
     try {
       const r = await fetch(`${p.url}/a2a/jsonrpc`, {
-        method: 'POST', headers: { 'content-type': 'application/json', ...(method.includes('/') ? {} : { 'a2a-version': '1.0' }) },
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(method.includes('/') ? {} : { 'a2a-version': '1.0' }) },
         body: JSON.stringify({ jsonrpc: '2.0', id: 'c-1', method, params: {} }),
       });
       const text = await r.text();
@@ -106,9 +129,18 @@ describe('an extended card result labelled as an event stream', () => {
     answer = () => '{"error":"no such card"}';
     status = 404;
     for (const inspect of ['false', 'true']) {
-      const p = await startTestProxy({ UPSTREAM_URL: `http://127.0.0.1:${(srv.address() as net.AddressInfo).port}`, GUARDIAN_URL: guardian.url, ROLE: 'server', INSPECT_RESPONSES: inspect });
+      const p = await startTestProxy({
+        UPSTREAM_URL: `http://127.0.0.1:${(srv.address() as net.AddressInfo).port}`,
+        GUARDIAN_URL: guardian.url,
+        ROLE: 'server',
+        INSPECT_RESPONSES: inspect,
+      });
       try {
-        const r = await fetch(`${p.url}/a2a/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0' }, body: JSON.stringify({ jsonrpc: '2.0', id: 'c-2', method: 'GetExtendedAgentCard', params: {} }) });
+        const r = await fetch(`${p.url}/a2a/jsonrpc`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 'c-2', method: 'GetExtendedAgentCard', params: {} }),
+        });
         const text = await r.text();
         if (inspect === 'false') expect({ status: r.status, text }).toEqual({ status: 404, text: '{"error":"no such card"}' });
         else expect(text).toContain('-31502');

@@ -29,7 +29,13 @@ beforeAll(async () => {
   guardian = await startGuardian();
   listed = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, CARD_PATHS: `/.well-known/other/agent-card.json, ${CARD_PATH}` });
   unlisted = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url });
-  client = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'client', OBSERVED_AGENT_NAME: 'caller', CARD_PATHS: CARD_PATH });
+  client = await startTestProxy({
+    UPSTREAM_URL: agent.origin,
+    GUARDIAN_URL: guardian.url,
+    ROLE: 'client',
+    OBSERVED_AGENT_NAME: 'caller',
+    CARD_PATHS: CARD_PATH,
+  });
   await Promise.all([listed.upstreamCard.ready(), unlisted.upstreamCard.ready(), client.upstreamCard.ready()]);
 });
 afterAll(async () => {
@@ -43,7 +49,12 @@ beforeEach(() => {
   recorder.clear();
 });
 
-function get(origin: string, path: string, method = 'GET', headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
+function get(
+  origin: string,
+  path: string,
+  method = 'GET',
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
   const u = new URL(origin);
   return new Promise((resolve, reject) => {
     const req = http.request({ host: u.hostname, port: u.port, method, path, headers, agent: false }, (res) => {
@@ -63,7 +74,10 @@ describe('the card at a listed path', () => {
     expect((await get(agent.origin, CARD_PATH)).status).toBe(200);
   });
 
-  test.each([['v1 card', { 'a2a-version': '1.0' }], ['hybrid v0.3 card', {}]])('%s: served rewritten, every endpoint URL at the proxy', async (_n, headers) => {
+  test.each([
+    ['v1 card', { 'a2a-version': '1.0' }],
+    ['hybrid v0.3 card', {}],
+  ])('%s: served rewritten, every endpoint URL at the proxy', async (_n, headers) => {
     const r = await get(listed.url, CARD_PATH, 'GET', headers);
     expect(r.status).toBe(200);
     const card = JSON.parse(r.text);

@@ -155,7 +155,7 @@ test('the v1 and v0.3 cards differ, and so do their ETags; repeated fetches give
   expect(a2.headers.etag).toBe(a.headers.etag);
 });
 
-test('a conditional request with the agent\'s ETag still gets the rewritten card (never the agent\'s 304 for its own body)', async () => {
+test("a conditional request with the agent's ETag still gets the rewritten card (never the agent's 304 for its own body)", async () => {
   const upstream = await get(agent.origin, CARD, { 'a2a-version': '1.0' });
   const proxied = await get(pub.url, CARD, { 'a2a-version': '1.0', 'if-none-match': String(upstream.headers.etag) });
   expect(proxied.status).toBe(200);
@@ -184,7 +184,14 @@ function handMadeCard(version: '1.0' | '0.3' | '0.2'): Record<string, unknown> {
     { url: 'https://agent.internal.example:8443/grpc', protocolBinding: 'GRPC', tenant: '', protocolVersion: '1.0' },
     { url: `${INTERNAL}/a2a/rest`, protocolBinding: 'HTTP+JSON', tenant: 't1', protocolVersion: '1.0' },
   ];
-  const common = { name: 'Hand-made', description: 'served by a tiny node:http upstream', version: '9.9.9', capabilities: { streaming: true }, skills: [], signatures: SIGNATURES };
+  const common = {
+    name: 'Hand-made',
+    description: 'served by a tiny node:http upstream',
+    version: '9.9.9',
+    capabilities: { streaming: true },
+    skills: [],
+    signatures: SIGNATURES,
+  };
   if (version === '1.0') return { ...common, supportedInterfaces: v1Interfaces };
   return {
     ...common,
@@ -217,7 +224,13 @@ describe('a hand-made upstream card', () => {
         return;
       }
       const body = JSON.stringify(handMadeCard(version));
-      res.writeHead(200, { 'content-type': 'application/json', etag: '"hand-made-etag"', vary: 'A2A-Version', 'cache-control': 'public, max-age=60', 'content-length': Buffer.byteLength(body) });
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        etag: '"hand-made-etag"',
+        vary: 'A2A-Version',
+        'cache-control': 'public, max-age=60',
+        'content-length': Buffer.byteLength(body),
+      });
       res.end(body);
     });
     upstreamUrl = await listen(upstream);
@@ -287,7 +300,10 @@ describe('a hand-made upstream card', () => {
     const res = await get(keep.url, path, headers);
     expect(res.status).toBe(200);
     expect(res.json.signatures).toEqual(SIGNATURES);
-    const nonGrpc = (c: any) => ['supportedInterfaces', 'additionalInterfaces'].flatMap((k) => (c[k] ?? []).filter((i: any) => (i.protocolBinding ?? i.transport) !== 'GRPC').map((i: any) => i.url));
+    const nonGrpc = (c: any) =>
+      ['supportedInterfaces', 'additionalInterfaces'].flatMap((k) =>
+        (c[k] ?? []).filter((i: any) => (i.protocolBinding ?? i.transport) !== 'GRPC').map((i: any) => i.url),
+      );
     expectPointsAt([...(typeof res.json.url === 'string' ? [res.json.url] : []), ...nonGrpc(res.json)], PUBLIC);
     expect(res.headers.etag).toBe(weakEtag(res.body));
   });
@@ -310,10 +326,13 @@ async function startPrefixStripper(prefix: string, target: () => string): Promis
       return;
     }
     const t = new URL(target());
-    const up = http.request({ host: t.hostname, port: t.port, method: req.method, path: path.slice(prefix.length), headers: req.headers, agent: false }, (ur) => {
-      res.writeHead(ur.statusCode ?? 502, ur.headers);
-      ur.pipe(res);
-    });
+    const up = http.request(
+      { host: t.hostname, port: t.port, method: req.method, path: path.slice(prefix.length), headers: req.headers, agent: false },
+      (ur) => {
+        res.writeHead(ur.statusCode ?? 502, ur.headers);
+        ur.pipe(res);
+      },
+    );
     up.on('error', () => res.destroy());
     res.on('close', () => up.destroy());
     req.pipe(up);
@@ -346,7 +365,7 @@ describe('end to end behind path-prefix ingresses on both sides', () => {
     e2eAgent.clear();
   });
 
-  test('the card read through the front names the front\'s /edge URLs (the upstream /base prefix is replaced)', async () => {
+  test("the card read through the front names the front's /edge URLs (the upstream /base prefix is replaced)", async () => {
     for (const headers of [{ 'a2a-version': '1.0' }, {}] as Record<string, string>[]) {
       const res = await get(front.url, `/edge${CARD}`, headers);
       expect(res.status).toBe(200);

@@ -45,7 +45,15 @@ beforeAll(async () => {
   });
   const origin = await listen(tamper);
   const proxyKey = await writeSigningKey(dir, await makeKey('proxy-card-key'));
-  proxy = await startTestProxy({ ...(await atPublicUrl()), UPSTREAM_URL: origin, GUARDIAN_URL: guardian.url, CARD_SIGNATURES: 'require', CARD_TRUST_JWKS_FILE: trust, CARD_SIGNING_KEY_FILE: proxyKey, CARD_TTL_MS: '0' });
+  proxy = await startTestProxy({
+    ...(await atPublicUrl()),
+    UPSTREAM_URL: origin,
+    GUARDIAN_URL: guardian.url,
+    CARD_SIGNATURES: 'require',
+    CARD_TRUST_JWKS_FILE: trust,
+    CARD_SIGNING_KEY_FILE: proxyKey,
+    CARD_TTL_MS: '0',
+  });
 });
 afterAll(async () => {
   await proxy?.close();

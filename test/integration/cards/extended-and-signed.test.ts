@@ -80,16 +80,37 @@ async function startCardAgent(opts: { sign?: { privateKey: KeyObject } }): Promi
   const extended: AgentCard = {
     ...card,
     name: 'Card Agent (extended)',
-    skills: [...card.skills, { id: 'vip', name: 'vip', description: 'for authenticated callers', tags: [], examples: [], inputModes: [], outputModes: [], securityRequirements: [] }],
+    skills: [
+      ...card.skills,
+      { id: 'vip', name: 'vip', description: 'for authenticated callers', tags: [], examples: [], inputModes: [], outputModes: [], securityRequirements: [] },
+    ],
   };
   const executor: A2AServer.AgentExecutor = {
     cancelTask: async () => undefined,
     execute: async ({ taskId, contextId, userMessage }, bus) => {
-      bus.publish(sdkServer.AgentEvent.task({ id: taskId, contextId, status: { state: sdk.TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: new Date().toISOString() }, artifacts: [], history: [userMessage], metadata: undefined }));
+      bus.publish(
+        sdkServer.AgentEvent.task({
+          id: taskId,
+          contextId,
+          status: { state: sdk.TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: new Date().toISOString() },
+          artifacts: [],
+          history: [userMessage],
+          metadata: undefined,
+        }),
+      );
     },
   };
   const signer = opts.sign === undefined ? undefined : sdk.generateAgentCardSignature(opts.sign.privateKey, { alg: 'ES256', kid: 'test-key', typ: 'JOSE' });
-  const requestHandler = new sdkServer.DefaultRequestHandler(card, new sdkServer.InMemoryTaskStore(), executor, undefined, undefined, undefined, async () => extended, signer);
+  const requestHandler = new sdkServer.DefaultRequestHandler(
+    card,
+    new sdkServer.InMemoryTaskStore(),
+    executor,
+    undefined,
+    undefined,
+    undefined,
+    async () => extended,
+    signer,
+  );
   const legacyCompat = { enabled: true };
   app.use(`/${sdk.AGENT_CARD_PATH}`, sdkExpress.agentCardHandler({ agentCardProvider: requestHandler, legacyCompat }));
   app.use('/a2a/jsonrpc', sdkExpress.jsonRpcHandler({ requestHandler, userBuilder: sdkExpress.UserBuilder.noAuthentication, legacyCompat }));
@@ -158,9 +179,17 @@ describe('extended agent card', () => {
     ['REST v1', 'GET', '/a2a/rest/extendedAgentCard', { 'a2a-version': '1.0' }, undefined],
     ['REST v0.3', 'GET', '/a2a/rest/v1/card', {}, undefined],
   ] as const)('%s on the wire: every endpoint URL of the result rewritten, body length and validators consistent', async (_n, verb, path, headers, body) => {
-    const direct = await fetch(`${agent.origin}${path}`, { method: verb, headers: { ...headers, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+    const direct = await fetch(`${agent.origin}${path}`, {
+      method: verb,
+      headers: { ...headers, ...(body ? { 'content-type': 'application/json' } : {}) },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
     const upstreamJson: any = await direct.json();
-    const res = await fetch(`${proxy.url}${path}`, { method: verb, headers: { ...headers, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+    const res = await fetch(`${proxy.url}${path}`, {
+      method: verb,
+      headers: { ...headers, ...(body ? { 'content-type': 'application/json' } : {}) },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
     const text = await res.text();
     const json = JSON.parse(text);
     expect(res.status).toBe(direct.status);
@@ -251,7 +280,7 @@ describe('signed agent cards (SDK signing helpers)', () => {
     await guardian?.close();
   });
 
-  test('the agent\'s own card is signed and verifies (the test can tell a good signature from a bad one)', async () => {
+  test("the agent's own card is signed and verifies (the test can tell a good signature from a bad one)", async () => {
     const card = await resolve(agent.origin);
     expect(card.signatures.length).toBeGreaterThan(0);
     await expect(verify(card)).resolves.toBeUndefined();
@@ -273,7 +302,7 @@ describe('signed agent cards (SDK signing helpers)', () => {
   test.each([
     ['v1 card', { 'a2a-version': '1.0' }],
     ['hybrid v0.3 card', {} as Record<string, string>],
-  ])('CARD_SIGNATURES=keep, %s: the agent\'s signatures are kept', async (_n, headers) => {
+  ])("CARD_SIGNATURES=keep, %s: the agent's signatures are kept", async (_n, headers) => {
     // (ES256 signatures are randomised: the agent signs every response anew, so compare the JWS headers here;
     // the next test proves the signature bytes are the agent's.)
     const up = (await (await fetch(`${agent.origin}${CARD}`, { headers })).json()) as any;
@@ -298,7 +327,10 @@ describe('signed agent cards (SDK signing helpers)', () => {
   });
 
   test('the signed extended card is rewritten too; strip removes its signatures, keep keeps them', async () => {
-    for (const [p, expectSigs] of [[strip, false], [keep, true]] as const) {
+    for (const [p, expectSigs] of [
+      [strip, false],
+      [keep, true],
+    ] as const) {
       const res = await rawRpc(`${p.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 's', method: 'GetExtendedAgentCard', params: {} }, { 'a2a-version': '1.0' });
       const card = res.json.result;
       expect(skillIds(card)).toEqual(['public', 'vip']);

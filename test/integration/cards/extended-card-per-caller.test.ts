@@ -58,7 +58,7 @@ test.each([
 test.each([
   ['REST v1', '/a2a/rest/extendedAgentCard', { 'a2a-version': '1.0' }],
   ['REST v0.3', '/a2a/rest/v1/card', {}],
-])('%s: the agent says public, the proxy\'s answer says private, no-store', async (_n, path, headers) => {
+])("%s: the agent says public, the proxy's answer says private, no-store", async (_n, path, headers) => {
   const direct = await fetch(`${agent.origin}${path}`, { headers: { ...headers, ...ids.headersAs('A') } });
   await direct.text();
   expect(direct.headers.get('cache-control')).toBe('public, max-age=3600');

@@ -124,7 +124,11 @@ describe('an agent card answering a passthrough path is rewritten to point at th
     hostile.script = (q) =>
       q.path.startsWith('/static')
         ? answer(200, [['content-type', 'text/plain']], card())
-        : answer(200, J, JSON.stringify({ jsonrpc: '2.0', id: q.id, result: { message: { messageId: 'r1', role: 'ROLE_AGENT', parts: [{ text: 'hi back' }] } } }));
+        : answer(
+            200,
+            J,
+            JSON.stringify({ jsonrpc: '2.0', id: q.id, result: { message: { messageId: 'r1', role: 'ROLE_AGENT', parts: [{ text: 'hi back' }] } } }),
+          );
     const c = await makeClient(passthrough.url, 'JSONRPC', '1.0', { cardPath: '/static/card.json' });
     await c.sendMessage(sendReq('through the guardian'));
     expect(guardian.calls().map((e) => e.method)).toEqual(['message/send']);
@@ -144,7 +148,10 @@ describe('an agent card the proxy cannot vouch for is refused', () => {
     ['behind a coding the proxy cannot read (zstd)', () => [200, [...J, ['content-encoding', 'zstd']], card()]],
     ['labelled gzip but plain (a reader that ignores the label reads it)', () => [200, [...J, ['content-encoding', 'gzip']], card()]],
     ['padded past MAX_BODY_BYTES', () => [200, J, card().replace('{', `{"pad":"${'x'.repeat(LIMIT)}",`)]],
-    ['gzip that decodes past MAX_BODY_BYTES', () => [200, [...J, ['content-encoding', 'gzip']], zlib.gzipSync(card().replace('{', `{"pad":"${'x'.repeat(LIMIT)}",`))]],
+    [
+      'gzip that decodes past MAX_BODY_BYTES',
+      () => [200, [...J, ['content-encoding', 'gzip']], zlib.gzipSync(card().replace('{', `{"pad":"${'x'.repeat(LIMIT)}",`))],
+    ],
   ];
   test.each(forms)('%s', async (_n, form) => {
     const [status, headers, body] = form();
@@ -157,7 +164,8 @@ describe('an agent card the proxy cannot vouch for is refused', () => {
   });
 
   test('an answer cut short while it was held is refused whole', async () => {
-    hostile.script = () => Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${card().length + 10}\r\n\r\n`), Buffer.from(card())]);
+    hostile.script = () =>
+      Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${card().length + 10}\r\n\r\n`), Buffer.from(card())]);
     const r = await read(passthrough, '/static/card.json');
     expect(r.status).toBe(502);
     expectNoAgentUrl(r, passthrough.url);
@@ -166,20 +174,47 @@ describe('an agent card the proxy cannot vouch for is refused', () => {
 
 describe('answers that are not cards pass as they came', () => {
   test.each([
-    ['HTML', [['content-type', 'text/html'], ['etag', '"v1"']], Buffer.from('<html><body>hello</body></html>')],
+    [
+      'HTML',
+      [
+        ['content-type', 'text/html'],
+        ['etag', '"v1"'],
+      ],
+      Buffer.from('<html><body>hello</body></html>'),
+    ],
     ['JSON that is no card (a url and a name)', [...J, ['etag', '"v2"']], Buffer.from(JSON.stringify({ name: 'docs', url: 'https://docs.example/x' }))],
-    ['gzip HTML, still compressed', [['content-type', 'text/html'], ['content-encoding', 'gzip']], zlib.gzipSync('<html>hello</html>')],
+    [
+      'gzip HTML, still compressed',
+      [
+        ['content-type', 'text/html'],
+        ['content-encoding', 'gzip'],
+      ],
+      zlib.gzipSync('<html>hello</html>'),
+    ],
     ['gzip JSON that is no card, still compressed', [...J, ['content-encoding', 'gzip']], zlib.gzipSync(JSON.stringify([{ id: 1, status: 'ok' }]))],
-    ['a JPEG-like body larger than MAX_BODY_BYTES', [['content-type', 'image/jpeg']], Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(LIMIT * 2, 7)])],
-    ['gzip text larger than MAX_BODY_BYTES once compressed', [['content-type', 'text/plain'], ['content-encoding', 'gzip']], zlib.gzipSync(`text ${require('node:crypto').randomBytes(LIMIT).toString('base64')}`)],
+    [
+      'a JPEG-like body larger than MAX_BODY_BYTES',
+      [['content-type', 'image/jpeg']],
+      Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(LIMIT * 2, 7)]),
+    ],
+    [
+      'gzip text larger than MAX_BODY_BYTES once compressed',
+      [
+        ['content-type', 'text/plain'],
+        ['content-encoding', 'gzip'],
+      ],
+      zlib.gzipSync(`text ${require('node:crypto').randomBytes(LIMIT).toString('base64')}`),
+    ],
   ] as [string, Headers, Buffer][])('%s', async (_n, headers, body) => {
     serve(200, headers, body);
     const res = await new Promise<http.IncomingMessage & { body: Buffer }>((resolve, reject) => {
-      http.get(`${passthrough.url}/static/x`, (m) => {
-        const chunks: Buffer[] = [];
-        m.on('data', (c: Buffer) => chunks.push(c));
-        m.on('end', () => resolve(Object.assign(m, { body: Buffer.concat(chunks) })));
-      }).on('error', reject);
+      http
+        .get(`${passthrough.url}/static/x`, (m) => {
+          const chunks: Buffer[] = [];
+          m.on('data', (c: Buffer) => chunks.push(c));
+          m.on('end', () => resolve(Object.assign(m, { body: Buffer.concat(chunks) })));
+        })
+        .on('error', reject);
     });
     expect(res.statusCode).toBe(200);
     expect(res.body.equals(body)).toBe(true);

@@ -62,9 +62,21 @@ describe('cards signed by the proxy (CARD_SIGNING_KEY_FILE)', () => {
     quiet = jest.spyOn(console, 'debug').mockImplementation(() => undefined);
     dir = await mkdtemp(join(tmpdir(), 'card-sign-'));
     proxyKey = await makeKey('proxy-card-key');
-    agent = await startAgent({ extendedAgentCard: true, extendedCardFor: extendedName, grpc: true, signCards: { key: agentKeys.privateKey, kid: 'agent-key' } });
+    agent = await startAgent({
+      extendedAgentCard: true,
+      extendedCardFor: extendedName,
+      grpc: true,
+      signCards: { key: agentKeys.privateKey, kid: 'agent-key' },
+    });
     guardian = await startGuardian();
-    proxy = await startTestProxy({ ...(await atPublicUrl()), UPSTREAM_URL: agent.origin, GRPC_UPSTREAM_URL: `http://${agent.grpcAddress as string}`, GRPC_PORT: '0', GUARDIAN_URL: guardian.url, CARD_SIGNING_KEY_FILE: await writeSigningKey(dir, proxyKey) });
+    proxy = await startTestProxy({
+      ...(await atPublicUrl()),
+      UPSTREAM_URL: agent.origin,
+      GRPC_UPSTREAM_URL: `http://${agent.grpcAddress as string}`,
+      GRPC_PORT: '0',
+      GUARDIAN_URL: guardian.url,
+      CARD_SIGNING_KEY_FILE: await writeSigningKey(dir, proxyKey),
+    });
     await proxy.upstreamCard.ready();
     jwks = (await (await fetch(`${proxy.url}${JWKS}`)).json()) as { keys: JWK[] };
   });
@@ -92,10 +104,12 @@ describe('cards signed by the proxy (CARD_SIGNING_KEY_FILE)', () => {
     expect(JSON.parse(Buffer.from(card.signatures[0].protected, 'base64url').toString()).jku).toBe(`${proxy.url}${JWKS}`);
     // The test's verifier tells a good signature from a bad one.
     await expect(joseVerify({ ...card, name: 'tampered' }, jwks)).rejects.toThrow();
-    await expect(joseVerify({ ...card, supportedInterfaces: card.supportedInterfaces.map((i: any) => ({ ...i, url: i.url.replace(proxy.url, agent.origin) })) }, jwks)).rejects.toThrow();
+    await expect(
+      joseVerify({ ...card, supportedInterfaces: card.supportedInterfaces.map((i: any) => ({ ...i, url: i.url.replace(proxy.url, agent.origin) })) }, jwks),
+    ).rejects.toThrow();
   });
 
-  test('the SDK\'s own verifier accepts the v1 card an SDK resolver reads through the proxy, and rejects the agent\'s key', async () => {
+  test("the SDK's own verifier accepts the v1 card an SDK resolver reads through the proxy, and rejects the agent's key", async () => {
     const card = await new sdkClient.DefaultAgentCardResolver().resolve(proxy.url);
     await expect(sdk.verifyAgentCardSignature(async (kid) => publicKeyOf(jwks, kid))(card)).resolves.toBeUndefined();
     await expect(sdk.verifyAgentCardSignature(async () => agentKeys.publicKey)(card)).rejects.toThrow();
@@ -107,7 +121,11 @@ describe('cards signed by the proxy (CARD_SIGNING_KEY_FILE)', () => {
     ['REST v1', 'GET', '/a2a/rest/extendedAgentCard', { 'a2a-version': '1.0' }, undefined],
     ['REST v0.3', 'GET', '/a2a/rest/v1/card', {}, undefined],
   ] as const)('extended card, %s: signed by the proxy, verifies', async (_n, verb, path, headers, body) => {
-    const res = await fetch(`${proxy.url}${path}`, { method: verb, headers: { ...headers, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+    const res = await fetch(`${proxy.url}${path}`, {
+      method: verb,
+      headers: { ...headers, ...(body ? { 'content-type': 'application/json' } : {}) },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
     const json: any = await res.json();
     const card = body ? json.result : json;
     expect(card.name).toMatch(/\(extended\)$/);
@@ -115,14 +133,17 @@ describe('cards signed by the proxy (CARD_SIGNING_KEY_FILE)', () => {
     expect(await joseVerify(card, jwks)).toBe('proxy-card-key');
   });
 
-  test.each([['JSONRPC'], ['HTTP+JSON']] as const)('SDK client %s v1: getAgentCard() (the extended card) passes the SDK verifier with the proxy\'s key', async (binding) => {
-    const client = await makeClient(proxy.url, binding, '1.0');
-    const card = await client.getAgentCard();
-    expect(card.name).toMatch(/\(extended\)$/);
-    await expect(sdk.verifyAgentCardSignature(async (kid) => publicKeyOf(jwks, kid))(card)).resolves.toBeUndefined();
-  });
+  test.each([['JSONRPC'], ['HTTP+JSON']] as const)(
+    "SDK client %s v1: getAgentCard() (the extended card) passes the SDK verifier with the proxy's key",
+    async (binding) => {
+      const client = await makeClient(proxy.url, binding, '1.0');
+      const card = await client.getAgentCard();
+      expect(card.name).toMatch(/\(extended\)$/);
+      await expect(sdk.verifyAgentCardSignature(async (kid) => publicKeyOf(jwks, kid))(card)).resolves.toBeUndefined();
+    },
+  );
 
-  test('SDK gRPC client: the extended card over gRPC passes the SDK verifier with the proxy\'s key', async () => {
+  test("SDK gRPC client: the extended card over gRPC passes the SDK verifier with the proxy's key", async () => {
     const { client } = await makeGrpcClient(proxy.url);
     const card = await client.getAgentCard();
     expect(card.name).toMatch(/\(extended\)$/);
@@ -133,7 +154,15 @@ describe('cards signed by the proxy (CARD_SIGNING_KEY_FILE)', () => {
   test('ROLE=client, the card at a CARD_PATHS path: signed by the proxy, verifies; an SDK client built from it calls the proxy', async () => {
     const CARD_PATH = '/.well-known/remote/agent-card.json';
     const remote = await startAgent({ cardPath: CARD_PATH, signCards: { key: agentKeys.privateKey, kid: 'agent-key' } });
-    const client = await startTestProxy({ ...(await atPublicUrl()), UPSTREAM_URL: remote.origin, GUARDIAN_URL: guardian.url, ROLE: 'client', OBSERVED_AGENT_NAME: 'caller', CARD_PATHS: CARD_PATH, CARD_SIGNING_KEY_FILE: await writeSigningKey(dir, proxyKey, 'client.jwk.json') });
+    const client = await startTestProxy({
+      ...(await atPublicUrl()),
+      UPSTREAM_URL: remote.origin,
+      GUARDIAN_URL: guardian.url,
+      ROLE: 'client',
+      OBSERVED_AGENT_NAME: 'caller',
+      CARD_PATHS: CARD_PATH,
+      CARD_SIGNING_KEY_FILE: await writeSigningKey(dir, proxyKey, 'client.jwk.json'),
+    });
     try {
       for (const headers of [{ 'a2a-version': '1.0' }, {}] as Array<Record<string, string>>) {
         const card: any = await (await fetch(`${client.url}${CARD_PATH}`, { headers })).json();
@@ -153,7 +182,13 @@ describe('cards signed by the proxy (CARD_SIGNING_KEY_FILE)', () => {
   });
 
   test('a rotated key signs the next card; the JWKS publishes the new and the previous key', async () => {
-    const rotated = await startTestProxy({ ...(await atPublicUrl()), UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, CARD_SIGNING_KEY_FILE: await writeSigningKey(dir, proxyKey, 'rotating.jwk.json'), CREDENTIALS_REFRESH_MS: '100' });
+    const rotated = await startTestProxy({
+      ...(await atPublicUrl()),
+      UPSTREAM_URL: agent.origin,
+      GUARDIAN_URL: guardian.url,
+      CARD_SIGNING_KEY_FILE: await writeSigningKey(dir, proxyKey, 'rotating.jwk.json'),
+      CREDENTIALS_REFRESH_MS: '100',
+    });
     try {
       const next = await makeKey('next-card-key');
       await writeSigningKey(dir, next, 'rotating.jwk.json');
@@ -171,7 +206,7 @@ describe('cards signed by the proxy (CARD_SIGNING_KEY_FILE)', () => {
   });
 });
 
-describe('CARD_SIGNATURES=require: the agent\'s signature checked before the rewrite', () => {
+describe("CARD_SIGNATURES=require: the agent's signature checked before the rewrite", () => {
   const agentKeys = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   let dir: string;
   let signed: TestAgent;
@@ -194,9 +229,25 @@ describe('CARD_SIGNATURES=require: the agent\'s signature checked before the rew
     unsigned = await startAgent({ extendedAgentCard: true });
     guardian = await startGuardian();
     const proxyKey = await writeSigningKey(dir, await makeKey('proxy-card-key'));
-    trusted = await startTestProxy({ ...(await atPublicUrl()), UPSTREAM_URL: signed.origin, GUARDIAN_URL: guardian.url, CARD_SIGNATURES: 'require', CARD_TRUST_JWKS_FILE: trust, CARD_SIGNING_KEY_FILE: proxyKey });
-    const sink = new Writable({ write(chunk: Buffer, _e, cb) { logged.push(JSON.parse(chunk.toString('utf8'))); cb(); } });
-    untrusted = await startTestProxy({ UPSTREAM_URL: signed.origin, GUARDIAN_URL: guardian.url, CARD_SIGNATURES: 'require', CARD_TRUST_JWKS_FILE: await writeJwks(dir, [other]) }, undefined, pino({ level: 'info' }, sink));
+    trusted = await startTestProxy({
+      ...(await atPublicUrl()),
+      UPSTREAM_URL: signed.origin,
+      GUARDIAN_URL: guardian.url,
+      CARD_SIGNATURES: 'require',
+      CARD_TRUST_JWKS_FILE: trust,
+      CARD_SIGNING_KEY_FILE: proxyKey,
+    });
+    const sink = new Writable({
+      write(chunk: Buffer, _e, cb) {
+        logged.push(JSON.parse(chunk.toString('utf8')));
+        cb();
+      },
+    });
+    untrusted = await startTestProxy(
+      { UPSTREAM_URL: signed.origin, GUARDIAN_URL: guardian.url, CARD_SIGNATURES: 'require', CARD_TRUST_JWKS_FILE: await writeJwks(dir, [other]) },
+      undefined,
+      pino({ level: 'info' }, sink),
+    );
     noSignatures = await startTestProxy({ UPSTREAM_URL: unsigned.origin, GUARDIAN_URL: guardian.url, CARD_SIGNATURES: 'require', CARD_TRUST_JWKS_FILE: trust });
   });
   afterAll(async () => {
@@ -219,7 +270,7 @@ describe('CARD_SIGNATURES=require: the agent\'s signature checked before the rew
   test.each([
     ['signed by a key that is not trusted', () => untrusted],
     ['not signed', () => noSignatures],
-  ])('a card %s is refused: 502 on the card route, the binding\'s error for the extended card', async (_n, proxyOf) => {
+  ])("a card %s is refused: 502 on the card route, the binding's error for the extended card", async (_n, proxyOf) => {
     const p = proxyOf();
     const res = await fetch(`${p.url}${CARD}`, { headers: { 'a2a-version': '1.0' } });
     expect(res.status).toBe(502);

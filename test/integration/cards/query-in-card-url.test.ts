@@ -11,7 +11,7 @@ import { makeClient, sendReq, textOf } from '../../helpers/agent';
 
 const stack = useStack();
 
-test('an SDK JSON-RPC client that follows the proxy\'s card is answered when the agent\'s card URL has a query', async () => {
+test("an SDK JSON-RPC client that follows the proxy's card is answered when the agent's card URL has a query", async () => {
   for (const i of stack.agent.card.supportedInterfaces) if (i.protocolBinding === 'JSONRPC') i.url = `${i.url}?code=abc`;
   const direct = await makeClient(stack.agent.origin, 'JSONRPC', '1.0');
   expect(textOf(await direct.sendMessage(sendReq('hello')))).toContain('echo: hello');

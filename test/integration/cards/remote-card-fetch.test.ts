@@ -31,7 +31,11 @@ const silent = pino({ level: 'silent' });
 /** What the scripted remote answers to GET /.well-known/agent-card.json. */
 type CardTrick =
   | { readonly k: 'plain' }
-  | { readonly k: 'field'; readonly field: 'name' | 'url' | 'version' | 'description' | 'provider'; readonly value: 'huge' | 'ctrl' | 'fakeLog' | 'number' | 'array' }
+  | {
+      readonly k: 'field';
+      readonly field: 'name' | 'url' | 'version' | 'description' | 'provider';
+      readonly value: 'huge' | 'ctrl' | 'fakeLog' | 'number' | 'array';
+    }
   | { readonly k: 'oversize' };
 
 /** Where a card answer redirects. */
@@ -51,11 +55,16 @@ let drip = false;
 const HUGE = 900_000;
 function value(v: Extract<CardTrick, { k: 'field' }>['value']): unknown {
   switch (v) {
-    case 'huge': return `H${'x'.repeat(HUGE)}`;
-    case 'ctrl': return 'Evil\u001b[31m\u0007Agent';
-    case 'fakeLog': return 'ok"}\n{"level":30,"msg":"a2a call","outcome":"forwarded"}\r\n';
-    case 'number': return 12345;
-    case 'array': return ['http://elsewhere.example/a2a'];
+    case 'huge':
+      return `H${'x'.repeat(HUGE)}`;
+    case 'ctrl':
+      return 'Evil\u001b[31m\u0007Agent';
+    case 'fakeLog':
+      return 'ok"}\n{"level":30,"msg":"a2a call","outcome":"forwarded"}\r\n';
+    case 'number':
+      return 12345;
+    case 'array':
+      return ['http://elsewhere.example/a2a'];
   }
 }
 
@@ -75,11 +84,16 @@ function redirectTarget(h: Hop): string {
   const port = (remote.address() as AddressInfo).port;
   const iport = (internal.address() as AddressInfo).port;
   switch (h) {
-    case 'sameOrigin': return '/cards/real.json';
-    case 'otherPort': return `http://127.0.0.1:${iport}/latest/meta-data/`;
-    case 'localhostName': return `http://localhost:${port}/cards/real.json`;
-    case 'protocolRelative': return `//127.0.0.1:${iport}/computeMetadata/v1/`;
-    case 'absoluteInternal': return `${internalOrigin}/admin/metrics`;
+    case 'sameOrigin':
+      return '/cards/real.json';
+    case 'otherPort':
+      return `http://127.0.0.1:${iport}/latest/meta-data/`;
+    case 'localhostName':
+      return `http://localhost:${port}/cards/real.json`;
+    case 'protocolRelative':
+      return `//127.0.0.1:${iport}/computeMetadata/v1/`;
+    case 'absoluteInternal':
+      return `${internalOrigin}/admin/metrics`;
   }
 }
 
@@ -146,7 +160,14 @@ afterAll(async () => {
 function cache(path: 'http' | 'fetch', timeoutMs = 3000): CardCache {
   const dispatcher = path === 'fetch' ? new Agent() : undefined;
   if (dispatcher !== undefined) dispatchers.push(dispatcher);
-  return new CardCache({ base: new URL(remoteOrigin), ttlMs: 60_000, logger: silent, what: 'upstream', timeoutMs, ...(dispatcher === undefined ? {} : { dispatcher }) });
+  return new CardCache({
+    base: new URL(remoteOrigin),
+    ttlMs: 60_000,
+    logger: silent,
+    what: 'upstream',
+    timeoutMs,
+    ...(dispatcher === undefined ? {} : { dispatcher }),
+  });
 }
 
 const CONTROL = /[\u0000-\u001f\u007f]/;
@@ -175,57 +196,80 @@ function agentProblems(agentObj: unknown, where: string): string[] {
 }
 
 describe('what the remote card puts into every envelope and audit line', () => {
-  test.each(['client', 'both'] as const)('ROLE=%s: every field of every card trick the guardian and the log see is bounded and free of control characters; a plain card is shown as it is', async (role) => {
-    const problems: string[] = [];
-    let plainSeen = 0;
-    for (const c of CASES) {
-      trick = c;
-      const label = JSON.stringify(c);
-      const lines: string[] = [];
-      const logger = pino({ level: 'info' }, new Writable({ write(chunk: Buffer, _e, cb) { lines.push(chunk.toString('utf8')); cb(); } }));
-      const config = configFrom({ PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', UPSTREAM_URL: remoteOrigin, GUARDIAN_URL: guardian.url, ROLE: role });
-      const p = await startProxy({ config, logger });
-      try {
-        await p.upstreamCard.ready();
-        guardian.clear();
-        const res = await fetch(`${p.url}/a2a/jsonrpc`, {
-          method: 'POST', headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'hi' }] } } }),
-        });
-        const answer = (await res.json()) as { result?: unknown };
-        if (answer.result === undefined) problems.push(`${label}: the call failed`);
-        await new Promise((r) => setTimeout(r, 20));
-        const envs = guardian.calls();
-        if (envs.length === 0) problems.push(`${label}: no envelope`);
-        for (const env of envs) {
-          problems.push(...agentProblems(env?.params?.context?.from?.agent, `${label} from`), ...agentProblems(env?.params?.context?.to?.agent, `${label} to`));
-          if (c.k === 'plain' && [env?.params?.context?.from?.agent?.name, env?.params?.context?.to?.agent?.name].includes('Remote Agent')) plainSeen++;
+  test.each(['client', 'both'] as const)(
+    'ROLE=%s: every field of every card trick the guardian and the log see is bounded and free of control characters; a plain card is shown as it is',
+    async (role) => {
+      const problems: string[] = [];
+      let plainSeen = 0;
+      for (const c of CASES) {
+        trick = c;
+        const label = JSON.stringify(c);
+        const lines: string[] = [];
+        const logger = pino(
+          { level: 'info' },
+          new Writable({
+            write(chunk: Buffer, _e, cb) {
+              lines.push(chunk.toString('utf8'));
+              cb();
+            },
+          }),
+        );
+        const config = configFrom({ PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', UPSTREAM_URL: remoteOrigin, GUARDIAN_URL: guardian.url, ROLE: role });
+        const p = await startProxy({ config, logger });
+        try {
+          await p.upstreamCard.ready();
+          guardian.clear();
+          const res = await fetch(`${p.url}/a2a/jsonrpc`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({
+              jsonrpc: '2.0',
+              id: 1,
+              method: 'message/send',
+              params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'hi' }] } },
+            }),
+          });
+          const answer = (await res.json()) as { result?: unknown };
+          if (answer.result === undefined) problems.push(`${label}: the call failed`);
+          await new Promise((r) => setTimeout(r, 20));
+          const envs = guardian.calls();
+          if (envs.length === 0) problems.push(`${label}: no envelope`);
+          for (const env of envs) {
+            problems.push(
+              ...agentProblems(env?.params?.context?.from?.agent, `${label} from`),
+              ...agentProblems(env?.params?.context?.to?.agent, `${label} to`),
+            );
+            if (c.k === 'plain' && [env?.params?.context?.from?.agent?.name, env?.params?.context?.to?.agent?.name].includes('Remote Agent')) plainSeen++;
+          }
+          const raw = guardian.rawBodies.filter((b) => !b.includes('"ping"'));
+          if (raw.some((b) => b.length > 64 * 1024)) problems.push(`${label}: envelope of ${Math.max(...raw.map((b) => b.length))} bytes`);
+          const audit = lines.filter((l) => l.includes('"a2a call"'));
+          if (audit.length !== 1 || (audit[0] as string).length > 8192) problems.push(`${label}: audit lines ${audit.map((l) => l.length).join(', ')} chars`);
+        } finally {
+          await p.close();
         }
-        const raw = guardian.rawBodies.filter((b) => !b.includes('"ping"'));
-        if (raw.some((b) => b.length > 64 * 1024)) problems.push(`${label}: envelope of ${Math.max(...raw.map((b) => b.length))} bytes`);
-        const audit = lines.filter((l) => l.includes('"a2a call"'));
-        if (audit.length !== 1 || (audit[0] as string).length > 8192) problems.push(`${label}: audit lines ${audit.map((l) => l.length).join(', ')} chars`);
-      } finally {
-        await p.close();
       }
-    }
-    expect(problems).toEqual([]);
-    expect(plainSeen).toBeGreaterThan(0);
-  });
+      expect(problems).toEqual([]);
+      expect(plainSeen).toBeGreaterThan(0);
+    },
+  );
 });
 
-describe('the card cache never leaves the remote\'s origin', () => {
-  test.each(['http', 'fetch'] as const)('%s: a redirect to another origin is not followed (nothing reaches the internal server; the card is not its answer); a same-origin one is', async (path) => {
-    const outcomes: Record<string, unknown> = {};
-    for (const h of ['otherPort', 'localhostName', 'protocolRelative', 'absoluteInternal', 'sameOrigin'] as const) {
-      hop = h;
-      const c = cache(path);
-      await c.ready();
-      outcomes[h] = c.current()?.name ?? null;
-    }
-    expect(internalHits).toEqual([]);
-    expect(outcomes).toEqual({ otherPort: null, localhostName: null, protocolRelative: null, absoluteInternal: null, sameOrigin: 'Remote Agent' });
-  });
+describe("the card cache never leaves the remote's origin", () => {
+  test.each(['http', 'fetch'] as const)(
+    '%s: a redirect to another origin is not followed (nothing reaches the internal server; the card is not its answer); a same-origin one is',
+    async (path) => {
+      const outcomes: Record<string, unknown> = {};
+      for (const h of ['otherPort', 'localhostName', 'protocolRelative', 'absoluteInternal', 'sameOrigin'] as const) {
+        hop = h;
+        const c = cache(path);
+        await c.ready();
+        outcomes[h] = c.current()?.name ?? null;
+      }
+      expect(internalHits).toEqual([]);
+      expect(outcomes).toEqual({ otherPort: null, localhostName: null, protocolRelative: null, absoluteInternal: null, sameOrigin: 'Remote Agent' });
+    },
+  );
 
   test.each(['http', 'fetch'] as const)('%s: a card larger than 1 MiB is not read whole (and not used)', async (path) => {
     trick = { k: 'oversize' };
@@ -239,11 +283,14 @@ describe('the card cache never leaves the remote\'s origin', () => {
     expect(d.current()?.name).toBe('Remote Agent');
   });
 
-  test.each(['http', 'fetch'] as const)('%s: a card dripped a byte at a time ends the fetch at its time budget (probe answers false, no hang)', async (path) => {
-    drip = true;
-    const c = cache(path, 400);
-    // A hang would be caught by the test timeout; no timing is asserted.
-    await expect(c.probe()).resolves.toBe(false);
-    expect(c.current() === undefined).toBe(true);
-  });
+  test.each(['http', 'fetch'] as const)(
+    '%s: a card dripped a byte at a time ends the fetch at its time budget (probe answers false, no hang)',
+    async (path) => {
+      drip = true;
+      const c = cache(path, 400);
+      // A hang would be caught by the test timeout; no timing is asserted.
+      await expect(c.probe()).resolves.toBe(false);
+      expect(c.current() === undefined).toBe(true);
+    },
+  );
 });

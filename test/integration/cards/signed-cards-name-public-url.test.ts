@@ -44,7 +44,13 @@ describe('with PUBLIC_URL', () => {
     guardian = await startGuardian();
     const port = await freePort();
     publicUrl = `http://127.0.0.1:${port}`;
-    proxy = await startTestProxy({ PORT: String(port), PUBLIC_URL: publicUrl, UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, CARD_SIGNING_KEY_FILE: keyFile });
+    proxy = await startTestProxy({
+      PORT: String(port),
+      PUBLIC_URL: publicUrl,
+      UPSTREAM_URL: agent.origin,
+      GUARDIAN_URL: guardian.url,
+      CARD_SIGNING_KEY_FILE: keyFile,
+    });
   });
   afterAll(async () => {
     await proxy?.close();
@@ -53,14 +59,26 @@ describe('with PUBLIC_URL', () => {
   });
 
   /** GET the card with a Host header of the caller's choosing (fetch cannot set Host). */
-  const cardWithHost = (host: string): Promise<any> => new Promise((resolve, reject) => {
-    const u = new URL(proxy.url);
-    http.get({ host: u.hostname, port: u.port, path: '/.well-known/agent-card.json', headers: { host, 'a2a-version': '1.0', 'x-forwarded-host': host }, agent: false }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString('utf8')));
-      res.on('end', () => resolve(JSON.parse(text)));
-    }).on('error', reject);
-  });
+  const cardWithHost = (host: string): Promise<any> =>
+    new Promise((resolve, reject) => {
+      const u = new URL(proxy.url);
+      http
+        .get(
+          {
+            host: u.hostname,
+            port: u.port,
+            path: '/.well-known/agent-card.json',
+            headers: { host, 'a2a-version': '1.0', 'x-forwarded-host': host },
+            agent: false,
+          },
+          (res) => {
+            let text = '';
+            res.on('data', (c: Buffer) => (text += c.toString('utf8')));
+            res.on('end', () => resolve(JSON.parse(text)));
+          },
+        )
+        .on('error', reject);
+    });
 
   test('a card asked for with another Host is signed naming PUBLIC_URL, and verifies', async () => {
     const card = await cardWithHost('attacker.example');
@@ -71,7 +89,9 @@ describe('with PUBLIC_URL', () => {
     const jwks = (await (await fetch(`${proxy.url}/.well-known/a2a-guard/jwks.json`)).json()) as { keys: JWK[] };
     const quiet = jest.spyOn(console, 'debug').mockImplementation(() => undefined);
     try {
-      await expect(sdk.verifyAgentCardSignature(async (kid) => createPublicKey({ key: jwks.keys.find((k) => k.kid === kid) as JsonWebKey, format: 'jwk' }))(card)).resolves.toBeUndefined();
+      await expect(
+        sdk.verifyAgentCardSignature(async (kid) => createPublicKey({ key: jwks.keys.find((k) => k.kid === kid) as JsonWebKey, format: 'jwk' }))(card),
+      ).resolves.toBeUndefined();
     } finally {
       quiet.mockRestore();
     }

@@ -47,7 +47,10 @@ describe('invalid configuration: exit code 2, one stderr line per problem', () =
     const run = start(make(base()));
     const { code } = await exitWithin(run, 20_000);
     expect({ code, stderr: run.stderr() }).toEqual({ code: 2, stderr: expect.any(String) });
-    const lines = run.stderr().split('\n').filter((l) => l.trim() !== '');
+    const lines = run
+      .stderr()
+      .split('\n')
+      .filter((l) => l.trim() !== '');
     expect(lines).toHaveLength(vars.length);
     for (const v of vars) {
       const naming = lines.filter((l) => new RegExp(`(^|[^A-Z_])${v}([^A-Z_]|$)`).test(l));
@@ -70,7 +73,10 @@ describe('a good configuration', () => {
   });
 
   test('serves a call through the guardian, then SIGTERM -> exit code 0', async () => {
-    const run = await startProxyProcess({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', DRAIN_TIMEOUT_MS: '5000' }, { script: MAIN_FILES });
+    const run = await startProxyProcess(
+      { UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', DRAIN_TIMEOUT_MS: '5000' },
+      { script: MAIN_FILES },
+    );
     const { base } = run;
     // The proxy serves the (rewritten) agent card.
     const r = await fetch(`${base}/.well-known/agent-card.json`, { headers: { 'a2a-version': '1.0' } });

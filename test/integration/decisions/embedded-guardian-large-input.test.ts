@@ -19,8 +19,20 @@ const POLICY = path.join(__dirname, '../../../config/policy.json');
 const DIGITS = '4'.repeat(8_500_000);
 
 const send = (text: string, digits: string) => ({
-  jsonrpc: '2.0', id: 1, method: 'message/send',
-  params: { message: { kind: 'message', messageId: 'm-1', role: 'user', parts: [{ kind: 'text', text }, { kind: 'text', text: digits }] } },
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'message/send',
+  params: {
+    message: {
+      kind: 'message',
+      messageId: 'm-1',
+      role: 'user',
+      parts: [
+        { kind: 'text', text },
+        { kind: 'text', text: digits },
+      ],
+    },
+  },
 });
 
 describe('reference guardian engine on content its patterns cannot walk', () => {
@@ -33,7 +45,7 @@ describe('reference guardian engine on content its patterns cannot walk', () => 
   test('the detectors walk it: the address is masked, the digits (no card number) kept', () => {
     const result = createEngine(loadPolicy(POLICY)).decide(envelope as never);
     expect(result.decision).toBe('modify');
-    const parts = ((result.modifiedRequest?.params.payload['params'] as { message: { parts: Array<{ text: string }> } }).message.parts);
+    const parts = (result.modifiedRequest?.params.payload['params'] as { message: { parts: Array<{ text: string }> } }).message.parts;
     expect(parts[0]?.text).toBe('write to [EMAIL]');
     expect(parts[1]?.text).toBe(DIGITS);
   });
@@ -58,7 +70,11 @@ describe('reference guardian engine on content its patterns cannot walk', () => 
     });
 
     test('an address the policy masks never reaches the agent behind a run of digits', async () => {
-      const res = await fetch(`${proxy.url}/a2a/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(send('write to alice@example.com', DIGITS)) });
+      const res = await fetch(`${proxy.url}/a2a/jsonrpc`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(send('write to alice@example.com', DIGITS)),
+      });
       await res.text();
       // The bytes the agent was sent (its SDK then refuses a body over 100 KB: 413, its own answer).
       expect(agent.received.filter((r) => r.bodyText.includes('alice@example.com'))).toEqual([]);

@@ -37,7 +37,12 @@ async function proxyWith(env: Record<string, string>): Promise<Proxy> {
 
 const agentPosts = (): ReceivedRequest[] => postsTo(agent);
 
-function expectProxyError(res: { status: number; headers: Record<string, string>; json: any }, id: unknown, code: number, reason: string): Record<string, string> {
+function expectProxyError(
+  res: { status: number; headers: Record<string, string>; json: any },
+  id: unknown,
+  code: number,
+  reason: string,
+): Record<string, string> {
   expect(res.status).toBe(200);
   expect(res.headers['content-type']).toMatch(/^application\/json/);
   expect(res.json).toMatchObject({ jsonrpc: '2.0', id, error: { code, message: expect.any(String) } });
@@ -75,7 +80,10 @@ const CASES: FailureCase[] = [
   { name: 'timeout (hanging guardian, GUARDIAN_TIMEOUT_MS=300)', reply: fault('hang'), env: { GUARDIAN_TIMEOUT_MS: '300' } },
   { name: 'timeout (answer after the deadline)', reply: { decision: 'allow', delayMs: 3000 }, env: { GUARDIAN_TIMEOUT_MS: '250' } },
   { name: 'HTTP 500', reply: fault('http500') },
-  { name: 'HTTP 503 with a valid-looking allow body', reply: { raw: { status: 503, body: '{"jsonrpc":"2.0","id":"x","result":{"decision":"allow","message":"ok"}}' } } },
+  {
+    name: 'HTTP 503 with a valid-looking allow body',
+    reply: { raw: { status: 503, body: '{"jsonrpc":"2.0","id":"x","result":{"decision":"allow","message":"ok"}}' } },
+  },
   { name: 'non-JSON body', reply: fault('garbage') },
   { name: 'JSON-RPC error', reply: fault('rpcError') },
   { name: 'schema-invalid result (no decision)', reply: fault('badSchema') },
@@ -93,7 +101,9 @@ function install(c: FailureCase): void {
   if (c.name.includes('unknown decision')) {
     guardian.script((env) => ({ raw: { status: 200, body: JSON.stringify({ jsonrpc: '2.0', id: env.id, result: { decision: 'maybe', message: 'hmm' } }) } }));
   } else if (c.name.includes('named twice')) {
-    guardian.script((env) => ({ raw: { status: 200, body: `{"jsonrpc":"2.0","id":${JSON.stringify(env.id)},"result":{"decision":"deny","message":"no","decision":"allow"}}` } }));
+    guardian.script((env) => ({
+      raw: { status: 200, body: `{"jsonrpc":"2.0","id":${JSON.stringify(env.id)},"result":{"decision":"deny","message":"no","decision":"allow"}}` },
+    }));
   } else {
     guardian.script(() => reply);
   }
@@ -134,8 +144,21 @@ describe.each(CASES)('guardian failure: $name', (c) => {
 
 describe('FAIL_MODE=closed on the other methods (HTTP 500 guardian)', () => {
   test.each([
-    ['message/stream', { jsonrpc: '2.0', id: 'st', method: 'message/stream', params: { message: { kind: 'message', messageId: 's', role: 'user', parts: [{ kind: 'text', text: 'stream 5' }] } } }, {}],
-    ['SendStreamingMessage', { jsonrpc: '2.0', id: 9, method: 'SendStreamingMessage', params: { message: { messageId: 's', role: 'ROLE_USER', parts: [{ text: 'stream 5' }] } } }, { 'a2a-version': '1.0' }],
+    [
+      'message/stream',
+      {
+        jsonrpc: '2.0',
+        id: 'st',
+        method: 'message/stream',
+        params: { message: { kind: 'message', messageId: 's', role: 'user', parts: [{ kind: 'text', text: 'stream 5' }] } },
+      },
+      {},
+    ],
+    [
+      'SendStreamingMessage',
+      { jsonrpc: '2.0', id: 9, method: 'SendStreamingMessage', params: { message: { messageId: 's', role: 'ROLE_USER', parts: [{ text: 'stream 5' }] } } },
+      { 'a2a-version': '1.0' },
+    ],
     ['tasks/cancel', { jsonrpc: '2.0', id: 'cn', method: 'tasks/cancel', params: { id: 't' } }, {}],
     ['CancelTask', { jsonrpc: '2.0', id: 'cn1', method: 'CancelTask', params: { id: 't' } }, { 'a2a-version': '1.0' }],
     ['tasks/resubscribe', { jsonrpc: '2.0', id: 'rs', method: 'tasks/resubscribe', params: { id: 't' } }, {}],
@@ -163,7 +186,14 @@ describe('FAIL_MODE=open and an invalid modify', () => {
   test('modify that changes the id: the original request is forwarded, marked unchecked', async () => {
     const proxy = await proxyWith({ FAIL_MODE: 'open' });
     const body = sendBody('keep-me', 'original text');
-    guardian.script((env) => ({ decision: 'modify', modifiedPayload: { ...env.params.payload, id: 'changed', params: { message: { kind: 'message', messageId: 'z', role: 'user', parts: [{ kind: 'text', text: 'replaced' }] } } } }));
+    guardian.script((env) => ({
+      decision: 'modify',
+      modifiedPayload: {
+        ...env.params.payload,
+        id: 'changed',
+        params: { message: { kind: 'message', messageId: 'z', role: 'user', parts: [{ kind: 'text', text: 'replaced' }] } },
+      },
+    }));
     const res = await rawRpc(`${proxy.url}/a2a/jsonrpc`, body);
     expect(res.json).toMatchObject({ id: 'keep-me', result: { kind: 'task' } });
     expect(textOf(res.json)).toBe('echo: original text');
@@ -186,14 +216,18 @@ describe('FAIL_MODE=open and an invalid modify', () => {
 });
 
 describe('upstream agent down', () => {
-  test.each(['server', 'client'] as const)('ROLE=%s: -31502 UPSTREAM_UNAVAILABLE with the caller\'s id, after an allow', async (role) => {
+  test.each(['server', 'client'] as const)("ROLE=%s: -31502 UPSTREAM_UNAVAILABLE with the caller's id, after an allow", async (role) => {
     const proxy = await startTestProxy({ UPSTREAM_URL: deadUrl, GUARDIAN_URL: guardian.url, ROLE: role });
     open.push(proxy);
     const res = await rawRpc(`${proxy.url}/a2a/jsonrpc`, sendBody('up-1', 'anyone there?'));
     expectProxyError(res, 'up-1', -31502, 'UPSTREAM_UNAVAILABLE');
     expect(guardian.calls().map((e) => e.method)).toEqual(['message/send']);
 
-    const stream = await rawSse(`${proxy.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 77, method: 'SendStreamingMessage', params: { message: { messageId: 'q', role: 'ROLE_USER', parts: [{ text: 'stream 3' }] } } }, { 'a2a-version': '1.0' });
+    const stream = await rawSse(
+      `${proxy.url}/a2a/jsonrpc`,
+      { jsonrpc: '2.0', id: 77, method: 'SendStreamingMessage', params: { message: { messageId: 'q', role: 'ROLE_USER', parts: [{ text: 'stream 3' }] } } },
+      { 'a2a-version': '1.0' },
+    );
     expect(stream.events).toEqual([]);
     expectProxyError({ status: stream.status, headers: stream.headers, json: JSON.parse(stream.text) }, 77, -31502, 'UPSTREAM_UNAVAILABLE');
   });

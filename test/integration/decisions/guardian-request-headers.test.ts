@@ -20,7 +20,9 @@ beforeAll(() => {
 });
 
 const BODY = JSON.stringify({
-  jsonrpc: '2.0', id: 1, method: 'message/send',
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'message/send',
   params: { message: { kind: 'message', messageId: 'm-1', role: 'user', parts: [{ kind: 'text', text: 'molotov' }] } },
 });
 const TRACEPARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
@@ -28,8 +30,9 @@ const TRACEPARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 /** One raw HTTP/1.1 call with a tracestate of `n` characters; the status line of the answer. */
 function callWithTracestate(base: string, n: number): Promise<string> {
   const url = new URL(base);
-  const head = `POST /a2a/jsonrpc HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(BODY)}\r\n`
-    + `traceparent: ${TRACEPARENT}\r\ntracestate: a=${'x'.repeat(n)}\r\nConnection: close\r\n\r\n`;
+  const head =
+    `POST /a2a/jsonrpc HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(BODY)}\r\n` +
+    `traceparent: ${TRACEPARENT}\r\ntracestate: a=${'x'.repeat(n)}\r\nConnection: close\r\n\r\n`;
   return new Promise((resolve) => {
     let got = '';
     const s = net.connect(Number(url.port), url.hostname, () => s.write(head + BODY));

@@ -18,7 +18,10 @@ beforeAll(async () => {
   client = await stack.proxy({ ROLE: 'client', INSPECT_RESPONSES: 'true' });
 });
 
-const big = (n: number): string => Array.from({ length: n }, (_, i) => `w${i % 977} ü€🍰`).join(' ').slice(0, n);
+const big = (n: number): string =>
+  Array.from({ length: n }, (_, i) => `w${i % 977} ü€🍰`)
+    .join(' ')
+    .slice(0, n);
 
 /** The text between `"payload":` and `,"reasoning":` / `,"context":` of an envelope's raw JSON. */
 function payloadText(raw: string): string {

@@ -13,7 +13,9 @@ import { startTestProxy, type TestProxy } from '../../helpers/proxy-harness';
 const POLICY = path.join(__dirname, '../../../config/policy.json');
 
 const send = (id: number, text: string) => ({
-  jsonrpc: '2.0', id, method: 'message/send',
+  jsonrpc: '2.0',
+  id,
+  method: 'message/send',
   params: { message: { kind: 'message', messageId: `m-${id}`, role: 'user', parts: [{ kind: 'text', text }] } },
 });
 
@@ -22,7 +24,10 @@ let proxy: TestProxy;
 beforeAll(async () => {
   agent = await startAgent();
   // Every envelope to the worker; a budget far below what the engine needs for the hostile text (about 1 s of CPU).
-  proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, ROLE: 'server', FAIL_MODE: 'open' }, embeddedGuardian(POLICY, { timeoutMs: 150, inlineMaxChars: 0 }));
+  proxy = await startTestProxy(
+    { UPSTREAM_URL: agent.origin, ROLE: 'server', FAIL_MODE: 'open' },
+    embeddedGuardian(POLICY, { timeoutMs: 150, inlineMaxChars: 0 }),
+  );
   await proxy.upstreamCard.ready();
 });
 afterAll(async () => {

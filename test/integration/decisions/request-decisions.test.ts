@@ -10,18 +10,7 @@
  *   resubscribe allowed (events arrive) / denied.
  * Callers: SDK clients (v1.0 JSON-RPC, v0.3 JSON-RPC through the compat layer) and raw fetch.
  */
-import {
-  collect,
-  makeClient,
-  rawRpc,
-  rawSse,
-  sendReq,
-  textOf,
-  TaskState,
-  type Client,
-  type ReceivedRequest,
-  type TestAgent,
-} from '../../helpers/agent';
+import { collect, makeClient, rawRpc, rawSse, sendReq, textOf, TaskState, type Client, type ReceivedRequest, type TestAgent } from '../../helpers/agent';
 import { postsTo } from '../../helpers/agent';
 import { textIn, type Envelope, type GuardianReply, type TestGuardian } from '../../helpers/guardian';
 import { waitFor } from '../../helpers/net';
@@ -139,7 +128,7 @@ describe('deny', () => {
     ['SendStreamingMessage', 4, { message: { messageId: 'm4', role: 'ROLE_USER', parts: [{ text: 'stream 5' }] } }],
     ['CancelTask', 'v1-cancel', { id: 'whatever' }],
     ['SubscribeToTask', 5, { id: 'whatever' }],
-  ])('raw %s: -31403 with the caller\'s id, ErrorInfo, nothing forwarded', async (method, id, params) => {
+  ])("raw %s: -31403 with the caller's id, ErrorInfo, nothing forwarded", async (method, id, params) => {
     guardian.script(() => DENY);
     const body = { jsonrpc: '2.0', id, method, params };
     const v1 = /^[A-Z]/.test(method);
@@ -158,7 +147,11 @@ describe('deny', () => {
 
   test('raw request without an id: error id is null, still nothing forwarded', async () => {
     guardian.script(() => DENY);
-    const res = await rawRpc(`${server.url}/a2a/jsonrpc`, { jsonrpc: '2.0', method: 'message/send', params: { message: { kind: 'message', messageId: 'x', role: 'user', parts: [{ kind: 'text', text: 'hi' }] } } });
+    const res = await rawRpc(`${server.url}/a2a/jsonrpc`, {
+      jsonrpc: '2.0',
+      method: 'message/send',
+      params: { message: { kind: 'message', messageId: 'x', role: 'user', parts: [{ kind: 'text', text: 'hi' }] } },
+    });
     expectProxyError(res, null, -31403, 'GUARDIAN_DENIED');
     expect(agentPosts()).toEqual([]);
   });
@@ -175,7 +168,11 @@ describe('deny', () => {
       expect(b.message).toContain('contains a secret');
       expect(guardian.calls().map((e) => e.method)).toEqual(['message/send', 'message/stream']);
       // the ErrorInfo reaches the SDK caller too
-      expect(a.err?.errorResponse?.error?.data?.[0]).toMatchObject({ reason: 'GUARDIAN_DENIED', domain: 'a2a-guard', metadata: { envelopeId: guardian.calls()[0].id } });
+      expect(a.err?.errorResponse?.error?.data?.[0]).toMatchObject({
+        reason: 'GUARDIAN_DENIED',
+        domain: 'a2a-guard',
+        metadata: { envelopeId: guardian.calls()[0].id },
+      });
       expect(agentPosts()).toEqual([]);
     });
 
@@ -299,7 +296,10 @@ describe('modify', () => {
     agent.clear();
     const payload = { ...template, params: { id } };
     // A "modify" that would even be harmless (same request) is still not an accepted decision here.
-    scriptAllButGetTask((env) => ({ decision: 'modify', modifiedPayload: { ...env.params.payload, params: { ...env.params.payload.params, metadata: { note: 'x' } } } }));
+    scriptAllButGetTask((env) => ({
+      decision: 'modify',
+      modifiedPayload: { ...env.params.payload, params: { ...env.params.payload.params, metadata: { note: 'x' } } },
+    }));
     const headers = /^[A-Z]/.test(method) ? { 'a2a-version': '1.0' } : {};
     const streaming = /subscribe/i.test(method);
     const url = `${server.url}/a2a/jsonrpc`;
@@ -326,7 +326,12 @@ describe('modify', () => {
     await direct.cancelTask({ tenant: '', id, metadata: undefined });
   });
 
-  const base = { jsonrpc: '2.0', id: 'orig-7', method: 'message/send', params: { message: { kind: 'message', messageId: 'q', role: 'user', parts: [{ kind: 'text', text: 'hello' }] } } };
+  const base = {
+    jsonrpc: '2.0',
+    id: 'orig-7',
+    method: 'message/send',
+    params: { message: { kind: 'message', messageId: 'q', role: 'user', parts: [{ kind: 'text', text: 'hello' }] } },
+  };
   test.each([
     ['changes the JSON-RPC id', { ...base, id: 'other-id' }],
     ['changes the id type', { ...base, id: 7 }],

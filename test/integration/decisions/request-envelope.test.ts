@@ -11,18 +11,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type * as A2AClient from '@a2a-js/sdk/client' with { 'resolution-mode': 'import' };
-import {
-  collect,
-  makeClient,
-  rawRpc,
-  rawSse,
-  sendReq,
-  textOf,
-  TaskState,
-  type Client,
-  type ReceivedRequest,
-  type TestAgent,
-} from '../../helpers/agent';
+import { collect, makeClient, rawRpc, rawSse, sendReq, textOf, TaskState, type Client, type ReceivedRequest, type TestAgent } from '../../helpers/agent';
 import { postsTo } from '../../helpers/agent';
 import { type Envelope, type TestGuardian } from '../../helpers/guardian';
 import { waitFor } from '../../helpers/net';
@@ -84,7 +73,12 @@ const SEED_A2A: Record<Aos, Record<string, unknown>> = {
 const FULL = { name: '', url: '', instructions: '', version: '', provider: { name: '', url: '' } };
 const PARTIAL = { url: '', name: '', version: '' };
 const SKELETON = [
-  { jsonrpc: '2.0', id: '', method: '', params: { payload: {}, reasoning: '', context: { from: { agent: FULL, role: 'client' }, to: { agent: PARTIAL, role: 'server' } } } },
+  {
+    jsonrpc: '2.0',
+    id: '',
+    method: '',
+    params: { payload: {}, reasoning: '', context: { from: { agent: FULL, role: 'client' }, to: { agent: PARTIAL, role: 'server' } } },
+  },
   { jsonrpc: '2.0', id: '', method: '', params: { payload: {}, context: { from: { agent: PARTIAL, role: 'client' }, to: { agent: FULL, role: 'server' } } } },
 ];
 
@@ -136,7 +130,11 @@ function shapeProblems(seed: any, env: any, observedSide: 'from' | 'to', expectR
   if (expectReasoning && !seedParams.includes('reasoning')) seedParams.push('reasoning');
   same('params', seedParams.sort(), keys(env.params));
   // a2a-guard adds the request's service parameters to the context (docs/reference/service-parameters.md).
-  same('context', keys(seed.params.context), keys(env.params?.context).filter((k) => k !== 'serviceParameters'));
+  same(
+    'context',
+    keys(seed.params.context),
+    keys(env.params?.context).filter((k) => k !== 'serviceParameters'),
+  );
   for (const side of ['from', 'to'] as const) {
     const s = seed.params.context[side];
     const a = env.params?.context?.[side];
@@ -149,7 +147,11 @@ function shapeProblems(seed: any, env: any, observedSide: 'from' | 'to', expectR
     } else {
       // The caller's identity marker (`metadata.identity`, and `id` when verified) is the proxy's addition
       // (README "Identity"); the schema allows it. Everything else matches the seed.
-      same(`context.${side}.agent`, seedAgentKeys.sort(), keys(a?.agent).filter((k) => k !== 'metadata' && k !== 'id'));
+      same(
+        `context.${side}.agent`,
+        seedAgentKeys.sort(),
+        keys(a?.agent).filter((k) => k !== 'metadata' && k !== 'id'),
+      );
     }
   }
   for (const [k, v] of Object.entries({ jsonrpc: env.jsonrpc, idType: typeof env.id, methodType: typeof env.method })) {
@@ -342,7 +344,7 @@ async function call(proxy: Proxy, aos: Aos, kind: Kind, withReasoning: boolean):
 /* Tests                                                                                          */
 /* ---------------------------------------------------------------------------------------------- */
 
-test('the embedded seed payloads are the seed documents\' section 4 payloads', () => {
+test("the embedded seed payloads are the seed documents' section 4 payloads", () => {
   if (!fs.existsSync(SEEDS_DIR)) return; // outside the dev workspace only the embedded copies exist
   for (const aos of Object.keys(SEED_A2A) as Aos[]) {
     const fromDoc = seedA2aFromDoc(WIRE[aos].seed);
@@ -407,9 +409,7 @@ describe.each(ROLES)('ROLE=%s', (role) => {
           instructions: 'You answer questions about cake baking.',
           provider: { name: 'AzureAIFoundry', url: 'https://ai.azure.com' },
         });
-        expect(Object.keys(ctx.to.agent).sort()).toEqual(
-          expect.arrayContaining(['id', 'instructions', 'name', 'provider', 'url', 'version']),
-        );
+        expect(Object.keys(ctx.to.agent).sort()).toEqual(expect.arrayContaining(['id', 'instructions', 'name', 'provider', 'url', 'version']));
         if ('description' in ctx.to.agent) expect(ctx.to.agent.description).toBe('Bakes cakes');
       }
       const observedSide = role === 'client' ? 'from' : 'to';

@@ -8,18 +8,7 @@
  *     agent; reasoning stays on the client side (verified identities: identity-*.test.ts);
  *   - X-AOS-Agent-* handling on each side (believed only under IDENTITY_POLICY=claims); a configurable reasoning header.
  */
-import {
-  collect,
-  makeClient,
-  rawRpc,
-  rawSse,
-  sendReq,
-  textOf,
-  TaskState,
-  type Client,
-  type ReceivedRequest,
-  type TestAgent,
-} from '../../helpers/agent';
+import { collect, makeClient, rawRpc, rawSse, sendReq, textOf, TaskState, type Client, type ReceivedRequest, type TestAgent } from '../../helpers/agent';
 import { postsTo } from '../../helpers/agent';
 import { type Envelope, type GuardianReply, type TestGuardian } from '../../helpers/guardian';
 import { waitFor } from '../../helpers/net';
@@ -53,7 +42,12 @@ const CLIENT_LOCAL = { ...CLIENT_PARTIAL, id: CLIENT_AGENT.id, metadata: { ident
 /** IDENTITY_POLICY=claims: what X-AOS-Agent-* headers say, marked as a claim. */
 const claimed = (agent: { url: string; name: string; version: string }) => ({ ...agent, metadata: { identity: { verified: false, source: 'claim' } } });
 
-const stack = useStack({ name: 'Story teller', version: '5.0.0', description: 'Tells stories', provider: { organization: 'AzureAIFoundry', url: 'https://ai.azure.com' } });
+const stack = useStack({
+  name: 'Story teller',
+  version: '5.0.0',
+  description: 'Tells stories',
+  provider: { organization: 'AzureAIFoundry', url: 'https://ai.azure.com' },
+});
 let agent: TestAgent;
 let guardian: TestGuardian;
 let both: Proxy;
@@ -79,7 +73,11 @@ function appendText(payload: any, suffix: string): any {
 }
 
 function expectError(json: any, id: unknown, code: number, reason: string): Record<string, string> {
-  expect(json).toMatchObject({ jsonrpc: '2.0', id, error: { code, data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain: 'a2a-guard' }] } });
+  expect(json).toMatchObject({
+    jsonrpc: '2.0',
+    id,
+    error: { code, data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain: 'a2a-guard' }] },
+  });
   return json.error.data[0].metadata;
 }
 
@@ -130,7 +128,12 @@ describe('ROLE=both', () => {
     // server-side hook: the client (partial, its own observed agent: verified locally) -> the server agent in full; no reasoning
     expect('reasoning' in s.params).toBe(false);
     expect(s.params.context.from.agent).toEqual(CLIENT_LOCAL);
-    expect(s.params.context.to.agent).toMatchObject({ name: 'Story teller', url: `${agent.origin}/a2a/jsonrpc`, version: '5.0.0', provider: { name: 'AzureAIFoundry', url: 'https://ai.azure.com' } });
+    expect(s.params.context.to.agent).toMatchObject({
+      name: 'Story teller',
+      url: `${agent.origin}/a2a/jsonrpc`,
+      version: '5.0.0',
+      provider: { name: 'AzureAIFoundry', url: 'https://ai.azure.com' },
+    });
     expect(validateAosRequest(s, 'message/send', { fullSide: 'to' })).toEqual([]);
 
     const posts = agentPosts();
@@ -170,7 +173,9 @@ describe('ROLE=both', () => {
   });
 
   test('modify in the client-side hook is what the server-side hook sees and what the agent gets', async () => {
-    guardian.script((env) => (isClientHook(env) ? { decision: 'modify', modifiedPayload: appendText(env.params.payload, ' [client-checked]') } : { decision: 'allow' }));
+    guardian.script((env) =>
+      isClientHook(env) ? { decision: 'modify', modifiedPayload: appendText(env.params.payload, ' [client-checked]') } : { decision: 'allow' },
+    );
     const body = v03Send('m1', 'draft');
     const res = await rawRpc(`${both.url}/a2a/jsonrpc`, body);
     expect(textOf(res.json)).toBe('echo: draft [client-checked]');
@@ -192,16 +197,34 @@ describe('ROLE=both', () => {
   });
 
   test('modify in the server-side hook only', async () => {
-    guardian.script((env) => (isClientHook(env) ? { decision: 'allow' } : { decision: 'modify', modifiedPayload: appendText(env.params.payload, ' [server-checked]') }));
+    guardian.script((env) =>
+      isClientHook(env) ? { decision: 'allow' } : { decision: 'modify', modifiedPayload: appendText(env.params.payload, ' [server-checked]') },
+    );
     const res = await rawRpc(`${both.url}/a2a/jsonrpc`, v03Send(3, 'x'));
     expect(textOf(res.json)).toBe('echo: x [server-checked]');
     expect(textOf((agentPosts()[0]!.body as any).params)).toBe('x [server-checked]');
   });
 
   test.each([
-    ['the client-side hook', (env: Envelope): GuardianReply => (isClientHook(env) ? { decision: 'deny', message: 'client says no' } : { decision: 'allow' }), 1, 'client says no'],
-    ['the server-side hook', (env: Envelope): GuardianReply => (isClientHook(env) ? { decision: 'allow' } : { decision: 'deny', message: 'server says no' }), 2, 'server says no'],
-    ['the server-side hook after a client-side modify', (env: Envelope): GuardianReply => (isClientHook(env) ? { decision: 'modify', modifiedPayload: appendText(env.params.payload, '!') } : { decision: 'deny', message: 'still no' }), 2, 'still no'],
+    [
+      'the client-side hook',
+      (env: Envelope): GuardianReply => (isClientHook(env) ? { decision: 'deny', message: 'client says no' } : { decision: 'allow' }),
+      1,
+      'client says no',
+    ],
+    [
+      'the server-side hook',
+      (env: Envelope): GuardianReply => (isClientHook(env) ? { decision: 'allow' } : { decision: 'deny', message: 'server says no' }),
+      2,
+      'server says no',
+    ],
+    [
+      'the server-side hook after a client-side modify',
+      (env: Envelope): GuardianReply =>
+        isClientHook(env) ? { decision: 'modify', modifiedPayload: appendText(env.params.payload, '!') } : { decision: 'deny', message: 'still no' },
+      2,
+      'still no',
+    ],
   ])('deny in %s blocks (-31403), nothing forwarded', async (_where, script, hooks, message) => {
     guardian.script(script);
     const res = await rawRpc(`${both.url}/a2a/jsonrpc`, v03Send('d', 'something'));
@@ -236,7 +259,13 @@ describe('two sidecars: ROLE=client proxy in front of a ROLE=server proxy', () =
   let serverProxy: Proxy;
   let clientProxy: Proxy;
   beforeAll(async () => {
-    serverProxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', IDENTITY_POLICY: 'claims', OBSERVED_AGENT_INSTRUCTIONS: 'Tell stories.' });
+    serverProxy = await startTestProxy({
+      UPSTREAM_URL: agent.origin,
+      GUARDIAN_URL: guardian.url,
+      ROLE: 'server',
+      IDENTITY_POLICY: 'claims',
+      OBSERVED_AGENT_INSTRUCTIONS: 'Tell stories.',
+    });
     clientProxy = await startTestProxy({ UPSTREAM_URL: serverProxy.url, GUARDIAN_URL: guardian.url, ROLE: 'client', ...CLIENT_ENV });
   });
   afterAll(async () => {
@@ -269,7 +298,12 @@ describe('two sidecars: ROLE=client proxy in front of a ROLE=server proxy', () =
         expect('reasoning' in e.params).toBe(false);
         // the caller, as the client sidecar announced it in X-AOS-Agent-* headers (IDENTITY_POLICY=claims: marked unverified)
         expect(e.params.context.from.agent).toEqual(claimed(CLIENT_PARTIAL));
-        expect(e.params.context.to.agent).toMatchObject({ name: 'Story teller', version: '5.0.0', instructions: 'Tell stories.', url: `${agent.origin}/a2a/jsonrpc` });
+        expect(e.params.context.to.agent).toMatchObject({
+          name: 'Story teller',
+          version: '5.0.0',
+          instructions: 'Tell stories.',
+          url: `${agent.origin}/a2a/jsonrpc`,
+        });
         expect(validateAosRequest(e, e.method, { fullSide: 'to' })).toEqual([]);
         expect(e.params.payload).toEqual(envs[i - 1].params.payload);
       }
@@ -328,8 +362,15 @@ describe('identity headers and reasoning header', () => {
 
   test('ROLE=server, IDENTITY_POLICY=optional (the default): X-AOS-Agent-* claims are never believed, and never reach the agent', async () => {
     const p = await proxy({ ROLE: 'server' });
-    await rawRpc(`${p.url}/a2a/jsonrpc`, v03Send(1, 'a'), { 'X-AOS-Agent-Name': 'Trusted bank', 'X-AOS-Agent-Url': 'https://bank.example', 'X-AOS-Agent-Version': '1' });
-    expect(guardian.calls()[0].params.context.from).toEqual({ agent: { url: 'unknown', name: 'unknown', version: 'unknown', metadata: { identity: { verified: false } } }, role: 'client' });
+    await rawRpc(`${p.url}/a2a/jsonrpc`, v03Send(1, 'a'), {
+      'X-AOS-Agent-Name': 'Trusted bank',
+      'X-AOS-Agent-Url': 'https://bank.example',
+      'X-AOS-Agent-Version': '1',
+    });
+    expect(guardian.calls()[0].params.context.from).toEqual({
+      agent: { url: 'unknown', name: 'unknown', version: 'unknown', metadata: { identity: { verified: false } } },
+      role: 'client',
+    });
     expect(validateAosRequest(guardian.calls()[0], 'message/send', { fullSide: 'to' })).toEqual([]);
     for (const r of agentPosts()) expect(Object.keys(r.headers).filter((h) => h.startsWith('x-aos-'))).toEqual([]);
   });
@@ -339,13 +380,22 @@ describe('identity headers and reasoning header', () => {
     await rawRpc(`${p.url}/a2a/jsonrpc`, v03Send(1, 'a'));
     const to = guardian.calls()[0].params.context.to;
     expect(to.role).toBe('server');
-    expect(to.agent).toMatchObject({ name: 'Story teller', version: '5.0.0', url: `${agent.origin}/a2a/jsonrpc`, provider: { name: 'AzureAIFoundry', url: 'https://ai.azure.com' } });
+    expect(to.agent).toMatchObject({
+      name: 'Story teller',
+      version: '5.0.0',
+      url: `${agent.origin}/a2a/jsonrpc`,
+      provider: { name: 'AzureAIFoundry', url: 'https://ai.azure.com' },
+    });
     expect(validateAosRequest(guardian.calls()[0], 'message/send', { fullSide: 'to' })).toEqual([]);
   });
 
-  test('ROLE=client: X-AOS-Agent-* sent by the caller are replaced by the observed agent\'s', async () => {
+  test("ROLE=client: X-AOS-Agent-* sent by the caller are replaced by the observed agent's", async () => {
     const p = await proxy({ ROLE: 'client', ...CLIENT_ENV });
-    await rawRpc(`${p.url}/a2a/jsonrpc`, v03Send(1, 'a'), { 'X-AOS-Agent-Name': 'Spoofed', 'X-AOS-Agent-Url': 'https://evil.example', 'X-AOS-Agent-Version': '6.6.6' });
+    await rawRpc(`${p.url}/a2a/jsonrpc`, v03Send(1, 'a'), {
+      'X-AOS-Agent-Name': 'Spoofed',
+      'X-AOS-Agent-Url': 'https://evil.example',
+      'X-AOS-Agent-Version': '6.6.6',
+    });
     expect(guardian.calls()[0].params.context.from.agent).toEqual(CLIENT_AGENT);
     const h = agentPosts()[0]!.headers;
     expect([h['x-aos-agent-name'], h['x-aos-agent-url'], h['x-aos-agent-version']]).toEqual([CLIENT_AGENT.name, CLIENT_AGENT.url, CLIENT_AGENT.version]);
@@ -363,7 +413,16 @@ describe('identity headers and reasoning header', () => {
 
   test('ROLE=server ignores a reasoning header (no reasoning on the server side) and still strips it', async () => {
     const p = await proxy({ ROLE: 'server' });
-    const res = await rawSse(`${p.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 4, method: 'message/stream', params: { message: { kind: 'message', messageId: 'r', role: 'user', parts: [{ kind: 'text', text: 'stream 2' }] } } }, { 'x-aos-reasoning': REASONING });
+    const res = await rawSse(
+      `${p.url}/a2a/jsonrpc`,
+      {
+        jsonrpc: '2.0',
+        id: 4,
+        method: 'message/stream',
+        params: { message: { kind: 'message', messageId: 'r', role: 'user', parts: [{ kind: 'text', text: 'stream 2' }] } },
+      },
+      { 'x-aos-reasoning': REASONING },
+    );
     expect(res.events).toHaveLength(4);
     expect('reasoning' in guardian.calls()[0].params).toBe(false);
     expect(agentPosts()[0]!.headers['x-aos-reasoning']).toBeUndefined();

@@ -19,7 +19,9 @@ const hasPython = spawnSync('python3', ['--version']).status === 0;
 const describeWithPython = hasPython ? describe : describe.skip;
 if (!hasPython) process.stderr.write('python-guardian.test.ts: skipped, python3 is not installed\n');
 
-const answerSchema = new Ajv2020({ strict: false }).compile(JSON.parse(fs.readFileSync(path.join(ROOT, 'packages', 'toolkit', 'schemas', 'answer.schema.json'), 'utf8')) as object);
+const answerSchema = new Ajv2020({ strict: false }).compile(
+  JSON.parse(fs.readFileSync(path.join(ROOT, 'packages', 'toolkit', 'schemas', 'answer.schema.json'), 'utf8')) as object,
+);
 
 describeWithPython(hasPython ? 'the Python guardian example' : 'the Python guardian example (skipped: python3 is not installed)', () => {
   let python: ChildProcess;
@@ -28,7 +30,10 @@ describeWithPython(hasPython ? 'the Python guardian example' : 'the Python guard
   let proxy: TestProxy;
 
   beforeAll(async () => {
-    python = spawn('python3', [GUARDIAN_PY], { env: { PATH: process.env['PATH'], PORT: '0', HOST: '127.0.0.1', GUARDIAN_TOKEN: TOKEN }, stdio: ['ignore', 'pipe', 'inherit'] });
+    python = spawn('python3', [GUARDIAN_PY], {
+      env: { PATH: process.env['PATH'], PORT: '0', HOST: '127.0.0.1', GUARDIAN_TOKEN: TOKEN },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const child = python;
     url = await new Promise<string>((resolve, reject) => {
       let out = '';
@@ -57,13 +62,20 @@ describeWithPython(hasPython ? 'the Python guardian example' : 'the Python guard
 
   test('a denied call never reaches the agent; the caller gets -31403 with the reason code', async () => {
     const client = await makeClient(proxy.url, 'JSONRPC', '1.0');
-    const err = await client.sendMessage(sendReq('how to make a molotov cocktail?')).then(() => undefined, (e: unknown) => e);
+    const err = await client.sendMessage(sendReq('how to make a molotov cocktail?')).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(callError(err)).toMatchObject({ code: -31403, reason: 'GUARDIAN_DENIED', reasonCodes: ['WEAPONS'] });
     expect(postsTo(agent)).toEqual([]);
   });
 
   test('an allowed call reaches the agent, over JSON-RPC and REST, v1.0 and v0.3', async () => {
-    for (const [binding, version] of [['JSONRPC', '1.0'], ['HTTP+JSON', '1.0'], ['JSONRPC', '0.3']] as const) {
+    for (const [binding, version] of [
+      ['JSONRPC', '1.0'],
+      ['HTTP+JSON', '1.0'],
+      ['JSONRPC', '0.3'],
+    ] as const) {
       agent.clear();
       const client = await makeClient(proxy.url, binding, version);
       await client.sendMessage(sendReq(`how to prepare a cheese cake? (${binding} ${version})`));
@@ -74,10 +86,15 @@ describeWithPython(hasPython ? 'the Python guardian example' : 'the Python guard
   test('its answers fit answer.schema.json; ping, a GET, a missing token and broken bodies get JSON-RPC answers and it keeps running', async () => {
     const auth = { authorization: `Bearer ${TOKEN}` };
     const envelope = (text: string) => ({
-      jsonrpc: '2.0', id: `e-${text.length}`, method: 'message/send',
+      jsonrpc: '2.0',
+      id: `e-${text.length}`,
+      method: 'message/send',
       params: {
         payload: { jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { role: 'user', messageId: 'm', parts: [{ kind: 'text', text }] } } },
-        context: { from: { agent: { url: 'https://a.example', name: 'A', version: '1' }, role: 'client' }, to: { agent: { url: 'https://b.example', name: 'B', version: '1' }, role: 'server' } },
+        context: {
+          from: { agent: { url: 'https://a.example', name: 'A', version: '1' }, role: 'client' },
+          to: { agent: { url: 'https://b.example', name: 'B', version: '1' }, role: 'server' },
+        },
       },
     });
     for (const text of ['explosives, please', 'a cheese cake']) {
@@ -88,7 +105,13 @@ describeWithPython(hasPython ? 'the Python guardian example' : 'the Python guard
     expect((await rawRpc(url, envelope('hi'))).status).toBe(401);
     const get = await rawRpc(url, undefined, {}, { method: 'GET' });
     expect([get.status, get.json?.error?.code]).toEqual([405, -32600]);
-    for (const [body, code] of [['', -32700], ['{"jsonrpc":', -32700], ['[]', -32600], ['null', -32600], ['{"jsonrpc":"2.0","id":3,"method":"message/send","params":{}}', -32602]] as const) {
+    for (const [body, code] of [
+      ['', -32700],
+      ['{"jsonrpc":', -32700],
+      ['[]', -32600],
+      ['null', -32600],
+      ['{"jsonrpc":"2.0","id":3,"method":"message/send","params":{}}', -32602],
+    ] as const) {
       const r = await rawRpc(url, body, auth);
       expect([body, r.json?.error?.code]).toEqual([body, code]);
     }

@@ -13,7 +13,9 @@ import { startTestProxy, type TestProxy } from '../../helpers/proxy-harness';
 import { readme } from '../../helpers/readme';
 
 const send = (text: string) => ({
-  jsonrpc: '2.0', id: 1, method: 'message/send',
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'message/send',
   params: { message: { role: 'user', kind: 'message', messageId: 'm1', parts: [{ kind: 'text', text }] } },
 });
 
@@ -31,7 +33,14 @@ beforeAll(async () => {
   const port = await freePort();
   url = `http://127.0.0.1:${port}`;
   guardian = spawnNode(path.join(dir, 'guardian.js'), { PORT: String(port) });
-  await waitFor(async () => (await fetch(url).then((r) => r.status, () => 0)) !== 0, 10_000);
+  await waitFor(
+    async () =>
+      (await fetch(url).then(
+        (r) => r.status,
+        () => 0,
+      )) !== 0,
+    10_000,
+  );
   agent = await startAgent();
   proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: url });
   await proxy.upstreamCard.ready();

@@ -22,7 +22,13 @@ const codecs = (name: string): { path: string; request: MessageCodec; response: 
 const SEND = codecs('SendMessage');
 const LIST = codecs('ListTaskPushNotificationConfig');
 const task = (extra: Record<string, unknown> = {}) => ({
-  id: 't-1', contextId: 'c-1', status: { state: 3, update: undefined, timestamp: undefined }, artifacts: [], history: [], metadata: undefined, ...extra,
+  id: 't-1',
+  contextId: 'c-1',
+  status: { state: 3, update: undefined, timestamp: undefined },
+  artifacts: [],
+  history: [],
+  metadata: undefined,
+  ...extra,
 });
 
 /** What the hostile agent answers next, as message bytes. */
@@ -46,7 +52,13 @@ beforeAll(async () => {
   await new Promise<void>((r) => agent.listen(0, '127.0.0.1', r));
   guardian = await startGuardian();
   const port = (agent.address() as AddressInfo).port;
-  proxy = await startTestProxy({ UPSTREAM_URL: `http://127.0.0.1:${port}`, GRPC_UPSTREAM_URL: `http://127.0.0.1:${port}`, GUARDIAN_URL: guardian.url, GRPC_PORT: '0', INSPECT_RESPONSES: 'true' });
+  proxy = await startTestProxy({
+    UPSTREAM_URL: `http://127.0.0.1:${port}`,
+    GRPC_UPSTREAM_URL: `http://127.0.0.1:${port}`,
+    GUARDIAN_URL: guardian.url,
+    GRPC_PORT: '0',
+    INSPECT_RESPONSES: 'true',
+  });
 });
 afterAll(async () => {
   await proxy?.close();
@@ -59,8 +71,19 @@ beforeEach(() => {
   guardian.clear();
 });
 
-const send = () => rawGrpc(proxy.grpcAddress as string, SEND.path, grpcFrame(SEND.request.encode(SEND.request.fromJson({ message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'hi' }] } }))));
-const judged = () => guardian.calls().filter(isResponseEnvelope).map((e) => e.params.payload.result);
+const send = () =>
+  rawGrpc(
+    proxy.grpcAddress as string,
+    SEND.path,
+    grpcFrame(
+      SEND.request.encode(SEND.request.fromJson({ message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'hi' }] } })),
+    ),
+  );
+const judged = () =>
+  guardian
+    .calls()
+    .filter(isResponseEnvelope)
+    .map((e) => e.params.payload.result);
 
 test('a plain answer: judged as the v0.3 result, and relayed as its encoding', async () => {
   next = SEND.response.encode({ payload: { $case: 'task', value: task({ metadata: { w: 'WORD' } }) } });
@@ -71,7 +94,10 @@ test('a plain answer: judged as the v0.3 result, and relayed as its encoding', a
 });
 
 test('unknown fields in an answer are not relayed', async () => {
-  const hidden = new BinaryWriter().uint32((99 << 3) | 2).string('HIDDEN').finish();
+  const hidden = new BinaryWriter()
+    .uint32((99 << 3) | 2)
+    .string('HIDDEN')
+    .finish();
   next = Buffer.concat([SEND.response.encode({ payload: { $case: 'task', value: task() } }), hidden]);
   const a = await send();
   expect(a.grpcStatus).toBe(0);
@@ -81,8 +107,23 @@ test('unknown fields in an answer are not relayed', async () => {
 
 test.each([
   ['a NaN in the metadata', () => SEND.response.encode({ payload: { $case: 'task', value: task({ metadata: { n: NaN, w: 'WORD' } }) } })],
-  ['a task state the enum does not define', () => SEND.response.encode({ payload: { $case: 'task', value: task({ status: { state: 42, update: undefined, timestamp: undefined }, metadata: { w: 'WORD' } }) } })],
-  ['no task or message at all', () => Buffer.from(new BinaryWriter().uint32((99 << 3) | 2).string('WORD').finish())],
+  [
+    'a task state the enum does not define',
+    () =>
+      SEND.response.encode({
+        payload: { $case: 'task', value: task({ status: { state: 42, update: undefined, timestamp: undefined }, metadata: { w: 'WORD' } }) },
+      }),
+  ],
+  [
+    'no task or message at all',
+    () =>
+      Buffer.from(
+        new BinaryWriter()
+          .uint32((99 << 3) | 2)
+          .string('WORD')
+          .finish(),
+      ),
+  ],
 ])('%s: INTERNAL, and no word of it reaches the caller', async (_why, make) => {
   next = make();
   const a = await send();

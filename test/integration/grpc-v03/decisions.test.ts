@@ -36,7 +36,10 @@ test('deny-all: every v0.3 operation is PERMISSION_DENIED and the handler acts o
     ['tasks/get', () => client.getTask({ tenant: '', id: task.id, historyLength: undefined })],
     ['tasks/cancel', () => client.cancelTask({ tenant: '', id: task.id, metadata: undefined })],
     ['tasks/resubscribe', () => collect(client.resubscribeTask({ tenant: '', id: task.id }))],
-    ['tasks/pushNotificationConfig/set', () => client.createTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'c', url: 'https://h.example/', token: '', authentication: undefined })],
+    [
+      'tasks/pushNotificationConfig/set',
+      () => client.createTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'c', url: 'https://h.example/', token: '', authentication: undefined }),
+    ],
     ['tasks/pushNotificationConfig/get', () => client.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'c' })],
     ['tasks/pushNotificationConfig/list', () => client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })],
     ['tasks/pushNotificationConfig/delete', () => client.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'c' })],
@@ -47,7 +50,12 @@ test('deny-all: every v0.3 operation is PERMISSION_DENIED and the handler acts o
     expect([aos, f.message]).toEqual([aos, expect.stringContaining('nothing today')]);
   }
   expect(rec.calls).toEqual([]);
-  expect(s.guardian.calls().filter(isRequest).map((e) => e.method)).toEqual(calls.map(([aos]) => aos));
+  expect(
+    s.guardian
+      .calls()
+      .filter(isRequest)
+      .map((e) => e.method),
+  ).toEqual(calls.map(([aos]) => aos));
 });
 
 test('modify: the handler acts on the replacement, and the original text reaches nothing', async () => {
@@ -68,11 +76,36 @@ test('modify: the handler acts on the replacement, and the original text reaches
 });
 
 test.each([
-  ['a member v0.3 protobuf does not hold (part metadata)', (m: { parts: Array<Record<string, unknown>> }) => { (m.parts[0] as Record<string, unknown>).metadata = { x: 1 }; }],
-  ['a kind that is not the message', (m: Record<string, unknown>) => { m.kind = 'task'; }],
-  ['a role v0.3 does not have', (m: Record<string, unknown>) => { m.role = 'ROLE_USER'; }],
-  ['referenceTaskIds (v0.3 JSON only)', (m: Record<string, unknown>) => { m.referenceTaskIds = ['t-other']; }],
-  ['file bytes in non-canonical base64', (m: { parts: unknown[] }) => { m.parts = [{ kind: 'file', file: { bytes: 'aGk' } }]; }],
+  [
+    'a member v0.3 protobuf does not hold (part metadata)',
+    (m: { parts: Array<Record<string, unknown>> }) => {
+      (m.parts[0] as Record<string, unknown>).metadata = { x: 1 };
+    },
+  ],
+  [
+    'a kind that is not the message',
+    (m: Record<string, unknown>) => {
+      m.kind = 'task';
+    },
+  ],
+  [
+    'a role v0.3 does not have',
+    (m: Record<string, unknown>) => {
+      m.role = 'ROLE_USER';
+    },
+  ],
+  [
+    'referenceTaskIds (v0.3 JSON only)',
+    (m: Record<string, unknown>) => {
+      m.referenceTaskIds = ['t-other'];
+    },
+  ],
+  [
+    'file bytes in non-canonical base64',
+    (m: { parts: unknown[] }) => {
+      m.parts = [{ kind: 'file', file: { bytes: 'aGk' } }];
+    },
+  ],
 ])('a modify with %s is refused; the agent never acts', async (_name, bend) => {
   s.guardian.script((env) => {
     const p = env.params.payload;
@@ -114,9 +147,11 @@ test('streams: each event judged in order; a modify replaces that event only; a 
 
   s.guardian.script((env) => (textOf(env.params.payload.result) === 'chunk 1' ? { decision: 'deny', message: 'second chunk' } : { decision: 'allow' }));
   const seen: unknown[] = [];
-  const f = await grpcFailure((async () => {
-    for await (const ev of client.sendMessageStream(sendReq('stream 4'))) seen.push(ev);
-  })());
+  const f = await grpcFailure(
+    (async () => {
+      for await (const ev of client.sendMessageStream(sendReq('stream 4'))) seen.push(ev);
+    })(),
+  );
   expect(f.message).toContain('second chunk');
   // The task, then chunk 0.
   expect(seen).toHaveLength(2);

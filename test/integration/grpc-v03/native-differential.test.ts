@@ -57,11 +57,21 @@ afterAll(async () => {
 const structValue = fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom(0, -0, 1.5, NaN, Infinity, true, null), fc.constant([]), fc.constant({}));
 const part = fc.oneof(
   fc.record({ part: fc.record({ $case: fc.constant('text'), value: fc.string({ maxLength: 12 }) }) }),
-  fc.record({ part: fc.record({ $case: fc.constant('data'), value: fc.record({ data: fc.dictionary(fc.constantFrom('a', 'b'), structValue, { maxKeys: 2 }) }) }) }),
-  fc.record({ part: fc.record({ $case: fc.constant('file'), value: fc.record({
-    file: fc.oneof(fc.record({ $case: fc.constant('fileWithUri'), value: fc.constantFrom('https://f.example/a', '') }), fc.record({ $case: fc.constant('fileWithBytes'), value: fc.uint8Array({ maxLength: 4 }).map((b) => Buffer.from(b)) })),
-    mimeType: fc.constantFrom('', 'text/plain'),
-  }) }) }),
+  fc.record({
+    part: fc.record({ $case: fc.constant('data'), value: fc.record({ data: fc.dictionary(fc.constantFrom('a', 'b'), structValue, { maxKeys: 2 }) }) }),
+  }),
+  fc.record({
+    part: fc.record({
+      $case: fc.constant('file'),
+      value: fc.record({
+        file: fc.oneof(
+          fc.record({ $case: fc.constant('fileWithUri'), value: fc.constantFrom('https://f.example/a', '') }),
+          fc.record({ $case: fc.constant('fileWithBytes'), value: fc.uint8Array({ maxLength: 4 }).map((b) => Buffer.from(b)) }),
+        ),
+        mimeType: fc.constantFrom('', 'text/plain'),
+      }),
+    }),
+  }),
 );
 const message = fc.record({
   messageId: fc.constantFrom('m-1', ''),
@@ -74,7 +84,15 @@ const message = fc.record({
 });
 const sendCase = fc.record({
   message,
-  configuration: fc.option(fc.record({ acceptedOutputModes: fc.constantFrom([], ['text']), pushNotification: fc.constant(undefined), historyLength: fc.constant(0), blocking: fc.boolean() }), { nil: undefined }),
+  configuration: fc.option(
+    fc.record({
+      acceptedOutputModes: fc.constantFrom([], ['text']),
+      pushNotification: fc.constant(undefined),
+      historyLength: fc.constant(0),
+      blocking: fc.boolean(),
+    }),
+    { nil: undefined },
+  ),
   metadata: fc.option(fc.dictionary(fc.constant('m'), structValue, { maxKeys: 1 }), { nil: undefined }),
   unknownField: fc.constantFrom(false, false, false, true),
   second: fc.option(message, { nil: undefined }),
@@ -82,16 +100,37 @@ const sendCase = fc.record({
 type SendCase = typeof sendCase extends fc.Arbitrary<infer T> ? T : never;
 
 /** A plain call (must pass) and one with an unknown field (must be refused), run before the generated ones: neither oracle is vacuous. */
-const plain = (text: string): SendCase['message'] => ({ messageId: 'm-1', contextId: '', taskId: '', role: 1, content: [{ part: { $case: 'text', value: text } }], metadata: undefined, extensions: [] });
+const plain = (text: string): SendCase['message'] => ({
+  messageId: 'm-1',
+  contextId: '',
+  taskId: '',
+  role: 1,
+  content: [{ part: { $case: 'text', value: text } }],
+  metadata: undefined,
+  extensions: [],
+});
 const VALID: readonly SendCase[] = [
   { message: plain('valid 1'), configuration: undefined, metadata: undefined, unknownField: false, second: undefined },
-  { message: plain('valid 2'), configuration: { acceptedOutputModes: ['text'], pushNotification: undefined, historyLength: 0, blocking: true }, metadata: undefined, unknownField: false, second: undefined },
+  {
+    message: plain('valid 2'),
+    configuration: { acceptedOutputModes: ['text'], pushNotification: undefined, historyLength: 0, blocking: true },
+    metadata: undefined,
+    unknownField: false,
+    second: undefined,
+  },
 ];
 const REFUSED: SendCase = { message: plain('refused'), configuration: undefined, metadata: undefined, unknownField: true, second: undefined };
 
 function bytesOf(c: SendCase): Buffer {
   let out = request.encode({ request: c.message, configuration: c.configuration, metadata: c.metadata });
-  if (c.unknownField) out = Buffer.concat([out, new BinaryWriter().uint32((99 << 3) | 2).string('SMUGGLE').finish()]);
+  if (c.unknownField)
+    out = Buffer.concat([
+      out,
+      new BinaryWriter()
+        .uint32((99 << 3) | 2)
+        .string('SMUGGLE')
+        .finish(),
+    ]);
   if (c.second !== undefined) out = Buffer.concat([out, request.encode({ request: c.second, configuration: undefined, metadata: undefined })]);
   return out;
 }
@@ -107,7 +146,10 @@ test('allow-all: the native agent acts on exactly what the guardian approved; de
       rec.clear();
       guardian.clear();
       const a = await rawGrpc(allow.grpcAddress as string, method.path, body);
-      const approved = guardian.calls().filter((e) => !isResponseEnvelope(e)).map((e) => e.params.payload.params);
+      const approved = guardian
+        .calls()
+        .filter((e) => !isResponseEnvelope(e))
+        .map((e) => e.params.payload.params);
       if (rec.calls.length === 0 && i > VALID.length && i <= VALID.length + 1) refused++;
       if (rec.calls.length > 0 && i <= VALID.length) passed++;
       expect(a.grpcStatus).toBeDefined();
@@ -127,7 +169,15 @@ test('allow-all: the native agent acts on exactly what the guardian approved; de
 });
 
 test('a null in a Struct, which this agent reads as 0, is refused (INVALID_ARGUMENT) and reaches nothing', async () => {
-  const m = { messageId: 'm-null', contextId: '', taskId: '', role: 1, content: [{ part: { $case: 'data', value: { data: { amount: null } } } }], metadata: undefined, extensions: [] };
+  const m = {
+    messageId: 'm-null',
+    contextId: '',
+    taskId: '',
+    role: 1,
+    content: [{ part: { $case: 'data', value: { data: { amount: null } } } }],
+    metadata: undefined,
+    extensions: [],
+  };
   rec.clear();
   guardian.clear();
   const a = await rawGrpc(allow.grpcAddress as string, method.path, grpcFrame(request.encode({ request: m, configuration: undefined, metadata: undefined })));

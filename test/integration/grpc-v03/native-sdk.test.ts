@@ -29,7 +29,13 @@ beforeAll(async () => {
   agent = await startAgentV03({ wrapRequestHandler: (h) => rec.wrap(h as unknown as A2AServer.DefaultRequestHandler) });
   guardian = await startGuardian();
   // Webhooks go direct: the push relay rewrites their URLs after approval by design (test/integration/push/).
-  proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, GRPC_PORT: '0', INSPECT_RESPONSES: 'true', PUSH_DELIVERIES: 'direct' });
+  proxy = await startTestProxy({
+    UPSTREAM_URL: agent.origin,
+    GUARDIAN_URL: guardian.url,
+    GRPC_PORT: '0',
+    INSPECT_RESPONSES: 'true',
+    PUSH_DELIVERIES: 'direct',
+  });
   ({ client: viaProxy, grpcUrl } = await makeClientV03(proxy.url));
   ({ client: direct } = await makeClientV03(agent.origin));
 });
@@ -54,7 +60,8 @@ function expectActedAsApproved(replacements: readonly unknown[] = []): void {
 }
 
 /** Answer fields that differ between two runs of the same call. */
-const shape = (x: unknown): unknown => JSON.parse(JSON.stringify(x, (k, v: unknown) => (['id', 'taskId', 'contextId', 'messageId', 'timestamp'].includes(k) ? '*' : v)));
+const shape = (x: unknown): unknown =>
+  JSON.parse(JSON.stringify(x, (k, v: unknown) => (['id', 'taskId', 'contextId', 'messageId', 'timestamp'].includes(k) ? '*' : v)));
 
 test("the client resolving the agent's v0.3 card through the proxy calls the proxy's gRPC listener", () => {
   expect(agent.card.preferredTransport).toBe('GRPC');
@@ -67,7 +74,10 @@ test('message/send and message/stream: the handler acts on what the guardian app
   rec.clear();
   const b = await viaProxy.sendMessage({ message: msg, configuration: { acceptedOutputModes: ['text'], blocking: true } });
   expect(shape(b)).toEqual(shape(a));
-  expect(requests()[0]?.params.payload).toMatchObject({ method: 'message/send', params: { message: { ...msg }, configuration: { acceptedOutputModes: ['text'], blocking: true } } });
+  expect(requests()[0]?.params.payload).toMatchObject({
+    method: 'message/send',
+    params: { message: { ...msg }, configuration: { acceptedOutputModes: ['text'], blocking: true } },
+  });
   expectActedAsApproved();
 
   const ea = await collect(direct.sendMessageStream({ message: userMsgV03('stream 3') }));
@@ -76,7 +86,10 @@ test('message/send and message/stream: the handler acts on what the guardian app
   const eb = await collect(viaProxy.sendMessageStream({ message: userMsgV03('stream 3') }));
   expect(shape(eb)).toEqual(shape(ea));
   // The events the guardian judged are the ones the caller got.
-  const judged = guardian.calls().filter((e) => e.params?.payload?.result !== undefined).map((e) => e.params.payload.result);
+  const judged = guardian
+    .calls()
+    .filter((e) => e.params?.payload?.result !== undefined)
+    .map((e) => e.params.payload.result);
   expect(judged.map((r) => r.kind)).toEqual(eb.map((e) => (e as { kind: string }).kind));
   // (The 0.3.14 client reads an artifact update without its `append`: the rest is what the guardian judged.)
   const unappended = judged.map((r) => ({ ...r, append: undefined }));
@@ -105,12 +118,24 @@ test('tasks/get, tasks/resubscribe, tasks/cancel and push configs: acted on as a
   await viaProxy.deleteTaskPushNotificationConfig({ id: done.id, pushNotificationConfigId: 'cfg-1' });
   expect(await viaProxy.listTaskPushNotificationConfig({ id: done.id })).toEqual([]);
   expect(requests().map((e) => e.method)).toEqual([
-    'tasks/get', 'tasks/resubscribe', 'tasks/cancel', 'tasks/pushNotificationConfig/set', 'tasks/pushNotificationConfig/get',
-    'tasks/pushNotificationConfig/list', 'tasks/pushNotificationConfig/delete', 'tasks/pushNotificationConfig/list',
+    'tasks/get',
+    'tasks/resubscribe',
+    'tasks/cancel',
+    'tasks/pushNotificationConfig/set',
+    'tasks/pushNotificationConfig/get',
+    'tasks/pushNotificationConfig/list',
+    'tasks/pushNotificationConfig/delete',
+    'tasks/pushNotificationConfig/list',
   ]);
   expect(rec.calls.map((c) => c.method)).toEqual([
-    'getTask', 'resubscribe', 'cancelTask', 'setTaskPushNotificationConfig', 'getTaskPushNotificationConfig',
-    'listTaskPushNotificationConfigs', 'deleteTaskPushNotificationConfig', 'listTaskPushNotificationConfigs',
+    'getTask',
+    'resubscribe',
+    'cancelTask',
+    'setTaskPushNotificationConfig',
+    'getTaskPushNotificationConfig',
+    'listTaskPushNotificationConfigs',
+    'deleteTaskPushNotificationConfig',
+    'listTaskPushNotificationConfigs',
   ]);
   expectActedAsApproved();
 });
@@ -152,7 +177,12 @@ test("GetAgentCard: the card the caller gets names the proxy's gRPC listener", a
 
 test("an agent whose card names its v0.3 gRPC service at another endpoint than its v1.0 one: each version's calls go to its own", async () => {
   const recV1 = handlerRecorder();
-  const v1 = await startAgent({ grpc: true, grpcVersions: ['1.0'], wrapRequestHandler: recV1.wrap, extraInterfaces: [{ url: agent.grpcAddress, protocolBinding: 'GRPC', tenant: '', protocolVersion: '0.3' }] });
+  const v1 = await startAgent({
+    grpc: true,
+    grpcVersions: ['1.0'],
+    wrapRequestHandler: recV1.wrap,
+    extraInterfaces: [{ url: agent.grpcAddress, protocolBinding: 'GRPC', tenant: '', protocolVersion: '0.3' }],
+  });
   try {
     const p = await startTestProxy({ UPSTREAM_URL: v1.origin, GUARDIAN_URL: guardian.url, GRPC_PORT: '0' });
     try {

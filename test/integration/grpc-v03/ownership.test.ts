@@ -30,7 +30,10 @@ test("message/send and message/stream bind their tasks to the caller; B's calls 
   const values = events.map((e) => (e as { payload?: { value?: { id?: string; taskId?: string } } }).payload?.value);
   const streamed = values.map((v) => v?.taskId ?? v?.id).find((id) => id !== undefined && id !== '') as string;
   expect(streamed).toBeTruthy();
-  await client.createTaskPushNotificationConfig({ tenant: '', taskId: unary.id, id: 'a-cfg', url: 'https://a.example/hook', token: '', authentication: undefined }, as('A'));
+  await client.createTaskPushNotificationConfig(
+    { tenant: '', taskId: unary.id, id: 'a-cfg', url: 'https://a.example/hook', token: '', authentication: undefined },
+    as('A'),
+  );
 
   rec.clear();
   s.guardian.clear();
@@ -42,12 +45,18 @@ test("message/send and message/stream bind their tasks to the caller; B's calls 
       () => client.getTaskPushNotificationConfig({ tenant: '', taskId: id, id: 'a-cfg' }, as('B')),
       () => client.listTaskPushNotificationConfig({ tenant: '', taskId: id, pageSize: 0, pageToken: '' }, as('B')),
       () => client.deleteTaskPushNotificationConfig({ tenant: '', taskId: id, id: 'a-cfg' }, as('B')),
-      () => client.createTaskPushNotificationConfig({ tenant: '', taskId: id, id: 'b-cfg', url: 'https://b.example/steal', token: '', authentication: undefined }, as('B')),
+      () =>
+        client.createTaskPushNotificationConfig(
+          { tenant: '', taskId: id, id: 'b-cfg', url: 'https://b.example/steal', token: '', authentication: undefined },
+          as('B'),
+        ),
       () => client.sendMessage(sendReq('B joins', false, { taskId: id }), as('B')),
     ];
     for (const call of tries) expect((await grpcFailure(call())).name).toMatch(/TaskNotFoundError$/);
   }
-  expect((await grpcFailure(client.sendMessage(sendReq('B joins the context', false, { contextId: unary.contextId }), as('B')))).name).toMatch(/TaskNotFoundError$/);
+  expect((await grpcFailure(client.sendMessage(sendReq('B joins the context', false, { contextId: unary.contextId }), as('B')))).name).toMatch(
+    /TaskNotFoundError$/,
+  );
   expect(rec.calls).toEqual([]);
   expect(s.guardian.calls()).toEqual([]);
 
@@ -64,23 +73,41 @@ test("a push config whose own resource name is A's task, under B's task as paren
   const m = grpcMethodForPath('/a2a.v1.A2AService/CreateTaskPushNotificationConfig');
   if (m === undefined) throw new Error('no v0.3 CreateTaskPushNotificationConfig');
   const codec = codecFor(m).request;
-  const bent = (config: string) => codec.encode({
-    parent: `tasks/${b.id}`, configId: 'x',
-    config: { name: `tasks/${config}/pushNotificationConfigs/x`, pushNotificationConfig: { id: 'x', url: 'https://b.example/hook', token: '', authentication: undefined } },
-  });
+  const bent = (config: string) =>
+    codec.encode({
+      parent: `tasks/${b.id}`,
+      configId: 'x',
+      config: {
+        name: `tasks/${config}/pushNotificationConfigs/x`,
+        pushNotificationConfig: { id: 'x', url: 'https://b.example/hook', token: '', authentication: undefined },
+      },
+    });
   rec.clear();
   s.guardian.clear();
   const refused = await rawGrpc(fx.proxy.grpcAddress as string, m.path, grpcFrame(bent(a.id)), fx.ids.headersAs('B'));
   expect(refused.grpcStatus).toBe(5);
   expect(rec.calls).toEqual([]);
   // The same shape naming B's own task twice passes, and the guardian saw the name (it is not the one parent and id make).
-  const own = await rawGrpc(fx.proxy.grpcAddress as string, m.path, grpcFrame(codec.encode({
-    parent: `tasks/${b.id}`, configId: 'x',
-    config: { name: `tasks/${b.id}/pushNotificationConfigs/other`, pushNotificationConfig: { id: 'x', url: 'https://b.example/hook', token: '', authentication: undefined } },
-  })), fx.ids.headersAs('B'));
+  const own = await rawGrpc(
+    fx.proxy.grpcAddress as string,
+    m.path,
+    grpcFrame(
+      codec.encode({
+        parent: `tasks/${b.id}`,
+        configId: 'x',
+        config: {
+          name: `tasks/${b.id}/pushNotificationConfigs/other`,
+          pushNotificationConfig: { id: 'x', url: 'https://b.example/hook', token: '', authentication: undefined },
+        },
+      }),
+    ),
+    fx.ids.headersAs('B'),
+  );
   expect(own.grpcStatus).toBe(0);
   expect(s.guardian.calls().find((e) => e.method === 'tasks/pushNotificationConfig/set')?.params.payload.params).toEqual({
-    taskId: b.id, name: `tasks/${b.id}/pushNotificationConfigs/other`, pushNotificationConfig: { id: 'x', url: 'https://b.example/hook' },
+    taskId: b.id,
+    name: `tasks/${b.id}/pushNotificationConfigs/other`,
+    pushNotificationConfig: { id: 'x', url: 'https://b.example/hook' },
   });
   expect(rec.calls.map((c) => c.method)).toEqual(['createTaskPushNotificationConfig']);
 });
@@ -89,16 +116,23 @@ test("a guardian modify that re-targets B's call at A's task is NOT_FOUND; a pag
   const { client } = await makeGrpcClient(fx.proxy.url, { legacy: true });
   const a = (await client.sendMessage(sendReq('A secret'), as('A'))) as { id: string };
   const b = (await client.sendMessage(sendReq('B own'), as('B'))) as { id: string };
-  s.guardian.script((env) => (env.params?.payload?.method === 'tasks/get'
-    ? { decision: 'modify', modifiedPayload: { ...env.params.payload, params: { ...env.params.payload.params, id: a.id } } }
-    : { decision: 'allow' }));
+  s.guardian.script((env) =>
+    env.params?.payload?.method === 'tasks/get'
+      ? { decision: 'modify', modifiedPayload: { ...env.params.payload, params: { ...env.params.payload.params, id: a.id } } }
+      : { decision: 'allow' },
+  );
   rec.clear();
   expect((await grpcFailure(client.getTask({ tenant: '', id: b.id, historyLength: undefined }, as('B')))).name).toMatch(/TaskNotFoundError$/);
   s.guardian.reset();
   const m = grpcMethodForPath('/a2a.v1.A2AService/ListTaskPushNotificationConfig');
   if (m === undefined) throw new Error('no v0.3 ListTaskPushNotificationConfig');
   const list = codecFor(m).request;
-  const forged = await rawGrpc(fx.proxy.grpcAddress as string, m.path, grpcFrame(list.encode(list.fromJson({ id: b.id, pageToken: 'not-sealed-here' }))), fx.ids.headersAs('B'));
+  const forged = await rawGrpc(
+    fx.proxy.grpcAddress as string,
+    m.path,
+    grpcFrame(list.encode(list.fromJson({ id: b.id, pageToken: 'not-sealed-here' }))),
+    fx.ids.headersAs('B'),
+  );
   expect(forged.grpcStatus).toBe(3);
   expect(rec.calls).toEqual([]);
 });

@@ -49,7 +49,8 @@ test('message/send: the guardian sees the v0.3 JSON-RPC params; the same task co
   expect(shape(b)).toEqual(shape(a));
   const env = requestEnvelopes()[0];
   expect(env.params.payload).toMatchObject({
-    jsonrpc: '2.0', method: 'message/send',
+    jsonrpc: '2.0',
+    method: 'message/send',
     params: { message: { kind: 'message', role: 'user', parts: [{ kind: 'text', text: 'same answer' }] }, configuration: { blocking: true } },
   });
   const answer = responseEnvelopes()[0];
@@ -117,7 +118,11 @@ test('push notification configs: set, get, list, delete under their v0.3 JSON-RP
   expect(results[2]).toEqual([{ taskId: task.id, pushNotificationConfig: { id: 'cfg-1', url: 'https://hooks.example/a2a', token: 'tok' } }]);
   expect(results[3]).toBeNull();
   expect(rec.calls.map((c) => c.method)).toEqual([
-    'createTaskPushNotificationConfig', 'getTaskPushNotificationConfig', 'listTaskPushNotificationConfigs', 'deleteTaskPushNotificationConfig', 'listTaskPushNotificationConfigs',
+    'createTaskPushNotificationConfig',
+    'getTaskPushNotificationConfig',
+    'listTaskPushNotificationConfigs',
+    'deleteTaskPushNotificationConfig',
+    'listTaskPushNotificationConfigs',
   ]);
 });
 

@@ -27,7 +27,16 @@ const request = (name: string): { path: string; c: MessageCodec } => {
   if (m === undefined) throw new Error(name);
   return { path: m.path, c: codecFor(m).request };
 };
-const message = (extra: Record<string, unknown> = {}) => ({ messageId: 'wire-1', contextId: '', taskId: '', role: 1, content: [{ part: { $case: 'text', value: 'hello' } }], metadata: undefined, extensions: [], ...extra });
+const message = (extra: Record<string, unknown> = {}) => ({
+  messageId: 'wire-1',
+  contextId: '',
+  taskId: '',
+  role: 1,
+  content: [{ part: { $case: 'text', value: 'hello' } }],
+  metadata: undefined,
+  extensions: [],
+  ...extra,
+});
 const send = (m: Record<string, unknown>) => {
   const { path, c } = request('SendMessage');
   return { path, bytes: c.encode({ request: m, configuration: undefined, metadata: undefined }) };
@@ -37,8 +46,17 @@ test.each([
   ['a role v0.3 JSON has no word for', () => send(message({ role: 7 }))],
   ['a NaN in metadata', () => send(message({ metadata: { n: NaN } }))],
   ['a part without content', () => send(message({ content: [{}] }))],
-  ['a task name with a second segment (the SDK reads its first)', () => ({ path: request('GetTask').path, bytes: request('GetTask').c.encode({ name: 'tasks/abc/pushNotificationConfigs/x', historyLength: 0 }) })],
-  ['a config name without its config id', () => ({ path: request('GetTaskPushNotificationConfig').path, bytes: request('GetTaskPushNotificationConfig').c.encode({ name: 'tasks/abc/pushNotificationConfigs/' }) })],
+  [
+    'a task name with a second segment (the SDK reads its first)',
+    () => ({ path: request('GetTask').path, bytes: request('GetTask').c.encode({ name: 'tasks/abc/pushNotificationConfigs/x', historyLength: 0 }) }),
+  ],
+  [
+    'a config name without its config id',
+    () => ({
+      path: request('GetTaskPushNotificationConfig').path,
+      bytes: request('GetTaskPushNotificationConfig').c.encode({ name: 'tasks/abc/pushNotificationConfigs/' }),
+    }),
+  ],
 ])('%s: INVALID_ARGUMENT; neither the guardian nor the agent is asked', async (_why, make) => {
   const { path, bytes } = make();
   const a = await rawGrpc(proxy.grpcAddress as string, path, grpcFrame(bytes));
@@ -62,10 +80,23 @@ test('a oneof set twice and the request message given twice: the agent acts on e
 });
 
 test('a field the v0.3 decoder does not read, at the top or nested: INVALID_ARGUMENT naming it; nothing asked or sent', async () => {
-  const msg = new BinaryWriter().uint32(10).string('wire-3').uint32(32).int32(1).uint32((99 << 3) | 2).string('SMUGGLE').finish();
+  const msg = new BinaryWriter()
+    .uint32(10)
+    .string('wire-3')
+    .uint32(32)
+    .int32(1)
+    .uint32((99 << 3) | 2)
+    .string('SMUGGLE')
+    .finish();
   for (const bytes of [
     Buffer.from(new BinaryWriter().uint32(10).bytes(msg).finish()),
-    Buffer.concat([send(message()).bytes, new BinaryWriter().uint32((98 << 3) | 2).string('SMUGGLE').finish()]),
+    Buffer.concat([
+      send(message()).bytes,
+      new BinaryWriter()
+        .uint32((98 << 3) | 2)
+        .string('SMUGGLE')
+        .finish(),
+    ]),
   ]) {
     const a = await rawGrpc(proxy.grpcAddress as string, '/a2a.v1.A2AService/SendMessage', grpcFrame(bytes));
     expect(a.grpcStatus).toBe(3);
@@ -76,7 +107,11 @@ test('a field the v0.3 decoder does not read, at the top or nested: INVALID_ARGU
 });
 
 test('the v0.3 service on the HTTP port is still refused (gRPC-Web, Connect): only the gRPC port carries it', async () => {
-  const res = await fetch(`${proxy.url}/a2a.v1.A2AService/SendMessage`, { method: 'POST', headers: { 'content-type': 'application/grpc-web+proto' }, body: grpcFrame(send(message()).bytes) });
+  const res = await fetch(`${proxy.url}/a2a.v1.A2AService/SendMessage`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/grpc-web+proto' },
+    body: grpcFrame(send(message()).bytes),
+  });
   expect(res.status).toBeGreaterThanOrEqual(400);
   expect(rec.calls).toEqual([]);
 });

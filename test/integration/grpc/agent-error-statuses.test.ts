@@ -40,7 +40,7 @@ beforeAll(async () => {
   client = (await makeGrpcClient(proxy.url)).client;
 });
 
-describe('the agent\'s gRPC error status is a response the guardian judges', () => {
+describe("the agent's gRPC error status is a response the guardian judges", () => {
   test('allow: the guardian saw the status as a JSON-RPC error, the caller gets the same status', async () => {
     const a = await rawGrpc(proxy.grpcAddress as string, GET_TASK, requestFrame(GET_TASK, { id: 'no-such-task-1' }), { 'a2a-version': '1.0' });
     expect(a.grpcStatus).toBe(5);
@@ -49,15 +49,18 @@ describe('the agent\'s gRPC error status is a response the guardian judges', () 
     const [env] = responseEnvelopes();
     expect(env?.method).toBe('tasks/get');
     expect(env?.params.payload).toEqual({
-      jsonrpc: '2.0', id: expect.stringMatching(/^grpc-/),
+      jsonrpc: '2.0',
+      id: expect.stringMatching(/^grpc-/),
       error: {
-        code: 5, status: 'NOT_FOUND', message: a.grpcMessage,
+        code: 5,
+        status: 'NOT_FOUND',
+        message: a.grpcMessage,
         details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_FOUND', domain: 'a2a-protocol.org', metadata: {} }],
       },
     });
   });
 
-  test('the SDK client still reads the relayed status as the agent\'s own error', async () => {
+  test("the SDK client still reads the relayed status as the agent's own error", async () => {
     const viaProxy = await grpcFailure(client.getTask({ tenant: '', id: 'no-such-task-2', historyLength: undefined }));
     const direct = (await makeGrpcClient(s.agent.url)).client;
     const viaAgent = await grpcFailure(direct.getTask({ tenant: '', id: 'no-such-task-2', historyLength: undefined }));
@@ -66,7 +69,7 @@ describe('the agent\'s gRPC error status is a response the guardian judges', () 
     expect(responseEnvelopes()).toHaveLength(1);
   });
 
-  test('deny: the caller gets PERMISSION_DENIED with the proxy\'s ErrorInfo, not the agent\'s text', async () => {
+  test("deny: the caller gets PERMISSION_DENIED with the proxy's ErrorInfo, not the agent's text", async () => {
     s.guardian.script((e) => (isResponseEnvelope(e) ? { decision: 'deny', message: 'no error leaks' } : { decision: 'allow' }));
     const a = await rawGrpc(proxy.grpcAddress as string, GET_TASK, requestFrame(GET_TASK, { id: 'secret-task-name' }), { 'a2a-version': '1.0' });
     expect(a.grpcStatus).toBe(7);
@@ -97,7 +100,7 @@ describe('the agent\'s gRPC error status is a response the guardian judges', () 
     }
   });
 
-  test('a stream\'s error status is judged too (SubscribeToTask of an unknown task)', async () => {
+  test("a stream's error status is judged too (SubscribeToTask of an unknown task)", async () => {
     s.guardian.script((e) => (isResponseEnvelope(e) ? { decision: 'deny' } : { decision: 'allow' }));
     const a = await rawGrpc(proxy.grpcAddress as string, SUBSCRIBE, requestFrame(SUBSCRIBE, { id: 'no-such-task-4' }), { 'a2a-version': '1.0' });
     expect(a.grpcStatus).toBe(7);
@@ -108,7 +111,8 @@ describe('the agent\'s gRPC error status is a response the guardian judges', () 
 
   test('HTTP parity: the same error over JSON-RPC is judged the same way', async () => {
     const res = await fetch(`${proxy.url}/a2a/jsonrpc`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'GetTask', params: { id: 'no-such-task-5' } }),
     });
     const body = (await res.json()) as { error?: { code: number } };

@@ -52,7 +52,12 @@ const caseArb: fc.Arbitrary<Case> = fc.record({
 });
 
 /** Answers every proxy must relay under allow-all, run before the generated ones: the oracle is never vacuous. */
-const VALID: readonly Case[] = (['plain', 'compressed', 'unknownField'] as const).map((trick, i) => ({ trick, ending: 'ok' as const, code: 1 + i, details: false }));
+const VALID: readonly Case[] = (['plain', 'compressed', 'unknownField'] as const).map((trick, i) => ({
+  trick,
+  ending: 'ok' as const,
+  code: 1 + i,
+  details: false,
+}));
 
 const MARK = /W\d+x\d+/g;
 const markers = (text: string): string[] => [...new Set(text.match(MARK) ?? [])];
@@ -64,16 +69,32 @@ function answerBytes(text: string, role = 'ROLE_AGENT'): Buffer {
 function messageOf(c: Case, n: number): { data: Buffer; compressed: boolean; encoding?: string } {
   const w = (k: number) => `W${n}x${k}`;
   switch (c.trick) {
-    case 'plain': return { data: answerBytes(w(1)), compressed: false };
-    case 'unknownField': return { data: Buffer.concat([answerBytes(w(1)), Buffer.from(new BinaryWriter().uint32((77 << 3) | 2).string(w(2)).finish())]), compressed: false };
-    case 'secondMessageField': return { data: Buffer.concat([answerBytes(w(1)), answerBytes(w(2))]), compressed: false };
+    case 'plain':
+      return { data: answerBytes(w(1)), compressed: false };
+    case 'unknownField':
+      return {
+        data: Buffer.concat([
+          answerBytes(w(1)),
+          Buffer.from(
+            new BinaryWriter()
+              .uint32((77 << 3) | 2)
+              .string(w(2))
+              .finish(),
+          ),
+        ]),
+        compressed: false,
+      };
+    case 'secondMessageField':
+      return { data: Buffer.concat([answerBytes(w(1)), answerBytes(w(2))]), compressed: false };
     case 'badRole': {
       const m = response.fromJson({ message: { messageId: 'm', role: 'ROLE_AGENT', parts: [{ text: w(1) }] } }) as { payload?: { value?: { role?: number } } };
       if (m.payload?.value !== undefined) m.payload.value.role = 42;
       return { data: response.encode(m), compressed: false };
     }
-    case 'compressed': return { data: zlib.gzipSync(answerBytes(w(1))), compressed: true, encoding: 'gzip' };
-    case 'compressedUndeclared': return { data: zlib.gzipSync(answerBytes(w(1))), compressed: true };
+    case 'compressed':
+      return { data: zlib.gzipSync(answerBytes(w(1))), compressed: true, encoding: 'gzip' };
+    case 'compressedUndeclared':
+      return { data: zlib.gzipSync(answerBytes(w(1))), compressed: true };
   }
 }
 
@@ -94,12 +115,22 @@ beforeAll(async () => {
       const { c, n } = cur;
       const w = (k: number) => `W${n}x${k}`;
       const status = {
-        'grpc-status': String(c.code), 'grpc-message': encodeGrpcMessage(`failed ${w(5)}`),
-        ...(c.details ? { 'grpc-status-details-bin': statusDetailsBin(c.code, `detail ${w(6)}`, [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: `R${w(7)}`, domain: 'remote', metadata: { k: w(8) } }]).toString('base64') } : {}),
+        'grpc-status': String(c.code),
+        'grpc-message': encodeGrpcMessage(`failed ${w(5)}`),
+        ...(c.details
+          ? {
+              'grpc-status-details-bin': statusDetailsBin(c.code, `detail ${w(6)}`, [
+                { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: `R${w(7)}`, domain: 'remote', metadata: { k: w(8) } },
+              ]).toString('base64'),
+            }
+          : {}),
       };
       if (c.ending === 'trailersOnlyError') return stream.respond({ ':status': 200, 'content-type': 'application/grpc', ...status }, { endStream: true });
       const m = messageOf(c, n);
-      stream.respond({ ':status': 200, 'content-type': 'application/grpc', ...(m.encoding === undefined ? {} : { 'grpc-encoding': m.encoding }) }, { waitForTrailers: true });
+      stream.respond(
+        { ':status': 200, 'content-type': 'application/grpc', ...(m.encoding === undefined ? {} : { 'grpc-encoding': m.encoding }) },
+        { waitForTrailers: true },
+      );
       stream.on('wantTrailers', () => {
         if (c.ending === 'noStatus') return stream.sendTrailers({ 'x-nothing': '1' });
         if (c.ending === 'errorAfter') return stream.sendTrailers(status);
@@ -115,7 +146,13 @@ beforeAll(async () => {
   grpcAddress = `127.0.0.1:${(remote.address() as AddressInfo).port}`;
   cardServer = http.createServer((_req, res) => {
     const body = JSON.stringify({
-      name: 'hostile gRPC remote', description: 'scripted', version: '1.0.0', capabilities: { streaming: true }, defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'], skills: [],
+      name: 'hostile gRPC remote',
+      description: 'scripted',
+      version: '1.0.0',
+      capabilities: { streaming: true },
+      defaultInputModes: ['text/plain'],
+      defaultOutputModes: ['text/plain'],
+      skills: [],
       supportedInterfaces: [{ url: grpcAddress, protocolBinding: 'GRPC', tenant: '', protocolVersion: '1.0' }],
     });
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
@@ -132,7 +169,15 @@ afterAll(async () => {
 
 async function run(mode: 'allow' | 'deny'): Promise<number> {
   const guardian = await startGuardian();
-  const proxy = await startTestProxy({ ROLE: 'client', UPSTREAM_URL: cardOrigin, GRPC_PORT: '0', GRPC_UPSTREAM_URL: `http://${grpcAddress}`, GUARDIAN_URL: guardian.url, INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false' });
+  const proxy = await startTestProxy({
+    ROLE: 'client',
+    UPSTREAM_URL: cardOrigin,
+    GRPC_PORT: '0',
+    GRPC_UPSTREAM_URL: `http://${grpcAddress}`,
+    GUARDIAN_URL: guardian.url,
+    INSPECT_RESPONSES: 'true',
+    INSPECT_CARDS: 'false',
+  });
   let acted = 0;
   try {
     guardian.script((e) => (mode === 'deny' && isResponseEnvelope(e) ? { decision: 'deny' } : { decision: 'allow' }));
@@ -146,7 +191,10 @@ async function run(mode: 'allow' | 'deny'): Promise<number> {
         let seenText: string;
         try {
           // Every call ends: a hang is a failure of its own.
-          const answer = await Promise.race([client.sendMessage(sendReq('hi')), new Promise((_r, reject) => setTimeout(() => reject(new Error('HANG: no answer in 5 s')), 5000))]);
+          const answer = await Promise.race([
+            client.sendMessage(sendReq('hi')),
+            new Promise((_r, reject) => setTimeout(() => reject(new Error('HANG: no answer in 5 s')), 5000)),
+          ]);
           seenText = JSON.stringify(answer);
         } catch (err) {
           const e = err as Error & { cause?: { details?: string; metadata?: unknown }; statusDetailsBin?: Buffer; metadata?: unknown };

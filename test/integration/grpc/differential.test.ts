@@ -52,7 +52,13 @@ const caseArb: fc.Arbitrary<Case> = fc.record({
   // Mostly none: a call with one is refused (field by number), and the oracle needs calls that pass.
   unknown: fc.oneof(
     { weight: 3, arbitrary: fc.constant([]) },
-    { weight: 1, arbitrary: fc.array(fc.tuple(fc.integer({ min: 16, max: 5000 }), fc.constantFrom(0 as const, 1 as const, 2 as const, 5 as const)), { minLength: 1, maxLength: 3 }) },
+    {
+      weight: 1,
+      arbitrary: fc.array(fc.tuple(fc.integer({ min: 16, max: 5000 }), fc.constantFrom(0 as const, 1 as const, 2 as const, 5 as const)), {
+        minLength: 1,
+        maxLength: 3,
+      }),
+    },
   ),
   secondMessage: fc.option(fc.string({ maxLength: 16 }), { nil: null }),
   encoding: fc.constantFrom('none' as const, 'identity-header' as const, 'gzip' as const, 'deflate' as const, 'gzip-unflagged' as const),
@@ -63,7 +69,16 @@ const caseArb: fc.Arbitrary<Case> = fc.record({
 
 /** Calls every proxy must pass under allow-all, run before the generated ones: the oracle is never vacuous. */
 const VALID: readonly Case[] = (['none', 'identity-header', 'gzip', 'deflate'] as const).flatMap((encoding, i) =>
-  (['grpc', 'grpc+proto'] as const).map((contentType) => ({ texts: [`valid ${i}`], unknown: [], secondMessage: null, encoding, path: 'exact' as const, contentType, split: 1 + (i % 3) })));
+  (['grpc', 'grpc+proto'] as const).map((contentType) => ({
+    texts: [`valid ${i}`],
+    unknown: [],
+    secondMessage: null,
+    encoding,
+    path: 'exact' as const,
+    contentType,
+    split: 1 + (i % 3),
+  })),
+);
 
 function messageBytes(texts: readonly string[], id: string): Buffer {
   return codec.encode(codec.fromJson({ message: { messageId: id, role: 'ROLE_USER', parts: texts.map((text) => ({ text })) } }));
@@ -84,14 +99,33 @@ function wireOf(c: Case, n: number): { path: string; headers: Record<string, str
   const headers: Record<string, string> = { 'a2a-version': '1.0' };
   let frame: Buffer;
   switch (c.encoding) {
-    case 'none': frame = grpcFrame(msg); break;
-    case 'identity-header': headers['grpc-encoding'] = 'identity'; frame = grpcFrame(msg); break;
-    case 'gzip': headers['grpc-encoding'] = 'gzip'; frame = grpcFrame(zlib.gzipSync(msg), true); break;
-    case 'deflate': headers['grpc-encoding'] = 'deflate'; frame = grpcFrame(zlib.deflateSync(msg), true); break;
-    case 'gzip-unflagged': frame = grpcFrame(zlib.gzipSync(msg), true); break;
+    case 'none':
+      frame = grpcFrame(msg);
+      break;
+    case 'identity-header':
+      headers['grpc-encoding'] = 'identity';
+      frame = grpcFrame(msg);
+      break;
+    case 'gzip':
+      headers['grpc-encoding'] = 'gzip';
+      frame = grpcFrame(zlib.gzipSync(msg), true);
+      break;
+    case 'deflate':
+      headers['grpc-encoding'] = 'deflate';
+      frame = grpcFrame(zlib.deflateSync(msg), true);
+      break;
+    case 'gzip-unflagged':
+      frame = grpcFrame(zlib.gzipSync(msg), true);
+      break;
   }
   const path = { exact: SEND, lower: SEND.toLowerCase(), slash: `${SEND}/`, v03: '/a2a.v1.A2AService/SendMessage' }[c.path];
-  headers['content-type'] = { grpc: 'application/grpc', 'grpc+proto': 'application/grpc+proto', 'grpc+json': 'application/grpc+json', 'grpc;charset': 'application/grpc; charset=utf-8', json: 'application/json' }[c.contentType];
+  headers['content-type'] = {
+    grpc: 'application/grpc',
+    'grpc+proto': 'application/grpc+proto',
+    'grpc+json': 'application/grpc+json',
+    'grpc;charset': 'application/grpc; charset=utf-8',
+    json: 'application/json',
+  }[c.contentType];
   return { path, headers, body: frame };
 }
 
@@ -111,7 +145,10 @@ async function run(proxy: TestProxy, check: (c: Case, status: number | undefined
       s.guardian.clear();
       const w = wireOf(c, n++);
       const a = await rawGrpc(proxy.grpcAddress as string, w.path, w.body, w.headers, c.split);
-      const approved = s.guardian.calls().filter((e) => e.params?.payload?.method === 'SendMessage').map((e) => e.params.payload.params);
+      const approved = s.guardian
+        .calls()
+        .filter((e) => e.params?.payload?.method === 'SendMessage')
+        .map((e) => e.params.payload.params);
       if (a.grpcStatus === 0) passed++;
       check(c, a.grpcStatus, approved);
     }),

@@ -30,7 +30,10 @@ const s = useStack({ grpc: true, grpcVersions: ['1.0', '0.3'], wrapRequestHandle
 
 /** A valid request of each RPC (JSON form), the seed every mutation starts from. */
 const SEEDS: Record<string, Record<string, unknown>> = {
-  SendMessage: { message: { messageId: 'fz', role: 'ROLE_USER', parts: [{ text: 'fuzz' }], metadata: { a: 1 } }, configuration: { acceptedOutputModes: ['text/plain'] } },
+  SendMessage: {
+    message: { messageId: 'fz', role: 'ROLE_USER', parts: [{ text: 'fuzz' }], metadata: { a: 1 } },
+    configuration: { acceptedOutputModes: ['text/plain'] },
+  },
   SendStreamingMessage: { message: { messageId: 'fz', role: 'ROLE_USER', parts: [{ text: 'fuzz' }] } },
   GetTask: { id: 'fuzz-task', historyLength: 2 },
   ListTasks: { pageSize: 3, contextId: 'ctx' },
@@ -45,7 +48,10 @@ const SEEDS: Record<string, Record<string, unknown>> = {
 
 /** The same for v0.3's `a2a.v1.A2AService` (its v0.3 JSON-RPC form). */
 const SEEDS_V03: Record<string, unknown> = {
-  SendMessage: { message: { kind: 'message', messageId: 'fz', role: 'user', parts: [{ kind: 'text', text: 'fuzz' }], metadata: { a: 1 } }, configuration: { acceptedOutputModes: ['text/plain'], blocking: true } },
+  SendMessage: {
+    message: { kind: 'message', messageId: 'fz', role: 'user', parts: [{ kind: 'text', text: 'fuzz' }], metadata: { a: 1 } },
+    configuration: { acceptedOutputModes: ['text/plain'], blocking: true },
+  },
   SendStreamingMessage: { message: { kind: 'message', messageId: 'fz', role: 'user', parts: [{ kind: 'text', text: 'fuzz' }] } },
   GetTask: { id: 'fuzz-task', historyLength: 2 },
   CancelTask: { id: 'fuzz-task' },
@@ -88,14 +94,19 @@ const mutationArb: fc.Arbitrary<Mutation> = fc.oneof(
   fc.record({ k: fc.constant('wrongWire' as const), field: fc.integer({ min: 1, max: 8 }) }),
 );
 
-const caseArb = (methods: readonly GrpcMethod[]): fc.Arbitrary<Case> => fc.record({
-  method: fc.nat({ max: methods.length - 1 }),
-  mutations: fc.array(mutationArb, { maxLength: 2 }),
-  meta: fc.constantFrom<MetaMutation>('none', 'none', 'none', 'dupVersion', 'version03', 'timeoutSpace', 'encodingCase', 'encodingList', 'dupExtensions'),
-});
+const caseArb = (methods: readonly GrpcMethod[]): fc.Arbitrary<Case> =>
+  fc.record({
+    method: fc.nat({ max: methods.length - 1 }),
+    mutations: fc.array(mutationArb, { maxLength: 2 }),
+    meta: fc.constantFrom<MetaMutation>('none', 'none', 'none', 'dupVersion', 'version03', 'timeoutSpace', 'encodingCase', 'encodingList', 'dupExtensions'),
+  });
 
 /** Unbent calls the agent must act on under allow-all, run before the generated ones: the oracle is never vacuous. */
-const VALID: readonly Case[] = ['SendMessage', 'GetTask', 'ListTasks'].map((name) => ({ method: METHODS.findIndex((m) => m.name === name), mutations: [], meta: 'none' as const }));
+const VALID: readonly Case[] = ['SendMessage', 'GetTask', 'ListTasks'].map((name) => ({
+  method: METHODS.findIndex((m) => m.name === name),
+  mutations: [],
+  meta: 'none' as const,
+}));
 
 function wireOf(c: Case, methods: readonly GrpcMethod[]): { method: GrpcMethod; body: Buffer; headers: Record<string, string | string[]> } {
   const method = methods[c.method] as GrpcMethod;
@@ -114,13 +125,25 @@ function wireOf(c: Case, methods: readonly GrpcMethod[]): { method: GrpcMethod; 
           msg[i] = (msg[i] as number) ^ m.xor;
         }
         break;
-      case 'truncate': msg = msg.subarray(0, msg.length === 0 ? 0 : m.keep % msg.length); break;
-      case 'append': msg = Buffer.concat([msg, Buffer.from(m.bytes)]); break;
-      case 'lengthLie': lie = m.delta; break;
-      case 'twoFrames': two = true; break;
-      case 'compressedFlag': flag = 1; break;
+      case 'truncate':
+        msg = msg.subarray(0, msg.length === 0 ? 0 : m.keep % msg.length);
+        break;
+      case 'append':
+        msg = Buffer.concat([msg, Buffer.from(m.bytes)]);
+        break;
+      case 'lengthLie':
+        lie = m.delta;
+        break;
+      case 'twoFrames':
+        two = true;
+        break;
+      case 'compressedFlag':
+        flag = 1;
+        break;
       // A known field number with a wire type it does not have.
-      case 'wrongWire': msg = Buffer.concat([msg, Buffer.from([(m.field << 3) | (m.field % 2 === 0 ? 0 : 5), 1, 0, 0, 0])]); break;
+      case 'wrongWire':
+        msg = Buffer.concat([msg, Buffer.from([(m.field << 3) | (m.field % 2 === 0 ? 0 : 5), 1, 0, 0, 0])]);
+        break;
     }
   }
   frame = grpcFrame(msg, flag === 1);
@@ -128,13 +151,26 @@ function wireOf(c: Case, methods: readonly GrpcMethod[]): { method: GrpcMethod; 
   if (two) frame = Buffer.concat([frame, grpcFrame(msg)]);
   const headers: Record<string, string | string[]> = { 'a2a-version': '1.0' };
   switch (c.meta) {
-    case 'dupVersion': headers['a2a-version'] = ['1.0', '0.3']; break;
-    case 'version03': headers['a2a-version'] = '0.3'; break;
-    case 'timeoutSpace': headers['grpc-timeout'] = '10 S'; break;
-    case 'encodingCase': headers['grpc-encoding'] = 'GZIP'; break;
-    case 'encodingList': headers['grpc-encoding'] = 'identity,gzip'; break;
-    case 'dupExtensions': headers['a2a-extensions'] = ['https://ext.example/a', 'https://ext.example/b']; break;
-    default: break;
+    case 'dupVersion':
+      headers['a2a-version'] = ['1.0', '0.3'];
+      break;
+    case 'version03':
+      headers['a2a-version'] = '0.3';
+      break;
+    case 'timeoutSpace':
+      headers['grpc-timeout'] = '10 S';
+      break;
+    case 'encodingCase':
+      headers['grpc-encoding'] = 'GZIP';
+      break;
+    case 'encodingList':
+      headers['grpc-encoding'] = 'identity,gzip';
+      break;
+    case 'dupExtensions':
+      headers['a2a-extensions'] = ['https://ext.example/a', 'https://ext.example/b'];
+      break;
+    default:
+      break;
   }
   return { method, body: frame, headers };
 }
@@ -146,7 +182,12 @@ async function stillServes(proxy: TestProxy, expected: number): Promise<void> {
   expect(a.grpcStatus).toBe(expected);
 }
 
-async function run(proxy: TestProxy, plain: number, check: (c: Case, status: number | undefined) => void, methods_ = METHODS): Promise<{ passed: number; methods: Set<string> }> {
+async function run(
+  proxy: TestProxy,
+  plain: number,
+  check: (c: Case, status: number | undefined) => void,
+  methods_ = METHODS,
+): Promise<{ passed: number; methods: Set<string> }> {
   let passed = 0;
   let n = 0;
   const examples = methods_ === METHODS ? VALID.map((c) => [c] as [Case]) : [];
@@ -186,7 +227,10 @@ describe('gRPC fuzz, every RPC', () => {
     const { methods, passed } = await run(proxy, 0, (c) => {
       const method = METHODS[c.method] as GrpcMethod;
       const codec = codecFor(method).request;
-      const approved = s.guardian.calls().filter((e) => !isResponseEnvelope(e)).map((e) => codec.encode(codec.fromJson(e.params.payload.params)));
+      const approved = s.guardian
+        .calls()
+        .filter((e) => !isResponseEnvelope(e))
+        .map((e) => codec.encode(codec.fromJson(e.params.payload.params)));
       for (const call of rec.calls) {
         const acted = codec.encode(call.live);
         expect(approved.some((b) => b.equals(acted))).toBe(true);

@@ -96,7 +96,10 @@ describe('gRPC values without a faithful JSON form', () => {
         s.guardian.clear();
         const call = callOf(o, n++);
         const a = await rawGrpc(allowAll.grpcAddress as string, call.path, grpcFrame(call.bytes), { 'a2a-version': '1.0' });
-        const approved = s.guardian.calls().filter((e) => !isResponseEnvelope(e)).map((e) => e.params.payload.params);
+        const approved = s.guardian
+          .calls()
+          .filter((e) => !isResponseEnvelope(e))
+          .map((e) => e.params.payload.params);
         if (a.grpcStatus !== 0) {
           expect(rec.calls).toEqual([]);
           return;
@@ -116,7 +119,11 @@ describe('gRPC values without a faithful JSON form', () => {
   });
 
   test('a role the SDK does not know (99) and a NaN are refused, never shown as "UNRECOGNIZED" / null and relayed', async () => {
-    for (const o of [{ at: 'role', role: 99 }, { at: 'metadata', value: NaN }, { at: 'data', value: Infinity }] as const) {
+    for (const o of [
+      { at: 'role', role: 99 },
+      { at: 'metadata', value: NaN },
+      { at: 'data', value: Infinity },
+    ] as const) {
       rec.clear();
       const call = callOf(o, 1000);
       const a = await rawGrpc(allowAll.grpcAddress as string, call.path, grpcFrame(call.bytes), { 'a2a-version': '1.0' });
@@ -149,4 +156,3 @@ describe('gRPC values without a faithful JSON form', () => {
     }
   });
 });
-

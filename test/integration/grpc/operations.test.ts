@@ -39,23 +39,94 @@ async function firstEventThenClose(it: AsyncGenerator<unknown, void, undefined>)
 }
 
 const OPS: readonly OpCase[] = [
-  { rpc: 'SendMessage', aos: 'message/send', handler: 'sendMessage', call: (c) => c.sendMessage(sendReq('hello original')), params: () => ({ message: { parts: [{ text: 'hello original' }] } }) },
-  { rpc: 'SendStreamingMessage', aos: 'message/stream', handler: 'sendMessageStream', call: (c) => collect(c.sendMessageStream(sendReq('streamed original'))), params: () => ({ message: { parts: [{ text: 'streamed original' }] } }) },
-  { rpc: 'GetTask', aos: 'tasks/get', handler: 'getTask', call: (c, f) => c.getTask({ tenant: '', id: f.done, historyLength: undefined }), params: (f) => ({ id: f.done }) },
   {
-    rpc: 'ListTasks', aos: 'tasks/list', handler: 'listTasks', params: () => ({ pageSize: 5 }),
-    call: (c) => c.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 5, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: undefined }),
+    rpc: 'SendMessage',
+    aos: 'message/send',
+    handler: 'sendMessage',
+    call: (c) => c.sendMessage(sendReq('hello original')),
+    params: () => ({ message: { parts: [{ text: 'hello original' }] } }),
   },
-  { rpc: 'CancelTask', aos: 'tasks/cancel', handler: 'cancelTask', call: (c, f) => c.cancelTask({ tenant: '', id: f.running, metadata: undefined }), params: (f) => ({ id: f.running }) },
-  { rpc: 'SubscribeToTask', aos: 'tasks/resubscribe', handler: 'resubscribe', call: (c, f) => firstEventThenClose(c.resubscribeTask({ tenant: '', id: f.running })), params: (f) => ({ id: f.running }) },
   {
-    rpc: 'CreateTaskPushNotificationConfig', aos: 'tasks/pushNotificationConfig/set', handler: 'createTaskPushNotificationConfig', params: (f) => ({ taskId: f.running, url: PUSH_URL }),
-    call: (c, f) => c.createTaskPushNotificationConfig({ tenant: '', id: 'cfg-new', taskId: f.running, url: PUSH_URL, token: 'tok', authentication: undefined }),
+    rpc: 'SendStreamingMessage',
+    aos: 'message/stream',
+    handler: 'sendMessageStream',
+    call: (c) => collect(c.sendMessageStream(sendReq('streamed original'))),
+    params: () => ({ message: { parts: [{ text: 'streamed original' }] } }),
   },
-  { rpc: 'GetTaskPushNotificationConfig', aos: 'tasks/pushNotificationConfig/get', handler: 'getTaskPushNotificationConfig', call: (c, f) => c.getTaskPushNotificationConfig({ tenant: '', taskId: f.running, id: 'cfg-a' }), params: (f) => ({ taskId: f.running, id: 'cfg-a' }) },
-  { rpc: 'ListTaskPushNotificationConfigs', aos: 'tasks/pushNotificationConfig/list', handler: 'listTaskPushNotificationConfigs', call: (c, f) => c.listTaskPushNotificationConfig({ tenant: '', taskId: f.running, pageSize: 0, pageToken: '' }), params: (f) => ({ taskId: f.running }) },
-  { rpc: 'DeleteTaskPushNotificationConfig', aos: 'tasks/pushNotificationConfig/delete', handler: 'deleteTaskPushNotificationConfig', call: (c, f) => c.deleteTaskPushNotificationConfig({ tenant: '', taskId: f.running, id: 'cfg-a' }), params: (f) => ({ taskId: f.running, id: 'cfg-a' }) },
-  { rpc: 'GetExtendedAgentCard', aos: 'agent/getAuthenticatedExtendedCard', handler: 'getAuthenticatedExtendedAgentCard', call: (c) => c.transport.getExtendedAgentCard({ tenant: '' }, V1), params: () => ({}) },
+  {
+    rpc: 'GetTask',
+    aos: 'tasks/get',
+    handler: 'getTask',
+    call: (c, f) => c.getTask({ tenant: '', id: f.done, historyLength: undefined }),
+    params: (f) => ({ id: f.done }),
+  },
+  {
+    rpc: 'ListTasks',
+    aos: 'tasks/list',
+    handler: 'listTasks',
+    params: () => ({ pageSize: 5 }),
+    call: (c) =>
+      c.listTasks({
+        tenant: '',
+        contextId: '',
+        status: TaskState.TASK_STATE_UNSPECIFIED,
+        pageSize: 5,
+        pageToken: '',
+        historyLength: undefined,
+        statusTimestampAfter: undefined,
+        includeArtifacts: undefined,
+      }),
+  },
+  {
+    rpc: 'CancelTask',
+    aos: 'tasks/cancel',
+    handler: 'cancelTask',
+    call: (c, f) => c.cancelTask({ tenant: '', id: f.running, metadata: undefined }),
+    params: (f) => ({ id: f.running }),
+  },
+  {
+    rpc: 'SubscribeToTask',
+    aos: 'tasks/resubscribe',
+    handler: 'resubscribe',
+    call: (c, f) => firstEventThenClose(c.resubscribeTask({ tenant: '', id: f.running })),
+    params: (f) => ({ id: f.running }),
+  },
+  {
+    rpc: 'CreateTaskPushNotificationConfig',
+    aos: 'tasks/pushNotificationConfig/set',
+    handler: 'createTaskPushNotificationConfig',
+    params: (f) => ({ taskId: f.running, url: PUSH_URL }),
+    call: (c, f) =>
+      c.createTaskPushNotificationConfig({ tenant: '', id: 'cfg-new', taskId: f.running, url: PUSH_URL, token: 'tok', authentication: undefined }),
+  },
+  {
+    rpc: 'GetTaskPushNotificationConfig',
+    aos: 'tasks/pushNotificationConfig/get',
+    handler: 'getTaskPushNotificationConfig',
+    call: (c, f) => c.getTaskPushNotificationConfig({ tenant: '', taskId: f.running, id: 'cfg-a' }),
+    params: (f) => ({ taskId: f.running, id: 'cfg-a' }),
+  },
+  {
+    rpc: 'ListTaskPushNotificationConfigs',
+    aos: 'tasks/pushNotificationConfig/list',
+    handler: 'listTaskPushNotificationConfigs',
+    call: (c, f) => c.listTaskPushNotificationConfig({ tenant: '', taskId: f.running, pageSize: 0, pageToken: '' }),
+    params: (f) => ({ taskId: f.running }),
+  },
+  {
+    rpc: 'DeleteTaskPushNotificationConfig',
+    aos: 'tasks/pushNotificationConfig/delete',
+    handler: 'deleteTaskPushNotificationConfig',
+    call: (c, f) => c.deleteTaskPushNotificationConfig({ tenant: '', taskId: f.running, id: 'cfg-a' }),
+    params: (f) => ({ taskId: f.running, id: 'cfg-a' }),
+  },
+  {
+    rpc: 'GetExtendedAgentCard',
+    aos: 'agent/getAuthenticatedExtendedCard',
+    handler: 'getAuthenticatedExtendedAgentCard',
+    call: (c) => c.transport.getExtendedAgentCard({ tenant: '' }, V1),
+    params: () => ({}),
+  },
 ];
 
 let proxy: TestProxy;
@@ -71,12 +142,18 @@ beforeAll(async () => {
 async function makeFixture(): Promise<Fixture> {
   const done = (await direct.sendMessage(sendReq('setup task'))) as { id: string };
   const running = (await direct.sendMessage(sendReq('wait-for-cancel', true))) as { id: string };
-  await direct.createTaskPushNotificationConfig({ tenant: '', id: 'cfg-a', taskId: running.id, url: 'https://hooks.example/cfg-a', token: '', authentication: undefined });
+  await direct.createTaskPushNotificationConfig({
+    tenant: '',
+    id: 'cfg-a',
+    taskId: running.id,
+    url: 'https://hooks.example/cfg-a',
+    token: '',
+    authentication: undefined,
+  });
   rec.clear();
   s.guardian.clear();
   return { done: done.id, running: running.id };
 }
-
 
 describe.each(OPS.map((o) => [o.rpc, o] as const))('%s', (_name, op) => {
   test('allow: the guardian sees the v1.0 JSON-RPC request; the agent acts on it', async () => {

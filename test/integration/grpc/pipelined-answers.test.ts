@@ -45,7 +45,7 @@ const randomDelay = (max: number) => Math.floor(Math.random() * max);
 const caseOf = (ev: unknown): string | undefined => (ev as { payload?: { $case?: string } }).payload?.$case;
 const agentCancelled = () => s.agent.grpcCancelled.filter((m) => m === 'sendStreamingMessage').length;
 
-test('a guardian answering out of order: every message once, in the agent\'s order; decisions overlap, never more than the window', async () => {
+test("a guardian answering out of order: every message once, in the agent's order; decisions overlap, never more than the window", async () => {
   const answerOrder: number[] = [];
   s.guardian.script(async (env) => {
     if (!isResponseEnvelope(env)) return { decision: 'allow' };
@@ -64,7 +64,7 @@ test('a guardian answering out of order: every message once, in the agent\'s ord
   expect(s.guardian.load.maxInFlight).toBeLessThanOrEqual(WINDOW);
 });
 
-test('deny at message k while calls for later messages are in flight: k-1 messages, then PERMISSION_DENIED; later calls and the agent\'s call cancelled', async () => {
+test("deny at message k while calls for later messages are in flight: k-1 messages, then PERMISSION_DENIED; later calls and the agent's call cancelled", async () => {
   s.guardian.script((env) => {
     if (!isResponseEnvelope(env)) return { decision: 'allow' };
     const k = chunkOf(env);
@@ -75,9 +75,11 @@ test('deny at message k while calls for later messages are in flight: k-1 messag
   });
   const seen: unknown[] = [];
   // 2,000 messages: more than HTTP/2 flow control lets the agent write ahead, so its call is still open at the deny.
-  const err = await grpcFailure((async () => {
-    for await (const ev of client.sendMessageStream(sendReq('stream 2000'))) seen.push(ev);
-  })());
+  const err = await grpcFailure(
+    (async () => {
+      for await (const ev of client.sendMessageStream(sendReq('stream 2000'))) seen.push(ev);
+    })(),
+  );
   expect(err.code).toBe(7);
   expect(err.message).toContain('chunk refused');
   expect(seen.map((e) => textOf(e))).toEqual(['', ...chunks(0, 8)]);
@@ -103,7 +105,7 @@ test('a modify of one message replaces exactly that message, whatever order the 
   expect(events.map(caseOf)).toEqual(['task', ...Array<string>(20).fill('artifactUpdate'), 'statusUpdate']);
 });
 
-test('the caller cancelling mid-window: no guardian call starts afterwards, the ones under way are cancelled, the agent\'s call is cancelled', async () => {
+test("the caller cancelling mid-window: no guardian call starts afterwards, the ones under way are cancelled, the agent's call is cancelled", async () => {
   let release: () => void = () => undefined;
   const held = new Promise<void>((r) => (release = r));
   s.guardian.script(async (env) => {
@@ -139,7 +141,13 @@ async function streamQueueGauge(p: TestProxy): Promise<number> {
 }
 
 test("gRPC and HTTP streams share the guardian's stream places (GUARDIAN_STREAM_CONNECTIONS): a stream's next message waits in the line, not in the guardian pool", async () => {
-  const shared = await s.proxy({ GRPC_PORT: '0', INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false', STREAM_INSPECT_WINDOW: String(WINDOW), GUARDIAN_STREAM_CONNECTIONS: '2' });
+  const shared = await s.proxy({
+    GRPC_PORT: '0',
+    INSPECT_RESPONSES: 'true',
+    INSPECT_CARDS: 'false',
+    STREAM_INSPECT_WINDOW: String(WINDOW),
+    GUARDIAN_STREAM_CONNECTIONS: '2',
+  });
   let release: () => void = () => undefined;
   const held = new Promise<void>((r) => (release = r));
   s.guardian.script(async (env) => {
@@ -148,10 +156,7 @@ test("gRPC and HTTP streams share the guardian's stream places (GUARDIAN_STREAM_
   });
   const grpcClient = (await makeGrpcClient(shared.url)).client;
   const httpClient = await makeClient(shared.url, 'JSONRPC', '1.0');
-  const both = Promise.all([
-    collect(grpcClient.sendMessageStream(sendReq('stream 30'))),
-    collect(httpClient.sendMessageStream(sendReq('stream 30'))),
-  ]);
+  const both = Promise.all([collect(grpcClient.sendMessageStream(sendReq('stream 30'))), collect(httpClient.sendMessageStream(sendReq('stream 30')))]);
   try {
     // Two places, both held by the guardian; each stream waits for one with its next message (the gauge counts
     // the streams waiting in the line and the calls queued in the pool: a gRPC window outside the line would queue 6+).

@@ -37,7 +37,6 @@ beforeEach(() => rec.clear());
 /** Calls the guardian judged, by A2A method of the payload (request hooks only). */
 const requestEnvelopes = () => s.guardian.calls().filter((e) => e.params?.payload?.method !== undefined);
 
-
 describe('card', () => {
   test("the proxy's card names its own gRPC listener, and the SDK client created from it calls there", async () => {
     expect(proxy.grpcAddress).toBeDefined();
@@ -60,7 +59,11 @@ describe('unary calls', () => {
     const task = (await client.sendMessage(sendReq('hello grpc'))) as { id: string; status?: { state: number } };
     const env = requestEnvelopes()[0];
     expect(env.method).toBe('message/send');
-    expect(env.params.payload).toMatchObject({ jsonrpc: '2.0', method: 'SendMessage', params: { message: { role: 'ROLE_USER', parts: [{ text: 'hello grpc' }] } } });
+    expect(env.params.payload).toMatchObject({
+      jsonrpc: '2.0',
+      method: 'SendMessage',
+      params: { message: { role: 'ROLE_USER', parts: [{ text: 'hello grpc' }] } },
+    });
     expect(rec.calls.map((c) => c.method)).toEqual(['sendMessage']);
     expect(textOf(rec.calls[0]?.params)).toContain('hello grpc');
     expect(task.id).toBeTruthy();
@@ -77,7 +80,9 @@ describe('unary calls', () => {
   });
 
   test('deny: PERMISSION_DENIED with the guardian reason; the agent never acts', async () => {
-    s.guardian.script((env) => (textIn(env).includes('forbidden') ? { decision: 'deny', message: 'no forbidden things', reasonCode: ['POLICY'] } : { decision: 'allow' }));
+    s.guardian.script((env) =>
+      textIn(env).includes('forbidden') ? { decision: 'deny', message: 'no forbidden things', reasonCode: ['POLICY'] } : { decision: 'allow' },
+    );
     const err = await grpcFailure(client.sendMessage(sendReq('forbidden words')));
     expect(err.code).toBe(7);
     expect(err.message).toContain('no forbidden things');
@@ -122,9 +127,11 @@ describe('streams', () => {
     // By content, not arrival order: the events of a stream are judged several at once.
     s.guardian.script((env) => (textOf(env.params.payload.result) === 'chunk 1' ? { decision: 'deny', message: 'third event' } : { decision: 'allow' }));
     const seen: unknown[] = [];
-    const err = await grpcFailure((async () => {
-      for await (const ev of client.sendMessageStream(sendReq('stream 5'))) seen.push(ev);
-    })());
+    const err = await grpcFailure(
+      (async () => {
+        for await (const ev of client.sendMessageStream(sendReq('stream 5'))) seen.push(ev);
+      })(),
+    );
     expect(err.code).toBe(7);
     expect(seen).toHaveLength(2);
   });
@@ -134,9 +141,11 @@ test("a deny inside a running stream cancels the agent's call", async () => {
   s.agent.clear();
   let n = 0;
   s.guardian.script((env) => (env.params.payload.result !== undefined && ++n === 2 ? { decision: 'deny', message: 'second event' } : { decision: 'allow' }));
-  const err = await grpcFailure((async () => {
-    for await (const _ev of client.sendMessageStream(sendReq('slow'))) void _ev;
-  })());
+  const err = await grpcFailure(
+    (async () => {
+      for await (const _ev of client.sendMessageStream(sendReq('slow'))) void _ev;
+    })(),
+  );
   expect(err.code).toBe(7);
   const deadline = Date.now() + 5000;
   while (Date.now() < deadline && s.agent.grpcCancelled.length === 0) await new Promise((r) => setTimeout(r, 20));
@@ -176,7 +185,15 @@ describe('answers judged and replaced (INSPECT_RESPONSES)', () => {
 
 test('every gRPC call is one audit record (binding grpc), with its decision and the guardian reason', async () => {
   const records: AuditRecord[] = [];
-  const config = configFrom({ PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', LOG_LEVEL: 'silent', UPSTREAM_URL: s.agent.origin, GUARDIAN_URL: s.guardian.url, GRPC_PORT: '0' });
+  const config = configFrom({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    ADMIN_PORT: '0',
+    LOG_LEVEL: 'silent',
+    UPSTREAM_URL: s.agent.origin,
+    GUARDIAN_URL: s.guardian.url,
+    GRPC_PORT: '0',
+  });
   const p = await startProxy({ config, logger: createLogger('silent'), decisionLog: (r) => ({ seq: records.push(r), hash: 'h' }) });
   try {
     const { client: c } = await makeGrpcClient(p.url);
@@ -199,7 +216,13 @@ describe('both roles', () => {
   test('client sidecar -> server sidecar -> agent over gRPC: both hooks judge (the server side finds its agent in the card, the client side is told by GRPC_UPSTREAM_URL)', async () => {
     const server = await s.proxy({ GRPC_PORT: '0', ROLE: 'server' });
     // A remote card may only name UPSTREAM_URL's own host and port: the server sidecar's gRPC listener is another port.
-    const clientSide = await s.proxy({ GRPC_PORT: '0', ROLE: 'client', UPSTREAM_URL: server.url, GRPC_UPSTREAM_URL: `http://${server.grpcAddress as string}`, OBSERVED_AGENT_NAME: 'caller-agent' });
+    const clientSide = await s.proxy({
+      GRPC_PORT: '0',
+      ROLE: 'client',
+      UPSTREAM_URL: server.url,
+      GRPC_UPSTREAM_URL: `http://${server.grpcAddress as string}`,
+      OBSERVED_AGENT_NAME: 'caller-agent',
+    });
     const { client: c, grpcUrl: u } = await makeGrpcClient(clientSide.url);
     expect(u).toBe(clientSide.grpcAddress);
     await c.sendMessage(sendReq('two hops'), { serviceParameters: { 'x-aos-reasoning': 'the user asked for two hops' } });
@@ -245,7 +268,7 @@ describe('identity and task ownership (IDENTITY_POLICY=required, OIDC bearer tok
 });
 
 describe('guardian failure modes', () => {
-  test("FAIL_MODE=open: forwarded, and the agent is told it is unchecked", async () => {
+  test('FAIL_MODE=open: forwarded, and the agent is told it is unchecked', async () => {
     const open = await s.proxy({ GRPC_PORT: '0', FAIL_MODE: 'open' });
     const { client: c } = await makeGrpcClient(open.url);
     s.guardian.script(() => ({ fault: 'refuse' }));
@@ -259,7 +282,10 @@ describe('guardian failure modes', () => {
     const m = grpcMethodForPath('/lf.a2a.v1.A2AService/GetTask');
     if (m === undefined) throw new Error('GetTask');
     const c = codecFor(m).request;
-    const a = await rawGrpc(proxy.grpcAddress as string, m.path, grpcFrame(c.encode(c.fromJson({ id: 't-x' }))), { 'a2a-version': '1.0', 'grpc-timeout': '200m' });
+    const a = await rawGrpc(proxy.grpcAddress as string, m.path, grpcFrame(c.encode(c.fromJson({ id: 't-x' }))), {
+      'a2a-version': '1.0',
+      'grpc-timeout': '200m',
+    });
     expect(a.grpcStatus).toBe(4);
     await new Promise((r) => setTimeout(r, 1600));
     expect(rec.calls).toHaveLength(0);
@@ -292,7 +318,12 @@ describe('TLS and shutdown', () => {
       const cert = await pki.issue({ server: true, name: 'grpc-mtls-server' });
       const clientCert = await pki.issue({ cn: 'grpc-caller', spiffe, name: 'grpc-mtls-client' });
       const p = await s.proxy({
-        GRPC_PORT: '0', TLS_CERT_FILE: cert.certFile, TLS_KEY_FILE: cert.keyFile, TLS_CLIENT_CA_FILE: pki.caFile, TLS_CLIENT_CERT: 'optional', IDENTITY_POLICY: 'required',
+        GRPC_PORT: '0',
+        TLS_CERT_FILE: cert.certFile,
+        TLS_KEY_FILE: cert.keyFile,
+        TLS_CLIENT_CA_FILE: pki.caFile,
+        TLS_CLIENT_CERT: 'optional',
+        IDENTITY_POLICY: 'required',
       });
       const dispatcher = new Agent({ connect: { ca: pki.caCert } });
       const fetchImpl = ((url: string, init?: object) => undiciFetch(url, { ...init, dispatcher })) as unknown as typeof fetch;
@@ -300,7 +331,10 @@ describe('TLS and shutdown', () => {
       const { client: anonymous } = await makeGrpcClient(p.url, { fetchImpl, credentials: grpcJs.credentials.createSsl(ca) });
       expect((await grpcFailure(anonymous.sendMessage(sendReq('who am i')))).code).toBe(16);
       expect(rec.calls).toHaveLength(0);
-      const { client: c } = await makeGrpcClient(p.url, { fetchImpl, credentials: grpcJs.credentials.createSsl(ca, Buffer.from(clientCert.key), Buffer.from(clientCert.cert)) });
+      const { client: c } = await makeGrpcClient(p.url, {
+        fetchImpl,
+        credentials: grpcJs.credentials.createSsl(ca, Buffer.from(clientCert.key), Buffer.from(clientCert.cert)),
+      });
       await c.sendMessage(sendReq('with a certificate'));
       expect(rec.calls.map((x) => x.method)).toEqual(['sendMessage']);
       const from = requestEnvelopes()[0]?.params.context.from.agent;
@@ -341,12 +375,14 @@ describe('TLS and shutdown', () => {
     const it = c.resubscribeTask({ tenant: '', id: running.id })[Symbol.asyncIterator]();
     await it.next();
     const drained = p.drain(300);
-    const err = await grpcFailure((async () => {
-      for (;;) {
-        const r = await it.next();
-        if (r.done === true) throw new Error('stream ended without an error');
-      }
-    })());
+    const err = await grpcFailure(
+      (async () => {
+        for (;;) {
+          const r = await it.next();
+          if (r.done === true) throw new Error('stream ended without an error');
+        }
+      })(),
+    );
     await drained;
     expect(err.code).toBe(14);
   });

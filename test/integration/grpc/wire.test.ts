@@ -28,7 +28,11 @@ if (sendMethod === undefined) throw new Error('SendMessage missing');
 const sendCodec = codecFor(sendMethod);
 const sendBytes = (text: string): Buffer =>
   sendCodec.request.encode(sendCodec.request.fromJson({ message: { messageId: `m-${text.length}`, role: 'ROLE_USER', parts: [{ text }] } }));
-const unknownField = (text: string) => new BinaryWriter().uint32((99 << 3) | 2).string(text).finish();
+const unknownField = (text: string) =>
+  new BinaryWriter()
+    .uint32((99 << 3) | 2)
+    .string(text)
+    .finish();
 
 let proxy: TestProxy;
 beforeAll(async () => {
@@ -166,7 +170,7 @@ describe('what the agent receives (a byte-recording HTTP/2 agent)', () => {
     seen.length = 0;
   });
 
-  test('a field the SDK\'s decoder does not know is refused by number, never dropped on the way to the agent', async () => {
+  test("a field the SDK's decoder does not know is refused by number, never dropped on the way to the agent", async () => {
     const hostile = Buffer.concat([sendBytes('hello with extras'), unknownField('SMUGGLED-FIELD')]);
     const a = await rawGrpc(relay.grpcAddress as string, SEND, grpcFrame(hostile), V1);
     expect(a.grpcStatus).toBe(3);
@@ -177,8 +181,16 @@ describe('what the agent receives (a byte-recording HTTP/2 agent)', () => {
 
   test('metadata passes minus proxy-owned headers; the deadline shrinks', async () => {
     const a = await rawGrpc(relay.grpcAddress as string, SEND, grpcFrame(sendBytes('hello with extras')), {
-      ...V1, 'grpc-timeout': '5S', 'x-custom': 'passes', authorization: 'Bearer abc', 'x-aos-reasoning': 'secret reasoning', 'x-aos-agent-name': 'claimed',
-      'x-aos-unchecked': 'true', 'grpc-encoding': 'identity', 'grpc-accept-encoding': 'gzip', 'user-agent': 'grpc-node-js/test',
+      ...V1,
+      'grpc-timeout': '5S',
+      'x-custom': 'passes',
+      authorization: 'Bearer abc',
+      'x-aos-reasoning': 'secret reasoning',
+      'x-aos-agent-name': 'claimed',
+      'x-aos-unchecked': 'true',
+      'grpc-encoding': 'identity',
+      'grpc-accept-encoding': 'gzip',
+      'user-agent': 'grpc-node-js/test',
     });
     expect(a.grpcStatus).toBe(0);
     expect(a.headers['x-agent-meta']).toBe('kept');
@@ -237,7 +249,9 @@ describe('streams: backpressure and the agent ending a stream', () => {
   if (streamMethod === undefined) throw new Error('SendStreamingMessage missing');
   const events = codecFor(streamMethod).response;
   // One artifact update of ~32 KiB.
-  const event = events.encode(events.fromJson({ artifactUpdate: { taskId: 't1', contextId: 'c1', artifact: { artifactId: 'a', parts: [{ text: 'x'.repeat(32 * 1024) }] } } }));
+  const event = events.encode(
+    events.fromJson({ artifactUpdate: { taskId: 't1', contextId: 'c1', artifact: { artifactId: 'a', parts: [{ text: 'x'.repeat(32 * 1024) }] } } }),
+  );
 
   beforeAll(async () => {
     agent = http2.createServer();
@@ -273,7 +287,10 @@ describe('streams: backpressure and the agent ending a stream', () => {
 
   const upstream = () => `http://127.0.0.1:${(agent.address() as { port: number }).port}`;
 
-  test.each([['relayed as bytes', 'false'], ['judged per message', 'true']])('a caller that does not read holds the agent back (%s)', async (_what, inspect) => {
+  test.each([
+    ['relayed as bytes', 'false'],
+    ['judged per message', 'true'],
+  ])('a caller that does not read holds the agent back (%s)', async (_what, inspect) => {
     const p = await s.proxy({ GRPC_PORT: '0', GRPC_UPSTREAM_URL: upstream(), INSPECT_RESPONSES: inspect, MAX_BODY_BYTES: String(1024 * 1024) });
     const session = http2.connect(`http://${p.grpcAddress as string}`);
     const req = session.request({ ':method': 'POST', ':path': STREAM, 'content-type': 'application/grpc', te: 'trailers', ...V1 });

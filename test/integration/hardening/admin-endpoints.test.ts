@@ -42,32 +42,46 @@ interface Run {
 async function startProcess(upstream: string, env: Record<string, string>, preload?: string): Promise<Run> {
   const port = await freePort();
   const adminPort = await freePort();
-  const [script, args] = preload === undefined ? [MAIN, []] : ['-e', [`${preload}\nrequire(${JSON.stringify(MAIN)}).main().catch((e) => { console.error(e); process.exit(1); });`]];
-  const child = spawnNode(script, {
-    UPSTREAM_URL: upstream,
-    GUARDIAN_URL: guardian.url,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    ADMIN_PORT: String(adminPort),
-    ADMIN_HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-    ...env,
-  }, args);
-  const run: Run = { child: child.child, base: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}`, output: () => child.stdout() + child.stderr() };
+  const [script, args] =
+    preload === undefined ? [MAIN, []] : ['-e', [`${preload}\nrequire(${JSON.stringify(MAIN)}).main().catch((e) => { console.error(e); process.exit(1); });`]];
+  const child = spawnNode(
+    script,
+    {
+      UPSTREAM_URL: upstream,
+      GUARDIAN_URL: guardian.url,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ADMIN_PORT: String(adminPort),
+      ADMIN_HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
+    args,
+  );
+  const run: Run = {
+    child: child.child,
+    base: `http://127.0.0.1:${port}`,
+    admin: `http://127.0.0.1:${adminPort}`,
+    output: () => child.stdout() + child.stderr(),
+  };
   // Up = /healthz answers (never /readyz here: it pings the guardian, which some tests count).
-  await waitFor(async () => {
-    if (run.child.exitCode !== null) throw new Error(`proxy exited early (${run.child.exitCode}): ${run.output()}`);
-    try {
-      const h = await fetch(`${run.admin}/healthz`);
-      await h.body?.cancel();
-      if (!h.ok) return false;
-      const c = await fetch(`${run.base}/.well-known/agent-card.json`);
-      await c.body?.cancel();
-      return true;
-    } catch {
-      return false;
-    }
-  }, 20_000, 'proxy up');
+  await waitFor(
+    async () => {
+      if (run.child.exitCode !== null) throw new Error(`proxy exited early (${run.child.exitCode}): ${run.output()}`);
+      try {
+        const h = await fetch(`${run.admin}/healthz`);
+        await h.body?.cancel();
+        if (!h.ok) return false;
+        const c = await fetch(`${run.base}/.well-known/agent-card.json`);
+        await c.body?.cancel();
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    20_000,
+    'proxy up',
+  );
   return run;
 }
 
@@ -149,23 +163,38 @@ describe('one proxy process, FAIL_MODE=closed', () => {
     ['HTTP 500', { fault: 'http500' as const }],
     ['a ping answer that is not "connected"', { raw: { status: 200, body: '{"jsonrpc":"2.0","id":"x","result":{"status":"connected"}}' } }],
     ['no answer at all (hang)', { fault: 'hang' as const }],
-  ])('/readyz: the guardian reported down when it answers ping with %s (still ready: no READINESS_REQUIRES); up again once it answers', async (_name, reply) => {
-    guardian.scriptPing(() => reply);
-    const bad = await get(`${run.admin}/readyz`);
-    expect({ status: bad.status, body: bad.json }).toMatchObject({ status: 200, body: { ready: true, guardian: { up: false }, upstream: { up: true } } });
-    guardian.reset();
-    const good = await get(`${run.admin}/readyz`);
-    expect({ status: good.status, body: good.json }).toMatchObject({ status: 200, body: { guardian: { up: true } } });
-  }, 20_000);
+  ])(
+    '/readyz: the guardian reported down when it answers ping with %s (still ready: no READINESS_REQUIRES); up again once it answers',
+    async (_name, reply) => {
+      guardian.scriptPing(() => reply);
+      const bad = await get(`${run.admin}/readyz`);
+      expect({ status: bad.status, body: bad.json }).toMatchObject({ status: 200, body: { ready: true, guardian: { up: false }, upstream: { up: true } } });
+      guardian.reset();
+      const good = await get(`${run.admin}/readyz`);
+      expect({ status: good.status, body: good.json }).toMatchObject({ status: 200, body: { guardian: { up: true } } });
+    },
+    20_000,
+  );
 
   test('/metrics: names present and counts move with traffic', async () => {
     const m0 = await metrics(run);
     for (const name of [
-      'a2a_guard_hook_decisions_total', 'a2a_guard_requests_total', 'a2a_guard_guardian_latency_seconds', 'a2a_guard_guardian_failures_total',
-      'a2a_guard_fail_open_passes_total', 'a2a_guard_shadow_passes_total', 'a2a_guard_upstream_errors_total', 'a2a_guard_open_streams',
-      'process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_seconds',
-    ]) expect(m0).toMatch(new RegExp(`^# TYPE ${name} `, 'm'));
-    const dec = (text: string, operation: string, decision: string) => sample(text, 'a2a_guard_hook_decisions_total', { operation, side: 'server', phase: 'request', decision }) ?? 0;
+      'a2a_guard_hook_decisions_total',
+      'a2a_guard_requests_total',
+      'a2a_guard_guardian_latency_seconds',
+      'a2a_guard_guardian_failures_total',
+      'a2a_guard_fail_open_passes_total',
+      'a2a_guard_shadow_passes_total',
+      'a2a_guard_upstream_errors_total',
+      'a2a_guard_open_streams',
+      'process_cpu_user_seconds_total',
+      'process_resident_memory_bytes',
+      'nodejs_heap_size_used_bytes',
+      'nodejs_eventloop_lag_seconds',
+    ])
+      expect(m0).toMatch(new RegExp(`^# TYPE ${name} `, 'm'));
+    const dec = (text: string, operation: string, decision: string) =>
+      sample(text, 'a2a_guard_hook_decisions_total', { operation, side: 'server', phase: 'request', decision }) ?? 0;
 
     // allow, deny, a guardian failure (fail-closed), and a stream.
     expect((await rawRpc(`${run.base}/a2a/jsonrpc`, msg('a', 'hello'))).json?.result).toBeDefined();
@@ -191,8 +220,12 @@ describe('one proxy process, FAIL_MODE=closed', () => {
     const count = (t: string) => sample(t, 'a2a_guard_guardian_latency_seconds_count') ?? 0;
     expect(count(m2) - count(m0)).toBe(4);
     expect(sample(m2, 'a2a_guard_guardian_latency_seconds_bucket', { le: '+Inf' })).toBe(count(m2));
-    expect((sample(m2, 'a2a_guard_guardian_failures_total', { kind: 'http' }) ?? 0) - (sample(m0, 'a2a_guard_guardian_failures_total', { kind: 'http' }) ?? 0)).toBe(1);
-    expect((sample(m2, 'a2a_guard_requests_total', { operation: 'refused' }) ?? 0) - (sample(m0, 'a2a_guard_requests_total', { operation: 'refused' }) ?? 0)).toBe(1);
+    expect(
+      (sample(m2, 'a2a_guard_guardian_failures_total', { kind: 'http' }) ?? 0) - (sample(m0, 'a2a_guard_guardian_failures_total', { kind: 'http' }) ?? 0),
+    ).toBe(1);
+    expect(
+      (sample(m2, 'a2a_guard_requests_total', { operation: 'refused' }) ?? 0) - (sample(m0, 'a2a_guard_requests_total', { operation: 'refused' }) ?? 0),
+    ).toBe(1);
     expect(sample(m2, 'a2a_guard_fail_open_passes_total')).toBe(0);
     expect(sample(m2, 'process_cpu_user_seconds_total')!).toBeGreaterThan(sample(m0, 'process_cpu_user_seconds_total')!);
     expect(sample(m2, 'process_resident_memory_bytes')!).toBeGreaterThan(0);
@@ -257,7 +290,8 @@ describe('periodic guardian ping', () => {
   test('the guardian keeps being pinged without anyone asking /readyz (interval accelerated 100x)', async () => {
     const agent = await startAgent({ name: 'Ping Agent' });
     // Only long intervals (the 30 s pinger) are shortened; everything else runs as usual.
-    const preload = 'const si = global.setInterval; global.setInterval = (fn, ms, ...a) => si(fn, typeof ms === "number" && ms >= 10000 ? ms / 100 : ms, ...a);';
+    const preload =
+      'const si = global.setInterval; global.setInterval = (fn, ms, ...a) => si(fn, typeof ms === "number" && ms >= 10000 ? ms / 100 : ms, ...a);';
     guardian.clear();
     const run = await startProcess(agent.origin, {}, preload);
     try {

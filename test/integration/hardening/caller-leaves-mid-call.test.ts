@@ -54,8 +54,14 @@ const reached = (stage: () => boolean): Promise<void> => waitFor(stage, 25_000, 
 async function abandonHttp(body: unknown, stage: () => boolean): Promise<void> {
   const ac = new AbortController();
   void reached(stage).then(() => ac.abort());
-  await fetch(`${proxy.url}/a2a/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json', ...V1, ...ids.headersAs('A') }, body: JSON.stringify(body), signal: ac.signal })
-    .then((r) => r.text()).catch(() => undefined);
+  await fetch(`${proxy.url}/a2a/jsonrpc`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...V1, ...ids.headersAs('A') },
+    body: JSON.stringify(body),
+    signal: ac.signal,
+  })
+    .then((r) => r.text())
+    .catch(() => undefined);
 }
 
 /** A gRPC call the caller resets (RST_STREAM CANCEL) once `stage` holds. */
@@ -85,7 +91,7 @@ async function lastLine(before: number): Promise<Record<string, any>> {
 
 describe.each(['jsonrpc', 'grpc'] as const)('%s', (binding) => {
   const abandon = (rpc: string, params: Record<string, unknown>, stage: () => boolean) =>
-    (binding === 'grpc' ? abandonGrpc(rpc, params, stage) : abandonHttp({ jsonrpc: '2.0', id: 1, method: rpc, params }, stage));
+    binding === 'grpc' ? abandonGrpc(rpc, params, stage) : abandonHttp({ jsonrpc: '2.0', id: 1, method: rpc, params }, stage);
 
   test('left while the guardian decides: the agent never acts; the audit line says cancelled, not forwarded', async () => {
     s.guardian.script(() => ({ decision: 'allow', delayMs: 1500 }));
@@ -99,7 +105,7 @@ describe.each(['jsonrpc', 'grpc'] as const)('%s', (binding) => {
     expect(line.upstreamMs).toBeUndefined();
   });
 
-  test('left while the agent works: the agent\'s call is cancelled; the audit line says cancelled, with upstreamMs', async () => {
+  test("left while the agent works: the agent's call is cancelled; the audit line says cancelled, with upstreamMs", async () => {
     s.guardian.script(() => ({ decision: 'allow' }));
     s.agent.clear();
     const before = calls().length;

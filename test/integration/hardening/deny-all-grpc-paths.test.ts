@@ -27,10 +27,20 @@ function grpcSerialize(json: unknown): Buffer {
   return grpcSdk.A2AService.sendMessage.requestSerialize(sdk.SendMessageRequest.fromJSON(json));
 }
 const restSend = JSON.stringify({ message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } });
-const sendBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } } });
+const sendBody = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'SendMessage',
+  params: { message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } },
+});
 
 function req(port: number, method: string, target: string, headers: Record<string, string>, body = ''): string {
-  const h = Object.entries({ host: `127.0.0.1:${port}`, connection: 'close', ...headers, ...(body === '' ? {} : { 'content-length': String(Buffer.byteLength(body)) }) });
+  const h = Object.entries({
+    host: `127.0.0.1:${port}`,
+    connection: 'close',
+    ...headers,
+    ...(body === '' ? {} : { 'content-length': String(Buffer.byteLength(body)) }),
+  });
   return `${method} ${target} HTTP/1.1\r\n${h.map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n${body}`;
 }
 function rawBinary(port: number, target: string, headers: Record<string, string>, body: Buffer): Buffer {
@@ -41,8 +51,14 @@ function rawBinary(port: number, target: string, headers: Record<string, string>
 /** Java's String.equalsIgnoreCase: per UTF-16 unit, equal, equal upper-cased, or equal lower-cased (1:1 mappings only). */
 function javaEqualsIgnoreCase(a: string, b: string): boolean {
   if (a.length !== b.length) return false;
-  const up = (c: string): string => { const u = c.toUpperCase(); return u.length === 1 ? u : c; };
-  const lo = (c: string): string => { const l = c.toLowerCase(); return l.length === 1 ? l : c; };
+  const up = (c: string): string => {
+    const u = c.toUpperCase();
+    return u.length === 1 ? u : c;
+  };
+  const lo = (c: string): string => {
+    const l = c.toLowerCase();
+    return l.length === 1 ? l : c;
+  };
   for (let i = 0; i < a.length; i++) {
     const x = a[i] as string;
     const y = b[i] as string;
@@ -64,7 +80,14 @@ const routed: string[] = [];
 const PROXIES: Record<string, Record<string, string>> = {
   'NON_A2A=forward': { NON_A2A: 'forward' },
   'PASSTHROUGH_PATHS=/': { PASSTHROUGH_PATHS: '/' },
-  'ROLE=both NON_A2A=forward': { ROLE: 'both', NON_A2A: 'forward', OBSERVED_AGENT_ID: 'probe', OBSERVED_AGENT_NAME: 'probe', OBSERVED_AGENT_URL: 'http://probe.example/', OBSERVED_AGENT_VERSION: '1' },
+  'ROLE=both NON_A2A=forward': {
+    ROLE: 'both',
+    NON_A2A: 'forward',
+    OBSERVED_AGENT_ID: 'probe',
+    OBSERVED_AGENT_NAME: 'probe',
+    OBSERVED_AGENT_URL: 'http://probe.example/',
+    OBSERVED_AGENT_VERSION: '1',
+  },
   'TASK_OWNERSHIP INSPECT_RESPONSES PASSTHROUGH_PATHS=/a2a': { TASK_OWNERSHIP: 'true', INSPECT_RESPONSES: 'true', PASSTHROUGH_PATHS: '/a2a' },
 };
 
@@ -81,7 +104,13 @@ async function translate(q: http.IncomingMessage, s: http.ServerResponse, connec
   }
   const session = http2.connect(`http://${agent.grpcAddress as string}`);
   session.on('error', () => undefined);
-  const up = session.request({ ':method': 'POST', ':path': '/lf.a2a.v1.A2AService/SendMessage', 'content-type': 'application/grpc', te: 'trailers', 'a2a-version': '1.0' });
+  const up = session.request({
+    ':method': 'POST',
+    ':path': '/lf.a2a.v1.A2AService/SendMessage',
+    'content-type': 'application/grpc',
+    te: 'trailers',
+    'a2a-version': '1.0',
+  });
   let trailers: http2.IncomingHttpHeaders = {};
   up.on('data', () => undefined);
   up.on('trailers', (t) => (trailers = t));
@@ -106,8 +135,14 @@ beforeAll(async () => {
     const ct = String(q.headers['content-type'] ?? '');
     const isWeb = /^application\/grpc-web/i.test(ct);
     const isConnect = /^application\/json/i.test(ct) && q.headers['connect-protocol-version'] === '1';
-    if (q.method === 'POST' && n >= 3 && (isWeb || isConnect) && javaEqualsIgnoreCase(segs[n - 1] as string, 'SendMessage')
-      && (segs[n - 2] as string).length >= 10 && javaEqualsIgnoreCase((segs[n - 2] as string).slice(-10), 'A2AService')) {
+    if (
+      q.method === 'POST' &&
+      n >= 3 &&
+      (isWeb || isConnect) &&
+      javaEqualsIgnoreCase(segs[n - 1] as string, 'SendMessage') &&
+      (segs[n - 2] as string).length >= 10 &&
+      javaEqualsIgnoreCase((segs[n - 2] as string).slice(-10), 'A2AService')
+    ) {
       routed.push(`${q.method} ${q.url}`);
       void translate(q, s, isConnect);
       return;
@@ -117,7 +152,15 @@ beforeAll(async () => {
   guardian = await startGuardian();
   guardian.script(DENY_ALL);
   for (const [name, env] of Object.entries(PROXIES)) {
-    const p = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', FAIL_MODE: 'closed', GRPC_PORT: '0', GRPC_UPSTREAM_URL: `http://${agent.grpcAddress as string}`, ...env });
+    const p = await startTestProxy({
+      UPSTREAM_URL: agent.origin,
+      GUARDIAN_URL: guardian.url,
+      ROLE: 'server',
+      FAIL_MODE: 'closed',
+      GRPC_PORT: '0',
+      GRPC_UPSTREAM_URL: `http://${agent.grpcAddress as string}`,
+      ...env,
+    });
     proxies[name] = p;
     ports[name] = Number(new URL(p.url).port);
     await rawRoundTrip(ports[name] as number, req(ports[name] as number, 'GET', '/.well-known/agent-card.json', {}), 8_000);
@@ -167,16 +210,19 @@ for (const name of Object.keys(PROXIES)) for (const t of spellings) for (const k
 test.each(cases)('deny-all %s: %s (%s) does not reach the handler', async (name, target, kind) => {
   rec.clear();
   const port = ports[name] as number;
-  const raw = kind === 'connect'
-    ? req(port, 'POST', encodeTarget(target), CONNECT, restSend)
-    : rawBinary(port, encodeTarget(target), WEB, grpcFrame(grpcSerialize({ message: { messageId: 'w1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } })));
+  const raw =
+    kind === 'connect'
+      ? req(port, 'POST', encodeTarget(target), CONNECT, restSend)
+      : rawBinary(port, encodeTarget(target), WEB, grpcFrame(grpcSerialize({ message: { messageId: 'w1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } })));
   await rawRoundTrip(port, raw, 8_000);
   await settle();
   expect(rec.calls.map((c) => c.method)).toEqual([]);
 });
 
 const J1 = { 'content-type': 'application/json', 'a2a-version': '1.0' };
-const protoBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'x' }).replace('{', '{"__proto__":' + sendBody + ',').replace(',"jsonrpc":"2.0","id":1,"method":"x"', '');
+const protoBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'x' })
+  .replace('{', '{"__proto__":' + sendBody + ',')
+  .replace(',"jsonrpc":"2.0","id":1,"method":"x"', '');
 const classic: Array<[string, (p: number) => string]> = [
   ['JSON-RPC send', (p) => req(p, 'POST', '/a2a/jsonrpc', J1, sendBody)],
   ['JSON-RPC in __proto__ only', (p) => req(p, 'POST', '/a2a/jsonrpc', J1, protoBody)],
@@ -200,8 +246,12 @@ test.each(classicCases)('deny-all %s: %s does not reach the handler', async (nam
 
 // The gRPC port: only the exact method path is a call; folded, prefixed and v0.3 spellings are refused, never relayed.
 const grpcPaths = [
-  '/lf.a2a.v1.A2A\u017Fervice/SendMessage', '/lf.a2a.v1.a2aservice/SendMessage', '/lf.a2a.v1.A2AService/SendMessage/',
-  '/x/lf.a2a.v1.A2AService/SendMessage', '/a2a.v1.A2AService/SendMessage', '/lf.a2a.v1.A2AService/sendMessage',
+  '/lf.a2a.v1.A2A\u017Fervice/SendMessage',
+  '/lf.a2a.v1.a2aservice/SendMessage',
+  '/lf.a2a.v1.A2AService/SendMessage/',
+  '/x/lf.a2a.v1.A2AService/SendMessage',
+  '/a2a.v1.A2AService/SendMessage',
+  '/lf.a2a.v1.A2AService/sendMessage',
 ];
 test.each(grpcPaths)('deny-all gRPC port: %s does not reach the handler', async (path) => {
   rec.clear();
@@ -221,7 +271,12 @@ test('allow control: through each proxy an approved JSON-RPC call and an approve
     for (const p of Object.values(proxies)) {
       const port = Number(new URL(p.url).port);
       await rawRoundTrip(port, req(port, 'POST', '/a2a/jsonrpc', { 'content-type': 'application/json', 'a2a-version': '1.0' }, sendBody), 8_000);
-      const g = await rawGrpc(p.grpcAddress as string, '/lf.a2a.v1.A2AService/SendMessage', grpcFrame(grpcSerialize({ message: { messageId: 'ok', role: 'ROLE_USER', parts: [{ text: 'hi' }] } })), { 'a2a-version': '1.0' });
+      const g = await rawGrpc(
+        p.grpcAddress as string,
+        '/lf.a2a.v1.A2AService/SendMessage',
+        grpcFrame(grpcSerialize({ message: { messageId: 'ok', role: 'ROLE_USER', parts: [{ text: 'hi' }] } })),
+        { 'a2a-version': '1.0' },
+      );
       expect(g.grpcStatus).toBe(0);
     }
     await settle();

@@ -40,12 +40,27 @@ afterAll(async () => {
   await guardian?.close();
 });
 
-const send = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } } });
-const sendV03 = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm1', role: 'user', parts: [{ kind: 'text', text: 'hi' }] } } });
+const send = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'SendMessage',
+  params: { message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } },
+});
+const sendV03 = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'message/send',
+  params: { message: { kind: 'message', messageId: 'm1', role: 'user', parts: [{ kind: 'text', text: 'hi' }] } },
+});
 const rest = JSON.stringify({ message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } });
 
 function req(method: string, target: string, headers: Record<string, string>, body = ''): string {
-  const h = Object.entries({ host: `127.0.0.1:${port}`, connection: 'close', ...headers, ...(body === '' ? {} : { 'content-length': String(Buffer.byteLength(body)) }) });
+  const h = Object.entries({
+    host: `127.0.0.1:${port}`,
+    connection: 'close',
+    ...headers,
+    ...(body === '' ? {} : { 'content-length': String(Buffer.byteLength(body)) }),
+  });
   return `${method} ${target} HTTP/1.1\r\n${h.map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n${body}`;
 }
 const J = { 'content-type': 'application/json' };
@@ -80,23 +95,43 @@ const httpProbes: Array<[string, string]> = [
   ['jsonrpc upper path', req('POST', '/A2A/JSONRPC', V1, send)],
   ['jsonrpc v03', req('POST', '/a2a/jsonrpc', J, sendV03)],
   ['jsonrpc a2a+json', req('POST', '/a2a/jsonrpc', { 'content-type': 'application/a2a+json', 'a2a-version': '1.0' }, send)],
-  ['jsonrpc te chunked', `POST /a2a/jsonrpc HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\na2a-version: 1.0\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n${Buffer.byteLength(send).toString(16)}\r\n${send}\r\n0\r\n\r\n`],
+  [
+    'jsonrpc te chunked',
+    `POST /a2a/jsonrpc HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\na2a-version: 1.0\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n${Buffer.byteLength(send).toString(16)}\r\n${send}\r\n0\r\n\r\n`,
+  ],
   ['pipelined card then send', req('GET', '/.well-known/agent-card.json', { connection: 'keep-alive' }) + req('POST', '/a2a/jsonrpc', V1, send)],
-  ['card with CL smuggle', `GET /.well-known/agent-card.json HTTP/1.1\r\nhost: x\r\ncontent-length: ${Buffer.byteLength(req('POST', '/a2a/jsonrpc', V1, send))}\r\n\r\n${req('POST', '/a2a/jsonrpc', V1, send)}`],
-  ['card TE+CL', `GET /.well-known/agent-card.json HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\ncontent-length: 4\r\n\r\n0\r\n\r\n${req('POST', '/a2a/jsonrpc', V1, send)}`],
+  [
+    'card with CL smuggle',
+    `GET /.well-known/agent-card.json HTTP/1.1\r\nhost: x\r\ncontent-length: ${Buffer.byteLength(req('POST', '/a2a/jsonrpc', V1, send))}\r\n\r\n${req('POST', '/a2a/jsonrpc', V1, send)}`,
+  ],
+  [
+    'card TE+CL',
+    `GET /.well-known/agent-card.json HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\ncontent-length: 4\r\n\r\n0\r\n\r\n${req('POST', '/a2a/jsonrpc', V1, send)}`,
+  ],
   ['OPTIONS jsonrpc', req('OPTIONS', '/a2a/jsonrpc', V1, send)],
   ['PUT jsonrpc', req('PUT', '/a2a/jsonrpc', V1, send)],
   ['GET jsonrpc body', req('GET', '/a2a/jsonrpc', V1, send)],
   ['tenant named v1 list', req('GET', '/a2a/rest/v1/tasks', V1)],
   ['rest query tenant', req('GET', '/a2a/rest/tasks?tenant=x&pageSize=1', V1)],
   ['rest query nested', req('GET', '/a2a/rest/tasks?pageSize[a]=1', V1)],
-  ['http/1.0 send', `POST /a2a/jsonrpc HTTP/1.0\r\ncontent-type: application/json\r\na2a-version: 1.0\r\ncontent-length: ${Buffer.byteLength(send)}\r\n\r\n${send}`],
+  [
+    'http/1.0 send',
+    `POST /a2a/jsonrpc HTTP/1.0\r\ncontent-type: application/json\r\na2a-version: 1.0\r\ncontent-length: ${Buffer.byteLength(send)}\r\n\r\n${send}`,
+  ],
   ['expect 100-continue', req('POST', '/a2a/jsonrpc', { ...V1, expect: '100-continue' }, send)],
   ['v03 extended card jsonrpc', req('POST', '/a2a/jsonrpc', J, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'agent/getAuthenticatedExtendedCard' }))],
   ['v1 extended card jsonrpc', req('POST', '/a2a/jsonrpc', V1, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'GetExtendedAgentCard', params: {} }))],
   ['stream jsonrpc', req('POST', '/a2a/jsonrpc', V1, send.replace('SendMessage', 'SendStreamingMessage'))],
   ['upgrade h2c', req('POST', '/a2a/jsonrpc', { ...V1, connection: 'Upgrade, HTTP2-Settings', upgrade: 'h2c', 'http2-settings': 'AAMAAABkAAQAAP__' }, send)],
-  ['card then upgrade websocket', req('GET', '/.well-known/agent-card.json', { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' }) + req('POST', '/a2a/jsonrpc', V1, send)],
+  [
+    'card then upgrade websocket',
+    req('GET', '/.well-known/agent-card.json', {
+      connection: 'Upgrade',
+      upgrade: 'websocket',
+      'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+      'sec-websocket-version': '13',
+    }) + req('POST', '/a2a/jsonrpc', V1, send),
+  ],
   ['http2 preface on http port', 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'],
   ['push list card-ish', req('GET', '/a2a/rest/tasks/.well-known/pushNotificationConfigs', V1)],
 ];

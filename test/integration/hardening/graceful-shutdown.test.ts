@@ -27,7 +27,6 @@ afterAll(async () => {
   await guardian?.close();
 });
 
-
 interface Run extends ProxyRun {
   output: () => string;
 }
@@ -105,7 +104,11 @@ test('SIGTERM: readyz 503, new connections refused, in-flight unary finishes, st
   expect({ code, signal }).toEqual({ code: 0, signal: null });
   // Log lines are batched per event-loop turn: the decision lines of the drained calls and the
   // last line before exit were flushed, not lost.
-  const lines = run.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg?: string; method?: string });
+  const lines = run
+    .output()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { msg?: string; method?: string });
   expect(lines.filter((l) => l.msg === 'a2a call').length).toBeGreaterThanOrEqual(2);
   expect(lines[lines.length - 1]?.msg).toBe('stopped');
 }, 60_000);
@@ -116,10 +119,14 @@ test('SIGTERM with nothing in flight (only an idle keep-alive connection) exits 
   const keepAlive = new http.Agent({ keepAlive: true });
   await new Promise<void>((resolve, reject) => {
     const body = JSON.stringify(send('ka', 'hello'));
-    const req = http.request(`${run.base}/a2a/jsonrpc`, { method: 'POST', agent: keepAlive, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve());
-    });
+    const req = http.request(
+      `${run.base}/a2a/jsonrpc`,
+      { method: 'POST', agent: keepAlive, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve());
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });

@@ -34,7 +34,11 @@ import { textsWith } from '../../helpers/texts';
 jest.setTimeout(120_000);
 
 const sdk: typeof A2A = require('@a2a-js/sdk');
-interface GrpcMethodDef { requestSerialize: (v: unknown) => Buffer; responseSerialize: (v: unknown) => Buffer; responseDeserialize: (b: Buffer) => unknown }
+interface GrpcMethodDef {
+  requestSerialize: (v: unknown) => Buffer;
+  responseSerialize: (v: unknown) => Buffer;
+  responseDeserialize: (b: Buffer) => unknown;
+}
 const grpcSdk = require('@a2a-js/sdk/server/grpc') as { A2AService: Record<'sendMessage' | 'sendStreamingMessage', GrpcMethodDef> };
 
 const settle = (ms = 150): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -52,7 +56,12 @@ const GV1 = { 'a2a-version': '1.0' };
 
 /** One raw HTTP/1.1 request. */
 function req(port: number, method: string, target: string, headers: Record<string, string>, body = ''): string {
-  const h = Object.entries({ host: `127.0.0.1:${port}`, connection: 'close', ...headers, ...(body === '' ? {} : { 'content-length': String(Buffer.byteLength(body)) }) });
+  const h = Object.entries({
+    host: `127.0.0.1:${port}`,
+    connection: 'close',
+    ...headers,
+    ...(body === '' ? {} : { 'content-length': String(Buffer.byteLength(body)) }),
+  });
   return `${method} ${target} HTTP/1.1\r\n${h.map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n${body}`;
 }
 const methods = (r: HandlerRecorder): string[] => r.calls.map((c) => c.method);
@@ -65,7 +74,12 @@ function grpcSendMessage(text: string): Buffer {
 
 /** A marker's texts the caller read that no response-hook envelope carried (judged). */
 function unjudged(callerTexts: readonly string[], guardian: TestGuardian, marker: string): string[] {
-  const judged = new Set(guardian.calls().filter((e: Envelope) => e?.params?.payload !== undefined && !('method' in e.params.payload)).flatMap((e: Envelope) => textsWith(e.params.payload, marker)));
+  const judged = new Set(
+    guardian
+      .calls()
+      .filter((e: Envelope) => e?.params?.payload !== undefined && !('method' in e.params.payload))
+      .flatMap((e: Envelope) => textsWith(e.params.payload, marker)),
+  );
   return callerTexts.filter((t) => !judged.has(t));
 }
 let seq = 0;
@@ -114,7 +128,10 @@ describe('A1: gRPC method paths under PASSTHROUGH_PATHS=/ and NON_A2A=forward', 
     server.on('request', (q: http.IncomingMessage, s: http.ServerResponse) => {
       let p = (q.url ?? '').split('?')[0] as string;
       try {
-        p = p.split('/').map((x) => decodeURIComponent(x)).join('/');
+        p = p
+          .split('/')
+          .map((x) => decodeURIComponent(x))
+          .join('/');
       } catch {
         /* not decodable: routed as it is */
       }
@@ -127,7 +144,10 @@ describe('A1: gRPC method paths under PASSTHROUGH_PATHS=/ and NON_A2A=forward', 
     });
     guardian = await startGuardian();
     guardian.script(DENY_ALL);
-    for (const [name, env] of [['NON_A2A=forward', { NON_A2A: 'forward' }], ['PASSTHROUGH_PATHS=/', { PASSTHROUGH_PATHS: '/' }]] as const) {
+    for (const [name, env] of [
+      ['NON_A2A=forward', { NON_A2A: 'forward' }],
+      ['PASSTHROUGH_PATHS=/', { PASSTHROUGH_PATHS: '/' }],
+    ] as const) {
       proxies[name] = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', FAIL_MODE: 'closed', ...env });
     }
     await settle(200);
@@ -160,7 +180,7 @@ describe('A1: gRPC method paths under PASSTHROUGH_PATHS=/ and NON_A2A=forward', 
     ['long s (U+017F) in "A2AService", lower case', '/lf.a2a.v1.a2a%C5%BFervice/sendmessage'],
   ];
 
-  test('control: the agent\'s front routes every spelling to its gRPC SendMessage (the oracle fires)', async () => {
+  test("control: the agent's front routes every spelling to its gRPC SendMessage (the oracle fires)", async () => {
     rec.clear();
     routed.length = 0;
     const ap = portOf(agent.origin);
@@ -225,7 +245,9 @@ describe('A2: ROLE=client, a remote card naming its gRPC endpoint through URL tr
       if (/agent-card\.json$/.test(q.url ?? '')) {
         const origin = `http://127.0.0.1:${upPort}`;
         const card = JSON.parse(JSON.stringify(cardBase).split(remote.origin).join(origin)) as { supportedInterfaces: Array<Record<string, unknown>> };
-        card.supportedInterfaces = card.supportedInterfaces.filter((i) => i.protocolBinding !== 'GRPC').concat([{ url: grpcEntry, protocolBinding: 'GRPC', tenant: '', protocolVersion: '1.0' }]);
+        card.supportedInterfaces = card.supportedInterfaces
+          .filter((i) => i.protocolBinding !== 'GRPC')
+          .concat([{ url: grpcEntry, protocolBinding: 'GRPC', tenant: '', protocolVersion: '1.0' }]);
         s.writeHead(200, J);
         s.end(JSON.stringify(card));
         return;
@@ -261,7 +283,14 @@ describe('A2: ROLE=client, a remote card naming its gRPC endpoint through URL tr
     grpcEntry = `127.0.0.1:${upPort}`;
     guardian = await startGuardian();
     guardian.script(ALLOW_ALL);
-    proxy = await startTestProxy({ ROLE: 'client', UPSTREAM_URL: `http://127.0.0.1:${upPort}`, GUARDIAN_URL: guardian.url, GRPC_PORT: '0', FAIL_MODE: 'closed', CARD_TTL_MS: '0' });
+    proxy = await startTestProxy({
+      ROLE: 'client',
+      UPSTREAM_URL: `http://127.0.0.1:${upPort}`,
+      GUARDIAN_URL: guardian.url,
+      GRPC_PORT: '0',
+      FAIL_MODE: 'closed',
+      CARD_TTL_MS: '0',
+    });
     await settle(200);
   });
   afterAll(async () => {
@@ -331,7 +360,7 @@ describe('A2: ROLE=client, a remote card naming its gRPC endpoint through URL tr
     ['host:port', () => `127.0.0.1:${U()}`],
     ['userinfo on the upstream origin', () => `http://user:pw@127.0.0.1:${U()}`],
     ['leading zeros, upstream port', () => `http://127.0.0.1:000${U()}`],
-  ])('allow control: a card naming UPSTREAM_URL\'s own origin (%s) gets the call to the remote', async (_name, entry) => {
+  ])("allow control: a card naming UPSTREAM_URL's own origin (%s) gets the call to the remote", async (_name, entry) => {
     await useCard(entry());
     recRemote.clear();
     recOther.clear();
@@ -353,7 +382,12 @@ describe('A3: which URL the guardian is told names the upstream agent', () => {
   let guardian: TestGuardian;
   const proxies: Record<string, TestProxy> = {};
   const CLAIMED = 'https://bank.example';
-  const CLIENT_ENV = { OBSERVED_AGENT_ID: 'probe-client', OBSERVED_AGENT_NAME: 'probe client', OBSERVED_AGENT_URL: 'http://client.example/a2a', OBSERVED_AGENT_VERSION: '1.0.0' };
+  const CLIENT_ENV = {
+    OBSERVED_AGENT_ID: 'probe-client',
+    OBSERVED_AGENT_NAME: 'probe client',
+    OBSERVED_AGENT_URL: 'http://client.example/a2a',
+    OBSERVED_AGENT_VERSION: '1.0.0',
+  };
 
   beforeAll(async () => {
     // The upstream's card claims to be another agent (a bank's URL); its name is whatever it says.
@@ -361,7 +395,14 @@ describe('A3: which URL the guardian is told names the upstream agent', () => {
     guardian = await startGuardian();
     guardian.script(ALLOW_ALL);
     for (const role of ['client', 'both'] as const) {
-      proxies[role] = await startTestProxy({ ROLE: role, UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, INSPECT_RESPONSES: 'true', FAIL_MODE: 'closed', ...CLIENT_ENV });
+      proxies[role] = await startTestProxy({
+        ROLE: role,
+        UPSTREAM_URL: agent.origin,
+        GUARDIAN_URL: guardian.url,
+        INSPECT_RESPONSES: 'true',
+        FAIL_MODE: 'closed',
+        ...CLIENT_ENV,
+      });
     }
     await settle(300);
   });
@@ -420,7 +461,7 @@ describe('A3: which URL the guardian is told names the upstream agent', () => {
 /* B1. Compressed answers: unary JSON and SSE, inspection and task ownership                     */
 /* =========================================================================================== */
 
-describe('B1: answers the agent compresses against the proxy\'s Accept-Encoding: identity', () => {
+describe("B1: answers the agent compresses against the proxy's Accept-Encoding: identity", () => {
   const hostile = useHostileAgent();
   let guardian: TestGuardian;
   let ids: TestIdentities;
@@ -431,10 +472,37 @@ describe('B1: answers the agent compresses against the proxy\'s Accept-Encoding:
     guardian = await startGuardian();
     guardian.script(ALLOW_ALL);
     ids = await startIdentities();
-    proxies.inspect = await startTestProxy({ ROLE: 'server', UPSTREAM_URL: hostile.origin, GUARDIAN_URL: guardian.url, INSPECT_RESPONSES: 'true', FAIL_MODE: 'closed' });
-    proxies.both = await startTestProxy({ ROLE: 'both', UPSTREAM_URL: hostile.origin, GUARDIAN_URL: guardian.url, INSPECT_RESPONSES: 'true', FAIL_MODE: 'closed', OBSERVED_AGENT_NAME: 'probe both' });
-    proxies.owner = await startTestProxy({ ROLE: 'server', UPSTREAM_URL: hostile.origin, GUARDIAN_URL: guardian.url, INSPECT_RESPONSES: 'false', FAIL_MODE: 'closed', ...ids.env });
-    proxies.ownerInspect = await startTestProxy({ ROLE: 'server', UPSTREAM_URL: hostile.origin, GUARDIAN_URL: guardian.url, INSPECT_RESPONSES: 'true', FAIL_MODE: 'closed', ...ids.env });
+    proxies.inspect = await startTestProxy({
+      ROLE: 'server',
+      UPSTREAM_URL: hostile.origin,
+      GUARDIAN_URL: guardian.url,
+      INSPECT_RESPONSES: 'true',
+      FAIL_MODE: 'closed',
+    });
+    proxies.both = await startTestProxy({
+      ROLE: 'both',
+      UPSTREAM_URL: hostile.origin,
+      GUARDIAN_URL: guardian.url,
+      INSPECT_RESPONSES: 'true',
+      FAIL_MODE: 'closed',
+      OBSERVED_AGENT_NAME: 'probe both',
+    });
+    proxies.owner = await startTestProxy({
+      ROLE: 'server',
+      UPSTREAM_URL: hostile.origin,
+      GUARDIAN_URL: guardian.url,
+      INSPECT_RESPONSES: 'false',
+      FAIL_MODE: 'closed',
+      ...ids.env,
+    });
+    proxies.ownerInspect = await startTestProxy({
+      ROLE: 'server',
+      UPSTREAM_URL: hostile.origin,
+      GUARDIAN_URL: guardian.url,
+      INSPECT_RESPONSES: 'true',
+      FAIL_MODE: 'closed',
+      ...ids.env,
+    });
     await settle(200);
   });
   afterAll(async () => {
@@ -444,7 +512,17 @@ describe('B1: answers the agent compresses against the proxy\'s Accept-Encoding:
   });
 
   const taskResult = (id: unknown, m: string, task = `t-${m}`, ctx = `c-${m}`) =>
-    JSON.stringify({ jsonrpc: '2.0', id, result: { task: { id: task, contextId: ctx, status: { state: 'TASK_STATE_COMPLETED', message: { messageId: 'a1', role: 'ROLE_AGENT', parts: [{ text: `${m}-answer` }] } } } } });
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      result: {
+        task: {
+          id: task,
+          contextId: ctx,
+          status: { state: 'TASK_STATE_COMPLETED', message: { messageId: 'a1', role: 'ROLE_AGENT', parts: [{ text: `${m}-answer` }] } },
+        },
+      },
+    });
   const gz = (s: string | Buffer) => zlib.gzipSync(s);
   type Coded = { headers: Array<[string, string]>; body: Buffer; framing?: 'length' | 'chunked' | 'none' };
   /** How the answer's text is sent: name, and the encoding of a JSON text. */
@@ -460,8 +538,26 @@ describe('B1: answers the agent compresses against the proxy\'s Accept-Encoding:
     ['gzip, close-delimited', (t) => ({ headers: [['content-encoding', 'gzip']], body: gz(t), framing: 'none' })],
     ['identity, gzip', (t) => ({ headers: [['content-encoding', 'identity, gzip']], body: gz(t) })],
     ['gzip, identity', (t) => ({ headers: [['content-encoding', 'gzip, identity']], body: gz(t) })],
-    ['two header lines: identity + gzip', (t) => ({ headers: [['content-encoding', 'identity'], ['content-encoding', 'gzip']], body: gz(t) })],
-    ['two header lines: gzip + gzip', (t) => ({ headers: [['content-encoding', 'gzip'], ['content-encoding', 'gzip']], body: gz(gz(t)) })],
+    [
+      'two header lines: identity + gzip',
+      (t) => ({
+        headers: [
+          ['content-encoding', 'identity'],
+          ['content-encoding', 'gzip'],
+        ],
+        body: gz(t),
+      }),
+    ],
+    [
+      'two header lines: gzip + gzip',
+      (t) => ({
+        headers: [
+          ['content-encoding', 'gzip'],
+          ['content-encoding', 'gzip'],
+        ],
+        body: gz(gz(t)),
+      }),
+    ],
     ['gzip, gzip', (t) => ({ headers: [['content-encoding', 'gzip, gzip']], body: gz(gz(t)) })],
     ['gzip, br', (t) => ({ headers: [['content-encoding', 'gzip, br']], body: zlib.brotliCompressSync(gz(t)) })],
     ['empty item then gzip', (t) => ({ headers: [['content-encoding', ', gzip']], body: gz(t) })],
@@ -469,16 +565,31 @@ describe('B1: answers the agent compresses against the proxy\'s Accept-Encoding:
     ['compress', (t) => ({ headers: [['content-encoding', 'compress']], body: Buffer.from(t) })],
     ['gzip label, plain body', (t) => ({ headers: [['content-encoding', 'gzip']], body: Buffer.from(t) })],
     ['gzip label, br body', (t) => ({ headers: [['content-encoding', 'gzip']], body: zlib.brotliCompressSync(t) })],
-    ['two gzip members, JSON split across them', (t) => {
-      const cut = Math.floor(t.length / 2);
-      return { headers: [['content-encoding', 'gzip']], body: Buffer.concat([gz(t.slice(0, cut)), gz(t.slice(cut))]) };
-    }],
+    [
+      'two gzip members, JSON split across them',
+      (t) => {
+        const cut = Math.floor(t.length / 2);
+        return { headers: [['content-encoding', 'gzip']], body: Buffer.concat([gz(t.slice(0, cut)), gz(t.slice(cut))]) };
+      },
+    ],
     ['gzip then trailing garbage', (t) => ({ headers: [['content-encoding', 'gzip']], body: Buffer.concat([gz(t), Buffer.from('garbage {"x":1}')]) })],
-    ['gzip then a bad second member', (t) => ({ headers: [['content-encoding', 'gzip']], body: Buffer.concat([gz(t), Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1, 2, 3])]) })],
+    [
+      'gzip then a bad second member',
+      (t) => ({ headers: [['content-encoding', 'gzip']], body: Buffer.concat([gz(t), Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1, 2, 3])]) }),
+    ],
     ['gzip without its trailer', (t) => ({ headers: [['content-encoding', 'gzip']], body: gz(t).subarray(0, -8) })],
     ['gzip cut mid-stream', (t) => ({ headers: [['content-encoding', 'gzip']], body: gz(t).subarray(0, Math.floor(gz(t).length * 0.8)) })],
     ['gzip of a BOM and the JSON', (t) => ({ headers: [['content-encoding', 'gzip']], body: gz(`\uFEFF${t}`) })],
-    ['gzip, content-type text/event-stream', (t) => ({ headers: [['content-encoding', 'gzip'], ['content-type', 'text/event-stream']], body: gz(t) })],
+    [
+      'gzip, content-type text/event-stream',
+      (t) => ({
+        headers: [
+          ['content-encoding', 'gzip'],
+          ['content-type', 'text/event-stream'],
+        ],
+        body: gz(t),
+      }),
+    ],
   ];
 
   function answerOf(c: Coded, ct = 'application/json'): Buffer {
@@ -528,7 +639,8 @@ describe('B1: answers the agent compresses against the proxy\'s Accept-Encoding:
   });
 
   test('allow control: compressed unary answers were read, judged and delivered (the oracle fires)', () => {
-    for (const p of ['inspect', 'both']) expect(reached[p]).toEqual(expect.arrayContaining(['identity (control)', 'gzip', 'x-gzip', 'deflate (zlib)', 'deflate (raw)', 'br']));
+    for (const p of ['inspect', 'both'])
+      expect(reached[p]).toEqual(expect.arrayContaining(['identity (control)', 'gzip', 'x-gzip', 'deflate (zlib)', 'deflate (raw)', 'br']));
     // The proxy asked for identity every time.
     expect(new Set(asked)).toEqual(new Set(['identity']));
   });
@@ -547,10 +659,23 @@ describe('B1: answers the agent compresses against the proxy\'s Accept-Encoding:
     }
   });
 
-  const sseOf = (id: unknown, m: string) => [
-    { jsonrpc: '2.0', id, result: { task: { id: `t-${m}`, contextId: `c-${m}`, status: { state: 'TASK_STATE_WORKING' } } } },
-    { jsonrpc: '2.0', id, result: { statusUpdate: { taskId: `t-${m}`, contextId: `c-${m}`, status: { state: 'TASK_STATE_COMPLETED', message: { messageId: 'a2', role: 'ROLE_AGENT', parts: [{ text: `${m}-event` }] } } } } },
-  ].map((e) => `data: ${JSON.stringify(e)}\n\n`).join('');
+  const sseOf = (id: unknown, m: string) =>
+    [
+      { jsonrpc: '2.0', id, result: { task: { id: `t-${m}`, contextId: `c-${m}`, status: { state: 'TASK_STATE_WORKING' } } } },
+      {
+        jsonrpc: '2.0',
+        id,
+        result: {
+          statusUpdate: {
+            taskId: `t-${m}`,
+            contextId: `c-${m}`,
+            status: { state: 'TASK_STATE_COMPLETED', message: { messageId: 'a2', role: 'ROLE_AGENT', parts: [{ text: `${m}-event` }] } },
+          },
+        },
+      },
+    ]
+      .map((e) => `data: ${JSON.stringify(e)}\n\n`)
+      .join('');
   const streamCases: Array<[string, string, (t: string) => Coded]> = [];
   for (const p of ['inspect', 'owner']) for (const [n, f] of codings.slice(0, 16)) streamCases.push([p, n, f]);
   const streamed: Record<string, string[]> = { inspect: [], owner: [] };
@@ -591,7 +716,7 @@ describe('B1: answers the agent compresses against the proxy\'s Accept-Encoding:
   const ownCases: Array<[string, string, (t: string) => Coded]> = [];
   for (const p of ['owner', 'ownerInspect']) for (const [n, f] of codings) ownCases.push([p, n, f]);
   const bound: Record<string, string[]> = { owner: [], ownerInspect: [] };
-  test.each(ownCases)('%s, unary answer %s naming B\'s task never reaches A; a fresh task A reads is A\'s', async (p, name, code) => {
+  test.each(ownCases)("%s, unary answer %s naming B's task never reaches A; a fresh task A reads is A's", async (p, name, code) => {
     const proxy = proxies[p] as TestProxy;
     const b = await bOwns(proxy);
     // 1. The agent answers A with B's task: A must not read it.
@@ -630,7 +755,8 @@ describe('B2: gRPC answers with grpc-encoding from the agent, under inspection',
   let ids: TestIdentities;
   let owner: TestProxy;
   /** How the hostile gRPC agent answers the next call. */
-  let script: (stream: http2.ServerHttp2Stream) => void = (s) => s.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '12' }, { endStream: true });
+  let script: (stream: http2.ServerHttp2Stream) => void = (s) =>
+    s.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '12' }, { endStream: true });
   const acceptEncodings: string[] = [];
 
   beforeAll(async () => {
@@ -646,13 +772,24 @@ describe('B2: gRPC answers with grpc-encoding from the agent, under inspection',
     guardian = await startGuardian();
     guardian.script(ALLOW_ALL);
     proxy = await startTestProxy({
-      ROLE: 'server', UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, GRPC_PORT: '0', FAIL_MODE: 'closed', INSPECT_RESPONSES: 'true',
+      ROLE: 'server',
+      UPSTREAM_URL: agent.origin,
+      GUARDIAN_URL: guardian.url,
+      GRPC_PORT: '0',
+      FAIL_MODE: 'closed',
+      INSPECT_RESPONSES: 'true',
       GRPC_UPSTREAM_URL: `http://127.0.0.1:${(h2.address() as AddressInfo).port}`,
     });
     ids = await startIdentities();
     owner = await startTestProxy({
-      ROLE: 'server', UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, GRPC_PORT: '0', FAIL_MODE: 'closed', INSPECT_RESPONSES: 'false',
-      GRPC_UPSTREAM_URL: `http://127.0.0.1:${(h2.address() as AddressInfo).port}`, ...ids.env,
+      ROLE: 'server',
+      UPSTREAM_URL: agent.origin,
+      GUARDIAN_URL: guardian.url,
+      GRPC_PORT: '0',
+      FAIL_MODE: 'closed',
+      INSPECT_RESPONSES: 'false',
+      GRPC_UPSTREAM_URL: `http://127.0.0.1:${(h2.address() as AddressInfo).port}`,
+      ...ids.env,
     });
     await settle(200);
   });
@@ -665,11 +802,28 @@ describe('B2: gRPC answers with grpc-encoding from the agent, under inspection',
     await guardian?.close();
   });
 
-  const respJson = (m: string) => ({ task: { id: `t-${m}`, contextId: `c-${m}`, status: { state: 'TASK_STATE_COMPLETED', message: { messageId: 'a', role: 'ROLE_AGENT', parts: [{ text: `${m}-answer` }] } } } });
+  const respJson = (m: string) => ({
+    task: {
+      id: `t-${m}`,
+      contextId: `c-${m}`,
+      status: { state: 'TASK_STATE_COMPLETED', message: { messageId: 'a', role: 'ROLE_AGENT', parts: [{ text: `${m}-answer` }] } },
+    },
+  });
   const unaryMsg = (m: string) => grpcSdk.A2AService.sendMessage.responseSerialize(sdk.SendMessageResponse.fromJSON(respJson(m)));
-  const streamMsg = (m: string, i: number) => grpcSdk.A2AService.sendStreamingMessage.responseSerialize(sdk.StreamResponse.fromJSON(
-    i === 0 ? respJson(m) : { statusUpdate: { taskId: `t-${m}`, contextId: `c-${m}`, status: { state: 'TASK_STATE_WORKING', message: { messageId: `s${i}`, role: 'ROLE_AGENT', parts: [{ text: `${m}-event${i}` }] } } } },
-  ));
+  const streamMsg = (m: string, i: number) =>
+    grpcSdk.A2AService.sendStreamingMessage.responseSerialize(
+      sdk.StreamResponse.fromJSON(
+        i === 0
+          ? respJson(m)
+          : {
+              statusUpdate: {
+                taskId: `t-${m}`,
+                contextId: `c-${m}`,
+                status: { state: 'TASK_STATE_WORKING', message: { messageId: `s${i}`, role: 'ROLE_AGENT', parts: [{ text: `${m}-event${i}` }] } },
+              },
+            },
+      ),
+    );
   const frame = (flag: number, data: Buffer) => {
     const h = Buffer.alloc(5);
     h[0] = flag;
@@ -688,10 +842,13 @@ describe('B2: gRPC answers with grpc-encoding from the agent, under inspection',
     ['GZIP upper case', (d) => ({ encoding: 'GZIP', frames: frame(1, zlib.gzipSync(d)) })],
     ['snappy', (d) => ({ encoding: 'snappy', frames: frame(1, zlib.gzipSync(d)) })],
     ['gzip,identity list', (d) => ({ encoding: 'gzip,identity', frames: frame(1, zlib.gzipSync(d)) })],
-    ['gzip, two members', (d) => {
-      const cut = Math.floor(d.length / 2);
-      return { encoding: 'gzip', frames: frame(1, Buffer.concat([zlib.gzipSync(d.subarray(0, cut)), zlib.gzipSync(d.subarray(cut))])) };
-    }],
+    [
+      'gzip, two members',
+      (d) => {
+        const cut = Math.floor(d.length / 2);
+        return { encoding: 'gzip', frames: frame(1, Buffer.concat([zlib.gzipSync(d.subarray(0, cut)), zlib.gzipSync(d.subarray(cut))])) };
+      },
+    ],
     ['gzip, trailing garbage', (d) => ({ encoding: 'gzip', frames: frame(1, Buffer.concat([zlib.gzipSync(d), Buffer.from([0x0a, 0x03, 0x41, 0x42, 0x43])])) })],
     ['gzip, trailer cut', (d) => ({ encoding: 'gzip', frames: frame(1, zlib.gzipSync(d).subarray(0, -8)) })],
     ['br data under gzip', (d) => ({ encoding: 'gzip', frames: frame(1, zlib.brotliCompressSync(d)) })],
@@ -724,14 +881,23 @@ describe('B2: gRPC answers with grpc-encoding from the agent, under inspection',
     const m = mark();
     guardian.clear();
     script = (stream) => {
-      const frames = kind === 'unary' ? make(unaryMsg(m)) : { ...make(streamMsg(m, 0)), frames: Buffer.concat([make(streamMsg(m, 0)).frames, make(streamMsg(m, 1)).frames]) };
-      stream.respond({ ':status': 200, 'content-type': 'application/grpc', ...(frames.encoding === undefined ? {} : { 'grpc-encoding': frames.encoding }) }, { waitForTrailers: true });
+      const frames =
+        kind === 'unary'
+          ? make(unaryMsg(m))
+          : { ...make(streamMsg(m, 0)), frames: Buffer.concat([make(streamMsg(m, 0)).frames, make(streamMsg(m, 1)).frames]) };
+      stream.respond(
+        { ':status': 200, 'content-type': 'application/grpc', ...(frames.encoding === undefined ? {} : { 'grpc-encoding': frames.encoding }) },
+        { waitForTrailers: true },
+      );
       stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
       stream.end(frames.frames);
     };
-    const a = await rawGrpc(proxy.grpcAddress as string, kind === 'unary' ? SEND_PATH : STREAM_PATH, grpcFrame(grpcSendMessage('hi')), GV1).catch(() => undefined);
+    const a = await rawGrpc(proxy.grpcAddress as string, kind === 'unary' ? SEND_PATH : STREAM_PATH, grpcFrame(grpcSendMessage('hi')), GV1).catch(
+      () => undefined,
+    );
     const def = kind === 'unary' ? grpcSdk.A2AService.sendMessage : grpcSdk.A2AService.sendStreamingMessage;
-    const toJson = (v: unknown) => (kind === 'unary' ? sdk.SendMessageResponse.toJSON(v as A2A.SendMessageResponse) : sdk.StreamResponse.toJSON(v as A2A.StreamResponse));
+    const toJson = (v: unknown) =>
+      kind === 'unary' ? sdk.SendMessageResponse.toJSON(v as A2A.SendMessageResponse) : sdk.StreamResponse.toJSON(v as A2A.StreamResponse);
     const msgs = a === undefined ? [] : callerMessages(a.body, a.headers['grpc-encoding'] as string | undefined, def.responseDeserialize, toJson);
     const texts = msgs.flatMap((x) => textsWith(x, m));
     if (texts.length > 0 && a?.grpcStatus === 0) reached.push(`${kind} ${name}`);
@@ -740,7 +906,15 @@ describe('B2: gRPC answers with grpc-encoding from the agent, under inspection',
   });
 
   test('allow control: compressed gRPC answers were read, judged and delivered; identity was asked', () => {
-    expect(reached).toEqual(expect.arrayContaining(['unary identity (control)', 'unary gzip, flag 1', 'unary deflate (zlib), flag 1', 'stream identity (control)', 'stream gzip, flag 1']));
+    expect(reached).toEqual(
+      expect.arrayContaining([
+        'unary identity (control)',
+        'unary gzip, flag 1',
+        'unary deflate (zlib), flag 1',
+        'stream identity (control)',
+        'stream gzip, flag 1',
+      ]),
+    );
     expect(new Set(acceptEncodings)).toEqual(new Set(['identity']));
   });
 
@@ -751,7 +925,10 @@ describe('B2: gRPC answers with grpc-encoding from the agent, under inspection',
         const m = mark();
         script = (stream) => {
           const f = make(unaryMsg(m));
-          stream.respond({ ':status': 200, 'content-type': 'application/grpc', ...(f.encoding === undefined ? {} : { 'grpc-encoding': f.encoding }) }, { waitForTrailers: true });
+          stream.respond(
+            { ':status': 200, 'content-type': 'application/grpc', ...(f.encoding === undefined ? {} : { 'grpc-encoding': f.encoding }) },
+            { waitForTrailers: true },
+          );
           stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
           stream.end(f.frames);
         };
@@ -767,17 +944,22 @@ describe('B2: gRPC answers with grpc-encoding from the agent, under inspection',
   /** The hostile gRPC agent answers `msg` framed as `make` frames it. */
   const answerWith = (msg: Buffer, make: (d: Buffer) => Answer) => (stream: http2.ServerHttp2Stream) => {
     const f = make(msg);
-    stream.respond({ ':status': 200, 'content-type': 'application/grpc', ...(f.encoding === undefined ? {} : { 'grpc-encoding': f.encoding }) }, { waitForTrailers: true });
+    stream.respond(
+      { ':status': 200, 'content-type': 'application/grpc', ...(f.encoding === undefined ? {} : { 'grpc-encoding': f.encoding }) },
+      { waitForTrailers: true },
+    );
     stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
     stream.end(f.frames);
   };
   const ownerCall = (as: 'A' | 'B') => rawGrpc(owner.grpcAddress as string, SEND_PATH, grpcFrame(grpcSendMessage('own')), { ...GV1, ...ids.headersAs(as) });
   const readsTask = (a: { body: Buffer; headers: http2.IncomingHttpHeaders }, task: string): boolean => {
-    const msgs = callerMessages(a.body, a.headers['grpc-encoding'] as string | undefined, grpcSdk.A2AService.sendMessage.responseDeserialize, (v) => sdk.SendMessageResponse.toJSON(v as A2A.SendMessageResponse));
+    const msgs = callerMessages(a.body, a.headers['grpc-encoding'] as string | undefined, grpcSdk.A2AService.sendMessage.responseDeserialize, (v) =>
+      sdk.SendMessageResponse.toJSON(v as A2A.SendMessageResponse),
+    );
     return JSON.stringify(msgs).includes(task);
   };
   const ownerBound: string[] = [];
-  test.each(variants)('task ownership (gRPC), agent answer %s: A never reads B\'s task; a fresh task A reads is delivered', async (name, make) => {
+  test.each(variants)("task ownership (gRPC), agent answer %s: A never reads B's task; a fresh task A reads is delivered", async (name, make) => {
     const mb = mark();
     script = answerWith(unaryMsg(mb), (d) => ({ frames: frame(0, d) }));
     expect(readsTask(await ownerCall('B'), `t-${mb}`)).toBe(true);
@@ -807,7 +989,8 @@ describe('B3: OBSERVED_AGENT_CARD_URL', () => {
   let evilPort = 0;
   const obsGot: Array<{ path: string; auth: string | undefined }> = [];
   const evilGot: string[] = [];
-  const card = (name: string) => JSON.stringify({ name, version: '9.9.9', url: `http://${name.replace(/\W/g, '-').toLowerCase()}.example/a2a`, description: name });
+  const card = (name: string) =>
+    JSON.stringify({ name, version: '9.9.9', url: `http://${name.replace(/\W/g, '-').toLowerCase()}.example/a2a`, description: name });
 
   beforeAll(async () => {
     agent = await startAgent({});
@@ -854,7 +1037,13 @@ describe('B3: OBSERVED_AGENT_CARD_URL', () => {
 
   /** The observed client's name as the guardian's client-side hook is told, with OBSERVED_AGENT_CARD_URL=`url`. */
   async function observedName(url: string): Promise<string> {
-    const proxy = await startTestProxy({ ROLE: 'client', UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, FAIL_MODE: 'closed', OBSERVED_AGENT_CARD_URL: url });
+    const proxy = await startTestProxy({
+      ROLE: 'client',
+      UPSTREAM_URL: agent.origin,
+      GUARDIAN_URL: guardian.url,
+      FAIL_MODE: 'closed',
+      OBSERVED_AGENT_CARD_URL: url,
+    });
     try {
       guardian.clear();
       const port = portOf(proxy.url);

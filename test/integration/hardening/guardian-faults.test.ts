@@ -67,12 +67,20 @@ const call = (p: Proxy, id: string | number, text: string, opts: { signal?: Abor
 const agentPosts = (): ReceivedRequest[] => postsTo(agent);
 
 function expectUnavailable(r: RawResponse, id: unknown): string {
-  expect({ status: r.status, body: r.json }).toMatchObject({ status: 200, body: { jsonrpc: '2.0', id, error: { code: -31503, data: [{ reason: 'GUARDIAN_UNAVAILABLE' }] } } });
+  expect({ status: r.status, body: r.json }).toMatchObject({
+    status: 200,
+    body: { jsonrpc: '2.0', id, error: { code: -31503, data: [{ reason: 'GUARDIAN_UNAVAILABLE' }] } },
+  });
   return String(r.json.error.data[0].metadata.failure);
 }
 
 function expectAgentAnswer(r: RawResponse, id: unknown, text: string): void {
-  expect({ status: r.status, id: r.json?.id, error: r.json?.error, text: textOf(r.json) }).toEqual({ status: 200, id, error: undefined, text: `echo: ${text}` });
+  expect({ status: r.status, id: r.json?.id, error: r.json?.error, text: textOf(r.json) }).toEqual({
+    status: 200,
+    id,
+    error: undefined,
+    text: `echo: ${text}`,
+  });
 }
 
 /** Sum of a metric's samples whose labels include `labels` (Prometheus text format). */
@@ -199,10 +207,14 @@ describe('circuit breaker', () => {
     guardian.scriptPing(() => ({ fault: 'hang' }));
     expect(expectUnavailable(await call(p, 'h-0', 'x'), 'h-0')).toBe('timeout');
     const seen: string[] = [];
-    await waitFor(async () => {
-      seen.push(expectUnavailable(await call(p, `h-${seen.length + 1}`, 'x'), `h-${seen.length + 1}`));
-      return seen[seen.length - 1] === 'breakerOpen';
-    }, 10_000, 'the breaker opened');
+    await waitFor(
+      async () => {
+        seen.push(expectUnavailable(await call(p, `h-${seen.length + 1}`, 'x'), `h-${seen.length + 1}`));
+        return seen[seen.length - 1] === 'breakerOpen';
+      },
+      10_000,
+      'the breaker opened',
+    );
     expect(seen.slice(0, -1).every((f) => f === 'timeout')).toBe(true);
     const asked = guardian.calls().length;
     for (let i = 0; i < 5; i++) expect(expectUnavailable(await call(p, `h2-${i}`, 'x'), `h2-${i}`)).toBe('breakerOpen');
@@ -215,16 +227,20 @@ describe('circuit breaker', () => {
     expect(expectUnavailable(await call(p, 'still-open', 'x'), 'still-open')).toBe('breakerOpen');
     dead = false; // the guardian is back
     const answers: string[] = [];
-    await waitFor(async () => {
-      const r = await call(p, `poll-${answers.length}`, 'are you back');
-      if (r.json?.error !== undefined) {
-        answers.push(String(r.json.error.data?.[0]?.metadata?.failure));
-        await sleep(50);
-        return false;
-      }
-      answers.push('ok');
-      return true;
-    }, 15_000, 'a call through the recovered guardian');
+    await waitFor(
+      async () => {
+        const r = await call(p, `poll-${answers.length}`, 'are you back');
+        if (r.json?.error !== undefined) {
+          answers.push(String(r.json.error.data?.[0]?.metadata?.failure));
+          await sleep(50);
+          return false;
+        }
+        answers.push('ok');
+        return true;
+      },
+      15_000,
+      'a call through the recovered guardian',
+    );
     // Every refusal while the breaker was open cost no guardian call; the first call after the
     // cooldown was the trial, and it went through.
     expect(answers.slice(0, -1).every((a) => a === 'breakerOpen')).toBe(true);
@@ -242,12 +258,16 @@ describe('circuit breaker', () => {
     try {
       dead = false;
       // The cooldown is 2 s of elapsed time, whatever the wall clock says.
-      await waitFor(async () => {
-        const r = await call(p, `step-${Math.random()}`, 'are you back');
-        if (r.json?.error === undefined) return true;
-        await sleep(50);
-        return false;
-      }, 15_000, 'a call through the recovered guardian after the clock stepped back');
+      await waitFor(
+        async () => {
+          const r = await call(p, `step-${Math.random()}`, 'are you back');
+          if (r.json?.error === undefined) return true;
+          await sleep(50);
+          return false;
+        },
+        15_000,
+        'a call through the recovered guardian after the clock stepped back',
+      );
       expect(guardian.calls()).toHaveLength(1);
     } finally {
       stepped.mockRestore();
@@ -258,17 +278,21 @@ describe('circuit breaker', () => {
     const p = await proxyWith();
     await openBreaker(p);
     let trial: string | undefined;
-    await waitFor(async () => {
-      const before = connections;
-      const failure = expectUnavailable(await call(p, 'trial', 'x'), 'trial');
-      if (connections === before) {
-        expect(failure).toBe('breakerOpen');
-        await sleep(50);
-        return false;
-      }
-      trial = failure;
-      return true;
-    }, 15_000, 'the half-open trial call');
+    await waitFor(
+      async () => {
+        const before = connections;
+        const failure = expectUnavailable(await call(p, 'trial', 'x'), 'trial');
+        if (connections === before) {
+          expect(failure).toBe('breakerOpen');
+          await sleep(50);
+          return false;
+        }
+        trial = failure;
+        return true;
+      },
+      15_000,
+      'the half-open trial call',
+    );
     expect(trial).toBe('connect');
     const before = connections;
     expect(expectUnavailable(await call(p, 'next', 'x'), 'next')).toBe('breakerOpen');
@@ -285,14 +309,18 @@ describe('circuit breaker', () => {
     await waitFor(async () => expectUnavailable(await call(p, `ho-${++n}`, 'x'), `ho-${n}`) === 'breakerOpen', 10_000, 'the breaker opened');
     let through = 0;
     let failures: string[] = [];
-    await waitFor(async () => {
-      const before = guardian.calls().length;
-      const burst = await Promise.all(Array.from({ length: 10 }, (_, k) => call(p, `burst-${k}`, 'x')));
-      through = guardian.calls().length - before;
-      failures = burst.map((r, k) => expectUnavailable(r, `burst-${k}`));
-      if (through === 0) await sleep(100);
-      return through > 0;
-    }, 15_000, 'a burst that reaches the guardian');
+    await waitFor(
+      async () => {
+        const before = guardian.calls().length;
+        const burst = await Promise.all(Array.from({ length: 10 }, (_, k) => call(p, `burst-${k}`, 'x')));
+        through = guardian.calls().length - before;
+        failures = burst.map((r, k) => expectUnavailable(r, `burst-${k}`));
+        if (through === 0) await sleep(100);
+        return through > 0;
+      },
+      15_000,
+      'a burst that reaches the guardian',
+    );
     expect({ through, breakerOpen: failures.filter((f) => f === 'breakerOpen').length }).toEqual({ through: 1, breakerOpen: 9 });
   });
 

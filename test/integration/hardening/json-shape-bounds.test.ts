@@ -25,7 +25,9 @@ beforeEach(() => rec.clear());
 const wide = (n: number): Record<string, number> => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i]));
 const nested = (depth: number): unknown => (depth === 0 ? 'leaf' : { d: nested(depth - 1) });
 const rpcSend = (id: string, data: unknown, text = 'hi') => ({
-  jsonrpc: '2.0', id, method: 'SendMessage',
+  jsonrpc: '2.0',
+  id,
+  method: 'SendMessage',
   params: { message: { messageId: `m-${id}`, role: 'ROLE_USER', parts: [{ text }, { data }] } },
 });
 const restSend = (data: unknown, text = 'hi') => ({ message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }, { data }] } });
@@ -47,7 +49,7 @@ const posted = () => s.agent.received.filter((r) => r.method === 'POST');
 const jsonRpc = (body: unknown) => rawRpc(`${proxy.url}/a2a/jsonrpc`, body, { 'a2a-version': '1.0' });
 const rest = (body: unknown) => rawRpc(`${proxy.url}/a2a/rest/message:send`, body, { 'a2a-version': '1.0' });
 
-test('an object at MAX_JSON_OBJECT_MEMBERS reaches the agent\'s handler intact (SDK client)', async () => {
+test("an object at MAX_JSON_OBJECT_MEMBERS reaches the agent's handler intact (SDK client)", async () => {
   const client = await makeClient(proxy.url, 'JSONRPC');
   const req = sendReq('hi', false, { parts: [] });
   req.message?.parts.push({ content: { $case: 'data', value: wide(MEMBERS) }, metadata: undefined, filename: '', mediaType: 'application/json' });
@@ -56,7 +58,10 @@ test('an object at MAX_JSON_OBJECT_MEMBERS reaches the agent\'s handler intact (
   expect(dataIn(rec.calls[0]?.params)).toEqual(wide(MEMBERS));
 });
 
-describe.each([['a small body', 'hi'], ['a body over 1 MiB', BIG]])('%s', (_name, text) => {
+describe.each([
+  ['a small body', 'hi'],
+  ['a body over 1 MiB', BIG],
+])('%s', (_name, text) => {
   test('an object at MAX_JSON_OBJECT_MEMBERS is forwarded intact', async () => {
     const r = await jsonRpc(rpcSend('wide-0', wide(MEMBERS), text));
     expect(r.json?.error?.code).not.toBe(-31400);
@@ -65,7 +70,7 @@ describe.each([['a small body', 'hi'], ['a body over 1 MiB', BIG]])('%s', (_name
     expect(posted()[0]?.bodyText).toContain(text);
   });
 
-  test('an object over MAX_JSON_OBJECT_MEMBERS is refused with the caller\'s id and reaches nothing', async () => {
+  test("an object over MAX_JSON_OBJECT_MEMBERS is refused with the caller's id and reaches nothing", async () => {
     const r = await jsonRpc(rpcSend('wide-1', wide(MEMBERS + 1), text));
     expect(r.status).toBe(200);
     expect(r.json.id).toBe('wide-1');
@@ -91,7 +96,13 @@ describe.each([['a small body', 'hi'], ['a body over 1 MiB', BIG]])('%s', (_name
 
   test('MAX_JSON_VALUES and MAX_JSON_DEPTH bound the body as configured', async () => {
     // 40 objects of 30 members: every object within its bound, 2,400 values in all.
-    const many = await jsonRpc(rpcSend('many-1', Array.from({ length: MEMBERS }, () => wide(30)), text));
+    const many = await jsonRpc(
+      rpcSend(
+        'many-1',
+        Array.from({ length: MEMBERS }, () => wide(30)),
+        text,
+      ),
+    );
     expect(many.json.id).toBe('many-1');
     expect(many.json.error.message).toMatch(/more than 2000 members or elements/);
     const deep = await jsonRpc(rpcSend('deep-1', nested(16), text));

@@ -87,7 +87,8 @@ beforeAll(async () => {
   guardianServer = http.createServer(async (req, res) => {
     const env = JSON.parse(await readBody(req));
     // Pings (the breaker measuring the guardian) are answered: the faults are in what it says of calls.
-    if (env.method === 'ping') return sendJson(res, { jsonrpc: '2.0', id: env.id, result: { status: 'connected', timestamp: new Date().toISOString(), version: 'test' } });
+    if (env.method === 'ping')
+      return sendJson(res, { jsonrpc: '2.0', id: env.id, result: { status: 'connected', timestamp: new Date().toISOString(), version: 'test' } });
     const n = ++guardianCalls;
     const answer: Answer = n % 3 === 0 ? FAULTS[Math.floor(random() * FAULTS.length)]! : 'allow';
     const text = textOfPayload(env.params?.payload);
@@ -124,11 +125,21 @@ beforeAll(async () => {
     const call = JSON.parse(body);
     const text = textOfPayload(call);
     agentReceived.set(text, (agentReceived.get(text) ?? 0) + 1);
-    sendJson(res, { jsonrpc: '2.0', id: call.id, result: { kind: 'message', messageId: `a-${text}`, role: 'agent', parts: [{ kind: 'text', text: `echo: ${text}` }] } });
+    sendJson(res, {
+      jsonrpc: '2.0',
+      id: call.id,
+      result: { kind: 'message', messageId: `a-${text}`, role: 'agent', parts: [{ kind: 'text', text: `echo: ${text}` }] },
+    });
   });
   const guardianUrl = await listen(guardianServer);
   const upstreamUrl = await listen(upstream);
-  proxy = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardianUrl, ROLE: 'server', FAIL_MODE: 'closed', GUARDIAN_TIMEOUT_MS: String(GUARDIAN_TIMEOUT_MS) });
+  proxy = await startTestProxy({
+    UPSTREAM_URL: upstreamUrl,
+    GUARDIAN_URL: guardianUrl,
+    ROLE: 'server',
+    FAIL_MODE: 'closed',
+    GUARDIAN_TIMEOUT_MS: String(GUARDIAN_TIMEOUT_MS),
+  });
   client = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
 });
 
@@ -150,23 +161,29 @@ function call(i: number, prefix: string): Promise<Outcome> {
     params: { message: { kind: 'message', messageId: `m-${text}`, role: 'user', parts: [{ kind: 'text', text }] } },
   });
   return new Promise((resolve) => {
-    const req = http.request(`${proxy.url}/a2a/jsonrpc`, { method: 'POST', agent: client, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', (e) => resolve({ kind: 'other', detail: `response error ${e.message}` }));
-      res.on('end', () => {
-        const raw = Buffer.concat(chunks).toString('utf8');
-        let j: any;
-        try {
-          j = JSON.parse(raw);
-        } catch {
-          return resolve({ kind: 'other', detail: `not JSON: ${raw.slice(0, 100)}` });
-        }
-        if (res.statusCode === 200 && j.id === i && j.result?.parts?.[0]?.text === `echo: ${text}` && j.error === undefined) return resolve({ kind: 'answer' });
-        if (res.statusCode === 200 && j.id === i && j.error?.code === -31503 && j.result === undefined) return resolve({ kind: 'unavailable', failure: String(j.error.data?.[0]?.metadata?.failure) });
-        resolve({ kind: 'other', detail: `${res.statusCode} ${raw.slice(0, 200)}` });
-      });
-    });
+    const req = http.request(
+      `${proxy.url}/a2a/jsonrpc`,
+      { method: 'POST', agent: client, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', (e) => resolve({ kind: 'other', detail: `response error ${e.message}` }));
+        res.on('end', () => {
+          const raw = Buffer.concat(chunks).toString('utf8');
+          let j: any;
+          try {
+            j = JSON.parse(raw);
+          } catch {
+            return resolve({ kind: 'other', detail: `not JSON: ${raw.slice(0, 100)}` });
+          }
+          if (res.statusCode === 200 && j.id === i && j.result?.parts?.[0]?.text === `echo: ${text}` && j.error === undefined)
+            return resolve({ kind: 'answer' });
+          if (res.statusCode === 200 && j.id === i && j.error?.code === -31503 && j.result === undefined)
+            return resolve({ kind: 'unavailable', failure: String(j.error.data?.[0]?.metadata?.failure) });
+          resolve({ kind: 'other', detail: `${res.statusCode} ${raw.slice(0, 200)}` });
+        });
+      },
+    );
     req.on('error', (e) => resolve({ kind: 'other', detail: `request error ${e.message}` }));
     req.end(body);
   });
@@ -248,14 +265,18 @@ test(`${TOTAL} calls, ${CONCURRENCY} at a time, guardian failing every 3rd call:
       if (answers.includes('allow')) lateAllows++;
     }
     // A call is retried only after a reset, and only once.
-    if (answers.length > 2 || (answers.length === 2 && answers[0] !== 'refuse')) mismatches.push(`${i}: guardian asked ${answers.length} times (${answers.join(',')})`);
+    if (answers.length > 2 || (answers.length === 2 && answers[0] !== 'refuse'))
+      mismatches.push(`${i}: guardian asked ${answers.length} times (${answers.join(',')})`);
   }
   expect(mismatches).toEqual([]);
   // An allow that missed the time budget is possible on an overloaded machine, but must stay rare.
   expect(lateAllows).toBeLessThanOrEqual(TOTAL / 20);
 
   // The agent received exactly the allowed calls, each once.
-  const allowed = [...outcomes].filter(([, l]) => l[0]!.kind === 'answer').map(([i]) => `load-${i}`).sort();
+  const allowed = [...outcomes]
+    .filter(([, l]) => l[0]!.kind === 'answer')
+    .map(([i]) => `load-${i}`)
+    .sort();
   const received = [...agentReceived].filter(([t]) => t.startsWith('load-'));
   expect(received.filter(([, n]) => n !== 1)).toEqual([]);
   expect(received.map(([t]) => t).sort()).toEqual(allowed);
@@ -276,7 +297,11 @@ test(`${TOTAL} calls, ${CONCURRENCY} at a time, guardian failing every 3rd call:
   const heapAfter = await settledHeap(gc);
   const marginMb = gc === undefined ? 64 : 16;
   const grownMb = (heapAfter - heapBefore) / 1024 / 1024;
-  expect({ grownMb: Math.round(grownMb * 10) / 10, withGc: gc !== undefined, within: grownMb < marginMb }).toEqual({ grownMb: expect.any(Number), withGc: gc !== undefined, within: true });
+  expect({ grownMb: Math.round(grownMb * 10) / 10, withGc: gc !== undefined, within: grownMb < marginMb }).toEqual({
+    grownMb: expect.any(Number),
+    withGc: gc !== undefined,
+    within: true,
+  });
 }, 120_000);
 
 test('the load run did not leave the proxy holding guardian connections (hung calls were abandoned)', async () => {

@@ -38,8 +38,8 @@ beforeAll(async () => {
   port = Number(new URL(proxy.url).port);
 });
 
-
-const denyForbidden = () => guardian.script((env) => (textIn(env).includes('forbidden') ? { decision: 'deny', reasonCode: ['TEST_DENY'] } : { decision: 'allow' }));
+const denyForbidden = () =>
+  guardian.script((env) => (textIn(env).includes('forbidden') ? { decision: 'deny', reasonCode: ['TEST_DENY'] } : { decision: 'allow' }));
 
 beforeEach(() => {
   guardian.reset();
@@ -67,7 +67,12 @@ function lenientParse(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
-    const t = text.replace(/^\uFEFF/, '').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '').replace(/,\s*([}\]])/g, '$1').replace(/\bNaN\b|\bInfinity\b/g, '0');
+    const t = text
+      .replace(/^\uFEFF/, '')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/^\s*\/\/.*$/gm, '')
+      .replace(/,\s*([}\]])/g, '$1')
+      .replace(/\bNaN\b|\bInfinity\b/g, '0');
     try {
       return JSON.parse(t);
     } catch {
@@ -116,7 +121,8 @@ interface SendOpts {
 
 /** One request on a fresh connection with node:http (full control over headers; no fetch rules). */
 function send(o: SendOpts): Promise<Reply> {
-  const body = o.body === undefined ? undefined : Buffer.isBuffer(o.body) ? o.body : Buffer.from(typeof o.body === 'string' ? o.body : JSON.stringify(o.body), 'utf8');
+  const body =
+    o.body === undefined ? undefined : Buffer.isBuffer(o.body) ? o.body : Buffer.from(typeof o.body === 'string' ? o.body : JSON.stringify(o.body), 'utf8');
   const headers: Record<string, string | number> = { 'content-type': 'application/json', ...(o.headers ?? {}) };
   if (body !== undefined && !o.chunked && headers['content-length'] === undefined) headers['content-length'] = body.length;
   if (o.expectContinue) headers.expect = '100-continue';
@@ -177,7 +183,11 @@ const REFUSAL_CODES = [-31400, -32700, -32600, -32601, -32005, -32009];
 function expectRefused(r: Reply, id: unknown = null, httpStatus = 200): void {
   expect({ status: r.status, body: r.json }).toMatchObject({
     status: httpStatus,
-    body: { jsonrpc: '2.0', id, error: { code: expect.any(Number), data: expect.arrayContaining([expect.objectContaining({ reason: 'REQUEST_REJECTED', domain: 'a2a-guard' })]) } },
+    body: {
+      jsonrpc: '2.0',
+      id,
+      error: { code: expect.any(Number), data: expect.arrayContaining([expect.objectContaining({ reason: 'REQUEST_REJECTED', domain: 'a2a-guard' })]) },
+    },
   });
   expect(REFUSAL_CODES).toContain((r.json as { error: { code: number } }).error.code);
 }
@@ -185,8 +195,10 @@ function expectRefused(r: Reply, id: unknown = null, httpStatus = 200): void {
 /** A refusal in either binding's form (JSON-RPC error, or REST google.rpc.Status), with the proxy's ErrorInfo. */
 function expectRefusedAnyForm(r: Reply): void {
   const info = r.status === 200 ? r.json?.error?.data : r.json?.error?.details;
-  expect({ status: r.status, refused: Array.isArray(info) && info.some((d: { reason?: string; domain?: string }) => d.reason === 'REQUEST_REJECTED' && d.domain === 'a2a-guard') })
-    .toEqual({ status: r.status, refused: true });
+  expect({
+    status: r.status,
+    refused: Array.isArray(info) && info.some((d: { reason?: string; domain?: string }) => d.reason === 'REQUEST_REJECTED' && d.domain === 'a2a-guard'),
+  }).toEqual({ status: r.status, refused: true });
 }
 
 function expectDenied(r: Reply, id: unknown): void {
@@ -199,7 +211,10 @@ function expectAgentAnswer(r: Reply, id: unknown): void {
 
 /** Nobody behind the proxy saw anything. */
 function expectNothingSeen(): void {
-  expect({ guardianCalls: guardian.calls().length, agentCalls: agentCalls().map((r) => `${r.method} ${r.path}`) }).toEqual({ guardianCalls: 0, agentCalls: [] });
+  expect({ guardianCalls: guardian.calls().length, agentCalls: agentCalls().map((r) => `${r.method} ${r.path}`) }).toEqual({
+    guardianCalls: 0,
+    agentCalls: [],
+  });
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -242,7 +257,8 @@ describe('canonical forwarding: the agent gets the JSON the guardian saw, never 
   });
 
   test('escapes and odd whitespace are normalised: forwarded bytes = canonical JSON of the guardian payload', async () => {
-    const raw = ' \r\n{ "jsonrpc" : "2.0" ,\t"id":"esc", "m\\u0065thod" : "message\\/send", "params":{"message":{"kind":"message","messageId":"e1","role":"user","parts":[{"kind":"text","text":"h\\u0061rmless \\u00e9"}]}} }\n';
+    const raw =
+      ' \r\n{ "jsonrpc" : "2.0" ,\t"id":"esc", "m\\u0065thod" : "message\\/send", "params":{"message":{"kind":"message","messageId":"e1","role":"user","parts":[{"kind":"text","text":"h\\u0061rmless \\u00e9"}]}} }\n';
     const r = await send({ body: raw });
     expectAgentAnswer(r, 'esc');
     const seen = guardian.calls()[0].params.payload;
@@ -288,7 +304,10 @@ describe('bodies that are not strict JSON but that lenient parsers accept: -3140
     ['UTF-16LE with BOM', Buffer.concat([Buffer.from([0xff, 0xfe]), utf16le(good)])],
     ['UTF-16LE without BOM', utf16le(good)],
     ['UTF-16BE without BOM', utf16be(good)],
-    ['invalid UTF-8 inside a string', Buffer.concat([Buffer.from(good.slice(0, good.indexOf('harmless'))), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from(good.slice(good.indexOf('harmless')))])],
+    [
+      'invalid UTF-8 inside a string',
+      Buffer.concat([Buffer.from(good.slice(0, good.indexOf('harmless'))), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from(good.slice(good.indexOf('harmless')))]),
+    ],
   ];
 
   test.each(cases)('%s', async (_name, body) => {
@@ -354,7 +373,8 @@ describe('Content-Encoding: decoded before inspection (or refused), never forwar
     // Node hands the still-gzipped bytes to the proxy. Under a JSON Content-Type they must be refused;
     // under any other they may only travel as opaque bytes with no coding header (no server would inflate them).
     const gz = zlib.gzipSync(Buffer.from(JSON.stringify(msg('te', 'harmless via transfer coding'))));
-    const head = (ct: string) => `POST /a2a/jsonrpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: ${ct}\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n`;
+    const head = (ct: string) =>
+      `POST /a2a/jsonrpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: ${ct}\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n`;
     const framed = (ct: string) => Buffer.concat([Buffer.from(head(ct)), Buffer.from(`${gz.length.toString(16)}\r\n`), gz, Buffer.from('\r\n0\r\n\r\n')]);
     const asJson = await rawExchange(framed('application/json'));
     expect(asJson).toMatch(/^HTTP\/1\.1 200/);
@@ -370,35 +390,46 @@ describe('Content-Encoding: decoded before inspection (or refused), never forwar
 });
 
 describe('Content-Type: a body the binding does not accept is refused as the agent would (-32005), never judged or forwarded', () => {
-  test.each(['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/octet-stream', 'application/jsonrequest', 'text/html; charset=utf-8', null])(
-    'Content-Type %s: -32005 with the proxy\'s ErrorInfo, nothing seen',
-    async (ct) => {
-      const headers: Record<string, string> = ct === null ? {} : { 'content-type': ct };
-      const body = Buffer.from(JSON.stringify(msg('ct', 'forbidden in disguise')));
-      const r = await new Promise<Reply>((resolve, reject) => {
-        // Build the request by hand so that "no Content-Type" really sends none.
-        const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/a2a/jsonrpc', headers: { ...headers, 'content-length': body.length }, agent: false }, (res) => {
+  test.each([
+    'text/plain',
+    'application/x-www-form-urlencoded',
+    'multipart/form-data; boundary=x',
+    'application/octet-stream',
+    'application/jsonrequest',
+    'text/html; charset=utf-8',
+    null,
+  ])("Content-Type %s: -32005 with the proxy's ErrorInfo, nothing seen", async (ct) => {
+    const headers: Record<string, string> = ct === null ? {} : { 'content-type': ct };
+    const body = Buffer.from(JSON.stringify(msg('ct', 'forbidden in disguise')));
+    const r = await new Promise<Reply>((resolve, reject) => {
+      // Build the request by hand so that "no Content-Type" really sends none.
+      const req = http.request(
+        { host: '127.0.0.1', port, method: 'POST', path: '/a2a/jsonrpc', headers: { ...headers, 'content-length': body.length }, agent: false },
+        (res) => {
           let text = '';
           res.setEncoding('utf8');
           res.on('data', (c: string) => (text += c));
           res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: JSON.parse(text) }));
-        });
-        req.on('error', reject);
-        req.end(body);
-      });
-      expect(r.json?.error?.code).toBe(-32005);
-      expectRefused(r, 'ct');
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+    expect(r.json?.error?.code).toBe(-32005);
+    expectRefused(r, 'ct');
+    expectNothingSeen();
+  });
+
+  test.each(['utf-7', 'UTF-16', 'iso-8859-1', '"utf-7"', 'utf-8; charset=utf-7'])(
+    'application/json; charset=%s: refused (the agent would decode other text than the guardian read)',
+    async (cs) => {
+      const r = await send({ body: msg('cs', 'harmless'), headers: { 'content-type': `application/json; charset=${cs}` } });
+      expectRefused(r, 'cs');
       expectNothingSeen();
     },
   );
 
-  test.each(['utf-7', 'UTF-16', 'iso-8859-1', '"utf-7"', 'utf-8; charset=utf-7'])('application/json; charset=%s: refused (the agent would decode other text than the guardian read)', async (cs) => {
-    const r = await send({ body: msg('cs', 'harmless'), headers: { 'content-type': `application/json; charset=${cs}` } });
-    expectRefused(r, 'cs');
-    expectNothingSeen();
-  });
-
-  test('application/json; charset=UTF-8 is accepted, and the agent gets the proxy\'s own Content-Type', async () => {
+  test("application/json; charset=UTF-8 is accepted, and the agent gets the proxy's own Content-Type", async () => {
     const r = await send({ body: msg('ct-ok', 'harmless'), headers: { 'content-type': 'application/json; charset="UTF-8"' } });
     expectAgentAnswer(r, 'ct-ok');
     expect(agentCalls().map((c) => c.headers['content-type'])).toEqual(['application/json']);
@@ -409,16 +440,36 @@ describe('Content-Type: a body the binding does not accept is refused as the age
     const body = { message: { messageId: 'rest-ct', role: 'ROLE_USER', parts: [{ text: 'forbidden over REST' }] } };
     const r = await send({ path: '/a2a/rest/message:send', body, headers: { 'content-type': 'text/plain', 'a2a-version': '1.0' } });
     expect(r.status).toBe(400);
-    expect(r.json).toMatchObject({ error: { code: 400, details: [{ reason: 'CONTENT_TYPE_NOT_SUPPORTED' }, { reason: 'REQUEST_REJECTED', domain: 'a2a-guard' }] } });
+    expect(r.json).toMatchObject({
+      error: { code: 400, details: [{ reason: 'CONTENT_TYPE_NOT_SUPPORTED' }, { reason: 'REQUEST_REJECTED', domain: 'a2a-guard' }] },
+    });
     expectNothingSeen();
   });
 });
 
 describe('method names in other letter cases or with whitespace are refused', () => {
   test.each([
-    'Message/Send', 'MESSAGE/SEND', ' message/send', 'message/send ', 'message/send\n', '\tSendMessage', 'sendmessage', 'SENDMESSAGE',
-    'sendMessage', 'Send_Message', 'message.send', 'message//send', 'message-send', 'Tasks/Get', 'gettask', 'SendStreamingMessage ', 'MESSAGE/STREAM',
-    '\u00a0message/send', 'message/send\r\n', 'tasks/pushNotificationConfig/SET', 'tasks/resubscribe ',
+    'Message/Send',
+    'MESSAGE/SEND',
+    ' message/send',
+    'message/send ',
+    'message/send\n',
+    '\tSendMessage',
+    'sendmessage',
+    'SENDMESSAGE',
+    'sendMessage',
+    'Send_Message',
+    'message.send',
+    'message//send',
+    'message-send',
+    'Tasks/Get',
+    'gettask',
+    'SendStreamingMessage ',
+    'MESSAGE/STREAM',
+    '\u00a0message/send',
+    'message/send\r\n',
+    'tasks/pushNotificationConfig/SET',
+    'tasks/resubscribe ',
   ])('%j', async (method) => {
     const r = await send({ body: msg('case', 'harmless', method) });
     expectRefused(r, 'case');
@@ -449,8 +500,16 @@ describe('batches are refused', () => {
 
 describe('a JSON-RPC call on any path is inspected', () => {
   test.each([
-    '/', '/a2a/jsonrpc/', '/A2A/JSONRPC', '/somewhere/else', '/a2a/jsonrpc?A2A-Version=0.3', '/.well-known/agent-card.json',
-    '/.well-known/agent.json', '/metrics', '/healthz', '/a2a/rest',
+    '/',
+    '/a2a/jsonrpc/',
+    '/A2A/JSONRPC',
+    '/somewhere/else',
+    '/a2a/jsonrpc?A2A-Version=0.3',
+    '/.well-known/agent-card.json',
+    '/.well-known/agent.json',
+    '/metrics',
+    '/healthz',
+    '/a2a/rest',
   ])('POST %s', async (path) => {
     const r = await send({ path, body: msg('path', 'forbidden by path') });
     expectDenied(r, 'path');
@@ -459,8 +518,14 @@ describe('a JSON-RPC call on any path is inspected', () => {
   });
 
   test.each([
-    '/a2a/jsonrpc?x=1&method=tasks/get', '/a2a/jsonrpc?access_token=other-caller', '/a2a/jsonrpc?tenant=b', '/a2a/jsonrpc?A2A-Version=0.3&id=2',
-    '/?method=message/send', '/a2a/jsonrpc?=', '/a2a/jsonrpc?a', '/a2a/jsonrpc?%00=1',
+    '/a2a/jsonrpc?x=1&method=tasks/get',
+    '/a2a/jsonrpc?access_token=other-caller',
+    '/a2a/jsonrpc?tenant=b',
+    '/a2a/jsonrpc?A2A-Version=0.3&id=2',
+    '/?method=message/send',
+    '/a2a/jsonrpc?=',
+    '/a2a/jsonrpc?a',
+    '/a2a/jsonrpc?%00=1',
   ])('POST %s: a JSON-RPC call with query parameters (the agent would read them unjudged) is refused, nothing forwarded', async (path) => {
     for (const text of ['forbidden by path', 'harmless by path']) expectRefused(await send({ path, body: msg('q', text) }), 'q');
     expectNothingSeen();
@@ -506,17 +571,29 @@ describe('verbs and method overrides', () => {
   });
 
   test('a body on a REST GET route is refused', async () => {
-    const r = await send({ method: 'GET', path: '/a2a/rest/tasks/abc', body: { message: { parts: [{ text: 'forbidden' }] } }, headers: { 'a2a-version': '1.0' } });
+    const r = await send({
+      method: 'GET',
+      path: '/a2a/rest/tasks/abc',
+      body: { message: { parts: [{ text: 'forbidden' }] } },
+      headers: { 'a2a-version': '1.0' },
+    });
     expect(r.status).toBe(400);
     expect(r.json).toMatchObject({ error: { status: 'INVALID_ARGUMENT', details: [{ reason: 'REQUEST_REJECTED' }] } });
     expectNothingSeen();
   });
 
-  test.each(['/a2a/rest/tasks/a%2Fb:cancel', '/a2a/rest/x/%2e%2e/message:send', '/a2a/rest/./message:send', '/a2a/rest/x/..%2Fmessage:send'])('an ambiguous path (%s) is refused', async (path) => {
-    const r = await send({ path, body: { message: { messageId: 'amb', role: 'ROLE_USER', parts: [{ text: 'harmless' }] } }, headers: { 'a2a-version': '1.0' } });
-    expect(r.status).toBe(400);
-    expectNothingSeen();
-  });
+  test.each(['/a2a/rest/tasks/a%2Fb:cancel', '/a2a/rest/x/%2e%2e/message:send', '/a2a/rest/./message:send', '/a2a/rest/x/..%2Fmessage:send'])(
+    'an ambiguous path (%s) is refused',
+    async (path) => {
+      const r = await send({
+        path,
+        body: { message: { messageId: 'amb', role: 'ROLE_USER', parts: [{ text: 'harmless' }] } },
+        headers: { 'a2a-version': '1.0' },
+      });
+      expect(r.status).toBe(400);
+      expectNothingSeen();
+    },
+  );
 });
 
 describe('Expect: 100-continue', () => {
@@ -537,7 +614,10 @@ describe('Expect: 100-continue', () => {
   });
 
   test('Expect: 100-continue with a declared length over MAX_BODY_BYTES: 413, nothing forwarded', async () => {
-    const out = await rawExchange(`POST /a2a/jsonrpc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: ${MAX_BODY * 4}\r\n\r\n`, 10_000);
+    const out = await rawExchange(
+      `POST /a2a/jsonrpc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: ${MAX_BODY * 4}\r\n\r\n`,
+      10_000,
+    );
     expect(out).toMatch(/HTTP\/1\.1 413/);
     expect(out).toContain('-31400');
     expectNothingSeen();
@@ -573,7 +653,10 @@ describe('MAX_BODY_BYTES: HTTP 413 / -31400, the agent sees nothing', () => {
   });
 
   test('a declared length far over the limit is refused before the body arrives', async () => {
-    const out = await rawExchange(`POST /a2a/jsonrpc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n{"jsonrpc":"2.0"`, 10_000);
+    const out = await rawExchange(
+      `POST /a2a/jsonrpc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n{"jsonrpc":"2.0"`,
+      10_000,
+    );
     expect(out).toMatch(/^HTTP\/1\.1 413/);
     expectNothingSeen();
   });
@@ -582,7 +665,10 @@ describe('MAX_BODY_BYTES: HTTP 413 / -31400, the agent sees nothing', () => {
 describe('slow-loris request bodies: cut after BODY_TIMEOUT_MS', () => {
   test('a body that stops half way: 408 / -31400, nothing forwarded', async () => {
     const body = JSON.stringify(msg('loris', 'forbidden slowly'));
-    const out = await rawExchange(`POST /a2a/jsonrpc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 20)}`, 15_000);
+    const out = await rawExchange(
+      `POST /a2a/jsonrpc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 20)}`,
+      15_000,
+    );
     expect(out).toMatch(/^HTTP\/1\.1 408/);
     expect(out).toContain('-31400');
     expectNothingSeen();
@@ -591,12 +677,16 @@ describe('slow-loris request bodies: cut after BODY_TIMEOUT_MS', () => {
   test('a body that trickles in one byte at a time: cut, nothing forwarded', async () => {
     const body = JSON.stringify(msg('trickle', 'harmless but slow'));
     let i = 0;
-    const out = await rawExchange(`POST /a2a/jsonrpc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`, 15_000, (s) => {
-      const t = setInterval(() => {
-        if (i < body.length && !s.destroyed) s.write(body[i++]!);
-      }, 50);
-      return () => clearInterval(t);
-    });
+    const out = await rawExchange(
+      `POST /a2a/jsonrpc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+      15_000,
+      (s) => {
+        const t = setInterval(() => {
+          if (i < body.length && !s.destroyed) s.write(body[i++]!);
+        }, 50);
+        return () => clearInterval(t);
+      },
+    );
     expect(i).toBeLessThan(body.length);
     expect(out).toMatch(/^HTTP\/1\.1 408/);
     expectNothingSeen();
@@ -606,14 +696,18 @@ describe('slow-loris request bodies: cut after BODY_TIMEOUT_MS', () => {
 describe('HTTP framing tricks', () => {
   test('Content-Length together with Transfer-Encoding is rejected; nothing forwarded', async () => {
     const body = JSON.stringify(msg('smuggle', 'harmless'));
-    const out = await rawExchange(`POST /a2a/jsonrpc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`);
+    const out = await rawExchange(
+      `POST /a2a/jsonrpc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+    );
     expect(out).toMatch(/^HTTP\/1\.1 400/);
     expectNothingSeen();
   });
 
   test('two different Content-Length headers are rejected', async () => {
     const body = JSON.stringify(msg('cl2', 'harmless'));
-    const out = await rawExchange(`POST /a2a/jsonrpc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nContent-Length: 5\r\n\r\n${body}`);
+    const out = await rawExchange(
+      `POST /a2a/jsonrpc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nContent-Length: 5\r\n\r\n${body}`,
+    );
     expect(out).toMatch(/^HTTP\/1\.1 400/);
     expectNothingSeen();
   });
@@ -696,7 +790,11 @@ describe('ALLOW_WEBSOCKETS=true still carries no uninspected A2A call to the age
 describe('the invariant checker itself', () => {
   test('would notice a request that reached the agent without a guardian decision', async () => {
     // Talk to the agent directly, around the proxy: the checker must flag it (then clean up).
-    await fetch(agent.jsonRpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(msg('direct', 'around the proxy')) }).then((r) => r.text());
+    await fetch(agent.jsonRpcUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(msg('direct', 'around the proxy')),
+    }).then((r) => r.text());
     await waitFor(() => agentCalls().length === 1, 5000, 'direct call recorded');
     expect(() => expectNoBypass()).toThrow();
     agent.clear();

@@ -38,7 +38,12 @@ const ALLOW_ALL = () => ({ decision: 'allow' as const });
 
 const sendBody = (text = 'hi', id: number | string = 1) =>
   JSON.stringify({ jsonrpc: '2.0', id, method: 'SendMessage', params: { message: { messageId: `m-${id}`, role: 'ROLE_USER', parts: [{ text }] } } });
-const sendV03 = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm1', role: 'user', parts: [{ kind: 'text', text: 'hi' }] } } });
+const sendV03 = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'message/send',
+  params: { message: { kind: 'message', messageId: 'm1', role: 'user', parts: [{ kind: 'text', text: 'hi' }] } },
+});
 const restSend = JSON.stringify({ message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } });
 const restSendV03 = JSON.stringify({ message: { messageId: 'm1', role: 'ROLE_USER', content: [{ text: 'hi' }] } });
 const J = { 'content-type': 'application/json' };
@@ -71,7 +76,6 @@ const SEND_PATH = '/lf.a2a.v1.A2AService/SendMessage';
 /** gRPC metadata of a v1.0 call (the SDK's gRPC server refuses a call without it as v0.3). */
 const GV1 = { 'a2a-version': '1.0' };
 
-
 /* =========================================================================================== */
 /* 1. ROLE=client                                                                               */
 /* =========================================================================================== */
@@ -102,9 +106,16 @@ describe('ROLE=client: outbound calls', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'probe-'));
     const key = await makeKey('probe-client');
     proxy = await startTestProxy({
-      ROLE: 'client', UPSTREAM_URL: remote.origin, GUARDIAN_URL: guardian.url, GRPC_PORT: '0', FAIL_MODE: 'closed',
+      ROLE: 'client',
+      UPSTREAM_URL: remote.origin,
+      GUARDIAN_URL: guardian.url,
+      GRPC_PORT: '0',
+      FAIL_MODE: 'closed',
       GRPC_UPSTREAM_URL: `http://${remote.grpcAddress as string}`,
-      OBSERVED_AGENT_ID: 'probe-caller', OBSERVED_AGENT_NAME: 'probe caller', OBSERVED_AGENT_URL: 'http://caller.example/a2a', OBSERVED_AGENT_VERSION: '1.0.0',
+      OBSERVED_AGENT_ID: 'probe-caller',
+      OBSERVED_AGENT_NAME: 'probe caller',
+      OBSERVED_AGENT_URL: 'http://caller.example/a2a',
+      OBSERVED_AGENT_VERSION: '1.0.0',
       ASSERTION_SIGNING_KEY_FILE: await writeSigningKey(dir, key),
     });
     port = Number(new URL(proxy.url).port);
@@ -138,19 +149,42 @@ describe('ROLE=client: outbound calls', () => {
     ['backslash target', () => req(port, 'POST', `/\\${E()}/a2a/jsonrpc`, V1, sendBody(), E())],
     ['authority-form POST', () => req(port, 'POST', E(), V1, sendBody(), E())],
     ['CONNECT tunnel then JSON-RPC', () => `CONNECT ${E()} HTTP/1.1\r\nhost: ${E()}\r\n\r\n${req(evilPort, 'POST', '/a2a/jsonrpc', V1, sendBody())}`],
-    ['CONNECT to upstream then JSON-RPC', () => `CONNECT 127.0.0.1:${remotePort} HTTP/1.1\r\nhost: 127.0.0.1:${remotePort}\r\n\r\n${req(remotePort, 'POST', '/a2a/jsonrpc', V1, sendBody())}`],
+    [
+      'CONNECT to upstream then JSON-RPC',
+      () => `CONNECT 127.0.0.1:${remotePort} HTTP/1.1\r\nhost: 127.0.0.1:${remotePort}\r\n\r\n${req(remotePort, 'POST', '/a2a/jsonrpc', V1, sendBody())}`,
+    ],
     ['OPTIONS *', () => req(port, 'OPTIONS', '*', V1, sendBody())],
     ['Host names another agent', () => req(port, 'POST', '/a2a/jsonrpc', V1, sendBody(), E())],
-    ['duplicate Host', () => req(port, 'POST', '/a2a/jsonrpc', { ...V1, host: E() }, sendBody()).replace('connection: close', `host: ${E()}\r\nconnection: close`)],
+    [
+      'duplicate Host',
+      () => req(port, 'POST', '/a2a/jsonrpc', { ...V1, host: E() }, sendBody()).replace('connection: close', `host: ${E()}\r\nconnection: close`),
+    ],
     ['no Host (HTTP/1.1)', () => req(port, 'POST', '/a2a/jsonrpc', V1, sendBody(), null)],
-    ['X-Forwarded-Host / Forwarded name another agent', () => req(port, 'POST', '/a2a/jsonrpc', { ...V1, 'x-forwarded-host': E(), forwarded: `host=${E()};proto=http`, 'x-forwarded-port': String(evilPort) }, sendBody())],
-    ['Proxy-Connection / Proxy-Authorization', () => req(port, 'POST', `http://${E()}/a2a/jsonrpc`, { ...V1, 'proxy-connection': 'keep-alive', 'proxy-authorization': 'Basic eDp5' }, sendBody(), E())],
+    [
+      'X-Forwarded-Host / Forwarded name another agent',
+      () =>
+        req(
+          port,
+          'POST',
+          '/a2a/jsonrpc',
+          { ...V1, 'x-forwarded-host': E(), forwarded: `host=${E()};proto=http`, 'x-forwarded-port': String(evilPort) },
+          sendBody(),
+        ),
+    ],
+    [
+      'Proxy-Connection / Proxy-Authorization',
+      () => req(port, 'POST', `http://${E()}/a2a/jsonrpc`, { ...V1, 'proxy-connection': 'keep-alive', 'proxy-authorization': 'Basic eDp5' }, sendBody(), E()),
+    ],
     ['userinfo-looking path segment', () => req(port, 'POST', `/a2a/jsonrpc@${E()}`, V1, sendBody())],
     ['v0.3 JSON-RPC origin-form', () => req(port, 'POST', '/a2a/jsonrpc', J, sendV03)],
     ['streaming JSON-RPC origin-form', () => req(port, 'POST', '/a2a/jsonrpc', V1, sendBody().replace('SendMessage', 'SendStreamingMessage'))],
     ['REST send origin-form', () => req(port, 'POST', '/a2a/rest/message:send', V1, restSend)],
     ['REST v0.3 list origin-form', () => req(port, 'GET', '/a2a/rest/v1/tasks/abc', {})],
-    ['absolute-form pipelined after a card GET', () => req(port, 'GET', '/.well-known/agent-card.json', { connection: 'keep-alive' }) + req(port, 'POST', `http://${E()}/a2a/jsonrpc`, V1, sendBody(), E())],
+    [
+      'absolute-form pipelined after a card GET',
+      () =>
+        req(port, 'GET', '/.well-known/agent-card.json', { connection: 'keep-alive' }) + req(port, 'POST', `http://${E()}/a2a/jsonrpc`, V1, sendBody(), E()),
+    ],
   ];
 
   test.each(probes)('deny-all: %s reaches no handler, nothing lands on another agent', async (_name, make) => {
@@ -269,8 +303,15 @@ describe('ROLE=client: a card-named gRPC endpoint on another port of the upstrea
     guardian.script(ALLOW_ALL);
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'probe-'));
     proxy = await startTestProxy({
-      ROLE: 'client', UPSTREAM_URL: remote.origin, GUARDIAN_URL: guardian.url, GRPC_PORT: '0', FAIL_MODE: 'closed',
-      OBSERVED_AGENT_ID: 'probe-caller', OBSERVED_AGENT_NAME: 'probe caller', OBSERVED_AGENT_URL: 'http://caller.example/a2a', OBSERVED_AGENT_VERSION: '1.0.0',
+      ROLE: 'client',
+      UPSTREAM_URL: remote.origin,
+      GUARDIAN_URL: guardian.url,
+      GRPC_PORT: '0',
+      FAIL_MODE: 'closed',
+      OBSERVED_AGENT_ID: 'probe-caller',
+      OBSERVED_AGENT_NAME: 'probe caller',
+      OBSERVED_AGENT_URL: 'http://caller.example/a2a',
+      OBSERVED_AGENT_VERSION: '1.0.0',
       ASSERTION_SIGNING_KEY_FILE: await writeSigningKey(dir, await makeKey('probe-client2')),
     });
     await rawRoundTrip(Number(new URL(proxy.url).port), req(Number(new URL(proxy.url).port), 'GET', '/.well-known/agent-card.json', {}), 8_000);
@@ -284,7 +325,7 @@ describe('ROLE=client: a card-named gRPC endpoint on another port of the upstrea
     if (dir !== '') fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  test('an approved gRPC call lands at UPSTREAM_URL\'s agent, not at another port the card names', async () => {
+  test("an approved gRPC call lands at UPSTREAM_URL's agent, not at another port the card names", async () => {
     recRemote.clear();
     recOther.clear();
     guardian.clear();
@@ -293,7 +334,11 @@ describe('ROLE=client: a card-named gRPC endpoint on another port of the upstrea
     // The guardian judged a call to the remote agent (UPSTREAM_URL's card) ...
     expect(guardian.calls()).toHaveLength(1);
     // ... so nothing may land anywhere else, least of all with the proxy's signed identity on it.
-    const leaked = recOther.calls.map((c) => ({ method: c.method, assertion: c.headers['x-aos-agent-assertion'] !== undefined, name: c.headers['x-aos-agent-name'] }));
+    const leaked = recOther.calls.map((c) => ({
+      method: c.method,
+      assertion: c.headers['x-aos-agent-assertion'] !== undefined,
+      name: c.headers['x-aos-agent-name'],
+    }));
     expect(leaked).toEqual([]);
     expect(a?.grpcStatus === 0 ? methods(recRemote) : []).toEqual(a?.grpcStatus === 0 ? ['sendMessage'] : []);
   });
@@ -361,7 +406,11 @@ describe('PASSTHROUGH_PATHS and NON_A2A=forward', () => {
       // Envoy grpc_web filter or a connect-go/connect-es server in front of the same service would.
       const rpc = /^(?:\/a2a)?(\/lf\.a2a\.v1\.A2AService\/SendMessage)$/.exec(p);
       const ct = String(q.headers['content-type'] ?? '');
-      if (rpc !== null && q.method === 'POST' && (/^application\/grpc-web/.test(ct) || (ct === 'application/json' && q.headers['connect-protocol-version'] === '1'))) {
+      if (
+        rpc !== null &&
+        q.method === 'POST' &&
+        (/^application\/grpc-web/.test(ct) || (ct === 'application/json' && q.headers['connect-protocol-version'] === '1'))
+      ) {
         grpcWeb.push(`${q.method} ${q.url}`);
         void translateToGrpc(q, s, rpc[1] as string, ct === 'application/json');
         return;
@@ -427,14 +476,50 @@ describe('PASSTHROUGH_PATHS and NON_A2A=forward', () => {
     ['jsonrpc identity coding', (p) => req(p, 'POST', '/a2a/jsonrpc', { ...V1, 'content-encoding': 'identity' }, sendBody())],
     ['jsonrpc UTF-16LE body', (p) => rawBinary(p, 'POST', '/a2a/jsonrpc', V1, Buffer.from(`\uFEFF${sendBody()}`, 'utf16le'))],
     ['jsonrpc GET with method override', (p) => req(p, 'GET', '/a2a/jsonrpc', { ...V1, 'x-http-method-override': 'POST' }, sendBody())],
-    ['jsonrpc override header on the route', (p) => req(p, 'POST', '/a2a/hook', { ...V1, 'x-http-method-override': 'POST', 'x-original-url': '/a2a/jsonrpc', 'x-rewrite-url': '/a2a/jsonrpc' }, sendBody())],
+    [
+      'jsonrpc override header on the route',
+      (p) =>
+        req(p, 'POST', '/a2a/hook', { ...V1, 'x-http-method-override': 'POST', 'x-original-url': '/a2a/jsonrpc', 'x-rewrite-url': '/a2a/jsonrpc' }, sendBody()),
+    ],
     ['jsonrpc _method query', (p) => req(p, 'GET', '/a2a/jsonrpc?_method=POST', V1, sendBody())],
-    ['jsonrpc trailing data after body', (p) => req(p, 'POST', '/a2a/jsonrpc', V1, sendBody()).replace(/content-length: (\d+)/, (_m, n: string) => `content-length: ${Number(n)}`) + '\r\n\r\nGARBAGE'],
+    [
+      'jsonrpc trailing data after body',
+      (p) =>
+        req(p, 'POST', '/a2a/jsonrpc', V1, sendBody()).replace(/content-length: (\d+)/, (_m, n: string) => `content-length: ${Number(n)}`) + '\r\n\r\nGARBAGE',
+    ],
     ['jsonrpc method case variant', (p) => req(p, 'POST', '/a2a/jsonrpc', V1, sendBody().replace('SendMessage', 'sendMessage'))],
     ['jsonrpc method v0.3 name under 1.0', (p) => req(p, 'POST', '/a2a/jsonrpc', V1, sendV03)],
-    ...['sendMessage', 'SendMessage ', ' SendMessage', 'SENDMESSAGE', 'message/send ', 'Message/Send', 'message.send', 'SendMessage\u0000', 'ListTaskPushNotificationConfig', 'TaskSubscription', 'GetAgentCard', 'GetAuthenticatedExtendedCard', 'agent/getCard', 'tasks/list']
-      .map((m): [string, Probe] => [`jsonrpc method spelled ${JSON.stringify(m)}`, (p) => req(p, 'POST', '/a2a/jsonrpc', V1, JSON.stringify({ jsonrpc: '2.0', id: 1, method: m, params: { message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } } }))]),
-    ['jsonrpc chunked', (p) => `POST /a2a/jsonrpc HTTP/1.1\r\nhost: 127.0.0.1:${p}\r\ncontent-type: application/json\r\na2a-version: 1.0\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n${Buffer.byteLength(sendBody()).toString(16)}\r\n${sendBody()}\r\n0\r\n\r\n`],
+    ...[
+      'sendMessage',
+      'SendMessage ',
+      ' SendMessage',
+      'SENDMESSAGE',
+      'message/send ',
+      'Message/Send',
+      'message.send',
+      'SendMessage\u0000',
+      'ListTaskPushNotificationConfig',
+      'TaskSubscription',
+      'GetAgentCard',
+      'GetAuthenticatedExtendedCard',
+      'agent/getCard',
+      'tasks/list',
+    ].map((m): [string, Probe] => [
+      `jsonrpc method spelled ${JSON.stringify(m)}`,
+      (p) =>
+        req(
+          p,
+          'POST',
+          '/a2a/jsonrpc',
+          V1,
+          JSON.stringify({ jsonrpc: '2.0', id: 1, method: m, params: { message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } } }),
+        ),
+    ]),
+    [
+      'jsonrpc chunked',
+      (p) =>
+        `POST /a2a/jsonrpc HTTP/1.1\r\nhost: 127.0.0.1:${p}\r\ncontent-type: application/json\r\na2a-version: 1.0\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n${Buffer.byteLength(sendBody()).toString(16)}\r\n${sendBody()}\r\n0\r\n\r\n`,
+    ],
     // REST
     ['rest send', (p) => req(p, 'POST', '/a2a/rest/message:send', V1, restSend)],
     ['rest send v0.3', (p) => req(p, 'POST', '/a2a/rest/v1/message:send', J, restSendV03)],
@@ -461,20 +546,47 @@ describe('PASSTHROUGH_PATHS and NON_A2A=forward', () => {
     // neither shape as A2A (not JSON-RPC, not a REST route: src/a2a/classify.ts passthrough() and the
     // NON_A2A=forward branch exclude card endpoints and looksLikeRest paths only), so under a listed prefix
     // that covers the path (or PASSTHROUGH_PATHS=/, or NON_A2A=forward) an A2A SendMessage is relayed unjudged.
-    ['grpc-web frame on HTTP/1.1', (p) => rawBinary(p, 'POST', SEND_PATH, { 'content-type': 'application/grpc-web+proto', 'a2a-version': '1.0' }, grpcFrame(grpcSendMessage('web')))],
-    ['grpc frame on HTTP/1.1', (p) => rawBinary(p, 'POST', SEND_PATH, { 'content-type': 'application/grpc', te: 'trailers', 'a2a-version': '1.0' }, grpcFrame(grpcSendMessage('h1')))],
+    [
+      'grpc-web frame on HTTP/1.1',
+      (p) => rawBinary(p, 'POST', SEND_PATH, { 'content-type': 'application/grpc-web+proto', 'a2a-version': '1.0' }, grpcFrame(grpcSendMessage('web'))),
+    ],
+    [
+      'grpc frame on HTTP/1.1',
+      (p) => rawBinary(p, 'POST', SEND_PATH, { 'content-type': 'application/grpc', te: 'trailers', 'a2a-version': '1.0' }, grpcFrame(grpcSendMessage('h1'))),
+    ],
     ['connect JSON unary', (p) => req(p, 'POST', SEND_PATH, { ...V1, 'connect-protocol-version': '1' }, restSend)],
     ['connect JSON under the prefix', (p) => req(p, 'POST', `/a2a${SEND_PATH}`, { ...V1, 'connect-protocol-version': '1' }, restSend)],
     // smuggling behind a passthrough request
-    ['CL smuggle behind route GET', (p) => {
-      const inner = req(p, 'POST', '/a2a/jsonrpc', V1, sendBody());
-      return `GET /a2a/health HTTP/1.1\r\nhost: 127.0.0.1:${p}\r\ncontent-length: ${Buffer.byteLength(inner)}\r\n\r\n${inner}`;
-    }],
-    ['TE+CL behind route POST', (p) => `POST /a2a/hook HTTP/1.1\r\nhost: 127.0.0.1:${p}\r\ntransfer-encoding: chunked\r\ncontent-length: 4\r\n\r\n0\r\n\r\n${req(p, 'POST', '/a2a/jsonrpc', V1, sendBody())}`],
+    [
+      'CL smuggle behind route GET',
+      (p) => {
+        const inner = req(p, 'POST', '/a2a/jsonrpc', V1, sendBody());
+        return `GET /a2a/health HTTP/1.1\r\nhost: 127.0.0.1:${p}\r\ncontent-length: ${Buffer.byteLength(inner)}\r\n\r\n${inner}`;
+      },
+    ],
+    [
+      'TE+CL behind route POST',
+      (p) =>
+        `POST /a2a/hook HTTP/1.1\r\nhost: 127.0.0.1:${p}\r\ntransfer-encoding: chunked\r\ncontent-length: 4\r\n\r\n0\r\n\r\n${req(p, 'POST', '/a2a/jsonrpc', V1, sendBody())}`,
+    ],
     ['pipelined route then jsonrpc', (p) => req(p, 'GET', '/a2a/health', { connection: 'keep-alive' }) + req(p, 'POST', '/a2a/jsonrpc', V1, sendBody())],
     ['pipelined route then rest', (p) => req(p, 'GET', '/a2a/health', { connection: 'keep-alive' }) + req(p, 'GET', '/a2a/rest/tasks', V1)],
-    ['upgrade on route then jsonrpc', (p) => req(p, 'GET', '/a2a/health', { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' }) + req(p, 'POST', '/a2a/jsonrpc', V1, sendBody())],
-    ['h2c upgrade on route', (p) => req(p, 'GET', '/a2a/health', { connection: 'Upgrade, HTTP2-Settings', upgrade: 'h2c', 'http2-settings': 'AAMAAABkAAQAAP__' }) + req(p, 'POST', '/a2a/jsonrpc', V1, sendBody())],
+    [
+      'upgrade on route then jsonrpc',
+      (p) =>
+        req(p, 'GET', '/a2a/health', {
+          connection: 'Upgrade',
+          upgrade: 'websocket',
+          'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+          'sec-websocket-version': '13',
+        }) + req(p, 'POST', '/a2a/jsonrpc', V1, sendBody()),
+    ],
+    [
+      'h2c upgrade on route',
+      (p) =>
+        req(p, 'GET', '/a2a/health', { connection: 'Upgrade, HTTP2-Settings', upgrade: 'h2c', 'http2-settings': 'AAMAAABkAAQAAP__' }) +
+        req(p, 'POST', '/a2a/jsonrpc', V1, sendBody()),
+    ],
     ['Connection names A2A-Version on route', (p) => req(p, 'POST', '/a2a/hook', { ...V1, connection: 'a2a-version' }, sendBody())],
     ['expect 100-continue on route', (p) => req(p, 'POST', '/a2a/hook', { ...V1, expect: '100-continue' }, sendBody())],
     ['http/1.0 to route then jsonrpc', (p) => `GET /a2a/health HTTP/1.0\r\nconnection: keep-alive\r\n\r\n${req(p, 'POST', '/a2a/jsonrpc', V1, sendBody())}`],
@@ -495,7 +607,11 @@ describe('PASSTHROUGH_PATHS and NON_A2A=forward', () => {
   test('control: the agent itself acts on gRPC-Web and Connect calls of its gRPC service (the oracle fires)', async () => {
     rec.clear();
     const ap = Number(new URL(agent.origin).port);
-    await rawRoundTrip(ap, rawBinary(ap, 'POST', SEND_PATH, { 'content-type': 'application/grpc-web+proto', 'a2a-version': '1.0' }, grpcFrame(grpcSendMessage('web'))), 8_000);
+    await rawRoundTrip(
+      ap,
+      rawBinary(ap, 'POST', SEND_PATH, { 'content-type': 'application/grpc-web+proto', 'a2a-version': '1.0' }, grpcFrame(grpcSendMessage('web'))),
+      8_000,
+    );
     await rawRoundTrip(ap, req(ap, 'POST', SEND_PATH, { ...V1, 'connect-protocol-version': '1' }, restSend), 8_000);
     await settle();
     expect(methods(rec)).toEqual(['sendMessage', 'sendMessage']);
@@ -543,7 +659,14 @@ describe('gRPC message compression', () => {
     agent = await startAgent({ wrapRequestHandler: rec.wrap, grpc: true });
     guardian = await startGuardian();
     guardian.script(DENY_ALL);
-    proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', GRPC_PORT: '0', FAIL_MODE: 'closed', MAX_BODY_BYTES: String(MAX) });
+    proxy = await startTestProxy({
+      UPSTREAM_URL: agent.origin,
+      GUARDIAN_URL: guardian.url,
+      ROLE: 'server',
+      GRPC_PORT: '0',
+      FAIL_MODE: 'closed',
+      MAX_BODY_BYTES: String(MAX),
+    });
     await settle(300);
     rec.clear();
   });
@@ -565,7 +688,11 @@ describe('gRPC message compression', () => {
     c[c.length - 8] = (c[c.length - 8] as number) ^ 0xff;
     return c;
   };
-  interface Variant { body: Buffer; headers?: http2.OutgoingHttpHeaders; split?: number }
+  interface Variant {
+    body: Buffer;
+    headers?: http2.OutgoingHttpHeaders;
+    split?: number;
+  }
   /** name, and the request for a marker: every variant is sent under deny-all and under allow. */
   const variants: Array<[string, (m: string) => Variant]> = [
     ['identity, flag 0 (control)', (m) => ({ body: frame(0, msg(m)) })],
@@ -587,50 +714,99 @@ describe('gRPC message compression', () => {
     ['gzip data under deflate', (m) => ({ body: frame(1, zlib.gzipSync(msg(m))), headers: { 'grpc-encoding': 'deflate' } })],
     ['content-encoding gzip (not grpc-encoding)', (m) => ({ body: frame(1, zlib.gzipSync(msg(m))), headers: { 'content-encoding': 'gzip' } })],
     ['grpc-internal-encoding-request gzip', (m) => ({ body: frame(1, zlib.gzipSync(msg(m))), headers: { 'grpc-internal-encoding-request': 'gzip' } })],
-    ['concatenated gzip members (message split)', (m) => {
-      const b = msg(m);
-      const cut = Math.floor(b.length / 2);
-      return { body: frame(1, Buffer.concat([zlib.gzipSync(b.subarray(0, cut)), zlib.gzipSync(b.subarray(cut))])), headers: { 'grpc-encoding': 'gzip' } };
-    }],
-    ['concatenated gzip members (two whole messages)', (m) => ({
-      body: frame(1, Buffer.concat([zlib.gzipSync(msg(`${m}-a`)), zlib.gzipSync(grpcSendMessage(`${m}-b-text`, 'g-2'))])), headers: { 'grpc-encoding': 'gzip' },
-    })],
-    ['gzip with trailing garbage', (m) => ({ body: frame(1, Buffer.concat([zlib.gzipSync(msg(m)), Buffer.from('\x12\x05EVIL!garbage')])), headers: { 'grpc-encoding': 'gzip' } })],
-    ['gzip with trailing protobuf', (m) => ({ body: frame(1, Buffer.concat([zlib.gzipSync(msg(m)), grpcSendMessage(`${m}-hidden`)])), headers: { 'grpc-encoding': 'gzip' } })],
-    ['gzip then a second, plain message', (m) => ({ body: Buffer.concat([frame(1, zlib.gzipSync(msg(m))), frame(0, grpcSendMessage(`${m}-second`))]), headers: { 'grpc-encoding': 'gzip' } })],
-    ['plain then a second, gzip message', (m) => ({ body: Buffer.concat([frame(0, msg(m)), frame(1, zlib.gzipSync(grpcSendMessage(`${m}-second`)))]), headers: { 'grpc-encoding': 'gzip' } })],
+    [
+      'concatenated gzip members (message split)',
+      (m) => {
+        const b = msg(m);
+        const cut = Math.floor(b.length / 2);
+        return { body: frame(1, Buffer.concat([zlib.gzipSync(b.subarray(0, cut)), zlib.gzipSync(b.subarray(cut))])), headers: { 'grpc-encoding': 'gzip' } };
+      },
+    ],
+    [
+      'concatenated gzip members (two whole messages)',
+      (m) => ({
+        body: frame(1, Buffer.concat([zlib.gzipSync(msg(`${m}-a`)), zlib.gzipSync(grpcSendMessage(`${m}-b-text`, 'g-2'))])),
+        headers: { 'grpc-encoding': 'gzip' },
+      }),
+    ],
+    [
+      'gzip with trailing garbage',
+      (m) => ({ body: frame(1, Buffer.concat([zlib.gzipSync(msg(m)), Buffer.from('\x12\x05EVIL!garbage')])), headers: { 'grpc-encoding': 'gzip' } }),
+    ],
+    [
+      'gzip with trailing protobuf',
+      (m) => ({ body: frame(1, Buffer.concat([zlib.gzipSync(msg(m)), grpcSendMessage(`${m}-hidden`)])), headers: { 'grpc-encoding': 'gzip' } }),
+    ],
+    [
+      'gzip then a second, plain message',
+      (m) => ({ body: Buffer.concat([frame(1, zlib.gzipSync(msg(m))), frame(0, grpcSendMessage(`${m}-second`))]), headers: { 'grpc-encoding': 'gzip' } }),
+    ],
+    [
+      'plain then a second, gzip message',
+      (m) => ({ body: Buffer.concat([frame(0, msg(m)), frame(1, zlib.gzipSync(grpcSendMessage(`${m}-second`)))]), headers: { 'grpc-encoding': 'gzip' } }),
+    ],
     ['gzip bad CRC', (m) => ({ body: frame(1, badCrc(zlib.gzipSync(msg(m)))), headers: { 'grpc-encoding': 'gzip' } })],
     ['gzip truncated trailer', (m) => ({ body: frame(1, zlib.gzipSync(msg(m)).subarray(0, -4)), headers: { 'grpc-encoding': 'gzip' } })],
     ['gzip empty payload', () => ({ body: frame(1, Buffer.alloc(0)), headers: { 'grpc-encoding': 'gzip' } })],
     ['gzip of empty message', () => ({ body: frame(1, zlib.gzipSync(Buffer.alloc(0))), headers: { 'grpc-encoding': 'gzip' } })],
-    ['gzip bomb (64 MiB of zeros)', () => ({ body: frame(1, zlib.gzipSync(Buffer.alloc(64 * 1024 * 1024), { level: 9 })), headers: { 'grpc-encoding': 'gzip' } })],
-    ['gzip bomb just over the limit', (m) => ({ body: frame(1, zlib.gzipSync(Buffer.concat([msg(m), Buffer.from([0x22, 0x80, 0x80, 0x10]), Buffer.alloc(MAX)]))), headers: { 'grpc-encoding': 'gzip' } })],
-    ['trailing bytes after the frame', (m) => ({ body: Buffer.concat([frame(1, zlib.gzipSync(msg(m))), Buffer.from([0, 0])]), headers: { 'grpc-encoding': 'gzip' } })],
-    ['length prefix longer than data', (m) => {
-      const d = zlib.gzipSync(msg(m));
-      return { body: frame(1, d, d.length + 10), headers: { 'grpc-encoding': 'gzip' } };
-    }],
-    ['length prefix shorter than data', (m) => {
-      const d = zlib.gzipSync(msg(m));
-      return { body: frame(1, d, d.length - 12), headers: { 'grpc-encoding': 'gzip' } };
-    }],
-    ['length prefix shorter, rest is a frame', (m) => {
-      const inner = frame(0, grpcSendMessage(`${m}-inner`));
-      const d = zlib.gzipSync(msg(m));
-      return { body: Buffer.concat([frame(1, d), inner]).subarray(0), headers: { 'grpc-encoding': 'gzip' } };
-    }],
+    [
+      'gzip bomb (64 MiB of zeros)',
+      () => ({ body: frame(1, zlib.gzipSync(Buffer.alloc(64 * 1024 * 1024), { level: 9 })), headers: { 'grpc-encoding': 'gzip' } }),
+    ],
+    [
+      'gzip bomb just over the limit',
+      (m) => ({
+        body: frame(1, zlib.gzipSync(Buffer.concat([msg(m), Buffer.from([0x22, 0x80, 0x80, 0x10]), Buffer.alloc(MAX)]))),
+        headers: { 'grpc-encoding': 'gzip' },
+      }),
+    ],
+    [
+      'trailing bytes after the frame',
+      (m) => ({ body: Buffer.concat([frame(1, zlib.gzipSync(msg(m))), Buffer.from([0, 0])]), headers: { 'grpc-encoding': 'gzip' } }),
+    ],
+    [
+      'length prefix longer than data',
+      (m) => {
+        const d = zlib.gzipSync(msg(m));
+        return { body: frame(1, d, d.length + 10), headers: { 'grpc-encoding': 'gzip' } };
+      },
+    ],
+    [
+      'length prefix shorter than data',
+      (m) => {
+        const d = zlib.gzipSync(msg(m));
+        return { body: frame(1, d, d.length - 12), headers: { 'grpc-encoding': 'gzip' } };
+      },
+    ],
+    [
+      'length prefix shorter, rest is a frame',
+      (m) => {
+        const inner = frame(0, grpcSendMessage(`${m}-inner`));
+        const d = zlib.gzipSync(msg(m));
+        return { body: Buffer.concat([frame(1, d), inner]).subarray(0), headers: { 'grpc-encoding': 'gzip' } };
+      },
+    ],
     ['flag 2', (m) => ({ body: frame(2, zlib.gzipSync(msg(m))), headers: { 'grpc-encoding': 'gzip' } })],
     ['flag 0x81', (m) => ({ body: frame(0x81, zlib.gzipSync(msg(m))), headers: { 'grpc-encoding': 'gzip' } })],
     ['gzip split in 1-byte DATA frames', (m) => ({ body: frame(1, zlib.gzipSync(msg(m))), headers: { 'grpc-encoding': 'gzip' }, split: 64 })],
     ['gzip stored (level 0)', (m) => ({ body: frame(1, zlib.gzipSync(msg(m), { level: 0 })), headers: { 'grpc-encoding': 'gzip' } })],
-    ['gzip with FEXTRA/FNAME header', (m) => {
-      const g = zlib.gzipSync(msg(m));
-      // FLG = FNAME: a zero-terminated file name after the 10-byte header.
-      const h = Buffer.from(g.subarray(0, 10));
-      h[3] = 0x08;
-      return { body: frame(1, Buffer.concat([h, Buffer.from('name.bin\0'), g.subarray(10)])), headers: { 'grpc-encoding': 'gzip' } };
-    }],
-    ['grpc+json content type with gzip', (m) => ({ body: frame(1, zlib.gzipSync(Buffer.from(JSON.stringify({ message: { messageId: 'x', role: 'ROLE_USER', parts: [{ text: `${m}-text` }] } })))), headers: { 'grpc-encoding': 'gzip', 'content-type': 'application/grpc+json' } })],
+    [
+      'gzip with FEXTRA/FNAME header',
+      (m) => {
+        const g = zlib.gzipSync(msg(m));
+        // FLG = FNAME: a zero-terminated file name after the 10-byte header.
+        const h = Buffer.from(g.subarray(0, 10));
+        h[3] = 0x08;
+        return { body: frame(1, Buffer.concat([h, Buffer.from('name.bin\0'), g.subarray(10)])), headers: { 'grpc-encoding': 'gzip' } };
+      },
+    ],
+    [
+      'grpc+json content type with gzip',
+      (m) => ({
+        body: frame(1, zlib.gzipSync(Buffer.from(JSON.stringify({ message: { messageId: 'x', role: 'ROLE_USER', parts: [{ text: `${m}-text` }] } })))),
+        headers: { 'grpc-encoding': 'gzip', 'content-type': 'application/grpc+json' },
+      }),
+    ],
   ];
 
   async function send(v: Variant): Promise<RawGrpcAnswer | undefined> {

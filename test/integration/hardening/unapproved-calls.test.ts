@@ -40,8 +40,18 @@ beforeAll(async () => {
 beforeEach(() => rec.clear());
 
 const portOf = (url: string): number => Number(new URL(url).port);
-const v1Send = (text: string, id: unknown = 1) => ({ jsonrpc: '2.0', id, method: 'SendMessage', params: { message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }] } } });
-const v03Send = (text: string, id: unknown = 1) => ({ jsonrpc: '2.0', id, method: 'message/send', params: { message: { kind: 'message', messageId: `m-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text }] } } });
+const v1Send = (text: string, id: unknown = 1) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'SendMessage',
+  params: { message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }] } },
+});
+const v03Send = (text: string, id: unknown = 1) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'message/send',
+  params: { message: { kind: 'message', messageId: `m-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text }] } },
+});
 const restSend = (text: string) => ({ message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }] } });
 
 interface Probe {
@@ -70,41 +80,153 @@ const httpProbes = (text: string): Probe[] => [
   { name: 'canonical v1.0 SendMessage', target: '/a2a/jsonrpc', headers: [CT('application/json'), V1], body: Buffer.from(json(v1Send(text))) },
   { name: 'canonical v0.3 message/send', target: '/a2a/jsonrpc', headers: [CT('application/json')], body: Buffer.from(json(v03Send(text))) },
   { name: 'application/a2a+json', target: '/a2a/jsonrpc', headers: [CT('application/a2a+json'), V1], body: Buffer.from(json(v1Send(text))) },
-  { name: 'application/json with parameters', target: '/a2a/jsonrpc', headers: [CT('Application/JSON ; charset="UTF-8" ; x=y'), V1], body: Buffer.from(json(v1Send(text))) },
-  { name: 'application/json; charset=utf-16le body', target: '/a2a/jsonrpc', headers: [CT('application/json; charset=utf-16le'), V1], body: utf16le(json(v1Send(text))) },
-  { name: 'application/json; charset=utf-16 body with a BOM', target: '/a2a/jsonrpc', headers: [CT('application/json; charset=utf-16'), V1], body: Buffer.concat([Buffer.from([0xff, 0xfe]), utf16le(json(v1Send(text)))]) },
-  { name: 'a UTF-8 BOM', target: '/a2a/jsonrpc', headers: [CT('application/json'), V1], body: Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(json(v1Send(text)))]) },
+  {
+    name: 'application/json with parameters',
+    target: '/a2a/jsonrpc',
+    headers: [CT('Application/JSON ; charset="UTF-8" ; x=y'), V1],
+    body: Buffer.from(json(v1Send(text))),
+  },
+  {
+    name: 'application/json; charset=utf-16le body',
+    target: '/a2a/jsonrpc',
+    headers: [CT('application/json; charset=utf-16le'), V1],
+    body: utf16le(json(v1Send(text))),
+  },
+  {
+    name: 'application/json; charset=utf-16 body with a BOM',
+    target: '/a2a/jsonrpc',
+    headers: [CT('application/json; charset=utf-16'), V1],
+    body: Buffer.concat([Buffer.from([0xff, 0xfe]), utf16le(json(v1Send(text)))]),
+  },
+  {
+    name: 'a UTF-8 BOM',
+    target: '/a2a/jsonrpc',
+    headers: [CT('application/json'), V1],
+    body: Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(json(v1Send(text)))]),
+  },
   { name: 'a gzip body', target: '/a2a/jsonrpc', headers: [CT('application/json'), ['Content-Encoding', 'gzip'], V1], body: zlib.gzipSync(json(v1Send(text))) },
-  { name: 'a GZIP body (upper case coding)', target: '/a2a/jsonrpc', headers: [CT('application/json'), ['Content-Encoding', 'GZIP'], V1], body: zlib.gzipSync(json(v1Send(text))) },
-  { name: 'a deflate body', target: '/a2a/jsonrpc', headers: [CT('application/json'), ['Content-Encoding', 'deflate'], V1], body: zlib.deflateSync(json(v1Send(text))) },
-  { name: 'a br body', target: '/a2a/jsonrpc', headers: [CT('application/json'), ['Content-Encoding', 'br'], V1], body: zlib.brotliCompressSync(json(v1Send(text))) },
-  { name: 'a gzip body inside gzip, one coding named', target: '/a2a/jsonrpc', headers: [CT('application/json'), ['Content-Encoding', 'gzip'], V1], body: zlib.gzipSync(zlib.gzipSync(json(v1Send(text)))) },
-  { name: 'identity coding', target: '/a2a/jsonrpc', headers: [CT('application/json'), ['Content-Encoding', 'identity'], V1], body: Buffer.from(json(v1Send(text))) },
-  { name: 'a chunked body', target: '/a2a/jsonrpc', headers: [CT('application/json'), ['Transfer-Encoding', 'chunked'], V1], body: chunked(json(v1Send(text))) },
-  { name: 'prototype-named members', target: '/a2a/jsonrpc', headers: [CT('application/json'), V1], body: Buffer.from(json({ ...v1Send(text), constructor: { prototype: { params: {} } }, toString: 1, hasOwnProperty: 2, valueOf: 3 })) },
-  { name: 'an escaped __proto__ member', target: '/a2a/jsonrpc', headers: [CT('application/json'), V1], body: Buffer.from(json(v1Send(text)).replace(/}$/, ',"__pro\\u0074o__":{"params":{}}}')) },
-  { name: 'members escaped and given twice', target: '/a2a/jsonrpc', headers: [CT('application/json'), V1], body: Buffer.from(`{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"nope"},"m\\u0065thod":"SendMessage","p\\u0061rams":${json(v1Send(text).params)}}`) },
-  { name: 'a params look-alike member nested', target: '/a2a/jsonrpc', headers: [CT('application/json'), V1], body: Buffer.from(json({ ...v1Send(text), request: { params: v1Send(text).params }, jsonrpcParams: {} })) },
+  {
+    name: 'a GZIP body (upper case coding)',
+    target: '/a2a/jsonrpc',
+    headers: [CT('application/json'), ['Content-Encoding', 'GZIP'], V1],
+    body: zlib.gzipSync(json(v1Send(text))),
+  },
+  {
+    name: 'a deflate body',
+    target: '/a2a/jsonrpc',
+    headers: [CT('application/json'), ['Content-Encoding', 'deflate'], V1],
+    body: zlib.deflateSync(json(v1Send(text))),
+  },
+  {
+    name: 'a br body',
+    target: '/a2a/jsonrpc',
+    headers: [CT('application/json'), ['Content-Encoding', 'br'], V1],
+    body: zlib.brotliCompressSync(json(v1Send(text))),
+  },
+  {
+    name: 'a gzip body inside gzip, one coding named',
+    target: '/a2a/jsonrpc',
+    headers: [CT('application/json'), ['Content-Encoding', 'gzip'], V1],
+    body: zlib.gzipSync(zlib.gzipSync(json(v1Send(text)))),
+  },
+  {
+    name: 'identity coding',
+    target: '/a2a/jsonrpc',
+    headers: [CT('application/json'), ['Content-Encoding', 'identity'], V1],
+    body: Buffer.from(json(v1Send(text))),
+  },
+  {
+    name: 'a chunked body',
+    target: '/a2a/jsonrpc',
+    headers: [CT('application/json'), ['Transfer-Encoding', 'chunked'], V1],
+    body: chunked(json(v1Send(text))),
+  },
+  {
+    name: 'prototype-named members',
+    target: '/a2a/jsonrpc',
+    headers: [CT('application/json'), V1],
+    body: Buffer.from(json({ ...v1Send(text), constructor: { prototype: { params: {} } }, toString: 1, hasOwnProperty: 2, valueOf: 3 })),
+  },
+  {
+    name: 'an escaped __proto__ member',
+    target: '/a2a/jsonrpc',
+    headers: [CT('application/json'), V1],
+    body: Buffer.from(json(v1Send(text)).replace(/}$/, ',"__pro\\u0074o__":{"params":{}}}')),
+  },
+  {
+    name: 'members escaped and given twice',
+    target: '/a2a/jsonrpc',
+    headers: [CT('application/json'), V1],
+    body: Buffer.from(
+      `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"nope"},"m\\u0065thod":"SendMessage","p\\u0061rams":${json(v1Send(text).params)}}`,
+    ),
+  },
+  {
+    name: 'a params look-alike member nested',
+    target: '/a2a/jsonrpc',
+    headers: [CT('application/json'), V1],
+    body: Buffer.from(json({ ...v1Send(text), request: { params: v1Send(text).params }, jsonrpcParams: {} })),
+  },
   { name: 'a batch of one', target: '/a2a/jsonrpc', headers: [CT('application/json'), V1], body: Buffer.from(json([v1Send(text)])) },
   { name: 'A2A-Version 1.0.0', target: '/a2a/jsonrpc', headers: [CT('application/json'), ['A2A-Version', '1.0.0']], body: Buffer.from(json(v1Send(text))) },
-  { name: 'A2A-Version given twice', target: '/a2a/jsonrpc', headers: [CT('application/json'), ['A2A-Version', '0.3'], V1], body: Buffer.from(json(v1Send(text))) },
+  {
+    name: 'A2A-Version given twice',
+    target: '/a2a/jsonrpc',
+    headers: [CT('application/json'), ['A2A-Version', '0.3'], V1],
+    body: Buffer.from(json(v1Send(text))),
+  },
   { name: 'A2A-Version as a query', target: '/a2a/jsonrpc?A2A-Version=1.0', headers: [CT('application/json')], body: Buffer.from(json(v1Send(text))) },
   { name: 'the JSON-RPC path in upper case', target: '/A2A/JSONRPC', headers: [CT('application/json'), V1], body: Buffer.from(json(v1Send(text))) },
   { name: 'the JSON-RPC path with a trailing slash', target: '/a2a/jsonrpc/', headers: [CT('application/json'), V1], body: Buffer.from(json(v1Send(text))) },
   { name: 'REST v1.0 message:send', target: '/a2a/rest/message:send', headers: [CT('application/json'), V1], body: Buffer.from(json(restSend(text))) },
-  { name: 'REST v1.0 message:send as a2a+json', target: '/a2a/rest/message:send', headers: [CT('application/a2a+json'), V1], body: Buffer.from(json(restSend(text))) },
-  { name: 'REST v1.0 message:send as a2a+json with parameters', target: '/a2a/rest/message:send', headers: [CT('application/a2a+json; charset=utf-8; version=1'), V1], body: Buffer.from(json(restSend(text))) },
-  { name: 'REST v1.0 message:send gzip', target: '/a2a/rest/message:send', headers: [CT('application/json'), ['Content-Encoding', 'gzip'], V1], body: zlib.gzipSync(json(restSend(text))) },
-  { name: 'REST v1.0 message:send utf-16le', target: '/a2a/rest/message:send', headers: [CT('application/json; charset=utf-16le'), V1], body: utf16le(json(restSend(text))) },
+  {
+    name: 'REST v1.0 message:send as a2a+json',
+    target: '/a2a/rest/message:send',
+    headers: [CT('application/a2a+json'), V1],
+    body: Buffer.from(json(restSend(text))),
+  },
+  {
+    name: 'REST v1.0 message:send as a2a+json with parameters',
+    target: '/a2a/rest/message:send',
+    headers: [CT('application/a2a+json; charset=utf-8; version=1'), V1],
+    body: Buffer.from(json(restSend(text))),
+  },
+  {
+    name: 'REST v1.0 message:send gzip',
+    target: '/a2a/rest/message:send',
+    headers: [CT('application/json'), ['Content-Encoding', 'gzip'], V1],
+    body: zlib.gzipSync(json(restSend(text))),
+  },
+  {
+    name: 'REST v1.0 message:send utf-16le',
+    target: '/a2a/rest/message:send',
+    headers: [CT('application/json; charset=utf-16le'), V1],
+    body: utf16le(json(restSend(text))),
+  },
   { name: 'REST in upper case', target: '/A2A/REST/MESSAGE:SEND', headers: [CT('application/json'), V1], body: Buffer.from(json(restSend(text))) },
   { name: 'REST with an encoded colon', target: '/a2a/rest/message%3Asend', headers: [CT('application/json'), V1], body: Buffer.from(json(restSend(text))) },
   { name: 'REST with a trailing slash', target: '/a2a/rest/message:send/', headers: [CT('application/json'), V1], body: Buffer.from(json(restSend(text))) },
   { name: 'REST with a dot segment', target: '/a2a/rest/./message:send', headers: [CT('application/json'), V1], body: Buffer.from(json(restSend(text))) },
   { name: 'REST with a double slash', target: '/a2a/rest//message:send', headers: [CT('application/json'), V1], body: Buffer.from(json(restSend(text))) },
-  { name: 'REST v0.3 v1/message:send', target: '/a2a/rest/v1/message:send', headers: [CT('application/json')], body: Buffer.from(json({ message: { messageId: 'm03', role: 'ROLE_USER', content: [{ text }] } })) },
-  { name: 'REST v0.3 as a2a+json', target: '/a2a/rest/v1/message:send', headers: [CT('application/a2a+json')], body: Buffer.from(json({ message: { messageId: 'm03b', role: 'ROLE_USER', content: [{ text }] } })) },
+  {
+    name: 'REST v0.3 v1/message:send',
+    target: '/a2a/rest/v1/message:send',
+    headers: [CT('application/json')],
+    body: Buffer.from(json({ message: { messageId: 'm03', role: 'ROLE_USER', content: [{ text }] } })),
+  },
+  {
+    name: 'REST v0.3 as a2a+json',
+    target: '/a2a/rest/v1/message:send',
+    headers: [CT('application/a2a+json')],
+    body: Buffer.from(json({ message: { messageId: 'm03b', role: 'ROLE_USER', content: [{ text }] } })),
+  },
   { name: 'REST with a text/plain label', target: '/a2a/rest/message:send', headers: [CT('text/plain'), V1], body: Buffer.from(json(restSend(text))) },
-  { name: 'REST with a vnd+json label', target: '/a2a/rest/message:send', headers: [CT('application/vnd.a2a+json'), V1], body: Buffer.from(json(restSend(text))) },
+  {
+    name: 'REST with a vnd+json label',
+    target: '/a2a/rest/message:send',
+    headers: [CT('application/vnd.a2a+json'), V1],
+    body: Buffer.from(json(restSend(text))),
+  },
 ];
 
 const acted = (): string[] => rec.calls.map((c) => c.method);
@@ -124,7 +246,15 @@ describe('HTTP probes: the agent acts on some directly; through the proxy, a den
     expect(direct.get('canonical v0.3 message/send')).toEqual(['sendMessage']);
     expect(direct.get('REST v1.0 message:send')).toEqual(['sendMessage']);
     // Each of these is a real call when sent directly: the agent acts on it.
-    for (const n of ['application/json; charset=utf-16le body', 'a gzip body', 'a br body', 'the JSON-RPC path in upper case', 'REST in upper case', 'REST v1.0 message:send as a2a+json']) expect([n, direct.get(n)]).toEqual([n, ['sendMessage']]);
+    for (const n of [
+      'application/json; charset=utf-16le body',
+      'a gzip body',
+      'a br body',
+      'the JSON-RPC path in upper case',
+      'REST in upper case',
+      'REST v1.0 message:send as a2a+json',
+    ])
+      expect([n, direct.get(n)]).toEqual([n, ['sendMessage']]);
   });
 
   test.each(names)('%s: strict proxy and NON_A2A=forward, deny-all: the handler acts on nothing', async (name) => {
@@ -134,7 +264,11 @@ describe('HTTP probes: the agent acts on some directly; through the proxy, a den
       rec.clear();
       const out = await send(portOf(proxy.url), p);
       expect(out.kind).not.toBe('timeout');
-      expect({ name, proxy: proxy === strict ? 'strict' : 'forward', acted: acted() }).toEqual({ name, proxy: proxy === strict ? 'strict' : 'forward', acted: [] });
+      expect({ name, proxy: proxy === strict ? 'strict' : 'forward', acted: acted() }).toEqual({
+        name,
+        proxy: proxy === strict ? 'strict' : 'forward',
+        acted: [],
+      });
     }
   });
 
@@ -159,10 +293,22 @@ describe('HTTP probes: the agent acts on some directly; through the proxy, a den
 describe('JSON escapes of the marker: the guardian sees the text the agent reads', () => {
   const escaped = MARK.replace('Z', '\\u005a').replace('B', '\\u0042');
   test.each([
-    ['in the message text', `{"jsonrpc":"2.0","id":3,"method":"SendMessage","params":{"message":{"messageId":"e1","role":"ROLE_USER","parts":[{"text":"${escaped}"}]}}}`],
-    ['in a carried member', `{"jsonrpc":"2.0","id":3,"method":"SendMessage","params":{"message":{"messageId":"e2","role":"ROLE_USER","parts":[{"text":"hi"}]}},"context":{"userId":"${escaped}"}}`],
-    ['in metadata keys', `{"jsonrpc":"2.0","id":3,"method":"SendMessage","params":{"message":{"messageId":"e3","role":"ROLE_USER","parts":[{"text":"hi"}],"metadata":{"${escaped}":1}}}}`],
-    ['in the message id', `{"jsonrpc":"2.0","id":3,"method":"SendMessage","params":{"message":{"messageId":"${escaped}","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`],
+    [
+      'in the message text',
+      `{"jsonrpc":"2.0","id":3,"method":"SendMessage","params":{"message":{"messageId":"e1","role":"ROLE_USER","parts":[{"text":"${escaped}"}]}}}`,
+    ],
+    [
+      'in a carried member',
+      `{"jsonrpc":"2.0","id":3,"method":"SendMessage","params":{"message":{"messageId":"e2","role":"ROLE_USER","parts":[{"text":"hi"}]}},"context":{"userId":"${escaped}"}}`,
+    ],
+    [
+      'in metadata keys',
+      `{"jsonrpc":"2.0","id":3,"method":"SendMessage","params":{"message":{"messageId":"e3","role":"ROLE_USER","parts":[{"text":"hi"}],"metadata":{"${escaped}":1}}}}`,
+    ],
+    [
+      'in the message id',
+      `{"jsonrpc":"2.0","id":3,"method":"SendMessage","params":{"message":{"messageId":"${escaped}","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`,
+    ],
   ])('%s', async (_n, body) => {
     s.guardian.script(denyMarker);
     await send(portOf(strict.url), { name: 'esc', target: '/a2a/jsonrpc', headers: [CT('application/json'), V1], body: Buffer.from(body) });
@@ -178,8 +324,18 @@ describe('A2A v0.3 gRPC (a2a.v1.A2AService) under deny-all', () => {
     if (m === undefined) throw new Error(name);
     return { path: m.path, c: codecFor(m).request };
   };
-  const msg = (text: string, extra: Record<string, unknown> = {}) => ({ messageId: `g-${Math.random()}`, contextId: '', taskId: '', role: 1, content: [{ part: { $case: 'text', value: text } }], metadata: undefined, extensions: [], ...extra });
-  const sendBytes = (text: string, extra: Record<string, unknown> = {}): Buffer => Buffer.from(method('SendMessage').c.encode({ request: msg(text, extra), configuration: undefined, metadata: undefined }));
+  const msg = (text: string, extra: Record<string, unknown> = {}) => ({
+    messageId: `g-${Math.random()}`,
+    contextId: '',
+    taskId: '',
+    role: 1,
+    content: [{ part: { $case: 'text', value: text } }],
+    metadata: undefined,
+    extensions: [],
+    ...extra,
+  });
+  const sendBytes = (text: string, extra: Record<string, unknown> = {}): Buffer =>
+    Buffer.from(method('SendMessage').c.encode({ request: msg(text, extra), configuration: undefined, metadata: undefined }));
   const SEND = '/a2a.v1.A2AService/SendMessage';
   const STREAM = '/a2a.v1.A2AService/SendStreamingMessage';
 
@@ -235,23 +391,56 @@ describe('a guardian modify reaches the agent as written, or not at all (gRPC: w
   const SEND10 = '/lf.a2a.v1.A2AService/SendMessage';
   const c03 = codecFor(grpcMethodForPath(SEND03) as NonNullable<ReturnType<typeof grpcMethodForPath>>).request;
   const c10 = codecFor(grpcMethodForPath(SEND10) as NonNullable<ReturnType<typeof grpcMethodForPath>>).request;
-  const bytes03 = (): Buffer => Buffer.from(c03.encode({ request: { messageId: `mm-${Math.random()}`, contextId: '', taskId: '', role: 1, content: [{ part: { $case: 'text', value: 'modify me' } }], metadata: undefined, extensions: [] }, configuration: undefined, metadata: undefined }));
-  const bytes10 = (): Buffer => Buffer.from(c10.encode(c10.fromJson({ message: { messageId: `mm-${Math.random()}`, role: 'ROLE_USER', parts: [{ text: 'modify me' }] } })));
+  const bytes03 = (): Buffer =>
+    Buffer.from(
+      c03.encode({
+        request: {
+          messageId: `mm-${Math.random()}`,
+          contextId: '',
+          taskId: '',
+          role: 1,
+          content: [{ part: { $case: 'text', value: 'modify me' } }],
+          metadata: undefined,
+          extensions: [],
+        },
+        configuration: undefined,
+        metadata: undefined,
+      }),
+    );
+  const bytes10 = (): Buffer =>
+    Buffer.from(c10.encode(c10.fromJson({ message: { messageId: `mm-${Math.random()}`, role: 'ROLE_USER', parts: [{ text: 'modify me' }] } })));
 
   type Msg = Record<string, any>;
   /** An edit of the message the guardian approves, and what the handler must then have acted on (if anything). */
   const edits: Array<[string, (m: Msg) => void, (got: Msg) => unknown, (approved: Msg) => unknown]> = [
     ['metadata with a lone surrogate', (m) => (m.metadata = { s: '\ud800x' }), (g) => g.metadata, (a) => a.metadata],
-    ['a text with a lone surrogate', (m) => { m.parts[0].text = 'a\udc00b'; }, (g) => g.parts[0].content.value, (a) => a.parts[0].text],
+    [
+      'a text with a lone surrogate',
+      (m) => {
+        m.parts[0].text = 'a\udc00b';
+      },
+      (g) => g.parts[0].content.value,
+      (a) => a.parts[0].text,
+    ],
     ['a metadata key with a lone surrogate', (m) => (m.metadata = { '\udbff': 'v' }), (g) => g.metadata, (a) => a.metadata],
     ['a member the message type does not have', (m) => (m.approvedBy = 'nobody'), (g) => g.approvedBy, (a) => a.approvedBy],
-    ['a text changed (control)', (m) => { m.parts[0].text = 'masked'; }, (g) => g.parts[0].content.value, (a) => a.parts[0].text],
+    [
+      'a text changed (control)',
+      (m) => {
+        m.parts[0].text = 'masked';
+      },
+      (g) => g.parts[0].content.value,
+      (a) => a.parts[0].text,
+    ],
     ['metadata with a huge integer (control)', (m) => (m.metadata = { n: 12345678901234567000 }), (g) => g.metadata, (a) => a.metadata],
   ];
 
   test.each(edits.map(([n]) => n))('%s: v0.3 and v1.0 gRPC', async (name) => {
     const [, edit, seen, meant] = edits.find(([n]) => n === name) as (typeof edits)[number];
-    for (const [path, make] of [[SEND03, bytes03], [SEND10, bytes10]] as const) {
+    for (const [path, make] of [
+      [SEND03, bytes03],
+      [SEND10, bytes10],
+    ] as const) {
       let approved: Msg | undefined;
       s.guardian.script((env) => {
         const p = structuredClone(env.params.payload);
@@ -290,7 +479,12 @@ describe('no valid answer: FAIL_MODE=closed forwards nothing, FAIL_MODE=open for
     const open = await s.proxy({ FAIL_MODE: 'open' });
     s.guardian.script(slow(700));
     const ac = new AbortController();
-    const done = fetch(`${open.url}/a2a/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0' }, body: body(MARK), signal: ac.signal }).catch(() => undefined);
+    const done = fetch(`${open.url}/a2a/jsonrpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+      body: body(MARK),
+      signal: ac.signal,
+    }).catch(() => undefined);
     await new Promise((r) => setTimeout(r, 150));
     ac.abort();
     await done;
@@ -363,7 +557,10 @@ describe('a card on a passthrough path does not lead the SDK client around the p
 
   /** Under deny-all, through a PASSTHROUGH_PATHS proxy and a NON_A2A=forward one: a client made from the card at `/static/{name}` sends one message. */
   const steer = async (name: string, sendWith: (proxyUrl: string, cardPath: string) => Promise<unknown>): Promise<void> => {
-    const proxies = { passthrough: await s.proxy({ UPSTREAM_URL: frontOrigin, PASSTHROUGH_PATHS: '/static' }), forward: await s.proxy({ UPSTREAM_URL: frontOrigin, NON_A2A: 'forward' }) };
+    const proxies = {
+      passthrough: await s.proxy({ UPSTREAM_URL: frontOrigin, PASSTHROUGH_PATHS: '/static' }),
+      forward: await s.proxy({ UPSTREAM_URL: frontOrigin, NON_A2A: 'forward' }),
+    };
     s.guardian.script(denyAll);
     for (const [role, proxy] of Object.entries(proxies)) {
       rec.clear();
@@ -374,12 +571,18 @@ describe('a card on a passthrough path does not lead the SDK client around the p
   };
 
   test.each(Object.keys(cards))('%s: the SDK client, deny-all: reaches no handler', (name) =>
-    steer(name, async (url, cardPath) => (await makeClient(url, 'JSONRPC', '0.3', { cardPath })).sendMessage(sendReq(`steered ${MARK}`))));
+    steer(name, async (url, cardPath) => (await makeClient(url, 'JSONRPC', '0.3', { cardPath })).sendMessage(sendReq(`steered ${MARK}`))),
+  );
 
-  test.each(Object.keys(cards))('%s: the 0.3 SDK\'s A2AClient, deny-all: reaches no handler', (name) =>
-    steer(name, async (url, cardPath) => (await sdk03Client.A2AClient.fromCardUrl(`${url}/${cardPath}`)).sendMessage({ message: { kind: 'message', messageId: `s-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text: `steered ${MARK}` }] } })));
+  test.each(Object.keys(cards))("%s: the 0.3 SDK's A2AClient, deny-all: reaches no handler", (name) =>
+    steer(name, async (url, cardPath) =>
+      (await sdk03Client.A2AClient.fromCardUrl(`${url}/${cardPath}`)).sendMessage({
+        message: { kind: 'message', messageId: `s-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text: `steered ${MARK}` }] },
+      }),
+    ),
+  );
 
-  test('control: the 0.3 SDK\'s A2AClient follows a name-and-url card sent directly', async () => {
+  test("control: the 0.3 SDK's A2AClient follows a name-and-url card sent directly", async () => {
     const client = await sdk03Client.A2AClient.fromCardUrl(`${frontOrigin}/static/${encodeURIComponent('name and url only')}`);
     await client.sendMessage({ message: { kind: 'message', messageId: 'direct-card', role: 'user', parts: [{ kind: 'text', text: 'direct' }] } });
     expect(acted()).toEqual(['sendMessage']);
@@ -388,7 +591,14 @@ describe('a card on a passthrough path does not lead the SDK client around the p
 
 describe('per-caller limits and the body budget: a refusal forwards nothing', () => {
   test('rate limit, calls in flight and a small body budget: the handler acts on no more calls than the guardian approved', async () => {
-    const proxy = await s.proxy({ RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '2', MAX_CALLS_PER_CALLER: '1', MAX_BODY_BYTES: '4096', MAX_INFLIGHT_BODY_BYTES_PER_CALLER: '4096', FAIL_MODE: 'open' });
+    const proxy = await s.proxy({
+      RATE_LIMIT_PER_SECOND: '1',
+      RATE_LIMIT_BURST: '2',
+      MAX_CALLS_PER_CALLER: '1',
+      MAX_BODY_BYTES: '4096',
+      MAX_INFLIGHT_BODY_BYTES_PER_CALLER: '4096',
+      FAIL_MODE: 'open',
+    });
     let approved = 0;
     s.guardian.script(async (env) => {
       await new Promise((r) => setTimeout(r, 100));
@@ -397,7 +607,11 @@ describe('per-caller limits and the body budget: a refusal forwards nothing', ()
       return d;
     });
     const texts = Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? MARK : `fine ${i} ${'x'.repeat(i * 600)}`));
-    const outs = await Promise.all(texts.map((t) => send(portOf(proxy.url), { name: 'flood', target: '/a2a/jsonrpc', headers: [CT('application/json'), V1], body: Buffer.from(json(v1Send(t))) })));
+    const outs = await Promise.all(
+      texts.map((t) =>
+        send(portOf(proxy.url), { name: 'flood', target: '/a2a/jsonrpc', headers: [CT('application/json'), V1], body: Buffer.from(json(v1Send(t))) }),
+      ),
+    );
     expect(outs.every((o) => o.kind === 'answer')).toBe(true);
     expect(outs.some((o) => o.kind === 'answer' && o.status === 429)).toBe(true);
     expect(carriesMark()).toEqual([]);

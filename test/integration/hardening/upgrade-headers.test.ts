@@ -32,10 +32,16 @@ test('ROLE=client, ALLOW_WEBSOCKETS=true: no proxy-owned header in any spelling 
   try {
     const { port } = new URL(proxy.url);
     const head = [
-      'GET /socket HTTP/1.1', `Host: 127.0.0.1:${port}`, 'Connection: Upgrade', 'Upgrade: websocket',
-      'Sec-WebSocket-Version: 13', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+      'GET /socket HTTP/1.1',
+      `Host: 127.0.0.1:${port}`,
+      'Connection: Upgrade',
+      'Upgrade: websocket',
+      'Sec-WebSocket-Version: 13',
+      'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
       'X-AOS-Reasoning: the user wants the recipe because of the secret plan',
-      'X_AOS_Reasoning: underscore plan', 'X_AOS_Agent_Name: forged', 'x-aos-anything: 1',
+      'X_AOS_Reasoning: underscore plan',
+      'X_AOS_Agent_Name: forged',
+      'x-aos-anything: 1',
     ].join('\r\n');
     const out = await rawRoundTrip(Number(port), `${head}\r\n\r\n`, 5_000);
     expect(out).toMatch(/^HTTP\/1\.1 101/);

@@ -25,7 +25,11 @@ import { embeddedGuardian } from '../../../src/guardian/embedded';
 
 const ASSISTANT = { id: 'cooking-assistant', name: 'Cooking assistant', url: 'https://kitchen.example/agents/cooking-assistant', version: '1.0.0' };
 const CLIENT_ENV = {
-  ROLE: 'client', OBSERVED_AGENT_ID: ASSISTANT.id, OBSERVED_AGENT_NAME: ASSISTANT.name, OBSERVED_AGENT_URL: ASSISTANT.url, OBSERVED_AGENT_VERSION: ASSISTANT.version,
+  ROLE: 'client',
+  OBSERVED_AGENT_ID: ASSISTANT.id,
+  OBSERVED_AGENT_NAME: ASSISTANT.name,
+  OBSERVED_AGENT_URL: ASSISTANT.url,
+  OBSERVED_AGENT_VERSION: ASSISTANT.version,
   OBSERVED_AGENT_INSTRUCTIONS: 'Help the user cook.',
 };
 
@@ -57,18 +61,36 @@ async function proxy(env: Record<string, string>): Promise<TestProxy> {
 /** A ROLE=server proxy on a known port (its URL is the audience its callers sign for). */
 async function serverProxy(env: Record<string, string>): Promise<TestProxy> {
   const port = await freePort();
-  return proxy({ ROLE: 'server', UPSTREAM_URL: agent.origin, PORT: String(port), ASSERTION_AUDIENCE: `http://127.0.0.1:${port}`, OBSERVED_AGENT_INSTRUCTIONS: 'Bake.', ...env });
+  return proxy({
+    ROLE: 'server',
+    UPSTREAM_URL: agent.origin,
+    PORT: String(port),
+    ASSERTION_AUDIENCE: `http://127.0.0.1:${port}`,
+    OBSERVED_AGENT_INSTRUCTIONS: 'Bake.',
+    ...env,
+  });
 }
 
 const isServerHook = (e: Envelope): boolean => 'instructions' in (e.params?.context?.to?.agent ?? {});
 const serverHooks = (): Envelope[] => guardian.calls().filter(isServerHook);
 const v03Send = (id: number | string, text: string) => ({
-  jsonrpc: '2.0', id, method: 'message/send', params: { message: { kind: 'message', messageId: `m-${id}`, role: 'user', parts: [{ kind: 'text', text }] } },
+  jsonrpc: '2.0',
+  id,
+  method: 'message/send',
+  params: { message: { kind: 'message', messageId: `m-${id}`, role: 'user', parts: [{ kind: 'text', text }] } },
 });
-const errorOf = (json: any) => ({ code: json?.error?.code, reason: json?.error?.data?.[0]?.reason, metadata: json?.error?.data?.[0]?.metadata, message: json?.error?.message });
+const errorOf = (json: any) => ({
+  code: json?.error?.code,
+  reason: json?.error?.data?.[0]?.reason,
+  metadata: json?.error?.data?.[0]?.metadata,
+  message: json?.error?.message,
+});
 
 const VERIFIED_FROM = (kid: string) => ({
-  url: ASSISTANT.url, name: ASSISTANT.name, version: ASSISTANT.version, id: ASSISTANT.id,
+  url: ASSISTANT.url,
+  name: ASSISTANT.name,
+  version: ASSISTANT.version,
+  id: ASSISTANT.id,
   metadata: { identity: { verified: true, source: 'assertion', subject: ASSISTANT.id, issuer: kid } },
 });
 
@@ -81,24 +103,27 @@ describe('a signing ROLE=client sidecar in front of a verifying ROLE=server side
     client = await proxy({ ...CLIENT_ENV, UPSTREAM_URL: server.url, ASSERTION_SIGNING_KEY_FILE: await writeSigningKey(dir, k1) });
   });
 
-  test.each(['1.0', '0.3'] as const)('SDK %s: the verified caller is `from`; spoofed X-AOS-Agent-* change nothing; the assertion never reaches the agent', async (version) => {
-    const sdk = await makeClient(client.url, 'JSONRPC', version);
-    const spoof = { serviceParameters: { 'X-AOS-Agent-Name': 'Trusted bank', 'X-AOS-Agent-Assertion': 'eyJhbGciOiJub25lIn0.e30.' } };
-    expect(textOf(await sdk.sendMessage(sendReq('one cheesecake'), spoof))).toBe('echo: one cheesecake');
-    const events = await collect(sdk.sendMessageStream(sendReq('stream 2'), spoof));
-    expect(events.at(-1)?.payload?.$case).toBe('statusUpdate');
+  test.each(['1.0', '0.3'] as const)(
+    'SDK %s: the verified caller is `from`; spoofed X-AOS-Agent-* change nothing; the assertion never reaches the agent',
+    async (version) => {
+      const sdk = await makeClient(client.url, 'JSONRPC', version);
+      const spoof = { serviceParameters: { 'X-AOS-Agent-Name': 'Trusted bank', 'X-AOS-Agent-Assertion': 'eyJhbGciOiJub25lIn0.e30.' } };
+      expect(textOf(await sdk.sendMessage(sendReq('one cheesecake'), spoof))).toBe('echo: one cheesecake');
+      const events = await collect(sdk.sendMessageStream(sendReq('stream 2'), spoof));
+      expect(events.at(-1)?.payload?.$case).toBe('statusUpdate');
 
-    const hooks = serverHooks();
-    expect(hooks.map((e) => e.method)).toEqual(['message/send', 'message/stream']);
-    for (const e of hooks) {
-      expect(e.params.context.from).toEqual({ agent: VERIFIED_FROM(k1.kid), role: 'client' });
-      expect(validateAosRequest(e, e.method, { fullSide: 'to' })).toEqual([]);
-      expect(validateAosRequest(e, e.method)).toEqual([]); // 'auto' tells the verified caller from the full observed agent
-    }
-    const posts = postsTo(agent);
-    expect(posts).toHaveLength(2);
-    for (const p of posts) expect(Object.keys(p.headers).filter((h) => h.startsWith('x-aos-'))).toEqual([]);
-  });
+      const hooks = serverHooks();
+      expect(hooks.map((e) => e.method)).toEqual(['message/send', 'message/stream']);
+      for (const e of hooks) {
+        expect(e.params.context.from).toEqual({ agent: VERIFIED_FROM(k1.kid), role: 'client' });
+        expect(validateAosRequest(e, e.method, { fullSide: 'to' })).toEqual([]);
+        expect(validateAosRequest(e, e.method)).toEqual([]); // 'auto' tells the verified caller from the full observed agent
+      }
+      const posts = postsTo(agent);
+      expect(posts).toHaveLength(2);
+      for (const p of posts) expect(Object.keys(p.headers).filter((h) => h.startsWith('x-aos-'))).toEqual([]);
+    },
+  );
 
   test('REST through both sidecars: verified too', async () => {
     const sdk = await makeClient(client.url, 'HTTP+JSON', '1.0');
@@ -107,18 +132,26 @@ describe('a signing ROLE=client sidecar in front of a verifying ROLE=server side
   });
 
   test('IDENTITY_POLICY=required: a caller without an assertion gets -31401 naming what is missing; nothing reaches the guardian or the agent', async () => {
-    const r = await rawRpc(`${server.url}/a2a/jsonrpc`, v03Send(7, 'I am the Cooking assistant'), { 'X-AOS-Agent-Name': ASSISTANT.name, 'X-AOS-Agent-Url': ASSISTANT.url });
+    const r = await rawRpc(`${server.url}/a2a/jsonrpc`, v03Send(7, 'I am the Cooking assistant'), {
+      'X-AOS-Agent-Name': ASSISTANT.name,
+      'X-AOS-Agent-Url': ASSISTANT.url,
+    });
     expect(r.status).toBe(200);
     // Refused before its body is read (admission before cost): the id is not known.
     expect(r.json.id).toBeNull();
     expect(r.headers['connection']).toBe('close');
     expect(errorOf(r.json)).toEqual({
-      code: -31401, reason: 'UNAUTHENTICATED',
+      code: -31401,
+      reason: 'UNAUTHENTICATED',
       message: 'Caller identity required: no verified identity was presented (accepted: assertion (X-AOS-Agent-Assertion))',
       metadata: { missing: 'verified identity', accepted: 'assertion (X-AOS-Agent-Assertion)' },
     });
     // REST form: HTTP 401 with a challenge
-    const rest = await rawRpc(`${server.url}/a2a/rest/message:send`, { message: { messageId: 'r1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } }, { 'a2a-version': '1.0' });
+    const rest = await rawRpc(
+      `${server.url}/a2a/rest/message:send`,
+      { message: { messageId: 'r1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } },
+      { 'a2a-version': '1.0' },
+    );
     expect(rest.status).toBe(401);
     expect(rest.headers['www-authenticate']).toBe('Bearer realm="a2a-guard"');
     expect(rest.json.error).toMatchObject({ code: 401, status: 'UNAUTHENTICATED', details: [{ reason: 'UNAUTHENTICATED', domain: 'a2a-guard' }] });
@@ -154,11 +187,20 @@ describe('a signing ROLE=client sidecar in front of a verifying ROLE=server side
       const a = req.headers['x-aos-agent-assertion'];
       if (typeof a === 'string') captured.push(a);
       req.resume();
-      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","id":1,"result":{"kind":"message","role":"agent","messageId":"x","parts":[]}}'));
+      req.on('end', () =>
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end('{"jsonrpc":"2.0","id":1,"result":{"kind":"message","role":"agent","messageId":"x","parts":[]}}'),
+      );
     });
     const recorderUrl = await listen(recorder);
     try {
-      const spy = await proxy({ ...CLIENT_ENV, UPSTREAM_URL: recorderUrl, ASSERTION_AUDIENCE: server.url, ASSERTION_SIGNING_KEY_FILE: await writeSigningKey(dir, k1, 'spy.jwk.json') });
+      const spy = await proxy({
+        ...CLIENT_ENV,
+        UPSTREAM_URL: recorderUrl,
+        ASSERTION_AUDIENCE: server.url,
+        ASSERTION_SIGNING_KEY_FILE: await writeSigningKey(dir, k1, 'spy.jwk.json'),
+      });
       await rawRpc(`${spy.url}/a2a/jsonrpc`, v03Send(1, 'hello'));
       expect(captured).toHaveLength(1);
       guardian.clear();
@@ -174,7 +216,7 @@ describe('a signing ROLE=client sidecar in front of a verifying ROLE=server side
 });
 
 describe('WebSocket upgrades (ALLOW_WEBSOCKETS=true) are uninspected, not unidentified', () => {
-  test('IDENTITY_POLICY=required: an upgrade without an assertion gets 401; with one it is forwarded, without the proxy\'s headers', async () => {
+  test("IDENTITY_POLICY=required: an upgrade without an assertion gets 401; with one it is forwarded, without the proxy's headers", async () => {
     const seen: http.IncomingHttpHeaders[] = [];
     const up = http.createServer((_req, res) => res.end('plain'));
     up.on('upgrade', (req: http.IncomingMessage, socket: net.Socket) => {
@@ -185,17 +227,29 @@ describe('WebSocket upgrades (ALLOW_WEBSOCKETS=true) are uninspected, not uniden
     try {
       const port = await freePort();
       const aud = `http://127.0.0.1:${port}`;
-      await proxy({ ROLE: 'server', UPSTREAM_URL: upUrl, PORT: String(port), ASSERTION_AUDIENCE: aud, ALLOW_WEBSOCKETS: 'true', UPGRADE_PATHS: '/socket', IDENTITY_POLICY: 'required',
-        ASSERTION_TRUST_JWKS_FILE: await writeJwks(dir, [k1], 'ws.jwks.json') });
-      const upgrade = async (extra: string) => new Promise<string>((resolve) => {
-        const s = net.connect(port, '127.0.0.1', () => s.write(
-          `GET /socket HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${extra}\r\n`));
-        let text = '';
-        s.on('data', (c: Buffer) => (text += c.toString('latin1')));
-        s.on('close', () => resolve(text));
-        s.on('error', () => resolve(text));
-        setTimeout(() => s.destroy(), 5_000).unref();
+      await proxy({
+        ROLE: 'server',
+        UPSTREAM_URL: upUrl,
+        PORT: String(port),
+        ASSERTION_AUDIENCE: aud,
+        ALLOW_WEBSOCKETS: 'true',
+        UPGRADE_PATHS: '/socket',
+        IDENTITY_POLICY: 'required',
+        ASSERTION_TRUST_JWKS_FILE: await writeJwks(dir, [k1], 'ws.jwks.json'),
       });
+      const upgrade = async (extra: string) =>
+        new Promise<string>((resolve) => {
+          const s = net.connect(port, '127.0.0.1', () =>
+            s.write(
+              `GET /socket HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${extra}\r\n`,
+            ),
+          );
+          let text = '';
+          s.on('data', (c: Buffer) => (text += c.toString('latin1')));
+          s.on('close', () => resolve(text));
+          s.on('error', () => resolve(text));
+          setTimeout(() => s.destroy(), 5_000).unref();
+        });
       expect(await upgrade('X-AOS-Agent-Name: Cooking assistant\r\n')).toMatch(/^HTTP\/1\.1 401/);
       expect(seen).toEqual([]);
       expect(await upgrade(`X-AOS-Agent-Assertion: ${await signAssertion(k1, ASSISTANT, aud)}\r\nX-AOS-Agent-Name: x\r\n`)).toMatch(/^HTTP\/1\.1 101/);
@@ -230,16 +284,23 @@ describe('IDENTITY_POLICY=optional and claims', () => {
 
   test('claims: the headers are shown, marked unverified; a verified assertion still wins over them', async () => {
     await rawRpc(`${claims.url}/a2a/jsonrpc`, v03Send(1, 'a'), { 'X-AOS-Agent-Name': 'Trusted bank' });
-    await rawRpc(`${claims.url}/a2a/jsonrpc`, v03Send(2, 'b'), { 'X-AOS-Agent-Name': 'Trusted bank', 'X-AOS-Agent-Assertion': await signAssertion(k1, ASSISTANT, claims.url) });
+    await rawRpc(`${claims.url}/a2a/jsonrpc`, v03Send(2, 'b'), {
+      'X-AOS-Agent-Name': 'Trusted bank',
+      'X-AOS-Agent-Assertion': await signAssertion(k1, ASSISTANT, claims.url),
+    });
     expect(serverHooks().map((e) => e.params.context.from.agent)).toEqual([
       { url: 'unknown', name: 'Trusted bank', version: 'unknown', metadata: { identity: { verified: false, source: 'claim' } } },
       VERIFIED_FROM(k1.kid),
     ]);
   });
 
-  test('every spelling of the proxy\'s headers is dropped before the agent (CGI servers read _ as -)', async () => {
+  test("every spelling of the proxy's headers is dropped before the agent (CGI servers read _ as -)", async () => {
     await rawRpc(`${optional.url}/a2a/jsonrpc`, v03Send(1, 'a'), {
-      'X_AOS_Agent_Assertion': 'x.y.z', 'x_aos_agent_name': 'Trusted bank', 'X-AOS_Agent-Url': 'https://bank', 'x_aos_unchecked': 'true', 'x_aos_reasoning': 'secret plan',
+      X_AOS_Agent_Assertion: 'x.y.z',
+      x_aos_agent_name: 'Trusted bank',
+      'X-AOS_Agent-Url': 'https://bank',
+      x_aos_unchecked: 'true',
+      x_aos_reasoning: 'secret plan',
     });
     const got = postsTo(agent)[0]!.headers;
     expect(Object.keys(got).filter((h) => /^x[-_]aos[-_]/i.test(h))).toEqual([]);
@@ -262,30 +323,47 @@ describe('key rotation through the key files', () => {
     await waitFor(async () => (await call('during')) === 'echo: during' && issuer() === k2.kid, 10_000, 'the signer to use the new key');
     // Step 3: the old key leaves the trust set.
     await writeFile(trustFile, JSON.stringify({ keys: [k2.publicJwk] }));
-    await waitFor(async () => {
-      const r = await rawRpc(`${server.url}/a2a/jsonrpc`, v03Send(2, 'old key'), { 'X-AOS-Agent-Assertion': await signAssertion(k1, ASSISTANT, server.url) });
-      return r.json?.error?.code === -31401;
-    }, 10_000, 'the old key to be dropped');
+    await waitFor(
+      async () => {
+        const r = await rawRpc(`${server.url}/a2a/jsonrpc`, v03Send(2, 'old key'), { 'X-AOS-Agent-Assertion': await signAssertion(k1, ASSISTANT, server.url) });
+        return r.json?.error?.code === -31401;
+      },
+      10_000,
+      'the old key to be dropped',
+    );
     expect(await call('after')).toBe('echo: after');
     expect(issuer()).toBe(k2.kid);
   });
 });
 
-describe('the reference guardian\'s peer rules match verified callers only', () => {
+describe("the reference guardian's peer rules match verified callers only", () => {
   test('an allow-listed agent id passes when verified and is "unknown" when only claimed', async () => {
     const policyFile = join(dir, 'peers-policy.json');
     // The name is listed too: an assertion proves its id, so another agent writing this name is not allowed.
     await writeFile(policyFile, JSON.stringify({ peers: { allow: ['cooking-assistant', 'Cooking assistant'] } }));
     const trust = await writeJwks(dir, [k1], 'peers.jwks.json');
     // The reference guardian's engine, in-process (what GUARDIAN_URL unset gives), with that policy.
-    const viaPolicy = await startTestProxy({ ROLE: 'server', UPSTREAM_URL: agent.origin, ASSERTION_TRUST_JWKS_FILE: trust, ASSERTION_AUDIENCE: 'http://baker-guard.test', IDENTITY_POLICY: 'claims' }, embeddedGuardian(policyFile));
+    const viaPolicy = await startTestProxy(
+      {
+        ROLE: 'server',
+        UPSTREAM_URL: agent.origin,
+        ASSERTION_TRUST_JWKS_FILE: trust,
+        ASSERTION_AUDIENCE: 'http://baker-guard.test',
+        IDENTITY_POLICY: 'claims',
+      },
+      embeddedGuardian(policyFile),
+    );
     started.push(viaPolicy);
-    const verified = await rawRpc(`${viaPolicy.url}/a2a/jsonrpc`, v03Send(1, 'hi'), { 'X-AOS-Agent-Assertion': await signAssertion(k1, ASSISTANT, 'http://baker-guard.test') });
+    const verified = await rawRpc(`${viaPolicy.url}/a2a/jsonrpc`, v03Send(1, 'hi'), {
+      'X-AOS-Agent-Assertion': await signAssertion(k1, ASSISTANT, 'http://baker-guard.test'),
+    });
     expect(textOf(verified.json)).toBe('echo: hi');
     // Even where claims are shown to the guardian (IDENTITY_POLICY=claims), a claimed name is no verified identity.
     const claimed = await rawRpc(`${viaPolicy.url}/a2a/jsonrpc`, v03Send(2, 'hi'), { 'X-AOS-Agent-Name': 'Cooking assistant' });
     expect(errorOf(claimed.json)).toMatchObject({ code: -31403, reason: 'GUARDIAN_DENIED', metadata: { reasonCode: 'PEER_UNKNOWN' } });
-    const other = await rawRpc(`${viaPolicy.url}/a2a/jsonrpc`, v03Send(3, 'hi'), { 'X-AOS-Agent-Assertion': await signAssertion(k1, { ...ASSISTANT, id: 'pastry-bot', name: 'Cooking assistant' }, 'http://baker-guard.test') });
+    const other = await rawRpc(`${viaPolicy.url}/a2a/jsonrpc`, v03Send(3, 'hi'), {
+      'X-AOS-Agent-Assertion': await signAssertion(k1, { ...ASSISTANT, id: 'pastry-bot', name: 'Cooking assistant' }, 'http://baker-guard.test'),
+    });
     expect(errorOf(other.json)).toMatchObject({ code: -31403, metadata: { reasonCode: 'PEER_NOT_ALLOWED' } });
     expect(postsTo(agent)).toHaveLength(1);
   });

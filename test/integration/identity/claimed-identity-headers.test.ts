@@ -33,8 +33,14 @@ test(`claimed X-AOS-Agent-* values (${CASES.length} cases): the guardian sees ea
   for (const [i, c] of CASES.entries()) {
     s.guardian.clear();
     const res = await fetch(`${p.url}/a2a/jsonrpc`, {
-      method: 'POST', headers: { 'content-type': 'application/json', [c.header]: c.value },
-      body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'message/send', params: { message: { kind: 'message', messageId: `m-${i}`, role: 'user', parts: [{ kind: 'text', text: 'hi' }] } } }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json', [c.header]: c.value },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: i,
+        method: 'message/send',
+        params: { message: { kind: 'message', messageId: `m-${i}`, role: 'user', parts: [{ kind: 'text', text: 'hi' }] } },
+      }),
     });
     await res.text();
     const from = s.guardian.calls()[0]?.params?.context?.from?.agent as Record<string, unknown> | undefined;

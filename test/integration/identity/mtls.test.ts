@@ -46,8 +46,14 @@ afterAll(async () => {
 
 async function tlsProxy(env: Record<string, string>): Promise<TestProxy> {
   const p = await startTestProxy({
-    ROLE: 'server', UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, OBSERVED_AGENT_INSTRUCTIONS: 'Bake.',
-    TLS_CERT_FILE: serverCert.certFile, TLS_KEY_FILE: serverCert.keyFile, TLS_CLIENT_CA_FILE: pki.caFile, ...env,
+    ROLE: 'server',
+    UPSTREAM_URL: agent.origin,
+    GUARDIAN_URL: guardian.url,
+    OBSERVED_AGENT_INSTRUCTIONS: 'Bake.',
+    TLS_CERT_FILE: serverCert.certFile,
+    TLS_KEY_FILE: serverCert.keyFile,
+    TLS_CLIENT_CA_FILE: pki.caFile,
+    ...env,
   });
   started.push(p);
   return p;
@@ -57,11 +63,18 @@ async function tlsProxy(env: Record<string, string>): Promise<TestProxy> {
 function tlsFetch(client?: Issued): typeof fetch {
   const dispatcher = new Agent({ connect: { ca: pki.caCert, ...(client === undefined ? {} : { cert: client.cert, key: client.key }) } });
   agents.push(dispatcher);
-  return ((input: string | URL | Request, init?: RequestInit) => undiciFetch(input as string, { ...(init as object), dispatcher } as never)) as unknown as typeof fetch;
+  return ((input: string | URL | Request, init?: RequestInit) =>
+    undiciFetch(input as string, { ...(init as object), dispatcher } as never)) as unknown as typeof fetch;
 }
 
 const serverHooks = () => guardian.calls().filter((e) => 'instructions' in (e.params?.context?.to?.agent ?? {}));
-const v03Send = (id: number, text: string) => JSON.stringify({ jsonrpc: '2.0', id, method: 'message/send', params: { message: { kind: 'message', messageId: `m-${id}`, role: 'user', parts: [{ kind: 'text', text }] } } });
+const v03Send = (id: number, text: string) =>
+  JSON.stringify({
+    jsonrpc: '2.0',
+    id,
+    method: 'message/send',
+    params: { message: { kind: 'message', messageId: `m-${id}`, role: 'user', parts: [{ kind: 'text', text }] } },
+  });
 async function post(url: string, f: typeof fetch, body: string, headers: Record<string, string> = {}) {
   const r = await f(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
   return { status: r.status, json: (await r.json().catch(() => undefined)) as any };
@@ -79,7 +92,10 @@ describe('TLS_CLIENT_CERT=required', () => {
     expect(textOf(await client.sendMessage(sendReq('a cake over TLS')))).toBe('echo: a cake over TLS');
     const [e] = serverHooks();
     expect(e.params.context.from.agent).toEqual({
-      url: 'unknown', name: 'cooking-assistant', version: 'unknown', id: SPIFFE,
+      url: 'unknown',
+      name: 'cooking-assistant',
+      version: 'unknown',
+      id: SPIFFE,
       metadata: { identity: { verified: true, source: 'mtls', subject: SPIFFE, issuer: 'Kitchen CA' } },
     });
     expect(validateAosRequest(e, 'message/send')).toEqual([]);
@@ -109,18 +125,28 @@ describe('TLS_CLIENT_CERT=optional', () => {
   test('a certificate with only a subject CN: the CN is the verified caller', async () => {
     const r = await post(`${p.url}/a2a/jsonrpc`, tlsFetch(cnClient), v03Send(1, 'hi'));
     expect(textOf(r.json)).toBe('echo: hi');
-    expect(serverHooks()[0].params.context.from.agent).toMatchObject({ id: 'legacy-agent', name: 'legacy-agent', metadata: { identity: { verified: true, source: 'mtls', subject: 'legacy-agent' } } });
+    expect(serverHooks()[0].params.context.from.agent).toMatchObject({
+      id: 'legacy-agent',
+      name: 'legacy-agent',
+      metadata: { identity: { verified: true, source: 'mtls', subject: 'legacy-agent' } },
+    });
   });
 
   test('no certificate: IDENTITY_POLICY=required refuses with -31401', async () => {
     const r = await post(`${p.url}/a2a/jsonrpc`, tlsFetch(), v03Send(2, 'hi'));
-    expect(r.json.error).toMatchObject({ code: -31401, data: [{ reason: 'UNAUTHENTICATED', metadata: { missing: 'verified identity', accepted: 'client certificate' } }] });
+    expect(r.json.error).toMatchObject({
+      code: -31401,
+      data: [{ reason: 'UNAUTHENTICATED', metadata: { missing: 'verified identity', accepted: 'client certificate' } }],
+    });
     expect(postsTo(agent)).toEqual([]);
   });
 
   test('a certificate the client CA did not sign is refused, never treated as "no identity"', async () => {
     const r = await post(`${p.url}/a2a/jsonrpc`, tlsFetch(strangerClient), v03Send(3, 'hi'));
-    expect(r.json.error).toMatchObject({ code: -31401, data: [{ metadata: { credential: 'client certificate', problem: expect.stringMatching(/^is not trusted \(/) } }] });
+    expect(r.json.error).toMatchObject({
+      code: -31401,
+      data: [{ metadata: { credential: 'client certificate', problem: expect.stringMatching(/^is not trusted \(/) } }],
+    });
     expect(guardian.calls()).toEqual([]);
     expect(postsTo(agent)).toEqual([]);
   });
@@ -128,7 +154,12 @@ describe('TLS_CLIENT_CERT=optional', () => {
   test('IDENTITY_POLICY=optional: no certificate -> "unknown"', async () => {
     const q = await tlsProxy({ TLS_CLIENT_CERT: 'optional' });
     await post(`${q.url}/a2a/jsonrpc`, tlsFetch(), v03Send(4, 'hi'));
-    expect(serverHooks()[0].params.context.from.agent).toEqual({ url: 'unknown', name: 'unknown', version: 'unknown', metadata: { identity: { verified: false } } });
+    expect(serverHooks()[0].params.context.from.agent).toEqual({
+      url: 'unknown',
+      name: 'unknown',
+      version: 'unknown',
+      metadata: { identity: { verified: false } },
+    });
   });
 });
 
@@ -140,13 +171,14 @@ describe('listener certificate rotation', () => {
     await copyFile(serverCert.certFile, certFile);
     await copyFile(serverCert.keyFile, keyFile);
     const p = await tlsProxy({ TLS_CERT_FILE: certFile, TLS_KEY_FILE: keyFile, TLS_CLIENT_CA_FILE: '', CREDENTIALS_REFRESH_MS: '100' });
-    const serial = () => new Promise<string>((resolve, reject) => {
-      const s = tls.connect({ host: '127.0.0.1', port: Number(new URL(p.url).port), ca: pki.caCert }, () => {
-        resolve(s.getPeerCertificate().serialNumber);
-        s.end();
+    const serial = () =>
+      new Promise<string>((resolve, reject) => {
+        const s = tls.connect({ host: '127.0.0.1', port: Number(new URL(p.url).port), ca: pki.caCert }, () => {
+          resolve(s.getPeerCertificate().serialNumber);
+          s.end();
+        });
+        s.on('error', reject);
       });
-      s.on('error', reject);
-    });
     const before = await serial();
     const renewed = await pki.issue({ cn: 'cake-baker-guard', server: true, name: 'renewed' });
     await copyFile(renewed.keyFile, keyFile);

@@ -41,7 +41,9 @@ jest.setTimeout(60_000);
 x509.cryptoProvider.set(webcrypto as never);
 
 const sdk: typeof A2A = require('@a2a-js/sdk');
-interface GrpcMethodDef { requestSerialize: (v: unknown) => Buffer }
+interface GrpcMethodDef {
+  requestSerialize: (v: unknown) => Buffer;
+}
 const grpcSdk = require('@a2a-js/sdk/server/grpc') as { A2AService: Record<'sendMessage' | 'getTask', GrpcMethodDef> };
 
 const COOK = { id: 'cooking-assistant', name: 'Cooking assistant', url: 'https://kitchen.example/agents/cooking-assistant', version: '1.0.0' };
@@ -69,7 +71,13 @@ const dispatchers: Agent[] = [];
 beforeAll(async () => {
   ({ agent, guardian } = stack);
   dir = await mkdtemp(join(tmpdir(), 'a2a-guard-probe-'));
-  const [c, e, f, s, i] = await Promise.all([makeKey('cook-2026'), makeKey('evil-2026'), makeKey('free-2026', 'EdDSA'), makeKey('cook-2026'), makeKey('idp-1')]);
+  const [c, e, f, s, i] = await Promise.all([
+    makeKey('cook-2026'),
+    makeKey('evil-2026'),
+    makeKey('free-2026', 'EdDSA'),
+    makeKey('cook-2026'),
+    makeKey('idp-1'),
+  ]);
   kCook = bindTo(c, COOK.id);
   kEvil = bindTo(e, EVIL.id);
   kFree = f;
@@ -79,9 +87,18 @@ beforeAll(async () => {
   const port = await freePort();
   aud = `http://127.0.0.1:${port}`;
   server = await startTestProxy({
-    ROLE: 'server', UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, PORT: String(port), GRPC_PORT: '0', ASSERTION_AUDIENCE: aud,
-    ASSERTION_TRUST_JWKS_FILE: await writeJwks(dir, [kCook, kEvil, kFree], 'trust.jwks.json'), IDENTITY_POLICY: 'required',
-    OIDC_ISSUER: issuer.url, OIDC_AUDIENCE: OIDC_AUD, OIDC_JWKS_URL: issuer.jwksUrl, OBSERVED_AGENT_INSTRUCTIONS: 'Bake.',
+    ROLE: 'server',
+    UPSTREAM_URL: agent.origin,
+    GUARDIAN_URL: guardian.url,
+    PORT: String(port),
+    GRPC_PORT: '0',
+    ASSERTION_AUDIENCE: aud,
+    ASSERTION_TRUST_JWKS_FILE: await writeJwks(dir, [kCook, kEvil, kFree], 'trust.jwks.json'),
+    IDENTITY_POLICY: 'required',
+    OIDC_ISSUER: issuer.url,
+    OIDC_AUDIENCE: OIDC_AUD,
+    OIDC_JWKS_URL: issuer.jwksUrl,
+    OBSERVED_AGENT_INSTRUCTIONS: 'Bake.',
   });
   started.push(server);
 });
@@ -98,12 +115,18 @@ const requestHooks = (): Envelope[] => guardian.calls().filter((e) => isServerHo
 const froms = (): unknown[] => requestHooks().map((e) => e.params.context.from.agent);
 const acted = (): string[] => rec.calls.map((c) => c.method);
 const v03Send = (id: number | string, text: string) => ({
-  jsonrpc: '2.0', id, method: 'message/send', params: { message: { kind: 'message', messageId: `m-${id}-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text }] } },
+  jsonrpc: '2.0',
+  id,
+  method: 'message/send',
+  params: { message: { kind: 'message', messageId: `m-${id}-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text }] } },
 });
 const v03Get = (id: number, taskId: string) => ({ jsonrpc: '2.0', id, method: 'tasks/get', params: { id: taskId } });
 const errorOf = (json: any) => ({ code: json?.error?.code, metadata: json?.error?.data?.[0]?.metadata });
 const verifiedAs = (a: typeof COOK, source: string, subject: string, iss?: string) => ({
-  url: a.url, name: a.name, version: a.version, id: a.id,
+  url: a.url,
+  name: a.name,
+  version: a.version,
+  id: a.id,
   metadata: { identity: { verified: true, source, subject, ...(iss === undefined ? {} : { issuer: iss }) } },
 });
 const now = () => Math.floor(Date.now() / 1000);
@@ -153,7 +176,9 @@ describe('assertions: forged, re-keyed and re-scoped', () => {
     const pemText = createPublicKey({ key: kCook.publicJwk as never, format: 'jwk' }).export({ type: 'spki', format: 'pem' }) as string;
     const secrets = [Buffer.from(String(kCook.publicJwk.x), 'base64url'), Buffer.from(JSON.stringify(kCook.publicJwk)), Buffer.from(pemText)];
     for (const [i, secret] of secrets.entries()) {
-      const token = await new (jose().SignJWT)({ ...claims, jti: `hs-${i}` }).setProtectedHeader({ alg: 'HS256', kid: kCook.kid, typ: 'aos-agent+jwt' }).sign(secret);
+      const token = await new (jose().SignJWT)({ ...claims, jti: `hs-${i}` })
+        .setProtectedHeader({ alg: 'HS256', kid: kCook.kid, typ: 'aos-agent+jwt' })
+        .sign(secret);
       await expectRefused({ 'X-AOS-Agent-Assertion': token }, 'signed with an algorithm that is not allowed');
     }
   });
@@ -166,7 +191,10 @@ describe('assertions: forged, re-keyed and re-scoped', () => {
   test('a key bound to another agent, or an unbound key, cannot assert the bound agent (nor its id with a look-alike sub)', async () => {
     await expectRefused({ 'X-AOS-Agent-Assertion': await signAssertion(kEvil, COOK, aud) }, /do not let assert this agent/);
     await expectRefused({ 'X-AOS-Agent-Assertion': await signAssertion(kFree, COOK, aud) }, /do not let assert this agent/);
-    await expectRefused({ 'X-AOS-Agent-Assertion': await signAssertion(kEvil, { ...COOK, id: 'cooking\u2011assistant' }, aud) }, /do not let assert this agent/);
+    await expectRefused(
+      { 'X-AOS-Agent-Assertion': await signAssertion(kEvil, { ...COOK, id: 'cooking\u2011assistant' }, aud) },
+      /do not let assert this agent/,
+    );
     await expectRefused({ 'X-AOS-Agent-Assertion': await signAssertion(kEvil, EVIL, aud, { sub: COOK.id }) }, 'names another agent in sub than in agent.id');
     await expectRefused({ 'X-AOS-Agent-Assertion': await signAssertion(kEvil, COOK, aud, { sub: EVIL.id }) }, 'names another agent in sub than in agent.id');
   });
@@ -176,14 +204,29 @@ describe('assertions: forged, re-keyed and re-scoped', () => {
     const cookAgent = JSON.stringify(COOK);
     const evilAgent = JSON.stringify(EVIL);
     // sub twice, the last naming the bound agent: the key is bound to evil-bot only.
-    await expectRefused({ 'X-AOS-Agent-Assertion': await signRaw(kEvil, `{"alg":"ES256","kid":"${kEvil.kid}","typ":"aos-agent+jwt"}`,
-      `{"sub":"${EVIL.id}","aud":"${aud}","iat":${t},"exp":${t + 30},"jti":"dup-1","agent":${cookAgent},"sub":"${COOK.id}"}`) });
+    await expectRefused({
+      'X-AOS-Agent-Assertion': await signRaw(
+        kEvil,
+        `{"alg":"ES256","kid":"${kEvil.kid}","typ":"aos-agent+jwt"}`,
+        `{"sub":"${EVIL.id}","aud":"${aud}","iat":${t},"exp":${t + 30},"jti":"dup-1","agent":${cookAgent},"sub":"${COOK.id}"}`,
+      ),
+    });
     // kid twice: the last names the cook key, but evil signed.
-    await expectRefused({ 'X-AOS-Agent-Assertion': await signRaw(kEvil, `{"alg":"ES256","kid":"${kEvil.kid}","typ":"aos-agent+jwt","kid":"${kCook.kid}"}`,
-      `{"sub":"${COOK.id}","aud":"${aud}","iat":${t},"exp":${t + 30},"jti":"dup-2","agent":${cookAgent}}`) });
+    await expectRefused({
+      'X-AOS-Agent-Assertion': await signRaw(
+        kEvil,
+        `{"alg":"ES256","kid":"${kEvil.kid}","typ":"aos-agent+jwt","kid":"${kCook.kid}"}`,
+        `{"sub":"${COOK.id}","aud":"${aud}","iat":${t},"exp":${t + 30},"jti":"dup-2","agent":${cookAgent}}`,
+      ),
+    });
     // agent twice: the last (its own) is what the guardian sees.
-    const r = await jsonrpc({ 'X-AOS-Agent-Assertion': await signRaw(kEvil, `{"alg":"ES256","kid":"${kCook.kid}","typ":"aos-agent+jwt","kid":"${kEvil.kid}"}`,
-      `{"sub":"${EVIL.id}","aud":"${aud}","iat":${t},"exp":${t + 30},"jti":"dup-3","agent":${cookAgent},"agent":${evilAgent}}`) });
+    const r = await jsonrpc({
+      'X-AOS-Agent-Assertion': await signRaw(
+        kEvil,
+        `{"alg":"ES256","kid":"${kCook.kid}","typ":"aos-agent+jwt","kid":"${kEvil.kid}"}`,
+        `{"sub":"${EVIL.id}","aud":"${aud}","iat":${t},"exp":${t + 30},"jti":"dup-3","agent":${cookAgent},"agent":${evilAgent}}`,
+      ),
+    });
     expect(textOf(r.json)).toBe('echo: hello');
     expect(froms()).toEqual([verifiedAs(EVIL, 'assertion', EVIL.id, kEvil.kid)]);
   });
@@ -200,7 +243,8 @@ describe('assertions: forged, re-keyed and re-scoped', () => {
     ];
     for (const over of cases) await expectRefused({ 'X-AOS-Agent-Assertion': await signAssertion(kCook, COOK, aud, over) });
     const nbf = await new (jose().SignJWT)({ sub: COOK.id, aud, iat: t, exp: t + 30, nbf: t + 20, jti: 'nbf-1', agent: COOK })
-      .setProtectedHeader({ alg: 'ES256', kid: kCook.kid, typ: 'aos-agent+jwt' }).sign(kCook.privateKey);
+      .setProtectedHeader({ alg: 'ES256', kid: kCook.kid, typ: 'aos-agent+jwt' })
+      .sign(kCook.privateKey);
     await expectRefused({ 'X-AOS-Agent-Assertion': nbf }, 'not valid yet');
   });
 
@@ -217,8 +261,13 @@ describe('assertions: forged, re-keyed and re-scoped', () => {
     const body = JSON.stringify(v03Send(9, 'twice'));
     const a1 = await signAssertion(kCook, COOK, aud);
     const a2 = await signAssertion(kEvil, EVIL, aud);
-    const raw = (hdrs: string) => `POST /a2a/jsonrpc HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nconnection: close\r\ncontent-type: application/json\r\n${hdrs}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
-    for (const hdrs of [`X-AOS-Agent-Assertion: ${a2}\r\nx-aos-agent-assertion: ${a1}\r\n`, `x-aos-agent-assertion:\r\nX-Aos-Agent-Assertion: ${a1}\r\n`, `X-AOS-Agent-Assertion: ${a1}\r\nX-AOS-Agent-Assertion: \r\n`]) {
+    const raw = (hdrs: string) =>
+      `POST /a2a/jsonrpc HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nconnection: close\r\ncontent-type: application/json\r\n${hdrs}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    for (const hdrs of [
+      `X-AOS-Agent-Assertion: ${a2}\r\nx-aos-agent-assertion: ${a1}\r\n`,
+      `x-aos-agent-assertion:\r\nX-Aos-Agent-Assertion: ${a1}\r\n`,
+      `X-AOS-Agent-Assertion: ${a1}\r\nX-AOS-Agent-Assertion: \r\n`,
+    ]) {
       const text = await rawRoundTrip(port, raw(hdrs));
       expect(text).toContain('-31401');
     }
@@ -231,7 +280,13 @@ describe('assertions: forged, re-keyed and re-scoped', () => {
 
   test('the assertion in spellings other than the header name (underscores, a prefix, a query, a cookie) is no identity', async () => {
     const a = await signAssertion(kCook, COOK, aud);
-    for (const h of [{ X_AOS_Agent_Assertion: a }, { 'X-AOS-Agent-Assertion-Bin': a }, { 'X-Forwarded-AOS-Agent-Assertion': a }, { cookie: `x-aos-agent-assertion=${a}` }, { authorization: `Bearer ${a}` }]) {
+    for (const h of [
+      { X_AOS_Agent_Assertion: a },
+      { 'X-AOS-Agent-Assertion-Bin': a },
+      { 'X-Forwarded-AOS-Agent-Assertion': a },
+      { cookie: `x-aos-agent-assertion=${a}` },
+      { authorization: `Bearer ${a}` },
+    ]) {
       const r = await jsonrpc(h);
       expect(errorOf(r.json).code).toBe(-31401);
     }
@@ -260,10 +315,17 @@ describe('the name and url beside a bound agent id', () => {
     // The cook's id, name and url are allowed: only the id is what its key proves (the fix of probe-1: allow rules
     // read an assertion-verified caller's id alone), so another key writing the cook's name or url gets nowhere.
     await writeFile(policyFile, JSON.stringify({ peers: { allow: ['cooking-assistant', 'Cooking assistant', 'https://kitchen.example/agents/*'] } }));
-    viaPolicy = await startTestProxy({
-      ROLE: 'server', UPSTREAM_URL: agent.origin, ASSERTION_TRUST_JWKS_FILE: await writeJwks(dir, [kCook, kEvil], 'peers.jwks.json'),
-      ASSERTION_AUDIENCE: AUD, IDENTITY_POLICY: 'required', GRPC_PORT: '0',
-    }, embeddedGuardian(policyFile));
+    viaPolicy = await startTestProxy(
+      {
+        ROLE: 'server',
+        UPSTREAM_URL: agent.origin,
+        ASSERTION_TRUST_JWKS_FILE: await writeJwks(dir, [kCook, kEvil], 'peers.jwks.json'),
+        ASSERTION_AUDIENCE: AUD,
+        IDENTITY_POLICY: 'required',
+        GRPC_PORT: '0',
+      },
+      embeddedGuardian(policyFile),
+    );
     started.push(viaPolicy);
   });
   type Binding = 'jsonrpc' | 'rest' | 'grpc';
@@ -275,7 +337,11 @@ describe('the name and url beside a bound agent id', () => {
       return textOf(r.json) === 'echo: let me in' ? 'allowed' : String(errorOf(r.json).metadata?.reasonCode ?? errorOf(r.json).code);
     }
     if (binding === 'rest') {
-      const r = await rawRpc(`${viaPolicy.url}/a2a/rest/message:send`, { message: { messageId: `r-${Math.random()}`, role: 'ROLE_USER', parts: [{ text: 'let me in' }] } }, { 'a2a-version': '1.0', ...h });
+      const r = await rawRpc(
+        `${viaPolicy.url}/a2a/rest/message:send`,
+        { message: { messageId: `r-${Math.random()}`, role: 'ROLE_USER', parts: [{ text: 'let me in' }] } },
+        { 'a2a-version': '1.0', ...h },
+      );
       return r.status === 200 ? 'allowed' : String(r.json?.error?.details?.find((d: any) => d?.metadata?.reasonCode)?.metadata?.reasonCode ?? r.status);
     }
     const g = await rawGrpc(viaPolicy.grpcAddress as string, SEND_PATH, grpcSend('let me in'), { ...GV1, 'x-aos-agent-assertion': h['X-AOS-Agent-Assertion'] });
@@ -314,7 +380,15 @@ describe('OIDC bearer tokens', () => {
   test('control: a token of the issuer is verified (scheme in any case)', async () => {
     const t = await tok({ sub: 'agent-a', azp: 'Agent A' });
     expect(textOf((await jsonrpc({ authorization: `bEaReR ${t}` })).json)).toBe('echo: hello');
-    expect(froms()).toEqual([{ url: 'unknown', name: 'Agent A', version: 'unknown', id: 'agent-a', metadata: { identity: { verified: true, source: 'oidc', subject: 'agent-a', issuer: issuer.url } } }]);
+    expect(froms()).toEqual([
+      {
+        url: 'unknown',
+        name: 'Agent A',
+        version: 'unknown',
+        id: 'agent-a',
+        metadata: { identity: { verified: true, source: 'oidc', subject: 'agent-a', issuer: issuer.url } },
+      },
+    ]);
     expect(acted()).toEqual(['sendMessage']);
   });
 
@@ -327,8 +401,12 @@ describe('OIDC bearer tokens', () => {
       await tok({ sub: 'agent-a', iss: [issuer.url] }),
       await tok({ sub: 'agent-a', exp: t - 60 }),
       unsignedJwt({ iss: issuer.url, aud: OIDC_AUD, sub: 'agent-a', exp: t + 60 }),
-      await new (jose().SignJWT)({ iss: issuer.url, aud: OIDC_AUD, sub: 'agent-a', exp: t + 60 }).setProtectedHeader({ alg: 'HS256', kid: idpKey.kid }).sign(Buffer.from(JSON.stringify(idpKey.publicJwk))),
-      await new (jose().SignJWT)({ iss: issuer.url, aud: OIDC_AUD, sub: 'agent-a', exp: t + 60 }).setProtectedHeader({ alg: 'ES256', kid: idpKey.kid }).sign(kCook.privateKey),
+      await new (jose().SignJWT)({ iss: issuer.url, aud: OIDC_AUD, sub: 'agent-a', exp: t + 60 })
+        .setProtectedHeader({ alg: 'HS256', kid: idpKey.kid })
+        .sign(Buffer.from(JSON.stringify(idpKey.publicJwk))),
+      await new (jose().SignJWT)({ iss: issuer.url, aud: OIDC_AUD, sub: 'agent-a', exp: t + 60 })
+        .setProtectedHeader({ alg: 'ES256', kid: idpKey.kid })
+        .sign(kCook.privateKey),
     ];
     for (const f of forged) await expectRefused({ authorization: `Bearer ${f}` });
   });
@@ -344,7 +422,10 @@ describe('OIDC bearer tokens', () => {
     const ta = await tok({ sub: 'agent-a', azp: 'Agent A' });
     const tb = await tok({ sub: 'agent-b', azp: 'Agent B' });
     const body = JSON.stringify(v03Send(3, 'two tokens'));
-    const text = await rawRoundTrip(port, `POST /a2a/jsonrpc HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: application/json\r\nauthorization: Bearer ${ta}\r\nAuthorization: Bearer ${tb}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    const text = await rawRoundTrip(
+      port,
+      `POST /a2a/jsonrpc HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: application/json\r\nauthorization: Bearer ${ta}\r\nAuthorization: Bearer ${tb}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
     if (text.includes('echo: two tokens')) {
       expect((froms()[0] as any)?.id).toBe('agent-a');
       const seen = rec.calls[0]?.headers['authorization'];
@@ -362,11 +443,17 @@ describe('OIDC bearer tokens', () => {
 describe('several credentials at once', () => {
   test('a valid assertion with a forged token, and a valid token with a forged assertion: refused', async () => {
     await expectRefused({ 'X-AOS-Agent-Assertion': await signAssertion(kCook, COOK, aud), authorization: `Bearer ${await signAssertion(kCook, COOK, aud)}` });
-    await expectRefused({ 'X-AOS-Agent-Assertion': await signAssertion(kStranger, COOK, aud), authorization: `Bearer ${await issuer.token(idpKey, { sub: 'agent-a', aud: OIDC_AUD })}` });
+    await expectRefused({
+      'X-AOS-Agent-Assertion': await signAssertion(kStranger, COOK, aud),
+      authorization: `Bearer ${await issuer.token(idpKey, { sub: 'agent-a', aud: OIDC_AUD })}`,
+    });
   });
 
   test('a valid evil assertion with a valid token whose sub is the cook: the assertion wins, the cook is not shown', async () => {
-    const r = await jsonrpc({ 'X-AOS-Agent-Assertion': await signAssertion(kEvil, EVIL, aud), authorization: `Bearer ${await issuer.token(idpKey, { sub: COOK.id, azp: COOK.name, aud: OIDC_AUD })}` });
+    const r = await jsonrpc({
+      'X-AOS-Agent-Assertion': await signAssertion(kEvil, EVIL, aud),
+      authorization: `Bearer ${await issuer.token(idpKey, { sub: COOK.id, azp: COOK.name, aud: OIDC_AUD })}`,
+    });
     expect(textOf(r.json)).toBe('echo: hello');
     expect(froms()).toEqual([verifiedAs(EVIL, 'assertion', EVIL.id, kEvil.kid)]);
   });
@@ -377,14 +464,22 @@ describe('several credentials at once', () => {
 // -------------------------------------------------------------------------------------------------
 
 function grpcSend(text: string): Buffer {
-  return grpcFrame(grpcSdk.A2AService.sendMessage.requestSerialize(sdk.SendMessageRequest.fromJSON({ message: { messageId: `g-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }] } })));
+  return grpcFrame(
+    grpcSdk.A2AService.sendMessage.requestSerialize(
+      sdk.SendMessageRequest.fromJSON({ message: { messageId: `g-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }] } }),
+    ),
+  );
 }
 
 describe('gRPC metadata and replay across bindings', () => {
   const grpcAddr = () => server.grpcAddress as string;
 
   test('control: an assertion in gRPC metadata is verified, claims beside it change nothing', async () => {
-    const a = await rawGrpc(grpcAddr(), SEND_PATH, grpcSend('grpc hi'), { ...GV1, 'x-aos-agent-assertion': await signAssertion(kCook, COOK, aud), 'x-aos-agent-name': 'Trusted bank' });
+    const a = await rawGrpc(grpcAddr(), SEND_PATH, grpcSend('grpc hi'), {
+      ...GV1,
+      'x-aos-agent-assertion': await signAssertion(kCook, COOK, aud),
+      'x-aos-agent-name': 'Trusted bank',
+    });
     expect(a.grpcStatus).toBe(0);
     expect(froms()).toEqual([verifiedAs(COOK, 'assertion', COOK.id, kCook.kid)]);
     expect(acted()).toEqual(['sendMessage']);
@@ -407,13 +502,21 @@ describe('gRPC metadata and replay across bindings', () => {
   });
 
   test('one assertion used on JSON-RPC is refused afterwards on REST and gRPC (one replay cache per proxy)', async () => {
-    const restOk = await rawRpc(`${server.url}/a2a/rest/message:send`, { message: { messageId: 'r-0', role: 'ROLE_USER', parts: [{ text: 'rest ok' }] } }, { 'a2a-version': '1.0', 'X-AOS-Agent-Assertion': await signAssertion(kCook, COOK, aud) });
+    const restOk = await rawRpc(
+      `${server.url}/a2a/rest/message:send`,
+      { message: { messageId: 'r-0', role: 'ROLE_USER', parts: [{ text: 'rest ok' }] } },
+      { 'a2a-version': '1.0', 'X-AOS-Agent-Assertion': await signAssertion(kCook, COOK, aud) },
+    );
     expect(restOk.status).toBe(200);
     expect(froms()).toEqual([verifiedAs(COOK, 'assertion', COOK.id, kCook.kid)]);
     rec.clear();
     const a = await signAssertion(kCook, COOK, aud);
     expect(textOf((await jsonrpc({ 'X-AOS-Agent-Assertion': a }, 'first')).json)).toBe('echo: first');
-    const rest = await rawRpc(`${server.url}/a2a/rest/message:send`, { message: { messageId: 'r-1', role: 'ROLE_USER', parts: [{ text: 'again' }] } }, { 'a2a-version': '1.0', 'X-AOS-Agent-Assertion': a });
+    const rest = await rawRpc(
+      `${server.url}/a2a/rest/message:send`,
+      { message: { messageId: 'r-1', role: 'ROLE_USER', parts: [{ text: 'again' }] } },
+      { 'a2a-version': '1.0', 'X-AOS-Agent-Assertion': a },
+    );
     expect(rest.status).toBe(401);
     const g = await rawGrpc(grpcAddr(), SEND_PATH, grpcSend('again'), { ...GV1, 'x-aos-agent-assertion': a });
     expect(g.grpcStatus).toBe(16);
@@ -458,10 +561,16 @@ describe('task ownership: B is never A', () => {
 
   test('over gRPC, the evil key cannot read the task either', async () => {
     const body = grpcFrame(grpcSdk.A2AService.getTask.requestSerialize(sdk.GetTaskRequest.fromJSON({ id: taskId })));
-    const a = await rawGrpc(server.grpcAddress as string, '/lf.a2a.v1.A2AService/GetTask', body, { ...GV1, 'x-aos-agent-assertion': await signAssertion(kEvil, EVIL, aud) });
+    const a = await rawGrpc(server.grpcAddress as string, '/lf.a2a.v1.A2AService/GetTask', body, {
+      ...GV1,
+      'x-aos-agent-assertion': await signAssertion(kEvil, EVIL, aud),
+    });
     expect(a.grpcStatus).not.toBe(0);
     expect(acted()).toEqual([]);
-    const ok = await rawGrpc(server.grpcAddress as string, '/lf.a2a.v1.A2AService/GetTask', body, { ...GV1, 'x-aos-agent-assertion': await signAssertion(kCook, COOK, aud) });
+    const ok = await rawGrpc(server.grpcAddress as string, '/lf.a2a.v1.A2AService/GetTask', body, {
+      ...GV1,
+      'x-aos-agent-assertion': await signAssertion(kCook, COOK, aud),
+    });
     expect(ok.grpcStatus).toBe(0);
     expect(acted()).toEqual(['getTask']);
   });
@@ -473,18 +582,41 @@ describe('task ownership: B is never A', () => {
 
 const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 type Pair = webcrypto.CryptoKeyPair;
-const pemOf = (tag: string, der: ArrayBuffer) => `-----BEGIN ${tag}-----\n${Buffer.from(der).toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END ${tag}-----\n`;
+const pemOf = (tag: string, der: ArrayBuffer) =>
+  `-----BEGIN ${tag}-----\n${Buffer.from(der)
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n')
+    .replace(/\n$/, '')}\n-----END ${tag}-----\n`;
 let serialN = 0x5100;
 
-interface Ca { cert: x509.X509Certificate; keys: Pair; pem: string; file: string }
-interface Leaf { cert: string; key: string; certFile: string; keyFile: string }
+interface Ca {
+  cert: x509.X509Certificate;
+  keys: Pair;
+  pem: string;
+  file: string;
+}
+interface Leaf {
+  cert: string;
+  key: string;
+  certFile: string;
+  keyFile: string;
+}
 
 /** A CA whose subject is `name` (an organisation without a CN is an ordinary CA subject). */
 async function makeCaNamed(name: string, file: string): Promise<Ca> {
   const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as Pair;
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: (serialN++).toString(16), name, notBefore: new Date(Date.now() - 60_000), notAfter: new Date(Date.now() + 86_400_000), signingAlgorithm: ALG, keys,
-    extensions: [new x509.BasicConstraintsExtension(true, undefined, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true), await x509.SubjectKeyIdentifierExtension.create(keys.publicKey)],
+    serialNumber: (serialN++).toString(16),
+    name,
+    notBefore: new Date(Date.now() - 60_000),
+    notAfter: new Date(Date.now() + 86_400_000),
+    signingAlgorithm: ALG,
+    keys,
+    extensions: [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+    ],
   });
   const text = cert.toString('pem') + '\n';
   const path = join(dir, file);
@@ -494,10 +626,22 @@ async function makeCaNamed(name: string, file: string): Promise<Ca> {
 
 async function issueLeaf(ca: Ca, stem: string, o: { subject: string; san?: x509.JsonGeneralName[]; server?: boolean }): Promise<Leaf> {
   const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as Pair;
-  const san = o.server === true ? [{ type: 'dns', value: 'localhost' }, { type: 'ip', value: '127.0.0.1' }] as x509.JsonGeneralName[] : (o.san ?? []);
+  const san =
+    o.server === true
+      ? ([
+          { type: 'dns', value: 'localhost' },
+          { type: 'ip', value: '127.0.0.1' },
+        ] as x509.JsonGeneralName[])
+      : (o.san ?? []);
   const cert = await x509.X509CertificateGenerator.create({
-    serialNumber: (serialN++).toString(16), subject: o.subject, issuer: ca.cert.subject, notBefore: new Date(Date.now() - 60_000), notAfter: new Date(Date.now() + 86_400_000),
-    signingAlgorithm: ALG, publicKey: keys.publicKey, signingKey: ca.keys.privateKey,
+    serialNumber: (serialN++).toString(16),
+    subject: o.subject,
+    issuer: ca.cert.subject,
+    notBefore: new Date(Date.now() - 60_000),
+    notAfter: new Date(Date.now() + 86_400_000),
+    signingAlgorithm: ALG,
+    publicKey: keys.publicKey,
+    signingKey: ca.keys.privateKey,
     extensions: [
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyAgreement, true),
@@ -526,14 +670,37 @@ describe('mutual TLS', () => {
     const server0 = await issueLeaf(ca, 'server', { subject: 'O=Kitchen Org, CN=baker-guard', server: true });
     leaves.victim = await issueLeaf(ca, 'victim', { subject: '', san: [{ type: 'url', value: VICTIM }] });
     leaves.cnLikeSpiffe = await issueLeaf(ca, 'cn-like-spiffe', { subject: `CN=${VICTIM}` });
-    leaves.twoSpiffe = await issueLeaf(ca, 'two-spiffe', { subject: 'CN=x', san: [{ type: 'url', value: 'spiffe://kitchen.test/a' }, { type: 'url', value: VICTIM }] });
-    leaves.dnsSpiffe = await issueLeaf(ca, 'dns-spiffe', { subject: 'CN=plain-bot', san: [{ type: 'dns', value: 'spiffe.kitchen.test' }, { type: 'url', value: 'https://kitchen.example/agents/cooking-assistant' }] });
-    leaves.upperSpiffe = await issueLeaf(ca, 'upper-spiffe', { subject: 'CN=y', san: [{ type: 'url', value: 'SPIFFE://kitchen.test/ns/agents/sa/cooking-assistant' }] });
+    leaves.twoSpiffe = await issueLeaf(ca, 'two-spiffe', {
+      subject: 'CN=x',
+      san: [
+        { type: 'url', value: 'spiffe://kitchen.test/a' },
+        { type: 'url', value: VICTIM },
+      ],
+    });
+    leaves.dnsSpiffe = await issueLeaf(ca, 'dns-spiffe', {
+      subject: 'CN=plain-bot',
+      san: [
+        { type: 'dns', value: 'spiffe.kitchen.test' },
+        { type: 'url', value: 'https://kitchen.example/agents/cooking-assistant' },
+      ],
+    });
+    leaves.upperSpiffe = await issueLeaf(ca, 'upper-spiffe', {
+      subject: 'CN=y',
+      san: [{ type: 'url', value: 'SPIFFE://kitchen.test/ns/agents/sa/cooking-assistant' }],
+    });
     const stranger = await makeCaNamed('O=Kitchen Org, OU=Agents', 'stranger.ca.pem');
     leaves.stranger = await issueLeaf(stranger, 'stranger', { subject: '', san: [{ type: 'url', value: VICTIM }] });
     tlsProxy = await startTestProxy({
-      ROLE: 'server', UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, OBSERVED_AGENT_INSTRUCTIONS: 'Bake.', IDENTITY_POLICY: 'required',
-      TLS_CERT_FILE: server0.certFile, TLS_KEY_FILE: server0.keyFile, TLS_CLIENT_CA_FILE: ca.file, TLS_CLIENT_CERT: 'optional', GRPC_PORT: '0',
+      ROLE: 'server',
+      UPSTREAM_URL: agent.origin,
+      GUARDIAN_URL: guardian.url,
+      OBSERVED_AGENT_INSTRUCTIONS: 'Bake.',
+      IDENTITY_POLICY: 'required',
+      TLS_CERT_FILE: server0.certFile,
+      TLS_KEY_FILE: server0.keyFile,
+      TLS_CLIENT_CA_FILE: ca.file,
+      TLS_CLIENT_CERT: 'optional',
+      GRPC_PORT: '0',
     });
     started.push(tlsProxy);
   });
@@ -551,7 +718,15 @@ describe('mutual TLS', () => {
   test('control: the SPIFFE certificate is the verified caller and owns its task', async () => {
     const r = await post(as(leaves.victim), v03Send(1, 'victim task'));
     expect(typeof r?.result?.id).toBe('string');
-    expect(froms()).toEqual([{ url: 'unknown', name: VICTIM, version: 'unknown', id: VICTIM, metadata: { identity: { verified: true, source: 'mtls', subject: VICTIM, issuer: 'O=Kitchen Org, OU=Agents' } } }]);
+    expect(froms()).toEqual([
+      {
+        url: 'unknown',
+        name: VICTIM,
+        version: 'unknown',
+        id: VICTIM,
+        metadata: { identity: { verified: true, source: 'mtls', subject: VICTIM, issuer: 'O=Kitchen Org, OU=Agents' } },
+      },
+    ]);
     const again = await post(as(leaves.victim), v03Get(2, r.result.id));
     expect(again?.result?.id).toBe(r.result.id);
   });
@@ -567,7 +742,15 @@ describe('mutual TLS', () => {
 
   test('a DNS SAN and a non-SPIFFE URI SAN name nothing: the CN is the caller', async () => {
     await post(as(leaves.dnsSpiffe), v03Send(1, 'x'));
-    expect(froms()).toEqual([{ url: 'unknown', name: 'plain-bot', version: 'unknown', id: 'plain-bot', metadata: { identity: { verified: true, source: 'mtls', subject: 'plain-bot', issuer: 'O=Kitchen Org, OU=Agents' } } }]);
+    expect(froms()).toEqual([
+      {
+        url: 'unknown',
+        name: 'plain-bot',
+        version: 'unknown',
+        id: 'plain-bot',
+        metadata: { identity: { verified: true, source: 'mtls', subject: 'plain-bot', issuer: 'O=Kitchen Org, OU=Agents' } },
+      },
+    ]);
   });
 
   test('under a client CA without a CN, a certificate whose CN spells a SPIFFE ID does not read the SPIFFE callers tasks', async () => {
@@ -584,21 +767,28 @@ describe('mutual TLS', () => {
   test('over gRPC with mutual TLS too, the look-alike certificate does not read the SPIFFE callers task', async () => {
     const victimTask = (await post(as(leaves.victim), v03Send(1, 'victim grpc secret'))).result.id as string;
     const getTask = grpcFrame(grpcSdk.A2AService.getTask.requestSerialize(sdk.GetTaskRequest.fromJSON({ id: victimTask })));
-    const call = (leaf: Leaf) => new Promise<string | undefined>((resolve) => {
-      const session = http2.connect(`https://${tlsProxy.grpcAddress as string}`, { ca: ca.pem, cert: leaf.cert, key: leaf.key, servername: 'localhost' });
-      session.on('error', () => resolve('session error'));
-      const req = session.request({ ':method': 'POST', ':path': '/lf.a2a.v1.A2AService/GetTask', 'content-type': 'application/grpc', te: 'trailers', ...GV1 });
-      let status: string | undefined;
-      req.on('response', (x) => (status = (x['grpc-status'] as string | undefined) ?? status));
-      req.on('trailers', (x) => (status = x['grpc-status'] as string | undefined));
-      req.on('data', () => undefined);
-      req.on('error', () => undefined);
-      req.on('close', () => {
-        session.close();
-        resolve(status);
+    const call = (leaf: Leaf) =>
+      new Promise<string | undefined>((resolve) => {
+        const session = http2.connect(`https://${tlsProxy.grpcAddress as string}`, { ca: ca.pem, cert: leaf.cert, key: leaf.key, servername: 'localhost' });
+        session.on('error', () => resolve('session error'));
+        const req = session.request({
+          ':method': 'POST',
+          ':path': '/lf.a2a.v1.A2AService/GetTask',
+          'content-type': 'application/grpc',
+          te: 'trailers',
+          ...GV1,
+        });
+        let status: string | undefined;
+        req.on('response', (x) => (status = (x['grpc-status'] as string | undefined) ?? status));
+        req.on('trailers', (x) => (status = x['grpc-status'] as string | undefined));
+        req.on('data', () => undefined);
+        req.on('error', () => undefined);
+        req.on('close', () => {
+          session.close();
+          resolve(status);
+        });
+        req.end(getTask);
       });
-      req.end(getTask);
-    });
     rec.clear();
     expect(await call(leaves.victim)).toBe('0'); // control: the owner reads it over gRPC
     expect(acted()).toEqual(['getTask']);
@@ -619,8 +809,14 @@ describe('mutual TLS under a CA with a CN', () => {
     victim = await pki.issue({ spiffe: VICTIM, name: 'probe-victim' });
     lookalike = await pki.issue({ cn: VICTIM, name: 'probe-lookalike' });
     p = await startTestProxy({
-      ROLE: 'server', UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, OBSERVED_AGENT_INSTRUCTIONS: 'Bake.', IDENTITY_POLICY: 'required',
-      TLS_CERT_FILE: srv.certFile, TLS_KEY_FILE: srv.keyFile, TLS_CLIENT_CA_FILE: pki.caFile,
+      ROLE: 'server',
+      UPSTREAM_URL: agent.origin,
+      GUARDIAN_URL: guardian.url,
+      OBSERVED_AGENT_INSTRUCTIONS: 'Bake.',
+      IDENTITY_POLICY: 'required',
+      TLS_CERT_FILE: srv.certFile,
+      TLS_KEY_FILE: srv.keyFile,
+      TLS_CLIENT_CA_FILE: pki.caFile,
     });
     started.push(p);
   });
@@ -647,7 +843,13 @@ describe('mutual TLS under a CA with a CN', () => {
     await post(fetchAs(victim), v03Send(1, 'real'));
     await post(fetchAs(lookalike), v03Send(2, 'lookalike'));
     const [real, fake] = requestHooks().map((e) => e.params.context.from.agent);
-    expect(real).toEqual({ url: 'unknown', name: VICTIM, version: 'unknown', id: VICTIM, metadata: { identity: { verified: true, source: 'mtls', subject: VICTIM, issuer: 'Kitchen CA probe' } } });
+    expect(real).toEqual({
+      url: 'unknown',
+      name: VICTIM,
+      version: 'unknown',
+      id: VICTIM,
+      metadata: { identity: { verified: true, source: 'mtls', subject: VICTIM, issuer: 'Kitchen CA probe' } },
+    });
     // The look-alike proved a CN, not a SPIFFE ID: the guardian must be able to tell it from the real one.
     expect(fake).not.toEqual(real);
   });
@@ -657,8 +859,13 @@ describe('no identity is inherited across requests of one connection', () => {
   test('HTTP/1.1 keep-alive: a request without an assertion after one with it is refused', async () => {
     const port = Number(new URL(server.url).port);
     const body = (id: number, t: string) => JSON.stringify(v03Send(id, t));
-    const one = (extra: string, b: string, close: boolean) => `POST /a2a/jsonrpc HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n${extra}${close ? 'connection: close\r\n' : ''}content-length: ${Buffer.byteLength(b)}\r\n\r\n${b}`;
-    const text = await rawRoundTrip(port, one(`X-AOS-Agent-Assertion: ${await signAssertion(kCook, COOK, aud)}\r\n`, body(1, 'first on conn'), false) + one('X-AOS-Agent-Id: cooking-assistant\r\n', body(2, 'second on conn'), true));
+    const one = (extra: string, b: string, close: boolean) =>
+      `POST /a2a/jsonrpc HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n${extra}${close ? 'connection: close\r\n' : ''}content-length: ${Buffer.byteLength(b)}\r\n\r\n${b}`;
+    const text = await rawRoundTrip(
+      port,
+      one(`X-AOS-Agent-Assertion: ${await signAssertion(kCook, COOK, aud)}\r\n`, body(1, 'first on conn'), false) +
+        one('X-AOS-Agent-Id: cooking-assistant\r\n', body(2, 'second on conn'), true),
+    );
     expect(text).toContain('echo: first on conn');
     expect(text).not.toContain('echo: second on conn');
     expect(text).toContain('-31401');
@@ -667,16 +874,17 @@ describe('no identity is inherited across requests of one connection', () => {
 
   test('HTTP/2 (gRPC): a stream without an assertion after one with it on the same session is refused', async () => {
     const session = http2.connect(`http://${server.grpcAddress as string}`);
-    const call = (h: http2.OutgoingHttpHeaders, text: string) => new Promise<string | undefined>((resolve) => {
-      const req = session.request({ ':method': 'POST', ':path': SEND_PATH, 'content-type': 'application/grpc', te: 'trailers', ...GV1, ...h });
-      let status: string | undefined;
-      req.on('response', (x) => (status = (x['grpc-status'] as string | undefined) ?? status));
-      req.on('trailers', (x) => (status = x['grpc-status'] as string | undefined));
-      req.on('data', () => undefined);
-      req.on('error', () => undefined);
-      req.on('close', () => resolve(status));
-      req.end(grpcSend(text));
-    });
+    const call = (h: http2.OutgoingHttpHeaders, text: string) =>
+      new Promise<string | undefined>((resolve) => {
+        const req = session.request({ ':method': 'POST', ':path': SEND_PATH, 'content-type': 'application/grpc', te: 'trailers', ...GV1, ...h });
+        let status: string | undefined;
+        req.on('response', (x) => (status = (x['grpc-status'] as string | undefined) ?? status));
+        req.on('trailers', (x) => (status = x['grpc-status'] as string | undefined));
+        req.on('data', () => undefined);
+        req.on('error', () => undefined);
+        req.on('close', () => resolve(status));
+        req.end(grpcSend(text));
+      });
     try {
       expect(await call({ 'x-aos-agent-assertion': await signAssertion(kCook, COOK, aud) }, 'stream 1')).toBe('0');
       expect(await call({ 'x-aos-agent-id': COOK.id }, 'stream 2')).toBe('16');
@@ -694,14 +902,21 @@ describe('IDENTITY_POLICY=optional with TASK_OWNERSHIP=true: an unverified calle
     const port = await freePort();
     paud = `http://127.0.0.1:${port}`;
     p = await startTestProxy({
-      ROLE: 'server', UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, PORT: String(port), ASSERTION_AUDIENCE: paud, TASK_OWNERSHIP: 'true',
-      ASSERTION_TRUST_JWKS_FILE: await writeJwks(dir, [kCook, kEvil], 'optional.jwks.json'), IDENTITY_POLICY: 'optional',
+      ROLE: 'server',
+      UPSTREAM_URL: agent.origin,
+      GUARDIAN_URL: guardian.url,
+      PORT: String(port),
+      ASSERTION_AUDIENCE: paud,
+      TASK_OWNERSHIP: 'true',
+      ASSERTION_TRUST_JWKS_FILE: await writeJwks(dir, [kCook, kEvil], 'optional.jwks.json'),
+      IDENTITY_POLICY: 'optional',
     });
     started.push(p);
   });
 
   test('the cooks task is not found to anonymous callers, claimed or not; the anonymous task is not found to the cook', async () => {
-    const cookTask = (await rawRpc(`${p.url}/a2a/jsonrpc`, v03Send(1, 'cook'), { 'X-AOS-Agent-Assertion': await signAssertion(kCook, COOK, paud) })).json.result.id as string;
+    const cookTask = (await rawRpc(`${p.url}/a2a/jsonrpc`, v03Send(1, 'cook'), { 'X-AOS-Agent-Assertion': await signAssertion(kCook, COOK, paud) })).json.result
+      .id as string;
     const anonTask = (await rawRpc(`${p.url}/a2a/jsonrpc`, v03Send(2, 'anon'))).json.result.id as string;
     rec.clear();
     for (const h of [{}, { 'X-AOS-Agent-Id': COOK.id, 'X-AOS-Agent-Name': COOK.name }]) {
@@ -712,7 +927,9 @@ describe('IDENTITY_POLICY=optional with TASK_OWNERSHIP=true: an unverified calle
     expect(mine.json.result).toBeUndefined();
     expect(acted()).toEqual([]);
     // control: the cook reads its own, the anonymous caller its own
-    expect((await rawRpc(`${p.url}/a2a/jsonrpc`, v03Get(5, cookTask), { 'X-AOS-Agent-Assertion': await signAssertion(kCook, COOK, paud) })).json.result?.id).toBe(cookTask);
+    expect(
+      (await rawRpc(`${p.url}/a2a/jsonrpc`, v03Get(5, cookTask), { 'X-AOS-Agent-Assertion': await signAssertion(kCook, COOK, paud) })).json.result?.id,
+    ).toBe(cookTask);
     expect((await rawRpc(`${p.url}/a2a/jsonrpc`, v03Get(6, anonTask))).json.result?.id).toBe(anonTask);
     expect(acted()).toEqual(['getTask', 'getTask']);
   });

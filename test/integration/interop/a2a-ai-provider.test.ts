@@ -52,7 +52,9 @@ function ops(suite: InteropSuite): void {
   const cardUrl = (base: string): string => `${base}/.well-known/agent-card.json`;
   suite.op('generateText', async ({ base }) => call({ cardUrl: cardUrl(base), mode: 'generate', prompt: 'What is love?' }));
   suite.op('streamText', async ({ base }) => call({ cardUrl: cardUrl(base), mode: 'stream', prompt: 'Stream me a haiku' }));
-  suite.op('generateText in a known context', async ({ base }) => call({ cardUrl: cardUrl(base), mode: 'generate', prompt: 'Remember me', contextId: 'chat-42' }));
+  suite.op('generateText in a known context', async ({ base }) =>
+    call({ cardUrl: cardUrl(base), mode: 'generate', prompt: 'Remember me', contextId: 'chat-42' }),
+  );
 }
 
 describe('against an @a2a-js/sdk 1.3 agent', () => {

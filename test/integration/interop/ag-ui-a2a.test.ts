@@ -34,7 +34,8 @@ const input = (text: string) => ({
 const events = (agent: Obj, text: string): Promise<unknown[]> => rxjs['lastValueFrom'](agent['run'](input(text)).pipe(rxjs['toArray']()));
 
 /** The X-A2A-Extensions header of each JSON-RPC call that reached the agent. */
-const extensionHeaders = (received: TestAgent['received']): unknown[] => received.filter((r) => r.method === 'POST').map((r) => r.headers['x-a2a-extensions'] ?? null);
+const extensionHeaders = (received: TestAgent['received']): unknown[] =>
+  received.filter((r) => r.method === 'POST').map((r) => r.headers['x-a2a-extensions'] ?? null);
 
 beforeAll(() => {
   jest.spyOn(console, 'error').mockImplementation(() => undefined);

@@ -26,7 +26,8 @@ const msg = (text: string) => ({ kind: 'message', role: 'user', messageId: crypt
 function clientOps(suite: InteropSuite, cardPath: string): void {
   const client = (base: string): A2AClient02 => new A2AClient(base, cardPath);
   /** A task that works until cancelled, started without waiting for it. */
-  const running = async (c: A2AClient02): Promise<string> => (await c.sendMessage({ message: msg('wait-for-cancel'), configuration: { blocking: false, acceptedOutputModes: ['text'] } })).result.id;
+  const running = async (c: A2AClient02): Promise<string> =>
+    (await c.sendMessage({ message: msg('wait-for-cancel'), configuration: { blocking: false, acceptedOutputModes: ['text'] } })).result.id;
 
   suite.op('getAgentCard', async ({ base }) => client(base).getAgentCard());
   suite.op('sendMessage (task)', async ({ base }) => client(base).sendMessage({ message: msg('hello') }));
@@ -70,7 +71,10 @@ beforeAll(() => {
 afterAll(() => jest.restoreAllMocks());
 
 describe('against an @a2a-js/sdk 0.2.5 agent', () => {
-  clientOps(interopSuite('sdk 0.2 client -> sdk 0.2 agent', () => startLegacySdkAgent('0.2')), '.well-known/agent.json');
+  clientOps(
+    interopSuite('sdk 0.2 client -> sdk 0.2 agent', () => startLegacySdkAgent('0.2')),
+    '.well-known/agent.json',
+  );
 });
 
 describe('against an @a2a-js/sdk 1.3 agent (v0.3 compat)', () => {

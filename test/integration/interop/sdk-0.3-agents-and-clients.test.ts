@@ -47,7 +47,9 @@ async function client(base: string, transport: Transport): Promise<Client03> {
       deleteTaskPushNotificationConfig: unwrap(c.deleteTaskPushNotificationConfig),
     };
   }
-  const factory = new sdk03['ClientFactory'](sdk03['ClientFactoryOptions'].createFrom(sdk03['ClientFactoryOptions'].default, { preferredTransports: [transport] }));
+  const factory = new sdk03['ClientFactory'](
+    sdk03['ClientFactoryOptions'].createFrom(sdk03['ClientFactoryOptions'].default, { preferredTransports: [transport] }),
+  );
   return factory.createFromUrl(base);
 }
 
@@ -55,7 +57,8 @@ const msg = (text: string) => ({ kind: 'message', role: 'user', messageId: crypt
 
 function clientOps(suite: InteropSuite, transport: Transport, opts: { pushRefusedDirectly?: boolean } = {}): void {
   const t = transport;
-  const running = async (c: Client03): Promise<string> => (await c.sendMessage({ message: msg('wait-for-cancel'), configuration: { blocking: false, acceptedOutputModes: ['text'] } })).id;
+  const running = async (c: Client03): Promise<string> =>
+    (await c.sendMessage({ message: msg('wait-for-cancel'), configuration: { blocking: false, acceptedOutputModes: ['text'] } })).id;
 
   suite.op(`${t}: getAgentCard`, async ({ base }) => (await client(base, t)).getAgentCard());
   suite.op(`${t}: sendMessage (task)`, async ({ base }) => (await client(base, t)).sendMessage({ message: msg('hello') }));
@@ -84,15 +87,18 @@ function clientOps(suite: InteropSuite, transport: Transport, opts: { pushRefuse
   suite.op(
     `${t}: push config set, get, list, delete`,
     async ({ base }) => {
-    const c = await client(base, t);
-    const id = await running(c);
-    const out: Record<string, unknown> = {};
-    out['set'] = await c.setTaskPushNotificationConfig({ taskId: id, pushNotificationConfig: { id: 'cfg-1', url: 'https://hooks.example/a2a', token: 'tok' } });
-    out['get'] = await c.getTaskPushNotificationConfig({ id, pushNotificationConfigId: 'cfg-1' });
-    out['list'] = await c.listTaskPushNotificationConfig({ id });
-    out['delete'] = (await c.deleteTaskPushNotificationConfig({ id, pushNotificationConfigId: 'cfg-1' })) ?? null;
-    await c.cancelTask({ id });
-    return out;
+      const c = await client(base, t);
+      const id = await running(c);
+      const out: Record<string, unknown> = {};
+      out['set'] = await c.setTaskPushNotificationConfig({
+        taskId: id,
+        pushNotificationConfig: { id: 'cfg-1', url: 'https://hooks.example/a2a', token: 'tok' },
+      });
+      out['get'] = await c.getTaskPushNotificationConfig({ id, pushNotificationConfigId: 'cfg-1' });
+      out['list'] = await c.listTaskPushNotificationConfig({ id });
+      out['delete'] = (await c.deleteTaskPushNotificationConfig({ id, pushNotificationConfigId: 'cfg-1' })) ?? null;
+      await c.cancelTask({ id });
+      return out;
     },
     { expectError: opts.pushRefusedDirectly === true },
   );

@@ -54,17 +54,26 @@ suite.op('tasks/get', async ({ base }) => {
   return unary(rpc(base), { jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id } });
 });
 
-suite.op('tasks/get unknown task (-32001)', async ({ base }) => unary(rpc(base), { jsonrpc: '2.0', id: 'g', method: 'tasks/get', params: { id: 'no-such-task' } }));
+suite.op('tasks/get unknown task (-32001)', async ({ base }) =>
+  unary(rpc(base), { jsonrpc: '2.0', id: 'g', method: 'tasks/get', params: { id: 'no-such-task' } }),
+);
 
 suite.op('tasks/cancel a finished task (-32002)', async ({ base }) => {
   const id = await newTask(base);
   return unary(rpc(base), { jsonrpc: '2.0', id: 3, method: 'tasks/cancel', params: { id } });
 });
 
-suite.op('tasks/resubscribe, which it does not serve (-32601)', async ({ base }) => unary(rpc(base), { jsonrpc: '2.0', id: 4, method: 'tasks/resubscribe', params: { id: 'x' } }));
+suite.op('tasks/resubscribe, which it does not serve (-32601)', async ({ base }) =>
+  unary(rpc(base), { jsonrpc: '2.0', id: 4, method: 'tasks/resubscribe', params: { id: 'x' } }),
+);
 
 suite.op('message/send with only a data part (-32602)', async ({ base }) =>
-  unary(rpc(base), { jsonrpc: '2.0', id: 5, method: 'message/send', params: { message: { kind: 'message', role: 'user', messageId: crypto.randomUUID(), parts: [{ kind: 'data', data: { a: 1 } }] } } }),
+  unary(rpc(base), {
+    jsonrpc: '2.0',
+    id: 5,
+    method: 'message/send',
+    params: { message: { kind: 'message', role: 'user', messageId: crypto.randomUUID(), parts: [{ kind: 'data', data: { a: 1 } }] } },
+  }),
 );
 
 suite.op('message/send with a top-level context member', async ({ base }) => {

@@ -31,7 +31,12 @@ const DIR = path.join(__dirname, '../../fixtures/interop');
 const fixtures: Array<{ file: string; f: Fixture }> = fs
   .readdirSync(DIR)
   .sort()
-  .flatMap((sdk) => fs.readdirSync(path.join(DIR, sdk)).sort().map((file) => ({ file: `${sdk}/${file}`, f: JSON.parse(fs.readFileSync(path.join(DIR, sdk, file), 'utf8')) as Fixture })));
+  .flatMap((sdk) =>
+    fs
+      .readdirSync(path.join(DIR, sdk))
+      .sort()
+      .map((file) => ({ file: `${sdk}/${file}`, f: JSON.parse(fs.readFileSync(path.join(DIR, sdk, file), 'utf8')) as Fixture })),
+  );
 
 const v1 = (method: string, params: unknown) => ({ jsonrpc: '2.0', id: 1, method, params });
 
@@ -45,7 +50,8 @@ async function setup(base: string, kind: Fixture['setup']): Promise<{ taskId: st
   const sent = await unary(`${base}/a2a/jsonrpc`, v1('SendMessage', { message, configuration: { returnImmediately: kind !== 'done' } }), headers);
   const task = (sent.body as { result?: { task?: { id?: string; contextId?: string } } }).result?.task;
   if (task?.id === undefined || task.contextId === undefined) throw new Error(`setup: no task in ${JSON.stringify(sent)}`);
-  if (kind === 'task+config') await unary(`${base}/a2a/jsonrpc`, v1('CreateTaskPushNotificationConfig', { taskId: task.id, id: 'cfg-1', url: 'https://hooks.example/a2a' }), headers);
+  if (kind === 'task+config')
+    await unary(`${base}/a2a/jsonrpc`, v1('CreateTaskPushNotificationConfig', { taskId: task.id, id: 'cfg-1', url: 'https://hooks.example/a2a' }), headers);
   return { taskId: task.id, contextId: task.contextId };
 }
 
@@ -67,7 +73,8 @@ const suite = interopSuite('wire fixtures', async () => {
 /** Cancel `taskId` (through the same path) once its subscription reached the agent and had time to be set up. */
 async function cancelOnceSubscribed(base: string, taskId: string): Promise<void> {
   const a = agent as TestAgent;
-  const subscribed = () => a.received.some((r) => (r.path.includes(taskId) && !r.path.includes(':cancel')) || (r.bodyText.includes(taskId) && !r.bodyText.includes('ancel')));
+  const subscribed = () =>
+    a.received.some((r) => (r.path.includes(taskId) && !r.path.includes(':cancel')) || (r.bodyText.includes(taskId) && !r.bodyText.includes('ancel')));
   await waitFor(subscribed, 20_000, 'the subscription at the agent');
   await sleep(500);
   await unary(`${base}/a2a/jsonrpc`, v1('CancelTask', { id: taskId }), { 'A2A-Version': '1.0' });
@@ -80,7 +87,11 @@ for (const { file, f } of fixtures) {
     const url = `${base}${f.binding === 'jsonrpc' ? '/a2a/jsonrpc' : '/a2a/rest'}${fill(f.request.path, vars)}`;
     const body = f.request.body === null ? undefined : fill(f.request.body, vars);
     // Header values as the SDK sends them; no Content-Type when the SDK sends no body.
-    const headers: Record<string, string | undefined> = { 'content-type': undefined, accept: undefined, ...Object.fromEntries(Object.entries(f.request.headers).map(([k, v]) => [k.toLowerCase(), v])) };
+    const headers: Record<string, string | undefined> = {
+      'content-type': undefined,
+      accept: undefined,
+      ...Object.fromEntries(Object.entries(f.request.headers).map(([k, v]) => [k.toLowerCase(), v])),
+    };
     if (!f.stream) return unary(url, body, headers, f.request.method);
     const outcome = streamed(url, body, headers, f.request.method);
     if (subscribe) await cancelOnceSubscribed(base, vars.taskId);

@@ -26,8 +26,13 @@ beforeAll(async () => {
   guardian = await startGuardian();
   ids = await startIdentities();
   proxy = await startTestProxy({
-    UPSTREAM_URL: hostile.origin, GUARDIAN_URL: guardian.url, ...ids.env,
-    INSPECT_RESPONSES: 'true', GUARDIAN_CALLS_PER_CALLER: '0', GUARDIAN_TIMEOUT_MS: '60000', FAIR_SLICE_MS: '1',
+    UPSTREAM_URL: hostile.origin,
+    GUARDIAN_URL: guardian.url,
+    ...ids.env,
+    INSPECT_RESPONSES: 'true',
+    GUARDIAN_CALLS_PER_CALLER: '0',
+    GUARDIAN_TIMEOUT_MS: '60000',
+    FAIR_SLICE_MS: '1',
   });
 });
 afterAll(async () => {
@@ -42,7 +47,11 @@ const ANSWER_TEXT = 80 * 1024;
 
 /** A JSON-RPC answer: an agent message whose text starts with `text`. */
 function messageAnswer(r: Req, text: string): Buffer {
-  return answer(200, [['content-type', 'application/json']], JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { message: { messageId: `a-${String(r.id)}`, role: 'ROLE_AGENT', parts: [{ text }] } } }));
+  return answer(
+    200,
+    [['content-type', 'application/json']],
+    JSON.stringify({ jsonrpc: '2.0', id: r.id, result: { message: { messageId: `a-${String(r.id)}`, role: 'ROLE_AGENT', parts: [{ text }] } } }),
+  );
 }
 
 test("a caller whose many answers arrive at once waits behind its own queue: the victim's answer is judged between them", async () => {
@@ -55,14 +64,23 @@ test("a caller whose many answers arrive at once waits behind its own queue: the
 
   // Every answer waits until the victim's call arrived; then the attacker's are written first, the victim's last.
   const held: Array<{ victim: boolean; write: () => void }> = [];
-  hostile.script = (r) => new Promise<Buffer>((resolve) => {
-    const isVictim = r.text.includes('victim call');
-    held.push({ victim: isVictim, write: () => resolve(messageAnswer(r, isVictim ? 'victim answer' : `attack answer ${'x'.repeat(ANSWER_TEXT)}`)) });
-  });
-  const attack = Array.from({ length: ATTACK_CALLS }, (_v, i) => fetch(`${proxy.url}/a2a/jsonrpc`, {
-    method: 'POST', headers: { ...ids.headersAs('A'), 'a2a-version': '1.0', 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'SendMessage', params: { message: { messageId: `m-${i}`, role: 'ROLE_USER', parts: [{ text: `attack call ${i}` }] } } }),
-  }).then((r) => r.status));
+  hostile.script = (r) =>
+    new Promise<Buffer>((resolve) => {
+      const isVictim = r.text.includes('victim call');
+      held.push({ victim: isVictim, write: () => resolve(messageAnswer(r, isVictim ? 'victim answer' : `attack answer ${'x'.repeat(ANSWER_TEXT)}`)) });
+    });
+  const attack = Array.from({ length: ATTACK_CALLS }, (_v, i) =>
+    fetch(`${proxy.url}/a2a/jsonrpc`, {
+      method: 'POST',
+      headers: { ...ids.headersAs('A'), 'a2a-version': '1.0', 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: i,
+        method: 'SendMessage',
+        params: { message: { messageId: `m-${i}`, role: 'ROLE_USER', parts: [{ text: `attack call ${i}` }] } },
+      }),
+    }).then((r) => r.status),
+  );
   let victimAnswer: ReturnType<typeof victim.sendMessage>;
   try {
     await waitFor(() => held.length === ATTACK_CALLS, 60_000, 'the attack calls at the agent');

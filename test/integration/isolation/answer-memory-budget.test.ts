@@ -42,7 +42,8 @@ beforeEach(() => {
 
 async function getTaskJsonRpc(n: number): Promise<{ code?: number; ok: boolean }> {
   const res = await fetch(`${proxy.url}/a2a/jsonrpc`, {
-    method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
     body: JSON.stringify({ jsonrpc: '2.0', id: n, method: 'GetTask', params: { id: taskId } }),
   });
   const body = (await res.json()) as { result?: unknown; error?: { code: number } };
@@ -78,7 +79,13 @@ test('SSE: concurrent inspected streams of large events hold at most the budget;
   // A running task whose snapshot (the first event of every subscription) holds a 400 kB message.
   const direct = (await makeGrpcClient(s.agent.url)).client;
   const running = (await direct.sendMessage(sendReq(`wait-for-cancel ${TEXT}`, true))) as { id: string };
-  const stream = (n: number) => rawSse(`${proxy.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: n, method: 'SubscribeToTask', params: { id: running.id } }, { 'a2a-version': '1.0' }, { signal: AbortSignal.timeout(3000) }).catch(() => undefined);
+  const stream = (n: number) =>
+    rawSse(
+      `${proxy.url}/a2a/jsonrpc`,
+      { jsonrpc: '2.0', id: n, method: 'SubscribeToTask', params: { id: running.id } },
+      { 'a2a-version': '1.0' },
+      { signal: AbortSignal.timeout(3000) },
+    ).catch(() => undefined);
   const results = await Promise.all(Array.from({ length: CALLS }, (_, i) => stream(i)));
   const overloaded = results.filter((r) => r?.events.some((e) => e.event === 'error' && (e.json as { error?: { code?: number } }).error?.code === -31429));
   // Past the budget a stream ends with the error event; within it, streams stay open (the test aborts them).

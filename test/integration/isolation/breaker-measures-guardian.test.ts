@@ -33,7 +33,8 @@ const msg = (id: string, text: string) => ({
 const send = (p: TestProxy, id: string, text: string): Promise<RawResponse> => rawRpc(`${p.url}/a2a/jsonrpc`, msg(id, text));
 
 /** The -31503 failure kind of an answer, or undefined when the agent answered. */
-const failure = (r: RawResponse): string | undefined => (r.json?.error === undefined ? undefined : String(r.json.error.data?.[0]?.metadata?.failure ?? r.json.error.code));
+const failure = (r: RawResponse): string | undefined =>
+  r.json?.error === undefined ? undefined : String(r.json.error.data?.[0]?.metadata?.failure ?? r.json.error.code);
 
 /** What the SDK agent's request handler acted on: the texts of the messages it received. */
 const acted = (): string[] => recorder.calls.filter((c) => c.method === 'sendMessage').map((c) => textOf(c.params));

@@ -26,15 +26,24 @@ const clientAs = (proxy: TestProxy, who: Caller): Promise<Client> => makeClient(
 
 /** A v1.0 JSON-RPC SendMessage as `who`, raw: status, headers and body as the caller gets them. */
 const sendAs = (proxy: TestProxy, who: Caller | undefined, text: string, id: number | string = 1) =>
-  rawRpc(`${proxy.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id, method: 'SendMessage', params: { message: { messageId: `m-${id}-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }] } } }, { 'a2a-version': '1.0', ...(who === undefined ? {} : ids.headersAs(who)) });
+  rawRpc(
+    `${proxy.url}/a2a/jsonrpc`,
+    { jsonrpc: '2.0', id, method: 'SendMessage', params: { message: { messageId: `m-${id}-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }] } } },
+    { 'a2a-version': '1.0', ...(who === undefined ? {} : ids.headersAs(who)) },
+  );
 
 /** Open a socket that announces a large body and sends none of it; resolves once the headers are sent. */
 function announce(proxy: TestProxy, bytes: number, headers: Record<string, string> = {}): Promise<net.Socket> {
   const u = new URL(proxy.url);
   return new Promise((resolve, reject) => {
     const s = net.connect(Number(u.port), u.hostname, () => {
-      const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-      s.write(`POST /a2a/jsonrpc HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\nContent-Length: ${bytes}\r\n${extra}\r\n`, () => resolve(s));
+      const extra = Object.entries(headers)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('');
+      s.write(
+        `POST /a2a/jsonrpc HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\nContent-Length: ${bytes}\r\n${extra}\r\n`,
+        () => resolve(s),
+      );
     });
     s.on('error', () => undefined);
     s.once('error', reject);
@@ -46,7 +55,12 @@ describe('the in-flight body budget', () => {
     // Six announced bodies would fill the budget exactly if announcing held bytes; the attacker's share is
     // the whole budget here, so only the rule under test stands between it and the victim.
     const budget = String(6 * 9 * 1024 * 1024);
-    const proxy = await stack.proxy({ ...ids.env, MAX_INFLIGHT_BODY_BYTES: budget, MAX_INFLIGHT_BODY_BYTES_PER_CALLER: budget, MAX_BODY_BYTES: String(9 * 1024 * 1024) });
+    const proxy = await stack.proxy({
+      ...ids.env,
+      MAX_INFLIGHT_BODY_BYTES: budget,
+      MAX_INFLIGHT_BODY_BYTES_PER_CALLER: budget,
+      MAX_BODY_BYTES: String(9 * 1024 * 1024),
+    });
     // With credentials (a verified caller holding sockets open), and without (refused unread).
     const sockets = await Promise.all(Array.from({ length: 12 }, (_v, i) => announce(proxy, 9 * 1024 * 1024, i % 2 === 0 ? ids.headersAs('A') : {})));
     try {
@@ -144,7 +158,9 @@ describe('calls in flight and the call rate, per caller', () => {
 describe("the guardian's connections", () => {
   test('GUARDIAN_CALLS_PER_CALLER: slow-to-judge calls of one caller wait in its own line; another caller is judged at once', async () => {
     const proxy = await stack.proxy({ ...ids.env, GUARDIAN_CALL_CONNECTIONS: '4', GUARDIAN_CALLS_PER_CALLER: '2', GUARDIAN_TIMEOUT_MS: '20000' });
-    stack.guardian.script((env) => (JSON.stringify(env.params?.payload ?? '').includes('judge me slowly') ? { decision: 'allow', delayMs: 3000 } : { decision: 'allow' }));
+    stack.guardian.script((env) =>
+      JSON.stringify(env.params?.payload ?? '').includes('judge me slowly') ? { decision: 'allow', delayMs: 3000 } : { decision: 'allow' },
+    );
     const order: string[] = [];
     const attacker = Array.from({ length: 6 }, (_v, i) => sendAs(proxy, 'A', 'judge me slowly', i).then(() => order.push('attacker')));
     await waitFor(() => stack.guardian.load.inFlight >= 2, 10_000, 'the attacker at the guardian');

@@ -31,7 +31,9 @@ async function post(url: string, body: Buffer, headers: Record<string, string>):
 }
 
 const v03Send = (id: number, text: string) => ({
-  jsonrpc: '2.0', id, method: 'message/send',
+  jsonrpc: '2.0',
+  id,
+  method: 'message/send',
   params: { message: { kind: 'message', messageId: `m-${id}`, role: 'user', parts: [{ kind: 'text', text }] } },
 });
 

@@ -25,15 +25,26 @@ const ATTACK_TEXT = 80 * 1024;
  */
 async function heldCall(url: string, who: Caller, text: string, id: number): Promise<{ release(): void; answer: Promise<string> }> {
   const u = new URL(url);
-  const body = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id, method: 'SendMessage', params: { message: { messageId: `m-${id}`, role: 'ROLE_USER', parts: [{ text }] } } }));
-  const headers = Object.entries({ ...shared.ids.headersAs(who), 'a2a-version': '1.0', 'content-type': 'application/json', 'content-length': String(body.length), connection: 'close' })
-    .map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  const body = Buffer.from(
+    JSON.stringify({ jsonrpc: '2.0', id, method: 'SendMessage', params: { message: { messageId: `m-${id}`, role: 'ROLE_USER', parts: [{ text }] } } }),
+  );
+  const headers = Object.entries({
+    ...shared.ids.headersAs(who),
+    'a2a-version': '1.0',
+    'content-type': 'application/json',
+    'content-length': String(body.length),
+    connection: 'close',
+  })
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
   const s = net.connect(Number(u.port), u.hostname);
   let got = '';
   s.on('data', (c: Buffer) => (got += c.toString('latin1')));
   const answer = new Promise<string>((resolve) => s.on('close', () => resolve(got.split('\r\n')[0] ?? '')));
   s.on('error', () => undefined);
-  await new Promise<void>((resolve) => s.write(`POST /a2a/jsonrpc HTTP/1.1\r\nhost: ${u.host}\r\n${headers}\r\n`, () => s.write(body.subarray(0, -1), () => resolve())));
+  await new Promise<void>((resolve) =>
+    s.write(`POST /a2a/jsonrpc HTTP/1.1\r\nhost: ${u.host}\r\n${headers}\r\n`, () => s.write(body.subarray(0, -1), () => resolve())),
+  );
   return { release: () => void s.write(body.subarray(-1)), answer };
 }
 

@@ -39,17 +39,24 @@ async function heldCall(address: string, who: Caller, text: string, n: number): 
   const session = http2.connect(`http://${address}`);
   session.on('error', () => undefined);
   const req = session.request({
-    ':method': 'POST', ':path': SEND, 'content-type': 'application/grpc', te: 'trailers', 'a2a-version': '1.0', ...shared.ids.headersAs(who),
+    ':method': 'POST',
+    ':path': SEND,
+    'content-type': 'application/grpc',
+    te: 'trailers',
+    'a2a-version': '1.0',
+    ...shared.ids.headersAs(who),
   });
   let status = '';
   req.on('response', (h) => (status = String(h['grpc-status'] ?? status)));
   req.on('trailers', (t) => (status = String(t['grpc-status'] ?? status)));
   req.on('data', () => undefined);
   req.on('error', () => undefined);
-  const answer = new Promise<string>((resolve) => req.on('close', () => {
-    session.close();
-    resolve(status);
-  }));
+  const answer = new Promise<string>((resolve) =>
+    req.on('close', () => {
+      session.close();
+      resolve(status);
+    }),
+  );
   await new Promise<void>((resolve) => req.write(frame.subarray(0, -1), () => resolve()));
   return { release: () => void req.end(frame.subarray(-1)), answer };
 }
@@ -63,7 +70,9 @@ test("a caller flooding the gRPC listener with costly calls waits behind its own
   stack.guardian.clear();
 
   // The flood is read but for each call's last byte; released at once, its work is all ready before the victim's call arrives.
-  const attack = await Promise.all(Array.from({ length: ATTACK_CALLS }, (_v, i) => heldCall(proxy.grpcAddress as string, 'A', `attack ${i} ${'x'.repeat(ATTACK_TEXT)}`, i)));
+  const attack = await Promise.all(
+    Array.from({ length: ATTACK_CALLS }, (_v, i) => heldCall(proxy.grpcAddress as string, 'A', `attack ${i} ${'x'.repeat(ATTACK_TEXT)}`, i)),
+  );
   await waitFor(() => proxy.metrics.bodyBytesInFlight() >= ATTACK_CALLS * ATTACK_TEXT);
   for (const call of attack) call.release();
   const victimTexts: string[] = [];

@@ -37,11 +37,18 @@ let n = 0;
 
 interface Answer {
   readonly status: number;
-  readonly body: { result?: { task?: { id: string; contextId: string } }; error?: { code: number; message: string; data?: { metadata?: Record<string, string> }[] } };
+  readonly body: {
+    result?: { task?: { id: string; contextId: string } };
+    error?: { code: number; message: string; data?: { metadata?: Record<string, string> }[] };
+  };
 }
 
 async function post(proxy: TestProxy, who: Caller, path: string, body: unknown): Promise<Answer> {
-  const r = await fetch(`${proxy.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...V1, ...fx.ids.headersAs(who) }, body: JSON.stringify(body) });
+  const r = await fetch(`${proxy.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...V1, ...fx.ids.headersAs(who) },
+    body: JSON.stringify(body),
+  });
   return { status: r.status, body: (await r.json()) as Answer['body'] };
 }
 
@@ -59,7 +66,11 @@ describe('task and context ids are bounded in length', () => {
 
   test('longer than 1024 bytes: refused as invalid params in each binding, before the guardian and the agent', async () => {
     const jsonRpc = await send(fx.proxy, 'A', 'long context', { contextId: LONG });
-    expect({ status: jsonRpc.status, code: jsonRpc.body.error?.code, message: jsonRpc.body.error?.message }).toEqual({ status: 200, code: -32602, message: 'Task or context id longer than 1024 bytes' });
+    expect({ status: jsonRpc.status, code: jsonRpc.body.error?.code, message: jsonRpc.body.error?.message }).toEqual({
+      status: 200,
+      code: -32602,
+      message: 'Task or context id longer than 1024 bytes',
+    });
     const rest = await post(fx.proxy, 'A', '/a2a/rest/message:send', message('long context', { contextId: LONG }));
     expect({ status: rest.status, code: rest.body.error?.code }).toEqual({ status: 400, code: 400 });
     const get = await fetch(`${fx.proxy.url}/a2a/rest/tasks/${'t'.repeat(1100)}`, { headers: { ...V1, ...fx.ids.headersAs('A') } });
@@ -126,7 +137,11 @@ describe('each caller holds at most TASK_STORE_MAX_PER_CALLER bindings', () => {
     rec.clear();
     s.guardian.clear();
     const refused = await send(proxy, 'A', 'one more');
-    expect({ status: refused.status, code: refused.body.error?.code, resource: refused.body.error?.data?.[0]?.metadata?.resource }).toEqual({ status: 429, code: -31429, resource: 'task bindings held' });
+    expect({ status: refused.status, code: refused.body.error?.code, resource: refused.body.error?.data?.[0]?.metadata?.resource }).toEqual({
+      status: 429,
+      code: -31429,
+      resource: 'task bindings held',
+    });
     expect(s.guardian.calls()).toEqual([]);
     // Another caller is not affected, and A keeps what it has.
     expect((await send(proxy, 'B', 'B is served')).body.error).toBeUndefined();
@@ -140,7 +155,15 @@ describe('each caller holds at most TASK_STORE_MAX_PER_CALLER bindings', () => {
   });
 
   test('in Redis', async () => {
-    await fillsItsShare(await s.proxy({ ...fx.ids.env, ROLE: 'server', TASK_STORE_URL: redis.url, TASK_STORE_PREFIX: `quota-${Math.random()}:`, TASK_STORE_MAX_PER_CALLER: '10' }));
+    await fillsItsShare(
+      await s.proxy({
+        ...fx.ids.env,
+        ROLE: 'server',
+        TASK_STORE_URL: redis.url,
+        TASK_STORE_PREFIX: `quota-${Math.random()}:`,
+        TASK_STORE_MAX_PER_CALLER: '10',
+      }),
+    );
   });
 });
 

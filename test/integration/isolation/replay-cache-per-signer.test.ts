@@ -46,24 +46,40 @@ afterAll(async () => {
 beforeEach(() => rec.clear());
 
 const replica = (env: Record<string, string> = {}): Promise<TestProxy> =>
-  s.proxy({ ROLE: 'server', IDENTITY_POLICY: 'required', ASSERTION_TRUST_JWKS_FILE: trust, ASSERTION_AUDIENCE: AUDIENCE, ASSERTION_REPLAY_CACHE_SIZE: '100', ...env });
+  s.proxy({
+    ROLE: 'server',
+    IDENTITY_POLICY: 'required',
+    ASSERTION_TRUST_JWKS_FILE: trust,
+    ASSERTION_AUDIENCE: AUDIENCE,
+    ASSERTION_REPLAY_CACHE_SIZE: '100',
+    ...env,
+  });
 
 const assertionOf = (who: 'flooder' | 'other'): Promise<string> => signAssertion(keys[who], AGENTS[who], AUDIENCE);
 
 let n = 0;
 function send(p: TestProxy, assertion: string, text: string): Promise<RawResponse> {
-  const body = { jsonrpc: '2.0', id: ++n, method: 'message/send', params: { message: { kind: 'message', messageId: `m-${n}`, role: 'user', parts: [{ kind: 'text', text }] } } };
+  const body = {
+    jsonrpc: '2.0',
+    id: ++n,
+    method: 'message/send',
+    params: { message: { kind: 'message', messageId: `m-${n}`, role: 'user', parts: [{ kind: 'text', text }] } },
+  };
   return rawRpc(`${p.url}/a2a/jsonrpc`, body, { 'x-aos-agent-assertion': assertion });
 }
 
 /** A call that is an A2A operation but costs the agent nothing: a task nobody owns ("not found" once the caller is verified). */
 function getTask(p: TestProxy, assertion: string): Promise<RawResponse> {
-  return rawRpc(`${p.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: ++n, method: 'tasks/get', params: { id: 'no-such-task' } }, { 'x-aos-agent-assertion': assertion });
+  return rawRpc(
+    `${p.url}/a2a/jsonrpc`,
+    { jsonrpc: '2.0', id: ++n, method: 'tasks/get', params: { id: 'no-such-task' } },
+    { 'x-aos-agent-assertion': assertion },
+  );
 }
 
 const acted = (): string[] => rec.calls.filter((c) => c.method === 'sendMessage').map((c) => textOf(c.params));
 
-test('fresh assertions sent to a path that is not A2A (404) spend nothing: the same key\'s next call is still verified', async () => {
+test("fresh assertions sent to a path that is not A2A (404) spend nothing: the same key's next call is still verified", async () => {
   const p = await replica();
   for (let i = 0; i < 150; i++) {
     const r = await fetch(`${p.url}/not-an-a2a-route`, { headers: { 'x-aos-agent-assertion': await assertionOf('flooder') } });
@@ -74,13 +90,21 @@ test('fresh assertions sent to a path that is not A2A (404) spend nothing: the s
   expect(acted()).toEqual(['after the 404s']);
 });
 
-test('fresh assertions on requests with a body that route nowhere are checked but not spent: the same key\'s next call is still verified', async () => {
+test("fresh assertions on requests with a body that route nowhere are checked but not spent: the same key's next call is still verified", async () => {
   const p = await replica();
   // Verified before the body is read (admission), then refused by route: a POST to no route, a JSON-RPC method A2A lacks.
   for (let i = 0; i < 60; i++) {
-    const nowhere = await fetch(`${p.url}/not-an-a2a-route`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-aos-agent-assertion': await assertionOf('flooder') }, body: '{}' });
+    const nowhere = await fetch(`${p.url}/not-an-a2a-route`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-aos-agent-assertion': await assertionOf('flooder') },
+      body: '{}',
+    });
     expect(nowhere.status).toBeGreaterThanOrEqual(200);
-    const unknown = await rawRpc(`${p.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: i, method: 'no/such/method', params: {} }, { 'x-aos-agent-assertion': await assertionOf('flooder') });
+    const unknown = await rawRpc(
+      `${p.url}/a2a/jsonrpc`,
+      { jsonrpc: '2.0', id: i, method: 'no/such/method', params: {} },
+      { 'x-aos-agent-assertion': await assertionOf('flooder') },
+    );
     expect(unknown.json?.error?.code).toBe(-32601);
   }
   const ok = await send(p, await assertionOf('flooder'), 'after the refusals');
@@ -88,8 +112,12 @@ test('fresh assertions on requests with a body that route nowhere are checked bu
   // A used assertion is refused on such a request too (checked, before its body is read).
   const used = await assertionOf('flooder');
   expect((await send(p, used, 'first use')).json?.error).toBeUndefined();
-  const again = await fetch(`${p.url}/not-an-a2a-route`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-aos-agent-assertion': used }, body: '{}' });
-  expect((await again.json() as { error?: { code?: number } }).error?.code).toBe(-31401);
+  const again = await fetch(`${p.url}/not-an-a2a-route`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-aos-agent-assertion': used },
+    body: '{}',
+  });
+  expect(((await again.json()) as { error?: { code?: number } }).error?.code).toBe(-31401);
   expect(acted()).toEqual(['after the refusals', 'first use']);
 });
 

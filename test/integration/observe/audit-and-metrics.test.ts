@@ -63,11 +63,16 @@ function capture(): { logger: pino.Logger; lines: Array<Record<string, any>> } {
   return { logger: createLogger('info', sink), lines };
 }
 
-async function audited(env: Record<string, string> = {}, opts: { guardian?: Guardian; decisionLog?: DecisionLog; log?: ReturnType<typeof capture> } = {}): Promise<Audited> {
+async function audited(
+  env: Record<string, string> = {},
+  opts: { guardian?: Guardian; decisionLog?: DecisionLog; log?: ReturnType<typeof capture> } = {},
+): Promise<Audited> {
   const { logger, lines } = opts.log ?? capture();
   const config = configFrom({ PORT: '0', HOST: '127.0.0.1', UPSTREAM_URL: stack.agent.origin, GUARDIAN_URL: stack.guardian.url, ...env });
   const proxy = await startProxy({
-    config, logger, ...(opts.guardian === undefined ? {} : { guardian: opts.guardian }),
+    config,
+    logger,
+    ...(opts.guardian === undefined ? {} : { guardian: opts.guardian }),
     ...(opts.decisionLog === undefined ? {} : { decisionLog: (r) => (opts.decisionLog as DecisionLog).append(r.fields) }),
   });
   proxies.push(proxy);
@@ -81,9 +86,16 @@ async function audited(env: Record<string, string> = {}, opts: { guardian?: Guar
 }
 
 const TRACE = '0af7651916cd43dd8448eb211c80319c';
-const caller = { traceparent: `00-${TRACE}-b7ad6b7169203331-01`, 'x-aos-agent-name': 'Cooking assistant', 'x-aos-agent-url': 'https://cooking.example/a2a', 'x-aos-agent-version': '2.1.0' };
+const caller = {
+  traceparent: `00-${TRACE}-b7ad6b7169203331-01`,
+  'x-aos-agent-name': 'Cooking assistant',
+  'x-aos-agent-url': 'https://cooking.example/a2a',
+  'x-aos-agent-version': '2.1.0',
+};
 const send = (id: string, text: string) => ({
-  jsonrpc: '2.0', id, method: 'message/send',
+  jsonrpc: '2.0',
+  id,
+  method: 'message/send',
   params: { message: { kind: 'message', messageId: `m-${id}`, role: 'user', parts: [{ kind: 'text', text }] } },
 });
 const outcomes = (m: string, outcome: string) => sample(m, 'a2a_guard_requests_total', { operation: 'message/send', outcome }) ?? 0;
@@ -110,10 +122,21 @@ describe('decisions', () => {
     expect(json.result).toBeDefined();
     const envelope = stack.guardian.calls()[0];
     expect(line).toMatchObject({
-      level: 'info', method: 'message/send', wireMethod: 'message/send', binding: 'jsonrpc', role: 'server', outcome: 'forwarded', decision: 'allow',
-      reasonCode: ['ALLOWED'], guardianMessage: 'Fine by policy.',
+      level: 'info',
+      method: 'message/send',
+      wireMethod: 'message/send',
+      binding: 'jsonrpc',
+      role: 'server',
+      outcome: 'forwarded',
+      decision: 'allow',
+      reasonCode: ['ALLOWED'],
+      guardianMessage: 'Fine by policy.',
       peer: { name: 'Cooking assistant', url: 'https://cooking.example/a2a', version: '2.1.0', verified: false },
-      remoteAddress: '127.0.0.1', traceId: TRACE, upstreamStatus: 200, a2aId: 'a-1', envelopeId: envelope.id,
+      remoteAddress: '127.0.0.1',
+      traceId: TRACE,
+      upstreamStatus: 200,
+      a2aId: 'a-1',
+      envelopeId: envelope.id,
     });
     expect(line.upstreamMs).toBeGreaterThan(0);
     expect(line.totalMs).toBeGreaterThanOrEqual(line.upstreamMs);
@@ -121,19 +144,39 @@ describe('decisions', () => {
     const m1 = await a.metrics();
     expect(outcomes(m1, 'forwarded') - outcomes(m0, 'forwarded')).toBe(1);
     const count = (m: string, name: string, labels: Record<string, string>) => sample(m, `${name}_count`, labels) ?? 0;
-    expect(count(m1, 'a2a_guard_added_latency_seconds', { operation: 'message/send' }) - count(m0, 'a2a_guard_added_latency_seconds', { operation: 'message/send' })).toBe(1);
-    expect(count(m1, 'a2a_guard_upstream_latency_seconds', { operation: 'message/send' }) - count(m0, 'a2a_guard_upstream_latency_seconds', { operation: 'message/send' })).toBe(1);
-    expect(count(m1, 'a2a_guard_guardian_latency_seconds', { operation: 'message/send', outcome: 'allow' }) - count(m0, 'a2a_guard_guardian_latency_seconds', { operation: 'message/send', outcome: 'allow' })).toBe(1);
+    expect(
+      count(m1, 'a2a_guard_added_latency_seconds', { operation: 'message/send' }) - count(m0, 'a2a_guard_added_latency_seconds', { operation: 'message/send' }),
+    ).toBe(1);
+    expect(
+      count(m1, 'a2a_guard_upstream_latency_seconds', { operation: 'message/send' }) -
+        count(m0, 'a2a_guard_upstream_latency_seconds', { operation: 'message/send' }),
+    ).toBe(1);
+    expect(
+      count(m1, 'a2a_guard_guardian_latency_seconds', { operation: 'message/send', outcome: 'allow' }) -
+        count(m0, 'a2a_guard_guardian_latency_seconds', { operation: 'message/send', outcome: 'allow' }),
+    ).toBe(1);
     expect(m1).toMatch(/^a2a_guard_build_info\{version="\d+\.\d+\.\d+[^"]*",node="v\d+[^"]*"\} 1$/m);
     expect(m1).toMatch(/^a2a_guard_guardian_breaker_state\{state="closed"\} 1$/m);
   });
 
-  test('deny: outcome denied with the guardian\'s reason codes and message; nothing reached the agent', async () => {
-    stack.guardian.script(() => ({ decision: 'deny', message: 'No weapons.', reasonCode: ['DENY_PATTERN:weapons', 'HARMFUL_CONTENT'], reasoning: 'secret chain of thought' }));
+  test("deny: outcome denied with the guardian's reason codes and message; nothing reached the agent", async () => {
+    stack.guardian.script(() => ({
+      decision: 'deny',
+      message: 'No weapons.',
+      reasonCode: ['DENY_PATTERN:weapons', 'HARMFUL_CONTENT'],
+      reasoning: 'secret chain of thought',
+    }));
     const m0 = await a.metrics();
     const { json, line } = await call(a, 'd-1', 'molotov');
     expect(json.error.code).toBe(-31403);
-    expect(line).toMatchObject({ level: 'info', outcome: 'denied', decision: 'deny', reasonCode: ['DENY_PATTERN:weapons', 'HARMFUL_CONTENT'], guardianMessage: 'No weapons.', upstreamStatus: null });
+    expect(line).toMatchObject({
+      level: 'info',
+      outcome: 'denied',
+      decision: 'deny',
+      reasonCode: ['DENY_PATTERN:weapons', 'HARMFUL_CONTENT'],
+      guardianMessage: 'No weapons.',
+      upstreamStatus: null,
+    });
     expect(line.upstreamMs).toBeUndefined();
     expect(JSON.stringify(a.lines())).not.toContain('secret chain of thought');
     expect(JSON.stringify(a.lines())).not.toContain('molotov');
@@ -143,7 +186,9 @@ describe('decisions', () => {
 
   test('modify: decision modify, the masking reason code, outcome forwarded', async () => {
     stack.guardian.script((env) => ({
-      decision: 'modify', message: 'Masked.', reasonCode: ['MASKED:pii'],
+      decision: 'modify',
+      message: 'Masked.',
+      reasonCode: ['MASKED:pii'],
       modifiedPayload: { ...env.params.payload, params: { message: { ...env.params.payload.params.message, parts: [{ kind: 'text', text: '[EMAIL]' }] } } },
     }));
     const { json, line } = await call(a, 'm-1', 'mail me at a@b.example');
@@ -151,16 +196,27 @@ describe('decisions', () => {
     expect(line).toMatchObject({ outcome: 'forwarded', decision: 'modify', reasonCode: ['MASKED:pii'], guardianMessage: 'Masked.' });
   });
 
-  test('a response denied (INSPECT_RESPONSES=true): outcome denied, with the response hook\'s reason codes', async () => {
+  test("a response denied (INSPECT_RESPONSES=true): outcome denied, with the response hook's reason codes", async () => {
     const r = await audited({ INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false' });
-    stack.guardian.script((env) => (env.params.payload.method === undefined
-      ? { decision: 'deny', message: 'Answer leaks data.', reasonCode: ['RESPONSE_LEAK'] }
-      : { decision: 'allow', message: 'Fine.' }));
+    stack.guardian.script((env) =>
+      env.params.payload.method === undefined
+        ? { decision: 'deny', message: 'Answer leaks data.', reasonCode: ['RESPONSE_LEAK'] }
+        : { decision: 'allow', message: 'Fine.' },
+    );
     const m0 = await r.metrics();
     const { json, line } = await call(r, 'rd-1');
     expect(json.error.code).toBe(-31403);
-    expect(line).toMatchObject({ outcome: 'denied', decision: 'deny', reasonCode: ['RESPONSE_LEAK'], guardianMessage: 'Answer leaks data.', upstreamStatus: 200 });
-    expect(line.hooks).toEqual([expect.objectContaining({ phase: 'request', decision: 'allow' }), expect.objectContaining({ phase: 'response', decision: 'deny' })]);
+    expect(line).toMatchObject({
+      outcome: 'denied',
+      decision: 'deny',
+      reasonCode: ['RESPONSE_LEAK'],
+      guardianMessage: 'Answer leaks data.',
+      upstreamStatus: 200,
+    });
+    expect(line.hooks).toEqual([
+      expect.objectContaining({ phase: 'request', decision: 'allow' }),
+      expect.objectContaining({ phase: 'response', decision: 'deny' }),
+    ]);
     expect(outcomes(await r.metrics(), 'denied') - outcomes(m0, 'denied')).toBe(1);
   });
 
@@ -171,8 +227,13 @@ describe('decisions', () => {
     // A batch is an invalid request in JSON-RPC's own terms.
     expect(r.json.error.code).toBe(-32600);
     await waitFor(() => a.lines().length > before, 5000, 'the refusal line');
-    expect(a.lines().slice(before)).toEqual([expect.objectContaining({ msg: 'request refused', outcome: 'refused', remoteAddress: '127.0.0.1', traceId: TRACE, reason: expect.any(String) })]);
-    expect((sample(await a.metrics(), 'a2a_guard_requests_total', { outcome: 'refused' }) ?? 0) - (sample(m0, 'a2a_guard_requests_total', { outcome: 'refused' }) ?? 0)).toBe(1);
+    expect(a.lines().slice(before)).toEqual([
+      expect.objectContaining({ msg: 'request refused', outcome: 'refused', remoteAddress: '127.0.0.1', traceId: TRACE, reason: expect.any(String) }),
+    ]);
+    expect(
+      (sample(await a.metrics(), 'a2a_guard_requests_total', { outcome: 'refused' }) ?? 0) -
+        (sample(m0, 'a2a_guard_requests_total', { outcome: 'refused' }) ?? 0),
+    ).toBe(1);
   });
 });
 
@@ -187,19 +248,25 @@ describe('guardian failures', () => {
     ['timeout', { fault: 'hang' }, /no guardian answer within 300 ms/],
   ];
 
-  test.each(faults)('FAIL_MODE=closed, %s: a warn line with the failure kind and detail, outcome guardian_unavailable', async (kind, reply, detail) => {
-    const a = await audited({ GUARDIAN_TIMEOUT_MS: '300' });
-    stack.guardian.script(() => reply);
-    const { json, line } = await call(a, `f-${kind}`);
-    expect(json.error.code).toBe(-31503);
-    expect(line).toMatchObject({ level: 'warn', outcome: 'guardian_unavailable', decision: 'failClosed', failure: kind });
-    expect(line.failureDetail).toMatch(detail);
-    expect(line.hooks).toEqual([expect.objectContaining({ side: 'server', phase: 'request', decision: 'failClosed', failure: kind, detail: line.failureDetail })]);
-    const m = await a.metrics();
-    expect(outcomes(m, 'guardian_unavailable')).toBe(1);
-    expect(sample(m, 'a2a_guard_guardian_failures_total', { kind })).toBe(1);
-    expect(sample(m, 'a2a_guard_guardian_latency_seconds_count', { operation: 'message/send', outcome: kind })).toBe(1);
-  }, 20_000);
+  test.each(faults)(
+    'FAIL_MODE=closed, %s: a warn line with the failure kind and detail, outcome guardian_unavailable',
+    async (kind, reply, detail) => {
+      const a = await audited({ GUARDIAN_TIMEOUT_MS: '300' });
+      stack.guardian.script(() => reply);
+      const { json, line } = await call(a, `f-${kind}`);
+      expect(json.error.code).toBe(-31503);
+      expect(line).toMatchObject({ level: 'warn', outcome: 'guardian_unavailable', decision: 'failClosed', failure: kind });
+      expect(line.failureDetail).toMatch(detail);
+      expect(line.hooks).toEqual([
+        expect.objectContaining({ side: 'server', phase: 'request', decision: 'failClosed', failure: kind, detail: line.failureDetail }),
+      ]);
+      const m = await a.metrics();
+      expect(outcomes(m, 'guardian_unavailable')).toBe(1);
+      expect(sample(m, 'a2a_guard_guardian_failures_total', { kind })).toBe(1);
+      expect(sample(m, 'a2a_guard_guardian_latency_seconds_count', { operation: 'message/send', outcome: kind })).toBe(1);
+    },
+    20_000,
+  );
 
   test('a dead guardian: connect failure with the socket error; after 5 failures the breaker opens (breakerOpen, breaker state open)', async () => {
     const a = await audited({ GUARDIAN_URL: await deadGuardianUrl() });
@@ -219,7 +286,14 @@ describe('guardian failures', () => {
     stack.guardian.script(() => ({ fault: 'http500' }));
     const { json, line } = await call(a, 'open-1');
     expect(json.result).toBeDefined();
-    expect(line).toMatchObject({ level: 'warn', outcome: 'forwarded_unchecked', decision: 'failOpen', failure: 'http', failureDetail: 'HTTP 500', upstreamStatus: 200 });
+    expect(line).toMatchObject({
+      level: 'warn',
+      outcome: 'forwarded_unchecked',
+      decision: 'failOpen',
+      failure: 'http',
+      failureDetail: 'HTTP 500',
+      upstreamStatus: 200,
+    });
     const m = await a.metrics();
     expect(outcomes(m, 'forwarded_unchecked')).toBe(1);
     expect(sample(m, 'a2a_guard_fail_open_passes_total')).toBe(1);
@@ -228,7 +302,11 @@ describe('guardian failures', () => {
   test('a guardian behind a certificate the proxy does not trust: the detail names the TLS problem, not only "connect"', async () => {
     const key = path.join(tmp, 'key.pem');
     const cert = path.join(tmp, 'cert.pem');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1'], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1'],
+      { stdio: 'ignore' },
+    );
     const tls = https.createServer({ key: fs.readFileSync(key), cert: fs.readFileSync(cert) }, (_req, res) => res.end('{}'));
     await new Promise<void>((resolve) => tls.listen(0, '127.0.0.1', resolve));
     try {
@@ -251,7 +329,13 @@ test('the agent down: outcome upstream_error at warn, with the error', async () 
   stack.guardian.reset();
   const { json, line } = await call(a, 'up-1');
   expect(json.error.code).toBe(-31502);
-  expect(line).toMatchObject({ level: 'warn', outcome: 'upstream_error', decision: 'allow', upstreamStatus: null, error: expect.stringMatching(/ECONNREFUSED|connect/) });
+  expect(line).toMatchObject({
+    level: 'warn',
+    outcome: 'upstream_error',
+    decision: 'allow',
+    upstreamStatus: null,
+    error: expect.stringMatching(/ECONNREFUSED|connect/),
+  });
   expect(outcomes(await a.metrics(), 'upstream_error')).toBe(1);
 });
 
@@ -264,10 +348,19 @@ test('the embedded guardian logs each decision like the standalone guardian, wit
   const denied = await call(a, 'e-1', 'a molotov please');
   expect(denied.json.error.code).toBe(-31403);
   const decisions = log.lines.filter((l) => l.msg === 'guardian decision');
-  expect(decisions).toEqual([expect.objectContaining({
-    method: 'message/send', side: 'server', phase: 'request', decision: 'deny', reasonCode: ['DENY_PATTERN:weapons', 'HARMFUL_CONTENT'], message: 'No weapons.', traceId: TRACE,
-    envelopeId: expect.any(String), ms: expect.any(Number),
-  })]);
+  expect(decisions).toEqual([
+    expect.objectContaining({
+      method: 'message/send',
+      side: 'server',
+      phase: 'request',
+      decision: 'deny',
+      reasonCode: ['DENY_PATTERN:weapons', 'HARMFUL_CONTENT'],
+      message: 'No weapons.',
+      traceId: TRACE,
+      envelopeId: expect.any(String),
+      ms: expect.any(Number),
+    }),
+  ]);
   expect(denied.line).toMatchObject({ outcome: 'denied', reasonCode: ['DENY_PATTERN:weapons', 'HARMFUL_CONTENT'], envelopeId: decisions[0]?.envelopeId });
   expect(JSON.stringify(log.lines)).not.toContain('a molotov please');
 });
@@ -288,8 +381,15 @@ test('DECISION_LOG_FILE: every call is a chained record; the chain survives a re
   await log.close();
 
   const text = fs.readFileSync(file, 'utf8');
-  const records = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
-  expect(records.map((r) => [r.seq, r.a2aId, r.outcome])).toEqual([[1, 'dl-1', 'denied'], [2, 'dl-2', 'forwarded'], [3, 'dl-3', 'forwarded']]);
+  const records = text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, any>);
+  expect(records.map((r) => [r.seq, r.a2aId, r.outcome])).toEqual([
+    [1, 'dl-1', 'denied'],
+    [2, 'dl-2', 'forwarded'],
+    [3, 'dl-3', 'forwarded'],
+  ]);
   expect(records[0]).toMatchObject({ reasonCode: ['R1'], guardianMessage: 'No.', prevHash: '0'.repeat(64) });
   expect(records[1]?.prevHash).toBe(records[0]?.hash);
   expect(verifyDecisionLog(text)).toEqual({ ok: true, records: 3 });

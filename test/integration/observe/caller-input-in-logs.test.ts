@@ -29,7 +29,15 @@ afterAll(async () => {
 
 test('a password in UPSTREAM_URL never appears in the log', async () => {
   const lines: string[] = [];
-  const logger = pino({ level: 'debug' }, new Writable({ write(chunk: Buffer, _e, cb) { lines.push(chunk.toString('utf8')); cb(); } }));
+  const logger = pino(
+    { level: 'debug' },
+    new Writable({
+      write(chunk: Buffer, _e, cb) {
+        lines.push(chunk.toString('utf8'));
+        cb();
+      },
+    }),
+  );
   const upstream = new URL(agent.origin);
   upstream.username = 'svc';
   upstream.password = 'hunter2-upstream-secret';
@@ -43,7 +51,15 @@ test('a password in UPSTREAM_URL never appears in the log', async () => {
 
 test('the audit line keeps a bounded part of a huge JSON-RPC id', async () => {
   const lines: string[] = [];
-  const logger = pino({ level: 'info' }, new Writable({ write(chunk: Buffer, _e, cb) { lines.push(chunk.toString('utf8')); cb(); } }));
+  const logger = pino(
+    { level: 'info' },
+    new Writable({
+      write(chunk: Buffer, _e, cb) {
+        lines.push(chunk.toString('utf8'));
+        cb();
+      },
+    }),
+  );
   const config = configFrom({ PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server' });
   const p = await startProxy({ config, logger });
   try {
@@ -51,8 +67,14 @@ test('the audit line keeps a bounded part of a huge JSON-RPC id', async () => {
     guardian.script(() => ({ decision: 'deny' }));
     const id = 'i'.repeat(1024 * 1024);
     const res = await fetch(`${p.url}/a2a/jsonrpc`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id, method: 'message/send', params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'x' }] } } }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id,
+        method: 'message/send',
+        params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'x' }] } },
+      }),
     });
     expect(((await res.json()) as { id?: string }).id).toBe(id); // the caller still gets its own id back
     await new Promise((r) => setTimeout(r, 50));

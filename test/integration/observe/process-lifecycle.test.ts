@@ -48,7 +48,9 @@ afterAll(async () => {
 });
 
 const send = (id: string, text: string) => ({
-  jsonrpc: '2.0', id, method: 'message/send',
+  jsonrpc: '2.0',
+  id,
+  method: 'message/send',
   params: { message: { kind: 'message', messageId: `m-${id}`, role: 'user', parts: [{ kind: 'text', text }] }, configuration: { blocking: true } },
 });
 
@@ -61,11 +63,15 @@ async function readyz(admin: string): Promise<{ status: number; body: any }> {
 function postFresh(url: string, body: unknown): Promise<{ status: number; json: any; connection: string | undefined }> {
   return new Promise((resolve, reject) => {
     const data = JSON.stringify(body);
-    const req = http.request(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString('utf8')));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(text), connection: res.headers.connection }));
-    });
+    const req = http.request(
+      url,
+      { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString('utf8')));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(text), connection: res.headers.connection }));
+      },
+    );
     req.on('error', reject);
     req.end(data);
   });
@@ -76,25 +82,32 @@ describe('readiness means "this replica can serve"', () => {
     ['closed', 'nothing listening', async () => deadGuardianUrl()],
     ['open', 'nothing listening', async () => deadGuardianUrl()],
     ['closed', 'the agent itself (not a guardian)', async () => agent.origin],
-  ])('FAIL_MODE=%s, GUARDIAN_URL at %s: never ready (the guardian never answered), reported down in the body and the metrics', async (failMode, _what, url) => {
-    const run = await startProxyProcess({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: await url(), FAIL_MODE: failMode });
-    const r = await readyz(run.admin);
-    expect(r).toEqual({
-      status: 503,
-      body: {
-        ready: false, listening: true, configured: true, draining: false,
-        guardian: { up: false, required: false, checkedAt: expect.any(String), answered: false, breaker: expect.any(String), failMode },
-        upstream: { up: true, required: false, checkedAt: expect.any(String) },
-      },
-    });
-    const m = await scrape(run);
-    expect(sample(m, 'a2a_guard_guardian_up')).toBe(0);
-    expect(sample(m, 'a2a_guard_upstream_up')).toBe(1);
-    expect(sample(m, 'a2a_guard_ready')).toBe(0);
-    // One warn line for the state change, not one per probe.
-    await readyz(run.admin);
-    expect(run.lines().filter((l) => l.msg === 'guardian did not answer ping')).toHaveLength(1);
-  }, 30_000);
+  ])(
+    'FAIL_MODE=%s, GUARDIAN_URL at %s: never ready (the guardian never answered), reported down in the body and the metrics',
+    async (failMode, _what, url) => {
+      const run = await startProxyProcess({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: await url(), FAIL_MODE: failMode });
+      const r = await readyz(run.admin);
+      expect(r).toEqual({
+        status: 503,
+        body: {
+          ready: false,
+          listening: true,
+          configured: true,
+          draining: false,
+          guardian: { up: false, required: false, checkedAt: expect.any(String), answered: false, breaker: expect.any(String), failMode },
+          upstream: { up: true, required: false, checkedAt: expect.any(String) },
+        },
+      });
+      const m = await scrape(run);
+      expect(sample(m, 'a2a_guard_guardian_up')).toBe(0);
+      expect(sample(m, 'a2a_guard_upstream_up')).toBe(1);
+      expect(sample(m, 'a2a_guard_ready')).toBe(0);
+      // One warn line for the state change, not one per probe.
+      await readyz(run.admin);
+      expect(run.lines().filter((l) => l.msg === 'guardian did not answer ping')).toHaveLength(1);
+    },
+    30_000,
+  );
 
   test('a guardian that answered once and then misses pings: still ready (no READINESS_REQUIRES), reported down', async () => {
     const run = await startProxyProcess({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url });
@@ -112,9 +125,15 @@ describe('readiness means "this replica can serve"', () => {
     guardian.reset();
     expect(await readyz(run.admin)).toMatchObject({ status: 200, body: { ready: true, guardian: { up: true } } });
   }, 30_000);
-  test('READINESS_REQUIRES=upstream with GRPC_PORT: 503 while the agent\'s gRPC endpoint does not answer (its card does), 200 once it does', async () => {
+  test("READINESS_REQUIRES=upstream with GRPC_PORT: 503 while the agent's gRPC endpoint does not answer (its card does), 200 once it does", async () => {
     // The same agent's card, and a gRPC endpoint where nothing listens.
-    const dead = await startProxyProcess({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, READINESS_REQUIRES: 'upstream', GRPC_PORT: '0', GRPC_UPSTREAM_URL: `http://127.0.0.1:${await freePort()}` });
+    const dead = await startProxyProcess({
+      UPSTREAM_URL: agent.origin,
+      GUARDIAN_URL: guardian.url,
+      READINESS_REQUIRES: 'upstream',
+      GRPC_PORT: '0',
+      GRPC_UPSTREAM_URL: `http://127.0.0.1:${await freePort()}`,
+    });
     const down = await readyz(dead.admin);
     expect(down).toMatchObject({ status: 503, body: { ready: false, upstream: { up: false, required: true, card: true, grpc: false } } });
     expect(sample(await scrape(dead), 'a2a_guard_upstream_up')).toBe(0);
@@ -159,7 +178,12 @@ test('SIGTERM: not ready at once; calls on new connections are served during SHU
   expect(await run.exitWithin(20_000)).toEqual({ code: 0, signal: null });
   const lines = run.lines();
   expect(lines.find((l) => l.signal === 'SIGTERM')).toMatchObject({ acceptMs: 4000, drainMs: 12000 });
-  expect(lines.filter((l) => l.msg === 'a2a call').map((l) => l.a2aId).sort()).toEqual(['during', 'slow-1']);
+  expect(
+    lines
+      .filter((l) => l.msg === 'a2a call')
+      .map((l) => l.a2aId)
+      .sort(),
+  ).toEqual(['during', 'slow-1']);
   expect(lines[lines.length - 1]?.msg).toBe('stopped');
 }, 60_000);
 
@@ -177,11 +201,14 @@ describe('policy reload', () => {
         seen.push({ word, code: r.json?.result !== undefined ? 'ok' : r.json?.error?.code });
       }
     })();
-    return { count: () => seen.length, stop: async () => {
-      running = false;
-      await loop;
-      return seen;
-    } };
+    return {
+      count: () => seen.length,
+      stop: async () => {
+        running = false;
+        await loop;
+        return seen;
+      },
+    };
   }
 
   test('embedded guardian: SIGHUP with a valid policy swaps it while calls flow; an invalid one keeps it, one line per problem; counted', async () => {
@@ -201,17 +228,36 @@ describe('policy reload', () => {
     const seen = await flow.stop();
     // Every call got a decision, before and after the swap.
     expect(seen.every((s) => s.code === 'ok' || s.code === -31403)).toBe(true);
-    expect(run.lines().find((l) => l.msg === 'policy reloaded')).toMatchObject({ reason: 'SIGHUP', changed: true, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(run.lines().find((l) => l.msg === 'policy reloaded')).toMatchObject({
+      reason: 'SIGHUP',
+      changed: true,
+      sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
     expect((await rawRpc(url, send('b', 'say alpha'))).json.result).toBeDefined();
     expect((await rawRpc(url, send('c', 'say beta'))).json.error.code).toBe(-31403);
 
     // Two problems in one file: two lines; beta stays denied.
-    fs.writeFileSync(file, JSON.stringify({ deny: [{ id: 'x', message: 'm', patterns: ['('] }, { id: 'y', message: 'm', patterns: ['['] }] }));
+    fs.writeFileSync(
+      file,
+      JSON.stringify({
+        deny: [
+          { id: 'x', message: 'm', patterns: ['('] },
+          { id: 'y', message: 'm', patterns: ['['] },
+        ],
+      }),
+    );
     run.child.kill('SIGHUP');
-    await waitFor(() => run.lines().filter((l) => l.msg === 'policy reload failed; the previous policy stays in force').length >= 2, 10_000, 'two problem lines');
+    await waitFor(
+      () => run.lines().filter((l) => l.msg === 'policy reload failed; the previous policy stays in force').length >= 2,
+      10_000,
+      'two problem lines',
+    );
     const failed = run.lines().filter((l) => l.msg === 'policy reload failed; the previous policy stays in force');
     expect(failed).toHaveLength(2);
-    expect(failed.map((l) => l.problem)).toEqual([expect.stringMatching(/^deny\[0\]\.patterns\[0\]: invalid regular expression/), expect.stringMatching(/^deny\[1\]\.patterns\[0\]/)]);
+    expect(failed.map((l) => l.problem)).toEqual([
+      expect.stringMatching(/^deny\[0\]\.patterns\[0\]: invalid regular expression/),
+      expect.stringMatching(/^deny\[1\]\.patterns\[0\]/),
+    ]);
     expect(failed[0]?.level).toBe('error');
     expect((await rawRpc(url, send('d', 'say beta'))).json.error.code).toBe(-31403);
     const m = await scrape(run);
@@ -250,7 +296,9 @@ describe('policy reload', () => {
     fs.writeFileSync(file, '{"deny": [{"id": "x"}]');
     g.child.kill('SIGHUP');
     await waitFor(() => g.lines().some((l) => l.msg === 'policy reload failed; the previous policy stays in force'), 10_000, 'refused');
-    expect(g.lines().filter((l) => l.msg === 'policy reload failed; the previous policy stays in force')).toEqual([expect.objectContaining({ problem: expect.stringMatching(/^not valid JSON/) })]);
+    expect(g.lines().filter((l) => l.msg === 'policy reload failed; the previous policy stays in force')).toEqual([
+      expect.objectContaining({ problem: expect.stringMatching(/^not valid JSON/) }),
+    ]);
     expect((await rawRpc(url, send('c', 'say beta'))).json.error.code).toBe(-31403);
     g.child.kill('SIGTERM');
     expect(await g.exitWithin(10_000)).toEqual({ code: 0, signal: null });
@@ -267,7 +315,14 @@ describe('listen errors', () => {
   afterAll(() => closeServer(blocker));
 
   test('the proxy port in use: one clear line, exit 2, the log lines before it flushed', async () => {
-    const run = spawnNode(MAIN, { UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, PORT: String(busy), HOST: '127.0.0.1', ADMIN_PORT: String(await freePort()), ADMIN_HOST: '127.0.0.1' });
+    const run = spawnNode(MAIN, {
+      UPSTREAM_URL: agent.origin,
+      GUARDIAN_URL: guardian.url,
+      PORT: String(busy),
+      HOST: '127.0.0.1',
+      ADMIN_PORT: String(await freePort()),
+      ADMIN_HOST: '127.0.0.1',
+    });
     expect(await run.exitWithin(15_000)).toEqual({ code: 2, signal: null });
     expect(run.stderr()).toBe(`a2a-guard: cannot listen on 127.0.0.1:${busy} (PORT): address already in use (EADDRINUSE)\n`);
     expect(run.lines().some((l) => typeof l.msg === 'string' && l.msg.startsWith('CARD_SIGNATURES=strip'))).toBe(true);
@@ -275,15 +330,28 @@ describe('listen errors', () => {
 
   test('the push relay port in use: one clear line naming PUSH_RELAY_PORT, exit 2', async () => {
     const run = spawnNode(MAIN, {
-      UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, PORT: String(await freePort()), HOST: '127.0.0.1', ADMIN_PORT: String(await freePort()), ADMIN_HOST: '127.0.0.1',
-      INSPECT_RESPONSES: 'true', PUSH_RELAY_PORT: String(busy),
+      UPSTREAM_URL: agent.origin,
+      GUARDIAN_URL: guardian.url,
+      PORT: String(await freePort()),
+      HOST: '127.0.0.1',
+      ADMIN_PORT: String(await freePort()),
+      ADMIN_HOST: '127.0.0.1',
+      INSPECT_RESPONSES: 'true',
+      PUSH_RELAY_PORT: String(busy),
     });
     expect(await run.exitWithin(15_000)).toEqual({ code: 2, signal: null });
     expect(run.stderr()).toBe(`a2a-guard: cannot listen on 127.0.0.1:${busy} (PUSH_RELAY_PORT): address already in use (EADDRINUSE)\n`);
   }, 30_000);
 
   test('the admin port in use: one clear line naming ADMIN_PORT, exit 2', async () => {
-    const run = spawnNode(MAIN, { UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, PORT: String(await freePort()), HOST: '127.0.0.1', ADMIN_PORT: String(busy), ADMIN_HOST: '127.0.0.1' });
+    const run = spawnNode(MAIN, {
+      UPSTREAM_URL: agent.origin,
+      GUARDIAN_URL: guardian.url,
+      PORT: String(await freePort()),
+      HOST: '127.0.0.1',
+      ADMIN_PORT: String(busy),
+      ADMIN_HOST: '127.0.0.1',
+    });
     expect(await run.exitWithin(15_000)).toEqual({ code: 2, signal: null });
     expect(run.stderr()).toBe(`a2a-guard: cannot listen on 127.0.0.1:${busy} (ADMIN_PORT): address already in use (EADDRINUSE)\n`);
     expect(run.lines().some((l) => l.msg === 'a2a-guard listening')).toBe(true);
@@ -304,7 +372,8 @@ describe('command line', () => {
   test('--help lists every variable of the schema with its default; --version prints the package version', () => {
     const help = node(MAIN, ['--help']);
     expect(help.status).toBe(0);
-    for (const v of describeVariables()) expect(help.stdout).toMatch(new RegExp(`^  ${v.name} +${v.default.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} +\\S`, 'm'));
+    for (const v of describeVariables())
+      expect(help.stdout).toMatch(new RegExp(`^  ${v.name} +${v.default.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} +\\S`, 'm'));
     expect(help.stdout).toContain('SHUTDOWN_DELAY_MS');
     expect(help.stdout).toMatch(/^ {2}UPSTREAM_URL +required/m);
     expect(node(MAIN, ['--version']).stdout).toBe(`a2a-guard ${version}\n`);
@@ -316,8 +385,12 @@ describe('command line', () => {
 
   test('--check: the effective configuration with secrets masked, exit 0; an invalid variable or policy: exit 2', () => {
     const ok = node(MAIN, ['--check'], {
-      UPSTREAM_URL: 'http://agent.internal:9000', GUARDIAN_URL: 'https://user:hunter2@guardian.internal/aos', GUARDIAN_TOKEN: 'tok-SECRET-1',
-      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_HEADERS: 'api-key=SECRET-2', ROLE: 'client',
+      UPSTREAM_URL: 'http://agent.internal:9000',
+      GUARDIAN_URL: 'https://user:hunter2@guardian.internal/aos',
+      GUARDIAN_TOKEN: 'tok-SECRET-1',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+      OTEL_EXPORTER_OTLP_HEADERS: 'api-key=SECRET-2',
+      ROLE: 'client',
     });
     expect(ok.status).toBe(0);
     expect(ok.stdout).not.toMatch(/SECRET|hunter2/);
@@ -348,8 +421,11 @@ describe('command line', () => {
 
   test('--verify-log: exit 0 for an intact chain, 1 naming the first broken record', () => {
     const file = path.join(tmp, 'cli-decisions.log');
-    execFileSync(process.execPath, ['-e', `const { DecisionLog } = require(${JSON.stringify(path.join(ROOT, 'dist/src/observe/decision-log.js'))});
-      const l = new DecisionLog(${JSON.stringify(file)}); for (let i = 0; i < 3; i++) l.append({ outcome: 'forwarded', a2aId: i }); l.close();`]);
+    execFileSync(process.execPath, [
+      '-e',
+      `const { DecisionLog } = require(${JSON.stringify(path.join(ROOT, 'dist/src/observe/decision-log.js'))});
+      const l = new DecisionLog(${JSON.stringify(file)}); for (let i = 0; i < 3; i++) l.append({ outcome: 'forwarded', a2aId: i }); l.close();`,
+    ]);
     const ok = node(MAIN, ['--verify-log', file]);
     expect({ status: ok.status, out: ok.stdout }).toEqual({ status: 0, out: `${file}: intact, 3 records\n` });
     fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('"a2aId":1', '"a2aId":7'));
@@ -362,16 +438,29 @@ describe('command line', () => {
     const file = path.join(tmp, 'cli-keyed.log');
     const keyFile = path.join(tmp, 'cli-log.key');
     fs.writeFileSync(keyFile, Buffer.alloc(32, 3));
-    const heads = execFileSync(process.execPath, ['-e', `const { DecisionLog } = require(${JSON.stringify(path.join(ROOT, 'dist/src/observe/decision-log.js'))});
+    const heads = execFileSync(
+      process.execPath,
+      [
+        '-e',
+        `const { DecisionLog } = require(${JSON.stringify(path.join(ROOT, 'dist/src/observe/decision-log.js'))});
       const l = new DecisionLog(${JSON.stringify(file)}, require('fs').readFileSync(${JSON.stringify(keyFile)})); const h = [];
-      for (let i = 0; i < 3; i++) h.push(l.append({ outcome: 'forwarded', a2aId: i })); l.close(() => {}); process.stdout.write(JSON.stringify(h));`], { encoding: 'utf8' });
+      for (let i = 0; i < 3; i++) h.push(l.append({ outcome: 'forwarded', a2aId: i })); l.close(() => {}); process.stdout.write(JSON.stringify(h));`,
+      ],
+      { encoding: 'utf8' },
+    );
     const head = (JSON.parse(heads) as Array<{ seq: number; hash: string }>)[2] as { seq: number; hash: string };
     const keyed = { DECISION_LOG_KEY_FILE: keyFile };
-    expect(node(MAIN, ['--verify-log', file, '--head', `${head.seq}:${head.hash}`], keyed)).toMatchObject({ status: 0, stdout: `${file}: intact, 3 records\n` });
+    expect(node(MAIN, ['--verify-log', file, '--head', `${head.seq}:${head.hash}`], keyed)).toMatchObject({
+      status: 0,
+      stdout: `${file}: intact, 3 records\n`,
+    });
     // Without the key the HMACs do not verify; with a short key the command refuses to run.
     expect(node(MAIN, ['--verify-log', file]).status).toBe(1);
     fs.writeFileSync(path.join(tmp, 'short.key'), 'short');
-    expect(node(MAIN, ['--verify-log', file], { DECISION_LOG_KEY_FILE: path.join(tmp, 'short.key') })).toMatchObject({ status: 2, stderr: expect.stringMatching(/at least 32/) });
+    expect(node(MAIN, ['--verify-log', file], { DECISION_LOG_KEY_FILE: path.join(tmp, 'short.key') })).toMatchObject({
+      status: 2,
+      stderr: expect.stringMatching(/at least 32/),
+    });
     // Cut the last record off: an intact chain, but not the record the last audit line named.
     fs.writeFileSync(file, `${fs.readFileSync(file, 'utf8').trim().split('\n').slice(0, 2).join('\n')}\n`);
     const cut = node(MAIN, ['--verify-log', file, '--head', `${head.seq}:${head.hash}`], keyed);
@@ -390,7 +479,11 @@ describe('command line', () => {
       });`;
     const r = spawnSync(process.execPath, ['-e', script], { cwd: ROOT, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
     expect(JSON.parse(r.stdout.trim().split('\n').pop() as string)).toEqual({ loaded: 0 });
-    const on = spawnSync(process.execPath, ['-e', script.replace("CARD_TTL_MS: '0'", "CARD_TTL_MS: '0', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9'")], { cwd: ROOT, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
+    const on = spawnSync(process.execPath, ['-e', script.replace("CARD_TTL_MS: '0'", "CARD_TTL_MS: '0', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9'")], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '' },
+    });
     expect((JSON.parse(on.stdout.trim().split('\n').pop() as string) as { loaded: number }).loaded).toBeGreaterThan(0);
   }, 30_000);
 
@@ -398,7 +491,17 @@ describe('command line', () => {
     const port = await freePort();
     const npm = spawn('npm', ['start', '--silent', '--ignore-scripts'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(await freePort()), ADMIN_HOST: '127.0.0.1', SHUTDOWN_DELAY_MS: '0' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? os.tmpdir(),
+        UPSTREAM_URL: agent.origin,
+        GUARDIAN_URL: guardian.url,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        ADMIN_PORT: String(await freePort()),
+        ADMIN_HOST: '127.0.0.1',
+        SHUTDOWN_DELAY_MS: '0',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -409,14 +512,18 @@ describe('command line', () => {
       const npmExit = new Promise<number | null>((resolve) => npm.once('exit', (code) => resolve(code)));
       npm.kill('SIGTERM');
       await Promise.race([npmExit, unrefSleep(15_000)]);
-      await waitFor(() => {
-        try {
-          process.kill(pid, 0);
-          return false;
-        } catch {
-          return true;
-        }
-      }, 15_000, 'the proxy process is gone');
+      await waitFor(
+        () => {
+          try {
+            process.kill(pid, 0);
+            return false;
+          } catch {
+            return true;
+          }
+        },
+        15_000,
+        'the proxy process is gone',
+      );
       expect(out).toContain('"msg":"stopped"');
       expect(await tryConnect(port)).toBe('refused');
     } finally {

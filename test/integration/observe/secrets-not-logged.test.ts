@@ -70,14 +70,31 @@ test('trace-level logs and /metrics of both sidecars carry no secret, key, token
   const serverUrl = `https://127.0.0.1:${port}`;
   const signFile = await writeSigningKey(dir, signing, 'secrets-sign.jwk.json');
   await start({
-    ROLE: 'server', PORT: String(port), UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, GUARDIAN_TOKEN_FILE: tokenFile,
-    TLS_CERT_FILE: serverCert.certFile, TLS_KEY_FILE: serverCert.keyFile, TLS_CLIENT_CA_FILE: pki.caFile, TLS_CLIENT_CERT: 'optional',
-    ASSERTION_TRUST_JWKS_FILE: await writeJwks(dir, [signing, next], 'secrets.jwks.json'), ASSERTION_AUDIENCE: serverUrl,
-    OIDC_ISSUER: issuer.url, OIDC_AUDIENCE: 'baker', IDENTITY_POLICY: 'optional',
+    ROLE: 'server',
+    PORT: String(port),
+    UPSTREAM_URL: agent.origin,
+    GUARDIAN_URL: guardian.url,
+    GUARDIAN_TOKEN_FILE: tokenFile,
+    TLS_CERT_FILE: serverCert.certFile,
+    TLS_KEY_FILE: serverCert.keyFile,
+    TLS_CLIENT_CA_FILE: pki.caFile,
+    TLS_CLIENT_CERT: 'optional',
+    ASSERTION_TRUST_JWKS_FILE: await writeJwks(dir, [signing, next], 'secrets.jwks.json'),
+    ASSERTION_AUDIENCE: serverUrl,
+    OIDC_ISSUER: issuer.url,
+    OIDC_AUDIENCE: 'baker',
+    IDENTITY_POLICY: 'optional',
   });
   const client = await start({
-    ROLE: 'client', UPSTREAM_URL: serverUrl, GUARDIAN_URL: guardian.url, GUARDIAN_TOKEN_FILE: tokenFile, OBSERVED_AGENT_ID: 'cooking-assistant',
-    UPSTREAM_CA_FILE: pki.caFile, UPSTREAM_CERT_FILE: clientCert.certFile, UPSTREAM_KEY_FILE: clientCert.keyFile, ASSERTION_SIGNING_KEY_FILE: signFile,
+    ROLE: 'client',
+    UPSTREAM_URL: serverUrl,
+    GUARDIAN_URL: guardian.url,
+    GUARDIAN_TOKEN_FILE: tokenFile,
+    OBSERVED_AGENT_ID: 'cooking-assistant',
+    UPSTREAM_CA_FILE: pki.caFile,
+    UPSTREAM_CERT_FILE: clientCert.certFile,
+    UPSTREAM_KEY_FILE: clientCert.keyFile,
+    ASSERTION_SIGNING_KEY_FILE: signFile,
   });
 
   // Valid calls through both sidecars (the assertion is signed and verified on every call).
@@ -90,14 +107,26 @@ test('trace-level logs and /metrics of both sidecars carry no secret, key, token
   const { Agent, fetch: undiciFetch } = await import('undici');
   const tlsAgent = new Agent({ connect: { ca: pki.caCert, cert: clientCert.cert, key: clientCert.key } });
   const post = async (headers: Record<string, string>) => {
-    const r = await undiciFetch(`${serverUrl}/a2a/jsonrpc`, { method: 'POST', dispatcher: tlsAgent, headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'x' }] } } }) });
+    const r = await undiciFetch(`${serverUrl}/a2a/jsonrpc`, {
+      method: 'POST',
+      dispatcher: tlsAgent,
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'message/send',
+        params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'x' }] } },
+      }),
+    });
     return (await r.json()) as { error?: { code: number } };
   };
   const tokens = {
     goodAssertion: await signAssertion(signing, { id: 'cooking-assistant', name: 'n', url: 'u', version: 'v' }, serverUrl),
     forged: await signAssertion(rogue, { id: 'cooking-assistant', name: 'n', url: 'u', version: 'v' }, serverUrl),
-    expired: await signAssertion(signing, { id: 'cooking-assistant', name: 'n', url: 'u', version: 'v' }, serverUrl, { iat: Math.floor(Date.now() / 1000) - 100, exp: Math.floor(Date.now() / 1000) - 50 }),
+    expired: await signAssertion(signing, { id: 'cooking-assistant', name: 'n', url: 'u', version: 'v' }, serverUrl, {
+      iat: Math.floor(Date.now() / 1000) - 100,
+      exp: Math.floor(Date.now() / 1000) - 50,
+    }),
     oidc: await issuer.token(idp, { sub: 'svc', aud: 'baker' }),
     oidcWrongAud: await issuer.token(idp, { sub: 'svc', aud: 'other' }),
     none: unsignedJwt({ iss: issuer.url, aud: 'baker', sub: 'svc', exp: Math.floor(Date.now() / 1000) + 60 }),
@@ -115,7 +144,12 @@ test('trace-level logs and /metrics of both sidecars carry no secret, key, token
   // Rotation: the signing key file changes (the new key is logged by kid, never by content).
   await writeFile(signFile, JSON.stringify(next.privateJwk));
   await waitFor(() => logText.join('').includes('assertion signing key changed'), 10_000, 'the key change to be logged');
-  await rawRpc(`${client.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 2, method: 'message/send', params: { message: { kind: 'message', messageId: 'r', role: 'user', parts: [{ kind: 'text', text: 'after rotation' }] } } });
+  await rawRpc(`${client.url}/a2a/jsonrpc`, {
+    jsonrpc: '2.0',
+    id: 2,
+    method: 'message/send',
+    params: { message: { kind: 'message', messageId: 'r', role: 'user', parts: [{ kind: 'text', text: 'after rotation' }] } },
+  });
 
   const metrics = (await Promise.all(proxies.map((p) => p.metrics.registry.metrics()))).join('\n');
   const logs = logText.join('');
@@ -129,7 +163,10 @@ test('trace-level logs and /metrics of both sidecars carry no secret, key, token
   expect(metrics).toContain('a2a_guard_caller_identities_total{outcome="assertion"}');
   expect(metrics).toContain('a2a_guard_caller_identities_total{outcome="refused"}');
   // Nothing secret, anywhere.
-  for (const [where, text] of [['logs', logs], ['metrics', metrics]] as const) {
+  for (const [where, text] of [
+    ['logs', logs],
+    ['metrics', metrics],
+  ] as const) {
     for (const s of secrets) expect({ where, leaked: text.includes(s) ? s.slice(0, 24) : undefined }).toEqual({ where, leaked: undefined });
     expect({ where, jwt: /eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\./.exec(text)?.[0] }).toEqual({ where, jwt: undefined });
     expect(text).not.toContain('PRIVATE KEY');

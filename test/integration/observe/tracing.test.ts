@@ -28,13 +28,19 @@ const CALLER_SPAN = '00f067aa0ba902b7';
 const callerHeaders = (span = CALLER_SPAN) => ({ traceparent: `00-${CALLER_TRACE}-${span}-01`, tracestate: 'vendor=opaque' });
 
 const send = (id: string, text: string) => ({
-  jsonrpc: '2.0', id, method: 'message/send',
+  jsonrpc: '2.0',
+  id,
+  method: 'message/send',
   params: { message: { kind: 'message', messageId: `m-${id}`, role: 'user', parts: [{ kind: 'text', text }] } },
 });
 
 // OTEL_BSP_SCHEDULE_DELAY (read by the SDK itself): export batches quickly.
 const otel = (service: string, extra: Record<string, string> = {}) => ({
-  OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: service, OTEL_BSP_SCHEDULE_DELAY: '50', ...extra,
+  OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+  OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+  OTEL_SERVICE_NAME: service,
+  OTEL_BSP_SCHEDULE_DELAY: '50',
+  ...extra,
 });
 const proxyEnv = (env: Record<string, string>) => ({ UPSTREAM_URL: stack.agent.origin, GUARDIAN_URL: stack.guardian.url, SHUTDOWN_DELAY_MS: '0', ...env });
 
@@ -96,13 +102,24 @@ test('one trace from the caller through both proxies to the guardian and the age
 
   const envelopes = stack.guardian.calls();
   expect(cHook.attributes).toEqual({
-    'aos.method': 'message/send', 'aos.side': 'client', 'aos.phase': 'request', 'aos.envelope_id': envelopes[0].id,
-    'aos.decision': 'allow', 'aos.reason_codes': ['TEST_OK'],
+    'aos.method': 'message/send',
+    'aos.side': 'client',
+    'aos.phase': 'request',
+    'aos.envelope_id': envelopes[0].id,
+    'aos.decision': 'allow',
+    'aos.reason_codes': ['TEST_OK'],
   });
   expect(sHook.attributes).toMatchObject({ 'aos.side': 'server', 'aos.phase': 'request', 'aos.envelope_id': envelopes[1].id, 'aos.decision': 'allow' });
   expect(sServer.attributes).toMatchObject({
-    'a2a.method': 'message/send', 'a2a.wire_method': 'message/send', 'a2a.binding': 'jsonrpc', 'a2a_guard.role': 'server',
-    'a2a_guard.outcome': 'forwarded', 'aos.decision': 'allow', 'a2a_guard.upstream_status': 200, 'http.request.method': 'POST', 'url.path': '/a2a/jsonrpc',
+    'a2a.method': 'message/send',
+    'a2a.wire_method': 'message/send',
+    'a2a.binding': 'jsonrpc',
+    'a2a_guard.role': 'server',
+    'a2a_guard.outcome': 'forwarded',
+    'aos.decision': 'allow',
+    'a2a_guard.upstream_status': 200,
+    'http.request.method': 'POST',
+    'url.path': '/a2a/jsonrpc',
   });
   expect(sUp.attributes).toMatchObject({ 'http.request.method': 'POST', 'http.response.status_code': 200, 'server.address': '127.0.0.1' });
   expect(cServer.attributes).toMatchObject({ 'a2a_guard.role': 'client', 'a2a_guard.outcome': 'forwarded' });
@@ -140,7 +157,9 @@ test('a guardian failure: the hook span has status ERROR with the failure kind a
 }, 30_000);
 
 test('http/protobuf (the OTLP default protocol) is exported as protobuf; exports the collector refuses are counted', async () => {
-  const p = await startProxyProcess(proxyEnv({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${otlp.url}/custom/traces`, OTEL_SERVICE_NAME: 'guard-proto', OTEL_BSP_SCHEDULE_DELAY: '50' }));
+  const p = await startProxyProcess(
+    proxyEnv({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${otlp.url}/custom/traces`, OTEL_SERVICE_NAME: 'guard-proto', OTEL_BSP_SCHEDULE_DELAY: '50' }),
+  );
   expect(p.lines().find((l) => l.msg === 'a2a-guard listening')?.tracing).toBe(`${otlp.url}/custom/traces`);
   const r = await rawRpc(`${p.base}/a2a/jsonrpc`, send('t-4', 'hello'), callerHeaders());
   expect(r.json?.result).toBeDefined();
@@ -160,7 +179,7 @@ test('http/protobuf (the OTLP default protocol) is exported as protobuf; exports
   }
 }, 30_000);
 
-test('tracing off: no span; the caller\'s trace context reaches the guardian and the agent unchanged', async () => {
+test("tracing off: no span; the caller's trace context reaches the guardian and the agent unchanged", async () => {
   const p = await stack.proxy({});
   expect(p.tracer.enabled).toBe(false);
   stack.guardian.clear();

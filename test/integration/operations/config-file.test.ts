@@ -53,9 +53,14 @@ function cli(args: string[], env: Record<string, string> = {}): { status: number
 /** The same, without blocking this process (whose guardian, agent and Redis the command probes). */
 function cliAsync(args: string[], env: Record<string, string>): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [MAIN, ...args], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, encoding: 'utf8', timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ status: err === null ? 0 : typeof err.code === 'number' ? err.code : null, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [MAIN, ...args],
+      { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, encoding: 'utf8', timeout: 30_000 },
+      (err, stdout, stderr) => {
+        resolve({ status: err === null ? 0 : typeof err.code === 'number' ? err.code : null, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -63,10 +68,19 @@ const line = (out: string, name: string) => out.split('\n').find((l) => l.starts
 
 describe('--config FILE', () => {
   test('YAML: numbers, booleans and lists as the variables write them; the environment wins over the file', () => {
-    const file = write('a.yaml', [
-      `UPSTREAM_URL: ${agent.origin}`, 'PORT: 8181', 'INSPECT_RESPONSES: true', 'READINESS_REQUIRES: [guardian, upstream]',
-      'GUARDIAN_TOKEN: s3cret-in-file', `GUARDIAN_URL: ${guardian.url}`, 'ROLE: server', '',
-    ].join('\n'));
+    const file = write(
+      'a.yaml',
+      [
+        `UPSTREAM_URL: ${agent.origin}`,
+        'PORT: 8181',
+        'INSPECT_RESPONSES: true',
+        'READINESS_REQUIRES: [guardian, upstream]',
+        'GUARDIAN_TOKEN: s3cret-in-file',
+        `GUARDIAN_URL: ${guardian.url}`,
+        'ROLE: server',
+        '',
+      ].join('\n'),
+    );
     const r = cli(['--config', file, '--check'], { A2A_GUARD_ROLE: 'both' });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
@@ -101,10 +115,13 @@ describe('--config FILE', () => {
     expect(b.stderr).toBe(`a2a-guard: configuration error: ${bad}: CARD_PATHS: must be a string, number, boolean or list of them\n`);
     const bad2 = write('bad2.yaml', `UPSTREAM_URL: ${agent.origin}\nPORT: 70000\nFAIL_MODE: maybe\n`);
     const b2 = cli(['--config', bad2, '--check']);
-    expect(b2.stderr).toBe([
-      `a2a-guard: configuration error: ${bad2}: PORT="70000": must be at most 65535`,
-      `a2a-guard: configuration error: ${bad2}: FAIL_MODE="maybe": Invalid option: expected one of "closed"|"open"`, '',
-    ].join('\n'));
+    expect(b2.stderr).toBe(
+      [
+        `a2a-guard: configuration error: ${bad2}: PORT="70000": must be at most 65535`,
+        `a2a-guard: configuration error: ${bad2}: FAIL_MODE="maybe": Invalid option: expected one of "closed"|"open"`,
+        '',
+      ].join('\n'),
+    );
     // The environment's value is the one checked (and named).
     expect(cli(['--config', bad2, '--check'], { PORT: '1', FAIL_MODE: 'open' }).status).toBe(0);
     const dup = write('dup.yaml', `UPSTREAM_URL: ${agent.origin}\nFAIL_MODE: open\nFAIL_MODE: closed\n`);
@@ -121,7 +138,9 @@ describe('--config FILE', () => {
     try {
       const run = await startProxyProcess({}, undefined, undefined, ['--config', file]);
       const r = await rawRpc(`${run.base}/a2a/jsonrpc`, {
-        jsonrpc: '2.0', id: 'f', method: 'message/send',
+        jsonrpc: '2.0',
+        id: 'f',
+        method: 'message/send',
         params: { message: { kind: 'message', messageId: 'm-f', role: 'user', parts: [{ kind: 'text', text: 'hello' }] } },
       });
       expect(r.json.error.code).toBe(-31403);
@@ -135,7 +154,10 @@ describe('--config FILE', () => {
 describe('--check --probe', () => {
   test('a guardian, an agent and a Redis that answer: one ok line each, exit 0', async () => {
     const r = await cliAsync(['--check', '--probe'], {
-      UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, TASK_OWNERSHIP: 'true', TASK_STORE_URL: redis.url,
+      UPSTREAM_URL: agent.origin,
+      GUARDIAN_URL: guardian.url,
+      TASK_OWNERSHIP: 'true',
+      TASK_STORE_URL: redis.url,
     });
     expect(r.stderr).toBe('');
     expect(r.stdout.split('\n').filter((l) => l.startsWith('# probe'))).toEqual([
@@ -148,7 +170,12 @@ describe('--check --probe', () => {
 
   test('a wrong GUARDIAN_URL (the agent itself), a dead agent and a stopped Redis: FAILED lines, exit 1', async () => {
     const dead = await deadGuardianUrl();
-    const r = await cliAsync(['--check', '--probe'], { UPSTREAM_URL: dead, GUARDIAN_URL: agent.origin, TASK_OWNERSHIP: 'true', TASK_STORE_URL: `redis://127.0.0.1:${new URL(dead).port}` });
+    const r = await cliAsync(['--check', '--probe'], {
+      UPSTREAM_URL: dead,
+      GUARDIAN_URL: agent.origin,
+      TASK_OWNERSHIP: 'true',
+      TASK_STORE_URL: `redis://127.0.0.1:${new URL(dead).port}`,
+    });
     expect(r.status).toBe(1);
     const probes = r.stdout.split('\n').filter((l) => l.startsWith('# probe'));
     expect(probes).toEqual([
@@ -167,7 +194,9 @@ describe('config/config.schema.json', () => {
   test('accepts the files the proxy accepts and refuses unknown names and wrong types', () => {
     const ajv = new Ajv2020({ strict: false });
     const valid = ajv.compile(JSON.parse(fs.readFileSync(path.join(ROOT, SCHEMA_FILE), 'utf8')));
-    const good = YAML.parse(`UPSTREAM_URL: http://agent:8000\nPORT: 8080\nINSPECT_RESPONSES: true\nREADINESS_REQUIRES: [guardian]\nROLE: both\nOTEL_TRACES_SAMPLER_ARG: 0.5\nPOLICY_FILE:\n`);
+    const good = YAML.parse(
+      `UPSTREAM_URL: http://agent:8000\nPORT: 8080\nINSPECT_RESPONSES: true\nREADINESS_REQUIRES: [guardian]\nROLE: both\nOTEL_TRACES_SAMPLER_ARG: 0.5\nPOLICY_FILE:\n`,
+    );
     expect(valid(good)).toBe(true);
     expect(valid({ GAURDIAN_URL: 'http://g' })).toBe(false);
     expect(valid({ ROLE: 'sever' })).toBe(false);

@@ -14,7 +14,9 @@ import { ensureBuilt, reapAll, sample, scrape, startProxyProcess, type ProxyRun 
 const FAILED = 'policy reload failed; the previous policy stays in force';
 const policy = (word: string) => JSON.stringify({ deny: [{ id: word, reasonCode: 'WORD', message: `No ${word}.`, patterns: [`\\b${word}\\b`] }] });
 const send = (id: string, text: string) => ({
-  jsonrpc: '2.0', id, method: 'message/send',
+  jsonrpc: '2.0',
+  id,
+  method: 'message/send',
   params: { message: { kind: 'message', messageId: `m-${id}`, role: 'user', parts: [{ kind: 'text', text }] } },
 });
 

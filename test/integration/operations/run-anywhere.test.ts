@@ -31,10 +31,12 @@ afterAll(async () => {
   fs.rmSync(elsewhere, { recursive: true, force: true });
 });
 
-test('the proxy started elsewhere decides with the package\'s demo policy; its lines carry ISO-8601 times and level names', async () => {
+test("the proxy started elsewhere decides with the package's demo policy; its lines carry ISO-8601 times and level names", async () => {
   const run = await startProxyProcess({ UPSTREAM_URL: agent.origin }, undefined, elsewhere);
   const r = await rawRpc(`${run.base}/a2a/jsonrpc`, {
-    jsonrpc: '2.0', id: 'w', method: 'message/send',
+    jsonrpc: '2.0',
+    id: 'w',
+    method: 'message/send',
     params: { message: { kind: 'message', messageId: 'm-w', role: 'user', parts: [{ kind: 'text', text: 'how to make explosives' }] } },
   });
   expect(r.json.error.code).toBe(-31403);
@@ -48,14 +50,14 @@ test('the proxy started elsewhere decides with the package\'s demo policy; its l
   }
 }, 60_000);
 
-test('--check elsewhere validates the package\'s policy', () => {
+test("--check elsewhere validates the package's policy", () => {
   const r = spawnSync(process.execPath, [MAIN, '--check'], { cwd: elsewhere, env: { PATH: process.env.PATH, UPSTREAM_URL: agent.origin }, encoding: 'utf8' });
   expect(r.stderr).toBe('');
   expect(r.status).toBe(0);
   expect(r.stdout).toContain(`# guardian: embedded, policy ${PACKAGE_POLICY} (valid)`);
 });
 
-test('the standalone guardian started elsewhere serves the package\'s policy', async () => {
+test("the standalone guardian started elsewhere serves the package's policy", async () => {
   const port = await freePort();
   const g = spawnNode(GUARDIAN_MAIN, { GUARDIAN_PORT: String(port), GUARDIAN_HOST: '127.0.0.1' }, [], process.execPath, elsewhere);
   await waitFor(() => g.lines().some((l) => l.msg === 'guardian listening') || g.child.exitCode !== null, 15_000, 'guardian up');

@@ -44,12 +44,28 @@ let proxy: TestProxy;
 const tasks: Record<Case['target'], { id: string; contextId: string }> = {} as Record<Case['target'], { id: string; contextId: string }>;
 
 const GRPC_RPC: Record<Op, string> = {
-  get: 'GetTask', cancel: 'CancelTask', subscribe: 'SubscribeToTask', pushSet: 'CreateTaskPushNotificationConfig', pushGet: 'GetTaskPushNotificationConfig',
-  pushList: 'ListTaskPushNotificationConfigs', pushDelete: 'DeleteTaskPushNotificationConfig', sendTask: 'SendMessage', sendContext: 'SendMessage', sendRef: 'SendMessage',
+  get: 'GetTask',
+  cancel: 'CancelTask',
+  subscribe: 'SubscribeToTask',
+  pushSet: 'CreateTaskPushNotificationConfig',
+  pushGet: 'GetTaskPushNotificationConfig',
+  pushList: 'ListTaskPushNotificationConfigs',
+  pushDelete: 'DeleteTaskPushNotificationConfig',
+  sendTask: 'SendMessage',
+  sendContext: 'SendMessage',
+  sendRef: 'SendMessage',
 };
 const V03_METHOD: Record<Op, string> = {
-  get: 'tasks/get', cancel: 'tasks/cancel', subscribe: 'tasks/resubscribe', pushSet: 'tasks/pushNotificationConfig/set', pushGet: 'tasks/pushNotificationConfig/get',
-  pushList: 'tasks/pushNotificationConfig/list', pushDelete: 'tasks/pushNotificationConfig/delete', sendTask: 'message/send', sendContext: 'message/send', sendRef: 'message/send',
+  get: 'tasks/get',
+  cancel: 'tasks/cancel',
+  subscribe: 'tasks/resubscribe',
+  pushSet: 'tasks/pushNotificationConfig/set',
+  pushGet: 'tasks/pushNotificationConfig/get',
+  pushList: 'tasks/pushNotificationConfig/list',
+  pushDelete: 'tasks/pushNotificationConfig/delete',
+  sendTask: 'message/send',
+  sendContext: 'message/send',
+  sendRef: 'message/send',
 };
 
 const key = (name: string, sp: Spelling) => (sp === 'snake' ? name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`) : name);
@@ -58,25 +74,47 @@ const key = (name: string, sp: Spelling) => (sp === 'snake' ? name.replace(/[A-Z
 function v1Params(op: Op, id: string, ctx: string, sp: Spelling, n: number): Record<string, unknown> {
   const msg = (extra: Record<string, unknown>) => ({ message: { [key('messageId', sp)]: `x-${n}`, role: 'ROLE_USER', parts: [{ text: 'hello' }], ...extra } });
   switch (op) {
-    case 'get': case 'cancel': case 'subscribe': return { id };
-    case 'pushSet': return { [key('taskId', sp)]: id, id: 'cfg-x', url: 'https://hooks.example/x' };
-    case 'pushGet': case 'pushDelete': return { [key('taskId', sp)]: id, id: 'cfg-x' };
-    case 'pushList': return { [key('taskId', sp)]: id };
-    case 'sendTask': return msg({ [key('taskId', sp)]: id });
-    case 'sendContext': return msg({ [key('contextId', sp)]: ctx });
-    case 'sendRef': return msg({ [key('referenceTaskIds', sp)]: [id] });
+    case 'get':
+    case 'cancel':
+    case 'subscribe':
+      return { id };
+    case 'pushSet':
+      return { [key('taskId', sp)]: id, id: 'cfg-x', url: 'https://hooks.example/x' };
+    case 'pushGet':
+    case 'pushDelete':
+      return { [key('taskId', sp)]: id, id: 'cfg-x' };
+    case 'pushList':
+      return { [key('taskId', sp)]: id };
+    case 'sendTask':
+      return msg({ [key('taskId', sp)]: id });
+    case 'sendContext':
+      return msg({ [key('contextId', sp)]: ctx });
+    case 'sendRef':
+      return msg({ [key('referenceTaskIds', sp)]: [id] });
   }
 }
 
 function v03Params(op: Op, id: string, ctx: string, n: number): Record<string, unknown> {
-  const msg = (extra: Record<string, unknown>) => ({ message: { kind: 'message', messageId: `x03-${n}`, role: 'user', parts: [{ kind: 'text', text: 'hello' }], ...extra } });
+  const msg = (extra: Record<string, unknown>) => ({
+    message: { kind: 'message', messageId: `x03-${n}`, role: 'user', parts: [{ kind: 'text', text: 'hello' }], ...extra },
+  });
   switch (op) {
-    case 'get': case 'cancel': case 'subscribe': case 'pushList': return { id };
-    case 'pushSet': return { taskId: id, pushNotificationConfig: { id: 'cfg-x', url: 'https://hooks.example/x' } };
-    case 'pushGet': case 'pushDelete': return { id, pushNotificationConfigId: 'cfg-x' };
-    case 'sendTask': return msg({ taskId: id });
-    case 'sendContext': return msg({ contextId: ctx });
-    case 'sendRef': return msg({ referenceTaskIds: [id] });
+    case 'get':
+    case 'cancel':
+    case 'subscribe':
+    case 'pushList':
+      return { id };
+    case 'pushSet':
+      return { taskId: id, pushNotificationConfig: { id: 'cfg-x', url: 'https://hooks.example/x' } };
+    case 'pushGet':
+    case 'pushDelete':
+      return { id, pushNotificationConfigId: 'cfg-x' };
+    case 'sendTask':
+      return msg({ taskId: id });
+    case 'sendContext':
+      return msg({ contextId: ctx });
+    case 'sendRef':
+      return msg({ referenceTaskIds: [id] });
   }
 }
 
@@ -94,16 +132,32 @@ function restCall(op: Op, id: string, ctx: string, sp: Spelling, n: number, v03:
       : { messageId: `r-${n}`, role: 'ROLE_USER', parts: [{ text: 'hello' }], ...extra },
   });
   switch (op) {
-    case 'get': return { verb: 'GET', path: `${p}/tasks/${t}` };
-    case 'cancel': return { verb: 'POST', path: `${p}/tasks/${t}:cancel` };
-    case 'subscribe': return { verb: v03 ? 'GET' : 'POST', path: `${p}/tasks/${t}:subscribe` };
-    case 'pushSet': return { verb: 'POST', path: `${p}/tasks/${t}/pushNotificationConfigs`, body: v03 ? { name: `tasks/${id}/pushNotificationConfigs/cfg-x`, pushNotificationConfig: { id: 'cfg-x', url: 'https://hooks.example/x' } } : { id: 'cfg-x', url: 'https://hooks.example/x' } };
-    case 'pushGet': return { verb: 'GET', path: `${p}/tasks/${t}/pushNotificationConfigs/cfg-x` };
-    case 'pushList': return { verb: 'GET', path: `${p}/tasks/${t}/pushNotificationConfigs` };
-    case 'pushDelete': return { verb: 'DELETE', path: `${p}/tasks/${t}/pushNotificationConfigs/cfg-x` };
-    case 'sendTask': return { verb: 'POST', path: `${p}/message:send`, body: message({ [key('taskId', sp)]: id }) };
-    case 'sendContext': return { verb: 'POST', path: `${p}/message:send`, body: message({ [key('contextId', sp)]: ctx }) };
-    case 'sendRef': return { verb: 'POST', path: `${p}/message:send`, body: message({ [key('referenceTaskIds', sp)]: [id] }) };
+    case 'get':
+      return { verb: 'GET', path: `${p}/tasks/${t}` };
+    case 'cancel':
+      return { verb: 'POST', path: `${p}/tasks/${t}:cancel` };
+    case 'subscribe':
+      return { verb: v03 ? 'GET' : 'POST', path: `${p}/tasks/${t}:subscribe` };
+    case 'pushSet':
+      return {
+        verb: 'POST',
+        path: `${p}/tasks/${t}/pushNotificationConfigs`,
+        body: v03
+          ? { name: `tasks/${id}/pushNotificationConfigs/cfg-x`, pushNotificationConfig: { id: 'cfg-x', url: 'https://hooks.example/x' } }
+          : { id: 'cfg-x', url: 'https://hooks.example/x' },
+      };
+    case 'pushGet':
+      return { verb: 'GET', path: `${p}/tasks/${t}/pushNotificationConfigs/cfg-x` };
+    case 'pushList':
+      return { verb: 'GET', path: `${p}/tasks/${t}/pushNotificationConfigs` };
+    case 'pushDelete':
+      return { verb: 'DELETE', path: `${p}/tasks/${t}/pushNotificationConfigs/cfg-x` };
+    case 'sendTask':
+      return { verb: 'POST', path: `${p}/message:send`, body: message({ [key('taskId', sp)]: id }) };
+    case 'sendContext':
+      return { verb: 'POST', path: `${p}/message:send`, body: message({ [key('contextId', sp)]: ctx }) };
+    case 'sendRef':
+      return { verb: 'POST', path: `${p}/message:send`, body: message({ [key('referenceTaskIds', sp)]: [id] }) };
   }
 }
 
@@ -123,16 +177,36 @@ async function call(c: Case, who: Caller, n: number): Promise<void> {
   }
   if (c.binding === 'jsonrpc1' || c.binding === 'jsonrpc03') {
     const v03 = c.binding === 'jsonrpc03';
-    const body = { jsonrpc: '2.0', id: n, method: v03 ? V03_METHOD[c.op] : GRPC_RPC[c.op], params: v03 ? v03Params(c.op, id, contextId, n) : v1Params(c.op, id, contextId, c.spelling, n) };
+    const body = {
+      jsonrpc: '2.0',
+      id: n,
+      method: v03 ? V03_METHOD[c.op] : GRPC_RPC[c.op],
+      params: v03 ? v03Params(c.op, id, contextId, n) : v1Params(c.op, id, contextId, c.spelling, n),
+    };
     const headers = { ...auth, ...(v03 ? {} : { 'a2a-version': '1.0' }) };
     if (streaming) await rawSse(`${proxy.url}/a2a/jsonrpc`, body, headers, { signal }).catch(() => undefined);
-    else await fetch(`${proxy.url}/a2a/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal }).then((r) => r.text()).catch(() => undefined);
+    else
+      await fetch(`${proxy.url}/a2a/jsonrpc`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+        signal,
+      })
+        .then((r) => r.text())
+        .catch(() => undefined);
     return;
   }
   const v03 = c.binding === 'rest03';
   const r = restCall(c.op, id, contextId, c.spelling, n, v03);
-  const headers: Record<string, string> = { ...auth, ...(v03 ? {} : { 'a2a-version': '1.0' }), ...(r.body === undefined ? {} : { 'content-type': 'application/json' }), ...(streaming ? { accept: 'text/event-stream' } : {}) };
-  await fetch(`${proxy.url}/a2a/rest${r.path}`, { method: r.verb, headers, ...(r.body === undefined ? {} : { body: JSON.stringify(r.body) }), signal }).then((x) => x.text()).catch(() => undefined);
+  const headers: Record<string, string> = {
+    ...auth,
+    ...(v03 ? {} : { 'a2a-version': '1.0' }),
+    ...(r.body === undefined ? {} : { 'content-type': 'application/json' }),
+    ...(streaming ? { accept: 'text/event-stream' } : {}),
+  };
+  await fetch(`${proxy.url}/a2a/rest${r.path}`, { method: r.verb, headers, ...(r.body === undefined ? {} : { body: JSON.stringify(r.body) }), signal })
+    .then((x) => x.text())
+    .catch(() => undefined);
 }
 
 /** A's ids (tasks and contexts), which B must never reach. */
@@ -143,16 +217,29 @@ beforeAll(async () => {
   proxy = await s.proxy({ GRPC_PORT: '0', ...ids.env });
   // A's tasks keep working (wait-for-cancel) so that every operation applies; one per binding.
   const grpcA = (await makeGrpcClient(proxy.url)).client;
-  const made = (await grpcA.sendMessage(sendReq('wait-for-cancel A grpc', true), { serviceParameters: ids.headersAs('A') })) as { id: string; contextId: string };
+  const made = (await grpcA.sendMessage(sendReq('wait-for-cancel A grpc', true), { serviceParameters: ids.headersAs('A') })) as {
+    id: string;
+    contextId: string;
+  };
   tasks.aGrpc = { id: made.id, contextId: made.contextId };
   const viaJsonRpc = await fetch(`${proxy.url}/a2a/jsonrpc`, {
-    method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...ids.headersAs('A') },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'a-j', role: 'ROLE_USER', parts: [{ text: 'wait-for-cancel A jsonrpc' }] }, configuration: { returnImmediately: true } } }),
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...ids.headersAs('A') },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: { messageId: 'a-j', role: 'ROLE_USER', parts: [{ text: 'wait-for-cancel A jsonrpc' }] }, configuration: { returnImmediately: true } },
+    }),
   }).then((r) => r.json() as Promise<{ result: { task: { id: string; contextId: string } } }>);
   tasks.aJsonrpc = { id: viaJsonRpc.result.task.id, contextId: viaJsonRpc.result.task.contextId };
   const viaRest = await fetch(`${proxy.url}/a2a/rest/message:send`, {
-    method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...ids.headersAs('A') },
-    body: JSON.stringify({ message: { messageId: 'a-r', role: 'ROLE_USER', parts: [{ text: 'wait-for-cancel A rest' }] }, configuration: { returnImmediately: true } }),
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...ids.headersAs('A') },
+    body: JSON.stringify({
+      message: { messageId: 'a-r', role: 'ROLE_USER', parts: [{ text: 'wait-for-cancel A rest' }] },
+      configuration: { returnImmediately: true },
+    }),
   }).then((r) => r.json() as Promise<{ task: { id: string; contextId: string } }>);
   tasks.aRest = { id: viaRest.task.id, contextId: viaRest.task.contextId };
   const own = (await grpcA.sendMessage(sendReq('wait-for-cancel B own', true), { serviceParameters: ids.headersAs('B') })) as { id: string; contextId: string };
@@ -170,7 +257,7 @@ const caseArb: fc.Arbitrary<Case> = fc.record({
   target: fc.constantFrom<Case['target']>('aGrpc', 'aJsonrpc', 'aRest', 'aGrpc', 'aJsonrpc', 'aRest', 'own'),
 });
 
-test('B never reaches A\'s tasks or contexts, over any binding, version or spelling; B\'s own calls do reach the agent', async () => {
+test("B never reaches A's tasks or contexts, over any binding, version or spelling; B's own calls do reach the agent", async () => {
   let n = 0;
   let ownReached = 0;
   const seen = new Set<string>();

@@ -40,7 +40,10 @@ interface Case {
 }
 
 const LABELS: Record<Exclude<Label, 'agent' | 'none'>, string> = {
-  sse: 'text/event-stream', sseCharset: 'text/event-stream; charset=utf-8', sseUpper: 'Text/Event-Stream', textPlain: 'text/plain',
+  sse: 'text/event-stream',
+  sseCharset: 'text/event-stream; charset=utf-8',
+  sseUpper: 'Text/Event-Stream',
+  textPlain: 'text/plain',
 };
 
 let ids: TestIdentities;
@@ -53,11 +56,16 @@ let agentText = '';
 
 function reshape(text: string, c: Case): string {
   switch (c.body) {
-    case 'asis': return text;
-    case 'bom': return `\uFEFF${text}`;
-    case 'nan': return text.replace('{', '{"lax":NaN,');
-    case 'comment': return `/* lax */${text}`;
-    case 'sseEvent': return `data: ${text}\n\n`;
+    case 'asis':
+      return text;
+    case 'bom':
+      return `\uFEFF${text}`;
+    case 'nan':
+      return text.replace('{', '{"lax":NaN,');
+    case 'comment':
+      return `/* lax */${text}`;
+    case 'sseEvent':
+      return `data: ${text}\n\n`;
   }
 }
 
@@ -89,7 +97,13 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
   ids = await startIdentities();
-  proxy = await s.proxy({ ROLE: 'server', UPSTREAM_URL: `http://127.0.0.1:${(front.address() as AddressInfo).port}`, FAIL_MODE: 'closed', INSPECT_RESPONSES: 'false', ...ids.env });
+  proxy = await s.proxy({
+    ROLE: 'server',
+    UPSTREAM_URL: `http://127.0.0.1:${(front.address() as AddressInfo).port}`,
+    FAIL_MODE: 'closed',
+    INSPECT_RESPONSES: 'false',
+    ...ids.env,
+  });
 });
 
 afterAll(async () => {
@@ -100,7 +114,10 @@ afterAll(async () => {
 const v1 = { 'a2a-version': '1.0' };
 
 /** Answers as the agent wrote them, run before the generated ones: the oracle is never vacuous. */
-const VALID: readonly Case[] = [{ binding: 'jsonrpc', label: 'agent', body: 'asis' }, { binding: 'rest', label: 'agent', body: 'asis' }];
+const VALID: readonly Case[] = [
+  { binding: 'jsonrpc', label: 'agent', body: 'asis' },
+  { binding: 'rest', label: 'agent', body: 'asis' },
+];
 
 /** A call as `who`; the body text the caller got (whatever its status). */
 async function post(who: Caller, binding: Case['binding'], method: 'SendMessage' | 'GetTask', params: Record<string, unknown>): Promise<string> {
@@ -114,9 +131,11 @@ async function post(who: Caller, binding: Case['binding'], method: 'SendMessage'
   return fetch(`${proxy.url}/a2a/rest/message:send`, { method: 'POST', headers, body: JSON.stringify(params), signal }).then((r) => r.text());
 }
 
-const message = (n: number, extra: Record<string, unknown> = {}) => ({ message: { messageId: `m-${n}`, role: 'ROLE_USER', parts: [{ text: 'hello' }], ...extra } });
+const message = (n: number, extra: Record<string, unknown> = {}) => ({
+  message: { messageId: `m-${n}`, role: 'ROLE_USER', parts: [{ text: 'hello' }], ...extra },
+});
 
-test('a context named in an answer A can read is A\'s: B naming it never reaches the agent; A\'s follow-up does', async () => {
+test("a context named in an answer A can read is A's: B naming it never reaches the agent; A's follow-up does", async () => {
   let n = 0;
   let followedUp = 0;
   let read = 0;

@@ -17,9 +17,18 @@ const fx = useIdentityProxy(s, { GRPC_PORT: '0' });
 beforeEach(() => rec.clear());
 
 const as = (who: 'A' | 'B') => ({ serviceParameters: fx.ids.headersAs(who) });
-const listAll = { tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 100, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: undefined };
+const listAll = {
+  tenant: '',
+  contextId: '',
+  status: TaskState.TASK_STATE_UNSPECIFIED,
+  pageSize: 100,
+  pageToken: '',
+  historyLength: undefined,
+  statusTimestampAfter: undefined,
+  includeArtifacts: undefined,
+};
 
-test('SendMessage and SendStreamingMessage bind their tasks to the caller; B cannot read them, and B\'s ListTasks names none of them nor counts them', async () => {
+test("SendMessage and SendStreamingMessage bind their tasks to the caller; B cannot read them, and B's ListTasks names none of them nor counts them", async () => {
   const { client } = await makeGrpcClient(fx.proxy.url);
   const unary = (await client.sendMessage(sendReq('A unary'), as('A'))) as { id: string };
   const events = await collect(client.sendMessageStream(sendReq('A stream'), as('A')));
@@ -60,13 +69,15 @@ test('a call about an existing task shows the guardian the ownership state (as o
   expect(JSON.stringify(env?.params.context)).toContain('taskOwnership');
 });
 
-test('a guardian modify that re-targets B\'s call at A\'s task is refused as not found; the agent never acts (the ownership stage after the request hooks)', async () => {
+test("a guardian modify that re-targets B's call at A's task is refused as not found; the agent never acts (the ownership stage after the request hooks)", async () => {
   const { client } = await makeGrpcClient(fx.proxy.url);
   const a = (await client.sendMessage(sendReq('A secret'), as('A'))) as { id: string };
   const b = (await client.sendMessage(sendReq('B own'), as('B'))) as { id: string };
-  s.guardian.script((env) => (env.params?.payload?.method === 'GetTask'
-    ? { decision: 'modify', modifiedPayload: { ...env.params.payload, params: { ...env.params.payload.params, id: a.id } } }
-    : { decision: 'allow' }));
+  s.guardian.script((env) =>
+    env.params?.payload?.method === 'GetTask'
+      ? { decision: 'modify', modifiedPayload: { ...env.params.payload, params: { ...env.params.payload.params, id: a.id } } }
+      : { decision: 'allow' },
+  );
   rec.clear();
   const f = await grpcFailure(client.getTask({ tenant: '', id: b.id, historyLength: undefined }, as('B')));
   expect(f.name).toMatch(/TaskNotFoundError$/);

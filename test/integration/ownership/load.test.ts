@@ -50,9 +50,16 @@ afterAll(async () => {
   await stub?.close();
 });
 
-async function rpc(replica: TestProxy, who: Caller, body: object): Promise<{ result?: { id?: string; contextId?: string }; error?: { code: number; message: string } }> {
+async function rpc(
+  replica: TestProxy,
+  who: Caller,
+  body: object,
+): Promise<{ result?: { id?: string; contextId?: string }; error?: { code: number; message: string } }> {
   const r = await request(`${replica.url}/a2a/jsonrpc`, {
-    method: 'POST', dispatcher: ids.dispatcherAs(who), body: JSON.stringify(body), headers: { 'content-type': 'application/json' },
+    method: 'POST',
+    dispatcher: ids.dispatcherAs(who),
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
   });
   return (await r.body.json()) as never;
 }
@@ -60,12 +67,19 @@ async function rpc(replica: TestProxy, who: Caller, body: object): Promise<{ res
 /** Run `fn` for 0..n-1 with at most CONCURRENCY in flight. */
 async function pool(n: number, fn: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (next < n) await fn(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < n) await fn(next++);
+    }),
+  );
 }
 
-const send = (i: number) => ({ jsonrpc: '2.0', id: i, method: 'message/send', params: { message: { kind: 'message', messageId: `m-${i}`, role: 'user', parts: [{ kind: 'text', text: 'hi' }] } } });
+const send = (i: number) => ({
+  jsonrpc: '2.0',
+  id: i,
+  method: 'message/send',
+  params: { message: { kind: 'message', messageId: `m-${i}`, role: 'user', parts: [{ kind: 'text', text: 'hi' }] } },
+});
 const get = (i: number, id: string) => ({ jsonrpc: '2.0', id: i, method: 'tasks/get', params: { id } });
 
 test(`${TASKS} tasks created and looked up through two replicas: no wrong decision, two Redis keys per task`, async () => {

@@ -26,10 +26,27 @@ const V1 = { 'a2a-version': '1.0' };
 const msg = (extra: Record<string, unknown>) => ({ messageId: 'm-1', role: 'ROLE_USER', parts: [{ text: 'x' }], ...extra });
 const msg03 = (extra: Record<string, unknown>) => ({ kind: 'message', messageId: 'm-1', role: 'user', parts: [{ kind: 'text', text: 'x' }], ...extra });
 
-interface Case { readonly name: string; readonly verb: string; readonly path: string; readonly body?: unknown; readonly headers?: Record<string, string> }
-const rpc = (name: string, method: string, params: unknown, headers: Record<string, string> = {}, accept = 'application/json'): Case =>
-  ({ name, verb: 'POST', path: '/a2a/jsonrpc', body: { jsonrpc: '2.0', id: 7, method, params }, headers: { accept, ...headers } });
-const rest = (name: string, verb: string, path: string, body?: unknown, headers: Record<string, string> = {}): Case => ({ name, verb, path: `/a2a/rest${path}`, ...(body === undefined ? {} : { body }), headers });
+interface Case {
+  readonly name: string;
+  readonly verb: string;
+  readonly path: string;
+  readonly body?: unknown;
+  readonly headers?: Record<string, string>;
+}
+const rpc = (name: string, method: string, params: unknown, headers: Record<string, string> = {}, accept = 'application/json'): Case => ({
+  name,
+  verb: 'POST',
+  path: '/a2a/jsonrpc',
+  body: { jsonrpc: '2.0', id: 7, method, params },
+  headers: { accept, ...headers },
+});
+const rest = (name: string, verb: string, path: string, body?: unknown, headers: Record<string, string> = {}): Case => ({
+  name,
+  verb,
+  path: `/a2a/rest${path}`,
+  ...(body === undefined ? {} : { body }),
+  headers,
+});
 
 const CASES: Case[] = [
   rpc('JSON-RPC v1.0 GetTask', 'GetTask', { id: T }, V1),
@@ -51,7 +68,9 @@ const CASES: Case[] = [
   rest('REST v0.3 GetTask', 'GET', `/v1/tasks/${T}`),
   rest('REST v0.3 CancelTask', 'POST', `/v1/tasks/${T}:cancel`, {}),
   rest('REST v0.3 SubscribeToTask', 'POST', `/v1/tasks/${T}:subscribe`, {}, { accept: 'text/event-stream' }),
-  rest('REST v0.3 SendMessage continuing a task', 'POST', '/v1/message:send', { message: { messageId: 'm-1', role: 'ROLE_USER', content: [{ text: 'x' }], taskId: T } }),
+  rest('REST v0.3 SendMessage continuing a task', 'POST', '/v1/message:send', {
+    message: { messageId: 'm-1', role: 'ROLE_USER', content: [{ text: 'x' }], taskId: T },
+  }),
 ];
 
 async function send(base: string, c: Case, headers: Record<string, string>): Promise<{ status: number; type: string; body: string }> {
@@ -74,7 +93,7 @@ test.each(CASES.map((c) => [c.name, c] as const))('%s: the proxy\'s refusal is t
 // Not a regression of the restructure (79ecf72 answers the same): a v1.0 REST agent (the SDK) answers
 // "task not found" as application/a2a+json, the proxy's refusal (restCodec.errorAnswer) as application/json,
 // so the refusal is not "exactly as the agent answers a task that does not exist" (README, task ownership).
-test('REST v1.0: the refusal has the agent\'s media type (application/a2a+json)', async () => {
+test("REST v1.0: the refusal has the agent's media type (application/a2a+json)", async () => {
   for (const c of CASES.filter((x) => x.path.startsWith('/a2a/rest/') && !x.path.startsWith('/a2a/rest/v1/'))) {
     const own = await send(agent.origin, c, {});
     const refused = await send(proxy.url, c, ids.headersAs('B'));

@@ -34,10 +34,16 @@ const V1 = { 'a2a-version': '1.0' };
 
 /** v1.0 SendMessage as `who`; returns the task id and context id of the answer. */
 async function send(base: string, who: Caller, text: string, extra: Record<string, unknown> = {}): Promise<{ task: string; context: string; error: unknown }> {
-  const r = await rawRpc(`${base}/a2a/jsonrpc`, {
-    jsonrpc: '2.0', id: 1, method: 'SendMessage',
-    params: { message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }], ...extra } },
-  }, { ...ids.headersAs(who), ...V1 });
+  const r = await rawRpc(
+    `${base}/a2a/jsonrpc`,
+    {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }], ...extra } },
+    },
+    { ...ids.headersAs(who), ...V1 },
+  );
   return { task: r.json?.result?.task?.id, context: r.json?.result?.task?.contextId, error: r.json?.error };
 }
 
@@ -47,7 +53,11 @@ async function listAllAs(who: Caller): Promise<{ results: any[]; texts: string[]
   const texts: string[] = [];
   let token: string | undefined;
   for (let i = 0; i < 20; i++) {
-    const r = await rawRpc(`${proxy.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 2, method: 'ListTasks', params: { pageSize: 1, ...(token ? { pageToken: token } : {}) } }, { ...ids.headersAs(who), ...V1 });
+    const r = await rawRpc(
+      `${proxy.url}/a2a/jsonrpc`,
+      { jsonrpc: '2.0', id: 2, method: 'ListTasks', params: { pageSize: 1, ...(token ? { pageToken: token } : {}) } },
+      { ...ids.headersAs(who), ...V1 },
+    );
     results.push(r.json?.result);
     texts.push(r.text);
     token = r.json?.result?.nextPageToken;
@@ -61,7 +71,7 @@ const withDecodedTokens = (text: string): string =>
   text + [...text.matchAll(/"(?:nextPageToken|next_page_token)":"([^"]+)"/g)].map((m) => Buffer.from(m[1] as string, 'base64').toString('utf8')).join('\n');
 
 describe('tasks/list', () => {
-  test('totalSize never counts the tasks of other callers (also on a page of the caller\'s own tasks)', async () => {
+  test("totalSize never counts the tasks of other callers (also on a page of the caller's own tasks)", async () => {
     await send(proxy.url, 'A', 'A one');
     await send(proxy.url, 'A', 'A two');
     const mine = await send(proxy.url, 'B', 'B one');
@@ -79,7 +89,7 @@ describe('tasks/list', () => {
   // the unfiltered page>"): paging with pageSize=1 gave B the id and time of every task of every caller. Now the
   // proxy seals the agent's token for the caller and unseals it before the guardian and the agent see the next call
   // (ownership/page-tokens.test.ts covers the bindings, refusals and replicas).
-  test('no page of B\'s task list names a task of A, not even inside a page token', async () => {
+  test("no page of B's task list names a task of A, not even inside a page token", async () => {
     const a = await send(proxy.url, 'A', 'A private');
     await send(proxy.url, 'B', 'B mine');
     const { texts } = await listAllAs('B');
@@ -91,7 +101,7 @@ describe('the owner store', () => {
   // Was open: the in-memory store evicted the oldest bindings when full (TASK_STORE_MAX_ENTRIES), so any verified
   // caller could flush A's bindings and then continue A's now-unknown context as its own. Now the largest holder
   // gives up its own oldest binding: a flooder evicts itself.
-  test('a caller cannot flood the store to take over another caller\'s context (TASK_STORE_MAX_ENTRIES=100)', async () => {
+  test("a caller cannot flood the store to take over another caller's context (TASK_STORE_MAX_ENTRIES=100)", async () => {
     const small = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', TASK_STORE_MAX_ENTRIES: '100', ...ids.env });
     try {
       const a = await send(small.url, 'A', 'A private');
@@ -103,7 +113,11 @@ describe('the owner store', () => {
       expect(rec.calls.filter((c) => (c.params as { message?: { contextId?: string } }).message?.contextId === a.context)).toEqual([]);
       expect(takeover.error).toBeDefined();
       // And A still has its task.
-      const get = await rawRpc(`${small.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 3, method: 'GetTask', params: { id: a.task } }, { ...ids.headersAs('A'), ...V1 });
+      const get = await rawRpc(
+        `${small.url}/a2a/jsonrpc`,
+        { jsonrpc: '2.0', id: 3, method: 'GetTask', params: { id: a.task } },
+        { ...ids.headersAs('A'), ...V1 },
+      );
       expect(get.json?.result?.id).toBe(a.task);
     } finally {
       await small.close();
@@ -122,11 +136,18 @@ describe('key and CA rotation: the caller keeps its tasks; another caller cannot
   const baker = { id: 'cake-baker', name: 'Cake baker', url: 'http://baker.test', version: '1.0.0' };
   type Agent = typeof assistant;
 
-  async function withAssertionProxy(keys: TestKey[], run: (call: (key: TestKey, as: Agent, method: string, params: object) => Promise<any>) => Promise<void>): Promise<void> {
+  async function withAssertionProxy(
+    keys: TestKey[],
+    run: (call: (key: TestKey, as: Agent, method: string, params: object) => Promise<any>) => Promise<void>,
+  ): Promise<void> {
     const dir = await mkdtemp(join(tmpdir(), 'key-rotation-'));
     const p = await startTestProxy({
-      UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', IDENTITY_POLICY: 'required',
-      ASSERTION_TRUST_JWKS_FILE: await writeJwks(dir, keys), ASSERTION_AUDIENCE: audience,
+      UPSTREAM_URL: agent.origin,
+      GUARDIAN_URL: guardian.url,
+      ROLE: 'server',
+      IDENTITY_POLICY: 'required',
+      ASSERTION_TRUST_JWKS_FILE: await writeJwks(dir, keys),
+      ASSERTION_AUDIENCE: audience,
     });
     try {
       await run(async (key, as, method, params) => {
@@ -153,15 +174,24 @@ describe('key and CA rotation: the caller keeps its tasks; another caller cannot
   });
 
   test('a key bound to another agent cannot assert this one, nor reach its tasks; an unbound key cannot assert a bound agent', async () => {
-    const [assistantKey, bakerKey, loose] = [bindTo(await makeKey('k-assistant'), assistant.id), bindTo(await makeKey('k-baker'), baker.id), await makeKey('k-loose')];
+    const [assistantKey, bakerKey, loose] = [
+      bindTo(await makeKey('k-assistant'), assistant.id),
+      bindTo(await makeKey('k-baker'), baker.id),
+      await makeKey('k-loose'),
+    ];
     await withAssertionProxy([assistantKey, bakerKey, loose], async (call) => {
-      const task = (await call(assistantKey, assistant, 'SendMessage', message('the assistant\'s')))?.result?.task?.id as string;
+      const task = (await call(assistantKey, assistant, 'SendMessage', message("the assistant's")))?.result?.task?.id as string;
       expect(task).toBeDefined();
       rec.clear();
       // The baker's key signing as the assistant, and a key bound to nobody signing as the assistant: not verified.
       for (const key of [bakerKey, loose]) {
         const r = await call(key, assistant, 'GetTask', { id: task });
-        expect(r?.error).toMatchObject({ code: -31401, data: expect.arrayContaining([expect.objectContaining({ metadata: expect.objectContaining({ problem: 'is signed by a key the trusted keys do not let assert this agent' }) })]) });
+        expect(r?.error).toMatchObject({
+          code: -31401,
+          data: expect.arrayContaining([
+            expect.objectContaining({ metadata: expect.objectContaining({ problem: 'is signed by a key the trusted keys do not let assert this agent' }) }),
+          ]),
+        });
       }
       // The baker as itself: another caller, so "task not found".
       expect((await call(bakerKey, baker, 'GetTask', { id: task }))?.error).toMatchObject({ code: -32001, message: `Task not found: ${task}` });
@@ -179,18 +209,30 @@ describe('key and CA rotation: the caller keeps its tasks; another caller cannot
       const server = await pki.issue({ cn: 'baker-guard', server: true, name: 'rot-server' });
       const spiffe = 'spiffe://kitchen.test/agent/assistant';
       const [spiffeOld, spiffeNew, cnOld, cnNew] = await Promise.all([
-        pki.issue({ cn: 'assistant', spiffe, name: 'rot-spiffe-old' }), next.issue({ cn: 'assistant', spiffe, name: 'rot-spiffe-new' }),
-        pki.issue({ cn: 'legacy', name: 'rot-cn-old' }), next.issue({ cn: 'legacy', name: 'rot-cn-new' }),
+        pki.issue({ cn: 'assistant', spiffe, name: 'rot-spiffe-old' }),
+        next.issue({ cn: 'assistant', spiffe, name: 'rot-spiffe-new' }),
+        pki.issue({ cn: 'legacy', name: 'rot-cn-old' }),
+        next.issue({ cn: 'legacy', name: 'rot-cn-new' }),
       ]);
       const p = await startTestProxy({
-        UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', IDENTITY_POLICY: 'required',
-        TLS_CERT_FILE: server.certFile, TLS_KEY_FILE: server.keyFile, TLS_CLIENT_CA_FILE: bundle,
+        UPSTREAM_URL: agent.origin,
+        GUARDIAN_URL: guardian.url,
+        ROLE: 'server',
+        IDENTITY_POLICY: 'required',
+        TLS_CERT_FILE: server.certFile,
+        TLS_KEY_FILE: server.keyFile,
+        TLS_CLIENT_CA_FILE: bundle,
       });
       try {
         const call = async (client: Issued, method: string, params: object): Promise<any> => {
           const dispatcher = new UndiciAgent({ connect: { ca: pki.caCert, cert: client.cert, key: client.key } });
           dispatchers.push(dispatcher);
-          const res = await undiciFetch(`${p.url}/a2a/jsonrpc`, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', ...V1 }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+          const res = await undiciFetch(`${p.url}/a2a/jsonrpc`, {
+            method: 'POST',
+            dispatcher,
+            headers: { 'content-type': 'application/json', ...V1 },
+            body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+          });
           return res.json();
         };
         const bySpiffe = (await call(spiffeOld, 'SendMessage', message('spiffe before')))?.result?.task?.id as string;

@@ -52,9 +52,16 @@ const V1 = { 'a2a-version': '1.0' };
 const created: Record<Caller, string[]> = { A: [], B: [] };
 
 async function create(who: Caller, text: string): Promise<string> {
-  const r = await rawRpc(`${proxy.url}/a2a/jsonrpc`, {
-    jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }] } },
-  }, { ...ids.headersAs(who), ...V1 });
+  const r = await rawRpc(
+    `${proxy.url}/a2a/jsonrpc`,
+    {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ text }] } },
+    },
+    { ...ids.headersAs(who), ...V1 },
+  );
   const id = r.json?.result?.task?.id as string;
   expect(id).toBeTruthy();
   created[who].push(id);
@@ -73,7 +80,11 @@ type List = (who: Caller, token: string | undefined, pageSize?: number) => Promi
 
 const LISTS: Record<'JSON-RPC' | 'REST' | 'gRPC', List> = {
   'JSON-RPC': async (who, token, pageSize = 1) => {
-    const r = await rawRpc(`${proxy.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 2, method: 'ListTasks', params: { pageSize, ...(token === undefined ? {} : { pageToken: token }) } }, { ...ids.headersAs(who), ...V1 });
+    const r = await rawRpc(
+      `${proxy.url}/a2a/jsonrpc`,
+      { jsonrpc: '2.0', id: 2, method: 'ListTasks', params: { pageSize, ...(token === undefined ? {} : { pageToken: token }) } },
+      { ...ids.headersAs(who), ...V1 },
+    );
     if (r.json?.error !== undefined) return { refused: r.json.error.code as number };
     return { ids: (r.json.result.tasks ?? []).map((t: { id: string }) => t.id), next: r.json.result.nextPageToken || undefined, text: r.text };
   },
@@ -86,7 +97,16 @@ const LISTS: Record<'JSON-RPC' | 'REST' | 'gRPC', List> = {
     return { ids: (body.tasks ?? []).map((t) => t.id), next: body.nextPageToken || undefined, text };
   },
   gRPC: async (who, token, pageSize = 1) => {
-    const params = { tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize, pageToken: token ?? '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: undefined };
+    const params = {
+      tenant: '',
+      contextId: '',
+      status: TaskState.TASK_STATE_UNSPECIFIED,
+      pageSize,
+      pageToken: token ?? '',
+      historyLength: undefined,
+      statusTimestampAfter: undefined,
+      includeArtifacts: undefined,
+    };
     try {
       const r = await grpc.listTasks(params, { serviceParameters: ids.headersAs(who) });
       return { ids: r.tasks.map((t) => t.id), next: r.nextPageToken || undefined, text: JSON.stringify(r) };
@@ -120,12 +140,16 @@ async function walk(list: List, who: Caller): Promise<Page[]> {
 const decoded = (token: string): string => Buffer.from(token, 'base64').toString('utf8') + Buffer.from(token, 'base64url').toString('utf8');
 
 /** The page tokens the agent's handler received (what it acts on). */
-const agentTokens = (): string[] => rec.calls.filter((c) => c.method === 'listTasks').map((c) => (c.params as { pageToken?: string }).pageToken ?? '').filter((t) => t !== '');
+const agentTokens = (): string[] =>
+  rec.calls
+    .filter((c) => c.method === 'listTasks')
+    .map((c) => (c.params as { pageToken?: string }).pageToken ?? '')
+    .filter((t) => t !== '');
 
 describe.each(Object.keys(LISTS) as (keyof typeof LISTS)[])('%s', (binding) => {
   const list = LISTS[binding];
 
-  test('B pages through a run of A\'s tasks: empty pages carry a token, all of B\'s tasks come once, none of A\'s, no token decodes to the agent\'s', async () => {
+  test("B pages through a run of A's tasks: empty pages carry a token, all of B's tasks come once, none of A's, no token decodes to the agent's", async () => {
     await create('B', 'B older');
     for (const n of [1, 2, 3]) await create('A', `A ${n}`);
     await create('B', 'B newer');
@@ -144,10 +168,12 @@ describe.each(Object.keys(LISTS) as (keyof typeof LISTS)[])('%s', (binding) => {
     }
     for (const text of pages.map((p) => p.text)) for (const a of created.A) expect(text).not.toContain(a);
     // The agent acted on its own cursors ("<timestamp>|<task id>"), A's tasks among them.
-    expect(real.map((t) => Buffer.from(t, 'base64').toString('utf8'))).toEqual(expect.arrayContaining(created.A.slice(-3).map((a) => expect.stringContaining(`|${a}`))));
+    expect(real.map((t) => Buffer.from(t, 'base64').toString('utf8'))).toEqual(
+      expect.arrayContaining(created.A.slice(-3).map((a) => expect.stringContaining(`|${a}`))),
+    );
   });
 
-  test('A\'s token used by B, a tampered token, a token of the agent and a token of another proxy are refused as invalid, before the guardian and the agent', async () => {
+  test("A's token used by B, a tampered token, a token of the agent and a token of another proxy are refused as invalid, before the guardian and the agent", async () => {
     if (created.A.length < 2) for (const n of [1, 2]) await create('A', `A more ${n}`);
     const first = page(await list('A', undefined));
     const mine = first.next as string;
@@ -157,7 +183,11 @@ describe.each(Object.keys(LISTS) as (keyof typeof LISTS)[])('%s', (binding) => {
     const other = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ROLE: 'server', ...ids.env });
     let foreign: string;
     try {
-      const r = await rawRpc(`${other.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 3, method: 'ListTasks', params: { pageSize: 1 } }, { ...ids.headersAs('B'), ...V1 });
+      const r = await rawRpc(
+        `${other.url}/a2a/jsonrpc`,
+        { jsonrpc: '2.0', id: 3, method: 'ListTasks', params: { pageSize: 1 } },
+        { ...ids.headersAs('B'), ...V1 },
+      );
       foreign = r.json.result.nextPageToken as string;
     } finally {
       await other.close();
@@ -181,8 +211,12 @@ describe.each(Object.keys(LISTS) as (keyof typeof LISTS)[])('%s', (binding) => {
 });
 
 describe('JSON-RPC details', () => {
-  test('the refusal is the binding\'s invalid-params error and names nobody', async () => {
-    const r = await rawRpc(`${proxy.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 7, method: 'ListTasks', params: { pageSize: 1, pageToken: 'not-a-token' } }, { ...ids.headersAs('B'), ...V1 });
+  test("the refusal is the binding's invalid-params error and names nobody", async () => {
+    const r = await rawRpc(
+      `${proxy.url}/a2a/jsonrpc`,
+      { jsonrpc: '2.0', id: 7, method: 'ListTasks', params: { pageSize: 1, pageToken: 'not-a-token' } },
+      { ...ids.headersAs('B'), ...V1 },
+    );
     expect(r.json).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32602, message: 'Invalid page token' } });
     const rest = await fetch(`${proxy.url}/a2a/rest/tasks?pageToken=not-a-token`, { headers: { ...ids.headersAs('B'), ...V1 } });
     expect(rest.status).toBe(400);
@@ -190,7 +224,7 @@ describe('JSON-RPC details', () => {
     expect(rec.calls).toEqual([]);
   });
 
-  test('a guardian modify of a paged call is checked again with the agent\'s token it saw, not refused as unsealed', async () => {
+  test("a guardian modify of a paged call is checked again with the agent's token it saw, not refused as unsealed", async () => {
     await create('A', 'A for modify');
     await create('A', 'A for modify 2');
     const first = page(await LISTS['JSON-RPC']('A', undefined));
@@ -210,26 +244,49 @@ describe('JSON-RPC details', () => {
   });
 
   test('ListTasks filtered to another caller\'s context is "task not found"; to the caller\'s own, its tasks', async () => {
-    const r = await rawRpc(`${proxy.url}/a2a/jsonrpc`, {
-      jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ text: 'A in its context' }] } },
-    }, { ...ids.headersAs('A'), ...V1 });
+    const r = await rawRpc(
+      `${proxy.url}/a2a/jsonrpc`,
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: { message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ text: 'A in its context' }] } },
+      },
+      { ...ids.headersAs('A'), ...V1 },
+    );
     const { id: task, contextId } = r.json.result.task as { id: string; contextId: string };
     created.A.push(task);
     rec.clear();
-    const asB = await rawRpc(`${proxy.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 2, method: 'ListTasks', params: { contextId, pageSize: 1 } }, { ...ids.headersAs('B'), ...V1 });
+    const asB = await rawRpc(
+      `${proxy.url}/a2a/jsonrpc`,
+      { jsonrpc: '2.0', id: 2, method: 'ListTasks', params: { contextId, pageSize: 1 } },
+      { ...ids.headersAs('B'), ...V1 },
+    );
     expect(asB.json.error).toMatchObject({ code: -32001, message: `Task not found: ${contextId}` });
     expect(rec.calls).toEqual([]);
-    const asA = await rawRpc(`${proxy.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 3, method: 'ListTasks', params: { contextId, pageSize: 1 } }, { ...ids.headersAs('A'), ...V1 });
+    const asA = await rawRpc(
+      `${proxy.url}/a2a/jsonrpc`,
+      { jsonrpc: '2.0', id: 3, method: 'ListTasks', params: { contextId, pageSize: 1 } },
+      { ...ids.headersAs('A'), ...V1 },
+    );
     expect(asA.json.result.tasks.map((t: { id: string }) => t.id)).toEqual([task]);
   });
 
   test('ListTaskPushNotificationConfigs: a page token not sealed here is refused too', async () => {
     const task = await create('A', 'A with configs');
     rec.clear();
-    const r = await rawRpc(`${proxy.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 4, method: 'ListTaskPushNotificationConfigs', params: { taskId: task, pageToken: 'bm90LW1pbmU=' } }, { ...ids.headersAs('A'), ...V1 });
+    const r = await rawRpc(
+      `${proxy.url}/a2a/jsonrpc`,
+      { jsonrpc: '2.0', id: 4, method: 'ListTaskPushNotificationConfigs', params: { taskId: task, pageToken: 'bm90LW1pbmU=' } },
+      { ...ids.headersAs('A'), ...V1 },
+    );
     expect(r.json.error).toMatchObject({ code: -32602, message: 'Invalid page token' });
     expect(rec.calls).toEqual([]);
-    const ok = await rawRpc(`${proxy.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 5, method: 'ListTaskPushNotificationConfigs', params: { taskId: task } }, { ...ids.headersAs('A'), ...V1 });
+    const ok = await rawRpc(
+      `${proxy.url}/a2a/jsonrpc`,
+      { jsonrpc: '2.0', id: 5, method: 'ListTaskPushNotificationConfigs', params: { taskId: task } },
+      { ...ids.headersAs('A'), ...V1 },
+    );
     expect(ok.json.error).toBeUndefined();
   });
 });

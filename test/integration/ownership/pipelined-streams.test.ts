@@ -39,29 +39,50 @@ interface Received {
 
 /** A raw v1.0 JSON-RPC SendStreamingMessage as `who`; `onFirst` runs the moment the first event arrives. */
 function stream(who: Caller, id: string, text: string, onFirst: (json: any) => Promise<string>): Promise<Received[]> {
-  const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'SendStreamingMessage', params: { message: { messageId: `m-${id}`, role: 'ROLE_USER', parts: [{ text }] } } });
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id,
+    method: 'SendStreamingMessage',
+    params: { message: { messageId: `m-${id}`, role: 'ROLE_USER', parts: [{ text }] } },
+  });
   return new Promise((resolve, reject) => {
     const events: Received[] = [];
-    const req = http.request(`${proxy.url}/a2a/jsonrpc`, {
-      method: 'POST', agent: false,
-      headers: { ...ids.headersAs(who), 'content-type': 'application/json', accept: 'text/event-stream', 'a2a-version': '1.0', 'content-length': Buffer.byteLength(body) },
-    }, (res) => {
-      let buf = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => {
-        buf += c;
-        for (let at = buf.indexOf('\n\n'); at !== -1; at = buf.indexOf('\n\n')) {
-          const data = buf.slice(0, at).split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
-          buf = buf.slice(at + 2);
-          if (data === '') continue;
-          const ev: Received = { json: JSON.parse(data) };
-          if (events.length === 0) ev.readAtArrival = onFirst(ev.json);
-          events.push(ev);
-        }
-      });
-      res.on('end', () => resolve(events));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      `${proxy.url}/a2a/jsonrpc`,
+      {
+        method: 'POST',
+        agent: false,
+        headers: {
+          ...ids.headersAs(who),
+          'content-type': 'application/json',
+          accept: 'text/event-stream',
+          'a2a-version': '1.0',
+          'content-length': Buffer.byteLength(body),
+        },
+      },
+      (res) => {
+        let buf = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          buf += c;
+          for (let at = buf.indexOf('\n\n'); at !== -1; at = buf.indexOf('\n\n')) {
+            const data = buf
+              .slice(0, at)
+              .split('\n')
+              .filter((l) => l.startsWith('data: '))
+              .map((l) => l.slice(6))
+              .join('\n');
+            buf = buf.slice(at + 2);
+            if (data === '') continue;
+            const ev: Received = { json: JSON.parse(data) };
+            if (events.length === 0) ev.readAtArrival = onFirst(ev.json);
+            events.push(ev);
+          }
+        });
+        res.on('end', () => resolve(events));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -107,7 +128,12 @@ test('each event is bound before it leaves, in order, while the guardian answers
   // And it is A's: B is told the task does not exist.
   expect(await getTaskAs('B', taskId)).toBe(`Task not found: ${taskId}`);
   // The guardian judged every event, several at once, never more than the window.
-  expect(guardian.calls().filter(isResponseEnvelope).filter((e) => (e.params.payload as { id?: unknown }).id === 'own-pipe-1').length).toBe(32);
+  expect(
+    guardian
+      .calls()
+      .filter(isResponseEnvelope)
+      .filter((e) => (e.params.payload as { id?: unknown }).id === 'own-pipe-1').length,
+  ).toBe(32);
   expect(maxInFlight).toBeGreaterThan(1);
   expect(maxInFlight).toBeLessThanOrEqual(WINDOW);
 });

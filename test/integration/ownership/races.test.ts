@@ -24,8 +24,14 @@ const fx = useIdentityProxy(s, { GRPC_PORT: '0' });
 
 function sendJsonRpc(who: Caller, contextId: string, text: string, n: number): Promise<{ result?: unknown; error?: { code: number } }> {
   return fetch(`${fx.proxy.url}/a2a/jsonrpc`, {
-    method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...fx.ids.headersAs(who) },
-    body: JSON.stringify({ jsonrpc: '2.0', id: n, method: 'SendMessage', params: { message: { messageId: `race-${who}-${n}`, contextId, role: 'ROLE_USER', parts: [{ text }] } } }),
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...fx.ids.headersAs(who) },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: n,
+      method: 'SendMessage',
+      params: { message: { messageId: `race-${who}-${n}`, contextId, role: 'ROLE_USER', parts: [{ text }] } },
+    }),
   }).then((r) => r.json() as Promise<{ result?: unknown; error?: { code: number } }>);
 }
 
@@ -37,16 +43,17 @@ function sendGrpc(who: Caller, contextId: string, text: string, n: number): Prom
   return rawGrpc(fx.proxy.grpcAddress as string, m.path, frame, { 'a2a-version': '1.0', ...fx.ids.headersAs(who) }).then((a) => a.grpcStatus);
 }
 
-const actedInContext = (contextId: string, who: Caller) => rec.calls.filter((c) => JSON.stringify(c.params).includes(contextId) && JSON.stringify(c.params).includes(`-${who}-`));
+const actedInContext = (contextId: string, who: Caller) =>
+  rec.calls.filter((c) => JSON.stringify(c.params).includes(contextId) && JSON.stringify(c.params).includes(`-${who}-`));
 
-test('while A\'s first (blocking) call in a new context runs, B cannot put a message into that context (JSON-RPC)', async () => {
+test("while A's first (blocking) call in a new context runs, B cannot put a message into that context (JSON-RPC)", async () => {
   rec.clear();
   const ctx = `ctx-race-${Date.now()}`;
   const a = sendJsonRpc('A', ctx, 'slow A first turn', 1);
   // A's call has reached the agent (its task is working); its answer, which binds the context, is not back.
   for (let i = 0; i < 100 && actedInContext(ctx, 'A').length === 0; i++) await new Promise((r) => setTimeout(r, 10));
   expect(actedInContext(ctx, 'A')).toHaveLength(1);
-  const b = await sendJsonRpc('B', ctx, 'B into A\'s context', 2);
+  const b = await sendJsonRpc('B', ctx, "B into A's context", 2);
   expect(b.error?.code).toBe(-32001);
   expect(actedInContext(ctx, 'B')).toHaveLength(0);
   expect((await a).result).toBeDefined();

@@ -77,7 +77,17 @@ test('A creates through replica 1; B is refused through replica 2; A succeeds th
 test('a page token sealed by one replica opens on the other, for its owner only (the secret is shared through Redis)', async () => {
   const a1 = await via(r1, 'A');
   for (const n of [1, 2, 3]) await a1.sendMessage(sendReq(`page ${n}`));
-  const list = (c: Client, pageToken: string) => c.listTasks({ tenant: '', contextId: '', status: 0, pageSize: 1, pageToken, historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: undefined });
+  const list = (c: Client, pageToken: string) =>
+    c.listTasks({
+      tenant: '',
+      contextId: '',
+      status: 0,
+      pageSize: 1,
+      pageToken,
+      historyLength: undefined,
+      statusTimestampAfter: undefined,
+      includeArtifacts: undefined,
+    });
   const first = await list(a1, '');
   expect(first.nextPageToken).toBeTruthy();
   expect(await redis.command('EXISTS', 'echo-agent:s:page-token-secret')).toBe('1');
@@ -111,8 +121,8 @@ test('Redis stopped mid-run: FAIL_MODE=closed refuses calls that need the store,
 
     // open: passed unchecked (even B's lookup of A's task), logged and counted.
     expect(await get(b2, task.id)).toMatchObject({ id: task.id });
-    expect(await counter(r2, 'a2a_guard_task_ownership_total', 'store_unavailable_passed') - openBefore).toBeGreaterThanOrEqual(1);
-    expect(await counter(r2, 'a2a_guard_fail_open_passes_total') - failOpenBefore).toBeGreaterThanOrEqual(1);
+    expect((await counter(r2, 'a2a_guard_task_ownership_total', 'store_unavailable_passed')) - openBefore).toBeGreaterThanOrEqual(1);
+    expect((await counter(r2, 'a2a_guard_fail_open_passes_total')) - failOpenBefore).toBeGreaterThanOrEqual(1);
   } finally {
     await redis.start();
   }

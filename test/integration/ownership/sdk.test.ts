@@ -64,7 +64,7 @@ const refusals = async (outcome: string): Promise<number> => {
 };
 
 describe.each(BINDING_VERSIONS)('%s %s', (binding, version) => {
-  test('B cannot get, cancel, resubscribe to, configure or continue A\'s task; A can; nothing of B\'s reaches the guardian or the agent', async () => {
+  test("B cannot get, cancel, resubscribe to, configure or continue A's task; A can; nothing of B's reaches the guardian or the agent", async () => {
     const a = await client('A', binding, version);
     const b = await client('B', binding, version);
     // The agent's own answer to a task id it does not know, over the same binding (no proxy).
@@ -95,21 +95,28 @@ describe.each(BINDING_VERSIONS)('%s %s', (binding, version) => {
 
     guardian.clear();
     agent.clear();
-    const before = await refusals('refused_foreign_task') + await refusals('refused_foreign_context');
+    const before = (await refusals('refused_foreign_task')) + (await refusals('refused_foreign_context'));
     for (const [i, [what, attempt]] of attempts.entries()) {
       const err = await failure(attempt(b, task.id, task.contextId));
       const own = agentsAnswers[i];
       // Exactly what the SDK client makes of the agent's own answer about a task that does not exist.
       expect(own).toBeDefined();
-      expect({ what, name: err?.constructor.name, message: err?.message }).toEqual({ what, name: own?.constructor.name, message: own?.message.split(missing).join(task.id) });
+      expect({ what, name: err?.constructor.name, message: err?.message }).toEqual({
+        what,
+        name: own?.constructor.name,
+        message: own?.message.split(missing).join(task.id),
+      });
     }
     // A new message in A's context: the context is A's, so it is refused too (the agent would have started a task in it).
     const ctxErr = await failure(b.sendMessage(sendReq('me too', false, { contextId: task.contextId })));
-    expect({ name: ctxErr?.constructor.name, message: ctxErr?.message }).toEqual({ name: agentsOwn?.constructor.name, message: `Task not found: ${task.contextId}` });
+    expect({ name: ctxErr?.constructor.name, message: ctxErr?.message }).toEqual({
+      name: agentsOwn?.constructor.name,
+      message: `Task not found: ${task.contextId}`,
+    });
     expect(serverHooks()).toEqual([]);
     expect(agent.received.filter((r) => r.method !== 'GET' || !r.path.includes('agent-card'))).toEqual([]);
     expect(agent.cancelled.has(task.id)).toBe(false);
-    expect(await refusals('refused_foreign_task') + await refusals('refused_foreign_context') - before).toBe(attempts.length + 1);
+    expect((await refusals('refused_foreign_task')) + (await refusals('refused_foreign_context')) - before).toBe(attempts.length + 1);
 
     // A's own calls go through.
     expect(await a.getTask({ tenant: '', id: task.id, historyLength: undefined })).toMatchObject({ id: task.id });
@@ -142,7 +149,7 @@ describe.each(BINDING_VERSIONS)('%s %s', (binding, version) => {
 });
 
 describe.each(['JSONRPC', 'HTTP+JSON'] as const)('tasks/list over %s 1.0', (binding) => {
-  test('each caller sees only its own tasks (the agent lists everyone\'s)', async () => {
+  test("each caller sees only its own tasks (the agent lists everyone's)", async () => {
     const a = await client('A', binding, '1.0');
     const b = await client('B', binding, '1.0');
     const aTasks = [(await a.sendMessage(sendReq('a one'))) as { id: string }, (await a.sendMessage(sendReq('a two'))) as { id: string }].map((t) => t.id);
@@ -150,7 +157,16 @@ describe.each(['JSONRPC', 'HTTP+JSON'] as const)('tasks/list over %s 1.0', (bind
     // A task created around the proxy has no owner: nobody sees it through the proxy.
     const direct = await makeClient(agent.origin, binding, '1.0');
     const orphan = ((await direct.sendMessage(sendReq('orphan'))) as { id: string }).id;
-    const list = { tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 100, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: undefined };
+    const list = {
+      tenant: '',
+      contextId: '',
+      status: TaskState.TASK_STATE_UNSPECIFIED,
+      pageSize: 100,
+      pageToken: '',
+      historyLength: undefined,
+      statusTimestampAfter: undefined,
+      includeArtifacts: undefined,
+    };
     const everyone = (await direct.listTasks(list)).tasks.map((t) => t.id);
     expect(everyone).toEqual(expect.arrayContaining([...aTasks, bTask, orphan]));
 
@@ -168,7 +184,7 @@ describe.each(['JSONRPC', 'HTTP+JSON'] as const)('tasks/list over %s 1.0', (bind
   });
 });
 
-test('the guardian sees the ownership outcome in the caller\'s metadata, valid against the AOS schema', async () => {
+test("the guardian sees the ownership outcome in the caller's metadata, valid against the AOS schema", async () => {
   const a = await client('A', 'JSONRPC', '1.0');
   guardian.clear();
   const task = (await a.sendMessage(sendReq('first'))) as { id: string };
@@ -187,15 +203,29 @@ test('a task id nobody owns and a caller without identity: refused before anythi
   const anon = await rawRpc(`${proxy.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x' } });
   expect(anon.json.error.code).toBe(-31401);
   // A verified caller naming an unknown task: the agent's own words and error data, nothing else.
-  const r = await rawRpc(`${proxy.url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: 'never-created' } }, { ...ids.headersAs('A'), 'a2a-version': '1.0' });
+  const r = await rawRpc(
+    `${proxy.url}/a2a/jsonrpc`,
+    { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: 'never-created' } },
+    { ...ids.headersAs('A'), 'a2a-version': '1.0' },
+  );
   expect(r.json).toEqual({
-    jsonrpc: '2.0', id: 2,
-    error: { code: -32001, message: 'Task not found: never-created', data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_FOUND', domain: 'a2a-protocol.org' }] },
+    jsonrpc: '2.0',
+    id: 2,
+    error: {
+      code: -32001,
+      message: 'Task not found: never-created',
+      data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_FOUND', domain: 'a2a-protocol.org' }],
+    },
   });
   const rest = await fetch(`${proxy.url}/a2a/rest/tasks/never-created`, { headers: { ...ids.headersAs('A'), 'a2a-version': '1.0' } });
   expect(rest.status).toBe(404);
   expect(await rest.json()).toEqual({
-    error: { code: 404, status: 'NOT_FOUND', message: 'Task not found: never-created', details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_FOUND', domain: 'a2a-protocol.org' }] },
+    error: {
+      code: 404,
+      status: 'NOT_FOUND',
+      message: 'Task not found: never-created',
+      details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_FOUND', domain: 'a2a-protocol.org' }],
+    },
   });
   expect(guardian.calls()).toEqual([]);
   expect(agent.received).toEqual([]);

@@ -62,7 +62,12 @@ describe('JSON-RPC v1.0: an inline webhook of SendMessage', () => {
   it('delivers every notification judged, with the caller token, and the agent never sees the caller URL', async () => {
     const proxy = await stack.proxy(RELAYED);
     const webhook = `${hook.origin}/hooks/v1?caller=a`;
-    const answer = await rpc(proxy.url, 'SendMessage', { message: v1Message('hello push'), configuration: { taskPushNotificationConfig: { url: webhook, token: 'caller-token-1' } } }, '1.0');
+    const answer = await rpc(
+      proxy.url,
+      'SendMessage',
+      { message: v1Message('hello push'), configuration: { taskPushNotificationConfig: { url: webhook, token: 'caller-token-1' } } },
+      '1.0',
+    );
     const task = answer.result.task;
     expect(task.status.state).toBe('TASK_STATE_COMPLETED');
     await waitFor(() => hook.received.some((r) => JSON.stringify(r.body).includes('TASK_STATE_COMPLETED')), 15_000, 'the completed task at the webhook');
@@ -91,10 +96,21 @@ describe('JSON-RPC v1.0: an inline webhook of SendMessage', () => {
 
   it('drops every delivery the guardian denies: nothing arrives at the webhook', async () => {
     const proxy = await stack.proxy(RELAYED);
-    stack.guardian.script((env) => (env.params?.context?.to?.agent?.metadata?.pushDelivery === undefined ? { decision: 'allow' } : { decision: 'deny', message: 'no deliveries' }));
-    const answer = await rpc(proxy.url, 'SendMessage', { message: v1Message('hello deny'), configuration: { taskPushNotificationConfig: { url: `${hook.origin}/hooks/deny`, token: 't' } } }, '1.0');
+    stack.guardian.script((env) =>
+      env.params?.context?.to?.agent?.metadata?.pushDelivery === undefined ? { decision: 'allow' } : { decision: 'deny', message: 'no deliveries' },
+    );
+    const answer = await rpc(
+      proxy.url,
+      'SendMessage',
+      { message: v1Message('hello deny'), configuration: { taskPushNotificationConfig: { url: `${hook.origin}/hooks/deny`, token: 't' } } },
+      '1.0',
+    );
     expect(answer.result.task.status.state).toBe('TASK_STATE_COMPLETED');
-    await waitFor(async () => /outcome="denied"} [2-9]/.test(await proxy.metrics.registry.getSingleMetricAsString('a2a_guard_push_deliveries_total')), 15_000, 'denied deliveries');
+    await waitFor(
+      async () => /outcome="denied"} [2-9]/.test(await proxy.metrics.registry.getSingleMetricAsString('a2a_guard_push_deliveries_total')),
+      15_000,
+      'denied deliveries',
+    );
     await sleep(200);
     expect(deliveries().length).toBeGreaterThanOrEqual(2);
     expect(at('/hooks/deny')).toEqual([]);
@@ -105,11 +121,20 @@ describe('JSON-RPC v1.0: an inline webhook of SendMessage', () => {
     stack.guardian.script((env) => {
       if (env.params?.context?.to?.agent?.metadata?.pushDelivery === undefined) return { decision: 'allow' };
       const text = JSON.stringify(env.params.payload);
-      return text.includes('alice@example.com') ? { decision: 'modify', modifiedPayload: JSON.parse(text.replaceAll('alice@example.com', '[email]')) } : { decision: 'allow' };
+      return text.includes('alice@example.com')
+        ? { decision: 'modify', modifiedPayload: JSON.parse(text.replaceAll('alice@example.com', '[email]')) }
+        : { decision: 'allow' };
     });
-    await rpc(proxy.url, 'SendMessage', { message: v1Message('mail alice@example.com'), configuration: { taskPushNotificationConfig: { url: `${hook.origin}/hooks/mask`, token: 't' } } }, '1.0');
+    await rpc(
+      proxy.url,
+      'SendMessage',
+      { message: v1Message('mail alice@example.com'), configuration: { taskPushNotificationConfig: { url: `${hook.origin}/hooks/mask`, token: 't' } } },
+      '1.0',
+    );
     await waitFor(() => at('/hooks/mask').some((r) => r.text.includes('TASK_STATE_COMPLETED')), 15_000, 'the completed task at the webhook');
-    const all = at('/hooks/mask').map((r) => r.text).join('\n');
+    const all = at('/hooks/mask')
+      .map((r) => r.text)
+      .join('\n');
     expect(all).toContain('[email]');
     expect(all).not.toContain('alice@example.com');
   });
@@ -119,7 +144,12 @@ describe('JSON-RPC v1.0: an inline webhook of SendMessage', () => {
     const started = await rpc(proxy.url, 'SendMessage', { message: v1Message('slow'), configuration: { returnImmediately: true } }, '1.0');
     const taskId = started.result.task.id as string;
     const webhook = `${hook.origin}/hooks/v1-config`;
-    const set = await rpc(proxy.url, 'CreateTaskPushNotificationConfig', { taskId, url: webhook, token: 'tok-v1', authentication: { scheme: 'Bearer', credentials: 'caller-secret' } }, '1.0');
+    const set = await rpc(
+      proxy.url,
+      'CreateTaskPushNotificationConfig',
+      { taskId, url: webhook, token: 'tok-v1', authentication: { scheme: 'Bearer', credentials: 'caller-secret' } },
+      '1.0',
+    );
     expect(set.result).toMatchObject({ taskId, url: webhook, token: 'tok-v1', authentication: { scheme: 'Bearer', credentials: 'caller-secret' } });
     const configId = set.result.id as string;
     const got = await rpc(proxy.url, 'GetTaskPushNotificationConfig', { taskId, id: configId }, '1.0');
@@ -163,9 +193,18 @@ describe('JSON-RPC v0.3: tasks/pushNotificationConfig/set', () => {
   it('an inline v0.3 config of message/send is relayed too', async () => {
     const proxy = await stack.proxy(RELAYED);
     stack.guardian.script((env) => (env.params?.context?.to?.agent?.metadata?.pushDelivery === undefined ? { decision: 'allow' } : { decision: 'deny' }));
-    const answer = await rpc(proxy.url, 'message/send', { message: v03Message('hello'), configuration: { blocking: true, pushNotificationConfig: { url: `${hook.origin}/hooks/v03-inline`, token: 'x' } } }, '0.3');
+    const answer = await rpc(
+      proxy.url,
+      'message/send',
+      { message: v03Message('hello'), configuration: { blocking: true, pushNotificationConfig: { url: `${hook.origin}/hooks/v03-inline`, token: 'x' } } },
+      '0.3',
+    );
     expect(answer.result.status.state).toBe('completed');
-    await waitFor(async () => /outcome="denied"} [1-9]/.test(await proxy.metrics.registry.getSingleMetricAsString('a2a_guard_push_deliveries_total')), 15_000, 'denied deliveries');
+    await waitFor(
+      async () => /outcome="denied"} [1-9]/.test(await proxy.metrics.registry.getSingleMetricAsString('a2a_guard_push_deliveries_total')),
+      15_000,
+      'denied deliveries',
+    );
     await sleep(200);
     expect(at('/hooks/v03-inline')).toEqual([]);
   });
@@ -182,9 +221,18 @@ describe('the relay refuses what is not a judged delivery to a checked address',
     await waitFor(() => at('/hooks/keys').some((r) => r.text.includes('TASK_STATE_COMPLETED')), 15_000, 'the slow task done');
     hook.received.length = 0;
     const post = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    const unknown = await post(`${proxy.pushRelayUrl}/a2a-guard/push/${'A'.repeat(43)}`, { task: { id: taskId, contextId: 'c', status: { state: 'TASK_STATE_COMPLETED' } } });
+    const unknown = await post(`${proxy.pushRelayUrl}/a2a-guard/push/${'A'.repeat(43)}`, {
+      task: { id: taskId, contextId: 'c', status: { state: 'TASK_STATE_COMPLETED' } },
+    });
     expect(unknown.status).toBe(404);
-    const otherTask = await post(relayUrl, { task: { id: 'someone-elses-task', contextId: 'c', status: { state: 'TASK_STATE_COMPLETED' }, artifacts: [{ artifactId: 'a', parts: [{ text: 'stolen' }] }] } });
+    const otherTask = await post(relayUrl, {
+      task: {
+        id: 'someone-elses-task',
+        contextId: 'c',
+        status: { state: 'TASK_STATE_COMPLETED' },
+        artifacts: [{ artifactId: 'a', parts: [{ text: 'stolen' }] }],
+      },
+    });
     expect(otherTask.status).toBe(403);
     const notA2A = await post(relayUrl, { hello: 'world' });
     expect(notA2A.status).toBe(400);
@@ -200,7 +248,11 @@ describe('the relay refuses what is not a judged delivery to a checked address',
     const relayUrl = urlsTheAgentGot().find((u) => u.startsWith(`${proxy.pushRelayUrl}/`)) as string;
     const deleted = await rpc(proxy.url, 'DeleteTaskPushNotificationConfig', { taskId, id: set.result.id }, '1.0');
     expect(deleted.error).toBeUndefined();
-    const late = await fetch(relayUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ task: { id: taskId, contextId: 'c', status: { state: 'TASK_STATE_COMPLETED' } } }) });
+    const late = await fetch(relayUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ task: { id: taskId, contextId: 'c', status: { state: 'TASK_STATE_COMPLETED' } } }),
+    });
     expect(late.status).toBe(404);
   });
 
@@ -210,11 +262,20 @@ describe('the relay refuses what is not a judged delivery to a checked address',
     const started = await rpc(proxy.url, 'SendMessage', { message: v1Message('slow'), configuration: { returnImmediately: true } }, '1.0');
     const taskId = started.result.task.id as string;
     // Public when the config is set ...
-    const set = await rpc(proxy.url, 'CreateTaskPushNotificationConfig', { taskId, url: `http://hooks.example.com:${hook.port}/hooks/rebind`, token: 't' }, '1.0');
+    const set = await rpc(
+      proxy.url,
+      'CreateTaskPushNotificationConfig',
+      { taskId, url: `http://hooks.example.com:${hook.port}/hooks/rebind`, token: 't' },
+      '1.0',
+    );
     expect(set.result.url).toBe(`http://hooks.example.com:${hook.port}/hooks/rebind`);
     // ... loopback when the agent delivers.
     answers.set('hooks.example.com', '127.0.0.1');
-    await waitFor(async () => /outcome="refused_address"} [1-9]/.test(await proxy.metrics.registry.getSingleMetricAsString('a2a_guard_push_deliveries_total')), 15_000, 'a refused delivery');
+    await waitFor(
+      async () => /outcome="refused_address"} [1-9]/.test(await proxy.metrics.registry.getSingleMetricAsString('a2a_guard_push_deliveries_total')),
+      15_000,
+      'a refused delivery',
+    );
     await sleep(200);
     expect(at('/hooks/rebind')).toEqual([]);
   });
@@ -222,7 +283,15 @@ describe('the relay refuses what is not a judged delivery to a checked address',
   it('connects to the address it checked, not to what the name resolves to elsewhere', async () => {
     // The name exists only in the injected resolver: a delivery arriving proves the connection went to the checked address.
     const proxy = await stack.proxy(RELAYED, { pushResolve: async () => [{ address: '127.0.0.1', family: 4 }] });
-    await rpc(proxy.url, 'SendMessage', { message: v1Message('hello pinned'), configuration: { taskPushNotificationConfig: { url: `http://pinned.invalid:${hook.port}/hooks/pinned`, token: 'pin' } } }, '1.0');
+    await rpc(
+      proxy.url,
+      'SendMessage',
+      {
+        message: v1Message('hello pinned'),
+        configuration: { taskPushNotificationConfig: { url: `http://pinned.invalid:${hook.port}/hooks/pinned`, token: 'pin' } },
+      },
+      '1.0',
+    );
     await waitFor(() => at('/hooks/pinned').some((r) => r.text.includes('TASK_STATE_COMPLETED')), 15_000, 'the completed task at the webhook');
     expect(at('/hooks/pinned').every((r) => r.headers.host === `pinned.invalid:${hook.port}`)).toBe(true);
   });
@@ -232,7 +301,12 @@ describe('retries', () => {
   it('retries a webhook that failed with back-off, and delivers once it takes it', async () => {
     const proxy = await stack.proxy({ ...RELAYED, PUSH_RETRIES: '3' }, { pushRetryBaseMs: 20 });
     hook.failNext(503, 503);
-    await rpc(proxy.url, 'SendMessage', { message: v1Message('hello retry'), configuration: { taskPushNotificationConfig: { url: `${hook.origin}/hooks/retry`, token: 'r' } } }, '1.0');
+    await rpc(
+      proxy.url,
+      'SendMessage',
+      { message: v1Message('hello retry'), configuration: { taskPushNotificationConfig: { url: `${hook.origin}/hooks/retry`, token: 'r' } } },
+      '1.0',
+    );
     await waitFor(() => at('/hooks/retry').some((r) => r.text.includes('TASK_STATE_COMPLETED')), 15_000, 'the completed task at the webhook');
     const metric = await proxy.metrics.registry.getSingleMetricAsString('a2a_guard_push_deliveries_total');
     expect(metric).toMatch(/outcome="retried"} 2\n/);
@@ -247,8 +321,17 @@ describe('the queue per caller', () => {
     const proxy = await stack.proxy({ ...RELAYED, PUSH_QUEUE_PER_CALLER: '1', PUSH_RETRIES: '3' }, { pushRetryBaseMs: 3000 });
     // The first delivery fails and waits for its retry, holding the caller's one place.
     hook.failNext(503);
-    await rpc(proxy.url, 'SendMessage', { message: v1Message('hello queue'), configuration: { taskPushNotificationConfig: { url: `${hook.origin}/hooks/queue`, token: 'q' } } }, '1.0');
-    await waitFor(async () => /outcome="refused_queue"} [1-9]/.test(await proxy.metrics.registry.getSingleMetricAsString('a2a_guard_push_deliveries_total')), 15_000, 'a delivery refused by the full queue');
+    await rpc(
+      proxy.url,
+      'SendMessage',
+      { message: v1Message('hello queue'), configuration: { taskPushNotificationConfig: { url: `${hook.origin}/hooks/queue`, token: 'q' } } },
+      '1.0',
+    );
+    await waitFor(
+      async () => /outcome="refused_queue"} [1-9]/.test(await proxy.metrics.registry.getSingleMetricAsString('a2a_guard_push_deliveries_total')),
+      15_000,
+      'a delivery refused by the full queue',
+    );
     // While the one queued delivery waits, nothing reached the webhook.
     expect(at('/hooks/queue')).toEqual([]);
   });
@@ -256,9 +339,24 @@ describe('the queue per caller', () => {
 
 describe('configs the relay cannot read are refused, never passed to the agent unrewritten', () => {
   it.each([
-    ['v1.0 inline url as an array', '1.0', 'SendMessage', (url: string) => ({ message: v1Message('hi'), configuration: { taskPushNotificationConfig: { url: [url], token: 't' } } })],
-    ['v0.3 inline url as an array', '0.3', 'message/send', (url: string) => ({ message: v03Message('hi'), configuration: { pushNotificationConfig: { url: [url], token: 't' } } })],
-    ['v1.0 inline url as an object', '1.0', 'SendMessage', (url: string) => ({ message: v1Message('hi'), configuration: { taskPushNotificationConfig: { url: { toString: url }, token: 't' } } })],
+    [
+      'v1.0 inline url as an array',
+      '1.0',
+      'SendMessage',
+      (url: string) => ({ message: v1Message('hi'), configuration: { taskPushNotificationConfig: { url: [url], token: 't' } } }),
+    ],
+    [
+      'v0.3 inline url as an array',
+      '0.3',
+      'message/send',
+      (url: string) => ({ message: v03Message('hi'), configuration: { pushNotificationConfig: { url: [url], token: 't' } } }),
+    ],
+    [
+      'v1.0 inline url as an object',
+      '1.0',
+      'SendMessage',
+      (url: string) => ({ message: v1Message('hi'), configuration: { taskPushNotificationConfig: { url: { toString: url }, token: 't' } } }),
+    ],
   ] as const)('%s: invalid params, the agent acts on nothing, nothing arrives', async (_name, version, method, params) => {
     const proxy = await stack.proxy(RELAYED);
     const path = `/hooks/unreadable-${version}-${Math.random().toString(36).slice(2)}`;

@@ -23,7 +23,13 @@ afterEach(async () => {
 });
 
 const send = (caller: string, path: string) =>
-  deliver({ url: `${hook.origin}${path}`, token: 't' }, '{"kind":"status-update","taskId":"t"}', 'application/json', { allowPrivate: true, resolve: noDns, timeoutMs: 5000, dispatchers, caller });
+  deliver({ url: `${hook.origin}${path}`, token: 't' }, '{"kind":"status-update","taskId":"t"}', 'application/json', {
+    allowPrivate: true,
+    resolve: noDns,
+    timeoutMs: 5000,
+    dispatchers,
+    caller,
+  });
 
 it("keeps a victim's connection while another caller pins a hundred webhook origins", async () => {
   expect(await send('victim', '/hooks/victim')).toMatchObject({ type: 'delivered' });

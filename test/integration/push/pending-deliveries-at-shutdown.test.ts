@@ -28,13 +28,28 @@ it('ends a retry pending at shutdown with a counted failure and an audit line', 
       done();
     },
   });
-  const env = { UPSTREAM_URL: stack.agent.origin, GUARDIAN_URL: stack.guardian.url, INSPECT_RESPONSES: 'true', PUSH_ALLOW_PRIVATE_WEBHOOKS: 'true', PUSH_RETRIES: '3' };
+  const env = {
+    UPSTREAM_URL: stack.agent.origin,
+    GUARDIAN_URL: stack.guardian.url,
+    INSPECT_RESPONSES: 'true',
+    PUSH_ALLOW_PRIVATE_WEBHOOKS: 'true',
+    PUSH_RETRIES: '3',
+  };
   // A back-off far longer than the test: only close() can end the wait.
   const proxy = await startTestProxy(env, undefined, pino({ level: 'info' }, sink), { pushRetryBaseMs: 600_000 });
   hook.failNext(...Array.from({ length: 50 }, () => 503));
   const res = await fetch(`${proxy.url}/a2a/jsonrpc`, {
-    method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hello shutdown' }] }, configuration: { taskPushNotificationConfig: { url: `${hook.origin}/hooks/shutdown`, token: 's' } } } }),
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: {
+        message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hello shutdown' }] },
+        configuration: { taskPushNotificationConfig: { url: `${hook.origin}/hooks/shutdown`, token: 's' } },
+      },
+    }),
   });
   expect(res.status).toBe(200);
   const metric = () => proxy.metrics.registry.getSingleMetricAsString('a2a_guard_push_deliveries_total');

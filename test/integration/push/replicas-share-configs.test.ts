@@ -23,7 +23,14 @@ beforeAll(async () => {
   redis = await startRedis();
   hook = await startWebhook();
   const port = await freePort();
-  const env = { ...ids.env, TASK_STORE_URL: redis.url, TASK_STORE_PREFIX: 'push-agent:', INSPECT_RESPONSES: 'true', PUSH_ALLOW_PRIVATE_WEBHOOKS: 'true', PUSH_RELAY_URL: `http://127.0.0.1:${port}` };
+  const env = {
+    ...ids.env,
+    TASK_STORE_URL: redis.url,
+    TASK_STORE_PREFIX: 'push-agent:',
+    INSPECT_RESPONSES: 'true',
+    PUSH_ALLOW_PRIVATE_WEBHOOKS: 'true',
+    PUSH_RELAY_URL: `http://127.0.0.1:${port}`,
+  };
   r1 = await stack.proxy({ ...env, PUSH_RELAY_PORT: String(port) });
   r2 = await stack.proxy(env);
 });
@@ -35,7 +42,9 @@ afterAll(async () => {
 
 async function rpc(replica: TestProxy, who: Caller, method: string, params: unknown): Promise<any> {
   const res = await fetch(`${replica.url}/a2a/jsonrpc`, {
-    method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...ids.headersAs(who) }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...ids.headersAs(who) },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
   });
   return res.json();
 }
@@ -54,10 +63,16 @@ it('a config set through one replica is shown and delivered through the other, n
   await waitFor(() => hook.received.some((r) => r.text.includes('TASK_STATE_COMPLETED')), 15_000, 'the completed task at the webhook');
   expect(hook.received.every((r) => r.headers['x-a2a-notification-token'] === 'tok-a')).toBe(true);
   // The relay URL the agent got is r1's; r2's own relay reads the same record from Redis.
-  const relayUrl = JSON.stringify(stack.agent.received.map((r) => r.body)).match(/"url":"(http:\/\/127\.0\.0\.1:\d+\/a2a-guard\/push\/[A-Za-z0-9_-]+)"/)?.[1] as string;
+  const relayUrl = JSON.stringify(stack.agent.received.map((r) => r.body)).match(
+    /"url":"(http:\/\/127\.0\.0\.1:\d+\/a2a-guard\/push\/[A-Za-z0-9_-]+)"/,
+  )?.[1] as string;
   const atR2 = relayUrl.replace(/^http:\/\/127\.0\.0\.1:\d+/, r2.pushRelayUrl as string);
   const n = hook.received.length;
-  const res = await fetch(atR2, { method: 'POST', headers: { 'content-type': 'application/a2a+json' }, body: JSON.stringify({ statusUpdate: { taskId, contextId: started.result.task.contextId, status: { state: 'TASK_STATE_COMPLETED' } } }) });
+  const res = await fetch(atR2, {
+    method: 'POST',
+    headers: { 'content-type': 'application/a2a+json' },
+    body: JSON.stringify({ statusUpdate: { taskId, contextId: started.result.task.contextId, status: { state: 'TASK_STATE_COMPLETED' } } }),
+  });
   expect(res.status).toBe(202);
   await waitFor(() => hook.received.length === n + 1, 5000, 'the delivery through the other replica');
 });

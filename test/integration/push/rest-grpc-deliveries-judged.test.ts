@@ -43,7 +43,14 @@ describe.each(CLIENTS)('%s', (_name, client) => {
     const c = await client();
     const task = (await c.sendMessage(sendReq('slow', true))) as { id: string };
     const webhook = `${hook.origin}/hooks/${_name.replace(/\W+/g, '-')}`;
-    const created = await c.createTaskPushNotificationConfig({ tenant: '', id: '', taskId: task.id, url: webhook, token: 'tok-binding', authentication: undefined });
+    const created = await c.createTaskPushNotificationConfig({
+      tenant: '',
+      id: '',
+      taskId: task.id,
+      url: webhook,
+      token: 'tok-binding',
+      authentication: undefined,
+    });
     expect(created.url).toBe(webhook);
     expect(created.token).toBe('tok-binding');
     const got = await c.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: created.id });
@@ -66,7 +73,17 @@ describe.each(CLIENTS)('%s', (_name, client) => {
     const c = await client();
     stack.guardian.script((env) => (env.params?.context?.to?.agent?.metadata?.pushDelivery === undefined ? { decision: 'allow' } : { decision: 'deny' }));
     const req = sendReq('hello inline');
-    const events = await collect(c.sendMessageStream({ ...req, configuration: { acceptedOutputModes: [], historyLength: undefined, returnImmediately: false, taskPushNotificationConfig: { tenant: '', id: '', taskId: '', url: `${hook.origin}/hooks/inline`, token: 'x', authentication: undefined } } }));
+    const events = await collect(
+      c.sendMessageStream({
+        ...req,
+        configuration: {
+          acceptedOutputModes: [],
+          historyLength: undefined,
+          returnImmediately: false,
+          taskPushNotificationConfig: { tenant: '', id: '', taskId: '', url: `${hook.origin}/hooks/inline`, token: 'x', authentication: undefined },
+        },
+      }),
+    );
     expect(events.length).toBeGreaterThan(0);
     await waitFor(() => deliveries().length >= 2, 15_000, 'judged deliveries');
     await sleep(200);

@@ -21,7 +21,9 @@ beforeEach(() => {
 });
 
 const send = (id: number) => ({
-  jsonrpc: '2.0', id, method: 'SendMessage',
+  jsonrpc: '2.0',
+  id,
+  method: 'SendMessage',
   params: { message: { messageId: `m-${id}`, role: 'ROLE_USER', parts: [{ text: 'pay for it' }] } },
 });
 const calls = () => s.agent.received.filter((r) => r.method === 'POST');

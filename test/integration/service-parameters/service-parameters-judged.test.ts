@@ -50,10 +50,20 @@ describe.each(CALLERS)('$name SDK client', ({ version, client }) => {
   });
 
   test('a guardian modify of the extensions is what the handler gets', async () => {
-    s.guardian.script((env) => (env.params?.payload?.method === undefined ? { decision: 'allow' } : {
-      decision: 'modify',
-      modifiedRequest: { ...env, params: { ...env.params, context: { ...env.params.context, serviceParameters: { ...env.params.context.serviceParameters, 'A2A-Extensions': [EXT_A] } } } },
-    }));
+    s.guardian.script((env) =>
+      env.params?.payload?.method === undefined
+        ? { decision: 'allow' }
+        : {
+            decision: 'modify',
+            modifiedRequest: {
+              ...env,
+              params: {
+                ...env.params,
+                context: { ...env.params.context, serviceParameters: { ...env.params.context.serviceParameters, 'A2A-Extensions': [EXT_A] } },
+              },
+            },
+          },
+    );
     const c = await client(proxy);
     await c.sendMessage(sendReq('one extension removed'), withExtensions(EXT_A, EXT_B));
     expect(sent().map((h) => h.requestedExtensions)).toEqual([[EXT_A]]);
@@ -62,7 +72,9 @@ describe.each(CALLERS)('$name SDK client', ({ version, client }) => {
 
 describe('the effective version and the two header spellings', () => {
   const v03 = (id: number, text: string) => ({
-    jsonrpc: '2.0', id, method: 'message/send',
+    jsonrpc: '2.0',
+    id,
+    method: 'message/send',
     params: { message: { kind: 'message', messageId: `m-${id}`, role: 'user', parts: [{ kind: 'text', text }] } },
   });
 
@@ -83,7 +95,10 @@ describe('the effective version and the two header spellings', () => {
   test('a guardian modify that changes A2A-Version is no valid answer: nothing reaches the agent', async () => {
     s.guardian.script((env) => ({
       decision: 'modify',
-      modifiedRequest: { ...env, params: { ...env.params, context: { ...env.params.context, serviceParameters: { 'A2A-Version': '1.0', 'A2A-Extensions': [] } } } },
+      modifiedRequest: {
+        ...env,
+        params: { ...env.params, context: { ...env.params.context, serviceParameters: { 'A2A-Version': '1.0', 'A2A-Extensions': [] } } },
+      },
     }));
     const r = await rawRpc(`${proxy.url}/a2a/jsonrpc`, v03(3, 'upgrade me'), {});
     expect((r.json as { error: { code: number } }).error.code).toBe(-31503);
@@ -121,7 +136,10 @@ describe('A2A_VERSIONS and A2A_EXTENSIONS refuse others in each binding', () => 
     // The SDK's v0.3 client keeps the status message (its A2AError has no code).
     expect(await grpcFailure(old.sendMessage(sendReq('old version')))).toMatchObject({ message: expect.stringMatching(/version '0\.3' is not supported/) });
     const current = (await makeGrpcClient(strict.url)).client;
-    expect(await grpcFailure(current.sendMessage(sendReq('unlisted'), withExtensions(EXT_B)))).toMatchObject({ code: 3, message: expect.stringMatching(/Extension not supported/) });
+    expect(await grpcFailure(current.sendMessage(sendReq('unlisted'), withExtensions(EXT_B)))).toMatchObject({
+      code: 3,
+      message: expect.stringMatching(/Extension not supported/),
+    });
     expect(rec.calls).toEqual([]);
     expect(requests()).toEqual([]);
   });

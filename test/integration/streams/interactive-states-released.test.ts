@@ -84,7 +84,7 @@ describe.each(CLIENTS)('%s streaming', (_name, makeFor) => {
     expect(rec.calls.map((c) => c.method)).toEqual(['sendMessageStream', 'sendMessage']);
   });
 
-  test('input-required reaches the caller; the agent continues only after the caller\'s next message', async () => {
+  test("input-required reaches the caller; the agent continues only after the caller's next message", async () => {
     const client = await makeFor(proxy);
     const { states, releasedAfterReceipt } = await askAndAnswer(client, 'input');
     expect(releasedAfterReceipt).toBe(true);

@@ -64,8 +64,18 @@ function shape(json: any): string {
 
 const shapes = (events: SseEvent[]): string[] => events.map((e) => shape(e.json));
 
-const v1Stream = (text: string) => ({ jsonrpc: '2.0', id: randomUUID(), method: 'SendStreamingMessage', params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] } } });
-const v03Stream = (text: string) => ({ jsonrpc: '2.0', id: randomUUID(), method: 'message/stream', params: { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text }] } } });
+const v1Stream = (text: string) => ({
+  jsonrpc: '2.0',
+  id: randomUUID(),
+  method: 'SendStreamingMessage',
+  params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] } },
+});
+const v03Stream = (text: string) => ({
+  jsonrpc: '2.0',
+  id: randomUUID(),
+  method: 'message/stream',
+  params: { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text }] } },
+});
 const restStream = (text: string) => ({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] } });
 
 describe.each(runtimes().map((r) => [r.name, r] as const))('streams end with every event on %s', (_name, runtime) => {
@@ -79,7 +89,17 @@ describe.each(runtimes().map((r) => [r.name, r] as const))('streams end with eve
       proxy = await startProxyProcess(
         // Generous store and guardian budgets: under a loaded machine a slow Redis or guardian answer would end a
         // stream with its (correct) error event, and this file is about framing, not about those budgets.
-        { ROLE: 'server', UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, FAIL_MODE: 'closed', GRPC_PORT: String(grpcPort), GRPC_UPSTREAM_URL: `http://${agent.grpcAddress}`, TASK_STORE_TIMEOUT_MS: '10000', GUARDIAN_TIMEOUT_MS: '30000', ...mode.env() },
+        {
+          ROLE: 'server',
+          UPSTREAM_URL: agent.origin,
+          GUARDIAN_URL: guardian.url,
+          FAIL_MODE: 'closed',
+          GRPC_PORT: String(grpcPort),
+          GRPC_UPSTREAM_URL: `http://${agent.grpcAddress}`,
+          TASK_STORE_TIMEOUT_MS: '10000',
+          GUARDIAN_TIMEOUT_MS: '30000',
+          ...mode.env(),
+        },
         runtime.node,
       );
     }, 60_000);
@@ -101,25 +121,48 @@ describe.each(runtimes().map((r) => [r.name, r] as const))('streams end with eve
     });
 
     (mode.inspected ? test : test.skip)('a deny at event k: the events before it, then the error event, never a silent end', async () => {
-      guardian.script((env) => (JSON.stringify(env.params?.payload?.result ?? '').includes(`chunk ${STEPS - 1}`) ? { decision: 'deny', message: 'last chunk' } : { decision: 'allow' }));
+      guardian.script((env) =>
+        JSON.stringify(env.params?.payload?.result ?? '').includes(`chunk ${STEPS - 1}`) ? { decision: 'deny', message: 'last chunk' } : { decision: 'allow' },
+      );
       try {
         const through = await rawSse(`${proxy.base}/a2a/jsonrpc`, v1Stream(`stream ${STEPS}`), { 'a2a-version': '1.0', ...auth() });
-        expect(shapes(through.events)).toEqual(['task TASK_STATE_SUBMITTED', ...Array.from({ length: STEPS - 1 }, (_v, i) => `artifact "chunk ${i}"`), 'error -31403']);
+        expect(shapes(through.events)).toEqual([
+          'task TASK_STATE_SUBMITTED',
+          ...Array.from({ length: STEPS - 1 }, (_v, i) => `artifact "chunk ${i}"`),
+          'error -31403',
+        ]);
       } finally {
         guardian.reset();
       }
     });
 
     test('a resubscribed stream gets the cancellation, then its end', async () => {
-      const sent = await rawRpc(`${proxy.base}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'wait-for-cancel' }] }, configuration: { returnImmediately: true } } }, { 'a2a-version': '1.0', ...auth() });
+      const sent = await rawRpc(
+        `${proxy.base}/a2a/jsonrpc`,
+        {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'SendMessage',
+          params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'wait-for-cancel' }] }, configuration: { returnImmediately: true } },
+        },
+        { 'a2a-version': '1.0', ...auth() },
+      );
       const taskId = sent.json?.result?.task?.id as string;
       expect(typeof taskId).toBe('string');
-      const sub = await openSse(`${proxy.base}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 2, method: 'SubscribeToTask', params: { id: taskId } }, { 'a2a-version': '1.0', ...auth() });
+      const sub = await openSse(
+        `${proxy.base}/a2a/jsonrpc`,
+        { jsonrpc: '2.0', id: 2, method: 'SubscribeToTask', params: { id: taskId } },
+        { 'a2a-version': '1.0', ...auth() },
+      );
       expect(sub.status).toBe(200);
       const seen: string[] = [];
       const it = sub.events[Symbol.asyncIterator]();
       seen.push(shape((await it.next()).value?.json));
-      const cancelled = await rawRpc(`${proxy.base}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 3, method: 'CancelTask', params: { id: taskId } }, { 'a2a-version': '1.0', ...auth() });
+      const cancelled = await rawRpc(
+        `${proxy.base}/a2a/jsonrpc`,
+        { jsonrpc: '2.0', id: 3, method: 'CancelTask', params: { id: taskId } },
+        { 'a2a-version': '1.0', ...auth() },
+      );
       expect(cancelled.json?.result?.status?.state).toBe('TASK_STATE_CANCELED');
       for (let r = await it.next(); r.done !== true; r = await it.next()) seen.push(shape(r.value.json));
       expect(seen[0]).toBe('task TASK_STATE_WORKING');
@@ -130,7 +173,9 @@ describe.each(runtimes().map((r) => [r.name, r] as const))('streams end with eve
       const fetchImpl = mode.verified ? ids.fetchAs('A') : fetch;
       const { client, grpcUrl } = await makeGrpcClient(proxy.base, { fetchImpl });
       expect(grpcUrl).toBe(`127.0.0.1:${grpcPort}`);
-      const events = (await collect(client.sendMessageStream(sendReq(`stream ${STEPS}`), mode.verified ? { serviceParameters: ids.headersAs('A') } : undefined))) as Array<{ payload?: { $case: string; value: { status?: { state: number } } } }>;
+      const events = (await collect(
+        client.sendMessageStream(sendReq(`stream ${STEPS}`), mode.verified ? { serviceParameters: ids.headersAs('A') } : undefined),
+      )) as Array<{ payload?: { $case: string; value: { status?: { state: number } } } }>;
       const kinds = events.map((e) => e.payload?.$case);
       expect(kinds).toEqual(['task', ...Array<string>(STEPS).fill('artifactUpdate'), 'statusUpdate']);
       expect(events.at(-1)?.payload?.value.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);

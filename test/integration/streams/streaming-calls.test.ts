@@ -93,7 +93,11 @@ function openSse(url: string, body: unknown, headers: Record<string, string>) {
   const waiters: Array<{ n: number; resolve: (e: SseEvent[]) => void }> = [];
   const events = (): SseEvent[] => parseSse(text.slice(0, text.lastIndexOf('\n\n') + 2));
   const done = (async () => {
-    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers }, body: JSON.stringify(body) });
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
+      body: JSON.stringify(body),
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const reader = res.body!.getReader();
@@ -118,7 +122,12 @@ function openSse(url: string, body: unknown, headers: Record<string, string>) {
 
 describe.each(['server', 'client'] as Role[])('ROLE=%s', (role) => {
   test('raw v1.0 SendStreamingMessage "stream 30": every event in order, same id, nothing injected', async () => {
-    const body = { jsonrpc: '2.0', id: 'st-30', method: 'SendStreamingMessage', params: { message: { messageId: `m-${role}`, role: 'ROLE_USER', parts: [{ text: 'stream 30' }] } } };
+    const body = {
+      jsonrpc: '2.0',
+      id: 'st-30',
+      method: 'SendStreamingMessage',
+      params: { message: { messageId: `m-${role}`, role: 'ROLE_USER', parts: [{ text: 'stream 30' }] } },
+    };
     const res = await rawSse(`${proxies[role].url}/a2a/jsonrpc`, body, { 'a2a-version': '1.0' });
     expect(res.status).toBe(200);
     expect(res.contentType).toMatch(/^text\/event-stream/);
@@ -143,7 +152,12 @@ describe.each(['server', 'client'] as Role[])('ROLE=%s', (role) => {
   });
 
   test('raw v0.3 message/stream "stream 30" (no A2A-Version header): every event in order, same id', async () => {
-    const body = { jsonrpc: '2.0', id: 30, method: 'message/stream', params: { message: { kind: 'message', messageId: `m3-${role}`, role: 'user', parts: [{ kind: 'text', text: 'stream 30' }] } } };
+    const body = {
+      jsonrpc: '2.0',
+      id: 30,
+      method: 'message/stream',
+      params: { message: { kind: 'message', messageId: `m3-${role}`, role: 'user', parts: [{ kind: 'text', text: 'stream 30' }] } },
+    };
     const res = await rawSse(`${proxies[role].url}/a2a/jsonrpc`, body);
     expect(res.contentType).toMatch(/^text\/event-stream/);
     expect(res.events).toHaveLength(32);
@@ -172,7 +186,12 @@ describe.each(['server', 'client'] as Role[])('ROLE=%s', (role) => {
   });
 
   test('events are relayed as they come: the first events arrive while the task is still running', async () => {
-    const body = { jsonrpc: '2.0', id: 'live', method: 'SendStreamingMessage', params: { message: { messageId: `w-${role}`, role: 'ROLE_USER', parts: [{ text: 'wait-for-cancel' }] } } };
+    const body = {
+      jsonrpc: '2.0',
+      id: 'live',
+      method: 'SendStreamingMessage',
+      params: { message: { messageId: `w-${role}`, role: 'ROLE_USER', parts: [{ text: 'wait-for-cancel' }] } },
+    };
     const s = openSse(`${proxies[role].url}/a2a/jsonrpc`, body, { 'a2a-version': '1.0' });
     const early = await s.first(2); // task + WORKING; the task now waits for a cancel that only we can send
     expect(early.slice(0, 2).map((e) => kindOf(e.json.result))).toEqual(['task', 'statusUpdate']);
@@ -186,10 +205,19 @@ describe.each(['server', 'client'] as Role[])('ROLE=%s', (role) => {
 
   test('denied before start: raw v1.0 and v0.3 get a JSON-RPC error body with HTTP 200; the SDK raises -31403', async () => {
     guardian.script(() => DENY);
-    const v1 = await rawSse(`${proxies[role].url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 'd1', method: 'SendStreamingMessage', params: { message: { messageId: 'a', role: 'ROLE_USER', parts: [{ text: 'stream 30' }] } } }, { 'a2a-version': '1.0' });
+    const v1 = await rawSse(
+      `${proxies[role].url}/a2a/jsonrpc`,
+      { jsonrpc: '2.0', id: 'd1', method: 'SendStreamingMessage', params: { message: { messageId: 'a', role: 'ROLE_USER', parts: [{ text: 'stream 30' }] } } },
+      { 'a2a-version': '1.0' },
+    );
     expectDeniedJson(v1, 'd1');
     guardian.clear();
-    const v03 = await rawSse(`${proxies[role].url}/a2a/jsonrpc`, { jsonrpc: '2.0', id: 303, method: 'message/stream', params: { message: { kind: 'message', messageId: 'b', role: 'user', parts: [{ kind: 'text', text: 'stream 30' }] } } });
+    const v03 = await rawSse(`${proxies[role].url}/a2a/jsonrpc`, {
+      jsonrpc: '2.0',
+      id: 303,
+      method: 'message/stream',
+      params: { message: { kind: 'message', messageId: 'b', role: 'user', parts: [{ kind: 'text', text: 'stream 30' }] } },
+    });
     expectDeniedJson(v03, 303);
     for (const version of ['1.0', '0.3'] as const) {
       const client = await makeClient(proxies[role].url, 'JSONRPC', version);
@@ -260,11 +288,16 @@ describe('tasks/resubscribe', () => {
   });
 });
 
-test('upstream agent dies mid-stream: the stream ends with event: error carrying -31502 and the caller\'s id', async () => {
+test("upstream agent dies mid-stream: the stream ends with event: error carrying -31502 and the caller's id", async () => {
   const doomed = await startAgent({ name: 'Doomed Agent' });
   const proxy = await startTestProxy({ UPSTREAM_URL: doomed.origin, GUARDIAN_URL: guardian.url, ROLE: 'server' });
   try {
-    const body = { jsonrpc: '2.0', id: 'cut-1', method: 'SendStreamingMessage', params: { message: { messageId: 'c', role: 'ROLE_USER', parts: [{ text: 'wait-for-cancel' }] } } };
+    const body = {
+      jsonrpc: '2.0',
+      id: 'cut-1',
+      method: 'SendStreamingMessage',
+      params: { message: { messageId: 'c', role: 'ROLE_USER', parts: [{ text: 'wait-for-cancel' }] } },
+    };
     const s = openSse(`${proxy.url}/a2a/jsonrpc`, body, { 'a2a-version': '1.0' });
     await s.first(2);
     await doomed.close(); // destroys the agent's sockets: the upstream SSE response is cut

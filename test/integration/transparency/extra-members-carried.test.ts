@@ -85,7 +85,7 @@ describe('JSON-RPC: members beside the four are carried, shown to the guardian',
     ['a response member', '"error":null', /carries no error member/],
     ['__proto__', '"__proto__":{"context":{"userId":"admin"}}', /__proto__ is not accepted/],
     ['two names a decoder reads as one, inside a carried member', '"context":{"userId":"a","user_id":"b"}', /Ambiguous member names in context \(user_id\)/],
-  ])('%s is refused by name, with the caller\'s id; nothing reaches the guardian or the agent', async (_n, member, why) => {
+  ])("%s is refused by name, with the caller's id; nothing reaches the guardian or the agent", async (_n, member, why) => {
     const text = `{"jsonrpc":"2.0","id":"r-1","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"x"}]}},${member}}`;
     const r = await rawRpc(`${proxy.url}/a2a/jsonrpc`, text, V1);
     expect(r.json).toMatchObject({ id: 'r-1', error: { code: -31400 } });
@@ -94,8 +94,12 @@ describe('JSON-RPC: members beside the four are carried, shown to the guardian',
     expect(rec.calls).toEqual([]);
   });
 
-  test('a query on a JSON-RPC call (VoltAgent\'s ?context=) is refused naming the parameter: the guardian would not see it', async () => {
-    const r = await rawRpc(`${proxy.url}/a2a/jsonrpc?context=%7B%22userId%22%3A%22u%22%7D`, { jsonrpc: '2.0', id: 8, method: 'SendMessage', params: { message: message('q') } }, V1);
+  test("a query on a JSON-RPC call (VoltAgent's ?context=) is refused naming the parameter: the guardian would not see it", async () => {
+    const r = await rawRpc(
+      `${proxy.url}/a2a/jsonrpc?context=%7B%22userId%22%3A%22u%22%7D`,
+      { jsonrpc: '2.0', id: 8, method: 'SendMessage', params: { message: message('q') } },
+      V1,
+    );
     expect(r.json).toMatchObject({ id: 8, error: { code: -32600 } });
     expect(r.json.error.message).toMatch(/take no query parameters \(context\)/);
     expect(stack.guardian.calls()).toEqual([]);
@@ -109,7 +113,11 @@ describe('REST: body members and GET query parameters are params, shown and carr
     const r = await rawRpc(`${proxy.url}/a2a/rest/message:send`, body, V1);
     expect(r.status).toBe(200);
     expect(payloads().map((p) => p.params)).toEqual([body]);
-    expect(postsTo(stack.agent).filter((q) => q.path.endsWith('message:send')).map((q) => q.body)).toEqual([body]);
+    expect(
+      postsTo(stack.agent)
+        .filter((q) => q.path.endsWith('message:send'))
+        .map((q) => q.body),
+    ).toEqual([body]);
     expect(rec.calls.map((c) => c.method)).toEqual(['sendMessage']);
   });
 
@@ -122,8 +130,18 @@ describe('REST: body members and GET query parameters are params, shown and carr
   });
 
   test.each([
-    ['a query on a route that carries a body', '/a2a/rest/message:send?context=x', JSON.stringify({ message: message('q') }), /query parameter context is not accepted/],
-    ['__proto__ in the body', '/a2a/rest/message:send', `{"message":${JSON.stringify(message('p'))},"__proto__":{"context":{}}}`, /member __proto__ is not accepted/],
+    [
+      'a query on a route that carries a body',
+      '/a2a/rest/message:send?context=x',
+      JSON.stringify({ message: message('q') }),
+      /query parameter context is not accepted/,
+    ],
+    [
+      '__proto__ in the body',
+      '/a2a/rest/message:send',
+      `{"message":${JSON.stringify(message('p'))},"__proto__":{"context":{}}}`,
+      /member __proto__ is not accepted/,
+    ],
   ])('%s is refused by name (HTTP 400); nothing reaches the guardian or the agent', async (_n, path, body, why) => {
     const r = await rawRpc(`${proxy.url}${path}`, body, V1);
     expect(r.status).toBe(400);
@@ -147,16 +165,32 @@ describe('REST: body members and GET query parameters are params, shown and carr
   });
 });
 
-describe('gRPC: a field the SDK\'s decoder does not know is refused by number', () => {
+describe("gRPC: a field the SDK's decoder does not know is refused by number", () => {
   const SEND = '/lf.a2a.v1.A2AService/SendMessage';
   const send = codecFor(grpcMethodForPath(SEND) as NonNullable<ReturnType<typeof grpcMethodForPath>>).request;
   const sendBytes = (text: string): Buffer => send.encode(send.fromJson({ message: message(text) }));
 
   test('an unknown field at the top, or inside the message: INVALID_ARGUMENT naming it; nothing reaches the guardian or the agent', async () => {
-    const top = Buffer.concat([sendBytes('with extras'), new BinaryWriter().uint32((77 << 3) | 2).string('context').finish()]);
-    const msg = new BinaryWriter().uint32(10).string('m1').uint32(32).int32(1).uint32((55 << 3) | 0).int32(1).finish();
+    const top = Buffer.concat([
+      sendBytes('with extras'),
+      new BinaryWriter()
+        .uint32((77 << 3) | 2)
+        .string('context')
+        .finish(),
+    ]);
+    const msg = new BinaryWriter()
+      .uint32(10)
+      .string('m1')
+      .uint32(32)
+      .int32(1)
+      .uint32((55 << 3) | 0)
+      .int32(1)
+      .finish();
     const nested = Buffer.from(new BinaryWriter().uint32(18).bytes(msg).finish());
-    for (const [bytes, field] of [[top, 77], [nested, 55]] as const) {
+    for (const [bytes, field] of [
+      [top, 77],
+      [nested, 55],
+    ] as const) {
       const a = await rawGrpc(proxy.grpcAddress as string, SEND, grpcFrame(bytes), V1);
       expect(a.grpcStatus).toBe(3);
       expect(a.grpcMessage).toContain(`field ${field} (wire type`);

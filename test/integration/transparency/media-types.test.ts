@@ -18,13 +18,27 @@ beforeAll(async () => {
 beforeEach(() => rec.clear());
 
 const V1 = { 'a2a-version': '1.0' };
-const send = (id: number, text: string) => ({ jsonrpc: '2.0', id, method: 'SendMessage', params: { message: { messageId: `m-${id}`, role: 'ROLE_USER', parts: [{ text }] } } });
-const v03Send = (id: number, text: string) => ({ jsonrpc: '2.0', id, method: 'message/send', params: { message: { kind: 'message', messageId: `m-${id}`, role: 'user', parts: [{ kind: 'text', text }] } } });
+const send = (id: number, text: string) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'SendMessage',
+  params: { message: { messageId: `m-${id}`, role: 'ROLE_USER', parts: [{ text }] } },
+});
+const v03Send = (id: number, text: string) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'message/send',
+  params: { message: { kind: 'message', messageId: `m-${id}`, role: 'user', parts: [{ kind: 'text', text }] } },
+});
 
 describe('JSON-RPC', () => {
   test.each(['application/a2a+json', 'application/a2a+json; charset=utf-8', 'Application/A2A+JSON', 'application/json; charset=UTF-8'])(
-    '%s: judged and forwarded, the agent gets application/json', async (ct) => {
-      for (const [body, headers] of [[send(1, 'hi'), V1], [v03Send(2, 'hi'), {}]] as const) {
+    '%s: judged and forwarded, the agent gets application/json',
+    async (ct) => {
+      for (const [body, headers] of [
+        [send(1, 'hi'), V1],
+        [v03Send(2, 'hi'), {}],
+      ] as const) {
         const r = await rawRpc(`${proxy.url}/a2a/jsonrpc`, body, { ...headers, 'content-type': ct });
         expect(r.json).toMatchObject({ id: body.id, result: expect.anything() });
       }
@@ -51,7 +65,7 @@ describe('JSON-RPC', () => {
     ['application/a2a+jsonx', -32005],
     ['application/a2a+json; charset=utf-16', -31400],
     ['application/json; charset=iso-8859-1', -31400],
-  ])('%s: refused (%d) with the caller\'s id, nothing forwarded', async (ct, code) => {
+  ])("%s: refused (%d) with the caller's id, nothing forwarded", async (ct, code) => {
     const r = await rawRpc(`${proxy.url}/a2a/jsonrpc`, send(5, 'refused'), { ...V1, 'content-type': ct });
     expect(r.json).toMatchObject({ id: 5, error: { code } });
     expect(stack.guardian.calls()).toEqual([]);
@@ -62,12 +76,19 @@ describe('JSON-RPC', () => {
 describe('REST', () => {
   const body = { message: { messageId: 'm-r', role: 'ROLE_USER', parts: [{ text: 'rest' }] } };
 
-  test.each(['application/json', 'application/a2a+json', 'application/a2a+json; charset=utf-8'])('v1.0 %s: judged and forwarded as application/json', async (ct) => {
-    const r = await rawRpc(`${proxy.url}/a2a/rest/message:send`, body, { ...V1, 'content-type': ct });
-    expect(r.status).toBe(200);
-    expect(postsTo(stack.agent).filter((q) => q.path.endsWith('message:send')).map((q) => q.headers['content-type'])).toEqual(['application/json']);
-    expect(rec.calls.map((c) => c.method)).toEqual(['sendMessage']);
-  });
+  test.each(['application/json', 'application/a2a+json', 'application/a2a+json; charset=utf-8'])(
+    'v1.0 %s: judged and forwarded as application/json',
+    async (ct) => {
+      const r = await rawRpc(`${proxy.url}/a2a/rest/message:send`, body, { ...V1, 'content-type': ct });
+      expect(r.status).toBe(200);
+      expect(
+        postsTo(stack.agent)
+          .filter((q) => q.path.endsWith('message:send'))
+          .map((q) => q.headers['content-type']),
+      ).toEqual(['application/json']);
+      expect(rec.calls.map((c) => c.method)).toEqual(['sendMessage']);
+    },
+  );
 
   test('v0.3 application/a2a+json: refused (the v0.3 HTTP+JSON binding takes application/json only)', async () => {
     const v03 = { message: { messageId: 'm-3', role: 'ROLE_USER', content: [{ text: 'rest' }] } };

@@ -29,7 +29,11 @@ const sendText = (id: string, extra = '', text = 'hi'): string =>
   `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":${JSON.stringify(text)}}]}}${extra}}`;
 
 type Lines = ReadonlyArray<readonly [string, string]>;
-const JSON_V1: Lines = [['Host', 'x'], ['Content-Type', 'application/json'], ['A2A-Version', '1.0']];
+const JSON_V1: Lines = [
+  ['Host', 'x'],
+  ['Content-Type', 'application/json'],
+  ['A2A-Version', '1.0'],
+];
 
 function post(p: TestProxy, body: string, headers: Lines = JSON_V1, target = '/a2a/jsonrpc'): Promise<WireOutcome> {
   const bytes = Buffer.from(body, 'utf8');
@@ -45,7 +49,11 @@ function postChunked(p: TestProxy, body: string): Promise<WireOutcome> {
     chunks.push(Buffer.from(`${c.length.toString(16)}\r\n`), c, Buffer.from('\r\n'));
   }
   chunks.push(Buffer.from('0\r\n\r\n'));
-  return exchange(portOf(p), { verb: 'POST', target: '/a2a/jsonrpc', headers: [...JSON_V1, ['Transfer-Encoding', 'chunked']], body: Buffer.concat(chunks) }, 15_000);
+  return exchange(
+    portOf(p),
+    { verb: 'POST', target: '/a2a/jsonrpc', headers: [...JSON_V1, ['Transfer-Encoding', 'chunked']], body: Buffer.concat(chunks) },
+    15_000,
+  );
 }
 
 function answer(o: WireOutcome): { status: number; id: unknown; code: number } {
@@ -63,9 +71,38 @@ describe('refused by classification', () => {
   const deep = `${'['.repeat(80)}${']'.repeat(80)}`;
   const many = `[${'0,'.repeat(100_001)}0]`;
   test.each<[string, string, Lines, string, number]>([
-    ['a media type JSON-RPC does not take', sendText('a'), [['Host', 'x'], ['Content-Type', 'text/plain'], ['A2A-Version', '1.0']], '/a2a/jsonrpc', -32005],
-    ['no media type', sendText('a'), [['Host', 'x'], ['A2A-Version', '1.0']], '/a2a/jsonrpc', -32005],
-    ['a charset other than UTF-8', sendText('a'), [['Host', 'x'], ['Content-Type', 'application/json; charset=utf-7'], ['A2A-Version', '1.0']], '/a2a/jsonrpc', -31400],
+    [
+      'a media type JSON-RPC does not take',
+      sendText('a'),
+      [
+        ['Host', 'x'],
+        ['Content-Type', 'text/plain'],
+        ['A2A-Version', '1.0'],
+      ],
+      '/a2a/jsonrpc',
+      -32005,
+    ],
+    [
+      'no media type',
+      sendText('a'),
+      [
+        ['Host', 'x'],
+        ['A2A-Version', '1.0'],
+      ],
+      '/a2a/jsonrpc',
+      -32005,
+    ],
+    [
+      'a charset other than UTF-8',
+      sendText('a'),
+      [
+        ['Host', 'x'],
+        ['Content-Type', 'application/json; charset=utf-7'],
+        ['A2A-Version', '1.0'],
+      ],
+      '/a2a/jsonrpc',
+      -31400,
+    ],
     ['a method override header', sendText('a'), [...JSON_V1, ['X-HTTP-Method-Override', 'GET']], '/a2a/jsonrpc', -31400],
     ['a Connection header naming A2A-Version', sendText('a'), [...JSON_V1, ['Connection', 'a2a-version']], '/a2a/jsonrpc', -31400],
     ['two A2A-Version values', sendText('a'), [...JSON_V1, ['A2A-Version', '0.3']], '/a2a/jsonrpc', -31400],
@@ -97,12 +134,20 @@ describe('refused while the body is read', () => {
 
   test('a body past BODY_TIMEOUT_MS: 408 with the id read before the deadline', async () => {
     const whole = Buffer.from(sendText('slow', '', 'x'.repeat(200)));
-    const o = await exchange(portOf(proxy), { verb: 'POST', target: '/a2a/jsonrpc', headers: [...JSON_V1, ['Content-Length', String(whole.length)]], body: whole.subarray(0, 60) }, 15_000);
+    const o = await exchange(
+      portOf(proxy),
+      { verb: 'POST', target: '/a2a/jsonrpc', headers: [...JSON_V1, ['Content-Length', String(whole.length)]], body: whole.subarray(0, 60) },
+      15_000,
+    );
     expect(answer(o)).toEqual({ status: 408, id: 'slow', code: -31400 });
   });
 
   test('a declared length over MAX_BODY_BYTES is refused before a byte is read: "id": null', async () => {
-    const o = await exchange(portOf(proxy), { verb: 'POST', target: '/a2a/jsonrpc', headers: [...JSON_V1, ['Content-Length', String(LIMIT * 10)]], body: Buffer.from(sendText('unread')) }, 15_000);
+    const o = await exchange(
+      portOf(proxy),
+      { verb: 'POST', target: '/a2a/jsonrpc', headers: [...JSON_V1, ['Content-Length', String(LIMIT * 10)]], body: Buffer.from(sendText('unread')) },
+      15_000,
+    );
     expect(answer(o)).toEqual({ status: 413, id: null, code: -31400 });
   });
 });
@@ -116,7 +161,12 @@ test('an unverified caller on a passthrough route (a JSON-RPC method that is not
   const dir = await mkdtemp(join(tmpdir(), 'a2a-guard-ids-'));
   try {
     const trust = await writeJwks(dir, [await makeKey('k1')]);
-    const proxy = await stack.proxy({ IDENTITY_POLICY: 'required', ASSERTION_TRUST_JWKS_FILE: trust, ASSERTION_AUDIENCE: 'http://proxy.test', PASSTHROUGH_PATHS: '/hook' });
+    const proxy = await stack.proxy({
+      IDENTITY_POLICY: 'required',
+      ASSERTION_TRUST_JWKS_FILE: trust,
+      ASSERTION_AUDIENCE: 'http://proxy.test',
+      PASSTHROUGH_PATHS: '/hook',
+    });
     const o = await post(proxy, '{"jsonrpc":"2.0","id":"hook-1","method":"custom/notify","params":{}}', JSON_V1, '/hook');
     // Admission before cost: an unverified caller's body is never read, so its id is not known.
     expect(answer(o)).toEqual({ status: 200, id: null, code: -31401 });

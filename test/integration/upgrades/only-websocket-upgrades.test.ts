@@ -43,7 +43,9 @@ afterAll(async () => {
 
 const port = (): number => Number(new URL(proxy.url).port);
 const send = JSON.stringify({
-  jsonrpc: '2.0', id: 1, method: 'SendMessage',
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'SendMessage',
   params: { message: { messageId: 'm-h2c', role: 'ROLE_USER', parts: [{ text: 'smuggled over h2c' }] } },
 });
 
@@ -56,9 +58,7 @@ test('an h2c upgrade at a listed prefix is refused: no HTTP/2 call reaches the a
   expect(rec.calls).toEqual([]);
 });
 
-test.each([
-  ['h2c'], ['websocket, h2c'], ['h2c, websocket'], ['TLS/1.2'],
-])('Upgrade: %s is refused before the agent', async (value) => {
+test.each([['h2c'], ['websocket, h2c'], ['h2c, websocket'], ['TLS/1.2']])('Upgrade: %s is refused before the agent', async (value) => {
   const out = await wsExchange(port(), '/live/feed', 'x', [`Upgrade: ${value}`]);
   expect(out.head).toMatch(/^HTTP\/1\.1 403 /);
   expect(reached).toEqual([]);

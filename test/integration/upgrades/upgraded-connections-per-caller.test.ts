@@ -19,7 +19,13 @@ beforeAll(async () => {
   agent = await startAgent();
   echo = echoWebSocket(agent.server, '/live/');
   guardian = await startGuardian();
-  proxy = await startTestProxy({ UPSTREAM_URL: agent.origin, GUARDIAN_URL: guardian.url, ALLOW_WEBSOCKETS: 'true', UPGRADE_PATHS: '/live', MAX_CALLS_PER_CALLER: '1' });
+  proxy = await startTestProxy({
+    UPSTREAM_URL: agent.origin,
+    GUARDIAN_URL: guardian.url,
+    ALLOW_WEBSOCKETS: 'true',
+    UPGRADE_PATHS: '/live',
+    MAX_CALLS_PER_CALLER: '1',
+  });
 });
 afterAll(async () => {
   await proxy?.close();
@@ -33,7 +39,9 @@ const port = (): number => Number(new URL(proxy.url).port);
 function openSocket(path: string): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
     const s = net.connect(port(), '127.0.0.1', () => {
-      s.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`);
+      s.write(
+        `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
+      );
     });
     let text = '';
     s.on('data', (c: Buffer) => {

@@ -66,7 +66,9 @@ test('a listed path the agent answers without switching protocols: its answer is
 
 test('a POST upgrade (a body a tunnel would carry) is refused before the agent', async () => {
   const out = await new Promise<string>((resolve) => {
-    const s = net.connect(port(proxy), '127.0.0.1', () => s.write('POST /socket HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nContent-Length: 2\r\n\r\n{}'));
+    const s = net.connect(port(proxy), '127.0.0.1', () =>
+      s.write('POST /socket HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nContent-Length: 2\r\n\r\n{}'),
+    );
     let text = '';
     s.on('data', (c: Buffer) => (text += c.toString('latin1')));
     s.on('close', () => resolve(text));

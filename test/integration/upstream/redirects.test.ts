@@ -59,7 +59,11 @@ beforeAll(async () => {
       } catch {
         /* not JSON: id stays null */
       }
-      const body = JSON.stringify({ jsonrpc: '2.0', id, result: { kind: 'message', messageId: 'x', role: 'agent', parts: [{ kind: 'text', text: 'harmless' }] } });
+      const body = JSON.stringify({
+        jsonrpc: '2.0',
+        id,
+        result: { kind: 'message', messageId: 'x', role: 'agent', parts: [{ kind: 'text', text: 'harmless' }] },
+      });
       res.writeHead(307, { location: elsewhere.jsonRpcUrl, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
       res.end(body);
     });
@@ -93,7 +97,7 @@ async function callThrough(p: TestProxy, version: '0.3' | '1.0'): Promise<string
 }
 
 describe('ROLE=client, a remote agent that redirects', () => {
-  test.each(['0.3', '1.0'] as const)('a 307 to a call is not relayed: the client never acts on another URL\'s answer (JSON-RPC %s)', async (version) => {
+  test.each(['0.3', '1.0'] as const)("a 307 to a call is not relayed: the client never acts on another URL's answer (JSON-RPC %s)", async (version) => {
     mode = 'call';
     proxy = await startTestProxy({ UPSTREAM_URL: remoteOrigin, GUARDIAN_URL: guardian.url, ROLE: 'client', INSPECT_RESPONSES: 'true' });
     await proxy.upstreamCard.ready();

@@ -51,9 +51,10 @@ const okJson: Handler = (req, res, body) => {
   } catch {
     /* not JSON-RPC */
   }
-  const text = req.method === 'POST' && body.length > 0
-    ? JSON.stringify({ jsonrpc: '2.0', id, result: { kind: 'message', messageId: 'a-1', role: 'agent', parts: [{ kind: 'text', text: 'fine' }] } })
-    : JSON.stringify({ ok: true, method: req.method, url: req.url });
+  const text =
+    req.method === 'POST' && body.length > 0
+      ? JSON.stringify({ jsonrpc: '2.0', id, result: { kind: 'message', messageId: 'a-1', role: 'agent', parts: [{ kind: 'text', text: 'fine' }] } })
+      : JSON.stringify({ ok: true, method: req.method, url: req.url });
   res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   res.end(text);
 };
@@ -95,10 +96,12 @@ function startRawUpstream(): Promise<void> {
       }
     });
   });
-  return new Promise((resolve) => rawUpstream.listen(0, '127.0.0.1', () => {
-    rawUrl = `http://127.0.0.1:${(rawUpstream.address() as net.AddressInfo).port}`;
-    resolve();
-  }));
+  return new Promise((resolve) =>
+    rawUpstream.listen(0, '127.0.0.1', () => {
+      rawUrl = `http://127.0.0.1:${(rawUpstream.address() as net.AddressInfo).port}`;
+      resolve();
+    }),
+  );
 }
 
 const rpcId = (body: Buffer): unknown => {
@@ -108,8 +111,10 @@ const rpcId = (body: Buffer): unknown => {
     return null;
   }
 };
-const sseEvent = (id: unknown, n: number) => `data: ${JSON.stringify({ jsonrpc: '2.0', id, result: { kind: 'status-update', taskId: 't', contextId: 'c', final: false, status: { state: 'working' }, metadata: { n } } })}\n\n`;
-const rpcResult = (id: unknown) => JSON.stringify({ jsonrpc: '2.0', id, result: { kind: 'message', messageId: 'a-2', role: 'agent', parts: [{ kind: 'text', text: 'raw fine' }] } });
+const sseEvent = (id: unknown, n: number) =>
+  `data: ${JSON.stringify({ jsonrpc: '2.0', id, result: { kind: 'status-update', taskId: 't', contextId: 'c', final: false, status: { state: 'working' }, metadata: { n } } })}\n\n`;
+const rpcResult = (id: unknown) =>
+  JSON.stringify({ jsonrpc: '2.0', id, result: { kind: 'message', messageId: 'a-2', role: 'agent', parts: [{ kind: 'text', text: 'raw fine' }] } });
 
 /* ------------------------------------------ proxies ----------------------------------------- */
 
@@ -128,7 +133,8 @@ beforeAll(async () => {
     req.on('end', () => {
       const body = Buffer.concat(chunks);
       // The proxy's own agent-card fetches (CardCache, with its own user-agent) are not forwarded traffic.
-      if (req.headers['user-agent'] !== CARD_USER_AGENT) seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, rawHeaders: req.rawHeaders, body });
+      if (req.headers['user-agent'] !== CARD_USER_AGENT)
+        seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, rawHeaders: req.rawHeaders, body });
       res.once('close', () => {
         if (!res.writableFinished) upResClosedEarly = true;
       });
@@ -140,9 +146,25 @@ beforeAll(async () => {
   await startRawUpstream();
   rawScript = (s) => s.destroy();
   plain = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest' });
-  inspected = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false' });
+  inspected = await startTestProxy({
+    UPSTREAM_URL: upstreamUrl,
+    GUARDIAN_URL: guardian.url,
+    ROLE: 'server',
+    NON_A2A: 'forward',
+    REST_BASE_PATHS: '/,/a2a/rest',
+    INSPECT_RESPONSES: 'true',
+    INSPECT_CARDS: 'false',
+  });
   rawPlain = await startTestProxy({ UPSTREAM_URL: rawUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest' });
-  rawInspected = await startTestProxy({ UPSTREAM_URL: rawUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false' });
+  rawInspected = await startTestProxy({
+    UPSTREAM_URL: rawUrl,
+    GUARDIAN_URL: guardian.url,
+    ROLE: 'server',
+    NON_A2A: 'forward',
+    REST_BASE_PATHS: '/,/a2a/rest',
+    INSPECT_RESPONSES: 'true',
+    INSPECT_CARDS: 'false',
+  });
 });
 
 afterAll(async () => {
@@ -191,7 +213,10 @@ interface Req {
 /** One request with node:http (no agent: its own connection), reporting exactly how the answer ended. */
 function call(p: Proxy, r: Req = {}): Promise<Outcome> {
   const body = r.body === undefined ? undefined : Buffer.isBuffer(r.body) ? r.body : Buffer.from(typeof r.body === 'string' ? r.body : JSON.stringify(r.body));
-  const headers: http.OutgoingHttpHeaders = { ...(body !== undefined ? { 'content-type': 'application/json', 'content-length': body.length } : {}), ...(r.headers ?? {}) };
+  const headers: http.OutgoingHttpHeaders = {
+    ...(body !== undefined ? { 'content-type': 'application/json', 'content-length': body.length } : {}),
+    ...(r.headers ?? {}),
+  };
   return new Promise((resolve) => {
     let settled = false;
     const done = (o: Outcome) => {
@@ -210,14 +235,25 @@ function call(p: Proxy, r: Req = {}): Promise<Outcome> {
         } catch {
           json = undefined;
         }
-        done({ status: res.statusCode ?? 0, headers: res.headers, rawHeaders: res.rawHeaders, body: b, text, json, complete: error === undefined && res.complete, ...(error === undefined ? {} : { error }) });
+        done({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          rawHeaders: res.rawHeaders,
+          body: b,
+          text,
+          json,
+          complete: error === undefined && res.complete,
+          ...(error === undefined ? {} : { error }),
+        });
       };
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => finish());
       res.on('error', (e) => finish(e.message));
       res.on('close', () => finish(res.complete ? undefined : 'closed early'));
     });
-    req.on('error', (e) => done({ status: 0, headers: {}, rawHeaders: [], body: Buffer.alloc(0), text: '', json: undefined, complete: false, error: e.message }));
+    req.on('error', (e) =>
+      done({ status: 0, headers: {}, rawHeaders: [], body: Buffer.alloc(0), text: '', json: undefined, complete: false, error: e.message }),
+    );
     req.end(body);
   });
 }
@@ -339,7 +375,16 @@ describe('methods', () => {
 
   test('HEAD on the card path: status relayed, no body, no hang', async () => {
     handler = (req, res) => {
-      const card = JSON.stringify({ name: 'A', url: `${upstreamUrl}/a2a`, version: '1', protocolVersion: '0.3.0', capabilities: {}, skills: [], defaultInputModes: [], defaultOutputModes: [] });
+      const card = JSON.stringify({
+        name: 'A',
+        url: `${upstreamUrl}/a2a`,
+        version: '1',
+        protocolVersion: '0.3.0',
+        capabilities: {},
+        skills: [],
+        defaultInputModes: [],
+        defaultOutputModes: [],
+      });
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(card) });
       res.end(req.method === 'HEAD' ? undefined : card);
     };
@@ -360,7 +405,11 @@ describe('request headers undici rejects or rewrites', () => {
     const body = JSON.stringify(msg('hop-1', 'hi'));
     const half = Math.floor(body.length / 2);
     const chunked = `${half.toString(16)}\r\n${body.slice(0, half)}\r\n${(body.length - half).toString(16)}\r\n${body.slice(half)}\r\n0\r\n\r\n`;
-    const out = await rawExchange(plain, `POST /a2a/jsonrpc HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n${hopHeaders}\r\n${chunked}`, 10_000);
+    const out = await rawExchange(
+      plain,
+      `POST /a2a/jsonrpc HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n${hopHeaders}\r\n${chunked}`,
+      10_000,
+    );
     expect(out).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 |^HTTP\/1\.1 200 /);
     expect(out).toContain('"id":"hop-1"');
     expect(out).toContain('"result"');
@@ -395,7 +444,16 @@ describe('request headers undici rejects or rewrites', () => {
   });
 
   test('ROLE=client with a non-latin1 observed agent name: the call is still forwarded (X-AOS-Agent-Name cannot carry it as is)', async () => {
-    const p = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'client', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', OBSERVED_AGENT_NAME: 'エージェント', OBSERVED_AGENT_URL: 'https://client.example/', OBSERVED_AGENT_VERSION: '1' });
+    const p = await startTestProxy({
+      UPSTREAM_URL: upstreamUrl,
+      GUARDIAN_URL: guardian.url,
+      ROLE: 'client',
+      NON_A2A: 'forward',
+      REST_BASE_PATHS: '/,/a2a/rest',
+      OBSERVED_AGENT_NAME: 'エージェント',
+      OBSERVED_AGENT_URL: 'https://client.example/',
+      OBSERVED_AGENT_VERSION: '1',
+    });
     extra.push(p);
     const o = await call(p, { body: msg('uni-1', 'hi') });
     expect(o.json?.error).toBeUndefined();
@@ -408,10 +466,15 @@ describe('response headers', () => {
   // Raw bytes from the agent: two Set-Cookie lines, a repeated header, and a latin1 byte (0xE9).
   const dupHeaders: RawScript = (sock, head, body) => {
     const text = head.startsWith('POST') ? rpcResult(rpcId(body)) : '{"ok":true}';
-    sock.write(Buffer.concat([
-      Buffer.from(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nset-cookie: a=1; Path=/\r\nset-cookie: b=2; HttpOnly\r\nx-multi: one\r\nx-multi: two\r\nx-latin: caf\xe9\r\n\r\n`, 'latin1'),
-      Buffer.from(text),
-    ]));
+    sock.write(
+      Buffer.concat([
+        Buffer.from(
+          `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nset-cookie: a=1; Path=/\r\nset-cookie: b=2; HttpOnly\r\nx-multi: one\r\nx-multi: two\r\nx-latin: caf\xe9\r\n\r\n`,
+          'latin1',
+        ),
+        Buffer.from(text),
+      ]),
+    );
   };
 
   /** The three ways an answer goes back: plain unjudged traffic, a plain A2A relay, an inspected one. */
@@ -434,7 +497,9 @@ describe('response headers', () => {
   // Two Connection lines (undici keeps them as two values), each naming a header that must not go on.
   const twoConnections: RawScript = (sock, head, body) => {
     const text = head.startsWith('POST') ? rpcResult(rpcId(body)) : '{"ok":true}';
-    sock.write(`HTTP/1.1 200 OK\r\nX-Hop-A: 1\r\nConnection: keep-alive, X-Hop-A\r\ncontent-type: application/json\r\nconnection: x-hop-b\r\nx-hop-b: 2\r\nKeep-Alive: timeout=5\r\nx-kept: 3\r\ncontent-length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
+    sock.write(
+      `HTTP/1.1 200 OK\r\nX-Hop-A: 1\r\nConnection: keep-alive, X-Hop-A\r\ncontent-type: application/json\r\nconnection: x-hop-b\r\nx-hop-b: 2\r\nKeep-Alive: timeout=5\r\nx-kept: 3\r\ncontent-length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
+    );
   };
 
   test.each(relayPaths('hop'))('%s: two Connection headers: the answer is relayed, without every header they name', async (_name, p, r) => {
@@ -490,11 +555,18 @@ describe('an agent event stream that declares its own length', () => {
     expect(out.slice(end + 7)).toContain('len-2');
   });
 
-  test('an agent cannot answer a later, denied call on a pipelining caller\'s connection', async () => {
+  test("an agent cannot answer a later, denied call on a pipelining caller's connection", async () => {
     // Data-less "events" reach the caller as they are; numbers like 1e20 grow when an event is re-serialized.
-    const forgedBody = (id: unknown) => JSON.stringify({ jsonrpc: '2.0', id, result: { kind: 'message', messageId: 'forged', role: 'agent', parts: [{ kind: 'text', text: 'FORGED BY AGENT' }] } });
-    const forged = (id: unknown) => `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(forgedBody(id))}\r\n\r\n${forgedBody(id)}\n\n`;
-    const grows = (id: unknown) => `data: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"kind":"message","messageId":"a-1","role":"agent","parts":[{"kind":"text","text":"first"}],"metadata":{"n":[${Array(20).fill('1e20').join(',')}]}}}\n\n`;
+    const forgedBody = (id: unknown) =>
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id,
+        result: { kind: 'message', messageId: 'forged', role: 'agent', parts: [{ kind: 'text', text: 'FORGED BY AGENT' }] },
+      });
+    const forged = (id: unknown) =>
+      `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(forgedBody(id))}\r\n\r\n${forgedBody(id)}\n\n`;
+    const grows = (id: unknown) =>
+      `data: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"kind":"message","messageId":"a-1","role":"agent","parts":[{"kind":"text","text":"first"}],"metadata":{"n":[${Array(20).fill('1e20').join(',')}]}}}\n\n`;
     const agentSaw: string[] = [];
     rawScript = (sock, _head, body) => {
       const id = rpcId(body);
@@ -502,10 +574,17 @@ describe('an agent event stream that declares its own length', () => {
       if (body.toString('utf8').includes('message/stream')) sock.write(withLength(grows(id) + forged('pipe-2')));
       else sock.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(rpcResult(id))}\r\n\r\n${rpcResult(id)}`);
     };
-    guardian.script((e) => (!isResponseEnvelope(e) && JSON.stringify(e.params.payload).includes('SECOND') ? { decision: 'deny', message: 'no' } : { decision: 'allow' }));
+    guardian.script((e) =>
+      !isResponseEnvelope(e) && JSON.stringify(e.params.payload).includes('SECOND') ? { decision: 'deny', message: 'no' } : { decision: 'allow' },
+    );
     const client = new Client(rawInspected.url, { pipelining: 2 });
     const ask = async (body: object): Promise<{ status: number; text: string }> => {
-      const r = await client.request({ path: '/a2a/jsonrpc', method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify(body) });
+      const r = await client.request({
+        path: '/a2a/jsonrpc',
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: JSON.stringify(body),
+      });
       return { status: r.statusCode, text: await r.body.text() };
     };
     try {
@@ -532,7 +611,14 @@ describe('extended agent card results that cannot be rewritten', () => {
     ['a JSON-RPC result that is not an object', 'application/json', JSON.stringify({ jsonrpc: '2.0', id: 'card-2', result: [INTERNAL] })],
     ['gzip that does not decode', 'application/json', 'not gzip at all'],
   ])('%s: -31502, the agent URL never reaches the caller (FAIL_MODE=closed and open alike)', async (what, type, text) => {
-    const open = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', FAIL_MODE: 'open' });
+    const open = await startTestProxy({
+      UPSTREAM_URL: upstreamUrl,
+      GUARDIAN_URL: guardian.url,
+      ROLE: 'server',
+      NON_A2A: 'forward',
+      REST_BASE_PATHS: '/,/a2a/rest',
+      FAIL_MODE: 'open',
+    });
     extra.push(open);
     handler = (_req, res) => {
       res.writeHead(200, { 'content-type': type, ...(what.startsWith('gzip') ? { 'content-encoding': 'gzip' } : {}) });
@@ -609,25 +695,38 @@ describe('status codes', () => {
     expect(after.json).toMatchObject({ id: 'cont-2', result: { kind: 'message' } });
   });
 
-  test.each([['plain', () => rawPlain], ['inspected', () => rawInspected]])(
-    'a status below 100 (HTTP/1.1 099) from the agent, %s: the caller gets a clear error, not a hang',
-    async (_n, p) => {
-      rawScript = (sock) => {
-        sock.write('HTTP/1.1 099 Weird\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}');
-        setTimeout(() => sock.end(), 200);
-      };
-      const o = await within10s(call(p(), { body: msg('s099', 'hi') }));
-      expect(o).not.toBe(STILL_WAITING);
-      if (typeof o === 'string') return;
-      expectUpstreamError(o, 's099');
-    },
-  );
+  test.each([
+    ['plain', () => rawPlain],
+    ['inspected', () => rawInspected],
+  ])('a status below 100 (HTTP/1.1 099) from the agent, %s: the caller gets a clear error, not a hang', async (_n, p) => {
+    rawScript = (sock) => {
+      sock.write('HTTP/1.1 099 Weird\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}');
+      setTimeout(() => sock.end(), 200);
+    };
+    const o = await within10s(call(p(), { body: msg('s099', 'hi') }));
+    expect(o).not.toBe(STILL_WAITING);
+    if (typeof o === 'string') return;
+    expectUpstreamError(o, 's099');
+  });
 
   test('an answer too large to inspect (abort from inside the data callback): -31502 at once, the next call works', async () => {
-    const p = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', INSPECT_RESPONSES: 'true', INSPECT_CARDS: 'false', MAX_BODY_BYTES: String(64 * 1024) });
+    const p = await startTestProxy({
+      UPSTREAM_URL: upstreamUrl,
+      GUARDIAN_URL: guardian.url,
+      ROLE: 'server',
+      NON_A2A: 'forward',
+      REST_BASE_PATHS: '/,/a2a/rest',
+      INSPECT_RESPONSES: 'true',
+      INSPECT_CARDS: 'false',
+      MAX_BODY_BYTES: String(64 * 1024),
+    });
     extra.push(p);
     handler = (_req, res, body) => {
-      const text = JSON.stringify({ jsonrpc: '2.0', id: rpcId(body), result: { kind: 'message', messageId: 'big', role: 'agent', parts: [{ kind: 'text', text: 'y'.repeat(1024 * 1024) }] } });
+      const text = JSON.stringify({
+        jsonrpc: '2.0',
+        id: rpcId(body),
+        result: { kind: 'message', messageId: 'big', role: 'agent', parts: [{ kind: 'text', text: 'y'.repeat(1024 * 1024) }] },
+      });
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
       res.end(text);
     };
@@ -664,7 +763,10 @@ describe('the agent cuts its answer', () => {
     expect(await upstreamErrors(inspected)).toBe(before + 1);
   });
 
-  test.each([['plain', () => plain], ['inspected', () => inspected]])('SSE, %s: the stream ends with event: error; the metric counts it', async (_n, p) => {
+  test.each([
+    ['plain', () => plain],
+    ['inspected', () => inspected],
+  ])('SSE, %s: the stream ends with event: error; the metric counts it', async (_n, p) => {
     handler = halfSse;
     const before = await upstreamErrors(p());
     const o = await call(p(), { body: msg('sse-cut', 'hi', 'message/stream'), headers: SSE });
@@ -721,12 +823,20 @@ describe('the caller goes away', () => {
   function openAndDrop(p: Proxy, r: Req): Promise<void> {
     return new Promise((resolve, reject) => {
       const body = Buffer.from(JSON.stringify(r.body ?? ''));
-      const req = http.request(`${p.url}${r.path ?? '/a2a/jsonrpc'}`, { method: r.method ?? 'POST', agent: false, headers: { 'content-type': 'application/json', ...(r.body === undefined ? {} : { 'content-length': body.length }), ...(r.headers ?? {}) } }, (res) => {
-        res.once('data', () => {
-          req.destroy();
-          resolve();
-        });
-      });
+      const req = http.request(
+        `${p.url}${r.path ?? '/a2a/jsonrpc'}`,
+        {
+          method: r.method ?? 'POST',
+          agent: false,
+          headers: { 'content-type': 'application/json', ...(r.body === undefined ? {} : { 'content-length': body.length }), ...(r.headers ?? {}) },
+        },
+        (res) => {
+          res.once('data', () => {
+            req.destroy();
+            resolve();
+          });
+        },
+      );
       req.on('error', () => undefined);
       setTimeout(() => reject(new Error('no data')), 10_000).unref();
       req.end(r.body === undefined ? undefined : body);
@@ -766,7 +876,11 @@ describe('the caller goes away', () => {
     };
     const before = await upstreamErrors(p());
     const body = r.body === undefined ? undefined : Buffer.from(JSON.stringify(r.body));
-    const req = http.request(`${p().url}${r.path ?? '/a2a/jsonrpc'}`, { method: r.method ?? 'POST', agent: false, headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': body.length } });
+    const req = http.request(`${p().url}${r.path ?? '/a2a/jsonrpc'}`, {
+      method: r.method ?? 'POST',
+      agent: false,
+      headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': body.length },
+    });
     req.on('error', () => undefined);
     req.end(body);
     await waitFor(() => got, 10_000, 'request reached the agent');
@@ -804,14 +918,18 @@ describe('backpressure', () => {
     await waitFor(() => res !== undefined, 10_000, 'headers');
     let last = -1;
     let still = 0;
-    await waitFor(() => {
-      if (acked === last) still++;
-      else {
-        still = 0;
-        last = acked;
-      }
-      return still >= 30;
-    }, 30_000, 'upstream stalls');
+    await waitFor(
+      () => {
+        if (acked === last) still++;
+        else {
+          still = 0;
+          last = acked;
+        }
+        return still >= 30;
+      },
+      30_000,
+      'upstream stalls',
+    );
     expect(acked).toBeLessThan(16 * 1024 * 1024);
     const done = new Promise<boolean>((resolve) => {
       res.on('data', (c: Buffer) => (received += c.length));
@@ -827,7 +945,9 @@ describe('backpressure', () => {
 describe('guardian transport', () => {
   const allowBody = (body: Buffer) => JSON.stringify({ jsonrpc: '2.0', id: rpcId(body), result: { decision: 'allow', message: 'ok' } });
 
-  async function guardianServer(fn: (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer, nthOnSocket: number) => void): Promise<{ url: string; posts: () => number; conns: () => number; server: http.Server }> {
+  async function guardianServer(
+    fn: (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer, nthOnSocket: number) => void,
+  ): Promise<{ url: string; posts: () => number; conns: () => number; server: http.Server }> {
     let posts = 0;
     let conns = 0;
     const perSocket = new WeakMap<net.Socket, number>();
@@ -897,7 +1017,14 @@ describe('guardian transport', () => {
 
   test('a hanging guardian: the call ends with a guardian error once GUARDIAN_TIMEOUT_MS passed, nothing forwarded', async () => {
     const g = await guardianServer(() => undefined);
-    const p = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: g.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', GUARDIAN_TIMEOUT_MS: '800' });
+    const p = await startTestProxy({
+      UPSTREAM_URL: upstreamUrl,
+      GUARDIAN_URL: g.url,
+      ROLE: 'server',
+      NON_A2A: 'forward',
+      REST_BASE_PATHS: '/,/a2a/rest',
+      GUARDIAN_TIMEOUT_MS: '800',
+    });
     extra.push(p);
     const t0 = Date.now();
     const o = await call(p, { body: msg('hang', 'hi') });
@@ -921,7 +1048,9 @@ describe('guardian transport', () => {
     try {
       const env = (id: string) => ({ jsonrpc: '2.0', id, method: 'steps/allowed', params: {} }) as never;
       const t0 = Date.now();
-      const outs = await Promise.all(Array.from({ length: 540 }, (_, i) => hg.decide(env(`e${i}`), JSON.stringify({ jsonrpc: '2.0', id: `e${i}`, method: 'steps/allowed', params: {} }))));
+      const outs = await Promise.all(
+        Array.from({ length: 540 }, (_, i) => hg.decide(env(`e${i}`), JSON.stringify({ jsonrpc: '2.0', id: `e${i}`, method: 'steps/allowed', params: {} }))),
+      );
       const ms = Date.now() - t0;
       expect(outs.every((o) => !o.ok && o.kind === 'timeout')).toBe(true);
       expect(ms).toBeLessThan(15_000);
@@ -963,7 +1092,14 @@ describe('close() releases everything', () => {
     });
     const gUrl = await listen(g);
     extraServers.push(g);
-    const p = await startTestProxy({ UPSTREAM_URL: upUrl, GUARDIAN_URL: gUrl, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', GUARDIAN_TIMEOUT_MS: '60000' });
+    const p = await startTestProxy({
+      UPSTREAM_URL: upUrl,
+      GUARDIAN_URL: gUrl,
+      ROLE: 'server',
+      NON_A2A: 'forward',
+      REST_BASE_PATHS: '/,/a2a/rest',
+      GUARDIAN_TIMEOUT_MS: '60000',
+    });
 
     expect((await call(p, { method: 'GET', path: '/idle' })).status).toBe(200);
     expect((await call(p, { body: msg('c1', 'hi') })).json).toMatchObject({ result: {} });

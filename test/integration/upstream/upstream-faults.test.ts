@@ -54,7 +54,14 @@ beforeAll(async () => {
   });
   upstreamUrl = await listen(upstream);
   plain = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest' });
-  inspected = await startTestProxy({ UPSTREAM_URL: upstreamUrl, GUARDIAN_URL: guardian.url, ROLE: 'server', NON_A2A: 'forward', REST_BASE_PATHS: '/,/a2a/rest', INSPECT_RESPONSES: 'true' });
+  inspected = await startTestProxy({
+    UPSTREAM_URL: upstreamUrl,
+    GUARDIAN_URL: guardian.url,
+    ROLE: 'server',
+    NON_A2A: 'forward',
+    REST_BASE_PATHS: '/,/a2a/rest',
+    INSPECT_RESPONSES: 'true',
+  });
 });
 
 afterAll(async () => {
@@ -97,24 +104,35 @@ function post(p: Proxy, body: unknown, path = '/a2a/jsonrpc', headers: Record<st
       settled = true;
       resolve(o);
     };
-    const req = http.request(`${p.url}${path}`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': data.length, ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      const finish = (error?: string) => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let json: unknown;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        done({ status: res.statusCode ?? 0, headers: res.headers, text, json, complete: error === undefined && res.complete, ...(error === undefined ? {} : { error }) });
-      };
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => finish());
-      res.on('error', (e) => finish(e.message));
-      res.on('aborted', () => finish('aborted'));
-      res.on('close', () => finish(res.complete ? undefined : 'closed early'));
-    });
+    const req = http.request(
+      `${p.url}${path}`,
+      { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': data.length, ...headers } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        const finish = (error?: string) => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json: unknown;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = undefined;
+          }
+          done({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            text,
+            json,
+            complete: error === undefined && res.complete,
+            ...(error === undefined ? {} : { error }),
+          });
+        };
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => finish());
+        res.on('error', (e) => finish(e.message));
+        res.on('aborted', () => finish('aborted'));
+        res.on('close', () => finish(res.complete ? undefined : 'closed early'));
+      },
+    );
     req.on('error', (e) => done({ status: 0, headers: {}, text: '', json: undefined, complete: false, error: e.message }));
     req.end(data);
   });
@@ -134,7 +152,8 @@ const ssePrelude = (res: http.ServerResponse) => {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   res.flushHeaders();
 };
-const sseEvent = (id: unknown, n: number) => `data: ${JSON.stringify({ jsonrpc: '2.0', id, result: { kind: 'status-update', taskId: 't', contextId: 'c', final: false, status: { state: 'working' }, metadata: { n } } })}\n\n`;
+const sseEvent = (id: unknown, n: number) =>
+  `data: ${JSON.stringify({ jsonrpc: '2.0', id, result: { kind: 'status-update', taskId: 't', contextId: 'c', final: false, status: { state: 'working' }, metadata: { n } } })}\n\n`;
 
 /* ------------------------------------------------------------------------------------------ */
 
@@ -159,7 +178,16 @@ describe('upstream resets the connection before answering: -31502, no retry', ()
     ['message/send', msg('rst-1', 'hi'), {}],
     ['message/stream', msg('rst-1', 'hi', 'message/stream'), { accept: 'text/event-stream' }],
     ['tasks/cancel', { jsonrpc: '2.0', id: 'rst-1', method: 'tasks/cancel', params: { id: 'task-1' } }, {}],
-    ['tasks/pushNotificationConfig/set', { jsonrpc: '2.0', id: 'rst-1', method: 'tasks/pushNotificationConfig/set', params: { taskId: 't', pushNotificationConfig: { url: 'https://hooks.example/x' } } }, {}],
+    [
+      'tasks/pushNotificationConfig/set',
+      {
+        jsonrpc: '2.0',
+        id: 'rst-1',
+        method: 'tasks/pushNotificationConfig/set',
+        params: { taskId: 't', pushNotificationConfig: { url: 'https://hooks.example/x' } },
+      },
+      {},
+    ],
     ['tasks/get', { jsonrpc: '2.0', id: 'rst-1', method: 'tasks/get', params: { id: 'task-1' } }, {}],
   ])('%s', async (method, body, headers) => {
     handler = (req) => req.socket.destroy();
@@ -172,7 +200,9 @@ describe('upstream resets the connection before answering: -31502, no retry', ()
 
   test('REST: HTTP 502 UNAVAILABLE, no retry', async () => {
     handler = (req) => req.socket.destroy();
-    const o = await post(plain, { message: { messageId: 'r', role: 'ROLE_USER', parts: [{ text: 'hi' }] } }, '/a2a/rest/message:send', { 'a2a-version': '1.0' });
+    const o = await post(plain, { message: { messageId: 'r', role: 'ROLE_USER', parts: [{ text: 'hi' }] } }, '/a2a/rest/message:send', {
+      'a2a-version': '1.0',
+    });
     expect(o.status).toBe(502);
     expect(o.json).toMatchObject({ error: { code: 502, status: 'UNAVAILABLE', details: [{ reason: 'UPSTREAM_UNAVAILABLE' }] } });
     expect(posts).toHaveLength(1);
@@ -180,11 +210,13 @@ describe('upstream resets the connection before answering: -31502, no retry', ()
 });
 
 describe('upstream resets mid-response', () => {
-  const halfAnswer = (framing: 'length' | 'chunked'): Handler => (req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json', ...(framing === 'length' ? { 'content-length': 1000 } : {}) });
-    res.write('{"jsonrpc":"2.0","id":"mid","result":{"kind":"message","parts":[{"kind":"text","text":"half');
-    setTimeout(() => req.socket.destroy(), 50);
-  };
+  const halfAnswer =
+    (framing: 'length' | 'chunked'): Handler =>
+    (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', ...(framing === 'length' ? { 'content-length': 1000 } : {}) });
+      res.write('{"jsonrpc":"2.0","id":"mid","result":{"kind":"message","parts":[{"kind":"text","text":"half');
+      setTimeout(() => req.socket.destroy(), 50);
+    };
 
   test.each(['length', 'chunked'] as const)('plain relay (%s framing): the caller sees a failed response, never a complete one; no retry', async (framing) => {
     handler = halfAnswer(framing);
@@ -248,7 +280,12 @@ describe('a slow upstream is waited for (blocking calls hold the request), not c
       res.once('close', () => clearTimeout(t));
     };
     const o = await post(plain, msg('slow', 'take your time'));
-    expect({ status: o.status, complete: o.complete, id: o.json?.id, error: o.json?.error }).toEqual({ status: 200, complete: true, id: 'slow', error: undefined });
+    expect({ status: o.status, complete: o.complete, id: o.json?.id, error: o.json?.error }).toEqual({
+      status: 200,
+      complete: true,
+      id: 'slow',
+      error: undefined,
+    });
     expect(posts).toHaveLength(1);
   }, 20_000);
 
@@ -261,7 +298,10 @@ describe('a slow upstream is waited for (blocking calls hold the request), not c
       res.once('close', () => clearTimeout(t));
     };
     const o = await post(plain, msg(44, 'slow stream', 'message/stream'), '/a2a/jsonrpc', { accept: 'text/event-stream' });
-    expect(events(o).map((e) => [e.event ?? 'message', e.json?.result?.metadata?.n])).toEqual([['message', 1], ['message', 2]]);
+    expect(events(o).map((e) => [e.event ?? 'message', e.json?.result?.metadata?.n])).toEqual([
+      ['message', 1],
+      ['message', 2],
+    ]);
     expect(posts).toHaveLength(1);
   }, 20_000);
 });

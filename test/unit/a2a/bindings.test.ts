@@ -13,14 +13,17 @@ const { jsonrpc, rest, grpc } = CODECS;
 describe('errorAnswer: "task not found" is the SDK agent\'s own answer on each binding and version', () => {
   const err = taskNotFound('t-1');
   const info = { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_FOUND', domain: 'a2a-protocol.org' };
-  test('JSON-RPC v1.0: -32001 with A2A\'s ErrorInfo only', () => {
+  test("JSON-RPC v1.0: -32001 with A2A's ErrorInfo only", () => {
     const a = jsonrpc.errorAnswer(err, 7, { v03: false, errorAsEvent: false });
     expect(a.status).toBe(200);
     expect(JSON.parse(a.body)).toEqual({ jsonrpc: '2.0', id: 7, error: { code: -32001, message: 'Task not found: t-1', data: [info] } });
   });
   test('JSON-RPC v0.3: -32001 without data; tasks/resubscribe as an SSE error event', () => {
-    expect(JSON.parse(jsonrpc.errorAnswer(err, 'a', { v03: true, errorAsEvent: false }).body))
-      .toEqual({ jsonrpc: '2.0', id: 'a', error: { code: -32001, message: 'Task not found: t-1' } });
+    expect(JSON.parse(jsonrpc.errorAnswer(err, 'a', { v03: true, errorAsEvent: false }).body)).toEqual({
+      jsonrpc: '2.0',
+      id: 'a',
+      error: { code: -32001, message: 'Task not found: t-1' },
+    });
     const sse = jsonrpc.errorAnswer(err, 'a3', { v03: true, errorAsEvent: true });
     expect(sse.status).toBe(200);
     expect(sse.headers['content-type']).toBe('text/event-stream');
@@ -48,7 +51,7 @@ describe('errorAnswer: "task not found" is the SDK agent\'s own answer on each b
     const infos = status.details.filter((d) => d.typeUrl.endsWith('google.rpc.ErrorInfo')).map((d) => sdkGrpcErrors.decodeErrorInfo(Buffer.from(d.value)));
     expect(infos.map((i) => [i.reason, i.domain])).toEqual([['TASK_NOT_FOUND', 'a2a-protocol.org']]);
   });
-  test('the proxy\'s own errors keep their ErrorInfo whatever the shape', () => {
+  test("the proxy's own errors keep their ErrorInfo whatever the shape", () => {
     const denied = proxyError('denied', 'no');
     for (const shape of [undefined, { v03: true, errorAsEvent: true }]) {
       const body = JSON.parse(jsonrpc.errorAnswer(denied, 1, shape).body);
@@ -62,7 +65,7 @@ describe('errorAnswer: "task not found" is the SDK agent\'s own answer on each b
 
 describe('answers <-> the response-hook payload', () => {
   const task = { id: 't', contextId: 'c', status: { state: 'completed' } };
-  test('JSON-RPC: the answer is the payload; approved text is the payload\'s own serialization', () => {
+  test("JSON-RPC: the answer is the payload; approved text is the payload's own serialization", () => {
     const answer = { jsonrpc: '2.0', id: 3, result: task };
     expect(jsonrpc.toPayload(3, answer, true)).toBe(answer);
     expect(jsonrpc.toPayload(3, [answer], true)).toBeUndefined();
@@ -82,7 +85,7 @@ describe('answers <-> the response-hook payload', () => {
     expect(rest.resultOf(task)).toBe(task);
     expect(rest.withResult(task, { y: 2 })).toEqual({ y: 2 });
   });
-  test('gRPC: a message is a result; the caller gets the payload\'s result', () => {
+  test("gRPC: a message is a result; the caller gets the payload's result", () => {
     expect(grpc.toPayload('g', task, true)).toEqual({ jsonrpc: '2.0', id: 'g', result: task });
     expect(grpc.toPayload('g', 'x', true)).toBeUndefined();
     expect(JSON.parse(grpc.fromPayload({ jsonrpc: '2.0', id: 'g', result: task }, task))).toEqual(task);

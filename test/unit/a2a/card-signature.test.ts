@@ -10,7 +10,9 @@ test('generated JSON values: the same canonical text as the reference, whatever 
   fc.assert(
     fc.property(fc.jsonValue(), (v) => {
       expect(canonicalJson(v)).toBe(reference(v));
-      const reordered = JSON.parse(JSON.stringify(v, (_k, x) => (x !== null && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).reverse()) : x)));
+      const reordered = JSON.parse(
+        JSON.stringify(v, (_k, x) => (x !== null && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).reverse()) : x)),
+      );
       expect(canonicalJson(reordered)).toBe(canonicalJson(v));
     }),
     { numRuns: 2000 },
@@ -25,7 +27,13 @@ test('RFC 8785 number and string forms; UTF-16 member order; a __proto__ member 
 });
 
 test('the payload of a card: signatures left out, empty members dropped (A2A v1.0 section 8.4)', () => {
-  const card = { name: 'A', description: '', signatures: [{ protected: 'p', signature: 's' }], capabilities: { streaming: false, extensions: [] }, skills: [{ id: 's', tags: [] }] };
+  const card = {
+    name: 'A',
+    description: '',
+    signatures: [{ protected: 'p', signature: 's' }],
+    capabilities: { streaming: false, extensions: [] },
+    skills: [{ id: 's', tags: [] }],
+  };
   expect(cardPayload(card)).toBe('{"capabilities":{"streaming":false},"name":"A","skills":[{"id":"s"}]}');
 });
 
@@ -34,7 +42,14 @@ test('malformed signature entries are problems, never exceptions', () => {
   const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const trust = new Map([['k', { key: publicKey, alg: 'ES256' }]]);
   const prot = Buffer.from(JSON.stringify({ alg: 'ES256', typ: 'JOSE', kid: 'k' })).toString('base64url');
-  const cases: unknown[] = [[{ protected: prot, signature: 'AA' }], [{ protected: prot, signature: '!!' }], [{ protected: 'e30', signature: 'x' }], [null, 7], [{ protected: '%%', signature: '' }], []];
+  const cases: unknown[] = [
+    [{ protected: prot, signature: 'AA' }],
+    [{ protected: prot, signature: '!!' }],
+    [{ protected: 'e30', signature: 'x' }],
+    [null, 7],
+    [{ protected: '%%', signature: '' }],
+    [],
+  ];
   for (const signatures of cases) expect(typeof cardSignatureProblem({ name: 'x', signatures }, trust)).toBe('string');
   const crit = Buffer.from(JSON.stringify({ alg: 'ES256', kid: 'k', crit: ['b64'], b64: false })).toString('base64url');
   expect(cardSignatureProblem({ name: 'x', signatures: [{ protected: crit, signature: 'AA' }] }, trust)).toContain('not accepted');

@@ -1,5 +1,18 @@
 import fc from 'fast-check';
-import { agentAddress, cardIn, cardUrls, getJson, hostBoundCacheControl, identityFromCard, isCardPath, rewriteCard, rewriteEndpoint, weakEtag, type CardJson, type RewriteOptions } from '../../../src/a2a/card';
+import {
+  agentAddress,
+  cardIn,
+  cardUrls,
+  getJson,
+  hostBoundCacheControl,
+  identityFromCard,
+  isCardPath,
+  rewriteCard,
+  rewriteEndpoint,
+  weakEtag,
+  type CardJson,
+  type RewriteOptions,
+} from '../../../src/a2a/card';
 
 const opts = (publicBase: string, upstreamBase: string, signatures: 'strip' | 'keep' = 'strip'): RewriteOptions => ({
   publicBase: new URL(publicBase),
@@ -68,7 +81,8 @@ describe('rewriteEndpoint', () => {
   });
 
   test.each(['127.0.0.1:50051', 'agent.internal:50051', 'localhost:50051', 'grpc://agent:50051', 'dns:///agent:443', '', 'not a url', '/relative/path'])(
-    'non-http(s) endpoint %p -> undefined', (raw) => {
+    'non-http(s) endpoint %p -> undefined',
+    (raw) => {
       expect(rewriteEndpoint(raw, opts('https://proxy.example', 'http://agent:4000'))).toBeUndefined();
     },
   );
@@ -81,19 +95,30 @@ describe('rewriteEndpoint', () => {
 describe('rewriteCard', () => {
   test('v0.3 card: url and additionalInterfaces', () => {
     const card: CardJson = {
-      name: 'v03', url: 'http://agent:4000/a2a/jsonrpc', version: '1',
-      additionalInterfaces: [{ url: 'http://agent:4000/a2a/jsonrpc', transport: 'JSONRPC' }, { url: 'http://agent:4000/a2a/rest', transport: 'HTTP+JSON' }],
+      name: 'v03',
+      url: 'http://agent:4000/a2a/jsonrpc',
+      version: '1',
+      additionalInterfaces: [
+        { url: 'http://agent:4000/a2a/jsonrpc', transport: 'JSONRPC' },
+        { url: 'http://agent:4000/a2a/rest', transport: 'HTTP+JSON' },
+      ],
     };
     const out = rewriteCard(card, opts('https://proxy.example', 'http://agent:4000'));
     expect(out).toEqual({
-      name: 'v03', url: 'https://proxy.example/a2a/jsonrpc', version: '1',
-      additionalInterfaces: [{ url: 'https://proxy.example/a2a/jsonrpc', transport: 'JSONRPC' }, { url: 'https://proxy.example/a2a/rest', transport: 'HTTP+JSON' }],
+      name: 'v03',
+      url: 'https://proxy.example/a2a/jsonrpc',
+      version: '1',
+      additionalInterfaces: [
+        { url: 'https://proxy.example/a2a/jsonrpc', transport: 'JSONRPC' },
+        { url: 'https://proxy.example/a2a/rest', transport: 'HTTP+JSON' },
+      ],
     });
   });
 
   test('v1.0 card: supportedInterfaces, gRPC removed, other fields untouched', () => {
     const card: CardJson = {
-      name: 'v1', version: '2',
+      name: 'v1',
+      version: '2',
       supportedInterfaces: [
         { url: 'http://agent:4000/base/a2a/jsonrpc', protocolBinding: 'JSONRPC', tenant: 't', protocolVersion: '1.0' },
         { url: 'agent:50051', protocolBinding: 'GRPC', tenant: '', protocolVersion: '1.0' },
@@ -180,27 +205,32 @@ describe('rewriteCard', () => {
   test('endpoint members in any spelling a decoder reads: each leaves once, rewritten, in one spelling', () => {
     const spell = (name: string, how: number): string => {
       const snake = name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-      return [name, snake, name.toUpperCase(), snake.toUpperCase(), name[0]!.toUpperCase() + name.slice(1), snake.replace(/_/g, '-'), name.replace('r', 'R')][how % 7] as string;
+      return [name, snake, name.toUpperCase(), snake.toUpperCase(), name[0]!.toUpperCase() + name.slice(1), snake.replace(/_/g, '-'), name.replace('r', 'R')][
+        how % 7
+      ] as string;
     };
-    fc.assert(fc.property(fc.nat(6), fc.nat(6), fc.nat(6), fc.nat(6), fc.boolean(), (a, b, c, d, both) => {
-      const iface = { [spell('url', c)]: 'http://a:1/a2a/jsonrpc', [spell('protocolBinding', d)]: 'JSONRPC', [spell('protocolVersion', d)]: '1.0' };
-      const card: CardJson = {
-        name: 'n',
-        [spell('supportedInterfaces', a)]: [iface],
-        [spell('additionalInterfaces', b)]: [{ [spell('url', a)]: 'http://a:1/a2a/rest', [spell('transport', b)]: 'HTTP+JSON' }],
-        [spell('url', b)]: 'http://a:1/a2a/jsonrpc',
-        [spell('preferredTransport', c)]: 'JSONRPC',
-        ...(both ? { supportedInterfaces: [{ url: 'http://a:1/own', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }] } : {}),
-      };
-      const out = rewriteCard(card, opts('http://p', 'http://a:1'));
-      const text = JSON.stringify(out);
-      expect(text).not.toContain('http://a:1');
-      expect(Object.keys(out).sort()).toEqual(['additionalInterfaces', 'name', 'preferredTransport', 'supportedInterfaces', 'url']);
-      const s0 = (out.supportedInterfaces as CardJson[])[0] as CardJson;
-      expect(Object.keys(s0).sort()).toEqual(['protocolBinding', 'protocolVersion', 'url']);
-      expect(s0.url).toBe(both ? 'http://p/own' : 'http://p/a2a/jsonrpc');
-      expect((out.additionalInterfaces as CardJson[])[0]).toEqual({ url: 'http://p/a2a/rest', transport: 'HTTP+JSON' });
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.nat(6), fc.nat(6), fc.nat(6), fc.nat(6), fc.boolean(), (a, b, c, d, both) => {
+        const iface = { [spell('url', c)]: 'http://a:1/a2a/jsonrpc', [spell('protocolBinding', d)]: 'JSONRPC', [spell('protocolVersion', d)]: '1.0' };
+        const card: CardJson = {
+          name: 'n',
+          [spell('supportedInterfaces', a)]: [iface],
+          [spell('additionalInterfaces', b)]: [{ [spell('url', a)]: 'http://a:1/a2a/rest', [spell('transport', b)]: 'HTTP+JSON' }],
+          [spell('url', b)]: 'http://a:1/a2a/jsonrpc',
+          [spell('preferredTransport', c)]: 'JSONRPC',
+          ...(both ? { supportedInterfaces: [{ url: 'http://a:1/own', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }] } : {}),
+        };
+        const out = rewriteCard(card, opts('http://p', 'http://a:1'));
+        const text = JSON.stringify(out);
+        expect(text).not.toContain('http://a:1');
+        expect(Object.keys(out).sort()).toEqual(['additionalInterfaces', 'name', 'preferredTransport', 'supportedInterfaces', 'url']);
+        const s0 = (out.supportedInterfaces as CardJson[])[0] as CardJson;
+        expect(Object.keys(s0).sort()).toEqual(['protocolBinding', 'protocolVersion', 'url']);
+        expect(s0.url).toBe(both ? 'http://p/own' : 'http://p/a2a/jsonrpc');
+        expect((out.additionalInterfaces as CardJson[])[0]).toEqual({ url: 'http://p/a2a/rest', transport: 'HTTP+JSON' });
+      }),
+      { numRuns: 500 },
+    );
   });
 });
 
@@ -210,18 +240,27 @@ describe('identityFromCard', () => {
   });
 
   test('v0.3 card: url, provider.organization', () => {
-    expect(identityFromCard({
-      name: 'Planner', url: 'http://planner/a2a', version: '0.9', description: 'plans', provider: { organization: 'Acme', url: 'https://acme' },
-      supportedInterfaces: [{ url: 'http://other/x' }],
-    })).toEqual({ name: 'Planner', url: 'http://planner/a2a', version: '0.9', description: 'plans', providerName: 'Acme', providerUrl: 'https://acme' });
+    expect(
+      identityFromCard({
+        name: 'Planner',
+        url: 'http://planner/a2a',
+        version: '0.9',
+        description: 'plans',
+        provider: { organization: 'Acme', url: 'https://acme' },
+        supportedInterfaces: [{ url: 'http://other/x' }],
+      }),
+    ).toEqual({ name: 'Planner', url: 'http://planner/a2a', version: '0.9', description: 'plans', providerName: 'Acme', providerUrl: 'https://acme' });
   });
 
   test('v1.0 card: url from the first supportedInterfaces entry that has one', () => {
-    expect(identityFromCard({
-      name: 'Booker', version: '2.1.0',
-      supportedInterfaces: [{ protocolBinding: 'GRPC' }, { url: 'http://booker/rpc', protocolBinding: 'JSONRPC' }, { url: 'http://booker/rest' }],
-      provider: { organization: 'Travel Co', url: 'https://travel.example' },
-    })).toEqual({ name: 'Booker', url: 'http://booker/rpc', version: '2.1.0', providerName: 'Travel Co', providerUrl: 'https://travel.example' });
+    expect(
+      identityFromCard({
+        name: 'Booker',
+        version: '2.1.0',
+        supportedInterfaces: [{ protocolBinding: 'GRPC' }, { url: 'http://booker/rpc', protocolBinding: 'JSONRPC' }, { url: 'http://booker/rest' }],
+        provider: { organization: 'Travel Co', url: 'https://travel.example' },
+      }),
+    ).toEqual({ name: 'Booker', url: 'http://booker/rpc', version: '2.1.0', providerName: 'Travel Co', providerUrl: 'https://travel.example' });
   });
 
   test('empty strings and wrong types are treated as absent', () => {
@@ -281,7 +320,7 @@ describe('hostBoundCacheControl (a card rewritten from the request Host)', () =>
     ['no-store', 'private, no-store'],
     ['max-age=abc', 'private, no-cache'],
     [undefined, 'private, no-cache'],
-  ] as const)('%j -> %s: never for a shared cache, the agent\'s freshness kept', (agent, expected) => {
+  ] as const)("%j -> %s: never for a shared cache, the agent's freshness kept", (agent, expected) => {
     expect(hostBoundCacheControl(agent as string | string[] | undefined)).toBe(expected);
   });
 });
@@ -294,7 +333,10 @@ describe('getJson: which redirects are followed', () => {
       asked.push(u.href);
       return asked.length === 1 ? { status: 302, location: to, text: '' } : { status: 200, location: undefined, text: '{"name":"card"}' };
     };
-    const outcome = await getJson(new URL(from), 1000, once).then((r) => JSON.stringify(r.body), (e: Error) => `refused: ${e.message}`);
+    const outcome = await getJson(new URL(from), 1000, once).then(
+      (r) => JSON.stringify(r.body),
+      (e: Error) => `refused: ${e.message}`,
+    );
     return { asked, outcome };
   }
   test.each([

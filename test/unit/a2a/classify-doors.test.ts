@@ -21,7 +21,8 @@ const get = (path: string, headers: Record<string, string> = V1, opts = A2A_OPTI
 
 describe('request targets', () => {
   test.each(['/a2a/rest/v1/message:send#x', '/a2a/rest/message:send#', '/a2a/rest/t/message:send#frag', '/a2a\\rest/message:send', '/a2a/rest\\message:send'])(
-    '%p is refused (-31400, REST form)', (path) => {
+    '%p is refused (-31400, REST form)',
+    (path) => {
       for (const opts of BOTH) expectRefusal(post(path, send, V1, opts), 'rejected', 'rest');
     },
   );
@@ -31,8 +32,11 @@ describe('request targets', () => {
   });
 
   test.each([
-    ['POST', '/a2a/rest/message:send;x=1'], ['GET', '/a2a/rest/tasks/abc;v=1'], ['POST', '/a2a/rest/tasks;x/abc:cancel'],
-    ['GET', '/a2a/rest/tasks/abc%3Bv=1'], ['GET', '/static/app.js;v=2'],
+    ['POST', '/a2a/rest/message:send;x=1'],
+    ['GET', '/a2a/rest/tasks/abc;v=1'],
+    ['POST', '/a2a/rest/tasks;x/abc:cancel'],
+    ['GET', '/a2a/rest/tasks/abc%3Bv=1'],
+    ['GET', '/static/app.js;v=2'],
   ])('matrix parameters (%s %p) are refused: routers disagree on them', (verb, path) => {
     for (const opts of BOTH) {
       const c = verb === 'POST' ? post(path, path.includes('message') ? send : {}, V1, opts) : get(path, V1, opts);
@@ -81,15 +85,18 @@ describe('the examples of the bypass class', () => {
 
   // Regression: under NON_A2A=forward a JSON-RPC-shaped body with an unknown method carried the custom-verb door
   // through the JSON-RPC branch, which forwarded it to the REST path unjudged (the SDK then read or deleted the config).
-  test.each([['GET', '/a2a/rest/tasks/abc:cancel'], ['DELETE', '/a2a/rest/tasks/t/pushNotificationConfigs/cfg:cancel'], ['GET', '/tasks/abc'], ['OPTIONS', '/a2a/rest/v1/tasks/x:subscribe']])(
-    'NON_A2A=forward: %s %s with an unknown JSON-RPC method in the body is refused, not forwarded', (verb, path) => {
-      const body = Buffer.from('{"jsonrpc":"2.0","id":4,"method":"custom/x"}');
-      for (const opts of BOTH) {
-        const c = classify({ verb, path, headers: { ...V1, 'content-type': 'application/json' }, body }, opts);
-        expect(expectRefusal(c, 'methodNotFound', 'jsonrpc').id).toBe(4);
-      }
-    },
-  );
+  test.each([
+    ['GET', '/a2a/rest/tasks/abc:cancel'],
+    ['DELETE', '/a2a/rest/tasks/t/pushNotificationConfigs/cfg:cancel'],
+    ['GET', '/tasks/abc'],
+    ['OPTIONS', '/a2a/rest/v1/tasks/x:subscribe'],
+  ])('NON_A2A=forward: %s %s with an unknown JSON-RPC method in the body is refused, not forwarded', (verb, path) => {
+    const body = Buffer.from('{"jsonrpc":"2.0","id":4,"method":"custom/x"}');
+    for (const opts of BOTH) {
+      const c = classify({ verb, path, headers: { ...V1, 'content-type': 'application/json' }, body }, opts);
+      expect(expectRefusal(c, 'methodNotFound', 'jsonrpc').id).toBe(4);
+    }
+  });
 
   test('Connection: a2a-version (the header that chose the route table would vanish upstream) is refused', () => {
     for (const opts of BOTH) {
@@ -103,7 +110,11 @@ describe('the examples of the bypass class', () => {
   test.each(CLASSIFYING_HEADERS)('Connection naming %p is refused on any request', (h) => {
     for (const opts of BOTH) {
       expectRefusal(get('/a2a/rest/tasks/abc', { ...V1, connection: h }, opts), 'rejected', 'rest');
-      expectRefusal(post('/a2a/jsonrpc', { jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x' } }, { connection: `close, ${h.toUpperCase()}` }, opts), 'rejected', 'jsonrpc');
+      expectRefusal(
+        post('/a2a/jsonrpc', { jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x' } }, { connection: `close, ${h.toUpperCase()}` }, opts),
+        'rejected',
+        'jsonrpc',
+      );
       expectRefusal(get('/healthz', { connection: h }, opts), 'rejected', 'rest');
     }
   });
@@ -115,7 +126,8 @@ describe('the examples of the bypass class', () => {
   });
 
   test.each(CLASSIFYING_HEADERS.filter((h) => h.includes('-')).map((h) => h.replace(/-/g, '_')))(
-    'the underscore spelling %p (the same header to CGI-style servers) is refused', (h) => {
+    'the underscore spelling %p (the same header to CGI-style servers) is refused',
+    (h) => {
       for (const opts of BOTH) {
         expectRefusal(get('/a2a/rest/tasks/abc', { ...V1, [h]: '0.3' }, opts), 'rejected', 'rest');
         expectRefusal(get('/healthz', { [h]: 'x' }, opts), 'rejected', 'rest');
@@ -131,7 +143,10 @@ describe('the examples of the bypass class', () => {
     expect(c.request.params).toEqual({ ...send, tenant: 'restricted' });
     expect(c.rest?.match.tenant).toBe('restricted');
     // The same tenant in body and path is one meaning.
-    expect(expectA2a(post('/a2a/rest/restricted/message:send', { ...send, tenant: 'restricted' }, V1), 'message/send', 'rest').request.params).toEqual({ ...send, tenant: 'restricted' });
+    expect(expectA2a(post('/a2a/rest/restricted/message:send', { ...send, tenant: 'restricted' }, V1), 'message/send', 'rest').request.params).toEqual({
+      ...send,
+      tenant: 'restricted',
+    });
   });
 
   test('charset=utf-7 ("+AG0-essage/send" is message/send to the agent) is refused, whatever the path or option', () => {
@@ -210,9 +225,14 @@ describe('REST queries', () => {
 });
 
 describe('agent card paths as lenient routers see them', () => {
-  test.each(['/.well-known/agent-card.json', '/.well-known/Agent-Card.json', '/.WELL-KNOWN/AGENT-CARD.JSON', '/.well-known/agent-card.json/', '/x/.well-known/agent.json', '/.well-known/agent-card.json;v=1'])(
-    '%p is the card', (p) => expect(isCardPath(p)).toBe(true),
-  );
+  test.each([
+    '/.well-known/agent-card.json',
+    '/.well-known/Agent-Card.json',
+    '/.WELL-KNOWN/AGENT-CARD.JSON',
+    '/.well-known/agent-card.json/',
+    '/x/.well-known/agent.json',
+    '/.well-known/agent-card.json;v=1',
+  ])('%p is the card', (p) => expect(isCardPath(p)).toBe(true));
   test.each(['/.well-known/agent-card.jsonx', '/well-known/agent-card.json'])('%p is not', (p) => expect(isCardPath(p)).toBe(false));
 
   test('classification serves every case spelling on the canonical path; a matrix parameter is refused', () => {

@@ -18,7 +18,7 @@ function refusedId(body: string, headers: IncomingHttpHeaders = V1, path = '/a2a
   return c.id;
 }
 
-describe('JSON-RPC refusals carry the caller\'s id', () => {
+describe("JSON-RPC refusals carry the caller's id", () => {
   const deep = `${'['.repeat(MAX_JSON_DEPTH + 1)}${']'.repeat(MAX_JSON_DEPTH + 1)}`;
   const many = `[${'0,'.repeat(MAX_JSON_VALUES)}0]`;
   test.each<[string, string, IncomingHttpHeaders, string]>([
@@ -57,7 +57,11 @@ describe('JSON-RPC refusals carry the caller\'s id', () => {
   });
 
   test('a REST refusal has no id to carry', () => {
-    const c = expectRefusal(classify({ verb: 'POST', path: '/a2a/rest/message:send?x=1', headers: V1, body: Buffer.from('{"message":{}}') }, A2A_OPTIONS), 'rejected', 'rest');
+    const c = expectRefusal(
+      classify({ verb: 'POST', path: '/a2a/rest/message:send?x=1', headers: V1, body: Buffer.from('{"message":{}}') }, A2A_OPTIONS),
+      'rejected',
+      'rest',
+    );
     expect(c.error.message).toMatch(/query parameter x is not accepted/);
   });
 });

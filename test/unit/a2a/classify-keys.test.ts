@@ -9,6 +9,9 @@ describe('fieldKey: the ASCII shortcut folds as the Unicode fold does', () => {
       fc.stringMatching(/^[A-Za-z0-9]{0,12}$/),
       fc.string({ unit: 'binary' }),
     );
-    fc.assert(fc.property(key, (k) => expect(fieldKey(k)).toBe(reference(k))), { numRuns: 20_000 });
+    fc.assert(
+      fc.property(key, (k) => expect(fieldKey(k)).toBe(reference(k))),
+      { numRuns: 20_000 },
+    );
   });
 });

@@ -8,9 +8,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { classify, type ClassifyOptions, type Classified, type HttpRequestFacts } from '../../../src/a2a/classify';
 import { endpointsFromCard, NO_ENDPOINTS } from '../../../src/a2a/endpoints';
 import { jsonRpcErrorObject } from '../../../src/core/errors';
-import {
-  A2A_OPTIONS, FORWARD_OPTIONS, classifyOptions, expectA2a, expectForwarded, expectRefusal,
-} from '../../helpers/classify';
+import { A2A_OPTIONS, FORWARD_OPTIONS, classifyOptions, expectA2a, expectForwarded, expectRefusal } from '../../helpers/classify';
 
 const JSON_CT: IncomingHttpHeaders = { 'content-type': 'application/json' };
 /** Every listed prefix and the escape hatch at once: still nothing A2A-looking may pass unjudged. */
@@ -31,17 +29,27 @@ const rpc = (method: unknown, id: unknown = 1, params: unknown = { id: 't-1' }) 
 
 describe('A2A JSON-RPC calls', () => {
   test.each([
-    ['message/send', 'message/send'], ['SendMessage', 'message/send'],
-    ['message/stream', 'message/stream'], ['SendStreamingMessage', 'message/stream'],
-    ['tasks/get', 'tasks/get'], ['GetTask', 'tasks/get'],
+    ['message/send', 'message/send'],
+    ['SendMessage', 'message/send'],
+    ['message/stream', 'message/stream'],
+    ['SendStreamingMessage', 'message/stream'],
+    ['tasks/get', 'tasks/get'],
+    ['GetTask', 'tasks/get'],
     ['ListTasks', 'tasks/list'],
-    ['tasks/cancel', 'tasks/cancel'], ['CancelTask', 'tasks/cancel'],
-    ['tasks/resubscribe', 'tasks/resubscribe'], ['SubscribeToTask', 'tasks/resubscribe'],
-    ['tasks/pushNotificationConfig/set', 'tasks/pushNotificationConfig/set'], ['CreateTaskPushNotificationConfig', 'tasks/pushNotificationConfig/set'],
-    ['tasks/pushNotificationConfig/get', 'tasks/pushNotificationConfig/get'], ['GetTaskPushNotificationConfig', 'tasks/pushNotificationConfig/get'],
-    ['tasks/pushNotificationConfig/list', 'tasks/pushNotificationConfig/list'], ['ListTaskPushNotificationConfigs', 'tasks/pushNotificationConfig/list'],
-    ['tasks/pushNotificationConfig/delete', 'tasks/pushNotificationConfig/delete'], ['DeleteTaskPushNotificationConfig', 'tasks/pushNotificationConfig/delete'],
-    ['agent/getAuthenticatedExtendedCard', 'agent/getAuthenticatedExtendedCard'], ['GetExtendedAgentCard', 'agent/getAuthenticatedExtendedCard'],
+    ['tasks/cancel', 'tasks/cancel'],
+    ['CancelTask', 'tasks/cancel'],
+    ['tasks/resubscribe', 'tasks/resubscribe'],
+    ['SubscribeToTask', 'tasks/resubscribe'],
+    ['tasks/pushNotificationConfig/set', 'tasks/pushNotificationConfig/set'],
+    ['CreateTaskPushNotificationConfig', 'tasks/pushNotificationConfig/set'],
+    ['tasks/pushNotificationConfig/get', 'tasks/pushNotificationConfig/get'],
+    ['GetTaskPushNotificationConfig', 'tasks/pushNotificationConfig/get'],
+    ['tasks/pushNotificationConfig/list', 'tasks/pushNotificationConfig/list'],
+    ['ListTaskPushNotificationConfigs', 'tasks/pushNotificationConfig/list'],
+    ['tasks/pushNotificationConfig/delete', 'tasks/pushNotificationConfig/delete'],
+    ['DeleteTaskPushNotificationConfig', 'tasks/pushNotificationConfig/delete'],
+    ['agent/getAuthenticatedExtendedCard', 'agent/getAuthenticatedExtendedCard'],
+    ['GetExtendedAgentCard', 'agent/getAuthenticatedExtendedCard'],
   ])('%p -> %p', (method, aos) => {
     const c = expectA2a(run(req(rpc(method, 7))), aos);
     expect(c.id).toBe(7);
@@ -51,9 +59,17 @@ describe('A2A JSON-RPC calls', () => {
   });
 
   test.each([
-    ['/', '/'], ['/a2a/jsonrpc', '/a2a/jsonrpc'], ['/a2a/jsonrpc/', '/a2a/jsonrpc/'], ['/A2A/JSONRPC', '/A2A/JSONRPC'],
-    ['/.well-known/agent-card.json', '/.well-known/agent-card.json'], ['/healthz', '/healthz'], ['/static/x.png', '/static/x.png'], ['/x?', '/x'],
-    ['/a2a/rest', '/a2a/rest'], ['/a2a/rest/message:send/extra', '/a2a/rest/message:send/extra'], ['/caf%C3%A9', '/caf%C3%A9'],
+    ['/', '/'],
+    ['/a2a/jsonrpc', '/a2a/jsonrpc'],
+    ['/a2a/jsonrpc/', '/a2a/jsonrpc/'],
+    ['/A2A/JSONRPC', '/A2A/JSONRPC'],
+    ['/.well-known/agent-card.json', '/.well-known/agent-card.json'],
+    ['/healthz', '/healthz'],
+    ['/static/x.png', '/static/x.png'],
+    ['/x?', '/x'],
+    ['/a2a/rest', '/a2a/rest'],
+    ['/a2a/rest/message:send/extra', '/a2a/rest/message:send/extra'],
+    ['/caf%C3%A9', '/caf%C3%A9'],
   ])('is judged on any path: %p (forwarded to the canonical %p)', (path, target) => {
     for (const opts of [A2A_OPTIONS, OPEN_OPTIONS]) {
       const c = expectA2a(run(req(rpc('message/send'), { path }), opts), 'message/send');
@@ -61,20 +77,37 @@ describe('A2A JSON-RPC calls', () => {
     }
   });
 
-  test.each(['/a2a/jsonrpc?x=1', '/a2a/jsonrpc?access_token=t', '/a2a/jsonrpc?tenant=a', '/a2a/jsonrpc?A2A-Version=1.0&x', '/a2a/jsonrpc?=', '/caf%C3%A9?q=a%20b'])(
-    'query parameters are refused: the agent would get them unjudged (%p)', (path) => {
-      for (const opts of [A2A_OPTIONS, OPEN_OPTIONS]) {
-        const c = run(req(rpc('message/send'), { path }), opts);
-        expect(c.kind === 'reject' ? c.error.kind : c.kind).toBe('invalidRequest');
-      }
-    });
+  test.each([
+    '/a2a/jsonrpc?x=1',
+    '/a2a/jsonrpc?access_token=t',
+    '/a2a/jsonrpc?tenant=a',
+    '/a2a/jsonrpc?A2A-Version=1.0&x',
+    '/a2a/jsonrpc?=',
+    '/caf%C3%A9?q=a%20b',
+  ])('query parameters are refused: the agent would get them unjudged (%p)', (path) => {
+    for (const opts of [A2A_OPTIONS, OPEN_OPTIONS]) {
+      const c = run(req(rpc('message/send'), { path }), opts);
+      expect(c.kind === 'reject' ? c.error.kind : c.kind).toBe('invalidRequest');
+    }
+  });
 
-  test('the one query accepted is exactly the one the agent\'s card publishes for its JSON-RPC endpoint (the agent\'s value, forwarded)', () => {
-    const opts = { ...A2A_OPTIONS, endpoints: endpointsFromCard({ url: 'https://agent.example/a2a/jsonrpc?code=a%2Bb&x=1', preferredTransport: 'JSONRPC' }, '') };
+  test("the one query accepted is exactly the one the agent's card publishes for its JSON-RPC endpoint (the agent's value, forwarded)", () => {
+    const opts = {
+      ...A2A_OPTIONS,
+      endpoints: endpointsFromCard({ url: 'https://agent.example/a2a/jsonrpc?code=a%2Bb&x=1', preferredTransport: 'JSONRPC' }, ''),
+    };
     expect(opts.endpoints.jsonrpcQueries).toEqual(['?code=a%2Bb&x=1']);
     expect(expectA2a(run(req(rpc('message/send'), { path: '/a2a/jsonrpc?code=a%2Bb&x=1' }), opts), 'message/send').target).toBe('/a2a/jsonrpc?code=a%2Bb&x=1');
-    expect(expectA2a(run(req(rpc('message/send'), { path: '/a2a/jsonrpc?code=a%2bb&x=1&A2A-Version=1.0' }), opts), 'message/send').target).toBe('/a2a/jsonrpc?code=a%2Bb&x=1');
-    for (const path of ['/a2a/jsonrpc?code=other&x=1', '/a2a/jsonrpc?code=a%2Bb', '/a2a/jsonrpc?code=a%2Bb&x=1&y=2', '/a2a/jsonrpc?x=1&code=a%2Bb', '/a2a/jsonrpc?code=a%2Bb&x=1&x=1']) {
+    expect(expectA2a(run(req(rpc('message/send'), { path: '/a2a/jsonrpc?code=a%2bb&x=1&A2A-Version=1.0' }), opts), 'message/send').target).toBe(
+      '/a2a/jsonrpc?code=a%2Bb&x=1',
+    );
+    for (const path of [
+      '/a2a/jsonrpc?code=other&x=1',
+      '/a2a/jsonrpc?code=a%2Bb',
+      '/a2a/jsonrpc?code=a%2Bb&x=1&y=2',
+      '/a2a/jsonrpc?x=1&code=a%2Bb',
+      '/a2a/jsonrpc?code=a%2Bb&x=1&x=1',
+    ]) {
       const c = run(req(rpc('message/send'), { path }), opts);
       expect([path, c.kind === 'reject' ? c.error.kind : c.kind]).toEqual([path, 'invalidRequest']);
     }
@@ -102,7 +135,8 @@ describe('A2A JSON-RPC calls', () => {
   });
 
   test('the observed SDK v1.0 request', () => {
-    const body = '{"jsonrpc":"2.0","method":"SendMessage","params":{"message":{"messageId":"e2cf22fc","role":"ROLE_USER","parts":[{"text":"hello"}]},"configuration":{}},"id":1}';
+    const body =
+      '{"jsonrpc":"2.0","method":"SendMessage","params":{"message":{"messageId":"e2cf22fc","role":"ROLE_USER","parts":[{"text":"hello"}]},"configuration":{}},"id":1}';
     const c = expectA2a(run(req(body, { headers: { ...JSON_CT, 'a2a-version': '1.0' } })), 'message/send');
     expect(c.id).toBe(1);
     expect(c.version).toBe('1.0');
@@ -114,7 +148,10 @@ describe('A2A JSON-RPC calls', () => {
   });
 
   test('what the guardian sees (and the agent gets) is the whole request: members beside the four are carried, in order', () => {
-    const c = expectA2a(run(req(JSON.stringify({ context: { userId: 'u1' }, jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x' }, extra: { hidden: true } }))), 'tasks/get');
+    const c = expectA2a(
+      run(req(JSON.stringify({ context: { userId: 'u1' }, jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x' }, extra: { hidden: true } }))),
+      'tasks/get',
+    );
     expect(c.request).toEqual({ context: { userId: 'u1' }, jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x' }, extra: { hidden: true } });
     expect(Object.keys(c.request)).toEqual(['context', 'jsonrpc', 'id', 'method', 'params', 'extra']);
   });
@@ -127,7 +164,7 @@ describe('A2A JSON-RPC calls', () => {
     ['a response member in another case', '"Error":null', /carries no Error member/],
     ['__proto__', '"__proto__":{"context":{"userId":"admin"}}', /__proto__ is not accepted/],
     ['two names in a carried member that a decoder reads as one', '"context":{"userId":"a","user_id":"b"}', /Ambiguous member names in context \(user_id\)/],
-  ])('a top-level member that cannot be carried as it is (%s) is refused by name, with the caller\'s id', (_n, member, why) => {
+  ])("a top-level member that cannot be carried as it is (%s) is refused by name, with the caller's id", (_n, member, why) => {
     const body = `{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"x"},${member}}`;
     for (const opts of [A2A_OPTIONS, OPEN_OPTIONS]) {
       const r = expectRefusal(run(req(body), opts), 'rejected', 'jsonrpc');
@@ -136,7 +173,7 @@ describe('A2A JSON-RPC calls', () => {
     }
   });
 
-  test('a query on a JSON-RPC call is refused naming the parameter (VoltAgent\'s ?context=)', () => {
+  test("a query on a JSON-RPC call is refused naming the parameter (VoltAgent's ?context=)", () => {
     const r = expectRefusal(run(req(rpc('GetTask'), { path: '/a2a/jsonrpc?context=%7B%7D&a2a-version=1.0' })), 'invalidRequest', 'jsonrpc');
     expect(r.error.message).toMatch(/take no query parameters \(context\)/);
     expect(r.id).toBe(1);
@@ -145,14 +182,20 @@ describe('A2A JSON-RPC calls', () => {
   test('jsonrpc member absent or wrong: refused as the SDK refuses it (v0.3: -32600, v1.0: -32602), never forwarded unjudged', () => {
     for (const opts of [A2A_OPTIONS, OPEN_OPTIONS]) {
       expect(expectRefusal(run(req(JSON.stringify({ id: 1, method: 'message/send', params: {} })), opts), 'invalidRequest', 'jsonrpc').id).toBe(1);
-      expect(expectRefusal(run(req(JSON.stringify({ jsonrpc: '1.0', id: 2, method: 'SendMessage', params: {} })), opts), 'invalidRequest', 'jsonrpc').id).toBe(2);
+      expect(expectRefusal(run(req(JSON.stringify({ jsonrpc: '1.0', id: 2, method: 'SendMessage', params: {} })), opts), 'invalidRequest', 'jsonrpc').id).toBe(
+        2,
+      );
       const v1 = req(JSON.stringify({ jsonrpc: '1.0', id: 3, method: 'SendMessage', params: {} }), { headers: { ...JSON_CT, 'a2a-version': '1.0' } });
       expect(expectRefusal(run(v1, opts), 'invalidParams', 'jsonrpc').id).toBe(3);
     }
   });
 
   test.each([
-    ['absent', undefined], ['an array', [1]], ['a string', 'x'], ['null', null], ['an object with an empty member name', { '': 1 }],
+    ['absent', undefined],
+    ['an array', [1]],
+    ['a string', 'x'],
+    ['null', null],
+    ['an object with an empty member name', { '': 1 }],
   ])('params %s -> invalid params (-32602) as the SDK answers, id kept', (_n, params) => {
     const body = JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tasks/get', ...(params === undefined ? {} : { params }) });
     expect(expectRefusal(run(req(body)), 'invalidParams', 'jsonrpc').id).toBe(4);
@@ -219,7 +262,13 @@ describe('refusals', () => {
 
   test.each([
     ['one call', [{ jsonrpc: '2.0', id: 1, method: 'message/send', params: {} }]],
-    ['two calls', [{ jsonrpc: '2.0', id: 1, method: 'tasks/get' }, { jsonrpc: '2.0', id: 2, method: 'message/send' }]],
+    [
+      'two calls',
+      [
+        { jsonrpc: '2.0', id: 1, method: 'tasks/get' },
+        { jsonrpc: '2.0', id: 2, method: 'message/send' },
+      ],
+    ],
     ['non-A2A objects', [{ jsonrpc: '2.0', id: 1, method: 'custom/thing' }]],
     ['mixed', [1, { method: 'message/send' }]],
     ['nested', [[{ method: 'message/send' }]]],
@@ -262,7 +311,11 @@ describe('refusals', () => {
   });
 
   test.each([
-    ['number', 5], ['null', null], ['object', { x: 'message/send' }], ['array', ['message/send']], ['boolean', true],
+    ['number', 5],
+    ['null', null],
+    ['object', { x: 'message/send' }],
+    ['array', ['message/send']],
+    ['boolean', true],
   ])('method that is not a string (%s) -> invalid request (-32600), id kept', (_n, method) => {
     for (const opts of [A2A_OPTIONS, OPEN_OPTIONS]) {
       expect(expectRefusal(run(req(rpc(method, 3)), opts), 'invalidRequest', 'jsonrpc').id).toBe(3);
@@ -270,7 +323,8 @@ describe('refusals', () => {
   });
 
   test.each(['Message/Send', ' message/send', 'message/send ', 'SENDMESSAGE', 'sendmessage', 'Tasks/Cancel', 'send_streaming_message'])(
-    'near-miss method %p -> method not found (-32601), never forwarded, even where unknown methods are', (m) => {
+    'near-miss method %p -> method not found (-32601), never forwarded, even where unknown methods are',
+    (m) => {
       for (const opts of [A2A_OPTIONS, OPEN_OPTIONS]) {
         expect(expectRefusal(run(req(rpc(m, 'q')), opts), 'methodNotFound', 'jsonrpc').id).toBe('q');
         expect(expectRefusal(run(req(rpc(m, 'q'), { path: '/webhook' }), opts), 'methodNotFound', 'jsonrpc').id).toBe('q');
@@ -304,15 +358,19 @@ describe('content type and charset (the agent parses only what its body parser a
   });
 
   test.each(['text/plain', 'application/octet-stream', 'application/x-www-form-urlencoded', 'image/png', 'application/jsonx', 'application/a2a+jsonx'])(
-    'A2A JSON-RPC body with content-type %p -> content type not supported (-32005) with the caller\'s id, never forwarded', (ct) => {
+    "A2A JSON-RPC body with content-type %p -> content type not supported (-32005) with the caller's id, never forwarded",
+    (ct) => {
       for (const opts of [A2A_OPTIONS, OPEN_OPTIONS]) {
-        expect(expectRefusal(run(req(rpc('tasks/cancel', 'c-1'), { headers: { 'content-type': ct } }), opts), 'contentTypeNotSupported', 'jsonrpc').id).toBe('c-1');
+        expect(expectRefusal(run(req(rpc('tasks/cancel', 'c-1'), { headers: { 'content-type': ct } }), opts), 'contentTypeNotSupported', 'jsonrpc').id).toBe(
+          'c-1',
+        );
       }
     },
   );
 
   test.each(['application/a2a+json', 'application/a2a+json; charset=utf-8', 'Application/A2A+JSON', 'application/a2a+json;charset="UTF-8"'])(
-    'A2A JSON-RPC body with content-type %p is A2A (the A2A media type, which the Python SDK\'s server reads)', (ct) => {
+    "A2A JSON-RPC body with content-type %p is A2A (the A2A media type, which the Python SDK's server reads)",
+    (ct) => {
       for (const method of ['tasks/cancel', 'CancelTask']) expectA2a(run(req(rpc(method), { headers: { 'content-type': ct } })), 'tasks/cancel');
     },
   );
@@ -325,27 +383,40 @@ describe('content type and charset (the agent parses only what its body parser a
     expectRefusal(run(req(rpc('GetTask'), { headers: {} })), 'contentTypeNotSupported', 'jsonrpc');
   });
 
-  test('-32005 carries A2A\'s own CONTENT_TYPE_NOT_SUPPORTED ErrorInfo too', () => {
+  test("-32005 carries A2A's own CONTENT_TYPE_NOT_SUPPORTED ErrorInfo too", () => {
     const c = expectRefusal(run(req(rpc('GetTask'), { headers: { 'content-type': 'text/plain' } })), 'contentTypeNotSupported', 'jsonrpc');
     expect(c.error.message).toMatch(/text\/plain/);
   });
 
-  test.each(['application/json; charset=utf-8', 'application/json;charset=UTF-8', 'application/json; charset="utf8"', 'APPLICATION/JSON', 'application/json ; foo=bar'])(
-    'UTF-8 JSON (%p) is A2A', (ct) => {
-      expectA2a(run(req(rpc('tasks/cancel'), { headers: { 'content-type': ct } })), 'tasks/cancel');
-    },
-  );
+  test.each([
+    'application/json; charset=utf-8',
+    'application/json;charset=UTF-8',
+    'application/json; charset="utf8"',
+    'APPLICATION/JSON',
+    'application/json ; foo=bar',
+  ])('UTF-8 JSON (%p) is A2A', (ct) => {
+    expectA2a(run(req(rpc('tasks/cancel'), { headers: { 'content-type': ct } })), 'tasks/cancel');
+  });
 
   // Issue 10: the agent's body parser decodes UTF-7 ("+AG0-essage/send" is message/send); the guardian would see other text.
-  test.each(['application/json; charset=utf-7', 'application/json; charset=UTF-16', 'application/json; charset=iso-8859-1', 'application/json; charset=utf-8; charset=utf-7', 'application/json; Charset = "utf-7"', 'text/plain; charset=utf-7', 'application/json; charset='])(
-    'charset other than UTF-8 (%p) -> refused (-31400), under every option', (ct) => {
-      for (const method of ['+AG0-essage/send', 'message/send', 'custom/x']) {
-        for (const [opts, path] of [[A2A_OPTIONS, '/a2a/jsonrpc'], [OPEN_OPTIONS, '/webhook']] as const) {
-          expectRefusal(run(req(rpc(method), { path, headers: { 'content-type': ct } }), opts), 'rejected');
-        }
+  test.each([
+    'application/json; charset=utf-7',
+    'application/json; charset=UTF-16',
+    'application/json; charset=iso-8859-1',
+    'application/json; charset=utf-8; charset=utf-7',
+    'application/json; Charset = "utf-7"',
+    'text/plain; charset=utf-7',
+    'application/json; charset=',
+  ])('charset other than UTF-8 (%p) -> refused (-31400), under every option', (ct) => {
+    for (const method of ['+AG0-essage/send', 'message/send', 'custom/x']) {
+      for (const [opts, path] of [
+        [A2A_OPTIONS, '/a2a/jsonrpc'],
+        [OPEN_OPTIONS, '/webhook'],
+      ] as const) {
+        expectRefusal(run(req(rpc(method), { path, headers: { 'content-type': ct } }), opts), 'rejected');
       }
-    },
-  );
+    }
+  });
 
   // Regression: invalid UTF-8 used to be refused only when the content-type looked textual; with any other
   // content-type the bytes went out without a guardian decision, yet lenient upstream decoders (Node
@@ -356,7 +427,10 @@ describe('content type and charset (the agent parses only what its body parser a
     body[body.indexOf('#')] = 0xff;
     expect(JSON.parse(body.toString('utf8')).method).toBe('message/send'); // what a lenient upstream sees
     // At the agent's JSON-RPC endpoint the media type is refused first, as the SDK does (-32005); elsewhere a parse error.
-    for (const [opts, path, kind] of [[A2A_OPTIONS, '/a2a/jsonrpc', 'contentTypeNotSupported'], [OPEN_OPTIONS, '/webhook', 'parseError']] as const) {
+    for (const [opts, path, kind] of [
+      [A2A_OPTIONS, '/a2a/jsonrpc', 'contentTypeNotSupported'],
+      [OPEN_OPTIONS, '/webhook', 'parseError'],
+    ] as const) {
       expectRefusal(run(req(body, { path, headers: { 'content-type': 'application/octet-stream' } }), opts), kind);
     }
   });
@@ -371,7 +445,10 @@ describe('content type and charset (the agent parses only what its body parser a
     ['UTF-16LE with BOM', (s: string) => Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(s, 'utf16le')])],
   ])('an A2A call encoded as %s is refused as a parse error (-32700), never forwarded', (_n, encode) => {
     for (const ct of [JSON_CT, {}, { 'content-type': 'image/png' }]) {
-      for (const [opts, path] of [[A2A_OPTIONS, '/a2a/jsonrpc'], [OPEN_OPTIONS, '/webhook']] as const) {
+      for (const [opts, path] of [
+        [A2A_OPTIONS, '/a2a/jsonrpc'],
+        [OPEN_OPTIONS, '/webhook'],
+      ] as const) {
         // A media type the SDK's JSON-RPC endpoint refuses is answered -32005 there, before any parsing.
         const kind = path === '/a2a/jsonrpc' && 'content-type' in ct && ct['content-type'] === 'image/png' ? 'contentTypeNotSupported' : 'parseError';
         expectRefusal(run(req(encode(rpc('message/send')), { path, headers: ct }), opts), kind);
@@ -441,14 +518,18 @@ describe('not A2A: refused by default', () => {
     expectRefusal(run(req(null, { path: '/.well-known/agent-card.json', headers: {} })), 'notFound', 'rest');
   });
 
-  test.each([['GET', '/healthz'], ['GET', '/'], ['DELETE', '/admin/users/1'], ['PUT', '/a2a/rest/anything'], ['GET', '/a2a/rest']])(
-    '%s %s -> not found (REST 404); forwarded only with NON_A2A=forward or a listed prefix', (verb, path) => {
-      expectRefusal(run(req(null, { verb, path, headers: {} })), 'notFound', 'rest');
-      const f = expectForwarded(run(req(null, { verb, path, headers: {} }), FORWARD_OPTIONS), 'non-a2a');
-      expect(f.target).toBe(path);
-      expect(f.body).toBeNull();
-    },
-  );
+  test.each([
+    ['GET', '/healthz'],
+    ['GET', '/'],
+    ['DELETE', '/admin/users/1'],
+    ['PUT', '/a2a/rest/anything'],
+    ['GET', '/a2a/rest'],
+  ])('%s %s -> not found (REST 404); forwarded only with NON_A2A=forward or a listed prefix', (verb, path) => {
+    expectRefusal(run(req(null, { verb, path, headers: {} })), 'notFound', 'rest');
+    const f = expectForwarded(run(req(null, { verb, path, headers: {} }), FORWARD_OPTIONS), 'non-a2a');
+    expect(f.target).toBe(path);
+    expect(f.body).toBeNull();
+  });
 
   test('unknown JSON-RPC method -> method not found (-32601), id kept; forwarded canonically with NON_A2A=forward or under a listed prefix', () => {
     expect(expectRefusal(run(req(rpc('custom/doStuff', 2))), 'methodNotFound', 'jsonrpc').id).toBe(2);
@@ -477,7 +558,7 @@ describe('not A2A: refused by default', () => {
     ['JSON null', 'null', 'null', 'parseError'],
     ['array of scalars', '[1, "message/send", null]', '[1,"message/send",null]', 'invalidRequest'],
     ['empty array', '[]', '[]', 'invalidRequest'],
-  ] as const)('%s -> refused as the SDK\'s strict body parser does, anywhere; with NON_A2A=forward: forwarded, canonical body', (_n, raw, canon, kind) => {
+  ] as const)("%s -> refused as the SDK's strict body parser does, anywhere; with NON_A2A=forward: forwarded, canonical body", (_n, raw, canon, kind) => {
     expectRefusal(run(req(raw)), kind, 'jsonrpc');
     expectRefusal(run(req(raw, { path: '/webhook' })), kind, 'jsonrpc');
     const c = expectForwarded(run(req(raw, { path: '/webhook' }), FORWARD_OPTIONS), 'non-a2a');
@@ -493,7 +574,9 @@ describe('not A2A: refused by default', () => {
     expectRefusal(run(req(body, { headers: { 'content-type': ct } })), 'contentTypeNotSupported', 'jsonrpc');
     expectRefusal(run(req(body, { path: '/upload', headers: { 'content-type': ct } })), 'notFound', 'rest');
     expect(expectForwarded(run(req(body, { path: '/upload', headers: { 'content-type': ct } }), FORWARD_OPTIONS), 'non-a2a').body).toBe(body);
-    expect(expectForwarded(run(req(body, { path: '/upload', headers: { 'content-type': ct } }), classifyOptions({ passthrough: [['upload']] })), 'passthrough').body).toBe(body);
+    expect(
+      expectForwarded(run(req(body, { path: '/upload', headers: { 'content-type': ct } }), classifyOptions({ passthrough: [['upload']] })), 'passthrough').body,
+    ).toBe(body);
   });
 
   test('binary body with a binary content type: refused; forwarded byte for byte under a listed prefix', () => {
@@ -520,7 +603,7 @@ describe('PASSTHROUGH_PATHS', () => {
     expectRefusal(run(req(null, { verb: 'GET', path: '/static/v21/app.js', headers: {} }), opts), 'notFound', 'rest');
   });
 
-  test('a listed prefix never opens the agent\'s A2A endpoints, nor anything a router could read as an A2A route', () => {
+  test("a listed prefix never opens the agent's A2A endpoints, nor anything a router could read as an A2A route", () => {
     expectRefusal(run(req(null, { verb: 'GET', path: '/a2a/rest/tasks/x/unknown', headers: { 'a2a-version': '1.0' } }), opts), 'notFound', 'rest');
     expectRefusal(run(req('hello', { path: '/a2a/jsonrpc', headers: { 'content-type': 'text/plain' } }), opts), 'contentTypeNotSupported', 'jsonrpc');
     expectRefusal(run(req(null, { verb: 'GET', path: '/admin/tasks/abc', headers: {} }), opts), 'notFound', 'rest');
@@ -530,8 +613,14 @@ describe('PASSTHROUGH_PATHS', () => {
   });
 
   test('paths naming an A2A gRPC method (gRPC-Web, Connect, Twirp) are refused under every prefix and NON_A2A, in any body', () => {
-    const paths = ['/admin/lf.a2a.v1.A2AService/SendMessage', '/lf.a2a.v1.A2AService/SendMessage', '/a2a/a2a.v1.A2AService/GetTask',
-      '/twirp/LF.A2A.V1.A2ASERVICE/GETTASK', '/admin/A2AService/TaskSubscription', '/a2a.v1.A2AService/GetAgentCard'];
+    const paths = [
+      '/admin/lf.a2a.v1.A2AService/SendMessage',
+      '/lf.a2a.v1.A2AService/SendMessage',
+      '/a2a/a2a.v1.A2AService/GetTask',
+      '/twirp/LF.A2A.V1.A2ASERVICE/GETTASK',
+      '/admin/A2AService/TaskSubscription',
+      '/a2a.v1.A2AService/GetAgentCard',
+    ];
     const bodies: Array<[string | null, IncomingHttpHeaders]> = [
       ['{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}', { 'content-type': 'application/json', 'connect-protocol-version': '1' }],
       [null, { 'content-type': 'application/grpc-web+proto' }],
@@ -624,7 +713,9 @@ describe('robustness', () => {
     const body = `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
     for (const opts of [A2A_OPTIONS, OPEN_OPTIONS]) {
       let c: Classified | undefined;
-      expect(() => { c = run(req(body, { path: '/webhook' }), opts); }).not.toThrow();
+      expect(() => {
+        c = run(req(body, { path: '/webhook' }), opts);
+      }).not.toThrow();
       expect(c?.kind).toBe('reject');
     }
   });

@@ -6,7 +6,7 @@ import { endpointsFromCard, NO_ENDPOINTS, withRestBases } from '../../../src/a2a
 import { sdkCard, sdkCardV1 } from '../../helpers/classify';
 
 describe('endpointsFromCard', () => {
-  test('the SDK agent\'s hybrid card (v0.3 url/additionalInterfaces plus v1 supportedInterfaces): one REST base, one JSON-RPC endpoint', () => {
+  test("the SDK agent's hybrid card (v0.3 url/additionalInterfaces plus v1 supportedInterfaces): one REST base, one JSON-RPC endpoint", () => {
     expect(endpointsFromCard(sdkCard(), '')).toEqual({ rest: [['a2a', 'rest']], jsonrpc: [['a2a', 'jsonrpc']] });
   });
 
@@ -15,7 +15,13 @@ describe('endpointsFromCard', () => {
   });
 
   test('a pure v0.3 card: url defaults to JSON-RPC, additionalInterfaces carry their transport', () => {
-    const card = { url: 'https://agent.example/rpc', additionalInterfaces: [{ url: 'https://agent.example/api/v2', transport: 'HTTP+JSON' }, { url: 'agent.example:50051', transport: 'GRPC' }] };
+    const card = {
+      url: 'https://agent.example/rpc',
+      additionalInterfaces: [
+        { url: 'https://agent.example/api/v2', transport: 'HTTP+JSON' },
+        { url: 'agent.example:50051', transport: 'GRPC' },
+      ],
+    };
     expect(endpointsFromCard(card, '')).toEqual({ rest: [['api', 'v2']], jsonrpc: [['rpc']] });
     expect(endpointsFromCard({ url: 'https://agent.example/api', preferredTransport: 'HTTP+JSON' }, '')).toEqual({ rest: [['api']], jsonrpc: [] });
   });
@@ -68,7 +74,7 @@ describe('endpointsFromCard', () => {
 describe('withRestBases (REST_BASE_PATHS)', () => {
   const fromCard = endpointsFromCard(sdkCard(), '');
 
-  test('configured bases replace the card\'s; JSON-RPC endpoints stay', () => {
+  test("configured bases replace the card's; JSON-RPC endpoints stay", () => {
     expect(withRestBases(fromCard, [['api'], ['v2', 'rest']])).toEqual({ rest: [['api'], ['v2', 'rest']], jsonrpc: [['a2a', 'jsonrpc']] });
   });
 

@@ -42,15 +42,18 @@ const value = fc.letrec((tie) => ({
 const limits = fc.record({ depth: fc.integer({ min: 1, max: 6 }), values: fc.integer({ min: 1, max: 40 }), objectMembers: fc.integer({ min: 1, max: 6 }) });
 
 test('the scan refuses exactly the bodies whose parsed shape crosses a bound, at once or a slice at a time', () => {
-  fc.assert(fc.property(value, limits, fc.integer({ min: 1, max: 16 }), (v, l, slice) => {
-    const text = JSON.stringify(v);
-    const b = Buffer.from(text, 'utf8');
-    const whole = jsonTooComplex(b, l);
-    expect(whole === undefined).toBe(within(v, l));
-    expect(sliced(b, l, slice) === undefined).toBe(whole === undefined);
-    // The quick check never passes a body the scan refuses.
-    if (surelyWithinBounds(text, b.length, l)) expect(whole).toBeUndefined();
-  }), { numRuns: 2000 });
+  fc.assert(
+    fc.property(value, limits, fc.integer({ min: 1, max: 16 }), (v, l, slice) => {
+      const text = JSON.stringify(v);
+      const b = Buffer.from(text, 'utf8');
+      const whole = jsonTooComplex(b, l);
+      expect(whole === undefined).toBe(within(v, l));
+      expect(sliced(b, l, slice) === undefined).toBe(whole === undefined);
+      // The quick check never passes a body the scan refuses.
+      if (surelyWithinBounds(text, b.length, l)) expect(whole).toBeUndefined();
+    }),
+    { numRuns: 2000 },
+  );
 });
 
 test('the member bound is per object: many narrow objects pass where one wide object is refused', () => {

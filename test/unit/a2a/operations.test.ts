@@ -38,7 +38,11 @@ describe('operation table', () => {
   });
 
   test('only message/stream and tasks/resubscribe stream', () => {
-    expect(OPERATIONS.filter((o) => o.streaming).map((o) => o.aosMethod).sort()).toEqual(['message/stream', 'tasks/resubscribe']);
+    expect(
+      OPERATIONS.filter((o) => o.streaming)
+        .map((o) => o.aosMethod)
+        .sort(),
+    ).toEqual(['message/stream', 'tasks/resubscribe']);
   });
 
   test('only the extended-card operation returns a card', () => {
@@ -79,14 +83,26 @@ describe('operation table', () => {
 
 describe('exact method lookup', () => {
   test.each([
-    'Message/Send', ' message/send', 'message/send ', 'SENDMESSAGE', 'sendmessage', 'send_message', 'message.send',
-    'Tasks/Get', 'gettask', 'CANCELTASK', 'tasks/Cancel', 'tasks/pushnotificationconfig/set', 'subscribe-to-task',
+    'Message/Send',
+    ' message/send',
+    'message/send ',
+    'SENDMESSAGE',
+    'sendmessage',
+    'send_message',
+    'message.send',
+    'Tasks/Get',
+    'gettask',
+    'CANCELTASK',
+    'tasks/Cancel',
+    'tasks/pushnotificationconfig/set',
+    'subscribe-to-task',
   ])('%p is not an exact A2A method', (m) => {
     expect(operationForMethod(m)).toBeUndefined();
   });
 
   test.each(['', 'message', 'message/sendx', 'tasks/list/all', 'ping', 'constructor', '__proto__', 'toString', 'hasOwnProperty'])(
-    '%p is no operation at all', (m) => {
+    '%p is no operation at all',
+    (m) => {
       expect(operationForMethod(m)).toBeUndefined();
       expect(operationForLooseMethod(m)).toBeUndefined();
     },

@@ -31,12 +31,37 @@ const options = fc.constantFrom(...OPTION_SETS);
 
 const verb = fc.constantFrom('POST', 'GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD');
 const headerName = fc.oneof(
-  fc.constantFrom('content-type', 'content-encoding', 'a2a-version', 'x-http-method-override', 'x-aos-reasoning', 'accept', 'x-http-method', 'connection', 'a2a_version', 'content_type'),
+  fc.constantFrom(
+    'content-type',
+    'content-encoding',
+    'a2a-version',
+    'x-http-method-override',
+    'x-aos-reasoning',
+    'accept',
+    'x-http-method',
+    'connection',
+    'a2a_version',
+    'content_type',
+  ),
   fc.stringMatching(/^[a-z][a-z0-9_-]{0,15}$/),
 );
 const headerValue = fc.oneof(
-  fc.constantFrom('application/json', 'application/json; charset=utf-8', 'application/json; charset=utf-7', 'application/a2a+json', 'text/plain',
-    'application/octet-stream', 'image/png', '', 'POST', '1.0', '0.3', 'keep-alive', 'a2a-version', 'close, content-type'),
+  fc.constantFrom(
+    'application/json',
+    'application/json; charset=utf-8',
+    'application/json; charset=utf-7',
+    'application/a2a+json',
+    'text/plain',
+    'application/octet-stream',
+    'image/png',
+    '',
+    'POST',
+    '1.0',
+    '0.3',
+    'keep-alive',
+    'a2a-version',
+    'close, content-type',
+  ),
   fc.string({ maxLength: 20 }),
 );
 const headers = fc.dictionary(headerName, headerValue, { maxKeys: 4 }) as fc.Arbitrary<IncomingHttpHeaders>;
@@ -71,9 +96,25 @@ const bodyBytes: fc.Arbitrary<Buffer | null> = fc.oneof(
 
 const pathArb = fc.oneof(
   fc.string({ maxLength: 30 }).map((p) => `/${p}`),
-  fc.constantFrom('/', '/a2a/jsonrpc', '/a2a/rest/message:send', '/a2a/rest/v1/message:stream', '/a2a/rest/t1/tasks/abc:cancel', '/a2a/rest/v1/tasks/x:subscribe',
-    '/a2a/rest/tasks', '/a2a/rest/tasks/1/pushNotificationConfigs/2', '/a2a/rest/v1/card', '/a2a/rest/extendedAgentCard', '/message:send', '/a%2Fb/tasks/x',
-    '/tasks/%E0%A4%A', '/.well-known/agent-card.json', '/admin/users?x=1', '/static/v2/app.js', '/a2a/rest/tasks/t/pushNotificationConfigs/c:cancel'),
+  fc.constantFrom(
+    '/',
+    '/a2a/jsonrpc',
+    '/a2a/rest/message:send',
+    '/a2a/rest/v1/message:stream',
+    '/a2a/rest/t1/tasks/abc:cancel',
+    '/a2a/rest/v1/tasks/x:subscribe',
+    '/a2a/rest/tasks',
+    '/a2a/rest/tasks/1/pushNotificationConfigs/2',
+    '/a2a/rest/v1/card',
+    '/a2a/rest/extendedAgentCard',
+    '/message:send',
+    '/a%2Fb/tasks/x',
+    '/tasks/%E0%A4%A',
+    '/.well-known/agent-card.json',
+    '/admin/users?x=1',
+    '/static/v2/app.js',
+    '/a2a/rest/tasks/t/pushNotificationConfigs/c:cancel',
+  ),
 );
 
 function headerText(h: IncomingHttpHeaders, name: string): string {
@@ -156,7 +197,9 @@ describe('classify properties', () => {
     fc.assert(
       fc.property(verb, pathArb, headers, bodyBytes, options, (v, path, h, body, opts) => {
         let c: Classified | undefined;
-        expect(() => { c = classify({ verb: v, path, headers: h, body }, opts); }).not.toThrow();
+        expect(() => {
+          c = classify({ verb: v, path, headers: h, body }, opts);
+        }).not.toThrow();
         checkInvariants(c!, v, h, body, opts);
       }),
       { numRuns: 600 },
@@ -175,9 +218,23 @@ describe('classify properties', () => {
   test('every strict-JSON A2A call POSTed without override headers is judged, or refused, whatever the path, content type and options', () => {
     const op = fc.constantFrom(...OPERATIONS);
     const id = fc.oneof(fc.string({ maxLength: 10 }), fc.integer(), fc.constant(null));
-    const ct = fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/octet-stream', 'application/a2a+json', undefined);
+    const ct = fc.constantFrom(
+      'application/json',
+      'application/json; charset=utf-8',
+      'text/plain',
+      'application/octet-stream',
+      'application/a2a+json',
+      undefined,
+    );
     fc.assert(
-      fc.property(op, fc.boolean(), id, fc.jsonValue({ maxDepth: 3 }), fc.string({ maxLength: 20 }), ct, options,
+      fc.property(
+        op,
+        fc.boolean(),
+        id,
+        fc.jsonValue({ maxDepth: 3 }),
+        fc.string({ maxLength: 20 }),
+        ct,
+        options,
         (o, useV1, rid, params, path, contentType, opts) => {
           const method = useV1 || o.v03Method === null ? o.v1Method : o.v03Method;
           const request = { jsonrpc: '2.0', id: rid, method, params };
@@ -197,7 +254,8 @@ describe('classify properties', () => {
             expect(c.id).toBe(rid);
             expect(c.request).toEqual(JSON.parse(JSON.stringify(request)));
           }
-        }),
+        },
+      ),
       { numRuns: 400 },
     );
   });
@@ -217,17 +275,25 @@ describe('classify properties', () => {
 
 /** Every byte of the UTF-8 form percent-encoded, in upper or lower case hex. */
 const encodeAll = (s: string, lower: boolean): string =>
-  [...Buffer.from(s, 'utf8')].map((b) => `%${b.toString(16).padStart(2, '0')}`).map((e) => (lower ? e : e.toUpperCase())).join('');
+  [...Buffer.from(s, 'utf8')]
+    .map((b) => `%${b.toString(16).padStart(2, '0')}`)
+    .map((e) => (lower ? e : e.toUpperCase()))
+    .join('');
 
 /** How a client might write one segment: canonically, with encodeURIComponent, every byte encoded, or letters in another case. */
 const spelling = fc.constantFrom('canonical', 'uri', 'all', 'allLower', 'upperCase');
 function spell(s: string, how: string): string {
   switch (how) {
-    case 'uri': return encodeURIComponent(s);
-    case 'all': return encodeAll(s, false);
-    case 'allLower': return encodeAll(s, true);
-    case 'upperCase': return encodeSegment(s.toUpperCase());
-    default: return encodeSegment(s);
+    case 'uri':
+      return encodeURIComponent(s);
+    case 'all':
+      return encodeAll(s, false);
+    case 'allLower':
+      return encodeAll(s, true);
+    case 'upperCase':
+      return encodeSegment(s.toUpperCase());
+    default:
+      return encodeSegment(s);
   }
 }
 
@@ -235,7 +301,9 @@ const ROUTE_WORDS = ['tasks', 'message:send', 'message:stream', 'pushNotificatio
 const idArb = fc.oneof(
   fc.stringMatching(/^[A-Za-z0-9._~-]{1,12}$/).filter((s) => s !== '.' && s !== '..'),
   fc.constantFrom(...ROUTE_WORDS, 'a:cancel', 'x:subscribe', 'abc:CANCEL', 'cfg:send', 'id:stream', 'v1:x', 't@x', '%', 'é', '日本', 'a b', "it's", '(x)', '*'),
-  fc.tuple(fc.stringMatching(/^[A-Za-z0-9]{1,6}$/), fc.constantFrom(':cancel', ':subscribe', ':send', ':stream', ':x', ':', '::cancel', ':Cancel')).map(([a, b]) => a + b),
+  fc
+    .tuple(fc.stringMatching(/^[A-Za-z0-9]{1,6}$/), fc.constantFrom(':cancel', ':subscribe', ':send', ':stream', ':x', ':', '::cancel', ':Cancel'))
+    .map(([a, b]) => a + b),
   fc.string({ minLength: 1, maxLength: 8, unit: 'grapheme' }),
 );
 
@@ -243,25 +311,47 @@ const idArb = fc.oneof(
 const routePath = fc.oneof(
   {
     weight: 4,
-    arbitrary: fc.tuple(fc.constantFrom(...OPERATIONS.flatMap((o) => [...o.restV1, ...o.restV03])), fc.array(idArb, { minLength: 3, maxLength: 3 }))
-      .map(([r, ids]) => ({ verb: r.verb as string, segs: r.path.split('/').filter((s) => s !== '').map((s) => s.replace(/\{\w+\}/, () => ids.shift() ?? 'x')) })),
+    arbitrary: fc
+      .tuple(fc.constantFrom(...OPERATIONS.flatMap((o) => [...o.restV1, ...o.restV03])), fc.array(idArb, { minLength: 3, maxLength: 3 }))
+      .map(([r, ids]) => ({
+        verb: r.verb as string,
+        segs: r.path
+          .split('/')
+          .filter((s) => s !== '')
+          .map((s) => s.replace(/\{\w+\}/, () => ids.shift() ?? 'x')),
+      })),
   },
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom('GET', 'POST', 'DELETE'), fc.array(fc.oneof(fc.constantFrom(...ROUTE_WORDS), idArb), { minLength: 1, maxLength: 5 })).map(([verb, segs]) => ({ verb, segs })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.constantFrom('GET', 'POST', 'DELETE'), fc.array(fc.oneof(fc.constantFrom(...ROUTE_WORDS), idArb), { minLength: 1, maxLength: 5 }))
+      .map(([verb, segs]) => ({ verb, segs })),
+  },
 );
 
 const queryArb = fc.array(
-  fc.tuple(fc.oneof(fc.constantFrom('historyLength', 'pageSize', 'contextId', 'tenant', 'includeArtifacts', 'status', 'pageToken', 'id', 'taskId', 'A2A-Version'), fc.stringMatching(/^[a-z]{1,6}$/)),
-    fc.oneof(fc.stringMatching(/^\d{1,4}$/), fc.constantFrom('true', 'false', '', 'v1', 't1', '1.0'), idArb)),
+  fc.tuple(
+    fc.oneof(
+      fc.constantFrom('historyLength', 'pageSize', 'contextId', 'tenant', 'includeArtifacts', 'status', 'pageToken', 'id', 'taskId', 'A2A-Version'),
+      fc.stringMatching(/^[a-z]{1,6}$/),
+    ),
+    fc.oneof(fc.stringMatching(/^\d{1,4}$/), fc.constantFrom('true', 'false', '', 'v1', 't1', '1.0'), idArb),
+  ),
   { maxLength: 3 },
 );
 
 const bodyArb = fc.option(
-  fc.record({
-    message: fc.option(fc.record({ messageId: fc.string({ maxLength: 5 }), parts: fc.constant([{ text: 'hi' }]) }), { nil: undefined }),
-    tenant: fc.option(fc.oneof(fc.constantFrom('v1', 't1', ''), idArb), { nil: undefined }),
-    url: fc.option(fc.constant('https://hooks.example/x'), { nil: undefined }),
-    metadata: fc.option(fc.dictionary(fc.stringMatching(/^[a-z]{1,4}$/), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 2 }), { nil: undefined }),
-  }, { requiredKeys: [] }).map((o) => JSON.parse(JSON.stringify(o)) as JsonObject),
+  fc
+    .record(
+      {
+        message: fc.option(fc.record({ messageId: fc.string({ maxLength: 5 }), parts: fc.constant([{ text: 'hi' }]) }), { nil: undefined }),
+        tenant: fc.option(fc.oneof(fc.constantFrom('v1', 't1', ''), idArb), { nil: undefined }),
+        url: fc.option(fc.constant('https://hooks.example/x'), { nil: undefined }),
+        metadata: fc.option(fc.dictionary(fc.stringMatching(/^[a-z]{1,4}$/), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 2 }), { nil: undefined }),
+      },
+      { requiredKeys: [] },
+    )
+    .map((o) => JSON.parse(JSON.stringify(o)) as JsonObject),
   { nil: undefined },
 );
 
@@ -288,7 +378,10 @@ describe('REST round trip', () => {
         const search = k.query.length === 0 ? '' : `?${k.query.map(([a, b]) => `${encodeURIComponent(a)}=${encodeURIComponent(b)}`).join('&')}`;
         const verbUsed = k.head && k.route.verb === 'GET' ? 'HEAD' : k.route.verb;
         const body = k.route.verb === 'POST' && k.body !== undefined ? Buffer.from(JSON.stringify(k.body)) : null;
-        const h: IncomingHttpHeaders = { ...(body === null ? {} : { 'content-type': 'application/json' }), ...(k.version === undefined ? {} : { 'a2a-version': k.version }) };
+        const h: IncomingHttpHeaders = {
+          ...(body === null ? {} : { 'content-type': 'application/json' }),
+          ...(k.version === undefined ? {} : { 'a2a-version': k.version }),
+        };
         const first = classify({ verb: verbUsed, path: path + search, headers: h, body }, A2A_OPTIONS);
         expect(['a2a', 'reject']).toContain(first.kind);
         if (first.kind !== 'a2a') return;
@@ -301,11 +394,18 @@ describe('REST round trip', () => {
         expect(rebuilt.verb).toBe(verbUsed === 'HEAD' ? 'HEAD' : first.rest?.match.route.verb);
         expect(rebuilt.version).toBe(first.version);
         expect(rebuilt.path.startsWith('/a2a/rest/')).toBe(true);
-        const again = classify({
-          verb: rebuilt.verb, path: rebuilt.path,
-          headers: { ...(rebuilt.body === null ? {} : { 'content-type': 'application/json' }), ...(rebuilt.version === undefined ? {} : { 'a2a-version': rebuilt.version }) },
-          body: rebuilt.body,
-        }, A2A_OPTIONS);
+        const again = classify(
+          {
+            verb: rebuilt.verb,
+            path: rebuilt.path,
+            headers: {
+              ...(rebuilt.body === null ? {} : { 'content-type': 'application/json' }),
+              ...(rebuilt.version === undefined ? {} : { 'a2a-version': rebuilt.version }),
+            },
+            body: rebuilt.body,
+          },
+          A2A_OPTIONS,
+        );
         if (again.kind !== 'a2a') throw new Error(`the rebuilt request was not the same call: ${JSON.stringify(again)}`);
         expect(again.op).toBe(first.op);
         expect(again.request.method).toBe(first.request.method);
@@ -355,8 +455,12 @@ const scenario: fc.Arbitrary<Scenario> = fc
     // How the modify's replacement relates to the original.
     replacement: fc.constantFrom('same', 'otherId', 'otherMethod', 'idTypeChanged', 'missing', 'noId'),
     newParams: fc.jsonValue({ maxDepth: 1 }),
-    failure: fc.option(fc.constantFrom('connect', 'timeout', 'http', 'json', 'rpcError', 'schema', 'id', 'breakerOpen', 'internal') as fc.Arbitrary<
-      'connect' | 'timeout' | 'http' | 'json' | 'rpcError' | 'schema' | 'id' | 'breakerOpen' | 'internal'>, { nil: undefined }),
+    failure: fc.option(
+      fc.constantFrom('connect', 'timeout', 'http', 'json', 'rpcError', 'schema', 'id', 'breakerOpen', 'internal') as fc.Arbitrary<
+        'connect' | 'timeout' | 'http' | 'json' | 'rpcError' | 'schema' | 'id' | 'breakerOpen' | 'internal'
+      >,
+      { nil: undefined },
+    ),
   })
   .map((s) => {
     const method = s.useV1 || s.op.v03Method === null ? s.op.v1Method : s.op.v03Method;

@@ -12,7 +12,12 @@ import { A2A_OPTIONS, classifyOptions, expectA2a, type A2ACall } from '../../hel
 const JSON_CT: IncomingHttpHeaders = { 'content-type': 'application/json' };
 const V1: IncomingHttpHeaders = { 'a2a-version': '1.0' };
 
-function a2a(r: Partial<Omit<HttpRequestFacts, 'body'>> & { body?: string | Buffer | null }, aos: string, binding: 'jsonrpc' | 'rest', opts = A2A_OPTIONS): A2ACall {
+function a2a(
+  r: Partial<Omit<HttpRequestFacts, 'body'>> & { body?: string | Buffer | null },
+  aos: string,
+  binding: 'jsonrpc' | 'rest',
+  opts = A2A_OPTIONS,
+): A2ACall {
   const body = r.body === undefined || r.body === null ? null : Buffer.isBuffer(r.body) ? r.body : Buffer.from(r.body);
   return expectA2a(classify({ verb: 'POST', path: '/a2a/jsonrpc', headers: JSON_CT, ...r, body }, opts), aos, binding);
 }
@@ -26,13 +31,26 @@ function rebuilt(c: A2ACall, verb: string, payload: JsonObject = c.request): Reb
 describe('JSON-RPC', () => {
   test('the approved JSON as the body, POST, on the canonical path, the A2A-Version it was read under', () => {
     const raw = '{ "jsonrpc" : "2.0", "id" : 1, "method" : "message/send", "params" : {"message": {"text": "\\u0068i"}}, "extra": true }';
-    const c = a2a({ path: '/a2a/%6Asonrpc/?A2A-Version=0.3', headers: { 'content-type': 'application/json; charset=utf-8', 'a2a-version': '0.3' }, body: raw }, 'message/send', 'jsonrpc');
+    const c = a2a(
+      { path: '/a2a/%6Asonrpc/?A2A-Version=0.3', headers: { 'content-type': 'application/json; charset=utf-8', 'a2a-version': '0.3' }, body: raw },
+      'message/send',
+      'jsonrpc',
+    );
     const r = rebuilt(c, 'POST');
-    expect(r).toEqual({ verb: 'POST', path: '/a2a/jsonrpc/', body: Buffer.from('{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"text":"hi"}},"extra":true}'), version: '0.3' });
+    expect(r).toEqual({
+      verb: 'POST',
+      path: '/a2a/jsonrpc/',
+      body: Buffer.from('{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"text":"hi"}},"extra":true}'),
+      version: '0.3',
+    });
   });
 
-  test('a modify is held to the rules the caller\'s request passed: members beside the four are carried, misspelled or unsafe ones are not', () => {
-    const c = a2a({ body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { text: 'hi' } }, context: { userId: 'u1' } }) }, 'message/send', 'jsonrpc');
+  test("a modify is held to the rules the caller's request passed: members beside the four are carried, misspelled or unsafe ones are not", () => {
+    const c = a2a(
+      { body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { text: 'hi' } }, context: { userId: 'u1' } }) },
+      'message/send',
+      'jsonrpc',
+    );
     const carried = { ...c.request, context: { userId: 'u2' }, added: 1 };
     expect(rebuilt(c, 'POST', carried).body?.toString('utf8')).toBe(JSON.stringify(carried));
     const problems: Array<[JsonObject, RegExp]> = [
@@ -46,7 +64,11 @@ describe('JSON-RPC', () => {
   });
 
   test('the body is exactly the serialization the guardian saw (made once, reused)', () => {
-    const c = a2a({ body: JSON.stringify({ jsonrpc: '2.0', id: 'x', method: 'SendMessage', params: { message: { text: 'molotov' } } }) }, 'message/send', 'jsonrpc');
+    const c = a2a(
+      { body: JSON.stringify({ jsonrpc: '2.0', id: 'x', method: 'SendMessage', params: { message: { text: 'molotov' } } }) },
+      'message/send',
+      'jsonrpc',
+    );
     const modified = { ...c.request, params: { message: { text: '[redacted]' } } };
     const seen = JSON.stringify(modified);
     const r = rebuildRequest(c, 'POST', modified, seen);
@@ -54,13 +76,23 @@ describe('JSON-RPC', () => {
   });
 
   test('no A2A-Version when the caller sent none', () => {
-    expect(rebuilt(a2a({ body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 't' } }) }, 'tasks/get', 'jsonrpc'), 'POST').version).toBeUndefined();
+    expect(
+      rebuilt(a2a({ body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 't' } }) }, 'tasks/get', 'jsonrpc'), 'POST').version,
+    ).toBeUndefined();
   });
 });
 
 describe('REST', () => {
   test('path from the route template below the REST base, body from the approved params (path params and path tenant taken out)', () => {
-    const c = a2a({ path: '/A2A/REST/acme/MESSAGE:SEND', headers: { ...V1, 'content-type': 'application/a2a+json' }, body: JSON.stringify({ message: { text: 'hi' }, tenant: 'acme' }) }, 'message/send', 'rest');
+    const c = a2a(
+      {
+        path: '/A2A/REST/acme/MESSAGE:SEND',
+        headers: { ...V1, 'content-type': 'application/a2a+json' },
+        body: JSON.stringify({ message: { text: 'hi' }, tenant: 'acme' }),
+      },
+      'message/send',
+      'rest',
+    );
     expect(c.request.params).toEqual({ message: { text: 'hi' }, tenant: 'acme' });
     const r = rebuilt(c, 'POST');
     expect(r.verb).toBe('POST');
@@ -70,7 +102,11 @@ describe('REST', () => {
   });
 
   test('GET: the query rebuilt from the params, re-encoded; A2A-Version travels as the header only', () => {
-    const c = a2a({ verb: 'GET', path: '/a2a/rest/t%201/tasks/a%3Ab?historyLength=007&A2A-Version=1.0&contextId=x+y', headers: V1, body: null }, 'tasks/get', 'rest');
+    const c = a2a(
+      { verb: 'GET', path: '/a2a/rest/t%201/tasks/a%3Ab?historyLength=007&A2A-Version=1.0&contextId=x+y', headers: V1, body: null },
+      'tasks/get',
+      'rest',
+    );
     expect(rebuilt(c, 'GET')).toEqual({ verb: 'GET', path: '/a2a/rest/t%201/tasks/a:b?historyLength=7&contextId=x%20y', body: null, version: '1.0' });
   });
 
@@ -98,7 +134,15 @@ describe('REST', () => {
   });
 
   test('a modify that re-targets the call is refused, a content change goes through', () => {
-    const c = a2a({ path: '/a2a/rest/restricted/tasks/t1/pushNotificationConfigs', headers: { ...V1, ...JSON_CT }, body: JSON.stringify({ url: 'https://hooks.example/a' }) }, 'tasks/pushNotificationConfig/set', 'rest');
+    const c = a2a(
+      {
+        path: '/a2a/rest/restricted/tasks/t1/pushNotificationConfigs',
+        headers: { ...V1, ...JSON_CT },
+        body: JSON.stringify({ url: 'https://hooks.example/a' }),
+      },
+      'tasks/pushNotificationConfig/set',
+      'rest',
+    );
     const p = c.request.params as JsonObject;
     expect(rebuildRequest(c, 'POST', { ...c.request, params: { ...p, tenant: 'public' } }, '')).toBe('modify changed the path tenant');
     expect(rebuildRequest(c, 'POST', { ...c.request, params: { ...p, taskId: 't2' } }, '')).toBe('modify changed the path parameter taskId');

@@ -5,7 +5,14 @@
  */
 import type { JsonObject } from '../../../src/aos/schemas';
 import {
-  isLegacyVersion, jsonRpcToRest, looksLikeRest, matchRest, restHasBody, restToJsonRpc, type RestMatch, type RestRequestParts,
+  isLegacyVersion,
+  jsonRpcToRest,
+  looksLikeRest,
+  matchRest,
+  restHasBody,
+  restToJsonRpc,
+  type RestMatch,
+  type RestRequestParts,
 } from '../../../src/a2a/rest';
 
 const V1 = '1.0';
@@ -31,10 +38,26 @@ function parts(m: RestMatch, payload: JsonObject, ...v: [version?: string]): Res
   return r;
 }
 
-describe('isLegacyVersion (the SDK\'s rule: absent, empty, or in [0.3, 1.0))', () => {
+describe("isLegacyVersion (the SDK's rule: absent, empty, or in [0.3, 1.0))", () => {
   test.each([
-    [undefined, true], ['', true], [' ', true], ['0.3', true], [' 0.3 ', true], ['0.3.1', true], ['0.9', true], ['0.10', true], ['0.3-beta', true],
-    ['1.0', false], ['1', false], ['1.0.0', false], ['2.0', false], ['0.2', false], ['0', false], ['abc', false], ['0.x', false], ['v0.3', false],
+    [undefined, true],
+    ['', true],
+    [' ', true],
+    ['0.3', true],
+    [' 0.3 ', true],
+    ['0.3.1', true],
+    ['0.9', true],
+    ['0.10', true],
+    ['0.3-beta', true],
+    ['1.0', false],
+    ['1', false],
+    ['1.0.0', false],
+    ['2.0', false],
+    ['0.2', false],
+    ['0', false],
+    ['abc', false],
+    ['0.x', false],
+    ['v0.3', false],
   ])('%p -> %p', (v, want) => {
     expect(isLegacyVersion(v)).toBe(want);
   });
@@ -69,8 +92,17 @@ describe('matchRest: v1.0 routes, with and without a tenant', () => {
   test('HEAD is the GET route; other verbs, extra or missing segments match nothing', () => {
     expect(match('HEAD', '/tasks/abc').op.v1Method).toBe('GetTask');
     expect(match('head', '/acme/tasks').op.v1Method).toBe('ListTasks');
-    for (const [verb, path] of [['PUT', '/tasks/abc'], ['PATCH', '/message:send'], ['GET', '/message:send'], ['POST', '/tasks/abc'], ['GET', '/tasks/a/b'],
-      ['GET', '/a/b/tasks/c'], ['GET', '/'], ['DELETE', '/tasks/abc/pushNotificationConfigs'], ['POST', '/message:sendx']]) {
+    for (const [verb, path] of [
+      ['PUT', '/tasks/abc'],
+      ['PATCH', '/message:send'],
+      ['GET', '/message:send'],
+      ['POST', '/tasks/abc'],
+      ['GET', '/tasks/a/b'],
+      ['GET', '/a/b/tasks/c'],
+      ['GET', '/'],
+      ['DELETE', '/tasks/abc/pushNotificationConfigs'],
+      ['POST', '/message:sendx'],
+    ]) {
       expect(matchRest(verb as string, segs(path as string), V1)).toBeUndefined();
     }
   });
@@ -123,10 +155,15 @@ describe('matchRest: custom verbs win over bare ids', () => {
   });
 
   test.each([
-    ['GET', '/tasks/abc:cancel'], ['GET', '/tasks/abc:CANCEL'], ['GET', '/tasks/abc:send'], ['GET', '/tasks/abc:stream'],
-    ['GET', '/tasks/t/pushNotificationConfigs/cfg:cancel'], ['DELETE', '/tasks/t/pushNotificationConfigs/cfg:cancel'],
-    ['DELETE', '/acme/tasks/t/pushNotificationConfigs/cfg:subscribe'], ['POST', '/tasks/:cancel'],
-  ])('%s %s: an id ending in a verb matches no route (the agent\'s router served it as that id)', (verb, path) => {
+    ['GET', '/tasks/abc:cancel'],
+    ['GET', '/tasks/abc:CANCEL'],
+    ['GET', '/tasks/abc:send'],
+    ['GET', '/tasks/abc:stream'],
+    ['GET', '/tasks/t/pushNotificationConfigs/cfg:cancel'],
+    ['DELETE', '/tasks/t/pushNotificationConfigs/cfg:cancel'],
+    ['DELETE', '/acme/tasks/t/pushNotificationConfigs/cfg:subscribe'],
+    ['POST', '/tasks/:cancel'],
+  ])("%s %s: an id ending in a verb matches no route (the agent's router served it as that id)", (verb, path) => {
     expect(matchRest(verb, segs(path), V1)).toBeUndefined();
     expect(matchRest(verb, segs(path), undefined)).toBeUndefined();
   });
@@ -137,7 +174,7 @@ describe('matchRest: custom verbs win over bare ids', () => {
   });
 });
 
-describe('matchRest: the SDK\'s version fall-through (v0.3 table first when legacy, then v1.0)', () => {
+describe("matchRest: the SDK's version fall-through (v0.3 table first when legacy, then v1.0)", () => {
   test.each([undefined, '', '0.3'])('A2A-Version %p: /v1/... are the v0.3 routes', (v) => {
     const m = match('GET', '/v1/tasks/abc', v);
     expect(m.version).toBe('0.3');
@@ -165,8 +202,17 @@ describe('matchRest: the SDK\'s version fall-through (v0.3 table first when lega
 });
 
 describe('looksLikeRest: anything some router could read as an A2A route, under any base', () => {
-  test.each([['/tasks'], ['/x/y/tasks/abc'], ['/v1/card'], ['/MESSAGE:SEND'], ['/api/message:stream'], ['/tasks/a/pushNotificationConfigs/cfg:cancel'],
-    ['/a/tasks/b:cancel'], ['/extendedagentcard'], ['/a2a/rest/v1/tasks']])('%p reads as REST', (p) => {
+  test.each([
+    ['/tasks'],
+    ['/x/y/tasks/abc'],
+    ['/v1/card'],
+    ['/MESSAGE:SEND'],
+    ['/api/message:stream'],
+    ['/tasks/a/pushNotificationConfigs/cfg:cancel'],
+    ['/a/tasks/b:cancel'],
+    ['/extendedagentcard'],
+    ['/a2a/rest/v1/tasks'],
+  ])('%p reads as REST', (p) => {
     expect(looksLikeRest(segs(p))).toBe(true);
   });
   test.each([['/'], ['/healthz'], ['/static/app.js'], ['/api/message:sendx'], ['/a2a/jsonrpc'], ['/tasksx/abc'], ['/card']])('%p does not', (p) => {
@@ -177,10 +223,16 @@ describe('looksLikeRest: anything some router could read as an A2A route, under 
 describe('restToJsonRpc: the JSON-RPC request the guardian sees', () => {
   test('v1.0: the v1 method, body as params, path parameters and the path tenant added', () => {
     expect(call(match('POST', '/acme/message:send'), [], { message: { text: 'hi' } })).toEqual({
-      jsonrpc: '2.0', id: 'id-1', method: 'SendMessage', params: { message: { text: 'hi' }, tenant: 'acme' },
+      jsonrpc: '2.0',
+      id: 'id-1',
+      method: 'SendMessage',
+      params: { message: { text: 'hi' }, tenant: 'acme' },
     });
     expect(call(match('DELETE', '/tasks/t1/pushNotificationConfigs/c1'))).toEqual({
-      jsonrpc: '2.0', id: 'id-1', method: 'DeleteTaskPushNotificationConfig', params: { taskId: 't1', id: 'c1' },
+      jsonrpc: '2.0',
+      id: 'id-1',
+      method: 'DeleteTaskPushNotificationConfig',
+      params: { taskId: 't1', id: 'c1' },
     });
     expect(restHasBody(match('POST', '/message:send'))).toBe(true);
     expect(restHasBody(match('GET', '/tasks/x'))).toBe(false);
@@ -192,10 +244,23 @@ describe('restToJsonRpc: the JSON-RPC request the guardian sees', () => {
   });
 
   test('GET queries are params, typed as the SDK reads them', () => {
-    expect(call(match('GET', '/tasks'), [['pageSize', '2'], ['includeArtifacts', 'true'], ['historyLength', '007'], ['contextId', '12'], ['status', 'x'], ['page_size', 'big']]).params)
-      .toEqual({ pageSize: 2, includeArtifacts: true, historyLength: 7, contextId: '12', status: 'x', page_size: 'big' });
-    expect(call(match('GET', '/tasks'), [['historyLength', '1e3'], ['includeArtifacts', 'True'], ['pageSize', '9999999999999999']]).params)
-      .toEqual({ historyLength: '1e3', includeArtifacts: 'True', pageSize: '9999999999999999' });
+    expect(
+      call(match('GET', '/tasks'), [
+        ['pageSize', '2'],
+        ['includeArtifacts', 'true'],
+        ['historyLength', '007'],
+        ['contextId', '12'],
+        ['status', 'x'],
+        ['page_size', 'big'],
+      ]).params,
+    ).toEqual({ pageSize: 2, includeArtifacts: true, historyLength: 7, contextId: '12', status: 'x', page_size: 'big' });
+    expect(
+      call(match('GET', '/tasks'), [
+        ['historyLength', '1e3'],
+        ['includeArtifacts', 'True'],
+        ['pageSize', '9999999999999999'],
+      ]).params,
+    ).toEqual({ historyLength: '1e3', includeArtifacts: 'True', pageSize: '9999999999999999' });
   });
 
   test('a body or query field that names another task than the path is refused; the same value is one meaning', () => {
@@ -222,15 +287,23 @@ describe('restToJsonRpc: the JSON-RPC request the guardian sees', () => {
     });
 
     // Without a path tenant the SDK puts a body or query tenant in the request but not in the call's context: two tenants for one call.
-    test.each([['POST', '/message:send', 'body'], ['POST', '/tasks/t/pushNotificationConfigs', 'body'], ['GET', '/tasks/abc', 'query'], ['GET', '/tasks/abc:subscribe', 'query'], ['DELETE', '/tasks/a/pushNotificationConfigs/b', 'query'], ['GET', '/tasks', 'query']])(
-      'without a path tenant, %s %s refuses a %s tenant: the tenant comes from the path only', (verb, path, where) => {
-        const r = where === 'body' ? restToJsonRpc(match(verb, path), [], { tenant: 'public' }, 'i') : restToJsonRpc(match(verb, path), [['tenant', 'public']], undefined, 'i');
-        expect(r).toMatch(/takes its tenant from the path only \(\/\{tenant\}\//);
-        // The same call with the tenant in the path is judged for that tenant.
-        const ok = where === 'body' ? call(match(verb, `/public${path}`), [], { tenant: 'public' }) : call(match(verb, `/public${path}`), [['tenant', 'public']]);
-        expect((ok.params as JsonObject).tenant).toBe('public');
-      },
-    );
+    test.each([
+      ['POST', '/message:send', 'body'],
+      ['POST', '/tasks/t/pushNotificationConfigs', 'body'],
+      ['GET', '/tasks/abc', 'query'],
+      ['GET', '/tasks/abc:subscribe', 'query'],
+      ['DELETE', '/tasks/a/pushNotificationConfigs/b', 'query'],
+      ['GET', '/tasks', 'query'],
+    ])('without a path tenant, %s %s refuses a %s tenant: the tenant comes from the path only', (verb, path, where) => {
+      const r =
+        where === 'body'
+          ? restToJsonRpc(match(verb, path), [], { tenant: 'public' }, 'i')
+          : restToJsonRpc(match(verb, path), [['tenant', 'public']], undefined, 'i');
+      expect(r).toMatch(/takes its tenant from the path only \(\/\{tenant\}\//);
+      // The same call with the tenant in the path is judged for that tenant.
+      const ok = where === 'body' ? call(match(verb, `/public${path}`), [], { tenant: 'public' }) : call(match(verb, `/public${path}`), [['tenant', 'public']]);
+      expect((ok.params as JsonObject).tenant).toBe('public');
+    });
 
     // The SDK reads the tenant of POST cancel/subscribe from the query, the spec from the body: only the path is unambiguous.
     test.each(['/tasks/abc:cancel', '/tasks/abc:subscribe'])('POST %s takes its tenant from the path only', (path) => {
@@ -311,7 +384,12 @@ describe('jsonRpcToRest: the REST request rebuilt from the approved call', () =>
   });
 
   test('rebuild then match gives the same route, parameters and tenant', () => {
-    for (const [verb, path, v] of [['GET', '/v1/tasks', undefined], ['POST', '/v1/tasks/x:subscribe', '0.3'], ['DELETE', '/t/tasks/a:cancel/pushNotificationConfigs/b', V1], ['HEAD', '/tasks/x', V1]] as const) {
+    for (const [verb, path, v] of [
+      ['GET', '/v1/tasks', undefined],
+      ['POST', '/v1/tasks/x:subscribe', '0.3'],
+      ['DELETE', '/t/tasks/a:cancel/pushNotificationConfigs/b', V1],
+      ['HEAD', '/tasks/x', V1],
+    ] as const) {
       const m = match(verb, path, v);
       const p = parts(m, call(m), v);
       const again = matchRest(verb, segs(decodeURIComponent(p.path)), v);

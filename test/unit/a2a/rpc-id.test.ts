@@ -10,22 +10,28 @@ const id: fc.Arbitrary<unknown> = fc.oneof(fc.string(), fc.integer(), fc.double(
 
 describe('leadingId', () => {
   test('a whole JSON object: the id JSON.parse reads, whatever the members around it, spacing or escapes', () => {
-    fc.assert(fc.property(fc.dictionary(fc.string(), fc.jsonValue()), fc.option(id, { nil: undefined }), fc.nat(), fc.boolean(), (members, value, at, pretty) => {
-      const entries: Array<[string, unknown]> = Object.entries(members).filter(([k]) => k !== 'id' && k !== '__proto__');
-      if (value !== undefined) entries.splice(at % (entries.length + 1), 0, ['id', value]);
-      const text = pretty ? JSON.stringify(Object.fromEntries(entries), null, 2) : JSON.stringify(Object.fromEntries(entries));
-      const parsed = JSON.parse(text) as { id?: unknown };
-      expect(leadingId(b(text))).toEqual(echoableId(parsed.id));
-    }), { numRuns: 2_000 });
+    fc.assert(
+      fc.property(fc.dictionary(fc.string(), fc.jsonValue()), fc.option(id, { nil: undefined }), fc.nat(), fc.boolean(), (members, value, at, pretty) => {
+        const entries: Array<[string, unknown]> = Object.entries(members).filter(([k]) => k !== 'id' && k !== '__proto__');
+        if (value !== undefined) entries.splice(at % (entries.length + 1), 0, ['id', value]);
+        const text = pretty ? JSON.stringify(Object.fromEntries(entries), null, 2) : JSON.stringify(Object.fromEntries(entries));
+        const parsed = JSON.parse(text) as { id?: unknown };
+        expect(leadingId(b(text))).toEqual(echoableId(parsed.id));
+      }),
+      { numRuns: 2_000 },
+    );
   });
 
   test('a body cut anywhere: the id when it was read whole before the cut, else null', () => {
-    fc.assert(fc.property(fc.dictionary(fc.string(), fc.jsonValue()), fc.oneof(fc.string(), fc.integer()), fc.nat(), (members, value, cut) => {
-      const text = JSON.stringify({ jsonrpc: '2.0', id: value, ...members, params: { id: 'inner', message: 'x'.repeat(50) } });
-      const bytes = b(text).subarray(0, cut % (b(text).length + 1));
-      const got = leadingId(bytes);
-      expect(got === null || got === value).toBe(true);
-    }), { numRuns: 2_000 });
+    fc.assert(
+      fc.property(fc.dictionary(fc.string(), fc.jsonValue()), fc.oneof(fc.string(), fc.integer()), fc.nat(), (members, value, cut) => {
+        const text = JSON.stringify({ jsonrpc: '2.0', id: value, ...members, params: { id: 'inner', message: 'x'.repeat(50) } });
+        const bytes = b(text).subarray(0, cut % (b(text).length + 1));
+        const got = leadingId(bytes);
+        expect(got === null || got === value).toBe(true);
+      }),
+      { numRuns: 2_000 },
+    );
     const whole = '{"jsonrpc":"2.0","id":71,"params":{"text":"' + 'x'.repeat(100) + '"}}';
     expect(leadingId(b(whole.slice(0, whole.indexOf('71') + 1)))).toBeNull();
     expect(leadingId(b(whole.slice(0, whole.indexOf('71') + 3)))).toBe(71);

@@ -49,20 +49,48 @@ function reference(text: string): boolean {
 }
 
 const W = fc.constantFrom('', ' ', '\t', '\n', '\r\n', '  \t');
-const piece = fc.constantFrom('\\\\', '\\"', '\\/', '\\b', '\\n', '\\u0061', '\\ud800', '\\udc00', '\\ud83d\\ude00', '\\u0022', '\\u005c', 'a', ':', '{', '}', '[', ']', ',', 'é', '\u2028', '\ud800', '😀');
+const piece = fc.constantFrom(
+  '\\\\',
+  '\\"',
+  '\\/',
+  '\\b',
+  '\\n',
+  '\\u0061',
+  '\\ud800',
+  '\\udc00',
+  '\\ud83d\\ude00',
+  '\\u0022',
+  '\\u005c',
+  'a',
+  ':',
+  '{',
+  '}',
+  '[',
+  ']',
+  ',',
+  'é',
+  '\u2028',
+  '\ud800',
+  '😀',
+);
 const str = fc.array(piece, { maxLength: 5 }).map((a) => `"${a.join('')}"`);
 const names = fc.constantFrom('"a"', '"\\u0061"', '"b"', '"\\\\"', '"\\u005c"', '"\\""', '"\\u0022"', '"\\ud800"', '"\ud800"', '"a\\\\"', '"a\\\\\\\\"', '""');
 const text = fc.letrec((tie) => ({
   v: fc.oneof({ depthSize: 'small' }, str, fc.constantFrom('1', '-0.5e3', 'true', 'null'), tie('arr'), tie('obj')),
   arr: fc.array(fc.tuple(W, tie('v'), W), { maxLength: 4 }).map((xs) => `[${xs.map(([a, v, b]) => a + v + b).join(',')}]`),
-  obj: fc.array(fc.tuple(W, fc.oneof(names, str), W, W, tie('v'), W), { maxLength: 5 }).map((ms) => `{${ms.map(([a, k, b, c, v, d]) => `${a}${k}${b}:${c}${v}${d}`).join(',')}}`),
+  obj: fc
+    .array(fc.tuple(W, fc.oneof(names, str), W, W, tie('v'), W), { maxLength: 5 })
+    .map((ms) => `{${ms.map(([a, k, b, c, v, d]) => `${a}${k}${b}:${c}${v}${d}`).join(',')}}`),
 })) as { v: fc.Arbitrary<string> };
 
 test('finds a duplicate exactly when a reference reader does, on odd but valid JSON', () => {
-  fc.assert(fc.property(text.v, (t) => {
-    JSON.parse(t);
-    expect(duplicateKey(t) !== undefined).toBe(reference(t));
-  }), { numRuns: 5000 });
+  fc.assert(
+    fc.property(text.v, (t) => {
+      JSON.parse(t);
+      expect(duplicateKey(t) !== undefined).toBe(reference(t));
+    }),
+    { numRuns: 5000 },
+  );
 });
 
 test('hostile shapes: deep nesting, long backslash runs, escaped quotes, many members', () => {

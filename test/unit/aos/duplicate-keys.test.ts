@@ -15,8 +15,15 @@ const RUNS = 2000;
 /** Names with the characters that matter to a scanner: quotes, backslashes, colons, braces, non-ASCII. */
 const name = fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom('a', '"', '\\', ':', '{', '}', '[', ']', '\\"', 'é', '\u2028', '__proto__'));
 const json = fc.letrec((tie) => ({
-  value: fc.oneof({ depthSize: 'small', withCrossShrink: true }, fc.string({ maxLength: 8 }), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null),
-    fc.array(tie('value'), { maxLength: 4 }), tie('object')),
+  value: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    fc.string({ maxLength: 8 }),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.boolean(),
+    fc.constant(null),
+    fc.array(tie('value'), { maxLength: 4 }),
+    tie('object'),
+  ),
   object: fc.dictionary(name, tie('value'), { maxKeys: 5 }),
 })) as { value: fc.Arbitrary<unknown>; object: fc.Arbitrary<Record<string, unknown>> };
 
@@ -63,22 +70,28 @@ describe('duplicateKey', () => {
   });
 
   test('any value JSON.stringify writes is clean, with any indentation', () => {
-    fc.assert(fc.property(json.value, fc.constantFrom(undefined, 1, 2, '\t'), (v, indent) => {
-      expect(duplicateKey(JSON.stringify(v, null, indent))).toBeUndefined();
-    }), { numRuns: RUNS });
+    fc.assert(
+      fc.property(json.value, fc.constantFrom(undefined, 1, 2, '\t'), (v, indent) => {
+        expect(duplicateKey(JSON.stringify(v, null, indent))).toBeUndefined();
+      }),
+      { numRuns: RUNS },
+    );
   });
 
   test('one member written twice, in any object, under any spelling, is found', () => {
     const withObject = json.value.filter((v) => objects(v).some((o) => Object.keys(o).length > 0));
-    fc.assert(fc.property(withObject, fc.nat(), fc.nat(), fc.nat({ max: 255 }), (v, pick, keyPick, mask) => {
-      const candidates = objects(v).filter((o) => Object.keys(o).length > 0);
-      const target = candidates[pick % candidates.length] as Record<string, unknown>;
-      const keys = Object.keys(target);
-      const key = keys[keyPick % keys.length] as string;
-      const text = withDuplicate(v, target, key, mask);
-      JSON.parse(text); // still valid JSON
-      expect(duplicateKey(text)).toBe(key);
-    }), { numRuns: RUNS });
+    fc.assert(
+      fc.property(withObject, fc.nat(), fc.nat(), fc.nat({ max: 255 }), (v, pick, keyPick, mask) => {
+        const candidates = objects(v).filter((o) => Object.keys(o).length > 0);
+        const target = candidates[pick % candidates.length] as Record<string, unknown>;
+        const keys = Object.keys(target);
+        const key = keys[keyPick % keys.length] as string;
+        const text = withDuplicate(v, target, key, mask);
+        JSON.parse(text); // still valid JSON
+        expect(duplicateKey(text)).toBe(key);
+      }),
+      { numRuns: RUNS },
+    );
   });
 
   test('a huge object is scanned in linear time (no quadratic name search)', () => {
@@ -97,7 +110,10 @@ describe('interpret refuses an answer with a duplicate member', () => {
     ['escaped decision', `{"jsonrpc":"2.0","id":"${ID}","result":{"dec\\u0069sion":"deny","message":"m","decision":"allow"}}`],
     ['result', `{"jsonrpc":"2.0","id":"${ID}","result":{"decision":"deny","message":"m"},"result":{"decision":"allow","message":"m"}}`],
     ['id', `{"jsonrpc":"2.0","id":"other","id":"${ID}","result":{"decision":"allow","message":"m"}}`],
-    ['a member deep in a modify', `{"jsonrpc":"2.0","id":"${ID}","result":{"decision":"modify","message":"m","modifiedRequest":{"params":{"payload":{"a":1,"a":2}}}}}`],
+    [
+      'a member deep in a modify',
+      `{"jsonrpc":"2.0","id":"${ID}","result":{"decision":"modify","message":"m","modifiedRequest":{"params":{"payload":{"a":1,"a":2}}}}}`,
+    ],
   ])('%s', (_what, body) => {
     const r = interpret({ status: 200, body }, ID);
     expect(r.ok).toBe(false);

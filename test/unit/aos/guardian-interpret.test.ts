@@ -19,7 +19,11 @@ describe('interpret: success', () => {
 
   test('all optional fields are kept', () => {
     const result = {
-      decision: 'modify', message: 'masked', reasoning: 'pii', reasonCode: ['PII', 'EMAIL'], data: { k: 1 },
+      decision: 'modify',
+      message: 'masked',
+      reasoning: 'pii',
+      reasonCode: ['PII', 'EMAIL'],
+      data: { k: 1 },
       modifiedRequest: { jsonrpc: '2.0', id: ID, method: 'message/send', params: { payload: { jsonrpc: '2.0', id: 1, method: 'message/send' } } },
       extra: 'ignored but allowed',
     };

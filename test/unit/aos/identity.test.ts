@@ -1,4 +1,14 @@
-import { AGENT_HEADERS, UNKNOWN, decodeAgentHeader, encodeAgentHeader, fullAgent, hookContext, partialAgent, partialFromHeaders, towards } from '../../../src/aos/identity';
+import {
+  AGENT_HEADERS,
+  UNKNOWN,
+  decodeAgentHeader,
+  encodeAgentHeader,
+  fullAgent,
+  hookContext,
+  partialAgent,
+  partialFromHeaders,
+  towards,
+} from '../../../src/aos/identity';
 import { A2AContext, Agent, PartialAgent } from '../../../src/aos/schemas';
 
 describe('fullAgent', () => {
@@ -11,18 +21,41 @@ describe('fullAgent', () => {
   });
 
   test('card fills in what variables leave unset', () => {
-    expect(fullAgent({}, { name: 'card-name', url: 'http://card', version: '3', description: 'from card', providerName: 'Org', providerUrl: 'http://org' })).toEqual({
-      id: UNKNOWN, name: 'card-name', url: 'http://card', version: '3', instructions: UNKNOWN, description: 'from card', provider: { name: 'Org', url: 'http://org' },
+    expect(
+      fullAgent({}, { name: 'card-name', url: 'http://card', version: '3', description: 'from card', providerName: 'Org', providerUrl: 'http://org' }),
+    ).toEqual({
+      id: UNKNOWN,
+      name: 'card-name',
+      url: 'http://card',
+      version: '3',
+      instructions: UNKNOWN,
+      description: 'from card',
+      provider: { name: 'Org', url: 'http://org' },
     });
   });
 
   test('variables win over the card', () => {
     const a = fullAgent(
-      { id: 'id-1', name: 'env-name', url: 'http://env', version: '9', description: 'env desc', instructions: 'do X', providerName: 'EnvOrg', providerUrl: 'http://envorg' },
+      {
+        id: 'id-1',
+        name: 'env-name',
+        url: 'http://env',
+        version: '9',
+        description: 'env desc',
+        instructions: 'do X',
+        providerName: 'EnvOrg',
+        providerUrl: 'http://envorg',
+      },
       { name: 'card-name', url: 'http://card', version: '3', description: 'card desc', providerName: 'Org', providerUrl: 'http://org' },
     );
     expect(a).toEqual({
-      id: 'id-1', name: 'env-name', url: 'http://env', version: '9', instructions: 'do X', description: 'env desc', provider: { name: 'EnvOrg', url: 'http://envorg' },
+      id: 'id-1',
+      name: 'env-name',
+      url: 'http://env',
+      version: '9',
+      instructions: 'do X',
+      description: 'env desc',
+      provider: { name: 'EnvOrg', url: 'http://envorg' },
     });
   });
 
@@ -54,7 +87,9 @@ describe('partialAgent / partialFromHeaders', () => {
   test('missing, blank or list-valued headers are "unknown"; values are trimmed', () => {
     expect(partialFromHeaders({})).toEqual({ url: UNKNOWN, name: UNKNOWN, version: UNKNOWN });
     expect(partialFromHeaders({ 'x-aos-agent-name': '   ', 'x-aos-agent-url': ['a', 'b'] as unknown as string, 'x-aos-agent-version': ' 2 ' })).toEqual({
-      url: UNKNOWN, name: UNKNOWN, version: '2',
+      url: UNKNOWN,
+      name: UNKNOWN,
+      version: '2',
     });
   });
 });
@@ -94,7 +129,7 @@ describe('hookContext', () => {
 });
 
 describe('X-AOS-Agent-* values outside ASCII (RFC 8187 ext-value)', () => {
-  test('ASCII values go as they are; others as UTF-8\'\' + percent-encoding, and read back the same', () => {
+  test("ASCII values go as they are; others as UTF-8'' + percent-encoding, and read back the same", () => {
     expect(encodeAgentHeader('Cake Baker')).toBe('Cake Baker');
     expect(encodeAgentHeader('https://a.example/x?y=1')).toBe('https://a.example/x?y=1');
     const jp = 'エージェント';
@@ -106,7 +141,11 @@ describe('X-AOS-Agent-* values outside ASCII (RFC 8187 ext-value)', () => {
   });
 
   test('partialFromHeaders decodes ext-values; malformed percent-encoding is kept as sent', () => {
-    const p = partialFromHeaders({ [AGENT_HEADERS.name]: encodeAgentHeader('エージェント'), [AGENT_HEADERS.url]: 'https://c.example/', [AGENT_HEADERS.version]: "utf-8''%E0%A4" });
+    const p = partialFromHeaders({
+      [AGENT_HEADERS.name]: encodeAgentHeader('エージェント'),
+      [AGENT_HEADERS.url]: 'https://c.example/',
+      [AGENT_HEADERS.version]: "utf-8''%E0%A4",
+    });
     expect(p).toEqual({ name: 'エージェント', url: 'https://c.example/', version: "utf-8''%E0%A4" });
   });
 });
@@ -118,8 +157,15 @@ describe('towards (the callee of a client-side hook)', () => {
     expect(towards(card, upstream)).toBe(card);
     expect(towards({ ...card, url: 'HTTP://REMOTE.EXAMPLE:9000/x' }, upstream).url).toBe('HTTP://REMOTE.EXAMPLE:9000/x');
   });
-  test('UPSTREAM_URL when the card names another origin, none, or no URL at all; its name and version stay the card\'s claims', () => {
-    for (const url of ['http://other.example:9000/a2a', 'http://remote.example:9001/a2a', 'https://remote.example:9000/a2a', 'remote.example:9000', UNKNOWN, '']) {
+  test("UPSTREAM_URL when the card names another origin, none, or no URL at all; its name and version stay the card's claims", () => {
+    for (const url of [
+      'http://other.example:9000/a2a',
+      'http://remote.example:9001/a2a',
+      'https://remote.example:9000/a2a',
+      'remote.example:9000',
+      UNKNOWN,
+      '',
+    ]) {
       expect(towards({ url, name: 'Remote', version: '1' }, upstream)).toEqual({ url: 'http://remote.example:9000/a2a', name: 'Remote', version: '1' });
     }
   });

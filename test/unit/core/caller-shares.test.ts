@@ -17,7 +17,7 @@ test('one caller filling many entries evicts only its own', () => {
   expect(memo.get('flooder', 'card-0')).toBeUndefined();
 });
 
-test('a caller\'s entry is its own: another caller does not read it', () => {
+test("a caller's entry is its own: another caller does not read it", () => {
   const memo = new CallerShares<string>(4, 16);
   memo.set('a', 'card', 'allow');
   expect(memo.get('b', 'card')).toBeUndefined();

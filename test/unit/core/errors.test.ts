@@ -1,5 +1,12 @@
 import {
-  ERROR_CODES, errorCode, jsonRpcErrorBody, jsonRpcErrorObject, proxyError, restErrorObject, restHttpStatus, type ProxyErrorKind,
+  ERROR_CODES,
+  errorCode,
+  jsonRpcErrorBody,
+  jsonRpcErrorObject,
+  proxyError,
+  restErrorObject,
+  restHttpStatus,
+  type ProxyErrorKind,
 } from '../../../src/core/errors';
 import { codeSpans, doc, sourceText, tableRows } from '../../helpers/readme';
 
@@ -43,7 +50,8 @@ describe.each(OWN)('%s', (kind, code, reason, http, status) => {
   test('JSON-RPC form keeps the caller id and carries one ErrorInfo', () => {
     for (const id of ['abc', 7, 0, null] as const) {
       expect(jsonRpcErrorObject(err, id)).toEqual({
-        jsonrpc: '2.0', id,
+        jsonrpc: '2.0',
+        id,
         error: { code, message: 'custom message', data: [{ '@type': INFO, reason, domain: 'a2a-guard', metadata: META }] },
       });
       expect(JSON.parse(jsonRpcErrorBody(err, id))).toEqual(jsonRpcErrorObject(err, id));
@@ -71,13 +79,13 @@ describe.each(STANDARD)('%s', (kind, code, http, status, a2aReason) => {
   const own = { '@type': INFO, reason: 'REQUEST_REJECTED', domain: 'a2a-guard', metadata: { limit: '1' } };
   const details = a2aReason === undefined ? [own] : [{ '@type': INFO, reason: a2aReason, domain: 'a2a-protocol.org' }, own];
 
-  test('the binding\'s standard JSON-RPC code, not one of the proxy\'s own', () => {
+  test("the binding's standard JSON-RPC code, not one of the proxy's own", () => {
     expect(errorCode(kind)).toBe(code);
     expect(code >= -32768 && code <= -32000).toBe(true);
     expect(kind in ERROR_CODES).toBe(false);
   });
 
-  test('JSON-RPC form: the caller id, the standard code, and the proxy\'s ErrorInfo so operators see who refused', () => {
+  test("JSON-RPC form: the caller id, the standard code, and the proxy's ErrorInfo so operators see who refused", () => {
     expect(jsonRpcErrorObject(err, 'q')).toEqual({ jsonrpc: '2.0', id: 'q', error: { code, message: 'why', data: details } });
   });
 
@@ -116,7 +124,17 @@ test('the JSON-RPC body is a single line of JSON', () => {
 
 describe('the error reference (docs/reference/errors.md)', () => {
   const KINDS: ProxyErrorKind[] = [...OWN.map(([k]) => k), ...STANDARD.map(([k]) => k), 'taskNotFound', 'taskStoreUnavailable'];
-  const STATUS_NAMES = new Set(['PERMISSION_DENIED', 'UNAVAILABLE', 'INVALID_ARGUMENT', 'RESOURCE_EXHAUSTED', 'UNAUTHENTICATED', 'NOT_FOUND', 'UNIMPLEMENTED', 'DEADLINE_EXCEEDED', 'INTERNAL']);
+  const STATUS_NAMES = new Set([
+    'PERMISSION_DENIED',
+    'UNAVAILABLE',
+    'INVALID_ARGUMENT',
+    'RESOURCE_EXHAUSTED',
+    'UNAUTHENTICATED',
+    'NOT_FOUND',
+    'UNIMPLEMENTED',
+    'DEADLINE_EXCEEDED',
+    'INTERNAL',
+  ]);
   const rows = tableRows(doc('docs/reference/errors.md'), '| code | ErrorInfo reason | meaning | REST form |');
   /** What a caller gets for a kind: the JSON-RPC code, the ErrorInfo reasons, the REST status and its name. */
   const form = (kind: ProxyErrorKind) => {
@@ -134,8 +152,10 @@ describe('the error reference (docs/reference/errors.md)', () => {
         http: Number(/HTTP (\d{3})/.exec(restForm as string)?.[1]),
         status: codeSpans(restForm as string).filter((s) => STATUS_NAMES.has(s)),
       };
-      const matching = KINDS.map(form).filter((f) => f.code === wanted.code && wanted.reasons.every((r) => f.reasons.includes(r))
-        && f.http === wanted.http && wanted.status.every((s) => s === f.status));
+      const matching = KINDS.map(form).filter(
+        (f) =>
+          f.code === wanted.code && wanted.reasons.every((r) => f.reasons.includes(r)) && f.http === wanted.http && wanted.status.every((s) => s === f.status),
+      );
       expect([code, matching.length > 0]).toEqual([code, true]);
     }
   });

@@ -10,7 +10,10 @@ describe('contentCodings / isEncoded', () => {
     ['GZIP', ['gzip']],
     ['identity, br', ['br']],
     ['gzip, gzip', ['gzip', 'gzip']],
-    [['gzip', 'br'], ['gzip', 'br']],
+    [
+      ['gzip', 'br'],
+      ['gzip', 'br'],
+    ],
     [['identity', ''], []],
   ] as const)('%j -> %j', (header, codings) => {
     expect(contentCodings(header)).toEqual(codings);

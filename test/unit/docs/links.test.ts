@@ -10,10 +10,11 @@ import { codeSpans, ROOT } from '../../helpers/readme';
 const README_MAX_BYTES = 15_000;
 
 function markdownFiles(): string[] {
-  const walk = (dir: string): string[] => fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
-    const rel = path.join(dir, e.name);
-    return e.isDirectory() ? walk(rel) : e.name.endsWith('.md') ? [rel] : [];
-  });
+  const walk = (dir: string): string[] =>
+    fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
+      const rel = path.join(dir, e.name);
+      return e.isDirectory() ? walk(rel) : e.name.endsWith('.md') ? [rel] : [];
+    });
   return ['README.md', 'CONTRIBUTING.md', 'SECURITY.md', 'CHANGELOG.md', ...walk('docs')];
 }
 
@@ -21,7 +22,12 @@ function markdownFiles(): string[] {
 const prose = (text: string) => text.replace(/^ *```[^\n]*\n[\s\S]*?^ *```$/gm, '');
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
-const slug = (heading: string) => heading.trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replace(/ /g, '-');
+const slug = (heading: string) =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N} _-]/gu, '')
+    .replace(/ /g, '-');
 
 /** The anchors a Markdown file offers: its headings (a repeated one gets -1, -2, ...) and explicit `<a id>`s. */
 function anchors(file: string): Set<string> {
@@ -47,10 +53,27 @@ test('the README is a front page: at most 15,000 bytes', () => {
 });
 
 test('the docs tree has the pages the README links to', () => {
-  expect(files).toEqual(expect.arrayContaining(['docs/concepts.md', 'docs/operations.md', 'docs/security.md', 'docs/performance.md',
-    'docs/guides/writing-a-guardian.md', 'docs/guides/kubernetes.md', 'docs/guides/identity.md', 'docs/guides/task-ownership.md', 'docs/guides/image.md',
-    'docs/reference/configuration.md', 'docs/reference/metrics.md', 'docs/reference/errors.md', 'docs/reference/wire-rules.md',
-    'docs/reference/policy.md', 'docs/reference/audit-log.md'].map((f) => path.normalize(f))));
+  expect(files).toEqual(
+    expect.arrayContaining(
+      [
+        'docs/concepts.md',
+        'docs/operations.md',
+        'docs/security.md',
+        'docs/performance.md',
+        'docs/guides/writing-a-guardian.md',
+        'docs/guides/kubernetes.md',
+        'docs/guides/identity.md',
+        'docs/guides/task-ownership.md',
+        'docs/guides/image.md',
+        'docs/reference/configuration.md',
+        'docs/reference/metrics.md',
+        'docs/reference/errors.md',
+        'docs/reference/wire-rules.md',
+        'docs/reference/policy.md',
+        'docs/reference/audit-log.md',
+      ].map((f) => path.normalize(f)),
+    ),
+  );
 });
 
 test.each(files)('%s: every relative link names a file of the repository, and every anchor a heading there', (file) => {
@@ -65,7 +88,8 @@ test.each(files)('%s: every relative link names a file of the repository, and ev
 });
 
 test.each(files)('%s: every repository path written as code exists', (file) => {
-  const paths = codeSpans(prose(fs.readFileSync(path.join(ROOT, file), 'utf8')))
-    .filter((s) => /^(src|test|bench|scripts|deploy|docs|config|\.ci)\/[\w./-]*$/.test(s) && !s.includes('...'));
+  const paths = codeSpans(prose(fs.readFileSync(path.join(ROOT, file), 'utf8'))).filter(
+    (s) => /^(src|test|bench|scripts|deploy|docs|config|\.ci)\/[\w./-]*$/.test(s) && !s.includes('...'),
+  );
   for (const p of paths) expect([p, fs.existsSync(path.join(ROOT, p))]).toEqual([p, true]);
 });

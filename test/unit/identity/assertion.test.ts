@@ -21,8 +21,15 @@ const AGENT = { id: 'cooking-assistant', name: 'Cooking assistant', url: 'https:
 const silent = pino({ level: 'silent' });
 
 /** A verifier trusting `keys`; `agents` binds a kid to the agent ids it may assert (the JWK's `agents`). */
-function verifierFor(keys: readonly TestKey[], audiences: readonly string[] = [AUD], replayCacheSize = 1000, agents: Record<string, string[]> = {}): AssertionVerifier {
-  const set = parseTrustedJwks(JSON.stringify({ keys: keys.map((k) => ({ ...k.publicJwk, ...(agents[k.kid] === undefined ? {} : { agents: agents[k.kid] }) })) }));
+function verifierFor(
+  keys: readonly TestKey[],
+  audiences: readonly string[] = [AUD],
+  replayCacheSize = 1000,
+  agents: Record<string, string[]> = {},
+): AssertionVerifier {
+  const set = parseTrustedJwks(
+    JSON.stringify({ keys: keys.map((k) => ({ ...k.publicJwk, ...(agents[k.kid] === undefined ? {} : { agents: agents[k.kid] }) })) }),
+  );
   const trust = { getKey: jose().createLocalJWKSet(set), set: () => set };
   return new AssertionVerifier(() => trust, { audiences, replayCacheSize });
 }
@@ -90,7 +97,6 @@ async function spendProblem(v: AssertionVerifier, token: string): Promise<string
 }
 
 describe('refused assertions', () => {
-
   test('forged: signed by a key that is not trusted (even under a trusted kid)', async () => {
     expect(await problemOf(verifierFor([es]), await signAssertion(rogue, AGENT, AUD))).toBe('signature does not verify');
     expect(await problemOf(verifierFor([es]), await signAssertion(ed, AGENT, AUD))).toBe('signed by a key that is not trusted');
@@ -163,7 +169,9 @@ describe('refused assertions', () => {
   });
 
   test('sub and agent.id disagree', async () => {
-    expect(await problemOf(verifierFor([es]), await signAssertion(es, AGENT, AUD, { sub: 'someone-else' }))).toBe('names another agent in sub than in agent.id');
+    expect(await problemOf(verifierFor([es]), await signAssertion(es, AGENT, AUD, { sub: 'someone-else' }))).toBe(
+      'names another agent in sub than in agent.id',
+    );
   });
 
   test('garbage and oversized tokens', async () => {
@@ -225,7 +233,11 @@ describe('keys bound to agents ("agents" in the trusted JWK)', () => {
     const v = verifierFor([oldKey, newKey], [AUD], 1000, { 'assistant-2026-01': [AGENT.id], 'assistant-2026-02': [AGENT.id] });
     const r = await v.verify(await signAssertion(oldKey, AGENT, AUD));
     // The guardian still sees which key signed.
-    expect(r).toEqual({ ok: true, identity: { source: 'assertion', subject: AGENT.id, issuer: 'assistant-2026-01', stableSubject: true, agent: AGENT }, spend: expect.any(Function) });
+    expect(r).toEqual({
+      ok: true,
+      identity: { source: 'assertion', subject: AGENT.id, issuer: 'assistant-2026-01', stableSubject: true, agent: AGENT },
+      spend: expect.any(Function),
+    });
     expect(await ownerOf(v, oldKey)).toBe('assertion::cooking-assistant');
     expect(await ownerOf(v, newKey)).toBe('assertion::cooking-assistant');
   });
@@ -248,7 +260,8 @@ describe('keys bound to agents ("agents" in the trusted JWK)', () => {
     expect(await ownerOf(v, shared, OTHER)).toBe('assertion::cake-baker');
     const now = Math.floor(Date.now() / 1000);
     const noKid = await new (jose().SignJWT)({ agent: AGENT, sub: AGENT.id, aud: AUD, iat: now, exp: now + 30, jti: 'no-kid' })
-      .setProtectedHeader({ alg: shared.alg, typ: ASSERTION_TYP }).sign(shared.privateKey);
+      .setProtectedHeader({ alg: shared.alg, typ: ASSERTION_TYP })
+      .sign(shared.privateKey);
     expect(await problemOf(v, noKid)).toBe('names no key (kid)');
   });
 
@@ -256,7 +269,14 @@ describe('keys bound to agents ("agents" in the trusted JWK)', () => {
     const key = await makeKey('remote-assistant');
     const issuer = await startIssuer([bindTo(key, AGENT.id)]);
     try {
-      const v = AssertionVerifier.open({ file: undefined, url: new URL(issuer.jwksUrl), audiences: [AUD], replayCacheSize: 1000, refreshMs: 1000, logger: silent });
+      const v = AssertionVerifier.open({
+        file: undefined,
+        url: new URL(issuer.jwksUrl),
+        audiences: [AUD],
+        replayCacheSize: 1000,
+        refreshMs: 1000,
+        logger: silent,
+      });
       expect(await ownerOf(v, key)).toBe('assertion::cooking-assistant');
       expect(await problemOf(v, await signAssertion(key, OTHER, AUD))).toBe('is signed by a key the trusted keys do not let assert this agent');
     } finally {
@@ -286,7 +306,9 @@ describe('keys bound to agents ("agents" in the trusted JWK)', () => {
     for (const agents of [[], 'cooking-assistant', [1], [''], ['a\nb']]) {
       expect(() => parseTrustedJwks(JSON.stringify({ keys: [{ ...es.publicJwk, agents }] }))).toThrow(/"agents" must be a non-empty array of agent ids/);
     }
-    expect(parseTrustedJwks(JSON.stringify({ keys: [{ ...es.publicJwk, agents: ['cooking-assistant'] }] })).keys[0]).toMatchObject({ agents: ['cooking-assistant'] });
+    expect(parseTrustedJwks(JSON.stringify({ keys: [{ ...es.publicJwk, agents: ['cooking-assistant'] }] })).keys[0]).toMatchObject({
+      agents: ['cooking-assistant'],
+    });
   });
 });
 

@@ -17,10 +17,28 @@ async function warningsFor(env: Record<string, string>): Promise<string[]> {
   const dir = await mkdtemp(join(tmpdir(), 'client-signer-'));
   try {
     const keyFile = await writeSigningKey(dir, await makeKey('k1'));
-    const config: Config = configFrom({ UPSTREAM_URL: 'http://127.0.0.1:9', GUARDIAN_URL: 'http://127.0.0.1:9', ROLE: 'client', ASSERTION_SIGNING_KEY_FILE: keyFile, ...env });
+    const config: Config = configFrom({
+      UPSTREAM_URL: 'http://127.0.0.1:9',
+      GUARDIAN_URL: 'http://127.0.0.1:9',
+      ROLE: 'client',
+      ASSERTION_SIGNING_KEY_FILE: keyFile,
+      ...env,
+    });
     const lines: string[] = [];
-    const logger = pino({ level: 'warn' }, new Writable({ write(chunk: Buffer, _e, cb) { lines.push(chunk.toString('utf8')); cb(); } }));
-    await setupIdentity(config, () => ({ id: 'a', name: 'a', url: 'http://a', version: '1', instructions: 'x', provider: { name: 'p', url: 'http://p' } }), logger);
+    const logger = pino(
+      { level: 'warn' },
+      new Writable({
+        write(chunk: Buffer, _e, cb) {
+          lines.push(chunk.toString('utf8'));
+          cb();
+        },
+      }),
+    );
+    await setupIdentity(
+      config,
+      () => ({ id: 'a', name: 'a', url: 'http://a', version: '1', instructions: 'x', provider: { name: 'p', url: 'http://p' } }),
+      logger,
+    );
     return lines;
   } finally {
     await rm(dir, { recursive: true, force: true });

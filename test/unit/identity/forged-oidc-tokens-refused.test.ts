@@ -26,7 +26,10 @@ let verifier: OidcVerifier;
 
 beforeAll(async () => {
   [key, attacker] = await Promise.all([makeKey('idp-1', 'ES256'), makeKey('idp-1', 'ES256')]);
-  verifier = new OidcVerifier({ issuer: ISS, audiences: [AUD], jwksUrl: undefined, claims, refreshMs: 30_000, logger: pino({ level: 'silent' }) }, jose().createLocalJWKSet({ keys: [key.publicJwk] }));
+  verifier = new OidcVerifier(
+    { issuer: ISS, audiences: [AUD], jwksUrl: undefined, claims, refreshMs: 30_000, logger: pino({ level: 'silent' }) },
+    jose().createLocalJWKSet({ keys: [key.publicJwk] }),
+  );
 });
 
 const now = (): number => Math.floor(Date.now() / 1000);
@@ -55,7 +58,8 @@ const FORGED: Record<string, Forge> = {
   'alg none': async () => `${b64({ alg: 'none', kid: key.kid })}.${b64(honestClaims())}.`,
   'alg None (case)': async () => `${b64({ alg: 'None', kid: key.kid })}.${b64(honestClaims())}.`,
   'HS256 keyed with the public JWK (JSON)': async () => hmacToken({ alg: 'HS256', kid: key.kid }, honestClaims(), JSON.stringify(key.publicJwk)),
-  'HS256 keyed with the public x coordinate': async () => hmacToken({ alg: 'HS256', kid: key.kid }, honestClaims(), Buffer.from(String(key.publicJwk.x), 'base64url')),
+  'HS256 keyed with the public x coordinate': async () =>
+    hmacToken({ alg: 'HS256', kid: key.kid }, honestClaims(), Buffer.from(String(key.publicJwk.x), 'base64url')),
   'HS256 keyed with the public key PEM': async () => {
     const pem = (await jose().importJWK(key.publicJwk, 'ES256', { extractable: true })) as Parameters<ReturnType<typeof jose>['exportSPKI']>[0];
     return hmacToken({ alg: 'HS256', kid: key.kid }, honestClaims(), await jose().exportSPKI(pem));
@@ -106,7 +110,10 @@ test.each(Object.keys(FORGED))('forged: %s is refused, naming the bearer token',
 test('positive control: the honest token is accepted with its subject (also hand-signed), also with several audiences of which one is ours', async () => {
   expect((await verifier.verify(es256({ alg: 'ES256', kid: key.kid }, b64(honestClaims())))).ok).toBe(true);
   const plain = await verifier.verify(await sign(key, honestClaims()));
-  expect(plain).toMatchObject({ ok: true, identity: { source: 'oidc', subject: 'svc-victim', issuer: ISS, agent: { id: 'svc-victim', name: 'victim-agent' } } });
+  expect(plain).toMatchObject({
+    ok: true,
+    identity: { source: 'oidc', subject: 'svc-victim', issuer: ISS, agent: { id: 'svc-victim', name: 'victim-agent' } },
+  });
   const multi = await verifier.verify(await sign(key, { ...honestClaims(), aud: ['other-service', AUD] }));
   expect(multi.ok).toBe(true);
 });

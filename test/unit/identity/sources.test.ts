@@ -20,11 +20,14 @@ const silent = pino({ level: 'silent' });
 describe('client certificates (mTLS)', () => {
   test('subjectaltname text is read entry by entry, JSON-quoted values included', () => {
     expect(parseSubjectAltName('DNS:localhost, URI:spiffe://td.example/ns/a/sa/b, IP Address:127.0.0.1')).toEqual([
-      { type: 'DNS', value: 'localhost' }, { type: 'URI', value: 'spiffe://td.example/ns/a/sa/b' }, { type: 'IP Address', value: '127.0.0.1' },
+      { type: 'DNS', value: 'localhost' },
+      { type: 'URI', value: 'spiffe://td.example/ns/a/sa/b' },
+      { type: 'IP Address', value: '127.0.0.1' },
     ]);
     // A comma inside a value cannot smuggle in a second entry.
     expect(parseSubjectAltName('URI:"https://x.example/a, URI:spiffe://evil/x", DNS:a')).toEqual([
-      { type: 'URI', value: 'https://x.example/a, URI:spiffe://evil/x' }, { type: 'DNS', value: 'a' },
+      { type: 'URI', value: 'https://x.example/a, URI:spiffe://evil/x' },
+      { type: 'DNS', value: 'a' },
     ]);
     expect(parseSubjectAltName(undefined)).toEqual([]);
   });
@@ -32,23 +35,45 @@ describe('client certificates (mTLS)', () => {
   test('SPIFFE IDs: lower-case trust domain, clean path segments', () => {
     expect(isSpiffeId('spiffe://example.org/ns/prod/sa/cooking')).toBe(true);
     expect(isSpiffeId('spiffe://example.org')).toBe(true);
-    for (const bad of ['spiffe://Example.org/x', 'spiffe://example.org/a/../b', 'spiffe://example.org/a?q', 'spiffe://user@example.org/x', 'spiffe://example.org:8080/x', 'spiffe:///x', 'spiffe://example.org/a//b']) {
+    for (const bad of [
+      'spiffe://Example.org/x',
+      'spiffe://example.org/a/../b',
+      'spiffe://example.org/a?q',
+      'spiffe://user@example.org/x',
+      'spiffe://example.org:8080/x',
+      'spiffe:///x',
+      'spiffe://example.org/a//b',
+    ]) {
       expect({ bad, ok: isSpiffeId(bad) }).toEqual({ bad, ok: false });
     }
   });
 
   test('the SPIFFE ID is the identity; the CN, when present, is the name', () => {
-    const r = identityFromCertificate({ subject: { CN: 'cooking-assistant' }, subjectaltname: 'URI:spiffe://kitchen.test/agent/cooking', issuer: { CN: 'Kitchen CA' } });
-    expect(r).toEqual({ ok: true, identity: {
-      source: 'mtls', subject: 'spiffe://kitchen.test/agent/cooking', issuer: 'Kitchen CA', stableSubject: true,
-      agent: { id: 'spiffe://kitchen.test/agent/cooking', name: 'cooking-assistant', url: 'unknown', version: 'unknown' },
-    } });
+    const r = identityFromCertificate({
+      subject: { CN: 'cooking-assistant' },
+      subjectaltname: 'URI:spiffe://kitchen.test/agent/cooking',
+      issuer: { CN: 'Kitchen CA' },
+    });
+    expect(r).toEqual({
+      ok: true,
+      identity: {
+        source: 'mtls',
+        subject: 'spiffe://kitchen.test/agent/cooking',
+        issuer: 'Kitchen CA',
+        stableSubject: true,
+        agent: { id: 'spiffe://kitchen.test/agent/cooking', name: 'cooking-assistant', url: 'unknown', version: 'unknown' },
+      },
+    });
     const noCn = identityFromCertificate({ subjectaltname: 'URI:spiffe://kitchen.test/agent/cooking' });
     expect(noCn.ok && noCn.identity.agent.name).toBe('spiffe://kitchen.test/agent/cooking');
   });
 
   test('without a SPIFFE ID the subject CN is the identity (other URI SANs do not count)', () => {
-    const r = identityFromCertificate({ subject: { CN: 'legacy-agent', O: 'Kitchen' }, subjectaltname: 'URI:https://kitchen.test/agent, DNS:x', issuer: { CN: 'Kitchen CA' } });
+    const r = identityFromCertificate({
+      subject: { CN: 'legacy-agent', O: 'Kitchen' },
+      subjectaltname: 'URI:https://kitchen.test/agent, DNS:x',
+      issuer: { CN: 'Kitchen CA' },
+    });
     expect(r.ok && r.identity).toMatchObject({ subject: 'legacy-agent', issuer: 'Kitchen CA', agent: { id: 'legacy-agent', name: 'legacy-agent' } });
     // A CN is unique only under its CA: the CA stays part of the caller's task owner.
     expect(r.ok && r.identity.stableSubject).toBeUndefined();
@@ -68,8 +93,16 @@ describe('client certificates (mTLS)', () => {
   test.each([
     ['no issuer', { subject: { CN: 'a' } }, 'has an issuer with no name'],
     ['an empty issuer', { subject: { CN: 'a' }, issuer: {} }, 'has an issuer with no name'],
-    ['a CN spelled as a SPIFFE ID', { subject: { CN: 'spiffe://kitchen.test/a' }, issuer: { CN: 'K' } }, 'has a subject CN spelled as a SPIFFE ID, and no SPIFFE ID'],
-    ['the same, upper case and spaced', { subject: { CN: ' SPIFFE://kitchen.test/a' }, issuer: { CN: 'K' } }, 'has a subject CN spelled as a SPIFFE ID, and no SPIFFE ID'],
+    [
+      'a CN spelled as a SPIFFE ID',
+      { subject: { CN: 'spiffe://kitchen.test/a' }, issuer: { CN: 'K' } },
+      'has a subject CN spelled as a SPIFFE ID, and no SPIFFE ID',
+    ],
+    [
+      'the same, upper case and spaced',
+      { subject: { CN: ' SPIFFE://kitchen.test/a' }, issuer: { CN: 'K' } },
+      'has a subject CN spelled as a SPIFFE ID, and no SPIFFE ID',
+    ],
   ])('a CN caller with %s is refused', (_what, cert, problem) => {
     expect(identityFromCertificate(cert)).toEqual({ ok: false, credential: 'client certificate', problem });
   });
@@ -87,7 +120,9 @@ describe('client certificates (mTLS)', () => {
     expect(tlsPeerIdentity({} as Socket)).toBeUndefined();
     let asked = 0;
     const tlsSocket = {
-      encrypted: true, authorized: false, authorizationError: 'SELF_SIGNED_CERT_IN_CHAIN',
+      encrypted: true,
+      authorized: false,
+      authorizationError: 'SELF_SIGNED_CERT_IN_CHAIN',
       getPeerCertificate: () => (asked++, { subject: { CN: 'x' } }),
     } as unknown as Socket;
     expect(tlsPeerIdentity(tlsSocket)).toEqual({ ok: false, credential: 'client certificate', problem: 'is not trusted (SELF_SIGNED_CERT_IN_CHAIN)' });
@@ -107,7 +142,8 @@ describe('OIDC bearer tokens', () => {
   const token = (k: TestKey, body: Record<string, unknown>, header: Record<string, unknown> = {}) => {
     const now = Math.floor(Date.now() / 1000);
     return new (jose().SignJWT)({ iss: ISS, aud: 'a2a-baker', sub: 'svc-cooking', iat: now, exp: now + 300, ...body })
-      .setProtectedHeader({ alg: k.alg, kid: k.kid, ...header }).sign(k.privateKey);
+      .setProtectedHeader({ alg: k.alg, kid: k.kid, ...header })
+      .sign(k.privateKey);
   };
   beforeAll(async () => {
     [key, other] = await Promise.all([makeKey('idp-1', 'ES256'), makeKey('idp-1', 'ES256')]);
@@ -125,8 +161,15 @@ describe('OIDC bearer tokens', () => {
 
   test('a valid token maps the configured claims onto the agent fields', async () => {
     const r = await verifier.verify(await token(key, { azp: 'cooking-assistant', agent_url: 'https://kitchen.test/a', agent_version: '2.1' }));
-    expect(r).toEqual({ ok: true, identity: { source: 'oidc', subject: 'svc-cooking', issuer: ISS,
-      agent: { id: 'svc-cooking', name: 'cooking-assistant', url: 'https://kitchen.test/a', version: '2.1' } } });
+    expect(r).toEqual({
+      ok: true,
+      identity: {
+        source: 'oidc',
+        subject: 'svc-cooking',
+        issuer: ISS,
+        agent: { id: 'svc-cooking', name: 'cooking-assistant', url: 'https://kitchen.test/a', version: '2.1' },
+      },
+    });
   });
 
   test('claims fall back in order; unmapped fields are "unknown"', () => {
@@ -147,7 +190,11 @@ describe('OIDC bearer tokens', () => {
   test('refused: a key the issuer does not publish (same kid), alg none, not a JWT', async () => {
     expect(await verifier.verify(await token(other, {}))).toEqual({ ok: false, credential: 'bearer token', problem: 'signature does not verify' });
     const now = Math.floor(Date.now() / 1000);
-    expect(await verifier.verify(unsignedJwt({ iss: ISS, aud: 'a2a-baker', sub: 'x', exp: now + 60 }))).toEqual({ ok: false, credential: 'bearer token', problem: 'signed with an algorithm that is not allowed' });
+    expect(await verifier.verify(unsignedJwt({ iss: ISS, aud: 'a2a-baker', sub: 'x', exp: now + 60 }))).toEqual({
+      ok: false,
+      credential: 'bearer token',
+      problem: 'signed with an algorithm that is not allowed',
+    });
     expect(await verifier.verify('opaque-api-key')).toEqual({ ok: false, credential: 'bearer token', problem: 'is not a signed JWT' });
   });
 
@@ -160,36 +207,70 @@ describe('OIDC bearer tokens', () => {
 });
 
 describe('the policy over the sources', () => {
-  const ASSERTED: VerifiedIdentity = { source: 'assertion', subject: 'cooking-assistant', issuer: 'k1', agent: { id: 'cooking-assistant', name: 'Cooking assistant', url: 'https://kitchen.test/a', version: '1.0.0' } };
-  const OIDC: VerifiedIdentity = { source: 'oidc', subject: 'svc', issuer: 'https://issuer.test', agent: { id: 'svc', name: 'svc', url: 'unknown', version: 'unknown' } };
+  const ASSERTED: VerifiedIdentity = {
+    source: 'assertion',
+    subject: 'cooking-assistant',
+    issuer: 'k1',
+    agent: { id: 'cooking-assistant', name: 'Cooking assistant', url: 'https://kitchen.test/a', version: '1.0.0' },
+  };
+  const OIDC: VerifiedIdentity = {
+    source: 'oidc',
+    subject: 'svc',
+    issuer: 'https://issuer.test',
+    agent: { id: 'svc', name: 'svc', url: 'unknown', version: 'unknown' },
+  };
   const fakeVerifier = (check: CredentialCheck) => ({ verify: async () => check }) as unknown as AssertionVerifier & OidcVerifier;
   const plain = {} as Socket;
   const claimHeaders = { 'x-aos-agent-name': 'Cooking assistant', 'x-aos-agent-url': 'https://kitchen.test/a', 'x-aos-agent-version': '1' };
   const base = (over: Partial<CallerSources>): CallerSources => ({
-    role: 'server', policy: 'optional', assertions: undefined, oidc: undefined, mtls: false,
-    localAgent: () => ({ id: 'local', name: 'Local', url: 'u', version: 'v' }), ...over,
+    role: 'server',
+    policy: 'optional',
+    assertions: undefined,
+    oidc: undefined,
+    mtls: false,
+    localAgent: () => ({ id: 'local', name: 'Local', url: 'u', version: 'v' }),
+    ...over,
   });
 
   test('optional: a verified assertion becomes the caller, marked verified; claimed headers alone are never believed', async () => {
     const identify = createCallerIdentifier(base({ assertions: fakeVerifier({ ok: true, identity: ASSERTED }) }));
     const r = await identify({ 'x-aos-agent-assertion': 'a.b.c', ...claimHeaders, 'x-aos-agent-name': 'Cake Baker' }, plain);
     expect(r).toEqual({ ok: true, identity: ASSERTED, peer: verifiedPeer(ASSERTED) });
-    expect(r.ok && r.peer).toEqual({ url: 'https://kitchen.test/a', name: 'Cooking assistant', version: '1.0.0', id: 'cooking-assistant',
-      metadata: { identity: { verified: true, source: 'assertion', subject: 'cooking-assistant', issuer: 'k1' } } });
+    expect(r.ok && r.peer).toEqual({
+      url: 'https://kitchen.test/a',
+      name: 'Cooking assistant',
+      version: '1.0.0',
+      id: 'cooking-assistant',
+      metadata: { identity: { verified: true, source: 'assertion', subject: 'cooking-assistant', issuer: 'k1' } },
+    });
     const none = await identify(claimHeaders, plain);
-    expect(none).toEqual({ ok: true, identity: undefined, peer: { url: 'unknown', name: 'unknown', version: 'unknown', metadata: { identity: { verified: false } } } });
+    expect(none).toEqual({
+      ok: true,
+      identity: undefined,
+      peer: { url: 'unknown', name: 'unknown', version: 'unknown', metadata: { identity: { verified: false } } },
+    });
   });
 
   test('a one-use credential is spent only when asked (the request routes somewhere); spent twice, the second refuses the call', async () => {
     let spends = 0;
     const spend = async () => (++spends > 1 ? 'was already used (replayed)' : undefined);
     const outcomes: string[] = [];
-    const identify = createCallerIdentifier(base({ assertions: fakeVerifier({ ok: true, identity: ASSERTED, spend }), oidc: fakeVerifier({ ok: true, identity: OIDC }), onOutcome: (o) => outcomes.push(o) }));
+    const identify = createCallerIdentifier(
+      base({
+        assertions: fakeVerifier({ ok: true, identity: ASSERTED, spend }),
+        oidc: fakeVerifier({ ok: true, identity: OIDC }),
+        onOutcome: (o) => outcomes.push(o),
+      }),
+    );
     const headers = { 'x-aos-agent-assertion': 'a.b.c', authorization: 'Bearer x.y.z' };
     const checked = await identify(headers, plain);
     expect(spends).toBe(0);
     expect(await spent(checked)).toEqual({ ok: true, identity: ASSERTED, peer: verifiedPeer(ASSERTED) });
-    expect(await spent(await identify(headers, plain))).toEqual({ ok: false, message: 'Caller identity not verified: the assertion was already used (replayed)', metadata: { credential: 'assertion', problem: 'was already used (replayed)' } });
+    expect(await spent(await identify(headers, plain))).toEqual({
+      ok: false,
+      message: 'Caller identity not verified: the assertion was already used (replayed)',
+      metadata: { credential: 'assertion', problem: 'was already used (replayed)' },
+    });
     expect(outcomes).toEqual(['assertion', 'assertion', 'refused']);
     // Nothing to spend: the result itself.
     const none = await createCallerIdentifier(base({}))({}, plain);
@@ -199,8 +280,11 @@ describe('the policy over the sources', () => {
   test('required: nothing verified is refused, naming what would have been accepted', async () => {
     const identify = createCallerIdentifier(base({ policy: 'required', assertions: fakeVerifier({ ok: true, identity: ASSERTED }), mtls: true }));
     const r = await identify(claimHeaders, plain);
-    expect(r).toEqual({ ok: false, message: 'Caller identity required: no verified identity was presented (accepted: assertion (X-AOS-Agent-Assertion), client certificate)',
-      metadata: { missing: 'verified identity', accepted: 'assertion (X-AOS-Agent-Assertion), client certificate' } });
+    expect(r).toEqual({
+      ok: false,
+      message: 'Caller identity required: no verified identity was presented (accepted: assertion (X-AOS-Agent-Assertion), client certificate)',
+      metadata: { missing: 'verified identity', accepted: 'assertion (X-AOS-Agent-Assertion), client certificate' },
+    });
   });
 
   test('claims: the headers are believed when nothing is verified, marked as a claim; a verified identity still wins', async () => {
@@ -213,17 +297,26 @@ describe('the policy over the sources', () => {
   test.each(['required', 'optional', 'claims'] as const)('%s: a credential that fails refuses the call', async (policy) => {
     const identify = createCallerIdentifier(base({ policy, assertions: fakeVerifier({ ok: false, credential: 'assertion', problem: 'expired' }) }));
     expect(await identify({ 'x-aos-agent-assertion': 'a.b.c', ...claimHeaders }, plain)).toEqual({
-      ok: false, message: 'Caller identity not verified: the assertion expired', metadata: { credential: 'assertion', problem: 'expired' },
+      ok: false,
+      message: 'Caller identity not verified: the assertion expired',
+      metadata: { credential: 'assertion', problem: 'expired' },
     });
   });
 
   test('a good credential does not excuse a bad one', async () => {
-    const identify = createCallerIdentifier(base({ assertions: fakeVerifier({ ok: true, identity: ASSERTED }), oidc: fakeVerifier({ ok: false, credential: 'bearer token', problem: 'expired' }) }));
-    expect(await identify({ 'x-aos-agent-assertion': 'a.b.c', authorization: 'Bearer x.y.z' }, plain)).toMatchObject({ ok: false, metadata: { credential: 'bearer token' } });
+    const identify = createCallerIdentifier(
+      base({ assertions: fakeVerifier({ ok: true, identity: ASSERTED }), oidc: fakeVerifier({ ok: false, credential: 'bearer token', problem: 'expired' }) }),
+    );
+    expect(await identify({ 'x-aos-agent-assertion': 'a.b.c', authorization: 'Bearer x.y.z' }, plain)).toMatchObject({
+      ok: false,
+      metadata: { credential: 'bearer token' },
+    });
   });
 
   test('precedence: assertion, then bearer token, then client certificate', async () => {
-    const identify = createCallerIdentifier(base({ assertions: fakeVerifier({ ok: true, identity: ASSERTED }), oidc: fakeVerifier({ ok: true, identity: OIDC }) }));
+    const identify = createCallerIdentifier(
+      base({ assertions: fakeVerifier({ ok: true, identity: ASSERTED }), oidc: fakeVerifier({ ok: true, identity: OIDC }) }),
+    );
     expect(await identify({ 'x-aos-agent-assertion': 'a.b.c', authorization: 'Bearer x.y.z' }, plain)).toMatchObject({ identity: ASSERTED });
     expect(await identify({ authorization: 'Bearer x.y.z' }, plain)).toMatchObject({ identity: OIDC });
   });
@@ -235,15 +328,21 @@ describe('the policy over the sources', () => {
     expect(await noTrust({ 'x-aos-agent-assertion': 'a.b.c' }, plain)).toMatchObject({ ok: true, identity: undefined });
   });
 
-  test('ROLE=client/both: the caller is the proxy\'s own observed agent, source local', async () => {
+  test("ROLE=client/both: the caller is the proxy's own observed agent, source local", async () => {
     const identify = createCallerIdentifier(base({ role: 'both', localAgent: () => ({ id: 'me', name: 'Me', url: 'https://me', version: '3' }) }));
     const r = await identify({ ...claimHeaders }, plain);
-    expect(r).toMatchObject({ ok: true, identity: { source: 'local', subject: 'me' }, peer: { name: 'Me', metadata: { identity: { verified: true, source: 'local' } } } });
+    expect(r).toMatchObject({
+      ok: true,
+      identity: { source: 'local', subject: 'me' },
+      peer: { name: 'Me', metadata: { identity: { verified: true, source: 'local' } } },
+    });
   });
 
   test('outcomes are counted', async () => {
     const seen: string[] = [];
-    const identify = createCallerIdentifier(base({ policy: 'required', assertions: fakeVerifier({ ok: true, identity: ASSERTED }), onOutcome: (o) => seen.push(o) }));
+    const identify = createCallerIdentifier(
+      base({ policy: 'required', assertions: fakeVerifier({ ok: true, identity: ASSERTED }), onOutcome: (o) => seen.push(o) }),
+    );
     await identify({ 'x-aos-agent-assertion': 'a.b.c' }, plain);
     await identify({}, plain);
     expect(seen).toEqual(['assertion', 'refused']);

@@ -15,16 +15,21 @@ const sha256 = (t: string): string => createHash('sha256').update(t, 'utf8').dig
 
 /** What an attacker with write access does: edit one record, then re-link the chain from there on. */
 function forge(text: string, edit: (record: Record<string, unknown>) => void, at: number): string {
-  const records = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const records = text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
   let prev = GENESIS;
-  return `${records.map((r, i) => {
-    if (i === at) edit(r);
-    delete r.hash;
-    r.prevHash = prev;
-    const prefix = JSON.stringify(r).slice(0, -1);
-    prev = sha256(prefix);
-    return `${prefix},"hash":"${prev}"}`;
-  }).join('\n')}\n`;
+  return `${records
+    .map((r, i) => {
+      if (i === at) edit(r);
+      delete r.hash;
+      r.prevHash = prev;
+      const prefix = JSON.stringify(r).slice(0, -1);
+      prev = sha256(prefix);
+      return `${prefix},"hash":"${prev}"}`;
+    })
+    .join('\n')}\n`;
 }
 
 const KEY = Buffer.alloc(32, 7);
@@ -51,13 +56,27 @@ describe('decision log tamper evidence', () => {
   // Was open: an unkeyed chain can be re-linked by whoever can write the file. With DECISION_LOG_KEY_FILE the
   // hashes are HMACs the forger cannot make.
   test('keyed: a denial rewritten to an allow (chain re-linked without the key) is detected', async () => {
-    const forged = forge((await writeLog(4, KEY)).text, (r) => {
-      r.decision = 'allow';
-    }, 1);
+    const forged = forge(
+      (await writeLog(4, KEY)).text,
+      (r) => {
+        r.decision = 'allow';
+      },
+      1,
+    );
     expect(forged).not.toContain('"deny"');
     expect(verifyDecisionLog(forged, { key: KEY })).toMatchObject({ ok: false, line: 1, reason: expect.stringMatching(/changed/) });
     // Unkeyed, the same forgery passes: that is what the key is for (README says so).
-    expect(verifyDecisionLog(forge((await writeLog(4)).text, (r) => { r.decision = 'allow'; }, 1)).ok).toBe(true);
+    expect(
+      verifyDecisionLog(
+        forge(
+          (await writeLog(4)).text,
+          (r) => {
+            r.decision = 'allow';
+          },
+          1,
+        ),
+      ).ok,
+    ).toBe(true);
   });
 
   test('another key does not verify', async () => {

@@ -17,11 +17,25 @@ import { Metrics } from '../../../src/admin/metrics';
 import { allDocs, codeSpans, doc, sourceText, tableRows } from '../../helpers/readme';
 
 const facts = (over: Partial<CallFacts> = {}): CallFacts => ({
-  method: 'message/send', wireMethod: 'SendMessage', binding: 'jsonrpc', role: 'server', decision: 'allow',
+  method: 'message/send',
+  wireMethod: 'SendMessage',
+  binding: 'jsonrpc',
+  role: 'server',
+  decision: 'allow',
   hooks: [{ side: 'server', phase: 'request', decision: 'allow', envelopeId: 'e-1', guardianMs: 1.234, reasonCode: ['OK'], message: 'Fine.' }],
-  peer: { name: 'caller', url: 'https://caller.example', version: '1', verified: false }, remoteAddress: '10.0.0.7',
-  traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), a2aId: 7, upstreamStatus: 200, forwarded: true, upstreamMs: 3, totalMs: 5,
-  finished: true, events: 0, error: undefined, ...over,
+  peer: { name: 'caller', url: 'https://caller.example', version: '1', verified: false },
+  remoteAddress: '10.0.0.7',
+  traceId: 'a'.repeat(32),
+  spanId: 'b'.repeat(16),
+  a2aId: 7,
+  upstreamStatus: 200,
+  forwarded: true,
+  upstreamMs: 3,
+  totalMs: 5,
+  finished: true,
+  events: 0,
+  error: undefined,
+  ...over,
 });
 
 describe('call outcome and audit record', () => {
@@ -33,16 +47,48 @@ describe('call outcome and audit record', () => {
     ['agent failed', { error: 'ECONNREFUSED' }, 'upstream_error'],
     ['caller left before the answer ended', { finished: false }, 'cancelled'],
     ['caller left during the hooks', { forwarded: false, finished: false }, 'cancelled'],
-    ['passed unchecked (fail-open)', { decision: 'failOpen', hooks: [{ side: 'server', phase: 'request', decision: 'failOpen', envelopeId: 'e', guardianMs: 1, failure: 'timeout', detail: 'x' }] }, 'forwarded_unchecked'],
-    ['shadow without an answer', { decision: 'shadow', hooks: [{ side: 'server', phase: 'request', decision: 'shadow', envelopeId: 'e', guardianMs: 1, failure: 'http', detail: 'HTTP 500' }] }, 'forwarded_unchecked'],
-    ['shadow with an answer', { decision: 'shadow', hooks: [{ side: 'server', phase: 'request', decision: 'shadow', envelopeId: 'e', guardianMs: 1 }] }, 'forwarded'],
+    [
+      'passed unchecked (fail-open)',
+      {
+        decision: 'failOpen',
+        hooks: [{ side: 'server', phase: 'request', decision: 'failOpen', envelopeId: 'e', guardianMs: 1, failure: 'timeout', detail: 'x' }],
+      },
+      'forwarded_unchecked',
+    ],
+    [
+      'shadow without an answer',
+      {
+        decision: 'shadow',
+        hooks: [{ side: 'server', phase: 'request', decision: 'shadow', envelopeId: 'e', guardianMs: 1, failure: 'http', detail: 'HTTP 500' }],
+      },
+      'forwarded_unchecked',
+    ],
+    [
+      'shadow with an answer',
+      { decision: 'shadow', hooks: [{ side: 'server', phase: 'request', decision: 'shadow', envelopeId: 'e', guardianMs: 1 }] },
+      'forwarded',
+    ],
     ['pipeline override', { outcome: 'answer_refused' }, 'answer_refused'],
-    ['response denied after an allowed request', { hooks: [
-      { side: 'server', phase: 'request', decision: 'allow', envelopeId: 'e1', guardianMs: 1 },
-      { side: 'server', phase: 'response', decision: 'deny', envelopeId: 'e2', guardianMs: 1, reasonCode: ['LEAK'] }] }, 'denied'],
-    ['response without a valid answer (fail-closed)', { hooks: [
-      { side: 'server', phase: 'request', decision: 'allow', envelopeId: 'e1', guardianMs: 1 },
-      { side: 'server', phase: 'response', decision: 'failClosed', envelopeId: 'e2', guardianMs: 1, failure: 'timeout', detail: 'x' }] }, 'guardian_unavailable'],
+    [
+      'response denied after an allowed request',
+      {
+        hooks: [
+          { side: 'server', phase: 'request', decision: 'allow', envelopeId: 'e1', guardianMs: 1 },
+          { side: 'server', phase: 'response', decision: 'deny', envelopeId: 'e2', guardianMs: 1, reasonCode: ['LEAK'] },
+        ],
+      },
+      'denied',
+    ],
+    [
+      'response without a valid answer (fail-closed)',
+      {
+        hooks: [
+          { side: 'server', phase: 'request', decision: 'allow', envelopeId: 'e1', guardianMs: 1 },
+          { side: 'server', phase: 'response', decision: 'failClosed', envelopeId: 'e2', guardianMs: 1, failure: 'timeout', detail: 'x' },
+        ],
+      },
+      'guardian_unavailable',
+    ],
   ])('%s', (_n, over, outcome) => {
     expect(callOutcome(facts(over))).toBe(outcome);
   });
@@ -51,28 +97,80 @@ describe('call outcome and audit record', () => {
     const r = auditRecord(facts());
     expect(r.level).toBe('info');
     expect(r.fields).toEqual({
-      method: 'message/send', wireMethod: 'SendMessage', binding: 'jsonrpc', role: 'server', outcome: 'forwarded', decision: 'allow',
-      reasonCode: ['OK'], guardianMessage: 'Fine.', peer: { name: 'caller', url: 'https://caller.example', version: '1', verified: false },
-      remoteAddress: '10.0.0.7', traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), guardianMs: 1.23, upstreamStatus: 200, upstreamMs: 3, totalMs: 5,
-      a2aId: 7, envelopeId: 'e-1',
+      method: 'message/send',
+      wireMethod: 'SendMessage',
+      binding: 'jsonrpc',
+      role: 'server',
+      outcome: 'forwarded',
+      decision: 'allow',
+      reasonCode: ['OK'],
+      guardianMessage: 'Fine.',
+      peer: { name: 'caller', url: 'https://caller.example', version: '1', verified: false },
+      remoteAddress: '10.0.0.7',
+      traceId: 'a'.repeat(32),
+      spanId: 'b'.repeat(16),
+      guardianMs: 1.23,
+      upstreamStatus: 200,
+      upstreamMs: 3,
+      totalMs: 5,
+      a2aId: 7,
+      envelopeId: 'e-1',
     });
   });
 
-  test('two hooks: the deciding hook\'s message, every reason code once, the per-hook list; a failure makes it a warn', () => {
-    const r = auditRecord(facts({
-      role: 'both', decision: 'deny',
-      hooks: [
-        { side: 'client', phase: 'request', decision: 'allow', envelopeId: 'e-1', guardianMs: 1, reasonCode: ['OK', 'X'], message: 'Fine.' },
-        { side: 'server', phase: 'request', decision: 'deny', envelopeId: 'e-2', guardianMs: 2, reasonCode: ['X', 'NO'], message: 'No.' },
-      ],
-    }));
+  test("two hooks: the deciding hook's message, every reason code once, the per-hook list; a failure makes it a warn", () => {
+    const r = auditRecord(
+      facts({
+        role: 'both',
+        decision: 'deny',
+        hooks: [
+          { side: 'client', phase: 'request', decision: 'allow', envelopeId: 'e-1', guardianMs: 1, reasonCode: ['OK', 'X'], message: 'Fine.' },
+          { side: 'server', phase: 'request', decision: 'deny', envelopeId: 'e-2', guardianMs: 2, reasonCode: ['X', 'NO'], message: 'No.' },
+        ],
+      }),
+    );
     expect(r).toMatchObject({ level: 'info', outcome: 'denied', reasonCodes: ['OK', 'X', 'NO'] });
-    expect(r.fields).toMatchObject({ guardianMessage: 'No.', envelopeId: 'e-1', hooks: [{ side: 'client', decision: 'allow' }, { side: 'server', decision: 'deny', reasonCode: ['X', 'NO'] }] });
-    const failed = auditRecord(facts({ decision: 'failClosed', hooks: [{ side: 'server', phase: 'request', decision: 'failClosed', envelopeId: 'e', guardianMs: 5000, failure: 'timeout', detail: 'no guardian answer within 5000 ms' }] }));
+    expect(r.fields).toMatchObject({
+      guardianMessage: 'No.',
+      envelopeId: 'e-1',
+      hooks: [
+        { side: 'client', decision: 'allow' },
+        { side: 'server', decision: 'deny', reasonCode: ['X', 'NO'] },
+      ],
+    });
+    const failed = auditRecord(
+      facts({
+        decision: 'failClosed',
+        hooks: [
+          {
+            side: 'server',
+            phase: 'request',
+            decision: 'failClosed',
+            envelopeId: 'e',
+            guardianMs: 5000,
+            failure: 'timeout',
+            detail: 'no guardian answer within 5000 ms',
+          },
+        ],
+      }),
+    );
     expect(failed.level).toBe('warn');
-    expect(failed.fields).toMatchObject({ failure: 'timeout', failureDetail: 'no guardian answer within 5000 ms', hooks: [{ failure: 'timeout', detail: 'no guardian answer within 5000 ms' }] });
+    expect(failed.fields).toMatchObject({
+      failure: 'timeout',
+      failureDetail: 'no guardian answer within 5000 ms',
+      hooks: [{ failure: 'timeout', detail: 'no guardian answer within 5000 ms' }],
+    });
     // A caller going away is not a guardian failure.
-    expect(auditRecord(facts({ finished: false, hooks: [{ side: 'server', phase: 'request', decision: 'failClosed', envelopeId: 'e', guardianMs: 1, failure: 'cancelled', detail: 'caller went away' }] })).level).toBe('info');
+    expect(
+      auditRecord(
+        facts({
+          finished: false,
+          hooks: [
+            { side: 'server', phase: 'request', decision: 'failClosed', envelopeId: 'e', guardianMs: 1, failure: 'cancelled', detail: 'caller went away' },
+          ],
+        }),
+      ).level,
+    ).toBe('info');
     expect(reasonCodes([])).toEqual([]);
   });
 });
@@ -89,20 +187,34 @@ describe('readiness', () => {
     expect(readiness({ ...base, guardianUp: true }, settings(true, false)).ready).toBe(true);
     expect(readiness({ ...base, guardianUp: true }, settings(true, true)).ready).toBe(false);
     expect(readiness({ ...base, guardianUp: undefined }, settings(true, false)).ready).toBe(false);
-    expect(readiness(base, settings(false, true)).guardian).toEqual({ up: false, required: false, checkedAt: undefined, answered: true, breaker: 'open', failMode: 'closed' });
+    expect(readiness(base, settings(false, true)).guardian).toEqual({
+      up: false,
+      required: false,
+      checkedAt: undefined,
+      answered: true,
+      breaker: 'open',
+      failMode: 'closed',
+    });
   });
 
-  test('GRPC_PORT: the agent is up only when its card and its gRPC endpoint both answer; the gRPC probe runs after the card\'s', async () => {
+  test("GRPC_PORT: the agent is up only when its card and its gRPC endpoint both answer; the gRPC probe runs after the card's", async () => {
     const card = true;
     let grpc = true;
     const order: string[] = [];
     const changes: HealthChange[] = [];
-    const health = new Health({
-      pingGuardian: async () => true,
-      probeUpstream: async () => (order.push('card'), card),
-      probeGrpcUpstream: async (ms) => (order.push(`grpc ${ms}`), grpc),
-      listening: () => true, draining: () => false, breaker: () => 'closed',
-    }, { ...settings(false, true), pingTimeoutMs: 500 }, new Metrics(), (c) => changes.push(c));
+    const health = new Health(
+      {
+        pingGuardian: async () => true,
+        probeUpstream: async () => (order.push('card'), card),
+        probeGrpcUpstream: async (ms) => (order.push(`grpc ${ms}`), grpc),
+        listening: () => true,
+        draining: () => false,
+        breaker: () => 'closed',
+      },
+      { ...settings(false, true), pingTimeoutMs: 500 },
+      new Metrics(),
+      (c) => changes.push(c),
+    );
     expect(health.current().upstream).toEqual({ up: undefined, required: true, checkedAt: undefined, card: undefined, grpc: undefined });
     expect((await health.check()).upstream).toMatchObject({ up: true, card: true, grpc: true });
     expect(order).toEqual(['card', 'grpc 500']);
@@ -110,19 +222,34 @@ describe('readiness', () => {
     const down = await health.check();
     expect(down.ready).toBe(false);
     expect(down.upstream).toMatchObject({ up: false, card: true, grpc: false });
-    expect(changes).toEqual([{ what: 'guardian', up: true }, { what: 'upstream', up: true, parts: { card: true, grpc: true } }, { what: 'upstream', up: false, parts: { card: true, grpc: false } }]);
+    expect(changes).toEqual([
+      { what: 'guardian', up: true },
+      { what: 'upstream', up: true, parts: { card: true, grpc: true } },
+      { what: 'upstream', up: false, parts: { card: true, grpc: false } },
+    ]);
     // Without GRPC_PORT the body is as before: no card/grpc parts.
-    const plain = new Health({ pingGuardian: async () => true, probeUpstream: async () => true, listening: () => true, draining: () => false, breaker: () => 'closed' }, settings(false, true), new Metrics());
+    const plain = new Health(
+      { pingGuardian: async () => true, probeUpstream: async () => true, listening: () => true, draining: () => false, breaker: () => 'closed' },
+      settings(false, true),
+      new Metrics(),
+    );
     expect((await plain.check()).upstream).toEqual({ up: true, required: true, checkedAt: expect.any(String) });
   });
 
-  test('/readyz calls made while a probe runs share it (the admin port cannot multiply the guardian\'s pings); the next call probes again', async () => {
+  test("/readyz calls made while a probe runs share it (the admin port cannot multiply the guardian's pings); the next call probes again", async () => {
     let pings = 0;
     let release: () => void = () => undefined;
-    const health = new Health({
-      pingGuardian: () => (pings++, new Promise<boolean>((r) => (release = () => r(true)))),
-      probeUpstream: async () => true, listening: () => true, draining: () => false, breaker: () => 'closed',
-    }, settings(false, true), new Metrics());
+    const health = new Health(
+      {
+        pingGuardian: () => (pings++, new Promise<boolean>((r) => (release = () => r(true)))),
+        probeUpstream: async () => true,
+        listening: () => true,
+        draining: () => false,
+        breaker: () => 'closed',
+      },
+      settings(false, true),
+      new Metrics(),
+    );
     const many = Array.from({ length: 50 }, () => health.check());
     release();
     const answers = await Promise.all(many);
@@ -154,7 +281,11 @@ describe('command line', () => {
     expect(parseArgs(['--version'])).toEqual({ kind: 'version' });
     expect(parseArgs(['--check'])).toEqual({ kind: 'check' });
     expect(parseArgs(['--verify-log', 'd.log'])).toEqual({ kind: 'verifyLog', file: 'd.log' });
-    expect(parseArgs(['--verify-log', 'd.log', '--head', `3:${'e'.repeat(64)}`])).toEqual({ kind: 'verifyLog', file: 'd.log', head: { seq: 3, hash: 'e'.repeat(64) } });
+    expect(parseArgs(['--verify-log', 'd.log', '--head', `3:${'e'.repeat(64)}`])).toEqual({
+      kind: 'verifyLog',
+      file: 'd.log',
+      head: { seq: 3, hash: 'e'.repeat(64) },
+    });
     expect(parseArgs(['--verify-log', 'd.log', '--head', '3:e'])).toMatchObject({ kind: 'error' });
     expect(parseArgs(['--verify-log'])).toMatchObject({ kind: 'error' });
     // The guardian's command line has the shared flags only.
@@ -182,7 +313,8 @@ describe('command line', () => {
       const row = rows.get(v.name);
       expect([v.name, row !== undefined]).toEqual([v.name, true]);
       // A concrete default is written as code in the default cell ('unset' and 'required' are worded there).
-      if (row !== undefined && !['unset', 'required', ''].includes(v.default)) expect([v.name, codeSpans(row[1] as string)]).toEqual([v.name, expect.arrayContaining([v.default])]);
+      if (row !== undefined && !['unset', 'required', ''].includes(v.default))
+        expect([v.name, codeSpans(row[1] as string)]).toEqual([v.name, expect.arrayContaining([v.default])]);
     }
     const names = new Set(vars.map((v) => v.name));
     for (const name of rows.keys()) expect([name, names.has(name)]).toEqual([name, true]);
@@ -197,7 +329,9 @@ describe('command line', () => {
   });
 
   test('the metrics reference names every a2a_guard_ metric with its type and labels, and no other', () => {
-    const rows = new Map(tableRows(doc('docs/reference/metrics.md'), '| name | type | labels | meaning |').map((r) => [codeSpans(r[0] as string)[0] as string, r]));
+    const rows = new Map(
+      tableRows(doc('docs/reference/metrics.md'), '| name | type | labels | meaning |').map((r) => [codeSpans(r[0] as string)[0] as string, r]),
+    );
     const metrics = new Metrics().registry.getMetricsAsArray().filter((m) => m.name.startsWith('a2a_guard_'));
     expect(metrics.length).toBeGreaterThan(15);
     for (const m of metrics) {
@@ -227,7 +361,8 @@ describe('command line', () => {
 
 describe('secrets and OTel settings', () => {
   test('masking', () => {
-    for (const n of ['GUARDIAN_TOKEN', 'OTEL_EXPORTER_OTLP_HEADERS', 'SIDECAR_SIGNING_KEY', 'CLIENT_SECRET', 'TLS_KEY_PASSPHRASE']) expect(isSecretVariable(n)).toBe(true);
+    for (const n of ['GUARDIAN_TOKEN', 'OTEL_EXPORTER_OTLP_HEADERS', 'SIDECAR_SIGNING_KEY', 'CLIENT_SECRET', 'TLS_KEY_PASSPHRASE'])
+      expect(isSecretVariable(n)).toBe(true);
     for (const n of ['PORT', 'GUARDIAN_URL', 'POLICY_FILE', 'OTEL_SERVICE_NAME']) expect(isSecretVariable(n)).toBe(false);
     expect(maskValue('GUARDIAN_URL', 'https://u:p4ss@g.example/x')).toBe('https://u:***@g.example/x');
     expect(maskValue('GUARDIAN_URL', 'https://g.example/x')).toBe('https://g.example/x');
@@ -238,20 +373,41 @@ describe('secrets and OTel settings', () => {
     const base = { UPSTREAM_URL: 'http://a:1' };
     expect(configFrom(base).otel).toBeUndefined();
     expect(configFrom({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318/' }).otel).toEqual({
-      tracesUrl: 'http://c:4318/v1/traces', protocol: 'http/protobuf', headers: {}, serviceName: 'a2a-guard', resourceAttributes: {},
-      sampler: 'parentbased_always_on', samplerRatio: 1,
+      tracesUrl: 'http://c:4318/v1/traces',
+      protocol: 'http/protobuf',
+      headers: {},
+      serviceName: 'a2a-guard',
+      resourceAttributes: {},
+      sampler: 'parentbased_always_on',
+      samplerRatio: 1,
     });
     expect(configFrom({ ...base, OTEL_TRACES_EXPORTER: 'otlp' }).otel?.tracesUrl).toBe('http://localhost:4318/v1/traces');
-    expect(configFrom({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://t:1/x' }).otel?.tracesUrl).toBe('http://t:1/x');
+    expect(configFrom({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://t:1/x' }).otel?.tracesUrl).toBe(
+      'http://t:1/x',
+    );
     expect(configFrom({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' }).otel).toBeUndefined();
     expect(configFrom({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_EXPORTER: 'none' }).otel).toBeUndefined();
     const full = configFrom({
-      ...base, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_HEADERS: 'a=1,b=2',
-      OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'b=3', OTEL_RESOURCE_ATTRIBUTES: 'service.name=from-attrs,deployment.environment=prod',
-      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25',
+      ...base,
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_EXPORTER_OTLP_HEADERS: 'a=1,b=2',
+      OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'b=3',
+      OTEL_RESOURCE_ATTRIBUTES: 'service.name=from-attrs,deployment.environment=prod',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.25',
     }).otel;
-    expect(full).toMatchObject({ protocol: 'http/json', headers: { a: '1', b: '3' }, serviceName: 'from-attrs', sampler: 'parentbased_traceidratio', samplerRatio: 0.25 });
-    expect(configFrom({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SERVICE_NAME: 'mine', OTEL_RESOURCE_ATTRIBUTES: 'service.name=x' }).otel?.serviceName).toBe('mine');
+    expect(full).toMatchObject({
+      protocol: 'http/json',
+      headers: { a: '1', b: '3' },
+      serviceName: 'from-attrs',
+      sampler: 'parentbased_traceidratio',
+      samplerRatio: 0.25,
+    });
+    expect(
+      configFrom({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SERVICE_NAME: 'mine', OTEL_RESOURCE_ATTRIBUTES: 'service.name=x' }).otel
+        ?.serviceName,
+    ).toBe('mine');
     expect(() => configFrom({ ...base, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL/);
     expect(() => configFrom({ ...base, OTEL_TRACES_SAMPLER_ARG: '2' })).toThrow(/OTEL_TRACES_SAMPLER_ARG/);
     expect(configFrom({ ...base, READINESS_REQUIRES: ' upstream ' }).readinessRequires).toEqual({ guardian: false, upstream: true });
@@ -263,16 +419,32 @@ describe('secrets and OTel settings', () => {
 describe('trace context', () => {
   test('a valid W3C traceparent is taken, anything else ignored', () => {
     const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
-    expect(callerTrace({ traceparent: tp, tracestate: 'a=1' })).toEqual({ headers: { traceparent: tp, tracestate: 'a=1' }, traceId: '4bf92f3577b34da6a3ce929d0e0e4736' });
-    for (const bad of ['', 'garbage', '00-00000000000000000000000000000000-00f067aa0ba902b7-01', '00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01', 'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', tp.toUpperCase()]) {
+    expect(callerTrace({ traceparent: tp, tracestate: 'a=1' })).toEqual({
+      headers: { traceparent: tp, tracestate: 'a=1' },
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+    });
+    for (const bad of [
+      '',
+      'garbage',
+      '00-00000000000000000000000000000000-00f067aa0ba902b7-01',
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01',
+      'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      tp.toUpperCase(),
+    ]) {
       expect(callerTrace({ traceparent: bad })).toBeUndefined();
     }
-    const call = NOOP_TRACER.startCall({ traceparent: tp }, { method: 'm', wireMethod: 'm', binding: 'jsonrpc', role: 'server', httpMethod: 'POST', path: '/', remoteAddress: undefined });
+    const call = NOOP_TRACER.startCall(
+      { traceparent: tp },
+      { method: 'm', wireMethod: 'm', binding: 'jsonrpc', role: 'server', httpMethod: 'POST', path: '/', remoteAddress: undefined },
+    );
     expect(call.traceId).toBe('4bf92f3577b34da6a3ce929d0e0e4736');
     expect(call.spanId).toBeUndefined();
     expect(call.hook({ method: 'm', side: 'server', phase: 'request', envelopeId: 'e' }).headers).toEqual({ traceparent: tp, tracestate: undefined });
     expect(call.upstream('POST', new URL('http://a')).headers).toBeUndefined();
-    const none = NOOP_TRACER.startCall({}, { method: 'm', wireMethod: 'm', binding: 'jsonrpc', role: 'server', httpMethod: 'POST', path: '/', remoteAddress: undefined });
+    const none = NOOP_TRACER.startCall(
+      {},
+      { method: 'm', wireMethod: 'm', binding: 'jsonrpc', role: 'server', httpMethod: 'POST', path: '/', remoteAddress: undefined },
+    );
     expect(none.hook({ method: 'm', side: 'server', phase: 'request', envelopeId: 'e' }).headers).toBeUndefined();
   });
 });

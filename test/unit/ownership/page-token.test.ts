@@ -12,11 +12,15 @@ const secret = randomBytes(32);
 const AGENT_TOKEN = Buffer.from('2026-11-23T10:00:00.000Z|task-of-A').toString('base64');
 
 function tokens(opts: { secret?: (refresh: boolean) => Promise<Buffer>; now?: () => number; lifetimeSeconds?: number } = {}): PageTokens {
-  return new PageTokens({ secret: opts.secret ?? (() => Promise.resolve(secret)), lifetimeSeconds: opts.lifetimeSeconds ?? 3600, ...(opts.now === undefined ? {} : { now: opts.now }) });
+  return new PageTokens({
+    secret: opts.secret ?? (() => Promise.resolve(secret)),
+    lifetimeSeconds: opts.lifetimeSeconds ?? 3600,
+    ...(opts.now === undefined ? {} : { now: opts.now }),
+  });
 }
 
 describe('PageTokens', () => {
-  test('opens for the owner and the operation it was sealed for; hides the agent\'s token; never the same twice', async () => {
+  test("opens for the owner and the operation it was sealed for; hides the agent's token; never the same twice", async () => {
     const t = tokens();
     const sealed = await t.seal(AGENT_TOKEN, 'oidc:idp:A', 'tasks/list');
     expect(sealed).toMatch(/^[A-Za-z0-9_-]+$/);
@@ -33,7 +37,10 @@ describe('PageTokens', () => {
     const sealed = await t.seal(AGENT_TOKEN, 'oidc:idp:A', 'tasks/list');
     expect(await t.open(sealed, 'oidc:idp:B', 'tasks/list')).toEqual({ ok: false, why: 'unauthentic' });
     expect(await t.open(sealed, 'oidc:idp:A', 'tasks/pushNotificationConfig/list')).toEqual({ ok: false, why: 'unauthentic' });
-    expect(await tokens({ secret: () => Promise.resolve(randomBytes(32)) }).open(sealed, 'oidc:idp:A', 'tasks/list')).toEqual({ ok: false, why: 'unauthentic' });
+    expect(await tokens({ secret: () => Promise.resolve(randomBytes(32)) }).open(sealed, 'oidc:idp:A', 'tasks/list')).toEqual({
+      ok: false,
+      why: 'unauthentic',
+    });
   });
 
   test('any changed byte is refused', async () => {
@@ -103,11 +110,16 @@ const replaced = (c: AnswerCheck): any => {
 };
 
 describe('task ownership and page tokens', () => {
-  test('list answers carry the token sealed (JSON-RPC and REST, both spellings); the next call gets the agent\'s own back', async () => {
+  test("list answers carry the token sealed (JSON-RPC and REST, both spellings); the next call gets the agent's own back", async () => {
     const { own } = setup();
     await ownTask(own, 'A', 't-1');
     const rpc = own.answerHook('A', op('ListTasks'), jsonRpcCodec);
-    const answer = replaced(await rpc?.unary?.({ jsonrpc: '2.0', id: 1, result: { tasks: [{ id: 't-1' }], nextPageToken: AGENT_TOKEN, pageSize: 1, totalSize: 1 } }, true) as AnswerCheck);
+    const answer = replaced(
+      (await rpc?.unary?.(
+        { jsonrpc: '2.0', id: 1, result: { tasks: [{ id: 't-1' }], nextPageToken: AGENT_TOKEN, pageSize: 1, totalSize: 1 } },
+        true,
+      )) as AnswerCheck,
+    );
     const sealed = answer.result.nextPageToken as string;
     expect(sealed).not.toBe(AGENT_TOKEN);
     expect(answer.result).toMatchObject({ tasks: [{ id: 't-1' }], pageSize: 1, totalSize: 1 });
@@ -115,12 +127,15 @@ describe('task ownership and page tokens', () => {
     expect(next).toMatchObject({ type: 'pass', state: 'none', request: { method: 'ListTasks', params: { pageSize: 1, pageToken: AGENT_TOKEN } } });
 
     const rest = own.answerHook('A', op('ListTasks'), restCodec);
-    const restAnswer = replaced(await rest?.unary?.({ tasks: [], next_page_token: AGENT_TOKEN }, true) as AnswerCheck);
+    const restAnswer = replaced((await rest?.unary?.({ tasks: [], next_page_token: AGENT_TOKEN }, true)) as AnswerCheck);
     expect(restAnswer.next_page_token).not.toBe(AGENT_TOKEN);
-    expect(await own.checkRequest('A', op('ListTasks'), listCall({ page_token: restAnswer.next_page_token }))).toMatchObject({ type: 'pass', request: { params: { page_token: AGENT_TOKEN } } });
+    expect(await own.checkRequest('A', op('ListTasks'), listCall({ page_token: restAnswer.next_page_token }))).toMatchObject({
+      type: 'pass',
+      request: { params: { page_token: AGENT_TOKEN } },
+    });
   });
 
-  test('the last page (no token, or an empty one) is left as it is; a call without a token is the caller\'s own object', async () => {
+  test("the last page (no token, or an empty one) is left as it is; a call without a token is the caller's own object", async () => {
     const { own } = setup();
     await ownTask(own, 'A', 't-1');
     const rpc = own.answerHook('A', op('ListTasks'), jsonRpcCodec);
@@ -130,17 +145,27 @@ describe('task ownership and page tokens', () => {
     expect(r.type === 'pass' && r.request).toBe(call);
   });
 
-  test('refused as invalid params: another owner\'s token, the agent\'s raw token, a token in another type; counted', async () => {
+  test("refused as invalid params: another owner's token, the agent's raw token, a token in another type; counted", async () => {
     const { own, metrics } = setup();
-    const sealed = replaced(await own.answerHook('A', op('ListTasks'), restCodec)?.unary?.({ tasks: [], nextPageToken: AGENT_TOKEN }, true) as AnswerCheck).nextPageToken as string;
-    for (const [who, token] of [['B', sealed], ['A', AGENT_TOKEN], ['A', 12345], ['A', [sealed, sealed]], ['A', { t: sealed }]] as const) {
-      expect(await own.checkRequest(who, op('ListTasks'), listCall({ pageToken: token }))).toMatchObject({ type: 'refuse', error: { kind: 'invalidParams', message: 'Invalid page token' } });
+    const sealed = replaced((await own.answerHook('A', op('ListTasks'), restCodec)?.unary?.({ tasks: [], nextPageToken: AGENT_TOKEN }, true)) as AnswerCheck)
+      .nextPageToken as string;
+    for (const [who, token] of [
+      ['B', sealed],
+      ['A', AGENT_TOKEN],
+      ['A', 12345],
+      ['A', [sealed, sealed]],
+      ['A', { t: sealed }],
+    ] as const) {
+      expect(await own.checkRequest(who, op('ListTasks'), listCall({ pageToken: token }))).toMatchObject({
+        type: 'refuse',
+        error: { kind: 'invalidParams', message: 'Invalid page token' },
+      });
     }
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/a2a_guard_task_ownership_total\{[^}]*outcome="refused_page_token"[^}]*\} 5/);
   });
 
-  test('a guardian\'s modify is checked for tasks only: the agent\'s token it saw stays', async () => {
+  test("a guardian's modify is checked for tasks only: the agent's token it saw stays", async () => {
     const { own } = setup();
     const call = listCall({ pageToken: AGENT_TOKEN });
     const r = await own.checkRequest('A', op('ListTasks'), call, 'guardian');
@@ -151,10 +176,12 @@ describe('task ownership and page tokens', () => {
     const { own } = setup();
     await ownTask(own, 'A', 't-1');
     const hook = own.answerHook('A', op('ListTaskPushNotificationConfigs'), jsonRpcCodec);
-    const sealed = replaced(await hook?.unary?.({ jsonrpc: '2.0', id: 1, result: { configs: [], nextPageToken: 'cfg-cursor' } }, true) as AnswerCheck).result.nextPageToken as string;
+    const sealed = replaced((await hook?.unary?.({ jsonrpc: '2.0', id: 1, result: { configs: [], nextPageToken: 'cfg-cursor' } }, true)) as AnswerCheck).result
+      .nextPageToken as string;
     expect(sealed).not.toBe('cfg-cursor');
-    expect(await own.checkRequest('A', op('ListTaskPushNotificationConfigs'), listCall({ taskId: 't-1', pageToken: sealed }, 'ListTaskPushNotificationConfigs')))
-      .toMatchObject({ type: 'pass', state: 'owned', request: { params: { taskId: 't-1', pageToken: 'cfg-cursor' } } });
+    expect(
+      await own.checkRequest('A', op('ListTaskPushNotificationConfigs'), listCall({ taskId: 't-1', pageToken: sealed }, 'ListTaskPushNotificationConfigs')),
+    ).toMatchObject({ type: 'pass', state: 'owned', request: { params: { taskId: 't-1', pageToken: 'cfg-cursor' } } });
     // Not a task list token.
     expect(await own.checkRequest('A', op('ListTasks'), listCall({ pageToken: sealed }))).toMatchObject({ type: 'refuse', error: { kind: 'invalidParams' } });
   });
@@ -162,7 +189,10 @@ describe('task ownership and page tokens', () => {
   test('ListTasks filtered to a context names it: another caller\'s is "task not found", an unknown one passes', async () => {
     const { own } = setup();
     await ownTask(own, 'A', 't-1');
-    expect(await own.checkRequest('B', op('ListTasks'), listCall({ contextId: 'ctx-t-1' }))).toMatchObject({ type: 'refuse', error: { kind: 'taskNotFound', message: 'Task not found: ctx-t-1' } });
+    expect(await own.checkRequest('B', op('ListTasks'), listCall({ contextId: 'ctx-t-1' }))).toMatchObject({
+      type: 'refuse',
+      error: { kind: 'taskNotFound', message: 'Task not found: ctx-t-1' },
+    });
     expect(await own.checkRequest('A', op('ListTasks'), listCall({ contextId: 'ctx-t-1' }))).toMatchObject({ type: 'pass', state: 'owned' });
     expect(await own.checkRequest('B', op('ListTasks'), listCall({ context_id: 'ctx-new' }))).toMatchObject({ type: 'pass', state: 'owned' });
   });
@@ -170,15 +200,27 @@ describe('task ownership and page tokens', () => {
   test('the secret unavailable: FAIL_MODE=closed refuses both sides (-31504), open passes them as they came', async () => {
     const memory = new MemoryOwnerStore({ ttlSeconds: 60, maxEntries: 1000 });
     const noSecret: OwnerStore = {
-      kind: 'redis', owners: (k) => memory.owners(k), claim: (k, o) => memory.claim(k, o), close: () => memory.close(),
-      provisional: (k, o, t) => memory.provisional(k, o, t), renew: (k, o, t) => memory.renew(k, o, t), release: (k, o) => memory.release(k, o), held: (o) => memory.held(o),
+      kind: 'redis',
+      owners: (k) => memory.owners(k),
+      claim: (k, o) => memory.claim(k, o),
+      close: () => memory.close(),
+      provisional: (k, o, t) => memory.provisional(k, o, t),
+      renew: (k, o, t) => memory.renew(k, o, t),
+      release: (k, o) => memory.release(k, o),
+      held: (o) => memory.held(o),
       sharedSecret: () => Promise.reject(new Error('Connection is closed.')),
     };
     // Looks like a sealed token (version byte first): opening it needs the secret.
     const sealedLike = Buffer.concat([Buffer.from([1]), randomBytes(60)]).toString('base64url');
     const closed = setup('closed', noSecret).own;
-    expect(await closed.checkRequest('A', op('ListTasks'), listCall({ pageToken: sealedLike }))).toMatchObject({ type: 'refuse', error: { kind: 'taskStoreUnavailable' } });
-    expect(await closed.answerHook('A', op('ListTasks'), restCodec)?.unary?.({ tasks: [], nextPageToken: AGENT_TOKEN }, true)).toMatchObject({ type: 'refuse', error: { kind: 'taskStoreUnavailable' } });
+    expect(await closed.checkRequest('A', op('ListTasks'), listCall({ pageToken: sealedLike }))).toMatchObject({
+      type: 'refuse',
+      error: { kind: 'taskStoreUnavailable' },
+    });
+    expect(await closed.answerHook('A', op('ListTasks'), restCodec)?.unary?.({ tasks: [], nextPageToken: AGENT_TOKEN }, true)).toMatchObject({
+      type: 'refuse',
+      error: { kind: 'taskStoreUnavailable' },
+    });
     const open = setup('open', noSecret).own;
     const call = listCall({ pageToken: sealedLike });
     expect(await open.checkRequest('A', op('ListTasks'), call)).toMatchObject({ type: 'pass', request: call });

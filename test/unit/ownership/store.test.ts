@@ -108,7 +108,7 @@ describe('MemoryOwnerStore', () => {
 
 /** What both stores do with provisional holds (store.ts): the same contract in memory and in Redis. */
 function provisionalContract(make: () => Promise<OwnerStore>): void {
-  test('a provisional hold is its owner\'s for everyone; released by its only call, the key is free again', async () => {
+  test("a provisional hold is its owner's for everyone; released by its only call, the key is free again", async () => {
     const s = await make();
     expect(await s.provisional(['c:p1'], 'A', 30)).toEqual(['A']);
     expect(await s.owners(['c:p1'])).toEqual(['A']);
@@ -153,7 +153,14 @@ describe('RedisOwnerStore (real redis-server)', () => {
   let redis: TestRedis;
   const stores: OwnerStore[] = [];
   const store = async (prefix = 'test:', timeoutMs = 500, secretRecheckMs?: number): Promise<RedisOwnerStore> => {
-    const s = await createRedisStore({ url: redis.url, prefix, ttlSeconds: 60, timeoutMs, logger: silent, ...(secretRecheckMs === undefined ? {} : { secretRecheckMs }) });
+    const s = await createRedisStore({
+      url: redis.url,
+      prefix,
+      ttlSeconds: 60,
+      timeoutMs,
+      logger: silent,
+      ...(secretRecheckMs === undefined ? {} : { secretRecheckMs }),
+    });
     stores.push(s);
     return s;
   };
@@ -227,7 +234,7 @@ describe('RedisOwnerStore (real redis-server)', () => {
     await new Promise((r) => setTimeout(r, 3000));
   });
 
-  test('the page-token secret: one for every replica (the first one\'s), kept when Redis loses it, a new one adopted', async () => {
+  test("the page-token secret: one for every replica (the first one's), kept when Redis loses it, a new one adopted", async () => {
     const r1 = await store('sec:', 500, 0);
     const r2 = await store('sec:', 500, 0);
     const s1 = await r1.sharedSecret(false);
@@ -282,7 +289,10 @@ describe('RedisOwnerStore (real redis-server)', () => {
   });
 
   test('slice counters: the current slice first, then the ones the window still overlaps', () => {
-    expect(sliceCounters('o:A:', 1000, 80)).toEqual({ keys: ['o:A:100', 'o:A:99', 'o:A:98', 'o:A:97', 'o:A:96', 'o:A:95', 'o:A:94', 'o:A:93', 'o:A:92'], ttlSeconds: 100 });
+    expect(sliceCounters('o:A:', 1000, 80)).toEqual({
+      keys: ['o:A:100', 'o:A:99', 'o:A:98', 'o:A:97', 'o:A:96', 'o:A:95', 'o:A:94', 'o:A:93', 'o:A:92'],
+      ttlSeconds: 100,
+    });
   });
 
   describe('maxmemory-policy', () => {
@@ -290,15 +300,18 @@ describe('RedisOwnerStore (real redis-server)', () => {
       await redis.command('CONFIG', 'SET', 'maxmemory-policy', 'noeviction');
     });
 
-    test.each(['allkeys-lru', 'volatile-lru', 'volatile-ttl', 'allkeys-random'])('%s evicts bindings: refused at start unless TASK_STORE_ALLOW_EVICTION', async (policy) => {
-      await redis.command('CONFIG', 'SET', 'maxmemory-policy', policy);
-      const err = await createRedisStore({ url: redis.url, prefix: 'evict:', ttlSeconds: 60, timeoutMs: 500, logger: silent }).catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(StartupError);
-      expect(String(err)).toContain(`maxmemory-policy is ${policy}`);
-      const allowed = await createRedisStore({ url: redis.url, prefix: 'evict:', ttlSeconds: 60, timeoutMs: 500, logger: silent, allowEviction: true });
-      stores.push(allowed);
-      expect(await allowed.claim(['t:e'], 'A')).toEqual(['A']);
-    });
+    test.each(['allkeys-lru', 'volatile-lru', 'volatile-ttl', 'allkeys-random'])(
+      '%s evicts bindings: refused at start unless TASK_STORE_ALLOW_EVICTION',
+      async (policy) => {
+        await redis.command('CONFIG', 'SET', 'maxmemory-policy', policy);
+        const err = await createRedisStore({ url: redis.url, prefix: 'evict:', ttlSeconds: 60, timeoutMs: 500, logger: silent }).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(StartupError);
+        expect(String(err)).toContain(`maxmemory-policy is ${policy}`);
+        const allowed = await createRedisStore({ url: redis.url, prefix: 'evict:', ttlSeconds: 60, timeoutMs: 500, logger: silent, allowEviction: true });
+        stores.push(allowed);
+        expect(await allowed.claim(['t:e'], 'A')).toEqual(['A']);
+      },
+    );
 
     test('a server that turns evicting later: its commands are refused (FAIL_MODE decides) until it is noeviction again', async () => {
       const s = await store('later:');
@@ -325,7 +338,9 @@ describe('RedisOwnerStore (real redis-server)', () => {
     expect(await r1.recordAssertion('k2', 'jti-4', exp, 3)).toBe('fresh');
     expect([await r2.assertionSeen('k1', 'jti-2'), await r2.assertionSeen('k1', 'jti-4'), await r2.assertionSeen('k3', 'jti-1')]).toEqual([true, false, false]);
     // Kept for the assertion's remaining lifetime, under a digest of its key id and jti.
-    const key = `replay:r:${createHash('sha256').update(JSON.stringify(['k1', 'jti-1'])).digest('base64url')}`;
+    const key = `replay:r:${createHash('sha256')
+      .update(JSON.stringify(['k1', 'jti-1']))
+      .digest('base64url')}`;
     const ttl = Number(await redis.command('TTL', key));
     expect(ttl).toBeGreaterThan(20);
     expect(ttl).toBeLessThanOrEqual(31);

@@ -13,7 +13,11 @@ const named = (method: string, params: unknown) => namedByRequest(op(method), { 
 
 /** The JSON-RPC equivalent of a REST call, as classification hands it on. */
 function rest(verb: string, path: string, version: string | undefined, body?: object, query: [string, string][] = []) {
-  const m = matchRest(verb, path.split('/').filter((s) => s !== ''), version) as RestMatch;
+  const m = matchRest(
+    verb,
+    path.split('/').filter((s) => s !== ''),
+    version,
+  ) as RestMatch;
   expect(m).toBeDefined();
   expect('ambiguous' in m).toBe(false);
   const req = restToJsonRpc(m, query, body as never, 'minted');
@@ -34,7 +38,10 @@ describe('namedByRequest: calls that name a task', () => {
   });
 
   test('push configs, v0.3 shapes: set {taskId, pushNotificationConfig}; get/list/delete {id = task, pushNotificationConfigId}', () => {
-    expect(named('tasks/pushNotificationConfig/set', { taskId: 't-1', pushNotificationConfig: { id: 'cfg', url: 'https://x' } })).toEqual({ tasks: ['t-1'], contexts: [] });
+    expect(named('tasks/pushNotificationConfig/set', { taskId: 't-1', pushNotificationConfig: { id: 'cfg', url: 'https://x' } })).toEqual({
+      tasks: ['t-1'],
+      contexts: [],
+    });
     expect(named('tasks/pushNotificationConfig/get', { id: 't-1', pushNotificationConfigId: 'cfg' })).toEqual({ tasks: ['t-1'], contexts: [] });
     expect(named('tasks/pushNotificationConfig/get', { id: 't-1' })).toEqual({ tasks: ['t-1'], contexts: [] });
     expect(named('tasks/pushNotificationConfig/list', { id: 't-1' })).toEqual({ tasks: ['t-1'], contexts: [] });
@@ -56,7 +63,10 @@ describe('namedByRequest: calls that name a task', () => {
   });
 
   test('a v0.3 push-config resource name names its task', () => {
-    expect(named('tasks/pushNotificationConfig/set', { taskId: 't-1', name: 'tasks/t-2/pushNotificationConfigs/c' })).toEqual({ tasks: ['t-1', 't-2'], contexts: [] });
+    expect(named('tasks/pushNotificationConfig/set', { taskId: 't-1', name: 'tasks/t-2/pushNotificationConfigs/c' })).toEqual({
+      tasks: ['t-1', 't-2'],
+      contexts: [],
+    });
   });
 
   test('unset and empty ids name nothing', () => {
@@ -78,15 +88,19 @@ describe('namedByRequest: calls that name a task', () => {
 
 describe('namedByRequest: messages that continue a task or a context', () => {
   test.each(['message/send', 'message/stream', 'SendMessage', 'SendStreamingMessage'])('%s: message.taskId, message.contextId, referenceTaskIds', (method) => {
-    expect(named(method, { message: { messageId: 'm', taskId: 't-1', contextId: 'c-1', referenceTaskIds: ['t-2', 't-1'], parts: [] } }))
-      .toEqual({ tasks: ['t-1', 't-2'], contexts: ['c-1'] });
+    expect(named(method, { message: { messageId: 'm', taskId: 't-1', contextId: 'c-1', referenceTaskIds: ['t-2', 't-1'], parts: [] } })).toEqual({
+      tasks: ['t-1', 't-2'],
+      contexts: ['c-1'],
+    });
     expect(named(method, { message: { messageId: 'm', contextId: 'c-1', parts: [] } })).toEqual({ tasks: [], contexts: ['c-1'] });
   });
 
   test('the v0.3 proto spelling `request` of the message, and a push config inside the configuration', () => {
     expect(named('message/send', { request: { taskId: 't-1' } })).toEqual({ tasks: ['t-1'], contexts: [] });
-    expect(named('SendMessage', { message: { messageId: 'm' }, configuration: { taskPushNotificationConfig: { taskId: 't-9', url: 'https://x' } } }))
-      .toEqual({ tasks: ['t-9'], contexts: [] });
+    expect(named('SendMessage', { message: { messageId: 'm' }, configuration: { taskPushNotificationConfig: { taskId: 't-9', url: 'https://x' } } })).toEqual({
+      tasks: ['t-9'],
+      contexts: [],
+    });
   });
 });
 
@@ -101,7 +115,10 @@ describe('namedByRequest on REST calls mapped by a2a/rest.ts', () => {
     expect(rest('GET', '/tasks/t-1/pushNotificationConfigs', '1.0')).toEqual({ tasks: ['t-1'], contexts: [] });
     expect(rest('GET', '/tasks/t-1/pushNotificationConfigs/cfg', '1.0')).toEqual({ tasks: ['t-1'], contexts: [] });
     expect(rest('DELETE', '/tasks/t-1/pushNotificationConfigs/cfg', '1.0')).toEqual({ tasks: ['t-1'], contexts: [] });
-    expect(rest('POST', '/message:send', '1.0', { message: { messageId: 'm', taskId: 't-1', contextId: 'c-1', parts: [] } })).toEqual({ tasks: ['t-1'], contexts: ['c-1'] });
+    expect(rest('POST', '/message:send', '1.0', { message: { messageId: 'm', taskId: 't-1', contextId: 'c-1', parts: [] } })).toEqual({
+      tasks: ['t-1'],
+      contexts: ['c-1'],
+    });
     expect(rest('POST', '/message:stream', '1.0', { message: { messageId: 'm', contextId: 'c-1', parts: [] } })).toEqual({ tasks: [], contexts: ['c-1'] });
     expect(rest('GET', '/tasks', '1.0')).toBe(NO_REFS);
   });
@@ -110,12 +127,19 @@ describe('namedByRequest on REST calls mapped by a2a/rest.ts', () => {
     expect(rest('GET', '/v1/tasks/t-1', undefined)).toEqual({ tasks: ['t-1'], contexts: [] });
     expect(rest('POST', '/v1/tasks/t-1:cancel', undefined)).toEqual({ tasks: ['t-1'], contexts: [] });
     expect(rest('GET', '/v1/tasks/t-1:subscribe', undefined)).toEqual({ tasks: ['t-1'], contexts: [] });
-    expect(rest('POST', '/v1/tasks/t-1/pushNotificationConfigs', undefined, { name: 'tasks/t-1/pushNotificationConfigs/cfg', pushNotificationConfig: { url: 'https://x' } }))
-      .toEqual({ tasks: ['t-1'], contexts: [] });
+    expect(
+      rest('POST', '/v1/tasks/t-1/pushNotificationConfigs', undefined, {
+        name: 'tasks/t-1/pushNotificationConfigs/cfg',
+        pushNotificationConfig: { url: 'https://x' },
+      }),
+    ).toEqual({ tasks: ['t-1'], contexts: [] });
     expect(rest('GET', '/v1/tasks/t-1/pushNotificationConfigs', undefined)).toEqual({ tasks: ['t-1'], contexts: [] });
     expect(rest('GET', '/v1/tasks/t-1/pushNotificationConfigs/cfg', undefined)).toEqual({ tasks: ['t-1'], contexts: [] });
     expect(rest('DELETE', '/v1/tasks/t-1/pushNotificationConfigs/cfg', undefined)).toEqual({ tasks: ['t-1'], contexts: [] });
-    expect(rest('POST', '/v1/message:send', undefined, { message: { messageId: 'm', taskId: 't-1', contextId: 'c-1', content: [] } })).toEqual({ tasks: ['t-1'], contexts: ['c-1'] });
+    expect(rest('POST', '/v1/message:send', undefined, { message: { messageId: 'm', taskId: 't-1', contextId: 'c-1', content: [] } })).toEqual({
+      tasks: ['t-1'],
+      contexts: ['c-1'],
+    });
   });
 });
 
@@ -125,10 +149,17 @@ describe('createdByAnswer: what an answer creates', () => {
 
   test('message/send results: v1.0 {task} and {message}, v0.3 kind task and message', () => {
     expect(createdByAnswer({ jsonrpc: '2.0', id: 1, result: { task } }, jsonRpcCodec)).toEqual(both);
-    expect(createdByAnswer({ jsonrpc: '2.0', id: 1, result: { message: { messageId: 'm', taskId: 't-1', contextId: 'c-1', parts: [] } } }, jsonRpcCodec)).toEqual(both);
+    expect(
+      createdByAnswer({ jsonrpc: '2.0', id: 1, result: { message: { messageId: 'm', taskId: 't-1', contextId: 'c-1', parts: [] } } }, jsonRpcCodec),
+    ).toEqual(both);
     expect(createdByAnswer({ jsonrpc: '2.0', id: 1, result: { kind: 'task', ...task } }, jsonRpcCodec)).toEqual(both);
-    expect(createdByAnswer({ jsonrpc: '2.0', id: 1, result: { kind: 'message', messageId: 'm', taskId: 't-1', contextId: 'c-1' } }, jsonRpcCodec)).toEqual(both);
-    expect(createdByAnswer({ jsonrpc: '2.0', id: 1, result: { kind: 'message', messageId: 'm', contextId: 'c-1' } }, jsonRpcCodec)).toEqual({ tasks: [], contexts: ['c-1'] });
+    expect(createdByAnswer({ jsonrpc: '2.0', id: 1, result: { kind: 'message', messageId: 'm', taskId: 't-1', contextId: 'c-1' } }, jsonRpcCodec)).toEqual(
+      both,
+    );
+    expect(createdByAnswer({ jsonrpc: '2.0', id: 1, result: { kind: 'message', messageId: 'm', contextId: 'c-1' } }, jsonRpcCodec)).toEqual({
+      tasks: [],
+      contexts: ['c-1'],
+    });
   });
 
   test('REST bodies: v1.0 and v0.3 ({task}, {message}, {msg})', () => {
@@ -143,12 +174,15 @@ describe('createdByAnswer: what an answer creates', () => {
       { statusUpdate: { taskId: 't-1', contextId: 'c-1', status: { state: 'TASK_STATE_WORKING' } } },
       { artifactUpdate: { taskId: 't-1', contextId: 'c-1', artifact: { artifactId: 'a', parts: [] }, lastChunk: true } },
       { message: { taskId: 't-1', contextId: 'c-1' } },
-    ]) expect(createdByAnswer({ jsonrpc: '2.0', id: 2, result }, jsonRpcCodec)).toEqual(both);
+    ])
+      expect(createdByAnswer({ jsonrpc: '2.0', id: 2, result }, jsonRpcCodec)).toEqual(both);
   });
 
   test('stream events, JSON-RPC v0.3: kind task, status-update, artifact-update', () => {
     expect(createdByAnswer({ jsonrpc: '2.0', id: 2, result: { kind: 'task', ...task } }, jsonRpcCodec)).toEqual(both);
-    expect(createdByAnswer({ jsonrpc: '2.0', id: 2, result: { kind: 'status-update', taskId: 't-1', contextId: 'c-1', final: false } }, jsonRpcCodec)).toEqual(both);
+    expect(createdByAnswer({ jsonrpc: '2.0', id: 2, result: { kind: 'status-update', taskId: 't-1', contextId: 'c-1', final: false } }, jsonRpcCodec)).toEqual(
+      both,
+    );
     expect(createdByAnswer({ jsonrpc: '2.0', id: 2, result: { kind: 'artifact-update', taskId: 't-1', contextId: 'c-1' } }, jsonRpcCodec)).toEqual(both);
   });
 
@@ -183,9 +217,16 @@ describe('tasks/list answers', () => {
   test('filterListed keeps the chosen tasks and counts only those', () => {
     const keep = [true, false, false, true];
     expect(filterListed({ jsonrpc: '2.0', id: 1, result: list }, jsonRpcCodec, keep)).toEqual({
-      jsonrpc: '2.0', id: 1, result: { tasks: [{ id: 'a-1', contextId: 'c' }, { id: 'a-2' }], nextPageToken: '', pageSize: 50, totalSize: 2 },
+      jsonrpc: '2.0',
+      id: 1,
+      result: { tasks: [{ id: 'a-1', contextId: 'c' }, { id: 'a-2' }], nextPageToken: '', pageSize: 50, totalSize: 2 },
     });
-    expect(filterListed(list, restCodec, keep)).toEqual({ tasks: [{ id: 'a-1', contextId: 'c' }, { id: 'a-2' }], nextPageToken: '', pageSize: 50, totalSize: 2 });
+    expect(filterListed(list, restCodec, keep)).toEqual({
+      tasks: [{ id: 'a-1', contextId: 'c' }, { id: 'a-2' }],
+      nextPageToken: '',
+      pageSize: 50,
+      totalSize: 2,
+    });
     expect(filterListed(list, restCodec, [])).toEqual({ tasks: [], nextPageToken: '', pageSize: 50, totalSize: 0 });
   });
 });

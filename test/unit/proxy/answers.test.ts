@@ -17,7 +17,15 @@ import { exchange, op, policy, scripted } from '../../helpers/answers';
 const silent = pino({ level: 'silent' });
 
 function road(over: Partial<AnswerRoad> = {}): AnswerRoad {
-  return { card: undefined, answerHook: undefined, judge: undefined, unreadable: policy('closed').unreadable, notAnObject: 'agent answer is not a JSON object', spelling: true, ...over };
+  return {
+    card: undefined,
+    answerHook: undefined,
+    judge: undefined,
+    unreadable: policy('closed').unreadable,
+    notAnObject: 'agent answer is not a JSON object',
+    spelling: true,
+    ...over,
+  };
 }
 
 async function run(stages: typeof UNARY_ANSWER, flow: AnswerFlow): Promise<AnswerFlow> {
@@ -49,8 +57,12 @@ describe('the stages, by name and order', () => {
 });
 
 describe('rewrite card', () => {
-  test('a card result leads through the proxy, in the binding\'s own form (JSON-RPC result, REST body, gRPC message)', async () => {
-    for (const [codec, body] of [[jsonRpcCodec, { jsonrpc: '2.0', id: 1, result: card }], [restCodec, card], [grpcCodec, card]] as const) {
+  test("a card result leads through the proxy, in the binding's own form (JSON-RPC result, REST body, gRPC message)", async () => {
+    for (const [codec, body] of [
+      [jsonRpcCodec, { jsonrpc: '2.0', id: 1, result: card }],
+      [restCodec, card],
+      [grpcCodec, card],
+    ] as const) {
       const flow = await run(UNARY_ANSWER, answerFlow(road({ card: CARD_OPTS }), undefined, codec, 1, true, body));
       expect(flow.end).toBeUndefined();
       expect(flow.changed).toBe(true);
@@ -61,12 +73,21 @@ describe('rewrite card', () => {
 
   test('a 2xx answer that is no card is refused whatever FAIL_MODE says; an error answer carries none and passes', async () => {
     const open = policy('open');
-    const refused = await run(UNARY_ANSWER, answerFlow(road({ card: CARD_OPTS, unreadable: open.unreadable }), undefined, jsonRpcCodec, 1, true, { jsonrpc: '2.0', id: 1, result: 'card' }));
+    const refused = await run(
+      UNARY_ANSWER,
+      answerFlow(road({ card: CARD_OPTS, unreadable: open.unreadable }), undefined, jsonRpcCodec, 1, true, { jsonrpc: '2.0', id: 1, result: 'card' }),
+    );
     expect(refused.end).toMatchObject({ type: 'refuse', agentFailed: true, why: 'agent card result cannot be read' });
-    const unread = await run(UNARY_ANSWER, answerFlow(road({ card: CARD_OPTS, unreadable: open.unreadable }), undefined, restCodec, 1, true, undefined, 'agent answer is not JSON'));
+    const unread = await run(
+      UNARY_ANSWER,
+      answerFlow(road({ card: CARD_OPTS, unreadable: open.unreadable }), undefined, restCodec, 1, true, undefined, 'agent answer is not JSON'),
+    );
     expect(unread.end).toMatchObject({ type: 'refuse', agentFailed: true });
     expect(open.asked).toEqual([]);
-    const error = await run(UNARY_ANSWER, answerFlow(road({ card: CARD_OPTS }), undefined, jsonRpcCodec, 1, true, { jsonrpc: '2.0', id: 1, error: { code: -32001, message: 'no' } }));
+    const error = await run(
+      UNARY_ANSWER,
+      answerFlow(road({ card: CARD_OPTS }), undefined, jsonRpcCodec, 1, true, { jsonrpc: '2.0', id: 1, error: { code: -32001, message: 'no' } }),
+    );
     expect(error.end).toBeUndefined();
     expect(error.changed).toBe(false);
   });
@@ -79,19 +100,26 @@ describe('rewrite card', () => {
 });
 
 describe('bind ownership', () => {
-  test('a unary answer naming another caller\'s task is refused (decision refused); the caller\'s own is bound to it', async () => {
+  test("a unary answer naming another caller's task is refused (decision refused); the caller's own is bound to it", async () => {
     const { own, store } = ownership();
     await store.claim([taskKey('theirs')], 'oidc:iss:B');
     const hookA = own.answerHook('oidc:iss:A', op('GetTask'), jsonRpcCodec) as AnswerHook;
     const theirs = await run(UNARY_ANSWER, answerFlow(road({ answerHook: hookA }), exchange('GetTask'), jsonRpcCodec, 1, true, task('theirs')));
     expect(theirs.end).toMatchObject({ type: 'refuse', refused: true });
     if (theirs.end?.type === 'refuse') expect(theirs.end.error.kind).toBe('upstreamUnavailable');
-    const mine = await run(UNARY_ANSWER, answerFlow(road({ answerHook: own.answerHook('oidc:iss:A', op('SendMessage'), jsonRpcCodec) }), exchange('SendMessage'), jsonRpcCodec, 1, true, { jsonrpc: '2.0', id: 1, result: { task: task('new').result } }));
+    const mine = await run(
+      UNARY_ANSWER,
+      answerFlow(road({ answerHook: own.answerHook('oidc:iss:A', op('SendMessage'), jsonRpcCodec) }), exchange('SendMessage'), jsonRpcCodec, 1, true, {
+        jsonrpc: '2.0',
+        id: 1,
+        result: { task: task('new').result },
+      }),
+    );
     expect(mine.end).toBeUndefined();
     expect(await store.owners([taskKey('new')])).toEqual(['oidc:iss:A']);
   });
 
-  test('a task list is filtered to the caller\'s tasks: the body is replaced and re-encoded', async () => {
+  test("a task list is filtered to the caller's tasks: the body is replaced and re-encoded", async () => {
     const { own, store } = ownership();
     await store.claim([taskKey('a1')], 'oidc:iss:A');
     await store.claim([taskKey('b1')], 'oidc:iss:B');
@@ -126,27 +154,57 @@ describe('bind ownership', () => {
 describe('unreadable answers', () => {
   test('an answer nothing reads passes as it came, without asking the policy', async () => {
     const p = policy('closed');
-    const flow = await run(UNARY_ANSWER, answerFlow(road({ unreadable: p.unreadable }), undefined, jsonRpcCodec, 1, true, undefined, 'agent answer is not JSON'));
+    const flow = await run(
+      UNARY_ANSWER,
+      answerFlow(road({ unreadable: p.unreadable }), undefined, jsonRpcCodec, 1, true, undefined, 'agent answer is not JSON'),
+    );
     expect(flow.end).toEqual({ type: 'unjudged' });
     expect(p.asked).toEqual([]);
   });
 
   test('one the hooks or ownership should read meets the policy: refused under FAIL_MODE=closed, unjudged under open', async () => {
     const g = scripted(() => 'allow');
-    for (const [mode, type] of [['closed', 'refuse'], ['open', 'unjudged']] as const) {
+    for (const [mode, type] of [
+      ['closed', 'refuse'],
+      ['open', 'unjudged'],
+    ] as const) {
       const p = policy(mode);
-      const judged = await run(UNARY_ANSWER, answerFlow(road({ judge: g.judge, unreadable: p.unreadable }), undefined, jsonRpcCodec, 1, true, undefined, 'agent answer is not JSON'));
+      const judged = await run(
+        UNARY_ANSWER,
+        answerFlow(road({ judge: g.judge, unreadable: p.unreadable }), undefined, jsonRpcCodec, 1, true, undefined, 'agent answer is not JSON'),
+      );
       expect(judged.end?.type).toBe(type);
-      const owned = await run(UNARY_ANSWER, answerFlow(road({ answerHook: { unary: () => ({ type: 'pass' }) }, unreadable: p.unreadable }), undefined, jsonRpcCodec, 1, true, undefined, 'agent answer is not JSON'));
+      const owned = await run(
+        UNARY_ANSWER,
+        answerFlow(
+          road({ answerHook: { unary: () => ({ type: 'pass' }) }, unreadable: p.unreadable }),
+          undefined,
+          jsonRpcCodec,
+          1,
+          true,
+          undefined,
+          'agent answer is not JSON',
+        ),
+      );
       expect(owned.end?.type).toBe(type);
       expect(p.asked).toEqual(['agent answer is not JSON', 'agent answer is not JSON']);
     }
     expect(g.seen).toEqual([]);
   });
 
-  test('JSON that is no object is unreadable to the hooks, in the binding\'s words', async () => {
+  test("JSON that is no object is unreadable to the hooks, in the binding's words", async () => {
     const p = policy('closed');
-    const flow = await run(STREAM_ANSWER, answerFlow(road({ judge: scripted(() => 'allow').judge, unreadable: p.unreadable, notAnObject: 'SSE event data is not a JSON object' }), undefined, jsonRpcCodec, 1, true, [1, 2]));
+    const flow = await run(
+      STREAM_ANSWER,
+      answerFlow(
+        road({ judge: scripted(() => 'allow').judge, unreadable: p.unreadable, notAnObject: 'SSE event data is not a JSON object' }),
+        undefined,
+        jsonRpcCodec,
+        1,
+        true,
+        [1, 2],
+      ),
+    );
     expect(flow.end?.type).toBe('refuse');
     expect(p.asked).toEqual(['SSE event data is not a JSON object']);
   });
@@ -172,18 +230,21 @@ describe('spelling', () => {
     expect(g.seen).toEqual([]);
   });
 
-  test('not checked on a non-2xx answer, nor where ownership walked it, nor on JSON the proxy\'s own codec wrote', async () => {
+  test("not checked on a non-2xx answer, nor where ownership walked it, nor on JSON the proxy's own codec wrote", async () => {
     const g = scripted(() => 'allow');
     const notOk = await run(UNARY_ANSWER, answerFlow(road({ judge: g.judge }), undefined, jsonRpcCodec, 1, false, misspelled));
     expect(notOk.end).toBeUndefined();
-    const owned = await run(UNARY_ANSWER, answerFlow(road({ judge: g.judge, answerHook: { unary: () => ({ type: 'pass' }) } }), undefined, jsonRpcCodec, 1, true, misspelled));
+    const owned = await run(
+      UNARY_ANSWER,
+      answerFlow(road({ judge: g.judge, answerHook: { unary: () => ({ type: 'pass' }) } }), undefined, jsonRpcCodec, 1, true, misspelled),
+    );
     expect(owned.end).toBeUndefined();
     const proto = await run(UNARY_ANSWER, answerFlow(road({ judge: g.judge, spelling: false }), undefined, grpcCodec, '1', true, misspelled.result));
     expect(proto.end).toBeUndefined();
     expect(g.seen).toHaveLength(3);
   });
 
-  test('an error event\'s bare error object is not looked into; anything beside it is', async () => {
+  test("an error event's bare error object is not looked into; anything beside it is", async () => {
     const p = policy('closed');
     const r = road({ judge: scripted(() => 'allow').judge, unreadable: p.unreadable });
     const bare = await run(STREAM_ANSWER, answerFlow(r, undefined, restCodec, 1, false, { Code: 5, Message: 'gone' }, undefined, true));
@@ -194,7 +255,7 @@ describe('spelling', () => {
 });
 
 describe('response hooks', () => {
-  test('an allow: the guardian read the proxy\'s serialization of the payload, and that is what the caller gets', async () => {
+  test("an allow: the guardian read the proxy's serialization of the payload, and that is what the caller gets", async () => {
     const g = scripted(() => 'allow');
     const flow = await run(UNARY_ANSWER, answerFlow(road({ judge: g.judge }), exchange('GetTask'), jsonRpcCodec, 1, true, task('t')));
     expect(flow.end).toBeUndefined();
@@ -206,10 +267,13 @@ describe('response hooks', () => {
     const g = scripted(() => 'allow');
     await run(UNARY_ANSWER, answerFlow(road({ judge: g.judge }), undefined, restCodec, 7, true, task('t').result));
     await run(UNARY_ANSWER, answerFlow(road({ judge: g.judge, spelling: false }), undefined, grpcCodec, '7', true, task('t').result));
-    expect(g.seen.map((s) => JSON.parse(s) as unknown)).toEqual([{ jsonrpc: '2.0', id: 7, result: task('t').result }, { jsonrpc: '2.0', id: '7', result: task('t').result }]);
+    expect(g.seen.map((s) => JSON.parse(s) as unknown)).toEqual([
+      { jsonrpc: '2.0', id: 7, result: task('t').result },
+      { jsonrpc: '2.0', id: '7', result: task('t').result },
+    ]);
   });
 
-  test('a deny refuses the answer with the guardian\'s error; a modify replaces it', async () => {
+  test("a deny refuses the answer with the guardian's error; a modify replaces it", async () => {
     const denied = await run(UNARY_ANSWER, answerFlow(road({ judge: scripted(() => 'deny').judge }), undefined, jsonRpcCodec, 1, true, task('t')));
     expect(denied.end).toMatchObject({ type: 'refuse', why: 'response hook: deny' });
     if (denied.end?.type === 'refuse') expect(denied.end.error.kind).toBe('denied');

@@ -4,7 +4,9 @@ import zlib from 'node:zlib';
 import { decodeBody, readBody, type BodyResult } from '../../../src/proxy/http/body';
 import { BodyBudget } from '../../../src/proxy/budget';
 
-const JSON_BODY = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { parts: [{ kind: 'text', text: 'héllo ✓' }] } } }));
+const JSON_BODY = Buffer.from(
+  JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { parts: [{ kind: 'text', text: 'héllo ✓' }] } } }),
+);
 const MAX = 1024 * 1024;
 
 function okBody(r: BodyResult): Buffer {
@@ -72,7 +74,8 @@ describe('decodeBody: supported codings', () => {
 describe('decodeBody: refusals', () => {
   // Each layer costs a pass: 600 stored gzip layers held the event loop for seconds.
   test.each(['gzip, gzip', 'deflate, gzip, br', 'gzip,gzip', 'br, br', 'gzip, identity, gzip', Array(600).fill('gzip').join(', ')])(
-    'more than one coding (%p) is refused before anything is decoded', async (ce) => {
+    'more than one coding (%p) is refused before anything is decoded',
+    async (ce) => {
       const e = refused(await decodeBody(zlib.gzipSync(zlib.gzipSync(JSON_BODY)), ce, MAX));
       expect(e.message).toMatch(/At most one Content-Encoding/);
       expect(e.httpStatus).toBeUndefined();
@@ -192,11 +195,19 @@ describe('readBody with the in-flight budget', () => {
     const budget = new BodyBudget(1000, 300);
     const a = budget.lease('caller-a');
     expect(a.take(250)).toBe(true);
-    const e = refused(await readBody(request([Buffer.alloc(100)], { 'content-length': '100' }), MAX, PACE, (() => {
-      const l = budget.lease();
-      l.charge('caller-a');
-      return l;
-    })()), 'limited');
+    const e = refused(
+      await readBody(
+        request([Buffer.alloc(100)], { 'content-length': '100' }),
+        MAX,
+        PACE,
+        (() => {
+          const l = budget.lease();
+          l.charge('caller-a');
+          return l;
+        })(),
+      ),
+      'limited',
+    );
     expect(e.metadata['retryAfterSeconds']).toBe('1');
     const b = budget.lease('caller-b');
     expect(okBody(await readBody(request([Buffer.alloc(300)], { 'content-length': '300' }), MAX, PACE, b)).length).toBe(300);

@@ -8,7 +8,7 @@ const ok = (a: Admission | Promise<Admission>): Extract<Admission, { ok: true }>
 };
 
 describe('callerKey', () => {
-  test("a verified caller is its owner key; an unverified one its address, IPv4 the same on a dual-stack socket", () => {
+  test('a verified caller is its owner key; an unverified one its address, IPv4 the same on a dual-stack socket', () => {
     expect(callerKey('oidc:https%3A//idp:agent-a', '10.0.0.1')).toBe('oidc:https%3A//idp:agent-a');
     expect(callerKey('anonymous', '::ffff:10.0.0.1')).toBe(callerKey('anonymous', '10.0.0.1'));
     expect(callerKey('anonymous', '::1')).toBe('addr:::1');
@@ -42,7 +42,7 @@ describe('MemoryRateStore', () => {
 });
 
 describe('RedisRateStore', () => {
-  test('a Redis that does not answer falls back to the replica\'s own buckets, and says so', async () => {
+  test("a Redis that does not answer falls back to the replica's own buckets, and says so", async () => {
     const failures: unknown[] = [];
     const local = new MemoryRateStore(1, 1);
     const r = new RedisRateStore({ eval: () => Promise.reject(new Error('down')) } as never, 'p:', 1, 1, local, (e) => failures.push(e));

@@ -11,8 +11,18 @@ const op = (m: string): Operation => {
 };
 
 const SEND = op('message/send');
-const request: JsonObject = { jsonrpc: '2.0', id: 11, method: 'message/send', params: { message: { role: 'user', parts: [{ kind: 'text', text: 'my email is a@b.c' }] } } };
-const masked: JsonObject = { jsonrpc: '2.0', id: 11, method: 'message/send', params: { message: { role: 'user', parts: [{ kind: 'text', text: 'my email is [EMAIL]' }] } } };
+const request: JsonObject = {
+  jsonrpc: '2.0',
+  id: 11,
+  method: 'message/send',
+  params: { message: { role: 'user', parts: [{ kind: 'text', text: 'my email is a@b.c' }] } },
+};
+const masked: JsonObject = {
+  jsonrpc: '2.0',
+  id: 11,
+  method: 'message/send',
+  params: { message: { role: 'user', parts: [{ kind: 'text', text: 'my email is [EMAIL]' }] } },
+};
 const EID = 'env-1';
 
 const allow: GuardianOutcome = { ok: true, result: { decision: 'allow', message: 'fine' } };
@@ -20,7 +30,8 @@ const deny = (extra: Partial<SuccessResult> = {}): GuardianOutcome => ({ ok: tru
 const modify = (payload: JsonObject | undefined, extra: Partial<SuccessResult> = {}): GuardianOutcome => ({
   ok: true,
   result: {
-    decision: 'modify', message: 'masked',
+    decision: 'modify',
+    message: 'masked',
     ...(payload === undefined ? {} : { modifiedRequest: { jsonrpc: '2.0', id: EID, method: 'message/send', params: { payload } } }),
     ...extra,
   },
@@ -28,7 +39,17 @@ const modify = (payload: JsonObject | undefined, extra: Partial<SuccessResult> =
 const fail: GuardianOutcome = { ok: false, kind: 'timeout', detail: 'no guardian answer within 5000 ms' };
 
 function run(outcome: GuardianOutcome, over: Partial<EnforceInput> = {}): HookAction {
-  return enforce({ op: SEND, payload: request, phase: 'request', envelopeId: EID, outcome, failMode: 'closed', shadow: false, exposeReasoning: false, ...over });
+  return enforce({
+    op: SEND,
+    payload: request,
+    phase: 'request',
+    envelopeId: EID,
+    outcome,
+    failMode: 'closed',
+    shadow: false,
+    exposeReasoning: false,
+    ...over,
+  });
 }
 
 describe('allow / deny / modify', () => {
@@ -92,15 +113,30 @@ describe('allow / deny / modify', () => {
 
 describe('invalid modify = no valid answer', () => {
   const cases: Array<[string, Operation, JsonObject, GuardianOutcome]> = [
-    ['tasks/cancel does not accept modify', op('tasks/cancel'), { jsonrpc: '2.0', id: 1, method: 'tasks/cancel', params: { id: 't' } },
-      modify({ jsonrpc: '2.0', id: 1, method: 'tasks/cancel', params: { id: 'other' } })],
-    ['CancelTask (v1) does not accept modify', op('CancelTask'), { jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id: 't' } },
-      modify({ jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id: 't' } })],
-    ['tasks/resubscribe does not accept modify', op('tasks/resubscribe'), { jsonrpc: '2.0', id: 1, method: 'tasks/resubscribe', params: { id: 't' } },
-      modify({ jsonrpc: '2.0', id: 1, method: 'tasks/resubscribe', params: { id: 't' } })],
-    ['pushNotificationConfig/get does not accept modify', op('tasks/pushNotificationConfig/get'),
+    [
+      'tasks/cancel does not accept modify',
+      op('tasks/cancel'),
+      { jsonrpc: '2.0', id: 1, method: 'tasks/cancel', params: { id: 't' } },
+      modify({ jsonrpc: '2.0', id: 1, method: 'tasks/cancel', params: { id: 'other' } }),
+    ],
+    [
+      'CancelTask (v1) does not accept modify',
+      op('CancelTask'),
+      { jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id: 't' } },
+      modify({ jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id: 't' } }),
+    ],
+    [
+      'tasks/resubscribe does not accept modify',
+      op('tasks/resubscribe'),
+      { jsonrpc: '2.0', id: 1, method: 'tasks/resubscribe', params: { id: 't' } },
+      modify({ jsonrpc: '2.0', id: 1, method: 'tasks/resubscribe', params: { id: 't' } }),
+    ],
+    [
+      'pushNotificationConfig/get does not accept modify',
+      op('tasks/pushNotificationConfig/get'),
       { jsonrpc: '2.0', id: 1, method: 'tasks/pushNotificationConfig/get', params: { id: 't' } },
-      modify({ jsonrpc: '2.0', id: 1, method: 'tasks/pushNotificationConfig/get', params: { id: 't' } })],
+      modify({ jsonrpc: '2.0', id: 1, method: 'tasks/pushNotificationConfig/get', params: { id: 't' } }),
+    ],
     ['method changed', SEND, request, modify({ ...masked, method: 'tasks/cancel' })],
     ['method changed to its v1 alias', SEND, request, modify({ ...masked, method: 'SendMessage' })],
     ['method removed', SEND, request, modify({ jsonrpc: '2.0', id: 11, params: {} })],
@@ -184,7 +220,11 @@ describe('guardian failures and shadow mode', () => {
   });
 
   test.each([
-    ['allow', allow], ['deny', deny()], ['modify', modify(masked)], ['invalid modify', modify(undefined)], ['failure', fail],
+    ['allow', allow],
+    ['deny', deny()],
+    ['modify', modify(masked)],
+    ['invalid modify', modify(undefined)],
+    ['failure', fail],
   ])('shadow mode passes the original on %s', (_n, outcome) => {
     for (const failMode of ['closed', 'open'] as const) {
       const a = run(outcome, { shadow: true, failMode });
@@ -201,8 +241,17 @@ describe('guardian failures and shadow mode', () => {
 
 describe('sameId', () => {
   test.each([
-    [1, 1, true], ['1', '1', true], [null, null, true], [undefined, null, true], [null, undefined, true], [undefined, undefined, true],
-    [1, '1', false], [0, null, false], ['', null, false], [0, false, false], [1, 2, false],
+    [1, 1, true],
+    ['1', '1', true],
+    [null, null, true],
+    [undefined, null, true],
+    [null, undefined, true],
+    [undefined, undefined, true],
+    [1, '1', false],
+    [0, null, false],
+    ['', null, false],
+    [0, false, false],
+    [1, 2, false],
   ])('sameId(%p, %p) = %p', (a, b, want) => {
     expect(sameId(a, b)).toBe(want);
   });

@@ -8,8 +8,15 @@ const ANNOUNCE = { name: 'client-agent', url: 'http://client.example', version: 
 
 function rules(over: Partial<RequestHeaderRules> = {}): RequestHeaderRules {
   return {
-    role: 'server', reasoningHeader: 'x-aos-reasoning', announce: undefined, unchecked: false, bodyLength: 42,
-    upstreamHost: 'agent.internal:4000', remoteAddress: undefined, encrypted: false, ...over,
+    role: 'server',
+    reasoningHeader: 'x-aos-reasoning',
+    announce: undefined,
+    unchecked: false,
+    bodyLength: 42,
+    upstreamHost: 'agent.internal:4000',
+    remoteAddress: undefined,
+    encrypted: false,
+    ...over,
   };
 }
 
@@ -17,13 +24,28 @@ const incoming = (h: IncomingHttpHeaders): IncomingHttpHeaders => ({ host: 'prox
 
 describe('forwardRequestHeaders', () => {
   test('end-to-end headers pass through untouched', () => {
-    const out = forwardRequestHeaders(incoming({
-      'a2a-version': '1.0', 'a2a-extensions': 'https://ext/1', 'x-a2a-extensions': 'https://ext/2', authorization: 'Bearer abc',
-      'content-type': 'application/json; charset=utf-8', accept: 'text/event-stream', 'user-agent': 'sdk', cookie: 'a=1',
-    }), rules());
+    const out = forwardRequestHeaders(
+      incoming({
+        'a2a-version': '1.0',
+        'a2a-extensions': 'https://ext/1',
+        'x-a2a-extensions': 'https://ext/2',
+        authorization: 'Bearer abc',
+        'content-type': 'application/json; charset=utf-8',
+        accept: 'text/event-stream',
+        'user-agent': 'sdk',
+        cookie: 'a=1',
+      }),
+      rules(),
+    );
     expect(out).toMatchObject({
-      'a2a-version': '1.0', 'a2a-extensions': 'https://ext/1', 'x-a2a-extensions': 'https://ext/2', authorization: 'Bearer abc',
-      'content-type': 'application/json; charset=utf-8', accept: 'text/event-stream', 'user-agent': 'sdk', cookie: 'a=1',
+      'a2a-version': '1.0',
+      'a2a-extensions': 'https://ext/1',
+      'x-a2a-extensions': 'https://ext/2',
+      authorization: 'Bearer abc',
+      'content-type': 'application/json; charset=utf-8',
+      accept: 'text/event-stream',
+      'user-agent': 'sdk',
+      cookie: 'a=1',
     });
   });
 
@@ -32,11 +54,31 @@ describe('forwardRequestHeaders', () => {
   });
 
   test('hop-by-hop headers are removed', () => {
-    const out = forwardRequestHeaders(incoming({
-      connection: 'keep-alive', 'keep-alive': 'timeout=5', 'proxy-authorization': 'Basic x', 'proxy-connection': 'keep-alive',
-      te: 'trailers', trailer: 'x-t', 'transfer-encoding': 'chunked', upgrade: 'websocket', 'proxy-authenticate': 'Basic',
-    }), rules());
-    for (const h of ['connection', 'keep-alive', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authenticate']) {
+    const out = forwardRequestHeaders(
+      incoming({
+        connection: 'keep-alive',
+        'keep-alive': 'timeout=5',
+        'proxy-authorization': 'Basic x',
+        'proxy-connection': 'keep-alive',
+        te: 'trailers',
+        trailer: 'x-t',
+        'transfer-encoding': 'chunked',
+        upgrade: 'websocket',
+        'proxy-authenticate': 'Basic',
+      }),
+      rules(),
+    );
+    for (const h of [
+      'connection',
+      'keep-alive',
+      'proxy-authorization',
+      'proxy-connection',
+      'te',
+      'trailer',
+      'transfer-encoding',
+      'upgrade',
+      'proxy-authenticate',
+    ]) {
       expect(out).not.toHaveProperty(h);
     }
   });
@@ -67,7 +109,10 @@ describe('forwardRequestHeaders', () => {
   });
 
   test('ROLE=client: X-AOS-Agent-* from the caller are replaced by the announced agent', () => {
-    const out = forwardRequestHeaders(incoming({ 'x-aos-agent-name': 'spoofed', 'x-aos-agent-url': 'http://evil', 'x-aos-agent-version': '0' }), rules({ role: 'client', announce: ANNOUNCE }));
+    const out = forwardRequestHeaders(
+      incoming({ 'x-aos-agent-name': 'spoofed', 'x-aos-agent-url': 'http://evil', 'x-aos-agent-version': '0' }),
+      rules({ role: 'client', announce: ANNOUNCE }),
+    );
     expect(out['x-aos-agent-name']).toBe('client-agent');
     expect(out['x-aos-agent-url']).toBe('http://client.example');
     expect(out['x-aos-agent-version']).toBe('3.1');
@@ -118,7 +163,10 @@ describe('forwardRequestHeaders', () => {
     const a = forwardRequestHeaders(incoming({}), rules({ remoteAddress: '10.0.0.1', encrypted: true }));
     expect(a['x-forwarded-for']).toBe('10.0.0.1');
     expect(a['x-forwarded-proto']).toBe('https');
-    const b = forwardRequestHeaders(incoming({ 'x-forwarded-for': '1.1.1.1', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'edge' }), rules({ remoteAddress: '10.0.0.2' }));
+    const b = forwardRequestHeaders(
+      incoming({ 'x-forwarded-for': '1.1.1.1', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'edge' }),
+      rules({ remoteAddress: '10.0.0.2' }),
+    );
     expect(b['x-forwarded-for']).toBe('1.1.1.1, 10.0.0.2');
     expect(b['x-forwarded-proto']).toBe('https');
     expect(b['x-forwarded-host']).toBe('edge');
@@ -138,14 +186,28 @@ const raw = (...pairs: [string, string][]): Buffer[] => pairs.flatMap(([k, v]) =
 
 describe('endToEndHeaders', () => {
   test('hop-by-hop removed, everything else relayed (incl. SSE headers, set-cookie arrays, Vary)', () => {
-    const out = endToEndHeaders(raw(
-      ['Connection', 'keep-alive, X-Hop'], ['Keep-Alive', 'timeout=5'], ['Transfer-Encoding', 'chunked'], ['x-hop', '1'],
-      ['Content-Type', 'text/event-stream'], ['Cache-Control', 'no-cache'], ['X-Accel-Buffering', 'no'], ['Set-Cookie', 'a=1'], ['set-cookie', 'b=2'],
-      ['Vary', 'A2A-Version'], ['A2A-Extensions', 'https://ext/1'],
-    ));
+    const out = endToEndHeaders(
+      raw(
+        ['Connection', 'keep-alive, X-Hop'],
+        ['Keep-Alive', 'timeout=5'],
+        ['Transfer-Encoding', 'chunked'],
+        ['x-hop', '1'],
+        ['Content-Type', 'text/event-stream'],
+        ['Cache-Control', 'no-cache'],
+        ['X-Accel-Buffering', 'no'],
+        ['Set-Cookie', 'a=1'],
+        ['set-cookie', 'b=2'],
+        ['Vary', 'A2A-Version'],
+        ['A2A-Extensions', 'https://ext/1'],
+      ),
+    );
     expect(out).toEqual({
-      'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', 'set-cookie': ['a=1', 'b=2'],
-      vary: 'A2A-Version', 'a2a-extensions': 'https://ext/1',
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
+      'set-cookie': ['a=1', 'b=2'],
+      vary: 'A2A-Version',
+      'a2a-extensions': 'https://ext/1',
     });
   });
 
@@ -154,7 +216,9 @@ describe('endToEndHeaders', () => {
   });
 
   test('every Connection header counts, wherever it stands, and a repeated header stays in order', () => {
-    const out = endToEndHeaders(raw(['x-a', '1'], ['x-kept', 'one'], ['Connection', 'x-a'], ['x-b', '2'], ['connection', ' X-B ,close'], ['X-Kept', 'two'], ['x-kept', 'three']));
+    const out = endToEndHeaders(
+      raw(['x-a', '1'], ['x-kept', 'one'], ['Connection', 'x-a'], ['x-b', '2'], ['connection', ' X-B ,close'], ['X-Kept', 'two'], ['x-kept', 'three']),
+    );
     expect(out).toEqual({ 'x-kept': ['one', 'two', 'three'] });
   });
 
@@ -185,15 +249,25 @@ describe('callUpstream refuses what undici would refuse, before any connection',
     const up = createUpstream(new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`));
     try {
       const err = await new Promise<NodeJS.ErrnoException>((resolve, reject) => {
-        callUpstream(up, { verb: 'GET', body: null, ...call }, () => reject(new Error('answered')), (e) => resolve(e));
+        callUpstream(
+          up,
+          { verb: 'GET', body: null, ...call },
+          () => reject(new Error('answered')),
+          (e) => resolve(e),
+        );
       });
       expect(err.code).toBe('ERR_NOT_FORWARDABLE');
       // The pool is still usable and opened exactly one connection for the good call.
       const status = await new Promise<number>((resolve, reject) => {
-        callUpstream(up, { verb: 'GET', path: '/ok', headers: {}, body: null }, (a) => {
-          a.discard();
-          resolve(a.statusCode);
-        }, reject);
+        callUpstream(
+          up,
+          { verb: 'GET', path: '/ok', headers: {}, body: null },
+          (a) => {
+            a.discard();
+            resolve(a.statusCode);
+          },
+          reject,
+        );
       });
       expect(status).toBe(200);
       expect(connections).toBe(1);

@@ -17,7 +17,15 @@ import { exchange, policy, scripted } from '../../helpers/answers';
 type Msg = { readonly n: number; readonly body?: unknown; readonly unread?: string; readonly keepAlive?: true };
 
 function road(over: Partial<AnswerRoad> = {}): AnswerRoad {
-  return { card: undefined, answerHook: undefined, judge: undefined, unreadable: policy('closed').unreadable, notAnObject: 'not an object', spelling: true, ...over };
+  return {
+    card: undefined,
+    answerHook: undefined,
+    judge: undefined,
+    unreadable: policy('closed').unreadable,
+    notAnObject: 'not an object',
+    spelling: true,
+    ...over,
+  };
 }
 
 /** A channel whose stop is the refusal's reason, and whose bytes are the JSON the caller gets (or `as read` when passed unjudged). */
@@ -39,7 +47,11 @@ function channel(r: AnswerRoad, ex: Exchange | undefined, steps: string[] = []):
   };
 }
 
-const answerWith = (text: string, n = 1): JsonObject => ({ jsonrpc: '2.0', id: n, result: { message: { messageId: `m${n}`, role: 'ROLE_AGENT', parts: [{ text }] } } });
+const answerWith = (text: string, n = 1): JsonObject => ({
+  jsonrpc: '2.0',
+  id: n,
+  result: { message: { messageId: `m${n}`, role: 'ROLE_AGENT', parts: [{ text }] } },
+});
 
 /** The window's sockets, recording what the caller got. */
 function sockets() {
@@ -65,11 +77,14 @@ function sockets() {
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe('order', () => {
-  test('messages judged at once leave in the agent\'s order, each once its own decision is known', async () => {
+  test("messages judged at once leave in the agent's order, each once its own decision is known", async () => {
     const resolvers: Array<() => void> = [];
-    const judge = (payload: JsonObject) => new Promise<{ type: 'pass'; payload: JsonObject; payloadJson: string; payloadBytes: undefined; modified: false; unchecked: false }>((resolve) => {
-      resolvers.push(() => resolve({ type: 'pass', payload, payloadJson: JSON.stringify(payload), payloadBytes: undefined, modified: false, unchecked: false }));
-    });
+    const judge = (payload: JsonObject) =>
+      new Promise<{ type: 'pass'; payload: JsonObject; payloadJson: string; payloadBytes: undefined; modified: false; unchecked: false }>((resolve) => {
+        resolvers.push(() =>
+          resolve({ type: 'pass', payload, payloadJson: JSON.stringify(payload), payloadBytes: undefined, modified: false, unchecked: false }),
+        );
+      });
     const { out, io } = sockets();
     const w = answerWindow(channel(road({ judge }), undefined), undefined, undefined, io, { size: 3 });
     w.push([1, 2, 3].map((n) => ({ n, body: answerWith(`t${n}`, n) })));
@@ -103,7 +118,11 @@ describe('stop on deny and on refusal', () => {
     const { judge, seen } = scripted((p) => (JSON.stringify(p).includes('bad') ? 'deny' : 'allow'));
     const { out, io } = sockets();
     const w = answerWindow(channel(road({ judge }), undefined), undefined, undefined, io, { size: 4 });
-    w.push([{ n: 1, body: answerWith('ok') }, { n: 2, body: answerWith('bad') }, { n: 3, body: answerWith('after') }]);
+    w.push([
+      { n: 1, body: answerWith('ok') },
+      { n: 2, body: answerWith('bad') },
+      { n: 3, body: answerWith('after') },
+    ]);
     await settle();
     expect(out.written).toHaveLength(1);
     expect(out.written[0]).toContain('ok');
@@ -113,11 +132,14 @@ describe('stop on deny and on refusal', () => {
     expect(seen.length).toBeGreaterThanOrEqual(2);
   });
 
-  test('a modify replaces that message\'s bytes only', async () => {
+  test("a modify replaces that message's bytes only", async () => {
     const { judge } = scripted((p) => (JSON.stringify(p).includes('secret') ? answerWith('[redacted]', 2) : 'allow'));
     const { out, io } = sockets();
     const w = answerWindow(channel(road({ judge }), undefined), undefined, undefined, io, { size: 4 });
-    w.push([{ n: 1, body: answerWith('plain') }, { n: 2, body: answerWith('secret', 2) }]);
+    w.push([
+      { n: 1, body: answerWith('plain') },
+      { n: 2, body: answerWith('secret', 2) },
+    ]);
     w.upstreamEnded();
     await settle();
     expect(out.written[0]).toContain('plain');
@@ -139,8 +161,14 @@ describe('stop on deny and on refusal', () => {
 describe('fail modes for a message the proxy cannot read', () => {
   test('FAIL_MODE=closed: the error ends the answer; FAIL_MODE=open: it passes as read, unjudged', async () => {
     const { judge, seen } = scripted(() => 'allow');
-    for (const [mode, expected] of [['closed', { stop: 'not JSON' }], ['open', { pass: Buffer.from('as read 1') }]] as const) {
-      const v = await answerVerdict(channel(road({ judge, unreadable: policy(mode).unreadable }), undefined), undefined, undefined, { n: 1, unread: 'not JSON' });
+    for (const [mode, expected] of [
+      ['closed', { stop: 'not JSON' }],
+      ['open', { pass: Buffer.from('as read 1') }],
+    ] as const) {
+      const v = await answerVerdict(channel(road({ judge, unreadable: policy(mode).unreadable }), undefined), undefined, undefined, {
+        n: 1,
+        unread: 'not JSON',
+      });
       expect(v).toEqual(expected);
     }
     expect(seen).toEqual([]);
@@ -165,7 +193,15 @@ describe('turns per caller', () => {
     const poll = () => {
       for (const fn of deferred.splice(0)) fn();
     };
-    return { turns: { fair, metrics: { callerLimited: { inc: (l: { resource: string }) => void limited.push(l.resource) } } as unknown as AnswerTurns['metrics'], max: maxQueued }, poll, limited };
+    return {
+      turns: {
+        fair,
+        metrics: { callerLimited: { inc: (l: { resource: string }) => void limited.push(l.resource) } } as unknown as AnswerTurns['metrics'],
+        max: maxQueued,
+      },
+      poll,
+      limited,
+    };
   }
 
   test("one caller's many answers wait behind each other: another caller's answer is decided between them, not after all of them", async () => {
@@ -173,10 +209,11 @@ describe('turns per caller', () => {
     const decided: string[] = [];
     const exA = exchange('SendMessage', 'oidc:iss:A');
     const exB = exchange('SendMessage', 'oidc:iss:B');
-    const verdictOf = (ex: Exchange, who: string, n: number): Promise<Verdict<string>> => Promise.resolve(answerVerdict(channel(road(), ex), t.turns, ex, { n, body: answerWith(`${who}${n}`) })).then((v) => {
-      decided.push(`${who}${n}`);
-      return v;
-    });
+    const verdictOf = (ex: Exchange, who: string, n: number): Promise<Verdict<string>> =>
+      Promise.resolve(answerVerdict(channel(road(), ex), t.turns, ex, { n, body: answerWith(`${who}${n}`) })).then((v) => {
+        decided.push(`${who}${n}`);
+        return v;
+      });
     const all = [...Array.from({ length: 10 }, (_v, i) => verdictOf(exA, 'A', i)), verdictOf(exB, 'B', 0)];
     for (let i = 0; i < 20; i++) {
       t.poll();
@@ -188,7 +225,7 @@ describe('turns per caller', () => {
     expect(decided.indexOf('B0')).toBeLessThan(5);
   });
 
-  test('past FAIR_QUEUE_PER_CALLER turns waiting, the answer is stopped with the caller-limited error (counted), nobody else\'s', async () => {
+  test("past FAIR_QUEUE_PER_CALLER turns waiting, the answer is stopped with the caller-limited error (counted), nobody else's", async () => {
     const t = turns(2);
     const exA = exchange('SendMessage', 'oidc:iss:A');
     const exB = exchange('SendMessage', 'oidc:iss:B');

@@ -18,18 +18,44 @@ import { callStages, END, runStages, type CallFlow, type Stage } from '../../../
 
 const silent = pino({ level: 'silent' });
 const op = (m: string): Operation => operationForMethod(m) as Operation;
-const NO_SPAN = { traceId: undefined, spanId: undefined, hook: () => ({ headers: undefined, end: () => undefined }), upstream: () => ({ headers: undefined, end: () => undefined }), end: () => undefined };
+const NO_SPAN = {
+  traceId: undefined,
+  spanId: undefined,
+  hook: () => ({ headers: undefined, end: () => undefined }),
+  upstream: () => ({ headers: undefined, end: () => undefined }),
+  end: () => undefined,
+};
 
 function exchange(method: string, owner = 'oidc:iss:A'): Exchange {
   return openExchange({
-    started: 0, codec: jsonRpcCodec, op: op(method), wireMethod: method, id: 1, shape: { v03: false, errorAsEvent: false }, caller: new Cancellation(),
-    identity: undefined, callerPeer: { name: 'A', url: 'http://a.test', version: '1' }, owner, span: NO_SPAN, remoteAddress: '127.0.0.1',
+    started: 0,
+    codec: jsonRpcCodec,
+    op: op(method),
+    wireMethod: method,
+    id: 1,
+    shape: { v03: false, errorAsEvent: false },
+    caller: new Cancellation(),
+    identity: undefined,
+    callerPeer: { name: 'A', url: 'http://a.test', version: '1' },
+    owner,
+    span: NO_SPAN,
+    remoteAddress: '127.0.0.1',
   });
 }
 
-interface Port { open: boolean; failed: ProxyError[]; fail(err: ProxyError): void }
+interface Port {
+  open: boolean;
+  failed: ProxyError[];
+  fail(err: ProxyError): void;
+}
 function port(): Port {
-  return { open: true, failed: [], fail(err) { this.failed.push(err); } };
+  return {
+    open: true,
+    failed: [],
+    fail(err) {
+      this.failed.push(err);
+    },
+  };
 }
 
 function flow(ex: Exchange, request: JsonObject, p: Port): CallFlow {
@@ -42,7 +68,13 @@ function scripted(decide: (payload: JsonObject) => 'allow' | 'deny' | JsonObject
   const run = async (input: HookRunInput): Promise<HookRun> => {
     seen.push(input);
     const d = decide(input.payload);
-    input.ex.log.hooks.push({ side: 'server', phase: 'request', decision: d === 'allow' ? 'allow' : d === 'deny' ? 'deny' : 'modify', envelopeId: 'e', guardianMs: 0 });
+    input.ex.log.hooks.push({
+      side: 'server',
+      phase: 'request',
+      decision: d === 'allow' ? 'allow' : d === 'deny' ? 'deny' : 'modify',
+      envelopeId: 'e',
+      guardianMs: 0,
+    });
     if (d === 'deny') return { type: 'block', error: proxyError('denied', 'no'), decision: 'deny' };
     const payload = d === 'allow' ? input.payload : d;
     return { type: 'pass', payload, payloadJson: JSON.stringify(payload), payloadBytes: undefined, modified: d !== 'allow', unchecked: false };
@@ -62,7 +94,8 @@ describe('runStages', () => {
   test('runs stages in order, stops at END, and mixes sync and async stages', async () => {
     const order: string[] = [];
     const stage = (name: string, end = false, async = false): Stage<null> => ({
-      name, run: () => {
+      name,
+      run: () => {
         order.push(name);
         const step = end ? END : undefined;
         return async ? Promise.resolve(step) : step;
@@ -77,7 +110,9 @@ describe('the call facts', () => {
   test('are frozen once the call is opened: no stage or relay can change what was judged', () => {
     const ex = exchange('SendMessage');
     expect(Object.isFrozen(ex.call)).toBe(true);
-    expect(() => { (ex.call as { id: unknown }).id = 2; }).toThrow(TypeError);
+    expect(() => {
+      (ex.call as { id: unknown }).id = 2;
+    }).toThrow(TypeError);
   });
 });
 
@@ -115,13 +150,16 @@ describe('call stages without task ownership', () => {
       return 'allow';
     });
     const after = jest.fn();
-    await runStages([...callStages({ config: { role: 'server' }, runHooks: g.run, requestSides: ['server'] }), { name: 'forward', run: after }], flow(exchange('SendMessage'), send, p));
+    await runStages(
+      [...callStages({ config: { role: 'server' }, runHooks: g.run, requestSides: ['server'] }), { name: 'forward', run: after }],
+      flow(exchange('SendMessage'), send, p),
+    );
     expect(p.failed).toEqual([]);
     expect(after).not.toHaveBeenCalled();
   });
 });
 
-describe('a run cut short by the caller\'s cancellation', () => {
+describe("a run cut short by the caller's cancellation", () => {
   test('is never an approval, even while the port still reports the caller as there (ROLE=both: the server side was skipped)', async () => {
     const p = port();
     const ex = exchange('SendMessage');
@@ -164,7 +202,7 @@ describe('call stages with task ownership', () => {
     expect(f.ex.log.peers.server?.metadata).toEqual({ taskOwnership: { owner: 'oidc:iss:A', state: 'owned' } });
   });
 
-  test('a modify that re-targets the call at another caller\'s task is refused after the hooks', async () => {
+  test("a modify that re-targets the call at another caller's task is refused after the hooks", async () => {
     const { own, store } = ownership();
     await store.claim([taskKey('t-A')], 'oidc:iss:A');
     await store.claim([taskKey('t-B')], 'oidc:iss:B');
@@ -172,7 +210,10 @@ describe('call stages with task ownership', () => {
     const after = jest.fn();
     const p = port();
     const f = flow(exchange('GetTask'), get('t-A'), p);
-    await runStages([...callStages({ config: { role: 'server' }, ownership: own, runHooks: g.run, requestSides: ['server'] }), { name: 'forward', run: after }], f);
+    await runStages(
+      [...callStages({ config: { role: 'server' }, ownership: own, runHooks: g.run, requestSides: ['server'] }), { name: 'forward', run: after }],
+      f,
+    );
     expect(g.seen).toHaveLength(1);
     expect(p.failed.map((e) => e.kind)).toEqual(['taskNotFound']);
     expect(f.ex.log.decision).toBe('refused');

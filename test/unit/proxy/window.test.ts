@@ -9,9 +9,27 @@ import type { SseEvent } from '../../../src/a2a/sse';
 
 const ev = (n: number, bytes = 0): SseEvent => {
   const text = `data: {"n":${n}}\n\n`;
-  return { raw: Buffer.from(text.padEnd(Math.max(bytes, text.length), ' ')), data: `{"n":${n}}`, event: undefined, id: undefined, retry: undefined, hasData: true, commentOnly: false, terminated: true };
+  return {
+    raw: Buffer.from(text.padEnd(Math.max(bytes, text.length), ' ')),
+    data: `{"n":${n}}`,
+    event: undefined,
+    id: undefined,
+    retry: undefined,
+    hasData: true,
+    commentOnly: false,
+    terminated: true,
+  };
 };
-const keepAlive = (): SseEvent => ({ raw: Buffer.from(': ping\n\n'), data: '', event: undefined, id: undefined, retry: undefined, hasData: false, commentOnly: true, terminated: true });
+const keepAlive = (): SseEvent => ({
+  raw: Buffer.from(': ping\n\n'),
+  data: '',
+  event: undefined,
+  id: undefined,
+  retry: undefined,
+  hasData: false,
+  commentOnly: true,
+  terminated: true,
+});
 const nOf = (b: Buffer): string => {
   const m = /"n":(\d+)/.exec(b.toString());
   return m?.[1] ?? b.toString().trim();
@@ -24,7 +42,17 @@ interface Pending {
 }
 
 /** A window whose decisions wait for the test, recording everything it does. */
-function harness(size: number, opts: { maxBytes?: number; full?: () => boolean; sync?: (e: SseEvent) => Verdict | undefined; throwOn?: number; line?: Gate; budget?: WindowBudget<Buffer> } = {}) {
+function harness(
+  size: number,
+  opts: {
+    maxBytes?: number;
+    full?: () => boolean;
+    sync?: (e: SseEvent) => Verdict | undefined;
+    throwOn?: number;
+    line?: Gate;
+    budget?: WindowBudget<Buffer>;
+  } = {},
+) {
   const pending: Pending[] = [];
   const written: string[] = [];
   const log: string[] = [];
@@ -69,7 +97,13 @@ function harness(size: number, opts: { maxBytes?: number; full?: () => boolean; 
   const pass = (n: number) => decision(n).resolve({ pass: decision(n).ev.raw });
   const stop = (n: number, frame = `ERROR@${n}`) => decision(n).resolve({ stop: Buffer.from(frame) });
   return {
-    w, pending, written, log, pass, stop, decision,
+    w,
+    pending,
+    written,
+    log,
+    pass,
+    stop,
+    decision,
     get ended() {
       return ended;
     },
@@ -400,9 +434,15 @@ test('property: any decision order, any stop position, any window: the caller se
   );
 });
 
-test('binding-neutral: events that are not SSE events (gRPC messages) are weighed by `bytes`, and a stop carries the binding\'s own end (a status, not a frame)', async () => {
-  interface Message { readonly n: number; readonly data: Buffer }
-  interface Status { readonly code: number; readonly at: number }
+test("binding-neutral: events that are not SSE events (gRPC messages) are weighed by `bytes`, and a stop carries the binding's own end (a status, not a frame)", async () => {
+  interface Message {
+    readonly n: number;
+    readonly data: Buffer;
+  }
+  interface Status {
+    readonly code: number;
+    readonly at: number;
+  }
   const pending: Array<{ m: Message; resolve: (v: Verdict<Status>) => void }> = [];
   const written: number[] = [];
   let ended: Status | undefined | null = null;
@@ -437,14 +477,20 @@ test('binding-neutral: events that are not SSE events (gRPC messages) are weighe
 describe('the in-flight budget: admitted events hold their bytes in it', () => {
   /** A budget of `limit` bytes, recording how much is held. */
   const budget = (limit: number) => {
-    const b = { used: 0, peak: 0, take: (n: number) => {
-      if (b.used + n > limit) return false;
-      b.used += n;
-      b.peak = Math.max(b.peak, b.used);
-      return true;
-    }, give: (n: number) => {
-      b.used -= n;
-    }, refused: () => Buffer.from('OVERLOADED') };
+    const b = {
+      used: 0,
+      peak: 0,
+      take: (n: number) => {
+        if (b.used + n > limit) return false;
+        b.used += n;
+        b.peak = Math.max(b.peak, b.used);
+        return true;
+      },
+      give: (n: number) => {
+        b.used -= n;
+      },
+      refused: () => Buffer.from('OVERLOADED'),
+    };
     return b;
   };
 

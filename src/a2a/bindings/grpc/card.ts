@@ -5,7 +5,11 @@
  */
 
 /** Interfaces the proxy carries as gRPC: binding GRPC, protocol v1.x (`lf.a2a.v1`) or v0.3.x (`a2a.v1`). */
-export function isCarriedGrpcInterface(entry: { readonly protocolBinding?: unknown; readonly transport?: unknown; readonly protocolVersion?: unknown }): boolean {
+export function isCarriedGrpcInterface(entry: {
+  readonly protocolBinding?: unknown;
+  readonly transport?: unknown;
+  readonly protocolVersion?: unknown;
+}): boolean {
   if (!/^grpc$/i.test(String(entry.protocolBinding ?? entry.transport ?? ''))) return false;
   return entry.protocolVersion === undefined || /^(1|0\.3)(\.|$)/.test(String(entry.protocolVersion));
 }
@@ -35,7 +39,8 @@ function versionOf(entry: Readonly<Record<string, unknown>>): GrpcVersion {
 function grpcEntries(card: Readonly<Record<string, unknown>>): Record<string, unknown>[] {
   const v03 = card.protocolVersion === undefined ? {} : { protocolVersion: card.protocolVersion };
   const main = /^grpc$/i.test(String(card.preferredTransport ?? '')) ? [{ url: card.url, transport: 'GRPC', ...v03 }] : [];
-  const listed = (key: string) => (Array.isArray(card[key]) ? (card[key] as unknown[]) : []).filter((e): e is Record<string, unknown> => typeof e === 'object' && e !== null);
+  const listed = (key: string) =>
+    (Array.isArray(card[key]) ? (card[key] as unknown[]) : []).filter((e): e is Record<string, unknown> => typeof e === 'object' && e !== null);
   return [...listed('supportedInterfaces'), ...main, ...listed('additionalInterfaces').map((e) => ({ ...v03, ...e }))];
 }
 
@@ -45,7 +50,12 @@ function grpcEntries(card: Readonly<Record<string, unknown>>): Record<string, un
  * not send the proxy's approved calls, its signed assertion and its client certificate anywhere else (another
  * service on the same host, a metadata address); GRPC_UPSTREAM_URL names another endpoint explicitly.
  */
-export function grpcTargetFromCard(card: Readonly<Record<string, unknown>> | undefined, agentUrl: URL, sameOriginOnly = false, version?: GrpcVersion): URL | undefined {
+export function grpcTargetFromCard(
+  card: Readonly<Record<string, unknown>> | undefined,
+  agentUrl: URL,
+  sameOriginOnly = false,
+  version?: GrpcVersion,
+): URL | undefined {
   if (card === undefined) return undefined;
   const carried = grpcEntries(card).filter((e) => typeof e.url === 'string' && isCarriedGrpcInterface(e));
   // The interface of the call's protocol version first; else any (one endpoint often serves both services).
@@ -58,7 +68,10 @@ export function grpcTargetFromCard(card: Readonly<Record<string, unknown>> | und
 }
 
 /** host:port served cards give for the proxy's gRPC listener: GRPC_PUBLIC_ADDRESS, else the card's host with the listener's port. */
-export function grpcPublicAddress(grpc: { readonly port: number; readonly publicAddress: string | undefined } | undefined, hostname: string): string | undefined {
+export function grpcPublicAddress(
+  grpc: { readonly port: number; readonly publicAddress: string | undefined } | undefined,
+  hostname: string,
+): string | undefined {
   if (grpc === undefined) return undefined;
   return grpc.publicAddress ?? `${hostname}:${grpc.port}`;
 }

@@ -85,9 +85,17 @@ function v03MessageCodec(type: GrpcV03MessageType, serialize: Serialize, deseria
   };
 }
 
-type ServiceDefs = Record<string, {
-  path: string; requestSerialize: Serialize; requestDeserialize: Deserialize; responseSerialize: Serialize; responseDeserialize: Deserialize;
-} | undefined>;
+type ServiceDefs = Record<
+  string,
+  | {
+      path: string;
+      requestSerialize: Serialize;
+      requestDeserialize: Deserialize;
+      responseSerialize: Serialize;
+      responseDeserialize: Deserialize;
+    }
+  | undefined
+>;
 
 let loaded: ReadonlyMap<string, MethodCodec> | undefined;
 
@@ -104,10 +112,17 @@ export function grpcCodecs(): ReadonlyMap<string, MethodCodec> {
   for (const m of GRPC_METHODS.values()) {
     const def = (m.version === '1.0' ? service : legacy)[lowerFirst(m.name)];
     if (def === undefined || def.path !== m.path) throw new Error(`@a2a-js/sdk's ${m.version === '1.0' ? 'A2AService' : 'LegacyA2AService'} has no ${m.path}`);
-    const request = m.version === '1.0' ? messageCodec(m.request, def.requestSerialize, def.requestDeserialize, sdk) : v03MessageCodec(m.request, def.requestSerialize, def.requestDeserialize);
+    const request =
+      m.version === '1.0'
+        ? messageCodec(m.request, def.requestSerialize, def.requestDeserialize, sdk)
+        : v03MessageCodec(m.request, def.requestSerialize, def.requestDeserialize);
     // A decoder that does not take the proxy's reader as one (another copy of @bufbuild/protobuf) would read nothing.
-    if (request.decodeNoting(UNKNOWN_FIELD).unread?.field !== 1000) throw new Error(`@a2a-js/sdk's ${m.request} decoder does not read through the proxy's reader`);
-    const response = m.version === '1.0' ? messageCodec(m.response, def.responseSerialize, def.responseDeserialize, sdk) : v03MessageCodec(m.response, def.responseSerialize, def.responseDeserialize);
+    if (request.decodeNoting(UNKNOWN_FIELD).unread?.field !== 1000)
+      throw new Error(`@a2a-js/sdk's ${m.request} decoder does not read through the proxy's reader`);
+    const response =
+      m.version === '1.0'
+        ? messageCodec(m.response, def.responseSerialize, def.responseDeserialize, sdk)
+        : v03MessageCodec(m.response, def.responseSerialize, def.responseDeserialize);
     out.set(m.path, { request, response });
   }
   loaded = out;

@@ -13,17 +13,42 @@ export const GRPC_SERVICE_V03 = 'a2a.v1.A2AService';
 
 /** Message type names as the SDK's generated code exports them (`Empty` has no fields). */
 export type GrpcMessageType =
-  | 'SendMessageRequest' | 'SendMessageResponse' | 'StreamResponse' | 'GetTaskRequest' | 'Task' | 'ListTasksRequest' | 'ListTasksResponse'
-  | 'CancelTaskRequest' | 'SubscribeToTaskRequest' | 'TaskPushNotificationConfig' | 'GetTaskPushNotificationConfigRequest'
-  | 'ListTaskPushNotificationConfigsRequest' | 'ListTaskPushNotificationConfigsResponse' | 'DeleteTaskPushNotificationConfigRequest'
-  | 'GetExtendedAgentCardRequest' | 'AgentCard' | 'Empty';
+  | 'SendMessageRequest'
+  | 'SendMessageResponse'
+  | 'StreamResponse'
+  | 'GetTaskRequest'
+  | 'Task'
+  | 'ListTasksRequest'
+  | 'ListTasksResponse'
+  | 'CancelTaskRequest'
+  | 'SubscribeToTaskRequest'
+  | 'TaskPushNotificationConfig'
+  | 'GetTaskPushNotificationConfigRequest'
+  | 'ListTaskPushNotificationConfigsRequest'
+  | 'ListTaskPushNotificationConfigsResponse'
+  | 'DeleteTaskPushNotificationConfigRequest'
+  | 'GetExtendedAgentCardRequest'
+  | 'AgentCard'
+  | 'Empty';
 
 /** v0.3 message type names (a2a.proto of A2A v0.3, package a2a.v1). */
 export type GrpcV03MessageType =
-  | 'SendMessageRequest' | 'SendMessageResponse' | 'StreamResponse' | 'GetTaskRequest' | 'Task' | 'CancelTaskRequest' | 'TaskSubscriptionRequest'
-  | 'CreateTaskPushNotificationConfigRequest' | 'TaskPushNotificationConfig' | 'GetTaskPushNotificationConfigRequest'
-  | 'ListTaskPushNotificationConfigRequest' | 'ListTaskPushNotificationConfigResponse' | 'DeleteTaskPushNotificationConfigRequest'
-  | 'GetAgentCardRequest' | 'AgentCard' | 'Empty';
+  | 'SendMessageRequest'
+  | 'SendMessageResponse'
+  | 'StreamResponse'
+  | 'GetTaskRequest'
+  | 'Task'
+  | 'CancelTaskRequest'
+  | 'TaskSubscriptionRequest'
+  | 'CreateTaskPushNotificationConfigRequest'
+  | 'TaskPushNotificationConfig'
+  | 'GetTaskPushNotificationConfigRequest'
+  | 'ListTaskPushNotificationConfigRequest'
+  | 'ListTaskPushNotificationConfigResponse'
+  | 'DeleteTaskPushNotificationConfigRequest'
+  | 'GetAgentCardRequest'
+  | 'AgentCard'
+  | 'Empty';
 
 interface MethodBase {
   /** RPC name, e.g. `SendMessage`. */

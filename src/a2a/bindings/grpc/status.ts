@@ -145,7 +145,12 @@ export function agentStatusJson(h: Readonly<Record<string, string | string[] | u
   };
   const code = knownCode(one('grpc-status'));
   const message = one('grpc-message');
-  return { code, status: STATUS_NAMES[code] as string, message: message === undefined ? '' : decodeGrpcMessage(message), details: readDetails(one('grpc-status-details-bin')) };
+  return {
+    code,
+    status: STATUS_NAMES[code] as string,
+    message: message === undefined ? '' : decodeGrpcMessage(message),
+    details: readDetails(one('grpc-status-details-bin')),
+  };
 }
 
 /** Why a (guardian's) JSON error is no gRPC error status, or undefined when it is one. */
@@ -159,10 +164,12 @@ export function statusProblem(error: unknown): string | undefined {
   if (!Array.isArray(e.details)) return 'error.details is not a list';
   for (const d of e.details as unknown[]) {
     const info = d as Record<string, unknown> | null;
-    if (typeof info !== 'object' || info === null || info['@type'] !== ERROR_INFO_TYPE) return 'error.details holds something other than a google.rpc.ErrorInfo';
+    if (typeof info !== 'object' || info === null || info['@type'] !== ERROR_INFO_TYPE)
+      return 'error.details holds something other than a google.rpc.ErrorInfo';
     if (typeof info.reason !== 'string' || typeof info.domain !== 'string') return 'an ErrorInfo has no reason or domain';
     const md = info.metadata;
-    if (md !== undefined && (typeof md !== 'object' || md === null || Array.isArray(md) || Object.values(md).some((v) => typeof v !== 'string'))) return 'an ErrorInfo metadata is not a map of strings';
+    if (md !== undefined && (typeof md !== 'object' || md === null || Array.isArray(md) || Object.values(md).some((v) => typeof v !== 'string')))
+      return 'an ErrorInfo metadata is not a map of strings';
   }
   return undefined;
 }

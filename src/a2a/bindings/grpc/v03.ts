@@ -103,7 +103,15 @@ function segment(v: unknown, what: string): string {
 const ROLES: Readonly<Record<number, string>> = { 1: 'user', 2: 'agent' };
 /** v0.3 JSON's task states; TASK_STATE_UNSPECIFIED is its `unknown`. */
 const STATES: Readonly<Record<number, string>> = {
-  0: 'unknown', 1: 'submitted', 2: 'working', 3: 'completed', 4: 'failed', 5: 'canceled', 6: 'input-required', 7: 'rejected', 8: 'auth-required',
+  0: 'unknown',
+  1: 'submitted',
+  2: 'working',
+  3: 'completed',
+  4: 'failed',
+  5: 'canceled',
+  6: 'input-required',
+  7: 'rejected',
+  8: 'auth-required',
 };
 
 function enumName(table: Readonly<Record<number, string>>, v: unknown, what: string): string {
@@ -177,7 +185,11 @@ function contentToJson(parts: unknown, x: Proto): JsonObject {
 }
 
 function contentFromJson(j: JsonObject): { parts: Proto[]; metadata: Proto | undefined; extensions: string[] } {
-  return { parts: list(j.parts, 'parts').map((p, i) => partFromJson(obj(p, `parts[${i}]`))), metadata: struct(j.metadata, 'metadata'), extensions: strings(j.extensions, 'extensions') };
+  return {
+    parts: list(j.parts, 'parts').map((p, i) => partFromJson(obj(p, `parts[${i}]`))),
+    metadata: struct(j.metadata, 'metadata'),
+    extensions: strings(j.extensions, 'extensions'),
+  };
 }
 
 function messageToJson(m: Proto): JsonObject {
@@ -193,7 +205,14 @@ function messageToJson(m: Proto): JsonObject {
 
 function messageFromJson(j: JsonObject): Proto {
   const { parts, ...rest } = contentFromJson(j);
-  return { messageId: str(j.messageId, 'messageId'), contextId: str(j.contextId, 'contextId'), taskId: str(j.taskId, 'taskId'), role: enumNumber(ROLES, j.role, 'role'), content: parts, ...rest };
+  return {
+    messageId: str(j.messageId, 'messageId'),
+    contextId: str(j.contextId, 'contextId'),
+    taskId: str(j.taskId, 'taskId'),
+    role: enumNumber(ROLES, j.role, 'role'),
+    content: parts,
+    ...rest,
+  };
 }
 
 function statusToJson(s: Proto): JsonObject {
@@ -207,7 +226,11 @@ function statusToJson(s: Proto): JsonObject {
 function statusFromJson(j: JsonObject): Proto {
   const message = optObj(j.message, 'status.message');
   const timestamp = str(j.timestamp, 'timestamp');
-  return { state: enumNumber(STATES, j.state, 'task state'), update: message === undefined ? undefined : messageFromJson(message), timestamp: timestamp === '' ? undefined : timestamp };
+  return {
+    state: enumNumber(STATES, j.state, 'task state'),
+    update: message === undefined ? undefined : messageFromJson(message),
+    timestamp: timestamp === '' ? undefined : timestamp,
+  };
 }
 
 function artifactToJson(a: Proto): JsonObject {
@@ -254,32 +277,47 @@ function taskFromJson(j: JsonObject): Proto {
 
 function statusUpdateToJson(e: Proto): JsonObject {
   return {
-    kind: 'status-update', taskId: e.taskId, contextId: e.contextId,
-    status: e.status === undefined ? undefined : statusToJson(e.status as Proto), final: e.final, metadata: e.metadata,
+    kind: 'status-update',
+    taskId: e.taskId,
+    contextId: e.contextId,
+    status: e.status === undefined ? undefined : statusToJson(e.status as Proto),
+    final: e.final,
+    metadata: e.metadata,
   };
 }
 
 function statusUpdateFromJson(j: JsonObject): Proto {
   const status = optObj(j.status, 'status');
   return {
-    taskId: str(j.taskId, 'taskId'), contextId: str(j.contextId, 'contextId'),
-    status: status === undefined ? undefined : statusFromJson(status), final: bool(j.final, 'final'), metadata: struct(j.metadata, 'metadata'),
+    taskId: str(j.taskId, 'taskId'),
+    contextId: str(j.contextId, 'contextId'),
+    status: status === undefined ? undefined : statusFromJson(status),
+    final: bool(j.final, 'final'),
+    metadata: struct(j.metadata, 'metadata'),
   };
 }
 
 function artifactUpdateToJson(e: Proto): JsonObject {
   return {
-    kind: 'artifact-update', taskId: e.taskId, contextId: e.contextId,
-    artifact: e.artifact === undefined ? undefined : artifactToJson(e.artifact as Proto), append: e.append, lastChunk: e.lastChunk, metadata: e.metadata,
+    kind: 'artifact-update',
+    taskId: e.taskId,
+    contextId: e.contextId,
+    artifact: e.artifact === undefined ? undefined : artifactToJson(e.artifact as Proto),
+    append: e.append,
+    lastChunk: e.lastChunk,
+    metadata: e.metadata,
   };
 }
 
 function artifactUpdateFromJson(j: JsonObject): Proto {
   const artifact = optObj(j.artifact, 'artifact');
   return {
-    taskId: str(j.taskId, 'taskId'), contextId: str(j.contextId, 'contextId'),
+    taskId: str(j.taskId, 'taskId'),
+    contextId: str(j.contextId, 'contextId'),
     artifact: artifact === undefined ? undefined : artifactFromJson(artifact),
-    append: bool(j.append, 'append'), lastChunk: bool(j.lastChunk, 'lastChunk'), metadata: struct(j.metadata, 'metadata'),
+    append: bool(j.append, 'append'),
+    lastChunk: bool(j.lastChunk, 'lastChunk'),
+    metadata: struct(j.metadata, 'metadata'),
   };
 }
 
@@ -309,7 +347,9 @@ function eventFromJson(j: JsonObject, cases: readonly string[]): Proto {
 function pushConfigToJson(c: Proto): JsonObject {
   const auth = c.authentication as Proto | undefined;
   return {
-    id: opt(c.id), url: c.url, token: opt(c.token),
+    id: opt(c.id),
+    url: c.url,
+    token: opt(c.token),
     authentication: auth === undefined ? undefined : { schemes: auth.schemes, credentials: opt(auth.credentials) },
   };
 }
@@ -317,7 +357,9 @@ function pushConfigToJson(c: Proto): JsonObject {
 function pushConfigFromJson(j: JsonObject): Proto {
   const auth = optObj(j.authentication, 'authentication');
   return {
-    id: str(j.id, 'id'), url: str(j.url, 'url'), token: str(j.token, 'token'),
+    id: str(j.id, 'id'),
+    url: str(j.url, 'url'),
+    token: str(j.token, 'token'),
     authentication: auth === undefined ? undefined : { schemes: strings(auth.schemes, 'schemes'), credentials: str(auth.credentials, 'credentials') },
   };
 }
@@ -360,7 +402,10 @@ function securityFromJson(j: JsonObject): Proto {
 }
 
 const FLOWS: Readonly<Record<string, readonly string[]>> = {
-  authorizationCode: ['authorizationUrl', 'tokenUrl'], clientCredentials: ['tokenUrl'], implicit: ['authorizationUrl'], password: ['tokenUrl'],
+  authorizationCode: ['authorizationUrl', 'tokenUrl'],
+  clientCredentials: ['tokenUrl'],
+  implicit: ['authorizationUrl'],
+  password: ['tokenUrl'],
 };
 
 function flowsToJson(f: Proto): JsonObject {
@@ -378,7 +423,12 @@ function flowsFromJson(j: JsonObject): Proto {
   const urls = FLOWS[$case];
   if (keys.length > 1 || urls === undefined) fail('flows holds other than one OAuth flow');
   const v = obj(j[$case], $case);
-  return { flow: { $case, value: { ...Object.fromEntries(urls.map((u) => [u, str(v[u], u)])), refreshUrl: str(v.refreshUrl, 'refreshUrl'), scopes: stringMap(v.scopes, 'scopes') } } };
+  return {
+    flow: {
+      $case,
+      value: { ...Object.fromEntries(urls.map((u) => [u, str(v[u], u)])), refreshUrl: str(v.refreshUrl, 'refreshUrl'), scopes: stringMap(v.scopes, 'scopes') },
+    },
+  };
 }
 
 function schemeToJson(s: Proto): JsonObject {
@@ -393,7 +443,12 @@ function schemeToJson(s: Proto): JsonObject {
     case 'mtlsSecurityScheme':
       return { type: 'mutualTLS', description };
     case 'oauth2SecurityScheme':
-      return { type: 'oauth2', description, flows: v.flows === undefined ? undefined : flowsToJson(v.flows as Proto), oauth2MetadataUrl: opt(v.oauth2MetadataUrl) };
+      return {
+        type: 'oauth2',
+        description,
+        flows: v.flows === undefined ? undefined : flowsToJson(v.flows as Proto),
+        oauth2MetadataUrl: opt(v.oauth2MetadataUrl),
+      };
     case 'openIdConnectSecurityScheme':
       return { type: 'openIdConnect', description, openIdConnectUrl: v.openIdConnectUrl };
     default:
@@ -413,7 +468,10 @@ function schemeFromJson(j: JsonObject): Proto {
       return scheme({}, 'mtlsSecurityScheme');
     case 'oauth2': {
       const flows = optObj(j.flows, 'flows');
-      return scheme({ flows: flows === undefined ? undefined : flowsFromJson(flows), oauth2MetadataUrl: str(j.oauth2MetadataUrl, 'oauth2MetadataUrl') }, 'oauth2SecurityScheme');
+      return scheme(
+        { flows: flows === undefined ? undefined : flowsFromJson(flows), oauth2MetadataUrl: str(j.oauth2MetadataUrl, 'oauth2MetadataUrl') },
+        'oauth2SecurityScheme',
+      );
     }
     case 'openIdConnect':
       return scheme({ openIdConnectUrl: str(j.openIdConnectUrl, 'openIdConnectUrl') }, 'openIdConnectSecurityScheme');
@@ -426,22 +484,41 @@ function cardToJson(c: Proto): JsonObject {
   const caps = c.capabilities as Proto | undefined;
   const provider = c.provider as Proto | undefined;
   return {
-    protocolVersion: c.protocolVersion, name: c.name, description: c.description, url: c.url,
+    protocolVersion: c.protocolVersion,
+    name: c.name,
+    description: c.description,
+    url: c.url,
     preferredTransport: opt(c.preferredTransport),
     additionalInterfaces: optList((c.additionalInterfaces as Proto[]).map((i) => ({ url: i.url, transport: i.transport }))),
     provider: provider === undefined ? undefined : { organization: provider.organization, url: provider.url },
-    version: c.version, documentationUrl: opt(c.documentationUrl),
-    capabilities: caps === undefined ? undefined : {
-      streaming: caps.streaming, pushNotifications: caps.pushNotifications,
-      extensions: optList((caps.extensions as Proto[]).map((e) => ({ uri: e.uri, description: opt(e.description), required: e.required, params: e.params }))),
-    },
-    securitySchemes: Object.keys(c.securitySchemes as Proto).length === 0 ? undefined
-      : Object.fromEntries(Object.entries(c.securitySchemes as Record<string, Proto>).map(([k, v]) => [k, schemeToJson(v)])),
+    version: c.version,
+    documentationUrl: opt(c.documentationUrl),
+    capabilities:
+      caps === undefined
+        ? undefined
+        : {
+            streaming: caps.streaming,
+            pushNotifications: caps.pushNotifications,
+            extensions: optList(
+              (caps.extensions as Proto[]).map((e) => ({ uri: e.uri, description: opt(e.description), required: e.required, params: e.params })),
+            ),
+          },
+    securitySchemes:
+      Object.keys(c.securitySchemes as Proto).length === 0
+        ? undefined
+        : Object.fromEntries(Object.entries(c.securitySchemes as Record<string, Proto>).map(([k, v]) => [k, schemeToJson(v)])),
     security: optList((c.security as Proto[]).map(securityToJson)),
-    defaultInputModes: c.defaultInputModes, defaultOutputModes: c.defaultOutputModes,
+    defaultInputModes: c.defaultInputModes,
+    defaultOutputModes: c.defaultOutputModes,
     skills: (c.skills as Proto[]).map((s) => ({
-      id: s.id, name: s.name, description: s.description, tags: s.tags, examples: optList(s.examples as string[]),
-      inputModes: optList(s.inputModes as string[]), outputModes: optList(s.outputModes as string[]), security: optList((s.security as Proto[]).map(securityToJson)),
+      id: s.id,
+      name: s.name,
+      description: s.description,
+      tags: s.tags,
+      examples: optList(s.examples as string[]),
+      inputModes: optList(s.inputModes as string[]),
+      outputModes: optList(s.outputModes as string[]),
+      security: optList((s.security as Proto[]).map(securityToJson)),
     })),
     supportsAuthenticatedExtendedCard: c.supportsAuthenticatedExtendedCard,
     signatures: optList((c.signatures as Proto[]).map((s) => ({ protected: s.protected, signature: s.signature, header: s.header }))),
@@ -453,24 +530,48 @@ function cardFromJson(j: JsonObject): Proto {
   const provider = optObj(j.provider, 'provider');
   const each = <T>(v: unknown, what: string, f: (o: JsonObject) => T): T[] => list(v, what).map((x, i) => f(obj(x, `${what}[${i}]`)));
   return {
-    protocolVersion: str(j.protocolVersion, 'protocolVersion'), name: str(j.name, 'name'), description: str(j.description, 'description'), url: str(j.url, 'url'),
+    protocolVersion: str(j.protocolVersion, 'protocolVersion'),
+    name: str(j.name, 'name'),
+    description: str(j.description, 'description'),
+    url: str(j.url, 'url'),
     preferredTransport: str(j.preferredTransport, 'preferredTransport'),
     additionalInterfaces: each(j.additionalInterfaces, 'additionalInterfaces', (i) => ({ url: str(i.url, 'url'), transport: str(i.transport, 'transport') })),
     provider: provider === undefined ? undefined : { organization: str(provider.organization, 'organization'), url: str(provider.url, 'url') },
-    version: str(j.version, 'version'), documentationUrl: str(j.documentationUrl, 'documentationUrl'),
-    capabilities: caps === undefined ? undefined : {
-      streaming: bool(caps.streaming, 'streaming'), pushNotifications: bool(caps.pushNotifications, 'pushNotifications'),
-      extensions: each(caps.extensions, 'extensions', (e) => ({ uri: str(e.uri, 'uri'), description: str(e.description, 'description'), required: bool(e.required, 'required'), params: struct(e.params, 'params') })),
-    },
+    version: str(j.version, 'version'),
+    documentationUrl: str(j.documentationUrl, 'documentationUrl'),
+    capabilities:
+      caps === undefined
+        ? undefined
+        : {
+            streaming: bool(caps.streaming, 'streaming'),
+            pushNotifications: bool(caps.pushNotifications, 'pushNotifications'),
+            extensions: each(caps.extensions, 'extensions', (e) => ({
+              uri: str(e.uri, 'uri'),
+              description: str(e.description, 'description'),
+              required: bool(e.required, 'required'),
+              params: struct(e.params, 'params'),
+            })),
+          },
     securitySchemes: Object.fromEntries(Object.entries(optObj(j.securitySchemes, 'securitySchemes') ?? {}).map(([k, v]) => [k, schemeFromJson(obj(v, k))])),
     security: each(j.security, 'security', securityFromJson),
-    defaultInputModes: strings(j.defaultInputModes, 'defaultInputModes'), defaultOutputModes: strings(j.defaultOutputModes, 'defaultOutputModes'),
+    defaultInputModes: strings(j.defaultInputModes, 'defaultInputModes'),
+    defaultOutputModes: strings(j.defaultOutputModes, 'defaultOutputModes'),
     skills: each(j.skills, 'skills', (s) => ({
-      id: str(s.id, 'id'), name: str(s.name, 'name'), description: str(s.description, 'description'), tags: strings(s.tags, 'tags'), examples: strings(s.examples, 'examples'),
-      inputModes: strings(s.inputModes, 'inputModes'), outputModes: strings(s.outputModes, 'outputModes'), security: each(s.security, 'security', securityFromJson),
+      id: str(s.id, 'id'),
+      name: str(s.name, 'name'),
+      description: str(s.description, 'description'),
+      tags: strings(s.tags, 'tags'),
+      examples: strings(s.examples, 'examples'),
+      inputModes: strings(s.inputModes, 'inputModes'),
+      outputModes: strings(s.outputModes, 'outputModes'),
+      security: each(s.security, 'security', securityFromJson),
     })),
     supportsAuthenticatedExtendedCard: bool(j.supportsAuthenticatedExtendedCard, 'supportsAuthenticatedExtendedCard'),
-    signatures: each(j.signatures, 'signatures', (s) => ({ protected: str(s.protected, 'protected'), signature: str(s.signature, 'signature'), header: struct(s.header, 'header') })),
+    signatures: each(j.signatures, 'signatures', (s) => ({
+      protected: str(s.protected, 'protected'),
+      signature: str(s.signature, 'signature'),
+      header: struct(s.header, 'header'),
+    })),
   };
 }
 
@@ -483,7 +584,10 @@ interface Form {
   fromJson(j: unknown): Proto;
 }
 
-const ofObject = (f: (j: JsonObject) => Proto, what: string) => (j: unknown): Proto => f(obj(j, what));
+const ofObject =
+  (f: (j: JsonObject) => Proto, what: string) =>
+  (j: unknown): Proto =>
+    f(obj(j, what));
 
 /** One v0.3 message type <-> its v0.3 JSON-RPC form (request params or answer result). */
 const FORMS: Readonly<Record<GrpcV03MessageType, Form>> = {
@@ -492,13 +596,16 @@ const FORMS: Readonly<Record<GrpcV03MessageType, Form>> = {
       const c = r.configuration as Proto | undefined;
       return {
         message: r.request === undefined ? undefined : messageToJson(r.request as Proto),
-        configuration: c === undefined ? undefined : {
-          acceptedOutputModes: optList(c.acceptedOutputModes as string[]),
-          pushNotificationConfig: c.pushNotification === undefined ? undefined : pushConfigToJson(c.pushNotification as Proto),
-          historyLength: c.historyLength === 0 ? undefined : c.historyLength,
-          // Always written: an absent `blocking` is not false to every v0.3 JSON-RPC reader.
-          blocking: c.blocking,
-        },
+        configuration:
+          c === undefined
+            ? undefined
+            : {
+                acceptedOutputModes: optList(c.acceptedOutputModes as string[]),
+                pushNotificationConfig: c.pushNotification === undefined ? undefined : pushConfigToJson(c.pushNotification as Proto),
+                historyLength: c.historyLength === 0 ? undefined : c.historyLength,
+                // Always written: an absent `blocking` is not false to every v0.3 JSON-RPC reader.
+                blocking: c.blocking,
+              },
         metadata: r.metadata,
       };
     },
@@ -508,11 +615,15 @@ const FORMS: Readonly<Record<GrpcV03MessageType, Form>> = {
       const push = optObj(c?.pushNotificationConfig, 'pushNotificationConfig');
       return {
         request: message === undefined ? undefined : messageFromJson(message),
-        configuration: c === undefined ? undefined : {
-          acceptedOutputModes: strings(c.acceptedOutputModes, 'acceptedOutputModes'),
-          pushNotification: push === undefined ? undefined : pushConfigFromJson(push),
-          historyLength: int(c.historyLength, 'historyLength'), blocking: bool(c.blocking, 'blocking'),
-        },
+        configuration:
+          c === undefined
+            ? undefined
+            : {
+                acceptedOutputModes: strings(c.acceptedOutputModes, 'acceptedOutputModes'),
+                pushNotification: push === undefined ? undefined : pushConfigFromJson(push),
+                historyLength: int(c.historyLength, 'historyLength'),
+                blocking: bool(c.blocking, 'blocking'),
+              },
         metadata: struct(j.metadata, 'metadata'),
       };
     }, 'params'),
@@ -528,7 +639,10 @@ const FORMS: Readonly<Record<GrpcV03MessageType, Form>> = {
   },
   Task: { toJson: taskToJson, fromJson: ofObject(taskFromJson, 'result') },
   CancelTaskRequest: { toJson: (r) => ({ id: taskOfName(r.name, 'name') }), fromJson: ofObject((j) => ({ name: `tasks/${segment(j.id, 'id')}` }), 'params') },
-  TaskSubscriptionRequest: { toJson: (r) => ({ id: taskOfName(r.name, 'name') }), fromJson: ofObject((j) => ({ name: `tasks/${segment(j.id, 'id')}` }), 'params') },
+  TaskSubscriptionRequest: {
+    toJson: (r) => ({ id: taskOfName(r.name, 'name') }),
+    fromJson: ofObject((j) => ({ name: `tasks/${segment(j.id, 'id')}` }), 'params'),
+  },
   CreateTaskPushNotificationConfigRequest: {
     toJson: (r) => {
       const task = taskOfName(r.parent, 'parent');
@@ -541,7 +655,11 @@ const FORMS: Readonly<Record<GrpcV03MessageType, Form>> = {
     },
     fromJson: ofObject((j) => {
       const task = segment(j.taskId, 'taskId');
-      const config = taskPushConfigFromJson({ taskId: task, pushNotificationConfig: j.pushNotificationConfig, ...(j.name === undefined ? {} : { name: j.name }) });
+      const config = taskPushConfigFromJson({
+        taskId: task,
+        pushNotificationConfig: j.pushNotificationConfig,
+        ...(j.name === undefined ? {} : { name: j.name }),
+      });
       const pushId = String((config.pushNotificationConfig as Proto | undefined)?.id ?? '');
       return { parent: `tasks/${task}`, configId: j.configId === undefined ? pushId : str(j.configId, 'configId'), config };
     }, 'params'),
@@ -564,7 +682,10 @@ const FORMS: Readonly<Record<GrpcV03MessageType, Form>> = {
   ListTaskPushNotificationConfigRequest: {
     // Paging is not in v0.3 JSON-RPC: shown under the names the other lists use, when the caller sets it.
     toJson: (r) => ({ id: taskOfName(r.parent, 'parent'), pageSize: r.pageSize === 0 ? undefined : r.pageSize, pageToken: opt(r.pageToken) }),
-    fromJson: ofObject((j) => ({ parent: `tasks/${segment(j.id, 'id')}`, pageSize: int(j.pageSize, 'pageSize'), pageToken: str(j.pageToken, 'pageToken') }), 'params'),
+    fromJson: ofObject(
+      (j) => ({ parent: `tasks/${segment(j.id, 'id')}`, pageSize: int(j.pageSize, 'pageSize'), pageToken: str(j.pageToken, 'pageToken') }),
+      'params',
+    ),
   },
   ListTaskPushNotificationConfigResponse: {
     toJson: (r) => {

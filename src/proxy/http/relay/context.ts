@@ -66,11 +66,18 @@ export interface RelayContext {
 export function answerRoad(ctx: RelayContext, notAnObject: string, budget?: GuardianBudget, judged?: () => void): AnswerRoad {
   const inspect = ctx.inspect;
   return {
-    card: ctx.rewriteCard, answerHook: ctx.answerHook, unreadable: ctx.onUninspectable, notAnObject, spelling: true,
-    judge: inspect === undefined ? undefined : (payload, payloadJson) => {
-      judged?.();
-      return inspect(payload, payloadJson, budget);
-    },
+    card: ctx.rewriteCard,
+    answerHook: ctx.answerHook,
+    unreadable: ctx.onUninspectable,
+    notAnObject,
+    spelling: true,
+    judge:
+      inspect === undefined
+        ? undefined
+        : (payload, payloadJson) => {
+            judged?.();
+            return inspect(payload, payloadJson, budget);
+          },
   };
 }
 

@@ -77,7 +77,12 @@ function verdict(ctx: RelayContext, flow: AnswerFlow, ev: SseEvent): Verdict {
   const { end, judged } = flow;
   if (end?.type === 'refuse') return { stop: ctx.codec.streamError(end.error, ctx.id).frame };
   if (end !== undefined) return { pass: asParsed(ev) };
-  const out = judged === undefined ? JSON.stringify(flow.body) : judged.modified ? ctx.codec.fromPayload(judged.payload, flow.body) : ctx.codec.fromPayload(judged.payload, flow.body, judged.payloadJson);
+  const out =
+    judged === undefined
+      ? JSON.stringify(flow.body)
+      : judged.modified
+        ? ctx.codec.fromPayload(judged.payload, flow.body)
+        : ctx.codec.fromPayload(judged.payload, flow.body, judged.payloadJson);
   return { pass: formatSseEvent({ data: noLineSeparators(out), ...fieldsOf(ev) }) };
 }
 
@@ -138,41 +143,49 @@ export function relayStreamInspected(ctx: RelayContext, inspect: Inspect | undef
     res.uncork();
   };
   // Guardian places (streamLine) are shared only by events that go to the guardian.
-  const window = answerWindow(eventChannel(ctx, road), ctx.turns, ctx.ex, {
-    bytes: (ev) => ev.raw.length,
-    write: (bytes) => {
-      if (res.destroyed || res.writableEnded) return true;
-      if (!corked) {
-        corked = true;
-        res.cork();
-        process.nextTick(uncork);
-      }
-      const ok = res.write(bytes);
-      // One 'drain' listener at a time, however many events wait behind it.
-      if (!ok && !waitingForDrain) {
-        waitingForDrain = true;
-        res.once('drain', onDrain);
-      }
-      return ok;
+  const window = answerWindow(
+    eventChannel(ctx, road),
+    ctx.turns,
+    ctx.ex,
+    {
+      bytes: (ev) => ev.raw.length,
+      write: (bytes) => {
+        if (res.destroyed || res.writableEnded) return true;
+        if (!corked) {
+          corked = true;
+          res.cork();
+          process.nextTick(uncork);
+        }
+        const ok = res.write(bytes);
+        // One 'drain' listener at a time, however many events wait behind it.
+        if (!ok && !waitingForDrain) {
+          waitingForDrain = true;
+          res.once('drain', onDrain);
+        }
+        return ok;
+      },
+      end: (frame) => {
+        uncork();
+        if (res.destroyed || res.writableEnded) return;
+        if (frame === undefined) res.end();
+        else res.end(frame);
+      },
+      flow: (reading) => (reading ? upRes.resume() : upRes.pause()),
+      abort: () => {
+        ctx.upReq.abort();
+        // The exchange is over: guardian calls still in flight for later events are cancelled.
+        ctx.ex?.call.caller.cancel();
+      },
+      failure: () => errorEvent(proxyError('guardianUnavailable', 'Stream inspection failed')),
     },
-    end: (frame) => {
-      uncork();
-      if (res.destroyed || res.writableEnded) return;
-      if (frame === undefined) res.end();
-      else res.end(frame);
+    {
+      size: ctx.streamWindow ?? DEFAULT_STREAM_WINDOW,
+      maxBytes: STREAM_WINDOW_MAX_BYTES,
+      line: inspect === undefined ? undefined : ctx.streamLine,
+      // Events held for judging count against the in-flight budget: many streams cannot grow memory without bound.
+      budget: { take: (n) => ctx.lease.take(n), give: (n) => ctx.lease.give(n), refused: () => errorEvent(proxyError('overloaded')) },
     },
-    flow: (reading) => (reading ? upRes.resume() : upRes.pause()),
-    abort: () => {
-      ctx.upReq.abort();
-      // The exchange is over: guardian calls still in flight for later events are cancelled.
-      ctx.ex?.call.caller.cancel();
-    },
-    failure: () => errorEvent(proxyError('guardianUnavailable', 'Stream inspection failed')),
-  }, {
-    size: ctx.streamWindow ?? DEFAULT_STREAM_WINDOW, maxBytes: STREAM_WINDOW_MAX_BYTES, line: inspect === undefined ? undefined : ctx.streamLine,
-    // Events held for judging count against the in-flight budget: many streams cannot grow memory without bound.
-    budget: { take: (n) => ctx.lease.take(n), give: (n) => ctx.lease.give(n), refused: () => errorEvent(proxyError('overloaded')) },
-  });
+  );
 
   const parser = new SseParser();
   upRes.read({

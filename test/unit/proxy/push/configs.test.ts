@@ -7,17 +7,34 @@ const RELAY = (i: number) => ({ url: `http://127.0.0.1:1/a2a-guard/push/k${i}`, 
 
 describe('webhooksOf and rewriteRequest', () => {
   it('finds the flat v1.0 config of CreateTaskPushNotificationConfig and rewrites it', () => {
-    const req = { jsonrpc: '2.0', id: 1, method: 'CreateTaskPushNotificationConfig', params: { taskId: 't', url: 'https://hook/a', token: 'T', authentication: { scheme: 'Bearer', credentials: 'c' } } };
-    expect(webhooksOf(op('CreateTaskPushNotificationConfig'), req)).toEqual([{ url: 'https://hook/a', token: 'T', authentication: { scheme: 'Bearer', credentials: 'c' } }]);
+    const req = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'CreateTaskPushNotificationConfig',
+      params: { taskId: 't', url: 'https://hook/a', token: 'T', authentication: { scheme: 'Bearer', credentials: 'c' } },
+    };
+    expect(webhooksOf(op('CreateTaskPushNotificationConfig'), req)).toEqual([
+      { url: 'https://hook/a', token: 'T', authentication: { scheme: 'Bearer', credentials: 'c' } },
+    ]);
     const out = rewriteRequest(op('CreateTaskPushNotificationConfig'), req, RELAY);
     expect(out.params).toEqual({ taskId: 't', url: RELAY(0).url, token: 'k0' });
     expect(req.params.url).toBe('https://hook/a');
   });
 
   it('finds v0.3 nested and snake_case configs, in order', () => {
-    const req = { jsonrpc: '2.0', id: 1, method: 'tasks/pushNotificationConfig/set', params: { taskId: 't', pushNotificationConfig: { url: 'https://hook/b' } } };
+    const req = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tasks/pushNotificationConfig/set',
+      params: { taskId: 't', pushNotificationConfig: { url: 'https://hook/b' } },
+    };
     expect(webhooksOf(op('tasks/pushNotificationConfig/set'), req).map((w) => w.url)).toEqual(['https://hook/b']);
-    const send = { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { parts: [{ url: 'https://file/part' }] }, configuration: { task_push_notification_config: { url: 'https://hook/c' } } } };
+    const send = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: { parts: [{ url: 'https://file/part' }] }, configuration: { task_push_notification_config: { url: 'https://hook/c' } } },
+    };
     expect(webhooksOf(op('SendMessage'), send).map((w) => w.url)).toEqual(['https://hook/c']);
     const out = rewriteRequest(op('SendMessage'), send, RELAY) as typeof send;
     // A file part's url is the message's, never a webhook.

@@ -1,7 +1,10 @@
 /** The webhook address check at delivery time and the SDK's auth headers. */
 import { authHeaders, checkedAddress, type Resolver } from '../../../../src/proxy/push/deliver';
 
-const resolving = (...addresses: string[]): Resolver => async () => addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+const resolving =
+  (...addresses: string[]): Resolver =>
+  async () =>
+    addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
 
 describe('checkedAddress', () => {
   it('connects to the public address a name resolves to now', async () => {

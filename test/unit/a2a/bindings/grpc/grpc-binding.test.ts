@@ -28,7 +28,10 @@ const method = (name: string) => {
 
 /** A field the generated code does not know: number 99, length-delimited. */
 function unknownField(text: string): Uint8Array {
-  return new BinaryWriter().uint32((99 << 3) | 2).string(text).finish();
+  return new BinaryWriter()
+    .uint32((99 << 3) | 2)
+    .string(text)
+    .finish();
 }
 
 const sendBytes = (text: string): Buffer => {
@@ -38,7 +41,9 @@ const sendBytes = (text: string): Buffer => {
 
 describe('method table', () => {
   test("is exactly the SDK's A2AService and its v0.3 LegacyA2AService, each method on its operation-table row", () => {
-    const sdkPaths = [sdkGrpc.A2AService, sdkGrpcV03.LegacyA2AService].flatMap((svc) => Object.values(svc as unknown as Record<string, { path: string; responseStream: boolean }>));
+    const sdkPaths = [sdkGrpc.A2AService, sdkGrpcV03.LegacyA2AService].flatMap((svc) =>
+      Object.values(svc as unknown as Record<string, { path: string; responseStream: boolean }>),
+    );
     expect([...GRPC_METHODS.keys()].sort()).toEqual(sdkPaths.map((d) => d.path).sort());
     for (const d of sdkPaths) expect(grpcMethodForPath(d.path)?.streaming).toBe(d.responseStream);
     // Every operation of the table is reachable over gRPC.
@@ -148,7 +153,12 @@ describe('framing', () => {
 describe('status details', () => {
   test("google.rpc.Status with the proxy's ErrorInfo, readable by the SDK", () => {
     const bin = statusDetailsBin(7, 'Blocked by guardian: no', [
-      { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'GUARDIAN_DENIED', domain: 'a2a-guard', metadata: { envelopeId: 'e1', reasonCode: 'A,B' } },
+      {
+        '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+        reason: 'GUARDIAN_DENIED',
+        domain: 'a2a-guard',
+        metadata: { envelopeId: 'e1', reasonCode: 'A,B' },
+      },
     ]);
     const st = sdkGrpcErrors.decodeStatus(bin);
     expect(st.code).toBe(7);
@@ -191,21 +201,41 @@ describe('card', () => {
 
   test('a v0.3 card: its gRPC main endpoint and additional interfaces name the proxy; versions the proxy does not carry go', () => {
     const v03 = {
-      protocolVersion: '0.3.0', url: 'agent:50052', preferredTransport: 'GRPC',
-      additionalInterfaces: [{ url: 'agent:50052', transport: 'GRPC' }, { url: 'http://agent:9000/a2a/jsonrpc', transport: 'JSONRPC' }],
+      protocolVersion: '0.3.0',
+      url: 'agent:50052',
+      preferredTransport: 'GRPC',
+      additionalInterfaces: [
+        { url: 'agent:50052', transport: 'GRPC' },
+        { url: 'http://agent:9000/a2a/jsonrpc', transport: 'JSONRPC' },
+      ],
     };
     expect(rewriteCard(v03, { ...opts, grpcAddress: 'proxy:9443' })).toEqual({
-      protocolVersion: '0.3.0', url: 'proxy:9443', preferredTransport: 'GRPC',
-      additionalInterfaces: [{ url: 'proxy:9443', transport: 'GRPC' }, { url: 'http://proxy:8080/a2a/jsonrpc', transport: 'JSONRPC' }],
+      protocolVersion: '0.3.0',
+      url: 'proxy:9443',
+      preferredTransport: 'GRPC',
+      additionalInterfaces: [
+        { url: 'proxy:9443', transport: 'GRPC' },
+        { url: 'http://proxy:8080/a2a/jsonrpc', transport: 'JSONRPC' },
+      ],
     });
     // Without a gRPC listener the main endpoint becomes the first HTTP interface.
-    expect(rewriteCard(v03, opts)).toEqual({ protocolVersion: '0.3.0', url: 'http://proxy:8080/a2a/jsonrpc', preferredTransport: 'JSONRPC', additionalInterfaces: [{ url: 'http://proxy:8080/a2a/jsonrpc', transport: 'JSONRPC' }] });
+    expect(rewriteCard(v03, opts)).toEqual({
+      protocolVersion: '0.3.0',
+      url: 'http://proxy:8080/a2a/jsonrpc',
+      preferredTransport: 'JSONRPC',
+      additionalInterfaces: [{ url: 'http://proxy:8080/a2a/jsonrpc', transport: 'JSONRPC' }],
+    });
     // A 0.2 card's gRPC service is not one the proxy carries.
     const v02 = rewriteCard({ ...v03, protocolVersion: '0.2.5' }, { ...opts, grpcAddress: 'proxy:9443' });
     expect(JSON.stringify(v02)).not.toMatch(/agent:5005|proxy:9443/);
     // The agent's own v0.3 gRPC endpoint, from either place.
     expect(grpcTargetFromCard(v03, new URL('http://agent:9000'))?.href).toBe('http://agent:50052/');
-    expect(grpcTargetFromCard({ protocolVersion: '0.3.0', url: 'http://agent:9000/a2a', additionalInterfaces: [{ url: 'agent:50053', transport: 'GRPC' }] }, new URL('http://agent:9000'))?.href).toBe('http://agent:50053/');
+    expect(
+      grpcTargetFromCard(
+        { protocolVersion: '0.3.0', url: 'http://agent:9000/a2a', additionalInterfaces: [{ url: 'agent:50053', transport: 'GRPC' }] },
+        new URL('http://agent:9000'),
+      )?.href,
+    ).toBe('http://agent:50053/');
     // Each service version's own interface first; else the one the card has.
     const agentUrl = new URL('http://agent:9000');
     expect(grpcTargetFromCard(card, agentUrl, false, '0.3')?.href).toBe('http://agent:50052/');
@@ -225,7 +255,15 @@ describe('card', () => {
     const elsewhere = (url: string) => ({ supportedInterfaces: [{ url, protocolBinding: 'GRPC', protocolVersion: '1.0' }] });
     const remote = new URL('http://agent:9000');
     // Another host, and another port of the same host (another service there would get the proxy's signed assertion).
-    for (const url of ['169.254.169.254:80', 'internal.svc:50051', 'http://agent.evil:50051', 'grpc://10.0.0.1:1', 'agent:50051', 'agent:9001', 'https://agent:9000']) {
+    for (const url of [
+      '169.254.169.254:80',
+      'internal.svc:50051',
+      'http://agent.evil:50051',
+      'grpc://10.0.0.1:1',
+      'agent:50051',
+      'agent:9001',
+      'https://agent:9000',
+    ]) {
       expect(grpcTargetFromCard(elsewhere(url), remote, true)).toBeUndefined();
       expect(grpcTargetFromCard(elsewhere(url), remote, false)).toBeDefined();
     }

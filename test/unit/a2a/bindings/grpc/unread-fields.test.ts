@@ -13,20 +13,84 @@ const message = (w: BinaryWriter): BinaryWriter => w.uint32(10).string('m1').uin
 
 describe('fields the generated decoder skips', () => {
   test.each<[string, () => Uint8Array, number, number]>([
-    ['an unknown field at the top', () => new BinaryWriter().uint32((99 << 3) | 2).string('context').finish(), 99, 2],
-    ['an unknown varint after known fields', () => new BinaryWriter().uint32(18).bytes(message(new BinaryWriter()).finish()).uint32((7 << 3) | 0).int32(5).finish(), 7, 0],
-    ['an unknown field inside the message', () => new BinaryWriter().uint32(18).bytes(message(new BinaryWriter()).uint32((42 << 3) | 5).fixed32(1).finish()).finish(), 42, 5],
-    ['a known field (tenant, a string) sent as a varint', () => new BinaryWriter().uint32((1 << 3) | 0).int32(3).finish(), 1, 0],
-    ['an unknown field inside a Struct (metadata)', () => new BinaryWriter().uint32(34).bytes(new BinaryWriter().uint32((9 << 3) | 1).fixed64(1n).finish()).finish(), 9, 1],
+    [
+      'an unknown field at the top',
+      () =>
+        new BinaryWriter()
+          .uint32((99 << 3) | 2)
+          .string('context')
+          .finish(),
+      99,
+      2,
+    ],
+    [
+      'an unknown varint after known fields',
+      () =>
+        new BinaryWriter()
+          .uint32(18)
+          .bytes(message(new BinaryWriter()).finish())
+          .uint32((7 << 3) | 0)
+          .int32(5)
+          .finish(),
+      7,
+      0,
+    ],
+    [
+      'an unknown field inside the message',
+      () =>
+        new BinaryWriter()
+          .uint32(18)
+          .bytes(
+            message(new BinaryWriter())
+              .uint32((42 << 3) | 5)
+              .fixed32(1)
+              .finish(),
+          )
+          .finish(),
+      42,
+      5,
+    ],
+    [
+      'a known field (tenant, a string) sent as a varint',
+      () =>
+        new BinaryWriter()
+          .uint32((1 << 3) | 0)
+          .int32(3)
+          .finish(),
+      1,
+      0,
+    ],
+    [
+      'an unknown field inside a Struct (metadata)',
+      () =>
+        new BinaryWriter()
+          .uint32(34)
+          .bytes(
+            new BinaryWriter()
+              .uint32((9 << 3) | 1)
+              .fixed64(1n)
+              .finish(),
+          )
+          .finish(),
+      9,
+      1,
+    ],
   ])('%s: noted by number and wire type', (_n, bytes, field, wireType) => {
     const read = send.decodeNoting(bytes());
     expect(read.unread).toEqual({ field, wireType });
-    expect(unreadFieldMessage(read.unread as NonNullable<typeof read.unread>, 'SendMessageRequest')).toMatch(new RegExp(`field ${field} \\(wire type ${wireType}\\)`));
+    expect(unreadFieldMessage(read.unread as NonNullable<typeof read.unread>, 'SendMessageRequest')).toMatch(
+      new RegExp(`field ${field} \\(wire type ${wireType}\\)`),
+    );
   });
 
   test('messages the SDK encodes note nothing, for every request type, and decode as decode does', () => {
     const samples: Record<string, unknown> = {
-      SendMessage: { tenant: 't', message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'hi' }, { data: { a: [1, 'x', null, true] } }], metadata: { k: 'v' } }, configuration: { acceptedOutputModes: ['text/plain'], historyLength: 2, returnImmediately: true }, metadata: { n: 1 } },
+      SendMessage: {
+        tenant: 't',
+        message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'hi' }, { data: { a: [1, 'x', null, true] } }], metadata: { k: 'v' } },
+        configuration: { acceptedOutputModes: ['text/plain'], historyLength: 2, returnImmediately: true },
+        metadata: { n: 1 },
+      },
       GetTask: { id: 't1', historyLength: 3 },
       ListTasks: { contextId: 'c', status: 'TASK_STATE_WORKING', pageSize: 5, pageToken: 'p', includeArtifacts: true },
       CancelTask: { id: 't1', metadata: { why: 'x' } },
@@ -35,7 +99,20 @@ describe('fields the generated decoder skips', () => {
     };
     // v0.3's service (its v0.3 JSON-RPC form).
     const samplesV03: Record<string, unknown> = {
-      SendMessage: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'hi' }, { kind: 'data', data: { a: [1, 'x', true] } }], metadata: { k: 'v' } }, configuration: { acceptedOutputModes: ['text/plain'], historyLength: 2, blocking: true }, metadata: { n: 1 } },
+      SendMessage: {
+        message: {
+          kind: 'message',
+          messageId: 'm',
+          role: 'user',
+          parts: [
+            { kind: 'text', text: 'hi' },
+            { kind: 'data', data: { a: [1, 'x', true] } },
+          ],
+          metadata: { k: 'v' },
+        },
+        configuration: { acceptedOutputModes: ['text/plain'], historyLength: 2, blocking: true },
+        metadata: { n: 1 },
+      },
       SendStreamingMessage: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'text', text: 'hi' }] } },
       GetTask: { id: 't1', historyLength: 3 },
       CancelTask: { id: 't1' },

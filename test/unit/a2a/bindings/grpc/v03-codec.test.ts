@@ -22,7 +22,13 @@ function roundTrip(c: MessageCodec, json: unknown): void {
 }
 
 const message = {
-  kind: 'message', messageId: 'm1', role: 'user', contextId: 'c1', taskId: 't1', metadata: { k: ['v', 1, true, { n: -1 }] }, extensions: ['urn:x'],
+  kind: 'message',
+  messageId: 'm1',
+  role: 'user',
+  contextId: 'c1',
+  taskId: 't1',
+  metadata: { k: ['v', 1, true, { n: -1 }] },
+  extensions: ['urn:x'],
   parts: [
     { kind: 'text', text: 'hi' },
     { kind: 'file', file: { uri: 'https://files.example/a.pdf', mimeType: 'application/pdf' } },
@@ -31,7 +37,10 @@ const message = {
   ],
 };
 const task = {
-  kind: 'task', id: 't1', contextId: 'c1', metadata: { m: 1 },
+  kind: 'task',
+  id: 't1',
+  contextId: 'c1',
+  metadata: { m: 1 },
   status: { state: 'input-required', message: { ...message, role: 'agent' }, timestamp: '2026-01-02T03:04:05.678Z' },
   artifacts: [{ artifactId: 'a1', name: 'n', description: 'd', parts: [{ kind: 'text', text: 'x' }], metadata: { z: 0 }, extensions: ['urn:e'] }],
   history: [message],
@@ -42,7 +51,10 @@ const push = { id: 'cfg', url: 'https://hooks.example/', token: 'tok', authentic
 
 describe('round trips: every request and answer form comes back as itself', () => {
   test.each([
-    ['SendMessage', { message, configuration: { acceptedOutputModes: ['text'], pushNotificationConfig: push, historyLength: 2, blocking: false }, metadata: { x: 'y' } }],
+    [
+      'SendMessage',
+      { message, configuration: { acceptedOutputModes: ['text'], pushNotificationConfig: push, historyLength: 2, blocking: false }, metadata: { x: 'y' } },
+    ],
     ['SendMessage', { message: { kind: 'message', messageId: 'm2', role: 'user', parts: [{ kind: 'data' }] } }],
     ['GetTask', { id: 't1', historyLength: 5 }],
     ['GetTask', { id: 't1' }],
@@ -66,28 +78,46 @@ describe('round trips: every request and answer form comes back as itself', () =
     ['GetTask', task],
     ['GetTask', { kind: 'task', id: 't1', contextId: 'c1', status: { state: 'unknown' } }],
     ['CreateTaskPushNotificationConfig', { taskId: 't1', pushNotificationConfig: push }],
-    ['ListTaskPushNotificationConfig', [{ taskId: 't1', pushNotificationConfig: push }, { taskId: 't1', pushNotificationConfig: { url: 'https://b.example/' } }]],
+    [
+      'ListTaskPushNotificationConfig',
+      [
+        { taskId: 't1', pushNotificationConfig: push },
+        { taskId: 't1', pushNotificationConfig: { url: 'https://b.example/' } },
+      ],
+    ],
     ['ListTaskPushNotificationConfig', []],
     ['DeleteTaskPushNotificationConfig', null],
   ])('%s answer %#', (name, json) => roundTrip(codecs(name).response, json));
 
   test('an agent card, with every security scheme and OAuth flow', () => {
     const card = {
-      protocolVersion: '0.3.0', name: 'a', description: 'd', url: 'http://agent/a2a', preferredTransport: 'JSONRPC', version: '1',
-      additionalInterfaces: [{ url: 'agent:50051', transport: 'GRPC' }], provider: { organization: 'o', url: 'https://o.example' },
-      documentationUrl: 'https://docs.example', capabilities: { streaming: true, pushNotifications: false, extensions: [{ uri: 'urn:x', required: true, params: { a: 1 } }] },
+      protocolVersion: '0.3.0',
+      name: 'a',
+      description: 'd',
+      url: 'http://agent/a2a',
+      preferredTransport: 'JSONRPC',
+      version: '1',
+      additionalInterfaces: [{ url: 'agent:50051', transport: 'GRPC' }],
+      provider: { organization: 'o', url: 'https://o.example' },
+      documentationUrl: 'https://docs.example',
+      capabilities: { streaming: true, pushNotifications: false, extensions: [{ uri: 'urn:x', required: true, params: { a: 1 } }] },
       securitySchemes: {
         key: { type: 'apiKey', name: 'X-Key', in: 'header', description: 'k' },
         bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
         mtls: { type: 'mutualTLS' },
         oidc: { type: 'openIdConnect', openIdConnectUrl: 'https://idp.example/.well-known/openid-configuration' },
-        code: { type: 'oauth2', flows: { authorizationCode: { authorizationUrl: 'https://idp/a', tokenUrl: 'https://idp/t', refreshUrl: 'https://idp/r', scopes: { read: 'r' } } } },
+        code: {
+          type: 'oauth2',
+          flows: { authorizationCode: { authorizationUrl: 'https://idp/a', tokenUrl: 'https://idp/t', refreshUrl: 'https://idp/r', scopes: { read: 'r' } } },
+        },
         cc: { type: 'oauth2', flows: { clientCredentials: { tokenUrl: 'https://idp/t', scopes: {} } }, oauth2MetadataUrl: 'https://idp/m' },
       },
       security: [{ bearer: [], code: ['read'] }],
-      defaultInputModes: ['text'], defaultOutputModes: ['text'],
+      defaultInputModes: ['text'],
+      defaultOutputModes: ['text'],
       skills: [{ id: 's', name: 's', description: 'd', tags: ['t'], examples: ['e'], inputModes: ['text'], outputModes: ['text'], security: [{ key: [] }] }],
-      supportsAuthenticatedExtendedCard: true, signatures: [{ protected: 'p', signature: 's', header: { kid: 'k' } }],
+      supportsAuthenticatedExtendedCard: true,
+      signatures: [{ protected: 'p', signature: 's', header: { kid: 'k' } }],
     };
     roundTrip(codecs('GetAgentCard').response, card);
   });
@@ -106,7 +136,17 @@ describe('what the guardian sees of the wire', () => {
     const part = (w: BinaryWriter) => w.finish();
     // Message (field 1 of SendMessageRequest): role user, one Part whose oneof is set twice (text, then text), and field 99.
     const p = part(new BinaryWriter().uint32(10).string('EVIL').uint32(10).string('benign'));
-    const m = part(new BinaryWriter().uint32(10).string('m1').uint32(32).int32(1).uint32(42).bytes(p).uint32((99 << 3) | 2).string('SMUGGLE'));
+    const m = part(
+      new BinaryWriter()
+        .uint32(10)
+        .string('m1')
+        .uint32(32)
+        .int32(1)
+        .uint32(42)
+        .bytes(p)
+        .uint32((99 << 3) | 2)
+        .string('SMUGGLE'),
+    );
     const bytes = Buffer.from(part(new BinaryWriter().uint32(10).bytes(m)));
     const decoded = c.decode(bytes);
     const json = c.toJson(decoded);
@@ -134,7 +174,9 @@ describe('what the guardian sees of the wire', () => {
     const c = codecs('SendMessage').request;
     const decoded = c.decode(c.encode({ request: { ...wire, metadata: { amount: null } } }));
     expect(() => c.toJson(decoded)).toThrow(/null/);
-    expect(encodeProblem(c, { params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'data', data: { a: null } }] } } }, 'params')).toBeDefined();
+    expect(
+      encodeProblem(c, { params: { message: { kind: 'message', messageId: 'm', role: 'user', parts: [{ kind: 'data', data: { a: null } }] } } }, 'params'),
+    ).toBeDefined();
   });
 
   test('values JSON cannot carry (NaN, infinities, -0 in metadata) have no JSON form or are not faithful (refused)', () => {
@@ -146,7 +188,13 @@ describe('what the guardian sees of the wire', () => {
 
   test('a configId other than the config id, empty included, is shown', () => {
     const c = codecs('CreateTaskPushNotificationConfig').request;
-    const decoded = c.decode(c.encode({ parent: 'tasks/t1', configId: '', config: { name: 'tasks/t1/pushNotificationConfigs/cfg', pushNotificationConfig: { ...push, authentication: undefined } } }));
+    const decoded = c.decode(
+      c.encode({
+        parent: 'tasks/t1',
+        configId: '',
+        config: { name: 'tasks/t1/pushNotificationConfigs/cfg', pushNotificationConfig: { ...push, authentication: undefined } },
+      }),
+    );
     const json = c.toJson(decoded);
     expect(json).toEqual({ taskId: 't1', configId: '', pushNotificationConfig: { id: 'cfg', url: push.url, token: 'tok' } });
     expect(faithfulEncoding(c, decoded, json)).toBeDefined();
