@@ -11,7 +11,7 @@
  *   body-share        12 connections send 9 MiB bodies at ~64 KiB/s
  *   calls-in-flight   400 concurrent slow tasks (a wedding cake each)
  *   guardian-share    200 concurrent calls slow to judge, GUARDIAN_CALL_CONNECTIONS=32
- *   rate              as many calls as it can, RATE_LIMIT_PER_SECOND=400 (above the victim's own pace)
+ *   rate              as many calls as it can, RATE_LIMIT_PER_SECOND=40 (the victim paced at one call per 50 ms, within it)
  *   guardian-work     9 MiB `1 1 1 ...` messages (BENCH_WORK_MIB) to the embedded reference guardian, back to back
  *
  * For each: the victim's success rate and p99 latency alone, then while the attacker works, and
@@ -131,7 +131,7 @@ interface VictimRun {
 }
 
 /** The victim: a real SDK client (JSON-RPC), one call after the other, each with a fresh assertion. */
-async function victimRun(stack: Stack, victim: Caller, calls: number): Promise<VictimRun> {
+async function victimRun(stack: Stack, victim: Caller, calls: number, paceMs = 0): Promise<VictimRun> {
   const { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver } = sdkClient;
   const fetchImpl = (async (input: string | URL | Request, init?: RequestInit) => {
     const headers = new Headers(init?.headers);
@@ -168,6 +168,7 @@ async function victimRun(stack: Stack, victim: Caller, calls: number): Promise<V
       if (errors.length < 3) errors.push((err as Error).message.slice(0, 160));
     }
     times.push(performance.now() - t0);
+    if (paceMs > 0) await new Promise((r) => setTimeout(r, paceMs));
   }
   times.sort((a, b) => a - b);
   return { ok, failed: calls - ok, p50: pct(times, 50), p99: pct(times, 99), errors };
@@ -223,6 +224,8 @@ interface Scenario {
   readonly env?: Record<string, string>;
   /** Use the embedded reference guardian instead of the HTTP one. */
   readonly embedded?: boolean;
+  /** The victim waits this long between its calls (to stay within a limit the attacker crosses). */
+  readonly victimPaceMs?: number;
   /** Start the attack; resolves to a function that stops it and says what the attacker got. */
   attack(stack: Stack, attacker: Caller): Promise<() => Promise<Record<string, number>>>;
 }
@@ -291,7 +294,8 @@ const SCENARIOS: Scenario[] = [
   },
   {
     name: 'rate',
-    env: { RATE_LIMIT_PER_SECOND: '400', RATE_LIMIT_BURST: '400' },
+    env: { RATE_LIMIT_PER_SECOND: '40', RATE_LIMIT_BURST: '40' },
+    victimPaceMs: 50,
     async attack(stack, attacker) {
       return flood(stack, attacker, 16, () => 'hello');
     },
@@ -411,15 +415,15 @@ async function main(): Promise<void> {
     const stack = await stackFor(s);
     try {
       await victimRun(stack, victim.caller, 10);
-      const alone = await victimRun(stack, victim.caller, VICTIM_CALLS);
-      const directAlone = await victimRun({ ...stack, url: baker.origin }, victim.caller, VICTIM_CALLS);
+      const alone = await victimRun(stack, victim.caller, VICTIM_CALLS, s.victimPaceMs);
+      const directAlone = await victimRun({ ...stack, url: baker.origin }, victim.caller, VICTIM_CALLS, s.victimPaceMs);
       const stop = await forkAttacker(s, stack, attacker.privateJwk);
       await new Promise((r) => setTimeout(r, 500));
       await loopMaxMs(stack);
-      const attacked = await victimRun(stack, victim.caller, VICTIM_CALLS);
+      const attacked = await victimRun(stack, victim.caller, VICTIM_CALLS, s.victimPaceMs);
       const stallMs = await loopMaxMs(stack);
       // The same victim straight to the agent, under the same attack: what the agent and the machine cost it.
-      const direct = await victimRun({ ...stack, url: baker.origin }, victim.caller, VICTIM_CALLS);
+      const direct = await victimRun({ ...stack, url: baker.origin }, victim.caller, VICTIM_CALLS, s.victimPaceMs);
       const got = await stop();
       const ratio = attacked.p99 / alone.p99;
       const row = `${s.name.padEnd(17)} victim ok ${attacked.ok}/${VICTIM_CALLS} (alone ${alone.ok}/${VICTIM_CALLS})  p99 ${attacked.p99.toFixed(1)} ms vs ${alone.p99.toFixed(1)} ms alone = ${ratio.toFixed(2)}x  p50 ${attacked.p50.toFixed(1)} vs ${alone.p50.toFixed(1)} ms  direct to the agent under attack p99 ${direct.p99.toFixed(1)} ms (alone ${directAlone.p99.toFixed(1)})  worst loop stall ${stallMs.toFixed(1)} ms  attacker ${JSON.stringify(got)}`;
