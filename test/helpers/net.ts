@@ -57,10 +57,26 @@ export const sleep = (ms: number): Promise<void> => new Promise((resolve) => set
 /** A sleep that does not keep the process alive: for the losing side of a race (a hang guard). */
 export const unrefSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
 
-/** A port that was free a moment ago (bind 0, read, close): for processes that must be told their port. */
+const handedOut = new Set<number>();
+
+/**
+ * A port that was free a moment ago (bind 0, read, close): for processes that must be told their port. The kernel may give a
+ * port just closed back at once, so a port this process handed out before is never handed out again (two calls in a row
+ * once gave one proxy the same PORT and ADMIN_PORT). Another process can still take it: see startProxyProcess's retry.
+ */
 export async function freePort(): Promise<number> {
-  const s = createServer();
-  const origin = await listen(s);
-  await closeServer(s);
-  return Number(new URL(origin).port);
+  const held: Server[] = [];
+  try {
+    for (;;) {
+      const s = createServer();
+      held.push(s);
+      const port = Number(new URL(await listen(s)).port);
+      if (!handedOut.has(port)) {
+        handedOut.add(port);
+        return port;
+      }
+    }
+  } finally {
+    await Promise.all(held.map(closeServer));
+  }
 }

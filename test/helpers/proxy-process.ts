@@ -110,6 +110,19 @@ export async function startProxyProcess(
   args: readonly string[] = [],
 ): Promise<ProxyRun> {
   const o: ProxyProcessOptions = typeof node === 'object' ? node : { node, cwd, args };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnFreePorts(env, o);
+    } catch (err) {
+      // A port free a moment ago may be taken by another test process before the proxy binds it: pick new ones.
+      if (attempt >= 3 || !(err instanceof PortTaken)) throw err;
+    }
+  }
+}
+
+class PortTaken extends Error {}
+
+async function startOnFreePorts(env: Record<string, string>, o: ProxyProcessOptions): Promise<ProxyRun> {
   const port = await freePort();
   const adminPort = await freePort();
   const run = spawnNode(
@@ -122,7 +135,11 @@ export async function startProxyProcess(
   const proxy: ProxyRun = { ...run, base: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}`, port };
   await waitFor(
     async () => {
-      if (run.child.exitCode !== null) throw new Error(`proxy exited early (${run.child.exitCode}): ${run.stdout()}${run.stderr()}`);
+      if (run.child.exitCode !== null) {
+        const output = `proxy exited early (${run.child.exitCode}): ${run.stdout()}${run.stderr()}`;
+        const taken = env.PORT === undefined && env.ADMIN_PORT === undefined && output.includes('EADDRINUSE');
+        throw taken ? new PortTaken(output) : new Error(output);
+      }
       try {
         const h = await fetch(`${proxy.admin}/healthz`);
         await h.body?.cancel();
