@@ -177,7 +177,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
             decisionLog: opts.decisionLog,
             resolve: opts.pushResolve,
             retryBaseMs: opts.pushRetryBaseMs,
-            runHooks: createHookRunner({ config, guardian, identities, logger, metrics, callerLimits }),
+            runHooks: createHookRunner({ config, guardian, identities, logger, metrics, callerLimits, fair }),
           },
           store,
         )
@@ -206,7 +206,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   if (config.grpc !== undefined) {
     // Required here only: @grpc/grpc-js and the SDK's generated code load when gRPC is configured.
     const { startGrpcListener } = require('./proxy/grpc/server') as typeof import('./proxy/grpc/server');
-    const runHooks = createHookRunner({ config, guardian, identities, logger, metrics, callerLimits });
+    const runHooks = createHookRunner({ config, guardian, identities, logger, metrics, callerLimits, fair });
     const cardRewrite = (authority: string | undefined) => grpcCardRewrite(effective, authority, () => httpServer, cardSigning, cardJudge);
     grpc = await startGrpcListener({ ...shared, runHooks, cardRewrite }, logger);
     // Cards served over HTTP name the port the gRPC listener got (GRPC_PORT=0 picks one).

@@ -77,9 +77,23 @@ export class FairQueue {
       this.served.add(key);
       return true;
     }
-    let q = this.queues.get(key);
+    const q = this.queues.get(key);
     if (q !== undefined && q.length >= this.opts.maxQueuedPerCaller) return 'full';
     if (this.opts.maxQueuedPerCaller <= 0) return 'full';
+    return this.enqueue(key, caller);
+  }
+
+  /**
+   * A turn once the loop has polled for I/O, in `key`'s round-robin order (never at once): for the next costly step of a
+   * large body, so one caller's large bodies take one step per round between other callers' work. Never refused: a call
+   * waits for one at a time, so a caller has no more of these waiting than it has calls in flight (a bounded share).
+   */
+  later(key: string, caller?: Leaving): Promise<boolean> {
+    return this.enqueue(key, caller);
+  }
+
+  private enqueue(key: string, caller: Leaving | undefined): Promise<boolean> {
+    let q = this.queues.get(key);
     if (q === undefined) {
       q = [];
       this.queues.set(key, q);

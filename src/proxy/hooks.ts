@@ -21,7 +21,8 @@ import { enforce, type HookAction, type HookDecision } from './enforce';
 import { proxyError, type ProxyError } from '../core/errors';
 import type { Exchange, HookPointContext, HookRecord } from './call';
 import { serviceParametersView, type ServiceParameters } from '../a2a/service-parameters';
-import { LARGE_BODY, nextTurn } from '../core/turns';
+import { LARGE_BODY } from '../core/turns';
+import { largeTurn, type FairTurns } from './fair';
 
 export interface HookDeps {
   readonly config: Config;
@@ -31,6 +32,8 @@ export interface HookDeps {
   readonly metrics: Metrics;
   /** Per-caller shares (the guardian calls one caller may have in flight); undefined = none. */
   readonly callerLimits?: CallerLimits | undefined;
+  /** Turns per caller: a large payload's costly steps take its caller's turns (proxy/fair.ts largeTurn); undefined = none. */
+  readonly fair?: FairTurns | undefined;
 }
 
 export type { HookRecord } from './call';
@@ -129,6 +132,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
   const { config, logger } = deps;
 
   const callContext = createCallContexts(deps);
+  const turnOf = (ex: Exchange): Promise<void> => largeTurn(deps.fair, callerKey(ex.call.owner, ex.call.remoteAddress), ex.call.caller);
 
   async function one(
     input: HookRunInput,
@@ -156,7 +160,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     const outcome = await decideInShare(deps, ex, envelope, body, span.headers, input.budget ?? 'call');
     const guardianMs = performance.now() - t0;
     // A large modify's payload came in a task of its own (the worker's copy): its checks get the next turn.
-    if (payloadJson.length >= LARGE_BODY && outcome.ok && outcome.result.decision === 'modify') await nextTurn();
+    if (payloadJson.length >= LARGE_BODY && outcome.ok && outcome.result.decision === 'modify') await turnOf(ex);
     const action = enforce({
       op: ex.call.op,
       payload,
@@ -195,7 +199,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     for (const side of input.sides) {
       if (payloadBytes === undefined && payloadJson.length >= SPLICE_BYTES) {
         payloadBytes = Buffer.from(payloadJson, 'utf8');
-        if (payloadJson.length >= LARGE_BODY) await nextTurn();
+        if (payloadJson.length >= LARGE_BODY) await turnOf(input.ex);
       }
       const action = await one(input, side, payload, payloadJson, payloadBytes, sp);
       if (action.type === 'block') return { type: 'block', error: action.error, decision: action.decision };
@@ -203,14 +207,14 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
       if (action.decision === 'failOpen' || (action.decision === 'shadow' && !action.outcome.ok)) unchecked = true;
       if (action.payload !== payload) {
         // A large modify: the guardian's payload arrived in a turn of its own (a worker's copy); its serialization gets another.
-        if (payloadJson.length >= LARGE_BODY) await nextTurn();
+        if (payloadJson.length >= LARGE_BODY) await turnOf(input.ex);
         payload = action.payload;
         payloadJson = JSON.stringify(payload);
         payloadBytes = undefined;
         if (payloadJson.length >= LARGE_BODY) {
-          await nextTurn();
+          await turnOf(input.ex);
           payloadBytes = Buffer.from(payloadJson, 'utf8');
-          await nextTurn();
+          await turnOf(input.ex);
         }
         modified = true;
       }

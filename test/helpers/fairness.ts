@@ -1,4 +1,5 @@
 /** What a fairness test reads of the guardian's record: who each judged envelope was for, in the order it came. */
+import net from 'node:net';
 import { textIn, type Envelope } from './guardian';
 
 export type Side = 'victim' | 'attack' | 'other';
@@ -20,4 +21,33 @@ export function expectServedBetween(order: readonly Side[], victims?: number): v
   if (victims === undefined) return;
   expect(order.filter((o) => o === 'victim')).toHaveLength(victims);
   expect(order.lastIndexOf('victim')).toBeLessThan(order.lastIndexOf('attack'));
+}
+
+/**
+ * A JSON-RPC SendMessage (v1.0) with `headers` on a socket of its own, sent but for its last byte: `release()` sends
+ * that byte; `answer` is the status line the caller gets.
+ */
+export async function heldCall(url: string, headers: Record<string, string>, text: string, id: number): Promise<{ release(): void; answer: Promise<string> }> {
+  const u = new URL(url);
+  const body = Buffer.from(
+    JSON.stringify({ jsonrpc: '2.0', id, method: 'SendMessage', params: { message: { messageId: `m-${id}`, role: 'ROLE_USER', parts: [{ text }] } } }),
+  );
+  const head = Object.entries({
+    ...headers,
+    'a2a-version': '1.0',
+    'content-type': 'application/json',
+    'content-length': String(body.length),
+    connection: 'close',
+  })
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  const s = net.connect(Number(u.port), u.hostname);
+  let got = '';
+  s.on('data', (c: Buffer) => (got += c.toString('latin1')));
+  const answer = new Promise<string>((resolve) => s.on('close', () => resolve(got.split('\r\n')[0] ?? '')));
+  s.on('error', () => undefined);
+  await new Promise<void>((resolve) =>
+    s.write(`POST /a2a/jsonrpc HTTP/1.1\r\nhost: ${u.host}\r\n${head}\r\n`, () => s.write(body.subarray(0, -1), () => resolve())),
+  );
+  return { release: () => void s.write(body.subarray(-1)), answer };
 }

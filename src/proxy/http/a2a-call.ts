@@ -14,7 +14,8 @@ import { rebuildRequest } from '../../a2a/rebuild';
 import { HOOK_ORDER } from '../../aos/hook-points';
 import { proxyError, type ProxyError } from '../../core/errors';
 import { finishCall, type Exchange } from '../call';
-import { turnStage } from '../fair';
+import { admittedKey } from '../admit';
+import { largeTurn, responseClosing, turnStage } from '../fair';
 import { headerText } from '../headers';
 import type { AnswerHook } from '../ownership';
 import { callStages, END, runStages, type CallerPort, type CallFlow, type Stage, type Step } from '../stages';
@@ -25,7 +26,6 @@ import type { UpstreamAnswer, UpstreamHandle } from './forward';
 import { isEventStream, relayPlain, relayStreamInspected, relayUnaryInspected, sendError } from './responses';
 import { uninspectable, type RelayContext } from './relay/context';
 import { pathOnly, send, type Leg, type UpstreamRequest } from './send';
-import { nextTurn } from '../../core/turns';
 
 type A2ACall = Extract<Classified, { kind: 'a2a' }>;
 
@@ -85,12 +85,14 @@ async function startCall(h: HttpParts, stages: readonly Stage<HttpFlow>[], a: Ar
   // What the call holds while it is judged and forwarded (the parsed request, its JSON text, the guardian's
   // envelope, the rebuilt body: each about the request's size) is counted, so the budget bounds memory.
   // A large request: its serialization, and the steps after it, each in a turn of its own (core/turns.ts).
-  if (a.large === true) await nextTurn();
+  // Its caller's turns: one caller's many large requests take one step per round between other callers' work.
+  const turn = (): Promise<void> => largeTurn(deps.fair, admittedKey(known, req.socket.remoteAddress), responseClosing(res));
+  if (a.large === true) await turn();
   const requestJson = JSON.stringify(c.request);
   // Sent as its canonical serialization: the caller's own bytes are those of requestJson, so they are what the guardian and the agent get.
   const requestBytes = a.raw !== undefined && a.raw.text === requestJson ? a.raw.bytes : undefined;
   a.raw = undefined;
-  if (a.large === true) await nextTurn();
+  if (a.large === true) await turn();
   a.lease.resize(requestJson.length);
   if (!a.lease.take(requestJson.length * (HELD_COPIES - 1))) {
     const err = a.lease.refusal();

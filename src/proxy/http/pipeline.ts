@@ -17,11 +17,11 @@ import { endpointsFromCard, withRestBases } from '../../a2a/endpoints';
 import { looksLikeRest } from '../../a2a/rest';
 import { isUnder, parseTarget } from '../../a2a/target';
 import { proxyError } from '../../core/errors';
-import { LARGE_BODY, nextTurn } from '../../core/turns';
+import { LARGE_BODY } from '../../core/turns';
 import { spent, type CallerResult } from '../../identity/caller';
 import { callerTrace } from '../../observe/tracing';
 import { admittedKey, createAdmit } from '../admit';
-import { claimedCallerKey, responseClosing, takeTurn, turnsFull } from '../fair';
+import { claimedCallerKey, largeTurn, responseClosing, takeTurn, turnsFull } from '../fair';
 import { holdDecoded } from '../budget';
 import { headerText } from '../headers';
 import { createHookRunner } from '../hooks';
@@ -192,8 +192,10 @@ function bodyStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival>
     }
     a.body = decoded.body;
     if (a.body.length >= LARGE_BODY) a.large = true;
-    if (a.large === true)
-      a.parsed = await parseBodyInTurns({ verb: req.method ?? 'POST', path: req.url ?? '/', headers: req.headers, body: a.body }, config.jsonLimits, nextTurn);
+    if (a.large === true) {
+      const turn = (): Promise<void> => largeTurn(h.deps.fair, a.key ?? claimedCallerKey(req), responseClosing(res));
+      a.parsed = await parseBodyInTurns({ verb: req.method ?? 'POST', path: req.url ?? '/', headers: req.headers, body: a.body }, config.jsonLimits, turn);
+    }
     return undefined;
   };
   return { name: 'body', run: (a) => (hasBody(a.req) ? readDecoded(a) : undefined) };

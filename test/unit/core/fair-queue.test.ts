@@ -154,4 +154,37 @@ describe('fair turns per caller', () => {
     advance(10);
     expect(q.turn('a')).toBe('full');
   });
+
+  it("a large body's step waits for the loop to poll for I/O even on an idle queue: never at once", async () => {
+    const { q, tick } = queue();
+    let granted = false;
+    const later = q.later('a').then((g) => (granted = g));
+    await Promise.resolve();
+    expect(granted).toBe(false);
+    expect(q.size).toBe(1);
+    await tick();
+    await later;
+    expect(granted).toBe(true);
+  });
+
+  it("a caller's many large-body steps take one per round, round-robin with others, and are not refused when its queue is full", async () => {
+    const { q, tick } = queue(2);
+    const served: string[] = [];
+    for (let i = 0; i < 5; i++) track(q.later('attacker'), served, `attacker${i}`);
+    expect(q.turn('attacker')).toBe('full');
+    track(q.later('victim'), served, 'victim');
+    await tick();
+    expect(served).toEqual(['attacker0', 'victim']);
+    for (let i = 0; i < 4; i++) await tick();
+    expect(served).toEqual(['attacker0', 'victim', 'attacker1', 'attacker2', 'attacker3', 'attacker4']);
+  });
+
+  it('a large-body step of a caller that left resolves false and leaves the queue', async () => {
+    const { q } = queue();
+    const leaving = new Cancellation();
+    const t = q.later('a', leaving);
+    leaving.cancel();
+    expect(await t).toBe(false);
+    expect(q.size).toBe(0);
+  });
 });
