@@ -30,15 +30,33 @@ export function turnsFull(max: number): ProxyError {
   return callerLimited('requests waiting', 1, `Too many requests of this caller waiting for the proxy (at most ${max}); retry later`);
 }
 
+/** The turns a stage takes, where a full queue is counted, and the bound its refusal names (FAIR_QUEUE_PER_CALLER). */
+export interface Turns {
+  readonly fair: FairTurns | undefined;
+  readonly metrics: Pick<Metrics, 'callerLimited'>;
+  readonly max: number;
+}
+
+export function turnsOf(deps: {
+  readonly fair?: FairTurns | undefined;
+  readonly metrics: Pick<Metrics, 'callerLimited'>;
+  readonly config: Pick<Config, 'perCaller'>;
+}): Turns {
+  return { fair: deps.fair, metrics: deps.metrics, max: deps.config.perCaller.fairQueue };
+}
+
 /**
- * Wait for `key`'s turn: undefined to go on, END once `refuse` answered (queue full) or the caller left.
+ * Wait for `key`'s turn: undefined to go on, END once `refuse` answered a full queue (counted) or the caller left.
  * Synchronous (no promise) when the turn is now.
  */
-export function takeTurn(fair: FairTurns | undefined, key: string, caller: Leaving, refuse: () => typeof END): Step | Promise<Step> {
-  if (fair === undefined) return undefined;
-  const t = fair.turn(key, caller);
+export function takeTurn(turns: Turns, key: string, caller: Leaving, refuse: (err: ProxyError) => typeof END): Step | Promise<Step> {
+  if (turns.fair === undefined) return undefined;
+  const t = turns.fair.turn(key, caller);
   if (t === true) return undefined;
-  if (t === 'full') return refuse();
+  if (t === 'full') {
+    turns.metrics.callerLimited.inc({ resource: 'turns' });
+    return refuse(turnsFull(turns.max));
+  }
   return t.then((granted) => (granted ? undefined : END));
 }
 
@@ -117,33 +135,24 @@ function segment(token: string, n: 0 | 1): Record<string, unknown> | undefined {
  * Wait for `key`'s turn (as takeTurn), for an adapter outside the stages: true to go on; false once
  * `refuse` answered the caller (queue full, counted) or the caller left.
  */
-export async function turnOrRefuse(
-  fair: FairTurns | undefined,
-  metrics: Pick<Metrics, 'callerLimited'>,
-  max: number,
-  key: string,
-  caller: Leaving,
-  refuse: (err: ProxyError) => void,
-): Promise<boolean> {
-  const step = takeTurn(fair, key, caller, () => {
-    metrics.callerLimited.inc({ resource: 'turns' });
-    refuse(turnsFull(max));
+export async function turnOrRefuse(turns: Turns, key: string, caller: Leaving, refuse: (err: ProxyError) => void): Promise<boolean> {
+  const step = takeTurn(turns, key, caller, (err) => {
+    refuse(err);
     return END;
   });
   return (step instanceof Promise ? await step : step) !== END;
 }
 
 /** A call stage: the call's caller waits for its turn (its verified key) before the stages after it run. */
-export function turnStage<F extends CallFlow>(fair: FairTurns, metrics: Pick<Metrics, 'callerLimited'>, max: number): Stage<F> {
+export function turnStage<F extends CallFlow>(turns: Turns): Stage<F> {
   return {
     name: 'turn',
     run(flow) {
       const { call } = flow.ex;
-      return takeTurn(fair, callerKey(call.owner, call.remoteAddress), call.caller, () => {
-        metrics.callerLimited.inc({ resource: 'turns' });
+      return takeTurn(turns, callerKey(call.owner, call.remoteAddress), call.caller, (err) => {
         flow.ex.log.decision = 'refused';
         flow.holds?.end();
-        flow.port.fail(turnsFull(max));
+        flow.port.fail(err);
         return END;
       });
     },

@@ -13,10 +13,9 @@
  * of another caller's answer. A caller with FAIR_QUEUE_PER_CALLER turns waiting gets its answer
  * stopped with the binding's 429 / -31429 / RESOURCE_EXHAUSTED.
  */
-import type { Metrics } from '../admin/metrics';
 import { proxyError, type ProxyError } from '../core/errors';
 import { callerKey } from './callers';
-import { takeTurn, turnsFull, type FairTurns } from './fair';
+import { takeTurn, type Turns } from './fair';
 import { runAnswerStages, type AnswerFlow } from './answers';
 import { END, type Stage, type Step } from './stages';
 import { OrderedWindow, type Line, type Verdict, type WindowBudget, type WindowIo } from './window';
@@ -42,14 +41,6 @@ export interface AnswerChannel<T, S, D extends Decoded = Decoded> {
   refused(err: ProxyError): S;
 }
 
-/** The per-caller turns the core takes (undefined `fair`: first come, first served). */
-export interface AnswerTurns {
-  readonly fair: FairTurns | undefined;
-  readonly metrics: Pick<Metrics, 'callerLimited'>;
-  /** FAIR_QUEUE_PER_CALLER: the refusal names it. */
-  readonly max: number;
-}
-
 const isPromise = <V>(v: V | Promise<V>): v is Promise<V> => typeof (v as { then?: unknown } | undefined)?.then === 'function';
 
 /**
@@ -58,7 +49,7 @@ const isPromise = <V>(v: V | Promise<V>): v is Promise<V> => typeof (v as { then
  */
 export function answerVerdict<T, S, D extends Decoded>(
   channel: AnswerChannel<T, S, D>,
-  turns: AnswerTurns | undefined,
+  turns: Turns | undefined,
   ex: Exchange | undefined,
   msg: T,
 ): Verdict<S> | Promise<Verdict<S>> {
@@ -88,13 +79,12 @@ export function answerVerdict<T, S, D extends Decoded>(
 const gone = (): ProxyError => proxyError('upstreamUnavailable', 'Call ended');
 
 /** Wait for the answer's caller's turn (no exchange, no turns: at once). */
-function callerTurn(turns: AnswerTurns | undefined, ex: Exchange | undefined, refuse: (err: ProxyError) => typeof END): Step | Promise<Step> {
-  if (turns?.fair === undefined || ex === undefined) return undefined;
+function callerTurn(turns: Turns | undefined, ex: Exchange | undefined, refuse: (err: ProxyError) => typeof END): Step | Promise<Step> {
+  if (turns === undefined || ex === undefined) return undefined;
   const { call } = ex;
-  return takeTurn(turns.fair, callerKey(call.owner, call.remoteAddress), call.caller, () => {
-    turns.metrics.callerLimited.inc({ resource: 'turns' });
+  return takeTurn(turns, callerKey(call.owner, call.remoteAddress), call.caller, (err) => {
     ex.log.error ??= 'answer refused: caller turns full';
-    return refuse(turnsFull(turns.max));
+    return refuse(err);
   });
 }
 
@@ -109,7 +99,7 @@ export interface WindowShape<S> {
 /** The window an answer's messages go through: each decided by the core, released in the agent's order. */
 export function answerWindow<T, S, D extends Decoded>(
   channel: AnswerChannel<T, S, D>,
-  turns: AnswerTurns | undefined,
+  turns: Turns | undefined,
   ex: Exchange | undefined,
   io: Omit<WindowIo<T, S>, 'decide'>,
   shape: WindowShape<S>,

@@ -17,7 +17,7 @@ import { unreadFieldMessage } from '../../a2a/bindings/grpc/unread';
 import { GRPC_STATUS, formatTimeout, frameMessage, isProblem, parseTimeout, supportedEncoding, SUPPORTED_ENCODINGS } from '../../a2a/bindings/grpc/framing';
 import { spent } from '../../identity/caller';
 import { admittedKey, createAdmit, type Admit, type Verified } from '../admit';
-import { claimedKey, responseClosing, turnOrRefuse, turnStage } from '../fair';
+import { claimedKey, responseClosing, turnOrRefuse, turnsOf, turnStage } from '../fair';
 import type { JsonObject } from '../../aos/schemas';
 import { isObject } from '../../core/json';
 import { finishCall } from '../call';
@@ -89,9 +89,9 @@ const TRANSPORT_HEADERS = new Set(['host', 'grpc-encoding', 'grpc-accept-encodin
 
 export function createGrpcHandler(deps: GrpcDeps): (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void {
   const admit = createAdmit(deps);
-  const { config, fair, metrics } = deps;
+  const { config, fair } = deps;
   // The approved call is re-encoded in its caller's turn, as over HTTP (proxy/fair.ts).
-  const approvedTurn: readonly Stage<GrpcFlow>[] = fair === undefined ? [] : [turnStage(fair, metrics, config.perCaller.fairQueue)];
+  const approvedTurn: readonly Stage<GrpcFlow>[] = fair === undefined ? [] : [turnStage(turnsOf(deps))];
   const stages: readonly Stage<GrpcFlow>[] = [
     ...callStages({ config, ownership: deps.ownership, runHooks: deps.runHooks, requestSides: HOOK_ORDER[config.role].request, push: deps.push }),
     ...approvedTurn,
@@ -231,7 +231,7 @@ async function readCallMessage(deps: GrpcDeps, a: Admitted, refuse: (err: ProxyE
 
 /** Wait for `key`'s turn (proxy/fair.ts): false once refused (at FAIR_QUEUE_PER_CALLER) or gone. */
 function callerTurn(deps: GrpcDeps, key: string, caller: CallerSide, refuse: (err: ProxyError) => void): Promise<boolean> {
-  return turnOrRefuse(deps.fair, deps.metrics, deps.config.perCaller.fairQueue, key, responseClosing(caller.stream), refuse);
+  return turnOrRefuse(turnsOf(deps), key, responseClosing(caller.stream), refuse);
 }
 
 /** The call opened (span, exchange), its end and its deadline set. */

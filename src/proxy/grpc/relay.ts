@@ -29,8 +29,8 @@ import type { AnswerHook } from '../ownership';
 import { answerFlow, STREAM_ANSWER, UNARY_ANSWER, type AnswerFlow, type AnswerRoad } from '../answers';
 import type { Stage } from '../stages';
 import { STREAM_WINDOW_MAX_BYTES, type Line, type OrderedWindow, type Verdict } from '../window';
-import { answerVerdict, answerWindow, type AnswerChannel, type AnswerTurns, type Decoded } from '../relay-core';
-import type { FairTurns } from '../fair';
+import { answerVerdict, answerWindow, type AnswerChannel, type Decoded } from '../relay-core';
+import { turnsOf, type FairTurns, type Turns } from '../fair';
 import { framingError, type CallerSide } from './caller';
 import type { Exchange } from '../call';
 import { trackStream } from '../admit';
@@ -92,7 +92,7 @@ class GrpcAnswer {
   private readonly inspect: boolean;
   private readonly reader: MessageReader;
   private readonly window: OrderedWindow<RawMessage, Stop> | undefined;
-  private readonly turns: AnswerTurns;
+  private readonly turns: Turns;
 
   constructor(
     private readonly deps: RelayDeps,
@@ -106,7 +106,7 @@ class GrpcAnswer {
     private readonly lease: Pick<BodyLease, 'take' | 'give'>,
   ) {
     this.inspect = deps.config.inspectResponses || method.op.returnsCard || answerHook !== undefined;
-    this.turns = { fair: deps.fair, metrics: deps.metrics, max: deps.config.perCaller.fairQueue };
+    this.turns = turnsOf(deps);
     this.reader = new MessageReader(deps.config.maxBodyBytes);
     this.window = this.inspect ? this.judgedWindow() : undefined;
   }

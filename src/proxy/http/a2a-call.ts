@@ -15,7 +15,7 @@ import { HOOK_ORDER } from '../../aos/hook-points';
 import { proxyError, type ProxyError } from '../../core/errors';
 import { finishCall, type Exchange } from '../call';
 import { admittedKey } from '../admit';
-import { largeTurn, responseClosing, turnStage } from '../fair';
+import { largeTurn, responseClosing, turnsOf, turnStage } from '../fair';
 import { headerText } from '../headers';
 import type { AnswerHook } from '../ownership';
 import { callStages, END, runStages, type CallerPort, type CallFlow, type Stage, type Step } from '../stages';
@@ -62,8 +62,8 @@ interface UpstreamTie {
 
 /** The call stages over HTTP, and the entry of a routed call into them. */
 export function createA2ACalls(h: HttpParts): (a: Arrival, c: A2ACall) => Promise<Step> {
-  const { config, ownership, fair, push, metrics } = h.deps;
-  const approvedTurn: readonly Stage<HttpFlow>[] = fair === undefined ? [] : [turnStage(fair, metrics, config.perCaller.fairQueue)];
+  const { config, ownership, fair, push } = h.deps;
+  const approvedTurn: readonly Stage<HttpFlow>[] = fair === undefined ? [] : [turnStage(turnsOf(h.deps))];
   const stages: readonly Stage<HttpFlow>[] = [
     ...callStages({ config, ownership, runHooks: h.runHooks, requestSides: HOOK_ORDER[config.role].request, push }),
     ...approvedTurn,
@@ -278,7 +278,7 @@ function relayAnswer(
     trackStream: h.admit.trackStream,
     streamWindow: config.streamInspectWindow,
     streamLine: deps.streamLine,
-    turns: { fair: deps.fair, metrics, max: config.perCaller.fairQueue },
+    turns: turnsOf(deps),
     onUninspectable: uninspectable(deps, ex.call.op.aosMethod, (outcome) => {
       ex.log.outcome = outcome;
     }),

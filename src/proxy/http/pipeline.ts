@@ -21,7 +21,7 @@ import { LARGE_BODY } from '../../core/turns';
 import { spent, type CallerResult } from '../../identity/caller';
 import { callerTrace } from '../../observe/tracing';
 import { admittedKey, createAdmit } from '../admit';
-import { claimedCallerKey, largeTurn, responseClosing, takeTurn, turnsFull } from '../fair';
+import { claimedCallerKey, largeTurn, responseClosing, takeTurn, turnsOf } from '../fair';
 import { holdDecoded } from '../budget';
 import { headerText } from '../headers';
 import { createHookRunner } from '../hooks';
@@ -52,13 +52,10 @@ export function createProxyHandler(deps: ProxyDeps): ProxyHandler {
   };
   const options = classifyOptionsOf(deps);
   // Verifying a credential and classifying a body take turns per caller (proxy/fair.ts).
+  const turns = turnsOf(deps);
   const turnBy = (keyOf: (a: Arrival) => string): Stage<Arrival> => ({
     name: 'turn',
-    run: (a) =>
-      takeTurn(deps.fair, keyOf(a), responseClosing(a.res), () => {
-        deps.metrics.callerLimited.inc({ resource: 'turns' });
-        return h.refuse(a.res, turnsFull(deps.config.perCaller.fairQueue), null, refusalCodec(a.req.url ?? '/', options()));
-      }),
+    run: (a) => takeTurn(turns, keyOf(a), responseClosing(a.res), (err) => h.refuse(a.res, err, null, refusalCodec(a.req.url ?? '/', options()))),
   });
   const arrival: readonly Stage<Arrival>[] = [
     jwks(deps),

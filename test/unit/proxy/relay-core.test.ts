@@ -9,7 +9,8 @@ import { FairQueue } from '../../../src/core/fair-queue';
 import type { JsonObject } from '../../../src/core/json';
 import { answerFlow, STREAM_ANSWER, UNARY_ANSWER, type AnswerRoad } from '../../../src/proxy/answers';
 import type { Exchange } from '../../../src/proxy/call';
-import { answerVerdict, answerWindow, type AnswerChannel, type AnswerTurns } from '../../../src/proxy/relay-core';
+import { answerVerdict, answerWindow, type AnswerChannel } from '../../../src/proxy/relay-core';
+import type { Turns } from '../../../src/proxy/fair';
 import type { Verdict } from '../../../src/proxy/window';
 import { exchange, policy, scripted } from '../../helpers/answers';
 
@@ -185,7 +186,7 @@ describe('fail modes for a message the proxy cannot read', () => {
 
 describe('turns per caller', () => {
   /** A FairQueue whose loop iterations the test runs: `poll()` is one iteration (I/O polled, one round granted). */
-  function turns(maxQueued = 100): { turns: AnswerTurns; poll: () => void; limited: string[] } {
+  function turns(maxQueued = 100): { turns: Turns; poll: () => void; limited: string[] } {
     const deferred: Array<() => void> = [];
     let now = 0;
     const fair = new FairQueue({ maxQueuedPerCaller: maxQueued, sliceMs: 1, now: () => (now += 1), defer: (fn) => void deferred.push(fn) });
@@ -196,7 +197,7 @@ describe('turns per caller', () => {
     return {
       turns: {
         fair,
-        metrics: { callerLimited: { inc: (l: { resource: string }) => void limited.push(l.resource) } } as unknown as AnswerTurns['metrics'],
+        metrics: { callerLimited: { inc: (l: { resource: string }) => void limited.push(l.resource) } } as unknown as Turns['metrics'],
         max: maxQueued,
       },
       poll,

@@ -2,6 +2,7 @@
  * What a relay of the agent's answer gets from the pipeline (the seam between proxy/stages or
  * pipeline and responses.ts / relay/stream.ts). Its own module, so neither relay imports the other for it.
  */
+import type { Turns } from '../../fair';
 import type { ServerResponse } from 'node:http';
 import type { JsonObject, JsonRpcId } from '../../../aos/schemas';
 import type { GuardianBudget } from '../../../aos/guardian';
@@ -15,7 +16,6 @@ import type { Exchange } from '../../call';
 import type { AnswerHook } from '../../ownership';
 import type { Line } from '../../window';
 import type { AnswerRoad } from '../../answers';
-import type { AnswerTurns } from '../../relay-core';
 import type { BodyLease } from '../../budget';
 import { unreadableAnswer } from '../../enforce';
 import type { ProxyDeps } from '../deps';
@@ -56,7 +56,7 @@ export interface RelayContext {
   /** Places shared by all streams' events going to the guardian (one per stream-budget connection). */
   readonly streamLine?: Line;
   /** Judging the answer takes per-caller turns (relay-core.ts). */
-  readonly turns?: AnswerTurns;
+  readonly turns?: Turns;
 }
 
 /**
