@@ -10,16 +10,20 @@ export function sidesOf(envelopes: readonly Envelope[]): Side[] {
 }
 
 /**
- * The victim's first envelope came before most of the attacker's (served between them, not after them);
- * with `victims`, that many victim envelopes all came before the attacker's last.
+ * The victim's first envelope came before most of the attacker's (served between them, not after them). Options:
+ * `victims`: that many victim envelopes all came before the attacker's last; `floodFirst`: at least one of the
+ * attacker's came before the victim's first (the flood was being served when the victim arrived, so the order shows
+ * turns shared, not a victim that came before any work of the attacker's).
  */
-export function expectServedBetween(order: readonly Side[], victims?: number): void {
+export function expectServedBetween(order: readonly Side[], opts: { readonly victims?: number; readonly floodFirst?: boolean } = {}): void {
   const firstVictim = order.indexOf('victim');
   const attackSeen = order.filter((o) => o === 'attack').length;
   expect(firstVictim).toBeGreaterThanOrEqual(0);
-  expect(order.slice(0, firstVictim).filter((o) => o === 'attack').length).toBeLessThan(attackSeen / 2);
-  if (victims === undefined) return;
-  expect(order.filter((o) => o === 'victim')).toHaveLength(victims);
+  const attackBefore = order.slice(0, firstVictim).filter((o) => o === 'attack').length;
+  expect(attackBefore).toBeLessThan(attackSeen / 2);
+  if (opts.floodFirst === true) expect(attackBefore).toBeGreaterThanOrEqual(1);
+  if (opts.victims === undefined) return;
+  expect(order.filter((o) => o === 'victim')).toHaveLength(opts.victims);
   expect(order.lastIndexOf('victim')).toBeLessThan(order.lastIndexOf('attack'));
 }
 

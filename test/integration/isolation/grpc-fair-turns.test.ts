@@ -82,7 +82,7 @@ test("a caller flooding the gRPC listener with costly calls waits behind its own
   // Every victim call succeeded, through the agent.
   expect(victimTexts.map((t, i) => t.includes(`victim ${i}`))).toEqual([true, true, true]);
   // The guardian saw the victim's first call before most of the flood: served between the attacker's calls, not after them.
-  expectServedBetween(sidesOf(stack.guardian.calls()), 3);
+  expectServedBetween(sidesOf(stack.guardian.calls()), { victims: 3, floodFirst: true });
   // The attacker was served too (OK) or told to retry (RESOURCE_EXHAUSTED), never dropped.
   for (const status of attacked) expect(['0', '8']).toContain(status);
 });
