@@ -40,9 +40,17 @@ export interface TraceContext {
 export interface Guardian {
   /**
    * Ask for a decision. `body` is what goes on the wire: the envelope's JSON text, or its bytes in
-   * order (envelopeBytes: a large payload is sent from its own buffer, never copied once more).
+   * order (envelopeBytes: a large payload is sent from its own buffer, never copied once more). `callerKey` names
+   * the proxy's caller (proxy/callers.ts), for a guardian that shares its own work between callers.
    */
-  decide(envelope: Envelope, body: string | EnvelopeBytes, caller?: Cancellation, trace?: TraceContext, budget?: GuardianBudget): Promise<GuardianOutcome>;
+  decide(
+    envelope: Envelope,
+    body: string | EnvelopeBytes,
+    caller?: Cancellation,
+    trace?: TraceContext,
+    budget?: GuardianBudget,
+    callerKey?: string,
+  ): Promise<GuardianOutcome>;
   /** AOS ping (spec 4.7). */
   ping(timeoutMs?: number): Promise<boolean>;
   /** Calls waiting for a connection now, per budget (none for an in-process guardian). */

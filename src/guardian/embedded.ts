@@ -8,7 +8,7 @@
  * does, so a large or hostile call never holds the other callers.
  */
 import type { Logger } from 'pino';
-import type { Guardian, TraceContext } from '../aos/guardian';
+import type { Guardian, GuardianBudget, TraceContext } from '../aos/guardian';
 import type { EnvelopeBytes } from '../aos/envelope';
 import type { Envelope } from '../aos/schemas';
 import type { GuardianOutcome } from '../aos/outcome';
@@ -50,7 +50,14 @@ export function embeddedGuardian(policyFile: string, opts: EmbeddedOptions = {})
   return {
     policy,
     describe: `embedded (${policyFile})`,
-    decide(envelope: Envelope, body: string | EnvelopeBytes, caller?: Leaving, trace?: TraceContext): Promise<GuardianOutcome> {
+    decide(
+      envelope: Envelope,
+      body: string | EnvelopeBytes,
+      caller?: Leaving,
+      trace?: TraceContext,
+      _budget?: GuardianBudget,
+      callerKey?: string,
+    ): Promise<GuardianOutcome> {
       const started = performance.now();
       // Card hooks stay in place: the approved versions of cards live in this thread's engine.
       if (body.length >= inlineMax && envelope.method !== CARD_METHOD) {
@@ -61,7 +68,7 @@ export function embeddedGuardian(policyFile: string, opts: EmbeddedOptions = {})
           maxQueue: opts.maxQueue ?? 64,
           onWorkerEnd: (why) => opts.logger?.warn({ why }, 'guardian: embedded worker replaced'),
         });
-        return offLoop.decide(body, caller).then((outcome) => log(envelope, outcome, started, trace));
+        return offLoop.decide(body, caller, callerKey).then((outcome) => log(envelope, outcome, started, trace));
       }
       let outcome: GuardianOutcome;
       try {

@@ -7,7 +7,8 @@
  * rather than fails what it cannot judge, so FAIL_MODE=open never passes content a caller made too
  * costly: a call whose budget ends while its decision has run most of it, or whose decision ends the
  * worker, is denied as too complex; one that waited most of it, or finds the queue full, is denied as
- * busy. A decision that runs for a whole budget ends the worker (a policy pattern may be stuck
+ * busy. Decisions wait in a line per caller, served round-robin, and a full queue refuses the caller
+ * holding the most (core/caller-lines.ts): one caller's large envelopes never refuse another's. A decision that runs for a whole budget ends the worker (a policy pattern may be stuck
  * backtracking); the next decision starts a new one. A caller that leaves is dropped from the queue
  * (or its answer ignored once the worker has begun). A new policy reaches the worker before any
  * decision asked after the swap.
@@ -18,6 +19,7 @@ import type { Worker } from 'node:worker_threads';
 import type { EnvelopeBytes } from '../aos/envelope';
 import type { GuardianOutcome } from '../aos/outcome';
 import type { SuccessResult } from '../aos/schemas';
+import { CallerLines } from '../core/caller-lines';
 
 /** A caller that may go away (the proxy's Cancellation). */
 export interface Leaving {
@@ -65,6 +67,8 @@ export const BUSY = (why: string): GuardianOutcome => deny(`The guardian is busy
 
 interface Job {
   readonly id: number;
+  /** Its caller's line (the proxy's caller key; '' when none is named). */
+  readonly key: string;
   readonly body: string | EnvelopeBytes;
   readonly resolve: (outcome: GuardianOutcome) => void;
   /** The caller's budget ends (performance.now()). */
@@ -78,22 +82,25 @@ interface Job {
 
 export class OffLoopDecider {
   private worker: Worker | undefined;
-  private readonly queue: Job[] = [];
+  private readonly queue: CallerLines<Job>;
   private running: Job | undefined;
   /** Ends a worker whose decision runs for the whole budget. */
   private runTimer: NodeJS.Timeout | undefined;
   private nextId = 1;
   private closed = false;
 
-  constructor(private readonly opts: OffLoopOptions) {}
+  constructor(private readonly opts: OffLoopOptions) {
+    this.queue = new CallerLines(opts.maxQueue);
+  }
 
-  decide(body: string | EnvelopeBytes, caller?: Leaving): Promise<GuardianOutcome> {
+  /** A decision for the caller `key` names (its line; '' when none is named). */
+  decide(body: string | EnvelopeBytes, caller?: Leaving, key = ''): Promise<GuardianOutcome> {
     if (this.closed) return Promise.resolve({ ok: false, kind: 'internal', detail: 'the embedded guardian is closed' });
-    if (this.queue.length >= this.opts.maxQueue) return Promise.resolve(BUSY(`${this.queue.length} waiting`));
     return new Promise((resolve) => {
       const { timeoutMs } = this.opts;
       const job: Job = {
         id: this.nextId++,
+        key,
         body,
         resolve,
         deadline: performance.now() + timeoutMs,
@@ -106,7 +113,9 @@ export class OffLoopDecider {
       job.timer.unref();
       job.unsubscribe = caller?.onCancel(() => this.settle(job, { ok: false, kind: 'cancelled', detail: 'the caller went away' }));
       if (job.done) return;
-      this.queue.push(job);
+      const waiting = this.queue.size;
+      const out = this.queue.push(key, job);
+      if (out !== undefined) this.settle(out, BUSY(`${waiting} waiting`));
       this.pump();
     });
   }
@@ -119,7 +128,7 @@ export class OffLoopDecider {
   /** Settles every call still waiting; resolves when the worker has stopped. */
   close(): Promise<void> {
     this.closed = true;
-    for (const job of [...this.queue, ...(this.running === undefined ? [] : [this.running])]) {
+    for (const job of [...this.queue.items(), ...(this.running === undefined ? [] : [this.running])]) {
       this.settle(job, { ok: false, kind: 'internal', detail: 'the embedded guardian is closed' });
     }
     return this.stopWorker();
@@ -130,8 +139,7 @@ export class OffLoopDecider {
     job.done = true;
     if (job.timer !== undefined) clearTimeout(job.timer);
     job.unsubscribe?.();
-    const waiting = this.queue.indexOf(job);
-    if (waiting !== -1) this.queue.splice(waiting, 1);
+    this.queue.delete(job.key, job);
     job.resolve(outcome);
   }
 

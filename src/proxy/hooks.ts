@@ -239,12 +239,13 @@ async function decideInShare(
   budget: GuardianBudget,
 ): Promise<GuardianOutcome> {
   const limits = deps.callerLimits;
-  if (limits === undefined || budget !== 'call') return deps.guardian.decide(envelope, body, ex.call.caller, headers, budget);
-  const place = limits.guardianPlace(callerKey(ex.call.owner, ex.call.remoteAddress), ex.call.caller);
+  const key = callerKey(ex.call.owner, ex.call.remoteAddress);
+  if (limits === undefined || budget !== 'call') return deps.guardian.decide(envelope, body, ex.call.caller, headers, budget, key);
+  const place = limits.guardianPlace(key, ex.call.caller);
   if (place.entered !== true && !(await place.entered))
     return { ok: false, kind: 'cancelled', detail: 'caller went away while waiting for its share of the guardian' };
   try {
-    return await deps.guardian.decide(envelope, body, ex.call.caller, headers, budget);
+    return await deps.guardian.decide(envelope, body, ex.call.caller, headers, budget, key);
   } finally {
     place.leave();
   }

@@ -162,6 +162,38 @@ describe('bounded work on the worker', () => {
   });
 });
 
+describe("one caller's large envelopes never refuse or hold up another's", () => {
+  it('decisions wait in a line per caller, served round-robin', async () => {
+    const g = guardian(policyFile('lines.json', POLICY), { maxQueue: 8 });
+    const order: string[] = [];
+    const ask = (label: string, key: string): Promise<GuardianOutcome> => {
+      const c = call(`${LARGE} ${label}`);
+      return g.decide(c.envelope, c.body, undefined, undefined, 'call', key).then((o) => (order.push(label), o));
+    };
+    // The attacker's first is being decided while its next three and then the victim's wait.
+    const asked = [ask('a1', 'attacker'), ask('a2', 'attacker'), ask('a3', 'attacker'), ask('a4', 'attacker'), ask('v1', 'victim')];
+    expect((await Promise.all(asked)).map(decision)).toEqual(['modify', 'modify', 'modify', 'modify', 'modify']);
+    expect(order).toEqual(['a1', 'a2', 'v1', 'a3', 'a4']);
+  });
+
+  it('a full queue refuses the caller holding the most: its own newest, never another caller', async () => {
+    const g = guardian(policyFile('full.json', POLICY), { maxQueue: 2 });
+    const ask = (label: string, key: string): Promise<GuardianOutcome> => {
+      const c = call(`${LARGE} ${label}`);
+      return g.decide(c.envelope, c.body, undefined, undefined, 'call', key);
+    };
+    const a1 = ask('a1', 'attacker'); // being decided
+    const a2 = ask('a2', 'attacker'); // waiting
+    const a3 = ask('a3', 'attacker'); // waiting: the queue is full
+    const a4 = await ask('a4', 'attacker');
+    expect(a4).toEqual({ ok: true, result: expect.objectContaining({ decision: 'deny', reasonCode: ['GUARDIAN_BUSY'] }) });
+    // The victim's takes the place of the attacker's newest.
+    const v1 = ask('v1', 'victim');
+    expect(await a3).toEqual({ ok: true, result: expect.objectContaining({ decision: 'deny', reasonCode: ['GUARDIAN_BUSY'] }) });
+    expect((await Promise.all([a1, a2, v1])).map(decision)).toEqual(['modify', 'modify', 'modify']);
+  });
+});
+
 describe('the worker yields the cores to the proxy thread', () => {
   /** Nice value of every thread of this process (Linux /proc). */
   const threadNices = (): number[] =>
