@@ -3,6 +3,7 @@
  * holds the proxy for the whole of its handling: each copy, scan or parse of it runs in a task of its
  * own, and other callers' work runs between them (docs/performance.md, "One hostile request's longest task").
  */
+import type { FairQueue, Leaving } from './fair-queue';
 
 /** Bodies (JSON text, in bytes or characters) at least this large get a turn between the costly steps of their handling. */
 export const LARGE_BODY = 256 * 1024;
@@ -21,4 +22,13 @@ export async function* sliceInTurns(body: Buffer, slice = LARGE_BODY): AsyncGene
     if (at > 0) await nextTurn();
     yield body.subarray(at, at + slice);
   }
+}
+
+/**
+ * The next costly step of a large body waits for this: a turn once the loop has polled for I/O, in its
+ * caller's round-robin order, so a caller's large bodies take one step per round however many it sends at once. It
+ * resolves when the caller left too: the step's call stops at its next check.
+ */
+export function largeTurn(fair: FairQueue | undefined, key: string, caller: Leaving): Promise<void> {
+  return fair === undefined ? nextTurn() : fair.later(key, caller).then(() => undefined);
 }

@@ -10,7 +10,6 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Config } from '../config/config';
 import type { Metrics } from '../admin/metrics';
 import { FairQueue, type Leaving } from '../core/fair-queue';
-import { nextTurn } from '../core/turns';
 import { callerLimited, type ProxyError } from '../core/errors';
 import { ASSERTION_HEADER } from '../identity/types';
 import { ANONYMOUS } from '../ownership/principal';
@@ -58,15 +57,6 @@ export function takeTurn(turns: Turns, key: string, caller: Leaving, refuse: (er
     return refuse(turnsFull(turns.max));
   }
   return t.then((granted) => (granted ? undefined : END));
-}
-
-/**
- * The next costly step of a large body (core/turns.ts) waits for this: a turn once the loop has polled for I/O, in its
- * caller's round-robin order, so a caller's large bodies take one step per round however many it sends at once. It
- * resolves when the caller left too: the step's call stops at its next check.
- */
-export function largeTurn(fair: FairTurns | undefined, key: string, caller: Leaving): Promise<void> {
-  return fair === undefined ? nextTurn() : fair.later(key, caller).then(() => undefined);
 }
 
 /** What closes when a caller goes away: an HTTP response, a gRPC call's stream. */

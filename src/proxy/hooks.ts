@@ -21,8 +21,8 @@ import { enforce, type HookAction, type HookDecision } from './enforce';
 import { proxyError, type ProxyError } from '../core/errors';
 import type { Exchange, HookPointContext, HookRecord } from './call';
 import { serviceParametersView, type ServiceParameters } from '../a2a/service-parameters';
-import { LARGE_BODY } from '../core/turns';
-import { largeTurn, type FairTurns } from './fair';
+import { LARGE_BODY, largeTurn } from '../core/turns';
+import type { FairQueue } from '../core/fair-queue';
 
 export interface HookDeps {
   readonly config: Config;
@@ -33,7 +33,7 @@ export interface HookDeps {
   /** Per-caller shares (the guardian calls one caller may have in flight); undefined = none. */
   readonly callerLimits?: CallerLimits | undefined;
   /** Turns per caller: a large payload's costly steps take its caller's turns (proxy/fair.ts largeTurn); undefined = none. */
-  readonly fair?: FairTurns | undefined;
+  readonly fair?: FairQueue | undefined;
 }
 
 export type { HookRecord } from './call';
