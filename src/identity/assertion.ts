@@ -15,11 +15,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { WatchedFile } from '../credentials/files';
-import type { OwnerIdentity } from '../ownership/principal';
 import { ASSERTION_ALGORITHMS, CLOCK_TOLERANCE_S, type JSONWebKeySet, type JWTVerifyGetKey, jose, joseProblem, unverifiedJwt } from './jose';
 import { parseTrustedJwks, startupKeyError, trustIndex, watchSigningKey, type SigningKey } from './keys';
 import { ReplayCache, type ReplayGuard } from './replay';
-import { type AgentFields, type CredentialCheck, fieldValue } from './types';
+import { type AgentFields, type ClaimedIdentity, type CredentialCheck, fieldValue } from './types';
 
 export { ASSERTION_HEADER } from './types';
 /** Explicit typing (RFC 8725 3.11): no other JWT (an OIDC token, say) passes as an assertion. */
@@ -150,7 +149,7 @@ export class AssertionVerifier {
    * The identity `token` claims, unverified: the owner it would be once verified (its key, its agent,
    * whether the trust set binds them), or undefined when it names none the trusted keys could vouch for.
    */
-  claimed(token: string): OwnerIdentity | undefined {
+  claimed(token: string): ClaimedIdentity | undefined {
     const jwt = token.length > MAX_ASSERTION_BYTES ? undefined : unverifiedJwt(token);
     const kid = jwt?.header.kid;
     const sub = fieldValue(jwt?.payload.sub);

@@ -20,7 +20,7 @@ import { partialFromHeaders } from '../aos/identity';
 import type { PartialAgent } from '../aos/schemas';
 import type { AssertionVerifier } from './assertion';
 import { tlsPeerIdentity } from './mtls';
-import { claimedOwnerOf, type ClaimedOwner } from './claimed';
+import { claimedBy, type ClaimedBy } from './claimed';
 import { bearerToken, type OidcVerifier } from './oidc';
 import { ASSERTION_HEADER, type AgentFields, type CredentialCheck, type CredentialKind, UNKNOWN_FIELD, type VerifiedIdentity } from './types';
 
@@ -55,8 +55,8 @@ export interface CallerSources {
 }
 
 export type CallerIdentifier = ((headers: IncomingHttpHeaders, socket: Socket) => Promise<CallerResult>) & {
-  /** The owner a request's credential claims, unverified (claimed.ts); absent when none is read that way. */
-  readonly claimedOwner?: ClaimedOwner;
+  /** The identity a request's credential claims, unverified (claimed.ts); absent when none is read that way. */
+  readonly claimed?: ClaimedBy;
 };
 
 /** A caller with no verified identity, as the guardian sees it. */
@@ -137,8 +137,8 @@ export function createCallerIdentifier(src: CallerSources): CallerIdentifier {
     }
     return unidentified(headers);
   };
-  const claimedOwner = claimedOwnerOf(src.assertions, src.oidc);
-  return claimedOwner === undefined ? identify : Object.assign(identify, { claimedOwner });
+  const claimed = claimedBy(src.assertions, src.oidc);
+  return claimed === undefined ? identify : Object.assign(identify, { claimed });
 
   /** Every one-use credential of the call used up; one used already refuses the call, as at its check. */
   async function spendAll(spends: readonly (() => Promise<string | undefined>)[], result: CallerResult): Promise<CallerResult> {

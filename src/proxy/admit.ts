@@ -82,9 +82,9 @@ export function createAdmit(deps: SharedDeps): Admit {
 
     precheck(headers, remoteAddress) {
       const limits = deps.callerLimits;
-      const claimed = limits === undefined ? undefined : deps.identify.claimedOwner?.(headers);
+      const claimed = limits === undefined ? undefined : deps.identify.claimed?.(headers);
       // Reads only (CallerLimits.atBound): nothing is taken under a key that is not verified.
-      return claimed === undefined ? undefined : limits?.atBound(callerKey(claimed, remoteAddress));
+      return claimed === undefined ? undefined : limits?.atBound(callerKey(ownerKey(claimed), remoteAddress));
     },
 
     sign() {
