@@ -15,10 +15,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { WatchedFile } from '../credentials/files';
-import { ASSERTION_ALGORITHMS, CLOCK_TOLERANCE_S, type JSONWebKeySet, type JWTVerifyGetKey, jose, joseProblem } from './jose';
+import { ASSERTION_ALGORITHMS, CLOCK_TOLERANCE_S, type JSONWebKeySet, type JWTVerifyGetKey, jose, joseProblem, unverifiedJwt } from './jose';
 import { parseTrustedJwks, startupKeyError, trustIndex, watchSigningKey, type SigningKey } from './keys';
 import { ReplayCache, type ReplayGuard } from './replay';
-import { type AgentFields, type CredentialCheck, fieldValue } from './types';
+import { type AgentFields, type ClaimedIdentity, type CredentialCheck, fieldValue } from './types';
 
 export { ASSERTION_HEADER } from './types';
 /** Explicit typing (RFC 8725 3.11): no other JWT (an OIDC token, say) passes as an assertion. */
@@ -143,6 +143,21 @@ export class AssertionVerifier {
     logger.info({ url: opts.url.href, audiences: opts.audiences }, 'identity assertions: verifying callers against a remote JWKS');
     const trust: TrustedKeys = { getKey: remote, set: () => remote.jwks() };
     return new AssertionVerifier(() => trust, opts);
+  }
+
+  /**
+   * The identity `token` claims, unverified: the owner it would be once verified (its key, its agent,
+   * whether the trust set binds them), or undefined when it names none the trusted keys could vouch for.
+   */
+  claimed(token: string): ClaimedIdentity | undefined {
+    const jwt = token.length > MAX_ASSERTION_BYTES ? undefined : unverifiedJwt(token);
+    const kid = jwt?.header.kid;
+    const sub = fieldValue(jwt?.payload.sub);
+    const set = this.trust().set();
+    if (typeof kid !== 'string' || kid === '' || sub === undefined || set === undefined) return undefined;
+    const scope = trustIndex(set).scope(kid, sub);
+    if (scope === 'refused') return undefined;
+    return { source: 'assertion', subject: sub, issuer: kid, ...(scope === 'bound' ? { stableSubject: true as const } : {}) };
   }
 
   async verify(token: string): Promise<CredentialCheck> {

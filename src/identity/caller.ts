@@ -20,6 +20,7 @@ import { partialFromHeaders } from '../aos/identity';
 import type { PartialAgent } from '../aos/schemas';
 import type { AssertionVerifier } from './assertion';
 import { tlsPeerIdentity } from './mtls';
+import { claimedBy, type ClaimedBy } from './claimed';
 import { bearerToken, type OidcVerifier } from './oidc';
 import { ASSERTION_HEADER, type AgentFields, type CredentialCheck, type CredentialKind, UNKNOWN_FIELD, type VerifiedIdentity } from './types';
 
@@ -53,7 +54,10 @@ export interface CallerSources {
   readonly onOutcome?: (outcome: VerifiedIdentity['source'] | 'unverified' | 'claimed' | 'refused') => void;
 }
 
-export type CallerIdentifier = (headers: IncomingHttpHeaders, socket: Socket) => Promise<CallerResult>;
+export type CallerIdentifier = ((headers: IncomingHttpHeaders, socket: Socket) => Promise<CallerResult>) & {
+  /** The identity a request's credential claims, unverified (claimed.ts); absent when none is read that way. */
+  readonly claimed?: ClaimedBy;
+};
 
 /** A caller with no verified identity, as the guardian sees it. */
 export const UNVERIFIED: PartialAgent = Object.freeze({
@@ -102,7 +106,7 @@ export function createCallerIdentifier(src: CallerSources): CallerIdentifier {
     (x): x is string => typeof x === 'string',
   );
 
-  return async (headers, socket) => {
+  const identify: CallerIdentifier = async (headers, socket) => {
     const pending: Array<CredentialCheck | Promise<CredentialCheck>> = [];
     const assertion = headers[ASSERTION_HEADER];
     if (src.assertions !== undefined && typeof assertion === 'string' && assertion !== '') {
@@ -133,6 +137,8 @@ export function createCallerIdentifier(src: CallerSources): CallerIdentifier {
     }
     return unidentified(headers);
   };
+  const claimed = claimedBy(src.assertions, src.oidc);
+  return claimed === undefined ? identify : Object.assign(identify, { claimed });
 
   /** Every one-use credential of the call used up; one used already refuses the call, as at its check. */
   async function spendAll(spends: readonly (() => Promise<string | undefined>)[], result: CallerResult): Promise<CallerResult> {

@@ -18,6 +18,16 @@ export function jose(): JoseModule {
   return (loaded ??= require('jose') as JoseModule);
 }
 
+/** A compact JWS's protected header and claims, read without verifying: what a token claims, never who sent it. */
+export function unverifiedJwt(token: string): { readonly header: Jose.ProtectedHeaderParameters; readonly payload: JWTPayload } | undefined {
+  try {
+    const j = jose();
+    return { header: j.decodeProtectedHeader(token), payload: j.decodeJwt(token) };
+  } catch {
+    return undefined;
+  }
+}
+
 /** Asymmetric signature algorithms accepted anywhere (never `none`, never HMAC with a public key). */
 export const ASSERTION_ALGORITHMS = ['ES256', 'ES384', 'EdDSA'] as const;
 export const OIDC_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;

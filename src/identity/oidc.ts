@@ -9,8 +9,8 @@ import type { Logger } from 'pino';
 import type { ClaimMap } from '../config/config';
 import { isLoopback } from './assertion';
 import { monotonicMs } from '../core/clock';
-import { CLOCK_TOLERANCE_S, type JWTVerifyGetKey, jose, joseProblem, OIDC_ALGORITHMS } from './jose';
-import { type AgentFields, type CredentialCheck, fieldValue, UNKNOWN_FIELD } from './types';
+import { CLOCK_TOLERANCE_S, type JWTVerifyGetKey, jose, joseProblem, OIDC_ALGORITHMS, unverifiedJwt } from './jose';
+import { type AgentFields, type ClaimedIdentity, type CredentialCheck, fieldValue, UNKNOWN_FIELD } from './types';
 
 const MAX_TOKEN_BYTES = 16 * 1024;
 const DISCOVERY_RETRY_MS = 10_000;
@@ -66,6 +66,14 @@ export class OidcVerifier {
   /** Start discovery / the first JWKS fetch now, so the first caller does not wait for it. */
   prepare(): void {
     void this.keySet().catch(() => undefined);
+  }
+
+  /** The identity `token` claims, unverified: the owner it would be once verified, or undefined (not one of this issuer's). */
+  claimed(token: string): ClaimedIdentity | undefined {
+    const payload = token.length > MAX_TOKEN_BYTES ? undefined : unverifiedJwt(token)?.payload;
+    const sub = fieldValue(payload?.sub);
+    if (sub === undefined || payload?.iss !== this.opts.issuer) return undefined;
+    return { source: 'oidc', subject: sub, issuer: this.opts.issuer };
   }
 
   async verify(token: string): Promise<CredentialCheck> {

@@ -37,6 +37,9 @@ export interface VerifiedIdentity {
   readonly agent: AgentFields;
 }
 
+/** The fields of an identity a credential claims, read unverified: what its owner key is made of (ownership/principal.ts). */
+export type ClaimedIdentity = Pick<VerifiedIdentity, 'source' | 'subject' | 'issuer' | 'stableSubject'>;
+
 /** The three credential kinds a caller can present, as named in refusals. */
 export type CredentialKind = 'assertion' | 'client certificate' | 'bearer token';
 

@@ -37,6 +37,12 @@ export interface CallFacts extends Pick<Call, 'started' | 'codec' | 'op' | 'wire
 export interface Admit {
   /** Who is calling: every credential presented checked (one-use ones not spent yet). */
   identify(headers: IncomingHttpHeaders, socket: Socket): Promise<CallerResult>;
+  /**
+   * Before the caller's credential is verified: the refusal of a caller whose credential claims a key
+   * already at its bound (calls in flight, an empty rate bucket), or undefined to verify it as ever.
+   * Saves the signature checks of a busy caller's retries, which would be refused after them anyway.
+   */
+  precheck(headers: IncomingHttpHeaders, remoteAddress: string | undefined): ProxyError | undefined;
   /** A signed assertion for the agent, or undefined (no signing key, or signing failed: the agent's side decides). */
   sign(): Promise<string | undefined> | undefined;
   /**
@@ -72,6 +78,13 @@ export function createAdmit(deps: SharedDeps): Admit {
         logger.error({ err: (err as Error).message }, 'caller identity could not be checked');
         return { ok: false as const, message: 'Caller identity could not be checked', metadata: {} };
       });
+    },
+
+    precheck(headers, remoteAddress) {
+      const limits = deps.callerLimits;
+      const claimed = limits === undefined ? undefined : deps.identify.claimed?.(headers);
+      // Reads only (CallerLimits.atBound): nothing is taken under a key that is not verified.
+      return claimed === undefined ? undefined : limits?.atBound(callerKey(ownerKey(claimed), remoteAddress));
     },
 
     sign() {

@@ -29,6 +29,12 @@ export function callerKey(owner: Owner, remoteAddress: string | undefined): stri
 export interface RateStore {
   readonly kind: 'memory' | 'redis';
   take(key: string): number | Promise<number>;
+  /**
+   * The wait `take` would answer now, taking nothing and remembering nothing (a key it does not know is
+   * a full bucket). Absent for Redis: a round trip per call, paid by every admitted call too, to save a
+   * signature check only for refused ones (calls in flight, the attack's bound, are counted locally).
+   */
+  peek?(key: string): number;
 }
 
 /**
@@ -63,6 +69,13 @@ export class MemoryRateStore implements RateStore {
       return 0;
     }
     return Math.ceil(((1 - b.tokens) / this.perSecond) * 1000);
+  }
+
+  peek(key: string): number {
+    const b = this.buckets.get(key);
+    if (b === undefined) return 0;
+    const tokens = Math.min(this.burst, b.tokens + ((this.now() - b.at) / 1000) * this.perSecond);
+    return tokens >= 1 ? 0 : Math.ceil(((1 - tokens) / this.perSecond) * 1000);
   }
 
   get size(): number {
@@ -164,21 +177,37 @@ export class CallerLimits {
     const { maxCalls, rate } = this.opts;
     const now = this.inFlight.get(key) ?? 0;
     if (maxCalls > 0 && now >= maxCalls) {
-      this.opts.onLimited?.('calls');
-      return { ok: false, error: callerLimited('calls in flight', 1, `Too many calls in flight for this caller (at most ${maxCalls}); retry later`) };
+      return { ok: false, error: this.limited('calls', 0) };
     }
     if (rate === undefined) return this.enter(key);
     const wait = rate.take(key);
     return typeof wait === 'number' ? this.afterRate(key, wait) : wait.then((w) => this.afterRate(key, w));
   }
 
+  /**
+   * Before `key`'s credential is verified: the refusal `admit` would answer now (at its calls in
+   * flight, or its bucket empty by a peek), counted the same, or undefined. Takes nothing: only
+   * verified calls take a share, so a claim of another caller's key cannot push that caller to its
+   * bound (docs/security.md "Shares before verification").
+   */
+  atBound(key: string): ProxyError | undefined {
+    const { maxCalls, rate } = this.opts;
+    if (maxCalls > 0 && (this.inFlight.get(key) ?? 0) >= maxCalls) return this.limited('calls', 0);
+    const wait = rate?.peek?.(key) ?? 0;
+    return wait > 0 ? this.limited('rate', wait) : undefined;
+  }
+
   private afterRate(key: string, waitMs: number): Admission {
     if (waitMs <= 0) return this.enter(key);
-    this.opts.onLimited?.('rate');
-    return {
-      ok: false,
-      error: callerLimited('calls per second', waitMs / 1000, `Over this caller's rate of ${this.opts.ratePerSecond ?? '?'} calls per second; retry later`),
-    };
+    return { ok: false, error: this.limited('rate', waitMs) };
+  }
+
+  /** A refusal at a bound, counted. */
+  private limited(resource: 'calls' | 'rate', waitMs: number): ProxyError {
+    this.opts.onLimited?.(resource);
+    if (resource === 'calls')
+      return callerLimited('calls in flight', 1, `Too many calls in flight for this caller (at most ${this.opts.maxCalls}); retry later`);
+    return callerLimited('calls per second', waitMs / 1000, `Over this caller's rate of ${this.opts.ratePerSecond ?? '?'} calls per second; retry later`);
   }
 
   private enter(key: string): Admission {
@@ -186,8 +215,7 @@ export class CallerLimits {
     const now = this.inFlight.get(key) ?? 0;
     // Checked again: a rate look-up in Redis let other calls of the caller in meanwhile.
     if (maxCalls > 0 && now >= maxCalls) {
-      this.opts.onLimited?.('calls');
-      return { ok: false, error: callerLimited('calls in flight', 1, `Too many calls in flight for this caller (at most ${maxCalls}); retry later`) };
+      return { ok: false, error: this.limited('calls', 0) };
     }
     this.inFlight.set(key, now + 1);
     let left = false;

@@ -160,6 +160,8 @@ async function admitCall(
   if (door.type === 'refuse') return void refuse(door.error, door.status, door.extra);
   // Verifying a credential takes a turn under the key the call claims (proxy/fair.ts).
   if (!(await callerTurn(deps, claimedKey(headers, remoteAddress), caller, refuse))) return undefined;
+  const atBound = admit.precheck(headers, remoteAddress);
+  if (atBound !== undefined) return void refuse(atBound);
   const who = admit.identify(headers, stream.session?.socket as Socket);
   const assertion = admit.sign();
   const lease = deps.bodyBudget.lease();

@@ -155,6 +155,8 @@ function admitStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival
     run: (a) => {
       // Without a body there is no cost to protect before routing: admitted by its address.
       if (!hasBody(a.req)) return admitCaller(a, undefined);
+      const atBound = h.admit.precheck(a.req.headers, a.req.socket.remoteAddress);
+      if (atBound !== undefined) return h.refuse(a.res, atBound, null, refusalCodec(a.req.url ?? '/', options()));
       a.who = h.admit.identify(a.req.headers, a.req.socket);
       return a.who.then((known) => admitCaller(a, known));
     },

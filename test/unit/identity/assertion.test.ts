@@ -254,6 +254,24 @@ describe('keys bound to agents ("agents" in the trusted JWK)', () => {
     expect(await ownerOf(v, loose, OTHER)).toBe('assertion:loose:cake-baker');
   });
 
+  test('the owner an assertion claims, read unverified, is the owner it verifies into; a claim no trusted key could vouch for is none', async () => {
+    const [assistant, loose] = await Promise.all([makeKey('assistant'), makeKey('loose')]);
+    const v = verifierFor([assistant, loose], [AUD], 1000, { assistant: [AGENT.id] });
+    const claimed = (t: string) => {
+      const id = v.claimed(t);
+      return id === undefined ? undefined : ownerKey(id);
+    };
+    expect(claimed(await signAssertion(assistant, AGENT, AUD))).toBe(await ownerOf(v, assistant));
+    expect(claimed(await signAssertion(loose, OTHER, AUD))).toBe(await ownerOf(v, loose, OTHER));
+    // A signature that does not verify claims the same owner: the claim is only ever a key to look up.
+    const forged = await signAssertion(await makeKey('assistant'), AGENT, AUD);
+    expect(claimed(forged)).toBe('assertion::cooking-assistant');
+    expect(claimed(await signAssertion(loose, AGENT, AUD))).toBeUndefined();
+    expect(claimed(await signAssertion(await makeKey('stranger'), AGENT, AUD))).toBeUndefined();
+    expect(claimed('not.a.jws')).toBeUndefined();
+    expect(claimed(`${'a'.repeat(9000)}.b.c`)).toBeUndefined();
+  });
+
   test('a key may be bound to several agents; without a kid an assertion is refused (the kid says what the key may assert)', async () => {
     const shared = await makeKey('kitchen');
     const v = verifierFor([shared], [AUD], 1000, { kitchen: [AGENT.id, OTHER.id] });

@@ -172,6 +172,18 @@ describe('OIDC bearer tokens', () => {
     });
   });
 
+  test("the owner a token claims, read unverified, is the owner it verifies into; another issuer's token claims none", async () => {
+    const t = await token(key, {});
+    const r = await verifier.verify(t);
+    if (!r.ok) throw new Error(r.problem);
+    const claimed = verifier.claimed(t);
+    expect(claimed === undefined ? undefined : ownerKey(claimed)).toBe(ownerKey(r.identity));
+    expect(verifier.claimed(await token(other, {}))).toEqual(claimed);
+    expect(verifier.claimed(await token(key, { iss: 'https://evil.test' }))).toBeUndefined();
+    expect(verifier.claimed(await token(key, { sub: undefined }))).toBeUndefined();
+    expect(verifier.claimed('opaque-api-key')).toBeUndefined();
+  });
+
   test('claims fall back in order; unmapped fields are "unknown"', () => {
     expect(agentFromClaims({ sub: 's', client_id: 'c' }, claims)).toEqual({ id: 's', name: 'c', url: 'unknown', version: 'unknown' });
     expect(agentFromClaims({ sub: 42 }, claims)).toBeUndefined();

@@ -81,6 +81,26 @@ describe('CallerLimits', () => {
     if (!r.ok) expect(r.error.metadata['retryAfterSeconds']).toBe('2');
   });
 
+  test('atBound: the refusal admit would answer now, counted, taking nothing; a peek remembers no caller', () => {
+    let now = 0;
+    const rate = new MemoryRateStore(1, 1, 100, () => now);
+    const limited: string[] = [];
+    const l = new CallerLimits({ maxCalls: 1, guardianCalls: 0, rate, ratePerSecond: 1, onLimited: (r) => limited.push(r) });
+    expect(l.atBound('a')).toBeUndefined();
+    expect(rate.size).toBe(0);
+    const a = ok(l.admit('a'));
+    expect(l.atBound('a')?.metadata['retryAfterSeconds']).toBe('1');
+    a.leave();
+    now += 400;
+    expect(l.atBound('a')?.message).toMatch(/rate of 1 calls per second/);
+    expect(rate.peek('a')).toBe(600);
+    // Peeks took no token: the bucket refills on time, and the caller is admitted.
+    now += 600;
+    expect(l.atBound('a')).toBeUndefined();
+    ok(l.admit('a'));
+    expect(limited).toEqual(['calls', 'rate']);
+  });
+
   test("guardian places: a caller's calls past its share wait in its own line; another caller enters at once; idle callers leave no entry", async () => {
     const l = new CallerLimits({ maxCalls: 0, guardianCalls: 1 });
     const first = l.guardianPlace('a');
