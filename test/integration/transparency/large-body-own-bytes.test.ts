@@ -92,7 +92,7 @@ test.each([
     headers: { 'content-type': 'application/json', ...V1 },
     body: Buffer.concat([Buffer.from(head), bad, Buffer.from(tail)]),
   });
-  expect((await res.json()).error.code).toBe(-32700);
+  expect(((await res.json()) as { error: { code: number } }).error.code).toBe(-32700);
   expect(posted()).toHaveLength(0);
   expect(s.guardian.calls()).toHaveLength(0);
 });
