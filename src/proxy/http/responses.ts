@@ -3,6 +3,7 @@
  * inspection (and for agent-card results, which are always rewritten), unary bodies through the
  * response hooks, and SSE events through them pipelined and in order (relay/stream.ts).
  */
+import { isUtf8 } from 'node:buffer';
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { JsonRpcId } from '../../aos/schemas';
 import type { Codec, ErrorShape, SseCodec } from '../../a2a/binding';
@@ -286,9 +287,12 @@ function unaryBytes(flow: AnswerFlow, codec: SseCodec, raw: Buffer, ownershipRea
   return out;
 }
 
-/** `bytes` when they already are `text` (so the agent's ETag survives the common case), else `text`'s bytes. */
+/**
+ * `bytes` when they already are `text` (so the agent's ETag survives the common case), else `text`'s bytes.
+ * Valid UTF-8 first: a cut sequence (F0 9F 98) decodes to a U+FFFD of its own length, and other readers drop it or read another charset.
+ */
 function sameText(bytes: Buffer, text: string): Buffer {
-  return bytes.length === Buffer.byteLength(text) && bytes.toString('utf8') === text ? bytes : Buffer.from(text, 'utf8');
+  return bytes.length === Buffer.byteLength(text) && isUtf8(bytes) && bytes.toString('utf8') === text ? bytes : Buffer.from(text, 'utf8');
 }
 
 function send(res: ServerResponse, status: number, headers: OutgoingHttpHeaders, body: Buffer): void {
