@@ -17,6 +17,7 @@ import { finishCall, type Exchange } from '../call';
 import { admittedKey } from '../admit';
 import { responseClosing, turnsOf, turnStage } from '../fair';
 import { largeTurn } from '../../core/turns';
+import { isCanonicalJson } from '../../core/json-canonical';
 import { headerText } from '../headers';
 import type { AnswerHook } from '../ownership';
 import { callStages, END, runStages, type CallerPort, type CallFlow, type Stage, type Step } from '../stages';
@@ -89,10 +90,13 @@ async function startCall(h: HttpParts, stages: readonly Stage<HttpFlow>[], a: Ar
   // Its caller's turns: one caller's many large requests take one step per round between other callers' work.
   const turn = (): Promise<void> => largeTurn(deps.fair, admittedKey(known, req.socket.remoteAddress), responseClosing(res));
   if (a.large === true) await turn();
-  const requestJson = JSON.stringify(c.request);
-  // Sent as its canonical serialization: the caller's own bytes are those of requestJson, so they are what the guardian and the agent get.
-  const requestBytes = a.raw !== undefined && a.raw.text === requestJson ? a.raw.bytes : undefined;
+  // Sent as its canonical serialization (compared a piece at a time: core/json-canonical.ts): the caller's own bytes are those
+  // of JSON.stringify(request), so they are what the guardian and the agent get.
+  const raw = a.raw;
   a.raw = undefined;
+  const canonical = raw !== undefined && (await isCanonicalJson(raw.text, c.request, turn));
+  const requestJson = canonical ? raw.text : JSON.stringify(c.request);
+  const requestBytes = canonical ? raw.bytes : undefined;
   if (a.large === true) await turn();
   a.lease.resize(requestJson.length);
   if (!a.lease.take(requestJson.length * (HELD_COPIES - 1))) {
