@@ -47,7 +47,7 @@ export function readBody(req: IncomingMessage, maxBytes: number, pace: BodyPace,
       req.resume();
       return resolve({ ok: false, error: proxyError('rejected', `Request body larger than ${maxBytes} bytes`, { limit: String(maxBytes) }, 413) });
     }
-    const body = new BoundedBytes(maxBytes);
+    const body = new BoundedBytes(maxBytes, Number.isSafeInteger(declared) && declared >= 0 ? declared : undefined);
     const started = monotonicMs();
     let done = false;
     const finish = (r: BodyResult) => {

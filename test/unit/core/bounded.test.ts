@@ -43,4 +43,36 @@ describe('BoundedBytes', () => {
     expect(kept.push(b('é'))).toBe(false);
     expect(kept.text()).toBe('é');
   });
+
+  describe('large bodies are gathered into one buffer as they arrive (no whole copy at the end)', () => {
+    const chunksOf = (total: number, size: number): Buffer[] =>
+      Array.from({ length: Math.ceil(total / size) }, (_, i) => Buffer.alloc(Math.min(size, total - i * size), i % 251));
+
+    it.each([
+      ['the declared length', 1_000_000, 1_000_000],
+      ['no declared length (the limit reserved)', 1_000_000, undefined],
+      ['a declared length shorter than what came', 1_000_000, 300_000],
+    ])('with %s: every byte kept in order, within the limit', (_name, total, expected) => {
+      const chunks = chunksOf(total, 65_536);
+      const kept = new BoundedBytes(4_000_000, expected);
+      for (const c of chunks) expect(kept.push(c)).toBe(true);
+      expect(kept.length).toBe(total);
+      expect(kept.buffer().equals(Buffer.concat(chunks))).toBe(true);
+    });
+
+    it('the limit still cuts the body, and what came before it is kept', () => {
+      const chunks = chunksOf(1_000_000, 65_536);
+      const kept = new BoundedBytes(500_000, 1_000_000);
+      const accepted = chunks.filter((c) => kept.push(c));
+      expect(kept.overflowed).toBe(true);
+      expect(kept.buffer().equals(Buffer.concat(accepted))).toBe(true);
+      expect(kept.length).toBeLessThanOrEqual(500_000);
+    });
+
+    it('a partial body is only the bytes received (never the rest of the reservation)', () => {
+      const kept = new BoundedBytes(4_000_000, 4_000_000);
+      for (const c of chunksOf(400_000, 65_536)) kept.push(c);
+      expect(kept.buffer().length).toBe(400_000);
+    });
+  });
 });
