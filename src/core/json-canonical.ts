@@ -10,7 +10,10 @@ const PIECE = 256 * 1024;
 /** A long string is serialized this many characters at a time (a young-generation allocation, not a large object). */
 const STRING_SLICE = 32 * 1024;
 
-type Frame = { readonly items: readonly unknown[]; i: number } | { readonly obj: Record<string, unknown>; readonly keys: readonly string[]; i: number };
+type Frame =
+  | { readonly items: readonly unknown[]; i: number }
+  | { readonly obj: Record<string, unknown>; readonly keys: readonly string[]; i: number; keyDone: boolean }
+  | { readonly str: string; i: number };
 
 /**
  * `value` must be what `JSON.parse(text)` returned (finite numbers, plain objects and arrays, no `toJSON`
@@ -47,6 +50,7 @@ class Comparison {
   /** One element or member of the innermost open container, or its end. */
   step(stack: Frame[]): boolean {
     const f = stack[stack.length - 1] as Frame;
+    if ('str' in f) return this.slice(f, stack);
     if ('items' in f) {
       if (f.i === f.items.length) {
         stack.pop();
@@ -55,42 +59,57 @@ class Comparison {
       if (f.i > 0 && !this.match(',')) return false;
       return this.value(f.items[f.i++], stack);
     }
+    if (f.keyDone) {
+      // A long key was compared in slices: now its value.
+      f.keyDone = false;
+      return this.match(':') && this.value(f.obj[f.keys[f.i - 1] as string], stack);
+    }
     if (f.i === f.keys.length) {
       stack.pop();
       return this.match('}');
     }
     const key = f.keys[f.i++] as string;
     if (f.i > 1 && !this.match(',')) return false;
-    return this.string(key) && this.match(':') && this.value(f.obj[key], stack);
+    if (key.length > STRING_SLICE) {
+      f.keyDone = true;
+      return this.value(key, stack);
+    }
+    return this.match(JSON.stringify(key)) && this.match(':') && this.value(f.obj[key], stack);
   }
 
   /** A scalar compared now; a container opened (its contents come by `step`). */
   value(v: unknown, stack: Frame[]): boolean {
-    if (typeof v === 'string') return this.string(v);
+    if (typeof v === 'string') {
+      if (v.length <= STRING_SLICE) return this.match(JSON.stringify(v));
+      // A long string is compared a slice per step, so the turns come between its slices too.
+      stack.push({ str: v, i: 0 });
+      return this.match('"');
+    }
     if (Array.isArray(v)) {
       stack.push({ items: v, i: 0 });
       return this.match('[');
     }
     if (typeof v === 'object' && v !== null) {
       const obj = v as Record<string, unknown>;
-      stack.push({ obj, keys: Object.keys(obj), i: 0 });
+      stack.push({ obj, keys: Object.keys(obj), i: 0, keyDone: false });
       return this.match('{');
     }
     return this.match(JSON.stringify(v));
   }
 
-  private string(s: string): boolean {
-    if (s.length <= STRING_SLICE) return this.match(JSON.stringify(s));
-    if (!this.match('"')) return false;
-    for (let at = 0; at < s.length;) {
-      let end = Math.min(s.length, at + STRING_SLICE);
-      // A surrogate pair is never cut: each half alone would be escaped (`\ud83d`), unlike the pair.
-      const last = s.charCodeAt(end - 1);
-      if (end < s.length && last >= 0xd800 && last <= 0xdbff) end--;
-      const quoted = JSON.stringify(s.slice(at, end));
-      if (!this.match(quoted.slice(1, -1))) return false;
-      at = end;
+  /** The next slice of a long string, or its end. */
+  private slice(f: { readonly str: string; i: number }, stack: Frame[]): boolean {
+    const s = f.str;
+    if (f.i === s.length) {
+      stack.pop();
+      return this.match('"');
     }
-    return this.match('"');
+    let end = Math.min(s.length, f.i + STRING_SLICE);
+    // A surrogate pair is never cut: each half alone would be escaped (`\ud83d`), unlike the pair.
+    const last = s.charCodeAt(end - 1);
+    if (end < s.length && last >= 0xd800 && last <= 0xdbff) end--;
+    const quoted = JSON.stringify(s.slice(f.i, end));
+    f.i = end;
+    return this.match(quoted.slice(1, -1));
   }
 }
