@@ -55,6 +55,10 @@ const SHAPES: ReadonlyArray<[string, () => unknown]> = [
     () => message([{ kind: 'data', data: Object.fromEntries(Array.from({ length: 49_950 }, (_, i) => [`k${i}`, i])) }]),
   ],
   ['e-mail addresses, 9 MiB text (all masked: modify)', () => message([{ kind: 'text', text: fill('a@b.co ') }])],
+  [
+    '"1 1 1 ..." text, 9 MiB, not canonical (a space after each colon)',
+    () => JSON.stringify(message([{ kind: 'text', text: fill('1 ') }])).replaceAll('":', '": '),
+  ],
 ];
 
 function freePort(): Promise<number> {
@@ -196,7 +200,9 @@ async function main(): Promise<void> {
   const shapes = SHAPES.map((s, i) => [i + 1, ...s] as const).filter(([i]) => ONLY === undefined || ONLY.includes(i));
   const files = shapes.map(([i, , make]) => {
     const file = path.join(TMP, `shape-${i}.json`);
-    fs.writeFileSync(file, JSON.stringify(make()));
+    const made = make();
+    // A shape given as text is sent as it is (a serialization other than JSON.stringify's).
+    fs.writeFileSync(file, typeof made === 'string' ? made : JSON.stringify(made));
     return file;
   });
 
