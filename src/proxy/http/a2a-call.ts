@@ -98,8 +98,10 @@ async function startCall(h: HttpParts, stages: readonly Stage<HttpFlow>[], a: Ar
   const requestJson = canonical ? raw.text : JSON.stringify(c.request);
   const requestBytes = canonical ? raw.bytes : undefined;
   if (a.large === true) await turn();
-  a.lease.resize(requestJson.length);
-  if (!a.lease.take(requestJson.length * (HELD_COPIES - 1))) {
+  // In UTF-8 bytes, not characters: a text of CJK characters holds about three bytes per character in its copies.
+  const size = requestBytes?.length ?? Buffer.byteLength(requestJson);
+  a.lease.resize(size);
+  if (!a.lease.take(size * (HELD_COPIES - 1))) {
     const err = a.lease.refusal();
     if (err.kind === 'limited') deps.metrics.callerLimited.inc({ resource: 'bytes' });
     return h.refuse(res, err, c.id, codec);

@@ -1,9 +1,7 @@
 /**
- * Resource exhaustion: MAX_INFLIGHT_BODY_BYTES bounds the request-body bytes
- * held across all calls. A compressed body took only its compressed size from that budget; the
- * decoded body (up to MAX_BODY_BYTES per call, 1000x larger for a run of zeros) was then held
- * without asking the budget, so a handful of small gzip bodies held many times the budget.
- * Real SDK agent, real guardian, the proxy in between.
+ * MAX_INFLIGHT_BODY_BYTES counts what a call holds in bytes: a compressed body with its decoded size (a
+ * handful of small gzip bodies once held many times the budget), and the copies of its text in UTF-8 bytes,
+ * not characters (a CJK text held three times what was counted). Real SDK agent, real guardian, the proxy in between.
  */
 import zlib from 'node:zlib';
 import type { TestAgent } from '../../helpers/agent';
@@ -55,5 +53,17 @@ describe('MAX_INFLIGHT_BODY_BYTES', () => {
     guardian.script(() => ({ decision: 'allow' }));
     expect((await post(`${p.url}/a2a/jsonrpc`, bomb(3), headers)).json?.result).toBeDefined();
     expect(agent.received.filter((r) => r.method === 'POST')).toHaveLength(2);
+  });
+
+  test('a call counts its copies in UTF-8 bytes, not characters: a CJK text three times its length in bytes is held as its bytes', async () => {
+    const p = await stack.proxy({ ROLE: 'server', MAX_INFLIGHT_BODY_BYTES: String(120 * 1024) });
+    await p.upstreamCard.ready();
+    guardian.script(() => ({ decision: 'allow' }));
+    // 20,000 characters each: ASCII is 20 KB, CJK 60 KB in UTF-8. Three copies: 60 KB (fits) and 180 KB (does not).
+    const plain = await post(`${p.url}/a2a/jsonrpc`, Buffer.from(JSON.stringify(v03Send(1, 'x'.repeat(20_000)))), {});
+    expect(plain.json?.result).toBeDefined();
+    const cjk = await post(`${p.url}/a2a/jsonrpc`, Buffer.from(JSON.stringify(v03Send(2, '漢'.repeat(20_000)))), {});
+    expect({ status: cjk.status, code: cjk.json?.error?.code, id: cjk.json?.id }).toEqual({ status: 503, code: -31429, id: 2 });
+    expect(agent.received.filter((r) => r.method === 'POST').map((r) => (r.body as { id?: unknown } | undefined)?.id)).not.toContain(2);
   });
 });
