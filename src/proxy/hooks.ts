@@ -21,7 +21,7 @@ import { enforce, type HookAction, type HookDecision } from './enforce';
 import { proxyError, type ProxyError } from '../core/errors';
 import type { Exchange, HookPointContext, HookRecord } from './call';
 import { serviceParametersView, type ServiceParameters } from '../a2a/service-parameters';
-import { LARGE_BODY, largeTurn } from '../core/turns';
+import { LARGE_BODY, largeTurn, utf8InTurns } from '../core/turns';
 import type { FairQueue } from '../core/fair-queue';
 
 export interface HookDeps {
@@ -198,8 +198,9 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     let sp = input.serviceParameters;
     for (const side of input.sides) {
       if (payloadBytes === undefined && payloadJson.length >= SPLICE_BYTES) {
-        payloadBytes = Buffer.from(payloadJson, 'utf8');
-        if (payloadJson.length >= LARGE_BODY) await turnOf(input.ex);
+        const turn = (): Promise<void> => turnOf(input.ex);
+        payloadBytes = payloadJson.length >= LARGE_BODY ? await utf8InTurns(payloadJson, turn) : Buffer.from(payloadJson, 'utf8');
+        if (payloadJson.length >= LARGE_BODY) await turn();
       }
       const action = await one(input, side, payload, payloadJson, payloadBytes, sp);
       if (action.type === 'block') return { type: 'block', error: action.error, decision: action.decision };
@@ -213,7 +214,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
         payloadBytes = undefined;
         if (payloadJson.length >= LARGE_BODY) {
           await turnOf(input.ex);
-          payloadBytes = Buffer.from(payloadJson, 'utf8');
+          payloadBytes = await utf8InTurns(payloadJson, () => turnOf(input.ex));
           await turnOf(input.ex);
         }
         modified = true;
