@@ -4,7 +4,7 @@
  * the reader decides what that means (refuse with 413, abort the download, report "too large").
  *
  * Past GATHER_AT bytes, chunks are copied into one buffer as they arrive, so a large body is never
- * copied whole in one task (9 MiB at once took ~40 ms, all of it the kernel giving fresh pages). That
+ * copied whole in one task (9 MiB at once takes ~40 ms on a small machine, mostly the kernel giving fresh pages). That
  * buffer is reserved at the expected size (the declared length, else the limit) and its pages are only
  * taken as they are written: memory grows with the bytes received, not with the reservation.
  */

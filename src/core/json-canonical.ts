@@ -1,8 +1,8 @@
 /**
  * Whether a JSON text is its value's canonical serialization (`JSON.stringify(JSON.parse(text)) === text`),
- * checked a piece at a time: no whole serialization is built. For a 9 MiB body that one `JSON.stringify` was
- * the longest task of its handling (~60 ms here) and a 9 MiB allocation at once; here the work is pieces of
- * at most 64 KiB, compared in place, with a turn of the event loop (`turn`) every PIECE characters.
+ * checked a piece at a time: no whole serialization is built. Serializing a 9 MiB call whole is one ~60 ms task
+ * and a 9 MiB allocation at once; here the pieces are small (long strings and keys in slices of STRING_SLICE),
+ * compared in place, with a turn of the event loop (`turn`) every PIECE characters.
  */
 
 /** Characters compared between two turns. */
