@@ -8,7 +8,8 @@
  * costly: a call whose budget ends while its decision has run most of it, or whose decision ends the
  * worker, is denied as too complex; one that waited most of it, or finds the queue full, is denied as
  * busy. Decisions wait in a line per caller, served round-robin, and a full queue refuses the caller
- * holding the most (core/caller-lines.ts): one caller's large envelopes never refuse another's. A decision that runs for a whole budget ends the worker (a policy pattern may be stuck
+ * holding the most (core/caller-lines.ts): one caller's large envelopes never refuse another's. A
+ * decision that runs for a whole budget ends the worker (a policy pattern may be stuck
  * backtracking); the next decision starts a new one. A caller that leaves is dropped from the queue
  * (or its answer ignored once the worker has begun). A new policy reaches the worker before any
  * decision asked after the swap.
