@@ -17,6 +17,7 @@ import { echoableId, leadingId } from './rpc-id';
 import { looksLikeGrpc } from './bindings/grpc/methods';
 import { fieldKey, findInObjects, fold, isObject, type JsonObject, type JsonRpcId } from '../core/json';
 import { proxyError, type ProxyError, type ProxyErrorKind } from '../core/errors';
+import { parseJsonInPieces, type LongString } from '../core/json-pieces';
 import { DEFAULT_JSON_LIMITS, JsonShapeScan, jsonTooComplex, surelyWithinBounds, type JsonLimits } from './json-shape';
 
 export interface HttpRequestFacts {
@@ -92,7 +93,7 @@ const CLASSIFYING = new Set(CLASSIFYING_HEADERS);
 
 type ParsedBody =
   | { readonly kind: 'none' }
-  | { readonly kind: 'json'; readonly value: unknown; readonly text?: string }
+  | { readonly kind: 'json'; readonly value: unknown; readonly longStrings?: readonly LongString[] }
   | { readonly kind: 'opaque' }
   | { readonly kind: 'bad'; readonly why: string }
   | { readonly kind: 'tooComplex'; readonly why: string };
@@ -422,9 +423,9 @@ function parseBody(req: HttpRequestFacts, limits: JsonLimits): ParsedBody {
 export const BODY_SLICE = 1024 * 1024;
 
 /**
- * What classify reads of a large body, in turns of the event loop: its shape scanned a slice per turn,
- * then its decoding and its JSON.parse in turns of their own (`turn` resolves on the next one). The same
- * reading as classify's own, step for step.
+ * What classify reads of a large body, in turns of the event loop (`turn` resolves on the next one): its shape
+ * scanned a slice per turn, then decoded and parsed a piece per turn (core/json-pieces.ts). The same reading as
+ * classify's own: the same value, or the same refusal.
  */
 export async function parseBodyInTurns(req: HttpRequestFacts, limits: JsonLimits, turn: () => Promise<void>): Promise<PreparedBody> {
   const body = req.body;
@@ -437,12 +438,15 @@ export async function parseBodyInTurns(req: HttpRequestFacts, limits: JsonLimits
     at = r;
     await turn();
   }
+  // The long strings stay with the value: the canonical check skips those the parser compared already.
+  const pieces = await parseJsonInPieces(body, turn);
+  if (pieces !== undefined) return { kind: 'json', value: pieces.value, longStrings: pieces.longStrings };
+  // Not parsed in pieces (bad syntax, a BOM, a number longer than a piece): read whole, as a small body is.
   const text = body.toString();
   await turn();
   const parsed = parseText(req, text);
   await turn();
-  // The text stays with the value: a caller that sent the canonical serialization has its own bytes forwarded.
-  return parsed.kind === 'json' ? { ...parsed, text } : parsed;
+  return parsed.kind === 'json' ? { ...parsed, longStrings: [] } : parsed;
 }
 
 const tooComplex = (why: string): ParsedBody => ({ kind: 'tooComplex', why: `Request body refused: ${why}` });

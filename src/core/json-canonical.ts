@@ -1,50 +1,87 @@
 /**
- * Whether a JSON text is its value's canonical serialization (`JSON.stringify(JSON.parse(text)) === text`),
- * checked a piece at a time: no whole serialization is built. Serializing a 9 MiB call whole is one ~60 ms task
- * and a 9 MiB allocation at once; here the pieces are small (long strings and keys in slices of STRING_SLICE),
- * compared in place, with a turn of the event loop (`turn`) every PIECE characters.
+ * A JSON value's serialization (JSON.stringify's, to the byte) walked a piece at a time, with a turn of the event
+ * loop (`turn`) every PIECE characters: compared with a text (isCanonicalJson), or written (stringifyInPieces).
+ * Serializing a 9 MiB call whole is one ~60 ms task and a 9 MiB allocation at once; here the pieces are small
+ * (long strings and keys in slices of STRING_SLICE). A string the piecewise parser already compared
+ * (json-pieces.ts) is skipped by its position.
  */
+import type { LongString } from './json-pieces';
 
-/** Characters compared between two turns. */
+/** Characters walked between two turns. */
 const PIECE = 256 * 1024;
 /** A long string is serialized this many characters at a time (a young-generation allocation, not a large object). */
 const STRING_SLICE = 32 * 1024;
 
 type Frame =
   | { readonly items: readonly unknown[]; i: number }
-  | { readonly obj: Record<string, unknown>; readonly keys: readonly string[]; i: number; keyDone: boolean }
+  | { readonly obj: Record<string, unknown>; readonly keys: readonly string[]; i: number; keyDone: boolean; written: number }
   | { readonly str: string; i: number };
 
 /**
- * `value` must be what `JSON.parse(text)` returned (finite numbers, plain objects and arrays, no `toJSON`
- * functions): then true means `JSON.stringify(value)` is exactly `text`.
+ * `value` must be what `JSON.parse(bytes.toString())` returned (finite numbers, plain objects and arrays, no
+ * `toJSON` functions), and `longStrings` what parseJsonInPieces said of its strings: then true means the UTF-8
+ * encoding of `JSON.stringify(value)` is exactly `bytes`.
  */
-export async function isCanonicalJson(text: string, value: unknown, turn: () => Promise<void>): Promise<boolean> {
-  const c = new Comparison(text);
-  const stack: Frame[] = [];
-  if (!c.value(value, stack)) return false;
-  while (stack.length > 0) {
-    if (c.pending >= PIECE) {
-      c.pending = 0;
-      await turn();
-    }
-    if (!c.step(stack)) return false;
-  }
-  return c.at === text.length;
+export async function isCanonicalJson(bytes: Buffer, value: unknown, turn: () => Promise<void>, longStrings: readonly LongString[] = []): Promise<boolean> {
+  const c = new Comparison(bytes, longStrings);
+  return (await walk(c, value, turn)) && c.at === bytes.length;
 }
 
-class Comparison {
-  at = 0;
+/**
+ * JSON.stringify(value) made a piece per turn: as one string (its chunks joined, not copied) and as its UTF-8
+ * bytes. undefined for a value left to JSON.stringify: one with a `toJSON`, a boxed primitive, a class instance, a bigint.
+ */
+export async function stringifyInPieces(value: unknown, turn: () => Promise<void>): Promise<{ readonly text: string; readonly bytes: Buffer } | undefined> {
+  const w = new Writer();
+  try {
+    if (value === undefined || w.skipped(value) || !(await walk(w, value, turn))) return undefined;
+  } catch (e) {
+    if (e instanceof NotPlain) return undefined;
+    throw e;
+  }
+  const chunks = w.end();
+  const bytes = Buffer.allocUnsafeSlow(chunks.reduce((n, c) => n + Buffer.byteLength(c, 'utf8'), 0));
+  let text = '';
+  let at = 0;
+  for (const chunk of chunks) {
+    await turn();
+    at += bytes.write(chunk, at, 'utf8');
+    text += chunk;
+  }
+  return { text, bytes };
+}
+
+/** The serialization of `value` put to `sink` piece by piece; false as soon as the sink refuses a piece. */
+async function walk(sink: Walk, value: unknown, turn: () => Promise<void>): Promise<boolean> {
+  const stack: Frame[] = [];
+  if (!sink.value(value, stack)) return false;
+  while (stack.length > 0) {
+    if (sink.pending >= PIECE) {
+      sink.pending = 0;
+      await turn();
+    }
+    if (!sink.step(stack)) return false;
+  }
+  return true;
+}
+
+/** A value JSON.stringify would serialize otherwise than this walk does. */
+class NotPlain extends Error {}
+
+abstract class Walk {
   pending = 0;
 
-  constructor(private readonly text: string) {}
+  /** The next piece of the serialization; false: stop here. */
+  abstract match(piece: string): boolean;
 
-  /** The next piece of the text is `piece`. */
-  match(piece: string): boolean {
-    if (!this.text.startsWith(piece, this.at)) return false;
-    this.at += piece.length;
-    this.pending += piece.length;
-    return true;
+  /** A long string the sink knows already: its verdict; undefined: walk it. */
+  protected known(_s: string): boolean | undefined {
+    return undefined;
+  }
+
+  /** A value JSON.stringify leaves out of an object and writes as null in an array (undefined, a function, a symbol). */
+  skipped(_v: unknown): boolean {
+    return false;
   }
 
   /** One element or member of the innermost open container, or its end. */
@@ -57,19 +94,21 @@ class Comparison {
         return this.match(']');
       }
       if (f.i > 0 && !this.match(',')) return false;
-      return this.value(f.items[f.i++], stack);
+      const item = f.items[f.i++];
+      return this.value(this.skipped(item) ? null : item, stack);
     }
     if (f.keyDone) {
       // A long key was compared in slices: now its value.
       f.keyDone = false;
       return this.match(':') && this.value(f.obj[f.keys[f.i - 1] as string], stack);
     }
+    while (f.i < f.keys.length && this.skipped(f.obj[f.keys[f.i] as string])) f.i++;
     if (f.i === f.keys.length) {
       stack.pop();
       return this.match('}');
     }
     const key = f.keys[f.i++] as string;
-    if (f.i > 1 && !this.match(',')) return false;
+    if (f.written++ > 0 && !this.match(',')) return false;
     if (key.length > STRING_SLICE) {
       f.keyDone = true;
       return this.value(key, stack);
@@ -77,11 +116,13 @@ class Comparison {
     return this.match(JSON.stringify(key)) && this.match(':') && this.value(f.obj[key], stack);
   }
 
-  /** A scalar compared now; a container opened (its contents come by `step`). */
+  /** A scalar now; a container opened (its contents come by `step`). */
   value(v: unknown, stack: Frame[]): boolean {
     if (typeof v === 'string') {
       if (v.length <= STRING_SLICE) return this.match(JSON.stringify(v));
-      // A long string is compared a slice per step, so the turns come between its slices too.
+      const known = this.known(v);
+      if (known !== undefined) return known;
+      // A long string is walked a slice per step, so the turns come between its slices too.
       stack.push({ str: v, i: 0 });
       return this.match('"');
     }
@@ -91,7 +132,7 @@ class Comparison {
     }
     if (typeof v === 'object' && v !== null) {
       const obj = v as Record<string, unknown>;
-      stack.push({ obj, keys: Object.keys(obj), i: 0, keyDone: false });
+      stack.push({ obj, keys: Object.keys(obj), i: 0, keyDone: false, written: 0 });
       return this.match('{');
     }
     return this.match(JSON.stringify(v));
@@ -111,5 +152,94 @@ class Comparison {
     const quoted = JSON.stringify(s.slice(f.i, end));
     f.i = end;
     return this.match(quoted.slice(1, -1));
+  }
+}
+
+/** The walk compared with a text's UTF-8 bytes, in place. */
+class Comparison extends Walk {
+  at = 0;
+  /** The next of `longStrings` that may still come. */
+  private nextLong = 0;
+
+  constructor(
+    private readonly bytes: Buffer,
+    private readonly longStrings: readonly LongString[],
+  ) {
+    super();
+  }
+
+  /** The next bytes of the text are `piece`'s UTF-8 encoding. */
+  match(piece: string): boolean {
+    const b = this.bytes;
+    const at = this.at;
+    const n = piece.length;
+    for (let i = 0; i < n; i++) {
+      const c = piece.charCodeAt(i);
+      if (c >= 0x80) return this.matchEncoded(piece, i);
+      if (b[at + i] !== c) return false;
+    }
+    this.at = at + n;
+    this.pending += n;
+    return true;
+  }
+
+  /** `s` is the long string the parser decoded at this place: its verdict, with the place after it. */
+  protected override known(s: string): boolean | undefined {
+    const list = this.longStrings;
+    while (this.nextLong < list.length && (list[this.nextLong] as LongString).start < this.at) this.nextLong++;
+    const known = list[this.nextLong];
+    // The same string object: compared by reference (a different string of the same length would be compared whole).
+    if (known === undefined || known.start !== this.at || known.str !== s) return undefined;
+    this.nextLong++;
+    if (!known.canonical) return false;
+    this.pending += known.end - known.start;
+    this.at = known.end;
+    return true;
+  }
+
+  /** `piece` from its first non-ASCII character at `from`, encoded and compared. */
+  private matchEncoded(piece: string, from: number): boolean {
+    const tail = Buffer.from(piece.slice(from), 'utf8');
+    const at = this.at + from;
+    if (at + tail.length > this.bytes.length || this.bytes.compare(tail, 0, tail.length, at, at + tail.length) !== 0) return false;
+    this.at = at + tail.length;
+    this.pending += piece.length;
+    return true;
+  }
+}
+
+/** The walk written: JSON.stringify's pieces, joined into chunks of about PIECE characters. */
+class Writer extends Walk {
+  private readonly chunks: string[] = [];
+  private parts: string[] = [];
+  private size = 0;
+
+  match(piece: string): boolean {
+    this.parts.push(piece);
+    this.size += piece.length;
+    this.pending += piece.length;
+    if (this.size >= PIECE) this.flush();
+    return true;
+  }
+
+  override skipped(v: unknown): boolean {
+    if (v === undefined || typeof v === 'function' || typeof v === 'symbol') return true;
+    if (typeof v === 'bigint') throw new NotPlain();
+    if (typeof v === 'object' && v !== null && !Array.isArray(v)) {
+      const proto: unknown = Object.getPrototypeOf(v);
+      if ((proto !== Object.prototype && proto !== null) || typeof (v as { toJSON?: unknown }).toJSON === 'function') throw new NotPlain();
+    }
+    return false;
+  }
+
+  end(): string[] {
+    this.flush();
+    return this.chunks;
+  }
+
+  private flush(): void {
+    if (this.parts.length > 0) this.chunks.push(this.parts.join(''));
+    this.parts = [];
+    this.size = 0;
   }
 }

@@ -16,8 +16,8 @@ import { proxyError, type ProxyError } from '../../core/errors';
 import { finishCall, type Exchange } from '../call';
 import { admittedKey } from '../admit';
 import { responseClosing, turnsOf, turnStage } from '../fair';
-import { largeTurn } from '../../core/turns';
-import { isCanonicalJson } from '../../core/json-canonical';
+import { largeTurn, utf8TextInTurns } from '../../core/turns';
+import { isCanonicalJson, stringifyInPieces } from '../../core/json-canonical';
 import { headerText } from '../headers';
 import type { AnswerHook } from '../ownership';
 import { callStages, END, runStages, type CallerPort, type CallFlow, type Stage, type Step } from '../stages';
@@ -94,9 +94,15 @@ async function startCall(h: HttpParts, stages: readonly Stage<HttpFlow>[], a: Ar
   // of JSON.stringify(request), so they are what the guardian and the agent get.
   const raw = a.raw;
   a.raw = undefined;
-  const canonical = raw !== undefined && (await isCanonicalJson(raw.text, c.request, turn));
-  const requestJson = canonical ? raw.text : JSON.stringify(c.request);
-  const requestBytes = canonical ? raw.bytes : undefined;
+  const canonical = raw !== undefined && (await isCanonicalJson(raw.bytes, c.request, turn, raw.longStrings));
+  // Otherwise a large request is serialized again a piece per turn (its bytes made as it is written).
+  const made = canonical
+    ? { text: await utf8TextInTurns(raw.bytes, turn), bytes: raw.bytes }
+    : a.large === true
+      ? await stringifyInPieces(c.request, turn)
+      : undefined;
+  const requestJson = made?.text ?? JSON.stringify(c.request);
+  const requestBytes = made?.bytes;
   if (a.large === true) await turn();
   // In UTF-8 bytes, not characters: a text of CJK characters holds about three bytes per character in its copies.
   const size = requestBytes?.length ?? Buffer.byteLength(requestJson);

@@ -8,6 +8,7 @@ import type { SseCodec } from '../../a2a/binding';
 import type { PreparedBody } from '../../a2a/classify';
 import type { JsonRpcId } from '../../aos/schemas';
 import type { ProxyError } from '../../core/errors';
+import type { LongString } from '../../core/json-pieces';
 import type { CallerResult } from '../../identity/caller';
 import type { Admit } from '../admit';
 import type { BodyLease } from '../budget';
@@ -53,7 +54,7 @@ export interface Arrival {
   /** The body is large: its later costly steps get turns of their own too. */
   large?: boolean;
   /** A large JSON body's bytes and their decoding, kept from routing to the call (its bytes are forwarded when canonical). */
-  raw?: { readonly text: string; readonly bytes: Buffer } | undefined;
+  raw?: { readonly bytes: Buffer; readonly longStrings: readonly LongString[] } | undefined;
   /** Set by an A2A call: its end, run by the request's one close listener. */
   onClose: (() => void) | undefined;
   /** Set by admission: gives the caller's place back (its calls in flight). */

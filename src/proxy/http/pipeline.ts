@@ -211,7 +211,8 @@ function route(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival> {
         { verb: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, body: a.body, ...(a.parsed === undefined ? {} : { parsed: a.parsed }) },
         options(),
       );
-      if (c.kind === 'a2a' && a.parsed?.kind === 'json' && a.parsed.text !== undefined && a.body !== null) a.raw = { text: a.parsed.text, bytes: a.body };
+      if (c.kind === 'a2a' && a.parsed?.kind === 'json' && a.parsed.longStrings !== undefined && a.body !== null)
+        a.raw = { bytes: a.body, longStrings: a.parsed.longStrings };
       a.body = null;
       a.parsed = undefined;
       switch (c.kind) {

@@ -1,8 +1,9 @@
 import fc from 'fast-check';
-import { isCanonicalJson } from '../../../src/core/json-canonical';
+import { isCanonicalJson, stringifyInPieces } from '../../../src/core/json-canonical';
+import { parseJsonInPieces } from '../../../src/core/json-pieces';
 
 const now = (): Promise<void> => Promise.resolve();
-const canonical = (text: string): Promise<boolean> => isCanonicalJson(text, JSON.parse(text), now);
+const canonical = (text: string): Promise<boolean> => isCanonicalJson(Buffer.from(text), JSON.parse(text), now);
 const byStringify = (text: string): boolean => JSON.stringify(JSON.parse(text)) === text;
 
 describe('a JSON text compared with its canonical serialization a piece at a time', () => {
@@ -29,7 +30,7 @@ describe('a JSON text compared with its canonical serialization a piece at a tim
         } catch {
           return;
         }
-        expect(await isCanonicalJson(text, parsed, now)).toBe(JSON.stringify(parsed) === text);
+        expect(await isCanonicalJson(Buffer.from(text), parsed, now)).toBe(JSON.stringify(parsed) === text);
       }),
       { numRuns: 1000 },
     );
@@ -75,10 +76,10 @@ describe('a JSON text compared with its canonical serialization a piece at a tim
     for (const unit of ['1 ', 'é', '😀', 'a"\\\n', '\ud800x']) {
       const s = unit.repeat(Math.ceil(300_000 / unit.length));
       for (const text of [JSON.stringify({ text: s }), JSON.stringify([s, s.slice(1)]), JSON.stringify({ [s]: { [s.slice(2)]: s }, z: 1 })]) {
-        expect(await isCanonicalJson(text, JSON.parse(text), count)).toBe(true);
+        expect(await isCanonicalJson(Buffer.from(text), JSON.parse(text), count)).toBe(true);
         // One character changed at the end: not canonical (the text does not match).
         const other = `${text.slice(0, -3)}${text.at(-3) === 'x' ? 'y' : 'x'}${text.slice(-2)}`;
-        expect(await isCanonicalJson(other, JSON.parse(text), count)).toBe(false);
+        expect(await isCanonicalJson(Buffer.from(other), JSON.parse(text), count)).toBe(false);
       }
     }
     expect(turns).toBeGreaterThan(0);
@@ -89,7 +90,7 @@ describe('a JSON text compared with its canonical serialization a piece at a tim
     const rows = Array.from({ length: 50_000 }, (_, i) => ({ i, s: `row ${i}`, ok: i % 2 === 0, n: null, f: i / 7 }));
     const text = JSON.stringify({ rows });
     expect(
-      await isCanonicalJson(text, JSON.parse(text), () => {
+      await isCanonicalJson(Buffer.from(text), JSON.parse(text), () => {
         turns++;
         return Promise.resolve();
       }),
@@ -97,5 +98,87 @@ describe('a JSON text compared with its canonical serialization a piece at a tim
     expect(turns).toBeGreaterThan(5);
     const spaced = text.replace('"row 49999"', '"row 49999" ');
     expect(await canonical(spaced)).toBe(false);
+  });
+
+  it('agrees with JSON.stringify when the long strings were compared by the piecewise parser', async () => {
+    const units = ['ab', 'é', '😀', '"\\', '\ud83d', '\u2028', '/'];
+    // Longer than the walk's string slice (32 Ki characters): only those are looked up among the parser's.
+    const long = fc.array(fc.constantFrom(...units), { minLength: 1, maxLength: 40 }).map((a) => a.join('').repeat(Math.ceil(33_000 / a.join('').length)));
+    const value = fc.letrec((tie) => ({
+      v: fc.oneof({ depthSize: 'small' }, long, fc.jsonValue(), fc.array(tie('v'), { maxLength: 4 }), fc.dictionary(fc.string(), tie('v'), { maxKeys: 3 })),
+    })).v;
+    const edits = ['', ' ', '\\/', '\\u0061', '\\ud83d\\ude00', '😀'];
+    let agreed = 0;
+    await fc.assert(
+      fc.asyncProperty(value, fc.nat(), fc.constantFrom(...edits), fc.integer({ min: 1, max: 12 }), async (v, where, edit, k) => {
+        const base = JSON.stringify(v);
+        const at = where % (base.length + 1);
+        // As the proxy reads it: valid UTF-8 (an edit that cut a surrogate pair reads as U+FFFD).
+        const bytes = Buffer.from(base.slice(0, at) + edit + base.slice(at));
+        const text = bytes.toString();
+        const parsed = await parseJsonInPieces(bytes, now, { piece: 4096 * k, stringPiece: 1024 * k });
+        if (parsed === undefined) return;
+        const got = await isCanonicalJson(bytes, parsed.value, now, parsed.longStrings);
+        const expected = JSON.stringify(JSON.parse(text)) === text;
+        // A lone surrogate escaped at a slice's edge may be told not canonical (safe: serialized again); never the reverse.
+        if (got || !/\\ud[89ab]/i.test(text)) expect([text.length, at, edit, got]).toEqual([text.length, at, edit, expected]);
+        else agreed--;
+        agreed++;
+      }),
+      { numRuns: 300 },
+    );
+    expect(agreed).toBeGreaterThan(50);
+  });
+});
+
+describe('a JSON value serialized a piece at a time', () => {
+  const check = async (v: unknown): Promise<void> => {
+    const made = await stringifyInPieces(v, now);
+    const expected = JSON.stringify(v);
+    expect(made?.text).toBe(expected);
+    expect(made?.bytes.equals(Buffer.from(expected))).toBe(true);
+  };
+
+  it('is JSON.stringify to the byte on any JSON value, and with members JSON.stringify leaves out', async () => {
+    await fc.assert(fc.asyncProperty(fc.jsonValue(), check), { numRuns: 500 });
+    const odd = fc.oneof(
+      fc.constant(undefined),
+      fc.constant(() => 1),
+      fc.constant(Symbol('s')),
+      fc.constant(Number.NaN),
+      fc.constant(-0),
+      fc.constant(Infinity),
+    );
+    const value = fc.letrec((tie) => ({
+      v: fc.oneof({ depthSize: 'small' }, fc.jsonValue(), odd, fc.array(tie('v'), { maxLength: 4 }), fc.dictionary(fc.string(), tie('v'), { maxKeys: 4 })),
+    })).v;
+    await fc.assert(
+      fc.asyncProperty(value, async (v) => {
+        if (typeof v === 'object' && v !== null) await check(v);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('long strings and keys in slices, a surrogate pair never cut, with turns between pieces', async () => {
+    let turns = 0;
+    const count = (): Promise<void> => {
+      turns++;
+      return Promise.resolve();
+    };
+    for (const unit of ['1 ', 'é', '😀', 'a"\\\n', '\ud800x', 'x\udc00']) {
+      const s = unit.repeat(Math.ceil(300_000 / unit.length));
+      const v = { [s.slice(3)]: [s, { t: s.slice(1) }], z: 1 };
+      const made = await stringifyInPieces(v, count);
+      expect(made?.text === JSON.stringify(v)).toBe(true);
+      expect(made?.bytes.equals(Buffer.from(JSON.stringify(v)))).toBe(true);
+    }
+    expect(turns).toBeGreaterThan(20);
+  });
+
+  it('leaves to JSON.stringify what it serializes its own way', async () => {
+    for (const v of [{ d: new Date(0) }, [new String('s')], { n: 1n }, { toJSON: () => 1 }, new Map(), undefined]) {
+      expect(await stringifyInPieces(v, now)).toBeUndefined();
+    }
   });
 });

@@ -1,0 +1,306 @@
+/**
+ * A large JSON text (UTF-8 bytes) parsed a piece at a time, with a turn of the event loop between pieces:
+ * the value is exactly `JSON.parse(bytes.toString())`'s, but no task decodes or parses more than about
+ * PIECE bytes. One `JSON.parse` of 9 MiB is a single task (~40 ms here, and ~100 ms when its 100,000 small
+ * values are scavenged at once); in pieces, each task allocates little and the young generation is
+ * collected between them.
+ *
+ * Runs of whole elements or members that fit in PIECE bytes go to the native `JSON.parse` (which also
+ * checks their syntax); a container too large for that is opened here and filled run by run; a string too
+ * large is decoded in slices (never cut inside an escape or a UTF-8 sequence) into one string. Anything else
+ * (a number or a key of PIECE bytes, a BOM, text after the value, bad syntax) gives up: the caller parses the
+ * whole text as before, so a text JSON.parse refuses is never given a value here.
+ */
+
+export interface PieceSizes {
+  /** Bytes parsed between two turns. */
+  readonly piece: number;
+  /** Bytes of a long string decoded at once. */
+  readonly stringPiece: number;
+}
+
+const SIZES: PieceSizes = { piece: 256 * 1024, stringPiece: 256 * 1024 };
+
+/** A string decoded in slices: where its token lies, and whether the token is its JSON.stringify. */
+export interface LongString {
+  readonly str: string;
+  /** Byte offsets of the token, quotes included. */
+  readonly start: number;
+  readonly end: number;
+  readonly canonical: boolean;
+}
+
+export interface PiecewiseJson {
+  readonly value: unknown;
+  /** The strings decoded in slices, in the order of the text (json-canonical.ts skips them by position). */
+  readonly longStrings: readonly LongString[];
+}
+
+type Frame = { readonly arr: unknown[]; first: boolean } | { readonly obj: Record<string, unknown>; first: boolean };
+
+class GiveUp extends Error {}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
+
+const isSpace = (c: number | undefined): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+
+/** `bytes` must be valid UTF-8. undefined: not parsed here (see the header); parse the whole text instead. */
+export async function parseJsonInPieces(bytes: Buffer, turn: () => Promise<void>, sizes: PieceSizes = SIZES): Promise<PiecewiseJson | undefined> {
+  const p = new Pieces(bytes, turn, sizes);
+  try {
+    const value = await p.run();
+    return { value, longStrings: p.longStrings };
+  } catch (e) {
+    if (e instanceof GiveUp || e instanceof SyntaxError) return undefined;
+    throw e;
+  }
+}
+
+/** An own data member, as JSON.parse makes it (`__proto__` too: an assignment would set the prototype). */
+function setMember(obj: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(obj, key, { value, writable: true, enumerable: true, configurable: true });
+  else obj[key] = value;
+}
+
+class Pieces {
+  at = 0;
+  /** Bytes handled since the last turn. */
+  private since = 0;
+  readonly longStrings: LongString[] = [];
+
+  constructor(
+    private readonly b: Buffer,
+    private readonly turn: () => Promise<void>,
+    private readonly sizes: PieceSizes,
+  ) {}
+
+  async run(): Promise<unknown> {
+    const stack: Frame[] = [];
+    this.space();
+    const root = await this.open(stack);
+    while (stack.length > 0) {
+      if (this.since >= this.sizes.piece) {
+        this.since = 0;
+        await this.turn();
+      }
+      await this.step(stack);
+    }
+    this.space();
+    if (this.at !== this.b.length) throw new GiveUp();
+    return root;
+  }
+
+  /** In the innermost container: its end, or a run of elements, or one large element opened. */
+  private async step(stack: Frame[]): Promise<void> {
+    const f = stack[stack.length - 1] as Frame;
+    const b = this.b;
+    this.space();
+    const close = 'arr' in f ? CLOSE_ARRAY : CLOSE_OBJECT;
+    if (b[this.at] === close) {
+      this.at++;
+      this.since++;
+      stack.pop();
+      return;
+    }
+    if (!f.first) {
+      if (b[this.at] !== COMMA) throw new GiveUp();
+      this.at++;
+      this.space();
+    }
+    f.first = false;
+    const arr = 'arr' in f ? f.arr : undefined;
+    const obj = 'obj' in f ? f.obj : undefined;
+    if (this.batch(arr, obj)) return;
+    // What is left of this piece is too short for the next element: a whole piece after a turn may not be.
+    if (this.since > 0) {
+      this.since = 0;
+      await this.turn();
+      if (this.batch(arr, obj)) return;
+    }
+    if (arr !== undefined) {
+      arr.push(await this.open(stack));
+      return;
+    }
+    const key = this.key();
+    setMember(obj as Record<string, unknown>, key, await this.open(stack));
+  }
+
+  /**
+   * The elements (or members) from here that fit in what is left of this piece, parsed natively into `arr` (or
+   * `obj`); false when not even the first fits.
+   */
+  private batch(arr: unknown[] | undefined, obj: Record<string, unknown> | undefined): boolean {
+    const b = this.b;
+    const start = this.at;
+    const limit = Math.min(b.length, start + Math.max(1, this.sizes.piece - this.since));
+    let end = this.element(start, limit, obj !== undefined);
+    if (end < 0) return false;
+    for (;;) {
+      const comma = this.skipSpace(end, limit);
+      if (b[comma] !== COMMA || comma >= limit) break;
+      const next = this.element(this.skipSpace(comma + 1, limit), limit, obj !== undefined);
+      if (next < 0) break;
+      end = next;
+    }
+    const text = b.toString('utf8', start, end);
+    if (arr !== undefined) {
+      const items = JSON.parse(`[${text}]`) as unknown[];
+      for (const item of items) arr.push(item);
+    } else {
+      const members = JSON.parse(`{${text}}`) as Record<string, unknown>;
+      for (const key of Object.keys(members)) setMember(obj as Record<string, unknown>, key, members[key]);
+    }
+    this.since += end - start;
+    this.at = end;
+    return true;
+  }
+
+  /** The end of the element (or `"key": value` member) at `i`, if it ends before `limit`; else -1. */
+  private element(i: number, limit: number, member: boolean): number {
+    if (!member) {
+      const end = this.valueEnd(i, limit);
+      return end === i ? -1 : end;
+    }
+    const keyEnd = this.valueEnd(i, limit);
+    if (keyEnd <= i) return -1;
+    const colon = this.skipSpace(keyEnd, limit);
+    if (this.b[colon] !== COLON || colon >= limit) return -1;
+    const value = this.skipSpace(colon + 1, limit);
+    const end = this.valueEnd(value, limit);
+    return end === value ? -1 : end;
+  }
+
+  /** The end of the value at `i` if it ends before `limit`; else -1. Lenient: JSON.parse checks what it spans. */
+  private valueEnd(i: number, limit: number): number {
+    const b = this.b;
+    let depth = 0;
+    for (; i < limit; i++) {
+      const c = b[i];
+      if (c === QUOTE) {
+        for (i++; i < limit; i++) {
+          const d = b[i];
+          if (d === QUOTE) break;
+          if (d === BACKSLASH) i++;
+        }
+        if (i >= limit) return -1;
+        if (depth === 0) return i + 1;
+      } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) depth++;
+      else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
+        if (depth === 0) return i;
+        if (--depth === 0) return i + 1;
+      } else if (depth === 0 && (c === COMMA || c === COLON || isSpace(c))) return i;
+    }
+    return -1;
+  }
+
+  /** A large member's key (a key of a piece or more gives up), and its colon. */
+  private key(): string {
+    const start = this.at;
+    const end = this.valueEnd(start, Math.min(this.b.length, start + this.sizes.piece));
+    if (end < 0 || this.b[start] !== QUOTE) throw new GiveUp();
+    const key = JSON.parse(this.b.toString('utf8', start, end)) as unknown;
+    if (typeof key !== 'string') throw new GiveUp();
+    this.at = this.skipSpace(end, this.b.length);
+    if (this.b[this.at] !== COLON) throw new GiveUp();
+    this.at = this.skipSpace(this.at + 1, this.b.length);
+    this.since += this.at - start;
+    return key;
+  }
+
+  /** A value too large for one piece: a container opened (filled by `step`), or a long string decoded. */
+  private async open(stack: Frame[]): Promise<unknown> {
+    const c = this.b[this.at];
+    if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+      this.at++;
+      this.since++;
+      if (c === OPEN_ARRAY) {
+        const arr: unknown[] = [];
+        stack.push({ arr, first: true });
+        return arr;
+      }
+      const obj: Record<string, unknown> = {};
+      stack.push({ obj, first: true });
+      return obj;
+    }
+    if (c === QUOTE) return this.longString();
+    throw new GiveUp();
+  }
+
+  /** A string decoded a slice per turn, as one string (the slices joined: no copy of the whole). */
+  private async longString(): Promise<string> {
+    const b = this.b;
+    const start = this.at;
+    let from = start + 1;
+    let out = '';
+    let canonical = true;
+    for (;;) {
+      const limit = Math.min(b.length, from + this.sizes.stringPiece);
+      let i = from;
+      let escape = -1;
+      for (; i < limit; i++) {
+        const d = b[i];
+        if (d === QUOTE) break;
+        if (d === BACKSLASH) escape = i++;
+      }
+      const closed = i < limit;
+      if (!closed && limit === b.length) throw new GiveUp();
+      const cut = closed ? i : this.cut(from, limit, escape);
+      const raw = b.toString('utf8', from, cut);
+      const quoted = `"${raw}"`;
+      const piece = JSON.parse(quoted) as string;
+      // A surrogate at a slice's edge may pair with the next slice's: its token is not compared piecewise.
+      if (canonical && (!sameAsStringify(piece, quoted) || endsInSurrogate(piece))) canonical = false;
+      out += piece;
+      this.since += cut - from;
+      if (closed) {
+        this.at = cut + 1;
+        break;
+      }
+      from = cut;
+      if (this.since >= this.sizes.piece) {
+        this.since = 0;
+        await this.turn();
+      }
+    }
+    this.longStrings.push({ str: out, start, end: this.at, canonical });
+    return out;
+  }
+
+  /** Where a slice ending near `limit` may be cut: not inside the escape that began at `escape`, nor inside a UTF-8 sequence. */
+  private cut(from: number, limit: number, escape: number): number {
+    const b = this.b;
+    let cut = limit;
+    if (escape >= from && escape + (b[escape + 1] === 0x75 ? 6 : 2) > cut) cut = escape;
+    while (cut > from && ((b[cut] as number) & 0xc0) === 0x80) cut--;
+    if (cut === from) throw new GiveUp();
+    return cut;
+  }
+
+  private space(): void {
+    const at = this.skipSpace(this.at, this.b.length);
+    this.since += at - this.at;
+    this.at = at;
+  }
+
+  private skipSpace(i: number, limit: number): number {
+    while (i < limit && isSpace(this.b[i])) i++;
+    return i;
+  }
+}
+
+function sameAsStringify(piece: string, quoted: string): boolean {
+  return JSON.stringify(piece) === quoted;
+}
+
+/** The slice ends in a high surrogate: the next slice may begin with its pair (escaped halves, `\\ud83d` `\\ude00`). */
+function endsInSurrogate(s: string): boolean {
+  const last = s.charCodeAt(s.length - 1);
+  return last >= 0xd800 && last <= 0xdbff;
+}

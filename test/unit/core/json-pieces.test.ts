@@ -1,0 +1,144 @@
+import fc from 'fast-check';
+import { parseJsonInPieces, type PieceSizes } from '../../../src/core/json-pieces';
+
+const now = (): Promise<void> => Promise.resolve();
+const SMALL: PieceSizes = { piece: 24, stringPiece: 7 };
+
+/** Equal as JSON.parse makes values: same types, prototypes, key order, numbers by Object.is. */
+function same(a: unknown, b: unknown): boolean {
+  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => same(x, b[i]));
+  if (typeof a === 'object' && a !== null) {
+    if (typeof b !== 'object' || b === null || Array.isArray(b) || Object.getPrototypeOf(a) !== Object.getPrototypeOf(b)) return false;
+    const ka = Object.keys(a);
+    const kb = Object.keys(b);
+    return ka.length === kb.length && ka.every((k, i) => k === kb[i] && same((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+  }
+  return Object.is(a, b);
+}
+
+/** What parseJsonInPieces returns for `text` must be what JSON.parse returns, or nothing when JSON.parse throws. */
+async function agrees(text: string, sizes: PieceSizes): Promise<'pieces' | 'whole'> {
+  const bytes = Buffer.from(text);
+  let expected: unknown;
+  let valid = true;
+  try {
+    expected = JSON.parse(bytes.toString());
+  } catch {
+    valid = false;
+  }
+  const got = await parseJsonInPieces(bytes, now, sizes);
+  if (!valid) {
+    expect([text, got]).toEqual([text, undefined]);
+    return 'whole';
+  }
+  if (got === undefined) return 'whole';
+  expect([text, same(got.value, expected)]).toEqual([text, true]);
+  for (const s of got.longStrings) {
+    const token = bytes.toString('utf8', s.start, s.end);
+    expect(JSON.parse(token)).toBe(s.str);
+    // Canonical is a claim that may only be made when true (false is always safe: the text is serialized again).
+    if (s.canonical) expect(JSON.stringify(s.str)).toBe(token);
+  }
+  return 'pieces';
+}
+
+const sizes = fc.record({ piece: fc.integer({ min: 1, max: 64 }), stringPiece: fc.integer({ min: 1, max: 16 }) });
+
+describe('a large JSON text parsed a piece at a time gives what JSON.parse gives', () => {
+  it('any JSON value, serialized plainly or with spaces, at any piece sizes', async () => {
+    let parsedInPieces = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.jsonValue(), sizes, fc.boolean(), async (v, s, spaced) => {
+        const text = spaced ? JSON.stringify(v, null, 1) : JSON.stringify(v);
+        if ((await agrees(text, s)) === 'pieces') parsedInPieces++;
+      }),
+      { numRuns: 600 },
+    );
+    // Scalars at the top, and numbers or keys longer than a tiny piece, are left to JSON.parse.
+    expect(parsedInPieces).toBeGreaterThan(200);
+  });
+
+  it('texts changed at any place: the same value, or none where JSON.parse refuses', async () => {
+    const edits = [' ', '\n', '\\', '"', ',', ':', '[', ']', '{', '}', '0', '-', 'e1', '\\u0061', '\\ud83d', '\\', '\u0001', '"a":1,', '1,', ',]', '\ufeff'];
+    await fc.assert(
+      fc.asyncProperty(fc.jsonValue(), fc.nat(), fc.constantFrom(...edits), sizes, fc.boolean(), async (v, where, edit, s, cut) => {
+        const base = JSON.stringify(v);
+        const at = where % (base.length + 1);
+        await agrees(base.slice(0, at) + edit + base.slice(cut ? at + 1 : at), s);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('texts that are tricky for a parser that splits them', async () => {
+    const texts = [
+      '{"a":1,"a":2}',
+      '{"a":[1,2,3,4,5,6,7,8,9,10],"a":{"b":1}}',
+      '{"b":1,"1":2,"0":[1,2,3,4,5,6,7,8],"c":3}',
+      '{"__proto__":{"x":1},"y":[1,2,3,4,5,6,7,8,9]}',
+      '{"__proto__":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20]}',
+      '[{"constructor":1,"toString":2,"hasOwnProperty":[1,2,3,4,5,6,7,8,9]}]',
+      '["\\ud83d\\ude00\\ud83d\\ude00\\ud83d\\ude00\\ud83d\\ude00"]',
+      '["😀😀😀😀😀😀😀😀😀😀😀😀", "ééééééééééééééééé", "\\\\\\\\\\\\\\\\\\\\\\"\\""]',
+      '["abc\\u00e9\\u0041\\/\\b\\f\\n\\r\\t\\"\\\\xyz0123456789"]',
+      '[1e400,-0,0.1,1E2,-1.5e-7,123456789012345678901234567890]',
+      '[true,false,null,true,false,null,true,false,null]',
+      '[[[[[[[[[["deep"]]]]]]]]]]',
+      '[1,2,]',
+      '[,1]',
+      '{"a":1,}',
+      '{,"a":1}',
+      '{"a" 1}',
+      '{"a":}',
+      '[1 2]',
+      '["a" "b"]',
+      '{"a":1}x',
+      '\ufeff[1]',
+      '  [1, 2 ,3 ]  ',
+      '["unterminated',
+      '["bad \\x escape in a long string"]',
+      '["raw \u0001 control in a long string"]',
+      '{"k":"v"}{"k":"v"}',
+    ];
+    for (const t of texts) for (const s of [SMALL, { piece: 1, stringPiece: 1 }, { piece: 5, stringPiece: 3 }]) await agrees(t, s);
+  });
+
+  it('a long string is decoded in slices, joined, with turns between them', async () => {
+    let turns = 0;
+    const count = (): Promise<void> => {
+      turns++;
+      return Promise.resolve();
+    };
+    for (const unit of ['1 ', 'é', '😀', 'a"\\\n', '\ud800x', '\u2028']) {
+      const s = unit.repeat(Math.ceil(3000 / unit.length));
+      const text = JSON.stringify({ jsonrpc: '2.0', params: { parts: [{ text: s }] }, id: 1 });
+      const got = await parseJsonInPieces(Buffer.from(text), count, { piece: 512, stringPiece: 100 });
+      expect(got?.value).toEqual(JSON.parse(text));
+      expect(got?.longStrings.map((l) => l.str === s)).toEqual([true]);
+      // A lone surrogate at a slice's edge may be told not canonical (safe: serialized again); the others are.
+      if (!s.includes('\ud800')) expect(got?.longStrings[0]?.canonical).toBe(true);
+    }
+    expect(turns).toBeGreaterThan(30);
+  });
+
+  it('many small values: parsed in runs, a turn every piece', async () => {
+    let turns = 0;
+    const rows = Array.from({ length: 20_000 }, (_, i) => ({ i, s: `row ${i}`, ok: i % 2 === 0, n: null, f: i / 7 }));
+    const text = JSON.stringify({ rows });
+    const got = await parseJsonInPieces(
+      Buffer.from(text),
+      () => {
+        turns++;
+        return Promise.resolve();
+      },
+      { piece: 16 * 1024, stringPiece: 16 * 1024 },
+    );
+    expect(same(got?.value, JSON.parse(text))).toBe(true);
+    expect(turns).toBeGreaterThan(text.length / (16 * 1024) - 2);
+  });
+
+  it('gives up (the whole text is parsed instead) on a number or a key longer than a piece', async () => {
+    expect(await parseJsonInPieces(Buffer.from(`[${'1'.repeat(100)}]`), now, SMALL)).toBeUndefined();
+    expect(await parseJsonInPieces(Buffer.from(`{"${'k'.repeat(100)}":[1,2,3]}`), now, SMALL)).toBeUndefined();
+  });
+});
