@@ -6,5 +6,10 @@ import type { SuccessResult } from './schemas';
 
 export type GuardianFailureKind = 'connect' | 'timeout' | 'http' | 'json' | 'rpcError' | 'schema' | 'id' | 'breakerOpen' | 'internal' | 'cancelled';
 
+/**
+ * `payloadBytes`, when given: the UTF-8 of JSON.stringify(result.modifiedRequest.params.payload), as the guardian
+ * made it (a large modify from the embedded guardian's worker), so it is not serialized again.
+ */
 export type GuardianOutcome =
-  { readonly ok: true; readonly result: SuccessResult } | { readonly ok: false; readonly kind: GuardianFailureKind | 'invalidModify'; readonly detail: string };
+  | { readonly ok: true; readonly result: SuccessResult; readonly payloadBytes?: Buffer }
+  | { readonly ok: false; readonly kind: GuardianFailureKind | 'invalidModify'; readonly detail: string };

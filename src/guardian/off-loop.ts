@@ -21,6 +21,9 @@ import type { EnvelopeBytes } from '../aos/envelope';
 import type { GuardianOutcome } from '../aos/outcome';
 import type { SuccessResult } from '../aos/schemas';
 import { CallerLines } from '../core/caller-lines';
+import { parseJsonInPieces } from '../core/json-pieces';
+import type { JsonObject } from '../core/json';
+import { nextTurn } from '../core/turns';
 
 /** A caller that may go away (the proxy's Cancellation). */
 export interface Leaving {
@@ -48,7 +51,9 @@ export type ToWorker =
  */
 export const PART_SIZE = 256 * 1024;
 
-type FromWorker = { readonly id: number; readonly result: SuccessResult } | { readonly id: number; readonly error: string };
+/** A decision; with `payload`, a large modify's payload as UTF-8 JSON (the result holds `{}` in its place). */
+export type FromWorker =
+  { readonly id: number; readonly result: SuccessResult; readonly payload?: Uint8Array } | { readonly id: number; readonly error: string };
 
 export interface OffLoopOptions {
   /** The policy text in force and its file (named in problems). */
@@ -144,6 +149,23 @@ export class OffLoopDecider {
     job.resolve(outcome);
   }
 
+  /** A large modify: its payload parsed a piece per turn (the worker is free for the next decision meanwhile). */
+  private async settleModify(job: Job, result: SuccessResult, payload: Uint8Array): Promise<void> {
+    const bytes = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
+    // A caller answered meanwhile (gone, out of time) stops the parse at its next turn.
+    const turn = (): Promise<void> => (job.done ? Promise.reject(new Error('answered')) : nextTurn());
+    let value: unknown;
+    try {
+      value = (await parseJsonInPieces(bytes, turn))?.value ?? JSON.parse(bytes.toString());
+    } catch {
+      if (!job.done) this.settle(job, { ok: false, kind: 'internal', detail: 'the modified payload could not be read' });
+      return;
+    }
+    const modified = result.modifiedRequest as NonNullable<SuccessResult['modifiedRequest']>;
+    const whole = { ...result, modifiedRequest: { ...modified, params: { ...modified.params, payload: value as JsonObject } } };
+    this.settle(job, { ok: true, result: whole, payloadBytes: bytes });
+  }
+
   /** The caller's budget ran out: a decision that ran most of it was too costly; one that waited most of it found the worker busy. */
   private expire(job: Job): void {
     const ran = job.started === undefined ? 0 : performance.now() - job.started;
@@ -227,7 +249,8 @@ export class OffLoopDecider {
     worker.on('message', (m: FromWorker) => {
       const job = this.running;
       if (job === undefined || job.id !== m.id) return;
-      this.settle(job, 'result' in m ? { ok: true, result: m.result } : { ok: false, kind: 'internal', detail: m.error });
+      if ('result' in m && m.payload !== undefined) void this.settleModify(job, m.result, m.payload);
+      else this.settle(job, 'result' in m ? { ok: true, result: m.result } : { ok: false, kind: 'internal', detail: m.error });
       this.next();
     });
     // A worker that dies while deciding (out of memory, say) died of that envelope.

@@ -4,10 +4,10 @@
  */
 import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import type { Envelope } from '../aos/schemas';
+import type { Envelope, SuccessResult } from '../aos/schemas';
 import { createEngine } from './engine';
 import { policyFromText } from './policy';
-import type { ToWorker, WorkerInit } from './off-loop';
+import { PART_SIZE, type FromWorker, type ToWorker, type WorkerInit } from './off-loop';
 
 const init = workerData as WorkerInit;
 
@@ -46,8 +46,27 @@ port?.on('message', (m: ToWorker) => {
   current = { id: 0, text: [], decoder: new TextDecoder() };
   try {
     const envelope = JSON.parse(text) as Envelope;
-    port.postMessage({ id: m.id, result: engine.decide(envelope) });
+    answer(m.id, engine.decide(envelope));
   } catch (err) {
     port.postMessage({ id: m.id, error: err instanceof Error ? err.message : String(err) });
   }
 });
+
+/**
+ * A large modify's payload goes back serialized here, as UTF-8 bytes moved (not copied) to the proxy's thread,
+ * which parses them a piece per turn and forwards them as they are: a payload sent as objects would be
+ * rebuilt there in one task (a 100,000-value payload: ~100 ms with its garbage collection), then serialized again.
+ */
+function answer(id: number, result: SuccessResult): void {
+  const modified = result.decision === 'modify' ? result.modifiedRequest : undefined;
+  if (modified !== undefined) {
+    const json = JSON.stringify(modified.params.payload);
+    if (json.length >= PART_SIZE) {
+      const payload = new TextEncoder().encode(json);
+      const rest: SuccessResult = { ...result, modifiedRequest: { ...modified, params: { ...modified.params, payload: {} } } };
+      port?.postMessage({ id, result: rest, payload } satisfies FromWorker, [payload.buffer as ArrayBuffer]);
+      return;
+    }
+  }
+  port?.postMessage({ id, result } satisfies FromWorker);
+}

@@ -21,7 +21,7 @@ import { enforce, type HookAction, type HookDecision } from './enforce';
 import { proxyError, type ProxyError } from '../core/errors';
 import type { Exchange, HookPointContext, HookRecord } from './call';
 import { serviceParametersView, type ServiceParameters } from '../a2a/service-parameters';
-import { LARGE_BODY, largeTurn, utf8InTurns } from '../core/turns';
+import { LARGE_BODY, largeTurn, utf8InTurns, utf8TextInTurns } from '../core/turns';
 import type { FairQueue } from '../core/fair-queue';
 
 export interface HookDeps {
@@ -210,12 +210,19 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
         // A large modify: the guardian's payload arrived in a turn of its own (a worker's copy); its serialization gets another.
         if (payloadJson.length >= LARGE_BODY) await turnOf(input.ex);
         payload = action.payload;
-        payloadJson = JSON.stringify(payload);
-        payloadBytes = undefined;
-        if (payloadJson.length >= LARGE_BODY) {
-          await turnOf(input.ex);
-          payloadBytes = await utf8InTurns(payloadJson, () => turnOf(input.ex));
-          await turnOf(input.ex);
+        const made = madeBytes(action);
+        if (made !== undefined) {
+          // The guardian's own serialization (a large modify from the worker): forwarded as it is.
+          payloadBytes = made;
+          payloadJson = await utf8TextInTurns(made, () => turnOf(input.ex));
+        } else {
+          payloadJson = JSON.stringify(payload);
+          payloadBytes = undefined;
+          if (payloadJson.length >= LARGE_BODY) {
+            await turnOf(input.ex);
+            payloadBytes = await utf8InTurns(payloadJson, () => turnOf(input.ex));
+            await turnOf(input.ex);
+          }
         }
         modified = true;
       }
@@ -224,6 +231,13 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     }
     return { type: 'pass', payload, payloadJson, payloadBytes, modified, unchecked, serviceParameters: sp };
   };
+}
+
+/** The UTF-8 JSON of a modify's payload as the guardian made it, when it made it and it is the payload passed on. */
+function madeBytes(action: HookAction): Buffer | undefined {
+  const o = action.outcome;
+  if (action.type !== 'pass' || !o.ok || o.payloadBytes === undefined) return undefined;
+  return o.result.modifiedRequest?.params.payload === action.payload ? o.payloadBytes : undefined;
 }
 
 /**

@@ -15,6 +15,7 @@ import type { GuardianOutcome } from '../../src/aos/outcome';
 import { Cancellation } from '../../src/core/cancel';
 import { embeddedGuardian, INLINE_MAX_CHARS, type EmbeddedGuardian } from '../../src/guardian/embedded';
 import { createEngine } from '../../src/guardian/engine';
+import { PART_SIZE } from '../../src/guardian/off-loop';
 import { parsePolicy } from '../../src/guardian/policy';
 import { requestEnvelope } from './fixtures/envelopes';
 
@@ -112,6 +113,17 @@ describe('large envelopes are judged off the event loop', () => {
     const fromBytes = await offLoop(g.decide(envelope, bytes));
     expect(fromBytes).toEqual(await offLoop(g.decide(envelope, body)));
     expect(decision(fromBytes)).toBe('modify');
+  });
+
+  it("a large modify's payload comes back as the engine's, with its serialization's bytes to forward as they are", async () => {
+    const g = guardian(policyFile('large-modify.json', POLICY));
+    const { envelope, body } = call(`write to eve@example.com ${'1 '.repeat(PART_SIZE)}`);
+    const outcome = await offLoop(g.decide(envelope, body));
+    const expected = createEngine(parsePolicy(POLICY, 'test')).decide(envelope);
+    expect(outcome.ok && outcome.result).toEqual(expected);
+    const payload = expected.modifiedRequest?.params.payload;
+    expect(JSON.stringify(payload)).toContain('write to [EMAIL]');
+    expect(outcome.ok && outcome.payloadBytes?.equals(Buffer.from(JSON.stringify(payload)))).toBe(true);
   });
 
   it('a policy reload reaches the worker before the next decision', async () => {
