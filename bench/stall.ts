@@ -11,7 +11,8 @@
  *      call do, count as one stretch), each with the project functions its time went to.
  *
  * The upstream (a minimal JSON-RPC answerer) runs in this process. Options (env): BENCH_ROUNDS (5),
- * BENCH_ONLY (comma-separated shape numbers), BENCH_PROFILE (1: the profile pass; 0 to skip).
+ * BENCH_ONLY (comma-separated shape numbers), BENCH_PROFILE (1: the profile pass; 0 to skip), BENCH_PROXY_NODE_ARGS
+ * (node flags for the proxy, space-separated: `--trace-gc`), BENCH_PROXY_STDOUT (1: the proxy's log lines shown).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -80,11 +81,12 @@ async function startProxy(upstream: string, flags: string[]): Promise<{ child: C
     HOST: '127.0.0.1',
     ADMIN_PORT: '0',
     PUSH_RELAY_PORT: '0',
-    LOG_LEVEL: 'warn',
+    LOG_LEVEL: process.env.BENCH_PROXY_STDOUT === '1' ? 'info' : 'warn',
     GUARDIAN_TIMEOUT_MS: '600000',
     BODY_TIMEOUT_MS: '600000',
   };
-  const child = spawn(process.execPath, [...flags, '--require', PROBE, MAIN], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const stdout = process.env.BENCH_PROXY_STDOUT === '1' ? 'inherit' : 'ignore';
+  const child = spawn(process.execPath, [...flags, '--require', PROBE, MAIN], { cwd: ROOT, env, stdio: ['ignore', stdout, 'inherit', 'ipc'] });
   const ask = (t: string, extra: object = {}) =>
     new Promise<any>((resolve) => {
       const on = (m: { t: string }) => {
@@ -212,7 +214,7 @@ async function main(): Promise<void> {
       .map((x) => x.toFixed(2))
       .join(' ')}`,
   );
-  const proxy = await startProxy(upstreamUrl, []);
+  const proxy = await startProxy(upstreamUrl, (process.env.BENCH_PROXY_NODE_ARGS ?? '').split(' ').filter(Boolean));
   const warm = path.join(TMP, 'warm.json');
   fs.writeFileSync(warm, JSON.stringify(message([{ kind: 'text', text: fill('x', 200_000) }])));
   for (let i = 0; i < 3; i++) await postFromChild(proxy.url, warm);
