@@ -17,6 +17,7 @@
  * A turn is the work that runs from the grant to its next wait on real I/O (its promise chain runs
  * before the loop polls again).
  */
+import { CallerLines } from './caller-lines';
 import { monotonicMs } from './clock';
 
 /** A caller that may go away (the proxy's Cancellation). */
@@ -43,9 +44,8 @@ interface Waiter {
 }
 
 export class FairQueue {
-  /** Callers with turns waiting, in round-robin order (the next to serve first). */
-  private readonly queues = new Map<string, Waiter[]>();
-  private waiting = 0;
+  /** Callers' waiting turns, round-robin; each caller's bounded by `maxQueuedPerCaller` here, not in all. */
+  private readonly queues = new CallerLines<Waiter>(Infinity);
   private dispatching = false;
   /** When the loop began spending its current slice on turns taken at once (undefined: not yet this iteration). */
   private sliceStart: number | undefined;
@@ -62,24 +62,23 @@ export class FairQueue {
 
   /** Turns waiting now, across callers. */
   get size(): number {
-    return this.waiting;
+    return this.queues.size;
   }
 
   /** Turns waiting now for `key`. */
   queuedFor(key: string): number {
-    return this.queues.get(key)?.length ?? 0;
+    return this.queues.sizeOf(key);
   }
 
   /** A turn for `key`; `caller` going away drops a waiting turn (its promise resolves false). */
   turn(key: string, caller?: Leaving): Turn {
     // While nobody waits, the slice is anyone's; while some wait, a caller gets one turn per iteration at once.
-    if (!this.queues.has(key) && (this.waiting === 0 || !this.served.has(key)) && this.withinSlice()) {
+    const queued = this.queues.sizeOf(key);
+    if (queued === 0 && (this.queues.size === 0 || !this.served.has(key)) && this.withinSlice()) {
       this.served.add(key);
       return true;
     }
-    const q = this.queues.get(key);
-    if (q !== undefined && q.length >= this.opts.maxQueuedPerCaller) return 'full';
-    if (this.opts.maxQueuedPerCaller <= 0) return 'full';
+    if (queued >= this.opts.maxQueuedPerCaller) return 'full';
     return this.enqueue(key, caller);
   }
 
@@ -93,23 +92,11 @@ export class FairQueue {
   }
 
   private enqueue(key: string, caller: Leaving | undefined): Promise<boolean> {
-    let q = this.queues.get(key);
-    if (q === undefined) {
-      q = [];
-      this.queues.set(key, q);
-    }
-    const queue = q;
     return new Promise<boolean>((resolve) => {
       const w: Waiter = { resolve, unsubscribe: undefined };
-      queue.push(w);
-      this.waiting++;
+      this.queues.push(key, w);
       w.unsubscribe = caller?.onCancel(() => {
-        const i = queue.indexOf(w);
-        if (i === -1) return;
-        queue.splice(i, 1);
-        this.waiting--;
-        if (queue.length === 0 && this.queues.get(key) === queue) this.queues.delete(key);
-        resolve(false);
+        if (this.queues.delete(key, w)) resolve(false);
       });
       this.schedule();
     });
@@ -145,18 +132,14 @@ export class FairQueue {
 
   /** One turn to each waiting caller, in round-robin order; the next round after the loop polled for I/O. */
   private grantRound(): void {
-    for (const [key, queue] of [...this.queues]) {
-      const w = queue.shift() as Waiter;
-      this.waiting--;
-      // To the back of the line: the round after this one begins with the callers not served first now.
-      this.queues.delete(key);
-      if (queue.length > 0) this.queues.set(key, queue);
+    // Each served caller goes to the back: the next round begins with the callers not served first now.
+    this.queues.shiftRound((w, key) => {
       this.served.add(key);
       w.unsubscribe?.();
       w.resolve(true);
-    }
+    });
     this.endOfIteration();
-    if (this.waiting > 0) this.defer(() => this.grantRound());
+    if (this.queues.size > 0) this.defer(() => this.grantRound());
     else this.dispatching = false;
   }
 }

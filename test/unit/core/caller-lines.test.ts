@@ -42,4 +42,44 @@ describe('work waiting in a line per caller', () => {
     expect(q.items()).toEqual(['y']);
     expect(drain(q)).toEqual(['y']);
   });
+
+  it('a round takes the head of every caller waiting, once each in round-robin order, and sends each to the back', () => {
+    const q = new CallerLines<string>(Infinity);
+    for (const item of ['a0', 'a1', 'a2']) q.push('a', item);
+    q.push('b', 'b0');
+    q.push('c', 'c0');
+    q.push('c', 'c1');
+    expect([q.sizeOf('a'), q.sizeOf('b'), q.sizeOf('none')]).toEqual([3, 1, 0]);
+    const round = (): string[] => {
+      const taken: string[] = [];
+      q.shiftRound((item, key) => taken.push(`${key}:${item}`));
+      return taken;
+    };
+    expect(round()).toEqual(['a:a0', 'b:b0', 'c:c0']);
+    expect([q.size, q.sizeOf('b')]).toEqual([3, 0]);
+    // The next round begins with the callers served first last time, and a newcomer comes after them.
+    q.push('d', 'd0');
+    expect(round()).toEqual(['a:a1', 'c:c1', 'd:d0']);
+    expect(q.shift()).toBe('a2');
+    expect(round()).toEqual([]);
+  });
+
+  it('what a round serves changes the lines: an item queued waits for the next round, a caller that left is skipped', () => {
+    const q = new CallerLines<string>(Infinity);
+    q.push('a', 'a0');
+    q.push('b', 'b0');
+    q.push('c', 'c0');
+    const taken: string[] = [];
+    q.shiftRound((item) => {
+      taken.push(item);
+      if (item !== 'a0') return;
+      // Serving a0: b's only item leaves and comes back, and a queues another.
+      q.delete('b', 'b0');
+      q.push('b', 'b1');
+      q.push('a', 'a1');
+    });
+    expect(taken).toEqual(['a0', 'c0']);
+    expect(q.items().sort()).toEqual(['a1', 'b1']);
+    expect(q.size).toBe(2);
+  });
 });
