@@ -15,7 +15,7 @@ const STRING_SLICE = 32 * 1024;
 type Frame =
   | { readonly items: readonly unknown[]; i: number }
   | { readonly obj: Record<string, unknown>; readonly keys: readonly string[]; i: number; keyDone: boolean; written: number }
-  | { readonly str: string; i: number };
+  | { readonly strs: readonly string[]; s: number; i: number; carry: string };
 
 /**
  * `value` must be what `JSON.parse(bytes.toString())` returned (finite numbers, plain objects and arrays, no
@@ -29,10 +29,14 @@ export async function isCanonicalJson(bytes: Buffer, value: unknown, turn: () =>
 
 /**
  * JSON.stringify(value) made a piece per turn: as one string (its chunks joined, not copied) and as its UTF-8
- * bytes. undefined for a value left to JSON.stringify: one with a `toJSON`, a boxed primitive, a class instance, a bigint.
+ * bytes; the long strings parseJsonInPieces decoded (`longStrings`) are written from their pieces. undefined for a value left to JSON.stringify: one with a `toJSON`, a boxed primitive, a class instance, a bigint.
  */
-export async function stringifyInPieces(value: unknown, turn: () => Promise<void>): Promise<{ readonly text: string; readonly bytes: Buffer } | undefined> {
-  const w = new Writer();
+export async function stringifyInPieces(
+  value: unknown,
+  turn: () => Promise<void>,
+  longStrings: readonly LongString[] = [],
+): Promise<{ readonly text: string; readonly bytes: Buffer } | undefined> {
+  const w = new Writer(longStrings);
   try {
     if (value === undefined || w.skipped(value) || !(await walk(w, value, turn))) return undefined;
   } catch (e) {
@@ -74,8 +78,8 @@ abstract class Walk {
   /** The next piece of the serialization; false: stop here. */
   abstract match(piece: string): boolean;
 
-  /** A long string the sink knows already: its verdict; undefined: walk it. */
-  protected known(_s: string): boolean | undefined {
+  /** A long string the sink knows already (`holder[key]`): its verdict, or its pieces to walk; undefined: walk it. */
+  protected known(_s: string, _holder: object | undefined, _key: string | number | undefined): boolean | readonly string[] | undefined {
     return undefined;
   }
 
@@ -87,20 +91,22 @@ abstract class Walk {
   /** One element or member of the innermost open container, or its end. */
   step(stack: Frame[]): boolean {
     const f = stack[stack.length - 1] as Frame;
-    if ('str' in f) return this.slice(f, stack);
+    if ('strs' in f) return this.slice(f, stack);
     if ('items' in f) {
       if (f.i === f.items.length) {
         stack.pop();
         return this.match(']');
       }
       if (f.i > 0 && !this.match(',')) return false;
-      const item = f.items[f.i++];
-      return this.value(this.skipped(item) ? null : item, stack);
+      const at = f.i++;
+      const item = f.items[at];
+      return this.value(this.skipped(item) ? null : item, stack, f.items, at);
     }
     if (f.keyDone) {
       // A long key was compared in slices: now its value.
       f.keyDone = false;
-      return this.match(':') && this.value(f.obj[f.keys[f.i - 1] as string], stack);
+      const long = f.keys[f.i - 1] as string;
+      return this.match(':') && this.value(f.obj[long], stack, f.obj, long);
     }
     while (f.i < f.keys.length && this.skipped(f.obj[f.keys[f.i] as string])) f.i++;
     if (f.i === f.keys.length) {
@@ -113,17 +119,18 @@ abstract class Walk {
       f.keyDone = true;
       return this.value(key, stack);
     }
-    return this.match(JSON.stringify(key)) && this.match(':') && this.value(f.obj[key], stack);
+    return this.match(JSON.stringify(key)) && this.match(':') && this.value(f.obj[key], stack, f.obj, key);
   }
 
   /** A scalar now; a container opened (its contents come by `step`). */
-  value(v: unknown, stack: Frame[]): boolean {
+  value(v: unknown, stack: Frame[], holder?: object, key?: string | number): boolean {
     if (typeof v === 'string') {
       if (v.length <= STRING_SLICE) return this.match(JSON.stringify(v));
-      const known = this.known(v);
-      if (known !== undefined) return known;
-      // A long string is walked a slice per step, so the turns come between its slices too.
-      stack.push({ str: v, i: 0 });
+      const known = this.known(v, holder, key);
+      if (known === true || known === false) return known;
+      // A long string is walked a slice per step (of its parser's pieces, if it has them: a string joined from
+      // pieces is not sliced whole, which would copy it in one piece), so the turns come between its slices too.
+      stack.push({ strs: known ?? [v], s: 0, i: 0, carry: '' });
       return this.match('"');
     }
     if (Array.isArray(v)) {
@@ -138,21 +145,35 @@ abstract class Walk {
     return this.match(JSON.stringify(v));
   }
 
-  /** The next slice of a long string, or its end. */
-  private slice(f: { readonly str: string; i: number }, stack: Frame[]): boolean {
-    const s = f.str;
-    if (f.i === s.length) {
+  /** The next slice of a long string (its pieces in turn), or its end. */
+  private slice(f: { readonly strs: readonly string[]; s: number; i: number; carry: string }, stack: Frame[]): boolean {
+    const str = f.strs[f.s];
+    if (str === undefined) {
       stack.pop();
-      return this.match('"');
+      return this.match(f.carry === '' ? '"' : `${quotedInner(f.carry)}"`);
     }
-    let end = Math.min(s.length, f.i + STRING_SLICE);
-    // A surrogate pair is never cut: each half alone would be escaped (`\ud83d`), unlike the pair.
-    const last = s.charCodeAt(end - 1);
-    if (end < s.length && last >= 0xd800 && last <= 0xdbff) end--;
-    const quoted = JSON.stringify(s.slice(f.i, end));
-    f.i = end;
-    return this.match(quoted.slice(1, -1));
+    let end = Math.min(str.length, f.i + STRING_SLICE);
+    // A surrogate pair is never cut: each half alone would be escaped (`\ud83d`), unlike the pair. A high
+    // surrogate that ends a slice goes with the next one, the next piece's first if it ends its piece.
+    let carry = '';
+    const last = str.charCodeAt(end - 1);
+    if (last >= 0xd800 && last <= 0xdbff && (end < str.length || f.s + 1 < f.strs.length)) {
+      end--;
+      if (end + 1 === str.length) carry = str.slice(end);
+    }
+    const text = f.carry + str.slice(f.i, end);
+    f.carry = carry;
+    if (end + carry.length === str.length) {
+      f.s++;
+      f.i = 0;
+    } else f.i = end;
+    return this.match(quotedInner(text));
   }
+}
+
+/** `s` as JSON.stringify writes it, without its quotes. */
+function quotedInner(s: string): string {
+  return JSON.stringify(s).slice(1, -1);
 }
 
 /** The walk compared with a text's UTF-8 bytes, in place. */
@@ -184,7 +205,7 @@ class Comparison extends Walk {
   }
 
   /** `s` is the long string the parser decoded at this place: its verdict, with the place after it. */
-  protected override known(s: string): boolean | undefined {
+  protected override known(s: string): boolean | readonly string[] | undefined {
     const list = this.longStrings;
     while (this.nextLong < list.length && (list[this.nextLong] as LongString).start < this.at) this.nextLong++;
     const known = list[this.nextLong];
@@ -213,6 +234,28 @@ class Writer extends Walk {
   private readonly chunks: string[] = [];
   private parts: string[] = [];
   private size = 0;
+  /** The parser's long strings by the object holding them. */
+  private readonly held = new Map<object | undefined, LongString[]>();
+
+  constructor(longStrings: readonly LongString[]) {
+    super();
+    for (const l of longStrings) {
+      const list = this.held.get(l.holder);
+      if (list === undefined) this.held.set(l.holder, [l]);
+      else list.push(l);
+    }
+  }
+
+  /** A string the parser decoded in pieces: its pieces (the last one decoded at that place, as a duplicate key's value is). */
+  protected override known(s: string, holder: object | undefined, key: string | number | undefined): readonly string[] | undefined {
+    const list = this.held.get(holder);
+    if (list === undefined) return undefined;
+    for (let i = list.length - 1; i >= 0; i--) {
+      const l = list[i] as LongString;
+      if (l.key === key) return l.str === s ? l.pieces : undefined;
+    }
+    return undefined;
+  }
 
   match(piece: string): boolean {
     this.parts.push(piece);

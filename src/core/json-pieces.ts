@@ -28,6 +28,11 @@ export interface LongString {
   readonly start: number;
   readonly end: number;
   readonly canonical: boolean;
+  /** Its decoded slices, in order (`str` is them joined): serialized one by one, the whole is never flattened. */
+  readonly pieces: readonly string[];
+  /** The array or object holding it, and its index or key there (none: the whole text is this string). */
+  holder?: object;
+  key?: string | number;
 }
 
 export interface PiecewiseJson {
@@ -125,11 +130,14 @@ class Pieces {
       if (this.batch(arr, obj)) return;
     }
     if (arr !== undefined) {
+      const at = arr.length;
       arr.push(await this.open(stack));
+      this.held(arr, at);
       return;
     }
     const key = this.key();
     setMember(obj as Record<string, unknown>, key, await this.open(stack));
+    this.held(obj as object, key);
   }
 
   /**
@@ -214,6 +222,15 @@ class Pieces {
     return key;
   }
 
+  /** The long string just decoded (if it was one) is held at `holder[key]`. */
+  private held(holder: object, key: string | number): void {
+    const last = this.longStrings[this.longStrings.length - 1];
+    if (last !== undefined && last.end === this.at && last.holder === undefined) {
+      last.holder = holder;
+      last.key = key;
+    }
+  }
+
   /** A value too large for one piece: a container opened (filled by `step`), or a long string decoded. */
   private async open(stack: Frame[]): Promise<unknown> {
     const c = this.b[this.at];
@@ -239,6 +256,7 @@ class Pieces {
     const start = this.at;
     let from = start + 1;
     let out = '';
+    const pieces: string[] = [];
     let canonical = true;
     for (;;) {
       const limit = Math.min(b.length, from + this.sizes.stringPiece);
@@ -258,6 +276,7 @@ class Pieces {
       // A surrogate at a slice's edge may pair with the next slice's: its token is not compared piecewise.
       if (canonical && (!sameAsStringify(piece, quoted) || endsInSurrogate(piece))) canonical = false;
       out += piece;
+      pieces.push(piece);
       this.since += cut - from;
       if (closed) {
         this.at = cut + 1;
@@ -269,7 +288,7 @@ class Pieces {
         await this.turn();
       }
     }
-    this.longStrings.push({ str: out, start, end: this.at, canonical });
+    this.longStrings.push({ str: out, start, end: this.at, canonical, pieces });
     return out;
   }
 

@@ -99,7 +99,7 @@ async function startCall(h: HttpParts, stages: readonly Stage<HttpFlow>[], a: Ar
   const made = canonical
     ? { text: await utf8TextInTurns(raw.bytes, turn), bytes: raw.bytes }
     : a.large === true
-      ? await stringifyInPieces(c.request, turn)
+      ? await stringifyInPieces(c.request, turn, raw?.longStrings)
       : undefined;
   const requestJson = made?.text ?? JSON.stringify(c.request);
   const requestBytes = made?.bytes;
