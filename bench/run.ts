@@ -30,7 +30,8 @@
  * RSS phase), --quick / BENCH_QUICK=1 (fewer rounds, 500 concurrent streams, shorter windows: a
  * smoke run, not the figures to report), --profile / BENCH_PROFILE=1, --profile-only,
  * BENCH_PHASES=load,seq,streams,concurrent,startup,memory,rss,identity (a subset; BENCH_ONLY is the same),
- * BENCH_COMPARE=<another checkout, built> (adds a2a-guard@compare to the unary and start-up phases, for an A/B), BENCH_LOG_LEVEL,
+ * BENCH_COMPARE=<another checkout, built> (adds a2a-guard@compare to the unary and start-up phases, for an A/B; its node flags:
+ * BENCH_COMPARE_NODE_ARGS), BENCH_LOG_LEVEL,
  * BENCH_ROUNDS, BENCH_LOAD_ROUNDS, BENCH_AMOUNT, BENCH_CONNECTIONS, BENCH_SEQ, BENCH_STREAMS,
  * BENCH_PACED_STREAMS, BENCH_CONC_STREAMS (5000), BENCH_CONC_WINDOW_S, BENCH_STARTUP_ROUNDS,
  * BENCH_MEMORY_ROUNDS, BENCH_RSS_REQUESTS, BENCH_PROFILE_REQUESTS, BENCH_PERF_G=1 (perf records call graphs: `perf
@@ -124,6 +125,8 @@ type StreamKind = 'burst' | 'paced';
 
 type PathName = 'direct' | 'baseline' | 'a2a-guard' | 'a2a-guard+inspect' | 'a2a-guard+otel' | 'a2a-guard@compare' | 'a2a-guard@5ms' | 'a2a-guard+inspect@5ms';
 const COMPARE = env.BENCH_COMPARE !== undefined && env.BENCH_COMPARE !== '' ? path.resolve(env.BENCH_COMPARE) : undefined;
+/** Node flags for a2a-guard@compare only (an A/B of a V8 flag: BENCH_COMPARE=. with BENCH_COMPARE_NODE_ARGS). */
+const COMPARE_NODE_ARGS = (env.BENCH_COMPARE_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 const UNARY_PATHS: readonly PathName[] = [
   'direct',
   'baseline',
@@ -311,7 +314,10 @@ async function main(): Promise<void> {
     ),
   );
   if (COMPARE !== undefined)
-    proxies.set('a2a-guard@compare', await startChild('a2a-guard@compare', path.join(COMPARE, 'dist/bench/proxy-child.js'), proxyEnv(false), pin.proxy));
+    proxies.set(
+      'a2a-guard@compare',
+      await startChild('a2a-guard@compare', path.join(COMPARE, 'dist/bench/proxy-child.js'), proxyEnv(false), pin.proxy, COMPARE_NODE_ARGS),
+    );
   const s: Servers = { agent, guardian, proxies };
   const stopAll = async () => {
     for (const c of [...proxies.values(), agent, guardian, slowGuardian]) await c.stop();
