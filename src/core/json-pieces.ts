@@ -78,6 +78,8 @@ class Pieces {
   at = 0;
   /** Bytes handled since the last turn. */
   private since = 0;
+  /** containerEnd's scan: where it stopped, the containers open there (their starts), and whether in a string. */
+  private readonly scan = { at: 0, open: [] as number[], inString: false };
   readonly longStrings: LongString[] = [];
 
   constructor(
@@ -188,6 +190,12 @@ class Pieces {
   /** The end of the value at `i` if it ends before `limit`; else -1. Lenient: JSON.parse checks what it spans. */
   private valueEnd(i: number, limit: number): number {
     const b = this.b;
+    return b[i] === OPEN_ARRAY || b[i] === OPEN_OBJECT ? this.containerEnd(i, limit) : this.scanEnd(i, limit);
+  }
+
+  /** valueEnd's scan from `i`, with nothing known of the text. */
+  private scanEnd(i: number, limit: number): number {
+    const b = this.b;
     let depth = 0;
     for (; i < limit; i++) {
       const c = b[i];
@@ -205,6 +213,48 @@ class Pieces {
         if (--depth === 0) return i + 1;
       } else if (depth === 0 && (c === COMMA || c === COLON || isSpace(c))) return i;
     }
+    return -1;
+  }
+
+  /**
+   * The end of the container at `start` if it ends before `limit`; else -1. A scan stopped by its limit is resumed
+   * where it stopped, never repeated: each container of a chain nested inside ones larger than a piece
+   * (`[1,[1,[1,...`) would otherwise cost a piece of scanning, depth times the body's size in all.
+   */
+  private containerEnd(start: number, limit: number): number {
+    const s = this.scan;
+    let k = start < s.at ? s.open.lastIndexOf(start) : -1;
+    if (k < 0) {
+      // Closed before where the last scan stopped (so within reach), or not seen by it: scanned afresh.
+      if (start < s.at) return this.scanEnd(start, limit);
+      s.open.length = 0;
+      s.at = start;
+      s.inString = false;
+      k = 0;
+    }
+    const b = this.b;
+    const open = s.open;
+    let inString = s.inString;
+    let i = s.at;
+    for (; i < limit; i++) {
+      const c = b[i];
+      if (inString) {
+        if (c === BACKSLASH) i++;
+        else if (c === QUOTE) inString = false;
+      } else if (c === QUOTE) inString = true;
+      else if (c === OPEN_ARRAY || c === OPEN_OBJECT) open.push(i);
+      else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
+        open.pop();
+        if (open.length === k) {
+          s.at = i + 1;
+          s.inString = false;
+          return i + 1;
+        }
+      }
+    }
+    // Past `limit` when it cut an escape: the escaped byte is read already.
+    s.at = i;
+    s.inString = inString;
     return -1;
   }
 

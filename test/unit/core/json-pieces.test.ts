@@ -137,6 +137,29 @@ describe('a large JSON text parsed a piece at a time gives what JSON.parse gives
     expect(turns).toBeGreaterThan(text.length / (16 * 1024) - 2);
   });
 
+  it('containers nested inside ones larger than a piece are scanned once, not a piece per level', async () => {
+    // Each level is larger than a piece, so deciding whether it fits scans to the piece's end.
+    for (const text of [
+      `${'[1,'.repeat(60)}${JSON.stringify('x'.repeat(20_000))}${']'.repeat(60)}`,
+      `${'{"k":'.repeat(60)}${JSON.stringify('x'.repeat(20_000))}${'}'.repeat(60)}`,
+      `${'[[1],'.repeat(60)}[${'"a\\\\b\\"c",'.repeat(2_000)}1]${']'.repeat(60)}`,
+    ]) {
+      const bytes = Buffer.from(text);
+      let reads = 0;
+      const counted = new Proxy(bytes, {
+        get(target, key) {
+          if (typeof key === 'string' && /^\d+$/.test(key)) reads++;
+          const v: unknown = Reflect.get(target, key);
+          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        },
+      });
+      const got = await parseJsonInPieces(counted, now, { piece: 4096, stringPiece: 4096 });
+      expect(same(got?.value, JSON.parse(text))).toBe(true);
+      // Scanned, parsed and decoded: a few reads a byte, whatever the depth.
+      expect(reads).toBeLessThan(4 * bytes.length);
+    }
+  });
+
   it('gives up (the whole text is parsed instead) on a number or a key longer than a piece', async () => {
     expect(await parseJsonInPieces(Buffer.from(`[${'1'.repeat(100)}]`), now, SMALL)).toBeUndefined();
     expect(await parseJsonInPieces(Buffer.from(`{"${'k'.repeat(100)}":[1,2,3]}`), now, SMALL)).toBeUndefined();
