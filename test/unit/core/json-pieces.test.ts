@@ -70,6 +70,51 @@ describe('a large JSON text parsed a piece at a time gives what JSON.parse gives
     );
   });
 
+  it('any spelling (spaces and escapes anywhere, duplicate, index-like and __proto__ keys), edited at up to three places', async () => {
+    // A value written as a tree of tokens, so that it can be spelled in all the ways JSON allows.
+    const key = fc.constantFrom('a', 'b', '__proto__', '0', '7', '4294967294', '4294967295', '-1', 'constructor', '', 'é😀"\\');
+    const text = fc.string({ unit: fc.constantFrom('a', ' ', '"', '\\', '/', 'é', '😀', '\u2028', '\u0001', '\ud83d', '\ude00'), maxLength: 12 });
+    const scalar = fc.oneof(
+      text.map((t) => ({ s: t })),
+      fc.constantFrom('0', '-0', '1e400', '1E+2', '0.10', '-12.5e-3', 'true', 'false', 'null'),
+    );
+    const tree = fc.letrec<{ v: unknown }>((tie) => ({
+      v: fc.oneof(
+        { depthSize: 'small' },
+        scalar,
+        fc.array(tie('v'), { maxLength: 5 }),
+        fc.array(fc.tuple(key, tie('v')), { maxLength: 5 }).map((m) => ({ m })),
+      ),
+    })).v;
+    const spell = (v: unknown, r: () => number): string => {
+      const sp = (): string => (r() < 0.3 ? (' \n\r\t'[Math.floor(r() * 4)] as string).repeat(1 + Math.floor(r() * 2)) : '');
+      const str = (t: string): string =>
+        `"${[...t].map((c) => (r() < 0.3 || c < ' ' || c === '"' || c === '\\' || /[\ud800-\udfff]/.test(c) ? [...c].map((u) => `\\u${u.charCodeAt(0).toString(16).padStart(4, '0')}`).join('') : c)).join('')}"`;
+      if (typeof v === 'string') return v;
+      if (Array.isArray(v)) return `[${sp()}${v.map((x) => spell(x, r) + sp()).join(`,${sp()}`)}]`;
+      const o = v as { s?: string; m?: [string, unknown][] };
+      if (o.s !== undefined) return str(o.s);
+      return `{${sp()}${(o.m ?? []).map(([k, x]) => `${str(k)}${sp()}:${sp()}${spell(x, r)}${sp()}`).join(`,${sp()}`)}}`;
+    };
+    const edits = [' ', '\u00a0', '\v', '\f', '\ufeff', '\\', '"', ',', ':', '[', ']', '{', '}', '0', '-', 'e', '\\u', '\\ud83d', '1,', ',]', ',}', '"a":'];
+    const edit = fc.tuple(fc.nat(), fc.constantFrom(...edits), fc.boolean());
+    let parsedInPieces = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(tree, { maxLength: 6 }), fc.nat(), fc.array(edit, { maxLength: 3 }), sizes, async (top, seed, changes, s) => {
+        let x = seed || 1;
+        const r = (): number => (x = (x * 48271) % 2147483647) / 2147483647;
+        let t = spell(top, r);
+        for (const [where, e, replace] of changes) {
+          const at = where % (t.length + 1);
+          t = t.slice(0, at) + e + t.slice(replace ? at + 1 : at);
+        }
+        if ((await agrees(t, s)) === 'pieces') parsedInPieces++;
+      }),
+      { numRuns: 3000 },
+    );
+    expect(parsedInPieces).toBeGreaterThan(300);
+  });
+
   it('texts that are tricky for a parser that splits them', async () => {
     const texts = [
       '{"a":1,"a":2}',
