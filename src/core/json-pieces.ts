@@ -54,6 +54,9 @@ const CLOSE_ARRAY = 0x5d;
 const OPEN_OBJECT = 0x7b;
 const CLOSE_OBJECT = 0x7d;
 
+/** A character JSON strings may not hold unescaped. */
+const CONTROL = /[\u0000-\u001f]/;
+
 const isSpace = (c: number | undefined): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
 /** `bytes` must be valid UTF-8. undefined: not parsed here (see the header); parse the whole text instead. */
@@ -310,21 +313,35 @@ class Pieces {
     let canonical = true;
     for (;;) {
       const limit = Math.min(b.length, from + this.sizes.stringPiece);
+      const slice = b.subarray(from, limit);
+      const quote = slice.indexOf(QUOTE);
+      const backslash = slice.indexOf(BACKSLASH);
       let i = from;
       let escape = -1;
-      for (; i < limit; i++) {
-        const d = b[i];
-        if (d === QUOTE) break;
-        if (d === BACKSLASH) escape = i++;
+      if (backslash === -1 || (quote !== -1 && quote < backslash)) i = quote === -1 ? limit : from + quote;
+      else {
+        for (; i < limit; i++) {
+          const d = b[i];
+          if (d === QUOTE) break;
+          if (d === BACKSLASH) escape = i++;
+        }
       }
       const closed = i < limit;
       if (!closed && limit === b.length) throw new GiveUp();
       const cut = closed ? i : this.cut(from, limit, escape);
       const raw = b.toString('utf8', from, cut);
-      const quoted = `"${raw}"`;
-      const piece = JSON.parse(quoted) as string;
+      let piece: string;
+      if (backslash === -1 || backslash >= cut - from) {
+        // No escape: the text is the string, and its own serialization (a control character JSON.parse refuses, and so does the whole).
+        if (CONTROL.test(raw)) throw new GiveUp();
+        piece = raw;
+      } else {
+        const quoted = `"${raw}"`;
+        piece = JSON.parse(quoted) as string;
+        if (canonical && !sameAsStringify(piece, quoted)) canonical = false;
+      }
       // A surrogate at a slice's edge may pair with the next slice's: its token is not compared piecewise.
-      if (canonical && (!sameAsStringify(piece, quoted) || endsInSurrogate(piece))) canonical = false;
+      if (canonical && endsInSurrogate(piece)) canonical = false;
       out += piece;
       pieces.push(piece);
       this.since += cut - from;
