@@ -27,10 +27,11 @@ export async function* sliceInTurns(body: Buffer, slice = LARGE_BODY): AsyncGene
 /**
  * The next costly step of a large body waits for this: a turn once the loop has polled for I/O, in its
  * caller's round-robin order, so a caller's large bodies take one step per round however many it sends at once. It
- * resolves when the caller left too: the step's call stops at its next check.
+ * resolves when the caller left too (the step's call stops at its next check), still after the loop polled: a body
+ * handled in pieces never runs its remaining pieces in one task because its caller went away.
  */
 export function largeTurn(fair: FairQueue | undefined, key: string, caller: Leaving): Promise<void> {
-  return fair === undefined ? nextTurn() : fair.later(key, caller).then(() => undefined);
+  return fair === undefined ? nextTurn() : fair.later(key, caller).then((granted) => (granted ? undefined : nextTurn()));
 }
 
 /** Characters encoded between two turns by utf8InTurns. */
