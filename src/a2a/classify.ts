@@ -440,8 +440,10 @@ export async function parseBodyInTurns(req: HttpRequestFacts, limits: JsonLimits
   }
   // The long strings stay with the value: the canonical check skips those the parser compared already.
   const pieces = await parseJsonInPieces(body, turn);
+  // What parseText says of a text JSON.parse refuses that begins with `[` or `{`.
+  if (pieces === 'not json') return { kind: 'bad', why: 'Request body is not strict JSON' };
   if (pieces !== undefined) return { kind: 'json', value: pieces.value, longStrings: pieces.longStrings };
-  // Not parsed in pieces (bad syntax, a BOM, a number longer than a piece): read whole, as a small body is.
+  // Not parsed in pieces (a BOM, a value that is not an array or object, a number longer than a piece): read whole, as a small body is.
   const text = body.toString();
   await turn();
   const parsed = parseText(req, text);

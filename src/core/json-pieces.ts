@@ -44,6 +44,8 @@ export interface PiecewiseJson {
 type Frame = { readonly arr: unknown[]; first: boolean } | { readonly obj: Record<string, unknown>; first: boolean };
 
 class GiveUp extends Error {}
+/** The text is not JSON: a run JSON.parse refused, an unterminated string, text after the value, a missing comma or colon. */
+class NotJson extends Error {}
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -59,14 +61,19 @@ const CONTROL = /[\u0000-\u001f]/;
 
 const isSpace = (c: number | undefined): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
-/** `bytes` must be valid UTF-8. undefined: not parsed here (see the header); parse the whole text instead. */
-export async function parseJsonInPieces(bytes: Buffer, turn: () => Promise<void>, sizes: PieceSizes = SIZES): Promise<PiecewiseJson | undefined> {
+/**
+ * `bytes` must be valid UTF-8. undefined: not parsed here (see the header); parse the whole text instead.
+ * 'not json': JSON.parse would refuse the text, which begins (after JSON whitespace) with `[` or `{`. Its boundaries
+ * are exact on any JSON text, so a run JSON.parse refuses is a text it refuses whole; it is not parsed again.
+ */
+export async function parseJsonInPieces(bytes: Buffer, turn: () => Promise<void>, sizes: PieceSizes = SIZES): Promise<PiecewiseJson | 'not json' | undefined> {
   const p = new Pieces(bytes, turn, sizes);
   try {
     const value = await p.run();
     return { value, longStrings: p.longStrings };
   } catch (e) {
-    if (e instanceof GiveUp || e instanceof SyntaxError) return undefined;
+    if (e instanceof NotJson || e instanceof SyntaxError) return p.container ? 'not json' : undefined;
+    if (e instanceof GiveUp) return undefined;
     throw e;
   }
 }
@@ -79,6 +86,8 @@ function setMember(obj: Record<string, unknown>, key: string, value: unknown): v
 
 class Pieces {
   at = 0;
+  /** The text's value is an array or an object (opened after JSON whitespace only). */
+  container = false;
   /** Bytes handled since the last turn. */
   private since = 0;
   /** containerEnd's scan: where it stopped, the containers open there (their starts), and whether in a string. */
@@ -95,6 +104,7 @@ class Pieces {
     const stack: Frame[] = [];
     this.space();
     const root = await this.open(stack);
+    this.container = stack.length > 0;
     while (stack.length > 0) {
       if (this.since >= this.sizes.piece) {
         this.since = 0;
@@ -103,7 +113,7 @@ class Pieces {
       await this.step(stack);
     }
     this.space();
-    if (this.at !== this.b.length) throw new GiveUp();
+    if (this.at !== this.b.length) throw new NotJson();
     return root;
   }
 
@@ -120,7 +130,7 @@ class Pieces {
       return;
     }
     if (!f.first) {
-      if (b[this.at] !== COMMA) throw new GiveUp();
+      if (b[this.at] !== COMMA) throw new NotJson();
       this.at++;
       this.space();
     }
@@ -140,7 +150,7 @@ class Pieces {
       this.held(arr, at);
       return;
     }
-    const key = this.key();
+    const key = await this.key();
     setMember(obj as Record<string, unknown>, key, await this.open(stack));
     this.held(obj as object, key);
   }
@@ -261,15 +271,15 @@ class Pieces {
     return -1;
   }
 
-  /** A large member's key (a key of a piece or more gives up), and its colon. */
-  private key(): string {
+  /** A large member's key (one of a piece or more decoded as a long string), and its colon. */
+  private async key(): Promise<string> {
     const start = this.at;
+    if (this.b[start] !== QUOTE) throw new NotJson();
     const end = this.valueEnd(start, Math.min(this.b.length, start + this.sizes.piece));
-    if (end < 0 || this.b[start] !== QUOTE) throw new GiveUp();
-    const key = JSON.parse(this.b.toString('utf8', start, end)) as unknown;
-    if (typeof key !== 'string') throw new GiveUp();
-    this.at = this.skipSpace(end, this.b.length);
-    if (this.b[this.at] !== COLON) throw new GiveUp();
+    const key = end < 0 ? await this.longString() : (JSON.parse(this.b.toString('utf8', start, end)) as unknown);
+    if (typeof key !== 'string') throw new NotJson();
+    this.at = this.skipSpace(end < 0 ? this.at : end, this.b.length);
+    if (this.b[this.at] !== COLON) throw new NotJson();
     this.at = this.skipSpace(this.at + 1, this.b.length);
     this.since += this.at - start;
     return key;
@@ -300,6 +310,8 @@ class Pieces {
       return obj;
     }
     if (c === QUOTE) return this.longString();
+    // Where a value must begin: a number or literal longer than a piece is left to JSON.parse; punctuation is no value.
+    if (c === undefined || c === CLOSE_ARRAY || c === CLOSE_OBJECT || c === COMMA || c === COLON) throw new NotJson();
     throw new GiveUp();
   }
 
@@ -327,13 +339,13 @@ class Pieces {
         }
       }
       const closed = i < limit;
-      if (!closed && limit === b.length) throw new GiveUp();
+      if (!closed && limit === b.length) throw new NotJson();
       const cut = closed ? i : this.cut(from, limit, escape);
       const raw = b.toString('utf8', from, cut);
       let piece: string;
       if (backslash === -1 || backslash >= cut - from) {
         // No escape: the text is the string, and its own serialization (a control character JSON.parse refuses, and so does the whole).
-        if (CONTROL.test(raw)) throw new GiveUp();
+        if (CONTROL.test(raw)) throw new NotJson();
         piece = raw;
       } else {
         const quoted = `"${raw}"`;

@@ -156,7 +156,8 @@ export class OffLoopDecider {
     const turn = (): Promise<void> => (job.done ? Promise.reject(new Error('answered')) : nextTurn());
     let value: unknown;
     try {
-      value = (await parseJsonInPieces(bytes, turn))?.value ?? JSON.parse(bytes.toString());
+      const parsed = await parseJsonInPieces(bytes, turn);
+      value = typeof parsed === 'object' ? parsed.value : JSON.parse(bytes.toString());
     } catch {
       if (!job.done) this.settle(job, { ok: false, kind: 'internal', detail: 'the modified payload could not be read' });
       return;
