@@ -60,6 +60,8 @@ const SHAPES: ReadonlyArray<[string, () => unknown]> = [
     '"1 1 1 ..." text, 9 MiB, not canonical (a space after each colon)',
     () => JSON.stringify(message([{ kind: 'text', text: fill('1 ') }])).replaceAll('":', '": '),
   ],
+  ['"1 1 1 ..." text, 9 MiB, then " x" (not JSON: refused)', () => `${JSON.stringify(message([{ kind: 'text', text: fill('1 ') }]))} x`],
+  ['a 300 KiB key over 9 MiB of "1 1 1 ..."', () => message([{ kind: 'data', data: { [fill('k', 300 * 1024)]: fill('1 ') } }])],
 ];
 
 function freePort(): Promise<number> {
