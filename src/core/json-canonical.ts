@@ -142,7 +142,9 @@ abstract class Walk {
       stack.push({ obj, keys: Object.keys(obj), i: 0, keyDone: false, written: 0 });
       return this.match('{');
     }
-    return this.match(JSON.stringify(v));
+    // undefined for what JSON.parse never gives (undefined, a function): no serialization to match.
+    const text = JSON.stringify(v) as string | undefined;
+    return text !== undefined && this.match(text);
   }
 
   /** The next slice of a long string (its pieces in turn), or its end. */
@@ -209,7 +211,7 @@ class Comparison extends Walk {
     const list = this.longStrings;
     while (this.nextLong < list.length && (list[this.nextLong] as LongString).start < this.at) this.nextLong++;
     const known = list[this.nextLong];
-    // The same string object: compared by reference (a different string of the same length would be compared whole).
+    // Normally the very string the parser made (V8 then answers at once); another of the same length is compared whole.
     if (known === undefined || known.start !== this.at || known.str !== s) return undefined;
     this.nextLong++;
     if (!known.canonical) return false;

@@ -250,7 +250,10 @@ export class OffLoopDecider {
     worker.on('message', (m: FromWorker) => {
       const job = this.running;
       if (job === undefined || job.id !== m.id) return;
-      if ('result' in m && m.payload !== undefined) void this.settleModify(job, m.result, m.payload);
+      if ('result' in m && m.payload !== undefined)
+        this.settleModify(job, m.result, m.payload).catch(() =>
+          this.settle(job, { ok: false, kind: 'internal', detail: 'the modified payload could not be read' }),
+        );
       else this.settle(job, 'result' in m ? { ok: true, result: m.result } : { ok: false, kind: 'internal', detail: m.error });
       this.next();
     });

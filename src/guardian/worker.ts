@@ -7,7 +7,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { Envelope, SuccessResult } from '../aos/schemas';
 import { createEngine } from './engine';
 import { policyFromText } from './policy';
-import { PART_SIZE, type FromWorker, type ToWorker, type WorkerInit } from './off-loop';
+import { LARGE_BODY } from '../core/turns';
+import type { FromWorker, ToWorker, WorkerInit } from './off-loop';
 
 const init = workerData as WorkerInit;
 
@@ -61,7 +62,7 @@ function answer(id: number, result: SuccessResult): void {
   const modified = result.decision === 'modify' ? result.modifiedRequest : undefined;
   if (modified !== undefined) {
     const json = JSON.stringify(modified.params.payload);
-    if (json.length >= PART_SIZE) {
+    if (json.length >= LARGE_BODY) {
       const payload = new TextEncoder().encode(json);
       const rest: SuccessResult = { ...result, modifiedRequest: { ...modified, params: { ...modified.params, payload: {} } } };
       port?.postMessage({ id, result: rest, payload } satisfies FromWorker, [payload.buffer as ArrayBuffer]);

@@ -42,6 +42,11 @@ describe('a JSON text compared with its canonical serialization a piece at a tim
     );
   });
 
+  it('a value JSON.parse never gives (undefined, a function) is not canonical, and does not throw', async () => {
+    expect(await isCanonicalJson(Buffer.from('{"a":1,"b":2}'), { a: 1, b: undefined }, now)).toBe(false);
+    expect(await isCanonicalJson(Buffer.from('[1,2]'), [1, () => 2], now)).toBe(false);
+  });
+
   it('agrees with JSON.stringify on texts that are not canonical or only look it', async () => {
     const texts = [
       '{"a":1,"a":2}',
