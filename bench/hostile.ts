@@ -8,8 +8,10 @@
  *      stacked codings, a single-layer decompression bomb, deep nesting, many keys, a long path.
  *
  * Everything runs in this process on 127.0.0.1: a minimal upstream that answers JSON-RPC, a guardian
- * that answers allow after GUARDIAN_DELAY_MS, and the proxy itself (startProxy).
+ * that answers allow after GUARDIAN_DELAY_MS, and the proxy itself (startProxy); the clients of part 1
+ * send from a child process (this file, `client`), so their copies of the bodies are not counted.
  */
+import { spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
@@ -59,6 +61,23 @@ const call = (text: string) =>
     }),
   );
 
+/** `calls` concurrent posts of a `size`-byte call from a child process (its copies of the bodies are not in this process's RSS): their statuses. */
+function clientProcess(url: string, calls: number, size: number): Promise<number[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [__filename, 'client', url, String(calls), String(size)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.on('error', reject);
+    child.on('exit', () => resolve(JSON.parse(out) as number[]));
+  });
+}
+
+async function client(url: string, calls: number, size: number): Promise<void> {
+  const body = call('x'.repeat(size - 200));
+  const statuses = await Promise.all(Array.from({ length: calls }, () => post(url, body)));
+  process.stdout.write(JSON.stringify(statuses));
+}
+
 async function main(): Promise<void> {
   const delayMs = Number(process.env.GUARDIAN_DELAY_MS ?? 3000);
   const upstream = await listen(async (req, res) => {
@@ -102,14 +121,14 @@ async function main(): Promise<void> {
       peak = Math.max(peak, process.memoryUsage().rss);
       peakHeld = Math.max(peakHeld, proxy.metrics.bodyBytesInFlight());
     }, 20);
-    const statuses = await Promise.all(Array.from({ length: calls }, () => post(`${proxy.url}/a2a/jsonrpc`, body)));
+    const statuses = await clientProcess(`${proxy.url}/a2a/jsonrpc`, calls, size);
     clearInterval(sampler);
     const admitted = statuses.filter((s) => s === 200).length;
     const inFlight = admitted * body.length;
     console.log(
       `in-flight memory, budget ${Number(budget) / MiB} MiB: ${calls} x ${(body.length / MiB).toFixed(1)} MiB calls, ${admitted} admitted, ${calls - admitted} told to retry (503); ` +
         `peak RSS +${((peak - before) / MiB).toFixed(0)} MiB for ${(inFlight / MiB).toFixed(0)} MiB admitted = ${((peak - before) / Math.max(1, inFlight)).toFixed(2)} bytes of RSS per in-flight byte ` +
-        `(the client's own copies of the bodies included: ${((calls * body.length) / MiB).toFixed(0)} MiB); ` +
+        `(the proxy's process; the client sends from a process of its own); ` +
         `peak budget held ${(peakHeld / MiB).toFixed(0)} MiB = ${((peak - before) / Math.max(1, peakHeld)).toFixed(2)} bytes of RSS per budget byte`,
     );
     await proxy.close();
@@ -144,7 +163,7 @@ async function main(): Promise<void> {
   guardian.server.close();
 }
 
-main().then(
+(process.argv[2] === 'client' ? client(process.argv[3] as string, Number(process.argv[4]), Number(process.argv[5])) : main()).then(
   () => process.exit(0),
   (err: unknown) => {
     console.error(err);
