@@ -1,16 +1,10 @@
 import fc from 'fast-check';
 import { isCanonicalJson, stringifyInPieces } from '../../../src/core/json-canonical';
-import { parseJsonInPieces, type PiecewiseJson } from '../../../src/core/json-pieces';
+import { countedTurns, piecesOf, valuesWithLongStrings } from '../../helpers/json-pieces';
 
 const now = (): Promise<void> => Promise.resolve();
 const canonical = (text: string): Promise<boolean> => isCanonicalJson(Buffer.from(text), JSON.parse(text), now);
 const byStringify = (text: string): boolean => JSON.stringify(JSON.parse(text)) === text;
-
-/** The parse of a JSON text (never 'not json'). */
-async function piecesOf(...args: Parameters<typeof parseJsonInPieces>): Promise<PiecewiseJson | undefined> {
-  const r = await parseJsonInPieces(...args);
-  return typeof r === 'object' ? r : undefined;
-}
 
 describe('a JSON text compared with its canonical serialization a piece at a time', () => {
   it('agrees with JSON.stringify on any JSON value and on its serialization', async () => {
@@ -112,12 +106,8 @@ describe('a JSON text compared with its canonical serialization a piece at a tim
   });
 
   it('agrees with JSON.stringify when the long strings were compared by the piecewise parser', async () => {
-    const units = ['ab', 'é', '😀', '"\\', '\ud83d', '\u2028', '/'];
-    // Longer than the walk's string slice (32 Ki characters): only those are looked up among the parser's.
-    const long = fc.array(fc.constantFrom(...units), { minLength: 1, maxLength: 40 }).map((a) => a.join('').repeat(Math.ceil(33_000 / a.join('').length)));
-    const value = fc.letrec((tie) => ({
-      v: fc.oneof({ depthSize: 'small' }, long, fc.jsonValue(), fc.array(tie('v'), { maxLength: 4 }), fc.dictionary(fc.string(), tie('v'), { maxKeys: 3 })),
-    })).v;
+    // Longer than the walk's string slice: only those are looked up among the parser's.
+    const value = valuesWithLongStrings(['ab', 'é', '😀', '"\\', '\ud83d', '\u2028', '/'], 4);
     const edits = ['', ' ', '\\/', '\\u0061', '\\ud83d\\ude00', '😀'];
     let agreed = 0;
     await fc.assert(
@@ -172,27 +162,19 @@ describe('a JSON value serialized a piece at a time', () => {
   });
 
   it('long strings and keys in slices, a surrogate pair never cut, with turns between pieces', async () => {
-    let turns = 0;
-    const count = (): Promise<void> => {
-      turns++;
-      return Promise.resolve();
-    };
+    const turns = countedTurns();
     for (const unit of ['1 ', 'é', '😀', 'a"\\\n', '\ud800x', 'x\udc00']) {
       const s = unit.repeat(Math.ceil(300_000 / unit.length));
       const v = { [s.slice(3)]: [s, { t: s.slice(1) }], z: 1 };
-      const made = await stringifyInPieces(v, count);
+      const made = await stringifyInPieces(v, turns.turn);
       expect(made?.text === JSON.stringify(v)).toBe(true);
       expect(made?.bytes.equals(Buffer.from(JSON.stringify(v)))).toBe(true);
     }
-    expect(turns).toBeGreaterThan(20);
+    expect(turns.count).toBeGreaterThan(20);
   });
 
   it("writes the parser's long strings from their pieces, as JSON.stringify writes them whole", async () => {
-    const units = ['ab', 'é', '😀', '"\\', '\ud83d', '\udc00', '\u2028'];
-    const long = fc.array(fc.constantFrom(...units), { minLength: 1, maxLength: 30 }).map((a) => a.join('').repeat(Math.ceil(33_000 / a.join('').length)));
-    const value = fc.letrec((tie) => ({
-      v: fc.oneof({ depthSize: 'small' }, long, fc.jsonValue(), fc.array(tie('v'), { maxLength: 3 }), fc.dictionary(fc.string(), tie('v'), { maxKeys: 3 })),
-    })).v;
+    const value = valuesWithLongStrings(['ab', 'é', '😀', '"\\', '\ud83d', '\udc00', '\u2028'], 3);
     let fromPieces = 0;
     await fc.assert(
       fc.asyncProperty(value, fc.integer({ min: 1, max: 9 }), fc.boolean(), fc.boolean(), async (v, k, spaced, escapedPairs) => {

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
-import { parseJsonInPieces, type PieceSizes, type PiecewiseJson } from '../../../src/core/json-pieces';
+import { parseJsonInPieces, type PieceSizes } from '../../../src/core/json-pieces';
+import { countedTurns, piecesOf } from '../../helpers/json-pieces';
 
 const now = (): Promise<void> => Promise.resolve();
 const SMALL: PieceSizes = { piece: 24, stringPiece: 7 };
@@ -46,12 +47,6 @@ async function agrees(text: string, sizes: PieceSizes): Promise<'pieces' | 'whol
 }
 
 const sizes = fc.record({ piece: fc.integer({ min: 1, max: 64 }), stringPiece: fc.integer({ min: 1, max: 16 }) });
-
-/** The parse of a JSON text (never 'not json'). */
-async function piecesOf(...args: Parameters<typeof parseJsonInPieces>): Promise<PiecewiseJson | undefined> {
-  const r = await parseJsonInPieces(...args);
-  return typeof r === 'object' ? r : undefined;
-}
 
 describe('a large JSON text parsed a piece at a time gives what JSON.parse gives', () => {
   it('any JSON value, serialized plainly or with spaces, at any piece sizes', async () => {
@@ -161,21 +156,17 @@ describe('a large JSON text parsed a piece at a time gives what JSON.parse gives
   });
 
   it('a long string is decoded in slices, joined, with turns between them', async () => {
-    let turns = 0;
-    const count = (): Promise<void> => {
-      turns++;
-      return Promise.resolve();
-    };
+    const turns = countedTurns();
     for (const unit of ['1 ', 'é', '😀', 'a"\\\n', '\ud800x', '\u2028']) {
       const s = unit.repeat(Math.ceil(3000 / unit.length));
       const text = JSON.stringify({ jsonrpc: '2.0', params: { parts: [{ text: s }] }, id: 1 });
-      const got = await piecesOf(Buffer.from(text), count, { piece: 512, stringPiece: 100 });
+      const got = await piecesOf(Buffer.from(text), turns.turn, { piece: 512, stringPiece: 100 });
       expect(got?.value).toEqual(JSON.parse(text));
       expect(got?.longStrings.map((l) => l.str === s)).toEqual([true]);
       // A lone surrogate at a slice's edge may be told not canonical (safe: serialized again); the others are.
       if (!s.includes('\ud800')) expect(got?.longStrings[0]?.canonical).toBe(true);
     }
-    expect(turns).toBeGreaterThan(30);
+    expect(turns.count).toBeGreaterThan(30);
   });
 
   it('many small values: parsed in runs, a turn every piece', async () => {
