@@ -7,9 +7,9 @@
  *   2. the worst event-loop stall (perf_hooks' event-loop delay, max) while hostile bodies arrive:
  *      stacked codings, a single-layer decompression bomb, deep nesting, many keys, a long path.
  *
- * Everything runs in this process on 127.0.0.1: a minimal upstream that answers JSON-RPC, a guardian
- * that answers allow after GUARDIAN_DELAY_MS, and the proxy itself (startProxy); the clients of part 1
- * send from a child process (this file, `client`), so their copies of the bodies are not counted.
+ * All on 127.0.0.1. The proxy runs in this process (startProxy); a minimal upstream that answers JSON-RPC
+ * and a guardian that answers allow after GUARDIAN_DELAY_MS run in a child process (this file, `peers`),
+ * and the clients of part 1 send from another (`client`), so only the proxy's copies of the bodies are counted.
  */
 import { spawn } from 'node:child_process';
 import http from 'node:http';
@@ -78,7 +78,8 @@ async function client(url: string, calls: number, size: number): Promise<void> {
   process.stdout.write(JSON.stringify(statuses));
 }
 
-async function main(): Promise<void> {
+/** The agent and the guardian, in a process of their own (their copies of the bodies are not in the proxy's RSS): their URLs on stdout. */
+async function peers(): Promise<void> {
   const delayMs = Number(process.env.GUARDIAN_DELAY_MS ?? 3000);
   const upstream = await listen(async (req, res) => {
     await drain(req);
@@ -90,6 +91,27 @@ async function main(): Promise<void> {
     const answer = JSON.stringify({ jsonrpc: '2.0', id: env.id, result: env.method === 'ping' ? { status: 'ok' } : { decision: 'allow', message: 'ok' } });
     setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(answer), env.method === 'ping' ? 0 : delayMs);
   });
+  process.stdout.write(`${JSON.stringify({ upstream: upstream.url, guardian: guardian.url })}\n`);
+  // Serves until the bench process ends or stops it.
+  await new Promise((resolve) => process.once('disconnect', resolve));
+}
+
+function startPeers(): Promise<{ urls: { upstream: string; guardian: string }; stop: () => void }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [__filename, 'peers'], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+    let out = '';
+    child.stdout?.on('data', (c: Buffer) => {
+      out += c.toString();
+      if (out.includes('\n')) resolve({ urls: JSON.parse(out) as { upstream: string; guardian: string }, stop: () => child.kill() });
+    });
+    child.on('error', reject);
+  });
+}
+
+async function main(): Promise<void> {
+  const peer = await startPeers();
+  const upstream = { url: peer.urls.upstream };
+  const guardian = { url: peer.urls.guardian };
 
   const start = async (env: Record<string, string>): Promise<ProxyInstance> => {
     const config = configFrom({
@@ -159,11 +181,11 @@ async function main(): Promise<void> {
     console.log(`event-loop stall, ${name}: max ${(h.max / 1e6).toFixed(1)} ms (answers ${[...new Set(statuses)].join(',')})`);
   }
   await fast.close();
-  upstream.server.close();
-  guardian.server.close();
+  peer.stop();
 }
 
-(process.argv[2] === 'client' ? client(process.argv[3] as string, Number(process.argv[4]), Number(process.argv[5])) : main()).then(
+const role = process.argv[2];
+(role === 'client' ? client(process.argv[3] as string, Number(process.argv[4]), Number(process.argv[5])) : role === 'peers' ? peers() : main()).then(
   () => process.exit(0),
   (err: unknown) => {
     console.error(err);

@@ -23,14 +23,15 @@ type A2ACall = Extract<Classified, { kind: 'a2a' }>;
 
 /**
  * `payloadJson` is the serialization of `payload` the guardian saw (made once, reused here), and
- * `payloadBytes` its UTF-8 bytes when the hooks already made them (a large payload: not encoded twice).
+ * `payloadBytes` its UTF-8 bytes when the hooks already made them (a large payload: not encoded twice, and
+ * carried without its text).
  */
-export function rebuildRequest(c: A2ACall, verb: string, payload: JsonObject, payloadJson: string, payloadBytes?: Buffer): RebuiltRequest | string {
+export function rebuildRequest(c: A2ACall, verb: string, payload: JsonObject, payloadJson: string | undefined, payloadBytes?: Buffer): RebuiltRequest | string {
   if (c.rest === undefined) {
     // The caller's request passed these rules when classified; a modify must pass them too.
     const problem = rpcRequestProblem(payload);
     if (problem !== undefined) return problem;
-    return { verb: 'POST', path: c.target, body: payloadBytes ?? Buffer.from(payloadJson, 'utf8'), version: c.version };
+    return { verb: 'POST', path: c.target, body: payloadBytes ?? Buffer.from(payloadJson ?? JSON.stringify(payload), 'utf8'), version: c.version };
   }
   const extra = uncarriedMember(payload, 'REST');
   if (extra !== undefined) return extra;

@@ -9,6 +9,7 @@ import { looksLikeRest } from '../a2a/rest';
 import { looksLikeGrpc } from '../a2a/bindings/grpc/methods';
 import { Rule, v, type Issue, type Out } from './env-rules';
 import { lookupEnv, serviceLinkHint, type EnvValue } from '../core/env';
+import { HELD_COPIES } from '../core/bounded';
 import type { ConfigFile } from './file';
 import { ROLES } from '../aos/hook-points';
 import { DEFAULT_POLICY_FILE } from '../runtime/version';
@@ -195,7 +196,7 @@ const VARIABLES = {
   ),
   // Fair shares per caller (README "Limits and fairness"): a caller is its verified identity, else its address.
   MAX_INFLIGHT_BODY_BYTES_PER_CALLER: optional(whole(1, 64 * 1024 * 1024 * 1024)).describe(
-    "bytes one caller may hold of MAX_INFLIGHT_BODY_BYTES (default: 32 MiB, at least MAX_BODY_BYTES); beyond it its calls get 429 (-31429) and nobody else's do",
+    `bytes one caller may hold of MAX_INFLIGHT_BODY_BYTES (default: 32 MiB, at least ${HELD_COPIES} x MAX_BODY_BYTES: a request is held ${HELD_COPIES} times while judged); beyond it its calls get 429 (-31429) and nobody else's do`,
   ),
   BODY_MIN_BYTES_PER_SECOND: int(1024, 0, 1024 * 1024 * 1024).describe(
     'past its first 5 s a request body must arrive at this average rate, else it is cut (408); 0 = no rate rule',
@@ -398,8 +399,11 @@ function crossRules(e: Env, problem: (name: keyof Env, message: string) => void)
   if (trusts && e.ROLE === 'server' && e.ASSERTION_AUDIENCE === undefined && e.PUBLIC_URL === undefined) {
     problem('ASSERTION_AUDIENCE', 'is required with a trusted JWKS (or PUBLIC_URL): the URL callers use to reach this proxy, which their assertions must name');
   }
-  if (e.MAX_INFLIGHT_BODY_BYTES_PER_CALLER !== undefined && e.MAX_INFLIGHT_BODY_BYTES_PER_CALLER < e.MAX_BODY_BYTES) {
-    problem('MAX_INFLIGHT_BODY_BYTES_PER_CALLER', `must be at least MAX_BODY_BYTES (${e.MAX_BODY_BYTES}): a caller's largest request must fit its share`);
+  if (e.MAX_INFLIGHT_BODY_BYTES_PER_CALLER !== undefined && e.MAX_INFLIGHT_BODY_BYTES_PER_CALLER < HELD_COPIES * e.MAX_BODY_BYTES) {
+    problem(
+      'MAX_INFLIGHT_BODY_BYTES_PER_CALLER',
+      `must be at least ${HELD_COPIES} x MAX_BODY_BYTES (${HELD_COPIES * e.MAX_BODY_BYTES}): a caller's largest request, held ${HELD_COPIES} times while judged, must fit its share`,
+    );
   }
   if (e.OIDC_ISSUER !== undefined && e.OIDC_AUDIENCE === undefined) problem('OIDC_AUDIENCE', 'is required with OIDC_ISSUER');
   // Without it, a card's URLs come from the caller's Host: the proxy would sign a card pointing wherever a caller names.
@@ -641,7 +645,7 @@ function toConfig(e: Env) {
 /** What one caller may hold of what every caller shares (proxy/callers.ts). */
 function perCallerConfig(e: Env) {
   return {
-    inflightBodyBytes: Math.min(e.MAX_INFLIGHT_BODY_BYTES_PER_CALLER ?? Math.max(32 * 1024 * 1024, e.MAX_BODY_BYTES), e.MAX_INFLIGHT_BODY_BYTES),
+    inflightBodyBytes: Math.min(e.MAX_INFLIGHT_BODY_BYTES_PER_CALLER ?? Math.max(32 * 1024 * 1024, HELD_COPIES * e.MAX_BODY_BYTES), e.MAX_INFLIGHT_BODY_BYTES),
     bodyMinBytesPerSecond: e.BODY_MIN_BYTES_PER_SECOND,
     maxCalls: e.MAX_CALLS_PER_CALLER,
     guardianCalls: e.GUARDIAN_CALLS_PER_CALLER ?? Math.max(1, Math.floor(e.GUARDIAN_CALL_CONNECTIONS / 4)),

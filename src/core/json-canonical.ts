@@ -28,14 +28,12 @@ export async function isCanonicalJson(bytes: Buffer, value: unknown, turn: () =>
 }
 
 /**
- * JSON.stringify(value) made a piece per turn: as one string (its chunks joined, not copied) and as its UTF-8
- * bytes; the long strings parseJsonInPieces decoded (`longStrings`) are written from their pieces. undefined for a value left to JSON.stringify: one with a `toJSON`, a boxed primitive, a class instance, a bigint.
+ * The UTF-8 bytes of JSON.stringify(value), made a piece per turn (never a text of the whole: the bytes are what
+ * the guardian and the agent get); the long strings parseJsonInPieces decoded (`longStrings`) are written from
+ * their pieces. undefined for a value left to JSON.stringify: one with a `toJSON`, a boxed primitive, a class
+ * instance, a bigint.
  */
-export async function stringifyInPieces(
-  value: unknown,
-  turn: () => Promise<void>,
-  longStrings: readonly LongString[] = [],
-): Promise<{ readonly text: string; readonly bytes: Buffer } | undefined> {
+export async function stringifyInPieces(value: unknown, turn: () => Promise<void>, longStrings: readonly LongString[] = []): Promise<Buffer | undefined> {
   const w = new Writer(longStrings);
   try {
     if (value === undefined || w.skipped(value) || !(await walk(w, value, turn))) return undefined;
@@ -45,14 +43,12 @@ export async function stringifyInPieces(
   }
   const chunks = w.end();
   const bytes = Buffer.allocUnsafeSlow(chunks.reduce((n, c) => n + Buffer.byteLength(c, 'utf8'), 0));
-  let text = '';
   let at = 0;
   for (const chunk of chunks) {
     await turn();
     at += bytes.write(chunk, at, 'utf8');
-    text += chunk;
   }
-  return { text, bytes };
+  return bytes;
 }
 
 /** The serialization of `value` put to `sink` piece by piece; false as soon as the sink refuses a piece. */

@@ -7,18 +7,6 @@ import { callerLimited, proxyError, type ProxyError } from '../core/errors';
 const overloaded = (): ProxyError => proxyError('overloaded', 'Too many request bytes in flight; retry later', {}, 503);
 
 /**
- * Hold a decoded body's size in the budget (`held`: the bytes read, already taken). A compressed
- * body weighs what it decodes to: a few hundred gzip bytes can decode to MAX_BODY_BYTES, so
- * counting only the wire bytes let a handful of small calls hold many times the budget.
- * Returns the "overloaded" error when the growth does not fit.
- */
-export function holdDecoded(lease: BodyLease, held: number, decoded: number): ProxyError | undefined {
-  if (decoded > held && !lease.take(decoded - held)) return overloaded();
-  lease.resize(decoded);
-  return undefined;
-}
-
-/**
  * One budget of the bytes held across all calls (MAX_INFLIGHT_BODY_BYTES): request bodies, and the
  * agent's answers held for inspection. A call that would go over it is answered "overloaded" at once
  * instead of growing the process without bound. Each caller (its verified identity, else its
@@ -64,20 +52,26 @@ export class BodyBudget {
       else this.byCaller.set(who, mine);
       held += n;
     };
+    const take = (n: number): boolean => {
+      if (this.used + n > this.limit) {
+        refusedBy = 'budget';
+        return false;
+      }
+      if ((this.byCaller.get(who) ?? 0) + n > this.perCaller) {
+        refusedBy = 'caller';
+        return false;
+      }
+      add(n);
+      return true;
+    };
     return {
-      take: (n: number) => {
-        if (this.used + n > this.limit) {
-          refusedBy = 'budget';
-          return false;
-        }
-        if ((this.byCaller.get(who) ?? 0) + n > this.perCaller) {
-          refusedBy = 'caller';
-          return false;
-        }
-        add(n);
+      take,
+      resize: (n: number) => add(n - held),
+      hold: (n: number) => {
+        if (n > held) return take(n - held);
+        add(n - held);
         return true;
       },
-      resize: (n: number) => add(n - held),
       give: (n: number) => add(-Math.min(n, held)),
       release: () => add(-held),
       charge: (c: string) => {
@@ -93,6 +87,8 @@ export interface BodyLease {
   take(n: number): boolean;
   /** Hold exactly n bytes now (what is retained after parsing); never refused. */
   resize(n: number): void;
+  /** Hold exactly n bytes now: growth is taken (false: refused, nothing changed; `refusal()` says why), a shrink given back. */
+  hold(n: number): boolean;
   /** Return n of the bytes held (never more than are held). */
   give(n: number): void;
   release(): void;

@@ -21,7 +21,7 @@ import { enforce, type HookAction, type HookDecision } from './enforce';
 import { proxyError, type ProxyError } from '../core/errors';
 import type { Exchange, HookPointContext, HookRecord } from './call';
 import { serviceParametersView, type ServiceParameters } from '../a2a/service-parameters';
-import { LARGE_BODY, largeTurn, utf8InTurns, utf8TextInTurns } from '../core/turns';
+import { LARGE_BODY, largeTurn, utf8InTurns } from '../core/turns';
 import type { FairQueue } from '../core/fair-queue';
 
 export interface HookDeps {
@@ -38,28 +38,37 @@ export interface HookDeps {
 
 export type { HookRecord } from './call';
 
+/**
+ * A payload's serialization as the caller of a run has it: its JSON text, with or without its UTF-8 bytes, or
+ * (a large request) its bytes alone, never decoded to a text: the envelope, the budget and the agent's body
+ * take the bytes.
+ */
+export type PayloadJson =
+  | { readonly payloadJson: string; readonly payloadBytes?: undefined }
+  | { readonly payloadJson: string; readonly payloadBytes: Buffer }
+  | { readonly payloadJson?: undefined; readonly payloadBytes: Buffer };
+
+/** A payload's size in UTF-8 bytes when its bytes exist, else in characters of its text (the large-body threshold's unit either way). */
+const sizeOf = (p: PayloadJson): number => p.payloadBytes?.length ?? (p.payloadJson as string).length;
+
 export type HookRun =
-  | {
+  | ({
       readonly type: 'pass';
       readonly payload: JsonObject;
-      readonly payloadJson: string;
-      /** UTF-8 bytes of payloadJson when the run made (or was given) them; forward these rather than encoding again. */
-      readonly payloadBytes: Buffer | undefined;
       readonly modified: boolean;
       readonly unchecked: boolean;
       /** The service parameters approved for the agent (request runs of calls that read them). */
       readonly serviceParameters?: ServiceParameters | undefined;
-    }
+    } & PayloadJson)
   | { readonly type: 'block'; readonly error: ProxyError; readonly decision: HookDecision };
 
-export interface HookRunInput {
+export type HookRunInput = RunInput & PayloadJson;
+
+interface RunInput {
   readonly ex: Exchange;
   readonly sides: readonly Side[];
   readonly phase: Phase;
   readonly payload: JsonObject;
-  readonly payloadJson: string;
-  /** payloadJson's UTF-8 bytes, when the caller already has them (not copied again). */
-  readonly payloadBytes?: Buffer;
   /** Guardian connections to use: the call's own (default), or the stream events' (never ahead of a call's checks). */
   readonly budget?: GuardianBudget;
   readonly reasoning: string | undefined;
@@ -134,14 +143,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
   const callContext = createCallContexts(deps);
   const turnOf = (ex: Exchange): Promise<void> => largeTurn(deps.fair, callerKey(ex.call.owner, ex.call.remoteAddress), ex.call.caller);
 
-  async function one(
-    input: HookRunInput,
-    side: Side,
-    payload: JsonObject,
-    payloadJson: string,
-    payloadBytes: Buffer | undefined,
-    sp: ServiceParameters | undefined,
-  ): Promise<HookAction> {
+  async function one(input: HookRunInput, side: Side, payload: JsonObject, ser: PayloadJson, sp: ServiceParameters | undefined): Promise<HookAction> {
     const { ex, phase } = input;
     let { context, json: ctxJson } = callContext(ex, side, phase);
     if (sp !== undefined) {
@@ -154,13 +156,13 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     const envelope = buildEnvelope({ method: ex.call.op.aosMethod, payload, context, reasoning });
     const envelopeId = envelope.id as string;
     const body: string | EnvelopeBytes =
-      payloadBytes === undefined ? envelopeJson(envelope, payloadJson, ctxJson) : envelopeBytes(envelope, payloadBytes, ctxJson);
+      ser.payloadBytes === undefined ? envelopeJson(envelope, ser.payloadJson, ctxJson) : envelopeBytes(envelope, ser.payloadBytes, ctxJson);
     const span = ex.call.span.hook({ method: ex.call.op.aosMethod, side, phase, envelopeId });
     const t0 = performance.now();
     const outcome = await decideInShare(deps, ex, envelope, body, span.headers, input.budget ?? 'call');
     const guardianMs = performance.now() - t0;
     // A large modify's payload came in a task of its own (the worker's copy): its checks get the next turn.
-    if (payloadJson.length >= LARGE_BODY && outcome.ok && outcome.result.decision === 'modify') await turnOf(ex);
+    if (sizeOf(ser) >= LARGE_BODY && outcome.ok && outcome.result.decision === 'modify') await turnOf(ex);
     const action = enforce({
       op: ex.call.op,
       payload,
@@ -191,46 +193,52 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     const identitiesReady = deps.identities.pending;
     if (identitiesReady !== undefined) await identitiesReady;
     let payload = input.payload;
-    let payloadJson = input.payloadJson;
-    let payloadBytes = input.payloadBytes;
+    let ser: PayloadJson = input;
     let modified = false;
     let unchecked = false;
     let sp = input.serviceParameters;
     for (const side of input.sides) {
-      if (payloadBytes === undefined && payloadJson.length >= SPLICE_BYTES) {
+      const large = sizeOf(ser) >= LARGE_BODY;
+      if (ser.payloadBytes === undefined && ser.payloadJson.length >= SPLICE_BYTES) {
         const turn = (): Promise<void> => turnOf(input.ex);
-        payloadBytes = payloadJson.length >= LARGE_BODY ? await utf8InTurns(payloadJson, turn) : Buffer.from(payloadJson, 'utf8');
-        if (payloadJson.length >= LARGE_BODY) await turn();
+        const text = ser.payloadJson;
+        ser = { payloadJson: text, payloadBytes: large ? await utf8InTurns(text, turn) : Buffer.from(text, 'utf8') };
+        if (large) await turn();
       }
-      const action = await one(input, side, payload, payloadJson, payloadBytes, sp);
+      const action = await one(input, side, payload, ser, sp);
       if (action.type === 'block') return { type: 'block', error: action.error, decision: action.decision };
       sp = action.serviceParameters ?? sp;
       if (action.decision === 'failOpen' || (action.decision === 'shadow' && !action.outcome.ok)) unchecked = true;
       if (action.payload !== payload) {
         // A large modify: the guardian's payload arrived in a turn of its own (a worker's copy); its serialization gets another.
-        if (payloadJson.length >= LARGE_BODY) await turnOf(input.ex);
+        if (large) await turnOf(input.ex);
         payload = action.payload;
-        const made = madeBytes(action);
-        if (made !== undefined) {
-          // The guardian's own serialization (a large modify from the worker): forwarded as it is.
-          payloadBytes = made;
-          payloadJson = await utf8TextInTurns(made, () => turnOf(input.ex));
-        } else {
-          payloadJson = JSON.stringify(payload);
-          payloadBytes = undefined;
-          if (payloadJson.length >= LARGE_BODY) {
-            await turnOf(input.ex);
-            payloadBytes = await utf8InTurns(payloadJson, () => turnOf(input.ex));
-            await turnOf(input.ex);
-          }
-        }
+        ser = await serializedModify(action, payload, () => turnOf(input.ex));
         modified = true;
       }
       // The caller left: the later sides are not asked, and a run they did not judge approves nothing.
       if (input.ex.call.caller.cancelled) return CALLER_GONE;
     }
-    return { type: 'pass', payload, payloadJson, payloadBytes, modified, unchecked, serviceParameters: sp };
+    const { payloadJson, payloadBytes } = ser;
+    return payloadJson === undefined
+      ? { type: 'pass', payload, payloadBytes, modified, unchecked, serviceParameters: sp }
+      : { type: 'pass', payload, payloadJson, payloadBytes, modified, unchecked, serviceParameters: sp };
   };
+}
+
+/**
+ * A modify's payload serialized: as the guardian made it (a large modify from the worker: its bytes, forwarded
+ * as they are), else JSON.stringify's text, and its bytes a slice per turn when large.
+ */
+async function serializedModify(action: HookAction, payload: JsonObject, turn: () => Promise<void>): Promise<PayloadJson> {
+  const made = madeBytes(action);
+  if (made !== undefined) return { payloadBytes: made };
+  const text = JSON.stringify(payload);
+  if (text.length < LARGE_BODY) return { payloadJson: text };
+  await turn();
+  const bytes = await utf8InTurns(text, turn);
+  await turn();
+  return { payloadJson: text, payloadBytes: bytes };
 }
 
 /** The UTF-8 JSON of a modify's payload as the guardian made it, when it made it and it is the payload passed on. */

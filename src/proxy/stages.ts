@@ -123,8 +123,9 @@ export function judgeRequest(deps: StageDeps): Stage<CallFlow> {
         sides: deps.requestSides,
         phase: 'request',
         payload: flow.request,
-        payloadJson: flow.requestJson ?? JSON.stringify(flow.request),
-        ...(flow.requestBytes === undefined ? {} : { payloadBytes: flow.requestBytes }),
+        ...(flow.requestBytes === undefined
+          ? { payloadJson: flow.requestJson ?? JSON.stringify(flow.request) }
+          : { payloadJson: flow.requestJson, payloadBytes: flow.requestBytes }),
         reasoning: flow.reasoning,
         validateModified: flow.validateModified,
         serviceParameters: ex.call.serviceParameters,

@@ -3,7 +3,7 @@
  * Everything binds to 127.0.0.1 on an ephemeral port.
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 
 /** Listen on 127.0.0.1:0 and resolve with the origin, e.g. `http://127.0.0.1:41234`. */
 export async function listen(server: Server): Promise<string> {
@@ -79,4 +79,22 @@ export async function freePort(): Promise<number> {
   } finally {
     await Promise.all(held.map(closeServer));
   }
+}
+
+/** Open a socket that announces a large body and sends none of it; resolves once the headers are sent. */
+export function announce(url: string, bytes: number, headers: Record<string, string> = {}): Promise<net.Socket> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const s = net.connect(Number(u.port), u.hostname, () => {
+      const extra = Object.entries(headers)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('');
+      s.write(
+        `POST /a2a/jsonrpc HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\nContent-Length: ${bytes}\r\n${extra}\r\n`,
+        () => resolve(s),
+      );
+    });
+    s.on('error', () => undefined);
+    s.once('error', reject);
+  });
 }

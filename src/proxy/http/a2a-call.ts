@@ -16,12 +16,13 @@ import { proxyError, type ProxyError } from '../../core/errors';
 import { finishCall, type Exchange } from '../call';
 import { admittedKey } from '../admit';
 import { responseClosing, turnsOf, turnStage } from '../fair';
-import { largeTurn, utf8TextInTurns } from '../../core/turns';
+import { largeTurn } from '../../core/turns';
 import { isCanonicalJson, stringifyInPieces } from '../../core/json-canonical';
 import { headerText } from '../headers';
 import type { AnswerHook } from '../ownership';
 import { callStages, END, runStages, type CallerPort, type CallFlow, type Stage, type Step } from '../stages';
 import type { BodyLease } from '../budget';
+import { HELD_COPIES } from '../../core/bounded';
 import { cardRewrite } from './card-route';
 import type { Arrival, HttpParts } from './deps';
 import type { UpstreamAnswer, UpstreamHandle } from './forward';
@@ -30,12 +31,6 @@ import { uninspectable, type RelayContext } from './relay/context';
 import { pathOnly, send, type Leg, type UpstreamRequest } from './send';
 
 type A2ACall = Extract<Classified, { kind: 'a2a' }>;
-
-/**
- * Copies of a request's size a call holds at once while it is judged. Counted so, 20 concurrent 9 MiB
- * calls peaked at 1.6 bytes of RSS per budget byte (npm run bench:hostile; 5.2 when only the JSON text counted).
- */
-const HELD_COPIES = 3;
 
 /** An A2A call over HTTP: the binding-neutral flow plus the HTTP exchange and what the HTTP stages make. */
 interface HttpFlow extends CallFlow {
@@ -84,30 +79,18 @@ async function startCall(h: HttpParts, stages: readonly Stage<HttpFlow>[], a: Ar
   if (!known.ok) return h.refuse(res, proxyError('unauthenticated', known.message, { ...known.metadata }), c.id, codec);
   const serviceParameters = admit.serviceParameters(req.headers, c.version);
   if ('error' in serviceParameters) return h.refuse(res, serviceParameters.error, c.id, codec);
-  // What the call holds while it is judged and forwarded (the parsed request, its JSON text, the guardian's
-  // envelope, the rebuilt body: each about the request's size) is counted, so the budget bounds memory.
+  // What the call holds while it is judged and forwarded (its bytes, the parsed request, the guardian's envelope,
+  // the agent's request: each about the request's size) is counted, so the budget bounds memory.
   // A large request: its serialization, and the steps after it, each in a turn of its own (core/turns.ts).
   // Its caller's turns: one caller's many large requests take one step per round between other callers' work.
   const turn = (): Promise<void> => largeTurn(deps.fair, admittedKey(known, req.socket.remoteAddress), responseClosing(res));
   if (a.large === true) await turn();
-  // Sent as its canonical serialization (compared a piece at a time: core/json-canonical.ts): the caller's own bytes are those
-  // of JSON.stringify(request), so they are what the guardian and the agent get.
-  const raw = a.raw;
-  a.raw = undefined;
-  const canonical = raw !== undefined && (await isCanonicalJson(raw.bytes, c.request, turn, raw.longStrings));
-  // Otherwise a large request is serialized again a piece per turn (its bytes made as it is written).
-  const made = canonical
-    ? { text: await utf8TextInTurns(raw.bytes, turn), bytes: raw.bytes }
-    : a.large === true
-      ? await stringifyInPieces(c.request, turn, raw?.longStrings)
-      : undefined;
-  const requestJson = made?.text ?? JSON.stringify(c.request);
-  const requestBytes = made?.bytes;
+  const { requestBytes, requestJson } = await serialized(a, c, turn);
   if (a.large === true) await turn();
   // In UTF-8 bytes, not characters: a text of CJK characters holds about three bytes per character in its copies.
-  const size = requestBytes?.length ?? Buffer.byteLength(requestJson);
-  a.lease.resize(size);
-  if (!a.lease.take(size * (HELD_COPIES - 1))) {
+  const size = requestBytes === undefined ? Buffer.byteLength(requestJson) : requestBytes.length;
+  // Held since its bytes arrived; a serialization longer than the caller's (`1e9` is `1000000000`) takes the difference.
+  if (!a.lease.hold(size * HELD_COPIES)) {
     const err = a.lease.refusal();
     if (err.kind === 'limited') deps.metrics.callerLimited.inc({ resource: 'bytes' });
     return h.refuse(res, err, c.id, codec);
@@ -158,6 +141,24 @@ async function startCall(h: HttpParts, stages: readonly Stage<HttpFlow>[], a: Ar
   };
   await runStages(stages, flow);
   return END;
+}
+
+/**
+ * The request's serialization, what the guardian and the agent get. Sent as its canonical serialization (compared a
+ * piece at a time: core/json-canonical.ts), the caller's own bytes are those of JSON.stringify(request). Otherwise a
+ * large request is serialized again a piece per turn. A large request is carried as its bytes only, never decoded to
+ * a text of the whole: the envelope, the budget and the agent's body all take the bytes.
+ */
+async function serialized(
+  a: Arrival,
+  c: A2ACall,
+  turn: () => Promise<void>,
+): Promise<{ readonly requestBytes: Buffer; readonly requestJson: undefined } | { readonly requestBytes: undefined; readonly requestJson: string }> {
+  const raw = a.raw;
+  a.raw = undefined;
+  const canonical = raw !== undefined && (await isCanonicalJson(raw.bytes, c.request, turn, raw.longStrings));
+  const bytes = canonical ? raw.bytes : a.large === true ? await stringifyInPieces(c.request, turn, raw?.longStrings) : undefined;
+  return bytes === undefined ? { requestBytes: undefined, requestJson: JSON.stringify(c.request) } : { requestBytes: bytes, requestJson: undefined };
 }
 
 /** The request the agent receives, built from the approved call (a2a/rebuild.ts): never the caller's bytes. */

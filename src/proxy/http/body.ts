@@ -3,7 +3,6 @@
  * (a compressed body is never forwarded unread).
  */
 import type { IncomingMessage } from 'node:http';
-import type zlib from 'node:zlib';
 import { BoundedBytes } from '../../core/bounded';
 import { proxyError, type ProxyError } from '../../core/errors';
 import type { BodyLease } from '../budget';
@@ -35,12 +34,13 @@ export interface BodyPace {
 const RATE_GRACE_MS = 5000;
 
 /**
- * Read a request body. The lease grows with the bytes that arrived, never with the declared length:
+ * Read a request body. The lease grows with the bytes that arrived (`perByte` for each: the copies the
+ * call will hold of them), never with the declared length:
  * a caller that announces a large body and sends nothing holds nothing of the shared budget. A body
  * that stalls or trickles below the minimum rate is cut (408), so a slow sender cannot keep its
  * bytes and its socket for the whole timeout.
  */
-export function readBody(req: IncomingMessage, maxBytes: number, pace: BodyPace, lease?: BodyLease): Promise<BodyResult> {
+export function readBody(req: IncomingMessage, maxBytes: number, pace: BodyPace, lease?: BodyLease, perByte = 1): Promise<BodyResult> {
   return new Promise((resolve) => {
     const declared = Number(req.headers['content-length'] ?? NaN);
     if (declared > maxBytes) {
@@ -61,7 +61,11 @@ export function readBody(req: IncomingMessage, maxBytes: number, pace: BodyPace,
       resolve(r);
     };
     const onData = (c: Buffer) => {
-      if (lease !== undefined && !lease.take(c.length)) return finish({ ok: false, error: lease.refusal(), partial: body.buffer() });
+      if (lease !== undefined && !lease.take(c.length * perByte)) {
+        // Kept for the caller's id only (the chunk is here already): the call ends with this answer.
+        body.push(c);
+        return finish({ ok: false, error: lease.refusal(), partial: body.buffer() });
+      }
       if (!body.push(c))
         return finish({
           ok: false,
@@ -104,7 +108,7 @@ export function readBody(req: IncomingMessage, maxBytes: number, pace: BodyPace,
 
 /**
  * Undo Content-Encoding (gzip, deflate, br): at most one coding, decompressed on the thread pool
- * (never on the event loop) with one output bound. A stack of codings is refused: each layer costs
+ * (never on the event loop, its output gathered as it comes: core/decoders.ts) with one output bound. A stack of codings is refused: each layer costs
  * a pass, and 600 stored gzip layers held the event loop for seconds.
  */
 export async function decodeBody(body: Buffer, contentEncoding: string | undefined, maxBytes: number): Promise<BodyResult> {
@@ -127,7 +131,7 @@ export async function decodeBody(body: Buffer, contentEncoding: string | undefin
 }
 
 /** "deflate" in the wild is zlib-wrapped or raw; accept both. */
-async function inflateEither(b: Buffer, opts: zlib.ZlibOptions): Promise<Buffer> {
+async function inflateEither(b: Buffer, opts: { readonly maxOutputLength: number }): Promise<Buffer> {
   try {
     return await zlibDecoders().inflate(b, opts);
   } catch (e) {

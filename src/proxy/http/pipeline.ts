@@ -22,7 +22,7 @@ import { spent, type CallerResult } from '../../identity/caller';
 import { callerTrace } from '../../observe/tracing';
 import { admittedKey, createAdmit } from '../admit';
 import { claimedCallerKey, responseClosing, takeTurn, turnsOf } from '../fair';
-import { holdDecoded } from '../budget';
+import { HELD_COPIES } from '../../core/bounded';
 import { headerText } from '../headers';
 import { createHookRunner } from '../hooks';
 import { END, runStages, type Stage, type Step } from '../stages';
@@ -171,7 +171,7 @@ function bodyStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival>
     const { req, res, lease } = a;
     // Refusals before classification answer in the form of the binding the path belongs to.
     const hint = () => refusalCodec(req.url ?? '/', options());
-    const read = await readBody(req, config.maxBodyBytes, bodyPace, lease);
+    const read = await readBody(req, config.maxBodyBytes, bodyPace, lease, HELD_COPIES);
     if (!read.ok) {
       if (read.error.kind === 'limited') metrics.callerLimited.inc({ resource: 'bytes' });
       // A body cut at the size limit, its deadline or a budget may have named its id already.
@@ -182,9 +182,11 @@ function bodyStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival>
     // Nearly every body comes unencoded: no promise to wait for.
     const decoded = coding === undefined ? read : await decodeBody(read.body, coding, config.maxBodyBytes);
     if (!decoded.ok) return h.refuse(res, decoded.error, null, hint());
-    // The raw bytes are dropped once decoded: hold what is kept (a decoded body must fit the budget too).
-    const over = holdDecoded(lease, read.body.length, decoded.body.length);
-    if (over !== undefined) {
+    // The raw bytes are dropped once decoded: hold what is kept. A compressed body weighs what it decodes to
+    // (a few hundred gzip bytes can decode to MAX_BODY_BYTES).
+    if (!lease.hold(decoded.body.length * HELD_COPIES)) {
+      const over = lease.refusal();
+      if (over.kind === 'limited') metrics.callerLimited.inc({ resource: 'bytes' });
       // The whole body is here: a JSON-RPC refusal carries the caller's id.
       const codec = hint();
       return h.refuse(res, over, codec === jsonRpcCodec ? leadingId(decoded.body) : null, codec);
@@ -213,6 +215,8 @@ function route(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival> {
       );
       if (c.kind === 'a2a' && a.parsed?.kind === 'json' && a.parsed.longStrings !== undefined && a.body !== null)
         a.raw = { bytes: a.body, longStrings: a.parsed.longStrings };
+      // A body forwarded unjudged is held once: it is never parsed, judged or rebuilt.
+      if (c.kind === 'other' && a.body !== null) a.lease.resize(a.body.length);
       a.body = null;
       a.parsed = undefined;
       switch (c.kind) {

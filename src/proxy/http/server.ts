@@ -69,7 +69,10 @@ export async function startHttpListener(opts: HttpListenerOptions): Promise<Http
     s.once('close', () => sockets.delete(s));
   });
   server.on('upgrade', upgradeListener(opts));
-  server.on('clientError', (_err, socket) => {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    // The caller closed its side in the middle of a request: that body never completes. Its call ends now (its bytes
+    // leave the budget), not at BODY_TIMEOUT_MS.
+    if (err.code === 'HPE_INVALID_EOF_STATE') return void socket.destroy();
     // Bytes that do not parse after a request on the same connection (a body sent without a length, a pipelined
     // request that is not HTTP): that request is still being judged. A 400 now would reach the caller as the answer
     // to it while the agent acts on it; answers keep their order: its answer first, then the 400 and the close.

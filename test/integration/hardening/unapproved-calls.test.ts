@@ -596,7 +596,7 @@ describe('per-caller limits and the body budget: a refusal forwards nothing', ()
       RATE_LIMIT_BURST: '2',
       MAX_CALLS_PER_CALLER: '1',
       MAX_BODY_BYTES: '4096',
-      MAX_INFLIGHT_BODY_BYTES_PER_CALLER: '4096',
+      MAX_INFLIGHT_BODY_BYTES_PER_CALLER: '12288',
       FAIL_MODE: 'open',
     });
     let approved = 0;

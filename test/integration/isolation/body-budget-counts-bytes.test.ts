@@ -1,12 +1,13 @@
 /**
  * MAX_INFLIGHT_BODY_BYTES counts what a call holds in bytes: a compressed body with its decoded size (a
  * handful of small gzip bodies once held many times the budget), and the copies of its text in UTF-8 bytes,
- * not characters (a CJK text held three times what was counted). Real SDK agent, real guardian, the proxy in between.
+ * not characters (a CJK text held three times what was counted), and a body's copies as its bytes arrive. Real SDK agent, real guardian, the proxy in between.
  */
 import zlib from 'node:zlib';
 import type { TestAgent } from '../../helpers/agent';
 import type { TestGuardian } from '../../helpers/guardian';
 import { useStack } from '../../helpers/proxy-harness';
+import { announce, waitFor } from '../../helpers/net';
 
 const stack = useStack();
 let agent: TestAgent;
@@ -65,5 +66,29 @@ describe('MAX_INFLIGHT_BODY_BYTES', () => {
     const cjk = await post(`${p.url}/a2a/jsonrpc`, Buffer.from(JSON.stringify(v03Send(2, '漢'.repeat(20_000)))), {});
     expect({ status: cjk.status, code: cjk.json?.error?.code, id: cjk.json?.id }).toEqual({ status: 503, code: -31429, id: 2 });
     expect(agent.received.filter((r) => r.method === 'POST').map((r) => (r.body as { id?: unknown } | undefined)?.id)).not.toContain(2);
+  });
+});
+
+describe('a request body is held for its copies as it arrives', () => {
+  test('a part-sent body holds three times its bytes, so a call the budget cannot carry through judging is cut while read: the guardian and the agent see none of it; a caller gone mid-body holds nothing', async () => {
+    const p = await stack.proxy({ ROLE: 'server', MAX_INFLIGHT_BODY_BYTES: String(600 * 1024) });
+    await p.upstreamCard.ready();
+    guardian.script(() => ({ decision: 'allow' }));
+    const held = await announce(p.url, 300 * 1024);
+    try {
+      held.write(Buffer.alloc(100 * 1024, 0x20));
+      await waitFor(() => p.metrics.bodyBytesInFlight() >= 3 * 100 * 1024, 10_000, 'the part-sent body held');
+      expect(p.metrics.bodyBytesInFlight()).toBe(3 * 100 * 1024);
+      // 150 KB held three times does not fit beside it (read once, it did, and was then refused after its parse).
+      const seen = guardian.calls().length;
+      const over = await post(`${p.url}/a2a/jsonrpc`, Buffer.from(JSON.stringify(v03Send(9, 'y'.repeat(150 * 1024)))), {});
+      expect({ status: over.status, code: over.json?.error?.code, id: over.json?.id }).toEqual({ status: 503, code: -31429, id: 9 });
+      expect(guardian.calls().length).toBe(seen);
+      expect(agent.received.filter((r) => r.method === 'POST').map((r) => (r.body as { id?: unknown } | undefined)?.id)).not.toContain(9);
+    } finally {
+      held.destroy();
+    }
+    // The caller left mid-body: its bytes leave the budget now, not at BODY_TIMEOUT_MS.
+    await waitFor(() => p.metrics.bodyBytesInFlight() === 0, 5_000, 'the budget returned');
   });
 });

@@ -5,9 +5,8 @@
  * client with its own verified identity) makes ordinary calls. Oracle: every victim call succeeds and
  * reaches the agent's handler; the attacker alone is answered 429 / -31429 with Retry-After.
  */
-import net from 'node:net';
 import { makeClient, rawRpc, sendReq, textOf, type Client } from '../../helpers/agent';
-import { sleep, waitFor } from '../../helpers/net';
+import { announce, sleep, waitFor } from '../../helpers/net';
 import { startRedis, type TestRedis } from '../../helpers/redis';
 import { useStack, type TestProxy } from '../../helpers/proxy-harness';
 import { startIdentities, type Caller, type TestIdentities } from '../../helpers/identities';
@@ -32,24 +31,6 @@ const sendAs = (proxy: TestProxy, who: Caller | undefined, text: string, id: num
     { 'a2a-version': '1.0', ...(who === undefined ? {} : ids.headersAs(who)) },
   );
 
-/** Open a socket that announces a large body and sends none of it; resolves once the headers are sent. */
-function announce(proxy: TestProxy, bytes: number, headers: Record<string, string> = {}): Promise<net.Socket> {
-  const u = new URL(proxy.url);
-  return new Promise((resolve, reject) => {
-    const s = net.connect(Number(u.port), u.hostname, () => {
-      const extra = Object.entries(headers)
-        .map(([k, v]) => `${k}: ${v}\r\n`)
-        .join('');
-      s.write(
-        `POST /a2a/jsonrpc HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\nContent-Length: ${bytes}\r\n${extra}\r\n`,
-        () => resolve(s),
-      );
-    });
-    s.on('error', () => undefined);
-    s.once('error', reject);
-  });
-}
-
 describe('the in-flight body budget', () => {
   test('connections that announce large bodies and send nothing hold none of it: a verified caller is served', async () => {
     // Six announced bodies would fill the budget exactly if announcing held bytes; the attacker's share is
@@ -62,7 +43,7 @@ describe('the in-flight body budget', () => {
       MAX_BODY_BYTES: String(9 * 1024 * 1024),
     });
     // With credentials (a verified caller holding sockets open), and without (refused unread).
-    const sockets = await Promise.all(Array.from({ length: 12 }, (_v, i) => announce(proxy, 9 * 1024 * 1024, i % 2 === 0 ? ids.headersAs('A') : {})));
+    const sockets = await Promise.all(Array.from({ length: 12 }, (_v, i) => announce(proxy.url, 9 * 1024 * 1024, i % 2 === 0 ? ids.headersAs('A') : {})));
     try {
       await sleep(100);
       expect(proxy.metrics.bodyBytesInFlight()).toBe(0);
@@ -75,7 +56,7 @@ describe('the in-flight body budget', () => {
 
   test('an unverified caller with IDENTITY_POLICY=required is refused before a byte of its body is read (-31401, connection closed)', async () => {
     const proxy = await stack.proxy({ ...ids.env });
-    const s = await announce(proxy, 5 * 1024 * 1024);
+    const s = await announce(proxy.url, 5 * 1024 * 1024);
     const answer = await new Promise<string>((resolve) => {
       let got = '';
       s.on('data', (c: Buffer) => (got += c.toString('latin1')));
@@ -88,12 +69,13 @@ describe('the in-flight body budget', () => {
   });
 
   test("a caller past its own share of in-flight bytes is answered 429 with Retry-After; another caller's large body is read", async () => {
-    const proxy = await stack.proxy({ ...ids.env, MAX_BODY_BYTES: String(1024 * 1024), MAX_INFLIGHT_BODY_BYTES_PER_CALLER: String(2 * 1024 * 1024) });
+    // A share of two 1 MiB requests, each held three times while judged.
+    const proxy = await stack.proxy({ ...ids.env, MAX_BODY_BYTES: String(1024 * 1024), MAX_INFLIGHT_BODY_BYTES_PER_CALLER: String(6 * 1024 * 1024) });
     // A sends two bodies of 1 MiB, slowly enough to be held, fast enough for the rate rule.
-    const held = await Promise.all([0, 1].map(() => announce(proxy, 1024 * 1024, ids.headersAs('A'))));
+    const held = await Promise.all([0, 1].map(() => announce(proxy.url, 1024 * 1024, ids.headersAs('A'))));
     const part = Buffer.alloc(700 * 1024, 0x20);
     for (const s of held) s.write(part);
-    await waitFor(() => proxy.metrics.bodyBytesInFlight() >= 2 * part.length, 10_000, 'the attacker holds its share');
+    await waitFor(() => proxy.metrics.bodyBytesInFlight() >= 2 * 3 * part.length, 10_000, 'the attacker holds its share');
     try {
       const over = await sendAs(proxy, 'A', 'x'.repeat(800 * 1024));
       expect(over.status).toBe(429);
