@@ -17,7 +17,7 @@ import { echoableId, leadingId } from './rpc-id';
 import { looksLikeGrpc } from './bindings/grpc/methods';
 import { fieldKey, findInObjects, fold, isObject, type JsonObject, type JsonRpcId } from '../core/json';
 import { proxyError, type ProxyError, type ProxyErrorKind } from '../core/errors';
-import { parseJsonInPieces, type LongString } from '../core/json-pieces';
+import { parseJsonInPieces, withoutJsonSpace, type LongString } from '../core/json-pieces';
 import { DEFAULT_JSON_LIMITS, JsonShapeScan, jsonTooComplex, surelyWithinBounds, type JsonLimits } from './json-shape';
 
 export interface HttpRequestFacts {
@@ -443,8 +443,10 @@ export async function parseBodyInTurns(req: HttpRequestFacts, limits: JsonLimits
   // What parseText says of a text JSON.parse refuses that begins with `[` or `{`.
   if (pieces === 'not json') return { kind: 'bad', why: 'Request body is not strict JSON' };
   if (pieces !== undefined) return { kind: 'json', value: pieces.value, longStrings: pieces.longStrings };
-  // Not parsed in pieces (a BOM, a value that is not an array or object, a number longer than a piece): read whole, as a small body is.
-  const text = body.toString();
+  // Not parsed in pieces (a BOM, a value that is not an array or object, a number longer than a piece): read whole, as a small
+  // body is, without the JSON whitespace around it (read the same, and a body of spaces decodes to no text).
+  const [from, to] = await withoutJsonSpace(body, turn);
+  const text = body.toString('utf8', from, to);
   await turn();
   const parsed = parseText(req, text);
   await turn();
