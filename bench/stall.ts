@@ -17,6 +17,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import zlib from 'node:zlib';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -62,6 +63,9 @@ const SHAPES: ReadonlyArray<[string, () => unknown]> = [
   ],
   ['"1 1 1 ..." text, 9 MiB, then " x" (not JSON: refused)', () => `${JSON.stringify(message([{ kind: 'text', text: fill('1 ') }]))} x`],
   ['a 300 KiB key over 9 MiB of "1 1 1 ..."', () => message([{ kind: 'data', data: { [fill('k', 300 * 1024)]: fill('1 ') } }])],
+  // Bytes: sent gzip-encoded, as they are.
+  ['9 MiB of spaces, gzip (9 KiB on the wire)', () => zlib.gzipSync(Buffer.alloc(9 * MiB, 0x20))],
+  ['9 MiB of spaces, then a small call, gzip', () => zlib.gzipSync(Buffer.from(`${fill(' ')}${JSON.stringify(message([{ kind: 'text', text: 'hi' }]))}`))],
 ];
 
 function freePort(): Promise<number> {
@@ -123,7 +127,8 @@ function post(url: string, body: Buffer): Promise<number> {
 /** Posts a file from a child process (its writes are not this process's); its status and the JSON-RPC error code, if any. */
 function postFromChild(url: string, file: string): Promise<string> {
   const code = `const http = require('node:http'); const body = require('node:fs').readFileSync(process.argv[2]);
-http.request(process.argv[1], { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
+const coding = process.argv[2].endsWith('.gz') ? { 'content-encoding': 'gzip' } : {};
+http.request(process.argv[1], { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': body.length, ...coding } }, (res) => {
   let t = ''; res.on('data', (d) => (t += d)); res.on('end', () => { let c = ''; try { c = JSON.parse(t).error?.code ?? ''; } catch {} console.log(res.statusCode + (c === '' ? '' : ' ' + c)); }); }).end(body);`;
   return new Promise((resolve) => {
     const p = spawn(process.execPath, ['-e', code, url, file], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -203,10 +208,10 @@ async function main(): Promise<void> {
   const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
   const shapes = SHAPES.map((s, i) => [i + 1, ...s] as const).filter(([i]) => ONLY === undefined || ONLY.includes(i));
   const files = shapes.map(([i, , make]) => {
-    const file = path.join(TMP, `shape-${i}.json`);
     const made = make();
+    const file = path.join(TMP, `shape-${i}.json${Buffer.isBuffer(made) ? '.gz' : ''}`);
     // A shape given as text is sent as it is (a serialization other than JSON.stringify's).
-    fs.writeFileSync(file, typeof made === 'string' ? made : JSON.stringify(made));
+    fs.writeFileSync(file, typeof made === 'string' || Buffer.isBuffer(made) ? made : JSON.stringify(made));
     return file;
   });
 
