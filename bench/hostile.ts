@@ -13,12 +13,14 @@
  */
 import { spawn } from 'node:child_process';
 import http from 'node:http';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { configFrom } from '../src/config/config';
 import { createLogger } from '../src/runtime/log';
 import { startProxy, type ProxyInstance } from '../src/server';
+import { embeddedGuardian } from '../src/guardian/embedded';
 
 const MiB = 1024 * 1024;
 
@@ -124,7 +126,9 @@ async function main(): Promise<void> {
       REST_BASE_PATHS: '/a2a/rest',
       ...env,
     });
-    return startProxy({ config, logger: createLogger('silent') });
+    // BENCH_GUARDIAN=embedded: the embedded guardian (config/policy.json; its worker's copies are in this process), else the slow one.
+    const embedded = process.env.BENCH_GUARDIAN === 'embedded' ? embeddedGuardian(path.resolve(__dirname, '..', '..', 'config', 'policy.json')) : undefined;
+    return startProxy({ config, logger: createLogger('silent'), ...(embedded === undefined ? {} : { guardian: embedded }) });
   };
 
   // 1. memory per in-flight byte
