@@ -74,8 +74,13 @@ abstract class Walk {
   /** The next piece of the serialization; false: stop here. */
   abstract match(piece: string): boolean;
 
-  /** A long string the sink knows already (`holder[key]`): its verdict, or its pieces to walk; undefined: walk it. */
-  protected known(_s: string, _holder: object | undefined, _key: string | number | undefined): boolean | readonly string[] | undefined {
+  /** A long string the sink has judged already (a comparison's parser compared it): its verdict; undefined: walk it. */
+  protected checked(_s: string): boolean | undefined {
+    return undefined;
+  }
+
+  /** A long string's pieces, when the sink has them (`holder[key]`, as the parser decoded it): walked instead of slices of it. */
+  protected piecesOf(_s: string, _holder: object | undefined, _key: string | number | undefined): readonly string[] | undefined {
     return undefined;
   }
 
@@ -122,11 +127,11 @@ abstract class Walk {
   value(v: unknown, stack: Frame[], holder?: object, key?: string | number): boolean {
     if (typeof v === 'string') {
       if (v.length <= STRING_SLICE) return this.match(JSON.stringify(v));
-      const known = this.known(v, holder, key);
-      if (known === true || known === false) return known;
+      const verdict = this.checked(v);
+      if (verdict !== undefined) return verdict;
       // A long string is walked a slice per step (of its parser's pieces, if it has them: a string joined from
       // pieces is not sliced whole, which would copy it in one piece), so the turns come between its slices too.
-      stack.push({ strs: known ?? [v], s: 0, i: 0, carry: '' });
+      stack.push({ strs: this.piecesOf(v, holder, key) ?? [v], s: 0, i: 0, carry: '' });
       return this.match('"');
     }
     if (Array.isArray(v)) {
@@ -203,7 +208,7 @@ class Comparison extends Walk {
   }
 
   /** `s` is the long string the parser decoded at this place: its verdict, with the place after it. */
-  protected override known(s: string): boolean | readonly string[] | undefined {
+  protected override checked(s: string): boolean | undefined {
     const list = this.longStrings;
     while (this.nextLong < list.length && (list[this.nextLong] as LongString).start < this.at) this.nextLong++;
     const known = list[this.nextLong];
@@ -245,7 +250,7 @@ class Writer extends Walk {
   }
 
   /** A string the parser decoded in pieces: its pieces (the last one decoded at that place, as a duplicate key's value is). */
-  protected override known(s: string, holder: object | undefined, key: string | number | undefined): readonly string[] | undefined {
+  protected override piecesOf(s: string, holder: object | undefined, key: string | number | undefined): readonly string[] | undefined {
     const list = this.held.get(holder);
     if (list === undefined) return undefined;
     for (let i = list.length - 1; i >= 0; i--) {

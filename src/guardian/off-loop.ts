@@ -94,6 +94,8 @@ export class OffLoopDecider {
   private runTimer: NodeJS.Timeout | undefined;
   private nextId = 1;
   private closed = false;
+  /** Decisions whose large modify is being parsed (the worker has moved on): close() settles them too. */
+  private readonly parsing = new Set<Job>();
 
   constructor(private readonly opts: OffLoopOptions) {
     this.queue = new CallerLines(opts.maxQueue);
@@ -134,7 +136,7 @@ export class OffLoopDecider {
   /** Settles every call still waiting; resolves when the worker has stopped. */
   close(): Promise<void> {
     this.closed = true;
-    for (const job of [...this.queue.items(), ...(this.running === undefined ? [] : [this.running])]) {
+    for (const job of [...this.queue.items(), ...(this.running === undefined ? [] : [this.running]), ...this.parsing]) {
       this.settle(job, { ok: false, kind: 'internal', detail: 'the embedded guardian is closed' });
     }
     return this.stopWorker();
@@ -155,12 +157,15 @@ export class OffLoopDecider {
     // A caller answered meanwhile (gone, out of time) stops the parse at its next turn.
     const turn = (): Promise<void> => (job.done ? Promise.reject(new Error('answered')) : nextTurn());
     let value: unknown;
+    this.parsing.add(job);
     try {
       const parsed = await parseJsonInPieces(bytes, turn);
       value = typeof parsed === 'object' ? parsed.value : JSON.parse(bytes.toString());
     } catch {
       if (!job.done) this.settle(job, { ok: false, kind: 'internal', detail: 'the modified payload could not be read' });
       return;
+    } finally {
+      this.parsing.delete(job);
     }
     const modified = result.modifiedRequest as NonNullable<SuccessResult['modifiedRequest']>;
     const whole = { ...result, modifiedRequest: { ...modified, params: { ...modified.params, payload: value as JsonObject } } };

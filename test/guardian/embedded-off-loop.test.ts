@@ -18,6 +18,7 @@ import { createEngine } from '../../src/guardian/engine';
 import { PART_SIZE } from '../../src/guardian/off-loop';
 import { parsePolicy } from '../../src/guardian/policy';
 import { requestEnvelope } from './fixtures/envelopes';
+import * as pieces from '../../src/core/json-pieces';
 
 jest.setTimeout(60_000);
 
@@ -124,6 +125,29 @@ describe('large envelopes are judged off the event loop', () => {
     const payload = expected.modifiedRequest?.params.payload;
     expect(JSON.stringify(payload)).toContain('write to [EMAIL]');
     expect(outcome.ok && outcome.payloadBytes?.equals(Buffer.from(JSON.stringify(payload)))).toBe(true);
+  });
+
+  it('close() settles a decision whose large modify is still being parsed: nothing is approved after the guardian closed', async () => {
+    const g = guardian(policyFile('close-while-parsing.json', POLICY));
+    const { envelope, body } = call(`write to eve@example.com ${'1 '.repeat(PART_SIZE)}`);
+    const parse = pieces.parseJsonInPieces;
+    // Closed at the parse's first turn: the worker has moved on, the decision is not settled yet.
+    const spy = jest.spyOn(pieces, 'parseJsonInPieces').mockImplementation((bytes, turn, sizes) =>
+      parse(
+        bytes,
+        () => {
+          void g.close();
+          return turn();
+        },
+        sizes,
+      ),
+    );
+    try {
+      expect(await g.decide(envelope, body)).toEqual({ ok: false, kind: 'internal', detail: 'the embedded guardian is closed' });
+      expect(spy).toHaveBeenCalled();
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('a policy reload reaches the worker before the next decision', async () => {
