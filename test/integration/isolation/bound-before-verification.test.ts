@@ -106,7 +106,14 @@ function expectUnverified(r: RawResponse): void {
 
 describe('signed assertions (ES256), calls in flight', () => {
   const proxyOf = () =>
-    stack.proxy({ ROLE: 'server', IDENTITY_POLICY: 'required', ASSERTION_TRUST_JWKS_FILE: trust, ASSERTION_AUDIENCE: AUDIENCE, MAX_CALLS_PER_CALLER: '2', CALL_WAIT_MS: '0' });
+    stack.proxy({
+      ROLE: 'server',
+      IDENTITY_POLICY: 'required',
+      ASSERTION_TRUST_JWKS_FILE: trust,
+      ASSERTION_AUDIENCE: AUDIENCE,
+      MAX_CALLS_PER_CALLER: '2',
+      CALL_WAIT_MS: '0',
+    });
 
   test("a caller at its calls in flight is refused 429 without its retries' signatures being checked; another caller is served", async () => {
     const proxy = await proxyOf();
