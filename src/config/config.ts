@@ -201,7 +201,12 @@ const VARIABLES = {
   BODY_MIN_BYTES_PER_SECOND: int(1024, 0, 1024 * 1024 * 1024).describe(
     'past its first 5 s a request body must arrive at this average rate, else it is cut (408); 0 = no rate rule',
   ),
-  MAX_CALLS_PER_CALLER: int(256, 0, 1_000_000).describe('calls (streams included) one caller may have in flight; more get 429 (-31429); 0 = no bound'),
+  MAX_CALLS_PER_CALLER: int(256, 0, 1_000_000).describe(
+    'calls (streams included) one caller may have in flight; more wait for one of its places (CALL_WAIT_MS), then get 429 (-31429); 0 = no bound',
+  ),
+  CALL_WAIT_MS: int(5000, 0, 600_000).describe(
+    "how long a call past MAX_CALLS_PER_CALLER waits, unread, in its caller's own line for a place (at most MAX_CALLS_PER_CALLER wait; more get 429 at once); then 429 (-31429); 0 = 429 at once",
+  ),
   GUARDIAN_CALLS_PER_CALLER: optional(whole(0, 65_536)).describe(
     'guardian calls (request hooks, unary answers) one caller may have in flight (default: a quarter of GUARDIAN_CALL_CONNECTIONS); more wait in its own line; 0 = no bound',
   ),
@@ -648,6 +653,8 @@ function perCallerConfig(e: Env) {
     inflightBodyBytes: Math.min(e.MAX_INFLIGHT_BODY_BYTES_PER_CALLER ?? Math.max(32 * 1024 * 1024, HELD_COPIES * e.MAX_BODY_BYTES), e.MAX_INFLIGHT_BODY_BYTES),
     bodyMinBytesPerSecond: e.BODY_MIN_BYTES_PER_SECOND,
     maxCalls: e.MAX_CALLS_PER_CALLER,
+    /** How long a call past maxCalls waits for a place of its caller (0: refused at once). */
+    callWaitMs: e.CALL_WAIT_MS,
     guardianCalls: e.GUARDIAN_CALLS_PER_CALLER ?? Math.max(1, Math.floor(e.GUARDIAN_CALL_CONNECTIONS / 4)),
     /** Calls per second and burst; undefined = no rate limit. */
     rate: e.RATE_LIMIT_PER_SECOND === 0 ? undefined : { perSecond: e.RATE_LIMIT_PER_SECOND, burst: e.RATE_LIMIT_BURST ?? Math.max(1, e.RATE_LIMIT_PER_SECOND) },

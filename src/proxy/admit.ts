@@ -12,6 +12,7 @@ import { Cancellation } from '../core/cancel';
 import type { CallerResult } from '../identity/caller';
 import { ANONYMOUS, ownerKey } from '../ownership/principal';
 import type { BodyLease } from './budget';
+import type { Leaving } from '../core/fair-queue';
 import { callerKey, type Admission } from './callers';
 import { openExchange, type Call, type Exchange } from './call';
 import type { SharedDeps } from './deps';
@@ -47,10 +48,11 @@ export interface Admit {
   sign(): Promise<string | undefined> | undefined;
   /**
    * The caller's place within its shares (calls in flight, rate); the lease is charged to it first.
+   * Past its calls in flight the call may wait for a place (CALL_WAIT_MS); `leaving` ends that wait.
    * `closed` says whether the call went away meanwhile: then its place is given back at once ('gone').
    * Returns the place's release (or undefined: no limits), or the error to refuse with.
    */
-  enter(lease: BodyLease, known: Verified | undefined, remoteAddress: string | undefined, closed: () => boolean): Entered | Promise<Entered>;
+  enter(lease: BodyLease, known: Verified | undefined, remoteAddress: string | undefined, closed: () => boolean, leaving?: Leaving): Entered | Promise<Entered>;
   /** The caller's service parameters, or the error to refuse the call with (`malformed`: they do not read as one value). */
   serviceParameters(headers: IncomingHttpHeaders, version: string | undefined): ServiceParameters | { readonly error: ProxyError; readonly malformed: boolean };
   /** Count and log a refusal; the adapter answers it. */
@@ -98,20 +100,19 @@ export function createAdmit(deps: SharedDeps): Admit {
       });
     },
 
-    enter(lease, known, remoteAddress, closed) {
+    enter(lease, known, remoteAddress, closed, leaving) {
       const key = admittedKey(known, remoteAddress);
       lease.charge(key);
       const limits = deps.callerLimits;
       if (limits === undefined) return NO_LIMITS;
       const after = (r: Admission): Entered => {
-        if (!r.ok) return r;
         if (closed()) {
-          r.leave();
+          if (r.ok) r.leave();
           return 'gone';
         }
-        return { ok: true, leave: r.leave };
+        return r.ok ? { ok: true, leave: r.leave } : r;
       };
-      const admitted = limits.admit(key);
+      const admitted = limits.admit(key, leaving);
       return admitted instanceof Promise ? admitted.then(after) : after(admitted);
     },
 

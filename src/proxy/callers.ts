@@ -12,6 +12,7 @@ import type { Config } from '../config/config';
 import type { Metrics } from '../admin/metrics';
 import { Gate } from '../aos/gate';
 import type { Cancellation } from '../core/cancel';
+import type { Leaving } from '../core/fair-queue';
 import { callerLimited, type ProxyError } from '../core/errors';
 import { monotonicMs } from '../core/clock';
 import { ANONYMOUS, type Owner } from '../ownership/principal';
@@ -142,6 +143,11 @@ export class RedisRateStore implements RateStore {
 export interface CallerLimitsOptions {
   /** Calls (HTTP requests and gRPC calls, streams included) one caller may have in flight; 0 = no bound. */
   readonly maxCalls: number;
+  /**
+   * How long a call past `maxCalls` waits in its caller's own line for a place (at most `maxCalls` wait);
+   * then, or past that line, it is refused. 0 (or absent): refused at once.
+   */
+  readonly callWaitMs?: number;
   /** Guardian calls one caller may have in flight; more wait in the caller's own line. */
   readonly guardianCalls: number;
   /** Calls per second and burst per caller; undefined = no rate limit. */
@@ -156,8 +162,18 @@ export type Admission = { readonly ok: true; leave(): void } | { readonly ok: fa
 
 const NOTHING = (): void => undefined;
 
+/** What a call that went away while it waited for a place gets (nobody reads it: its caller is gone); not counted. */
+const LEFT_WAITING = callerLimited('calls in flight', 1, 'The call ended while it waited for a place');
+
+/** A call waiting for one of its caller's places: `place` hands it one (already counted). */
+interface CallWaiter {
+  place(): void;
+}
+
 export class CallerLimits {
   private readonly inFlight = new Map<string, number>();
+  /** Per caller, its calls waiting for a place, oldest first (each line at most `maxCalls` long). */
+  private readonly callLines = new Map<string, CallWaiter[]>();
   private readonly guardianLines = new Map<string, Gate>();
 
   constructor(private readonly opts: CallerLimitsOptions) {}
@@ -169,19 +185,75 @@ export class CallerLimits {
 
   /** Callers with something counted now (bounded by the callers in flight). */
   get tracked(): number {
-    return this.inFlight.size + this.guardianLines.size;
+    return this.inFlight.size + this.callLines.size + this.guardianLines.size;
   }
 
-  /** Admit one call of `key`: within its calls in flight, then within its rate. */
-  admit(key: string): Admission | Promise<Admission> {
+  /** Calls of `key` waiting for a place now. */
+  waitingOf(key: string): number {
+    return this.callLines.get(key)?.length ?? 0;
+  }
+
+  /**
+   * Admit one call of `key`: within its calls in flight (past them, it waits in the caller's own line
+   * for up to `callWaitMs`), then within its rate. `caller` going away takes a waiting call out of the line.
+   */
+  admit(key: string, caller?: Leaving): Admission | Promise<Admission> {
     const { maxCalls, rate } = this.opts;
     const now = this.inFlight.get(key) ?? 0;
-    if (maxCalls > 0 && now >= maxCalls) {
-      return { ok: false, error: this.limited('calls', 0) };
-    }
+    if (maxCalls > 0 && (now >= maxCalls || this.callLines.has(key))) return this.waitForPlace(key, caller);
     if (rate === undefined) return this.enter(key);
     const wait = rate.take(key);
     return typeof wait === 'number' ? this.afterRate(key, wait) : wait.then((w) => this.afterRate(key, w));
+  }
+
+  /**
+   * A call past its caller's calls in flight: refused at once when waiting is off or the caller's line is full;
+   * else it waits, unread, for a place its caller gives back (nobody else's), for up to `callWaitMs`.
+   */
+  private waitForPlace(key: string, caller: Leaving | undefined): Admission | Promise<Admission> {
+    const waitMs = this.opts.callWaitMs ?? 0;
+    const line = this.callLines.get(key) ?? [];
+    if (waitMs <= 0 || line.length >= this.opts.maxCalls) return { ok: false, error: this.limited('calls', 0) };
+    return new Promise<Admission>((resolve) => {
+      let off: (() => void) | undefined;
+      const out = (): void => {
+        clearTimeout(timer);
+        off?.();
+        const i = line.indexOf(w);
+        if (i !== -1) line.splice(i, 1);
+        if (line.length === 0 && this.callLines.get(key) === line) this.callLines.delete(key);
+      };
+      const w: CallWaiter = {
+        place: () => {
+          out();
+          resolve(this.placed(key));
+        },
+      };
+      const timer = setTimeout(() => {
+        out();
+        resolve({ ok: false, error: this.limited('calls', 0) });
+      }, waitMs);
+      line.push(w);
+      this.callLines.set(key, line);
+      off = caller?.onCancel(() => {
+        out();
+        resolve({ ok: false, error: LEFT_WAITING });
+      });
+    });
+  }
+
+  /** A place handed over from a call that ended: then the caller's rate, as for any call. */
+  private placed(key: string): Admission | Promise<Admission> {
+    const place = this.place(key);
+    const rate = this.opts.rate;
+    if (rate === undefined) return place;
+    const within = (waitMs: number): Admission => {
+      if (waitMs <= 0) return place;
+      place.leave();
+      return { ok: false, error: this.limited('rate', waitMs) };
+    };
+    const wait = rate.take(key);
+    return typeof wait === 'number' ? within(wait) : wait.then(within);
   }
 
   /**
@@ -192,7 +264,9 @@ export class CallerLimits {
    */
   atBound(key: string): ProxyError | undefined {
     const { maxCalls, rate } = this.opts;
-    if (maxCalls > 0 && (this.inFlight.get(key) ?? 0) >= maxCalls) return this.limited('calls', 0);
+    // A caller whose line has room is verified, then waits: only a verified call takes a place in the line.
+    const lineFull = (this.opts.callWaitMs ?? 0) <= 0 || this.waitingOf(key) >= maxCalls;
+    if (maxCalls > 0 && (this.inFlight.get(key) ?? 0) >= maxCalls && lineFull) return this.limited('calls', 0);
     const wait = rate?.peek?.(key) ?? 0;
     return wait > 0 ? this.limited('rate', wait) : undefined;
   }
@@ -218,12 +292,19 @@ export class CallerLimits {
       return { ok: false, error: this.limited('calls', 0) };
     }
     this.inFlight.set(key, now + 1);
+    return this.place(key);
+  }
+
+  /** One of `key`'s places, counted: leaving hands it to the caller's oldest waiting call, else gives it back. */
+  private place(key: string): Extract<Admission, { ok: true }> {
     let left = false;
     return {
       ok: true,
       leave: () => {
         if (left) return;
         left = true;
+        const next = this.callLines.get(key)?.[0];
+        if (next !== undefined) return next.place();
         const n = (this.inFlight.get(key) ?? 1) - 1;
         if (n <= 0) this.inFlight.delete(key);
         else this.inFlight.set(key, n);
@@ -291,6 +372,7 @@ export async function createCallerLimits(config: Config, logger: Logger, metrics
   }
   const limits = new CallerLimits({
     maxCalls,
+    callWaitMs: config.perCaller.callWaitMs,
     guardianCalls,
     ...(store === undefined ? {} : { rate: store, ratePerSecond: rate?.perSecond }),
     onLimited: (resource) => metrics.callerLimited.inc({ resource }),

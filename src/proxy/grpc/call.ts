@@ -179,7 +179,7 @@ async function admitCall(
   const version = headerText(headers['a2a-version'])?.trim();
   const serviceParameters = admit.serviceParameters(headers, version === '' ? undefined : version);
   if ('error' in serviceParameters) return void refuse(serviceParameters.error, serviceParameters.malformed ? 'INVALID_ARGUMENT' : undefined);
-  const entered = await admit.enter(lease, known, remoteAddress, () => closed);
+  const entered = await admit.enter(lease, known, remoteAddress, () => closed, responseClosing(stream));
   if (entered === 'gone') return undefined;
   if (!entered.ok) return void refuse(entered.error);
   leave = entered.leave;

@@ -147,7 +147,7 @@ function admitStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival
       a.leave = r.leave;
       return undefined;
     };
-    const entered = h.admit.enter(a.lease, known, req.socket.remoteAddress, () => a.closed);
+    const entered = h.admit.enter(a.lease, known, req.socket.remoteAddress, () => a.closed, responseClosing(res));
     return entered instanceof Promise ? entered.then(after) : after(entered);
   };
   return {

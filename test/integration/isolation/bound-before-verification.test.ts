@@ -106,7 +106,14 @@ function expectUnverified(r: RawResponse): void {
 
 describe('signed assertions (ES256), calls in flight', () => {
   const proxyOf = () =>
-    stack.proxy({ ROLE: 'server', IDENTITY_POLICY: 'required', ASSERTION_TRUST_JWKS_FILE: trust, ASSERTION_AUDIENCE: AUDIENCE, MAX_CALLS_PER_CALLER: '2' });
+    stack.proxy({
+      ROLE: 'server',
+      IDENTITY_POLICY: 'required',
+      ASSERTION_TRUST_JWKS_FILE: trust,
+      ASSERTION_AUDIENCE: AUDIENCE,
+      MAX_CALLS_PER_CALLER: '2',
+      CALL_WAIT_MS: '0',
+    });
 
   test("a caller at its calls in flight is refused 429 without its retries' signatures being checked; another caller is served", async () => {
     const proxy = await proxyOf();
@@ -150,7 +157,7 @@ describe('bearer tokens (OIDC)', () => {
   });
 
   test('gRPC: a forged claim of a caller at its calls in flight is RESOURCE_EXHAUSTED unverified; of a caller below it, UNAUTHENTICATED', async () => {
-    const proxy = await stack.proxy({ ROLE: 'server', ...ids.env, GRPC_PORT: '0', MAX_CALLS_PER_CALLER: '1' });
+    const proxy = await stack.proxy({ ROLE: 'server', ...ids.env, GRPC_PORT: '0', MAX_CALLS_PER_CALLER: '1', CALL_WAIT_MS: '0' });
     const address = proxy.grpcAddress as string;
     const call = (headers: Record<string, string>) =>
       rawGrpc(address, '/lf.a2a.v1.A2AService/SendMessage', grpcFrame(new Uint8Array()), { 'a2a-version': '1.0', ...headers });

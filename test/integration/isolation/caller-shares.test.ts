@@ -91,8 +91,8 @@ describe('the in-flight body budget', () => {
 });
 
 describe('calls in flight and the call rate, per caller', () => {
-  test('MAX_CALLS_PER_CALLER: a caller with its calls in flight is refused the next one (429); another caller is not', async () => {
-    const proxy = await stack.proxy({ ...ids.env, MAX_CALLS_PER_CALLER: '2' });
+  test('MAX_CALLS_PER_CALLER: a caller with its calls in flight is refused the next one (429; CALL_WAIT_MS=0: at once); another caller is not', async () => {
+    const proxy = await stack.proxy({ ...ids.env, MAX_CALLS_PER_CALLER: '2', CALL_WAIT_MS: '0' });
     const a = await clientAs(proxy, 'A');
     const running = [a.sendMessage(sendReq('slow')), a.sendMessage(sendReq('slow'))];
     await waitFor(() => stack.agent.received.filter((r) => r.method === 'POST').length >= 2, 10_000, 'two calls at the agent');

@@ -25,6 +25,7 @@ beforeAll(async () => {
     ALLOW_WEBSOCKETS: 'true',
     UPGRADE_PATHS: '/live',
     MAX_CALLS_PER_CALLER: '1',
+    CALL_WAIT_MS: '0',
   });
 });
 afterAll(async () => {

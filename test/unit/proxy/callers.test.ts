@@ -73,6 +73,61 @@ describe('CallerLimits', () => {
     expect(limited).toEqual(['calls']);
   });
 
+  test("past its calls in flight a call waits in its caller's own line and gets the place a call of that caller gives back; another caller is admitted at once", async () => {
+    const limited: string[] = [];
+    const l = new CallerLimits({ maxCalls: 1, callWaitMs: 60_000, guardianCalls: 0, onLimited: (r) => limited.push(r) });
+    const first = ok(l.admit('a'));
+    // At its bound with room in its line, a caller's next call is verified (then waits): no refusal before.
+    expect(l.atBound('a')).toBeUndefined();
+    const waiting = l.admit('a');
+    expect(waiting).toBeInstanceOf(Promise);
+    expect(l.waitingOf('a')).toBe(1);
+    const other = ok(l.admit('b'));
+    other.leave();
+    first.leave();
+    const second = await waiting;
+    expect(second.ok).toBe(true);
+    // The place passed on: still one call of `a` in flight, none waiting.
+    expect(l.callsOf('a')).toBe(1);
+    expect(l.waitingOf('a')).toBe(0);
+    if (second.ok) second.leave();
+    expect(l.tracked).toBe(0);
+    expect(limited).toEqual([]);
+  });
+
+  test('a waiting call is refused (429) after callWaitMs, or at once past a line as long as maxCalls; one whose caller leaves gives up its turn', async () => {
+    jest.useFakeTimers();
+    try {
+      const limited: string[] = [];
+      const l = new CallerLimits({ maxCalls: 1, callWaitMs: 1000, guardianCalls: 0, onLimited: (r) => limited.push(r) });
+      const first = ok(l.admit('a'));
+      const gone = new Cancellation();
+      const leaving = l.admit('a', gone);
+      const overLine = l.admit('a') as Admission;
+      expect(overLine.ok).toBe(false);
+      expect(l.atBound('a')?.httpStatus).toBe(429);
+      gone.cancel();
+      expect((await leaving).ok).toBe(false);
+      expect(l.waitingOf('a')).toBe(0);
+      const timedOut = l.admit('a');
+      jest.advanceTimersByTime(1000);
+      const r = await timedOut;
+      expect(r.ok).toBe(false);
+      if (!r.ok) expect(r.error.httpStatus).toBe(429);
+      first.leave();
+      expect(l.tracked).toBe(0);
+      expect(limited).toEqual(['calls', 'calls', 'calls']);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  test('callWaitMs 0: the next call past the bound is refused at once', () => {
+    const l = new CallerLimits({ maxCalls: 1, callWaitMs: 0, guardianCalls: 0 });
+    ok(l.admit('a'));
+    expect((l.admit('a') as Admission).ok).toBe(false);
+  });
+
   test('the rate: refused with the seconds until the next token', () => {
     const l = new CallerLimits({ maxCalls: 0, guardianCalls: 0, rate: new MemoryRateStore(0.5, 1), ratePerSecond: 0.5 });
     ok(l.admit('a'));
