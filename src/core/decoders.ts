@@ -10,8 +10,19 @@ import type * as Zlib from 'node:zlib';
 import type { Transform } from 'node:stream';
 import { BoundedBytes } from './bounded';
 
-/** Decode `data` whole; past `maxOutputLength` bytes it fails with code ERR_BUFFER_TOO_LARGE (as zlib's own). */
-type Decode = (data: Buffer, opts: { readonly maxOutputLength: number }) => Promise<Buffer>;
+/**
+ * Decode `data` whole; past `maxOutputLength` bytes it fails with code ERR_BUFFER_TOO_LARGE (as zlib's own). `take`
+ * is asked for each piece of output as it comes (a budget): once it refuses, decoding stops with code BUDGET_SPENT.
+ */
+type Decode = (data: Buffer, opts: DecodeOptions) => Promise<Buffer>;
+
+export interface DecodeOptions {
+  readonly maxOutputLength: number;
+  readonly take?: ((n: number) => boolean) | undefined;
+}
+
+/** The code of a decode stopped because `take` refused its output. */
+export const BUDGET_SPENT = 'A2A_GUARD_BUDGET_SPENT';
 
 export interface Decoders {
   readonly gunzip: Decode;
@@ -39,14 +50,18 @@ export function zlibDecoders(): Decoders {
 }
 
 function gathered(make: () => Transform): Decode {
-  return (data, { maxOutputLength }) =>
+  return (data, { maxOutputLength, take }) =>
     new Promise((resolve, reject) => {
       const out = new BoundedBytes(maxOutputLength);
       const z = make();
       z.on('data', (c: Buffer) => {
-        if (out.push(c)) return;
+        if (!out.push(c)) {
+          z.destroy();
+          return reject(Object.assign(new RangeError(`Cannot create a Buffer larger than ${maxOutputLength} bytes`), { code: 'ERR_BUFFER_TOO_LARGE' }));
+        }
+        if (take === undefined || take(c.length)) return;
         z.destroy();
-        reject(Object.assign(new RangeError(`Cannot create a Buffer larger than ${maxOutputLength} bytes`), { code: 'ERR_BUFFER_TOO_LARGE' }));
+        reject(Object.assign(new Error('the output does not fit the budget'), { code: BUDGET_SPENT }));
       });
       z.on('end', () => resolve(out.buffer()));
       z.on('error', reject);

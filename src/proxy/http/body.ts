@@ -8,7 +8,7 @@ import { proxyError, type ProxyError } from '../../core/errors';
 import type { BodyLease } from '../budget';
 import { monotonicMs } from '../../core/clock';
 import { contentCodings } from '../../core/http';
-import { zlibDecoders } from '../../core/decoders';
+import { BUDGET_SPENT, zlibDecoders, type DecodeOptions } from '../../core/decoders';
 
 export type BodyResult =
   | { readonly ok: true; readonly body: Buffer }
@@ -111,18 +111,21 @@ export function readBody(req: IncomingMessage, maxBytes: number, pace: BodyPace,
  * (never on the event loop, its output gathered as it comes: core/decoders.ts) with one output bound. A stack of codings is refused: each layer costs
  * a pass, and 600 stored gzip layers held the event loop for seconds.
  */
-export async function decodeBody(body: Buffer, contentEncoding: string | undefined, maxBytes: number): Promise<BodyResult> {
+export async function decodeBody(body: Buffer, contentEncoding: string | undefined, maxBytes: number, lease?: BodyLease): Promise<BodyResult> {
   const codings = contentCodings(contentEncoding);
   if (contentEncoding === undefined || codings.length === 0) return { ok: true, body };
   if (codings.length > 1)
     return { ok: false, error: proxyError('rejected', 'At most one Content-Encoding is accepted', { contentEncoding: contentEncoding.slice(0, 64) }) };
   const coding = codings[0] as string;
-  const opts = { maxOutputLength: maxBytes };
+  // The output is held in the lease as it comes: a few hundred gzip bytes decode to MAX_BODY_BYTES, and many such
+  // decodes at once must not hold more memory than the budget.
+  const opts = { maxOutputLength: maxBytes, take: lease === undefined ? undefined : (n: number) => lease.take(n) };
   try {
     if (coding === 'gzip' || coding === 'x-gzip') return { ok: true, body: await zlibDecoders().gunzip(body, opts) };
     if (coding === 'deflate') return { ok: true, body: await inflateEither(body, opts) };
     if (coding === 'br') return { ok: true, body: await zlibDecoders().brotli(body, opts) };
   } catch (e) {
+    if (lease !== undefined && (e as NodeJS.ErrnoException).code === BUDGET_SPENT) return { ok: false, error: lease.refusal() };
     return isTooLarge(e)
       ? { ok: false, error: proxyError('rejected', `Decoded request body larger than ${maxBytes} bytes`, { limit: String(maxBytes) }, 413) }
       : { ok: false, error: proxyError('rejected', `Request body could not be decoded (${coding})`) };
@@ -131,11 +134,11 @@ export async function decodeBody(body: Buffer, contentEncoding: string | undefin
 }
 
 /** "deflate" in the wild is zlib-wrapped or raw; accept both. */
-async function inflateEither(b: Buffer, opts: { readonly maxOutputLength: number }): Promise<Buffer> {
+async function inflateEither(b: Buffer, opts: DecodeOptions): Promise<Buffer> {
   try {
     return await zlibDecoders().inflate(b, opts);
   } catch (e) {
-    if (isTooLarge(e)) throw e;
+    if (isTooLarge(e) || (e as NodeJS.ErrnoException).code === BUDGET_SPENT) throw e;
     return zlibDecoders().inflateRaw(b, opts);
   }
 }

@@ -180,8 +180,13 @@ function bodyStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival>
     }
     const coding = headerText(req.headers['content-encoding']);
     // Nearly every body comes unencoded: no promise to wait for.
-    const decoded = coding === undefined ? read : await decodeBody(read.body, coding, config.maxBodyBytes);
-    if (!decoded.ok) return h.refuse(res, decoded.error, null, hint());
+    // While it is decoded, a compressed body holds its wire bytes once and its output as it comes.
+    if (coding !== undefined) lease.resize(read.body.length);
+    const decoded = coding === undefined ? read : await decodeBody(read.body, coding, config.maxBodyBytes, lease);
+    if (!decoded.ok) {
+      if (decoded.error.kind === 'limited') metrics.callerLimited.inc({ resource: 'bytes' });
+      return h.refuse(res, decoded.error, null, hint());
+    }
     // The raw bytes are dropped once decoded: hold what is kept. A compressed body weighs what it decodes to
     // (a few hundred gzip bytes can decode to MAX_BODY_BYTES).
     if (!lease.hold(decoded.body.length * HELD_COPIES)) {

@@ -38,12 +38,20 @@ export interface HttpListener {
   close(): Promise<void>;
 }
 
-/** Per connection: its calls in flight, whether later bytes did not parse (clientError below), and one 'close' listener all its responses share. */
+/**
+ * Per connection: its calls in flight, its latest request, whether later bytes did not parse or the caller closed its
+ * side in the middle of a request (clientError below), and one 'close' listener all its responses share.
+ */
 interface Connection {
   calls: number;
+  last: http.IncomingMessage | undefined;
   bad: boolean;
+  cut: boolean;
   readonly ended: () => void;
 }
+
+/** No whole request of the connection is in flight: at most the one the caller cut (answers keep their order, so it is the latest). */
+const onlyCut = (c: Connection): boolean => c.calls === (c.last !== undefined && !c.last.complete ? 1 : 0);
 
 export async function startHttpListener(opts: HttpListenerOptions): Promise<HttpListener> {
   const { config, logger } = opts;
@@ -70,13 +78,16 @@ export async function startHttpListener(opts: HttpListenerOptions): Promise<Http
   });
   server.on('upgrade', upgradeListener(opts));
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    // The caller closed its side in the middle of a request: that body never completes. Its call ends now (its bytes
-    // leave the budget), not at BODY_TIMEOUT_MS.
-    if (err.code === 'HPE_INVALID_EOF_STATE') return void socket.destroy();
+    const conn = connections.get(socket as Socket);
+    // The caller closed its side in the middle of a request: that request never completes. Its call ends (its bytes
+    // leave the budget) once the whole requests before it on the connection are answered, not at BODY_TIMEOUT_MS.
+    if (err.code === 'HPE_INVALID_EOF_STATE') {
+      if (conn === undefined || onlyCut(conn)) return void socket.destroy();
+      return void (conn.cut = true);
+    }
     // Bytes that do not parse after a request on the same connection (a body sent without a length, a pipelined
     // request that is not HTTP): that request is still being judged. A 400 now would reach the caller as the answer
     // to it while the agent acts on it; answers keep their order: its answer first, then the 400 and the close.
-    const conn = connections.get(socket as Socket);
     if (conn !== undefined && conn.calls > 0) return void (conn.bad = true);
     badRequest(socket);
   });
@@ -132,14 +143,19 @@ function countedHandler(handler: ProxyHandler, connections: WeakMap<Socket, Conn
     if (conn === undefined) {
       const c: Connection = {
         calls: 0,
+        last: undefined,
         bad: false,
+        cut: false,
         ended: () => {
-          if (--c.calls === 0 && c.bad) badRequest(socket);
+          --c.calls;
+          if (c.cut && onlyCut(c)) socket.destroy();
+          else if (c.calls === 0 && c.bad) badRequest(socket);
         },
       };
       connections.set(socket, (conn = c));
     }
     conn.calls++;
+    conn.last = req;
     res.on('close', conn.ended);
     return handler(req, res);
   };

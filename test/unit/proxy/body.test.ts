@@ -252,3 +252,32 @@ describe('readBody with the in-flight budget', () => {
     expect(refused(await readBody(request([Buffer.alloc(6), Buffer.alloc(6)], { 'transfer-encoding': 'chunked' }), 10, PACE)).httpStatus).toBe(413);
   });
 });
+
+describe('decodeBody with the in-flight budget', () => {
+  // 9 MiB of spaces in about 9 KiB of gzip: many at once held gigabytes while only their wire bytes were counted.
+  const bomb = zlib.gzipSync(Buffer.alloc(9 * 1024 * 1024, 0x20));
+  const MiB = 1024 * 1024;
+
+  it('holds the output in the lease as it comes, and stops decoding where the budget ends (503)', async () => {
+    const budget = new BodyBudget(MiB);
+    const lease = budget.lease('a');
+    const r = await decodeBody(bomb, 'gzip', 10 * MiB, lease);
+    expect(r.ok ? 'decoded' : r.error.kind).toBe('overloaded');
+    expect(budget.inFlight).toBeLessThanOrEqual(MiB);
+    lease.release();
+    expect(budget.inFlight).toBe(0);
+  });
+
+  it("past the caller's share it is that caller's refusal (429), and a body that fits is held at its decoded size", async () => {
+    const budget = new BodyBudget(100 * MiB, 2 * MiB);
+    const over = budget.lease('a');
+    const r = await decodeBody(bomb, 'gzip', 10 * MiB, over);
+    expect(r.ok ? 'decoded' : r.error.kind).toBe('limited');
+    over.release();
+    const fits = budget.lease('b');
+    const small = Buffer.alloc(MiB, 0x20);
+    const ok = await decodeBody(zlib.brotliCompressSync(small), 'br', 10 * MiB, fits);
+    expect(ok.ok && ok.body.equals(small)).toBe(true);
+    expect(budget.heldBy('b')).toBe(MiB);
+  });
+});
