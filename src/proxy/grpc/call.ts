@@ -25,6 +25,7 @@ import { callStages, END, runStages, type CallFlow, type Stage } from '../stages
 import { proxyError, type ProxyError } from '../../core/errors';
 import { forwardRequestHeaders, headerText } from '../headers';
 import type { BodyLease } from '../budget';
+import { HELD_COPIES } from '../../core/bounded';
 import type { HookRun, HookRunInput } from '../hooks';
 import { CallerSide, framingError, readRequestMessage } from './caller';
 import { grpcErrorStatus } from '../../a2a/bindings/grpc/binding';
@@ -198,8 +199,12 @@ async function readCallMessage(deps: GrpcDeps, a: Admitted, refuse: (err: ProxyE
     return void refuse(refusal);
   }
   if (isProblem(body)) return void refuse(framingError(body), body.status);
-  // The frame bytes are dropped once read: hold what is kept.
-  lease.resize(body.length);
+  // The frame bytes are dropped once read: hold the copies of what is kept (a decompressed message weighs what it decoded to).
+  if (!lease.hold(body.length * HELD_COPIES)) {
+    const refusal = lease.refusal();
+    if (refusal.kind === 'limited') deps.metrics.callerLimited.inc({ resource: 'bytes' });
+    return void refuse(refusal);
+  }
   // Decoding the message, building its envelope: in the verified caller's turn.
   if (!(await callerTurn(deps, admittedKey(a.known, a.remoteAddress), a.caller, refuse))) return undefined;
   const codec = codecFor(method);

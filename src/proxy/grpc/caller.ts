@@ -7,6 +7,7 @@ import http2 from 'node:http2';
 import { GRPC_STATUS, MessageReader, isProblem, readMessage, type FramingProblem, type RawMessage } from '../../a2a/bindings/grpc/framing';
 import { grpcErrorStatus } from '../../a2a/bindings/grpc/binding';
 import type { BodyLease } from '../budget';
+import { HELD_COPIES } from '../../core/bounded';
 import { proxyError, type ProxyError } from '../../core/errors';
 import type { CallerPort } from '../stages';
 
@@ -79,7 +80,7 @@ export function readRequestMessage(
     const reader = new MessageReader(maxBytes);
     const messages: RawMessage[] = [];
     let settled = false;
-    const done = (v: Buffer | FramingProblem | 'gone' | 'overloaded' | Promise<Buffer | FramingProblem>) => {
+    const done = (v: Buffer | FramingProblem | 'gone' | 'overloaded' | Promise<Buffer | FramingProblem | 'overloaded'>) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
@@ -92,7 +93,8 @@ export function readRequestMessage(
     const timer = setTimeout(() => done({ status: 'INTERNAL', message: 'request message did not arrive in time' }), timeoutMs);
     timer.unref();
     const onData = (chunk: Buffer) => {
-      if (!lease.take(chunk.length)) return done('overloaded');
+      // Its copies, as for an HTTP body (core/bounded.ts HELD_COPIES): a call the budget cannot carry is cut while read.
+      if (!lease.take(chunk.length * HELD_COPIES)) return done('overloaded');
       const got = reader.push(chunk);
       if (isProblem(got)) return done(got);
       messages.push(...got);
@@ -102,7 +104,10 @@ export function readRequestMessage(
       if (!reader.clean) return done({ status: 'INTERNAL', message: 'request ended inside a message' });
       const m = messages[0];
       if (m === undefined) return done({ status: 'INTERNAL', message: 'no request message' });
-      done(readMessage(m, encoding, maxBytes));
+      if (!m.compressed) return done(m.data);
+      // While it is decompressed, the message holds its wire bytes once and its output as it comes.
+      lease.resize(m.data.length);
+      done(readMessage(m, encoding, maxBytes, (n) => lease.take(n)).then((r) => (r === 'budget spent' ? 'overloaded' : r)));
     };
     const onClose = () => done('gone');
     stream.on('data', onData);

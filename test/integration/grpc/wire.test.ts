@@ -119,6 +119,21 @@ describe('refused before the guardian, never relayed', () => {
     expectRefused(a, 8, 'PROXY_OVERLOADED');
   });
 
+  test('a compressed message counts its copies of what it decodes to: a small gzip body over the budget is RESOURCE_EXHAUSTED, PROXY_OVERLOADED, before the guardian or the agent', async () => {
+    const small = await s.proxy({ GRPC_PORT: '0', MAX_INFLIGHT_BODY_BYTES: String(1024 * 1024) });
+    const seen = s.guardian.calls().length;
+    const acted = rec.calls.length;
+    // 2 MB of text, a few KB on the wire: within MAX_BODY_BYTES, over the budget once decoded.
+    const zipped = grpcFrame(zlib.gzipSync(sendBytes('z'.repeat(2_000_000))), true);
+    expect(zipped.length).toBeLessThan(16 * 1024);
+    expectRefused(await rawGrpc(small.grpcAddress as string, SEND, zipped, { ...V1, 'grpc-encoding': 'gzip' }), 8, 'PROXY_OVERLOADED');
+    // 300 KB held three times does not fit a 1 MiB budget either.
+    expectRefused(await rawGrpc(small.grpcAddress as string, SEND, grpcFrame(sendBytes('o'.repeat(400_000))), V1), 8, 'PROXY_OVERLOADED');
+    expect(s.guardian.calls().length).toBe(seen);
+    expect(rec.calls.length).toBe(acted);
+    expect(small.metrics.bodyBytesInFlight()).toBe(0);
+  });
+
   test('a malformed grpc-timeout: INTERNAL', async () => {
     expectRefused(await rawGrpc(proxy.grpcAddress as string, SEND, grpcFrame(sendBytes('t')), { ...V1, 'grpc-timeout': '10 seconds' }), 13);
   });

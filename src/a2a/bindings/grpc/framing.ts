@@ -3,7 +3,7 @@
  * 4 bytes big-endian length), `grpc-encoding`, `grpc-timeout`, the status codes. Pure and bounded:
  * a message longer than the limit is refused from its 5-byte header, before its bytes are held.
  */
-import { zlibDecoders } from '../../../core/decoders';
+import { BUDGET_SPENT, zlibDecoders } from '../../../core/decoders';
 
 export const GRPC_STATUS = {
   OK: 0,
@@ -111,17 +111,30 @@ export function supportedEncoding(value: string | undefined): boolean {
 
 /**
  * A message as its sender meant it: compressed messages are inflated with `grpc-encoding`, never past
- * `maxBytes`. A compressed flag without a (supported) encoding is malformed.
+ * `maxBytes`, their output asked of `take` (a budget) as it comes: 'budget spent' once it refuses. A compressed flag without a (supported) encoding is malformed.
  */
-export async function readMessage(m: RawMessage, encoding: string | undefined, maxBytes: number): Promise<Buffer | FramingProblem> {
+export function readMessage(m: RawMessage, encoding: string | undefined, maxBytes: number): Promise<Buffer | FramingProblem>;
+export function readMessage(
+  m: RawMessage,
+  encoding: string | undefined,
+  maxBytes: number,
+  take: (n: number) => boolean,
+): Promise<Buffer | FramingProblem | 'budget spent'>;
+export async function readMessage(
+  m: RawMessage,
+  encoding: string | undefined,
+  maxBytes: number,
+  take?: (n: number) => boolean,
+): Promise<Buffer | FramingProblem | 'budget spent'> {
   if (!m.compressed) return m.data;
   const enc = encoding?.trim().toLowerCase();
   if (enc === undefined || enc === 'identity') return { status: 'INTERNAL', message: 'compressed message without grpc-encoding' };
   if (enc !== 'gzip' && enc !== 'deflate') return { status: 'UNIMPLEMENTED', message: `grpc-encoding ${enc} is not supported` };
   try {
     const { gunzip, inflate } = zlibDecoders();
-    return await (enc === 'gzip' ? gunzip : inflate)(m.data, { maxOutputLength: maxBytes });
+    return await (enc === 'gzip' ? gunzip : inflate)(m.data, { maxOutputLength: maxBytes, take });
   } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === BUDGET_SPENT) return 'budget spent';
     if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || err instanceof RangeError) {
       return { status: 'RESOURCE_EXHAUSTED', message: `decompressed message exceeds the limit of ${maxBytes} bytes` };
     }
