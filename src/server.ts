@@ -159,7 +159,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   }
   const streams = new Set<() => void>();
   const draining = { now: false };
-  const bodyBudget = new BodyBudget(config.maxInflightBodyBytes, config.perCaller.inflightBodyBytes);
+  const bodyBudget = new BodyBudget(config.maxInflightBodyBytes, config.perCaller.inflightBodyBytes, () => metrics.callerLimited.inc({ resource: 'bytes' }));
   metrics.watchBodyBudget(() => bodyBudget.inFlight);
   const callerLimits = await createCallerLimits(config, logger, metrics);
   const cardJudge = config.inspectCards ? new CardJudge({ config, guardian, identities, logger, metrics, callerLimits }) : undefined;

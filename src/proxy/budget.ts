@@ -20,6 +20,8 @@ export class BodyBudget {
   constructor(
     readonly limit: number,
     readonly perCaller: number = limit,
+    /** Told of each call refused for its caller's share (`refusal()` is asked once per refused call). */
+    private readonly onCallerLimited?: () => void,
   ) {}
 
   get inFlight(): number {
@@ -78,7 +80,11 @@ export class BodyBudget {
         if (held !== 0) throw new Error('a lease names its caller before it holds bytes');
         who = c;
       },
-      refusal: () => (refusedBy === 'caller' ? callerLimited('request bytes in flight', 1) : overloaded()),
+      refusal: () => {
+        if (refusedBy !== 'caller') return overloaded();
+        this.onCallerLimited?.();
+        return callerLimited('request bytes in flight', 1);
+      },
     };
   }
 }
@@ -94,6 +100,6 @@ export interface BodyLease {
   release(): void;
   /** Name the caller whose share the lease counts against (only while it holds nothing). */
   charge(caller: string): void;
-  /** The error for the last refused `take`: the shared budget is full (503), or the caller's share (429). */
+  /** The error to refuse the call with after a refused `take`: the shared budget is full (503), or the caller's share (429, counted). */
   refusal(): ProxyError;
 }

@@ -76,3 +76,10 @@ export function useStack(agentOptions?: Parameters<typeof startAgent>[0]): Stack
     },
   };
 }
+
+/** A counter's value for one label value (0 when absent). */
+export async function counted(proxy: TestProxy, metric: string, label: string): Promise<number> {
+  const text = await proxy.metrics.registry.getSingleMetricAsString(metric);
+  const m = new RegExp(`^${metric}\\{[^}]*="${label}"[^}]*\\} (\\d+)`, 'm').exec(text);
+  return m === null ? 0 : Number(m[1]);
+}

@@ -194,16 +194,12 @@ async function readCallMessage(deps: GrpcDeps, a: Admitted, refuse: (err: ProxyE
   const body = await readRequestMessage(a.caller.stream, encoding, deps.config.maxBodyBytes, deps.config.bodyTimeoutMs, lease);
   if (body === 'gone') return undefined;
   if (body === 'overloaded') {
-    const refusal = lease.refusal();
-    if (refusal.kind === 'limited') deps.metrics.callerLimited.inc({ resource: 'bytes' });
-    return void refuse(refusal);
+    return void refuse(lease.refusal());
   }
   if (isProblem(body)) return void refuse(framingError(body), body.status);
   // The frame bytes are dropped once read: hold the copies of what is kept (a decompressed message weighs what it decoded to).
   if (!lease.hold(body.length * HELD_COPIES)) {
-    const refusal = lease.refusal();
-    if (refusal.kind === 'limited') deps.metrics.callerLimited.inc({ resource: 'bytes' });
-    return void refuse(refusal);
+    return void refuse(lease.refusal());
   }
   // Decoding the message, building its envelope: in the verified caller's turn.
   if (!(await callerTurn(deps, admittedKey(a.known, a.remoteAddress), a.caller, refuse))) return undefined;

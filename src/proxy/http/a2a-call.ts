@@ -91,9 +91,7 @@ async function startCall(h: HttpParts, stages: readonly Stage<HttpFlow>[], a: Ar
   const size = requestBytes === undefined ? Buffer.byteLength(requestJson) : requestBytes.length;
   // Held since its bytes arrived; a serialization longer than the caller's (`1e9` is `1000000000`) takes the difference.
   if (!a.lease.hold(size * HELD_COPIES)) {
-    const err = a.lease.refusal();
-    if (err.kind === 'limited') deps.metrics.callerLimited.inc({ resource: 'bytes' });
-    return h.refuse(res, err, c.id, codec);
+    return h.refuse(res, a.lease.refusal(), c.id, codec);
   }
   const wireMethod = String(c.request.method);
   const ex = admit.open(req.headers, {

@@ -165,7 +165,7 @@ function admitStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival
 
 /** The body, bounded in size and time, decoded (gzip...) and held against the in-flight budget. */
 function bodyStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival> {
-  const { config, metrics } = h.deps;
+  const { config } = h.deps;
   const bodyPace = { timeoutMs: config.bodyTimeoutMs, minBytesPerSecond: config.perCaller.bodyMinBytesPerSecond };
   const readDecoded = async (a: Arrival): Promise<Step> => {
     const { req, res, lease } = a;
@@ -173,7 +173,6 @@ function bodyStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival>
     const hint = () => refusalCodec(req.url ?? '/', options());
     const read = await readBody(req, config.maxBodyBytes, bodyPace, lease, HELD_COPIES);
     if (!read.ok) {
-      if (read.error.kind === 'limited') metrics.callerLimited.inc({ resource: 'bytes' });
       // A body cut at the size limit, its deadline or a budget may have named its id already.
       const codec = hint();
       return h.refuse(res, read.error, codec === jsonRpcCodec && read.partial !== undefined ? leadingId(read.partial) : null, codec);
@@ -183,15 +182,11 @@ function bodyStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival>
     // While it is decoded, a compressed body holds its wire bytes once and its output as it comes.
     if (coding !== undefined) lease.resize(read.body.length);
     const decoded = coding === undefined ? read : await decodeBody(read.body, coding, config.maxBodyBytes, lease);
-    if (!decoded.ok) {
-      if (decoded.error.kind === 'limited') metrics.callerLimited.inc({ resource: 'bytes' });
-      return h.refuse(res, decoded.error, null, hint());
-    }
+    if (!decoded.ok) return h.refuse(res, decoded.error, null, hint());
     // The raw bytes are dropped once decoded: hold what is kept. A compressed body weighs what it decodes to
     // (a few hundred gzip bytes can decode to MAX_BODY_BYTES).
     if (!lease.hold(decoded.body.length * HELD_COPIES)) {
       const over = lease.refusal();
-      if (over.kind === 'limited') metrics.callerLimited.inc({ resource: 'bytes' });
       // The whole body is here: a JSON-RPC refusal carries the caller's id.
       const codec = hint();
       return h.refuse(res, over, codec === jsonRpcCodec ? leadingId(decoded.body) : null, codec);

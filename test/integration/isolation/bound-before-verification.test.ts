@@ -18,7 +18,7 @@ import { rawRpc, sendReq, textOf, type RawResponse } from '../../helpers/agent';
 import { handlerRecorder } from '../../helpers/handler-recorder';
 import { bindTo, makeKey, signAssertion, writeJwks, type TestKey } from '../../helpers/keys';
 import { waitFor } from '../../helpers/net';
-import { useStack, type TestProxy } from '../../helpers/proxy-harness';
+import { counted, useStack, type TestProxy } from '../../helpers/proxy-harness';
 import { startIdentities, type Caller, type TestIdentities } from '../../helpers/identities';
 
 jest.setTimeout(60_000);
@@ -82,12 +82,6 @@ async function holdCalls(proxy: TestProxy, count: number, headers: () => Promise
   await waitFor(() => rec.calls.length >= before + count, 20_000, `${count} calls at the agent`);
 }
 
-/** A counter's value for one label value (0 when absent). */
-async function counted(proxy: TestProxy, metric: string, label: string): Promise<number> {
-  const text = await proxy.metrics.registry.getSingleMetricAsString(metric);
-  const m = new RegExp(`^${metric}\\{[^}]*="${label}"[^}]*\\} (\\d+)`, 'm').exec(text);
-  return m === null ? 0 : Number(m[1]);
-}
 const verifications = async (proxy: TestProxy): Promise<number> =>
   (await counted(proxy, 'a2a_guard_caller_identities_total', 'assertion')) +
   (await counted(proxy, 'a2a_guard_caller_identities_total', 'oidc')) +

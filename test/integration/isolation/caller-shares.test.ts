@@ -8,7 +8,7 @@
 import { makeClient, rawRpc, sendReq, textOf, type Client } from '../../helpers/agent';
 import { announce, sleep, waitFor } from '../../helpers/net';
 import { startRedis, type TestRedis } from '../../helpers/redis';
-import { useStack, type TestProxy } from '../../helpers/proxy-harness';
+import { counted, useStack, type TestProxy } from '../../helpers/proxy-harness';
 import { startIdentities, type Caller, type TestIdentities } from '../../helpers/identities';
 
 const stack = useStack({ name: 'Shared Agent', version: '1.0.0' });
@@ -81,6 +81,7 @@ describe('the in-flight body budget', () => {
       expect(over.status).toBe(429);
       expect(over.headers['retry-after']).toBe('1');
       expect(over.text).toContain('-31429');
+      expect(await counted(proxy, 'a2a_guard_caller_limited_total', 'bytes')).toBe(1);
       const victim = await sendAs(proxy, 'B', `big ${'y'.repeat(90 * 1024)}`); // the SDK agent reads at most 100 KB
       expect(victim.status).toBe(200);
       expect(victim.json?.result).toBeDefined();

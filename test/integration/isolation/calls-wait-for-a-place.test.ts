@@ -11,7 +11,7 @@
 import { rawRpc, textOf, type RawResponse } from '../../helpers/agent';
 import { handlerRecorder } from '../../helpers/handler-recorder';
 import { waitFor } from '../../helpers/net';
-import { useStack, type TestProxy } from '../../helpers/proxy-harness';
+import { counted, useStack, type TestProxy } from '../../helpers/proxy-harness';
 import { startIdentities, type Caller, type TestIdentities } from '../../helpers/identities';
 
 jest.setTimeout(60_000);
@@ -53,13 +53,6 @@ function sendAs(
 }
 
 const texts = (): string[] => rec.calls.map((c) => textOf(c.params));
-
-/** A counter's value for one label value (0 when absent). */
-async function counted(proxy: TestProxy, metric: string, label: string): Promise<number> {
-  const text = await proxy.metrics.registry.getSingleMetricAsString(metric);
-  const m = new RegExp(`^${metric}\\{[^}]*="${label}"[^}]*\\} (\\d+)`, 'm').exec(text);
-  return m === null ? 0 : Number(m[1]);
-}
 
 test("calls past a caller's bound wait unforwarded while another caller's go; a call of its own that ends hands its place on", async () => {
   const proxy = await stack.proxy({ ROLE: 'server', ...ids.env, MAX_CALLS_PER_CALLER: '2', CALL_WAIT_MS: '30000' });
