@@ -211,7 +211,8 @@ describe.each([
       });
       res.resume();
       await waitFor(() => p.acked >= acked + 4 * MB, WAIT_MS, 'upstream writes again once the client reads');
-      expect(received).toBeGreaterThan(4 * MB);
+      // What the upstream wrote is still partly in the three socket buffers on its way; it arrives.
+      await waitFor(() => received > 4 * MB, WAIT_MS, 'the client receives what the upstream wrote');
 
       req.destroy();
       await waitFor(() => p.closed, WAIT_MS, 'upstream response closed after the client left');
