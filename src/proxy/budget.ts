@@ -68,7 +68,7 @@ export class BodyBudget {
     };
     return {
       take,
-      resize: (n: number) => add(n - held),
+      shrinkTo: (n: number) => add(Math.min(n, held) - held),
       hold: (n: number) => {
         if (n > held) return take(n - held);
         add(n - held);
@@ -91,8 +91,8 @@ export class BodyBudget {
 
 export interface BodyLease {
   take(n: number): boolean;
-  /** Hold exactly n bytes now (what is retained after parsing); never refused. */
-  resize(n: number): void;
+  /** Hold at most n bytes now (fewer copies of a body are kept from here on); gives back, never grows, never refused. */
+  shrinkTo(n: number): void;
   /** Hold exactly n bytes now: growth is taken (false: refused, nothing changed; `refusal()` says why), a shrink given back. */
   hold(n: number): boolean;
   /** Return n of the bytes held (never more than are held). */

@@ -106,7 +106,7 @@ export function readRequestMessage(
       if (m === undefined) return done({ status: 'INTERNAL', message: 'no request message' });
       if (!m.compressed) return done(m.data);
       // While it is decompressed, the message holds its wire bytes once and its output as it comes.
-      lease.resize(m.data.length);
+      lease.shrinkTo(m.data.length);
       done(readMessage(m, encoding, maxBytes, (n) => lease.take(n)).then((r) => (r === 'budget spent' ? 'overloaded' : r)));
     };
     const onClose = () => done('gone');

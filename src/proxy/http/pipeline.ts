@@ -180,7 +180,7 @@ function bodyStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival>
     const coding = headerText(req.headers['content-encoding']);
     // Nearly every body comes unencoded: no promise to wait for.
     // While it is decoded, a compressed body holds its wire bytes once and its output as it comes.
-    if (coding !== undefined) lease.resize(read.body.length);
+    if (coding !== undefined) lease.shrinkTo(read.body.length);
     const decoded = coding === undefined ? read : await decodeBody(read.body, coding, config.maxBodyBytes, lease);
     if (!decoded.ok) return h.refuse(res, decoded.error, null, hint());
     // The raw bytes are dropped once decoded: hold what is kept. A compressed body weighs what it decodes to
@@ -216,7 +216,7 @@ function route(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival> {
       if (c.kind === 'a2a' && a.parsed?.kind === 'json' && a.parsed.longStrings !== undefined && a.body !== null)
         a.raw = { bytes: a.body, longStrings: a.parsed.longStrings };
       // A body forwarded unjudged is held once: it is never parsed, judged or rebuilt.
-      if (c.kind === 'other' && a.body !== null) a.lease.resize(a.body.length);
+      if (c.kind === 'other' && a.body !== null) a.lease.shrinkTo(a.body.length);
       a.body = null;
       a.parsed = undefined;
       switch (c.kind) {

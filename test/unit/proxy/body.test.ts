@@ -148,19 +148,18 @@ describe('BodyBudget', () => {
     expect(budget.inFlight).toBe(100);
   });
 
-  test('resize holds exactly what is retained (never refused), release returns it all, twice is harmless', () => {
+  test('shrinkTo gives bytes back and never grows (never refused), release returns it all, twice is harmless', () => {
     const budget = new BodyBudget(100);
     const a = budget.lease();
     expect(a.take(80)).toBe(true);
-    a.resize(30); // the raw bytes are dropped once decoded
+    a.shrinkTo(30); // the raw bytes are dropped once decoded
     expect(budget.inFlight).toBe(30);
-    a.resize(150); // a decoded body may exceed the budget: it is counted, later takes are refused
-    expect(budget.inFlight).toBe(150);
-    expect(budget.lease().take(1)).toBe(false);
+    a.shrinkTo(150); // growth only through take/hold, which the budget may refuse
+    expect(budget.inFlight).toBe(30);
+    expect(budget.lease().take(70)).toBe(true);
     a.release();
     a.release();
-    expect(budget.inFlight).toBe(0);
-    expect(budget.lease().take(100)).toBe(true);
+    expect(budget.inFlight).toBe(70);
   });
 });
 
