@@ -69,6 +69,26 @@ describe('BoundedBytes', () => {
       expect(kept.length).toBeLessThanOrEqual(500_000);
     });
 
+    it('a body far smaller than its reservation does not keep the reservation allocated', () => {
+      const chunks = chunksOf(320_000, 65_536);
+      const kept = new BoundedBytes(10 * 1024 * 1024);
+      for (const c of chunks) kept.push(c);
+      const body = kept.buffer();
+      expect(body.equals(Buffer.concat(chunks))).toBe(true);
+      expect(body.buffer.byteLength).toBeLessThanOrEqual(4 * 320_000);
+      expect(kept.buffer().equals(body)).toBe(true);
+      // What comes after it is still kept, in order.
+      expect(kept.push(b('tail'))).toBe(true);
+      expect(kept.buffer().equals(Buffer.concat([...chunks, b('tail')]))).toBe(true);
+    });
+
+    it('a body near its reservation is handed back without a copy', () => {
+      const kept = new BoundedBytes(1_000_000);
+      for (const c of chunksOf(600_000, 65_536)) kept.push(c);
+      const body = kept.buffer();
+      expect(body.buffer.byteLength).toBe(1_000_000);
+    });
+
     it('a partial body is only the bytes received (never the rest of the reservation)', () => {
       const kept = new BoundedBytes(4_000_000, 4_000_000);
       for (const c of chunksOf(400_000, 65_536)) kept.push(c);
