@@ -43,13 +43,13 @@ export type { HookRecord } from './call';
  * (a large request) its bytes alone, never decoded to a text: the envelope, the budget and the agent's body
  * take the bytes.
  */
-export type PayloadJson =
+export type PayloadSerialization =
   | { readonly payloadJson: string; readonly payloadBytes?: undefined }
   | { readonly payloadJson: string; readonly payloadBytes: Buffer }
   | { readonly payloadJson?: undefined; readonly payloadBytes: Buffer };
 
 /** A payload's size in UTF-8 bytes when its bytes exist, else in characters of its text (the large-body threshold's unit either way). */
-const sizeOf = (p: PayloadJson): number => p.payloadBytes?.length ?? (p.payloadJson as string).length;
+const sizeOf = (p: PayloadSerialization): number => p.payloadBytes?.length ?? (p.payloadJson as string).length;
 
 export type HookRun =
   | ({
@@ -59,10 +59,10 @@ export type HookRun =
       readonly unchecked: boolean;
       /** The service parameters approved for the agent (request runs of calls that read them). */
       readonly serviceParameters?: ServiceParameters | undefined;
-    } & PayloadJson)
+    } & PayloadSerialization)
   | { readonly type: 'block'; readonly error: ProxyError; readonly decision: HookDecision };
 
-export type HookRunInput = RunInput & PayloadJson;
+export type HookRunInput = RunInput & PayloadSerialization;
 
 interface RunInput {
   readonly ex: Exchange;
@@ -143,7 +143,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
   const callContext = createCallContexts(deps);
   const turnOf = (ex: Exchange): Promise<void> => largeTurn(deps.fair, callerKey(ex.call.owner, ex.call.remoteAddress), ex.call.caller);
 
-  async function one(input: HookRunInput, side: Side, payload: JsonObject, ser: PayloadJson, sp: ServiceParameters | undefined): Promise<HookAction> {
+  async function one(input: HookRunInput, side: Side, payload: JsonObject, ser: PayloadSerialization, sp: ServiceParameters | undefined): Promise<HookAction> {
     const { ex, phase } = input;
     let { context, json: ctxJson } = callContext(ex, side, phase);
     if (sp !== undefined) {
@@ -193,7 +193,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     const identitiesReady = deps.identities.pending;
     if (identitiesReady !== undefined) await identitiesReady;
     let payload = input.payload;
-    let ser: PayloadJson = input;
+    let ser: PayloadSerialization = input;
     let modified = false;
     let unchecked = false;
     let sp = input.serviceParameters;
@@ -230,7 +230,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
  * A modify's payload serialized: as the guardian made it (a large modify from the worker: its bytes, forwarded
  * as they are), else JSON.stringify's text, and its bytes a slice per turn when large.
  */
-async function serializedModify(action: HookAction, payload: JsonObject, turn: () => Promise<void>): Promise<PayloadJson> {
+async function serializedModify(action: HookAction, payload: JsonObject, turn: () => Promise<void>): Promise<PayloadSerialization> {
   const made = madeBytes(action);
   if (made !== undefined) return { payloadBytes: made };
   const text = JSON.stringify(payload);
