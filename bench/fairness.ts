@@ -23,7 +23,8 @@
  * (BENCH_ATTACKER_NICE, default 19): it stands for a caller on another machine, so the CPU it spends on
  * its own side (signing assertions, building 9 MiB messages) does not count as harm the proxy let it
  * do; BENCH_ATTACKER_NICE=0 shares the cores equally. Options (env): BENCH_VICTIM_CALLS (default 80), BENCH_WORK_MIB (default 9),
- * BENCH_ONLY (comma-separated scenario names), BENCH_PROXY_NODE_ARGS (e.g. `--cpu-prof`, for the proxy's process).
+ * BENCH_ONLY (comma-separated scenario names), BENCH_PROXY_NODE_ARGS (e.g. `--cpu-prof`, for the proxy's process),
+ * BENCH_SLOWEST=1 (the victim's four slowest calls, and when each started in its run).
  */
 import http from 'node:http';
 import { setMaxListeners } from 'node:events';
@@ -131,6 +132,8 @@ interface VictimRun {
   readonly p50: number;
   readonly p99: number;
   readonly errors: string[];
+  /** The slowest calls: latency and when each started (ms into the run). */
+  readonly slowest: string;
 }
 
 /** The victim: a real SDK client (JSON-RPC), one call after the other, each with a fresh assertion. */
@@ -155,10 +158,13 @@ async function victimRun(stack: Stack, victim: Caller, calls: number, paceMs = 0
   );
   const client = await factory.createFromAgentCard(card);
   const times: number[] = [];
+  const starts: number[] = [];
   const errors: string[] = [];
   let ok = 0;
+  const runStart = performance.now();
   for (let i = 0; i < calls; i++) {
     const t0 = performance.now();
+    starts.push(t0 - runStart);
     try {
       await client.sendMessage({
         tenant: '',
@@ -173,8 +179,14 @@ async function victimRun(stack: Stack, victim: Caller, calls: number, paceMs = 0
     times.push(performance.now() - t0);
     if (paceMs > 0) await new Promise((r) => setTimeout(r, paceMs));
   }
+  const slowest = times
+    .map((t, i) => [t, starts[i] as number] as const)
+    .sort((a, b) => b[0] - a[0])
+    .slice(0, 4)
+    .map(([t, at]) => `${t.toFixed(0)} ms at ${at.toFixed(0)} ms`)
+    .join(', ');
   times.sort((a, b) => a - b);
-  return { ok, failed: calls - ok, p50: pct(times, 50), p99: pct(times, 99), errors };
+  return { ok, failed: calls - ok, p50: pct(times, 50), p99: pct(times, 99), errors, slowest };
 }
 
 /** Raw HTTP from the attacker: headers (with a fresh assertion when `signed`), then `body` as `write` paces it. */
@@ -433,6 +445,7 @@ async function main(): Promise<void> {
       const row = `${s.name.padEnd(17)} victim ok ${attacked.ok}/${VICTIM_CALLS} (alone ${alone.ok}/${VICTIM_CALLS})  p99 ${attacked.p99.toFixed(1)} ms vs ${alone.p99.toFixed(1)} ms alone = ${ratio.toFixed(2)}x  p50 ${attacked.p50.toFixed(1)} vs ${alone.p50.toFixed(1)} ms  direct to the agent under attack p99 ${direct.p99.toFixed(1)} ms (alone ${directAlone.p99.toFixed(1)})  worst loop stall ${stallMs.toFixed(1)} ms  attacker ${JSON.stringify(got)}`;
       console.log(row);
       if (attacked.errors.length > 0) console.log(`  victim errors: ${attacked.errors.join(' | ')}`);
+      if (process.env['BENCH_SLOWEST'] === '1') console.log(`  slowest attacked: ${attacked.slowest}; alone: ${alone.slowest}`);
       rows.push(row);
     } finally {
       await stack.close();
