@@ -23,7 +23,10 @@
  * (BENCH_ATTACKER_NICE, default 19): it stands for a caller on another machine, so the CPU it spends on
  * its own side (signing assertions, building 9 MiB messages) does not count as harm the proxy let it
  * do; BENCH_ATTACKER_NICE=0 shares the cores equally. Options (env): BENCH_VICTIM_CALLS (default 80), BENCH_WORK_MIB (default 9),
- * BENCH_ONLY (comma-separated scenario names), BENCH_PROXY_NODE_ARGS (e.g. `--cpu-prof`, for the proxy's process).
+ * BENCH_ONLY (comma-separated scenario names), BENCH_PROXY_NODE_ARGS (e.g. `--cpu-prof`, for the proxy's process),
+ * BENCH_SLOWEST=1 (the victim's four slowest calls, and when each started in its run). Each row is followed by
+ * the proxy's CPU time and the credentials it checked while the attacker worked (counted, not timed: a run whose
+ * attacker got little CPU at its nice level shows it here, in fewer checks).
  */
 import http from 'node:http';
 import { setMaxListeners } from 'node:events';
@@ -131,6 +134,8 @@ interface VictimRun {
   readonly p50: number;
   readonly p99: number;
   readonly errors: string[];
+  /** The slowest calls: latency and when each started (ms into the run). */
+  readonly slowest: string;
 }
 
 /** The victim: a real SDK client (JSON-RPC), one call after the other, each with a fresh assertion. */
@@ -155,10 +160,13 @@ async function victimRun(stack: Stack, victim: Caller, calls: number, paceMs = 0
   );
   const client = await factory.createFromAgentCard(card);
   const times: number[] = [];
+  const starts: number[] = [];
   const errors: string[] = [];
   let ok = 0;
+  const runStart = performance.now();
   for (let i = 0; i < calls; i++) {
     const t0 = performance.now();
+    starts.push(t0 - runStart);
     try {
       await client.sendMessage({
         tenant: '',
@@ -173,8 +181,14 @@ async function victimRun(stack: Stack, victim: Caller, calls: number, paceMs = 0
     times.push(performance.now() - t0);
     if (paceMs > 0) await new Promise((r) => setTimeout(r, paceMs));
   }
+  const slowest = times
+    .map((t, i) => [t, starts[i] as number] as const)
+    .sort((a, b) => b[0] - a[0])
+    .slice(0, 4)
+    .map(([t, at]) => `${t.toFixed(0)} ms at ${at.toFixed(0)} ms`)
+    .join(', ');
   times.sort((a, b) => a - b);
-  return { ok, failed: calls - ok, p50: pct(times, 50), p99: pct(times, 99), errors };
+  return { ok, failed: calls - ok, p50: pct(times, 50), p99: pct(times, 99), errors, slowest };
 }
 
 /** Raw HTTP from the attacker: headers (with a fresh assertion when `signed`), then `body` as `write` paces it. */
@@ -410,6 +424,13 @@ async function main(): Promise<void> {
     return Number(/^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text)?.[1] ?? NaN) * 1000;
   };
 
+  /** The proxy's CPU seconds so far, and the credentials it has checked (every outcome). */
+  const proxyWork = async (stack: Stack): Promise<{ cpuS: number; checks: number }> => {
+    const text = await (await fetch(`${stack.admin}/metrics`)).text();
+    const checks = [...text.matchAll(/^a2a_guard_caller_identities_total\{[^}]*\} (\S+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    return { cpuS: Number(/^process_cpu_seconds_total (\S+)$/m.exec(text)?.[1] ?? NaN), checks };
+  };
+
   const rows: string[] = [];
   console.log(
     `a2a-guard fairness: victim ${VICTIM_CALLS} sequential SDK sendMessage calls, alone and while the attacker works (node ${process.version}, ${os.cpus().length} cores, attacker at nice ${ATTACKER_NICE})`,
@@ -421,6 +442,7 @@ async function main(): Promise<void> {
       await victimRun(stack, victim.caller, 10);
       const alone = await victimRun(stack, victim.caller, VICTIM_CALLS, s.victimPaceMs);
       const directAlone = await victimRun({ ...stack, url: baker.origin }, victim.caller, VICTIM_CALLS, s.victimPaceMs);
+      const before = await proxyWork(stack);
       const stop = await forkAttacker(s, stack, attacker.privateJwk);
       await new Promise((r) => setTimeout(r, 500));
       await loopMaxMs(stack);
@@ -429,10 +451,15 @@ async function main(): Promise<void> {
       // The same victim straight to the agent, under the same attack: what the agent and the machine cost it.
       const direct = await victimRun({ ...stack, url: baker.origin }, victim.caller, VICTIM_CALLS, s.victimPaceMs);
       const got = await stop();
+      const after = await proxyWork(stack);
       const ratio = attacked.p99 / alone.p99;
       const row = `${s.name.padEnd(17)} victim ok ${attacked.ok}/${VICTIM_CALLS} (alone ${alone.ok}/${VICTIM_CALLS})  p99 ${attacked.p99.toFixed(1)} ms vs ${alone.p99.toFixed(1)} ms alone = ${ratio.toFixed(2)}x  p50 ${attacked.p50.toFixed(1)} vs ${alone.p50.toFixed(1)} ms  direct to the agent under attack p99 ${direct.p99.toFixed(1)} ms (alone ${directAlone.p99.toFixed(1)})  worst loop stall ${stallMs.toFixed(1)} ms  attacker ${JSON.stringify(got)}`;
       console.log(row);
       if (attacked.errors.length > 0) console.log(`  victim errors: ${attacked.errors.join(' | ')}`);
+      if (process.env['BENCH_SLOWEST'] === '1') console.log(`  slowest attacked: ${attacked.slowest}; alone: ${alone.slowest}`);
+      console.log(
+        `  the proxy while the attacker worked: ${((after.cpuS - before.cpuS) * 1000).toFixed(0)} ms of CPU, ${after.checks - before.checks} credentials checked (the victim's: ${VICTIM_CALLS})`,
+      );
       rows.push(row);
     } finally {
       await stack.close();

@@ -205,7 +205,7 @@ const VARIABLES = {
     'calls (streams included) one caller may have in flight; more wait for one of its places (CALL_WAIT_MS), then get 429 (-31429); 0 = no bound',
   ),
   CALL_WAIT_MS: int(5000, 0, 600_000).describe(
-    "how long a call past MAX_CALLS_PER_CALLER waits, unread, in its caller's own line for a place (at most MAX_CALLS_PER_CALLER wait; more get 429 at once); then 429 (-31429); 0 = 429 at once",
+    "how long at most a call past MAX_CALLS_PER_CALLER waits, unread, in its caller's own line for a place (each waits between half of it and all of it; at most MAX_CALLS_PER_CALLER wait; more get 429 at once); then 429 (-31429) with Retry-After between 1 s and this; 0 = 429 at once",
   ),
   GUARDIAN_CALLS_PER_CALLER: optional(whole(0, 65_536)).describe(
     'guardian calls (request hooks, unary answers) one caller may have in flight (default: a quarter of GUARDIAN_CALL_CONNECTIONS); more wait in its own line; 0 = no bound',

@@ -155,6 +155,8 @@ export interface CallerLimitsOptions {
   readonly ratePerSecond?: number;
   /** Counted per refusal: the resource a caller was at its share of. */
   readonly onLimited?: (resource: 'calls' | 'rate' | 'bytes') => void;
+  /** A draw in [0, 1) that spreads waits and Retry-After (default Math.random). */
+  readonly random?: () => number;
 }
 
 /** An admitted call: `leave()` once it is over (idempotent). */
@@ -214,6 +216,8 @@ export class CallerLimits {
     const waitMs = this.opts.callWaitMs ?? 0;
     const line = this.callLines.get(key) ?? [];
     if (waitMs <= 0 || line.length >= this.opts.maxCalls) return { ok: false, error: this.limited('calls', 0) };
+    // Each call waits its own draw in [waitMs/2, waitMs]: calls that arrived together are not refused (and retried) together.
+    const deadline = waitMs - Math.floor((waitMs / 2) * this.draw());
     return new Promise<Admission>((resolve) => {
       let off: (() => void) | undefined;
       const out = (): void => {
@@ -232,7 +236,7 @@ export class CallerLimits {
       const timer = setTimeout(() => {
         out();
         resolve({ ok: false, error: this.limited('calls', 0) });
-      }, waitMs);
+      }, deadline);
       line.push(w);
       this.callLines.set(key, line);
       off = caller?.onCancel(() => {
@@ -276,11 +280,21 @@ export class CallerLimits {
     return { ok: false, error: this.limited('rate', waitMs) };
   }
 
-  /** A refusal at a bound, counted. */
+  private draw(): number {
+    return (this.opts.random ?? Math.random)();
+  }
+
+  /**
+   * A refusal at a bound, counted. Past its calls in flight, Retry-After is drawn in whole seconds
+   * from 1 to CALL_WAIT_MS (at least 1): callers refused together do not all come back together.
+   */
   private limited(resource: 'calls' | 'rate', waitMs: number): ProxyError {
     this.opts.onLimited?.(resource);
-    if (resource === 'calls')
-      return callerLimited('calls in flight', 1, `Too many calls in flight for this caller (at most ${this.opts.maxCalls}); retry later`);
+    if (resource === 'calls') {
+      const spreadS = Math.max(1, Math.ceil((this.opts.callWaitMs ?? 0) / 1000));
+      const retryAfterS = 1 + Math.floor(this.draw() * spreadS);
+      return callerLimited('calls in flight', retryAfterS, `Too many calls in flight for this caller (at most ${this.opts.maxCalls}); retry later`);
+    }
     return callerLimited('calls per second', waitMs / 1000, `Over this caller's rate of ${this.opts.ratePerSecond ?? '?'} calls per second; retry later`);
   }
 

@@ -122,6 +122,40 @@ describe('CallerLimits', () => {
     }
   });
 
+  test('calls that wait together are refused apart: each at its own deadline in [callWaitMs/2, callWaitMs], with Retry-After spread over 1..callWaitMs seconds', async () => {
+    jest.useFakeTimers();
+    try {
+      const draws = Array.from({ length: 10 }, (_v, i) => i / 10);
+      let d = 0;
+      const l = new CallerLimits({ maxCalls: 10, callWaitMs: 4000, guardianCalls: 0, random: () => draws[d++ % draws.length] as number });
+      const held = Array.from({ length: 10 }, () => ok(l.admit('a')));
+      const refused: number[] = [];
+      const retryAfter = new Set<string>();
+      const waiting = Array.from({ length: 10 }, (_v, i) =>
+        (l.admit('a') as Promise<Admission>).then((r) => {
+          refused.push(i);
+          if (!r.ok) retryAfter.add(r.error.metadata['retryAfterSeconds'] as string);
+        }),
+      );
+      jest.advanceTimersByTime(1999);
+      await Promise.resolve();
+      expect(refused).toEqual([]);
+      jest.advanceTimersByTime(1000);
+      for (let i = 0; i < 10; i++) await Promise.resolve();
+      // Half of them by three quarters of the wait, the rest after.
+      expect(refused.length).toBeGreaterThanOrEqual(4);
+      expect(refused.length).toBeLessThanOrEqual(6);
+      jest.advanceTimersByTime(1001);
+      await Promise.all(waiting);
+      expect(refused).toHaveLength(10);
+      expect([...retryAfter].sort()).toEqual(['1', '2', '3', '4']);
+      for (const h of held) h.leave();
+      expect(l.tracked).toBe(0);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   test('callWaitMs 0: the next call past the bound is refused at once', () => {
     const l = new CallerLimits({ maxCalls: 1, callWaitMs: 0, guardianCalls: 0 });
     ok(l.admit('a'));
