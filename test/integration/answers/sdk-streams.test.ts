@@ -358,9 +358,12 @@ describe.each(CASES)('modify at event k, SDK %s %s', (binding, version) => {
     want[3] = '[redacted 3]';
     expect(sdkKinds(events)).toEqual(['task', ...Array(8).fill('artifactUpdate'), 'statusUpdate']);
     expect(sdkTexts(events.slice(1, 9))).toEqual(want);
-    expect(responseEnvs()).toHaveLength(10);
+    // This stream's events only: a stream cut by an earlier test may still have an event on its way to the guardian.
+    const taskId = (events[0]!.payload as { value: { id: string } }).value.id;
+    const mine = responseEnvs().filter((e) => JSON.stringify(e.params.payload).includes(taskId));
+    expect(mine).toHaveLength(10);
     // The guardian saw the original.
-    expect(textOf(inStreamOrder(responseEnvs())[4].params.payload)).toBe('chunk 3');
+    expect(textOf(inStreamOrder(mine)[4].params.payload)).toBe('chunk 3');
   });
 });
 
