@@ -12,7 +12,9 @@
  *
  * The upstream (a minimal JSON-RPC answerer) runs in this process. Options (env): BENCH_ROUNDS (5),
  * BENCH_ONLY (comma-separated shape numbers), BENCH_PROFILE (1: the profile pass; 0 to skip), BENCH_PROXY_NODE_ARGS
- * (node flags for the proxy, space-separated: `--trace-gc`), BENCH_PROXY_STDOUT (1: the proxy's log lines shown).
+ * (node flags for the proxy, space-separated: `--trace-gc`), BENCH_PROXY_STDOUT (1: the proxy's log lines shown),
+ * BENCH_GUARDIAN (`remote`: the reference guardian standalone, `node dist/src/guardian/main.js` in a process of its
+ * own with the same policy, behind GUARDIAN_URL; the proxy then reads its answers, a 9 MiB modify among them).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -29,6 +31,8 @@ const PROBE = path.join(__dirname, 'stall-probe.js');
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const ONLY = process.env.BENCH_ONLY?.split(',').map(Number);
 const PROFILE = process.env.BENCH_PROFILE !== '0';
+const REMOTE = process.env.BENCH_GUARDIAN === 'remote';
+const GUARDIAN_MAIN = path.join(ROOT, 'dist', 'src', 'guardian', 'main.js');
 const TMP = fs.mkdtempSync(path.join(os.tmpdir(), 'a2a-guard-bench-stall-'));
 const MiB = 1024 * 1024;
 const SIZE = 9 * MiB;
@@ -66,6 +70,10 @@ const SHAPES: ReadonlyArray<[string, () => unknown]> = [
   // Bytes: sent gzip-encoded, as they are.
   ['9 MiB of spaces, gzip (9 KiB on the wire)', () => zlib.gzipSync(Buffer.alloc(9 * MiB, 0x20))],
   ['9 MiB of spaces, then a small call, gzip', () => zlib.gzipSync(Buffer.from(`${fill(' ')}${JSON.stringify(message([{ kind: 'text', text: 'hi' }]))}`))],
+  [
+    `${AT_BOUND} small strings with an e-mail address each (all masked: modify)`,
+    () => message([{ kind: 'data', data: { rows: Array.from({ length: AT_BOUND }, (_, i) => `${i} a@b.co ${fill('1 ', 80)}`) } }]),
+  ],
 ];
 
 function freePort(): Promise<number> {
@@ -77,10 +85,29 @@ function freePort(): Promise<number> {
   });
 }
 
-/** The proxy as `npm start` runs it, with the probe preloaded; `flags`: more node flags. */
-async function startProxy(upstream: string, flags: string[]): Promise<{ child: ChildProcess; url: string; ask(t: string, extra?: object): Promise<any> }> {
+/** The reference guardian standalone (BENCH_GUARDIAN=remote), answering once it listens. */
+async function startGuardian(): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const env = { PATH: process.env.PATH ?? '', GUARDIAN_PORT: String(port), GUARDIAN_HOST: '127.0.0.1', LOG_LEVEL: 'warn', POLICY_WATCH: 'false' };
+  const child = spawn(process.execPath, [GUARDIAN_MAIN], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const url = `http://127.0.0.1:${port}/`;
+  for (let i = 0; ; i++) {
+    if ((await post(url, Buffer.from('{}')).catch(() => 0)) !== 0) break;
+    if (i > 200) throw new Error('guardian did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { child, url };
+}
+
+/** The proxy as `npm start` runs it, with the probe preloaded; `flags`: more node flags; `guardianUrl`: a remote guardian. */
+async function startProxy(
+  upstream: string,
+  flags: string[],
+  guardianUrl?: string,
+): Promise<{ child: ChildProcess; url: string; ask(t: string, extra?: object): Promise<any> }> {
   const port = await freePort();
   const env = {
+    ...(guardianUrl === undefined ? {} : { GUARDIAN_URL: guardianUrl }),
     PATH: process.env.PATH ?? '',
     UPSTREAM_URL: upstream,
     PORT: String(port),
@@ -216,12 +243,13 @@ async function main(): Promise<void> {
   });
 
   console.log(
-    `## 1. worst event-loop stall of the proxy per hostile request (embedded guardian), ${ROUNDS} rounds; load ${os
+    `## 1. worst event-loop stall of the proxy per hostile request (${REMOTE ? 'remote reference guardian' : 'embedded guardian'}), ${ROUNDS} rounds; load ${os
       .loadavg()
       .map((x) => x.toFixed(2))
       .join(' ')}`,
   );
-  const proxy = await startProxy(upstreamUrl, (process.env.BENCH_PROXY_NODE_ARGS ?? '').split(' ').filter(Boolean));
+  const guardian = REMOTE ? await startGuardian() : undefined;
+  const proxy = await startProxy(upstreamUrl, (process.env.BENCH_PROXY_NODE_ARGS ?? '').split(' ').filter(Boolean), guardian?.url);
   const warm = path.join(TMP, 'warm.json');
   fs.writeFileSync(warm, JSON.stringify(message([{ kind: 'text', text: fill('x', 200_000) }])));
   for (let i = 0; i < 3; i++) await postFromChild(proxy.url, warm);
@@ -261,6 +289,10 @@ async function main(): Promise<void> {
   }
   proxy.child.kill('SIGINT');
   await new Promise((r) => proxy.child.once('exit', r));
+  if (guardian !== undefined) {
+    guardian.child.kill('SIGINT');
+    await new Promise((r) => guardian.child.once('exit', r));
+  }
   upstream.close();
   fs.rmSync(TMP, { recursive: true, force: true });
 }
