@@ -73,19 +73,21 @@ export async function duplicateKeyInPieces(
   let open = -1;
   let last = -1;
   let lastEnd = -1;
+  // The next quote at or after `i` once searched for (a long string's end is searched once, not once per piece).
+  let quote = -1;
   for (let i = 0, limit = Math.min(n, piece); i < n;) {
     if (i >= limit) {
       await turn();
       limit = Math.min(n, i + piece);
     }
     if (open >= 0) {
-      // Within a string: its next quote in this piece, if not escaped (an odd run of backslashes before it).
-      const q = bytes.subarray(i, limit).indexOf(QUOTE);
-      if (q < 0) {
+      // Within a string: its next quote, taken in this piece if it lies there, unless escaped (an odd run of backslashes before it).
+      if (quote < i) quote = bytes.indexOf(QUOTE, i);
+      if (quote < 0 || quote >= limit) {
         i = limit;
         continue;
       }
-      const end = i + q;
+      const end = quote;
       let k = end - 1;
       while (k > open && bytes[k] === BACKSLASH) k--;
       i = end + 1;
