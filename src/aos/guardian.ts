@@ -27,7 +27,7 @@ import { guardianSuccess, pingAnswer } from './answer';
 import { duplicateKey, duplicateKeyInPieces } from './duplicate-keys';
 import { createPool, dispatchRaw } from '../net/undici-pool';
 import { monotonicMs } from '../core/clock';
-import { LARGE_BODY, nextTurn } from '../core/turns';
+import { LARGE_BODY, nextTurn, sliceInTurns } from '../core/turns';
 import { parseJsonInPieces, type LongString, type PieceSizes } from '../core/json-pieces';
 import { stringifyInPieces } from '../core/json-canonical';
 import { isUtf8 } from 'node:buffer';
@@ -118,7 +118,7 @@ class TransportError extends Error {
  * The turn between two pieces of a large answer's reading: the call's time budget (GUARDIAN_TIMEOUT_MS) covers the
  * reading too, and a call answered meanwhile (out of time, caller gone) stops reading here.
  */
-function readingTurn(deadline: number, timeoutMs: number, caller: Cancellation | undefined): () => Promise<void> {
+export function readingTurn(deadline: number, timeoutMs: number, caller: Cancellation | undefined): () => Promise<void> {
   const check = (): void => {
     if (caller?.cancelled === true) throw new TransportError('cancelled', 'caller went away', undefined, true);
     if (monotonicMs() >= deadline) throw new TransportError('timeout', `guardian answer not read within ${timeoutMs} ms`, undefined, true);
@@ -342,17 +342,20 @@ export class HttpGuardian implements Guardian {
 
   /**
    * Text or one small buffer as is; several buffers, or a large one, go out one after the other under their total
-   * content-length, a large buffer in slices of LARGE_BODY (views, no copy): undici writes each slice once the socket
-   * has taken the one before (a turn of the event loop apart), where one write of 9 MiB copied megabytes into the
-   * kernel in one task.
+   * content-length, a large buffer in slices of LARGE_BODY (views, no copy) a turn of the event loop apart: one write
+   * of 9 MiB copied megabytes into the kernel in one task (and so did slices written back to back while the socket
+   * took them). Each attempt iterates afresh.
    */
   private static wire(headers: string[], body: string | EnvelopeBytes): { headers: string[]; body: Dispatcher.DispatchOptions['body'] } {
     if (typeof body === 'string') return { headers, body };
     if (body.chunks.length === 1 && body.length < LARGE_BODY) return { headers, body: body.chunks[0] as Buffer };
-    const slices = body.chunks.flatMap((c) =>
-      c.length < LARGE_BODY ? [c] : Array.from({ length: Math.ceil(c.length / LARGE_BODY) }, (_, k) => c.subarray(k * LARGE_BODY, (k + 1) * LARGE_BODY)),
-    );
-    // undici sends any Iterable body (docs/api/Dispatcher.md, "body"); its DispatchOptions type does not list it.
+    const { chunks } = body;
+    const slices = {
+      async *[Symbol.asyncIterator]() {
+        for (const chunk of chunks) yield* sliceInTurns(chunk);
+      },
+    };
+    // undici sends any (async) iterable body (docs/api/Dispatcher.md, "body"); its DispatchOptions type does not list it.
     return { headers: [...headers, 'content-length', String(body.length)], body: slices as unknown as Dispatcher.DispatchOptions['body'] };
   }
 
