@@ -7,7 +7,9 @@
  */
 import fc from 'fast-check';
 import { duplicateKey, duplicateKeyInPieces } from '../../../src/aos/duplicate-keys';
-import { interpret, interpretInTurns } from '../../../src/aos/guardian';
+import { interpret, interpretInTurns, readingTurn } from '../../../src/aos/guardian';
+import { Cancellation } from '../../../src/core/cancel';
+import { monotonicMs } from '../../../src/core/clock';
 import type { GuardianOutcome } from '../../../src/aos/outcome';
 import { json, objects, spell, withDuplicate } from '../../helpers/json-duplicates';
 import { countedTurns, piecesOf } from '../../helpers/json-pieces';
@@ -156,6 +158,26 @@ describe('interpretInTurns: the outcome of interpret(), read a piece per turn', 
       await expect(interpretInTurns({ status: 200, bytes: t }, ID, turn, { piece: 4096, stringPiece: 4096 })).rejects.toThrow('answered');
       expect(turns).toBe(stopAt);
     }
+  });
+});
+
+describe("the guardian client's turn between pieces (readingTurn)", () => {
+  test('refuses once the caller has gone, at the turn after it went', async () => {
+    const caller = new Cancellation();
+    const turn = readingTurn(monotonicMs() + 60_000, 60_000, caller);
+    await turn();
+    const next = turn();
+    caller.cancel();
+    await expect(next).rejects.toMatchObject({ kind: 'cancelled', reading: true });
+    await expect(turn()).rejects.toMatchObject({ kind: 'cancelled' });
+  });
+
+  test('refuses once the time budget (GUARDIAN_TIMEOUT_MS, the reading included) is spent', async () => {
+    await expect(readingTurn(monotonicMs() - 1, 5000, undefined)()).rejects.toMatchObject({
+      kind: 'timeout',
+      message: 'guardian answer not read within 5000 ms',
+    });
+    await expect(readingTurn(monotonicMs() + 60_000, 60_000, undefined)()).resolves.toBeUndefined();
   });
 });
 
