@@ -36,18 +36,27 @@ export function duplicateKey(text: string): string | undefined {
       if (text.charCodeAt(j) !== COLON) continue;
       const raw = text.slice(start, end);
       const name = raw.includes('\\') ? (JSON.parse(`"${raw}"`) as string) : raw;
-      if (Array.isArray(top)) {
-        if (top.includes(name)) return name;
-        if (top.push(name) > 16) stack[stack.length - 1] = new Set(top);
-      } else {
-        if (top.has(name)) return name;
-        top.add(name);
-      }
+      if (seenBefore(stack, top, name)) return name;
     } else if (c === OPEN_OBJECT) stack.push([]);
     else if (c === OPEN_ARRAY) stack.push(null);
     else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) stack.pop();
   }
   return undefined;
+}
+
+/**
+ * Whether the innermost open object (`top`, the last of `stack`) has a member `name` already; else it is noted there.
+ * A short list, a Set once it is long: a linear search would make a huge object quadratic.
+ */
+function seenBefore(stack: (string[] | Set<string> | null)[], top: string[] | Set<string>, name: string): boolean {
+  if (Array.isArray(top)) {
+    if (top.includes(name)) return true;
+    if (top.push(name) > 16) stack[stack.length - 1] = new Set(top);
+    return false;
+  }
+  if (top.has(name)) return true;
+  top.add(name);
+  return false;
 }
 
 /** Bytes scanned between two turns by duplicateKeyInPieces. */
@@ -104,14 +113,7 @@ export async function duplicateKeyInPieces(
     if (last >= 0 && !isSpace(c)) {
       if (c === COLON) {
         const name = long.get(last) ?? nameAt(bytes, last, lastEnd);
-        const top = stack[stack.length - 1] as string[] | Set<string>;
-        if (Array.isArray(top)) {
-          if (top.includes(name)) return name;
-          if (top.push(name) > 16) stack[stack.length - 1] = new Set(top);
-        } else {
-          if (top.has(name)) return name;
-          top.add(name);
-        }
+        if (seenBefore(stack, stack[stack.length - 1] as string[] | Set<string>, name)) return name;
       }
       last = -1;
     }

@@ -10,6 +10,9 @@
  * sends an AOS ping on a connection of its own; only when that ping gets no answer either does the
  * breaker open.
  *
+ * An answer of LARGE_BODY (256 KiB) or more (a 9 MiB modify) is read a piece per turn of the event loop
+ * (interpretInTurns), and a large envelope is sent a slice per turn: no task holds the loop for the whole of it.
+ *
  * Two connection budgets: the checks of each call (request hooks, unary answers) and the checks of
  * stream events. A stream can ask for thousands of decisions; a call never waits for a connection
  * behind them, whatever the streams do. (The stream relay lets at most as many stream events go to
