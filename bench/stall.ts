@@ -8,11 +8,14 @@
  *      preloaded probe (bench/stall-probe.ts); min and median over the rounds, and the load average;
  *   2. where: one more call per shape with the probe's CPU profile of the main thread (100 µs samples): the
  *      longest busy stretches (no idle sample; tasks that follow each other at once, as the turns of one large
- *      call do, count as one stretch), each with the project functions its time went to.
+ *      call do, count as one stretch), each with the project functions its time went to; and the samples within
+ *      the longest gap of the probe's 1 ms timer in that call (the one task that held the loop longest).
  *
  * The upstream (a minimal JSON-RPC answerer) runs in this process. Options (env): BENCH_ROUNDS (5),
  * BENCH_ONLY (comma-separated shape numbers), BENCH_PROFILE (1: the profile pass; 0 to skip), BENCH_PROXY_NODE_ARGS
- * (node flags for the proxy, space-separated: `--trace-gc`), BENCH_PROXY_STDOUT (1: the proxy's log lines shown).
+ * (node flags for the proxy, space-separated: `--trace-gc`), BENCH_PROXY_STDOUT (1: the proxy's log lines shown),
+ * BENCH_GUARDIAN (`remote`: the reference guardian standalone, `node dist/src/guardian/main.js` in a process of its
+ * own with the same policy, behind GUARDIAN_URL; the proxy then reads its answers, a 9 MiB modify among them).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -29,6 +32,8 @@ const PROBE = path.join(__dirname, 'stall-probe.js');
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const ONLY = process.env.BENCH_ONLY?.split(',').map(Number);
 const PROFILE = process.env.BENCH_PROFILE !== '0';
+const REMOTE = process.env.BENCH_GUARDIAN === 'remote';
+const GUARDIAN_MAIN = path.join(ROOT, 'dist', 'src', 'guardian', 'main.js');
 const TMP = fs.mkdtempSync(path.join(os.tmpdir(), 'a2a-guard-bench-stall-'));
 const MiB = 1024 * 1024;
 const SIZE = 9 * MiB;
@@ -66,6 +71,10 @@ const SHAPES: ReadonlyArray<[string, () => unknown]> = [
   // Bytes: sent gzip-encoded, as they are.
   ['9 MiB of spaces, gzip (9 KiB on the wire)', () => zlib.gzipSync(Buffer.alloc(9 * MiB, 0x20))],
   ['9 MiB of spaces, then a small call, gzip', () => zlib.gzipSync(Buffer.from(`${fill(' ')}${JSON.stringify(message([{ kind: 'text', text: 'hi' }]))}`))],
+  [
+    `${AT_BOUND} small strings with an e-mail address each (all masked: modify)`,
+    () => message([{ kind: 'data', data: { rows: Array.from({ length: AT_BOUND }, (_, i) => `${i} a@b.co ${fill('1 ', 80)}`) } }]),
+  ],
 ];
 
 function freePort(): Promise<number> {
@@ -77,10 +86,29 @@ function freePort(): Promise<number> {
   });
 }
 
-/** The proxy as `npm start` runs it, with the probe preloaded; `flags`: more node flags. */
-async function startProxy(upstream: string, flags: string[]): Promise<{ child: ChildProcess; url: string; ask(t: string, extra?: object): Promise<any> }> {
+/** The reference guardian standalone (BENCH_GUARDIAN=remote), answering once it listens. */
+async function startGuardian(): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const env = { PATH: process.env.PATH ?? '', GUARDIAN_PORT: String(port), GUARDIAN_HOST: '127.0.0.1', LOG_LEVEL: 'warn', POLICY_WATCH: 'false' };
+  const child = spawn(process.execPath, [GUARDIAN_MAIN], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const url = `http://127.0.0.1:${port}/`;
+  for (let i = 0; ; i++) {
+    if ((await post(url, Buffer.from('{}')).catch(() => 0)) !== 0) break;
+    if (i > 200) throw new Error('guardian did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { child, url };
+}
+
+/** The proxy as `npm start` runs it, with the probe preloaded; `flags`: more node flags; `guardianUrl`: a remote guardian. */
+async function startProxy(
+  upstream: string,
+  flags: string[],
+  guardianUrl?: string,
+): Promise<{ child: ChildProcess; url: string; ask(t: string, extra?: object): Promise<any> }> {
   const port = await freePort();
   const env = {
+    ...(guardianUrl === undefined ? {} : { GUARDIAN_URL: guardianUrl }),
     PATH: process.env.PATH ?? '',
     UPSTREAM_URL: upstream,
     PORT: String(port),
@@ -150,20 +178,7 @@ interface Node {
  * the sample was in it) and the innermost frame.
  */
 export function longTasks(file: string, top = 3, minMs = 10): string[] {
-  const p = JSON.parse(fs.readFileSync(file, 'utf8')) as { nodes: Node[]; samples: number[]; timeDeltas: number[] };
-  const byId = new Map(p.nodes.map((n) => [n.id, n]));
-  const parent = new Map<number, number>();
-  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  const own = (n: Node) => n.callFrame.url.includes('a2a-guard') || n.callFrame.url.includes('/src/') || n.callFrame.url.includes('/packages/');
-  const name = (n: Node) => `${n.callFrame.functionName || '(anonymous)'}${n.callFrame.url === '' ? '' : `:${n.callFrame.lineNumber + 1}`}`;
-  const where = (id: number): string => {
-    const leaf = byId.get(id)!;
-    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
-      const n = byId.get(at)!;
-      if (own(n)) return at === id ? name(n) : `${name(n)} > ${leaf.callFrame.functionName || leaf.callFrame.url.split('/').pop() || '(native)'}`;
-    }
-    return leaf.callFrame.functionName || '(native)';
-  };
+  const { p, where, byId } = readProfile(file);
   const tasks: Array<{ ms: number; by: Map<string, number> }> = [];
   let cur: { ms: number; by: Map<string, number> } | undefined;
   for (let i = 0; i < p.samples.length; i++) {
@@ -184,13 +199,47 @@ export function longTasks(file: string, top = 3, minMs = 10): string[] {
     .filter((t) => t.ms >= minMs)
     .sort((a, b) => b.ms - a.ms)
     .slice(0, top)
-    .map((t) => {
-      const parts = [...t.by]
-        .sort((a, b) => b[1] - a[1])
-        .filter(([, ms]) => ms >= 1)
-        .slice(0, 6);
-      return `${t.ms.toFixed(0)} ms: ${parts.map(([w, ms]) => `${w} ${ms.toFixed(0)}`).join('; ')}`;
-    });
+    .map((t) => `${t.ms.toFixed(0)} ms: ${byFunction(t.by)}`);
+}
+
+/** The samples of a profile between two times (µs of its clock): ms by nearest project function. */
+export function samplesIn(file: string, startUs: number, endUs: number): string {
+  const { p, where } = readProfile(file);
+  const by = new Map<string, number>();
+  let at = p.startTime;
+  for (let i = 0; i < p.samples.length; i++) {
+    at += p.timeDeltas[i] ?? 0;
+    if (at < startUs || at > endUs) continue;
+    const w = where(p.samples[i]!);
+    by.set(w, (by.get(w) ?? 0) + (p.timeDeltas[i + 1] ?? 0) / 1000);
+  }
+  return byFunction(by);
+}
+
+const byFunction = (by: Map<string, number>): string =>
+  [...by]
+    .sort((a, b) => b[1] - a[1])
+    .filter(([, ms]) => ms >= 1)
+    .slice(0, 6)
+    .map(([w, ms]) => `${w} ${ms.toFixed(0)}`)
+    .join('; ');
+
+function readProfile(file: string) {
+  const p = JSON.parse(fs.readFileSync(file, 'utf8')) as { nodes: Node[]; samples: number[]; timeDeltas: number[]; startTime: number };
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const own = (n: Node) => n.callFrame.url.includes('a2a-guard') || n.callFrame.url.includes('/src/') || n.callFrame.url.includes('/packages/');
+  const name = (n: Node) => `${n.callFrame.functionName || '(anonymous)'}${n.callFrame.url === '' ? '' : `:${n.callFrame.lineNumber + 1}`}`;
+  const where = (id: number): string => {
+    const leaf = byId.get(id)!;
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const n = byId.get(at)!;
+      if (own(n)) return at === id ? name(n) : `${name(n)} > ${leaf.callFrame.functionName || leaf.callFrame.url.split('/').pop() || '(native)'}`;
+    }
+    return leaf.callFrame.functionName || '(native)';
+  };
+  return { p, where, byId };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -216,12 +265,13 @@ async function main(): Promise<void> {
   });
 
   console.log(
-    `## 1. worst event-loop stall of the proxy per hostile request (embedded guardian), ${ROUNDS} rounds; load ${os
+    `## 1. worst event-loop stall of the proxy per hostile request (${REMOTE ? 'remote reference guardian' : 'embedded guardian'}), ${ROUNDS} rounds; load ${os
       .loadavg()
       .map((x) => x.toFixed(2))
       .join(' ')}`,
   );
-  const proxy = await startProxy(upstreamUrl, (process.env.BENCH_PROXY_NODE_ARGS ?? '').split(' ').filter(Boolean));
+  const guardian = REMOTE ? await startGuardian() : undefined;
+  const proxy = await startProxy(upstreamUrl, (process.env.BENCH_PROXY_NODE_ARGS ?? '').split(' ').filter(Boolean), guardian?.url);
   const warm = path.join(TMP, 'warm.json');
   fs.writeFileSync(warm, JSON.stringify(message([{ kind: 'text', text: fill('x', 200_000) }])));
   for (let i = 0; i < 3; i++) await postFromChild(proxy.url, warm);
@@ -251,16 +301,23 @@ async function main(): Promise<void> {
     console.log("## 2. the longest busy stretches of the proxy's main thread per shape (CPU profile, 100 µs samples; ms by nearest project function)");
     for (const [k, [i, label]] of shapes.entries()) {
       const file = path.join(TMP, `shape-${i}.cpuprofile`);
+      await proxy.ask('reset');
       await proxy.ask('profile', { file });
       await postFromChild(proxy.url, files[k]!);
       await new Promise((resolve) => setTimeout(resolve, 100));
       await proxy.ask('profiled');
+      const { worst } = (await proxy.ask('read')) as { worst?: { ms: number; startUs: number; endUs: number } };
       console.log(`  ${i}. ${label}`);
       for (const line of longTasks(file)) console.log(`     ${line}`);
+      if (worst !== undefined) console.log(`     the longest gap of the 1 ms timer, ${worst.ms.toFixed(0)} ms: ${samplesIn(file, worst.startUs, worst.endUs)}`);
     }
   }
   proxy.child.kill('SIGINT');
   await new Promise((r) => proxy.child.once('exit', r));
+  if (guardian !== undefined) {
+    guardian.child.kill('SIGINT');
+    await new Promise((r) => guardian.child.once('exit', r));
+  }
   upstream.close();
   fs.rmSync(TMP, { recursive: true, force: true });
 }

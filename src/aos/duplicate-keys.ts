@@ -36,16 +36,98 @@ export function duplicateKey(text: string): string | undefined {
       if (text.charCodeAt(j) !== COLON) continue;
       const raw = text.slice(start, end);
       const name = raw.includes('\\') ? (JSON.parse(`"${raw}"`) as string) : raw;
-      if (Array.isArray(top)) {
-        if (top.includes(name)) return name;
-        if (top.push(name) > 16) stack[stack.length - 1] = new Set(top);
-      } else {
-        if (top.has(name)) return name;
-        top.add(name);
-      }
+      if (seenBefore(stack, top, name)) return name;
     } else if (c === OPEN_OBJECT) stack.push([]);
     else if (c === OPEN_ARRAY) stack.push(null);
     else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) stack.pop();
   }
   return undefined;
+}
+
+/**
+ * Whether the innermost open object (`top`, the last of `stack`) has a member `name` already; else it is noted there.
+ * A short list, a Set once it is long: a linear search would make a huge object quadratic.
+ */
+function seenBefore(stack: (string[] | Set<string> | null)[], top: string[] | Set<string>, name: string): boolean {
+  if (Array.isArray(top)) {
+    if (top.includes(name)) return true;
+    if (top.push(name) > 16) stack[stack.length - 1] = new Set(top);
+    return false;
+  }
+  if (top.has(name)) return true;
+  top.add(name);
+  return false;
+}
+
+/** Bytes scanned between two turns by duplicateKeyInPieces. */
+const SCAN_PIECE = 256 * 1024;
+
+const isSpace = (c: number | undefined): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+
+/**
+ * duplicateKey of a large answer's UTF-8 bytes (valid JSON, valid UTF-8), scanned a piece per turn: the same
+ * verdict, never a task over the whole text. `longStrings`: what parseJsonInPieces decoded in slices, by where its
+ * token begins (a name of a piece or more is taken from there, not decoded again in one task).
+ */
+export async function duplicateKeyInPieces(
+  bytes: Buffer,
+  turn: () => Promise<void>,
+  longStrings: readonly { readonly start: number; readonly str: string }[] = [],
+  piece = SCAN_PIECE,
+): Promise<string | undefined> {
+  const long = new Map(longStrings.map((l) => [l.start, l.str]));
+  const stack: (string[] | Set<string> | null)[] = [];
+  const n = bytes.length;
+  // The open string's opening quote (-1: none), and the last string closed in an object (a name if a colon follows).
+  let open = -1;
+  let last = -1;
+  let lastEnd = -1;
+  // The next quote at or after `i` once searched for (a long string's end is searched once, not once per piece).
+  let quote = -1;
+  for (let i = 0, limit = Math.min(n, piece); i < n;) {
+    if (i >= limit) {
+      await turn();
+      limit = Math.min(n, i + piece);
+    }
+    if (open >= 0) {
+      // Within a string: its next quote, taken in this piece if it lies there, unless escaped (an odd run of backslashes before it).
+      if (quote < i) quote = bytes.indexOf(QUOTE, i);
+      if (quote < 0 || quote >= limit) {
+        i = limit;
+        continue;
+      }
+      const end = quote;
+      let k = end - 1;
+      while (k > open && bytes[k] === BACKSLASH) k--;
+      i = end + 1;
+      if ((end - 1 - k) % 2 === 1) continue;
+      const top = stack.length > 0 ? stack[stack.length - 1] : null;
+      if (top !== null && top !== undefined) {
+        last = open;
+        lastEnd = end;
+      }
+      open = -1;
+      continue;
+    }
+    const c = bytes[i] as number;
+    if (last >= 0 && !isSpace(c)) {
+      if (c === COLON) {
+        const name = long.get(last) ?? nameAt(bytes, last, lastEnd);
+        if (seenBefore(stack, stack[stack.length - 1] as string[] | Set<string>, name)) return name;
+      }
+      last = -1;
+    }
+    if (c === QUOTE) open = i;
+    else if (c === OPEN_OBJECT) stack.push([]);
+    else if (c === OPEN_ARRAY) stack.push(null);
+    else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) stack.pop();
+    i++;
+  }
+  return undefined;
+}
+
+/** The member name whose token has its quotes at `quote` and `end`, unescaped. */
+function nameAt(bytes: Buffer, quote: number, end: number): string {
+  const raw = bytes.toString('utf8', quote + 1, end);
+  return bytes.subarray(quote + 1, end).includes(BACKSLASH) ? (JSON.parse(`"${raw}"`) as string) : raw;
 }

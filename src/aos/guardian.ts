@@ -10,6 +10,9 @@
  * sends an AOS ping on a connection of its own; only when that ping gets no answer either does the
  * breaker open.
  *
+ * An answer of LARGE_BODY (256 KiB) or more (a 9 MiB modify) is read a piece per turn of the event loop
+ * (interpretInTurns), and a large envelope is sent a slice per turn: no task holds the loop for the whole of it.
+ *
  * Two connection budgets: the checks of each call (request hooks, unary answers) and the checks of
  * stream events. A stream can ask for thousands of decisions; a call never waits for a connection
  * behind them, whatever the streams do. (The stream relay lets at most as many stream events go to
@@ -24,9 +27,13 @@ import { BoundedBytes } from '../core/bounded';
 import type { Envelope, JsonRpcId } from './schemas';
 import type { EnvelopeBytes } from './envelope';
 import { guardianSuccess, pingAnswer } from './answer';
-import { duplicateKey } from './duplicate-keys';
+import { duplicateKey, duplicateKeyInPieces } from './duplicate-keys';
 import { createPool, dispatchRaw } from '../net/undici-pool';
 import { monotonicMs } from '../core/clock';
+import { LARGE_BODY, nextTurn, sliceInTurns } from '../core/turns';
+import { parseJsonInPieces, type LongString, type PieceSizes } from '../core/json-pieces';
+import { stringifyInPieces } from '../core/json-canonical';
+import { isUtf8 } from 'node:buffer';
 
 /** Whose connections a guardian call uses: a call's own checks, or a stream's events. */
 export type GuardianBudget = 'call' | 'stream';
@@ -89,6 +96,12 @@ interface RawReply {
   readonly body: string;
 }
 
+/** An answer as it came: its bytes (decoded at once when small, read in turns when large). */
+export interface ReplyBytes {
+  readonly status: number;
+  readonly bytes: Buffer;
+}
+
 /** Connections of the pings (readiness and the breaker's probes): never queued behind calls. */
 const PING_CONNECTIONS = 2;
 
@@ -97,9 +110,27 @@ class TransportError extends Error {
     readonly kind: GuardianFailureKind,
     message: string,
     readonly socketError?: unknown,
+    /** Raised while a large answer was read in turns (after the guardian had answered). */
+    readonly reading = false,
   ) {
     super(message);
   }
+}
+
+/**
+ * The turn between two pieces of a large answer's reading: the call's time budget (GUARDIAN_TIMEOUT_MS) covers the
+ * reading too, and a call answered meanwhile (out of time, caller gone) stops reading here.
+ */
+export function readingTurn(deadline: number, timeoutMs: number, caller: Cancellation | undefined): () => Promise<void> {
+  const check = (): void => {
+    if (caller?.cancelled === true) throw new TransportError('cancelled', 'caller went away', undefined, true);
+    if (monotonicMs() >= deadline) throw new TransportError('timeout', `guardian answer not read within ${timeoutMs} ms`, undefined, true);
+  };
+  return async () => {
+    check();
+    await nextTurn();
+    check();
+  };
 }
 
 // UND_ERR_SOCKET: a kept-alive connection the guardian had closed (only retried before any answer began).
@@ -188,11 +219,25 @@ export class HttpGuardian implements Guardian {
     const halfOpen = this.openUntil !== 0;
     if (now < this.openUntil || (halfOpen && this.trialInFlight)) return { ok: false, kind: 'breakerOpen', detail: 'guardian circuit breaker is open' };
     if (halfOpen) this.trialInFlight = true;
-    let reply: RawReply;
+    const deadline = now + this.opts.timeoutMs;
+    let reply: ReplyBytes;
+    let outcome: GuardianOutcome;
     try {
-      reply = await this.post(this.pools[budget], body, now + this.opts.timeoutMs, caller, trace === undefined ? this.headers : this.withTrace(trace), 1);
+      reply = await this.post(this.pools[budget], body, deadline, caller, trace === undefined ? this.headers : this.withTrace(trace), 1);
+      outcome =
+        reply.bytes.length < LARGE_BODY
+          ? interpret({ status: reply.status, body: reply.bytes.toString('utf8') }, envelope.id)
+          : await interpretInTurns(reply, envelope.id, readingTurn(deadline, this.opts.timeoutMs, caller)).catch((err: unknown) => {
+              if (err instanceof TransportError) throw err;
+              throw new TransportError('internal', `guardian answer could not be read: ${(err as Error).message}`, undefined, true);
+            });
     } catch (err) {
       const e = err instanceof TransportError ? err : new TransportError('connect', (err as Error).message, err);
+      if (e.reading) {
+        // The guardian answered; the time went to reading its answer here: neither for nor against its health.
+        if (halfOpen) this.trialInFlight = false;
+        return { ok: false, kind: e.kind, detail: e.message };
+      }
       if (e.kind === 'connect') this.reportFailure(e.socketError ?? e);
       if (e.kind === 'timeout') {
         // The payload may be what took long: a ping decides (a trial stays in flight until it has).
@@ -205,7 +250,6 @@ export class HttpGuardian implements Guardian {
       this.noteFailure(e.kind);
       return { ok: false, kind: e.kind, detail: e.message };
     }
-    const outcome = interpret(reply, envelope.id);
     if (unhealthy(reply, outcome)) {
       if (halfOpen) this.trialInFlight = false;
       this.noteFailure(outcome.ok ? 'http' : outcome.kind);
@@ -220,7 +264,7 @@ export class HttpGuardian implements Guardian {
     try {
       const reply = await this.post(this.pingPool, HttpGuardian.pingBody(id, timeoutMs), monotonicMs() + timeoutMs, undefined);
       if (reply.status < 200 || reply.status >= 300) return false;
-      const answer = pingAnswer(JSON.parse(reply.body));
+      const answer = pingAnswer(JSON.parse(reply.bytes.toString('utf8')));
       return answer !== undefined && answer.id === id && answer.status === 'connected';
     } catch (err) {
       if (err instanceof TransportError && err.kind === 'connect') this.reportFailure(err.socketError ?? err);
@@ -299,12 +343,23 @@ export class HttpGuardian implements Guardian {
     this.consecutiveFailures = (this.opts.breakerThreshold ?? 5) - 1;
   }
 
-  /** Text or one buffer as is; several buffers go out one after the other under their total content-length. */
+  /**
+   * Text or one small buffer as is; several buffers, or a large one, go out one after the other under their total
+   * content-length, a large buffer in slices of LARGE_BODY (views, no copy) a turn of the event loop apart: one write
+   * of 9 MiB copied megabytes into the kernel in one task (and so did slices written back to back while the socket
+   * took them). Each attempt iterates afresh.
+   */
   private static wire(headers: string[], body: string | EnvelopeBytes): { headers: string[]; body: Dispatcher.DispatchOptions['body'] } {
     if (typeof body === 'string') return { headers, body };
-    if (body.chunks.length === 1) return { headers, body: body.chunks[0] as Buffer };
-    // undici sends any Iterable body (docs/api/Dispatcher.md, "body"); its DispatchOptions type does not list it.
-    return { headers: [...headers, 'content-length', String(body.length)], body: body.chunks as unknown as Dispatcher.DispatchOptions['body'] };
+    if (body.chunks.length === 1 && body.length < LARGE_BODY) return { headers, body: body.chunks[0] as Buffer };
+    const { chunks } = body;
+    const slices = {
+      async *[Symbol.asyncIterator]() {
+        for (const chunk of chunks) yield* sliceInTurns(chunk);
+      },
+    };
+    // undici sends any (async) iterable body (docs/api/Dispatcher.md, "body"); its DispatchOptions type does not list it.
+    return { headers: [...headers, 'content-length', String(body.length)], body: slices as unknown as Dispatcher.DispatchOptions['body'] };
   }
 
   /**
@@ -319,8 +374,8 @@ export class HttpGuardian implements Guardian {
     caller: Cancellation | undefined,
     headers: string[] = this.headers,
     retries = 0,
-  ): Promise<RawReply> {
-    return new Promise<RawReply>((resolve, reject) => {
+  ): Promise<ReplyBytes> {
+    return new Promise<ReplyBytes>((resolve, reject) => {
       const remaining = deadline - monotonicMs();
       if (remaining <= 0) return reject(new TransportError('timeout', 'guardian time budget exhausted'));
       let settled = false;
@@ -369,7 +424,7 @@ export class HttpGuardian implements Guardian {
                 if (!answer.push(chunk)) stop(new TransportError('http', 'guardian answer too large'));
                 return true;
               },
-              onComplete: () => finish(() => resolve({ status, body: answer.text() })),
+              onComplete: () => finish(() => resolve({ status, bytes: answer.buffer() })),
               onError: (err: NodeJS.ErrnoException) => {
                 if (err instanceof TransportError) return finish(() => reject(err));
                 // Retry only failures where the guardian cannot have started to answer.
@@ -423,10 +478,17 @@ function schemas(): typeof import('./schemas') {
  * answer (not JSON, fails the schema, another id). A 4xx or a JSON-RPC error is the guardian
  * declining this one envelope (too large, input it cannot walk): it answered, so it is up.
  */
-function unhealthy(reply: RawReply, outcome: GuardianOutcome): boolean {
+function unhealthy(reply: { readonly status: number }, outcome: GuardianOutcome): boolean {
   if (reply.status >= 500) return true;
   return !outcome.ok && (outcome.kind === 'json' || outcome.kind === 'schema' || outcome.kind === 'id');
 }
+
+const NOT_JSON: GuardianOutcome = { ok: false, kind: 'json', detail: 'guardian answer is not JSON' };
+const named = (twice: string): GuardianOutcome => ({
+  ok: false,
+  kind: 'json',
+  detail: `guardian answer names the member "${twice.slice(0, 64)}" twice in one object`,
+});
 
 /** Turn a raw guardian reply into an outcome: the "no valid answer" kinds of design section 5. */
 export function interpret(reply: RawReply, envelopeId: JsonRpcId): GuardianOutcome {
@@ -435,10 +497,50 @@ export function interpret(reply: RawReply, envelopeId: JsonRpcId): GuardianOutco
   try {
     json = JSON.parse(reply.body);
   } catch {
-    return { ok: false, kind: 'json', detail: 'guardian answer is not JSON' };
+    return NOT_JSON;
   }
   const twice = duplicateKey(reply.body);
-  if (twice !== undefined) return { ok: false, kind: 'json', detail: `guardian answer names the member "${twice.slice(0, 64)}" twice in one object` };
+  if (twice !== undefined) return named(twice);
+  return judged(json, envelopeId);
+}
+
+/**
+ * interpret() of a large answer, read a piece per `turn`: parsed by parseJsonInPieces, scanned for duplicate members
+ * in pieces, and a modify's payload serialized in pieces (`payloadBytes`: never stringified whole downstream). The
+ * same outcome as interpret() of its text. Bytes that are not UTF-8, and texts the piecewise parser leaves to a
+ * whole parse (a number or literal of 256 KiB, a BOM), take interpret()'s way in one task, as before.
+ */
+export async function interpretInTurns(reply: ReplyBytes, envelopeId: JsonRpcId, turn: () => Promise<void>, sizes?: PieceSizes): Promise<GuardianOutcome> {
+  const { status, bytes } = reply;
+  if (status < 200 || status >= 300) return interpret({ status, body: '' }, envelopeId);
+  const parsed = isUtf8(bytes) ? await parseJsonInPieces(bytes, turn, sizes) : undefined;
+  if (parsed === 'not json') return NOT_JSON;
+  if (parsed === undefined) {
+    const outcome = interpret({ status, body: bytes.toString('utf8') }, envelopeId);
+    return outcome.ok ? withPayloadBytes(outcome, turn, []) : outcome;
+  }
+  await turn();
+  const twice = await duplicateKeyInPieces(bytes, turn, parsed.longStrings, sizes?.piece);
+  if (twice !== undefined) return named(twice);
+  const outcome = judged(parsed.value, envelopeId);
+  return outcome.ok ? withPayloadBytes(outcome, turn, parsed.longStrings) : outcome;
+}
+
+/** A modify's payload as UTF-8 JSON, made a piece per turn (JSON.stringify's bytes, as the embedded guardian hands them on). */
+async function withPayloadBytes(
+  outcome: GuardianOutcome & { ok: true },
+  turn: () => Promise<void>,
+  longStrings: readonly LongString[],
+): Promise<GuardianOutcome> {
+  const payload = outcome.result.decision === 'modify' ? outcome.result.modifiedRequest?.params.payload : undefined;
+  if (payload === undefined) return outcome;
+  await turn();
+  const payloadBytes = await stringifyInPieces(payload, turn, longStrings);
+  return payloadBytes === undefined ? outcome : { ...outcome, payloadBytes };
+}
+
+/** A parsed answer (JSON, no duplicate member) as an outcome: an error, a schema failure, another id, or the result. */
+function judged(json: unknown, envelopeId: JsonRpcId): GuardianOutcome {
   if (typeof json === 'object' && json !== null && 'error' in json) {
     const rpcError = schemas().GuardianError.safeParse(json);
     if (rpcError.success) {

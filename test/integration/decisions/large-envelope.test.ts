@@ -3,7 +3,8 @@
  * (src/aos/envelope.ts envelopeBytes; from 16 KiB on), with a real SDK agent and a real HTTP
  * guardian: the guardian receives one valid AOS envelope whose payload text is byte for byte what
  * the agent receives (request hook) and what the caller receives (response hook), for an 80 KB
- * message (the SDK agent's own JSON limit is 100 KB) and its 80 KB echo, with and without reasoning.
+ * message (the SDK agent's own JSON limit is 100 KB) and its 80 KB echo, with and without reasoning, and for a
+ * 3 MiB message (sent to the guardian in slices).
  */
 import { rawRpc } from '../../helpers/agent';
 import { isResponseEnvelope } from '../../helpers/guardian';
@@ -51,4 +52,15 @@ test.each([
   expect(isResponseEnvelope(calls[1])).toBe(true);
   // Response hook: the payload text is exactly the answer the caller got.
   expect(payloadText(resRaw!)).toBe(res.text);
+});
+
+test('a 3 MiB message goes to the guardian in slices and arrives as one valid envelope, its payload byte for byte what the agent receives', async () => {
+  const text = big(3 * 1024 * 1024);
+  const body = { jsonrpc: '2.0', id: 'big-2', method: 'SendMessage', params: { message: { messageId: 'm-big-2', role: 'ROLE_USER', parts: [{ text }] } } };
+  await rawRpc(`${server.url}/a2a/jsonrpc`, body, { 'a2a-version': '1.0' });
+  const [reqRaw] = stack.guardian.rawBodies.filter((b) => !b.includes('"method":"ping"'));
+  expect(JSON.parse(reqRaw!).params.payload).toEqual(body);
+  const forwarded = stack.agent.received.find((r) => r.method === 'POST')!.bodyText;
+  expect(payloadText(reqRaw!)).toBe(forwarded);
+  expect(forwarded).toBe(JSON.stringify(body));
 });
