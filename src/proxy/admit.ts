@@ -9,6 +9,7 @@ import type { Socket } from 'node:net';
 import { allowListRefusal, readServiceParameters, type ServiceParameters } from '../a2a/service-parameters';
 import { proxyError, type ProxyError } from '../core/errors';
 import { Cancellation } from '../core/cancel';
+import { monotonicMs } from '../core/clock';
 import type { CallerResult } from '../identity/caller';
 import { ANONYMOUS, ownerKey } from '../ownership/principal';
 import type { BodyLease } from './budget';
@@ -44,8 +45,13 @@ export interface Admit {
    * Saves the signature checks of a busy caller's retries, which would be refused after them anyway.
    */
   precheck(headers: IncomingHttpHeaders, remoteAddress: string | undefined): ProxyError | undefined;
-  /** A signed assertion for the agent, or undefined (no signing key, or signing failed: the agent's side decides). */
-  sign(): Promise<string | undefined> | undefined;
+  /**
+   * This proxy's assertion for the agent, signed as the call arrives (while its body comes), or undefined (no signing
+   * key). Take it when forwarding: the early one, or a new one once the call has taken half its lifetime (a slow
+   * body, a wait for a place, a slow guardian), so the agent never gets one that expires on the way. A promise of
+   * undefined: signing failed (the agent's side decides).
+   */
+  sign(): ForwardAssertion | undefined;
   /**
    * The caller's place within its shares (calls in flight, rate); the lease is charged to it first.
    * Past its calls in flight the call may wait for a place (CALL_WAIT_MS); `leaving` ends that wait.
@@ -62,6 +68,9 @@ export interface Admit {
   /** The call's span and exchange. */
   open(headers: IncomingHttpHeaders, facts: CallFacts): Exchange;
 }
+
+/** The assertion to forward with a call, as fresh as the call needs it. */
+export type ForwardAssertion = () => Promise<string | undefined>;
 
 export type Entered = { readonly ok: true; readonly leave: (() => void) | undefined } | { readonly ok: false; readonly error: ProxyError } | 'gone';
 
@@ -92,12 +101,19 @@ export function createAdmit(deps: SharedDeps): Admit {
     sign() {
       const sign = deps.signAssertion;
       if (sign === undefined) return undefined;
-      // The first calls after start wait (bounded) for the card that names the observed agent.
-      const cards = deps.identities.pending;
-      return (cards === undefined ? sign() : cards.then(sign)).catch((err: unknown) => {
-        logger.error({ err: (err as Error).message }, 'could not sign the identity assertion; forwarding without it');
-        return undefined;
-      });
+      const signed = (): Promise<string | undefined> => {
+        // The first calls after start wait (bounded) for the card that names the observed agent.
+        const cards = deps.identities.pending;
+        return (cards === undefined ? sign() : cards.then(sign)).catch((err: unknown) => {
+          logger.error({ err: (err as Error).message }, 'could not sign the identity assertion; forwarding without it');
+          return undefined;
+        });
+      };
+      const at = monotonicMs();
+      const early = signed();
+      // Past half its lifetime, the rest may not cover the way to the agent and the agent's own check.
+      const young = (config.identity.assertionTtlSeconds * 1000) / 2;
+      return () => (monotonicMs() - at < young ? early : signed());
     },
 
     enter(lease, known, remoteAddress, closed, leaving) {

@@ -16,7 +16,7 @@ import { grpcCodec } from '../../a2a/bindings/grpc/binding';
 import { unreadFieldMessage } from '../../a2a/bindings/grpc/unread';
 import { GRPC_STATUS, formatTimeout, frameMessage, isProblem, parseTimeout, supportedEncoding, SUPPORTED_ENCODINGS } from '../../a2a/bindings/grpc/framing';
 import { spent } from '../../identity/caller';
-import { admittedKey, createAdmit, type Admit, type Verified } from '../admit';
+import { admittedKey, createAdmit, type Admit, type ForwardAssertion, type Verified } from '../admit';
 import { claimedKey, responseClosing, turnOrRefuse, turnsOf, turnStage } from '../fair';
 import type { JsonObject } from '../../aos/schemas';
 import { isObject } from '../../core/json';
@@ -75,7 +75,7 @@ interface GrpcFlow extends CallFlow {
   readonly headers: http2.IncomingHttpHeaders;
   readonly caller: CallerSide;
   readonly lease: BodyLease;
-  readonly assertion: Promise<string | undefined> | undefined;
+  readonly assertion: ForwardAssertion | undefined;
   readonly timeoutMs: number | undefined;
   /** Set by the encode stage: the message the agent receives. */
   message: Buffer | undefined;
@@ -120,7 +120,7 @@ interface Admitted {
   readonly known: Verified;
   readonly serviceParameters: ServiceParameters;
   readonly lease: BodyLease;
-  readonly assertion: Promise<string | undefined> | undefined;
+  readonly assertion: ForwardAssertion | undefined;
 }
 
 /** The request message as the guardian judges it and the agent gets it. */
@@ -329,7 +329,7 @@ function forwardStage(deps: GrpcDeps): Stage<GrpcFlow> {
         f.headers,
         caller.stream,
         run.unchecked,
-        await f.assertion,
+        await f.assertion?.(),
         timeoutMs === undefined ? undefined : timeoutMs - (performance.now() - ex.call.started),
         run.serviceParameters,
       );

@@ -201,7 +201,7 @@ function forwardStage(h: HttpParts): Stage<HttpFlow> {
       const assertion = f.arrival.assertion;
       // Without a signing key there is nothing to wait for.
       if (assertion === undefined) return forwardSigned(f, undefined);
-      return assertion.then((signed) => (f.arrival.res.destroyed ? END : forwardSigned(f, signed)));
+      return assertion().then((signed) => (f.arrival.res.destroyed ? END : forwardSigned(f, signed)));
     },
   };
 }

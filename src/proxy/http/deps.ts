@@ -10,7 +10,7 @@ import type { JsonRpcId } from '../../aos/schemas';
 import type { ProxyError } from '../../core/errors';
 import type { LongString } from '../../core/json-pieces';
 import type { CallerResult } from '../../identity/caller';
-import type { Admit } from '../admit';
+import type { Admit, ForwardAssertion } from '../admit';
 import type { BodyLease } from '../budget';
 import type { HookRun, HookRunInput } from '../hooks';
 import type { END } from '../stages';
@@ -46,7 +46,7 @@ export interface Arrival {
    */
   who: Promise<CallerResult> | undefined;
   /** This proxy's assertion (undefined: no signing key), signed while the body arrives. */
-  readonly assertion: Promise<string | undefined> | undefined;
+  readonly assertion: ForwardAssertion | undefined;
   /** Set by the body stage: the decoded body, or null. */
   body: Buffer | null;
   /** Set by the body stage for a large body (LARGE_BODY): what classify reads of it, read in turns of the event loop. */

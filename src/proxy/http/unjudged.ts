@@ -33,7 +33,7 @@ export async function passUnjudged(h: HttpParts, a: Arrival, c: Other): Promise<
     a.req,
     a.res,
     { verb, path: c.target, body: c.body, unchecked: false, rebuilt: undefined },
-    a.assertion === undefined ? undefined : await a.assertion,
+    await a.assertion?.(),
     a.lease,
     unjudgedLeg(h, a),
   );
