@@ -30,6 +30,7 @@ import { guardianSuccess, pingAnswer } from './answer';
 import { duplicateKey, duplicateKeyInPieces } from './duplicate-keys';
 import { createPool, dispatchRaw } from '../net/undici-pool';
 import { monotonicMs } from '../core/clock';
+import type { Leaving } from '../core/fair-queue';
 import { LARGE_BODY, nextTurn, sliceInTurns } from '../core/turns';
 import { parseJsonInPieces, type LongString, type PieceSizes } from '../core/json-pieces';
 import { stringifyInPieces } from '../core/json-canonical';
@@ -67,7 +68,15 @@ export interface Guardian {
   readonly describe: string;
   /** The circuit breaker's state (guardians without one are always 'closed'). */
   breakerState?(): 'closed' | 'open' | 'half_open';
+  /**
+   * The proxy's turns per caller (core/turns.ts largeTurn), for a guardian that reads large answers on the proxy's
+   * thread: each piece then waits for its caller's turn, so one caller's large answers take one piece per round.
+   */
+  shareTurns?(turn: CallerTurn): void;
 }
+
+/** A turn of the event loop in `callerKey`'s round-robin order; resolves early when `caller` leaves. */
+export type CallerTurn = (callerKey: string, caller: Leaving) => Promise<void>;
 
 export interface HttpGuardianOptions {
   readonly url: URL;
@@ -121,14 +130,14 @@ class TransportError extends Error {
  * The turn between two pieces of a large answer's reading: the call's time budget (GUARDIAN_TIMEOUT_MS) covers the
  * reading too, and a call answered meanwhile (out of time, caller gone) stops reading here.
  */
-export function readingTurn(deadline: number, timeoutMs: number, caller: Cancellation | undefined): () => Promise<void> {
+export function readingTurn(deadline: number, timeoutMs: number, caller: Cancellation | undefined, wait: () => Promise<void> = nextTurn): () => Promise<void> {
   const check = (): void => {
     if (caller?.cancelled === true) throw new TransportError('cancelled', 'caller went away', undefined, true);
     if (monotonicMs() >= deadline) throw new TransportError('timeout', `guardian answer not read within ${timeoutMs} ms`, undefined, true);
   };
   return async () => {
     check();
-    await nextTurn();
+    await wait();
     check();
   };
 }
@@ -162,6 +171,8 @@ export class HttpGuardian implements Guardian {
   private probing: Promise<boolean> | undefined;
   readonly describe: string;
 
+  private callerTurn: CallerTurn | undefined;
+
   constructor(private readonly opts: HttpGuardianOptions) {
     this.origin = opts.url.origin;
     this.path = `${opts.url.pathname}${opts.url.search}`;
@@ -188,6 +199,17 @@ export class HttpGuardian implements Guardian {
   }
 
   /** A new bearer token (GUARDIAN_TOKEN_FILE changed): used from the next call on. */
+  shareTurns(turn: CallerTurn): void {
+    this.callerTurn = turn;
+  }
+
+  /** The wait between two pieces of a large answer: its caller's fair turn when the proxy shares them, else the next turn. */
+  private turnOf(callerKey: string | undefined, caller: Cancellation | undefined): () => Promise<void> {
+    const turn = this.callerTurn;
+    if (turn === undefined || callerKey === undefined || caller === undefined) return nextTurn;
+    return () => turn(callerKey, caller);
+  }
+
   setToken(token: string | undefined): void {
     this.headers = HttpGuardian.headersFor(token);
   }
@@ -214,6 +236,7 @@ export class HttpGuardian implements Guardian {
     caller?: Cancellation,
     trace?: TraceContext,
     budget: GuardianBudget = 'call',
+    callerKey?: string,
   ): Promise<GuardianOutcome> {
     const now = monotonicMs();
     const halfOpen = this.openUntil !== 0;
@@ -227,10 +250,12 @@ export class HttpGuardian implements Guardian {
       outcome =
         reply.bytes.length < LARGE_BODY
           ? interpret({ status: reply.status, body: reply.bytes.toString('utf8') }, envelope.id)
-          : await interpretInTurns(reply, envelope.id, readingTurn(deadline, this.opts.timeoutMs, caller)).catch((err: unknown) => {
-              if (err instanceof TransportError) throw err;
-              throw new TransportError('internal', `guardian answer could not be read: ${(err as Error).message}`, undefined, true);
-            });
+          : await interpretInTurns(reply, envelope.id, readingTurn(deadline, this.opts.timeoutMs, caller, this.turnOf(callerKey, caller))).catch(
+              (err: unknown) => {
+                if (err instanceof TransportError) throw err;
+                throw new TransportError('internal', `guardian answer could not be read: ${(err as Error).message}`, undefined, true);
+              },
+            );
     } catch (err) {
       const e = err instanceof TransportError ? err : new TransportError('connect', (err as Error).message, err);
       if (e.reading) {

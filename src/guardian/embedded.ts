@@ -8,7 +8,7 @@
  * does, so a large or hostile call never holds the other callers.
  */
 import type { Logger } from 'pino';
-import type { Guardian, GuardianBudget, TraceContext } from '../aos/guardian';
+import type { CallerTurn, Guardian, GuardianBudget, TraceContext } from '../aos/guardian';
 import type { EnvelopeBytes } from '../aos/envelope';
 import type { Envelope } from '../aos/schemas';
 import type { GuardianOutcome } from '../aos/outcome';
@@ -47,9 +47,13 @@ export function embeddedGuardian(policyFile: string, opts: EmbeddedOptions = {})
     else if (outcome.kind === 'internal') opts.logger?.error({ method: envelope.method, detail: outcome.detail }, 'guardian: engine failed');
     return outcome;
   };
+  let callerTurn: CallerTurn | undefined;
   return {
     policy,
     describe: `embedded (${policyFile})`,
+    shareTurns(turn: CallerTurn) {
+      callerTurn = turn;
+    },
     decide(
       envelope: Envelope,
       body: string | EnvelopeBytes,
@@ -67,6 +71,7 @@ export function embeddedGuardian(policyFile: string, opts: EmbeddedOptions = {})
           timeoutMs: opts.timeoutMs ?? 5000,
           maxQueue: opts.maxQueue ?? 64,
           onWorkerEnd: (why) => opts.logger?.warn({ why }, 'guardian: embedded worker replaced'),
+          callerTurn: () => callerTurn,
         });
         return offLoop.decide(body, caller, callerKey).then((outcome) => log(envelope, outcome, started, trace));
       }

@@ -19,6 +19,7 @@ import path from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import type { EnvelopeBytes } from '../aos/envelope';
 import type { GuardianOutcome } from '../aos/outcome';
+import type { CallerTurn } from '../aos/guardian';
 import type { SuccessResult } from '../aos/schemas';
 import { CallerLines } from '../core/caller-lines';
 import { parseJsonInPieces } from '../core/json-pieces';
@@ -65,6 +66,8 @@ export interface OffLoopOptions {
   readonly maxQueue: number;
   /** Told why a worker was ended or died (for the log). */
   readonly onWorkerEnd?: (why: string) => void;
+  /** The proxy's turn for a caller (its round-robin order), between pieces of a large modify's parse; else the next turn. */
+  readonly callerTurn?: () => CallerTurn | undefined;
 }
 
 const deny = (message: string, code: string): GuardianOutcome => ({ ok: true, result: { decision: 'deny', message, reasonCode: [code] } });
@@ -76,6 +79,7 @@ interface Job {
   /** Its caller's line (the proxy's caller key; '' when none is named). */
   readonly key: string;
   readonly body: string | EnvelopeBytes;
+  readonly caller: Leaving | undefined;
   readonly resolve: (outcome: GuardianOutcome) => void;
   /** The caller's budget ends (performance.now()). */
   readonly deadline: number;
@@ -110,6 +114,7 @@ export class OffLoopDecider {
         id: this.nextId++,
         key,
         body,
+        caller,
         resolve,
         deadline: performance.now() + timeoutMs,
         started: undefined,
@@ -155,7 +160,9 @@ export class OffLoopDecider {
   private async settleModify(job: Job, result: SuccessResult, payload: Uint8Array): Promise<void> {
     const bytes = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
     // A caller answered meanwhile (gone, out of time) stops the parse at its next turn.
-    const turn = (): Promise<void> => (job.done ? Promise.reject(new Error('answered')) : nextTurn());
+    const shared = this.opts.callerTurn?.();
+    const wait = shared === undefined || job.caller === undefined ? nextTurn : () => shared(job.key, job.caller as Leaving);
+    const turn = (): Promise<void> => (job.done ? Promise.reject(new Error('answered')) : wait());
     let value: unknown;
     this.parsing.add(job);
     try {
