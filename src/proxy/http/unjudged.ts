@@ -28,15 +28,7 @@ export async function passUnjudged(h: HttpParts, a: Arrival, c: Other): Promise<
     { path: c.target.split('?')[0], verb, why: c.why, ...(c.method === undefined ? {} : { method: c.method.slice(0, 64) }) },
     c.why === 'passthrough' ? 'passthrough forwarded unjudged' : 'non-A2A request forwarded unjudged (NON_A2A=forward)',
   );
-  send(
-    deps,
-    a.req,
-    a.res,
-    { verb, path: c.target, body: c.body, unchecked: false, rebuilt: undefined },
-    await a.assertion?.(),
-    a.lease,
-    unjudgedLeg(h, a),
-  );
+  send(deps, a.req, a.res, { verb, path: c.target, body: c.body, unchecked: false, rebuilt: undefined }, await a.assertion?.(), a.lease, unjudgedLeg(h, a));
   return END;
 }
 
