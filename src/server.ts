@@ -17,7 +17,6 @@ import { createUpstream } from './proxy/http/forward';
 import { createProxyHandler } from './proxy/http/pipeline';
 import { BodyBudget } from './proxy/budget';
 import { createFairTurns } from './proxy/fair';
-import { largeTurn } from './core/turns';
 import { createCallerLimits } from './proxy/callers';
 import { startHttpListener } from './proxy/http/server';
 import { Gate } from './aos/gate';
@@ -164,8 +163,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   metrics.watchBodyBudget(() => bodyBudget.inFlight);
   const callerLimits = await createCallerLimits(config, logger, metrics);
   const cardJudge = config.inspectCards ? new CardJudge({ config, guardian, identities, logger, metrics, callerLimits }) : undefined;
-  const fair = createFairTurns(config);
-  if (fair !== undefined) guardian.shareTurns?.((key, caller) => largeTurn(fair, key, caller));
+  const fair = createFairTurns(config, guardian);
   const ownership = store === undefined ? undefined : taskOwnership(store, config, logger, metrics);
   const push =
     config.push.relay && config.role !== 'client'

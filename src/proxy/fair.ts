@@ -10,6 +10,8 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Config } from '../config/config';
 import type { Metrics } from '../admin/metrics';
 import { FairQueue, type Leaving } from '../core/fair-queue';
+import { largeTurn } from '../core/turns';
+import type { Guardian } from '../aos/guardian';
 import { callerLimited, type ProxyError } from '../core/errors';
 import { ASSERTION_HEADER } from '../identity/types';
 import { ANONYMOUS } from '../ownership/principal';
@@ -18,10 +20,16 @@ import { END, type CallFlow, type Stage, type Step } from './stages';
 
 export type FairTurns = FairQueue;
 
-/** The scheduler FAIR_QUEUE_PER_CALLER asks for, or undefined (0: first come, first served). */
-export function createFairTurns(config: Pick<Config, 'perCaller'>): FairTurns | undefined {
+/**
+ * The scheduler FAIR_QUEUE_PER_CALLER asks for, or undefined (0: first come, first served). A guardian that reads large
+ * answers on the proxy's thread reads them in the same callers' turns.
+ */
+export function createFairTurns(config: Pick<Config, 'perCaller'>, guardian?: Pick<Guardian, 'shareTurns'>): FairTurns | undefined {
   const { fairQueue, fairSliceMs } = config.perCaller;
-  return fairQueue > 0 ? new FairQueue({ maxQueuedPerCaller: fairQueue, sliceMs: fairSliceMs }) : undefined;
+  if (fairQueue <= 0) return undefined;
+  const fair = new FairQueue({ maxQueuedPerCaller: fairQueue, sliceMs: fairSliceMs });
+  guardian?.shareTurns?.((key, caller) => largeTurn(fair, key, caller));
+  return fair;
 }
 
 /** The answer to a caller whose turns waiting are at FAIR_QUEUE_PER_CALLER. */
