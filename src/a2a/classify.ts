@@ -13,7 +13,7 @@ import { isLegacyVersion, looksLikeRest, matchRest, restHasBody, restToJsonRpc, 
 import { encodePath, encodeParsedPath, encodeQuery, isUnder, parseTarget, type Target } from './target';
 import type { AgentEndpoints } from './endpoints';
 import { misspelledField } from './fields';
-import { echoableId, leadingId } from './rpc-id';
+import { echoableId, refusalId } from './rpc-id';
 import { looksLikeGrpc } from './bindings/grpc/methods';
 import { fieldKey, findInObjects, fold, isObject, type JsonObject, type JsonRpcId } from '../core/json';
 import { proxyError, type ProxyError, type ProxyErrorKind } from '../core/errors';
@@ -145,7 +145,7 @@ function withCallerId(req: HttpRequestFacts, opts: ClassifyOptions, memo: BodyMe
   let id: JsonRpcId | null = null;
   if (body.kind === 'json') id = isObject(body.value) ? echoableId(body.value.id) : null;
   // Too complex to parse: its top level, read without parsing the rest.
-  else if (body.kind === 'tooComplex') id = leadingId(req.body);
+  else if (body.kind === 'tooComplex') id = refusalId(req.body);
   return id === null ? c : { ...c, id };
 }
 

@@ -63,6 +63,63 @@ export function leadingId(b: Buffer): JsonRpcId | null {
   }
 }
 
+/** Bytes from each end of a large body read for its id: the work of a refusal stays bounded whatever the body's size. */
+export const ID_SCAN_BYTES = 64 * 1024;
+
+/**
+ * The id to answer a refusal of `b` with, in bounded work: leadingId of a body under 2 × ID_SCAN_BYTES; of a larger
+ * one, its last member when that is `"id"` with a scalar value (where JSON.parse's later id wins, and where SDK clients
+ * write it: after `params`), else leadingId of its first ID_SCAN_BYTES. A whole scan of 9 MiB took 10-16 ms in one
+ * task on every refusal (a 9 KiB gzip body decodes to 9 MiB). An id between two large members is not found (null).
+ */
+export function refusalId(b: Buffer): JsonRpcId | null {
+  if (b.length < 2 * ID_SCAN_BYTES) return leadingId(b);
+  const last = trailingId(b);
+  return last !== undefined ? last : leadingId(b.subarray(0, ID_SCAN_BYTES));
+}
+
+/** The value of an object's last member when it is `"id"` with a scalar value, read back from the end (undefined: not that). */
+function trailingId(b: Buffer): JsonRpcId | null | undefined {
+  const floor = Math.max(0, b.length - ID_SCAN_BYTES);
+  let j = spaceBefore(b, b.length, floor);
+  if (j <= floor || b[j - 1] !== CLOSE_OBJECT) return undefined;
+  const valueEnd = spaceBefore(b, j - 1, floor);
+  let valueStart = valueEnd - 1;
+  if (valueStart < floor) return undefined;
+  if (b[valueStart] === QUOTE) {
+    // A string: its opening quote is the first unescaped quote before its closing one.
+    do valueStart--;
+    while (valueStart >= floor && !(b[valueStart] === QUOTE && backslashesBefore(b, valueStart) % 2 === 0));
+  } else {
+    while (valueStart > floor && !isDelimiter(b[valueStart - 1])) valueStart--;
+  }
+  if (valueStart <= floor) return undefined;
+  j = spaceBefore(b, valueStart, floor);
+  if (b[j - 1] !== COLON) return undefined;
+  j = spaceBefore(b, j - 1, floor);
+  // The name: exactly "id", its opening quote not escaped and opening a member (after `{` or `,`).
+  if (j - 4 < floor || b.toString('latin1', j - 4, j) !== '"id"' || backslashesBefore(b, j - 4) % 2 !== 0) return undefined;
+  const before = b[spaceBefore(b, j - 4, floor) - 1];
+  if (before !== COMMA && before !== OPEN_OBJECT) return undefined;
+  const v = token(b, valueStart, valueEnd);
+  return v === undefined ? undefined : echoableId(v);
+}
+
+/** Index after the last non-space byte before `i` (not below `floor`). */
+function spaceBefore(b: Buffer, i: number, floor: number): number {
+  while (i > floor && isSpace(b[i - 1])) i--;
+  return i;
+}
+
+function backslashesBefore(b: Buffer, i: number): number {
+  let n = 0;
+  while (i - n - 1 >= 0 && b[i - n - 1] === BACKSLASH) n++;
+  return n;
+}
+
+const isSpace = (c: number | undefined): boolean => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
+const isDelimiter = (c: number | undefined): boolean => isSpace(c) || c === COLON || c === COMMA || c === OPEN_OBJECT;
+
 /** JSON whitespace only (a byte order mark or NUL is not). */
 function skipSpace(b: Buffer, i: number): number {
   while (i < b.length) {

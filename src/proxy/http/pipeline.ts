@@ -9,7 +9,7 @@
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { classify, parseBodyInTurns, type ClassifyOptions } from '../../a2a/classify';
-import { leadingId } from '../../a2a/rpc-id';
+import { refusalId } from '../../a2a/rpc-id';
 import type { CardJson } from '../../a2a/card';
 import type { SseCodec } from '../../a2a/binding';
 import { CODECS, jsonRpcCodec, restCodec } from '../../a2a/bindings';
@@ -175,7 +175,7 @@ function bodyStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival>
     if (!read.ok) {
       // A body cut at the size limit, its deadline or a budget may have named its id already.
       const codec = hint();
-      return h.refuse(res, read.error, codec === jsonRpcCodec && read.partial !== undefined ? leadingId(read.partial) : null, codec);
+      return h.refuse(res, read.error, codec === jsonRpcCodec && read.partial !== undefined ? refusalId(read.partial) : null, codec);
     }
     const coding = headerText(req.headers['content-encoding']);
     // Nearly every body comes unencoded: no promise to wait for.
@@ -189,7 +189,7 @@ function bodyStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival>
       const over = lease.refusal();
       // The whole body is here: a JSON-RPC refusal carries the caller's id.
       const codec = hint();
-      return h.refuse(res, over, codec === jsonRpcCodec ? leadingId(decoded.body) : null, codec);
+      return h.refuse(res, over, codec === jsonRpcCodec ? refusalId(decoded.body) : null, codec);
     }
     a.body = decoded.body;
     if (a.body.length >= LARGE_BODY) a.large = true;

@@ -18,7 +18,7 @@ import { encodePath, encodeQuery, isUnder, parseTarget, type Target } from './ta
 import type { AgentEndpoints } from '../../../src/a2a/endpoints';
 import { isObject, type JsonObject, type JsonRpcId } from '../../../src/core/json';
 import { A2A_FREE_FORM_MEMBERS, A2A_MEMBER_NAMES } from '../../../src/a2a/fields';
-import { echoableId, leadingId } from '../../../src/a2a/rpc-id';
+import { echoableId, refusalId } from '../../../src/a2a/rpc-id';
 import { proxyError, type ProxyError, type ProxyErrorKind } from '../../../src/core/errors';
 
 export interface HttpRequestFacts {
@@ -146,7 +146,7 @@ function readableId(req: HttpRequestFacts): JsonRpcId | null {
   if (req.body === null) return null;
   const body = parseBody(req);
   if (body.kind === 'json') return isObject(body.value) ? echoableId(body.value.id) : null;
-  return body.kind === 'tooComplex' ? leadingId(req.body) : null;
+  return body.kind === 'tooComplex' ? refusalId(req.body) : null;
 }
 
 function classifyUnsafe(req: HttpRequestFacts, opts: ClassifyOptions): Classified {

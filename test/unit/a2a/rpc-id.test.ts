@@ -3,7 +3,7 @@
  * JSON.parse reads for a whole body, and for a body cut anywhere either the id or nothing, never another.
  */
 import fc from 'fast-check';
-import { echoableId, leadingId } from '../../../src/a2a/rpc-id';
+import { echoableId, ID_SCAN_BYTES, leadingId, refusalId } from '../../../src/a2a/rpc-id';
 
 const b = (s: string): Buffer => Buffer.from(s, 'utf8');
 const id: fc.Arbitrary<unknown> = fc.oneof(fc.string(), fc.integer(), fc.double(), fc.constant(null), fc.boolean(), fc.object(), fc.array(fc.integer()));
@@ -60,5 +60,47 @@ describe('leadingId', () => {
   test('one pass over a deep body (no recursion)', () => {
     const deep = `{"params":${'['.repeat(200_000)}${']'.repeat(200_000)},"id":"deep"}`;
     expect(leadingId(b(deep))).toBe('deep');
+  });
+});
+
+describe('refusalId: the id of a large body in bounded work', () => {
+  const large = (s: string): string => s.replace('FILL', 'x'.repeat(2 * ID_SCAN_BYTES));
+
+  test('its id first or last (as SDK clients write it, after params): the id JSON.parse reads, whatever the spacing and escapes', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(fc.string(), fc.integer(), fc.double(), fc.constant(null)),
+        fc.string(),
+        fc.boolean(),
+        fc.boolean(),
+        (value, name, first, pretty) => {
+          const params = { text: 'x'.repeat(2 * ID_SCAN_BYTES), [name]: `"id":${JSON.stringify(value)}}` };
+          const obj = first ? { id: value, jsonrpc: '2.0', params } : { jsonrpc: '2.0', params, id: value };
+          const text = pretty ? JSON.stringify(obj, null, 2) : JSON.stringify(obj);
+          expect(refusalId(b(text))).toEqual(echoableId((JSON.parse(text) as { id: unknown }).id));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  test('a last member that only looks like an id is never read as one', () => {
+    // The id is elsewhere, or inside a string, a nested object, an escaped name: the first ID_SCAN_BYTES decide.
+    expect(refusalId(b(large('{"id":1,"params":{"t":"FILL","id":2}}')))).toBe(1);
+    expect(refusalId(b(large(String.raw`{"id":1,"t":"FILL,\"id\":2"}`)))).toBe(1);
+    expect(refusalId(b(large(String.raw`{"id":1,"p":"FILL","x\"id":2}`)))).toBe(1);
+    expect(refusalId(b(large(String.raw`{"id":1,"p":"FILL","id":"a\"b"}`)))).toBe('a"b');
+    expect(refusalId(b(large('{"id":1,"p":["FILL",{"id":2}]}')))).toBe(1);
+    expect(refusalId(b(large('{"id":1,"p":"FILL","id":[2]}')))).toBeNull();
+    expect(refusalId(b(large('["FILL",{"id":2}]')))).toBeNull();
+  });
+
+  test('a large body whose id lies between two large members names none', () => {
+    expect(refusalId(b(large('{"a":"FILL","id":3,"b":"FILL"}')))).toBeNull();
+    expect(leadingId(b(large('{"a":"FILL","id":3,"b":"FILL"}')))).toBe(3);
+  });
+
+  test('a small body is read whole, as leadingId reads it', () => {
+    expect(refusalId(b('{"a":"x","id":3,"b":"y"}'))).toBe(3);
   });
 });
