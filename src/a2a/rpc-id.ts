@@ -5,7 +5,7 @@
  * as JSON-RPC 2.0 asks for a parse error. Pure.
  */
 import type { JsonRpcId } from '../core/json';
-import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, OPEN_ARRAY, OPEN_OBJECT, QUOTE } from '../core/json-bytes';
+import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, OPEN_ARRAY, OPEN_OBJECT, QUOTE, isJsonSpace } from '../core/json-bytes';
 
 /** A value a JSON-RPC answer can echo as the id: a string or a finite number; else null. */
 export function echoableId(id: unknown): JsonRpcId | null {
@@ -107,7 +107,7 @@ function trailingId(b: Buffer): JsonRpcId | null | undefined {
 
 /** Index after the last non-space byte before `i` (not below `floor`). */
 function spaceBefore(b: Buffer, i: number, floor: number): number {
-  while (i > floor && isSpace(b[i - 1])) i--;
+  while (i > floor && isJsonSpace(b[i - 1])) i--;
   return i;
 }
 
@@ -117,14 +117,13 @@ function backslashesBefore(b: Buffer, i: number): number {
   return n;
 }
 
-const isSpace = (c: number | undefined): boolean => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
-const isDelimiter = (c: number | undefined): boolean => isSpace(c) || c === COLON || c === COMMA || c === OPEN_OBJECT;
+const isDelimiter = (c: number | undefined): boolean => isJsonSpace(c) || c === COLON || c === COMMA || c === OPEN_OBJECT;
 
 /** JSON whitespace only (a byte order mark or NUL is not). */
 function skipSpace(b: Buffer, i: number): number {
   while (i < b.length) {
     const c = b[i];
-    if (c !== 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) return i;
+    if (!isJsonSpace(c)) return i;
     i++;
   }
   return i;

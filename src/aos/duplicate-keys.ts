@@ -7,7 +7,7 @@
  * Runs on text JSON.parse has accepted, so it only tracks strings and nesting. Cost, measured on a
  * 170-byte allow answer in a loop: ~0.4-0.7 µs, about what its JSON.parse costs. Pure.
  */
-import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, OPEN_ARRAY, OPEN_OBJECT, QUOTE } from '../core/json-bytes';
+import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, OPEN_ARRAY, OPEN_OBJECT, QUOTE, isJsonSpace } from '../core/json-bytes';
 
 /** The first member name found twice in one object of `text` (valid JSON), or undefined. */
 export function duplicateKey(text: string): string | undefined {
@@ -62,8 +62,6 @@ function seenBefore(stack: (string[] | Set<string> | null)[], top: string[] | Se
 /** Bytes scanned between two turns by duplicateKeyInPieces. */
 const SCAN_PIECE = 256 * 1024;
 
-const isSpace = (c: number | undefined): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-
 /**
  * duplicateKey of a large answer's UTF-8 bytes (valid JSON, valid UTF-8), scanned a piece per turn: the same
  * verdict, never a task over the whole text. `longStrings`: what parseJsonInPieces decoded in slices, by where its
@@ -110,7 +108,7 @@ export async function duplicateKeyInPieces(
       continue;
     }
     const c = bytes[i] as number;
-    if (last >= 0 && !isSpace(c)) {
+    if (last >= 0 && !isJsonSpace(c)) {
       if (c === COLON) {
         const name = long.get(last) ?? nameAt(bytes, last, lastEnd);
         if (seenBefore(stack, stack[stack.length - 1] as string[] | Set<string>, name)) return name;

@@ -11,6 +11,7 @@
  * (a number or a key of PIECE bytes, a BOM, text after the value, bad syntax) gives up: the caller parses the
  * whole text as before, so a text JSON.parse refuses is never given a value here.
  */
+import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, OPEN_ARRAY, OPEN_OBJECT, QUOTE, isJsonSpace } from './json-bytes';
 
 export interface PieceSizes {
   /** Bytes parsed between two turns. */
@@ -47,19 +48,8 @@ class GiveUp extends Error {}
 /** The text is not JSON: a run JSON.parse refused, an unterminated string, text after the value, a missing comma or colon. */
 class NotJson extends Error {}
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_OBJECT = 0x7d;
-
 /** A character JSON strings may not hold unescaped. */
 const CONTROL = /[\u0000-\u001f]/;
-
-const isSpace = (c: number | undefined): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
 /**
  * `bytes` must be valid UTF-8. undefined: not parsed here (see the header); parse the whole text instead.
@@ -85,8 +75,8 @@ export async function parseJsonInPieces(bytes: Buffer, turn: () => Promise<void>
 export async function withoutJsonSpace(bytes: Buffer, turn: () => Promise<void>, piece = SIZES.piece): Promise<readonly [number, number]> {
   let from = 0;
   let to = bytes.length;
-  while (from < to && isSpace(bytes[from])) if (++from % piece === 0) await turn();
-  while (to > from && isSpace(bytes[to - 1])) if (--to % piece === 0) await turn();
+  while (from < to && isJsonSpace(bytes[from])) if (++from % piece === 0) await turn();
+  while (to > from && isJsonSpace(bytes[to - 1])) if (--to % piece === 0) await turn();
   return [from, to];
 }
 
@@ -236,7 +226,7 @@ class Pieces {
       else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
         if (depth === 0) return i;
         if (--depth === 0) return i + 1;
-      } else if (depth === 0 && (c === COMMA || c === COLON || isSpace(c))) return i;
+      } else if (depth === 0 && (c === COMMA || c === COLON || isJsonSpace(c))) return i;
     }
     return -1;
   }
@@ -410,7 +400,7 @@ class Pieces {
   }
 
   private skipSpace(i: number, limit: number): number {
-    while (i < limit && isSpace(this.b[i])) i++;
+    while (i < limit && isJsonSpace(this.b[i])) i++;
     return i;
   }
 }
