@@ -2,7 +2,7 @@
  * Small networking helpers shared by the test harness.
  * Everything binds to 127.0.0.1 on an ephemeral port.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 
 /** Listen on 127.0.0.1:0 and resolve with the origin, e.g. `http://127.0.0.1:41234`. */
@@ -97,4 +97,33 @@ export function announce(url: string, bytes: number, headers: Record<string, str
     s.on('error', () => undefined);
     s.once('error', reject);
   });
+}
+
+/** What a recording upstream received: each request's method, headers, body, and when it had it whole. */
+export interface Recorded {
+  readonly method: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: string;
+  readonly atMs: number;
+}
+
+/**
+ * A plain HTTP upstream that keeps every request it receives and answers each with a small JSON-RPC message result
+ * (where a ROLE=server sidecar or an agent would stand, to see the bytes and headers the proxy sends).
+ */
+export async function recordingUpstream(): Promise<{ url: string; received: Recorded[]; posts(): Recorded[]; close(): Promise<void> }> {
+  const received: Recorded[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      received.push({ method: req.method ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), atMs: Date.now() });
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end('{"jsonrpc":"2.0","id":1,"result":{"kind":"message","role":"agent","messageId":"x","parts":[]}}');
+    });
+  });
+  const url = await listen(server);
+  // posts(): the calls (the proxy also fetches the agent card with a GET).
+  return { url, received, posts: () => received.filter((r) => r.method === 'POST'), close: () => closeServer(server) };
 }

@@ -4,13 +4,12 @@
  * must never receive one that has expired on the way. A real signing key, a real HTTP guardian held back for longer
  * than ASSERTION_TTL_SECONDS, and a recorder where the server sidecar would be.
  */
-import http from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { rawRpc } from '../../helpers/agent';
 import { makeKey, writeSigningKey } from '../../helpers/keys';
-import { closeServer, listen } from '../../helpers/net';
+import { recordingUpstream } from '../../helpers/net';
 import { startTestProxy, useStack } from '../../helpers/proxy-harness';
 
 const stack = useStack();
@@ -30,23 +29,12 @@ test.each([
   ['a call judged at once gets the assertion signed as it arrived', 0],
   ['a call the guardian holds past the assertion lifetime gets one signed when it is forwarded', 2300],
 ])('%s', async (_what, holdMs) => {
-  const received: { assertion: string; atMs: number }[] = [];
-  const recorder = http.createServer((req, res) => {
-    const a = req.headers['x-aos-agent-assertion'];
-    if (typeof a === 'string') received.push({ assertion: a, atMs: Date.now() });
-    req.resume();
-    req.on('end', () =>
-      res
-        .writeHead(200, { 'content-type': 'application/json' })
-        .end('{"jsonrpc":"2.0","id":1,"result":{"kind":"message","role":"agent","messageId":"x","parts":[]}}'),
-    );
-  });
-  const upstream = await listen(recorder);
+  const upstream = await recordingUpstream();
   const proxy = await startTestProxy({
     GUARDIAN_URL: stack.guardian.url,
     GUARDIAN_TIMEOUT_MS: '10000',
     ROLE: 'client',
-    UPSTREAM_URL: upstream,
+    UPSTREAM_URL: upstream.url,
     OBSERVED_AGENT_ID: 'cooking-assistant',
     OBSERVED_AGENT_NAME: 'Cooking assistant',
     OBSERVED_AGENT_URL: 'https://kitchen.example/agents/cooking-assistant',
@@ -64,15 +52,15 @@ test.each([
       params: { message: { kind: 'message', messageId: 'm-1', role: 'user', parts: [{ kind: 'text', text: 'hello' }] } },
     });
     expect(r.json).toMatchObject({ result: { kind: 'message' } });
-    expect(received).toHaveLength(1);
-    const { assertion, atMs } = received[0]!;
-    const { exp, iat } = claimsOf(assertion);
+    expect(upstream.posts()).toHaveLength(1);
+    const { headers, atMs } = upstream.posts()[0]!;
+    const { exp, iat } = claimsOf(headers['x-aos-agent-assertion'] as string);
     // Still valid when the agent's side reads it (exp is in whole seconds).
     expect(exp * 1000).toBeGreaterThan(atMs);
     if (holdMs > 0) expect(iat * 1000).toBeGreaterThanOrEqual(Math.floor(sentMs / 1000) * 1000 + 1000);
   } finally {
     stack.guardian.reset();
     await proxy.close();
-    await closeServer(recorder);
+    await upstream.close();
   }
 });

@@ -15,7 +15,7 @@ import { Cancellation } from '../../../src/core/cancel';
 import { nextTurn } from '../../../src/core/turns';
 import { embeddedGuardian, type EmbeddedGuardian } from '../../../src/guardian/embedded';
 import { rawRpc } from '../../helpers/agent';
-import { closeServer, listen } from '../../helpers/net';
+import { closeServer, listen, recordingUpstream } from '../../helpers/net';
 import { startTestProxy } from '../../helpers/proxy-harness';
 import { requestEnvelope } from '../../guardian/fixtures/envelopes';
 
@@ -97,30 +97,20 @@ test("the embedded guardian's large modify is parsed in its caller's turns", asy
 });
 
 test('the proxy shares its per-caller turns with its guardian: a large modify through it takes the caller’s turns', async () => {
-  const received: string[] = [];
-  const agent = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      if (req.method === 'POST') received.push(Buffer.concat(chunks).toString('utf8'));
-      res
-        .writeHead(200, { 'content-type': 'application/json' })
-        .end('{"jsonrpc":"2.0","id":1,"result":{"kind":"message","role":"agent","messageId":"a","parts":[]}}');
-    });
-  });
-  const upstream = await listen(agent);
-  closers.push(() => closeServer(agent));
+  const upstream = await recordingUpstream();
+  closers.push(() => upstream.close());
   const g = masking();
   const keys: string[] = [];
   const share = g.shareTurns?.bind(g);
   g.shareTurns = (turn) => share?.((key, caller) => (keys.push(key), turn(key, caller)));
-  const proxy = await startTestProxy({ UPSTREAM_URL: upstream, MAX_BODY_BYTES: String(4 * 1024 * 1024) }, g);
+  const proxy = await startTestProxy({ UPSTREAM_URL: upstream.url, MAX_BODY_BYTES: String(4 * 1024 * 1024) }, g);
   closers.push(() => proxy.close());
 
   const r = await rawRpc(`${proxy.url}/a2a/jsonrpc`, send(`write to eve@example.com ${'1 '.repeat(300 * 1024)}`));
   expect(r.json).toMatchObject({ result: { kind: 'message' } });
-  expect(received).toHaveLength(1);
-  expect(received[0]).not.toContain('eve@example.com');
+  const posts = upstream.posts();
+  expect(posts).toHaveLength(1);
+  expect(posts[0]!.body).not.toContain('eve@example.com');
   expect(keys.length).toBeGreaterThan(0);
   expect(new Set(keys).size).toBe(1);
 });
