@@ -89,7 +89,7 @@ function trailingId(b: Buffer): JsonRpcId | null | undefined {
   if (b[valueStart] === QUOTE) {
     // A string: its opening quote is the first unescaped quote before its closing one.
     do valueStart--;
-    while (valueStart >= floor && !(b[valueStart] === QUOTE && backslashesBefore(b, valueStart) % 2 === 0));
+    while (valueStart >= floor && !(b[valueStart] === QUOTE && backslashesBefore(b, valueStart, floor) % 2 === 0));
   } else {
     while (valueStart > floor && !isDelimiter(b[valueStart - 1])) valueStart--;
   }
@@ -98,7 +98,7 @@ function trailingId(b: Buffer): JsonRpcId | null | undefined {
   if (b[j - 1] !== COLON) return undefined;
   j = spaceBefore(b, j - 1, floor);
   // The name: exactly "id", its opening quote not escaped and opening a member (after `{` or `,`).
-  if (j - 4 < floor || b.toString('latin1', j - 4, j) !== '"id"' || backslashesBefore(b, j - 4) % 2 !== 0) return undefined;
+  if (j - 4 < floor || b.toString('latin1', j - 4, j) !== '"id"' || backslashesBefore(b, j - 4, floor) % 2 !== 0) return undefined;
   const before = b[spaceBefore(b, j - 4, floor) - 1];
   if (before !== COMMA && before !== OPEN_OBJECT) return undefined;
   const v = token(b, valueStart, valueEnd);
@@ -111,9 +111,10 @@ function spaceBefore(b: Buffer, i: number, floor: number): number {
   return i;
 }
 
-function backslashesBefore(b: Buffer, i: number): number {
+/** The run of backslashes before `i`; -1 (neither even nor odd) when it reaches `floor`: the scan stays in the tail. */
+function backslashesBefore(b: Buffer, i: number, floor: number): number {
   let n = 0;
-  while (i - n - 1 >= 0 && b[i - n - 1] === BACKSLASH) n++;
+  while (b[i - n - 1] === BACKSLASH) if (i - ++n <= floor) return -1;
   return n;
 }
 
