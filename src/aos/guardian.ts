@@ -28,6 +28,7 @@ import type { Envelope, JsonRpcId } from './schemas';
 import type { EnvelopeBytes } from './envelope';
 import { guardianSuccess, pingAnswer } from './answer';
 import { duplicateKey, duplicateKeyInPieces } from './duplicate-keys';
+import { TOO_COMPLEX } from './outcome';
 import { createPool, dispatchRaw } from '../net/undici-pool';
 import { monotonicMs } from '../core/clock';
 import type { Leaving } from '../core/fair-queue';
@@ -261,7 +262,9 @@ export class HttpGuardian implements Guardian {
       if (e.reading) {
         // The guardian answered; the time went to reading its answer here: neither for nor against its health.
         if (halfOpen) this.trialInFlight = false;
-        return { ok: false, kind: e.kind, detail: e.message };
+        // An answer that came in time and could not be read in time is denied, never "no answer": FAIL_MODE=open
+        // would pass the original of a modify or a deny a caller made slow to read (as the embedded guardian does).
+        return e.kind === 'timeout' ? TOO_COMPLEX(e.message) : { ok: false, kind: e.kind, detail: e.message };
       }
       if (e.kind === 'connect') this.reportFailure(e.socketError ?? e);
       if (e.kind === 'timeout') {

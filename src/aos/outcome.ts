@@ -13,3 +13,9 @@ export type GuardianFailureKind = 'connect' | 'timeout' | 'http' | 'json' | 'rpc
 export type GuardianOutcome =
   | { readonly ok: true; readonly result: SuccessResult; readonly payloadBytes?: Buffer }
   | { readonly ok: false; readonly kind: GuardianFailureKind | 'invalidModify'; readonly detail: string };
+
+/** A payload the guardian's side could not judge (or read) within its time: denied, so FAIL_MODE=open never passes it. */
+export const TOO_COMPLEX = (why: string): GuardianOutcome => ({
+  ok: true,
+  result: { decision: 'deny', message: `Payload content too complex to inspect (${why}).`, reasonCode: ['PAYLOAD_TOO_COMPLEX'] },
+});

@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import type { EnvelopeBytes } from '../aos/envelope';
-import type { GuardianOutcome } from '../aos/outcome';
+import { TOO_COMPLEX, type GuardianOutcome } from '../aos/outcome';
 import type { CallerTurn } from '../aos/guardian';
 import type { SuccessResult } from '../aos/schemas';
 import { CallerLines } from '../core/caller-lines';
@@ -71,7 +71,7 @@ export interface OffLoopOptions {
 }
 
 const deny = (message: string, code: string): GuardianOutcome => ({ ok: true, result: { decision: 'deny', message, reasonCode: [code] } });
-export const TOO_COMPLEX = (why: string): GuardianOutcome => deny(`Payload content too complex to inspect (${why}).`, 'PAYLOAD_TOO_COMPLEX');
+export { TOO_COMPLEX };
 export const BUSY = (why: string): GuardianOutcome => deny(`The guardian is busy with other large requests (${why}); retry later.`, 'GUARDIAN_BUSY');
 
 interface Job {

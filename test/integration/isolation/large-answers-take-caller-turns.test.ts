@@ -85,6 +85,28 @@ test("a remote guardian's large answer is read in its caller's turns", async () 
   expect(keys).toEqual([]);
 });
 
+test('a large answer that came in time but cannot be read in time is denied, never "no answer" (FAIL_MODE=open would pass it)', async () => {
+  const payload = send(`masked ${'1 '.repeat(512 * 1024)}`);
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const env = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: string };
+      const result = { decision: 'modify', message: 'masked', modifiedRequest: { method: 'message/send', params: { payload } } };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: env.id, result }));
+    });
+  });
+  const url = await listen(server);
+  closers.push(() => closeServer(server));
+  const guardian = new HttpGuardian({ url: new URL(url), timeoutMs: 3000 });
+  closers.push(() => Promise.resolve(guardian.close()));
+  // The caller's turns come late (a caller slowing its own turns with other large calls): the budget ends while reading.
+  guardian.shareTurns(() => new Promise((r) => setTimeout(r, 3200)));
+  const envelope = { jsonrpc: '2.0', id: 'e-3', method: 'message/send', params: {} } as unknown as Envelope;
+  const outcome = await guardian.decide(envelope, JSON.stringify(envelope), new Cancellation(), undefined, 'call', 'caller-c');
+  expect(outcome).toMatchObject({ ok: true, result: { decision: 'deny', reasonCode: ['PAYLOAD_TOO_COMPLEX'] } });
+});
+
 test("the embedded guardian's large modify is parsed in its caller's turns", async () => {
   const g = masking();
   const { keys, turn } = recording();
