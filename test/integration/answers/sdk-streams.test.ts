@@ -286,11 +286,13 @@ describe.each(CASES)('deny at event k, SDK %s %s', (binding, version) => {
     expect(stream).toHaveLength(1);
     await waitFor(() => stream[0]!.closed, 10_000, 'upstream stream closed');
     // ...and past the calls already in flight when the deny landed (at most the window), no event
-    // after the denied one reaches the guardian, however long we wait.
-    const seen = responseEnvs().length;
-    expect(seen).toBeLessThanOrEqual(5 + WINDOW - 1);
+    // after the denied one reaches the guardian, however long we wait. Calls sent before the deny
+    // can still reach the guardian after the upstream closed (a loaded machine), so the bound is
+    // what is checked, twice: a proxy that kept judging the 1000 events would pass it at once.
     await sleep(300);
-    expect(responseEnvs()).toHaveLength(seen);
+    expect(responseEnvs().length).toBeLessThanOrEqual(5 + WINDOW - 1);
+    await sleep(300);
+    expect(responseEnvs().length).toBeLessThanOrEqual(5 + WINDOW - 1);
   });
 
   test('deny at event 2 of a task that keeps running: the proxy closes the upstream stream', async () => {
