@@ -62,9 +62,19 @@ export function takeTurn(turns: Turns, key: string, caller: Leaving, refuse: (er
   if (t === true) return undefined;
   if (t === 'full') {
     turns.metrics.callerLimited.inc({ resource: 'turns' });
-    return refuse(turnsFull(turns.max));
+    return refuseInTurn(turns, key, caller, () => refuse(turnsFull(turns.max)));
   }
   return t.then((granted) => (granted ? undefined : END));
+}
+
+/**
+ * A refusal of a caller at one of its bounds, written in that caller's turn: a flood's refusals (each a response
+ * written, counted and logged) take one turn per round like its other work, instead of all running as its requests
+ * are parsed, in front of other callers' work. END without a word when the caller left first.
+ */
+export function refuseInTurn(turns: Pick<Turns, 'fair'>, key: string, caller: Leaving, refuse: () => typeof END): typeof END | Promise<typeof END> {
+  if (turns.fair === undefined) return refuse();
+  return turns.fair.later(key, caller).then((granted) => (granted ? refuse() : END));
 }
 
 /** What closes when a caller goes away: an HTTP response, a gRPC call's stream. */
