@@ -17,13 +17,16 @@
  * For each: the victim's success rate and p99 latency alone, then while the attacker works, and
  * their ratio (the goal: every victim call succeeds, p99 within 2x), the attacker's outcomes, and
  * the worst event-loop delay of the proxy's process (its nodejs_eventloop_lag_max_seconds while the
- * victim runs). The attacker runs in a process of its own (this file, forked), so its work does not
+ * victim runs). The victim's calls alternate between the proxy and the agent straight, so the agent's figures (the
+ * control: what the agent and the machine cost the victim) cover the same moments of the attack, its first burst
+ * included. The attacker runs in a process of its own (this file, forked), so its work does not
  * queue in front of the victim's client; the victim, the agent and the guardian share this process.
  * All share the machine's cores with the proxy. The attacker's process runs at the lowest priority
  * (BENCH_ATTACKER_NICE, default 19): it stands for a caller on another machine, so the CPU it spends on
  * its own side (signing assertions, building 9 MiB messages) does not count as harm the proxy let it
  * do; BENCH_ATTACKER_NICE=0 shares the cores equally. Options (env): BENCH_VICTIM_CALLS (default 80), BENCH_WORK_MIB (default 9),
  * BENCH_ONLY (comma-separated scenario names), BENCH_PROXY_NODE_ARGS (e.g. `--cpu-prof`, for the proxy's process),
+ * BENCH_PROXY_ENV (a JSON object of variables set on the proxy in every scenario, e.g. `{"MAX_CALLS_PER_CALLER":"64"}`),
  * BENCH_SLOWEST=1 (the victim's four slowest calls, and when each started in its run). Each row is followed by
  * the proxy's CPU time and the credentials it checked while the attacker worked (counted, not timed: a run whose
  * attacker got little CPU at its nice level shows it here, in fewer checks).
@@ -51,6 +54,8 @@ const ONLY = process.env['BENCH_ONLY']
   .map((s) => s.trim())
   .filter((s) => s !== '');
 const MiB = 1024 * 1024;
+/** BENCH_PROXY_ENV: variables (a JSON object) set on the proxy in every scenario, over the scenario's own. */
+const PROXY_ENV = JSON.parse(process.env['BENCH_PROXY_ENV'] ?? '{}') as Record<string, string>;
 
 interface Caller {
   readonly id: string;
@@ -138,8 +143,8 @@ interface VictimRun {
   readonly slowest: string;
 }
 
-/** The victim: a real SDK client (JSON-RPC), one call after the other, each with a fresh assertion. */
-async function victimRun(stack: Stack, victim: Caller, calls: number, paceMs = 0): Promise<VictimRun> {
+/** A real SDK client (JSON-RPC) for `stack`, signing a fresh assertion for each call. */
+async function victimClient(stack: Stack, victim: Caller): Promise<{ sendMessage(params: never): Promise<unknown> }> {
   const { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver } = sdkClient;
   const fetchImpl = (async (input: string | URL | Request, init?: RequestInit) => {
     const headers = new Headers(init?.headers);
@@ -158,37 +163,48 @@ async function victimRun(stack: Stack, victim: Caller, calls: number, paceMs = 0
       transports: [new sdkClient.JsonRpcTransportFactory({ fetchImpl })],
     }),
   );
-  const client = await factory.createFromAgentCard(card);
-  const times: number[] = [];
-  const starts: number[] = [];
-  const errors: string[] = [];
-  let ok = 0;
+  return factory.createFromAgentCard(card);
+}
+
+/**
+ * The victim: one call after the other, alternating between the stacks (the proxy, and the agent straight), so each
+ * target's figures are measured over the same stretch of the attack: the agent's direct figures are the control for
+ * what the agent and the machine cost the victim at that moment.
+ */
+async function victimRun(stacks: readonly Stack[], victim: Caller, calls: number, paceMs = 0): Promise<VictimRun[]> {
+  const clients = await Promise.all(stacks.map((s) => victimClient(s, victim)));
+  const runs = clients.map(() => ({ times: [] as number[], starts: [] as number[], errors: [] as string[], ok: 0 }));
   const runStart = performance.now();
   for (let i = 0; i < calls; i++) {
-    const t0 = performance.now();
-    starts.push(t0 - runStart);
-    try {
-      await client.sendMessage({
-        tenant: '',
-        message: message(`how to prepare a cheese cake? (${i})`),
-        configuration: undefined,
-        metadata: undefined,
-      } as never);
-      ok++;
-    } catch (err) {
-      if (errors.length < 3) errors.push((err as Error).message.slice(0, 160));
+    for (const [k, client] of clients.entries()) {
+      const r = runs[k] as (typeof runs)[number];
+      const t0 = performance.now();
+      r.starts.push(t0 - runStart);
+      try {
+        await client.sendMessage({
+          tenant: '',
+          message: message(`how to prepare a cheese cake? (${i})`),
+          configuration: undefined,
+          metadata: undefined,
+        } as never);
+        r.ok++;
+      } catch (err) {
+        if (r.errors.length < 3) r.errors.push((err as Error).message.slice(0, 160));
+      }
+      r.times.push(performance.now() - t0);
+      if (paceMs > 0) await new Promise((res) => setTimeout(res, paceMs));
     }
-    times.push(performance.now() - t0);
-    if (paceMs > 0) await new Promise((r) => setTimeout(r, paceMs));
   }
-  const slowest = times
-    .map((t, i) => [t, starts[i] as number] as const)
-    .sort((a, b) => b[0] - a[0])
-    .slice(0, 4)
-    .map(([t, at]) => `${t.toFixed(0)} ms at ${at.toFixed(0)} ms`)
-    .join(', ');
-  times.sort((a, b) => a - b);
-  return { ok, failed: calls - ok, p50: pct(times, 50), p99: pct(times, 99), errors, slowest };
+  return runs.map(({ times, starts, errors, ok }) => {
+    const slowest = times
+      .map((t, i) => [t, starts[i] as number] as const)
+      .sort((a, b) => b[0] - a[0])
+      .slice(0, 4)
+      .map(([t, at]) => `${t.toFixed(0)} ms at ${at.toFixed(0)} ms`)
+      .join(', ');
+    times.sort((a, b) => a - b);
+    return { ok, failed: calls - ok, p50: pct(times, 50), p99: pct(times, 99), errors, slowest };
+  });
 }
 
 /** Raw HTTP from the attacker: headers (with a fresh assertion when `signed`), then `body` as `write` paces it. */
@@ -392,6 +408,7 @@ async function main(): Promise<void> {
         ASSERTION_TRUST_JWKS_FILE: jwks,
         ASSERTION_AUDIENCE: audience,
         ...s.env,
+        ...PROXY_ENV,
       },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
@@ -439,24 +456,25 @@ async function main(): Promise<void> {
     if (ONLY !== undefined && !ONLY.includes(s.name)) continue;
     const stack = await stackFor(s);
     try {
-      await victimRun(stack, victim.caller, 10);
-      const alone = await victimRun(stack, victim.caller, VICTIM_CALLS, s.victimPaceMs);
-      const directAlone = await victimRun({ ...stack, url: baker.origin }, victim.caller, VICTIM_CALLS, s.victimPaceMs);
+      const agentStraight: Stack = { ...stack, url: baker.origin };
+      await victimRun([stack, agentStraight], victim.caller, 10);
+      const [alone, directAlone] = (await victimRun([stack, agentStraight], victim.caller, VICTIM_CALLS, s.victimPaceMs)) as [VictimRun, VictimRun];
       const before = await proxyWork(stack);
       const stop = await forkAttacker(s, stack, attacker.privateJwk);
       await new Promise((r) => setTimeout(r, 500));
       await loopMaxMs(stack);
-      const attacked = await victimRun(stack, victim.caller, VICTIM_CALLS, s.victimPaceMs);
+      const [attacked, direct] = (await victimRun([stack, agentStraight], victim.caller, VICTIM_CALLS, s.victimPaceMs)) as [VictimRun, VictimRun];
       const stallMs = await loopMaxMs(stack);
-      // The same victim straight to the agent, under the same attack: what the agent and the machine cost it.
-      const direct = await victimRun({ ...stack, url: baker.origin }, victim.caller, VICTIM_CALLS, s.victimPaceMs);
       const got = await stop();
       const after = await proxyWork(stack);
       const ratio = attacked.p99 / alone.p99;
-      const row = `${s.name.padEnd(17)} victim ok ${attacked.ok}/${VICTIM_CALLS} (alone ${alone.ok}/${VICTIM_CALLS})  p99 ${attacked.p99.toFixed(1)} ms vs ${alone.p99.toFixed(1)} ms alone = ${ratio.toFixed(2)}x  p50 ${attacked.p50.toFixed(1)} vs ${alone.p50.toFixed(1)} ms  direct to the agent under attack p99 ${direct.p99.toFixed(1)} ms (alone ${directAlone.p99.toFixed(1)})  worst loop stall ${stallMs.toFixed(1)} ms  attacker ${JSON.stringify(got)}`;
+      const row = `${s.name.padEnd(17)} victim ok ${attacked.ok}/${VICTIM_CALLS} (alone ${alone.ok}/${VICTIM_CALLS})  p99 ${attacked.p99.toFixed(1)} ms vs ${alone.p99.toFixed(1)} ms alone = ${ratio.toFixed(2)}x  p50 ${attacked.p50.toFixed(1)} vs ${alone.p50.toFixed(1)} ms  the same victim straight to the agent, calls alternating: p99 ${direct.p99.toFixed(1)} ms vs ${directAlone.p99.toFixed(1)} ms alone = ${(direct.p99 / directAlone.p99).toFixed(2)}x  worst loop stall ${stallMs.toFixed(1)} ms  attacker ${JSON.stringify(got)}`;
       console.log(row);
       if (attacked.errors.length > 0) console.log(`  victim errors: ${attacked.errors.join(' | ')}`);
-      if (process.env['BENCH_SLOWEST'] === '1') console.log(`  slowest attacked: ${attacked.slowest}; alone: ${alone.slowest}`);
+      if (process.env['BENCH_SLOWEST'] === '1') {
+        console.log(`  slowest attacked: ${attacked.slowest}; alone: ${alone.slowest}`);
+        console.log(`  straight to the agent, slowest attacked: ${direct.slowest}; alone: ${directAlone.slowest}`);
+      }
       console.log(
         `  the proxy while the attacker worked: ${((after.cpuS - before.cpuS) * 1000).toFixed(0)} ms of CPU, ${after.checks - before.checks} credentials checked (the victim's: ${VICTIM_CALLS})`,
       );
