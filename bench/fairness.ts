@@ -20,7 +20,8 @@
  * victim runs). The victim's calls alternate between the proxy and the agent straight, so the agent's figures (the
  * control: what the agent and the machine cost the victim) cover the same moments of the attack, its first burst
  * included. The attacker runs in a process of its own (this file, forked), so its work does not
- * queue in front of the victim's client; the victim, the agent and the guardian share this process.
+ * queue in front of the victim's client; the victim runs in a process of its own too, so the agent's and the
+ * guardian's work (this process) does not queue in front of its client either.
  * All share the machine's cores with the proxy. The attacker's process runs at the lowest priority
  * (BENCH_ATTACKER_NICE, default 19): it stands for a caller on another machine, so the CPU it spends on
  * its own side (signing assertions, building 9 MiB messages) does not count as harm the proxy let it
@@ -207,6 +208,41 @@ async function victimRun(stacks: readonly Stack[], victim: Caller, calls: number
   });
 }
 
+interface VictimJob {
+  readonly stacks: readonly Stack[];
+  readonly calls: number;
+  readonly paceMs: number | undefined;
+}
+
+/** The victim's own process: runs the jobs it is sent, one at a time, and sends back each run's figures. */
+async function victimMain(): Promise<void> {
+  const victim = await callerFromKey('victim-agent', process.env['BENCH_KEY'] as string);
+  process.on('message', (job: VictimJob) => {
+    void victimRun(job.stacks, victim, job.calls, job.paceMs).then((runs) => process.send?.(runs));
+  });
+  process.send?.('started');
+}
+
+/** Fork the victim's process (at the bench's own priority); resolves to a function that runs a job there. */
+async function forkVictim(privateJwk: string): Promise<{ run(job: VictimJob): Promise<VictimRun[]>; close(): void }> {
+  const child: ChildProcess = fork(__filename, [], {
+    env: { ...process.env, BENCH_VICTIM: '1', BENCH_KEY: privateJwk },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.once('message', () => resolve());
+    child.once('exit', (code) => reject(new Error(`the victim exited (${code})`)));
+  });
+  return {
+    run: (job) =>
+      new Promise((resolve) => {
+        child.once('message', (runs) => resolve(runs as VictimRun[]));
+        child.send(job);
+      }),
+    close: () => void child.kill(),
+  };
+}
+
 /** Raw HTTP from the attacker: headers (with a fresh assertion when `signed`), then `body` as `write` paces it. */
 function rawPost(stack: Stack, attacker: Caller | undefined, announced: number, write: (s: net.Socket) => void): Promise<net.Socket> {
   const u = new URL(stack.url);
@@ -388,6 +424,9 @@ async function main(): Promise<void> {
   const baker: CakeBaker = await startCakeBaker({ slowMs: 20_000 });
   const guardian = await startGuardian(2000);
   const policy = path.resolve(__dirname, '../../config/policy.json');
+  const victimProcess = await forkVictim(victim.privateJwk);
+  /** A stack as the victim's process needs it (no functions over IPC). */
+  const plain = (st: Stack): Stack => ({ url: st.url, admin: st.admin, audience: st.audience, close: async () => undefined });
 
   /** The proxy as operators run it: its own process (dist/a2a-guard.js), configured by variables. */
   async function stackFor(s: Scenario): Promise<Stack> {
@@ -457,13 +496,15 @@ async function main(): Promise<void> {
     const stack = await stackFor(s);
     try {
       const agentStraight: Stack = { ...stack, url: baker.origin };
-      await victimRun([stack, agentStraight], victim.caller, 10);
-      const [alone, directAlone] = (await victimRun([stack, agentStraight], victim.caller, VICTIM_CALLS, s.victimPaceMs)) as [VictimRun, VictimRun];
+      const victimRuns = (calls: number): Promise<VictimRun[]> =>
+        victimProcess.run({ stacks: [plain(stack), plain(agentStraight)], calls, paceMs: s.victimPaceMs });
+      await victimRuns(10);
+      const [alone, directAlone] = (await victimRuns(VICTIM_CALLS)) as [VictimRun, VictimRun];
       const before = await proxyWork(stack);
       const stop = await forkAttacker(s, stack, attacker.privateJwk);
       await new Promise((r) => setTimeout(r, 500));
       await loopMaxMs(stack);
-      const [attacked, direct] = (await victimRun([stack, agentStraight], victim.caller, VICTIM_CALLS, s.victimPaceMs)) as [VictimRun, VictimRun];
+      const [attacked, direct] = (await victimRuns(VICTIM_CALLS)) as [VictimRun, VictimRun];
       const stallMs = await loopMaxMs(stack);
       const got = await stop();
       const after = await proxyWork(stack);
@@ -483,14 +524,16 @@ async function main(): Promise<void> {
       await stack.close();
     }
   }
+  victimProcess.close();
   await guardian.close();
   await baker.close();
   fs.rmSync(dir, { recursive: true, force: true });
 }
 
 const role = process.env['BENCH_ATTACKER'];
-(role === undefined ? main() : attackerMain(role)).then(
-  () => role === undefined && process.exit(0),
+const victimProcess = process.env['BENCH_VICTIM'] === '1';
+(victimProcess ? victimMain() : role === undefined ? main() : attackerMain(role)).then(
+  () => role === undefined && !victimProcess && process.exit(0),
   (err: unknown) => {
     console.error(err);
     process.exit(1);
