@@ -17,6 +17,7 @@ import { createUpstream } from './proxy/http/forward';
 import { createProxyHandler } from './proxy/http/pipeline';
 import { BodyBudget } from './proxy/budget';
 import { createFairTurns } from './proxy/fair';
+import { createConnections } from './proxy/connections';
 import { createCallerLimits } from './proxy/callers';
 import { startHttpListener } from './proxy/http/server';
 import { Gate } from './aos/gate';
@@ -122,6 +123,16 @@ function silentLogger(): Logger {
   return createLogger('silent');
 }
 
+/** a2a_guard_caller_identities_total, counted by the identity checks. */
+function identityOutcomesCounter(metrics: Metrics): FastCounter {
+  return new FastCounter(
+    'a2a_guard_caller_identities_total',
+    'Callers by how their identity was established (assertion, mtls, oidc, local, unverified, claimed, refused)',
+    ['outcome'],
+    metrics.registry,
+  );
+}
+
 export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const { config, logger } = opts;
   const metrics = new Metrics(opts.processMetrics ?? false, VERSION);
@@ -133,12 +144,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const tracer = opts.tracer ?? createTracer(config.otel, { version: VERSION, onExportFailure: () => metrics.traceExportFailures.inc() });
   const { upstreamTls, cardDispatcher, upstreamCard, identities } = agentCards(config, logger);
   const upstream = createUpstream(config.upstreamUrl, upstreamTls.connect);
-  const identityOutcomes = new FastCounter(
-    'a2a_guard_caller_identities_total',
-    'Callers by how their identity was established (assertion, mtls, oidc, local, unverified, claimed, refused)',
-    ['outcome'],
-    metrics.registry,
-  );
+  const identityOutcomes = identityOutcomesCounter(metrics);
   const store = config.ownership.enabled ? await createOwnerStore(config.ownership, logger, (n) => metrics.ownershipEvictions.inc(n)) : undefined;
   // With TASK_STORE_URL, assertion ids are kept in the same Redis: one use across every replica.
   const replay = store instanceof RedisOwnerStore ? sharedReplay(store, config, logger) : undefined;
@@ -198,6 +204,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     callerLimits,
     push,
     fair,
+    connections: createConnections(config, logger, metrics),
   };
   let grpc: GrpcListener | undefined;
   // The HTTP listener's server, once it listens: gRPC card answers name its port.
@@ -216,14 +223,12 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
 
   // Learn identities while the listener opens: the first hooks wait for them (at most 3 s), the listener does not.
   identities.warmUp(3000);
-  const listener = await startHttpListener({ config, logger, metrics, handler, upstreamCard, identify: identity.identify, callerLimits }).catch(
-    async (err: unknown) => {
-      // The gRPC listener is up already: a port the HTTP listener cannot bind must not leave it running.
-      await grpc?.close();
-      await push?.close();
-      throw err;
-    },
-  );
+  const listener = await startHttpListener({ ...shared, handler, identify: identity.identify }).catch(async (err: unknown) => {
+    // The gRPC listener is up already: a port the HTTP listener cannot bind must not leave it running.
+    await grpc?.close();
+    await push?.close();
+    throw err;
+  });
   httpServer = listener.server;
   return proxyInstance({
     listener,

@@ -14,6 +14,7 @@ import { grpcTargetFromCard } from '../../a2a/bindings/grpc/card';
 import { listenerTls } from '../../credentials/tls';
 import { createGrpcHandler, type GrpcDeps } from './call';
 import { createGrpcUpstream } from './upstream';
+import { connectionId, shareConnections, type Connections } from '../connections';
 
 export interface GrpcListener {
   /** host:port the listener is bound to. */
@@ -25,7 +26,7 @@ export interface GrpcListener {
   close(timeoutMs?: number): Promise<void>;
 }
 
-export type GrpcListenerDeps = Omit<GrpcDeps, 'upstream' | 'streams'> & { readonly upstreamCard: CardCache };
+export type GrpcListenerDeps = Omit<GrpcDeps, 'upstream' | 'streams'> & { readonly upstreamCard: CardCache; readonly connections: Connections };
 
 export async function startGrpcListener(deps: GrpcListenerDeps, logger: Logger): Promise<GrpcListener> {
   const config: Config = deps.config;
@@ -56,8 +57,15 @@ export async function startGrpcListener(deps: GrpcListenerDeps, logger: Logger):
     s.once('close', () => sessions.delete(s));
     s.on('error', () => undefined);
   });
+  shareConnections(server, deps.connections, deps.metrics);
   server.on('connection', (socket: Socket) => socket.setNoDelay(true));
-  server.on('stream', handler);
+  // A session with a call in flight is not idle (connections.ts): each stream is a call on its connection.
+  server.on('stream', (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => {
+    const id = connectionId(stream.session?.socket ?? {});
+    deps.connections.callStarted(id);
+    stream.once('close', () => deps.connections.callEnded(id));
+    handler(stream, headers);
+  });
   // An HTTP/1 request or a broken preface never reaches the handler; nothing to relay.
   server.on('sessionError', () => undefined);
   await new Promise<void>((resolve, reject) => {

@@ -16,6 +16,7 @@ import { listenerTls } from '../../credentials/tls';
 import { forwardRequestHeaders } from '../headers';
 import { admittedKey } from '../admit';
 import type { CallerLimits } from '../callers';
+import { connectionId, shareConnections, type Connections } from '../connections';
 import type { ProxyHandler } from './pipeline';
 import { refuseUpgrade, relayUpgrade, upgradeRoutes, upgradeTarget, type UpgradeOutcome } from './upgrade';
 
@@ -28,6 +29,8 @@ export interface HttpListenerOptions {
   readonly identify: CallerIdentifier;
   /** Each caller's share of calls in flight: an open upgraded connection is one. */
   readonly callerLimits?: CallerLimits | undefined;
+  /** The connections of both listeners, within MAX_CONNECTIONS (proxy/connections.ts). */
+  readonly connections: Connections;
 }
 
 export interface HttpListener {
@@ -43,6 +46,8 @@ export interface HttpListener {
  * side in the middle of a request (clientError below), and one 'close' listener all its responses share.
  */
 interface Connection {
+  /** connections.ts's name for it. */
+  readonly id: string;
   calls: number;
   last: http.IncomingMessage | undefined;
   bad: boolean;
@@ -58,7 +63,7 @@ export async function startHttpListener(opts: HttpListenerOptions): Promise<Http
   const tls = listenerTls(config.tls.listener, config.identity.refreshMs, logger);
   const serverOptions = { keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 };
   const connections = new WeakMap<Socket, Connection>();
-  const counted = countedHandler(opts.handler, connections);
+  const counted = countedHandler(opts.handler, connections, opts.connections);
   // node:https is loaded only with a TLS listener.
   const server: http.Server =
     tls === undefined
@@ -72,6 +77,7 @@ export async function startHttpListener(opts: HttpListenerOptions): Promise<Http
     });
   }
   const sockets = new Set<Socket>();
+  shareConnections(server, opts.connections, opts.metrics);
   server.on('connection', (s) => {
     sockets.add(s);
     s.once('close', () => sockets.delete(s));
@@ -136,18 +142,20 @@ export async function startHttpListener(opts: HttpListenerOptions): Promise<Http
  * The handler behind a count of each connection's calls in flight. 'close' comes once per response (node
  * guards it), so `on` serves: a closure and `once`'s wrapper per call cost ~1,400 instructions more (callgrind).
  */
-function countedHandler(handler: ProxyHandler, connections: WeakMap<Socket, Connection>): http.RequestListener {
+function countedHandler(handler: ProxyHandler, connections: WeakMap<Socket, Connection>, shares: Connections): http.RequestListener {
   return (req, res) => {
     const socket = req.socket;
     let conn = connections.get(socket);
     if (conn === undefined) {
       const c: Connection = {
+        id: connectionId(socket),
         calls: 0,
         last: undefined,
         bad: false,
         cut: false,
         ended: () => {
           --c.calls;
+          shares.callEnded(c.id);
           if (c.cut && onlyCut(c)) socket.destroy();
           else if (c.calls === 0 && c.bad) badRequest(socket);
         },
@@ -155,6 +163,7 @@ function countedHandler(handler: ProxyHandler, connections: WeakMap<Socket, Conn
       connections.set(socket, (conn = c));
     }
     conn.calls++;
+    shares.callStarted(conn.id);
     conn.last = req;
     res.on('close', conn.ended);
     return handler(req, res);
@@ -172,6 +181,8 @@ function upgradeListener(opts: HttpListenerOptions): (req: http.IncomingMessage,
   const upgradeOptions = upgradeRoutes(config.upgradePaths);
   const namedUpgradeOptions = upgradeRoutes(config.upgradePaths.filter((prefix) => prefix.length > 0));
   return (req, socket, head) => {
+    // An upgraded connection carries its call until it closes: never idle.
+    opts.connections.callStarted(connectionId(req.socket));
     const refused = (outcome: UpgradeOutcome, status: 401 | 403 | 429 | 503, why: string, extra?: string) => {
       metrics.upgrades.inc({ outcome });
       logger.warn({ path: req.url?.slice(0, 256), reason: why }, 'refused an HTTP upgrade');

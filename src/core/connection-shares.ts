@@ -1,0 +1,112 @@
+/**
+ * Open connections of every caller, bounded in all (MAX_CONNECTIONS). Each costs a file descriptor and ~9 KiB of
+ * memory while it waits, so one caller opening thousands and sending nothing (or its headers a byte at a time)
+ * would otherwise lock every other caller out once the process runs out of either. Past the bound, the caller
+ * holding the most connections gives up its oldest idle one (no call in flight on it) for the new one: a flood of
+ * idle connections is dropped from its own end, another caller's new connection still gets in, and no connection
+ * carrying a call is ever cut. A caller that holds the most with none idle is refused the new one.
+ * A caller is its address here: connections are counted before any credential arrives.
+ */
+
+interface Entry<C> {
+  readonly id: string;
+  readonly key: string;
+  readonly conn: C;
+  /** Calls in flight on it (requests, streams, an upgraded connection). */
+  calls: number;
+}
+
+export class ConnectionShares<C> {
+  /** Each caller's connections by id, oldest first. */
+  private readonly byKey = new Map<string, Map<string, Entry<C>>>();
+  private readonly entries = new Map<string, Entry<C>>();
+
+  /** `drop`: close a connection given up (its 'close' then comes to `closed`, which ignores it). */
+  constructor(
+    private readonly max: number,
+    private readonly drop: (conn: C) => void,
+  ) {}
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Connections `key` holds. */
+  heldBy(key: string): number {
+    return this.byKey.get(key)?.size ?? 0;
+  }
+
+  /**
+   * A new connection of `key` (`id`: what names it while it is open, however it is wrapped later, e.g. in TLS): 'open'
+   * (another's idle one given up if the bound was reached), or 'refused' (close it).
+   */
+  open(id: string, conn: C, key: string): 'open' | 'refused' {
+    if (this.entries.size >= this.max) {
+      const idle = this.oldestIdle(this.holderOfMost(key));
+      if (idle === undefined) return 'refused';
+      this.forget(idle);
+      this.drop(idle.conn);
+    }
+    const stale = this.entries.get(id);
+    if (stale !== undefined) this.forget(stale);
+    const entry: Entry<C> = { id, key, conn, calls: 0 };
+    this.entries.set(id, entry);
+    let line = this.byKey.get(key);
+    if (line === undefined) this.byKey.set(key, (line = new Map()));
+    line.set(id, entry);
+    return 'open';
+  }
+
+  /** A call began on the connection `id`: it is not idle until the call ends. */
+  callStarted(id: string): void {
+    const e = this.entries.get(id);
+    if (e !== undefined) e.calls++;
+  }
+
+  callEnded(id: string): void {
+    const e = this.entries.get(id);
+    if (e !== undefined && e.calls > 0) e.calls--;
+  }
+
+  /** `conn` closed: forgotten (unless it was given up already, or `id` names a newer connection since). */
+  closed(id: string, conn: C): void {
+    const e = this.entries.get(id);
+    if (e !== undefined && e.conn === conn) this.forget(e);
+  }
+
+  /** The caller that gives up a connection: the one holding the most; `key` itself when it holds as many as any. */
+  private holderOfMost(key: string): string {
+    let holder = key;
+    let most = this.heldBy(key);
+    for (const [k, line] of this.byKey) {
+      if (line.size > most) {
+        most = line.size;
+        holder = k;
+      }
+    }
+    return holder;
+  }
+
+  private oldestIdle(key: string): Entry<C> | undefined {
+    for (const e of this.byKey.get(key)?.values() ?? []) if (e.calls === 0) return e;
+    return undefined;
+  }
+
+  private forget(e: Entry<C>): void {
+    this.entries.delete(e.id);
+    const line = this.byKey.get(e.key);
+    line?.delete(e.id);
+    if (line?.size === 0) this.byKey.delete(e.key);
+  }
+}
+
+/**
+ * MAX_CONNECTIONS within what the process may open: half of its soft limit of file descriptors, less a reserve (files,
+ * the guardian's and Redis's connections), since each caller's call also opens a connection to the agent. `limits`: the
+ * text of /proc/self/limits (Linux); undefined elsewhere, where the bound is taken as configured.
+ */
+export function connectionBound(configured: number, limits: string | undefined): number {
+  const soft = /^Max open files\s+(\d+)/m.exec(limits ?? '')?.[1];
+  if (soft === undefined) return configured;
+  return Math.max(16, Math.min(configured, Math.floor((Number(soft) - 64) / 2)));
+}
