@@ -218,7 +218,7 @@ const VARIABLES = {
     "requests of one caller that may wait for a turn of the proxy's CPU while others are served (turns go round-robin across callers); more get 429 (-31429); 0 = first come, first served",
   ),
   MAX_CONNECTIONS: int(8192, 16, 1_000_000).describe(
-    'connections open at once on the listeners (HTTP and gRPC), all callers together (at most half the file descriptors the process may open); past it the caller (address) holding the most gives up its oldest idle connection for the new one, or is refused it when none of its connections is idle',
+    'connections open at once on the listeners (HTTP and gRPC), all callers together (at most half the file descriptors the process may open); past it the caller (address) holding the most gives up its oldest idle connection for the new one, or is refused it when none of its connections is idle; one caller holds at most half of it',
   ),
   FAIR_SLICE_MS: int(5, 1, 1000).describe('milliseconds of CPU work the proxy runs at once before polling for new requests while callers wait for turns'),
   EXPOSE_GUARDIAN_REASONING: bool(false).describe("include the guardian's reasoning in errors sent to callers"),

@@ -4,7 +4,10 @@
  * would otherwise lock every other caller out once the process runs out of either. Past the bound, the caller
  * holding the most connections gives up its oldest idle one (no call in flight on it) for the new one: a flood of
  * idle connections is dropped from its own end, another caller's new connection still gets in, and no connection
- * carrying a call is ever cut. A caller that holds the most with none idle is refused the new one.
+ * carrying a call is ever cut. A caller that holds the most with none idle is refused the new one. One caller holds at
+ * most half the bound: past it, its own oldest idle connection is given up for its new one, or it is refused the new
+ * one when it has none idle, so its calls in flight (bodies still arriving, calls waiting for a place) never take every
+ * connection and refuse everyone else's.
  * A caller is its address here: connections are counted before any credential arrives.
  */
 
@@ -20,12 +23,16 @@ export class ConnectionShares<C> {
   /** Each caller's connections by id, oldest first. */
   private readonly byKey = new Map<string, Map<string, Entry<C>>>();
   private readonly entries = new Map<string, Entry<C>>();
+  /** What one caller may hold: half the bound. */
+  private readonly perCaller: number;
 
   /** `drop`: close a connection given up (its 'close' then comes to `closed`, which ignores it). */
   constructor(
     private readonly max: number,
     private readonly drop: (conn: C) => void,
-  ) {}
+  ) {
+    this.perCaller = Math.max(1, Math.ceil(max / 2));
+  }
 
   get size(): number {
     return this.entries.size;
@@ -38,11 +45,12 @@ export class ConnectionShares<C> {
 
   /**
    * A new connection of `key` (`id`: what names it while it is open, however it is wrapped later, e.g. in TLS): 'open'
-   * (another's idle one given up if the bound was reached), or 'refused' (close it).
+   * (its own idle one given up at half the bound, another's if the bound was reached), or 'refused' (close it).
    */
   open(id: string, conn: C, key: string): 'open' | 'refused' {
-    if (this.entries.size >= this.max) {
-      const idle = this.oldestIdle(this.holderOfMost(key));
+    const atShare = this.heldBy(key) >= this.perCaller;
+    if (atShare || this.entries.size >= this.max) {
+      const idle = this.oldestIdle(atShare ? key : this.holderOfMost(key));
       if (idle === undefined) return 'refused';
       this.forget(idle);
       this.drop(idle.conn);

@@ -23,6 +23,8 @@ import { monotonicMs } from './clock';
 /** A caller that may go away (the proxy's Cancellation). */
 export interface Leaving {
   onCancel(fn: () => void): () => void;
+  /** Ends the caller's connection (or stream) without an answer, where it can be. */
+  drop?(): void;
 }
 
 export interface FairQueueOptions {
@@ -51,6 +53,8 @@ export class FairQueue {
   private sliceStart: number | undefined;
   /** Callers that had a turn since the loop last polled for I/O. */
   private readonly served = new Set<string>();
+  /** Turns waiting by `laterWithin`, per caller with some. */
+  private readonly within = new Map<string, number>();
   private resetScheduled = false;
   private readonly now: () => number;
   private readonly defer: (fn: () => void) => void;
@@ -89,6 +93,22 @@ export class FairQueue {
    */
   later(key: string, caller?: Leaving): Promise<boolean> {
     return this.enqueue(key, caller);
+  }
+
+  /**
+   * `later`, with at most `max` of these waiting per caller: 'full' past it. For work a caller's flood makes without
+   * bound (its refusals past `maxQueuedPerCaller`), which would otherwise wait here without bound.
+   */
+  laterWithin(key: string, max: number, caller?: Leaving): Promise<boolean> | 'full' {
+    const waiting = this.within.get(key) ?? 0;
+    if (waiting >= max) return 'full';
+    this.within.set(key, waiting + 1);
+    return this.enqueue(key, caller).then((granted) => {
+      const left = (this.within.get(key) ?? 1) - 1;
+      if (left > 0) this.within.set(key, left);
+      else this.within.delete(key);
+      return granted;
+    });
   }
 
   private enqueue(key: string, caller: Leaving | undefined): Promise<boolean> {

@@ -70,11 +70,17 @@ export function takeTurn(turns: Turns, key: string, caller: Leaving, refuse: (er
 /**
  * A refusal of a caller at one of its bounds, written in that caller's turn: a flood's refusals (each a response
  * written, counted and logged) take one turn per round like its other work, instead of all running as its requests
- * are parsed, in front of other callers' work. END without a word when the caller left first.
+ * are parsed, in front of other callers' work. END without a word when the caller left first. At most `max` refusals
+ * of a caller wait: past them the caller is dropped without an answer (each waiting one holds its request and
+ * response, and a flood of pipelined requests parses thousands per read), or refused at once where it cannot be.
  */
-export function refuseInTurn(turns: Pick<Turns, 'fair'>, key: string, caller: Leaving, refuse: () => typeof END): typeof END | Promise<typeof END> {
+export function refuseInTurn(turns: Pick<Turns, 'fair' | 'max'>, key: string, caller: Leaving, refuse: () => typeof END): typeof END | Promise<typeof END> {
   if (turns.fair === undefined) return refuse();
-  return turns.fair.later(key, caller).then((granted) => (granted ? refuse() : END));
+  const waiting = turns.fair.laterWithin(key, turns.max, caller);
+  if (waiting !== 'full') return waiting.then((granted) => (granted ? refuse() : END));
+  if (caller.drop === undefined) return refuse();
+  caller.drop();
+  return END;
 }
 
 /** What closes when a caller goes away: an HTTP response, a gRPC call's stream. */
@@ -82,10 +88,14 @@ interface Closing {
   readonly closed: boolean;
   once(event: 'close', fn: () => void): unknown;
   off(event: 'close', fn: () => void): unknown;
+  destroy(): unknown;
 }
 
-/** A caller going away (its response, or its gRPC stream, closing). */
-export function responseClosing(res: Closing): Leaving {
+/**
+ * A caller going away (its response, or its gRPC stream, closing). `connection`: what dropping it ends, when not `res`
+ * (a pipelined response has no socket until the answers before it are written, and a destroy waits for that).
+ */
+export function responseClosing(res: Closing, connection: { destroy(): unknown } = res): Leaving {
   return {
     onCancel(fn) {
       if (res.closed) {
@@ -95,6 +105,7 @@ export function responseClosing(res: Closing): Leaving {
       res.once('close', fn);
       return () => void res.off('close', fn);
     },
+    drop: () => void connection.destroy(),
   };
 }
 

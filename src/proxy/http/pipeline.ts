@@ -55,7 +55,7 @@ export function createProxyHandler(deps: ProxyDeps): ProxyHandler {
   const turns = turnsOf(deps);
   const turnBy = (keyOf: (a: Arrival) => string): Stage<Arrival> => ({
     name: 'turn',
-    run: (a) => takeTurn(turns, keyOf(a), responseClosing(a.res), (err) => h.refuse(a.res, err, null, refusalCodec(a.req.url ?? '/', options()))),
+    run: (a) => takeTurn(turns, keyOf(a), responseClosing(a.res, a.req.socket), (err) => h.refuse(a.res, err, null, refusalCodec(a.req.url ?? '/', options()))),
   });
   const arrival: readonly Stage<Arrival>[] = [
     jwks(deps),

@@ -181,9 +181,17 @@ function upgradeListener(opts: HttpListenerOptions): (req: http.IncomingMessage,
   const upgradeOptions = upgradeRoutes(config.upgradePaths);
   const namedUpgradeOptions = upgradeRoutes(config.upgradePaths.filter((prefix) => prefix.length > 0));
   return (req, socket, head) => {
-    // An upgraded connection carries its call until it closes: never idle.
-    opts.connections.callStarted(connectionId(req.socket));
+    // An upgrade carries its call until it is refused or, once switched, until the connection closes: never idle
+    // meanwhile. A refused one is idle, however long its caller keeps it open.
+    const id = connectionId(req.socket);
+    opts.connections.callStarted(id);
+    let ended = false;
+    const endCall = () => {
+      if (!ended) opts.connections.callEnded(id);
+      ended = true;
+    };
     const refused = (outcome: UpgradeOutcome, status: 401 | 403 | 429 | 503, why: string, extra?: string) => {
+      endCall();
       metrics.upgrades.inc({ outcome });
       logger.warn({ path: req.url?.slice(0, 256), reason: why }, 'refused an HTTP upgrade');
       refuseUpgrade(socket, status, why, extra);
@@ -233,6 +241,7 @@ function upgradeListener(opts: HttpListenerOptions): (req: http.IncomingMessage,
             });
             relayUpgrade(socket, head, config.upstreamUrl, where.target, headers, (outcome, status) => {
               metrics.upgrades.inc({ outcome });
+              if (outcome !== 'forwarded') endCall();
               if (outcome === 'not_switched')
                 logger.warn({ path: where.target.slice(0, 256), status }, 'the agent answered an upgrade without switching protocols: answer dropped');
             });

@@ -16,16 +16,16 @@ test('under the bound every connection opens; nothing is given up', () => {
 });
 
 test("at the bound, the caller holding the most gives up its oldest idle connection for another caller's new one", () => {
-  const { s, dropped } = shares(4);
-  for (const c of ['a1', 'a2', 'a3', 'b1']) s.open(c, c, c[0] as string);
+  const { s, dropped } = shares(6);
+  for (const c of ['a1', 'a2', 'a3', 'b1', 'b2', 'd1']) s.open(c, c, c[0] as string);
   s.callStarted('a1');
   expect(s.open('c1', 'c1', 'c')).toBe('open');
   // a1 carries a call: never cut; a2 is the oldest idle.
   expect(dropped).toEqual(['a2']);
-  expect([s.heldBy('a'), s.heldBy('b'), s.heldBy('c'), s.size]).toEqual([2, 1, 1, 4]);
+  expect([s.heldBy('a'), s.heldBy('b'), s.heldBy('c'), s.size]).toEqual([2, 2, 1, 6]);
   // Its 'close' then comes, and is ignored.
   s.closed('a2', 'a2');
-  expect(s.size).toBe(4);
+  expect(s.size).toBe(6);
 });
 
 test('a caller holding as many as any gives up its own idle connection for its new one', () => {
@@ -120,4 +120,17 @@ test('the bound stays within half the file descriptors the process may open', ()
   expect(connectionBound(100, limits)).toBe(100);
   expect(connectionBound(8192, undefined)).toBe(8192);
   expect(connectionBound(8192, 'Max open files            1048576              1048576              files')).toBe(8192);
+});
+
+test("a caller holds at most half the bound: past it its own oldest idle one is given up, or with none idle its new one is refused, and another caller's still opens", () => {
+  const { s, dropped } = shares(4);
+  for (const c of ['a1', 'a2']) s.open(c, c, 'a');
+  expect(s.open('a3', 'a3', 'a')).toBe('open');
+  expect(dropped).toEqual(['a1']);
+  s.callStarted('a2');
+  s.callStarted('a3');
+  expect(s.open('a4', 'a4', 'a')).toBe('refused');
+  expect([s.open('b1', 'b1', 'b'), s.open('b2', 'b2', 'b')]).toEqual(['open', 'open']);
+  expect(dropped).toEqual(['a1']);
+  expect([s.heldBy('a'), s.heldBy('b'), s.size]).toEqual([2, 2, 4]);
 });
