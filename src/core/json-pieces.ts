@@ -328,6 +328,8 @@ class Pieces {
     let out = '';
     const pieces: string[] = [];
     let canonical = true;
+    /** The last slice ended in a high surrogate. */
+    let high = false;
     for (;;) {
       const limit = Math.min(b.length, from + this.sizes.stringPiece);
       const slice = b.subarray(from, limit);
@@ -357,8 +359,10 @@ class Pieces {
         piece = JSON.parse(quoted) as string;
         if (canonical && !sameAsStringify(piece, quoted)) canonical = false;
       }
-      // A surrogate at a slice's edge may pair with the next slice's: its token is not compared piecewise.
-      if (canonical && endsInSurrogate(piece)) canonical = false;
+      // A pair cut at a slice's edge was escaped (UTF-8 is never cut), where JSON.stringify writes it as it is. A lone
+      // surrogate at an edge is escaped by both, as the slice's comparison found.
+      if (canonical && high && startsWithLowSurrogate(piece)) canonical = false;
+      high = endsInHighSurrogate(piece);
       out += piece;
       pieces.push(piece);
       this.since += cut - from;
@@ -410,7 +414,12 @@ function sameAsStringify(piece: string, quoted: string): boolean {
 }
 
 /** The slice ends in a high surrogate: the next slice may begin with its pair (escaped halves, `\\ud83d` `\\ude00`). */
-function endsInSurrogate(s: string): boolean {
+function endsInHighSurrogate(s: string): boolean {
   const last = s.charCodeAt(s.length - 1);
   return last >= 0xd800 && last <= 0xdbff;
+}
+
+function startsWithLowSurrogate(s: string): boolean {
+  const first = s.charCodeAt(0);
+  return first >= 0xdc00 && first <= 0xdfff;
 }
