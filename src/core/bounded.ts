@@ -102,3 +102,20 @@ export class BoundedBytes {
     this.gathered = true;
   }
 }
+
+/**
+ * Give `bytes`' memory back now, not at the next full collection (a body read once and long held is in the old
+ * generation: dropped, it stays allocated until then). Its buffer is detached: `bytes` and every view of it read as
+ * empty from here on, so only a buffer nothing else reads any more may be given. A buffer that is part of a larger
+ * one (a pool slice) is left to the collector.
+ */
+export function giveBack(bytes: Buffer): void {
+  const whole = bytes.buffer;
+  if (bytes.byteOffset !== 0 || bytes.byteLength !== whole.byteLength || !(whole instanceof ArrayBuffer)) return;
+  try {
+    // Moved to a new buffer that nothing holds: the next young-generation collection frees it.
+    structuredClone(whole, { transfer: [whole] });
+  } catch {
+    // Not transferable (a buffer node keeps for itself): the collector frees it in time.
+  }
+}

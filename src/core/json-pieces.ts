@@ -31,6 +31,10 @@ export interface LongString {
   readonly canonical: boolean;
   /** Its decoded slices, in order (`str` is them joined): serialized one by one, the whole is never flattened. */
   readonly pieces: readonly string[];
+  /** The bytes of the token each piece was decoded from (its quotes aside, they add up to `end - start - 2`). */
+  readonly sizes: readonly number[];
+  /** Whether each piece's token bytes held no escape (they are then the piece's own UTF-8). */
+  readonly plain: readonly boolean[];
   /** The array or object holding it, and its index or key there (none: the whole text is this string). */
   holder?: object;
   key?: string | number;
@@ -327,6 +331,8 @@ class Pieces {
     let from = start + 1;
     let out = '';
     const pieces: string[] = [];
+    const sizes: number[] = [];
+    const plain: boolean[] = [];
     let canonical = true;
     /** The last slice ended in a high surrogate. */
     let high = false;
@@ -350,7 +356,8 @@ class Pieces {
       const cut = closed ? i : this.cut(from, limit, escape);
       const raw = b.toString('utf8', from, cut);
       let piece: string;
-      if (backslash === -1 || backslash >= cut - from) {
+      const unescaped = backslash === -1 || backslash >= cut - from;
+      if (unescaped) {
         // No escape: the text is the string, and its own serialization (a control character JSON.parse refuses, and so does the whole).
         if (CONTROL.test(raw)) throw new NotJson();
         piece = raw;
@@ -365,6 +372,8 @@ class Pieces {
       high = endsInHighSurrogate(piece);
       out += piece;
       pieces.push(piece);
+      sizes.push(cut - from);
+      plain.push(unescaped);
       this.since += cut - from;
       if (closed) {
         this.at = cut + 1;
@@ -376,7 +385,7 @@ class Pieces {
         await this.turn();
       }
     }
-    this.longStrings.push({ str: out, start, end: this.at, canonical, pieces });
+    this.longStrings.push({ str: out, start, end: this.at, canonical, pieces, sizes, plain });
     return out;
   }
 
