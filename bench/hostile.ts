@@ -162,8 +162,10 @@ async function main(): Promise<void> {
       peakHeld = Math.max(peakHeld, proxy.metrics.bodyBytesInFlight());
     }, 20);
     const sent = performance.now();
+    const cpu = process.cpuUsage();
     const statuses = await clientProcess(`${proxy.url}/a2a/jsonrpc`, calls, size);
     const tookS = (performance.now() - sent) / 1000;
+    const used = process.cpuUsage(cpu);
     clearInterval(sampler);
     const admitted = statuses.filter((s) => s === 200).length;
     const inFlight = admitted * body.length;
@@ -176,7 +178,8 @@ async function main(): Promise<void> {
     // What the peak was made of: the heap (parsed requests, strings) and the buffers (request bytes, socket chunks).
     const grew = (k: 'heapTotal' | 'heapUsed' | 'external' | 'arrayBuffers') => `${k} +${((atPeak[k] - base[k]) / MiB).toFixed(0)}`;
     console.log(
-      `  at the peak (MiB): ${grew('heapTotal')}, ${grew('heapUsed')}, ${grew('external')}, ${grew('arrayBuffers')}; all answered in ${tookS.toFixed(1)} s`,
+      `  at the peak (MiB): ${grew('heapTotal')}, ${grew('heapUsed')}, ${grew('external')}, ${grew('arrayBuffers')}; all answered in ${tookS.toFixed(1)} s; ` +
+        `the proxy's process used ${((used.user + used.system) / 1000 / calls).toFixed(0)} ms of CPU per call`,
     );
     await proxy.close();
   }
