@@ -23,7 +23,8 @@ const SHRINK_PAST = 4;
  * Copies of a request's size a call holds at once while it is judged (the bytes, the parsed request,
  * the guardian's envelope, the agent's request), taken as each byte arrives: a body the budget cannot
  * carry through judging is cut while it is read, never read whole and refused after its parse.
- * Counted so, 20 concurrent 9 MiB calls peak at 0.7-1.2 bytes of RSS per budget byte (npm run bench:hostile).
+ * A JSON-RPC request forwarded as the caller's own bytes gives one back once read (held spliced: json-spliced.ts).
+ * Counted so, 20 concurrent 9 MiB calls peak at 0.44-0.97 bytes of RSS per budget byte (npm run bench:hostile).
  */
 export const HELD_COPIES = 3;
 
