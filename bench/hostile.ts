@@ -10,6 +10,9 @@
  * All on 127.0.0.1. The proxy runs in this process (startProxy); a minimal upstream that answers JSON-RPC
  * and a guardian that answers allow after GUARDIAN_DELAY_MS run in a child process (this file, `peers`),
  * and the clients of part 1 send from another (`client`), so only the proxy's copies of the bodies are counted.
+ *
+ * Options (environment): CALLS, BODY_MIB, BUDGETS_MIB (one run per budget), CALLERS (the calls come from that many
+ * addresses, each a caller of its own), GUARDIAN_DELAY_MS, BENCH_GUARDIAN=embedded, PARTS=memory (part 1 only).
  */
 import { spawn } from 'node:child_process';
 import http from 'node:http';
@@ -38,11 +41,16 @@ function drain(req: http.IncomingMessage): Promise<Buffer> {
   });
 }
 
-function post(url: string, body: Buffer, headers: Record<string, string> = {}): Promise<number> {
+function post(url: string, body: Buffer, headers: Record<string, string> = {}, localAddress?: string): Promise<number> {
   return new Promise((resolve) => {
     const req = http.request(
       url,
-      { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': body.length, ...headers } },
+      {
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json', 'content-length': body.length, ...headers },
+        ...(localAddress === undefined ? {} : { localAddress }),
+      },
       (res) => {
         res.resume();
         res.on('end', () => resolve(res.statusCode ?? 0));
@@ -76,7 +84,10 @@ function clientProcess(url: string, calls: number, size: number): Promise<number
 
 async function client(url: string, calls: number, size: number): Promise<void> {
   const body = call('x'.repeat(size - 200));
-  const statuses = await Promise.all(Array.from({ length: calls }, () => post(url, body)));
+  // CALLERS: the calls come from this many addresses (127.0.0.2, .3, ...), each a caller of its own to the proxy.
+  const callers = Number(process.env.CALLERS ?? 1);
+  const from = (i: number): string | undefined => (callers > 1 ? `127.0.0.${2 + (i % callers)}` : undefined);
+  const statuses = await Promise.all(Array.from({ length: calls }, (_, i) => post(url, body, {}, from(i))));
   process.stdout.write(JSON.stringify(statuses));
 }
 
@@ -141,13 +152,20 @@ async function main(): Promise<void> {
     const proxy = await start({ MAX_BODY_BYTES: String(16 * MiB), MAX_INFLIGHT_BODY_BYTES: budget, MAX_INFLIGHT_BODY_BYTES_PER_CALLER: budget });
     global.gc?.();
     const before = process.memoryUsage().rss;
+    const base = process.memoryUsage();
     let peak = before;
+    let atPeak = base;
     let peakHeld = 0;
     const sampler = setInterval(() => {
-      peak = Math.max(peak, process.memoryUsage().rss);
+      const m = process.memoryUsage();
+      if (m.rss > peak) [peak, atPeak] = [m.rss, m];
       peakHeld = Math.max(peakHeld, proxy.metrics.bodyBytesInFlight());
     }, 20);
+    const sent = performance.now();
+    const cpu = process.cpuUsage();
     const statuses = await clientProcess(`${proxy.url}/a2a/jsonrpc`, calls, size);
+    const tookS = (performance.now() - sent) / 1000;
+    const used = process.cpuUsage(cpu);
     clearInterval(sampler);
     const admitted = statuses.filter((s) => s === 200).length;
     const inFlight = admitted * body.length;
@@ -157,10 +175,20 @@ async function main(): Promise<void> {
         `(the proxy's process; the client sends from a process of its own); ` +
         `peak budget held ${(peakHeld / MiB).toFixed(0)} MiB = ${((peak - before) / Math.max(1, peakHeld)).toFixed(2)} bytes of RSS per budget byte`,
     );
+    // What the peak was made of: the heap (parsed requests, strings) and the buffers (request bytes, socket chunks).
+    const grew = (k: 'heapTotal' | 'heapUsed' | 'external' | 'arrayBuffers') => `${k} +${((atPeak[k] - base[k]) / MiB).toFixed(0)}`;
+    console.log(
+      `  at the peak (MiB): ${grew('heapTotal')}, ${grew('heapUsed')}, ${grew('external')}, ${grew('arrayBuffers')}; all answered in ${tookS.toFixed(1)} s; ` +
+        `the proxy's process used ${((used.user + used.system) / 1000 / calls).toFixed(0)} ms of CPU per call`,
+    );
     await proxy.close();
   }
 
-  // 2. worst event-loop stall under hostile bodies (guardian answers at once)
+  // 2. worst event-loop stall under hostile bodies (guardian answers at once); PARTS=memory: part 1 only.
+  if (process.env.PARTS === 'memory') {
+    peer.stop();
+    return;
+  }
   const fast = await start({});
   const plain = call('hello');
   let layered = plain;

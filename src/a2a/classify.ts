@@ -25,7 +25,7 @@ export interface HttpRequestFacts {
   /** Path and query as received. */
   readonly path: string;
   readonly headers: IncomingHttpHeaders;
-  /** Decoded body, or null when the request has none. */
+  /** Decoded body, or null when the request has none (or when `parsed` read it and its bytes are held elsewhere). */
   readonly body: Buffer | null;
   /** The body already read (parseBodyInTurns: a large one), in place of reading it here. */
   readonly parsed?: PreparedBody;
@@ -140,12 +140,12 @@ function parsedBody(req: HttpRequestFacts, opts: ClassifyOptions, memo: BodyMemo
  * never parsed (its id is read from its top level). A body that is not JSON answers `"id": null`, as JSON-RPC asks.
  */
 function withCallerId(req: HttpRequestFacts, opts: ClassifyOptions, memo: BodyMemo, c: Classified): Classified {
-  if (c.kind !== 'reject' || c.binding !== 'jsonrpc' || c.id !== null || req.body === null) return c;
+  if (c.kind !== 'reject' || c.binding !== 'jsonrpc' || c.id !== null || (req.body === null && req.parsed === undefined)) return c;
   const body = parsedBody(req, opts, memo);
   let id: JsonRpcId | null = null;
   if (body.kind === 'json') id = isObject(body.value) ? echoableId(body.value.id) : null;
   // Too complex to parse: its top level, read without parsing the rest.
-  else if (body.kind === 'tooComplex') id = refusalId(req.body);
+  else if (body.kind === 'tooComplex' && req.body !== null) id = refusalId(req.body);
   return id === null ? c : { ...c, id };
 }
 

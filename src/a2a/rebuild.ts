@@ -4,6 +4,7 @@
  * REST gets its path rebuilt from the route template and the approved parameters, its query or body
  * from the rest of them. Nothing of the caller's bytes is relayed. Pure.
  */
+import type { WireBytes } from '../core/turns';
 import type { JsonObject } from '../core/json';
 import { rpcRequestProblem, uncarriedMember, type Classified } from './classify';
 import { jsonRpcToRest } from './rest';
@@ -14,7 +15,7 @@ export interface RebuiltRequest {
   /** Path and query below the upstream base. */
   readonly path: string;
   /** JSON body (Content-Type: application/json), or null for none. */
-  readonly body: Buffer | null;
+  readonly body: WireBytes | null;
   /** A2A-Version to send (undefined: none, as received). */
   readonly version: string | undefined;
 }
@@ -26,7 +27,13 @@ type A2ACall = Extract<Classified, { kind: 'a2a' }>;
  * `payloadBytes` its UTF-8 bytes when the hooks already made them (a large payload: not encoded twice, and
  * carried without its text).
  */
-export function rebuildRequest(c: A2ACall, verb: string, payload: JsonObject, payloadJson: string | undefined, payloadBytes?: Buffer): RebuiltRequest | string {
+export function rebuildRequest(
+  c: A2ACall,
+  verb: string,
+  payload: JsonObject,
+  payloadJson: string | undefined,
+  payloadBytes?: WireBytes,
+): RebuiltRequest | string {
   if (c.rest === undefined) {
     // The caller's request passed these rules when classified; a modify must pass them too.
     const problem = rpcRequestProblem(payload);

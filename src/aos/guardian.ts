@@ -25,14 +25,14 @@ import type { GuardianOutcome, GuardianFailureKind } from './outcome';
 import type { Cancellation } from '../core/cancel';
 import { BoundedBytes } from '../core/bounded';
 import type { Envelope, JsonRpcId } from './schemas';
-import type { EnvelopeBytes } from './envelope';
+import { envelopeSlices, type EnvelopeBytes } from './envelope';
 import { guardianSuccess, pingAnswer } from './answer';
 import { duplicateKey, duplicateKeyInPieces } from './duplicate-keys';
 import { TOO_COMPLEX } from './outcome';
 import { createPool, dispatchRaw } from '../net/undici-pool';
 import { monotonicMs } from '../core/clock';
 import type { Leaving } from '../core/fair-queue';
-import { LARGE_BODY, nextTurn, sliceInTurns } from '../core/turns';
+import { LARGE_BODY, inTurns, nextTurn } from '../core/turns';
 import { parseJsonInPieces, type LongString, type PieceSizes } from '../core/json-pieces';
 import { stringifyInPieces } from '../core/json-canonical';
 import { isUtf8 } from 'node:buffer';
@@ -373,17 +373,16 @@ export class HttpGuardian implements Guardian {
 
   /**
    * Text or one small buffer as is; several buffers, or a large one, go out one after the other under their total
-   * content-length, a large buffer in slices of LARGE_BODY (views, no copy) a turn of the event loop apart: one write
-   * of 9 MiB copied megabytes into the kernel in one task (and so did slices written back to back while the socket
-   * took them). Each attempt iterates afresh.
+   * content-length, in slices of at most LARGE_BODY (views of a buffer, no copy; a payload made as it is written, as
+   * made) a turn of the event loop apart: one write of 9 MiB copied megabytes into the kernel in one task (and so did
+   * slices written back to back while the socket took them). Each attempt iterates afresh.
    */
   private static wire(headers: string[], body: string | EnvelopeBytes): { headers: string[]; body: Dispatcher.DispatchOptions['body'] } {
     if (typeof body === 'string') return { headers, body };
-    if (body.chunks.length === 1 && body.length < LARGE_BODY) return { headers, body: body.chunks[0] as Buffer };
-    const { chunks } = body;
+    if (body.length < LARGE_BODY && body.chunks.length === 1) return { headers, body: body.chunks[0] as Buffer };
     const slices = {
       async *[Symbol.asyncIterator]() {
-        for (const chunk of chunks) yield* sliceInTurns(chunk);
+        yield* inTurns(envelopeSlices(body));
       },
     };
     // undici sends any (async) iterable body (docs/api/Dispatcher.md, "body"); its DispatchOptions type does not list it.

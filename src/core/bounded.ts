@@ -23,7 +23,8 @@ const SHRINK_PAST = 4;
  * Copies of a request's size a call holds at once while it is judged (the bytes, the parsed request,
  * the guardian's envelope, the agent's request), taken as each byte arrives: a body the budget cannot
  * carry through judging is cut while it is read, never read whole and refused after its parse.
- * Counted so, 20 concurrent 9 MiB calls peak at 0.7-1.2 bytes of RSS per budget byte (npm run bench:hostile).
+ * A JSON-RPC request forwarded as the caller's own bytes gives one back once read (held spliced: json-spliced.ts).
+ * Counted so, 20 concurrent 9 MiB calls peak at 0.44-0.97 bytes of RSS per budget byte (npm run bench:hostile).
  */
 export const HELD_COPIES = 3;
 
@@ -100,5 +101,22 @@ export class BoundedBytes {
     this.chunks = [];
     this.target = target;
     this.gathered = true;
+  }
+}
+
+/**
+ * Give `bytes`' memory back now, not at the next full collection (a body read once and long held is in the old
+ * generation: dropped, it stays allocated until then). Its buffer is detached: `bytes` and every view of it read as
+ * empty from here on, so only a buffer nothing else reads any more may be given. A buffer that is part of a larger
+ * one (a pool slice) is left to the collector.
+ */
+export function giveBack(bytes: Buffer): void {
+  const whole = bytes.buffer;
+  if (bytes.byteOffset !== 0 || bytes.byteLength !== whole.byteLength || !(whole instanceof ArrayBuffer)) return;
+  try {
+    // Moved to a new buffer that nothing holds: the next young-generation collection frees it.
+    structuredClone(whole, { transfer: [whole] });
+  } catch {
+    // Not transferable (a buffer node keeps for itself): the collector frees it in time.
   }
 }

@@ -31,6 +31,10 @@ export interface LongString {
   readonly canonical: boolean;
   /** Its decoded slices, in order (`str` is them joined): serialized one by one, the whole is never flattened. */
   readonly pieces: readonly string[];
+  /** The bytes of the token each piece was decoded from (its quotes aside, they add up to `end - start - 2`). */
+  readonly sizes: readonly number[];
+  /** Whether each piece's token bytes held no escape (they are then the piece's own UTF-8). */
+  readonly plain: readonly boolean[];
   /** The array or object holding it, and its index or key there (none: the whole text is this string). */
   holder?: object;
   key?: string | number;
@@ -327,7 +331,11 @@ class Pieces {
     let from = start + 1;
     let out = '';
     const pieces: string[] = [];
+    const sizes: number[] = [];
+    const plain: boolean[] = [];
     let canonical = true;
+    /** The last slice ended in a high surrogate. */
+    let high = false;
     for (;;) {
       const limit = Math.min(b.length, from + this.sizes.stringPiece);
       const slice = b.subarray(from, limit);
@@ -348,7 +356,8 @@ class Pieces {
       const cut = closed ? i : this.cut(from, limit, escape);
       const raw = b.toString('utf8', from, cut);
       let piece: string;
-      if (backslash === -1 || backslash >= cut - from) {
+      const unescaped = backslash === -1 || backslash >= cut - from;
+      if (unescaped) {
         // No escape: the text is the string, and its own serialization (a control character JSON.parse refuses, and so does the whole).
         if (CONTROL.test(raw)) throw new NotJson();
         piece = raw;
@@ -357,10 +366,14 @@ class Pieces {
         piece = JSON.parse(quoted) as string;
         if (canonical && !sameAsStringify(piece, quoted)) canonical = false;
       }
-      // A surrogate at a slice's edge may pair with the next slice's: its token is not compared piecewise.
-      if (canonical && endsInSurrogate(piece)) canonical = false;
+      // A pair cut at a slice's edge was escaped (UTF-8 is never cut), where JSON.stringify writes it as it is. A lone
+      // surrogate at an edge is escaped by both, as the slice's comparison found.
+      if (canonical && high && startsWithLowSurrogate(piece)) canonical = false;
+      high = endsInHighSurrogate(piece);
       out += piece;
       pieces.push(piece);
+      sizes.push(cut - from);
+      plain.push(unescaped);
       this.since += cut - from;
       if (closed) {
         this.at = cut + 1;
@@ -372,7 +385,7 @@ class Pieces {
         await this.turn();
       }
     }
-    this.longStrings.push({ str: out, start, end: this.at, canonical, pieces });
+    this.longStrings.push({ str: out, start, end: this.at, canonical, pieces, sizes, plain });
     return out;
   }
 
@@ -410,7 +423,12 @@ function sameAsStringify(piece: string, quoted: string): boolean {
 }
 
 /** The slice ends in a high surrogate: the next slice may begin with its pair (escaped halves, `\\ud83d` `\\ude00`). */
-function endsInSurrogate(s: string): boolean {
+function endsInHighSurrogate(s: string): boolean {
   const last = s.charCodeAt(s.length - 1);
   return last >= 0xd800 && last <= 0xdbff;
+}
+
+function startsWithLowSurrogate(s: string): boolean {
+  const first = s.charCodeAt(0);
+  return first >= 0xdc00 && first <= 0xdfff;
 }

@@ -13,15 +13,42 @@ export function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
+/** Bytes made as they are written, a slice at a time (a request held as its parsed strings: json-spliced.ts); `length` is known before. */
+export interface LazyBytes {
+  readonly length: number;
+  /** The bytes in order, made afresh on each call. */
+  slices(): Iterable<Buffer>;
+}
+
+/** Bytes to send: one buffer, or bytes made as they are written. */
+export type WireBytes = Buffer | LazyBytes;
+
 /**
- * A large body to write as slices, one per turn (no copy: views of `body`): a socket write of 9 MiB
+ * A large body to write as slices, one per turn (a buffer's are views of it, no copy): a socket write of 9 MiB
  * copies it all into the kernel at once (~100 ms on a busy machine).
  */
-export async function* sliceInTurns(body: Buffer, slice = LARGE_BODY): AsyncGenerator<Buffer> {
-  for (let at = 0; at < body.length; at += slice) {
-    if (at > 0) await nextTurn();
-    yield body.subarray(at, at + slice);
+export function sliceInTurns(body: WireBytes, slice = LARGE_BODY): AsyncGenerator<Buffer> {
+  return inTurns(Buffer.isBuffer(body) ? viewSlices(body, slice) : body.slices());
+}
+
+/** `items` one per turn of the event loop. */
+export async function* inTurns<T>(items: Iterable<T>): AsyncGenerator<T> {
+  let first = true;
+  for (const item of items) {
+    if (!first) await nextTurn();
+    first = false;
+    yield item;
   }
+}
+
+/** Views of `body`, `slice` bytes each. */
+export function* viewSlices(body: Buffer, slice = LARGE_BODY): Generator<Buffer> {
+  for (let at = 0; at < body.length; at += slice) yield body.subarray(at, at + slice);
+}
+
+/** The bytes in one buffer: a buffer itself, lazy bytes made whole (a copy: for what must have them so, a debug log). */
+export function wholeBytes(body: WireBytes): Buffer {
+  return Buffer.isBuffer(body) ? body : Buffer.concat([...body.slices()], body.length);
 }
 
 /**
@@ -70,4 +97,26 @@ export async function utf8TextInTurns(bytes: Buffer, turn: () => Promise<void>):
     at = end;
   }
   return text;
+}
+
+/**
+ * Work run one at a time per key (a caller's large bodies read one after another), other keys' side by side, in the
+ * order asked. A key with nothing running or waiting holds no entry.
+ */
+export class OnePerKey {
+  private readonly last = new Map<string, Promise<void>>();
+
+  async run<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const before = this.last.get(key);
+    let done = (): void => undefined;
+    const mine = new Promise<void>((resolve) => (done = resolve));
+    this.last.set(key, mine);
+    try {
+      if (before !== undefined) await before;
+      return await work();
+    } finally {
+      done();
+      if (this.last.get(key) === mine) this.last.delete(key);
+    }
+  }
 }

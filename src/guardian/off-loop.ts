@@ -17,7 +17,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Worker } from 'node:worker_threads';
-import type { EnvelopeBytes } from '../aos/envelope';
+import { envelopeSlices, type EnvelopeBytes } from '../aos/envelope';
 import { TOO_COMPLEX, type GuardianOutcome } from '../aos/outcome';
 import type { CallerTurn } from '../aos/guardian';
 import type { SuccessResult } from '../aos/schemas';
@@ -288,7 +288,7 @@ function* parts(body: string | EnvelopeBytes): Generator<string | Uint8Array> {
     for (let at = 0; at < body.length; at += PART_SIZE) yield body.slice(at, at + PART_SIZE);
     return;
   }
-  for (const chunk of body.chunks) {
+  for (const chunk of envelopeSlices(body)) {
     for (let at = 0; at < chunk.length; at += PART_SIZE) {
       const end = Math.min(chunk.length, at + PART_SIZE);
       const part = new Uint8Array(end - at);

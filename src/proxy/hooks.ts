@@ -15,13 +15,13 @@ import type { Envelope } from '../aos/schemas';
 import { callerKey, type CallerLimits } from './callers';
 import { type Identities, hookContext } from '../aos/identity';
 import type { Phase, Side } from '../aos/hook-points';
-import { buildEnvelope, envelopeBytes, envelopeJson, type EnvelopeBytes } from '../aos/envelope';
+import { buildEnvelope, envelopeJson, envelopeWireBytes, envelopeSlices, type EnvelopeBytes } from '../aos/envelope';
 import type { A2AContext, Agent, JsonObject, PartialAgent } from '../aos/schemas';
 import { enforce, type HookAction, type HookDecision } from './enforce';
 import { proxyError, type ProxyError } from '../core/errors';
 import type { Exchange, HookPointContext, HookRecord } from './call';
 import { serviceParametersView, type ServiceParameters } from '../a2a/service-parameters';
-import { LARGE_BODY, largeTurn, utf8InTurns } from '../core/turns';
+import { LARGE_BODY, largeTurn, utf8InTurns, type WireBytes } from '../core/turns';
 import type { FairQueue } from '../core/fair-queue';
 
 export interface HookDeps {
@@ -45,8 +45,8 @@ export type { HookRecord } from './call';
  */
 export type PayloadSerialization =
   | { readonly payloadJson: string; readonly payloadBytes?: undefined }
-  | { readonly payloadJson: string; readonly payloadBytes: Buffer }
-  | { readonly payloadJson?: undefined; readonly payloadBytes: Buffer };
+  | { readonly payloadJson: string; readonly payloadBytes: WireBytes }
+  | { readonly payloadJson?: undefined; readonly payloadBytes: WireBytes };
 
 /** A payload's size in UTF-8 bytes when its bytes exist, else in characters of its text (the large-body threshold's unit either way). */
 const sizeOf = (p: PayloadSerialization): number => p.payloadBytes?.length ?? (p.payloadJson as string).length;
@@ -156,7 +156,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     const envelope = buildEnvelope({ method: ex.call.op.aosMethod, payload, context, reasoning });
     const envelopeId = envelope.id as string;
     const body: string | EnvelopeBytes =
-      ser.payloadBytes === undefined ? envelopeJson(envelope, ser.payloadJson, ctxJson) : envelopeBytes(envelope, ser.payloadBytes, ctxJson);
+      ser.payloadBytes === undefined ? envelopeJson(envelope, ser.payloadJson, ctxJson) : envelopeWireBytes(envelope, ser.payloadBytes, ctxJson);
     const span = ex.call.span.hook({ method: ex.call.op.aosMethod, side, phase, envelopeId });
     const t0 = performance.now();
     const outcome = await decideInShare(deps, ex, envelope, body, span.headers, input.budget ?? 'call');
@@ -184,7 +184,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
     span.end({ decision: rec.decision, reasonCodes: rec.reasonCode, failureKind: rec.failure, failureDetail: rec.detail });
     record(deps, ex, rec, action);
     if (logger.isLevelEnabled('debug'))
-      logger.debug({ envelope: typeof body === 'string' ? body : Buffer.concat(body.chunks).toString('utf8'), outcome }, 'guardian exchange');
+      logger.debug({ envelope: typeof body === 'string' ? body : Buffer.concat([...envelopeSlices(body)]).toString('utf8'), outcome }, 'guardian exchange');
     return action;
   }
 

@@ -11,6 +11,7 @@
  */
 import type { JsonObject } from '../core/json';
 import type { ProxyError } from '../core/errors';
+import type { WireBytes } from '../core/turns';
 import type { Config } from '../config/config';
 import type { Side } from '../aos/hook-points';
 import type { Exchange } from './call';
@@ -51,8 +52,11 @@ export interface CallFlow {
   request: JsonObject;
   /** Its serialization, when the adapter made it while classifying. */
   requestJson: string | undefined;
-  /** Its UTF-8 bytes, when they are the caller's own (a large body sent as its canonical serialization): not encoded again. */
-  requestBytes?: Buffer | undefined;
+  /**
+   * Its UTF-8 bytes, when they are the caller's own (a large body sent as its canonical serialization: not encoded
+   * again; held as its parsed strings and made as they are written, core/json-spliced.ts), or made in pieces.
+   */
+  requestBytes?: WireBytes | undefined;
   /** The agent's reasoning (client-side request hooks only). */
   readonly reasoning: string | undefined;
   /** A guardian's replacement must still be one request with one meaning on this binding: a problem, or undefined. */

@@ -63,6 +63,8 @@ export interface ReceivedRequest {
   headers: Record<string, string>;
   /** Raw request body as UTF-8 ('' when there is none). Filled in once the body has been read. */
   bodyText: string;
+  /** The same body's bytes, as they arrived. */
+  bodyBytes: Buffer;
   /** `bodyText` parsed as JSON, or undefined when empty / not JSON. */
   body: unknown;
 }
@@ -179,6 +181,7 @@ export function tapRequest(req: http.IncomingMessage, into: ReceivedRequest[]): 
     path: req.url ?? '',
     headers: headerRecord(req.headers),
     bodyText: '',
+    bodyBytes: Buffer.alloc(0),
     body: undefined,
   };
   into.push(rec);
@@ -186,7 +189,8 @@ export function tapRequest(req: http.IncomingMessage, into: ReceivedRequest[]): 
   const origPush = req.push.bind(req);
   req.push = (chunk: unknown, encoding?: BufferEncoding): boolean => {
     if (chunk === null) {
-      rec.bodyText = Buffer.concat(chunks).toString('utf8');
+      rec.bodyBytes = Buffer.concat(chunks);
+      rec.bodyText = rec.bodyBytes.toString('utf8');
       if (rec.bodyText !== '') {
         try {
           rec.body = JSON.parse(rec.bodyText);

@@ -57,6 +57,8 @@ export interface TestGuardian {
   headers: Record<string, string>[];
   /** Raw request bodies, including unparsable ones. */
   rawBodies: string[];
+  /** The same bodies' bytes, as they arrived. */
+  rawBytes: Buffer[];
   /** Envelopes whose method is not `ping`. */
   calls(): Envelope[];
   /**
@@ -103,6 +105,7 @@ export async function startGuardian(): Promise<TestGuardian> {
   const envelopes: Envelope[] = [];
   const headers: Record<string, string>[] = [];
   const rawBodies: string[] = [];
+  const rawBytes: Buffer[] = [];
   const approvedPayloads: string[] = [];
   let script: GuardianScript = defaultScript;
   let pingScript: GuardianScript = defaultPing;
@@ -201,8 +204,10 @@ export async function startGuardian(): Promise<TestGuardian> {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const text = Buffer.concat(chunks).toString('utf8');
+      const bytes = Buffer.concat(chunks);
+      const text = bytes.toString('utf8');
       rawBodies.push(text);
+      rawBytes.push(bytes);
       if (req.method !== 'POST') {
         sendJson(res, 405, { error: 'POST only' });
         return;
@@ -229,6 +234,7 @@ export async function startGuardian(): Promise<TestGuardian> {
     envelopes,
     headers,
     rawBodies,
+    rawBytes,
     server,
     calls: () => envelopes.filter((e) => e?.method !== 'ping'),
     get load() {
@@ -249,6 +255,7 @@ export async function startGuardian(): Promise<TestGuardian> {
       envelopes.length = 0;
       headers.length = 0;
       rawBodies.length = 0;
+      rawBytes.length = 0;
       approvedPayloads.length = 0;
       epoch++;
       load.inFlight = 0;

@@ -16,13 +16,14 @@ import { proxyError, type ProxyError } from '../../core/errors';
 import { finishCall, type Exchange } from '../call';
 import { admittedKey } from '../admit';
 import { responseClosing, turnsOf, turnStage } from '../fair';
-import { largeTurn } from '../../core/turns';
-import { isCanonicalJson, stringifyInPieces } from '../../core/json-canonical';
+import { largeTurn, type WireBytes } from '../../core/turns';
+import { SplicedJson } from '../../core/json-spliced';
+import { stringifyInPieces } from '../../core/json-canonical';
 import { headerText } from '../headers';
 import type { AnswerHook } from '../ownership';
 import { callStages, END, runStages, type CallerPort, type CallFlow, type Stage, type Step } from '../stages';
 import type { BodyLease } from '../budget';
-import { HELD_COPIES } from '../../core/bounded';
+import { HELD_COPIES, giveBack } from '../../core/bounded';
 import { cardRewrite } from './card-route';
 import type { Arrival, HttpParts } from './deps';
 import type { UpstreamAnswer, UpstreamHandle } from './forward';
@@ -90,7 +91,8 @@ async function startCall(h: HttpParts, stages: readonly Stage<HttpFlow>[], a: Ar
   // In UTF-8 bytes, not characters: a text of CJK characters holds about three bytes per character in its copies.
   const size = requestBytes === undefined ? Buffer.byteLength(requestJson) : requestBytes.length;
   // Held since its bytes arrived; a serialization longer than the caller's (`1e9` is `1000000000`) takes the difference.
-  if (!a.lease.hold(size * HELD_COPIES)) {
+  // The caller's bytes held spliced are not a copy of their own (core/json-spliced.ts): one copy less.
+  if (!a.lease.hold(size * (requestBytes instanceof SplicedJson ? HELD_COPIES - 1 : HELD_COPIES))) {
     return h.refuse(res, a.lease.refusal(), c.id, codec);
   }
   const wireMethod = String(c.request.method);
@@ -151,11 +153,14 @@ async function serialized(
   a: Arrival,
   c: A2ACall,
   turn: () => Promise<void>,
-): Promise<{ readonly requestBytes: Buffer; readonly requestJson: undefined } | { readonly requestBytes: undefined; readonly requestJson: string }> {
+): Promise<{ readonly requestBytes: WireBytes; readonly requestJson: undefined } | { readonly requestBytes: undefined; readonly requestJson: string }> {
   const raw = a.raw;
   a.raw = undefined;
-  const canonical = raw !== undefined && (await isCanonicalJson(raw.bytes, c.request, turn, raw.longStrings));
+  // Checked when the body was read, against the value the call's request is (a JSON-RPC call's, not a REST call's).
+  const canonical = raw !== undefined && raw.canonical && raw.value === c.request;
   const bytes = canonical ? raw.bytes : a.large === true ? await stringifyInPieces(c.request, turn, raw?.longStrings) : undefined;
+  // Serialized again: nothing reads the caller's buffer any more.
+  if (!canonical && raw !== undefined && Buffer.isBuffer(raw.bytes)) giveBack(raw.bytes);
   return bytes === undefined ? { requestBytes: undefined, requestJson: JSON.stringify(c.request) } : { requestBytes: bytes, requestJson: undefined };
 }
 

@@ -9,6 +9,7 @@ import type { PreparedBody } from '../../a2a/classify';
 import type { JsonRpcId } from '../../aos/schemas';
 import type { ProxyError } from '../../core/errors';
 import type { LongString } from '../../core/json-pieces';
+import type { WireBytes } from '../../core/turns';
 import type { CallerResult } from '../../identity/caller';
 import type { Admit, ForwardAssertion } from '../admit';
 import type { BodyLease } from '../budget';
@@ -53,8 +54,11 @@ export interface Arrival {
   parsed?: PreparedBody;
   /** The body is large: its later costly steps get turns of their own too. */
   large?: boolean;
-  /** A large JSON body's bytes and their decoding, kept from routing to the call (its bytes are forwarded when canonical). */
-  raw?: { readonly bytes: Buffer; readonly longStrings: readonly LongString[] } | undefined;
+  /**
+   * A large JSON body's bytes (its buffer, or spliced: core/json-spliced.ts), their decoding, and whether they are the
+   * canonical serialization of `value` (then forwarded as they are, if `value` is the call's request).
+   */
+  raw?: { readonly bytes: WireBytes; readonly longStrings: readonly LongString[]; readonly value: unknown; readonly canonical: boolean } | undefined;
   /** Set by an A2A call: its end, run by the request's one close listener. */
   onClose: (() => void) | undefined;
   /** Set by admission: gives the caller's place back (its calls in flight). */

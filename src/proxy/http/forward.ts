@@ -7,7 +7,7 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'n
 import { Readable } from 'node:stream';
 import type { Pool } from 'undici';
 import { createPool, dispatchRaw, headerNameOf } from '../../net/undici-pool';
-import { LARGE_BODY, sliceInTurns } from '../../core/turns';
+import { LARGE_BODY, sliceInTurns, type WireBytes } from '../../core/turns';
 import { HOP_BY_HOP, namedByConnection, type ForwardHeaders } from '../headers';
 
 export interface Upstream {
@@ -92,7 +92,7 @@ export interface UpstreamCall {
   /** Path and query as received; the upstream base path is prepended. */
   readonly path: string;
   readonly headers: Readonly<ForwardHeaders>;
-  readonly body: Buffer | null;
+  readonly body: WireBytes | null;
 }
 
 /** Where an answer's body goes: chunks in order, then one end (complete = the whole body arrived). */
@@ -233,9 +233,9 @@ export function callUpstream(up: Upstream, call: UpstreamCall, onResponse: (answ
             ? call.verb === 'GET' || call.verb === 'HEAD'
               ? null
               : noBody
-            : call.body.length >= LARGE_BODY
-              ? Readable.from(sliceInTurns(call.body), { objectMode: false })
-              : call.body,
+            : Buffer.isBuffer(call.body) && call.body.length < LARGE_BODY
+              ? call.body
+              : Readable.from(sliceInTurns(call.body), { objectMode: false }),
         headersTimeout: 0,
         bodyTimeout: 0,
       },

@@ -17,12 +17,15 @@ import { endpointsFromCard, withRestBases } from '../../a2a/endpoints';
 import { looksLikeRest } from '../../a2a/rest';
 import { isUnder, parseTarget } from '../../a2a/target';
 import { proxyError } from '../../core/errors';
-import { LARGE_BODY, largeTurn } from '../../core/turns';
+import { isObject } from '../../core/json';
+import { LARGE_BODY, OnePerKey, largeTurn } from '../../core/turns';
+import { isCanonicalJson } from '../../core/json-canonical';
+import { SplicedJson } from '../../core/json-spliced';
 import { spent, type CallerResult } from '../../identity/caller';
 import { callerTrace } from '../../observe/tracing';
 import { admittedKey, createAdmit } from '../admit';
 import { claimedCallerKey, responseClosing, takeTurn, turnsOf } from '../fair';
-import { HELD_COPIES } from '../../core/bounded';
+import { HELD_COPIES, giveBack } from '../../core/bounded';
 import { headerText } from '../headers';
 import { createHookRunner } from '../hooks';
 import { END, runStages, type Stage, type Step } from '../stages';
@@ -167,6 +170,7 @@ function admitStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival
 function bodyStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival> {
   const { config } = h.deps;
   const bodyPace = { timeoutMs: config.bodyTimeoutMs, minBytesPerSecond: config.perCaller.bodyMinBytesPerSecond };
+  const parsing = new OnePerKey();
   const readDecoded = async (a: Arrival): Promise<Step> => {
     const { req, res, lease } = a;
     // Refusals before classification answer in the form of the binding the path belongs to.
@@ -193,13 +197,40 @@ function bodyStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival>
     }
     a.body = decoded.body;
     if (a.body.length >= LARGE_BODY) a.large = true;
-    if (a.large === true) {
-      const turn = (): Promise<void> => largeTurn(h.deps.fair, a.key ?? claimedCallerKey(req), responseClosing(res));
-      a.parsed = await parseBodyInTurns({ verb: req.method ?? 'POST', path: req.url ?? '/', headers: req.headers, body: a.body }, config.jsonLimits, turn);
-    }
+    // A caller gone while its body waited to be read is not read (nor parsed whole by classify).
+    if (a.large === true && !(await readLarge(h, a, a.body, parsing))) return END;
     return undefined;
   };
   return { name: 'body', run: (a) => (hasBody(a.req) ? readDecoded(a) : undefined) };
+}
+
+/**
+ * A large body read in turns (its caller's), and a JSON-RPC request's checked against its canonical serialization,
+ * then held spliced (core/json-spliced.ts) when its long strings can make their own bytes again: the caller's buffer
+ * is let go and its copy given back to the budget. A caller's large bodies are read one at a time: each holds its
+ * bytes and its parsed copy together only while it is read, so a caller's many large calls hold about one copy each.
+ * False: the caller left before its body was read.
+ */
+function readLarge(h: HttpParts, a: Arrival, body: Buffer, parsing: OnePerKey): Promise<boolean> {
+  const { req, res } = a;
+  const key = a.key ?? claimedCallerKey(req);
+  const turn = (): Promise<void> => largeTurn(h.deps.fair, key, responseClosing(res));
+  return parsing.run(key, async () => {
+    if (a.closed) return false;
+    const parsed = await parseBodyInTurns({ verb: req.method ?? 'POST', path: req.url ?? '/', headers: req.headers, body }, h.deps.config.jsonLimits, turn);
+    a.parsed = parsed;
+    if (parsed.kind !== 'json' || parsed.longStrings === undefined) return true;
+    // Only a JSON-RPC call forwards the caller's bytes (a REST call's request is made from its body, `jsonrpc` aside).
+    const canonical = isObject(parsed.value) && Object.hasOwn(parsed.value, 'jsonrpc') && (await isCanonicalJson(body, parsed.value, turn, parsed.longStrings));
+    const spliced = canonical ? await SplicedJson.from(body, parsed.longStrings, turn) : undefined;
+    a.raw = { bytes: spliced ?? body, longStrings: parsed.longStrings, value: parsed.value, canonical };
+    if (spliced === undefined) return true;
+    a.body = null;
+    a.lease.shrinkTo(spliced.length * (HELD_COPIES - 1));
+    // Nothing reads the caller's buffer any more (the spliced parts are copies).
+    giveBack(body);
+    return true;
+  });
 }
 
 /** What the request is (positive model: a2a/classify.ts), and where it goes. */
@@ -213,10 +244,10 @@ function route(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival> {
         { verb: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, body: a.body, ...(a.parsed === undefined ? {} : { parsed: a.parsed }) },
         options(),
       );
-      if (c.kind === 'a2a' && a.parsed?.kind === 'json' && a.parsed.longStrings !== undefined && a.body !== null)
-        a.raw = { bytes: a.body, longStrings: a.parsed.longStrings };
       // A body forwarded unjudged is held once: it is never parsed, judged or rebuilt.
-      if (c.kind === 'other' && a.body !== null) a.lease.shrinkTo(a.body.length);
+      if (c.kind === 'other') a.lease.shrinkTo(a.body?.length ?? c.body?.length ?? 0);
+      // Only a call forwards the body's own bytes.
+      if (c.kind !== 'a2a') a.raw = undefined;
       a.body = null;
       a.parsed = undefined;
       switch (c.kind) {

@@ -11,6 +11,7 @@ import { proxyError } from '../../core/errors';
 import { describeConnectError } from '../../credentials/tls';
 import type { ServiceParameters } from '../../a2a/service-parameters';
 import type { BodyLease } from '../budget';
+import type { WireBytes } from '../../core/turns';
 import { forwardRequestHeaders, type ForwardHeaders } from '../headers';
 import { hasBody } from './body';
 import type { ProxyDeps } from './deps';
@@ -21,7 +22,7 @@ export interface UpstreamRequest {
   readonly verb: string;
   /** Path and query below the upstream base, encoded by the proxy. */
   readonly path: string;
-  readonly body: Buffer | null;
+  readonly body: WireBytes | null;
   readonly unchecked: boolean;
   readonly rebuilt: { readonly version: string | undefined; readonly json: boolean } | undefined;
   /** A judged call's approved service parameters (undefined for unjudged traffic). */

@@ -15,6 +15,7 @@ import type { JsonObject, SuccessResult } from '../../../src/aos/schemas';
 import { enforce, sameId } from '../../../src/proxy/enforce';
 import type { GuardianOutcome } from '../../../src/aos/outcome';
 import { jsonRpcErrorObject, restErrorObject } from '../../../src/core/errors';
+import { wholeBytes } from '../../../src/core/turns';
 import { A2A_OPTIONS, FORWARD_OPTIONS, classifyOptions } from '../../helpers/classify';
 
 const KINDS = ['a2a', 'card', 'other', 'reject'];
@@ -402,7 +403,7 @@ describe('REST round trip', () => {
               ...(rebuilt.body === null ? {} : { 'content-type': 'application/json' }),
               ...(rebuilt.version === undefined ? {} : { 'a2a-version': rebuilt.version }),
             },
-            body: rebuilt.body,
+            body: rebuilt.body === null ? null : wholeBytes(rebuilt.body),
           },
           A2A_OPTIONS,
         );

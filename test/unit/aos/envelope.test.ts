@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { buildEnvelope, envelopeBytes, envelopeJson } from '../../../src/aos/envelope';
+import { buildEnvelope, envelopeBytes, envelopeJson, envelopeSlices, envelopeWireBytes } from '../../../src/aos/envelope';
 import { Envelope, type A2AContext, type JsonObject } from '../../../src/aos/schemas';
 import { fullAgent, hookContext, partialAgent } from '../../../src/aos/identity';
 
@@ -133,5 +133,29 @@ describe('envelopeBytes', () => {
     expect(bytes.chunks).toHaveLength(3);
     expect(bytes.chunks[1]).toBe(payloadBytes);
     expect(Buffer.concat(bytes.chunks).toString('utf8')).toBe(JSON.stringify(env));
+  });
+});
+
+describe('envelopeWireBytes', () => {
+  test('a payload made as it is written: its slices in turn between head and tail, made afresh each time, and `chunks` made whole for a guardian that reads them', () => {
+    const env = buildEnvelope({ method: 'message/send', payload, context, id: 'e-3', reasoning: 'why' });
+    const text = Buffer.from(JSON.stringify(payload), 'utf8');
+    let made = 0;
+    const lazy = {
+      length: text.length,
+      *slices(): Generator<Buffer> {
+        made++;
+        for (let at = 0; at < text.length; at += 7) yield Buffer.from(text.subarray(at, at + 7));
+      },
+    };
+    const bytes = envelopeWireBytes(env, lazy, JSON.stringify(context));
+    const expected = Buffer.from(JSON.stringify(env), 'utf8');
+    expect(bytes.length).toBe(expected.length);
+    expect(Buffer.concat([...envelopeSlices(bytes)]).equals(expected)).toBe(true);
+    expect(Buffer.concat([...envelopeSlices(bytes)]).equals(expected)).toBe(true);
+    expect(made).toBe(2);
+    expect(Buffer.concat(bytes.chunks).equals(expected)).toBe(true);
+    // A payload buffer: envelopeBytes' own pieces.
+    expect(envelopeWireBytes(env, text).chunks[1]).toBe(text);
   });
 });

@@ -1,4 +1,4 @@
-import { BoundedBytes } from '../../../src/core/bounded';
+import { BoundedBytes, giveBack } from '../../../src/core/bounded';
 
 const b = (s: string) => Buffer.from(s, 'utf8');
 
@@ -94,5 +94,21 @@ describe('BoundedBytes', () => {
       for (const c of chunksOf(400_000, 65_536)) kept.push(c);
       expect(kept.buffer().length).toBe(400_000);
     });
+  });
+});
+
+describe('giveBack', () => {
+  it('lets a buffer of its own go (it reads as empty from then on), and leaves a slice of a larger one alone', () => {
+    const own = Buffer.allocUnsafeSlow(4 * 1024 * 1024).fill(1);
+    const view = own.subarray(10, 20);
+    giveBack(own);
+    expect([own.length, view.length]).toEqual([0, 0]);
+    const pooled = Buffer.from('a small pooled buffer');
+    giveBack(pooled);
+    expect(pooled.toString()).toBe('a small pooled buffer');
+    const whole = Buffer.alloc(64, 2);
+    const part = whole.subarray(8, 16);
+    giveBack(part);
+    expect(whole.length).toBe(64);
   });
 });

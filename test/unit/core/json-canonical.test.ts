@@ -121,9 +121,7 @@ describe('a JSON text compared with its canonical serialization a piece at a tim
         if (parsed === undefined) return;
         const got = await isCanonicalJson(bytes, parsed.value, now, parsed.longStrings);
         const expected = JSON.stringify(JSON.parse(text)) === text;
-        // A lone surrogate escaped at a slice's edge may be told not canonical (safe: serialized again); never the reverse.
-        if (got || !/\\ud[89ab]/i.test(text)) expect([text.length, at, edit, got]).toEqual([text.length, at, edit, expected]);
-        else agreed--;
+        expect([text.length, at, edit, got]).toEqual([text.length, at, edit, expected]);
         agreed++;
       }),
       { numRuns: 300 },

@@ -163,10 +163,18 @@ describe('a large JSON text parsed a piece at a time gives what JSON.parse gives
       const got = await piecesOf(Buffer.from(text), turns.turn, { piece: 512, stringPiece: 100 });
       expect(got?.value).toEqual(JSON.parse(text));
       expect(got?.longStrings.map((l) => l.str === s)).toEqual([true]);
-      // A lone surrogate at a slice's edge may be told not canonical (safe: serialized again); the others are.
-      if (!s.includes('\ud800')) expect(got?.longStrings[0]?.canonical).toBe(true);
+      expect(got?.longStrings[0]?.canonical).toBe(true);
     }
     expect(turns.count).toBeGreaterThan(30);
+  });
+
+  it("a lone surrogate escaped at a slice's edge is canonical; an escaped pair cut there is not (JSON.stringify writes the pair as it is)", async () => {
+    const sizes = { piece: 4, stringPiece: 8 };
+    // The first slice is `ab\ud800` (8 bytes): it ends in a high surrogate, the next begins with `c`.
+    const lone = await piecesOf(Buffer.from('["ab\\ud800cdefghij"]'), now, sizes);
+    expect(lone?.longStrings.map((l) => [l.pieces[0], l.canonical])).toEqual([['ab\ud800', true]]);
+    const pair = await piecesOf(Buffer.from('["ab\\ud83d\\ude00cdefgh"]'), now, sizes);
+    expect(pair?.longStrings.map((l) => [l.pieces[0], l.canonical])).toEqual([['ab\ud83d', false]]);
   });
 
   it('many small values: parsed in runs, a turn every piece', async () => {
