@@ -40,6 +40,11 @@ export function envelopeWireBytes(env: Envelope, payload: WireBytes, contextJson
   return new LazyEnvelope(head, payload, tail);
 }
 
+/** The slices of an envelope whose payload is made as it is written; undefined for one held in buffers. */
+export function lazySlices(body: EnvelopeBytes): Iterable<Buffer> | undefined {
+  return body instanceof LazyEnvelope ? body.slices() : undefined;
+}
+
 /** An envelope's bytes in order, in slices of at most LARGE_BODY: made as they are written when they can be, else views of its chunks. */
 export function* envelopeSlices(body: EnvelopeBytes): Generator<Buffer> {
   if (body instanceof LazyEnvelope) return yield* body.slices();

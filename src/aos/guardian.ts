@@ -25,14 +25,14 @@ import type { GuardianOutcome, GuardianFailureKind } from './outcome';
 import type { Cancellation } from '../core/cancel';
 import { BoundedBytes } from '../core/bounded';
 import type { Envelope, JsonRpcId } from './schemas';
-import { envelopeSlices, type EnvelopeBytes } from './envelope';
+import { lazySlices, type EnvelopeBytes } from './envelope';
 import { guardianSuccess, pingAnswer } from './answer';
 import { duplicateKey, duplicateKeyInPieces } from './duplicate-keys';
 import { TOO_COMPLEX } from './outcome';
 import { createPool, dispatchRaw } from '../net/undici-pool';
 import { monotonicMs } from '../core/clock';
 import type { Leaving } from '../core/fair-queue';
-import { LARGE_BODY, inTurns, nextTurn } from '../core/turns';
+import { LARGE_BODY, inTurns, nextTurn, sliceInTurns } from '../core/turns';
 import { parseJsonInPieces, type LongString, type PieceSizes } from '../core/json-pieces';
 import { stringifyInPieces } from '../core/json-canonical';
 import { isUtf8 } from 'node:buffer';
@@ -382,7 +382,10 @@ export class HttpGuardian implements Guardian {
     if (body.length < LARGE_BODY && body.chunks.length === 1) return { headers, body: body.chunks[0] as Buffer };
     const slices = {
       async *[Symbol.asyncIterator]() {
-        yield* inTurns(envelopeSlices(body));
+        // A turn between two slices of a large part, none between the small parts around it (its head and tail).
+        const lazy = lazySlices(body);
+        if (lazy !== undefined) yield* inTurns(lazy);
+        else for (const chunk of body.chunks) yield* sliceInTurns(chunk);
       },
     };
     // undici sends any (async) iterable body (docs/api/Dispatcher.md, "body"); its DispatchOptions type does not list it.
