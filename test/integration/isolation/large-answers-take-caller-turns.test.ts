@@ -54,7 +54,8 @@ function masking(): EmbeddedGuardian {
   return g;
 }
 
-test("a remote guardian's large answer is read in its caller's turns", async () => {
+/** A remote guardian that answers every envelope with a modify of ~1 MiB (a large answer); closed after the test. */
+async function modifyingGuardian(): Promise<{ payload: ReturnType<typeof send>; url: string }> {
   const payload = send(`masked ${'1 '.repeat(512 * 1024)}`);
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -67,6 +68,11 @@ test("a remote guardian's large answer is read in its caller's turns", async () 
   });
   const url = await listen(server);
   closers.push(() => closeServer(server));
+  return { payload, url };
+}
+
+test("a remote guardian's large answer is read in its caller's turns", async () => {
+  const { payload, url } = await modifyingGuardian();
   const guardian = new HttpGuardian({ url: new URL(url), timeoutMs: 30_000 });
   closers.push(() => Promise.resolve(guardian.close()));
   const { keys, turn } = recording();
@@ -86,18 +92,7 @@ test("a remote guardian's large answer is read in its caller's turns", async () 
 });
 
 test('a large answer that came in time but cannot be read in time is denied, never "no answer" (FAIL_MODE=open would pass it)', async () => {
-  const payload = send(`masked ${'1 '.repeat(512 * 1024)}`);
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const env = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: string };
-      const result = { decision: 'modify', message: 'masked', modifiedRequest: { method: 'message/send', params: { payload } } };
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: env.id, result }));
-    });
-  });
-  const url = await listen(server);
-  closers.push(() => closeServer(server));
+  const { url } = await modifyingGuardian();
   const guardian = new HttpGuardian({ url: new URL(url), timeoutMs: 3000 });
   closers.push(() => Promise.resolve(guardian.close()));
   // The caller's turns come late (a caller slowing its own turns with other large calls): the budget ends while reading.
