@@ -67,6 +67,8 @@ export interface ReceivedRequest {
   bodyBytes: Buffer;
   /** `bodyText` parsed as JSON, or undefined when empty / not JSON. */
   body: unknown;
+  /** The caller's port of the connection it came on: requests with the same one came on one connection. */
+  connection?: number | undefined;
 }
 
 export interface AgentOptions {
@@ -183,6 +185,7 @@ export function tapRequest(req: http.IncomingMessage, into: ReceivedRequest[]): 
     bodyText: '',
     bodyBytes: Buffer.alloc(0),
     body: undefined,
+    connection: req.socket.remotePort,
   };
   into.push(rec);
   const chunks: Buffer[] = [];

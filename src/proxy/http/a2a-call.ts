@@ -16,6 +16,7 @@ import { proxyError, type ProxyError } from '../../core/errors';
 import { finishCall, type Exchange } from '../call';
 import { admittedKey } from '../admit';
 import { responseClosing, turnsOf, turnStage } from '../fair';
+import { callerKey } from '../callers';
 import { largeTurn, type WireBytes } from '../../core/turns';
 import { SplicedJson } from '../../core/json-spliced';
 import { stringifyInPieces } from '../../core/json-canonical';
@@ -184,6 +185,7 @@ const rebuild: Stage<HttpFlow> = {
       unchecked: run.unchecked,
       rebuilt: { version: rebuilt.version, json: true },
       serviceParameters: run.serviceParameters,
+      caller: callerKey(f.ex.call.owner, f.ex.call.remoteAddress),
     };
     return undefined;
   },

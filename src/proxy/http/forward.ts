@@ -7,6 +7,7 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'n
 import { Readable } from 'node:stream';
 import type { Pool } from 'undici';
 import { createPool, dispatchRaw, headerNameOf } from '../../net/undici-pool';
+import { CallerPools } from '../../net/caller-pools';
 import { LARGE_BODY, sliceInTurns, type WireBytes } from '../../core/turns';
 import { HOP_BY_HOP, namedByConnection, type ForwardHeaders } from '../headers';
 
@@ -14,27 +15,33 @@ export interface Upstream {
   readonly url: URL;
   /** Path prefix of UPSTREAM_URL, prepended to every forwarded path ('' for none). */
   readonly basePath: string;
-  readonly pool: Pool;
+  /** Connections to the agent, kept per caller (net/caller-pools.ts). */
+  readonly pools: CallerPools;
   close(): Promise<void>;
 }
+
+/** Callers with connections of their own to the agent at once; past that, calls share one pool. */
+const MAX_CALLER_POOLS = 1024;
 
 /** `connect`: the TLS connector for an https upstream (UPSTREAM_CA_FILE, ...; see src/credentials/tls.ts), else undici's default. */
 export function createUpstream(url: URL, connect?: Pool.Options['connect']): Upstream {
   // Agents close idle connections after ~5 s (Node's default); idle ones are dropped a little sooner.
   // Streams may be quiet for long: no undici timeouts, callers going away abort the call.
-  const pool = createPool(url.origin, {
-    connections: null,
-    pipelining: 1,
-    keepAliveTimeout: 4000,
-    headersTimeout: 0,
-    bodyTimeout: 0,
-    ...(connect === undefined ? {} : { connect }),
-  });
+  const make = (): Pool =>
+    createPool(url.origin, {
+      connections: null,
+      pipelining: 1,
+      keepAliveTimeout: 4000,
+      headersTimeout: 0,
+      bodyTimeout: 0,
+      ...(connect === undefined ? {} : { connect }),
+    });
+  const pools = new CallerPools({ make, maxPools: MAX_CALLER_POOLS, sweepMs: 5000 });
   return {
     url,
     basePath: url.pathname.replace(/\/+$/, ''),
-    pool,
-    close: () => pool.destroy().catch(() => undefined),
+    pools,
+    close: () => pools.destroy(),
   };
 }
 
@@ -93,6 +100,8 @@ export interface UpstreamCall {
   readonly path: string;
   readonly headers: Readonly<ForwardHeaders>;
   readonly body: WireBytes | null;
+  /** Whose connections carry it (the caller's key: proxy/callers.ts); undefined: the shared pool. */
+  readonly caller?: string | undefined;
 }
 
 /** Where an answer's body goes: chunks in order, then one end (complete = the whole body arrived). */
@@ -223,7 +232,7 @@ export function callUpstream(up: Upstream, call: UpstreamCall, onResponse: (answ
   try {
     // undici's own handler interface (undici-pool.ts): no wrapper objects, no trailers parsed.
     dispatchRaw(
-      up.pool,
+      up.pools.for(call.caller),
       {
         path: up.basePath + call.path,
         method: call.verb,

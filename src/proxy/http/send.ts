@@ -27,6 +27,8 @@ export interface UpstreamRequest {
   readonly rebuilt: { readonly version: string | undefined; readonly json: boolean } | undefined;
   /** A judged call's approved service parameters (undefined for unjudged traffic). */
   readonly serviceParameters?: ServiceParameters | undefined;
+  /** Whose connections to the agent carry it: the caller's key (proxy/callers.ts). */
+  readonly caller: string;
 }
 
 /** What one kind of traffic does at each point of its request to the agent. */
@@ -72,7 +74,7 @@ export function send(
   leg.prepare(headers, up);
   const upReq = callUpstream(
     deps.upstream,
-    { verb: up.verb, path: up.path, headers, body: up.body },
+    { verb: up.verb, path: up.path, headers, body: up.body, caller: up.caller },
     (upRes) => {
       // The request body has left: its bytes no longer count against the in-flight budget.
       lease.release();

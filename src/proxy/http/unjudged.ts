@@ -14,6 +14,7 @@ import { abortOnClientClose } from './forward';
 import { readableCodings, relayPassthrough } from './passthrough-answer';
 import { uninspectable, type RelayContext } from './relay/context';
 import { pathOnly, send, type Leg } from './send';
+import { claimedCallerKey } from '../fair';
 
 type Other = Extract<Classified, { kind: 'other' }>;
 
@@ -28,7 +29,15 @@ export async function passUnjudged(h: HttpParts, a: Arrival, c: Other): Promise<
     { path: c.target.split('?')[0], verb, why: c.why, ...(c.method === undefined ? {} : { method: c.method.slice(0, 64) }) },
     c.why === 'passthrough' ? 'passthrough forwarded unjudged' : 'non-A2A request forwarded unjudged (NON_A2A=forward)',
   );
-  send(deps, a.req, a.res, { verb, path: c.target, body: c.body, unchecked: false, rebuilt: undefined }, await a.assertion?.(), a.lease, unjudgedLeg(h, a));
+  send(
+    deps,
+    a.req,
+    a.res,
+    { verb, path: c.target, body: c.body, unchecked: false, rebuilt: undefined, caller: a.key ?? claimedCallerKey(a.req) },
+    await a.assertion?.(),
+    a.lease,
+    unjudgedLeg(h, a),
+  );
   return END;
 }
 
