@@ -3,7 +3,7 @@
  *
  * Real parts on 127.0.0.1: the Cake Baker (a real @a2a-js/sdk agent), an HTTP guardian that allows
  * everything (and is slow to judge what says "judge me slowly", as an LLM guardian is on large
- * input), and a2a-guard (ROLE=server, IDENTITY_POLICY=required) in its own process. Two verified
+ * input) in a process of its own, and a2a-guard (ROLE=server, IDENTITY_POLICY=required) in its own process. Two verified
  * callers, each with its own assertion key: the victim, a real SDK client making ordinary
  * `sendMessage` calls one after the other, and the attacker, working one resource at a time:
  *
@@ -20,8 +20,8 @@
  * victim runs). The victim's calls alternate between the proxy and the agent straight, so the agent's figures (the
  * control: what the agent and the machine cost the victim) cover the same moments of the attack, its first burst
  * included. The attacker runs in a process of its own (this file, forked), so its work does not
- * queue in front of the victim's client; the victim runs in a process of its own too, so the agent's and the
- * guardian's work (this process) does not queue in front of its client either.
+ * queue in front of the victim's client; the victim runs in a process of its own too, so the agent's work
+ * (this process) does not queue in front of its client either.
  * All share the machine's cores with the proxy. The attacker's process runs at the lowest priority
  * (BENCH_ATTACKER_NICE, default 19): it stands for a caller on another machine, so the CPU it spends on
  * its own side (signing assertions, building 9 MiB messages) does not count as harm the proxy let it
@@ -32,7 +32,6 @@
  * the proxy's CPU time and the credentials it checked while the attacker worked (counted, not timed: a run whose
  * attacker got little CPU at its nice level shows it here, in fewer checks).
  */
-import http from 'node:http';
 import { setMaxListeners } from 'node:events';
 import net from 'node:net';
 import fs from 'node:fs';
@@ -45,6 +44,7 @@ import { parseSigningKey } from '../src/identity/keys';
 import { AssertionSigner, ASSERTION_HEADER } from '../src/identity/assertion';
 import { startCakeBaker, type CakeBaker } from '../src/demo/cake-baker';
 import { sdkClient, type Message } from '../src/demo/sdk';
+import { startChild } from './lib';
 
 const num = (name: string, def: number): number => (process.env[name] ? Number(process.env[name]) : def);
 const VICTIM_CALLS = num('BENCH_VICTIM_CALLS', 80);
@@ -72,36 +72,14 @@ async function callerFromKey(id: string, privateJwk: string): Promise<Caller> {
   return { id, signer: AssertionSigner.fromKey(await parseSigningKey(privateJwk), 30) };
 }
 
-/** Allow-all guardian over HTTP; what asks to be judged slowly waits `slowMs`. */
+/**
+ * Allow-all guardian over HTTP (bench/guardian-child.ts), in a process of its own as a guardian service runs: the
+ * agent's work for the attacker's tasks does not queue in front of the victim's envelopes. What asks to be judged
+ * slowly waits `slowMs`.
+ */
 async function startGuardian(slowMs: number): Promise<{ url: string; close(): Promise<void> }> {
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const text = Buffer.concat(chunks).toString('utf8');
-      const env = JSON.parse(text) as { id: string; method: string };
-      const result =
-        env.method === 'ping'
-          ? { status: 'connected', timestamp: new Date().toISOString(), version: 'bench' }
-          : { decision: 'allow', message: 'allowed', reasonCode: ['ALLOWED'] };
-      const answer = () => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ jsonrpc: '2.0', id: env.id, result }));
-      };
-      if (text.includes('judge me slowly')) setTimeout(answer, slowMs);
-      else answer();
-    });
-  });
-  server.keepAliveTimeout = 30_000;
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
+  const child = await startChild('guardian', 'guardian-child.js', { PORT: '0', SLOW_TEXT: 'judge me slowly', SLOW_MS: String(slowMs) }, undefined);
+  return { url: child.url, close: () => child.stop() };
 }
 
 const freePort = (): Promise<number> =>

@@ -2,7 +2,8 @@
  * Bench guardian: an instant AOS guardian (JSON-RPC over HTTP POST, any path). Every hook is
  * answered `allow` with the envelope's id; `ping` is answered `connected`. No policy, no logging.
  * Env: PORT (default 0 = ephemeral), DELAY_MS (default 0: each decision is answered this many ms
- * after its envelope arrived, as a guardian that thinks would; calls overlap, none waits for another).
+ * after its envelope arrived, as a guardian that thinks would; calls overlap, none waits for another),
+ * SLOW_TEXT and SLOW_MS (an envelope containing SLOW_TEXT is answered after SLOW_MS instead: content slow to judge).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,6 +11,8 @@ import { fail, serveIpc } from './ipc';
 
 let decisions = 0;
 const DELAY_MS = Number(process.env.DELAY_MS ?? 0);
+const SLOW_TEXT = process.env.SLOW_TEXT;
+const SLOW_MS = Number(process.env.SLOW_MS ?? 0);
 
 const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   const chunks: Buffer[] = [];
@@ -17,8 +20,10 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   req.on('end', () => {
     let id: unknown = null;
     let method: unknown;
+    let text = '';
     try {
-      const env = JSON.parse((chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)).toString('utf8')) as { id?: unknown; method?: unknown };
+      text = (chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)).toString('utf8');
+      const env = JSON.parse(text) as { id?: unknown; method?: unknown };
       id = env.id ?? null;
       method = env.method;
     } catch {
@@ -34,7 +39,8 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
       res.end(body);
     };
-    if (DELAY_MS > 0 && method !== 'ping') setTimeout(send, DELAY_MS);
+    const delay = method === 'ping' ? 0 : SLOW_TEXT !== undefined && text.includes(SLOW_TEXT) ? SLOW_MS : DELAY_MS;
+    if (delay > 0) setTimeout(send, delay);
     else send();
   });
 });
