@@ -44,7 +44,6 @@ import { parseSigningKey } from '../src/identity/keys';
 import { AssertionSigner, ASSERTION_HEADER } from '../src/identity/assertion';
 import { startCakeBaker, type CakeBaker } from '../src/demo/cake-baker';
 import { sdkClient, type Message } from '../src/demo/sdk';
-import { startChild } from './lib';
 
 const num = (name: string, def: number): number => (process.env[name] ? Number(process.env[name]) : def);
 const VICTIM_CALLS = num('BENCH_VICTIM_CALLS', 80);
@@ -78,6 +77,9 @@ async function callerFromKey(id: string, privateJwk: string): Promise<Caller> {
  * slowly waits `slowMs`.
  */
 async function startGuardian(slowMs: number): Promise<{ url: string; close(): Promise<void> }> {
+  // Loaded here: lib.ts handles signals for the children it starts, and the victim's and attacker's processes (this
+  // file) have none.
+  const { startChild } = require('./lib') as typeof import('./lib');
   const child = await startChild('guardian', 'guardian-child.js', { PORT: '0', SLOW_TEXT: 'judge me slowly', SLOW_MS: String(slowMs) }, undefined);
   return { url: child.url, close: () => child.stop() };
 }
