@@ -17,7 +17,7 @@ import { createUpstream } from './proxy/http/forward';
 import { createProxyHandler } from './proxy/http/pipeline';
 import { BodyBudget } from './proxy/budget';
 import { createFairTurns } from './proxy/fair';
-import { createConnections } from './proxy/connections';
+import { connectionLimit, createConnections } from './proxy/connections';
 import { createCallerLimits } from './proxy/callers';
 import { startHttpListener } from './proxy/http/server';
 import { Gate } from './aos/gate';
@@ -143,7 +143,10 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   metrics.watchGuardianQueue(() => ({ call: guardian.queued?.().call ?? 0, stream: streamLine.waiting + (guardian.queued?.().stream ?? 0) }));
   const tracer = opts.tracer ?? createTracer(config.otel, { version: VERSION, onExportFailure: () => metrics.traceExportFailures.inc() });
   const { upstreamTls, cardDispatcher, upstreamCard, identities } = agentCards(config, logger);
-  const upstream = createUpstream(config.upstreamUrl, upstreamTls.connect);
+  // As many connections to the agent as from callers (one for each call), idle ones of every caller included.
+  const upstream = createUpstream(config.upstreamUrl, upstreamTls.connect, connectionLimit(config), (n) =>
+    metrics.callerLimited.inc({ resource: 'agent_connections' }, n),
+  );
   const identityOutcomes = identityOutcomesCounter(metrics);
   const store = config.ownership.enabled ? await createOwnerStore(config.ownership, logger, (n) => metrics.ownershipEvictions.inc(n)) : undefined;
   // With TASK_STORE_URL, assertion ids are kept in the same Redis: one use across every replica.

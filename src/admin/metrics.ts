@@ -63,7 +63,7 @@ export class Metrics {
   });
   readonly callerLimited = new Counter({
     name: 'a2a_guard_caller_limited_total',
-    help: 'Calls refused because their caller was at its own share (calls in flight, rate, request bytes, turns), and connections given up or refused at MAX_CONNECTIONS, by resource',
+    help: 'Calls refused because their caller was at its own share (calls in flight, rate, request bytes, turns), connections given up or refused at MAX_CONNECTIONS, and idle connections to the agent closed at it (agent_connections), by resource',
     labelNames: ['resource'] as const,
     registers: [this.registry],
   });

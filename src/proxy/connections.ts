@@ -26,8 +26,13 @@ export function connectionId(s: {
 /** Log the connections given up or refused at most this often. */
 const WARN_EVERY_MS = 10_000;
 
+/** MAX_CONNECTIONS within this process's file descriptors (connectionBound). */
+export function connectionLimit(config: Pick<Config, 'maxConnections'>): number {
+  return connectionBound(config.maxConnections, procLimits());
+}
+
 export function createConnections(config: Pick<Config, 'maxConnections'>, logger: Logger, metrics: Pick<Metrics, 'callerLimited'>): Connections {
-  const bound = connectionBound(config.maxConnections, procLimits());
+  const bound = connectionLimit(config);
   if (bound < config.maxConnections) {
     logger.warn(
       { configured: config.maxConnections, bound },

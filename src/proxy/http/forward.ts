@@ -1,12 +1,12 @@
 /**
- * Upstream I/O: one keep-alive connection pool to the agent (undici's dispatcher: no
+ * Upstream I/O: keep-alive connections to the agent, kept per caller (undici's dispatcher: no
  * ClientRequest/IncomingMessage streams per call, a fraction of node:http's CPU), the agent's
  * answer handed on chunk by chunk, never buffered here (request header rules: ../headers.ts).
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import type { Pool } from 'undici';
-import { createPool, dispatchRaw, headerNameOf } from '../../net/undici-pool';
+import type { Pool, buildConnector } from 'undici';
+import { createPool, dispatchRaw, headerNameOf, leanBuildConnector } from '../../net/undici-pool';
 import { CallerPools } from '../../net/caller-pools';
 import { LARGE_BODY, sliceInTurns, type WireBytes } from '../../core/turns';
 import { HOP_BY_HOP, namedByConnection, type ForwardHeaders } from '../headers';
@@ -20,23 +20,27 @@ export interface Upstream {
   close(): Promise<void>;
 }
 
-/** Callers with connections of their own to the agent at once; past that, calls share one pool. */
+/** Callers with connections of their own to the agent at once; past that, the least recently used idle one gives its place up. */
 const MAX_CALLER_POOLS = 1024;
 
-/** `connect`: the TLS connector for an https upstream (UPSTREAM_CA_FILE, ...; see src/credentials/tls.ts), else undici's default. */
-export function createUpstream(url: URL, connect?: Pool.Options['connect']): Upstream {
+/**
+ * `connect`: the TLS connector for an https upstream (UPSTREAM_CA_FILE, ...; see src/credentials/tls.ts), else undici's
+ * default. `maxConnections`: connections to the agent open at once, idle ones of every caller together (the proxy's
+ * bound on its callers' connections, proxy/connections.ts: one to the agent for each).
+ */
+export function createUpstream(url: URL, connect?: buildConnector.connector, maxConnections = 8192, onGivenUp?: (n: number) => void): Upstream {
   // Agents close idle connections after ~5 s (Node's default); idle ones are dropped a little sooner.
   // Streams may be quiet for long: no undici timeouts, callers going away abort the call.
-  const make = (): Pool =>
-    createPool(url.origin, {
-      connections: null,
-      pipelining: 1,
-      keepAliveTimeout: 4000,
-      headersTimeout: 0,
-      bodyTimeout: 0,
-      ...(connect === undefined ? {} : { connect }),
-    });
-  const pools = new CallerPools({ make, maxPools: MAX_CALLER_POOLS, sweepMs: 5000 });
+  const make = (counted: buildConnector.connector): Pool =>
+    createPool(url.origin, { connections: null, pipelining: 1, keepAliveTimeout: 4000, headersTimeout: 0, bodyTimeout: 0, connect: counted });
+  const pools = new CallerPools({
+    make,
+    connect: connect ?? leanBuildConnector({}),
+    maxPools: MAX_CALLER_POOLS,
+    maxConnections,
+    sweepMs: 5000,
+    ...(onGivenUp === undefined ? {} : { onGivenUp }),
+  });
   return {
     url,
     basePath: url.pathname.replace(/\/+$/, ''),
