@@ -9,6 +9,8 @@
  */
 import ipaddr from 'ipaddr.js';
 
+const MAPPED_V4 = /^::ffff:(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})$/;
+
 /**
  * The address an unverified caller's shares are counted under: an IPv4 address (also one an IPv4-mapped IPv6 address
  * carries) as it is; an IPv6 address as its first `ipv6Prefix` bits (`2001:db8:1:2::/64`), zone id dropped and
@@ -17,9 +19,15 @@ import ipaddr from 'ipaddr.js';
 export function callerAddress(remoteAddress: string | undefined, ipv6Prefix: number): string {
   if (remoteAddress === undefined) return 'unknown';
   if (!remoteAddress.includes(':')) return remoteAddress;
-  const bare = remoteAddress.split('%', 1)[0] ?? '';
-  if (!ipaddr.IPv6.isValid(bare)) return remoteAddress;
-  const addr = ipaddr.IPv6.parse(bare);
+  // How a dual-stack socket names an IPv4 caller, without the parse (~1 µs) other spellings take.
+  const v4 = MAPPED_V4.exec(remoteAddress)?.[1];
+  if (v4 !== undefined) return v4;
+  let addr: ipaddr.IPv6;
+  try {
+    addr = ipaddr.IPv6.parse(remoteAddress.split('%', 1)[0] ?? '');
+  } catch {
+    return remoteAddress;
+  }
   if (addr.isIPv4MappedAddress()) return addr.toIPv4Address().toString();
   const parts = addr.parts.map((part, i) => part & (0xffff << (16 - Math.min(16, Math.max(0, ipv6Prefix - 16 * i)))));
   return `${new ipaddr.IPv6(parts).toRFC5952String()}/${ipv6Prefix}`;
