@@ -201,6 +201,9 @@ const VARIABLES = {
   BODY_MIN_BYTES_PER_SECOND: int(1024, 0, 1024 * 1024 * 1024).describe(
     'past its first 5 s a request body must arrive at this average rate, else it is cut (408); 0 = no rate rule',
   ),
+  CALLER_IPV6_PREFIX: int(64, 1, 128).describe(
+    'an unverified caller is its address; an IPv6 one is counted by this many leading bits (one host usually holds a whole /64 and could otherwise be 2^64 callers); 128 = per address; IPv4 is always per address',
+  ),
   MAX_CALLS_PER_CALLER: int(256, 0, 1_000_000).describe(
     'calls (streams included) one caller may have in flight; more wait for one of its places (CALL_WAIT_MS), then get 429 (-31429); 0 = no bound',
   ),
@@ -656,6 +659,8 @@ function perCallerConfig(e: Env) {
   return {
     inflightBodyBytes: Math.min(e.MAX_INFLIGHT_BODY_BYTES_PER_CALLER ?? Math.max(32 * 1024 * 1024, HELD_COPIES * e.MAX_BODY_BYTES), e.MAX_INFLIGHT_BODY_BYTES),
     bodyMinBytesPerSecond: e.BODY_MIN_BYTES_PER_SECOND,
+    /** Leading bits of an IPv6 address that name an unverified caller (proxy/callers.ts callerKey). */
+    ipv6Prefix: e.CALLER_IPV6_PREFIX,
     maxCalls: e.MAX_CALLS_PER_CALLER,
     /** How long a call past maxCalls waits for a place of its caller (0: refused at once). */
     callWaitMs: e.CALL_WAIT_MS,

@@ -1,5 +1,6 @@
 /**
- * Which kind of host a URL names (public, private or a cloud metadata endpoint), for the webhooks
+ * Addresses: the group a caller's address counts in (`callerAddress`), and which kind of host a URL names (public,
+ * private or a cloud metadata endpoint), for the webhooks
  * the reference guardian admits and the card links the proxy treats as the agent's. A URL is parsed with WHATWG `URL`, as `fetch` parses it when
  * the agent later POSTs the notification, so every spelling of a host (2130706433, 0x7f.1,
  * 0177.0.0.1, %31%32%37.0.0.1, full-width digits, userinfo@, trailing dots, [::ffff:7f00:1])
@@ -7,6 +8,30 @@
  * `unicast` range is public (for IPv6, inside 2000::/3, the global unicast space).
  */
 import ipaddr from 'ipaddr.js';
+
+const MAPPED_V4 = /^::ffff:(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})$/;
+
+/**
+ * The address an unverified caller's shares are counted under: an IPv4 address (also one an IPv4-mapped IPv6 address
+ * carries) as it is; an IPv6 address as its first `ipv6Prefix` bits (`2001:db8:1:2::/64`), zone id dropped and
+ * written one way, since one host usually holds a whole /64 and could otherwise count as 2^64 callers.
+ */
+export function callerAddress(remoteAddress: string | undefined, ipv6Prefix: number): string {
+  if (remoteAddress === undefined) return 'unknown';
+  if (!remoteAddress.includes(':')) return remoteAddress;
+  // How a dual-stack socket names an IPv4 caller, without the parse (~1 µs) other spellings take.
+  const v4 = MAPPED_V4.exec(remoteAddress)?.[1];
+  if (v4 !== undefined) return v4;
+  let addr: ipaddr.IPv6;
+  try {
+    addr = ipaddr.IPv6.parse(remoteAddress.split('%', 1)[0] ?? '');
+  } catch {
+    return remoteAddress;
+  }
+  if (addr.isIPv4MappedAddress()) return addr.toIPv4Address().toString();
+  const parts = addr.parts.map((part, i) => part & (0xffff << (16 - Math.min(16, Math.max(0, ipv6Prefix - 16 * i)))));
+  return `${new ipaddr.IPv6(parts).toRFC5952String()}/${ipv6Prefix}`;
+}
 
 export type HostClass = 'public' | 'private' | 'metadata';
 

@@ -8,7 +8,7 @@
  * most half the bound: past it, its own oldest idle connection is given up for its new one, or it is refused the new
  * one when it has none idle, so its calls in flight (bodies still arriving, calls waiting for a place) never take every
  * connection and refuse everyone else's.
- * A caller is its address here: connections are counted before any credential arrives.
+ * A caller is its address here (an IPv6 one by its /64): connections are counted before any credential arrives.
  */
 
 interface Entry<C> {

@@ -77,8 +77,8 @@ export type Entered = { readonly ok: true; readonly leave: (() => void) | undefi
 const NO_LIMITS: Entered = Object.freeze({ ok: true, leave: undefined });
 
 /** The key a caller's shares and turns are counted under: its verified identity, else its address. */
-export function admittedKey(known: Verified | undefined, remoteAddress: string | undefined): string {
-  return callerKey(known === undefined ? ANONYMOUS : ownerKey(known.identity), remoteAddress);
+export function admittedKey(known: Verified | undefined, remoteAddress: string | undefined, ipv6Prefix: number): string {
+  return callerKey(known === undefined ? ANONYMOUS : ownerKey(known.identity), remoteAddress, ipv6Prefix);
 }
 
 export function createAdmit(deps: SharedDeps): Admit {
@@ -95,7 +95,7 @@ export function createAdmit(deps: SharedDeps): Admit {
       const limits = deps.callerLimits;
       const claimed = limits === undefined ? undefined : deps.identify.claimed?.(headers);
       // Reads only (CallerLimits.atBound): nothing is taken under a key that is not verified.
-      return claimed === undefined ? undefined : limits?.atBound(callerKey(ownerKey(claimed), remoteAddress));
+      return claimed === undefined ? undefined : limits?.atBound(callerKey(ownerKey(claimed), remoteAddress, config.perCaller.ipv6Prefix));
     },
 
     sign() {
@@ -117,7 +117,7 @@ export function createAdmit(deps: SharedDeps): Admit {
     },
 
     enter(lease, known, remoteAddress, closed, leaving) {
-      const key = admittedKey(known, remoteAddress);
+      const key = admittedKey(known, remoteAddress, config.perCaller.ipv6Prefix);
       lease.charge(key);
       const limits = deps.callerLimits;
       if (limits === undefined) return NO_LIMITS;
@@ -176,6 +176,7 @@ export function createAdmit(deps: SharedDeps): Admit {
         identity: f.caller.identity,
         callerPeer: f.caller.peer,
         owner: ownerKey(f.caller.identity),
+        key: admittedKey(f.caller, f.remoteAddress, config.perCaller.ipv6Prefix),
         span,
         remoteAddress: f.remoteAddress,
         serviceParameters: f.serviceParameters,

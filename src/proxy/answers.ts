@@ -12,7 +12,6 @@ import type { Codec } from '../a2a/binding';
 import type { CardJson } from '../a2a/card';
 import { UNVERIFIED } from '../identity/caller';
 import { cardRefusal, cardVerdict, type CardServing, type CardVerdict, type CardViewer } from './card-judge';
-import { callerKey } from './callers';
 import { misspelledAnswer } from '../a2a/fields';
 import { isObject } from '../core/json';
 import { proxyError, type ProxyError } from '../core/errors';
@@ -148,7 +147,7 @@ function cardServed(flow: AnswerFlow, v: CardVerdict): Step {
 function answerViewer(flow: AnswerFlow): CardViewer {
   const call = flow.ex?.call;
   if (call === undefined) return { key: 'unknown', peer: UNVERIFIED };
-  return { key: callerKey(call.owner, call.remoteAddress), peer: call.callerPeer, caller: call.caller };
+  return { key: call.key, peer: call.callerPeer, caller: call.caller };
 }
 
 /** A 2xx answer that is an error in the binding's terms (JSON-RPC's error member). */

@@ -39,6 +39,8 @@ export interface Call {
   readonly callerPeer: PartialAgent;
   /** Task ownership's key of the caller. */
   readonly owner: Owner;
+  /** The key the caller's shares and turns are counted under (proxy/callers.ts callerKey). */
+  readonly key: string;
   /** The call's trace span (a no-op when tracing is off). */
   readonly span: CallSpan;
   readonly remoteAddress: string | undefined;

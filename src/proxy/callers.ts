@@ -1,6 +1,6 @@
 /**
  * Fair shares (README "Limits and fairness"): what one caller may hold of what every caller shares.
- * A caller is its verified identity, else its remote address. Each bound is checked before the cost
+ * A caller is its verified identity, else its remote address (IPv6: its /64, CALLER_IPV6_PREFIX). Each bound is checked before the cost
  * it protects: calls in flight and the rate when the call arrives (before its body is read), body
  * bytes as they arrive (proxy/budget.ts), guardian calls in flight before a guardian connection is
  * taken. A caller at a bound gets its own answer (429 / -31429 with Retry-After); no other caller
@@ -15,15 +15,16 @@ import type { Cancellation } from '../core/cancel';
 import type { Leaving } from '../core/fair-queue';
 import { callerLimited, type ProxyError } from '../core/errors';
 import { monotonicMs } from '../core/clock';
+import { callerAddress } from '../core/address';
 import { ANONYMOUS, type Owner } from '../ownership/principal';
 import { redisClient } from '../ownership/redis';
 
-/** The key a caller's shares are counted under: its verified identity's owner key, else its address. */
-export function callerKey(owner: Owner, remoteAddress: string | undefined): string {
-  if (owner !== ANONYMOUS) return owner;
-  const addr = remoteAddress ?? 'unknown';
-  // An IPv4 client on a dual-stack socket is the same client as on an IPv4 one.
-  return `addr:${addr.startsWith('::ffff:') && addr.includes('.') ? addr.slice(7) : addr}`;
+/**
+ * The key a caller's shares are counted under: its verified identity's owner key, else its address
+ * (an IPv6 one by its first `ipv6Prefix` bits, CALLER_IPV6_PREFIX: core/address.ts callerAddress).
+ */
+export function callerKey(owner: Owner, remoteAddress: string | undefined, ipv6Prefix: number): string {
+  return owner !== ANONYMOUS ? owner : `addr:${callerAddress(remoteAddress, ipv6Prefix)}`;
 }
 
 /** One caller's allowance of calls: `retryAfterMs` 0 = allowed now. */

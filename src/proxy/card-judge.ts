@@ -288,13 +288,13 @@ export function cardRefusal(v: Extract<CardVerdict, { type: 'refuse' }>): ProxyE
  * Who asks for a card on the public card route (discovery stays public: an identity that does not
  * verify is not refused here, it is judged as an unverified caller), and a cancellation for when it leaves.
  */
-export async function cardViewer(identify: CallerIdentifier, req: IncomingMessage, res: ServerResponse): Promise<CardViewer> {
+export async function cardViewer(identify: CallerIdentifier, req: IncomingMessage, res: ServerResponse, ipv6Prefix: number): Promise<CardViewer> {
   const caller = new Cancellation();
   res.once('close', () => caller.cancel());
   const known = await identify(req.headers, req.socket).catch((): CallerResult => ({ ok: false, message: '', metadata: {} }));
   const identity = known.ok ? known.identity : undefined;
   return {
-    key: callerKey(identity === undefined ? ANONYMOUS : ownerKey(identity), req.socket.remoteAddress),
+    key: callerKey(identity === undefined ? ANONYMOUS : ownerKey(identity), req.socket.remoteAddress, ipv6Prefix),
     peer: known.ok ? known.peer : UNVERIFIED,
     caller,
   };

@@ -1,5 +1,5 @@
 /**
- * The connections both listeners accept, counted per caller (its address) within MAX_CONNECTIONS
+ * The connections both listeners accept, counted per caller (its address; IPv6 by its /64) within MAX_CONNECTIONS
  * (core/connection-shares.ts): an idle one is given up by the caller holding the most when the bound is reached.
  */
 import fs from 'node:fs';
@@ -56,10 +56,10 @@ export function createConnections(config: Pick<Config, 'maxConnections'>, logger
 }
 
 /** Every connection `server` accepts is counted, and refused when its caller holds the most and none of them is idle. */
-export function shareConnections(server: EventEmitter, connections: Connections, metrics: Pick<Metrics, 'callerLimited'>): void {
+export function shareConnections(server: EventEmitter, connections: Connections, metrics: Pick<Metrics, 'callerLimited'>, ipv6Prefix: number): void {
   server.on('connection', (socket: Socket) => {
     const id = connectionId(socket);
-    if (connections.open(id, socket, callerKey(ANONYMOUS, socket.remoteAddress)) === 'refused') {
+    if (connections.open(id, socket, callerKey(ANONYMOUS, socket.remoteAddress, ipv6Prefix)) === 'refused') {
       metrics.callerLimited.inc({ resource: 'connections' });
       return void socket.destroy();
     }

@@ -110,13 +110,13 @@ export function responseClosing(res: Closing, connection: { destroy(): unknown }
 }
 
 /** A request's key before its credential is verified: its address, and the key its credential names. */
-export function claimedCallerKey(req: IncomingMessage): string {
-  return claimedKey(req.headers, req.socket.remoteAddress);
+export function claimedCallerKey(req: IncomingMessage, ipv6Prefix: number): string {
+  return claimedKey(req.headers, req.socket.remoteAddress, ipv6Prefix);
 }
 
 /** The same from the headers (or gRPC metadata) and address alone. */
-export function claimedKey(headers: IncomingHttpHeaders, remoteAddress: string | undefined): string {
-  const addr = callerKey(ANONYMOUS, remoteAddress);
+export function claimedKey(headers: IncomingHttpHeaders, remoteAddress: string | undefined, ipv6Prefix: number): string {
+  const addr = callerKey(ANONYMOUS, remoteAddress, ipv6Prefix);
   const named = jwtKid(headers[ASSERTION_HEADER]) ?? bearerKid(headers);
   return named === undefined ? addr : `${addr}|${named}`;
 }
@@ -168,7 +168,7 @@ export function turnStage<F extends CallFlow>(turns: Turns): Stage<F> {
     name: 'turn',
     run(flow) {
       const { call } = flow.ex;
-      return takeTurn(turns, callerKey(call.owner, call.remoteAddress), call.caller, (err) => {
+      return takeTurn(turns, call.key, call.caller, (err) => {
         flow.ex.log.decision = 'refused';
         flow.holds?.end();
         flow.port.fail(err);

@@ -12,7 +12,7 @@ import type { Metrics } from '../admin/metrics';
 import type { Guardian, GuardianBudget, TraceContext } from '../aos/guardian';
 import type { GuardianOutcome } from '../aos/outcome';
 import type { Envelope } from '../aos/schemas';
-import { callerKey, type CallerLimits } from './callers';
+import type { CallerLimits } from './callers';
 import { type Identities, hookContext } from '../aos/identity';
 import type { Phase, Side } from '../aos/hook-points';
 import { buildEnvelope, envelopeJson, envelopeWireBytes, envelopeSlices, type EnvelopeBytes } from '../aos/envelope';
@@ -141,7 +141,7 @@ export function createHookRunner(deps: HookDeps): (input: HookRunInput) => Promi
   const { config, logger } = deps;
 
   const callContext = createCallContexts(deps);
-  const turnOf = (ex: Exchange): Promise<void> => largeTurn(deps.fair, callerKey(ex.call.owner, ex.call.remoteAddress), ex.call.caller);
+  const turnOf = (ex: Exchange): Promise<void> => largeTurn(deps.fair, ex.call.key, ex.call.caller);
 
   async function one(input: HookRunInput, side: Side, payload: JsonObject, ser: PayloadSerialization, sp: ServiceParameters | undefined): Promise<HookAction> {
     const { ex, phase } = input;
@@ -262,7 +262,7 @@ async function decideInShare(
   budget: GuardianBudget,
 ): Promise<GuardianOutcome> {
   const limits = deps.callerLimits;
-  const key = callerKey(ex.call.owner, ex.call.remoteAddress);
+  const key = ex.call.key;
   if (limits === undefined || budget !== 'call') return deps.guardian.decide(envelope, body, ex.call.caller, headers, budget, key);
   const place = limits.guardianPlace(key, ex.call.caller);
   if (place.entered !== true && !(await place.entered))

@@ -14,7 +14,6 @@
  * stopped with the binding's 429 / -31429 / RESOURCE_EXHAUSTED.
  */
 import { proxyError, type ProxyError } from '../core/errors';
-import { callerKey } from './callers';
 import { takeTurn, type Turns } from './fair';
 import { runAnswerStages, type AnswerFlow } from './answers';
 import { END, type Stage, type Step } from './stages';
@@ -82,7 +81,7 @@ const gone = (): ProxyError => proxyError('upstreamUnavailable', 'Call ended');
 function callerTurn(turns: Turns | undefined, ex: Exchange | undefined, refuse: (err: ProxyError) => typeof END): Step | Promise<Step> {
   if (turns === undefined || ex === undefined) return undefined;
   const { call } = ex;
-  return takeTurn(turns, callerKey(call.owner, call.remoteAddress), call.caller, (err) => {
+  return takeTurn(turns, call.key, call.caller, (err) => {
     ex.log.error ??= 'answer refused: caller turns full';
     return refuse(err);
   });

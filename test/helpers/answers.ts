@@ -30,6 +30,7 @@ export function exchange(method: string, owner = 'oidc:iss:A', codec: Codec = js
     identity: undefined,
     callerPeer: { name: 'A', url: 'http://a.test', version: '1' },
     owner,
+    key: owner,
     span: NO_SPAN,
     remoteAddress: '127.0.0.1',
   });

@@ -513,6 +513,7 @@ describe('the audit line (writeAuditLine) writes what pino writes for its record
           identity,
           callerPeer,
           owner: 'o',
+          key: 'o',
           span,
           remoteAddress: '::1',
         });

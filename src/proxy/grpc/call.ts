@@ -160,7 +160,7 @@ async function admitCall(
   const door = doorCheck(headers);
   if (door.type === 'refuse') return void refuse(door.error, door.status, door.extra);
   // Verifying a credential takes a turn under the key the call claims (proxy/fair.ts).
-  if (!(await callerTurn(deps, claimedKey(headers, remoteAddress), caller, refuse))) return undefined;
+  if (!(await callerTurn(deps, claimedKey(headers, remoteAddress, deps.config.perCaller.ipv6Prefix), caller, refuse))) return undefined;
   const atBound = admit.precheck(headers, remoteAddress);
   if (atBound !== undefined) return void refuse(atBound);
   const who = admit.identify(headers, stream.session?.socket as Socket);
@@ -202,7 +202,7 @@ async function readCallMessage(deps: GrpcDeps, a: Admitted, refuse: (err: ProxyE
     return void refuse(lease.refusal());
   }
   // Decoding the message, building its envelope: in the verified caller's turn.
-  if (!(await callerTurn(deps, admittedKey(a.known, a.remoteAddress), a.caller, refuse))) return undefined;
+  if (!(await callerTurn(deps, admittedKey(a.known, a.remoteAddress, deps.config.perCaller.ipv6Prefix), a.caller, refuse))) return undefined;
   const codec = codecFor(method);
   let decoded: unknown;
   let params: JsonObject;

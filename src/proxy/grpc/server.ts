@@ -57,7 +57,7 @@ export async function startGrpcListener(deps: GrpcListenerDeps, logger: Logger):
     s.once('close', () => sessions.delete(s));
     s.on('error', () => undefined);
   });
-  shareConnections(server, deps.connections, deps.metrics);
+  shareConnections(server, deps.connections, deps.metrics, deps.config.perCaller.ipv6Prefix);
   server.on('connection', (socket: Socket) => socket.setNoDelay(true));
   // A session with a call in flight is not idle (connections.ts): each stream is a call on its connection.
   server.on('stream', (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => {

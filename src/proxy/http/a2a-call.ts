@@ -16,7 +16,6 @@ import { proxyError, type ProxyError } from '../../core/errors';
 import { finishCall, type Exchange } from '../call';
 import { admittedKey } from '../admit';
 import { responseClosing, turnsOf, turnStage } from '../fair';
-import { callerKey } from '../callers';
 import { largeTurn, type WireBytes } from '../../core/turns';
 import { SplicedJson } from '../../core/json-spliced';
 import { stringifyInPieces } from '../../core/json-canonical';
@@ -85,7 +84,7 @@ async function startCall(h: HttpParts, stages: readonly Stage<HttpFlow>[], a: Ar
   // the agent's request: each about the request's size) is counted, so the budget bounds memory.
   // A large request: its serialization, and the steps after it, each in a turn of its own (core/turns.ts).
   // Its caller's turns: one caller's many large requests take one step per round between other callers' work.
-  const turn = (): Promise<void> => largeTurn(deps.fair, admittedKey(known, req.socket.remoteAddress), responseClosing(res));
+  const turn = (): Promise<void> => largeTurn(deps.fair, admittedKey(known, req.socket.remoteAddress, deps.config.perCaller.ipv6Prefix), responseClosing(res));
   if (a.large === true) await turn();
   const { requestBytes, requestJson } = await serialized(a, c, turn);
   if (a.large === true) await turn();
@@ -185,7 +184,7 @@ const rebuild: Stage<HttpFlow> = {
       unchecked: run.unchecked,
       rebuilt: { version: rebuilt.version, json: true },
       serviceParameters: run.serviceParameters,
-      caller: callerKey(f.ex.call.owner, f.ex.call.remoteAddress),
+      caller: f.ex.call.key,
     };
     return undefined;
   },

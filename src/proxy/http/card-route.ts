@@ -85,7 +85,9 @@ export function serveCard(deps: ProxyDeps, req: IncomingMessage, res: ServerResp
           // A card that cannot be rewritten is never relayed: its URLs would lead around the proxy.
           const card = !kept.overflowed && !isEncoded(upRes.headers['content-encoding']) ? parseCard(raw) : undefined;
           if (card === undefined) return unavailable('agent card: not a readable JSON object (too large, encoded or malformed)');
-          const verdict = cardVerdict(card, cardRewrite(deps, req), callerKey(ANONYMOUS, req.socket.remoteAddress), () => cardViewer(deps.identify, req, res));
+          const verdict = cardVerdict(card, cardRewrite(deps, req), callerKey(ANONYMOUS, req.socket.remoteAddress, deps.config.perCaller.ipv6Prefix), () =>
+            cardViewer(deps.identify, req, res, deps.config.perCaller.ipv6Prefix),
+          );
           if (!(verdict instanceof Promise)) return served(verdict);
           verdict.then(served, (err: unknown) => unavailable(`agent card: ${(err as Error).message}`));
 

@@ -56,6 +56,7 @@ export function createProxyHandler(deps: ProxyDeps): ProxyHandler {
   const options = classifyOptionsOf(deps);
   // Verifying a credential and classifying a body take turns per caller (proxy/fair.ts).
   const turns = turnsOf(deps);
+  const { ipv6Prefix } = deps.config.perCaller;
   const turnBy = (keyOf: (a: Arrival) => string): Stage<Arrival> => ({
     name: 'turn',
     run: (a) => takeTurn(turns, keyOf(a), responseClosing(a.res, a.req.socket), (err) => h.refuse(a.res, err, null, refusalCodec(a.req.url ?? '/', options()))),
@@ -63,10 +64,10 @@ export function createProxyHandler(deps: ProxyDeps): ProxyHandler {
   const arrival: readonly Stage<Arrival>[] = [
     jwks(deps),
     cardKnown(deps),
-    turnBy((a) => claimedCallerKey(a.req)),
+    turnBy((a) => claimedCallerKey(a.req, ipv6Prefix)),
     admitStage(h, options),
     bodyStage(h, options),
-    turnBy((a) => a.key ?? claimedCallerKey(a.req)),
+    turnBy((a) => a.key ?? claimedCallerKey(a.req, ipv6Prefix)),
     route(h, options),
   ];
   const listener: RequestListener = (req, res) => {
@@ -143,7 +144,7 @@ function admitStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival
     const { req, res } = a;
     const hint = () => refusalCodec(req.url ?? '/', options());
     if (known?.ok === false) return h.refuse(res, proxyError('unauthenticated', known.message, { ...known.metadata }), null, hint());
-    a.key = admittedKey(known?.ok === true ? known : undefined, req.socket.remoteAddress);
+    a.key = admittedKey(known?.ok === true ? known : undefined, req.socket.remoteAddress, h.deps.config.perCaller.ipv6Prefix);
     const after = (r: Awaited<ReturnType<typeof h.admit.enter>>): Step => {
       if (r === 'gone') return END;
       if (!r.ok) return h.refuse(res, r.error, null, hint());
@@ -213,7 +214,7 @@ function bodyStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival>
  */
 function readLarge(h: HttpParts, a: Arrival, body: Buffer, parsing: OnePerKey): Promise<boolean> {
   const { req, res } = a;
-  const key = a.key ?? claimedCallerKey(req);
+  const key = a.key ?? claimedCallerKey(req, h.deps.config.perCaller.ipv6Prefix);
   const turn = (): Promise<void> => largeTurn(h.deps.fair, key, responseClosing(res));
   return parsing.run(key, async () => {
     if (a.closed) return false;

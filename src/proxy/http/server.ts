@@ -77,7 +77,7 @@ export async function startHttpListener(opts: HttpListenerOptions): Promise<Http
     });
   }
   const sockets = new Set<Socket>();
-  shareConnections(server, opts.connections, opts.metrics);
+  shareConnections(server, opts.connections, opts.metrics, config.perCaller.ipv6Prefix);
   server.on('connection', (s) => {
     sockets.add(s);
     s.once('close', () => sockets.delete(s));
@@ -219,7 +219,7 @@ function upgradeListener(opts: HttpListenerOptions): (req: http.IncomingMessage,
             if (!who.ok) return refused('refused_identity', 401, who.message, 'www-authenticate: Bearer realm="a2a-guard"\r\n');
             // An open upgraded connection is one of its caller's calls in flight, as a stream is.
             const limits = opts.callerLimits;
-            const admitted = limits === undefined ? undefined : await limits.admit(admittedKey(who, req.socket.remoteAddress));
+            const admitted = limits === undefined ? undefined : await limits.admit(admittedKey(who, req.socket.remoteAddress, config.perCaller.ipv6Prefix));
             if (admitted !== undefined && !admitted.ok)
               return refused('refused_limit', 429, admitted.error.message, `retry-after: ${admitted.error.metadata.retryAfterSeconds ?? '1'}\r\n`);
             if (admitted !== undefined) {

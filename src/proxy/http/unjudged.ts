@@ -33,7 +33,7 @@ export async function passUnjudged(h: HttpParts, a: Arrival, c: Other): Promise<
     deps,
     a.req,
     a.res,
-    { verb, path: c.target, body: c.body, unchecked: false, rebuilt: undefined, caller: a.key ?? claimedCallerKey(a.req) },
+    { verb, path: c.target, body: c.body, unchecked: false, rebuilt: undefined, caller: a.key ?? claimedCallerKey(a.req, deps.config.perCaller.ipv6Prefix) },
     await a.assertion?.(),
     a.lease,
     unjudgedLeg(h, a),

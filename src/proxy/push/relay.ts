@@ -181,7 +181,7 @@ export class PushRelay {
   ): Promise<typeof END | undefined> {
     const { call } = flow.ex;
     const taskId = namedByRequest(op, approved.payload).tasks[0];
-    const caller = callerKey(call.owner, call.remoteAddress);
+    const caller = call.key;
     const keys: string[] = [];
     for (const webhook of hooks) {
       const key = randomBytes(32).toString('base64url');
@@ -355,6 +355,7 @@ export class PushRelay {
       identity: undefined,
       callerPeer: peer,
       owner: record.owner,
+      key: callerKey(record.owner, req.socket.remoteAddress, config.perCaller.ipv6Prefix),
       span,
       remoteAddress: req.socket.remoteAddress,
     });

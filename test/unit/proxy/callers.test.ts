@@ -8,12 +8,14 @@ const ok = (a: Admission | Promise<Admission>): Extract<Admission, { ok: true }>
 };
 
 describe('callerKey', () => {
-  test('a verified caller is its owner key; an unverified one its address, IPv4 the same on a dual-stack socket', () => {
-    expect(callerKey('oidc:https%3A//idp:agent-a', '10.0.0.1')).toBe('oidc:https%3A//idp:agent-a');
-    expect(callerKey('anonymous', '::ffff:10.0.0.1')).toBe(callerKey('anonymous', '10.0.0.1'));
-    expect(callerKey('anonymous', '::1')).toBe('addr:::1');
+  test('a verified caller is its owner key; an unverified one its address (IPv6: its prefix), IPv4 the same on a dual-stack socket', () => {
+    expect(callerKey('oidc:https%3A//idp:agent-a', '10.0.0.1', 64)).toBe('oidc:https%3A//idp:agent-a');
+    expect(callerKey('oidc:https%3A//idp:agent-a', '2001:db8::1', 64)).toBe('oidc:https%3A//idp:agent-a');
+    expect(callerKey('anonymous', '::ffff:10.0.0.1', 64)).toBe(callerKey('anonymous', '10.0.0.1', 64));
+    expect(callerKey('anonymous', '2001:db8:1:2:3:4:5:6', 64)).toBe('addr:2001:db8:1:2::/64');
+    expect(callerKey('anonymous', '2001:db8:1:2:3:4:5:6', 128)).toBe('addr:2001:db8:1:2:3:4:5:6/128');
     // An address key can never be a verified caller's (owner keys are source:issuer:subject).
-    expect(callerKey('anonymous', undefined)).toBe('addr:unknown');
+    expect(callerKey('anonymous', undefined, 64)).toBe('addr:unknown');
   });
 });
 
@@ -71,6 +73,17 @@ describe('CallerLimits', () => {
     a2.leave();
     expect(l.callsOf('a')).toBe(0);
     expect(limited).toEqual(['calls']);
+  });
+
+  test('two IPv6 addresses of one /64 are one caller: they share its calls in flight; another /64 is another caller', () => {
+    const l = new CallerLimits({ maxCalls: 1, guardianCalls: 0 });
+    const held = ok(l.admit(callerKey('anonymous', '2001:db8:1:2::a', 64)));
+    expect((l.admit(callerKey('anonymous', '2001:db8:1:2:ffff:ffff:ffff:b', 64)) as Admission).ok).toBe(false);
+    expect(ok(l.admit(callerKey('anonymous', '2001:db8:1:3::a', 64)))).toBeDefined();
+    // At 128 bits each address is a caller of its own.
+    expect(ok(l.admit(callerKey('anonymous', '2001:db8:1:2::b', 128)))).toBeDefined();
+    held.leave();
+    expect(ok(l.admit(callerKey('anonymous', '2001:db8:1:2::c', 64)))).toBeDefined();
   });
 
   test("past its calls in flight a call waits in its caller's own line and gets the place a call of that caller gives back; another caller is admitted at once", async () => {

@@ -38,6 +38,7 @@ function exchange(method: string, owner = 'oidc:iss:A'): Exchange {
     identity: undefined,
     callerPeer: { name: 'A', url: 'http://a.test', version: '1' },
     owner,
+    key: owner,
     span: NO_SPAN,
     remoteAddress: '127.0.0.1',
   });
