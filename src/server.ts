@@ -140,7 +140,6 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   if (guardian.breakerState !== undefined) metrics.watchBreaker(() => (guardian.breakerState as () => 'closed' | 'open' | 'half_open')());
   // Stream events go to the guardian at most one per stream-budget connection; the others wait in this line.
   const streamLine = new Gate(config.guardianStreamConnections);
-  metrics.watchGuardianQueue(() => ({ call: guardian.queued?.().call ?? 0, stream: streamLine.waiting + (guardian.queued?.().stream ?? 0) }));
   const tracer = opts.tracer ?? createTracer(config.otel, { version: VERSION, onExportFailure: () => metrics.traceExportFailures.inc() });
   const { upstreamTls, cardDispatcher, upstreamCard, identities } = agentCards(config, logger);
   // As many connections to the agent as from callers (one for each call), idle ones of every caller included.
@@ -171,6 +170,9 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const bodyBudget = new BodyBudget(config.maxInflightBodyBytes, config.perCaller.inflightBodyBytes, () => metrics.callerLimited.inc({ resource: 'bytes' }));
   metrics.watchBodyBudget(() => bodyBudget.inFlight);
   const callerLimits = await createCallerLimits(config, logger, metrics);
+  // Calls waiting for a connection: in the callers' round-robin (callers.ts) and in the guardian client's pools.
+  const callsQueued = (): number => (callerLimits?.guardianWaiting ?? 0) + (guardian.queued?.().call ?? 0);
+  metrics.watchGuardianQueue(() => ({ call: callsQueued(), stream: streamLine.waiting + (guardian.queued?.().stream ?? 0) }));
   const cardJudge = config.inspectCards ? new CardJudge({ config, guardian, identities, logger, metrics, callerLimits }) : undefined;
   const fair = createFairTurns(config, guardian);
   const ownership = store === undefined ? undefined : taskOwnership(store, config, logger, metrics);

@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/config';
 import type { Metrics } from '../admin/metrics';
 import { Gate } from '../aos/gate';
+import { FairGate } from '../core/fair-gate';
 import type { Cancellation } from '../core/cancel';
 import type { Leaving } from '../core/fair-queue';
 import { callerLimited, type ProxyError } from '../core/errors';
@@ -151,6 +152,8 @@ export interface CallerLimitsOptions {
   readonly callWaitMs?: number;
   /** Guardian calls one caller may have in flight; more wait in the caller's own line. */
   readonly guardianCalls: number;
+  /** The guardian's call connections (GUARDIAN_CALL_CONNECTIONS): while all are taken, the next goes round-robin by caller. */
+  readonly guardianConnections?: number;
   /** Calls per second and burst per caller; undefined = no rate limit. */
   readonly rate?: RateStore;
   readonly ratePerSecond?: number;
@@ -165,6 +168,12 @@ export type Admission = { readonly ok: true; leave(): void } | { readonly ok: fa
 
 const NOTHING = (): void => undefined;
 
+/** A guardian call's place: `entered` true at once, or once placed (false: the call ended first); `leave()` once done. */
+export interface Place {
+  readonly entered: true | Promise<boolean>;
+  leave(): void;
+}
+
 /** What a call that went away while it waited for a place gets (nobody reads it: its caller is gone); not counted. */
 const LEFT_WAITING = callerLimited('calls in flight', 1, 'The call ended while it waited for a place');
 
@@ -178,8 +187,13 @@ export class CallerLimits {
   /** Per caller, its calls waiting for a place, oldest first (each line at most `maxCalls` long). */
   private readonly callLines = new Map<string, CallWaiter[]>();
   private readonly guardianLines = new Map<string, Gate>();
+  /** The guardian's call connections, handed round-robin by caller while all are taken. */
+  private readonly guardianConnections: FairGate | undefined;
 
-  constructor(private readonly opts: CallerLimitsOptions) {}
+  constructor(private readonly opts: CallerLimitsOptions) {
+    const all = opts.guardianConnections ?? 0;
+    this.guardianConnections = all > 0 && opts.guardianCalls > 0 ? new FairGate(all) : undefined;
+  }
 
   /** Calls in flight of `key` now. */
   callsOf(key: string): number {
@@ -189,6 +203,11 @@ export class CallerLimits {
   /** Callers with something counted now (bounded by the callers in flight). */
   get tracked(): number {
     return this.inFlight.size + this.callLines.size + this.guardianLines.size;
+  }
+
+  /** Guardian calls waiting for one of the guardian's connections now (every caller at its share waits in its own line, not counted). */
+  get guardianWaiting(): number {
+    return this.guardianConnections?.waiting ?? 0;
   }
 
   /** Calls of `key` waiting for a place now. */
@@ -330,10 +349,35 @@ export class CallerLimits {
   /**
    * A place for one guardian call of `key`: true at once, or a promise (true once placed, false if the
    * call ended first). Calls past the caller's share wait in the caller's own line, never in front of
-   * another caller's: the guardian's connections stay free for everyone else.
+   * another caller's: the guardian's connections stay free for everyone else. While every connection is
+   * taken (callers at their shares together), the next one free goes to the callers waiting round-robin.
    */
-  guardianPlace(key: string, caller?: Cancellation): { entered: true | Promise<boolean>; leave: () => void } {
+  guardianPlace(key: string, caller?: Cancellation): Place {
     if (this.opts.guardianCalls <= 0) return { entered: true, leave: NOTHING };
+    const share = this.sharePlace(key, caller);
+    const all = this.guardianConnections;
+    if (all === undefined) return share;
+    let holdsOne = false;
+    const leave = (): void => {
+      if (holdsOne) all.leave();
+      holdsOne = false;
+      share.leave();
+    };
+    const connection = (): true | Promise<boolean> => {
+      const entered = all.enter(key, caller);
+      if (entered === true) return (holdsOne = true);
+      return entered.then((ok) => {
+        holdsOne = ok;
+        if (!ok) share.leave();
+        return ok;
+      });
+    };
+    if (share.entered === true) return { entered: connection(), leave };
+    return { entered: share.entered.then((ok) => ok && connection()), leave };
+  }
+
+  /** A place in `key`'s own share of guardian calls (GUARDIAN_CALLS_PER_CALLER). */
+  private sharePlace(key: string, caller?: Cancellation): Place {
     let gate = this.guardianLines.get(key);
     if (gate === undefined) {
       gate = new Gate(this.opts.guardianCalls);
@@ -389,6 +433,7 @@ export async function createCallerLimits(config: Config, logger: Logger, metrics
     maxCalls,
     callWaitMs: config.perCaller.callWaitMs,
     guardianCalls,
+    guardianConnections: config.guardianCallConnections,
     ...(store === undefined ? {} : { rate: store, ratePerSecond: rate?.perSecond }),
     onLimited: (resource) => metrics.callerLimited.inc({ resource }),
   });
