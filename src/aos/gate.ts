@@ -4,10 +4,7 @@
  * when the call gets its place; a waiter whose caller goes away leaves the line.
  */
 import type { Cancellation } from '../core/cancel';
-
-interface Waiter {
-  admit: ((entered: boolean) => void) | undefined;
-}
+import { waitForPlace, type Waiter } from '../core/fair-gate';
 
 export class Gate {
   private held = 0;
@@ -35,24 +32,18 @@ export class Gate {
       this.held++;
       return true;
     }
-    if (caller?.cancelled === true) return Promise.resolve(false);
-    return new Promise<boolean>((resolve) => {
-      let off: (() => void) | undefined;
-      const w: Waiter = {
-        admit: (entered) => {
-          off?.();
-          resolve(entered);
-        },
-      };
-      this.line.push(w);
-      this.waiters++;
-      off = caller?.onCancel(() => {
-        if (w.admit === undefined) return;
-        w.admit = undefined; // left the line: skipped when its turn comes
+    return waitForPlace(
+      caller,
+      (w) => {
+        this.line.push(w);
+        this.waiters++;
+      },
+      () => {
+        // Left in the line: skipped when its turn comes.
         this.waiters--;
-        resolve(false);
-      });
-    });
+        return true;
+      },
+    );
   }
 
   /** Give a place back: the next caller in line gets it. */

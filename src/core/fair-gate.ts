@@ -10,8 +10,32 @@
 import { CallerLines } from './caller-lines';
 import type { Cancellation } from './cancel';
 
-interface Waiter {
+/** A call waiting for a place: `admit` gives it one (true) or turns it away; undefined once it has its answer. */
+export interface Waiter {
   admit: ((entered: boolean) => void) | undefined;
+}
+
+/**
+ * A call's wait for a place: `queue` puts its waiter in line; once `caller` goes away, `unqueue` takes it out (false:
+ * it was no longer there) and the wait ends false. Resolves false at once when the caller is gone already.
+ */
+export function waitForPlace(caller: Cancellation | undefined, queue: (w: Waiter) => void, unqueue: (w: Waiter) => boolean): Promise<boolean> {
+  if (caller?.cancelled === true) return Promise.resolve(false);
+  return new Promise<boolean>((resolve) => {
+    let off: (() => void) | undefined;
+    const w: Waiter = {
+      admit: (entered) => {
+        off?.();
+        resolve(entered);
+      },
+    };
+    queue(w);
+    off = caller?.onCancel(() => {
+      if (w.admit === undefined || !unqueue(w)) return;
+      w.admit = undefined;
+      resolve(false);
+    });
+  });
 }
 
 export class FairGate {
@@ -38,22 +62,11 @@ export class FairGate {
       this.held++;
       return true;
     }
-    if (caller?.cancelled === true) return Promise.resolve(false);
-    return new Promise<boolean>((resolve) => {
-      let off: (() => void) | undefined;
-      const w: Waiter = {
-        admit: (entered) => {
-          off?.();
-          resolve(entered);
-        },
-      };
-      this.lines.push(key, w);
-      off = caller?.onCancel(() => {
-        if (w.admit === undefined || !this.lines.delete(key, w)) return;
-        w.admit = undefined;
-        resolve(false);
-      });
-    });
+    return waitForPlace(
+      caller,
+      (w) => this.lines.push(key, w),
+      (w) => this.lines.delete(key, w),
+    );
   }
 
   /** Give a place back: it passes to the next caller in round-robin order, or is freed. */
