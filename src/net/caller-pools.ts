@@ -115,7 +115,8 @@ export class CallerPools {
       if (this.open >= this.opts.maxConnections) this.makeRoom(pool);
       this.open++;
       this.opts.connect(options, (err, socket) => {
-        if (socket === null) this.open--;
+        // A failed connect calls back with the error alone (socket undefined, whatever the type says).
+        if (!socket) this.open--;
         else socket.once('close', () => this.open--);
         // undici's callback type is a union of the two outcomes.
         (callback as (e: Error | null, s: typeof socket) => void)(err, socket);

@@ -189,3 +189,22 @@ test('destroy closes every pool; afterwards every caller gets the shared (destro
 afterAll(async () => {
   await Promise.all(made.map((m) => m.destroy().catch(() => undefined)));
 });
+
+test('a connection that cannot be made fails its request and gives its place in the count back', async () => {
+  const dead = http.createServer();
+  await new Promise<void>((r) => dead.listen(0, '127.0.0.1', r));
+  const deadOrigin = `http://127.0.0.1:${(dead.address() as AddressInfo).port}`;
+  await new Promise((r) => dead.close(r));
+  const p = new CallerPools({
+    make: (connect) => createPool(deadOrigin, { connections: null, pipelining: 1, connect }),
+    connect: leanBuildConnector({}),
+    maxPools: 8,
+    maxConnections: 8,
+    sweepMs: 60_000,
+  });
+  for (const caller of ['a', 'b', undefined]) {
+    await expect(request(`${deadOrigin}/x`, { dispatcher: p.for(caller) })).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  }
+  expect(p.connections).toBe(0);
+  await p.destroy();
+});
