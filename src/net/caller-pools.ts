@@ -91,7 +91,7 @@ export class CallerPools {
       const s = pool.stats;
       if (s.connected > 0 || s.size > 0) continue;
       this.pools.delete(caller);
-      void pool.close().catch(() => undefined);
+      this.retire(pool);
     }
     if (this.pools.size === 0 && this.timer !== undefined) {
       clearInterval(this.timer);
