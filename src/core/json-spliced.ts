@@ -5,8 +5,9 @@
  * bytes and its text) while it is judged and forwarded.
  *
  * Only a long string whose token the parser found to be its pieces' own serialization (`canonical`) is spliced: a
- * piece without escapes is its token's UTF-8 exactly, and one with escapes is exactly JSON.stringify's (both checked
- * as it was decoded). Every piece made again is checked against its token's length. So the bytes written are the
+ * piece without escapes is its token's UTF-8 exactly (that holds only for valid UTF-8: a body is refused before it is
+ * parsed if it is not, a2a/classify.ts), and one with escapes is exactly JSON.stringify's (checked as it was decoded).
+ * Every piece made again is checked against its token's length. So the bytes written are the
  * caller's own, byte for byte, every time they are written (the guardian and the agent get the same bytes).
  */
 import type { LongString } from './json-pieces';
