@@ -176,7 +176,9 @@ function bodyStage(h: HttpParts, options: () => ClassifyOptions): Stage<Arrival>
     const { req, res, lease } = a;
     // Refusals before classification answer in the form of the binding the path belongs to.
     const hint = () => refusalCodec(req.url ?? '/', options());
-    const read = await readBody(req, config.maxBodyBytes, bodyPace, lease, HELD_COPIES);
+    // Read in its caller's turns past READ_SLICE: one caller's uploads never fill a loop iteration.
+    const turn = (): Promise<void> => largeTurn(h.deps.fair, a.key ?? claimedCallerKey(req, config.perCaller.ipv6Prefix), responseClosing(res));
+    const read = await readBody(req, config.maxBodyBytes, bodyPace, lease, HELD_COPIES, turn);
     if (!read.ok) {
       // A body cut at the size limit, its deadline or a budget may have named its id already.
       const codec = hint();
