@@ -425,7 +425,8 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'a2a-guard-fairness-'));
   const jwks = path.join(dir, 'trusted.jwks.json');
   fs.writeFileSync(jwks, JSON.stringify({ keys: [victim.jwk, attacker.jwk] }));
-  const baker: CakeBaker = await startCakeBaker({ slowMs: 20_000 });
+  // An agent that takes large messages: the attacker's 9 MiB calls reach it (the SDK's parser stops at 100 KB).
+  const baker: CakeBaker = await startCakeBaker({ slowMs: 20_000, maxBodyBytes: 16 * MiB });
   const guardian = await startGuardian(2000);
   const policy = path.resolve(__dirname, '../../config/policy.json');
   const victimProcess = await forkVictim(victim.privateJwk);

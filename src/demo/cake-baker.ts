@@ -62,6 +62,8 @@ export interface BakerOptions {
   readonly stepDelayMs?: number;
   /** One line per received message / cancel (standalone mode logs to stdout). */
   readonly log?: (line: string) => void;
+  /** Largest JSON body taken (default: the SDK's, 100 KB), for an agent that takes large messages. */
+  readonly maxBodyBytes?: number;
 }
 
 export interface CakeBaker {
@@ -129,6 +131,8 @@ export async function startCakeBaker(opts: BakerOptions = {}): Promise<CakeBaker
   const app = express();
   app.disable('x-powered-by');
   app.use(recordRequests(requests));
+  // Parsed here first, the SDK's own parser (100 KB) leaves the body as it is.
+  if (opts.maxBodyBytes !== undefined) app.use(express.json({ limit: opts.maxBodyBytes }));
   const server = http.createServer(app);
   server.keepAliveTimeout = 5000;
   const origin = await listen(server, opts.port ?? 0, opts.host ?? '127.0.0.1');
