@@ -73,3 +73,20 @@ test('property: IPv4, and IPv4 mapped into IPv6 (a dual-stack socket), is per ad
     }),
   );
 });
+
+test("property: an address's group is the same asked again, under another prefix, and after thousands of other addresses", () => {
+  fc.assert(
+    fc.property(v6, prefix, prefix, fc.array(v6, { minLength: 0, maxLength: 40 }), (a, bits, other, rest) => {
+      const first = callerAddress(full(a), bits);
+      expect(callerAddress(full(a), other)).toBe(callerAddress(full(a), other));
+      for (const r of rest) callerAddress(full(r), bits);
+      expect(callerAddress(full(a), bits)).toBe(first);
+      expect(first.endsWith(`/${bits}`)).toBe(true);
+    }),
+  );
+  // Past the groups kept (4096), the next addresses still get theirs.
+  const many = Array.from({ length: 5000 }, (_v, i) => `2001:db8:${(i >> 8).toString(16)}:${(i & 0xff).toString(16)}::1`);
+  const groups = many.map((m) => callerAddress(m, 64));
+  expect(many.map((m) => callerAddress(m, 64))).toEqual(groups);
+  expect(new Set(groups).size).toBe(5000);
+});
