@@ -7,7 +7,7 @@ import { BoundedBytes } from '../../core/bounded';
 import { proxyError, type ProxyError } from '../../core/errors';
 import type { BodyLease } from '../budget';
 import { monotonicMs } from '../../core/clock';
-import { LARGE_BODY } from '../../core/turns';
+import { LARGE_BODY, readInTurns } from '../../core/turns';
 import { contentCodings } from '../../core/http';
 import { BUDGET_SPENT, zlibDecoders, type DecodeOptions } from '../../core/decoders';
 
@@ -34,11 +34,7 @@ export interface BodyPace {
 /** The first seconds of a body are never judged by its rate: a connection's slow start, a caller's pause before writing. */
 const RATE_GRACE_MS = 5000;
 
-/**
- * Bytes of a body read between two of its caller's turns. libuv reads up to 32 x 64 KiB from a socket per loop
- * iteration, and each chunk is copied into the body (fresh pages): two callers' 9 MiB uploads held the loop for 25-37 ms
- * per iteration, in front of every other caller's work.
- */
+/** Bytes of a body read between two of its caller's turns (core/turns.ts readInTurns). */
 export const READ_SLICE = LARGE_BODY;
 
 /**
@@ -76,19 +72,9 @@ export function readBody(
       if (!r.ok) req.resume();
       resolve(r);
     };
-    let sinceTurn = 0;
-    let waitedMs = 0;
+    const paced = turn === undefined ? undefined : readInTurns(req, turn, () => done, READ_SLICE);
     const onData = (c: Buffer) => {
-      sinceTurn += c.length;
-      if (turn !== undefined && sinceTurn >= READ_SLICE) {
-        sinceTurn = 0;
-        req.pause();
-        const from = monotonicMs();
-        void turn().then(() => {
-          waitedMs += monotonicMs() - from;
-          if (!done) req.resume();
-        });
-      }
+      paced?.chunk(c.length);
       if (lease !== undefined && !lease.take(c.length * perByte)) {
         // Kept for the caller's id only (the chunk is here already): the call ends with this answer.
         body.push(c);
@@ -113,7 +99,7 @@ export function readBody(
       const now = monotonicMs();
       if (now >= deadline)
         return finish({ ok: false, error: proxyError('rejected', `Request body not received within ${pace.timeoutMs} ms`, {}, 408), partial: body.buffer() });
-      if (pacing && body.length < ((now - started - waitedMs - grace) / 1000) * pace.minBytesPerSecond) {
+      if (pacing && body.length < ((now - started - (paced?.waitedMs ?? 0) - grace) / 1000) * pace.minBytesPerSecond) {
         return finish({
           ok: false,
           error: proxyError(

@@ -8,6 +8,7 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { JsonRpcId } from '../../aos/schemas';
 import type { Codec, ErrorShape, SseCodec } from '../../a2a/binding';
 import { BoundedBytes } from '../../core/bounded';
+import { largeTurn, readInTurns } from '../../core/turns';
 import { isEncoded } from '../../core/http';
 import { proxyError, type ProxyError } from '../../core/errors';
 import { dropAgentBytes, headersForOwnBody, type UpstreamAnswer } from './forward';
@@ -108,9 +109,21 @@ export function relayUnaryInspected(ctx: RelayContext): void {
   if (isEventStream(upRes)) return unaryLabelledStream(ctx);
   const kept = new BoundedBytes(ctx.maxBodyBytes);
   let overloaded = false;
+  let ended = false;
+  // A large answer is read in its caller's turns, as its request was (core/turns.ts readInTurns).
+  const ex = ctx.ex;
+  const paced =
+    ex === undefined
+      ? undefined
+      : readInTurns(
+          upRes,
+          () => largeTurn(ctx.turns?.fair, ex.call.key, ex.call.caller),
+          () => ended || overloaded || kept.overflowed,
+        );
   upRes.read({
     data: (c) => {
       if (kept.overflowed || overloaded) return;
+      paced?.chunk(c.length);
       // Answers held for inspection count against the in-flight budget: many reads of one large answer cannot grow memory without bound.
       if (!ctx.lease.take(c.length)) {
         overloaded = true;
@@ -120,6 +133,7 @@ export function relayUnaryInspected(ctx: RelayContext): void {
       if (!kept.push(c)) ctx.upReq.abort();
     },
     end: (complete) => {
+      ended = true;
       if (res.destroyed || res.writableEnded || overloaded) return;
       if (kept.overflowed)
         return sendError(res, codec, proxyError('upstreamUnavailable', 'Agent answer too large to inspect', { limit: String(ctx.maxBodyBytes) }), id);
