@@ -32,7 +32,7 @@ import { TOO_COMPLEX } from './outcome';
 import { createPool, dispatchRaw } from '../net/undici-pool';
 import { monotonicMs } from '../core/clock';
 import type { Leaving } from '../core/fair-queue';
-import { LARGE_BODY, inTurns, nextTurn, sliceInTurns } from '../core/turns';
+import { LARGE_BODY, inTurns, nextTurn, readInTurns, sliceInTurns } from '../core/turns';
 import { parseJsonInPieces, type LongString, type PieceSizes } from '../core/json-pieces';
 import { stringifyInPieces } from '../core/json-canonical';
 import { isUtf8 } from 'node:buffer';
@@ -247,7 +247,15 @@ export class HttpGuardian implements Guardian {
     let reply: ReplyBytes;
     let outcome: GuardianOutcome;
     try {
-      reply = await this.post(this.pools[budget], body, deadline, caller, trace === undefined ? this.headers : this.withTrace(trace), 1);
+      reply = await this.post(
+        this.pools[budget],
+        body,
+        deadline,
+        caller,
+        trace === undefined ? this.headers : this.withTrace(trace),
+        1,
+        this.turnOf(callerKey, caller),
+      );
       outcome =
         reply.bytes.length < LARGE_BODY
           ? interpret({ status: reply.status, body: reply.bytes.toString('utf8') }, envelope.id)
@@ -404,6 +412,7 @@ export class HttpGuardian implements Guardian {
     caller: Cancellation | undefined,
     headers: string[] = this.headers,
     retries = 0,
+    turn: () => Promise<void> = nextTurn,
   ): Promise<ReplyBytes> {
     return new Promise<ReplyBytes>((resolve, reject) => {
       const remaining = deadline - monotonicMs();
@@ -424,7 +433,12 @@ export class HttpGuardian implements Guardian {
         finish(() => reject(e));
         abort?.(e);
       };
-      const timer = setTimeout(() => stop(new TransportError('timeout', `no guardian answer within ${this.opts.timeoutMs} ms`)), remaining);
+      /** The answer waited for its caller's turns while it was read: a budget that ends after it is the reading's, not the guardian's. */
+      let waitedForTurns = false;
+      const timer = setTimeout(
+        () => stop(new TransportError('timeout', `no guardian answer within ${this.opts.timeoutMs} ms`, undefined, waitedForTurns)),
+        remaining,
+      );
       if (caller !== undefined) offCancel = caller.onCancel(() => stop(new TransportError('cancelled', 'caller went away')));
       const wire = HttpGuardian.wire(headers, body);
       const send = (): void => {
@@ -433,6 +447,18 @@ export class HttpGuardian implements Guardian {
         let status = 0;
         // A guardian answer is small; an endless body is a fault, not something to buffer.
         const answer = new BoundedBytes(MAX_ANSWER_BYTES);
+        // A large answer (a modify of a large payload) is read in its caller's turns (core/turns.ts readInTurns).
+        let paused = false;
+        let resumeAnswer = (): void => undefined;
+        const resume = (): void => {
+          paused = false;
+          resumeAnswer();
+        };
+        const pause = (): void => {
+          paused = true;
+          waitedForTurns = true;
+        };
+        const paced = readInTurns({ pause, resume }, turn, () => settled);
         abort = undefined;
         try {
           // undici's own handler interface: the guardian's response headers are never parsed (undici-pool.ts).
@@ -445,14 +471,16 @@ export class HttpGuardian implements Guardian {
                 // Stopped while queued for a connection: never send it.
                 if (settled) a(new TransportError('cancelled', 'call already ended'));
               },
-              onHeaders: (statusCode) => {
+              onHeaders: (statusCode, _headers, resumeBody) => {
                 answered = true;
                 status = statusCode;
+                resumeAnswer = resumeBody;
                 return true;
               },
               onData: (chunk) => {
                 if (!answer.push(chunk)) stop(new TransportError('http', 'guardian answer too large'));
-                return true;
+                paced.chunk(chunk.length);
+                return !paused;
               },
               onComplete: () => finish(() => resolve({ status, bytes: answer.buffer() })),
               onError: (err: NodeJS.ErrnoException) => {
