@@ -110,15 +110,23 @@ export async function deliver(hook: CallerWebhook, body: string, contentType: st
  * recently used go first), so one caller's many webhook origins never evict another's or take every
  * socket; past `max` in all, the caller holding the most gives up its least recently used.
  */
+/** Connections one kept agent opens to its webhook at most. */
+const AGENT_CONNECTIONS = 4;
+
 export class PinnedDispatchers {
   /** Per caller, its agents in least-recently-used order. */
   private readonly byCaller = new Map<string, Map<string, Agent>>();
   private total = 0;
 
-  constructor(
-    private readonly max = 64,
-    private readonly perCaller = 8,
-  ) {}
+  /** Agents kept in all, and by one caller. */
+  private readonly max: number;
+  private readonly perCaller: number;
+
+  /** `connections`: to every webhook together (PUSH's part of the file descriptors); `perCaller`: agents one caller keeps. */
+  constructor(connections = 256, perCaller = 8) {
+    this.max = Math.max(1, Math.floor(connections / AGENT_CONNECTIONS));
+    this.perCaller = Math.min(perCaller, this.max);
+  }
 
   pinned(url: URL, address: string, family: number, caller: string): Agent {
     const key = `${url.origin}|${address}`;
@@ -137,7 +145,7 @@ export class PinnedDispatchers {
           else cb(null, address, family);
         },
       },
-      connections: 4,
+      connections: AGENT_CONNECTIONS,
       keepAliveTimeout: 10_000,
     });
     if (mine === undefined) {
