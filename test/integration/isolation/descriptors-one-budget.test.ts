@@ -91,11 +91,11 @@ test('a slow guardian and callers with many streams in flight: every pool stays 
   await Promise.all(callers.map((a) => a.close()));
 
   const allowed = answers.filter((a) => a === 'allowed').length;
-  const refused = answers.filter((a) => a.startsWith('refused')).length;
+  const refused = answers.filter((a) => a.startsWith('refused'));
   const broken = answers.filter((a) => a.startsWith('broken'));
   const output = proxy.stdout() + proxy.stderr();
   process.stdout.write(
-    `descriptors: most ${most} of ${DESCRIPTORS}; calls ${answers.length}: allowed ${allowed}, refused ${refused}, broken ${broken.length}; ` +
+    `descriptors: most ${most} of ${DESCRIPTORS}; calls ${answers.length}: allowed ${allowed}, refused ${refused.length} [${refused.join(', ')}], broken ${broken.length}; ` +
       `victim allowed ${victimCalls.filter((v, i) => v.includes(`victim ${i + 1}`)).length}/3; EMFILE in the log: ${(output.match(/EMFILE/g) ?? []).length}\n`,
   );
   expect(broken).toEqual([]);
