@@ -717,8 +717,8 @@ function pushConfig(e: Env) {
     queuePerCaller: e.PUSH_QUEUE_PER_CALLER,
     retries: e.PUSH_RETRIES,
     configsPerCaller: e.PUSH_CONFIGS_PER_CALLER,
-    /** Connections to webhooks kept open at once (64 destinations, 4 each); lowered within the file descriptors (proxy/connections.ts). */
-    connections: 256,
+    /** Connections to webhooks open at once (64 destinations kept, 4 each, and 256 deliveries in flight: push/deliver.ts); lowered within the file descriptors (proxy/connections.ts). */
+    connections: 512,
   };
 }
 

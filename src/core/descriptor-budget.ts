@@ -7,7 +7,7 @@
  *   - inbound: connections on the listeners (MAX_CONNECTIONS). Each counts twice: a call on it may hold a
  *     connection to the agent, and the agent's pools are bounded by the same number (net/caller-pools.ts);
  *   - guardian calls and guardian stream events (GUARDIAN_CALL_CONNECTIONS, GUARDIAN_STREAM_CONNECTIONS);
- *   - push deliveries to webhooks (their keep-alive connections).
+ *   - push deliveries to webhooks (the connections kept alive, and the deliveries in flight: push/deliver.ts).
  *
  * DESCRIPTOR_RESERVE is kept apart for what holds few: files, the listening sockets, Redis, the trace exporter, card
  * and key fetches, the guardian's pings, the gRPC session to the agent, admin connections.

@@ -1,7 +1,7 @@
 /** The file descriptors split between the pools of connections: as configured when they fit, else the largest lowered first. */
 import { DESCRIPTOR_RESERVE, descriptorBudget, descriptorsOf, softFileLimit, type DescriptorParts } from '../../../src/core/descriptor-budget';
 
-const DEFAULTS: DescriptorParts = { inbound: 8192, guardianCall: 256, guardianStream: 256, push: 256 };
+const DEFAULTS: DescriptorParts = { inbound: 8192, guardianCall: 256, guardianStream: 256, push: 512 };
 
 const limitsText = (soft: number): string =>
   `Limit                     Soft Limit           Hard Limit           Units\nMax open files            ${soft}                 1048576              files\n`;
@@ -26,10 +26,12 @@ test('every pool together stays within the soft limit less the reserve, inbound 
 });
 
 test('the largest is lowered first: the guardian keeps all it was given while MAX_CONNECTIONS comes down to it', () => {
-  // 4096 - 64 = 4032: 768 for the guardian and the push deliveries, (4032 - 768) / 2 = 1632 inbound.
-  expect(descriptorBudget(DEFAULTS, 4096)).toEqual({ inbound: 1632, guardianCall: 256, guardianStream: 256, push: 256 });
-  // 16384 - 64 - 768 = 15552, half of it inbound.
-  expect(descriptorBudget(DEFAULTS, 16_384).inbound).toBe(7776);
+  // 4096 - 64 = 4032: 1024 for the guardian and the push deliveries, (4032 - 1024) / 2 = 1504 inbound.
+  expect(descriptorBudget(DEFAULTS, 4096)).toEqual({ inbound: 1504, guardianCall: 256, guardianStream: 256, push: 512 });
+  // 16384 - 64 - 1024 = 15296, half of it inbound.
+  expect(descriptorBudget(DEFAULTS, 16_384).inbound).toBe(7648);
+  // Then the push deliveries' 512 with it, down to the guardian's 256: 2048 - 64 - 512 = 1472 = 3 x 490 (+2).
+  expect(descriptorBudget(DEFAULTS, 2048)).toEqual({ inbound: 490, guardianCall: 256, guardianStream: 256, push: 490 });
 });
 
 test('past that every part is lowered to one level, none starved for another', () => {

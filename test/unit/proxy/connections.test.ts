@@ -48,7 +48,7 @@ test('under a low descriptor limit the pools in use are lowered to fit, with one
   expect(lines).toHaveLength(1);
   expect(lines[0]).toMatchObject({
     fileDescriptors: 256,
-    configured: { MAX_CONNECTIONS: 8192, GUARDIAN_CALL_CONNECTIONS: 256, GUARDIAN_STREAM_CONNECTIONS: 256, 'push deliveries': 256 },
+    configured: { MAX_CONNECTIONS: 8192, GUARDIAN_CALL_CONNECTIONS: 256, GUARDIAN_STREAM_CONNECTIONS: 256, 'push deliveries': 512 },
     bound: { MAX_CONNECTIONS: 38, GUARDIAN_CALL_CONNECTIONS: 38, GUARDIAN_STREAM_CONNECTIONS: 38, 'push deliveries': 38 },
   });
   // Fitted once: the config main.ts fitted is not fitted (or logged) again by startProxy.

@@ -46,8 +46,8 @@ describe('authHeaders', () => {
 
 describe('PinnedDispatchers', () => {
   it("keeps connections to webhooks within the push deliveries' part of the descriptors: four per destination kept", async () => {
-    // 8 connections: two destinations kept (four connections each), one caller may keep both.
-    const kept = new PinnedDispatchers(8);
+    // 16 connections: two destinations kept (four connections each, half of it), one caller may keep both.
+    const kept = new PinnedDispatchers(16);
     const pin = (caller: string, i: number) => kept.pinned(new URL(`http://hook-${i}.example.com/`), `93.184.216.${i}`, 4, caller);
     for (let i = 1; i <= 3; i++) pin('a', i);
     expect(kept.held('a')).toBe(2);
