@@ -210,7 +210,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
     callerLimits,
     push,
     fair,
-    connections: createConnections(config.maxConnections, logger, metrics),
+    connections: createConnections(config, logger, metrics),
   };
   let grpc: GrpcListener | undefined;
   // The HTTP listener's server, once it listens: gRPC card answers name its port.

@@ -89,8 +89,10 @@ export function withinDescriptors(config: Config, logger: Logger, limits: string
   return out;
 }
 
-/** The listeners' connections, at most `bound` (MAX_CONNECTIONS within the descriptors: withinDescriptors). */
-export function createConnections(bound: number, logger: Logger, metrics: Pick<Metrics, 'callerLimited'>): Connections {
+/** The listeners' connections, at most MAX_CONNECTIONS of `config` (fitted: withinDescriptors); the bounds of every pool in use shown. */
+export function createConnections(config: Config, logger: Logger, metrics: Pick<Metrics, 'callerLimited' | 'connectionBounds'>): Connections {
+  const bound = config.maxConnections;
+  showBounds(config, metrics);
   let lastWarn = 0;
   let givenUp = 0;
   const shares = new ConnectionShares<Socket>(bound, (s) => {
@@ -105,6 +107,19 @@ export function createConnections(bound: number, logger: Logger, metrics: Pick<M
     }
   });
   return shares;
+}
+
+/** a2a_guard_connection_bounds: the pools in use, with the bounds they were given. */
+function showBounds(config: Config, metrics: Pick<Metrics, 'connectionBounds'>): void {
+  const wanted = wantedParts(config);
+  const pools: Array<[string, number, number]> = [
+    ['listeners', config.maxConnections, wanted.inbound],
+    ['agent', config.maxConnections, wanted.inbound],
+    ['guardian_call', config.guardianCallConnections, wanted.guardianCall],
+    ['guardian_stream', config.guardianStreamConnections, wanted.guardianStream],
+    ['push', config.push.connections, wanted.push],
+  ];
+  for (const [pool, bound, used] of pools) if (used > 0) metrics.connectionBounds.set({ pool }, bound);
 }
 
 /** Every connection `server` accepts is counted, and refused when its caller holds the most and none of them is idle. */

@@ -104,6 +104,9 @@ test('a slow guardian and callers with many streams in flight: every pool stays 
   expect(most).toBeLessThan(DESCRIPTORS);
   // Still up, still answering.
   expect(proxy.child.exitCode).toBeNull();
-  expect(sample(await scrape(proxy), 'a2a_guard_build_info')).toBe(1);
+  const metrics = await scrape(proxy);
+  // The bounds in use, as fitted at start.
+  for (const pool of ['listeners', 'agent', 'guardian_call', 'guardian_stream', 'push'])
+    expect(sample(metrics, 'a2a_guard_connection_bounds', { pool })).toBe(38);
   expect(textOf(await victim.sendMessage(sendReq('victim after')))).toContain('victim after');
 });
