@@ -92,10 +92,12 @@ test('a slow guardian and callers with many streams in flight: every pool stays 
 
   const allowed = answers.filter((a) => a === 'allowed').length;
   const refused = answers.filter((a) => a.startsWith('refused'));
+  const byCode = new Map<string, number>();
+  for (const r of refused) byCode.set(r.slice('refused '.length), (byCode.get(r.slice('refused '.length)) ?? 0) + 1);
   const broken = answers.filter((a) => a.startsWith('broken'));
   const output = proxy.stdout() + proxy.stderr();
   process.stdout.write(
-    `descriptors: most ${most} of ${DESCRIPTORS}; calls ${answers.length}: allowed ${allowed}, refused ${refused.length} [${refused.join(', ')}], broken ${broken.length}; ` +
+    `descriptors: most ${most} of ${DESCRIPTORS}; calls ${answers.length}: allowed ${allowed}, refused ${refused.length} ${JSON.stringify(Object.fromEntries(byCode))}, broken ${broken.length}; ` +
       `victim allowed ${victimCalls.filter((v, i) => v.includes(`victim ${i + 1}`)).length}/3; EMFILE in the log: ${(output.match(/EMFILE/g) ?? []).length}\n`,
   );
   expect(broken).toEqual([]);
