@@ -16,7 +16,8 @@
  * cut to it, the level as high as the room allows, and a part below it keeps all it asked for. The largest
  * configured value is the one furthest above what the others can serve (MAX_CONNECTIONS, 8192, is sized for memory,
  * not descriptors), and no part is cut below the level another keeps, so none is starved for the others: at 256
- * descriptors each gets 38 (inbound 38 + 38 to the agent), where cutting in proportion would leave the guardian 3.
+ * descriptors each gets 38 (inbound 38 + 38 to the agent), where cutting in proportion would leave each of the
+ * guardian's pools 2 (and the listeners 90).
  */
 
 /** Descriptors kept apart from the pools (see above). */
