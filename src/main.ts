@@ -26,6 +26,7 @@ import type { Metrics } from './admin/metrics';
 import { StartupError } from './credentials/files';
 import { lateParserTierUp } from './net/undici-pool';
 import { noPretenuring } from './runtime/heap';
+import { withinDescriptors } from './proxy/connections';
 
 export const EXIT_CONFIG = 2;
 
@@ -84,7 +85,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
   }
   const loaded = loadConfig(env, file);
   if (!loaded.ok) fail(loaded.problems.map((p) => `configuration error: ${p}`));
-  const config = loaded.config;
+  let config = loaded.config;
 
   if (cmd.kind === 'check') return check(config, env, file, cmd.probe === true);
 
@@ -92,6 +93,8 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
   noPretenuring();
   const logDestination = stdoutDestination();
   const logger = createLogger(config.logLevel, logDestination);
+  // Every pool of connections within the file descriptors, the guardian's too (made below).
+  config = withinDescriptors(config, logger);
   // Set once the proxy (and its metrics) exist; reloads before that cannot happen.
   let metrics: Metrics | undefined;
   const onReload = (r: ReloadResult, reason: string) => reportReload(logger, config.policyFile, r, reason, metrics);

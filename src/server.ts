@@ -17,7 +17,7 @@ import { createUpstream } from './proxy/http/forward';
 import { createProxyHandler } from './proxy/http/pipeline';
 import { BodyBudget } from './proxy/budget';
 import { createFairTurns } from './proxy/fair';
-import { connectionLimit, createConnections } from './proxy/connections';
+import { createConnections, withinDescriptors } from './proxy/connections';
 import { createCallerLimits } from './proxy/callers';
 import { startHttpListener } from './proxy/http/server';
 import { Gate } from './aos/gate';
@@ -134,7 +134,8 @@ function identityOutcomesCounter(metrics: Metrics): FastCounter {
 }
 
 export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
-  const { config, logger } = opts;
+  const { logger } = opts;
+  const config = withinDescriptors(opts.config, logger); // Every pool within the file descriptors (main.ts may have fitted it: then as is).
   const metrics = new Metrics(opts.processMetrics ?? false, VERSION);
   const guardian = opts.guardian ?? createGuardian(config, logger);
   if (guardian.breakerState !== undefined) metrics.watchBreaker(() => (guardian.breakerState as () => 'closed' | 'open' | 'half_open')());
@@ -143,7 +144,7 @@ export async function startProxy(opts: StartOptions): Promise<ProxyInstance> {
   const tracer = opts.tracer ?? createTracer(config.otel, { version: VERSION, onExportFailure: () => metrics.traceExportFailures.inc() });
   const { upstreamTls, cardDispatcher, upstreamCard, identities } = agentCards(config, logger);
   // As many connections to the agent as from callers (one for each call), idle ones of every caller included.
-  const upstream = createUpstream(config.upstreamUrl, upstreamTls.connect, connectionLimit(config), (n) =>
+  const upstream = createUpstream(config.upstreamUrl, upstreamTls.connect, config.maxConnections, (n) =>
     metrics.callerLimited.inc({ resource: 'agent_connections' }, n),
   );
   const identityOutcomes = identityOutcomesCounter(metrics);

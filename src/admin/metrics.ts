@@ -113,6 +113,13 @@ export class Metrics {
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
+  /** Set once at start (proxy/connections.ts): the bounds in use after fitting the pools to the file descriptors. */
+  readonly connectionBounds = new Gauge({
+    name: 'a2a_guard_connection_bounds',
+    help: 'Connections each pool may open, as fitted at start to the file descriptors the process may open (docs/operations.md#file-descriptors), by pool (listeners, agent, guardian_call, guardian_stream, push); a pool not in use is left out',
+    labelNames: ['pool'] as const,
+    registers: [this.registry],
+  });
   readonly traceExportFailures = new Counter({
     name: 'a2a_guard_trace_export_failures_total',
     help: 'Batches of spans the OTLP exporter could not deliver',

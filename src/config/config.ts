@@ -127,10 +127,10 @@ const VARIABLES = {
     'stream events judged by the guardian at once, per stream (1 = one at a time); released to the caller in order regardless',
   ),
   GUARDIAN_CALL_CONNECTIONS: int(256, 1, 65_536).describe(
-    'connections to the guardian for the checks of each call: request hooks, unary answers (pings have two of their own)',
+    'connections to the guardian for the checks of each call: request hooks, unary answers (pings have two of their own); lowered at start to fit the file descriptors the process may open',
   ),
   GUARDIAN_STREAM_CONNECTIONS: int(256, 1, 65_536).describe(
-    'connections to the guardian for stream events: a budget of their own, so request checks never wait behind stream events',
+    'connections to the guardian for stream events: a budget of their own, so request checks never wait behind stream events; lowered at start to fit the file descriptors the process may open',
   ),
   REASONING_HEADER: v
     .string()
@@ -221,7 +221,7 @@ const VARIABLES = {
     "requests of one caller that may wait for a turn of the proxy's CPU while others are served (turns go round-robin across callers); more get 429 (-31429); 0 = first come, first served",
   ),
   MAX_CONNECTIONS: int(8192, 16, 1_000_000).describe(
-    'connections open at once on the listeners (HTTP and gRPC), all callers together (at most half the file descriptors the process may open); past it the caller (address) holding the most gives up its oldest idle connection for the new one, or is refused it when none of its connections is idle; one caller holds at most half of it',
+    "connections open at once on the listeners (HTTP and gRPC), all callers together, and to the agent (each counts twice in the file descriptors; lowered at start to fit them with the guardian's and the push deliveries' connections, the largest first); past it the caller (address) holding the most gives up its oldest idle connection for the new one, or is refused it when none of its connections is idle; one caller holds at most half of it",
   ),
   FAIR_SLICE_MS: int(5, 1, 1000).describe('milliseconds of CPU work the proxy runs at once before polling for new requests while callers wait for turns'),
   EXPOSE_GUARDIAN_REASONING: bool(false).describe("include the guardian's reasoning in errors sent to callers"),
@@ -654,6 +654,11 @@ function toConfig(e: Env) {
   };
 }
 
+/** A caller's share of the guardian's call connections when GUARDIAN_CALLS_PER_CALLER is unset: a quarter. */
+export function defaultGuardianCalls(callConnections: number): number {
+  return Math.max(1, Math.floor(callConnections / 4));
+}
+
 /** What one caller may hold of what every caller shares (proxy/callers.ts). */
 function perCallerConfig(e: Env) {
   return {
@@ -664,7 +669,9 @@ function perCallerConfig(e: Env) {
     maxCalls: e.MAX_CALLS_PER_CALLER,
     /** How long a call past maxCalls waits for a place of its caller (0: refused at once). */
     callWaitMs: e.CALL_WAIT_MS,
-    guardianCalls: e.GUARDIAN_CALLS_PER_CALLER ?? Math.max(1, Math.floor(e.GUARDIAN_CALL_CONNECTIONS / 4)),
+    guardianCalls: e.GUARDIAN_CALLS_PER_CALLER ?? defaultGuardianCalls(e.GUARDIAN_CALL_CONNECTIONS),
+    /** GUARDIAN_CALLS_PER_CALLER was set (else guardianCalls follows the guardian's call connections in use). */
+    guardianCallsSet: e.GUARDIAN_CALLS_PER_CALLER !== undefined,
     /** Calls per second and burst; undefined = no rate limit. */
     rate: e.RATE_LIMIT_PER_SECOND === 0 ? undefined : { perSecond: e.RATE_LIMIT_PER_SECOND, burst: e.RATE_LIMIT_BURST ?? Math.max(1, e.RATE_LIMIT_PER_SECOND) },
     /** Turns of the CPU stages waiting per caller (0: no fair queue) and the slice run at once. */
@@ -710,6 +717,8 @@ function pushConfig(e: Env) {
     queuePerCaller: e.PUSH_QUEUE_PER_CALLER,
     retries: e.PUSH_RETRIES,
     configsPerCaller: e.PUSH_CONFIGS_PER_CALLER,
+    /** Connections to webhooks open at once (64 destinations kept, 4 each, and 256 deliveries in flight: push/deliver.ts); lowered within the file descriptors (proxy/connections.ts). */
+    connections: 512,
   };
 }
 

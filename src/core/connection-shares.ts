@@ -107,14 +107,3 @@ export class ConnectionShares<C> {
     if (line?.size === 0) this.byKey.delete(e.key);
   }
 }
-
-/**
- * MAX_CONNECTIONS within what the process may open: half of its soft limit of file descriptors, less a reserve (files,
- * the guardian's and Redis's connections), since each caller's call also opens a connection to the agent. `limits`: the
- * text of /proc/self/limits (Linux); undefined elsewhere, where the bound is taken as configured.
- */
-export function connectionBound(configured: number, limits: string | undefined): number {
-  const soft = /^Max open files\s+(\d+)/m.exec(limits ?? '')?.[1];
-  if (soft === undefined) return configured;
-  return Math.max(16, Math.min(configured, Math.floor((Number(soft) - 64) / 2)));
-}

@@ -13,6 +13,7 @@ import type { Agent } from 'undici';
 /** undici whole (its request API), loaded by the first delivery: a proxy without the push relay never loads it. */
 const undici = (): typeof import('undici') => require('undici') as typeof import('undici');
 import { classifyUrl } from '../../core/address';
+import { FairGate } from '../../core/fair-gate';
 import type { CallerWebhook } from './configs';
 
 /** Resolve a host name to all its addresses (injectable: tests change the answer between set and delivery). */
@@ -84,6 +85,18 @@ export async function deliver(hook: CallerWebhook, body: string, contentType: st
   }
   const checked = await checkedAddress(url, opts.allowPrivate, opts.resolve);
   if ('refused' in checked) return { type: 'refused', why: checked.refused };
+  const sent = await opts.dispatchers.inTurn(opts.caller, () => post(url, hook, body, contentType, checked, opts));
+  return sent ?? { type: 'failed', why: 'push relay closed before the delivery went out', retry: false };
+}
+
+async function post(
+  url: URL,
+  hook: CallerWebhook,
+  body: string,
+  contentType: string,
+  checked: { address: string; family: number },
+  opts: DeliverOptions,
+): Promise<DeliveryResult> {
   const pinned = opts.dispatchers.pinned(url, checked.address, checked.family, opts.caller);
   try {
     const res = await undici().request(url, {
@@ -103,22 +116,48 @@ export async function deliver(hook: CallerWebhook, body: string, contentType: st
   }
 }
 
+/** Connections one kept agent opens to its webhook at most. */
+const AGENT_CONNECTIONS = 4;
+
 /**
  * Connections per webhook origin and checked address, kept alive between deliveries (a new TCP and TLS
  * handshake per notification would be most of its cost). An agent connects only to the address it was
  * made for, so reuse never skips the check. Each caller holds at most `perCaller` of them (its own least
  * recently used go first), so one caller's many webhook origins never evict another's or take every
  * socket; past `max` in all, the caller holding the most gives up its least recently used.
+ *
+ * All of it opens at most `connections` at once (the push deliveries' part of the file descriptors,
+ * core/descriptor-budget.ts): half to the agents kept (AGENT_CONNECTIONS each), half to deliveries in flight. An
+ * agent given up lets its deliveries in flight finish, so they are bounded apart: past that many at once, the next
+ * waits for a place, given round-robin by caller.
  */
 export class PinnedDispatchers {
   /** Per caller, its agents in least-recently-used order. */
   private readonly byCaller = new Map<string, Map<string, Agent>>();
   private total = 0;
+  /** Agents kept in all, and by one caller. */
+  private readonly max: number;
+  private readonly perCaller: number;
+  private readonly inFlight: FairGate;
+  private closed = false;
 
-  constructor(
-    private readonly max = 64,
-    private readonly perCaller = 8,
-  ) {}
+  /** `connections`: to every webhook at once (64 agents kept and 256 deliveries in flight by default); `perCaller`: agents one caller keeps. */
+  constructor(connections = 512, perCaller = 8) {
+    this.max = Math.max(1, Math.floor(connections / (2 * AGENT_CONNECTIONS)));
+    this.perCaller = Math.min(perCaller, this.max);
+    this.inFlight = new FairGate(Math.max(1, connections - this.max * AGENT_CONNECTIONS));
+  }
+
+  /** `send` once `caller` has a place for a delivery in flight; undefined when closed meanwhile. */
+  async inTurn<T>(caller: string, send: () => Promise<T>): Promise<T | undefined> {
+    const entered = this.inFlight.enter(caller);
+    if (entered !== true) await entered;
+    try {
+      return this.closed ? undefined : await send();
+    } finally {
+      this.inFlight.leave();
+    }
+  }
 
   pinned(url: URL, address: string, family: number, caller: string): Agent {
     const key = `${url.origin}|${address}`;
@@ -137,7 +176,7 @@ export class PinnedDispatchers {
           else cb(null, address, family);
         },
       },
-      connections: 4,
+      connections: AGENT_CONNECTIONS,
       keepAliveTimeout: 10_000,
     });
     if (mine === undefined) {
@@ -157,6 +196,7 @@ export class PinnedDispatchers {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     const all = [...this.byCaller.values()].flatMap((m) => [...m.values()]);
     this.byCaller.clear();
     this.total = 0;

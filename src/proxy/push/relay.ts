@@ -92,12 +92,13 @@ export class PushRelay {
   private readonly chains = new Map<string, Promise<void>>();
   private readonly streamOp: Operation;
   private closed = false;
-  private readonly dispatchers = new PinnedDispatchers();
+  private readonly dispatchers: PinnedDispatchers;
   /** Retries waiting out their back-off: close() wakes them, so each ends with its audit line. */
   private readonly sleepers = new Set<() => void>();
 
   constructor(private readonly deps: PushRelayDeps) {
     this.streamOp = operationForMethod('message/stream') as Operation;
+    this.dispatchers = new PinnedDispatchers(deps.config.push.connections);
   }
 
   /** The URL the agent reaches the relay at (PUSH_RELAY_URL, else the listener's address). */

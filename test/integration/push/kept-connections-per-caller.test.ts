@@ -1,6 +1,8 @@
 /**
  * The relay keeps connections to webhooks alive per origin and checked address. One caller's many webhook
  * origins never evict another caller's kept connection nor take every socket: each caller holds a bounded share.
+ * All of them, with the deliveries still in flight on connections given up, stay within the push deliveries' part of
+ * the file descriptors.
  */
 import { deliver, PinnedDispatchers, type Resolver } from '../../../src/proxy/push/deliver';
 import { startWebhook, type Webhook } from '../../helpers/webhook';
@@ -52,4 +54,32 @@ it('bounds the connections one caller holds, and all of them together', () => {
   expect(total).toBeLessThanOrEqual(64);
   // The one over the top gave up its own: the latest callers still hold theirs.
   expect(dispatchers.held('caller-39')).toBe(1);
+});
+
+it("many callers' deliveries to many webhook origins at once, agents given up mid-delivery included, open at most the push deliveries' connections", async () => {
+  // 16 connections: two agents kept (four connections each), eight deliveries in flight.
+  const slow = await startWebhook({ holdMs: 100 });
+  const bounded = new PinnedDispatchers(16);
+  // Every origin is the one webhook, by names the resolver points at it.
+  const toSlow: Resolver = async () => [{ address: '127.0.0.1', family: 4 }];
+  const port = new URL(slow.origin).port;
+  const sends = [];
+  for (let c = 0; c < 3; c++) {
+    for (let i = 0; i < 16; i++) {
+      sends.push(
+        deliver({ url: `http://hook-${i % 8}.example:${port}/c${c}/${i}`, token: 't' }, '{"kind":"status-update","taskId":"t"}', 'application/json', {
+          allowPrivate: true,
+          resolve: toSlow,
+          timeoutMs: 10_000,
+          dispatchers: bounded,
+          caller: `caller-${c}`,
+        }),
+      );
+    }
+  }
+  const results = await Promise.all(sends);
+  await bounded.close();
+  await slow.close();
+  expect(results.filter((r) => r.type === 'delivered')).toHaveLength(48);
+  expect(slow.mostOpen).toBeLessThanOrEqual(16);
 });

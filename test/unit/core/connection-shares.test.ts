@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { ConnectionShares, connectionBound } from '../../../src/core/connection-shares';
+import { ConnectionShares } from '../../../src/core/connection-shares';
 
 /** Shares of named connections; `dropped` lists what was given up, in order. */
 function shares(max: number): { s: ConnectionShares<string>; dropped: string[] } {
@@ -111,15 +111,6 @@ test('property: the bound holds, busy connections are never given up, and only t
       }
     }),
   );
-});
-
-test('the bound stays within half the file descriptors the process may open', () => {
-  const limits =
-    'Limit                     Soft Limit           Hard Limit           Units\nMax open files            1024                 4096                 files\n';
-  expect(connectionBound(8192, limits)).toBe(480);
-  expect(connectionBound(100, limits)).toBe(100);
-  expect(connectionBound(8192, undefined)).toBe(8192);
-  expect(connectionBound(8192, 'Max open files            1048576              1048576              files')).toBe(8192);
 });
 
 test("a caller holds at most half the bound: past it its own oldest idle one is given up, or with none idle its new one is refused, and another caller's still opens", () => {

@@ -1,5 +1,5 @@
-/** The webhook address check at delivery time and the SDK's auth headers. */
-import { authHeaders, checkedAddress, type Resolver } from '../../../../src/proxy/push/deliver';
+/** The webhook address check at delivery time, the SDK's auth headers, and the webhook connections kept within their part of the descriptors. */
+import { PinnedDispatchers, authHeaders, checkedAddress, type Resolver } from '../../../../src/proxy/push/deliver';
 
 const resolving =
   (...addresses: string[]): Resolver =>
@@ -41,5 +41,19 @@ describe('authHeaders', () => {
     expect(authHeaders({ url: 'x', token: 't', authentication: { scheme: 'Bearer', credentials: 'c' } })).toEqual({ authorization: 'Bearer c' });
     expect(authHeaders({ url: 'x', token: 't' })).toEqual({ 'x-a2a-notification-token': 't' });
     expect(authHeaders({ url: 'x' })).toEqual({});
+  });
+});
+
+describe('PinnedDispatchers', () => {
+  it("keeps connections to webhooks within the push deliveries' part of the descriptors: four per destination kept", async () => {
+    // 16 connections: two destinations kept (four connections each, half of it), one caller may keep both.
+    const kept = new PinnedDispatchers(16);
+    const pin = (caller: string, i: number) => kept.pinned(new URL(`http://hook-${i}.example.com/`), `93.184.216.${i}`, 4, caller);
+    for (let i = 1; i <= 3; i++) pin('a', i);
+    expect(kept.held('a')).toBe(2);
+    // Another caller's destination takes the place of one of the caller keeping the most.
+    pin('b', 9);
+    expect([kept.held('a'), kept.held('b')]).toEqual([1, 1]);
+    await kept.close();
   });
 });
