@@ -30,6 +30,7 @@
  * do; BENCH_ATTACKER_NICE=0 shares the cores equally. Options (env): BENCH_VICTIM_CALLS (per round, default 200), BENCH_WORK_MIB (default 9),
  * BENCH_ONLY (comma-separated scenario names), BENCH_PROXY_NODE_ARGS (e.g. `--cpu-prof`, for the proxy's process),
  * BENCH_PROXY_ENV (a JSON object of variables set on the proxy in every scenario, e.g. `{"MAX_CALLS_PER_CALLER":"64"}`),
+ * BENCH_PROXY_STDOUT=1 (the proxy's standard output, where V8 writes `--trace-gc`),
  * BENCH_SLOWEST=1 (the victim's four slowest calls, and when each started in its run). Each row is followed by
  * the proxy's CPU time and the credentials it checked while the attacker worked (counted, not timed: a run whose
  * attacker got little CPU at its nice level shows it here, in fewer checks).
@@ -454,7 +455,7 @@ async function main(): Promise<void> {
         ...s.env,
         ...PROXY_ENV,
       },
-      stdio: ['ignore', 'ignore', 'inherit'],
+      stdio: ['ignore', process.env['BENCH_PROXY_STDOUT'] === '1' ? 'inherit' : 'ignore', 'inherit'],
     });
     const admin = `http://127.0.0.1:${adminPort}`;
     for (let i = 0; ; i++) {
