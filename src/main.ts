@@ -26,7 +26,7 @@ import type { Metrics } from './admin/metrics';
 import { StartupError } from './credentials/files';
 import { lateParserTierUp } from './net/undici-pool';
 import { noPretenuring } from './runtime/heap';
-import { withinDescriptors } from './proxy/connections';
+import { descriptorsLine, withinDescriptors } from './proxy/connections';
 
 export const EXIT_CONFIG = 2;
 
@@ -319,6 +319,7 @@ async function check(config: Config, env: NodeJS.ProcessEnv, file: ConfigFile | 
     `# a2a-guard ${VERSION}: configuration is valid`,
     `# guardian: ${config.guardianUrl === undefined ? `embedded, policy ${config.policyFile} (valid)` : config.guardianUrl.origin}`,
     `# tracing: ${config.otel === undefined ? 'off' : `on, ${config.otel.protocol} to ${config.otel.tracesUrl}`}`,
+    descriptorsLine(config),
     ...(file === undefined ? [] : [`# config file: ${file.file} (variables set in the environment win)`]),
     ...effectiveConfiguration(env, file),
   ];

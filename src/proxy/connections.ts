@@ -89,6 +89,17 @@ export function withinDescriptors(config: Config, logger: Logger, limits: string
   return out;
 }
 
+/** For --check: the connections each pool in use may open within this process's file descriptors, and what was configured. */
+export function descriptorsLine(config: Config, limits: string | undefined = procLimits()): string {
+  const wanted = wantedParts(config);
+  const soft = softFileLimit(limits);
+  const bound = descriptorBudget(wanted, soft);
+  const parts = (Object.keys(NAMES) as Array<keyof DescriptorParts>).filter((p) => wanted[p] > 0);
+  const each = parts.map((p) => `${NAMES[p]} ${bound[p]}${bound[p] < wanted[p] ? ` (configured ${wanted[p]})` : ''}`).join(', ');
+  if (soft === undefined) return `# connections: ${each} (file descriptor limit unknown)`;
+  return `# connections within ${soft} file descriptors (${DESCRIPTOR_RESERVE} kept apart): ${each}`;
+}
+
 /** The listeners' connections, at most MAX_CONNECTIONS of `config` (fitted: withinDescriptors); the bounds of every pool in use shown. */
 export function createConnections(config: Config, logger: Logger, metrics: Pick<Metrics, 'callerLimited' | 'connectionBounds'>): Connections {
   const bound = config.maxConnections;

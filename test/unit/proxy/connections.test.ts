@@ -7,7 +7,7 @@ import type { Socket } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { configFrom } from '../../../src/config/config';
 import { ConnectionShares } from '../../../src/core/connection-shares';
-import { shareConnections, withinDescriptors } from '../../../src/proxy/connections';
+import { descriptorsLine, shareConnections, withinDescriptors } from '../../../src/proxy/connections';
 
 /** An accepted connection as the listener's 'connection' event hands it over. */
 function accepted(remoteAddress: string, remotePort: number): Socket & { destroyed: boolean } {
@@ -75,4 +75,16 @@ test('the defaults under a normal limit are kept as configured, without a warnin
   }
   expect(withinDescriptors(config, logger, undefined)).toEqual(config);
   expect(lines).toHaveLength(0);
+});
+
+test('--check names the connections each pool in use may open within the descriptors, and what was configured when lowered', () => {
+  const config = configFrom({ ...BASE, INSPECT_RESPONSES: 'true', ROLE: 'server' });
+  expect(descriptorsLine(config, limits(256))).toBe(
+    '# connections within 256 file descriptors (64 kept apart): MAX_CONNECTIONS 38 (configured 8192), GUARDIAN_CALL_CONNECTIONS 38 (configured 256), ' +
+      'GUARDIAN_STREAM_CONNECTIONS 38 (configured 256), push deliveries 38 (configured 512)',
+  );
+  expect(descriptorsLine(configFrom(BASE), limits(1_048_576))).toBe(
+    '# connections within 1048576 file descriptors (64 kept apart): MAX_CONNECTIONS 8192, GUARDIAN_CALL_CONNECTIONS 256',
+  );
+  expect(descriptorsLine(configFrom(BASE), '')).toBe('# connections: MAX_CONNECTIONS 8192, GUARDIAN_CALL_CONNECTIONS 256 (file descriptor limit unknown)');
 });
