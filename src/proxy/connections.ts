@@ -50,6 +50,14 @@ const NAMES: Readonly<Record<keyof DescriptorParts, string>> = {
   push: 'push deliveries',
 };
 
+/** What `config`'s pools want, the soft limit in `limits`, the bounds they get within it, and the pools in use. */
+function fit(config: Config, limits: string | undefined) {
+  const wanted = wantedParts(config);
+  const soft = softFileLimit(limits);
+  const parts = (Object.keys(NAMES) as Array<keyof DescriptorParts>).filter((p) => wanted[p] > 0);
+  return { wanted, soft, bound: descriptorBudget(wanted, soft), parts };
+}
+
 /**
  * `config` with MAX_CONNECTIONS, the guardian's connections and the push deliveries' lowered to fit this process's
  * file descriptors (core/descriptor-budget.ts), computed once; one warning names each value configured and the bound
@@ -57,9 +65,7 @@ const NAMES: Readonly<Record<keyof DescriptorParts, string>> = {
  */
 export function withinDescriptors(config: Config, logger: Logger, limits: string | undefined = procLimits()): Config {
   if (fitted.has(config)) return config;
-  const wanted = wantedParts(config);
-  const soft = softFileLimit(limits);
-  const bound = descriptorBudget(wanted, soft);
+  const { wanted, soft, bound, parts } = fit(config, limits);
   const used = (p: keyof DescriptorParts, configured: number): number => (wanted[p] === 0 ? configured : bound[p]);
   const guardianCall = used('guardianCall', config.guardianCallConnections);
   const out: Config = {
@@ -74,7 +80,6 @@ export function withinDescriptors(config: Config, logger: Logger, limits: string
     push: { ...config.push, connections: used('push', config.push.connections) },
   };
   fitted.add(out);
-  const parts = (Object.keys(NAMES) as Array<keyof DescriptorParts>).filter((p) => wanted[p] > 0);
   if (parts.some((p) => bound[p] < wanted[p])) {
     logger.warn(
       {
@@ -91,10 +96,7 @@ export function withinDescriptors(config: Config, logger: Logger, limits: string
 
 /** For --check: the connections each pool in use may open within this process's file descriptors, and what was configured. */
 export function descriptorsLine(config: Config, limits: string | undefined = procLimits()): string {
-  const wanted = wantedParts(config);
-  const soft = softFileLimit(limits);
-  const bound = descriptorBudget(wanted, soft);
-  const parts = (Object.keys(NAMES) as Array<keyof DescriptorParts>).filter((p) => wanted[p] > 0);
+  const { wanted, soft, bound, parts } = fit(config, limits);
   const each = parts.map((p) => `${NAMES[p]} ${bound[p]}${bound[p] < wanted[p] ? ` (configured ${wanted[p]})` : ''}`).join(', ');
   if (soft === undefined) return `# connections: ${each} (file descriptor limit unknown)`;
   return `# connections within ${soft} file descriptors (${DESCRIPTOR_RESERVE} kept apart): ${each}`;
