@@ -8,6 +8,8 @@ import { isResponseEnvelope } from '../../helpers/guardian';
 import { makeGrpcClient } from '../../helpers/grpc';
 import { sendReq } from '../../helpers/agent';
 import { useStack, type TestProxy } from '../../helpers/proxy-harness';
+import { UpstreamAnswer } from '../../../src/proxy/http/forward';
+import { READ_SLICE } from '../../../src/proxy/http/body';
 
 jest.setTimeout(60_000);
 
@@ -25,6 +27,8 @@ beforeAll(async () => {
 
 test("a large inspected answer, read in its caller's turns, reaches the caller whole and judged whole", async () => {
   s.guardian.clear();
+  // The agent's socket is paused once per slice read (the caller reads its answer at once: no backpressure pauses it).
+  const pause = jest.spyOn(UpstreamAnswer.prototype, 'pause');
   const res = await fetch(`${proxy.url}/a2a/jsonrpc`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
@@ -33,6 +37,8 @@ test("a large inspected answer, read in its caller's turns, reaches the caller w
   const text = await res.text();
   expect(res.status).toBe(200);
   expect(text.length).toBeGreaterThan(2 * TEXT.length);
+  expect(pause.mock.calls.length).toBeGreaterThanOrEqual(Math.floor((2 * TEXT.length) / (READ_SLICE + 128 * 1024)));
+  pause.mockRestore();
   const body = JSON.parse(text) as { id: number; result?: { id: string; history?: { parts: { text?: string }[] }[] } };
   expect(body.id).toBe(7);
   expect(body.result?.id).toBe(taskId);
