@@ -435,8 +435,14 @@ export class HttpGuardian implements Guardian {
       };
       /** The answer waited for its caller's turns while it was read: a budget that ends after it is the reading's, not the guardian's. */
       let waitedForTurns = false;
+      // Timers run before the loop polls for I/O: after a task that held the loop past the deadline (other callers'
+      // work), an answer that came in time still waits in the socket. It is read (the poll comes before setImmediate)
+      // before the call is said to have none: FAIL_MODE=open would pass what the guardian denied in time.
       const timer = setTimeout(
-        () => stop(new TransportError('timeout', `no guardian answer within ${this.opts.timeoutMs} ms`, undefined, waitedForTurns)),
+        () =>
+          setImmediate(() => {
+            if (!settled) stop(new TransportError('timeout', `no guardian answer within ${this.opts.timeoutMs} ms`, undefined, waitedForTurns));
+          }),
         remaining,
       );
       if (caller !== undefined) offCancel = caller.onCancel(() => stop(new TransportError('cancelled', 'caller went away')));

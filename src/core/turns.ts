@@ -72,7 +72,8 @@ export interface Pausable {
  * Reading a socket `slice` bytes per turn: after each slice, `source` is paused until `turn` resolves. libuv reads up
  * to 32 x 64 KiB of a socket per loop iteration, and each chunk is copied where it is kept (fresh pages): two callers'
  * 9 MiB uploads held the loop for 25-37 ms per iteration, in front of every other caller's work. `chunk` is told each
- * chunk's length; `waitedMs` is the time spent waiting for turns (the proxy's, not the sender's).
+ * chunk's length; `waitedMs` is the time spent waiting for turns (the proxy's, not the sender's), the wait under way
+ * included.
  */
 export function readInTurns(
   source: Pausable,
@@ -82,6 +83,8 @@ export function readInTurns(
 ): { chunk(length: number): void; readonly waitedMs: number } {
   let since = 0;
   let waitedMs = 0;
+  /** When the turn waited for now was asked for: a rate checked meanwhile does not count that wait either. */
+  let waitingSince: number | undefined;
   return {
     chunk(length) {
       since += length;
@@ -89,13 +92,15 @@ export function readInTurns(
       since = 0;
       source.pause();
       const from = monotonicMs();
+      waitingSince = from;
       void turn().then(() => {
         waitedMs += monotonicMs() - from;
+        waitingSince = undefined;
         if (!stopped()) source.resume();
       });
     },
     get waitedMs() {
-      return waitedMs;
+      return waitingSince === undefined ? waitedMs : waitedMs + monotonicMs() - waitingSince;
     },
   };
 }

@@ -137,3 +137,26 @@ test('the time an upload waits for its turns does not count against the minimum 
     await server.close();
   }
 });
+
+test('a turn still waited for when the rate is checked does not count against the minimum rate', async () => {
+  let request: http.IncomingMessage | undefined;
+  const turns = turnsFor(() => request);
+  const server = await serve((req) => {
+    request = req;
+    // 1 MB/s after 50 ms: the first slice waits 2.5 s for its turn, across two checks of the rate.
+    return readBody(req, 16 * 1024 * 1024, { timeoutMs: 30_000, minBytesPerSecond: 1_000_000, graceMs: 50 }, undefined, 1, () => turns.turn());
+  });
+  const body = BODY.subarray(0, 1024 * 1024);
+  const client = upload(server.url, body);
+  let granting: NodeJS.Timeout | undefined;
+  const held = setTimeout(() => (granting = setInterval(() => turns.grant(), 10)), 2500);
+  try {
+    const r = await server.result;
+    expect(r.ok ? 'read' : r.error.message).toBe('read');
+  } finally {
+    clearTimeout(held);
+    clearInterval(granting);
+    client.destroy();
+    await server.close();
+  }
+});
